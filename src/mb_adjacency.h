@@ -1,0 +1,49 @@
+/* meshbatch: vertex adjacency of a polygon mesh in CSR form.
+ *
+ * Built once per mesh and shared by the CPU and CUDA backends:
+ *  - row/col: the distinct edge neighbours of every vertex, each row sorted
+ *    ascending (fixed summation order, good cache reuse on the GPU);
+ *  - opp_row/opp: for a triangle mesh, for every directed edge k = (i, col[k])
+ *    the third vertices of the faces containing that edge, in face order
+ *    (what cotangent weights need); NULL for a mesh with polygons;
+ *  - on_boundary / brow / bcol: boundary edges are edges used by exactly one
+ *    face; a boundary vertex touches one; bcol lists its neighbours along
+ *    boundary edges, sorted ascending. Edges used by three or more faces
+ *    (non-manifold) are not boundary edges.
+ */
+#ifndef MB_ADJACENCY_H
+#define MB_ADJACENCY_H
+
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mb_adjacency {
+  int64_t nv;           /* vertices */
+  int64_t nnz;          /* directed edges = row[nv] */
+  int64_t *row;         /* [nv + 1] */
+  int64_t *col;         /* [nnz] neighbour vertex, ascending within a row */
+  int64_t *opp_row;     /* [nnz + 1] or NULL (polygon mesh) */
+  int64_t *opp;         /* [opp_row[nnz]] opposite vertex per incident triangle, or NULL */
+  uint8_t *on_boundary; /* [nv] 1 if the vertex touches a boundary edge */
+  int64_t *brow;        /* [nv + 1] */
+  int64_t *bcol;        /* [brow[nv]] neighbours along boundary edges, ascending */
+} mb_adjacency;
+
+/* Build the adjacency of a validated mesh (see mb_mesh_validate). The result
+ * is owned by the caller; free it with mb_adjacency_free. Not collective.
+ * Errors: MB_ERR_MEMORY. Cost: O(sum of face sizes) time and memory. */
+mb_error mb_adjacency_build(const mb_mesh *mesh, mb_adjacency **adj);
+
+/* Free an adjacency; NULL is allowed. */
+void mb_adjacency_free(mb_adjacency *adj);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

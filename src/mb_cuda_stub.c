@@ -1,0 +1,35 @@
+/* meshbatch: the CUDA backend's stand-in for builds without CUDA.
+ * Every entry point says the backend is absent and how to enable it. */
+#include <stdio.h>
+
+#include "mb_cuda.h"
+
+#define MB_NO_CUDA_MSG                                                           \
+  "this meshbatch was built without the CUDA backend; install the CUDA toolkit " \
+  "and reconfigure with -DMESHBATCH_CUDA=ON"
+
+int mb_cuda_compiled(void) { return 0; }
+
+int mb_cuda_device_count(char *why, size_t why_len) {
+  if (why && why_len) snprintf(why, why_len, "%s", MB_NO_CUDA_MSG);
+  return 0;
+}
+
+mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t name_len) {
+  (void)local_rank; (void)device; (void)name; (void)name_len;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+                        mb_precision precision, double *xyz) {
+  (void)adj; (void)stages; (void)nstages; (void)precision; (void)xyz;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_weights weights,
+                              mb_boundary boundary, mb_precision precision, int warmup,
+                              int repeats, mb_cuda_bench_result *result) {
+  (void)adj; (void)xyz; (void)weights; (void)boundary; (void)precision; (void)warmup;
+  (void)repeats; (void)result;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}

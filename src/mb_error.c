@@ -1,0 +1,58 @@
+/* meshbatch: thread-local error message and traceback (see mb_error.h). */
+#include "mb_error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { MB_MSG_LEN = 2048, MB_TRACE_LEN = 4096 };
+
+static _Thread_local char mb_msg[MB_MSG_LEN];
+static _Thread_local char mb_trace[MB_TRACE_LEN];
+
+const char *mb_error_name(mb_error e) {
+  switch (e) {
+  case MB_SUCCESS: return "success";
+  case MB_ERR_ARG: return "invalid argument";
+  case MB_ERR_MEMORY: return "out of memory";
+  case MB_ERR_IO: return "I/O error";
+  case MB_ERR_FORMAT: return "format error";
+  case MB_ERR_JOB: return "job file error";
+  case MB_ERR_HDF5: return "HDF5 error";
+  case MB_ERR_MPI: return "MPI error";
+  case MB_ERR_CUDA: return "CUDA error";
+  case MB_ERR_UNSUPPORTED: return "unsupported";
+  case MB_ERR_NUMERIC: return "numerical error";
+  }
+  return "unknown error";
+}
+
+static void trace_append(const char *file, int line, const char *func) {
+  size_t used = strlen(mb_trace);
+  if (used + 1 >= sizeof mb_trace) return;
+  const char *base = strrchr(file, '/');
+  snprintf(mb_trace + used, sizeof mb_trace - used, "  at %s (%s:%d)\n", func,
+           base ? base + 1 : file, line);
+}
+
+mb_error mb_error_set(mb_error e, const char *file, int line, const char *func,
+                      const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(mb_msg, sizeof mb_msg, fmt, ap);
+  va_end(ap);
+  mb_trace[0] = '\0';
+  trace_append(file, line, func);
+  return e;
+}
+
+void mb_error_trace(const char *file, int line, const char *func) {
+  trace_append(file, line, func);
+}
+
+const char *mb_error_message(void) { return mb_msg; }
+const char *mb_error_traceback(void) { return mb_trace; }
+
+void mb_error_clear(void) {
+  mb_msg[0] = '\0';
+  mb_trace[0] = '\0';
+}

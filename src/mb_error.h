@@ -1,0 +1,116 @@
+/* meshbatch: error codes and the MB_CALL / MB_CHECK propagation macros.
+ *
+ * Every fallible function returns an mb_error. The first failure records a
+ * message (with file, line and function) in a thread-local buffer; each
+ * MB_CALL that passes the error upward appends one traceback line, in the
+ * manner of PETSc's PetscCall. mb_error_message() returns the whole text.
+ */
+#ifndef MB_ERROR_H
+#define MB_ERROR_H
+
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mb_error {
+  MB_SUCCESS = 0,
+  MB_ERR_ARG,         /* invalid argument (programming error or bad option) */
+  MB_ERR_MEMORY,      /* allocation failed */
+  MB_ERR_IO,          /* file missing, unreadable or unwritable */
+  MB_ERR_FORMAT,      /* malformed input data (mesh file, collection, ...) */
+  MB_ERR_JOB,         /* job file invalid */
+  MB_ERR_HDF5,        /* an HDF5 call failed */
+  MB_ERR_MPI,         /* an MPI call failed */
+  MB_ERR_CUDA,        /* a CUDA call failed */
+  MB_ERR_UNSUPPORTED, /* feature not compiled in or not available here */
+  MB_ERR_NUMERIC      /* NaN/Inf or other numerical breakdown */
+} mb_error;
+
+/* Short name of an error code ("format error", ...). Not collective. */
+const char *mb_error_name(mb_error e);
+
+/* Record a new error: clears any earlier message, then stores
+ * "MESSAGE" and a first traceback line "  at func (file:line)".
+ * Not collective; thread-local. Returns e, so it can be returned directly. */
+mb_error mb_error_set(mb_error e, const char *file, int line, const char *func,
+                      const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Append one traceback line for an error passing through func. Not collective. */
+void mb_error_trace(const char *file, int line, const char *func);
+
+/* The message of the last recorded error (without traceback), or "" if none. */
+const char *mb_error_message(void);
+
+/* The traceback lines of the last recorded error, or "". */
+const char *mb_error_traceback(void);
+
+/* Forget the recorded error. Not collective. */
+void mb_error_clear(void);
+
+/* Return err with a formatted message if cond is false. */
+#define MB_CHECK(cond, err, ...)                                               \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      return mb_error_set((err), __FILE__, __LINE__, __func__, __VA_ARGS__);   \
+  } while (0)
+
+/* Return an error immediately with a formatted message. */
+#define MB_FAIL(err, ...) return mb_error_set((err), __FILE__, __LINE__, __func__, __VA_ARGS__)
+
+/* Call a function returning mb_error; on failure add a traceback line and return it. */
+#define MB_CALL(expr)                                                          \
+  do {                                                                         \
+    mb_error mb_call_err_ = (expr);                                            \
+    if (mb_call_err_ != MB_SUCCESS) {                                          \
+      mb_error_trace(__FILE__, __LINE__, __func__);                            \
+      return mb_call_err_;                                                     \
+    }                                                                          \
+  } while (0)
+
+/* Like MB_CALL, but jumps to a cleanup label after storing the error in `ierr`. */
+#define MB_CALL_GOTO(ierr, label, expr)                                        \
+  do {                                                                         \
+    (ierr) = (expr);                                                           \
+    if ((ierr) != MB_SUCCESS) {                                                \
+      mb_error_trace(__FILE__, __LINE__, __func__);                            \
+      goto label;                                                              \
+    }                                                                          \
+  } while (0)
+
+/* Allocate n elements of *ptr's type (zeroed); MB_ERR_MEMORY on failure. */
+#define MB_CALLOC(ptr, n)                                                      \
+  do {                                                                         \
+    size_t mb_n_ = (size_t)(n);                                                \
+    (ptr) = calloc(mb_n_ ? mb_n_ : 1, sizeof(*(ptr)));                         \
+    if (!(ptr))                                                                \
+      return mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,         \
+                          "out of memory allocating %zu elements", mb_n_);     \
+  } while (0)
+
+/* MPI call wrapper: converts a non-MPI_SUCCESS code into MB_ERR_MPI. */
+#define MB_CALL_MPI(expr)                                                      \
+  do {                                                                         \
+    int mb_mpi_err_ = (expr);                                                  \
+    if (mb_mpi_err_ != 0 /* MPI_SUCCESS */)                                    \
+      return mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__,            \
+                          "MPI call failed (code %d): %s", mb_mpi_err_, #expr);\
+  } while (0)
+
+/* HDF5 call wrapper: a negative return value becomes MB_ERR_HDF5. */
+#define MB_CALL_H5(expr)                                                       \
+  do {                                                                         \
+    if ((long long)(expr) < 0)                                                 \
+      return mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,           \
+                          "HDF5 call failed: %s", #expr);                      \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,51 @@
+/* meshbatch: job files (YAML, validated with libcyaml).
+ *
+ * A job names its input (a collection .h5, mesh files, or globs), its output
+ * collection, how work is distributed, the backend, the GPU working precision
+ * and an ordered list of stages. docs/guide.md lists every key.
+ */
+#ifndef MB_JOB_H
+#define MB_JOB_H
+
+#include "mb_error.h"
+#include "mb_smooth.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mb_distribute { MB_DISTRIBUTE_PER_MESH = 0, MB_DISTRIBUTE_PARTITIONED = 1 } mb_distribute;
+typedef enum mb_backend_kind { MB_BACKEND_AUTO = 0, MB_BACKEND_CPU = 1, MB_BACKEND_CUDA = 2 } mb_backend_kind;
+typedef enum mb_schedule { MB_SCHEDULE_STATIC = 0, MB_SCHEDULE_DYNAMIC = 1 } mb_schedule;
+
+typedef struct mb_job {
+  char *path;            /* the job file's path (owned) */
+  int ninputs;
+  char **inputs;         /* [ninputs] input paths or glob patterns, as written;
+                            relative ones resolved against the job file's folder (owned) */
+  char *output;          /* output collection path, resolved likewise (owned) */
+  mb_distribute distribute;
+  mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
+  mb_backend_kind backend;
+  mb_precision precision;
+  int nstages;
+  mb_stage *stages;      /* [nstages] (owned) */
+} mb_job;
+
+/* Load and validate a job file. Not collective (every rank may load it).
+ * On error *job is NULL and the message names the file, the line and the key
+ * ("job.yaml:7: stages[0].iterations: value -3 out of range [0, 100000000]").
+ * Errors: MB_ERR_IO (unreadable), MB_ERR_JOB (syntax, unknown key, wrong
+ * type, value out of range, missing required key). */
+mb_error mb_job_load(const char *path, mb_job **job);
+
+/* Free a job; NULL allowed. */
+void mb_job_free(mb_job *job);
+
+const char *mb_distribute_name(mb_distribute d);
+const char *mb_backend_kind_name(mb_backend_kind b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

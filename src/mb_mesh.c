@@ -1,0 +1,194 @@
+/* meshbatch: the surface-mesh container (see mb_mesh.h). */
+#include "mb_mesh.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *mb_strdup(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+mb_error mb_mesh_create(const char *name, int64_t nv, int64_t nf, int64_t nidx,
+                        mb_mesh **mesh) {
+  MB_CHECK(mesh && name, MB_ERR_ARG, "mb_mesh_create: NULL argument");
+  MB_CHECK(nv >= 0 && nf >= 0 && nidx >= 0, MB_ERR_ARG,
+           "mb_mesh_create: negative size (nv=%lld nf=%lld nidx=%lld)",
+           (long long)nv, (long long)nf, (long long)nidx);
+  mb_mesh *m;
+  MB_CALLOC(m, 1);
+  m->index = -1;
+  m->nv = nv;
+  m->nf = nf;
+  m->name = mb_strdup(name);
+  m->xyz = calloc((size_t)(nv ? nv : 1) * 3, sizeof(double));
+  m->face_offsets = calloc((size_t)nf + 1, sizeof(int64_t));
+  m->face_indices = calloc((size_t)(nidx ? nidx : 1), sizeof(int64_t));
+  if (!m->name || !m->xyz || !m->face_offsets || !m->face_indices) {
+    mb_mesh_free(m);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for mesh '%s' (%lld vertices, %lld faces)",
+            name, (long long)nv, (long long)nf);
+  }
+  *mesh = m;
+  return MB_SUCCESS;
+}
+
+void mb_attrs_clear(mb_attrs *a) {
+  if (!a) return;
+  for (int i = 0; i < a->n; i++) {
+    free(a->keys[i]);
+    free(a->values[i]);
+  }
+  free(a->keys);
+  free(a->values);
+  a->n = 0;
+  a->keys = a->values = NULL;
+}
+
+void mb_mesh_free(mb_mesh *m) {
+  if (!m) return;
+  free(m->name);
+  free(m->xyz);
+  free(m->face_offsets);
+  free(m->face_indices);
+  for (int i = 0; i < m->nfields; i++) {
+    free(m->fields[i].name);
+    free(m->fields[i].data);
+  }
+  free(m->fields);
+  mb_attrs_clear(&m->attrs);
+  free(m);
+}
+
+mb_error mb_mesh_duplicate(const mb_mesh *s, mb_mesh **copy) {
+  int64_t nidx = s->face_offsets[s->nf];
+  mb_mesh *m;
+  MB_CALL(mb_mesh_create(s->name, s->nv, s->nf, nidx, &m));
+  m->index = s->index;
+  memcpy(m->xyz, s->xyz, sizeof(double) * 3 * (size_t)s->nv);
+  memcpy(m->face_offsets, s->face_offsets, sizeof(int64_t) * ((size_t)s->nf + 1));
+  memcpy(m->face_indices, s->face_indices, sizeof(int64_t) * (size_t)nidx);
+  for (int i = 0; i < s->nfields; i++) {
+    mb_error e = mb_mesh_set_field(m, s->fields[i].name, s->fields[i].ncomp, s->fields[i].data);
+    if (e) { mb_mesh_free(m); MB_CALL(e); }
+  }
+  for (int i = 0; i < s->attrs.n; i++) {
+    mb_error e = mb_attrs_set(&m->attrs, s->attrs.keys[i], s->attrs.values[i]);
+    if (e) { mb_mesh_free(m); MB_CALL(e); }
+  }
+  *copy = m;
+  return MB_SUCCESS;
+}
+
+int mb_mesh_is_triangles(const mb_mesh *m) {
+  for (int64_t f = 0; f < m->nf; f++)
+    if (m->face_offsets[f + 1] - m->face_offsets[f] != 3) return 0;
+  return 1;
+}
+
+mb_error mb_mesh_validate(const mb_mesh *m, const char *source) {
+  const char *src = source ? source : (m->name ? m->name : "mesh");
+  MB_CHECK(m->nv > 0, MB_ERR_FORMAT, "%s: empty mesh (no vertices)", src);
+  MB_CHECK(m->nf > 0, MB_ERR_FORMAT, "%s: empty mesh (no faces)", src);
+  for (int64_t i = 0; i < 3 * m->nv; i++)
+    MB_CHECK(isfinite(m->xyz[i]), MB_ERR_FORMAT,
+             "%s: vertex %lld has a non-finite coordinate (%g)", src,
+             (long long)(i / 3), m->xyz[i]);
+  MB_CHECK(m->face_offsets[0] == 0, MB_ERR_FORMAT, "%s: face offsets must start at 0", src);
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t a = m->face_offsets[f], b = m->face_offsets[f + 1];
+    MB_CHECK(b - a >= 3, MB_ERR_FORMAT, "%s: face %lld has %lld vertices (need at least 3)",
+             src, (long long)f, (long long)(b - a));
+    for (int64_t k = a; k < b; k++)
+      MB_CHECK(m->face_indices[k] >= 0 && m->face_indices[k] < m->nv, MB_ERR_FORMAT,
+               "%s: face %lld refers to vertex %lld, outside [0, %lld)", src, (long long)f,
+               (long long)m->face_indices[k], (long long)m->nv);
+  }
+  return MB_SUCCESS;
+}
+
+void mb_mesh_bbox(const mb_mesh *m, double lo[3], double hi[3]) {
+  for (int d = 0; d < 3; d++) {
+    lo[d] = m->nv ? m->xyz[d] : 0.0;
+    hi[d] = lo[d];
+  }
+  for (int64_t i = 0; i < m->nv; i++)
+    for (int d = 0; d < 3; d++) {
+      double x = m->xyz[3 * i + d];
+      if (x < lo[d]) lo[d] = x;
+      if (x > hi[d]) hi[d] = x;
+    }
+}
+
+double mb_mesh_bbox_diagonal(const mb_mesh *m) {
+  double lo[3], hi[3];
+  mb_mesh_bbox(m, lo, hi);
+  return sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+              (hi[2] - lo[2]) * (hi[2] - lo[2]));
+}
+
+mb_error mb_mesh_set_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
+  MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
+  int slot = m->nfields;
+  for (int i = 0; i < m->nfields; i++)
+    if (!strcmp(m->fields[i].name, name)) slot = i;
+  double *copy = malloc(sizeof(double) * (size_t)ncomp * (size_t)(m->nv ? m->nv : 1));
+  MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
+  memcpy(copy, data, sizeof(double) * (size_t)ncomp * (size_t)m->nv);
+  if (slot == m->nfields) {
+    mb_field *f = realloc(m->fields, sizeof(mb_field) * (size_t)(m->nfields + 1));
+    if (!f) { free(copy); MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name); }
+    m->fields = f;
+    m->fields[slot].name = mb_strdup(name);
+    m->nfields++;
+  } else {
+    free(m->fields[slot].data);
+  }
+  m->fields[slot].ncomp = ncomp;
+  m->fields[slot].data = copy;
+  return MB_SUCCESS;
+}
+
+mb_error mb_attrs_set(mb_attrs *a, const char *key, const char *value) {
+  for (int i = 0; i < a->n; i++)
+    if (!strcmp(a->keys[i], key)) {
+      char *v = mb_strdup(value);
+      MB_CHECK(v, MB_ERR_MEMORY, "out of memory");
+      free(a->values[i]);
+      a->values[i] = v;
+      return MB_SUCCESS;
+    }
+  char **k = realloc(a->keys, sizeof(char *) * (size_t)(a->n + 1));
+  MB_CHECK(k, MB_ERR_MEMORY, "out of memory");
+  a->keys = k;
+  char **v = realloc(a->values, sizeof(char *) * (size_t)(a->n + 1));
+  MB_CHECK(v, MB_ERR_MEMORY, "out of memory");
+  a->values = v;
+  a->keys[a->n] = mb_strdup(key);
+  a->values[a->n] = mb_strdup(value);
+  MB_CHECK(a->keys[a->n] && a->values[a->n], MB_ERR_MEMORY, "out of memory");
+  a->n++;
+  return MB_SUCCESS;
+}
+
+mb_error mb_attrs_setf(mb_attrs *a, const char *key, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  MB_CALL(mb_attrs_set(a, key, buf));
+  return MB_SUCCESS;
+}
+
+const char *mb_attrs_get(const mb_attrs *a, const char *key) {
+  for (int i = 0; i < a->n; i++)
+    if (!strcmp(a->keys[i], key)) return a->values[i];
+  return NULL;
+}

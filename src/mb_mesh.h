@@ -1,0 +1,100 @@
+/* meshbatch: the surface-mesh container.
+ *
+ * A mesh is a plain struct that owns all its arrays (free with mb_mesh_free).
+ * Faces are stored as polygons in CSR form: face f has the vertex indices
+ * face_indices[face_offsets[f] .. face_offsets[f+1]-1], counter-clockwise
+ * as read from the file. A triangle mesh simply has face_offsets[f] = 3 f.
+ * Vertex indices are 0-based int64.
+ */
+#ifndef MB_MESH_H
+#define MB_MESH_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "mb_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A named per-vertex field: data is [nv, ncomp] float64, row-major, owned. */
+typedef struct mb_field {
+  char *name;
+  int ncomp;
+  double *data;
+} mb_field;
+
+/* An ordered list of string key/value pairs (provenance and metadata); owned. */
+typedef struct mb_attrs {
+  int n;
+  char **keys;
+  char **values;
+} mb_attrs;
+
+typedef struct mb_mesh {
+  char *name;              /* unique mesh name inside a collection (owned) */
+  int64_t index;           /* position in the input collection (0-based), -1 if unknown */
+  int64_t nv;              /* number of vertices */
+  double *xyz;             /* [nv, 3] vertex coordinates, float64 (owned) */
+  int64_t nf;              /* number of faces */
+  int64_t *face_offsets;   /* [nf + 1], face_offsets[0] = 0 (owned) */
+  int64_t *face_indices;   /* [face_offsets[nf]] vertex indices (owned) */
+  int nfields;
+  mb_field *fields;        /* [nfields] per-vertex fields (owned) */
+  mb_attrs attrs;          /* provenance attributes, in order of addition (owned) */
+} mb_mesh;
+
+/* Allocate an empty mesh named `name` (copied) with nv vertices and nf faces
+ * holding nidx vertex indices in all. Arrays are zeroed; face_offsets must be
+ * filled by the caller. Not collective. Errors: MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_mesh_create(const char *name, int64_t nv, int64_t nf, int64_t nidx,
+                        mb_mesh **mesh);
+
+/* Free a mesh and everything it owns; NULL is allowed. Not collective. */
+void mb_mesh_free(mb_mesh *mesh);
+
+/* Deep copy. Not collective. Errors: MB_ERR_MEMORY. */
+mb_error mb_mesh_duplicate(const mb_mesh *src, mb_mesh **copy);
+
+/* True (1) if every face has exactly three vertices. */
+int mb_mesh_is_triangles(const mb_mesh *mesh);
+
+/* Validate a mesh: nv > 0, nf > 0, finite coordinates, offsets monotone with
+ * at least 3 vertices per face, indices in [0, nv). `source` names the origin
+ * (a file path) for the message. Not collective.
+ * Errors: MB_ERR_FORMAT with a message naming source and the first problem. */
+mb_error mb_mesh_validate(const mb_mesh *mesh, const char *source);
+
+/* Axis-aligned bounding box: lo[3], hi[3]. Not collective. */
+void mb_mesh_bbox(const mb_mesh *mesh, double lo[3], double hi[3]);
+
+/* Length of the bounding-box diagonal. */
+double mb_mesh_bbox_diagonal(const mb_mesh *mesh);
+
+/* Append (or replace) a per-vertex field; data [nv, ncomp] is copied. */
+mb_error mb_mesh_set_field(mb_mesh *mesh, const char *name, int ncomp, const double *data);
+
+/* Append a key/value attribute (both copied); a repeated key is replaced. */
+mb_error mb_attrs_set(mb_attrs *attrs, const char *key, const char *value);
+
+/* printf-style variant of mb_attrs_set. */
+mb_error mb_attrs_setf(mb_attrs *attrs, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Value for key, or NULL. */
+const char *mb_attrs_get(const mb_attrs *attrs, const char *key);
+
+/* Free the pairs of attrs (not attrs itself) and zero it. */
+void mb_attrs_clear(mb_attrs *attrs);
+
+/* Duplicate a string; NULL on allocation failure. */
+char *mb_strdup(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

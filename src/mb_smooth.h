@@ -1,0 +1,85 @@
+/* meshbatch: Laplacian and Taubin lambda|mu smoothing, the shared definitions.
+ *
+ * Method: G. Taubin, "A signal processing approach to fair surface design",
+ * SIGGRAPH 1995, sections 3-4 (umbrella operator, lambda|mu passes), and
+ * M. Desbrun et al., "Implicit fairing of irregular meshes", SIGGRAPH 1999,
+ * eq. (5) for the cotangent weights used explicitly here.
+ *
+ * One pass with factor f is a simultaneous (Jacobi) update from the previous
+ * positions p:   p'_i = p_i + f * (sum_j w_ij p_j / sum_j w_ij - p_i)
+ * over the distinct edge neighbours j of i, in ascending j (the summation
+ * order is fixed, so every backend and rank count adds in the same order).
+ * A Taubin iteration is one lambda pass followed by one mu pass; a Laplacian
+ * iteration is a lambda pass alone. docs/guide.md documents the rules.
+ */
+#ifndef MB_SMOOTH_H
+#define MB_SMOOTH_H
+
+#include <stdint.h>
+
+#include "mb_adjacency.h"
+#include "mb_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mb_op { MB_OP_TAUBIN = 0, MB_OP_LAPLACIAN = 1 } mb_op;
+
+typedef enum mb_weights {
+  MB_WEIGHTS_UNIFORM = 0,          /* w_ij = 1: Taubin's umbrella operator */
+  MB_WEIGHTS_COTANGENT = 1,        /* w_ij = max((cot a_ij + cot b_ij) / 2, 0) */
+  MB_WEIGHTS_INVERSE_DISTANCE = 2  /* w_ij = 1 / (|p_i - p_j| + 1e-12) */
+} mb_weights;
+
+typedef enum mb_boundary {
+  MB_BOUNDARY_FREE = 0,   /* boundary vertices move like any other */
+  MB_BOUNDARY_FIXED = 1,  /* boundary vertices never move */
+  MB_BOUNDARY_CURVE = 2   /* boundary vertices average along boundary edges only */
+} mb_boundary;
+
+typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
+
+/* One smoothing stage of a job. */
+typedef struct mb_stage {
+  mb_op op;
+  double lambda;       /* first (shrinking) factor, 0 < lambda < 1 typically */
+  double mu;           /* second (inflating) factor, Taubin only, mu < -lambda */
+  int iterations;      /* >= 0 */
+  mb_weights weights;
+  mb_boundary boundary;
+} mb_stage;
+
+/* Added to |p_i - p_j| in inverse-distance weights, so coincident points
+ * give a large finite weight rather than a division by zero. */
+#define MB_INVERSE_DISTANCE_EPS 1e-12
+
+/* Names used in job files and provenance ("uniform", "fixed", "taubin", ...). */
+const char *mb_op_name(mb_op op);
+const char *mb_weights_name(mb_weights w);
+const char *mb_boundary_name(mb_boundary b);
+const char *mb_precision_name(mb_precision p);
+
+/* Number of passes a stage makes (2 per Taubin iteration, 1 per Laplacian). */
+int64_t mb_stage_passes(const mb_stage *stage);
+
+/* Check that a mesh/stage pair is supported (cotangent weights need a
+ * triangle mesh, i.e. adj->opp != NULL). Not collective.
+ * Errors: MB_ERR_ARG with a message naming the rule. */
+mb_error mb_stage_check(const mb_stage *stage, const mb_adjacency *adj);
+
+/* One CPU pass (OpenMP over vertices). xin and xout are [nv, 3] float64 and
+ * must not alias. Not collective. Source: Taubin 1995, eq. (4)-(5). */
+void mb_smooth_pass_cpu(const mb_adjacency *adj, mb_weights weights,
+                        mb_boundary boundary, double factor, const double *xin,
+                        double *xout);
+
+/* Run all stages on the CPU, updating xyz [nv, 3] in place. Not collective.
+ * Errors: MB_ERR_ARG (unsupported rule), MB_ERR_MEMORY. */
+mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+                       double *xyz);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,33 @@
+/* meshbatch test helpers shared by all cmocka tests. */
+#ifndef MB_TESTUTIL_H
+#define MB_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "mb_mesh.h"
+
+/* Exit code that CTest reads as "skipped". */
+#define MB_TEST_SKIP 77
+
+/* Path of a file in ../shared/data (e.g. "meshes/spot.obj") in buf, or NULL
+ * if the data folder is absent (the caller then skips). */
+const char *mb_test_data_path(const char *rel, char *buf, size_t len);
+
+/* A scratch path "MESHBATCH_TEST_TMP/name" (or /tmp/...) in buf. */
+const char *mb_test_tmp_path(const char *name, char *buf, size_t len);
+
+/* Write text to a file (for malformed-input tests). */
+void mb_test_write_file(const char *path, const char *text);
+
+/* Build a mesh from arrays: xyz [nv,3], triangles tri [nf,3]. */
+mb_mesh *mb_test_mesh_triangles(const char *name, int64_t nv, const double *xyz, int64_t nf,
+                                const int64_t *tri);
+
+/* Assert that the last error message contains `needle`. */
+void mb_test_assert_message_contains(const char *needle);
+
+#endif
