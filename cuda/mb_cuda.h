@@ -1,4 +1,4 @@
-/* meshbatch: the CUDA backend's C interface (launchers in cuda/*.cu).
+/* meshbatch: the CUDA backend's C interface (launchers in the cuda/ folder).
  *
  * When meshbatch is built without CUDA, src/mb_cuda_stub.c provides these
  * functions: mb_cuda_device_count() returns 0 and the others return

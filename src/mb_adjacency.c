@@ -1,0 +1,162 @@
+/* meshbatch: vertex adjacency in CSR form (see mb_adjacency.h).
+ *
+ * Construction is a counting sort: every face edge (a, b) adds the directed
+ * entries a->b and b->a (with the face's opposite vertex for triangles) into
+ * per-vertex buckets in face order; each bucket is then sorted by neighbour
+ * (stably, so opposite vertices stay in face order) and equal neighbours are
+ * collapsed. An edge seen in exactly one face is a boundary edge.
+ */
+#include "mb_adjacency.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One directed edge entry while building: neighbour, opposite vertex, and
+ * its position in the bucket (the tie-breaker that keeps face order). */
+typedef struct entry {
+  int64_t col;
+  int64_t opp;
+  int64_t seq;
+} entry;
+
+static int entry_cmp(const void *x, const void *y) {
+  const entry *a = x, *b = y;
+  if (a->col != b->col) return a->col < b->col ? -1 : 1;
+  return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Stable sort of one bucket by neighbour: insertion sort for the usual short
+ * rows, qsort on (col, seq) for long ones (hub vertices). */
+static void sort_bucket(entry *e, int64_t n) {
+  if (n > 32) {
+    for (int64_t k = 0; k < n; k++) e[k].seq = k;
+    qsort(e, (size_t)n, sizeof *e, entry_cmp);
+    return;
+  }
+  for (int64_t k = 1; k < n; k++) {
+    entry x = e[k];
+    int64_t m = k - 1;
+    while (m >= 0 && e[m].col > x.col) {
+      e[m + 1] = e[m];
+      m--;
+    }
+    e[m + 1] = x;
+  }
+}
+
+void mb_adjacency_free(mb_adjacency *a) {
+  if (!a) return;
+  free(a->row);
+  free(a->col);
+  free(a->opp_row);
+  free(a->opp);
+  free(a->on_boundary);
+  free(a->brow);
+  free(a->bcol);
+  free(a);
+}
+
+/* Visit every edge of every face as (a, b, opposite or -1); self-loops skipped. */
+#define MB_FOR_EACH_FACE_EDGE(m, tri, ...)                                     \
+  for (int64_t f_ = 0; f_ < (m)->nf; f_++) {                                   \
+    int64_t s_ = (m)->face_offsets[f_], k_ = (m)->face_offsets[f_ + 1] - s_;  \
+    const int64_t *v_ = (m)->face_indices + s_;                                \
+    for (int64_t t_ = 0; t_ < k_; t_++) {                                      \
+      int64_t a = v_[t_], b = v_[(t_ + 1) % k_];                              \
+      int64_t o = (tri) ? v_[(t_ + 2) % 3] : -1;                               \
+      if (a == b) continue;                                                    \
+      __VA_ARGS__                                                              \
+    }                                                                          \
+  }
+
+mb_error mb_adjacency_build(const mb_mesh *m, mb_adjacency **out) {
+  const int64_t nv = m->nv;
+  const int tri = mb_mesh_is_triangles(m);
+  mb_error ierr = MB_SUCCESS;
+  int64_t *fill = NULL, *mult = NULL;
+  entry *ent = NULL;
+  mb_adjacency *a;
+  MB_CALLOC(a, 1);
+  a->nv = nv;
+
+  /* 1. bucket sizes and bucket fill in face order */
+  int64_t *start = calloc((size_t)nv + 1, sizeof *start);
+  fill = calloc((size_t)nv + 1, sizeof *fill);
+  if (!start || !fill) goto oom;
+  MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 1]++; start[b + 1]++; });
+  for (int64_t i = 0; i < nv; i++) start[i + 1] += start[i];
+  const int64_t nent = start[nv];
+  ent = malloc(sizeof *ent * (size_t)(nent ? nent : 1));
+  if (!ent) goto oom;
+  memcpy(fill, start, sizeof *fill * (size_t)nv);
+  MB_FOR_EACH_FACE_EDGE(m, tri, {
+    ent[fill[a]++] = (entry){b, o, 0};
+    ent[fill[b]++] = (entry){a, o, 0};
+  });
+
+  /* 2. sort buckets, count distinct neighbours */
+  a->row = calloc((size_t)nv + 1, sizeof *a->row);
+  if (!a->row) goto oom;
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (int64_t i = 0; i < nv; i++) {
+    entry *e = ent + start[i];
+    int64_t n = start[i + 1] - start[i], d = 0;
+    sort_bucket(e, n);
+    for (int64_t k = 0; k < n; k++)
+      if (k == 0 || e[k].col != e[k - 1].col) d++;
+    a->row[i + 1] = d;
+  }
+  for (int64_t i = 0; i < nv; i++) a->row[i + 1] += a->row[i];
+  a->nnz = a->row[nv];
+
+  /* 3. collapse: neighbours, edge multiplicity, opposite vertices */
+  a->col = malloc(sizeof *a->col * (size_t)(a->nnz ? a->nnz : 1));
+  mult = calloc((size_t)(a->nnz ? a->nnz : 1), sizeof *mult);
+  a->on_boundary = calloc((size_t)(nv ? nv : 1), 1);
+  a->brow = calloc((size_t)nv + 1, sizeof *a->brow);
+  if (!a->col || !mult || !a->on_boundary || !a->brow) goto oom;
+  if (tri) {
+    a->opp_row = calloc((size_t)a->nnz + 1, sizeof *a->opp_row);
+    a->opp = malloc(sizeof *a->opp * (size_t)(nent ? nent : 1));
+    if (!a->opp_row || !a->opp) goto oom;
+  }
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (int64_t i = 0; i < nv; i++) {
+    const entry *e = ent + start[i];
+    int64_t n = start[i + 1] - start[i], k = a->row[i] - 1, nb = 0;
+    for (int64_t t = 0; t < n; t++) {
+      if (t == 0 || e[t].col != e[t - 1].col) a->col[++k] = e[t].col;
+      mult[k]++;
+      if (tri) a->opp[start[i] + t] = e[t].opp;
+    }
+    for (int64_t q = a->row[i]; q < a->row[i + 1]; q++)
+      if (mult[q] == 1) nb++;
+    a->on_boundary[i] = nb > 0;
+    a->brow[i + 1] = nb;
+  }
+  if (tri) /* entries were stored bucket by bucket: opp_row follows multiplicities */
+    for (int64_t k = 0; k < a->nnz; k++) a->opp_row[k + 1] = a->opp_row[k] + mult[k];
+  for (int64_t i = 0; i < nv; i++) a->brow[i + 1] += a->brow[i];
+  a->bcol = malloc(sizeof *a->bcol * (size_t)(a->brow[nv] ? a->brow[nv] : 1));
+  if (!a->bcol) goto oom;
+  for (int64_t i = 0; i < nv; i++) {
+    int64_t p = a->brow[i];
+    for (int64_t q = a->row[i]; q < a->row[i + 1]; q++)
+      if (mult[q] == 1) a->bcol[p++] = a->col[q];
+  }
+  free(start);
+  free(fill);
+  free(mult);
+  free(ent);
+  *out = a;
+  return ierr;
+
+oom:
+  free(start);
+  free(fill);
+  free(mult);
+  free(ent);
+  mb_adjacency_free(a);
+  MB_FAIL(MB_ERR_MEMORY, "out of memory building the adjacency of '%s' (%lld vertices)",
+          m->name ? m->name : "mesh", (long long)nv);
+}
