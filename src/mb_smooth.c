@@ -12,10 +12,6 @@
 
 #include "mb_smooth_vertex.h"
 
-int64_t mb_stage_passes(const mb_stage *s) {
-  return (int64_t)s->iterations * (s->op == MB_OP_TAUBIN ? 2 : 1);
-}
-
 mb_error mb_stage_check(const mb_stage *s, const mb_adjacency *adj) {
   MB_CHECK(s->iterations >= 0, MB_ERR_ARG, "iterations must be >= 0 (got %d)", s->iterations);
   MB_CHECK(s->weights != MB_WEIGHTS_COTANGENT || adj->opp, MB_ERR_ARG,

@@ -1,0 +1,181 @@
+/* meshbatch bench smooth: time one smoothing pass on one mesh. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mb_adjacency.h"
+#include "mb_backend.h"
+#include "mb_cuda.h"
+#include "mb_inputs.h"
+#include "mb_log.h"
+
+static const char bench_help[] =
+    "usage: meshbatch bench smooth INPUT [--mesh NAME] [--backend auto|cpu|cuda]\n"
+    "                         [--weights uniform|cotangent|inverse_distance]\n"
+    "                         [--boundary free|fixed|boundary_curve]\n"
+    "                         [--precision float32|float64] [--warmup N] [--repeats N]\n\n"
+    "Times single smoothing passes (one Taubin pass = one lambda or mu pass) of\n"
+    "the kernel alone on one mesh (a mesh file or a collection; --mesh picks\n"
+    "one): warm-up passes, then timed repeats, median reported. Prints vertices,\n"
+    "ms per pass, vertices per second, the bytes a pass must move under the byte\n"
+    "model (every array the pass touches read or written once: row offsets,\n"
+    "column indices, positions in and out), that rate in GB/s, and the copy\n"
+    "bandwidth measured in the same run (device-to-device on the GPU, memcpy on\n"
+    "the CPU, counted as bytes read + written), with their ratio.\n"
+    "Defaults: backend auto, weights uniform, boundary free, precision float32\n"
+    "(float64 on the CPU), warmup 5, repeats 20.\n";
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* memcpy bandwidth of the host, (read + write) bytes / s, median of 5. */
+static double host_copy_gbs(void) {
+  const size_t n = (size_t)256 << 20;
+  char *a = malloc(n), *b = malloc(n);
+  if (!a || !b) { free(a); free(b); return 0; }
+  memset(a, 1, n);
+  memset(b, 2, n);
+  double t[5];
+  for (int r = 0; r < 5; r++) {
+    double t0 = mb_wtime();
+    memcpy(b, a, n);
+    t[r] = mb_wtime() - t0;
+  }
+  qsort(t, 5, sizeof *t, cmp_double);
+  free(a);
+  free(b);
+  return 2.0 * (double)n / t[2] / 1e9;
+}
+
+static int bench_cpu(const mb_adjacency *adj, const double *xyz, mb_weights w, mb_boundary b,
+                     int warmup, int repeats, mb_cuda_bench_result *res) {
+  size_t n = 3 * (size_t)adj->nv;
+  double *x0 = malloc(sizeof(double) * n), *x1 = malloc(sizeof(double) * n);
+  double *t = malloc(sizeof(double) * (size_t)repeats);
+  if (!x0 || !x1 || !t) { free(x0); free(x1); free(t); return mb_cli_usage_error("bench", "out of memory"); }
+  memcpy(x0, xyz, sizeof(double) * n);
+  for (int r = 0; r < warmup + repeats; r++) {
+    double t0 = mb_wtime();
+    mb_smooth_pass_cpu(adj, w, b, r % 2 ? -0.53 : 0.5, r % 2 ? x1 : x0, r % 2 ? x0 : x1);
+    if (r >= warmup) t[r - warmup] = mb_wtime() - t0;
+  }
+  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+  res->ms_per_pass = 1e3 * t[repeats / 2];
+  res->bytes_per_pass = 8.0 * (double)(adj->nv + 1) + 8.0 * (double)adj->nnz + 48.0 * (double)adj->nv;
+  res->copy_gbs = host_copy_gbs();
+  free(x0);
+  free(x1);
+  free(t);
+  return MB_EXIT_OK;
+}
+
+typedef struct bench_opts {
+  const char *input, *only;
+  mb_backend_kind backend;
+  mb_weights weights;
+  mb_boundary boundary;
+  mb_precision precision;
+  int64_t warmup, repeats;
+} bench_opts;
+
+static int pick(const char *v, const char *const *names, int n, int *out) {
+  for (int k = 0; k < n; k++)
+    if (!strcmp(v, names[k])) { *out = k; return 0; }
+  return -1;
+}
+
+static int parse(int argc, char **argv, bench_opts *o) {
+  static const char *const backends[] = {"auto", "cpu", "cuda"};
+  static const char *const weights[] = {"uniform", "cotangent", "inverse_distance"};
+  static const char *const bounds[] = {"free", "fixed", "boundary_curve"};
+  static const char *const precs[] = {"float64", "float32"};
+  *o = (bench_opts){.precision = MB_PRECISION_FLOAT32, .warmup = 5, .repeats = 20};
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0, k = 0;
+    if (mb_cli_log_option(a)) continue;
+    if (!strcmp(a, "--mesh") && v) o->only = v;
+    else if (!strcmp(a, "--backend") && v) { bad = pick(v, backends, 3, &k); o->backend = (mb_backend_kind)k; }
+    else if (!strcmp(a, "--weights") && v) { bad = pick(v, weights, 3, &k); o->weights = (mb_weights)k; }
+    else if (!strcmp(a, "--boundary") && v) { bad = pick(v, bounds, 3, &k); o->boundary = (mb_boundary)k; }
+    else if (!strcmp(a, "--precision") && v) { bad = pick(v, precs, 2, &k); o->precision = (mb_precision)k; }
+    else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
+    else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
+    else if (a[0] != '-' && !o->input) { o->input = a; continue; }
+    else return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
+    i++;
+    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+  }
+  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh");
+  return MB_EXIT_OK;
+}
+
+static void print_result(const mb_mesh *m, const mb_adjacency *adj, const mb_backend *be,
+                         const bench_opts *o, const mb_cuda_bench_result *r) {
+  double s = r->ms_per_pass * 1e-3, gbs = r->bytes_per_pass / s / 1e9;
+  int cuda = be->kind == MB_BACKEND_CUDA;
+  printf("bench smooth: %s, %lld vertices, %lld directed edges\n", m->name, (long long)m->nv,
+         (long long)adj->nnz);
+  printf("backend      %s, %s, weights %s, boundary %s\n", be->description,
+         cuda ? mb_precision_name(o->precision) : "float64", mb_weights_name(o->weights),
+         mb_boundary_name(o->boundary));
+  printf("ms/pass      %.4f (median of %lld after %lld warm-up)\n", r->ms_per_pass,
+         (long long)o->repeats, (long long)o->warmup);
+  printf("vertices/s   %.3e\n", (double)m->nv / s);
+  printf("byte model   row offsets %d(nv+1) + columns %d nnz + positions %d nv read + %d nv "
+         "written = %.1f MB/pass\n", cuda ? 4 : 8, cuda ? 4 : 8,
+         cuda && o->precision == MB_PRECISION_FLOAT32 ? 12 : 24,
+         cuda && o->precision == MB_PRECISION_FLOAT32 ? 12 : 24, r->bytes_per_pass / 1e6);
+  printf("achieved     %.1f GB/s\n", gbs);
+  printf("copy         %.1f GB/s (%s, read + write)\n", r->copy_gbs,
+         cuda ? "device-to-device cudaMemcpy" : "host memcpy");
+  printf("fraction     %.2f of copy bandwidth\n", r->copy_gbs > 0 ? gbs / r->copy_gbs : 0);
+}
+
+int mb_cmd_bench(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || strcmp(argv[1], "smooth")) {
+    if (mb_cli_rank() == 0) fputs(bench_help, argc < 2 || strcmp(argv[1], "smooth") ? stderr : stdout);
+    return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? MB_EXIT_OK : MB_EXIT_USAGE;
+  }
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      if (mb_cli_rank() == 0) fputs(bench_help, stdout);
+      return MB_EXIT_OK;
+    }
+  bench_opts o;
+  int code = parse(argc, argv, &o);
+  if (code) return code;
+  if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */
+  char *patterns[] = {(char *)o.input};
+  mb_inputs *in = NULL;
+  mb_mesh *m = NULL;
+  mb_adjacency *adj = NULL;
+  mb_backend be;
+  char why[512];
+  if (mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in)) return mb_cli_report(MB_EXIT_FAILED);
+  int64_t s = 0;
+  for (int64_t k = 0; o.only && k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, o.only)) s = k;
+  mb_cuda_bench_result r = {0};
+  if (mb_inputs_read(in, s, &m) || mb_adjacency_build(m, &adj) ||
+      mb_backend_choose(o.backend, 0, &be, why, sizeof why)) {
+    code = mb_cli_report(MB_EXIT_FAILED);
+  } else {
+    mb_stage st = {MB_OP_LAPLACIAN, 0.5, 0, 1, o.weights, o.boundary};
+    if (mb_stage_check(&st, adj)) code = mb_cli_report(MB_EXIT_FAILED);
+    else if (be.kind == MB_BACKEND_CUDA)
+      code = mb_cuda_bench_smooth(adj, m->xyz, o.weights, o.boundary, o.precision, (int)o.warmup,
+                                  (int)o.repeats, &r) ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+    else
+      code = bench_cpu(adj, m->xyz, o.weights, o.boundary, (int)o.warmup, (int)o.repeats, &r);
+    if (!code) print_result(m, adj, &be, &o, &r);
+  }
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+  mb_inputs_close(in);
+  return code;
+}

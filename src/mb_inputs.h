@@ -1,0 +1,59 @@
+/* meshbatch: the meshes a job reads, from mesh files, globs and collections.
+ *
+ * A job's `input` patterns are expanded once, on rank 0, and the result is
+ * broadcast, so every rank sees the same numbered list of mesh sources:
+ *   - a path ending in .h5 is a collection: each of its meshes is a source;
+ *   - a pattern with glob characters (* ? [) expands to the sorted matches,
+ *     and matching nothing is an error;
+ *   - any other path is one mesh file (a missing file becomes a source that
+ *     fails when read, so the rest of the batch still runs).
+ * Collections are opened collectively and read per mesh independently.
+ */
+#ifndef MB_INPUTS_H
+#define MB_INPUTS_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "mb_collection.h"
+#include "mb_error.h"
+#include "mb_mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mb_source {
+  char name[256];       /* mesh name (file stem, or the name inside a collection) */
+  int64_t index;        /* position in the expanded list (0-based) */
+  char path[4096];      /* mesh file, or the collection file */
+  int collection;       /* index into mb_inputs.collections, or -1 for a mesh file */
+  int64_t entry;        /* mesh index inside the collection */
+  double cost;          /* estimated faces (from the collection, or the file size) */
+  char error[512];      /* non-empty if the source failed before reading (bad collection) */
+} mb_source;
+
+typedef struct mb_inputs {
+  int64_t nsources;
+  mb_source *sources;        /* [nsources] (owned) */
+  int ncollections;
+  mb_collection **collections; /* [ncollections], NULL where opening failed (owned) */
+} mb_inputs;
+
+/* Expand patterns and open collections. Collective over comm; every rank
+ * gets the same list. Errors: MB_ERR_ARG (a glob matches nothing, duplicate
+ * mesh names, no input at all), MB_ERR_MPI, MB_ERR_MEMORY. A collection that
+ * cannot be opened is not an error here: it becomes one failed source. */
+mb_error mb_inputs_open(MPI_Comm comm, int npatterns, char *const *patterns, mb_inputs **inputs);
+
+/* Read source s (any rank, not collective); the caller owns *mesh, whose
+ * index is set to s. Errors: those of mb_meshfile_read / mb_collection_read. */
+mb_error mb_inputs_read(mb_inputs *inputs, int64_t s, mb_mesh **mesh);
+
+/* Close collections and free. Collective over the comm given to open. */
+mb_error mb_inputs_close(mb_inputs *inputs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,388 @@
+/* meshbatch: the job runner (see mb_runner.h). */
+#include "mb_runner.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mb_adjacency.h"
+#include "mb_backend.h"
+#include "mb_collection.h"
+#include "mb_config.h"
+#include "mb_inputs.h"
+#include "mb_log.h"
+
+/* What one rank reports about one mesh source, gathered to rank 0. */
+typedef struct mesh_result {
+  int64_t index;
+  int64_t nv, nf;
+  int rank;
+  int ok;
+  double seconds;
+  char backend[64];
+  char message[512];
+} mesh_result;
+
+typedef struct rank_state {
+  MPI_Comm comm;
+  int rank, size;
+  const mb_job *job;
+  mb_inputs *inputs;
+  mb_backend backend;
+  int nkept;
+  mb_mesh **kept;        /* smoothed meshes this rank writes */
+  int nresults;
+  mesh_result *results;  /* one per source this rank took */
+  double busy_s;
+} rank_state;
+
+/* ------------------------------------------------------------- assignment */
+
+typedef struct cost_item {
+  int64_t index;
+  double cost;
+} cost_item;
+
+static int by_cost_desc(const void *x, const void *y) {
+  const cost_item *a = x, *b = y;
+  if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Items sorted by decreasing cost, ties by index: the order work is handed out. */
+static cost_item *cost_order(int64_t n, const double *cost) {
+  cost_item *items = malloc(sizeof *items * (size_t)(n ? n : 1));
+  if (!items) return NULL;
+  for (int64_t i = 0; i < n; i++) items[i] = (cost_item){i, cost[i]};
+  qsort(items, (size_t)n, sizeof *items, by_cost_desc);
+  return items;
+}
+
+void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+  cost_item *items = cost_order(n, cost);
+  double *load = calloc((size_t)nranks, sizeof *load);
+  if (!items || !load) { /* fall back to round robin: still a valid assignment */
+    for (int64_t i = 0; i < n; i++) owner[i] = (int)(i % nranks);
+    free(items);
+    free(load);
+    return;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    int best = 0;
+    for (int r = 1; r < nranks; r++)
+      if (load[r] < load[best]) best = r;
+    owner[items[k].index] = best;
+    load[best] += items[k].cost > 0 ? items[k].cost : 1;
+  }
+  free(items);
+  free(load);
+}
+
+/* ------------------------------------------------------------- one mesh */
+
+static int64_t total_passes(const mb_job *job) {
+  int64_t p = 0;
+  for (int s = 0; s < job->nstages; s++) p += mb_stage_passes(&job->stages[s]);
+  return p;
+}
+
+/* Provenance: continue the stage numbering of an input that was smoothed before. */
+static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
+  const mb_job *job = st->job;
+  int first = 0;
+  char key[64];
+  for (;; first++) {
+    snprintf(key, sizeof key, "stage_%d", first);
+    if (!mb_attrs_get(&m->attrs, key)) break;
+  }
+  for (int s = 0; s < job->nstages; s++) {
+    const mb_stage *g = &job->stages[s];
+    char mu[64] = "";
+    if (g->op == MB_OP_TAUBIN) snprintf(mu, sizeof mu, " mu=%.17g", g->mu);
+    snprintf(key, sizeof key, "stage_%d", first + s);
+    MB_CALL(mb_attrs_setf(&m->attrs, key, "%s lambda=%.17g%s iterations=%d weights=%s boundary=%s",
+                          mb_op_name(g->op), g->lambda, mu, g->iterations,
+                          mb_weights_name(g->weights), mb_boundary_name(g->boundary)));
+  }
+  MB_CALL(mb_attrs_set(&m->attrs, "meshbatch_version", MESHBATCH_VERSION));
+  MB_CALL(mb_attrs_set(&m->attrs, "backend", st->backend.description));
+  MB_CALL(mb_attrs_set(&m->attrs, "precision",
+                       st->backend.kind == MB_BACKEND_CUDA ? mb_precision_name(job->precision)
+                                                           : "float64"));
+  MB_CALL(mb_attrs_setf(&m->attrs, "ranks", "%d", st->size));
+  MB_CALL(mb_attrs_setf(&m->attrs, "rank", "%d", st->rank));
+  MB_CALL(mb_attrs_setf(&m->attrs, "wall_time_s", "%.6f", seconds));
+  MB_CALL(mb_attrs_set(&m->attrs, "job", job->path));
+  MB_CALL(mb_attrs_set(&m->attrs, "source", st->inputs->sources[m->index].path));
+  return MB_SUCCESS;
+}
+
+/* Read, check, smooth. On success *out holds the smoothed mesh. */
+static mb_error smooth_one(rank_state *st, int64_t s, mb_mesh **out, mesh_result *res) {
+  mb_mesh *m = NULL;
+  mb_adjacency *adj = NULL;
+  mb_error e;
+  double t0 = mb_wtime();
+  MB_CALL_GOTO(e, done, mb_inputs_read(st->inputs, s, &m));
+  res->nv = m->nv;
+  res->nf = m->nf;
+  if (st->job->nstages == 0) goto provenance; /* import: no smoothing */
+  MB_CALL_GOTO(e, done, mb_adjacency_build(m, &adj));
+  for (int k = 0; k < st->job->nstages; k++)
+    MB_CALL_GOTO(e, done, mb_stage_check(&st->job->stages[k], adj));
+  MB_CALL_GOTO(e, done, mb_backend_smooth(&st->backend, adj, st->job->stages, st->job->nstages,
+                                          st->job->precision, m->xyz));
+provenance:
+  res->seconds = mb_wtime() - t0;
+  MB_CALL_GOTO(e, done, add_provenance(st, m, res->seconds));
+done:
+  mb_adjacency_free(adj);
+  if (e) {
+    mb_mesh_free(m);
+    res->seconds = mb_wtime() - t0;
+    return e;
+  }
+  *out = m;
+  return MB_SUCCESS;
+}
+
+static mb_error take_source(rank_state *st, int64_t s) {
+  mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
+  MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
+  st->results = r;
+  mesh_result *res = &r[st->nresults++];
+  memset(res, 0, sizeof *res);
+  res->index = s;
+  res->rank = st->rank;
+  snprintf(res->backend, sizeof res->backend, "%s",
+           st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu");
+  const mb_source *src = &st->inputs->sources[s];
+  mb_mesh *m = NULL;
+  double t0 = mb_wtime();
+  if (smooth_one(st, s, &m, res) == MB_SUCCESS) {
+    mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
+    if (!k) { mb_mesh_free(m); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+    st->kept = k;
+    st->kept[st->nkept++] = m;
+    res->ok = 1;
+    mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
+           src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
+  } else {
+    snprintf(res->message, sizeof res->message, "%s", mb_error_message());
+    mb_log_error("[rank %d] %s: skipped: %s", st->rank, src->name, res->message);
+    if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", mb_error_traceback());
+  }
+  st->busy_s += mb_wtime() - t0;
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------- scheduling */
+
+static mb_error run_static(rank_state *st) {
+  int64_t n = st->inputs->nsources;
+  double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
+  int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
+  if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+  int64_t passes = total_passes(st->job);
+  for (int64_t i = 0; i < n; i++) cost[i] = st->inputs->sources[i].cost * (double)(passes + 1);
+  mb_assign_lpt(n, cost, st->size, owner);
+  mb_error e = MB_SUCCESS;
+  for (int64_t i = 0; i < n && !e; i++)
+    if (owner[i] == st->rank) e = take_source(st, i);
+  free(cost);
+  free(owner);
+  return e;
+}
+
+/* A work queue: rank 0 exposes a counter; every rank fetch-and-adds it to
+ * take the next mesh in decreasing cost order until the queue is empty. */
+static mb_error run_dynamic(rank_state *st) {
+  int64_t n = st->inputs->nsources;
+  double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
+  MB_CHECK(cost, MB_ERR_MEMORY, "out of memory");
+  for (int64_t i = 0; i < n; i++) cost[i] = st->inputs->sources[i].cost;
+  cost_item *order = cost_order(n, cost);
+  free(cost);
+  MB_CHECK(order, MB_ERR_MEMORY, "out of memory");
+  int64_t *counter = NULL;
+  MPI_Win win;
+  MB_CALL_MPI(MPI_Win_allocate(st->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t),
+                               MPI_INFO_NULL, st->comm, &counter, &win));
+  if (st->rank == 0) *counter = 0;
+  MB_CALL_MPI(MPI_Barrier(st->comm));
+  MB_CALL_MPI(MPI_Win_lock_all(0, win));
+  mb_error e = MB_SUCCESS;
+  for (;;) {
+    int64_t one = 1, next = 0;
+    MB_CALL_MPI(MPI_Fetch_and_op(&one, &next, MPI_INT64_T, 0, 0, MPI_SUM, win));
+    MB_CALL_MPI(MPI_Win_flush(0, win));
+    if (next >= n || e) break;
+    e = take_source(st, order[next].index);
+  }
+  MB_CALL_MPI(MPI_Win_unlock_all(win));
+  MB_CALL_MPI(MPI_Win_free(&win));
+  free(order);
+  return e;
+}
+
+/* ------------------------------------------------------------- reporting */
+
+static mb_error gather_results(rank_state *st, mesh_result **all, int *nall) {
+  int *counts = NULL, *displs = NULL;
+  int mine = st->nresults * (int)sizeof(mesh_result);
+  if (st->rank == 0) {
+    counts = calloc((size_t)st->size, sizeof *counts);
+    displs = calloc((size_t)st->size, sizeof *displs);
+    MB_CHECK(counts && displs, MB_ERR_MEMORY, "out of memory");
+  }
+  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, st->comm));
+  int total = 0;
+  if (st->rank == 0)
+    for (int r = 0; r < st->size; r++) {
+      displs[r] = total;
+      total += counts[r];
+    }
+  *nall = total / (int)sizeof(mesh_result);
+  *all = st->rank == 0 ? malloc((size_t)(total ? total : 1)) : NULL;
+  MB_CHECK(st->rank != 0 || *all, MB_ERR_MEMORY, "out of memory");
+  MB_CALL_MPI(MPI_Gatherv(st->results, mine, MPI_BYTE, *all, counts, displs, MPI_BYTE, 0,
+                          st->comm));
+  free(counts);
+  free(displs);
+  return MB_SUCCESS;
+}
+
+static int by_index(const void *x, const void *y) {
+  const mesh_result *a = x, *b = y;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+static void print_summary(const rank_state *st, mesh_result *all, int nall,
+                          const mb_run_summary *sum) {
+  qsort(all, (size_t)nall, sizeof *all, by_index);
+  mb_log(MB_LOG_NORMAL, "\n%-24s %5s %10s %10s %-8s %9s  %s", "mesh", "rank", "vertices",
+         "faces", "backend", "time [s]", "status");
+  for (int k = 0; k < nall; k++) {
+    const mesh_result *r = &all[k];
+    mb_log(MB_LOG_NORMAL, "%-24s %5d %10lld %10lld %-8s %9.3f  %s",
+           st->inputs->sources[r->index].name, r->rank, (long long)r->nv, (long long)r->nf,
+           r->backend, r->seconds, r->ok ? "ok" : "FAILED");
+  }
+  mb_log(MB_LOG_NORMAL, "\n%lld meshes, %lld written, %lld failed; wall %.3f s; rank busy "
+         "time max %.3f s, mean %.3f s (max/mean %.2f)", (long long)sum->nmeshes,
+         (long long)(sum->nmeshes - sum->nfailed), (long long)sum->nfailed, sum->wall_s,
+         sum->busy_max_s, sum->busy_mean_s,
+         sum->busy_mean_s > 0 ? sum->busy_max_s / sum->busy_mean_s : 1.0);
+  for (int k = 0; k < nall; k++)
+    if (!all[k].ok)
+      mb_log_error("%s (%s): %s", st->inputs->sources[all[k].index].name,
+                   st->inputs->sources[all[k].index].path, all[k].message);
+}
+
+/* ------------------------------------------------------------- the run */
+
+/* Agree on an error across ranks: the lowest failing rank's message wins. */
+static mb_error agree(MPI_Comm comm, mb_error local) {
+  int rank, in[2], out[2];
+  MPI_Comm_rank(comm, &rank);
+  in[0] = local ? rank : 1 << 30;
+  in[1] = (int)local;
+  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm));
+  if (out[0] == 1 << 30) return MB_SUCCESS;
+  char msg[2048];
+  if (rank == out[0]) snprintf(msg, sizeof msg, "%s", mb_error_message());
+  int code = local;
+  MB_CALL_MPI(MPI_Bcast(&code, 1, MPI_INT, out[0], comm));
+  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[0], comm));
+  if (rank == out[0]) return local;
+  MB_FAIL((mb_error)code, "%s", msg);
+}
+
+/* mkdir -p of the folder that will hold path (rank 0). */
+static mb_error make_parent_folder(const char *path) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir) return MB_SUCCESS;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      MB_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, MB_ERR_IO, "cannot create folder %s: %s",
+               dir, strerror(errno));
+      *p = '/';
+    }
+  MB_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, MB_ERR_IO, "cannot create folder %s: %s",
+           dir, strerror(errno));
+  return MB_SUCCESS;
+}
+
+static mb_error setup(rank_state *st) {
+  MPI_Comm node;
+  int local_rank;
+  MB_CALL_MPI(MPI_Comm_split_type(st->comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &node));
+  MB_CALL_MPI(MPI_Comm_rank(node, &local_rank));
+  MB_CALL_MPI(MPI_Comm_free(&node));
+  char why[600] = "";
+  mb_error e = mb_backend_choose(st->job->backend, local_rank, &st->backend, why, sizeof why);
+  MB_CALL(agree(st->comm, e));
+  mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
+         st->backend.description, why);
+  e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
+  MB_CALL(agree(st->comm, e));
+  e = st->rank == 0 ? make_parent_folder(st->job->output) : MB_SUCCESS;
+  MB_CALL(agree(st->comm, e));
+  return MB_SUCCESS;
+}
+
+static mb_error run(rank_state *st, mb_run_summary *sum) {
+  double t0 = mb_wtime();
+  MB_CALL(setup(st));
+  MB_CHECK(st->job->distribute == MB_DISTRIBUTE_PER_MESH, MB_ERR_UNSUPPORTED,
+           "distribute: partitioned is not available yet in this version; use per-mesh");
+  if (st->rank == 0)
+    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s schedule", MESHBATCH_VERSION,
+           (long long)st->inputs->nsources, st->size, st->size == 1 ? "" : "s",
+           st->job->schedule == MB_SCHEDULE_DYNAMIC ? "dynamic" : "static cost-balanced");
+  mb_error e = st->job->schedule == MB_SCHEDULE_DYNAMIC ? run_dynamic(st) : run_static(st);
+  MB_CALL(agree(st->comm, e));
+  e = mb_collection_write(st->comm, st->job->output, st->nkept, st->kept);
+  MB_CALL(agree(st->comm, e));
+
+  int64_t failed = st->nresults - st->nkept;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  double busy_sum = 0;
+  MB_CALL_MPI(MPI_Allreduce(&st->busy_s, &sum->busy_max_s, 1, MPI_DOUBLE, MPI_MAX, st->comm));
+  MB_CALL_MPI(MPI_Allreduce(&st->busy_s, &busy_sum, 1, MPI_DOUBLE, MPI_SUM, st->comm));
+  sum->nmeshes = st->inputs->nsources;
+  sum->nfailed = failed;
+  sum->busy_mean_s = busy_sum / st->size;
+  sum->wall_s = mb_wtime() - t0;
+
+  mesh_result *all = NULL;
+  int nall = 0;
+  MB_CALL(gather_results(st, &all, &nall));
+  if (st->rank == 0) {
+    print_summary(st, all, nall, sum);
+    mb_log(MB_LOG_NORMAL, "output: %s (open the .xdmf beside it in ParaView)", st->job->output);
+  }
+  free(all);
+  return MB_SUCCESS;
+}
+
+mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary) {
+  rank_state st = {.comm = comm, .job = job};
+  MB_CALL_MPI(MPI_Comm_rank(comm, &st.rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &st.size));
+  memset(summary, 0, sizeof *summary);
+  mb_error e = run(&st, summary);
+  for (int i = 0; i < st.nkept; i++) mb_mesh_free(st.kept[i]);
+  free(st.kept);
+  free(st.results);
+  mb_error ec = mb_inputs_close(st.inputs);
+  MB_CALL(e);
+  MB_CALL(ec);
+  return MB_SUCCESS;
+}

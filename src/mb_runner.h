@@ -1,0 +1,49 @@
+/* meshbatch: the job runner.
+ *
+ * Per-mesh distribution: the job's mesh sources are assigned to ranks
+ * (static: longest-processing-time-first on estimated cost = faces x passes,
+ * the same deterministic assignment on every rank; dynamic: a shared counter
+ * in an MPI window hands out meshes in decreasing cost), each rank reads,
+ * smooths and keeps its meshes, then all ranks write one output collection
+ * together. A mesh that fails (bad input, unsupported rule, device error) is
+ * reported and skipped; the others are still written.
+ */
+#ifndef MB_RUNNER_H
+#define MB_RUNNER_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mb_run_summary {
+  int64_t nmeshes;     /* mesh sources in the job */
+  int64_t nfailed;     /* sources that failed (not written) */
+  double wall_s;       /* whole run, including I/O */
+  double busy_max_s;   /* max over ranks of time spent on meshes */
+  double busy_mean_s;  /* mean over ranks */
+} mb_run_summary;
+
+/* Run a job. Collective over comm. Prints one progress line per finished
+ * mesh and a summary table (rank 0), at the current mb_log level. Returns
+ * MB_SUCCESS when the job ran to the end, even if some meshes failed (see
+ * summary->nfailed). Errors (the whole job stopped, no output written):
+ * MB_ERR_ARG (inputs: glob without match, duplicate names), MB_ERR_UNSUPPORTED
+ * (backend cuda unavailable), MB_ERR_IO/MB_ERR_HDF5 (output not writable),
+ * MB_ERR_MPI. The error is reported identically on every rank. */
+mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary);
+
+/* Static assignment of n items with costs cost[n] to nranks ranks by LPT
+ * (largest first to the least-loaded rank; ties to the lower index and
+ * rank). owner[n] receives the rank of each item. Not collective. */
+void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

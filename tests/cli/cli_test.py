@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the meshbatch command (run by CTest, see CMakeLists.txt).
+
+Each test case is a function below; `cli_test.py CASE [options]` runs one.
+Exit code 0 passes, 77 skips (missing optional data or Python module), other fails.
+Environment (set by tests/CMakeLists.txt): MESHBATCH_EXE, MESHBATCH_SOURCE_DIR,
+MESHBATCH_DATA_DIR, MESHBATCH_TEST_TMP, MESHBATCH_MPIEXEC.
+"""
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+EXE = os.environ["MESHBATCH_EXE"]
+SRC = os.environ["MESHBATCH_SOURCE_DIR"]
+DATA = os.environ.get("MESHBATCH_DATA_DIR", "")
+TMP = os.environ["MESHBATCH_TEST_TMP"]
+MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def need_module(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        print(f"SKIP: python module {name} is not installed")
+        sys.exit(SKIP)
+
+
+def run(args, np=None, expect=0):
+    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print("$", " ".join(cmd), f"-> {p.returncode}")
+    print(p.stdout, p.stderr, sep="")
+    if expect is not None and p.returncode != expect:
+        fail(f"exit code {p.returncode}, expected {expect}")
+    return p
+
+
+def fresh(name):
+    d = os.path.join(TMP, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def job(path, inputs, output, stages=None, **keys):
+    stages = stages or [dict(op="taubin", **{"lambda": 0.5}, mu=-0.53, iterations=10)]
+    lines = ["input:"] + [f"  - {i}" for i in inputs] + [f"output: {output}"]
+    lines += [f"{k}: {v}" for k, v in keys.items()] + ["stages:"]
+    for s in stages:
+        items = list(s.items())
+        lines.append(f"  - {items[0][0]}: {items[0][1]}")
+        lines += [f"    {k}: {v}" for k, v in items[1:]]
+    return write(path, "\n".join(lines) + "\n")
+
+
+def datasets(path):
+    """All datasets of an HDF5 file as {name: bytes}."""
+    h5py = need_module("h5py")
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda n, o: out.__setitem__(n, o[()].tobytes()) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+
+def same_datasets(a, b):
+    da, db = datasets(a), datasets(b)
+    if sorted(da) != sorted(db):
+        fail(f"{a} and {b} hold different datasets: {sorted(da)} vs {sorted(db)}")
+    for k in da:
+        if da[k] != db[k]:
+            fail(f"dataset {k} differs between {a} and {b}")
+    print(f"{len(da)} datasets bitwise identical: {a} == {b}")
+
+
+def mesh_names(path):
+    h5py = need_module("h5py")
+    with h5py.File(path, "r") as f:
+        return sorted(f["meshes"].keys())
+
+
+def small_meshes(d):
+    """Five small meshes of different sizes: the two demo meshes, generated spheres."""
+    files = [os.path.join(SRC, "data", "meshes", n) for n in ("spot.obj", "bob.obj")]
+    for n, nv in (("sphere_a", 100), ("sphere_b", 700), ("sphere_c", 3000)):
+        out = os.path.join(d, n + ".ply")
+        run(["generate", "sphere", "--vertices", nv, "--seed", nv, "-o", out])
+        files.append(out)
+    return files
+
+
+# ------------------------------------------------------------------ cases
+
+def case_help(a):
+    for cmd in ([], ["run"], ["import"], ["export"], ["info"], ["generate"], ["bench", "smooth"]):
+        p = run(cmd + ["--help"])
+        if "usage:" not in p.stdout:
+            fail(f"meshbatch {' '.join(cmd)} --help prints no usage")
+    run(["frobnicate"], expect=2)
+    run(["run"], expect=2)
+
+
+def case_demo(a):
+    meshio = need_module("meshio")
+    d = fresh("demo")
+    text = open(os.path.join(SRC, "jobs", "demo.yaml")).read()
+    text = text.replace("../data/meshes", os.path.join(SRC, "data", "meshes"))
+    text = text.replace("../out/demo/smoothed.h5", os.path.join(d, "smoothed.h5"))
+    path = write(os.path.join(d, "demo.yaml"), text)
+    run(["run", path], np=2)
+    xdmf = os.path.join(d, "smoothed.xdmf")
+    if not os.path.exists(xdmf):
+        fail("no XDMF beside the output")
+    check_meshio(meshio, xdmf, {"spot": 2930, "bob": 5344})
+
+
+def check_meshio(meshio, xdmf, expected):
+    """meshio reads the collection's XDMF; each mesh has its vertex count."""
+    folder = os.path.splitext(xdmf)[0] + "_meshes"
+    if os.path.isdir(folder):  # one XDMF per mesh beside the collection XDMF
+        for name, nv in expected.items():
+            m = meshio.read(os.path.join(folder, name + ".xdmf"))
+            if len(m.points) != nv:
+                fail(f"meshio: {name} has {len(m.points)} points, expected {nv}")
+        print(f"meshio read {len(expected)} per-mesh XDMF files")
+    m = meshio.read(xdmf)
+    print("meshio.read(collection):", m)
+    if len(m.points) not in expected.values():
+        fail(f"meshio read {len(m.points)} points from {xdmf}; expected one of {expected}")
+
+
+def case_import_export(a):
+    d = fresh("import_export")
+    files = small_meshes(d)
+    coll = os.path.join(d, "c.h5")
+    run(["import"] + files + ["-o", coll], np=2)
+    names = mesh_names(coll)
+    if names != sorted(["spot", "bob", "sphere_a", "sphere_b", "sphere_c"]):
+        fail(f"imported names {names}")
+    p = run(["info", coll])
+    for s in ("spot: 2930 vertices, 5856 faces", "bbox"):
+        if s not in p.stdout:
+            fail(f"info lacks '{s}'")
+    run(["export", coll, "-o", os.path.join(d, "objs"), "--format", "obj"])
+    run(["export", coll, "--mesh", "bob", "-o", os.path.join(d, "bob.off")])
+    run(["export", coll, "-o", os.path.join(d, "x.ply")], expect=2)  # several meshes, one file
+    # a re-import of the exports gives the same vertices bitwise
+    coll2 = os.path.join(d, "c2.h5")
+    run(["import", os.path.join(d, "objs", "*.obj"), "-o", coll2])
+    a1, a2 = datasets(coll), datasets(coll2)
+    for n in names:
+        k = f"meshes/{n}/vertices"
+        if a1[k] != a2[k]:
+            fail(f"{k} changed through OBJ export and import")
+    print("export/import round trip exact")
+
+
+def case_job_errors(a):
+    d = fresh("job_errors")
+    good = os.path.join(SRC, "data", "meshes", "spot.obj")
+    bad = write(os.path.join(d, "bad.yaml"), f"input: {good}\noutput: {d}/o.h5\nouput: x\nstages:\n  - op: laplacian\n    iterations: 1\n")
+    p = run(["run", bad], expect=2)
+    if "bad.yaml" not in p.stderr or "ouput" not in p.stderr:
+        fail("job-file error does not name the file and key")
+    rng = write(os.path.join(d, "range.yaml"), f"input: {good}\noutput: {d}/o.h5\nstages:\n  - op: taubin\n    iterations: -3\n")
+    p = run(["run", rng], expect=2)
+    if "range.yaml:5" not in p.stderr or "iterations" not in p.stderr:
+        fail("range error does not name file:line and key")
+    run(["run", os.path.join(d, "missing.yaml")], expect=2)
+    if os.path.exists(os.path.join(d, "o.h5")):
+        fail("an invalid job wrote output")
+
+
+def case_bad_inputs(a):
+    d = fresh("bad_inputs")
+    good = [os.path.join(SRC, "data", "meshes", "spot.obj"), os.path.join(SRC, "data", "meshes", "bob.obj")]
+    bad = {
+        "badindex.obj": ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n", "badindex.obj:4"),
+        "nan.obj": ("v 0 0 0\nv nan 0 0\nv 0 1 0\nf 1 2 3\n", "nan.obj:2"),
+        "empty.off": ("OFF\n0 0 0\n", "empty"),
+        "trunc.ply": ("ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\n"
+                      "property float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+                      "end_header\n\0\0\0\0", "trunc.ply"),
+        "notreally.h5": ("this is not HDF5\n", "notreally.h5"),
+    }
+    paths = [write(os.path.join(d, n), t) for n, (t, _) in bad.items()]
+    missing = os.path.join(d, "missing.obj")
+    before = {p: open(p, "rb").read() for p in paths}
+    out = os.path.join(d, "out.h5")
+    jp = job(os.path.join(d, "job.yaml"), good + paths + [missing], out)
+    p = run(["run", jp], np=3, expect=1)
+    for n, (_, needle) in bad.items():
+        if needle not in p.stderr:
+            fail(f"no message naming {needle}")
+    if "missing.obj" not in p.stderr:
+        fail("no message naming the missing file")
+    if mesh_names(out) != ["bob", "spot"]:
+        fail(f"output holds {mesh_names(out)}, expected the two good meshes")
+    for q in paths:
+        if open(q, "rb").read() != before[q]:
+            fail(f"input {q} was modified")
+    leftovers = [f for f in os.listdir(d) if ".tmp" in f]
+    if leftovers:
+        fail(f"temporary files left: {leftovers}")
+
+
+def case_generate(a):
+    d = fresh("generate")
+    s = os.path.join(d, "s.obj")
+    run(["generate", "sphere", "--vertices", "600", "-o", s])
+    p = run(["generate", "subdivide", s, "--levels", "2", "-o", os.path.join(d, "s2.h5")])
+    if "10242 vertices, 20480 faces" not in p.stdout:  # 642 -> 2562 -> 10242
+        fail("subdivision counts")
+
+
+def case_ranks(a):
+    d = fresh(f"ranks_{a.np}_{a.schedule}")
+    files = small_meshes(d)
+    rules = [dict(op="taubin", **{"lambda": 0.5}, mu=-0.53, iterations=5, weights=w, boundary=b)
+             for w in ("uniform", "cotangent", "inverse_distance") for b in ("free", "fixed", "boundary_curve")]
+    outs = {}
+    for np in sorted({1, a.np, 8}):
+        out = os.path.join(d, f"np{np}.h5")
+        jp = job(os.path.join(d, f"np{np}.yaml"), files, out, stages=rules, backend="cpu",
+                 schedule=a.schedule)
+        p = run(["run", jp], np=np)
+        if "max/mean" not in p.stdout:
+            fail("no busy-time summary")
+        outs[np] = out
+    for np in outs:
+        same_datasets(outs[1], outs[np])
+
+
+def case_shared_meshes(a):
+    folder = os.path.join(DATA, "meshes") if DATA else ""
+    if not os.path.isdir(folder):
+        print("SKIP: ../shared/data/meshes is absent")
+        sys.exit(SKIP)
+    d = fresh("shared_meshes")
+    outs = {}
+    for np in (1, 3, 8):
+        out = os.path.join(d, f"np{np}.h5")
+        jp = job(os.path.join(d, f"np{np}.yaml"), [os.path.join(folder, "*.obj")], out, backend="cpu",
+                 precision="float64")
+        run(["run", jp], np=np)
+        outs[np] = out
+    if len(mesh_names(outs[1])) != 5:
+        fail("expected five meshes")
+    same_datasets(outs[1], outs[3])
+    same_datasets(outs[1], outs[8])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--schedule", default="static")
+    a = ap.parse_args()
+    globals()["case_" + a.case](a)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
