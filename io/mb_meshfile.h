@@ -36,14 +36,15 @@ mb_meshfile_format mb_meshfile_format_of(const char *path);
  *      x, y, z of any numeric type; element face with a list property
  *      vertex_indices or vertex_index; other elements and properties skipped.
  * Errors: MB_ERR_IO (missing or unreadable file), MB_ERR_FORMAT (malformed,
- * truncated, indices out of range, NaN/Inf, empty mesh), MB_ERR_MEMORY. */
+ * truncated, indices out of range, NaN/Inf, empty mesh), MB_ERR_ARG (unknown
+ * extension), MB_ERR_MEMORY. */
 mb_error mb_meshfile_read(const char *path, mb_mesh **mesh);
 
 /* Write a mesh to path in the format of its extension, coordinates with 17
  * significant digits (text) or as float64 (binary PLY: binary_little_endian),
  * so that a read gives back the same doubles. Writes to a temporary name in
  * the same folder and renames when complete. Not collective.
- * Errors: MB_ERR_IO, MB_ERR_ARG (unknown extension). */
+ * Errors: MB_ERR_IO, MB_ERR_ARG (unknown extension, invalid mesh), MB_ERR_MEMORY. */
 mb_error mb_meshfile_write(const char *path, const mb_mesh *mesh);
 
 #ifdef __cplusplus
