@@ -65,11 +65,8 @@ mb_error mb_collection_close(mb_collection *coll);
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes);
 
-/* Write the XDMF companion of an existing collection file: one uniform grid
- * per mesh inside a spatial collection, referencing the HDF5 datasets by the
- * file's base name. Not collective (rank 0 calls it). Errors: MB_ERR_IO. */
-mb_error mb_xdmf_write(const char *xdmf_path, const char *h5_path, int64_t nmeshes,
-                       const mb_mesh_info *infos, const mb_mesh *const *fields_of);
+/* The XDMF companions (written by mb_collection_write on rank 0) are produced
+ * by the private io/mb_xdmf.h; their layout is in docs/format.md. */
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #include "mb_config.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
+#include "mb_partition.h"
+#include "mb_smooth_partitioned.h"
 
 /* What one rank reports about one mesh source, gathered to rank 0. */
 typedef struct mesh_result {
@@ -227,6 +229,152 @@ static mb_error run_dynamic(rank_state *st) {
   return e;
 }
 
+/* ------------------------------------------------------------- partitioned */
+
+static mb_error agree(MPI_Comm comm, mb_error local);
+
+/* Rank 0 prints the partition quality and every rank's halo and timings. */
+static mb_error report_partition(rank_state *st, const char *name, const mb_adjacency *adj,
+                                 const int32_t *part, const mb_local_domain *d, const mb_halo *h,
+                                 const mb_pass_timing *t) {
+  int nn;
+  int64_t nsend, nrecv;
+  mb_halo_stats(h, &nn, &nsend, &nrecv);
+  double mine[6] = {(double)d->nowned, (double)d->nghost, (double)nn, t->compute_s, t->exchange_s,
+                    (double)(nsend + nrecv) * 3 * sizeof(double)};
+  double *all = st->rank == 0 ? malloc(sizeof(double) * 6 * (size_t)st->size) : NULL;
+  MB_CHECK(st->rank != 0 || all, MB_ERR_MEMORY, "out of memory");
+  MB_CALL_MPI(MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, st->comm));
+  if (st->rank == 0) {
+    mb_partition_quality q;
+    mb_partition_measure(adj, st->size, part, &q);
+    mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts, edge cut %lld, owned imbalance %.3f (max/mean),"
+           " %d empty part%s", name, q.nparts, (long long)q.edge_cut, q.imbalance, q.nempty,
+           q.nempty == 1 ? "" : "s");
+    double passes = t->passes ? (double)t->passes : 1;
+    for (int r = 0; r < st->size; r++) {
+      const double *v = all + 6 * r;
+      mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
+             "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, v[0], v[1], v[2],
+             v[5], 1e3 * v[3] / passes, 1e3 * v[4] / passes);
+    }
+  }
+  free(all);
+  return MB_SUCCESS;
+}
+
+/* Gather the owned rows of x (local numbering) into m->xyz on rank 0. */
+static mb_error gather_owned(rank_state *st, const mb_local_domain *d, const double *x, mb_mesh *m) {
+  int n = (int)d->nowned, *counts = NULL, *displs = NULL;
+  double *payload = malloc(sizeof(double) * 4 * (size_t)(n + 1)), *all = NULL;
+  MB_CHECK(payload, MB_ERR_MEMORY, "out of memory");
+  for (int l = 0; l < n; l++) {
+    payload[4 * l] = (double)d->global[l]; /* exact: ids < 2^53 */
+    memcpy(payload + 4 * l + 1, x + 3 * l, 3 * sizeof(double));
+  }
+  int mine = 4 * n;
+  if (st->rank == 0) {
+    counts = calloc((size_t)st->size, sizeof *counts);
+    displs = calloc((size_t)st->size, sizeof *displs);
+    all = malloc(sizeof(double) * 4 * (size_t)(m->nv + 1));
+  }
+  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, st->comm));
+  if (st->rank == 0)
+    for (int r = 1; r < st->size; r++) displs[r] = displs[r - 1] + counts[r - 1];
+  MB_CALL_MPI(MPI_Gatherv(payload, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, st->comm));
+  if (st->rank == 0)
+    for (int64_t k = 0; k < m->nv; k++)
+      memcpy(m->xyz + 3 * (int64_t)all[4 * k], all + 4 * k + 1, 3 * sizeof(double));
+  free(payload);
+  free(all);
+  free(counts);
+  free(displs);
+  return MB_SUCCESS;
+}
+
+/* Smooth one mesh split over all ranks. Every rank reads it (parallel reads
+ * of the same file), rank 0 partitions it with METIS and broadcasts the
+ * parts, each rank smooths its owned vertices with a halo exchange per pass,
+ * and rank 0 gathers the result in global vertex order. */
+static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t) {
+  mb_adjacency *adj = NULL;
+  mb_local_domain *d = NULL;
+  mb_halo *h = NULL;
+  int32_t *part = NULL;
+  double *x = NULL;
+  mb_error e = mb_adjacency_build(m, &adj);
+  for (int k = 0; !e && k < st->job->nstages; k++) e = mb_stage_check(&st->job->stages[k], adj);
+  if (!e && !(part = malloc(sizeof *part * (size_t)m->nv)))
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e && st->rank == 0) e = mb_partition_metis(adj, st->size, part);
+  MB_CALL_GOTO(e, done, agree(st->comm, e));
+  MB_CALL_GOTO(e, done, MPI_Bcast(part, (int)m->nv, MPI_INT32_T, 0, st->comm) ? MB_ERR_MPI : MB_SUCCESS);
+  e = mb_local_domain_build(adj, part, st->rank, &d);
+  MB_CALL_GOTO(e, done, agree(st->comm, e));
+  MB_CALL_GOTO(e, done, mb_halo_create(st->comm, d->nowned, d->global, d->nghost,
+                                       d->global + d->nowned, d->ghost_owner, 3, &h));
+  x = malloc(sizeof(double) * 3 * (size_t)(d->nowned + d->nghost + 1));
+  e = x ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  MB_CALL_GOTO(e, done, agree(st->comm, e));
+  for (int64_t l = 0; l < d->nowned + d->nghost; l++)
+    memcpy(x + 3 * l, m->xyz + 3 * d->global[l], 3 * sizeof(double));
+  MB_CALL_GOTO(e, done, mb_smooth_partitioned_cpu(d, h, st->job->stages, st->job->nstages, x, t));
+  MB_CALL_GOTO(e, done, gather_owned(st, d, x, m));
+  MB_CALL_GOTO(e, done, report_partition(st, m->name, adj, part, d, h, t));
+done:
+  free(x);
+  free(part);
+  mb_halo_free(h);
+  mb_local_domain_free(d);
+  mb_adjacency_free(adj);
+  return e;
+}
+
+static mb_error run_partitioned(rank_state *st) {
+  MB_CHECK(st->backend.kind == MB_BACKEND_CPU, MB_ERR_UNSUPPORTED,
+           "distribute: partitioned runs on the cpu backend in this version (set backend: cpu or auto)");
+  for (int64_t s = 0; s < st->inputs->nsources; s++) {
+    mesh_result res = {.index = s, .rank = 0};
+    snprintf(res.backend, sizeof res.backend, "cpu/%d", st->size);
+    mb_mesh *m = NULL;
+    double t0 = mb_wtime();
+    mb_pass_timing t = {0};
+    mb_error e = mb_inputs_read(st->inputs, s, &m);
+    e = agree(st->comm, e);
+    if (!e) {
+      res.nv = m->nv;
+      res.nf = m->nf;
+      e = smooth_partitioned(st, m, &t);
+    }
+    res.seconds = mb_wtime() - t0;
+    res.ok = !e;
+    if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
+    if (!e && st->rank == 0) e = add_provenance(st, m, res.seconds);
+    if (st->rank == 0) {
+      mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
+      MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
+      st->results = r;
+      st->results[st->nresults++] = res;
+      if (res.ok) {
+        mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
+        MB_CHECK(k, MB_ERR_MEMORY, "out of memory");
+        st->kept = k;
+        st->kept[st->nkept++] = m;
+        m = NULL;
+        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, cpu, %.3f s "
+               "(%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)", st->size,
+               st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.seconds,
+               t.passes ? 1e3 * t.compute_s / t.passes : 0, t.passes ? 1e3 * t.exchange_s / t.passes : 0);
+      } else {
+        mb_log_error("%s: skipped: %s", st->inputs->sources[s].name, res.message);
+      }
+    }
+    mb_mesh_free(m);
+    st->busy_s += mb_wtime() - t0;
+  }
+  return MB_SUCCESS;
+}
+
 /* ------------------------------------------------------------- reporting */
 
 static mb_error gather_results(rank_state *st, mesh_result **all, int *nall) {
@@ -340,13 +488,15 @@ static mb_error setup(rank_state *st) {
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
   MB_CALL(setup(st));
-  MB_CHECK(st->job->distribute == MB_DISTRIBUTE_PER_MESH, MB_ERR_UNSUPPORTED,
-           "distribute: partitioned is not available yet in this version; use per-mesh");
   if (st->rank == 0)
-    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s schedule", MESHBATCH_VERSION,
+    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s", MESHBATCH_VERSION,
            (long long)st->inputs->nsources, st->size, st->size == 1 ? "" : "s",
-           st->job->schedule == MB_SCHEDULE_DYNAMIC ? "dynamic" : "static cost-balanced");
-  mb_error e = st->job->schedule == MB_SCHEDULE_DYNAMIC ? run_dynamic(st) : run_static(st);
+           st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? "partitioned (every mesh split over all ranks)"
+           : st->job->schedule == MB_SCHEDULE_DYNAMIC       ? "per-mesh, dynamic schedule"
+                                                            : "per-mesh, static cost-balanced schedule");
+  mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? run_partitioned(st)
+               : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
+                                                            : run_static(st);
   MB_CALL(agree(st->comm, e));
   e = mb_collection_write(st->comm, st->job->output, st->nkept, st->kept);
   MB_CALL(agree(st->comm, e));

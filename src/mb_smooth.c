@@ -22,9 +22,13 @@ mb_error mb_stage_check(const mb_stage *s, const mb_adjacency *adj) {
 
 void mb_smooth_pass_cpu(const mb_adjacency *adj, mb_weights weights, mb_boundary boundary,
                         double factor, const double *xin, double *xout) {
-  const int64_t nv = adj->nv;
+  mb_smooth_rows_cpu(adj, 0, adj->nv, weights, boundary, factor, xin, xout);
+}
+
+void mb_smooth_rows_cpu(const mb_adjacency *adj, int64_t begin, int64_t end, mb_weights weights,
+                        mb_boundary boundary, double factor, const double *xin, double *xout) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < nv; i++)
+  for (int64_t i = begin; i < end; i++)
     MB_SMOOTH_VERTEX(double, i, adj->row, adj->col, adj->opp_row, adj->opp, adj->on_boundary,
                      adj->brow, adj->bcol, weights, boundary, factor, xin, xout);
 }

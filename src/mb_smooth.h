@@ -74,6 +74,11 @@ void mb_smooth_pass_cpu(const mb_adjacency *adj, mb_weights weights,
                         mb_boundary boundary, double factor, const double *xin,
                         double *xout);
 
+/* The same pass restricted to rows [begin, end) of adj: only those vertices
+ * of xout are written; xin may have more rows than adj (ghosts). */
+void mb_smooth_rows_cpu(const mb_adjacency *adj, int64_t begin, int64_t end, mb_weights weights,
+                        mb_boundary boundary, double factor, const double *xin, double *xout);
+
 /* Run all stages on the CPU, updating xyz [nv, 3] in place. Not collective.
  * Errors: MB_ERR_ARG (unsupported rule), MB_ERR_MEMORY. */
 mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_stage *stages, int nstages,

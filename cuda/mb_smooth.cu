@@ -1,0 +1,463 @@
+/* meshbatch: the CUDA backend of Laplacian and Taubin smoothing (kernels and
+ * the extern "C" launchers declared in cuda/mb_cuda.h; no program logic).
+ *
+ * Method: G. Taubin, "A signal processing approach to fair surface design",
+ * SIGGRAPH 1995, eq. (4)-(5); cotangent weights after Desbrun et al. 1999,
+ * eq. (5). The per-vertex arithmetic is MB_SMOOTH_VERTEX (src/mb_smooth_vertex.h),
+ * the same macro the CPU backend expands, compiled with --fmad=false, so the
+ * float64 path performs the CPU's operations in the CPU's order.
+ *
+ * Design (docs/gpu-kernel.md): one thread per vertex, blocks of 256; the
+ * kernel is a template over the real type T (double or float), the weights
+ * rule and the boundary rule, so each of the 18 variants compiles only the
+ * code it needs (the float32 uniform/free kernel reads row, col and the
+ * positions and nothing else). The CSR arrays are narrowed to int32 on the
+ * device; positions live in two device buffers of the working precision that
+ * the passes ping-pong between, for all stages, and go back to float64 once.
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+#include "mb_cuda.h"
+#include "mb_cuda_private.cuh"
+#include "mb_smooth_vertex.h"
+
+/* Threads per block of every kernel here (launch bounds and launches). */
+#define MB_CUDA_BLOCK 256
+
+/* ------------------------------------------------------------------ kernels */
+
+/* One smoothing pass: xout[i] = update of vertex i from xin (Taubin 1995,
+ * eq. 4). W and B are mb_weights and mb_boundary as compile-time constants;
+ * arrays a rule does not use may be null. xin and xout must not alias. */
+template <typename T, int W, int B>
+__global__ void __launch_bounds__(MB_CUDA_BLOCK)
+    mb_smooth_pass_kernel(int64_t nv, const int32_t *__restrict__ row,
+                          const int32_t *__restrict__ col, const int32_t *__restrict__ opp_row,
+                          const int32_t *__restrict__ opp, const uint8_t *__restrict__ on_boundary,
+                          const int32_t *__restrict__ brow, const int32_t *__restrict__ bcol,
+                          T f, const T *__restrict__ xin, T *__restrict__ xout) {
+  const int64_t i = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (i >= nv) return;
+  /* Input arrays are read-only for the whole launch: loads through the
+   * non-coherent path. row[i + 1] is re-read in the macro's loop test, so
+   * row goes through a plain const __restrict__ pointer that the compiler
+   * may keep in a register (and still load with ld.global.nc). */
+  const mb_ro<int32_t> c{col}, orow{opp_row}, o{opp}, br{brow}, bc{bcol};
+  const mb_ro<uint8_t> ob{on_boundary};
+  const mb_ro<T> x{xin};
+  MB_SMOOTH_VERTEX(T, i, row, c, orow, o, ob, br, bc, (mb_weights)W, (mb_boundary)B, f, x, xout);
+}
+
+/* dst[k] = (int32_t)src[k]; the caller has checked that every value fits. */
+__global__ void __launch_bounds__(MB_CUDA_BLOCK)
+    mb_narrow_kernel(int64_t n, const int64_t *__restrict__ src, int32_t *__restrict__ dst) {
+  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (k < n) dst[k] = (int32_t)src[k];
+}
+
+/* dst[k] = (To)src[k] (float64 <-> float32, round to nearest). */
+template <typename To, typename From>
+__global__ void __launch_bounds__(MB_CUDA_BLOCK)
+    mb_convert_kernel(int64_t n, const From *__restrict__ src, To *__restrict__ dst) {
+  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (k < n) dst[k] = (To)src[k];
+}
+
+static unsigned mb_grid(int64_t n) {
+  return (unsigned)((n + MB_CUDA_BLOCK - 1) / MB_CUDA_BLOCK);
+}
+
+/* ------------------------------------------------------------ device state */
+
+/* What one run needs on the device. Buffers free themselves. */
+struct mb_dev_mesh {
+  int64_t nv = 0, nnz = 0, nopp = 0, nb = 0;
+  mb_dbuf row, col, opp_row, opp, on_boundary, brow, bcol; /* int32 / uint8 */
+  mb_dbuf x[2];                                              /* ping-pong positions, type T */
+  int cur = 0;                                               /* x[cur] holds the positions */
+};
+
+static const int64_t MB_I32_MAX = 2147483647;
+
+/* Validate the sizes the int32 device arrays depend on. */
+static mb_error mb_cuda_check_sizes(const mb_adjacency *adj, bool need_opp, bool need_bnd) {
+  MB_CHECK(adj, MB_ERR_ARG, "adjacency is NULL");
+  MB_CHECK(adj->nv >= 0 && adj->nnz >= 0, MB_ERR_ARG, "negative sizes (nv %lld, nnz %lld)",
+           (long long)adj->nv, (long long)adj->nnz);
+  MB_CHECK(adj->nv < MB_I32_MAX && adj->nnz < MB_I32_MAX, MB_ERR_ARG,
+           "the CUDA backend indexes with int32: nv (%lld) and nnz (%lld) must be < 2^31",
+           (long long)adj->nv, (long long)adj->nnz);
+  if (adj->nv == 0) return MB_SUCCESS;
+  MB_CHECK(adj->row && adj->col, MB_ERR_ARG, "adjacency has no row/col arrays");
+  if (need_opp) {
+    MB_CHECK(adj->opp_row && adj->opp, MB_ERR_ARG,
+             "cotangent weights need a triangle mesh; this mesh has polygons "
+             "(use uniform or inverse_distance weights)");
+    MB_CHECK(adj->opp_row[adj->nnz] >= 0 && adj->opp_row[adj->nnz] < MB_I32_MAX, MB_ERR_ARG,
+             "the CUDA backend indexes with int32: %lld opposite vertices must be < 2^31",
+             (long long)adj->opp_row[adj->nnz]);
+  }
+  if (need_bnd) {
+    MB_CHECK(adj->on_boundary && adj->brow && adj->bcol, MB_ERR_ARG,
+             "adjacency has no boundary arrays");
+    MB_CHECK(adj->brow[adj->nv] >= 0 && adj->brow[adj->nv] < MB_I32_MAX, MB_ERR_ARG,
+             "the CUDA backend indexes with int32: %lld boundary entries must be < 2^31",
+             (long long)adj->brow[adj->nv]);
+  }
+  return MB_SUCCESS;
+}
+
+/* Upload an int64 host array of n entries as int32 through the staging buffer. */
+static mb_error mb_upload_i32(mb_dbuf *dst, const int64_t *src, int64_t n, mb_dbuf *stage,
+                              const char *what) {
+  MB_CALL(mb_dbuf_alloc(dst, sizeof(int32_t) * (size_t)n, what));
+  if (n == 0) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaMemcpy(stage->p, src, sizeof(int64_t) * (size_t)n, cudaMemcpyHostToDevice));
+  mb_narrow_kernel<<<mb_grid(n), MB_CUDA_BLOCK>>>(n, stage->as<int64_t>(), dst->as<int32_t>());
+  MB_CHECK_LAUNCH(what);
+  return MB_SUCCESS;
+}
+
+/* Upload the adjacency (int32) and the positions (converted to T on the
+ * device) into d. opp arrays only if need_opp, boundary arrays only if need_bnd. */
+template <typename T>
+static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, const double *xyz,
+                              bool need_opp, bool need_bnd) {
+  const int64_t nv = adj->nv, nnz = adj->nnz;
+  d->nv = nv;
+  d->nnz = nnz;
+  d->nopp = need_opp ? adj->opp_row[nnz] : 0;
+  d->nb = need_bnd ? adj->brow[nv] : 0;
+  /* Staging buffer: the largest int64 array, or the float64 positions. */
+  int64_t smax = std::max<int64_t>(nv + 1, nnz);
+  if (need_opp) smax = std::max<int64_t>(smax, std::max<int64_t>(nnz + 1, d->nopp));
+  if (need_bnd) smax = std::max<int64_t>(smax, d->nb);
+  smax = std::max<int64_t>(smax, 3 * nv); /* 8-byte elements either way */
+  mb_dbuf stage;
+  MB_CALL(mb_dbuf_alloc(&stage, sizeof(int64_t) * (size_t)smax, "staging"));
+
+  MB_CALL(mb_upload_i32(&d->row, adj->row, nv + 1, &stage, "row offsets"));
+  MB_CALL(mb_upload_i32(&d->col, adj->col, nnz, &stage, "column indices"));
+  if (need_opp) {
+    MB_CALL(mb_upload_i32(&d->opp_row, adj->opp_row, nnz + 1, &stage, "opposite-vertex offsets"));
+    MB_CALL(mb_upload_i32(&d->opp, adj->opp, d->nopp, &stage, "opposite vertices"));
+  }
+  if (need_bnd) {
+    MB_CALL(mb_dbuf_alloc(&d->on_boundary, (size_t)nv, "boundary flags"));
+    MB_CALL_CUDA(cudaMemcpy(d->on_boundary.p, adj->on_boundary, (size_t)nv,
+                            cudaMemcpyHostToDevice));
+    MB_CALL(mb_upload_i32(&d->brow, adj->brow, nv + 1, &stage, "boundary offsets"));
+    MB_CALL(mb_upload_i32(&d->bcol, adj->bcol, d->nb, &stage, "boundary neighbours"));
+  }
+  const size_t xbytes = sizeof(T) * 3 * (size_t)nv;
+  MB_CALL(mb_dbuf_alloc(&d->x[0], xbytes, "positions"));
+  MB_CALL(mb_dbuf_alloc(&d->x[1], xbytes, "positions"));
+  d->cur = 0;
+  if (nv > 0 && sizeof(T) == sizeof(double)) {
+    MB_CALL_CUDA(cudaMemcpy(d->x[0].p, xyz, xbytes, cudaMemcpyHostToDevice));
+  } else if (nv > 0) {
+    MB_CALL_CUDA(cudaMemcpy(stage.p, xyz, sizeof(double) * 3 * (size_t)nv,
+                            cudaMemcpyHostToDevice));
+    mb_convert_kernel<T, double>
+        <<<mb_grid(3 * nv), MB_CUDA_BLOCK>>>(3 * nv, stage.as<double>(), d->x[0].as<T>());
+    MB_CHECK_LAUNCH("positions to working precision");
+  }
+  /* Wait before `stage` is freed (cudaFree synchronizes too; be explicit). */
+  MB_CALL_CUDA(cudaDeviceSynchronize());
+  return MB_SUCCESS;
+}
+
+/* Copy the positions x[cur] back to xyz [nv, 3] float64. */
+template <typename T> static mb_error mb_dev_download(mb_dev_mesh *d, double *xyz) {
+  const int64_t n = 3 * d->nv;
+  if (n == 0) return MB_SUCCESS;
+  if (sizeof(T) == sizeof(double)) {
+    MB_CALL_CUDA(cudaMemcpy(xyz, d->x[d->cur].p, sizeof(double) * (size_t)n,
+                            cudaMemcpyDeviceToHost));
+    return MB_SUCCESS;
+  }
+  mb_dbuf out;
+  MB_CALL(mb_dbuf_alloc(&out, sizeof(double) * (size_t)n, "float64 positions"));
+  mb_convert_kernel<double, T>
+      <<<mb_grid(n), MB_CUDA_BLOCK>>>(n, d->x[d->cur].as<T>(), out.as<double>());
+  MB_CHECK_LAUNCH("positions to float64");
+  MB_CALL_CUDA(cudaMemcpy(xyz, out.p, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
+  return MB_SUCCESS;
+}
+
+template <typename T, int W, int B>
+static void mb_launch_wb(const mb_dev_mesh *d, T f, const T *xin, T *xout, cudaStream_t s) {
+  mb_smooth_pass_kernel<T, W, B><<<mb_grid(d->nv), MB_CUDA_BLOCK, 0, s>>>(
+      d->nv, d->row.as<int32_t>(), d->col.as<int32_t>(), d->opp_row.as<int32_t>(),
+      d->opp.as<int32_t>(), d->on_boundary.as<uint8_t>(), d->brow.as<int32_t>(),
+      d->bcol.as<int32_t>(), f, xin, xout);
+}
+
+template <typename T, int W>
+static void mb_launch_w(const mb_dev_mesh *d, mb_boundary b, T f, const T *xin, T *xout,
+                        cudaStream_t s) {
+  switch (b) {
+  case MB_BOUNDARY_FREE: mb_launch_wb<T, W, MB_BOUNDARY_FREE>(d, f, xin, xout, s); break;
+  case MB_BOUNDARY_FIXED: mb_launch_wb<T, W, MB_BOUNDARY_FIXED>(d, f, xin, xout, s); break;
+  case MB_BOUNDARY_CURVE: mb_launch_wb<T, W, MB_BOUNDARY_CURVE>(d, f, xin, xout, s); break;
+  }
+}
+
+/* Enqueue one pass x[cur] -> x[1 - cur] with factor f and flip cur. The
+ * rules must have been validated (mb_rules_valid). */
+template <typename T>
+static mb_error mb_dev_pass(mb_dev_mesh *d, mb_weights w, mb_boundary b, double factor,
+                            cudaStream_t s) {
+  if (d->nv == 0) return MB_SUCCESS;
+  const T f = (T)factor;
+  const T *xin = d->x[d->cur].as<T>();
+  T *xout = d->x[1 - d->cur].as<T>();
+  switch (w) {
+  case MB_WEIGHTS_UNIFORM: mb_launch_w<T, MB_WEIGHTS_UNIFORM>(d, b, f, xin, xout, s); break;
+  case MB_WEIGHTS_COTANGENT: mb_launch_w<T, MB_WEIGHTS_COTANGENT>(d, b, f, xin, xout, s); break;
+  case MB_WEIGHTS_INVERSE_DISTANCE:
+    mb_launch_w<T, MB_WEIGHTS_INVERSE_DISTANCE>(d, b, f, xin, xout, s);
+    break;
+  }
+  MB_CHECK_LAUNCH("smoothing pass");
+  d->cur = 1 - d->cur;
+  return MB_SUCCESS;
+}
+
+static mb_error mb_rules_valid(mb_weights w, mb_boundary b) {
+  MB_CHECK(w == MB_WEIGHTS_UNIFORM || w == MB_WEIGHTS_COTANGENT ||
+               w == MB_WEIGHTS_INVERSE_DISTANCE,
+           MB_ERR_ARG, "unsupported weights rule %d", (int)w);
+  MB_CHECK(b == MB_BOUNDARY_FREE || b == MB_BOUNDARY_FIXED || b == MB_BOUNDARY_CURVE, MB_ERR_ARG,
+           "unsupported boundary rule %d", (int)b);
+  return MB_SUCCESS;
+}
+
+template <typename T>
+static mb_error mb_cuda_smooth_t(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+                                 double *xyz, bool need_opp, bool need_bnd) {
+  mb_dev_mesh d;
+  MB_CALL(mb_dev_upload<T>(&d, adj, xyz, need_opp, need_bnd));
+  for (int s = 0; s < nstages; s++) {
+    const mb_stage *st = &stages[s];
+    for (int it = 0; it < st->iterations; it++) {
+      MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->lambda, 0));
+      if (st->op == MB_OP_TAUBIN) MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->mu, 0));
+    }
+  }
+  MB_CALL_CUDA(cudaDeviceSynchronize()); /* execution errors of the passes surface here */
+  MB_CALL(mb_dev_download<T>(&d, xyz));
+  return MB_SUCCESS;
+}
+
+/* ----------------------------------------------------------- C interface */
+
+extern "C" int mb_cuda_compiled(void) { return 1; }
+
+extern "C" int mb_cuda_device_count(char *why, size_t why_len) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why && why_len)
+      snprintf(why, why_len, "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorString(e),
+               cudaGetErrorName(e));
+    return 0;
+  }
+  if (n <= 0) {
+    if (why && why_len) snprintf(why, why_len, "no CUDA device found");
+    return 0;
+  }
+  if (why && why_len) why[0] = '\0';
+  return n;
+}
+
+extern "C" mb_error mb_cuda_select_device(int local_rank, int *device, char *name,
+                                          size_t name_len) {
+  char why[256];
+  const int n = mb_cuda_device_count(why, sizeof why);
+  MB_CHECK(n > 0, MB_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
+  const int dev = ((local_rank % n) + n) % n;
+  MB_CALL_CUDA(cudaSetDevice(dev));
+  cudaDeviceProp prop;
+  MB_CALL_CUDA(cudaGetDeviceProperties(&prop, dev));
+  if (device) *device = dev;
+  if (name && name_len) snprintf(name, name_len, "%s", prop.name);
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+                                   mb_precision precision, double *xyz) {
+  MB_CHECK(adj, MB_ERR_ARG, "adjacency is NULL");
+  MB_CHECK(nstages >= 0 && (nstages == 0 || stages), MB_ERR_ARG, "bad stage list (%d stages)",
+           nstages);
+  MB_CHECK(precision == MB_PRECISION_FLOAT64 || precision == MB_PRECISION_FLOAT32, MB_ERR_ARG,
+           "unsupported precision %d", (int)precision);
+  bool need_opp = false, need_bnd = false;
+  int64_t passes = 0;
+  for (int s = 0; s < nstages; s++) {
+    const mb_stage *st = &stages[s];
+    MB_CALL(mb_rules_valid(st->weights, st->boundary));
+    MB_CHECK(st->op == MB_OP_TAUBIN || st->op == MB_OP_LAPLACIAN, MB_ERR_ARG,
+             "unsupported smoothing operator %d", (int)st->op);
+    MB_CALL(mb_stage_check(st, adj));
+    if (st->iterations == 0) continue;
+    passes += mb_stage_passes(st);
+    need_opp |= st->weights == MB_WEIGHTS_COTANGENT;
+    need_bnd |= st->boundary != MB_BOUNDARY_FREE;
+  }
+  MB_CALL(mb_cuda_check_sizes(adj, need_opp, need_bnd));
+  /* Nothing to do: leave xyz bit for bit as it is (no float32 round trip). */
+  if (passes == 0 || adj->nv == 0) return MB_SUCCESS;
+  MB_CHECK(xyz, MB_ERR_ARG, "positions are NULL");
+  if (precision == MB_PRECISION_FLOAT64)
+    MB_CALL(mb_cuda_smooth_t<double>(adj, stages, nstages, xyz, need_opp, need_bnd));
+  else
+    MB_CALL(mb_cuda_smooth_t<float>(adj, stages, nstages, xyz, need_opp, need_bnd));
+  return MB_SUCCESS;
+}
+
+/* --------------------------------------------------------------- benchmark */
+
+/* Median of v (sorted in place); v non-empty. */
+static double mb_median(std::vector<float> &v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+/* Owning CUDA events (destroyed on every path). */
+struct mb_events {
+  std::vector<cudaEvent_t> ev;
+  ~mb_events() {
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
+  }
+};
+
+static mb_error mb_events_create(mb_events *e, int n) {
+  e->ev.assign((size_t)n, nullptr);
+  for (int k = 0; k < n; k++) MB_CALL_CUDA(cudaEventCreate(&e->ev[(size_t)k]));
+  return MB_SUCCESS;
+}
+
+/* Device-to-device copy bandwidth, (bytes read + bytes written) / time, in
+ * GB/s (1e9 bytes): a 512 MiB buffer (halved down to 64 MiB if the device
+ * cannot hold two), 2 untimed copies, median of 9 timed copies. */
+static mb_error mb_copy_bandwidth(double *gbs) {
+  size_t bytes = (size_t)512 << 20;
+  mb_dbuf a, b;
+  for (;;) {
+    cudaError_t ea = cudaMalloc(&a.p, bytes);
+    cudaError_t eb = ea == cudaSuccess ? cudaMalloc(&b.p, bytes) : ea;
+    if (ea == cudaSuccess && eb == cudaSuccess) break;
+    (void)cudaGetLastError();
+    a.release();
+    b.release();
+    MB_CHECK(bytes > ((size_t)64 << 20), MB_ERR_MEMORY,
+             "cannot allocate 2 x %zu bytes for the copy benchmark: %s", bytes,
+             cudaGetErrorString(ea != cudaSuccess ? ea : eb));
+    bytes /= 2;
+  }
+  MB_CALL_CUDA(cudaMemset(a.p, 0x5a, bytes)); /* not zeros: real data */
+  MB_CALL_CUDA(cudaMemset(b.p, 0x3c, bytes));
+  const int warm = 2, reps = 9;
+  for (int k = 0; k < warm; k++) MB_CALL_CUDA(cudaMemcpy(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
+  mb_events e;
+  MB_CALL(mb_events_create(&e, reps + 1));
+  MB_CALL_CUDA(cudaEventRecord(e.ev[0]));
+  for (int k = 0; k < reps; k++) {
+    if (k % 2) MB_CALL_CUDA(cudaMemcpyAsync(a.p, b.p, bytes, cudaMemcpyDeviceToDevice));
+    else MB_CALL_CUDA(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
+    MB_CALL_CUDA(cudaEventRecord(e.ev[(size_t)k + 1]));
+  }
+  MB_CALL_CUDA(cudaEventSynchronize(e.ev[(size_t)reps]));
+  std::vector<float> ms((size_t)reps);
+  for (int k = 0; k < reps; k++)
+    MB_CALL_CUDA(cudaEventElapsedTime(&ms[(size_t)k], e.ev[(size_t)k], e.ev[(size_t)k + 1]));
+  const double t = mb_median(ms);
+  MB_CHECK(t > 0, MB_ERR_CUDA, "copy benchmark measured no time");
+  *gbs = 2.0 * (double)bytes / (t * 1e-3) / 1e9;
+  return MB_SUCCESS;
+}
+
+/* Bytes one pass of rule (w, b) moves under the byte model of
+ * docs/gpu-kernel.md: every array the pass touches, read or written once. */
+static double mb_bytes_per_pass(const mb_dev_mesh *d, mb_weights w, mb_boundary b, size_t real) {
+  double bytes = 4.0 * (double)(d->nv + 1) + 4.0 * (double)d->nnz  /* row, col */
+                 + 2.0 * (double)real * 3.0 * (double)d->nv;       /* xin read, xout written */
+  if (w == MB_WEIGHTS_COTANGENT) bytes += 4.0 * (double)(d->nnz + 1) + 4.0 * (double)d->nopp;
+  if (b != MB_BOUNDARY_FREE) bytes += 1.0 * (double)d->nv;          /* on_boundary */
+  if (b == MB_BOUNDARY_CURVE) bytes += 4.0 * (double)(d->nv + 1) + 4.0 * (double)d->nb;
+  return bytes;
+}
+
+template <typename T>
+static mb_error mb_cuda_bench_t(const mb_adjacency *adj, const double *xyz, mb_weights w,
+                                mb_boundary b, int warmup, int repeats,
+                                mb_cuda_bench_result *r) {
+  const bool need_opp = w == MB_WEIGHTS_COTANGENT, need_bnd = b != MB_BOUNDARY_FREE;
+  mb_dev_mesh d;
+  MB_CALL(mb_dev_upload<T>(&d, adj, xyz, need_opp, need_bnd));
+  /* Alternate Taubin's lambda and mu so repeated passes neither shrink the
+   * mesh to a point nor blow it up. */
+  const double lambda = 0.5, mu = -0.53;
+  int np = 0;
+  for (int k = 0; k < warmup; k++, np++)
+    MB_CALL(mb_dev_pass<T>(&d, w, b, np % 2 ? mu : lambda, 0));
+  mb_events e;
+  MB_CALL(mb_events_create(&e, repeats + 1));
+  MB_CALL_CUDA(cudaEventRecord(e.ev[0]));
+  for (int k = 0; k < repeats; k++, np++) {
+    MB_CALL(mb_dev_pass<T>(&d, w, b, np % 2 ? mu : lambda, 0));
+    MB_CALL_CUDA(cudaEventRecord(e.ev[(size_t)k + 1]));
+  }
+  MB_CALL_CUDA(cudaEventSynchronize(e.ev[(size_t)repeats]));
+  MB_CALL_CUDA(cudaDeviceSynchronize());
+  std::vector<float> ms((size_t)repeats);
+  for (int k = 0; k < repeats; k++)
+    MB_CALL_CUDA(cudaEventElapsedTime(&ms[(size_t)k], e.ev[(size_t)k], e.ev[(size_t)k + 1]));
+  r->ms_per_pass = mb_median(ms);
+  r->bytes_per_pass = mb_bytes_per_pass(&d, w, b, sizeof(T));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz,
+                                         mb_weights weights, mb_boundary boundary,
+                                         mb_precision precision, int warmup, int repeats,
+                                         mb_cuda_bench_result *result) {
+  MB_CHECK(adj && xyz && result, MB_ERR_ARG, "NULL argument to mb_cuda_bench_smooth");
+  MB_CHECK(warmup >= 0 && repeats >= 1, MB_ERR_ARG,
+           "warmup must be >= 0 and repeats >= 1 (got %d, %d)", warmup, repeats);
+  MB_CHECK(precision == MB_PRECISION_FLOAT64 || precision == MB_PRECISION_FLOAT32, MB_ERR_ARG,
+           "unsupported precision %d", (int)precision);
+  MB_CALL(mb_rules_valid(weights, boundary));
+  MB_CHECK(adj->nv > 0, MB_ERR_ARG, "cannot benchmark an empty mesh");
+  mb_stage st;
+  memset(&st, 0, sizeof st);
+  st.op = MB_OP_LAPLACIAN;
+  st.iterations = 1;
+  st.weights = weights;
+  st.boundary = boundary;
+  MB_CALL(mb_stage_check(&st, adj));
+  MB_CALL(mb_cuda_check_sizes(adj, weights == MB_WEIGHTS_COTANGENT,
+                              boundary != MB_BOUNDARY_FREE));
+  memset(result, 0, sizeof *result);
+  int dev = 0;
+  MB_CALL_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  MB_CALL_CUDA(cudaGetDeviceProperties(&prop, dev));
+  snprintf(result->device, sizeof result->device, "%s", prop.name);
+  if (precision == MB_PRECISION_FLOAT64)
+    MB_CALL(mb_cuda_bench_t<double>(adj, xyz, weights, boundary, warmup, repeats, result));
+  else
+    MB_CALL(mb_cuda_bench_t<float>(adj, xyz, weights, boundary, warmup, repeats, result));
+  MB_CALL(mb_copy_bandwidth(&result->copy_gbs));
+  return MB_SUCCESS;
+}

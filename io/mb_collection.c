@@ -1,0 +1,1139 @@
+/* meshbatch: HDF5 mesh collections, parallel writer and independent reader
+ * (see mb_collection.h; the layout is specified in docs/format.md). */
+#include "mb_collection.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mb_xdmf.h"
+
+enum { MB_NAME_MAX = 256, MB_PATH_MAX = 4096 };
+
+/* ------------------------------------------------------------ HDF5 helpers */
+
+/* Silence HDF5's own error-stack printing for the duration of a call. */
+typedef struct h5_quiet {
+  H5E_auto2_t func;
+  void *data;
+} h5_quiet;
+
+static h5_quiet h5_quiet_begin(void) {
+  h5_quiet q = {NULL, NULL};
+  H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return q;
+}
+
+static void h5_quiet_end(h5_quiet q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
+
+static void h5_close_id(hid_t id) {
+  if (id < 0) return;
+  switch (H5Iget_type(id)) {
+  case H5I_DATASET: H5Dclose(id); break;
+  case H5I_GROUP: H5Gclose(id); break;
+  case H5I_ATTR: H5Aclose(id); break;
+  case H5I_DATASPACE: H5Sclose(id); break;
+  case H5I_DATATYPE: H5Tclose(id); break;
+  case H5I_GENPROP_LST: H5Pclose(id); break;
+  case H5I_FILE: H5Fclose(id); break;
+  default: break;
+  }
+}
+
+/* "[a,b]" for an error message. */
+static const char *shape_str(int rank, const hsize_t *dims, char *buf, size_t len) {
+  int k = snprintf(buf, len, "[");
+  for (int i = 0; i < rank && k < (int)len; i++)
+    k += snprintf(buf + k, len - (size_t)k, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+  if (k < (int)len) snprintf(buf + k, len - (size_t)k, "]");
+  return buf;
+}
+
+/* --------------------------------------------------------- error agreement */
+
+/* Agree on an error over comm: every rank passes its local result; all ranks
+ * return the same code. Ranks other than the one whose error is reported get
+ * its message with "(on rank r)" appended. Collective. */
+static mb_error sync_error(MPI_Comm comm, mb_error local) {
+  int rank, in[2], out[2];
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  in[0] = (int)local;
+  in[1] = rank;
+  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MAXLOC, comm));
+  if (out[0] == MB_SUCCESS) return MB_SUCCESS;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mb_error_message());
+  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm));
+  if (rank == out[1]) return (mb_error)out[0];
+  return mb_error_set((mb_error)out[0], __FILE__, __LINE__, __func__, "%s (on rank %d)", msg,
+                      out[1]);
+}
+
+/* ------------------------------------------------------------ byte buffers */
+
+typedef struct mb_buf {
+  char *data;
+  size_t len, cap;
+  int oom;
+} mb_buf;
+
+static void buf_put(mb_buf *b, const void *p, size_t n) {
+  if (b->oom) return;
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 1024;
+    while (cap < b->len + n) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) { b->oom = 1; return; }
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+
+static void buf_i64(mb_buf *b, int64_t v) { buf_put(b, &v, sizeof v); }
+
+static void buf_str(mb_buf *b, const char *s) {
+  int64_t n = (int64_t)strlen(s) + 1;
+  buf_i64(b, n);
+  buf_put(b, s, (size_t)n);
+}
+
+typedef struct mb_rd {
+  const char *p, *end;
+} mb_rd;
+
+static int64_t rd_i64(mb_rd *r) {
+  int64_t v = 0;
+  if (r->p + sizeof v <= r->end) memcpy(&v, r->p, sizeof v);
+  r->p += sizeof v;
+  return v;
+}
+
+static const char *rd_str(mb_rd *r) {
+  int64_t n = rd_i64(r);
+  const char *s = r->p;
+  r->p += n;
+  return s;
+}
+
+/* ----------------------------------------------------------- write: metadata */
+
+/* One mesh of the collection being written, as known on every rank. */
+typedef struct mb_wmesh {
+  mb_xdmf_mesh x;      /* name, sizes, topology kind, fields (strings borrowed) */
+  int64_t index;       /* mesh->index of the caller (sort key) */
+  int64_t nidx;
+  int nattrs;
+  const char **keys, **values;
+  int owner, local;    /* owner rank and position in its local_meshes */
+} mb_wmesh;
+
+/* Check a mesh or field name: non-empty, < 256 bytes, no '/', not "." or "..". */
+static mb_error check_name(const char *what, const char *name, const char *mesh) {
+  MB_CHECK(name && *name, MB_ERR_ARG, "mb_collection_write: %s of mesh '%s' is empty", what,
+           mesh ? mesh : "");
+  MB_CHECK(strlen(name) < MB_NAME_MAX, MB_ERR_ARG,
+           "mb_collection_write: %s '%.40s...' is longer than %d bytes", what, name,
+           MB_NAME_MAX - 1);
+  MB_CHECK(!strchr(name, '/') && strcmp(name, ".") && strcmp(name, ".."), MB_ERR_ARG,
+           "mb_collection_write: %s '%s' may not contain '/' nor be '.' or '..'", what, name);
+  return MB_SUCCESS;
+}
+
+/* Check one local mesh before anything is written. Not collective. */
+static mb_error check_local_mesh(const mb_mesh *m) {
+  MB_CHECK(m && m->name, MB_ERR_ARG, "mb_collection_write: NULL mesh or mesh name");
+  MB_CALL(check_name("mesh name", m->name, m->name));
+  MB_CALL(mb_mesh_validate(m, m->name));
+  for (int i = 0; i < m->nfields; i++) {
+    MB_CALL(check_name("field name", m->fields[i].name, m->name));
+    MB_CHECK(m->fields[i].ncomp > 0, MB_ERR_ARG, "mesh '%s': field '%s' has %d components",
+             m->name, m->fields[i].name, m->fields[i].ncomp);
+  }
+  for (int i = 0; i < m->attrs.n; i++) {
+    MB_CHECK(m->attrs.keys[i] && *m->attrs.keys[i] && m->attrs.values[i], MB_ERR_ARG,
+             "mesh '%s': attribute %d has an empty key or a NULL value", m->name, i);
+    MB_CHECK(strcmp(m->attrs.keys[i], "index"), MB_ERR_ARG,
+             "mesh '%s': attribute key 'index' is reserved by the collection format", m->name);
+  }
+  return MB_SUCCESS;
+}
+
+/* Serialize the metadata of the local meshes (count, then one record each). */
+static mb_error pack_local(int nlocal, mb_mesh *const *meshes, mb_buf *b) {
+  buf_i64(b, nlocal);
+  for (int i = 0; i < nlocal; i++) {
+    const mb_mesh *m = meshes[i];
+    MB_CALL(check_local_mesh(m));
+    int tri = mb_mesh_is_triangles(m);
+    buf_str(b, m->name);
+    buf_i64(b, m->index);
+    buf_i64(b, m->nv);
+    buf_i64(b, m->nf);
+    buf_i64(b, m->face_offsets[m->nf]);
+    buf_i64(b, tri);
+    buf_i64(b, tri ? 0 : mb_xdmf_mixed_length(m));
+    buf_i64(b, tri ? 0 : mb_xdmf_fan_count(m));
+    buf_i64(b, m->nfields);
+    for (int f = 0; f < m->nfields; f++) {
+      buf_str(b, m->fields[f].name);
+      buf_i64(b, m->fields[f].ncomp);
+    }
+    buf_i64(b, m->attrs.n);
+    for (int a = 0; a < m->attrs.n; a++) {
+      buf_str(b, m->attrs.keys[a]);
+      buf_str(b, m->attrs.values[a]);
+    }
+  }
+  MB_CHECK(!b->oom, MB_ERR_MEMORY, "out of memory serializing mesh metadata");
+  return MB_SUCCESS;
+}
+
+/* The gathered metadata of all ranks (owns the arrays; strings point into buf). */
+typedef struct mb_wset {
+  char *buf;
+  int64_t n;
+  mb_wmesh *m;
+  mb_xdmf_field *fields;
+  const char **strs;
+} mb_wset;
+
+static void wset_free(mb_wset *w) {
+  free(w->buf);
+  free(w->m);
+  free(w->fields);
+  free(w->strs);
+  memset(w, 0, sizeof *w);
+}
+
+/* Parse one mesh record; fields and attribute strings go to the next free slots. */
+static void unpack_mesh(mb_rd *r, mb_wmesh *w, mb_xdmf_field **fields, const char ***strs) {
+  w->x.name = rd_str(r);
+  w->index = rd_i64(r);
+  w->x.nv = rd_i64(r);
+  w->x.nf = rd_i64(r);
+  w->nidx = rd_i64(r);
+  w->x.triangles = (int)rd_i64(r);
+  w->x.mixed_len = rd_i64(r);
+  w->x.fan_ntri = rd_i64(r);
+  w->x.nfields = (int)rd_i64(r);
+  w->x.fields = *fields;
+  for (int f = 0; f < w->x.nfields; f++) {
+    (*fields)[f].name = rd_str(r);
+    (*fields)[f].ncomp = rd_i64(r);
+  }
+  *fields += w->x.nfields;
+  w->nattrs = (int)rd_i64(r);
+  w->keys = *strs;
+  w->values = *strs + w->nattrs;
+  for (int a = 0; a < w->nattrs; a++) {
+    (*strs)[a] = rd_str(r);
+    (*strs)[w->nattrs + a] = rd_str(r);
+  }
+  *strs += 2 * w->nattrs;
+}
+
+/* Count meshes, fields and attributes in the gathered buffer (upper bounds). */
+static void count_records(const char *buf, size_t len, const int *counts, int nranks,
+                          int64_t *nmesh, int64_t *nfield, int64_t *nstr) {
+  *nmesh = *nfield = *nstr = 0;
+  const char *p = buf;
+  for (int r = 0; r < nranks; r++) {
+    mb_rd rd = {p, p + counts[r]};
+    int64_t n = rd_i64(&rd);
+    *nmesh += n;
+    p += counts[r];
+  }
+  (void)len;
+  /* fields and strings: bounded by the bytes (each takes >= 16 bytes) */
+  *nfield = (int64_t)(len / 16) + 1;
+  *nstr = (int64_t)(len / 8) + 1;
+}
+
+static int cmp_wmesh(const void *a, const void *b) {
+  const mb_wmesh *x = a, *y = b;
+  if (x->index != y->index) return x->index < y->index ? -1 : 1;
+  return strcmp(x->x.name, y->x.name);
+}
+
+static int cmp_name_ptr(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Gather the metadata of every rank's meshes, sort it by (index, name) and
+ * reject duplicate names. Collective; identical result on every rank. */
+static mb_error gather_meshes(MPI_Comm comm, const mb_buf *local, mb_wset *w) {
+  int nranks;
+  MB_CALL_MPI(MPI_Comm_size(comm, &nranks));
+  MB_CHECK(local->len < INT_MAX, MB_ERR_ARG, "mesh metadata too large (%zu bytes)", local->len);
+  int mine = (int)local->len;
+  int *counts, *displs;
+  MB_CALLOC(counts, nranks);
+  displs = calloc((size_t)nranks, sizeof *displs);
+  if (!displs) { free(counts); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+  mb_error err = MB_SUCCESS;
+  if (MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm) != MPI_SUCCESS) {
+    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allgather failed");
+    goto done;
+  }
+  long long total = 0;
+  for (int r = 0; r < nranks; r++) { displs[r] = (int)total; total += counts[r]; }
+  if (total >= INT_MAX) {
+    err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                       "collection metadata too large (%lld bytes)", total);
+    goto done;
+  }
+  w->buf = malloc((size_t)total + 1);
+  if (!w->buf) { err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory"); goto done; }
+  if (MPI_Allgatherv(local->data, mine, MPI_BYTE, w->buf, counts, displs, MPI_BYTE, comm) !=
+      MPI_SUCCESS) {
+    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allgatherv failed");
+    goto done;
+  }
+  int64_t nf, ns;
+  count_records(w->buf, (size_t)total, counts, nranks, &w->n, &nf, &ns);
+  w->m = calloc((size_t)w->n + 1, sizeof *w->m);
+  w->fields = calloc((size_t)nf, sizeof *w->fields);
+  w->strs = calloc((size_t)ns, sizeof *w->strs);
+  if (!w->m || !w->fields || !w->strs) {
+    err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    goto done;
+  }
+  mb_xdmf_field *fp = w->fields;
+  const char **sp = w->strs;
+  int64_t k = 0;
+  for (int r = 0; r < nranks; r++) {
+    mb_rd rd = {w->buf + displs[r], w->buf + displs[r] + counts[r]};
+    int64_t n = rd_i64(&rd);
+    for (int64_t i = 0; i < n; i++, k++) {
+      unpack_mesh(&rd, &w->m[k], &fp, &sp);
+      w->m[k].owner = r;
+      w->m[k].local = (int)i;
+    }
+  }
+  qsort(w->m, (size_t)w->n, sizeof *w->m, cmp_wmesh);
+  const char **names = calloc((size_t)w->n + 1, sizeof *names);
+  if (!names) { err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory"); goto done; }
+  for (int64_t i = 0; i < w->n; i++) names[i] = w->m[i].x.name;
+  qsort(names, (size_t)w->n, sizeof *names, cmp_name_ptr);
+  for (int64_t i = 1; i < w->n && !err; i++)
+    if (!strcmp(names[i - 1], names[i]))
+      err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                         "mb_collection_write: duplicate mesh name '%s'", names[i]);
+  free(names);
+done:
+  free(counts);
+  free(displs);
+  return err;
+}
+
+/* ------------------------------------------------------------ write: HDF5 */
+
+/* Create a scalar attribute of the given file type and write value (memory type mt). */
+static mb_error put_attr(hid_t loc, const char *name, hid_t ft, hid_t mt, const void *value) {
+  hid_t sp = H5Screate(H5S_SCALAR);
+  MB_CALL_H5(sp);
+  hid_t a = H5Acreate2(loc, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Sclose(sp);
+  MB_CALL_H5(a);
+  herr_t st = H5Awrite(a, mt, value);
+  H5Aclose(a);
+  MB_CALL_H5(st);
+  return MB_SUCCESS;
+}
+
+/* A fixed-length UTF-8 string attribute (NUL-terminated, size strlen + 1). */
+static mb_error put_str_attr(hid_t loc, const char *name, const char *value) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  MB_CALL_H5(t);
+  if (H5Tset_size(t, strlen(value) + 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+      H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+    H5Tclose(t);
+    MB_FAIL(MB_ERR_HDF5, "cannot make a string type for attribute '%s'", name);
+  }
+  mb_error e = put_attr(loc, name, t, t, value);
+  H5Tclose(t);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Create a dataset (collective), let the owner write buf (independent, a
+ * failure is recorded in *lerr and does not stop the collective sequence),
+ * then close it (collective). buf is ignored on other ranks. */
+static mb_error put_dataset(hid_t loc, const char *name, hid_t ft, hid_t mt, int rank,
+                            int64_t d0, int64_t d1, int owner, const void *buf, mb_error *lerr) {
+  hsize_t dims[2] = {(hsize_t)d0, (hsize_t)d1};
+  hid_t sp = H5Screate_simple(rank, dims, NULL);
+  MB_CALL_H5(sp);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (dcpl >= 0) H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+  if (dcpl >= 0) H5Pset_obj_track_times(dcpl, 0); /* reproducible bytes */
+  hid_t d = H5Dcreate2(loc, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Sclose(sp);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  MB_CALL_H5(d);
+  if (owner && *lerr == MB_SUCCESS && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                         "H5Dwrite of dataset '%s' failed", name);
+  MB_CALL_H5(H5Dclose(d));
+  return MB_SUCCESS;
+}
+
+/* A group with link and attribute creation order tracked. Collective. */
+static mb_error make_group(hid_t loc, const char *name, hid_t *g) {
+  hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  MB_CALL_H5(gcpl);
+  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  H5Pset_obj_track_times(gcpl, 0);
+  *g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  H5Pclose(gcpl);
+  MB_CALL_H5(*g);
+  return MB_SUCCESS;
+}
+
+/* The XDMF helper datasets of a polygon mesh (owner computes the data). */
+static mb_error put_xdmf_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m,
+                                  mb_error *lerr) {
+  int64_t *mixed = NULL, *fan = NULL;
+  if (m) {
+    mixed = malloc(sizeof(int64_t) * (size_t)w->x.mixed_len);
+    fan = malloc(sizeof(int64_t) * 3 * (size_t)(w->x.fan_ntri ? w->x.fan_ntri : 1));
+    if (!mixed || !fan) {
+      if (*lerr == MB_SUCCESS)
+        *lerr = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    } else {
+      mb_xdmf_fill_mixed(m, mixed);
+      if (w->x.fan_ntri) mb_xdmf_fill_fan(m, fan);
+    }
+  }
+  int own = m && mixed && fan;
+  mb_error e = put_dataset(g, "xdmf_mixed", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.mixed_len,
+                           0, own, mixed, lerr);
+  if (!e && w->x.fan_ntri)
+    e = put_dataset(g, "xdmf_triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.fan_ntri, 3,
+                    own, fan, lerr);
+  free(mixed);
+  free(fan);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Datasets of one mesh group; m is the mesh on its owner, NULL elsewhere. */
+static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m,
+                                  mb_error *lerr) {
+  int own = m != NULL;
+  MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv, 3, own,
+                      own ? m->xyz : NULL, lerr));
+  if (w->x.triangles) {
+    MB_CALL(put_dataset(g, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.nf, 3, own,
+                        own ? m->face_indices : NULL, lerr));
+  } else {
+    MB_CALL(put_dataset(g, "face_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.nf + 1, 0,
+                        own, own ? m->face_offsets : NULL, lerr));
+    MB_CALL(put_dataset(g, "face_indices", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->nidx, 0,
+                        own, own ? m->face_indices : NULL, lerr));
+    MB_CALL(put_xdmf_datasets(g, w, m, lerr));
+  }
+  if (w->x.nfields == 0) return MB_SUCCESS;
+  hid_t fg;
+  MB_CALL(make_group(g, "fields", &fg));
+  mb_error e = MB_SUCCESS;
+  for (int f = 0; f < w->x.nfields && !e; f++)
+    e = put_dataset(fg, w->x.fields[f].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
+                    w->x.fields[f].ncomp, own, own ? m->fields[f].data : NULL, lerr);
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Group /meshes/<name> with its attributes and datasets. Collective. */
+static mb_error put_mesh(hid_t meshes, const mb_wmesh *w, int64_t pos, const mb_mesh *m,
+                         mb_error *lerr) {
+  hid_t g;
+  MB_CALL(make_group(meshes, w->x.name, &g));
+  mb_error e = put_attr(g, "index", H5T_STD_I64LE, H5T_NATIVE_INT64, &pos);
+  for (int a = 0; a < w->nattrs && !e; a++) e = put_str_attr(g, w->keys[a], w->values[a]);
+  if (!e) e = put_mesh_datasets(g, w, m, lerr);
+  H5Gclose(g);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Root attributes, /meshes and every mesh, in the agreed order. Collective. */
+static mb_error put_contents(hid_t file, const mb_wset *w, int rank, mb_mesh *const *local,
+                             mb_error *lerr) {
+  MB_CALL(put_str_attr(file, "format", MB_COLLECTION_FORMAT));
+  int version = MB_COLLECTION_FORMAT_VERSION;
+  MB_CALL(put_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version));
+  hid_t meshes;
+  MB_CALL(make_group(file, "meshes", &meshes));
+  mb_error e = MB_SUCCESS;
+  for (int64_t i = 0; i < w->n && !e; i++) {
+    const mb_wmesh *wm = &w->m[i];
+    e = put_mesh(meshes, wm, i, wm->owner == rank ? local[wm->local] : NULL, lerr);
+  }
+  H5Gclose(meshes);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Create tmp through MPI-IO with collective metadata, write everything and
+ * close. Returns the collective outcome; local raw-data failures in *lerr. */
+static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, int rank,
+                         mb_mesh *const *local, mb_error *lerr) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  MB_CALL_H5(fapl);
+  if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
+      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 || H5Pset_coll_metadata_write(fapl, 1) < 0 ||
+      H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+      H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
+    H5Pclose(fapl);
+    MB_FAIL(MB_ERR_HDF5, "cannot set up the MPI-IO file access for %s", tmp);
+  }
+  hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+  if (fcpl >= 0) H5Pset_obj_track_times(fcpl, 0);
+  hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl >= 0 ? fcpl : H5P_DEFAULT, fapl);
+  h5_close_id(fcpl);
+  H5Pclose(fapl);
+  MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5)", tmp);
+  mb_error e = put_contents(file, w, rank, local, lerr);
+  if (H5Fclose(file) < 0 && !e)
+    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------ write: publishing */
+
+/* path without a trailing ".h5" (the XDMF stem). */
+static void xdmf_stem(const char *path, char *stem, size_t len) {
+  snprintf(stem, len, "%s", path);
+  size_t n = strlen(stem);
+  if (n > 3 && !strcmp(stem + n - 3, ".h5")) stem[n - 3] = '\0';
+}
+
+/* Remove the temporary files of the first n entries of tmps; free them all. */
+static void drop_tmps(char **tmps, int64_t n, int64_t total) {
+  for (int64_t i = 0; i < total; i++) {
+    if (i < n && tmps[i]) unlink(tmps[i]);
+    free(tmps[i]);
+  }
+  free(tmps);
+}
+
+/* Final names of the XDMF files: [0] the collection, [1 + i] mesh i. */
+static char *xdmf_name(const char *stem, const char *mesh, const char *suffix) {
+  size_t len = strlen(stem) + (mesh ? strlen(mesh) + 1 : 0) + strlen(suffix) + 8;
+  char *s = malloc(len);
+  if (s) snprintf(s, len, "%s%s%s.xdmf%s", stem, mesh ? "." : "", mesh ? mesh : "", suffix);
+  return s;
+}
+
+/* Write every XDMF file under a temporary name (tmps[i]). Rank 0 only. */
+static mb_error write_xdmf_tmps(const char *stem, const char *h5name, const char *suffix,
+                                const mb_wset *w, char **tmps, mb_xdmf_mesh *xm) {
+  for (int64_t i = 0; i < w->n; i++) xm[i] = w->m[i].x;
+  for (int64_t i = 0; i <= w->n; i++) {
+    tmps[i] = xdmf_name(stem, i ? xm[i - 1].name : NULL, suffix);
+    MB_CHECK(tmps[i], MB_ERR_MEMORY, "out of memory");
+    if (i == 0)
+      MB_CALL(mb_xdmf_write_collection(tmps[0], h5name, w->n, xm));
+    else
+      MB_CALL(mb_xdmf_write_mesh(tmps[i], h5name, &xm[i - 1]));
+  }
+  return MB_SUCCESS;
+}
+
+/* Rank 0: write the XDMF companions, rename the HDF5 file and then the XDMF
+ * files into place. On failure nothing new is left at path. */
+static mb_error publish(const char *path, const char *tmp, const char *suffix,
+                        const mb_wset *w) {
+  char stem[MB_PATH_MAX];
+  xdmf_stem(path, stem, sizeof stem);
+  const char *slash = strrchr(path, '/');
+  const char *h5name = slash ? slash + 1 : path;
+  int64_t total = w->n + 1;
+  char **tmps = calloc((size_t)total, sizeof *tmps);
+  mb_xdmf_mesh *xm = calloc((size_t)total, sizeof *xm);
+  if (!tmps || !xm) {
+    free(tmps);
+    free(xm);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory");
+  }
+  mb_error e = write_xdmf_tmps(stem, h5name, suffix, w, tmps, xm);
+  free(xm);
+  if (e) { drop_tmps(tmps, total, total); MB_CALL(e); }
+  if (rename(tmp, path) != 0) {
+    int err = errno;
+    drop_tmps(tmps, total, total);
+    MB_FAIL(MB_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(err));
+  }
+  size_t slen = strlen(suffix);
+  for (int64_t i = 0; i < total; i++) {
+    char final[MB_PATH_MAX];
+    snprintf(final, sizeof final, "%.*s", (int)(strlen(tmps[i]) - slen), tmps[i]);
+    if (rename(tmps[i], final) != 0) {
+      int err = errno;
+      unlink(path);
+      drop_tmps(tmps, total, total);
+      MB_FAIL(MB_ERR_IO, "cannot rename %s to %s: %s", tmps[i], final, strerror(err));
+    }
+  }
+  drop_tmps(tmps, 0, total);
+  return MB_SUCCESS;
+}
+
+/* Rank 0: the folder of path must exist. */
+static mb_error check_folder(const char *path) {
+  char dir[MB_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return MB_SUCCESS;
+  if (slash == dir) slash[1] = '\0'; else *slash = '\0';
+  struct stat st;
+  MB_CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), MB_ERR_IO,
+           "cannot write %s: folder %s does not exist", path, dir);
+  return MB_SUCCESS;
+}
+
+/* Steps before the file exists: local checks, gathering, folder and tmp name. */
+static mb_error prepare_write(MPI_Comm comm, int rank, const char *path, int nlocal,
+                              mb_mesh *const *local, mb_wset *w, char *suffix, size_t slen) {
+  mb_buf b = {0};
+  mb_error e = MB_SUCCESS;
+  if (nlocal < 0 || (nlocal > 0 && !local))
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__, "mb_collection_write: bad nlocal");
+  else
+    e = pack_local(nlocal, local, &b);
+  if (e) mb_error_trace(__FILE__, __LINE__, __func__);
+  mb_error g = sync_error(comm, e); /* every rank stops here if one failed */
+  if (g) { free(b.data); return g; }
+  e = gather_meshes(comm, &b, w);
+  free(b.data);
+  MB_CALL(sync_error(comm, e));
+  long long pid = (long long)getpid();
+  e = rank == 0 ? check_folder(path) : MB_SUCCESS;
+  MB_CALL_MPI(MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm));
+  snprintf(suffix, slen, ".tmp-%lld", pid);
+  MB_CALL(sync_error(comm, e));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
+                             mb_mesh *const *local_meshes) {
+  MB_CHECK(path && *path, MB_ERR_ARG, "mb_collection_write: empty path");
+  MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_write: path too long");
+  int rank;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  h5_quiet q = h5_quiet_begin();
+  mb_wset w = {0};
+  char suffix[64], tmp[MB_PATH_MAX];
+  mb_error e = prepare_write(comm, rank, path, nlocal, local_meshes, &w, suffix, sizeof suffix);
+  if (e) goto out;
+  snprintf(tmp, sizeof tmp, "%s%s", path, suffix);
+  mb_error lerr = MB_SUCCESS;
+  e = write_h5(comm, tmp, &w, rank, local_meshes, &lerr);
+  e = sync_error(comm, e ? e : lerr);
+  if (!e) e = sync_error(comm, rank == 0 ? publish(path, tmp, suffix, &w) : MB_SUCCESS);
+  if (e && rank == 0) unlink(tmp);
+out:
+  wset_free(&w);
+  h5_quiet_end(q);
+  if (e) mb_error_trace(__FILE__, __LINE__, __func__);
+  return e;
+}
+
+/* ------------------------------------------------------------------ reading */
+
+struct mb_collection {
+  char *path;
+  hid_t file;
+  int64_t n;
+  mb_mesh_info *infos;
+};
+
+/* A growable list of link or attribute names. */
+typedef struct mb_names {
+  char **v;
+  int n, cap;
+  int oom;
+} mb_names;
+
+static void names_free(mb_names *l) {
+  for (int i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static int names_add(mb_names *l, const char *name) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    char **v = realloc(l->v, sizeof *v * (size_t)cap);
+    if (!v) { l->oom = 1; return -1; }
+    l->v = v;
+    l->cap = cap;
+  }
+  if (!(l->v[l->n] = mb_strdup(name))) { l->oom = 1; return -1; }
+  l->n++;
+  return 0;
+}
+
+static herr_t link_cb(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+  (void)g;
+  (void)info;
+  return names_add(op, name);
+}
+
+static herr_t attr_cb(hid_t loc, const char *name, const H5A_info_t *info, void *op) {
+  (void)loc;
+  (void)info;
+  return names_add(op, name);
+}
+
+/* Names of the links of a group, in creation order where tracked, else by name. */
+static mb_error list_links(hid_t g, mb_names *l) {
+  hsize_t idx = 0;
+  if (H5Literate(g, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, link_cb, l) >= 0) return MB_SUCCESS;
+  names_free(l);
+  idx = 0;
+  MB_CALL_H5(H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, link_cb, l));
+  MB_CHECK(!l->oom, MB_ERR_MEMORY, "out of memory");
+  return MB_SUCCESS;
+}
+
+/* Names of the attributes of an object, in creation order where tracked. */
+static mb_error list_attrs(hid_t o, mb_names *l) {
+  hsize_t idx = 0;
+  if (H5Aiterate2(o, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, attr_cb, l) >= 0) return MB_SUCCESS;
+  names_free(l);
+  idx = 0;
+  MB_CALL_H5(H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_cb, l));
+  MB_CHECK(!l->oom, MB_ERR_MEMORY, "out of memory");
+  return MB_SUCCESS;
+}
+
+/* Read a string attribute (fixed or variable length) into a new string; *out
+ * stays NULL if the attribute is not a string. */
+static mb_error get_str_attr(hid_t a, char **out) {
+  *out = NULL;
+  hid_t ft = H5Aget_type(a);
+  MB_CALL_H5(ft);
+  int is_str = H5Tget_class(ft) == H5T_STRING;
+  int is_var = is_str && H5Tis_variable_str(ft) > 0;
+  size_t size = H5Tget_size(ft);
+  H5T_cset_t cset = is_str ? H5Tget_cset(ft) : H5T_CSET_ASCII;
+  H5Tclose(ft);
+  if (!is_str) return MB_SUCCESS;
+  hid_t mt = H5Tcopy(H5T_C_S1);
+  MB_CALL_H5(mt);
+  H5Tset_cset(mt, cset == H5T_CSET_UTF8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
+  herr_t st;
+  if (is_var) {
+    char *s = NULL;
+    H5Tset_size(mt, H5T_VARIABLE);
+    st = H5Aread(a, mt, &s);
+    if (st >= 0) *out = mb_strdup(s ? s : "");
+    if (s) H5free_memory(s);
+  } else {
+    H5Tset_size(mt, size + 1);
+    H5Tset_strpad(mt, H5T_STR_NULLTERM);
+    *out = calloc(size + 1, 1);
+    st = *out ? H5Aread(a, mt, *out) : 0;
+  }
+  H5Tclose(mt);
+  if (st < 0) { free(*out); *out = NULL; }
+  MB_CALL_H5(st);
+  MB_CHECK(*out, MB_ERR_MEMORY, "out of memory");
+  return MB_SUCCESS;
+}
+
+/* The root attributes: format name and version. */
+static mb_error check_root(hid_t file, const char *path) {
+  MB_CHECK(H5Aexists(file, "format") > 0, MB_ERR_FORMAT,
+           "%s: not a meshbatch collection (no 'format' attribute at /)", path);
+  hid_t a = H5Aopen(file, "format", H5P_DEFAULT);
+  MB_CALL_H5(a);
+  char *fmt = NULL;
+  mb_error e = get_str_attr(a, &fmt);
+  H5Aclose(a);
+  MB_CALL(e);
+  int ok = fmt && !strcmp(fmt, MB_COLLECTION_FORMAT);
+  char shown[64];
+  snprintf(shown, sizeof shown, "%s", fmt ? fmt : "(not a string)");
+  free(fmt);
+  MB_CHECK(ok, MB_ERR_FORMAT, "%s: not a meshbatch collection (format is '%s', expected '%s')",
+           path, shown, MB_COLLECTION_FORMAT);
+  MB_CHECK(H5Aexists(file, "format_version") > 0, MB_ERR_FORMAT,
+           "%s: no 'format_version' attribute at /", path);
+  a = H5Aopen(file, "format_version", H5P_DEFAULT);
+  MB_CALL_H5(a);
+  hid_t ft = H5Aget_type(a);
+  int isint = ft >= 0 && H5Tget_class(ft) == H5T_INTEGER;
+  if (ft >= 0) H5Tclose(ft);
+  long long v = -1;
+  herr_t st = isint ? H5Aread(a, H5T_NATIVE_LLONG, &v) : -1;
+  H5Aclose(a);
+  MB_CHECK(st >= 0, MB_ERR_FORMAT, "%s: attribute 'format_version' is not an integer", path);
+  MB_CHECK(v == MB_COLLECTION_FORMAT_VERSION, MB_ERR_FORMAT,
+           "%s: unsupported format_version %lld (this build reads version %d)", path, v,
+           MB_COLLECTION_FORMAT_VERSION);
+  return MB_SUCCESS;
+}
+
+/* Open dataset <mesh>/<dset> (relative to g), check its class and rank <= 2,
+ * return its rank and dims. *found = 0 (and no error) if it does not exist. */
+static mb_error probe_dataset(hid_t g, const char *path, const char *mesh, const char *dset,
+                              H5T_class_t cls, int *found, int *rank, hsize_t dims[2]) {
+  *found = 0;
+  if (H5Lexists(g, dset, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  hid_t d = H5Dopen2(g, dset, H5P_DEFAULT);
+  MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/%s is not a dataset", path, mesh, dset);
+  hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+  H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+  int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+  hsize_t full[H5S_MAX_RANK] = {0};
+  if (r > 0 && r <= H5S_MAX_RANK) H5Sget_simple_extent_dims(sp, full, NULL);
+  h5_close_id(t);
+  h5_close_id(sp);
+  H5Dclose(d);
+  MB_CHECK(c == cls, MB_ERR_FORMAT, "%s: /meshes/%s/%s has the wrong type (expected %s)", path,
+           mesh, dset, cls == H5T_FLOAT ? "float64" : "int64");
+  char sh[96];
+  MB_CHECK(r >= 1 && r <= 2, MB_ERR_FORMAT, "%s: /meshes/%s/%s has rank %d shape %s", path, mesh,
+           dset, r, shape_str(r > 0 ? r : 0, full, sh, sizeof sh));
+  *found = 1;
+  *rank = r;
+  dims[0] = full[0];
+  dims[1] = r == 2 ? full[1] : 0;
+  return MB_SUCCESS;
+}
+
+/* Like probe_dataset, but the dataset must exist with rank `want_rank` and
+ * (if want_cols > 0) dims[1] == want_cols; `expect` names the expected shape. */
+static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const char *dset,
+                             H5T_class_t cls, int want_rank, hsize_t want_cols,
+                             const char *expect, hsize_t dims[2]) {
+  int found, rank;
+  MB_CALL(probe_dataset(g, path, mesh, dset, cls, &found, &rank, dims));
+  MB_CHECK(found, MB_ERR_FORMAT, "%s: /meshes/%s/%s is missing", path, mesh, dset);
+  char sh[96];
+  MB_CHECK(rank == want_rank && (want_cols == 0 || dims[1] == want_cols) && dims[0] > 0,
+           MB_ERR_FORMAT, "%s: /meshes/%s/%s has shape %s, expected %s", path, mesh, dset,
+           shape_str(rank, dims, sh, sizeof sh), expect);
+  return MB_SUCCESS;
+}
+
+/* Check the per-vertex fields of a mesh group: float [N,k] each. */
+static mb_error check_fields(hid_t g, const char *path, const char *mesh, int64_t nv) {
+  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/fields is not a group", path, mesh);
+  mb_names l = {0};
+  mb_error e = list_links(fg, &l);
+  for (int i = 0; i < l.n && !e; i++) {
+    char dset[MB_NAME_MAX + 8];
+    hsize_t dims[2];
+    snprintf(dset, sizeof dset, "fields/%s", l.v[i]);
+    e = need_dataset(g, path, mesh, dset, H5T_FLOAT, 2, 0, "[N,k]", dims);
+    if (!e && (int64_t)dims[0] != nv)
+      e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                       "%s: /meshes/%s/%s has %llu rows, expected N = %lld (vertices)", path,
+                       mesh, dset, (unsigned long long)dims[0], (long long)nv);
+  }
+  names_free(&l);
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* The integer attribute `index` of a mesh group. */
+static mb_error get_index(hid_t g, const char *path, const char *mesh, int64_t *index) {
+  MB_CHECK(H5Aexists(g, "index") > 0, MB_ERR_FORMAT, "%s: /meshes/%s has no 'index' attribute",
+           path, mesh);
+  hid_t a = H5Aopen(g, "index", H5P_DEFAULT);
+  MB_CALL_H5(a);
+  hid_t t = H5Aget_type(a);
+  int isint = t >= 0 && H5Tget_class(t) == H5T_INTEGER;
+  h5_close_id(t);
+  long long v = -1;
+  herr_t st = isint ? H5Aread(a, H5T_NATIVE_LLONG, &v) : -1;
+  H5Aclose(a);
+  MB_CHECK(st >= 0, MB_ERR_FORMAT, "%s: /meshes/%s: attribute 'index' is not an integer", path,
+           mesh);
+  *index = v;
+  return MB_SUCCESS;
+}
+
+/* Shapes and sizes of one mesh group. */
+static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, mb_mesh_info *info) {
+  hsize_t dims[2];
+  MB_CHECK(strlen(mesh) < sizeof info->name, MB_ERR_FORMAT, "%s: mesh name too long", path);
+  snprintf(info->name, sizeof info->name, "%s", mesh);
+  MB_CALL(get_index(g, path, mesh, &info->index));
+  MB_CALL(need_dataset(g, path, mesh, "vertices", H5T_FLOAT, 2, 3, "[N,3]", dims));
+  info->nv = (int64_t)dims[0];
+  int tri, rank;
+  MB_CALL(probe_dataset(g, path, mesh, "triangles", H5T_INTEGER, &tri, &rank, dims));
+  if (tri) {
+    MB_CHECK(H5Lexists(g, "face_offsets", H5P_DEFAULT) <= 0, MB_ERR_FORMAT,
+             "%s: /meshes/%s has both triangles and face_offsets", path, mesh);
+    MB_CALL(need_dataset(g, path, mesh, "triangles", H5T_INTEGER, 2, 3, "[M,3]", dims));
+    info->nf = (int64_t)dims[0];
+    info->nidx = 3 * info->nf;
+    info->triangles = 1;
+  } else {
+    MB_CHECK(H5Lexists(g, "face_offsets", H5P_DEFAULT) > 0, MB_ERR_FORMAT,
+             "%s: /meshes/%s has neither 'triangles' nor 'face_offsets'/'face_indices'", path,
+             mesh);
+    MB_CALL(need_dataset(g, path, mesh, "face_offsets", H5T_INTEGER, 1, 0, "[M+1]", dims));
+    MB_CHECK(dims[0] >= 2, MB_ERR_FORMAT,
+             "%s: /meshes/%s/face_offsets has shape [%llu], expected [M+1] with M >= 1", path,
+             mesh, (unsigned long long)dims[0]);
+    info->nf = (int64_t)dims[0] - 1;
+    MB_CALL(need_dataset(g, path, mesh, "face_indices", H5T_INTEGER, 1, 0, "[K]", dims));
+    info->nidx = (int64_t)dims[0];
+    info->triangles = 0;
+  }
+  MB_CALL(check_fields(g, path, mesh, info->nv));
+  return MB_SUCCESS;
+}
+
+static int cmp_info(const void *a, const void *b) {
+  const mb_mesh_info *x = a, *y = b;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Scan /meshes: every mesh group, sorted by index (which must be 0..n-1). */
+static mb_error scan_meshes(hid_t file, const char *path, mb_names *l, mb_mesh_info **infos) {
+  MB_CHECK(H5Lexists(file, "meshes", H5P_DEFAULT) > 0, MB_ERR_FORMAT,
+           "%s: no /meshes group", path);
+  hid_t ms = H5Gopen2(file, "meshes", H5P_DEFAULT);
+  MB_CHECK(ms >= 0, MB_ERR_FORMAT, "%s: /meshes is not a group", path);
+  mb_error e = list_links(ms, l);
+  *infos = calloc((size_t)l->n + 1, sizeof **infos);
+  if (!e && !*infos) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  for (int i = 0; i < l->n && !e; i++) {
+    hid_t g = H5Gopen2(ms, l->v[i], H5P_DEFAULT);
+    if (g < 0) {
+      e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                       "%s: /meshes/%s is not a group", path, l->v[i]);
+      break;
+    }
+    e = scan_mesh(g, path, l->v[i], &(*infos)[i]);
+    H5Gclose(g);
+  }
+  H5Gclose(ms);
+  MB_CALL(e);
+  qsort(*infos, (size_t)l->n, sizeof **infos, cmp_info);
+  for (int i = 0; i < l->n; i++)
+    MB_CHECK((*infos)[i].index == i, MB_ERR_FORMAT,
+             "%s: mesh indices are not 0..%d (mesh '%s' has index %lld)", path, l->n - 1,
+             (*infos)[i].name, (long long)(*infos)[i].index);
+  return MB_SUCCESS;
+}
+
+/* Rank 0: validate the whole file and list its meshes. */
+static mb_error scan_file(hid_t file, const char *path, int64_t *n, mb_mesh_info **infos) {
+  MB_CALL(check_root(file, path));
+  mb_names l = {0};
+  mb_error e = scan_meshes(file, path, &l, infos);
+  *n = l.n;
+  names_free(&l);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Rank 0: the file must exist and be HDF5. */
+static mb_error precheck_file(const char *path) {
+  struct stat st;
+  MB_CHECK(stat(path, &st) == 0, MB_ERR_IO, "%s: cannot open collection: %s", path,
+           strerror(errno));
+  MB_CHECK(S_ISREG(st.st_mode), MB_ERR_IO, "%s: not a regular file", path);
+  FILE *fp = fopen(path, "rb");
+  MB_CHECK(fp, MB_ERR_IO, "%s: cannot open collection: %s", path, strerror(errno));
+  fclose(fp);
+  MB_CHECK(H5Fis_hdf5(path) > 0, MB_ERR_FORMAT, "%s: not an HDF5 file", path);
+  return MB_SUCCESS;
+}
+
+/* Open the file collectively and let rank 0 validate it; broadcast the list. */
+static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c) {
+  MB_CALL(sync_error(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  MB_CALL_H5(fapl);
+  H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+  c->file = H5Fopen(c->path, H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  mb_error e = c->file >= 0 ? MB_SUCCESS
+                            : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                                           "%s: HDF5 cannot open the file", c->path);
+  MB_CALL(sync_error(comm, e));
+  e = rank == 0 ? scan_file(c->file, c->path, &c->n, &c->infos) : MB_SUCCESS;
+  MB_CALL(sync_error(comm, e));
+  long long n = c->n;
+  MB_CALL_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm));
+  if (rank != 0) {
+    c->n = n;
+    c->infos = calloc((size_t)n + 1, sizeof *c->infos);
+  }
+  int ok = c->infos != NULL, all;
+  MB_CALL_MPI(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+  MB_CHECK(all, MB_ERR_MEMORY, "out of memory for the mesh list of %s", c->path);
+  size_t bytes = sizeof *c->infos * (size_t)n, chunk = (size_t)1 << 30;
+  for (size_t off = 0; off < bytes; off += chunk) {
+    size_t len = bytes - off < chunk ? bytes - off : chunk;
+    MB_CALL_MPI(MPI_Bcast((char *)c->infos + off, (int)len, MPI_BYTE, 0, comm));
+  }
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **coll) {
+  MB_CHECK(path && coll, MB_ERR_ARG, "mb_collection_open: NULL argument");
+  *coll = NULL;
+  int rank;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  mb_collection *c;
+  MB_CALLOC(c, 1);
+  c->file = -1;
+  c->path = mb_strdup(path);
+  if (!c->path) { free(c); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+  h5_quiet q = h5_quiet_begin();
+  mb_error e = open_and_scan(comm, rank, c);
+  h5_quiet_end(q);
+  if (e) {
+    if (c->file >= 0) H5Fclose(c->file); /* collective: every rank reaches here */
+    free(c->infos);
+    free(c->path);
+    free(c);
+    MB_CALL(e);
+  }
+  *coll = c;
+  return MB_SUCCESS;
+}
+
+int64_t mb_collection_count(const mb_collection *coll) { return coll ? coll->n : 0; }
+
+const mb_mesh_info *mb_collection_info(const mb_collection *coll, int64_t i) {
+  if (!coll || i < 0 || i >= coll->n) return NULL;
+  return &coll->infos[i];
+}
+
+/* Read a whole dataset of loc into buf (memory type mt). */
+static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt, void *buf) {
+  hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
+  MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
+  herr_t st = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+  H5Dclose(d);
+  MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread failed", src, dset);
+  return MB_SUCCESS;
+}
+
+/* Per-vertex fields from the group `fields`, in creation order. */
+static mb_error read_fields(hid_t g, const char *src, mb_mesh *m) {
+  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/fields: not a group", src);
+  mb_names l = {0};
+  mb_error e = list_links(fg, &l);
+  for (int i = 0; i < l.n && !e; i++) {
+    int found, rank;
+    hsize_t dims[2];
+    e = probe_dataset(fg, src, "fields", l.v[i], H5T_FLOAT, &found, &rank, dims);
+    if (!e && (rank != 2 || (int64_t)dims[0] != m->nv || dims[1] < 1 || dims[1] > INT_MAX))
+      e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                       "%s/fields/%s: expected shape [N,k] with N = %lld", src, l.v[i],
+                       (long long)m->nv);
+    double *data = e ? NULL : malloc(sizeof(double) * dims[0] * dims[1] + 1);
+    if (!e && !data) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    if (!e) e = read_all(fg, src, l.v[i], H5T_NATIVE_DOUBLE, data);
+    if (!e) e = mb_mesh_set_field(m, l.v[i], (int)dims[1], data);
+    free(data);
+  }
+  names_free(&l);
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* String attributes of the mesh group, in creation order (`index` skipped). */
+static mb_error read_attrs(hid_t g, mb_mesh *m) {
+  mb_names l = {0};
+  mb_error e = list_attrs(g, &l);
+  for (int i = 0; i < l.n && !e; i++) {
+    if (!strcmp(l.v[i], "index")) continue;
+    hid_t a = H5Aopen(g, l.v[i], H5P_DEFAULT);
+    if (a < 0) { e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Aopen failed"); break; }
+    char *s = NULL;
+    e = get_str_attr(a, &s);
+    H5Aclose(a);
+    if (!e && s) e = mb_attrs_set(&m->attrs, l.v[i], s);
+    free(s);
+  }
+  names_free(&l);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* Arrays, fields and attributes of one mesh group into a new mesh. */
+static mb_error read_group(hid_t g, const char *src, const mb_mesh_info *info, mb_mesh *m) {
+  MB_CALL(read_all(g, src, "vertices", H5T_NATIVE_DOUBLE, m->xyz));
+  if (info->triangles) {
+    MB_CALL(read_all(g, src, "triangles", H5T_NATIVE_INT64, m->face_indices));
+    for (int64_t f = 0; f <= m->nf; f++) m->face_offsets[f] = 3 * f;
+  } else {
+    MB_CALL(read_all(g, src, "face_offsets", H5T_NATIVE_INT64, m->face_offsets));
+    MB_CALL(read_all(g, src, "face_indices", H5T_NATIVE_INT64, m->face_indices));
+    MB_CHECK(m->face_offsets[m->nf] == info->nidx, MB_ERR_FORMAT,
+             "%s/face_offsets: last offset is %lld, expected %lld (length of face_indices)",
+             src, (long long)m->face_offsets[m->nf], (long long)info->nidx);
+  }
+  MB_CALL(read_fields(g, src, m));
+  MB_CALL(read_attrs(g, m));
+  MB_CALL(mb_mesh_validate(m, src));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
+  MB_CHECK(coll && mesh, MB_ERR_ARG, "mb_collection_read: NULL argument");
+  MB_CHECK(i >= 0 && i < coll->n, MB_ERR_ARG, "mb_collection_read: mesh %lld outside [0, %lld)",
+           (long long)i, (long long)coll->n);
+  const mb_mesh_info *info = &coll->infos[i];
+  char src[MB_PATH_MAX];
+  snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
+  mb_mesh *m;
+  MB_CALL(mb_mesh_create(info->name, info->nv, info->nf, info->nidx, &m));
+  m->index = i;
+  h5_quiet q = h5_quiet_begin();
+  hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
+  hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
+  mb_error e = g >= 0 ? read_group(g, src, info, m)
+                      : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                                     "%s: cannot open the mesh group", src);
+  h5_close_id(g);
+  h5_close_id(ms);
+  h5_quiet_end(q);
+  if (e) { mb_mesh_free(m); MB_CALL(e); }
+  *mesh = m;
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_close(mb_collection *coll) {
+  if (!coll) return MB_SUCCESS;
+  herr_t st = coll->file >= 0 ? H5Fclose(coll->file) : 0;
+  char path[MB_PATH_MAX];
+  snprintf(path, sizeof path, "%s", coll->path);
+  free(coll->infos);
+  free(coll->path);
+  free(coll);
+  MB_CHECK(st >= 0, MB_ERR_HDF5, "%s: H5Fclose failed", path);
+  return MB_SUCCESS;
+}

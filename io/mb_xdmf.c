@@ -1,0 +1,178 @@
+/* meshbatch: XDMF 3 companions of HDF5 collections (see mb_xdmf.h and
+ * docs/format.md). */
+#include "mb_xdmf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int64_t mb_xdmf_mixed_length(const mb_mesh *m) {
+  int64_t len = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
+    len += (n == 3 || n == 4) ? 1 + n : 2 + n;
+  }
+  return len;
+}
+
+void mb_xdmf_fill_mixed(const mb_mesh *m, int64_t *out) {
+  int64_t k = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t a = m->face_offsets[f], n = m->face_offsets[f + 1] - a;
+    if (n == 3) {
+      out[k++] = MB_XDMF_ID_TRIANGLE;
+    } else if (n == 4) {
+      out[k++] = MB_XDMF_ID_QUAD;
+    } else {
+      out[k++] = MB_XDMF_ID_POLYGON;
+      out[k++] = n;
+    }
+    for (int64_t j = 0; j < n; j++) out[k++] = m->face_indices[a + j];
+  }
+}
+
+int64_t mb_xdmf_fan_count(const mb_mesh *m) {
+  int64_t ntri = 0;
+  int big = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
+    if (n >= 5) big = 1;
+    ntri += n - 2;
+  }
+  return big ? ntri : 0;
+}
+
+void mb_xdmf_fill_fan(const mb_mesh *m, int64_t *out) {
+  int64_t k = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t *v = m->face_indices + m->face_offsets[f];
+    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
+    for (int64_t j = 1; j + 1 < n; j++) {
+      out[k++] = v[0];
+      out[k++] = v[j];
+      out[k++] = v[j + 1];
+    }
+  }
+}
+
+/* Print s with the five XML special characters escaped. */
+static void put_escaped(FILE *fp, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '&': fputs("&amp;", fp); break;
+    case '<': fputs("&lt;", fp); break;
+    case '>': fputs("&gt;", fp); break;
+    case '"': fputs("&quot;", fp); break;
+    case '\'': fputs("&apos;", fp); break;
+    default: fputc(*s, fp);
+    }
+  }
+}
+
+/* One HDF DataItem referencing <h5>:/meshes/<mesh>/<dset>. */
+static void put_item(FILE *fp, const char *ind, const char *h5, const char *mesh,
+                     const char *dset, int is_float, int64_t d0, int64_t d1) {
+  fprintf(fp, "%s<DataItem Format=\"HDF\" DataType=\"%s\" Precision=\"8\" Dimensions=\"%lld",
+          ind, is_float ? "Float" : "Int", (long long)d0);
+  if (d1 > 0) fprintf(fp, " %lld", (long long)d1);
+  fputs("\">", fp);
+  put_escaped(fp, h5);
+  fputs(":/meshes/", fp);
+  put_escaped(fp, mesh);
+  fputc('/', fp);
+  put_escaped(fp, dset);
+  fputs("</DataItem>\n", fp);
+}
+
+static const char *attribute_type(int64_t ncomp) {
+  switch (ncomp) {
+  case 1: return "Scalar";
+  case 3: return "Vector";
+  case 6: return "Tensor6";
+  case 9: return "Tensor";
+  default: return "Matrix";
+  }
+}
+
+/* The Topology element: exact (collection) or meshio-safe (single-mesh file). */
+static void put_topology(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
+                         int meshio_safe) {
+  char sub[64];
+  snprintf(sub, sizeof sub, "%.48s  ", ind);
+  if (m->triangles || (meshio_safe && m->fan_ntri > 0)) {
+    int64_t nt = m->triangles ? m->nf : m->fan_ntri;
+    fprintf(fp, "%s<Topology TopologyType=\"Triangle\" NumberOfElements=\"%lld\" "
+                "NodesPerElement=\"3\">\n", ind, (long long)nt);
+    put_item(fp, sub, h5, m->name, m->triangles ? "triangles" : "xdmf_triangles", 0, nt, 3);
+  } else {
+    fprintf(fp, "%s<Topology TopologyType=\"Mixed\" NumberOfElements=\"%lld\">\n", ind,
+            (long long)m->nf);
+    put_item(fp, sub, h5, m->name, "xdmf_mixed", 0, m->mixed_len, 0);
+  }
+  fprintf(fp, "%s</Topology>\n", ind);
+}
+
+/* One Uniform Grid with topology, geometry and per-vertex attributes. */
+static void put_grid(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
+                     int meshio_safe) {
+  char sub[64], sub2[64];
+  snprintf(sub, sizeof sub, "%.48s  ", ind);
+  snprintf(sub2, sizeof sub2, "%.48s    ", ind);
+  fprintf(fp, "%s<Grid Name=\"", ind);
+  put_escaped(fp, m->name);
+  fputs("\" GridType=\"Uniform\">\n", fp);
+  put_topology(fp, sub, h5, m, meshio_safe);
+  fprintf(fp, "%s<Geometry GeometryType=\"XYZ\">\n", sub);
+  put_item(fp, sub2, h5, m->name, "vertices", 1, m->nv, 3);
+  fprintf(fp, "%s</Geometry>\n", sub);
+  for (int i = 0; i < m->nfields; i++) {
+    char dset[300];
+    snprintf(dset, sizeof dset, "fields/%s", m->fields[i].name);
+    fprintf(fp, "%s<Attribute Name=\"", sub);
+    put_escaped(fp, m->fields[i].name);
+    fprintf(fp, "\" AttributeType=\"%s\" Center=\"Node\">\n",
+            attribute_type(m->fields[i].ncomp));
+    put_item(fp, sub2, h5, m->name, dset, 1, m->nv, m->fields[i].ncomp);
+    fprintf(fp, "%s</Attribute>\n", sub);
+  }
+  fprintf(fp, "%s</Grid>\n", ind);
+}
+
+static const char *xdmf_head =
+    "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+    "<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n"
+    "<Xdmf Version=\"3.0\">\n"
+    "  <Domain>\n";
+static const char *xdmf_tail = "  </Domain>\n</Xdmf>\n";
+
+/* Close fp and turn a write error into MB_ERR_IO naming path. */
+static mb_error finish(FILE *fp, const char *path) {
+  int bad = ferror(fp);
+  int err = errno;
+  if (fclose(fp) != 0 || bad)
+    MB_FAIL(MB_ERR_IO, "%s: cannot write XDMF file: %s", path, strerror(err ? err : EIO));
+  return MB_SUCCESS;
+}
+
+mb_error mb_xdmf_write_collection(const char *xdmf_path, const char *h5_name, int64_t n,
+                                  const mb_xdmf_mesh *meshes) {
+  FILE *fp = fopen(xdmf_path, "w");
+  MB_CHECK(fp, MB_ERR_IO, "%s: cannot create XDMF file: %s", xdmf_path, strerror(errno));
+  fputs(xdmf_head, fp);
+  fputs("    <Grid Name=\"meshes\" GridType=\"Collection\" CollectionType=\"Spatial\">\n", fp);
+  for (int64_t i = 0; i < n; i++) put_grid(fp, "      ", h5_name, &meshes[i], 0);
+  fputs("    </Grid>\n", fp);
+  fputs(xdmf_tail, fp);
+  MB_CALL(finish(fp, xdmf_path));
+  return MB_SUCCESS;
+}
+
+mb_error mb_xdmf_write_mesh(const char *xdmf_path, const char *h5_name, const mb_xdmf_mesh *m) {
+  FILE *fp = fopen(xdmf_path, "w");
+  MB_CHECK(fp, MB_ERR_IO, "%s: cannot create XDMF file: %s", xdmf_path, strerror(errno));
+  fputs(xdmf_head, fp);
+  put_grid(fp, "    ", h5_name, m, 1);
+  fputs(xdmf_tail, fp);
+  MB_CALL(finish(fp, xdmf_path));
+  return MB_SUCCESS;
+}

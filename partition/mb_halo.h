@@ -1,0 +1,61 @@
+/* meshbatch: halo plans, in the spirit of PETSc's star forest (PetscSF).
+ *
+ * A rank's local vertices are its owned vertices [0, nowned) followed by its
+ * ghosts [nowned, nowned + nghost). Every ghost is a leaf pointing to its
+ * root, the owned copy on another rank. mb_halo_create learns, from each
+ * ghost's global id and owner rank, which owned values every rank must send
+ * to whom; an exchange (a broadcast, root -> leaf) then copies owner values
+ * into the ghosts. The plan knows nothing about meshes or smoothing: any job
+ * that keeps per-vertex values (ncomp doubles) with ghosts can use it.
+ *
+ * An exchange is split in two so work can overlap the messages:
+ *   mb_halo_begin(h, x)   pack owned values, post receives and sends
+ *   ...update vertices that need no ghost value...
+ *   mb_halo_end(h, x)     wait, unpack into the ghosts
+ * Messages are staged through host buffers (the MPI need not be CUDA-aware).
+ */
+#ifndef MB_HALO_H
+#define MB_HALO_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "mb_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mb_halo mb_halo; /* opaque */
+
+/* Build a plan. Collective over comm.
+ *   owned_global [nowned]  global ids of the owned vertices, local order
+ *   ghost_global [nghost]  global ids of the ghosts, local order
+ *   ghost_owner  [nghost]  rank that owns each ghost (!= this rank)
+ *   ncomp                  values per vertex exchanged (3 for positions)
+ * Arrays are borrowed (copied where kept). Errors: MB_ERR_ARG (a ghost's
+ * global id is not owned by the rank named), MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_halo_create(MPI_Comm comm, int64_t nowned, const int64_t *owned_global,
+                        int64_t nghost, const int64_t *ghost_global, const int *ghost_owner,
+                        int ncomp, mb_halo **halo);
+
+/* Start an exchange of x [(nowned + nghost) * ncomp]: owned values are read
+ * now; ghost values must not be read until mb_halo_end. Not collective in the
+ * MPI sense, but every rank of the plan must call begin/end in step.
+ * Errors: MB_ERR_MPI. */
+mb_error mb_halo_begin(mb_halo *halo, const double *x);
+
+/* Finish the exchange: ghosts of x hold their owners' values. Errors: MB_ERR_MPI. */
+mb_error mb_halo_end(mb_halo *halo, double *x);
+
+/* Halo statistics of this rank: neighbour ranks, values sent and received
+ * per exchange (vertices, not bytes). */
+void mb_halo_stats(const mb_halo *halo, int *nneighbors, int64_t *nsend, int64_t *nrecv);
+
+/* Free the plan; NULL allowed. Not collective. */
+void mb_halo_free(mb_halo *halo);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

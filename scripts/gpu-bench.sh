@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On a machine with a GPU: build with CUDA, run the gpu-labelled tests and
+# the smoothing benchmarks, and write logs to OUTDIR.
+# Usage: scripts/gpu-bench.sh IGEA_OBJ OUTDIR [CUDA_ARCH]
+# (dependencies must already be installed or on CMAKE_PREFIX_PATH)
+set -uo pipefail
+igea=${1:?usage: gpu-bench.sh IGEA_OBJ OUTDIR [CUDA_ARCH]}
+out=${2:?usage: gpu-bench.sh IGEA_OBJ OUTDIR [CUDA_ARCH]}
+arch=${3:-90}
+mkdir -p "$out"
+build=build-gpu
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -30; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+(cd $build && ctest -L gpu --output-on-failure) 2>&1 | tee "$out/gpu-tests.log" | tail -25
+(cd $build && ctest -LE gpu -j 8 --output-on-failure) > "$out/all-tests.log" 2>&1
+tail -5 "$out/all-tests.log"
+exe=$build/meshbatch
+$exe generate subdivide "$igea" --levels 2 -o "$out/igea2.ply" --name igea_l2 > /dev/null 2>&1 ||
+  $exe generate subdivide "$igea" --levels 2 -o /tmp/igea2.ply --name igea_l2
+mesh="$out/igea2.ply"; [ -f "$mesh" ] || mesh=/tmp/igea2.ply
+{
+  echo "## $(date -u +%F) $(head -1 "$out/device.txt")"
+  for p in float32 float64; do
+    for w in uniform cotangent inverse_distance; do
+      echo "### cuda $p $w"; $exe bench smooth "$mesh" --backend cuda --precision $p --weights $w --repeats 50
+    done
+  done
+  echo "### cpu float64 uniform ($(nproc) cores)"; $exe bench smooth "$igea" --backend cpu --repeats 10
+} 2>&1 | tee "$out/bench.log"
+rm -f "$out/igea2.ply"
