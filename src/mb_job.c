@@ -333,6 +333,7 @@ typedef struct yaml_job {
   char **inputs;        /* ... or as a list */
   unsigned ninputs;
   char *output;
+  char *partition;      /* NULL: absent */
   mb_distribute *distribute;
   mb_schedule *schedule;
   mb_backend_kind *backend;
@@ -382,6 +383,7 @@ static const cyaml_schema_value_t job_string_schema = {
 /* The keys after `input`, shared by both schemas. */
 #define MB_JOB_COMMON_FIELDS                                                              \
   CYAML_FIELD_STRING_PTR("output", CYAML_FLAG_DEFAULT, yaml_job, output, 0, CYAML_UNLIMITED), \
+      CYAML_FIELD_STRING_PTR("partition", MB_JOB_OPT, yaml_job, partition, 0, CYAML_UNLIMITED), \
       CYAML_FIELD_ENUM_PTR("distribute", MB_JOB_ENUM_OPT, yaml_job, distribute,             \
                            job_distribute_names, CYAML_ARRAY_LEN(job_distribute_names)),    \
       CYAML_FIELD_ENUM_PTR("schedule", MB_JOB_ENUM_OPT, yaml_job, schedule,                 \
@@ -408,7 +410,7 @@ static const cyaml_schema_value_t job_schema_input_string = {
 static const cyaml_schema_value_t job_schema_input_list = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, yaml_job, job_fields_input_list)};
 
-static const char job_top_keys[] = "input, output, distribute, schedule, backend, precision, stages";
+static const char job_top_keys[] = "input, output, partition, distribute, schedule, backend, precision, stages";
 static const char job_stage_keys[] = "op, lambda, mu, iterations, weights, boundary";
 
 /* ------------------------------------------------------------ libcyaml messages */
@@ -765,6 +767,9 @@ static mb_error job_paths(const job_ctx *c, const yaml_job *y, mb_job *job) {
   if (err == MB_SUCCESS) err = check_path_value(c, "output", y->output);
   if (err == MB_SUCCESS && !(job->output = job_resolve(dir, y->output)))
     err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (err == MB_SUCCESS && y->partition) err = check_path_value(c, "partition", y->partition);
+  if (err == MB_SUCCESS && y->partition && !(job->partition = job_resolve(dir, y->partition)))
+    err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   free(dir);
   return err;
 }
@@ -821,6 +826,7 @@ void mb_job_free(mb_job *job) {
     for (int i = 0; i < job->ninputs; i++) free(job->inputs[i]);
   free(job->inputs);
   free(job->output);
+  free(job->partition);
   free(job->stages);
   free(job->path);
   free(job);

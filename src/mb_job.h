@@ -24,6 +24,8 @@ typedef struct mb_job {
   char **inputs;         /* [ninputs] input paths or glob patterns, as written;
                             relative ones resolved against the job file's folder (owned) */
   char *output;          /* output collection path, resolved likewise (owned) */
+  char *partition;       /* partitioned runs: a partition file written by
+                            `meshbatch partition` to reuse, or NULL (owned) */
   mb_distribute distribute;
   mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
   mb_backend_kind backend;

@@ -13,6 +13,7 @@
 #include "mb_config.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
+#include "mb_partfile.h"
 #include "mb_partition.h"
 #include "mb_smooth_partitioned.h"
 
@@ -292,6 +293,29 @@ static mb_error gather_owned(rank_state *st, const mb_local_domain *d, const dou
   return MB_SUCCESS;
 }
 
+/* Rank 0: the parts of a mesh, from the job's partition file when it names
+ * this mesh, else from METIS. */
+static mb_error choose_parts(rank_state *st, const mb_mesh *m, const mb_adjacency *adj,
+                             int32_t *part) {
+  mb_partfile *pf = NULL;
+  if (st->job->partition) MB_CALL(mb_partfile_read(st->job->partition, &pf));
+  if (pf && !strcmp(pf->mesh, m->name)) {
+    mb_error e = MB_SUCCESS;
+    if (pf->nparts != st->size || pf->nv != m->nv)
+      e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                       "partition %s has %d parts for %lld vertices, but mesh '%s' has %lld "
+                       "vertices and the run has %d ranks", st->job->partition, pf->nparts,
+                       (long long)pf->nv, m->name, (long long)m->nv, st->size);
+    else
+      memcpy(part, pf->vertex_part, sizeof *part * (size_t)m->nv);
+    mb_partfile_free(pf);
+    return e;
+  }
+  mb_partfile_free(pf);
+  MB_CALL(mb_partition_metis(adj, st->size, part));
+  return MB_SUCCESS;
+}
+
 /* Smooth one mesh split over all ranks. Every rank reads it (parallel reads
  * of the same file), rank 0 partitions it with METIS and broadcasts the
  * parts, each rank smooths its owned vertices with a halo exchange per pass,
@@ -306,7 +330,7 @@ static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t
   for (int k = 0; !e && k < st->job->nstages; k++) e = mb_stage_check(&st->job->stages[k], adj);
   if (!e && !(part = malloc(sizeof *part * (size_t)m->nv)))
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (!e && st->rank == 0) e = mb_partition_metis(adj, st->size, part);
+  if (!e && st->rank == 0) e = choose_parts(st, m, adj, part);
   MB_CALL_GOTO(e, done, agree(st->comm, e));
   MB_CALL_GOTO(e, done, MPI_Bcast(part, (int)m->nv, MPI_INT32_T, 0, st->comm) ? MB_ERR_MPI : MB_SUCCESS);
   e = mb_local_domain_build(adj, part, st->rank, &d);

@@ -17,6 +17,11 @@ int mb_cmd_export(int argc, char **argv);
 int mb_cmd_info(int argc, char **argv);
 int mb_cmd_generate(int argc, char **argv);
 int mb_cmd_bench(int argc, char **argv);
+int mb_cmd_partition(int argc, char **argv);
+
+struct mb_partfile;
+/* Print a partition's sizes and quality to stdout. */
+void mb_cli_print_partition(const struct mb_partfile *part);
 
 /* MPI rank in MPI_COMM_WORLD (0 when MPI is not initialised). */
 int mb_cli_rank(void);

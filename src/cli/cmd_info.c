@@ -8,12 +8,15 @@
 #include "mb_collection.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
+#include "mb_partfile.h"
 
 static const char info_help[] =
-    "usage: meshbatch info COLLECTION.h5 [--mesh NAME]\n\n"
+    "usage: meshbatch info COLLECTION.h5 [--mesh NAME]\n"
+    "       meshbatch info PART.h5\n\n"
     "List the meshes of a collection: vertices, faces, bounding box and the\n"
     "provenance attributes (every stage with its parameters, version, backend,\n"
-    "ranks, wall time).\n";
+    "ranks, wall time). Given a partition file (meshbatch partition), prints\n"
+    "its parts, edge cut and owned-vertex imbalance.\n";
 
 static void print_mesh(const mb_mesh *m) {
   double lo[3], hi[3];
@@ -71,6 +74,13 @@ int mb_cmd_info(int argc, char **argv) {
     path = argv[i];
   }
   if (!path) return mb_cli_usage_error("info", "missing COLLECTION.h5");
+  mb_partfile *part = NULL;
+  if (mb_partfile_read(path, &part) == MB_SUCCESS) { /* a partition file */
+    if (mb_cli_rank() == 0) mb_cli_print_partition(part);
+    mb_partfile_free(part);
+    return MB_EXIT_OK;
+  }
+  mb_error_clear();
   return for_each_mesh("info", path, only, info_one, NULL);
 }
 

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"import", mb_cmd_import, "import OBJ/OFF/PLY files into an HDF5 collection"},
     {"export", mb_cmd_export, "export meshes of a collection to OBJ/OFF/PLY"},
     {"info", mb_cmd_info, "list the meshes of a collection with sizes and provenance"},
+    {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
     {"generate", mb_cmd_generate, "make scale-test meshes (subdivision, noisy sphere)"},
     {"bench", mb_cmd_bench, "benchmark a kernel (bench smooth)"},
 };

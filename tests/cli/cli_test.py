@@ -106,7 +106,7 @@ def small_meshes(d):
 # ------------------------------------------------------------------ cases
 
 def case_help(a):
-    for cmd in ([], ["run"], ["import"], ["export"], ["info"], ["generate"], ["bench", "smooth"]):
+    for cmd in ([], ["run"], ["import"], ["export"], ["info"], ["generate"], ["bench", "smooth"], ["partition"]):
         p = run(cmd + ["--help"])
         if "usage:" not in p.stdout:
             fail(f"meshbatch {' '.join(cmd)} --help prints no usage")
@@ -304,6 +304,37 @@ def case_partitioned(a):
     if "[partition]" not in p.stdout or "imbalance" not in p.stdout:
         fail("no partition quality report")
     same_datasets(ref, out)
+
+
+def case_partition_file(a):
+    """meshbatch partition writes a reusable partition with its quality."""
+    d = fresh("partition_file")
+    mesh = grid_obj(os.path.join(d, "grid.obj"), 40)
+    if a.shared:
+        folder = os.path.join(DATA, "meshes") if DATA else ""
+        if not os.path.isdir(folder):
+            print("SKIP: ../shared/data/meshes is absent")
+            sys.exit(SKIP)
+        mesh = os.path.join(folder, "igea.obj")
+    part = os.path.join(d, "part4.h5")
+    p = run(["partition", mesh, "--parts", "4", "-o", part])
+    q = run(["info", part])
+    import re
+    m = re.search(r"owned imbalance ([0-9.]+)", q.stdout)
+    if not m or "0 empty parts" not in q.stdout or "edge cut" not in q.stdout:
+        fail("info does not show the partition quality")
+    if float(m.group(1)) > 1.05:
+        fail(f"imbalance {m.group(1)} > 1.05")
+    ref = os.path.join(d, "ref.h5")
+    run(["run", job(os.path.join(d, "ref.yaml"), [mesh], ref, backend="cpu")], np=1)
+    out = os.path.join(d, "out.h5")
+    run(["run", job(os.path.join(d, "p.yaml"), [mesh], out, backend="cpu", distribute="partitioned",
+                    partition=part)], np=4)
+    same_datasets(ref, out)
+    bad = run(["run", job(os.path.join(d, "b.yaml"), [mesh], os.path.join(d, "b.h5"), backend="cpu",
+                          distribute="partitioned", partition=part)], np=3, expect=1)
+    if "4 parts" not in bad.stderr:
+        fail("a partition for 4 ranks used on 3 is not reported")
 
 
 def main():
