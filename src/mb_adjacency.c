@@ -160,3 +160,109 @@ oom:
   MB_FAIL(MB_ERR_MEMORY, "out of memory building the adjacency of '%s' (%lld vertices)",
           m->name ? m->name : "mesh", (long long)nv);
 }
+
+/* ------------------------------------------------------------ reordering */
+
+static int64_t degree(const mb_adjacency *a, int64_t i) { return a->row[i + 1] - a->row[i]; }
+
+mb_error mb_adjacency_rcm(const mb_adjacency *a, int64_t *perm) {
+  const int64_t nv = a->nv;
+  uint8_t *seen = calloc((size_t)(nv ? nv : 1), 1);
+  int64_t *by_degree = malloc(sizeof *by_degree * (size_t)(nv ? nv : 1));
+  if (!seen || !by_degree) {
+    free(seen);
+    free(by_degree);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for the vertex ordering of %lld vertices", (long long)nv);
+  }
+  /* component seeds in increasing degree: a counting sort on degree */
+  int64_t maxdeg = 0;
+  for (int64_t i = 0; i < nv; i++)
+    if (degree(a, i) > maxdeg) maxdeg = degree(a, i);
+  int64_t *start = calloc((size_t)maxdeg + 2, sizeof *start);
+  if (!start) {
+    free(seen);
+    free(by_degree);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for the vertex ordering");
+  }
+  for (int64_t i = 0; i < nv; i++) start[degree(a, i) + 1]++;
+  for (int64_t d = 0; d <= maxdeg; d++) start[d + 1] += start[d];
+  for (int64_t i = 0; i < nv; i++) by_degree[start[degree(a, i)]++] = i;
+  free(start);
+  /* breadth-first search; perm doubles as the queue */
+  int64_t head = 0, tail = 0;
+  for (int64_t s = 0; s < nv; s++) {
+    int64_t seed = by_degree[s];
+    if (seen[seed]) continue;
+    seen[seed] = 1;
+    perm[tail++] = seed;
+    while (head < tail) {
+      int64_t v = perm[head++], first = tail;
+      for (int64_t k = a->row[v]; k < a->row[v + 1]; k++)
+        if (!seen[a->col[k]]) {
+          seen[a->col[k]] = 1;
+          perm[tail++] = a->col[k];
+        }
+      for (int64_t x = first + 1; x < tail; x++) { /* new neighbours by degree */
+        int64_t u = perm[x], y = x - 1;
+        while (y >= first && degree(a, perm[y]) > degree(a, u)) {
+          perm[y + 1] = perm[y];
+          y--;
+        }
+        perm[y + 1] = u;
+      }
+    }
+  }
+  for (int64_t i = 0; i < nv / 2; i++) {
+    int64_t t = perm[i];
+    perm[i] = perm[nv - 1 - i];
+    perm[nv - 1 - i] = t;
+  }
+  free(seen);
+  free(by_degree);
+  return MB_SUCCESS;
+}
+
+/* Rows of src CSR (row, col) in the order perm, columns mapped by inv. */
+static mb_error permute_csr(int64_t nv, const int64_t *perm, const int64_t *inv,
+                            const int64_t *row, const int64_t *col, int64_t **nrow, int64_t **ncol) {
+  MB_CALLOC(*nrow, nv + 1);
+  MB_CALLOC(*ncol, row[nv]);
+  for (int64_t v = 0; v < nv; v++) (*nrow)[v + 1] = (*nrow)[v] + row[perm[v] + 1] - row[perm[v]];
+  for (int64_t v = 0; v < nv; v++)
+    for (int64_t k = row[perm[v]], q = (*nrow)[v]; k < row[perm[v] + 1]; k++, q++)
+      (*ncol)[q] = inv ? inv[col[k]] : col[k];
+  return MB_SUCCESS;
+}
+
+mb_error mb_adjacency_permute(const mb_adjacency *a, const int64_t *perm, mb_adjacency **out) {
+  const int64_t nv = a->nv;
+  mb_adjacency *p = calloc(1, sizeof *p);
+  int64_t *inv = malloc(sizeof *inv * (size_t)(nv ? nv : 1));
+  mb_error e = p && inv ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                                    "out of memory");
+  if (!e) {
+    p->nv = nv;
+    p->nnz = a->nnz;
+    for (int64_t v = 0; v < nv; v++) inv[perm[v]] = v;
+    e = permute_csr(nv, perm, inv, a->row, a->col, &p->row, &p->col);
+  }
+  if (!e) e = permute_csr(nv, perm, inv, a->brow, a->bcol, &p->brow, &p->bcol);
+  if (!e && !(p->on_boundary = malloc((size_t)(nv ? nv : 1))))
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  for (int64_t v = 0; !e && v < nv; v++) p->on_boundary[v] = a->on_boundary[perm[v]];
+  if (!e && a->opp) { /* opposite vertices follow their directed edge */
+    int64_t *edge_perm = malloc(sizeof *edge_perm * (size_t)(a->nnz ? a->nnz : 1));
+    if (!edge_perm) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    for (int64_t v = 0, q = 0; !e && v < nv; v++)
+      for (int64_t k = a->row[perm[v]]; k < a->row[perm[v] + 1]; k++) edge_perm[q++] = k;
+    if (!e) e = permute_csr(a->nnz, edge_perm, inv, a->opp_row, a->opp, &p->opp_row, &p->opp);
+    free(edge_perm);
+  }
+  free(inv);
+  if (e) {
+    mb_adjacency_free(p);
+    return e;
+  }
+  *out = p;
+  return MB_SUCCESS;
+}

@@ -43,6 +43,21 @@ mb_error mb_adjacency_build(const mb_mesh *mesh, mb_adjacency **adj);
 /* Free an adjacency; NULL is allowed. */
 void mb_adjacency_free(mb_adjacency *adj);
 
+/* A vertex ordering with good memory locality: reverse Cuthill-McKee
+ * (Cuthill & McKee 1969; George 1971), breadth-first from a minimum-degree
+ * vertex of each component, neighbours in increasing degree, then reversed.
+ * perm[nv] receives, for every new index, the old vertex. Not collective.
+ * Errors: MB_ERR_MEMORY. */
+mb_error mb_adjacency_rcm(const mb_adjacency *adj, int64_t *perm);
+
+/* The adjacency of the renumbered vertices (new vertex v is old perm[v]).
+ * Rows follow the new order, but every row keeps its neighbours in the
+ * original order (ascending old index), so a pass on the permuted adjacency
+ * adds exactly the same numbers in the same order: results are bitwise
+ * identical after undoing the permutation. Not collective.
+ * Errors: MB_ERR_MEMORY. */
+mb_error mb_adjacency_permute(const mb_adjacency *adj, const int64_t *perm, mb_adjacency **out);
+
 #ifdef __cplusplus
 }
 #endif

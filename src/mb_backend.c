@@ -3,6 +3,8 @@
 
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mb_cuda.h"
 
@@ -48,10 +50,50 @@ mb_error mb_backend_choose(mb_backend_kind requested, int local_rank, mb_backend
   return choose_cpu(b);
 }
 
+mb_error mb_backend_locality_order(const mb_adjacency *adj, const double *xyz, int64_t **perm,
+                                   mb_adjacency **padj, double **pxyz) {
+  const int64_t nv = adj->nv;
+  *padj = NULL;
+  *perm = malloc(sizeof **perm * (size_t)(nv ? nv : 1));
+  *pxyz = malloc(sizeof **pxyz * 3 * (size_t)(nv ? nv : 1));
+  mb_error e = *perm && *pxyz ? MB_SUCCESS
+                              : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                             "out of memory for %lld vertices", (long long)nv);
+  if (!e) e = mb_adjacency_rcm(adj, *perm);
+  if (!e) e = mb_adjacency_permute(adj, *perm, padj);
+  for (int64_t v = 0; !e && v < nv; v++) memcpy(*pxyz + 3 * v, xyz + 3 * (*perm)[v], 3 * sizeof(double));
+  if (e) {
+    free(*perm);
+    free(*pxyz);
+    mb_adjacency_free(*padj);
+    *perm = NULL;
+    *pxyz = NULL;
+    *padj = NULL;
+    MB_CALL(e);
+  }
+  return MB_SUCCESS;
+}
+
+/* The CUDA backend on the locality order; results put back in mesh order. */
+static mb_error cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+                            mb_precision precision, double *xyz) {
+  int64_t *perm;
+  mb_adjacency *padj;
+  double *pxyz;
+  MB_CALL(mb_backend_locality_order(adj, xyz, &perm, &padj, &pxyz));
+  mb_error e = mb_cuda_smooth(padj, stages, nstages, precision, pxyz);
+  for (int64_t v = 0; !e && v < adj->nv; v++) memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  free(perm);
+  free(pxyz);
+  mb_adjacency_free(padj);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 mb_error mb_backend_smooth(const mb_backend *b, const mb_adjacency *adj, const mb_stage *stages,
                            int nstages, mb_precision precision, double *xyz) {
   if (b->kind == MB_BACKEND_CUDA)
-    MB_CALL(mb_cuda_smooth(adj, stages, nstages, precision, xyz));
+    MB_CALL(cuda_smooth(adj, stages, nstages, precision, xyz));
   else
     MB_CALL(mb_smooth_cpu(adj, stages, nstages, xyz));
   return MB_SUCCESS;

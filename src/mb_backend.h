@@ -39,6 +39,15 @@ mb_error mb_backend_smooth(const mb_backend *backend, const mb_adjacency *adj,
                            const mb_stage *stages, int nstages, mb_precision precision,
                            double *xyz);
 
+/* The vertex order the CUDA backend works in: reverse Cuthill-McKee
+ * (mb_adjacency_rcm), which keeps the neighbours of a vertex close in memory
+ * so that the gathers of a pass hit the caches. Returns perm [nv] (new ->
+ * old), the permuted adjacency and positions pxyz [nv, 3]; all owned by the
+ * caller. Summation order is unchanged (see mb_adjacency_permute). Not
+ * collective. Errors: MB_ERR_MEMORY. */
+mb_error mb_backend_locality_order(const mb_adjacency *adj, const double *xyz, int64_t **perm,
+                                   mb_adjacency **padj, double **pxyz);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,8 @@
 #include "mb_testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mb_adjacency.h"
 #include "mb_smooth.h"
@@ -180,6 +182,58 @@ static void test_cotangent_needs_triangles(void **state) {
   mb_mesh_free(m);
 }
 
+/* A noisy open n x n grid (deterministic): has interior and boundary vertices. */
+static mb_mesh *noisy_grid(int n) {
+  mb_mesh *m = NULL;
+  int64_t nf = 2 * (int64_t)(n - 1) * (n - 1);
+  assert_int_equal(mb_mesh_create("grid", (int64_t)n * n, nf, 3 * nf, &m), MB_SUCCESS);
+  uint64_t s = 12345;
+  for (int64_t i = 0; i < (int64_t)n * n; i++)
+    for (int d = 0; d < 3; d++) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      double r = (double)(s >> 11) * 0x1.0p-53 - 0.5;
+      m->xyz[3 * i + d] = (d == 0 ? (double)(i % n) : d == 1 ? (double)(i / n) : 0.0) + 0.3 * r;
+    }
+  int64_t f = 0;
+  for (int j = 0; j + 1 < n; j++)
+    for (int i = 0; i + 1 < n; i++) {
+      int64_t a = (int64_t)j * n + i, t[6] = {a, a + 1, a + n + 1, a, a + n + 1, a + n};
+      memcpy(m->face_indices + 3 * f, t, sizeof t);
+      f += 2;
+    }
+  for (int64_t k = 0; k <= nf; k++) m->face_offsets[k] = 3 * k;
+  return m;
+}
+
+/* Smoothing on a renumbered adjacency (reverse Cuthill-McKee, as the CUDA
+ * backend uses) gives bitwise the same positions for every rule. */
+static void test_permutation_invariance(void **state) {
+  (void)state;
+  mb_mesh *m = noisy_grid(12);
+  mb_adjacency *a = NULL, *p = NULL;
+  assert_int_equal(mb_adjacency_build(m, &a), MB_SUCCESS);
+  int64_t *perm = malloc(sizeof *perm * (size_t)m->nv);
+  assert_int_equal(mb_adjacency_rcm(a, perm), MB_SUCCESS);
+  assert_int_equal(mb_adjacency_permute(a, perm, &p), MB_SUCCESS);
+  double *x = malloc(sizeof(double) * 3 * (size_t)m->nv), *y = malloc(sizeof(double) * 3 * (size_t)m->nv);
+  for (int w = 0; w < 3; w++)
+    for (int b = 0; b < 3; b++) {
+      mb_stage st = {MB_OP_TAUBIN, 0.5, -0.53, 5, (mb_weights)w, (mb_boundary)b};
+      memcpy(x, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
+      for (int64_t v = 0; v < m->nv; v++) memcpy(y + 3 * v, m->xyz + 3 * perm[v], 3 * sizeof(double));
+      assert_int_equal(mb_smooth_cpu(a, &st, 1, x), MB_SUCCESS);
+      assert_int_equal(mb_smooth_cpu(p, &st, 1, y), MB_SUCCESS);
+      for (int64_t v = 0; v < m->nv; v++)
+        assert_memory_equal(y + 3 * v, x + 3 * perm[v], 3 * sizeof(double));
+    }
+  free(x);
+  free(y);
+  free(perm);
+  mb_adjacency_free(a);
+  mb_adjacency_free(p);
+  mb_mesh_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_adjacency),
@@ -192,6 +246,7 @@ int main(void) {
       cmocka_unit_test(test_taubin_iteration),
       cmocka_unit_test(test_isolated_and_nonmanifold),
       cmocka_unit_test(test_cotangent_needs_triangles),
+      cmocka_unit_test(test_permutation_invariance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
