@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <new>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,18 +33,18 @@
 
 /* ------------------------------------------------------------------ kernels */
 
-/* One smoothing pass: xout[i] = update of vertex i from xin (Taubin 1995,
- * eq. 4). W and B are mb_weights and mb_boundary as compile-time constants;
+/* One smoothing pass over rows [begin, end): xout[i] = update of vertex i
+ * from xin (Taubin 1995, eq. 4). W and B are mb_weights and mb_boundary as compile-time constants;
  * arrays a rule does not use may be null. xin and xout must not alias. */
 template <typename T, int W, int B>
 __global__ void __launch_bounds__(MB_CUDA_BLOCK)
-    mb_smooth_pass_kernel(int64_t nv, const int32_t *__restrict__ row,
+    mb_smooth_pass_kernel(int64_t begin, int64_t end, const int32_t *__restrict__ row,
                           const int32_t *__restrict__ col, const int32_t *__restrict__ opp_row,
                           const int32_t *__restrict__ opp, const uint8_t *__restrict__ on_boundary,
                           const int32_t *__restrict__ brow, const int32_t *__restrict__ bcol,
                           T f, const T *__restrict__ xin, T *__restrict__ xout) {
-  const int64_t i = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
-  if (i >= nv) return;
+  const int64_t i = begin + (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (i >= end) return;
   /* Input arrays are read-only for the whole launch: loads through the
    * non-coherent path. row[i + 1] is re-read in the macro's loop test, so
    * row goes through a plain const __restrict__ pointer that the compiler
@@ -77,7 +78,8 @@ static unsigned mb_grid(int64_t n) {
 
 /* What one run needs on the device. Buffers free themselves. */
 struct mb_dev_mesh {
-  int64_t nv = 0, nnz = 0, nopp = 0, nb = 0;
+  int64_t nv = 0, nnz = 0, nopp = 0, nb = 0; /* nv: adjacency rows */
+  int64_t nlocal = 0;                          /* position rows (nv + ghosts) */
   mb_dbuf row, col, opp_row, opp, on_boundary, brow, bcol; /* int32 / uint8 */
   mb_dbuf x[2];                                              /* ping-pong positions, type T */
   int cur = 0;                                               /* x[cur] holds the positions */
@@ -124,13 +126,15 @@ static mb_error mb_upload_i32(mb_dbuf *dst, const int64_t *src, int64_t n, mb_db
   return MB_SUCCESS;
 }
 
-/* Upload the adjacency (int32) and the positions (converted to T on the
- * device) into d. opp arrays only if need_opp, boundary arrays only if need_bnd. */
+/* Upload the adjacency (int32) and the positions xyz [nlocal, 3] (converted
+ * to T on the device) into d; nlocal >= adj->nv (rows past nv are ghosts).
+ * opp arrays only if need_opp, boundary arrays only if need_bnd. */
 template <typename T>
-static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, const double *xyz,
-                              bool need_opp, bool need_bnd) {
+static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, int64_t nlocal,
+                              const double *xyz, bool need_opp, bool need_bnd) {
   const int64_t nv = adj->nv, nnz = adj->nnz;
   d->nv = nv;
+  d->nlocal = nlocal;
   d->nnz = nnz;
   d->nopp = need_opp ? adj->opp_row[nnz] : 0;
   d->nb = need_bnd ? adj->brow[nv] : 0;
@@ -138,7 +142,7 @@ static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, const dou
   int64_t smax = std::max<int64_t>(nv + 1, nnz);
   if (need_opp) smax = std::max<int64_t>(smax, std::max<int64_t>(nnz + 1, d->nopp));
   if (need_bnd) smax = std::max<int64_t>(smax, d->nb);
-  smax = std::max<int64_t>(smax, 3 * nv); /* 8-byte elements either way */
+  smax = std::max<int64_t>(smax, 3 * nlocal); /* 8-byte elements either way */
   mb_dbuf stage;
   MB_CALL(mb_dbuf_alloc(&stage, sizeof(int64_t) * (size_t)smax, "staging"));
 
@@ -155,17 +159,19 @@ static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, const dou
     MB_CALL(mb_upload_i32(&d->brow, adj->brow, nv + 1, &stage, "boundary offsets"));
     MB_CALL(mb_upload_i32(&d->bcol, adj->bcol, d->nb, &stage, "boundary neighbours"));
   }
-  const size_t xbytes = sizeof(T) * 3 * (size_t)nv;
+  const size_t xbytes = sizeof(T) * 3 * (size_t)nlocal;
   MB_CALL(mb_dbuf_alloc(&d->x[0], xbytes, "positions"));
   MB_CALL(mb_dbuf_alloc(&d->x[1], xbytes, "positions"));
   d->cur = 0;
-  if (nv > 0 && sizeof(T) == sizeof(double)) {
+  if (nlocal > 0 && sizeof(T) == sizeof(double)) {
     MB_CALL_CUDA(cudaMemcpy(d->x[0].p, xyz, xbytes, cudaMemcpyHostToDevice));
-  } else if (nv > 0) {
-    MB_CALL_CUDA(cudaMemcpy(stage.p, xyz, sizeof(double) * 3 * (size_t)nv,
+    MB_CALL_CUDA(cudaMemcpy(d->x[1].p, xyz, xbytes, cudaMemcpyHostToDevice));
+  } else if (nlocal > 0) {
+    MB_CALL_CUDA(cudaMemcpy(stage.p, xyz, sizeof(double) * 3 * (size_t)nlocal,
                             cudaMemcpyHostToDevice));
-    mb_convert_kernel<T, double>
-        <<<mb_grid(3 * nv), MB_CUDA_BLOCK>>>(3 * nv, stage.as<double>(), d->x[0].as<T>());
+    for (int k = 0; k < 2; k++) /* both buffers: ghosts are read from either */
+      mb_convert_kernel<T, double><<<mb_grid(3 * nlocal), MB_CUDA_BLOCK>>>(
+          3 * nlocal, stage.as<double>(), d->x[k].as<T>());
     MB_CHECK_LAUNCH("positions to working precision");
   }
   /* Wait before `stage` is freed (cudaFree synchronizes too; be explicit). */
@@ -192,40 +198,49 @@ template <typename T> static mb_error mb_dev_download(mb_dev_mesh *d, double *xy
 }
 
 template <typename T, int W, int B>
-static void mb_launch_wb(const mb_dev_mesh *d, T f, const T *xin, T *xout, cudaStream_t s) {
-  mb_smooth_pass_kernel<T, W, B><<<mb_grid(d->nv), MB_CUDA_BLOCK, 0, s>>>(
-      d->nv, d->row.as<int32_t>(), d->col.as<int32_t>(), d->opp_row.as<int32_t>(),
+static void mb_launch_wb(const mb_dev_mesh *d, int64_t begin, int64_t end, T f, const T *xin,
+                         T *xout, cudaStream_t s) {
+  mb_smooth_pass_kernel<T, W, B><<<mb_grid(end - begin), MB_CUDA_BLOCK, 0, s>>>(
+      begin, end, d->row.as<int32_t>(), d->col.as<int32_t>(), d->opp_row.as<int32_t>(),
       d->opp.as<int32_t>(), d->on_boundary.as<uint8_t>(), d->brow.as<int32_t>(),
       d->bcol.as<int32_t>(), f, xin, xout);
 }
 
 template <typename T, int W>
-static void mb_launch_w(const mb_dev_mesh *d, mb_boundary b, T f, const T *xin, T *xout,
-                        cudaStream_t s) {
+static void mb_launch_w(const mb_dev_mesh *d, int64_t begin, int64_t end, mb_boundary b, T f,
+                        const T *xin, T *xout, cudaStream_t s) {
   switch (b) {
-  case MB_BOUNDARY_FREE: mb_launch_wb<T, W, MB_BOUNDARY_FREE>(d, f, xin, xout, s); break;
-  case MB_BOUNDARY_FIXED: mb_launch_wb<T, W, MB_BOUNDARY_FIXED>(d, f, xin, xout, s); break;
-  case MB_BOUNDARY_CURVE: mb_launch_wb<T, W, MB_BOUNDARY_CURVE>(d, f, xin, xout, s); break;
+  case MB_BOUNDARY_FREE: mb_launch_wb<T, W, MB_BOUNDARY_FREE>(d, begin, end, f, xin, xout, s); break;
+  case MB_BOUNDARY_FIXED: mb_launch_wb<T, W, MB_BOUNDARY_FIXED>(d, begin, end, f, xin, xout, s); break;
+  case MB_BOUNDARY_CURVE: mb_launch_wb<T, W, MB_BOUNDARY_CURVE>(d, begin, end, f, xin, xout, s); break;
   }
 }
 
-/* Enqueue one pass x[cur] -> x[1 - cur] with factor f and flip cur. The
- * rules must have been validated (mb_rules_valid). */
+/* Enqueue the update of rows [begin, end) from x[cur] into x[1 - cur]
+ * (cur is not flipped). The rules must have been validated (mb_rules_valid). */
 template <typename T>
-static mb_error mb_dev_pass(mb_dev_mesh *d, mb_weights w, mb_boundary b, double factor,
-                            cudaStream_t s) {
-  if (d->nv == 0) return MB_SUCCESS;
+static mb_error mb_dev_pass_rows(mb_dev_mesh *d, int64_t begin, int64_t end, mb_weights w,
+                                 mb_boundary b, double factor, cudaStream_t s) {
+  if (end <= begin) return MB_SUCCESS;
   const T f = (T)factor;
   const T *xin = d->x[d->cur].as<T>();
   T *xout = d->x[1 - d->cur].as<T>();
   switch (w) {
-  case MB_WEIGHTS_UNIFORM: mb_launch_w<T, MB_WEIGHTS_UNIFORM>(d, b, f, xin, xout, s); break;
-  case MB_WEIGHTS_COTANGENT: mb_launch_w<T, MB_WEIGHTS_COTANGENT>(d, b, f, xin, xout, s); break;
+  case MB_WEIGHTS_UNIFORM: mb_launch_w<T, MB_WEIGHTS_UNIFORM>(d, begin, end, b, f, xin, xout, s); break;
+  case MB_WEIGHTS_COTANGENT: mb_launch_w<T, MB_WEIGHTS_COTANGENT>(d, begin, end, b, f, xin, xout, s); break;
   case MB_WEIGHTS_INVERSE_DISTANCE:
-    mb_launch_w<T, MB_WEIGHTS_INVERSE_DISTANCE>(d, b, f, xin, xout, s);
+    mb_launch_w<T, MB_WEIGHTS_INVERSE_DISTANCE>(d, begin, end, b, f, xin, xout, s);
     break;
   }
   MB_CHECK_LAUNCH("smoothing pass");
+  return MB_SUCCESS;
+}
+
+/* Enqueue one whole pass x[cur] -> x[1 - cur] with factor f and flip cur. */
+template <typename T>
+static mb_error mb_dev_pass(mb_dev_mesh *d, mb_weights w, mb_boundary b, double factor,
+                            cudaStream_t s) {
+  MB_CALL(mb_dev_pass_rows<T>(d, 0, d->nv, w, b, factor, s));
   d->cur = 1 - d->cur;
   return MB_SUCCESS;
 }
@@ -243,7 +258,7 @@ template <typename T>
 static mb_error mb_cuda_smooth_t(const mb_adjacency *adj, const mb_stage *stages, int nstages,
                                  double *xyz, bool need_opp, bool need_bnd) {
   mb_dev_mesh d;
-  MB_CALL(mb_dev_upload<T>(&d, adj, xyz, need_opp, need_bnd));
+  MB_CALL(mb_dev_upload<T>(&d, adj, adj->nv, xyz, need_opp, need_bnd));
   for (int s = 0; s < nstages; s++) {
     const mb_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++) {
@@ -404,7 +419,7 @@ static mb_error mb_cuda_bench_t(const mb_adjacency *adj, const double *xyz, mb_w
                                 mb_cuda_bench_result *r) {
   const bool need_opp = w == MB_WEIGHTS_COTANGENT, need_bnd = b != MB_BOUNDARY_FREE;
   mb_dev_mesh d;
-  MB_CALL(mb_dev_upload<T>(&d, adj, xyz, need_opp, need_bnd));
+  MB_CALL(mb_dev_upload<T>(&d, adj, adj->nv, xyz, need_opp, need_bnd));
   /* Alternate Taubin's lambda and mu so repeated passes neither shrink the
    * mesh to a point nor blow it up. */
   const double lambda = 0.5, mu = -0.53;
@@ -461,3 +476,154 @@ extern "C" mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *
   MB_CALL(mb_copy_bandwidth(&result->copy_gbs));
   return MB_SUCCESS;
 }
+
+/* ------------------------------------------------------ partitioned domains */
+
+/* out[3q + c] = x[3 idx[q] + c] as float64: owned values a neighbour needs. */
+template <typename T>
+__global__ void __launch_bounds__(MB_CUDA_BLOCK)
+    mb_pack_kernel(int64_t n, const int32_t *__restrict__ idx, const T *__restrict__ x,
+                   double *__restrict__ out) {
+  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (k < 3 * n) out[k] = (double)x[3 * (int64_t)idx[k / 3] + k % 3];
+}
+
+/* x[3 idx[q] + c] = in[3q + c]: ghost values from their owners (exact for T = float). */
+template <typename T>
+__global__ void __launch_bounds__(MB_CUDA_BLOCK)
+    mb_unpack_kernel(int64_t n, const int32_t *__restrict__ idx, const double *__restrict__ in,
+                     T *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
+  if (k < 3 * n) x[3 * (int64_t)idx[k / 3] + k % 3] = (T)in[k];
+}
+
+struct mb_cuda_domain {
+  mb_precision precision = MB_PRECISION_FLOAT64;
+  mb_dev_mesh d;
+  int64_t nsend = 0, nrecv = 0;
+  mb_dbuf send_idx, recv_idx, send_stage, recv_stage;
+  double *host_send = nullptr, *host_recv = nullptr; /* pinned */
+  cudaStream_t stream = nullptr;
+  ~mb_cuda_domain() {
+    if (host_send) cudaFreeHost(host_send);
+    if (host_recv) cudaFreeHost(host_recv);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+static mb_error mb_domain_setup(mb_cuda_domain *c, const mb_adjacency *adj, int64_t nlocal,
+                                const double *xyz, bool need_opp, bool need_bnd,
+                                int64_t nsend, const int64_t *send_idx, int64_t nrecv,
+                                const int64_t *recv_idx) {
+  MB_CHECK(nlocal >= adj->nv && nlocal < MB_I32_MAX, MB_ERR_ARG,
+           "local vertices (%lld) must be >= owned rows (%lld) and < 2^31", (long long)nlocal,
+           (long long)adj->nv);
+  MB_CALL(mb_cuda_check_sizes(adj, need_opp, need_bnd));
+  if (c->precision == MB_PRECISION_FLOAT32)
+    MB_CALL(mb_dev_upload<float>(&c->d, adj, nlocal, xyz, need_opp, need_bnd));
+  else
+    MB_CALL(mb_dev_upload<double>(&c->d, adj, nlocal, xyz, need_opp, need_bnd));
+  c->nsend = nsend;
+  c->nrecv = nrecv;
+  mb_dbuf stage;
+  MB_CALL(mb_dbuf_alloc(&stage, sizeof(int64_t) * (size_t)std::max<int64_t>(nsend, nrecv), "staging"));
+  MB_CALL(mb_upload_i32(&c->send_idx, send_idx, nsend, &stage, "halo send indices"));
+  MB_CALL(mb_upload_i32(&c->recv_idx, recv_idx, nrecv, &stage, "halo receive indices"));
+  MB_CALL(mb_dbuf_alloc(&c->send_stage, sizeof(double) * 3 * (size_t)nsend, "halo send buffer"));
+  MB_CALL(mb_dbuf_alloc(&c->recv_stage, sizeof(double) * 3 * (size_t)nrecv, "halo receive buffer"));
+  MB_CALL_CUDA(cudaMallocHost((void **)&c->host_send, sizeof(double) * 3 * (size_t)(nsend + 1)));
+  MB_CALL_CUDA(cudaMallocHost((void **)&c->host_recv, sizeof(double) * 3 * (size_t)(nrecv + 1)));
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  MB_CALL_CUDA(cudaDeviceSynchronize());
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal,
+                                          const double *xyz, mb_precision precision,
+                                          const mb_stage *stages, int nstages, int64_t nsend,
+                                          const int64_t *send_idx, int64_t nrecv,
+                                          const int64_t *recv_idx, mb_cuda_domain **domain) {
+  MB_CHECK(adj && domain && (nlocal == 0 || xyz), MB_ERR_ARG, "mb_cuda_domain_create: NULL argument");
+  bool need_opp = false, need_bnd = false;
+  for (int s = 0; s < nstages; s++) {
+    MB_CALL(mb_rules_valid(stages[s].weights, stages[s].boundary));
+    need_opp = need_opp || stages[s].weights == MB_WEIGHTS_COTANGENT;
+    need_bnd = need_bnd || stages[s].boundary != MB_BOUNDARY_FREE;
+  }
+  mb_cuda_domain *c = new (std::nothrow) mb_cuda_domain;
+  MB_CHECK(c, MB_ERR_MEMORY, "out of memory");
+  c->precision = precision;
+  mb_error e = mb_domain_setup(c, adj, nlocal, xyz, need_opp, need_bnd, nsend, send_idx, nrecv,
+                               recv_idx);
+  if (e) {
+    delete c;
+    MB_CALL(e);
+  }
+  *domain = c;
+  return MB_SUCCESS;
+}
+
+extern "C" void mb_cuda_domain_buffers(mb_cuda_domain *c, double **send, double **recv) {
+  *send = c->host_send;
+  *recv = c->host_recv;
+}
+
+extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
+  if (c->nsend == 0) return MB_SUCCESS;
+  const void *x = c->d.x[c->d.cur].p;
+  if (c->precision == MB_PRECISION_FLOAT32)
+    mb_pack_kernel<float><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, c->stream>>>(
+        c->nsend, c->send_idx.as<int32_t>(), (const float *)x, c->send_stage.as<double>());
+  else
+    mb_pack_kernel<double><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, c->stream>>>(
+        c->nsend, c->send_idx.as<int32_t>(), (const double *)x, c->send_stage.as<double>());
+  MB_CHECK_LAUNCH("halo pack");
+  MB_CALL_CUDA(cudaMemcpyAsync(c->host_send, c->send_stage.p, sizeof(double) * 3 * (size_t)c->nsend,
+                               cudaMemcpyDeviceToHost, c->stream));
+  MB_CALL_CUDA(cudaStreamSynchronize(c->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
+  if (c->nrecv == 0) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaMemcpyAsync(c->recv_stage.p, c->host_recv, sizeof(double) * 3 * (size_t)c->nrecv,
+                               cudaMemcpyHostToDevice, c->stream));
+  void *x = c->d.x[c->d.cur].p;
+  if (c->precision == MB_PRECISION_FLOAT32)
+    mb_unpack_kernel<float><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, c->stream>>>(
+        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (float *)x);
+  else
+    mb_unpack_kernel<double><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, c->stream>>>(
+        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (double *)x);
+  MB_CHECK_LAUNCH("halo unpack");
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_pass(mb_cuda_domain *c, int64_t begin, int64_t end,
+                                        mb_weights weights, mb_boundary boundary, double factor) {
+  MB_CHECK(begin >= 0 && end <= c->d.nv, MB_ERR_ARG, "rows [%lld, %lld) outside [0, %lld)",
+           (long long)begin, (long long)end, (long long)c->d.nv);
+  if (c->precision == MB_PRECISION_FLOAT32)
+    MB_CALL(mb_dev_pass_rows<float>(&c->d, begin, end, weights, boundary, factor, c->stream));
+  else
+    MB_CALL(mb_dev_pass_rows<double>(&c->d, begin, end, weights, boundary, factor, c->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" void mb_cuda_domain_swap(mb_cuda_domain *c) { c->d.cur = 1 - c->d.cur; }
+
+extern "C" mb_error mb_cuda_domain_sync(mb_cuda_domain *c) {
+  MB_CALL_CUDA(cudaStreamSynchronize(c->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_download(mb_cuda_domain *c, double *xyz) {
+  MB_CALL_CUDA(cudaStreamSynchronize(c->stream));
+  if (c->precision == MB_PRECISION_FLOAT32)
+    MB_CALL(mb_dev_download<float>(&c->d, xyz));
+  else
+    MB_CALL(mb_dev_download<double>(&c->d, xyz));
+  return MB_SUCCESS;
+}
+
+extern "C" void mb_cuda_domain_free(mb_cuda_domain *c) { delete c; }

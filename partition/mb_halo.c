@@ -168,30 +168,52 @@ mb_error mb_halo_create(MPI_Comm comm, int64_t nowned, const int64_t *owned_glob
   return MB_SUCCESS;
 }
 
-mb_error mb_halo_begin(mb_halo *h, const double *x) {
+mb_error mb_halo_begin_packed(mb_halo *h, const double *sendbuf, double *recvbuf) {
   const int c = h->ncomp;
   for (int k = 0; k < h->nneighbors; k++) {
     int64_t a = h->recv_offset[k], b = h->recv_offset[k + 1];
-    MB_CALL_MPI(MPI_Irecv(h->recv_buf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
+    MB_CALL_MPI(MPI_Irecv(recvbuf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
                           h->comm, &h->requests[k]));
   }
   for (int k = 0; k < h->nneighbors; k++) {
     int64_t a = h->send_offset[k], b = h->send_offset[k + 1];
-    for (int64_t q = a; q < b; q++)
-      memcpy(h->send_buf + q * c, x + h->send_index[q] * c, sizeof(double) * (size_t)c);
-    MB_CALL_MPI(MPI_Isend(h->send_buf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
+    MB_CALL_MPI(MPI_Isend(sendbuf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
                           h->comm, &h->requests[h->nneighbors + k]));
   }
   return MB_SUCCESS;
 }
 
+mb_error mb_halo_end_packed(mb_halo *h) {
+  MB_CALL_MPI(MPI_Waitall(2 * h->nneighbors, h->requests, MPI_STATUSES_IGNORE));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_begin(mb_halo *h, const double *x) {
+  const int c = h->ncomp;
+  const int64_t ns = h->send_offset[h->nneighbors];
+  for (int64_t q = 0; q < ns; q++)
+    memcpy(h->send_buf + q * c, x + h->send_index[q] * c, sizeof(double) * (size_t)c);
+  MB_CALL(mb_halo_begin_packed(h, h->send_buf, h->recv_buf));
+  return MB_SUCCESS;
+}
+
 mb_error mb_halo_end(mb_halo *h, double *x) {
   const int c = h->ncomp;
-  MB_CALL_MPI(MPI_Waitall(2 * h->nneighbors, h->requests, MPI_STATUSES_IGNORE));
+  MB_CALL(mb_halo_end_packed(h));
   int64_t nr = h->recv_offset[h->nneighbors];
   for (int64_t q = 0; q < nr; q++)
     memcpy(x + h->recv_index[q] * c, h->recv_buf + q * c, sizeof(double) * (size_t)c);
   return MB_SUCCESS;
+}
+
+void mb_halo_send_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
+  *n = h->send_offset[h->nneighbors];
+  *idx = h->send_index;
+}
+
+void mb_halo_recv_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
+  *n = h->recv_offset[h->nneighbors];
+  *idx = h->recv_index;
 }
 
 void mb_halo_stats(const mb_halo *h, int *nneighbors, int64_t *nsend, int64_t *nrecv) {

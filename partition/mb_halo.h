@@ -48,6 +48,20 @@ mb_error mb_halo_begin(mb_halo *halo, const double *x);
 /* Finish the exchange: ghosts of x hold their owners' values. Errors: MB_ERR_MPI. */
 mb_error mb_halo_end(mb_halo *halo, double *x);
 
+/* The same exchange on buffers the caller packs and unpacks (for instance
+ * pinned buffers filled by GPU kernels): sendbuf [nsend * ncomp] holds the
+ * values of the owned rows mb_halo_send_indices lists, in that order;
+ * recvbuf [nrecv * ncomp] receives the values of the ghost rows
+ * mb_halo_recv_indices lists. Both stay in use until mb_halo_end_packed.
+ * Errors: MB_ERR_MPI. */
+mb_error mb_halo_begin_packed(mb_halo *halo, const double *sendbuf, double *recvbuf);
+mb_error mb_halo_end_packed(mb_halo *halo);
+
+/* Local rows this rank packs (owned) and fills (ghosts), in buffer order;
+ * the arrays belong to the plan. */
+void mb_halo_send_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
+void mb_halo_recv_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
+
 /* Halo statistics of this rank: neighbour ranks, values sent and received
  * per exchange (vertices, not bytes). */
 void mb_halo_stats(const mb_halo *halo, int *nneighbors, int64_t *nsend, int64_t *nrecv);

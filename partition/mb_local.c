@@ -68,7 +68,7 @@ static mb_error localize(const mb_adjacency *g, const int64_t *l2g, const int64_
 }
 
 mb_error mb_local_domain_build(const mb_adjacency *g, const int32_t *part, int rank,
-                               mb_local_domain **out) {
+                               const int64_t *order, mb_local_domain **out) {
   int8_t *kind = calloc((size_t)(g->nv ? g->nv : 1), 1);
   int64_t *g2l = malloc(sizeof *g2l * (size_t)(g->nv ? g->nv : 1));
   mb_local_domain *d = calloc(1, sizeof *d);
@@ -92,13 +92,15 @@ mb_error mb_local_domain_build(const mb_adjacency *g, const int32_t *part, int r
     goto done;
   }
   int64_t next[4] = {0, 0, d->ninterior, d->nowned};
-  for (int64_t i = 0; i < g->nv; i++) /* ascending global id within each class */
+  for (int64_t k = 0; k < g->nv; k++) { /* `order` (or ascending id) within each class */
+    int64_t i = order ? order[k] : k;
     if (kind[i]) {
       int64_t l = next[kind[i]]++;
       d->global[l] = i;
       g2l[i] = l;
       if (kind[i] == 3) d->ghost_owner[l - d->nowned] = part[i];
     }
+  }
   MB_CALL_GOTO(e, done, localize(g, d->global, g2l, d->nowned, d->adj));
 done:
   free(kind);

@@ -4,7 +4,7 @@
  *   [0, ninterior)            owned vertices with no ghost neighbour
  *   [ninterior, nowned)       owned vertices next to the halo
  *   [nowned, nowned + nghost) ghost vertices (owned by other ranks)
- * each class in ascending global id. The ghosts are exactly the 1-ring of
+ * each class in ascending global id or a given locality order. The ghosts are exactly the 1-ring of
  * the owned vertices, which is what every smoothing rule reads: uniform and
  * inverse-distance weights read the neighbours, cotangent weights the
  * vertices of the faces around an owned vertex (for triangles, the same
@@ -38,9 +38,12 @@ typedef struct mb_local_domain {
 } mb_local_domain;
 
 /* Build rank `rank`'s domain from the whole mesh's adjacency and a vertex
- * partition part[global->nv]. Not collective. Errors: MB_ERR_MEMORY. */
+ * partition part[global->nv]. Within each class, vertices follow `order`
+ * [global->nv] (a permutation of the global ids, e.g. mb_adjacency_rcm's,
+ * for memory locality), or ascending global id when order is NULL; the
+ * order never changes the arithmetic. Not collective. Errors: MB_ERR_MEMORY. */
 mb_error mb_local_domain_build(const mb_adjacency *global, const int32_t *part, int rank,
-                               mb_local_domain **domain);
+                               const int64_t *order, mb_local_domain **domain);
 
 /* Free a domain; NULL allowed. */
 void mb_local_domain_free(mb_local_domain *domain);

@@ -325,6 +325,7 @@ static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t
   mb_local_domain *d = NULL;
   mb_halo *h = NULL;
   int32_t *part = NULL;
+  int64_t *order = NULL;
   double *x = NULL;
   mb_error e = mb_adjacency_build(m, &adj);
   for (int k = 0; !e && k < st->job->nstages; k++) e = mb_stage_check(&st->job->stages[k], adj);
@@ -333,7 +334,10 @@ static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t
   if (!e && st->rank == 0) e = choose_parts(st, m, adj, part);
   MB_CALL_GOTO(e, done, agree(st->comm, e));
   MB_CALL_GOTO(e, done, MPI_Bcast(part, (int)m->nv, MPI_INT32_T, 0, st->comm) ? MB_ERR_MPI : MB_SUCCESS);
-  e = mb_local_domain_build(adj, part, st->rank, &d);
+  if (!(order = malloc(sizeof *order * (size_t)m->nv)))
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e) e = mb_adjacency_rcm(adj, order); /* locality of the local numbering */
+  if (!e) e = mb_local_domain_build(adj, part, st->rank, order, &d);
   MB_CALL_GOTO(e, done, agree(st->comm, e));
   MB_CALL_GOTO(e, done, mb_halo_create(st->comm, d->nowned, d->global, d->nghost,
                                        d->global + d->nowned, d->ghost_owner, 3, &h));
@@ -342,11 +346,16 @@ static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t
   MB_CALL_GOTO(e, done, agree(st->comm, e));
   for (int64_t l = 0; l < d->nowned + d->nghost; l++)
     memcpy(x + 3 * l, m->xyz + 3 * d->global[l], 3 * sizeof(double));
-  MB_CALL_GOTO(e, done, mb_smooth_partitioned_cpu(d, h, st->job->stages, st->job->nstages, x, t));
+  if (st->backend.kind == MB_BACKEND_CUDA)
+    e = mb_smooth_partitioned_cuda(d, h, st->job->stages, st->job->nstages, st->job->precision, x, t);
+  else
+    e = mb_smooth_partitioned_cpu(d, h, st->job->stages, st->job->nstages, x, t);
+  MB_CALL_GOTO(e, done, agree(st->comm, e));
   MB_CALL_GOTO(e, done, gather_owned(st, d, x, m));
   MB_CALL_GOTO(e, done, report_partition(st, m->name, adj, part, d, h, t));
 done:
   free(x);
+  free(order);
   free(part);
   mb_halo_free(h);
   mb_local_domain_free(d);
@@ -355,11 +364,10 @@ done:
 }
 
 static mb_error run_partitioned(rank_state *st) {
-  MB_CHECK(st->backend.kind == MB_BACKEND_CPU, MB_ERR_UNSUPPORTED,
-           "distribute: partitioned runs on the cpu backend in this version (set backend: cpu or auto)");
   for (int64_t s = 0; s < st->inputs->nsources; s++) {
     mesh_result res = {.index = s, .rank = 0};
-    snprintf(res.backend, sizeof res.backend, "cpu/%d", st->size);
+    snprintf(res.backend, sizeof res.backend, "%s/%d",
+             st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu", st->size);
     mb_mesh *m = NULL;
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
@@ -385,9 +393,10 @@ static mb_error run_partitioned(rank_state *st) {
         st->kept = k;
         st->kept[st->nkept++] = m;
         m = NULL;
-        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, cpu, %.3f s "
+        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, %s, %.3f s "
                "(%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)", st->size,
-               st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.seconds,
+               st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.backend,
+               res.seconds,
                t.passes ? 1e3 * t.compute_s / t.passes : 0, t.passes ? 1e3 * t.exchange_s / t.passes : 0);
       } else {
         mb_log_error("%s: skipped: %s", st->inputs->sources[s].name, res.message);

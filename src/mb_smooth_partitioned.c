@@ -1,53 +1,158 @@
 /* meshbatch: partitioned smoothing with overlapped halo exchange
- * (see mb_smooth_partitioned.h). */
+ * (see mb_smooth_partitioned.h).
+ *
+ * One pass loop serves both backends through four small operations:
+ * start the exchange of the current positions, update a range of owned
+ * rows, finish the exchange, make the next positions current.
+ */
 #include "mb_smooth_partitioned.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_cuda.h"
 #include "mb_log.h"
 
-/* One pass: exchange of cur overlapped with the interior update. */
-static mb_error pass(const mb_local_domain *d, mb_halo *h, const mb_stage *st, double f,
-                     double *cur, double *next, mb_pass_timing *t) {
-  double t0 = mb_wtime();
-  MB_CALL(mb_halo_begin(h, cur));
-  double t1 = mb_wtime();
-  mb_smooth_rows_cpu(d->adj, 0, d->ninterior, st->weights, st->boundary, f, cur, next);
-  double t2 = mb_wtime();
-  MB_CALL(mb_halo_end(h, cur));
-  double t3 = mb_wtime();
-  mb_smooth_rows_cpu(d->adj, d->ninterior, d->nowned, st->weights, st->boundary, f, cur, next);
-  double t4 = mb_wtime();
-  t->passes++;
-  t->exchange_s += (t1 - t0) + (t3 - t2);
-  t->compute_s += (t2 - t1) + (t4 - t3);
+typedef struct pass_ops {
+  mb_error (*exchange_begin)(void *ctx);
+  mb_error (*rows)(void *ctx, int64_t begin, int64_t end, const mb_stage *st, double f);
+  mb_error (*exchange_end)(void *ctx);
+  mb_error (*swap)(void *ctx);
+} pass_ops;
+
+/* The pass loop: exchange of the current positions overlapped with the
+ * interior update, then the rows next to the halo. */
+static mb_error run_passes(const mb_local_domain *d, const mb_stage *stages, int nstages,
+                           const pass_ops *ops, void *ctx, mb_pass_timing *t) {
+  for (int s = 0; s < nstages; s++) {
+    const mb_stage *st = &stages[s];
+    for (int it = 0; it < st->iterations; it++)
+      for (int p = 0; p < (st->op == MB_OP_TAUBIN ? 2 : 1); p++) {
+        const double f = p == 0 ? st->lambda : st->mu;
+        double t0 = mb_wtime();
+        MB_CALL(ops->exchange_begin(ctx));
+        double t1 = mb_wtime();
+        MB_CALL(ops->rows(ctx, 0, d->ninterior, st, f));
+        double t2 = mb_wtime();
+        MB_CALL(ops->exchange_end(ctx));
+        double t3 = mb_wtime();
+        MB_CALL(ops->rows(ctx, d->ninterior, d->nowned, st, f));
+        MB_CALL(ops->swap(ctx));
+        double t4 = mb_wtime();
+        t->passes++;
+        t->exchange_s += (t1 - t0) + (t3 - t2);
+        t->compute_s += (t2 - t1) + (t4 - t3);
+      }
+  }
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ CPU */
+
+typedef struct cpu_ctx {
+  const mb_local_domain *d;
+  mb_halo *h;
+  double *cur, *next;
+} cpu_ctx;
+
+static mb_error cpu_begin(void *c) {
+  cpu_ctx *x = c;
+  MB_CALL(mb_halo_begin(x->h, x->cur));
+  return MB_SUCCESS;
+}
+
+static mb_error cpu_rows(void *c, int64_t b, int64_t e, const mb_stage *st, double f) {
+  cpu_ctx *x = c;
+  mb_smooth_rows_cpu(x->d->adj, b, e, st->weights, st->boundary, f, x->cur, x->next);
+  return MB_SUCCESS;
+}
+
+static mb_error cpu_end(void *c) {
+  cpu_ctx *x = c;
+  MB_CALL(mb_halo_end(x->h, x->cur));
+  return MB_SUCCESS;
+}
+
+static mb_error cpu_swap(void *c) {
+  cpu_ctx *x = c;
+  double *t = x->cur;
+  x->cur = x->next;
+  x->next = t;
   return MB_SUCCESS;
 }
 
 mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const mb_stage *stages,
                                    int nstages, double *x, mb_pass_timing *timing) {
   mb_pass_timing local = {0};
-  mb_pass_timing *t = timing ? timing : &local;
   for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], d->adj));
   const size_t bytes = sizeof(double) * 3 * (size_t)(d->nowned + d->nghost + 1);
   double *tmp = malloc(bytes);
   MB_CHECK(tmp, MB_ERR_MEMORY, "out of memory for %lld local vertices",
            (long long)(d->nowned + d->nghost));
-  double *cur = x, *next = tmp;
-  mb_error e = MB_SUCCESS;
-  for (int s = 0; s < nstages && !e; s++) {
-    const mb_stage *st = &stages[s];
-    for (int it = 0; it < st->iterations && !e; it++)
-      for (int p = 0; p < (st->op == MB_OP_TAUBIN ? 2 : 1) && !e; p++) {
-        e = pass(d, h, st, p == 0 ? st->lambda : st->mu, cur, next, t);
-        double *swap = cur;
-        cur = next;
-        next = swap;
-      }
-  }
-  if (!e && cur != x) memcpy(x, cur, sizeof(double) * 3 * (size_t)d->nowned);
+  static const pass_ops ops = {cpu_begin, cpu_rows, cpu_end, cpu_swap};
+  cpu_ctx ctx = {d, h, x, tmp};
+  mb_error e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
+  if (!e && ctx.cur != x) memcpy(x, ctx.cur, sizeof(double) * 3 * (size_t)d->nowned);
   free(tmp);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ CUDA */
+
+typedef struct cuda_ctx {
+  mb_cuda_domain *dev;
+  mb_halo *h;
+  double *send, *recv; /* pinned, owned by dev */
+  int has_halo;
+} cuda_ctx;
+
+static mb_error cuda_begin(void *c) {
+  cuda_ctx *x = c;
+  MB_CALL(mb_cuda_domain_pack(x->dev));
+  MB_CALL(mb_halo_begin_packed(x->h, x->send, x->recv));
+  return MB_SUCCESS;
+}
+
+static mb_error cuda_rows(void *c, int64_t b, int64_t e, const mb_stage *st, double f) {
+  cuda_ctx *x = c;
+  MB_CALL(mb_cuda_domain_pass(x->dev, b, e, st->weights, st->boundary, f));
+  return MB_SUCCESS;
+}
+
+static mb_error cuda_end(void *c) {
+  cuda_ctx *x = c;
+  MB_CALL(mb_halo_end_packed(x->h));
+  MB_CALL(mb_cuda_domain_unpack(x->dev));
+  return MB_SUCCESS;
+}
+
+/* With neighbours, wait for the pass so that compute time is measured where
+ * it runs (the next pack waits for it anyway); alone, keep the queue full. */
+static mb_error cuda_swap(void *c) {
+  cuda_ctx *x = c;
+  mb_cuda_domain_swap(x->dev);
+  if (x->has_halo) MB_CALL(mb_cuda_domain_sync(x->dev));
+  return MB_SUCCESS;
+}
+
+mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const mb_stage *stages,
+                                    int nstages, mb_precision precision, double *x,
+                                    mb_pass_timing *timing) {
+  mb_pass_timing local = {0};
+  for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], d->adj));
+  int64_t nsend, nrecv;
+  const int64_t *send_idx, *recv_idx;
+  mb_halo_send_indices(h, &nsend, &send_idx);
+  mb_halo_recv_indices(h, &nrecv, &recv_idx);
+  cuda_ctx ctx = {.h = h, .has_halo = nsend > 0 || nrecv > 0};
+  MB_CALL(mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
+                                nsend, send_idx, nrecv, recv_idx, &ctx.dev));
+  mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
+  static const pass_ops ops = {cuda_begin, cuda_rows, cuda_end, cuda_swap};
+  mb_error e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
+  if (!e) e = mb_cuda_domain_download(ctx.dev, x);
+  mb_cuda_domain_free(ctx.dev);
   MB_CALL(e);
   return MB_SUCCESS;
 }

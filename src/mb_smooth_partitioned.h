@@ -23,7 +23,8 @@ extern "C" {
 /* Time spent per part of the passes on this rank, seconds. */
 typedef struct mb_pass_timing {
   int64_t passes;
-  double compute_s;    /* interior + halo-adjacent updates */
+  double compute_s;    /* interior + halo-adjacent updates (on a GPU without
+                          neighbours: the time to enqueue them) */
   double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
 } mb_pass_timing;
 
@@ -35,6 +36,20 @@ typedef struct mb_pass_timing {
 mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
                                    const mb_stage *stages, int nstages, double *x,
                                    mb_pass_timing *timing);
+
+/* The same on the current CUDA device (mb_cuda_domain): positions stay on
+ * the device in the working precision; per pass, owned values the
+ * neighbours need are packed on the device into a pinned host buffer, sent
+ * with MPI while the interior kernel runs, and the received ghost values
+ * are scattered on the device before the rows next to the halo are
+ * updated. In float64 the result equals the CPU's bit for bit (same
+ * per-vertex arithmetic); in float32 ghosts carry the owners' float values
+ * exactly. On return the owned rows of x hold the result in float64.
+ * Collective over the halo's communicator.
+ * Errors: MB_ERR_ARG, MB_ERR_MPI, MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
+mb_error mb_smooth_partitioned_cuda(const mb_local_domain *domain, mb_halo *halo,
+                                    const mb_stage *stages, int nstages, mb_precision precision,
+                                    double *x, mb_pass_timing *timing);
 
 #ifdef __cplusplus
 }
