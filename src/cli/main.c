@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "mb_config.h"
+#include "mb_cuda.h"
 #include "mb_error.h"
 #include "mb_log.h"
 
@@ -22,6 +23,7 @@ static const command commands[] = {
     {"export", mb_cmd_export, "export meshes of a collection to OBJ/OFF/PLY"},
     {"info", mb_cmd_info, "list the meshes of a collection with sizes and provenance"},
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
+    {"compare", mb_cmd_compare, "compare the vertices of two collections (bitwise or within a tolerance)"},
     {"generate", mb_cmd_generate, "make scale-test meshes (subdivision, noisy sphere)"},
     {"bench", mb_cmd_bench, "benchmark a kernel (bench smooth)"},
 };
@@ -97,8 +99,10 @@ int main(int argc, char **argv) {
     return argc < 2 ? MB_EXIT_USAGE : MB_EXIT_OK;
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("meshbatch %s (CUDA backend %s)\n", MESHBATCH_VERSION,
-           MESHBATCH_HAVE_CUDA ? "compiled" : "not compiled");
+    char why[512] = "";
+    int n = mb_cuda_device_count(why, sizeof why);
+    printf("meshbatch %s\nCUDA backend: %s\nCUDA devices: %d%s%s\n", MESHBATCH_VERSION,
+           MESHBATCH_HAVE_CUDA ? "compiled" : "not compiled", n, n ? "" : " - ", n ? "" : why);
     return MB_EXIT_OK;
   }
   const command *cmd = NULL;
