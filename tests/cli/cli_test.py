@@ -127,7 +127,7 @@ def small_meshes(d):
 # ------------------------------------------------------------------ cases
 
 def case_help(a):
-    for cmd in ([], ["run"], ["import"], ["export"], ["info"], ["generate"], ["bench", "smooth"], ["partition"]):
+    for cmd in ([], ["run"], ["import"], ["export"], ["info"], ["generate"], ["bench", "smooth"], ["partition"], ["compare"]):
         p = run(cmd + ["--help"])
         if "usage:" not in p.stdout:
             fail(f"meshbatch {' '.join(cmd)} --help prints no usage")
