@@ -13,6 +13,8 @@
 #include "mb_config.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
+#include "mb_mpi.h"
+#include "mb_distributed.h"
 #include "mb_partfile.h"
 #include "mb_partition.h"
 #include "mb_smooth_partitioned.h"
@@ -232,15 +234,14 @@ static mb_error run_dynamic(rank_state *st) {
 
 /* ------------------------------------------------------------- partitioned */
 
-static mb_error agree(MPI_Comm comm, mb_error local);
-
 /* Rank 0 prints the partition quality and every rank's halo and timings. */
 static mb_error report_partition(rank_state *st, const char *name, const mb_adjacency *adj,
-                                 const int32_t *part, const mb_local_domain *d, const mb_halo *h,
-                                 const mb_pass_timing *t) {
+                                 const mb_distributed_mesh *dm, const mb_pass_timing *t) {
+  const mb_local_domain *d = dm->domain;
+  const int32_t *part = dm->part;
   int nn;
   int64_t nsend, nrecv;
-  mb_halo_stats(h, &nn, &nsend, &nrecv);
+  mb_halo_stats(dm->halo, &nn, &nsend, &nrecv);
   double mine[6] = {(double)d->nowned, (double)d->nghost, (double)nn, t->compute_s, t->exchange_s,
                     (double)(nsend + nrecv) * 3 * sizeof(double)};
   double *all = st->rank == 0 ? malloc(sizeof(double) * 6 * (size_t)st->size) : NULL;
@@ -264,56 +265,27 @@ static mb_error report_partition(rank_state *st, const char *name, const mb_adja
   return MB_SUCCESS;
 }
 
-/* Gather the owned rows of x (local numbering) into m->xyz on rank 0. */
-static mb_error gather_owned(rank_state *st, const mb_local_domain *d, const double *x, mb_mesh *m) {
-  int n = (int)d->nowned, *counts = NULL, *displs = NULL;
-  double *payload = malloc(sizeof(double) * 4 * (size_t)(n + 1)), *all = NULL;
-  MB_CHECK(payload, MB_ERR_MEMORY, "out of memory");
-  for (int l = 0; l < n; l++) {
-    payload[4 * l] = (double)d->global[l]; /* exact: ids < 2^53 */
-    memcpy(payload + 4 * l + 1, x + 3 * l, 3 * sizeof(double));
-  }
-  int mine = 4 * n;
-  if (st->rank == 0) {
-    counts = calloc((size_t)st->size, sizeof *counts);
-    displs = calloc((size_t)st->size, sizeof *displs);
-    all = malloc(sizeof(double) * 4 * (size_t)(m->nv + 1));
-  }
-  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, st->comm));
-  if (st->rank == 0)
-    for (int r = 1; r < st->size; r++) displs[r] = displs[r - 1] + counts[r - 1];
-  MB_CALL_MPI(MPI_Gatherv(payload, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, st->comm));
-  if (st->rank == 0)
-    for (int64_t k = 0; k < m->nv; k++)
-      memcpy(m->xyz + 3 * (int64_t)all[4 * k], all + 4 * k + 1, 3 * sizeof(double));
-  free(payload);
-  free(all);
-  free(counts);
-  free(displs);
-  return MB_SUCCESS;
-}
-
-/* Rank 0: the parts of a mesh, from the job's partition file when it names
- * this mesh, else from METIS. */
-static mb_error choose_parts(rank_state *st, const mb_mesh *m, const mb_adjacency *adj,
-                             int32_t *part) {
+/* Rank 0: the parts of a mesh from the job's partition file when it names
+ * this mesh (*part, owned by the caller), else NULL for METIS. */
+static mb_error partition_from_file(rank_state *st, const mb_mesh *m, int32_t **part) {
+  *part = NULL;
+  if (!st->job->partition) return MB_SUCCESS;
   mb_partfile *pf = NULL;
-  if (st->job->partition) MB_CALL(mb_partfile_read(st->job->partition, &pf));
-  if (pf && !strcmp(pf->mesh, m->name)) {
-    mb_error e = MB_SUCCESS;
+  MB_CALL(mb_partfile_read(st->job->partition, &pf));
+  mb_error e = MB_SUCCESS;
+  if (!strcmp(pf->mesh, m->name)) {
     if (pf->nparts != st->size || pf->nv != m->nv)
       e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                        "partition %s has %d parts for %lld vertices, but mesh '%s' has %lld "
                        "vertices and the run has %d ranks", st->job->partition, pf->nparts,
                        (long long)pf->nv, m->name, (long long)m->nv, st->size);
-    else
-      memcpy(part, pf->vertex_part, sizeof *part * (size_t)m->nv);
-    mb_partfile_free(pf);
-    return e;
+    else {
+      *part = pf->vertex_part;
+      pf->vertex_part = NULL;
+    }
   }
   mb_partfile_free(pf);
-  MB_CALL(mb_partition_metis(adj, st->size, part));
-  return MB_SUCCESS;
+  return e;
 }
 
 /* Smooth one mesh split over all ranks. Every rank reads it (parallel reads
@@ -322,43 +294,24 @@ static mb_error choose_parts(rank_state *st, const mb_mesh *m, const mb_adjacenc
  * and rank 0 gathers the result in global vertex order. */
 static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t) {
   mb_adjacency *adj = NULL;
-  mb_local_domain *d = NULL;
-  mb_halo *h = NULL;
+  mb_distributed_mesh *dm = NULL;
   int32_t *part = NULL;
-  int64_t *order = NULL;
-  double *x = NULL;
   mb_error e = mb_adjacency_build(m, &adj);
   for (int k = 0; !e && k < st->job->nstages; k++) e = mb_stage_check(&st->job->stages[k], adj);
-  if (!e && !(part = malloc(sizeof *part * (size_t)m->nv)))
-    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (!e && st->rank == 0) e = choose_parts(st, m, adj, part);
-  MB_CALL_GOTO(e, done, agree(st->comm, e));
-  MB_CALL_GOTO(e, done, MPI_Bcast(part, (int)m->nv, MPI_INT32_T, 0, st->comm) ? MB_ERR_MPI : MB_SUCCESS);
-  if (!(order = malloc(sizeof *order * (size_t)m->nv)))
-    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (!e) e = mb_adjacency_rcm(adj, order); /* locality of the local numbering */
-  if (!e) e = mb_local_domain_build(adj, part, st->rank, order, &d);
-  MB_CALL_GOTO(e, done, agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_halo_create(st->comm, d->nowned, d->global, d->nghost,
-                                       d->global + d->nowned, d->ghost_owner, 3, &h));
-  x = malloc(sizeof(double) * 3 * (size_t)(d->nowned + d->nghost + 1));
-  e = x ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  MB_CALL_GOTO(e, done, agree(st->comm, e));
-  for (int64_t l = 0; l < d->nowned + d->nghost; l++)
-    memcpy(x + 3 * l, m->xyz + 3 * d->global[l], 3 * sizeof(double));
+  if (!e && st->rank == 0) e = partition_from_file(st, m, &part);
+  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
+  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, &dm));
   if (st->backend.kind == MB_BACKEND_CUDA)
-    e = mb_smooth_partitioned_cuda(d, h, st->job->stages, st->job->nstages, st->job->precision, x, t);
+    e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st->job->stages, st->job->nstages,
+                                   st->job->precision, dm->x, t);
   else
-    e = mb_smooth_partitioned_cpu(d, h, st->job->stages, st->job->nstages, x, t);
-  MB_CALL_GOTO(e, done, agree(st->comm, e));
-  MB_CALL_GOTO(e, done, gather_owned(st, d, x, m));
-  MB_CALL_GOTO(e, done, report_partition(st, m->name, adj, part, d, h, t));
+    e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st->job->stages, st->job->nstages, dm->x, t);
+  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
+  MB_CALL_GOTO(e, done, mb_distributed_gather(dm, m->xyz));
+  MB_CALL_GOTO(e, done, report_partition(st, m->name, adj, dm, t));
 done:
-  free(x);
-  free(order);
   free(part);
-  mb_halo_free(h);
-  mb_local_domain_free(d);
+  mb_distributed_free(dm);
   mb_adjacency_free(adj);
   return e;
 }
@@ -372,7 +325,7 @@ static mb_error run_partitioned(rank_state *st) {
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
     mb_error e = mb_inputs_read(st->inputs, s, &m);
-    e = agree(st->comm, e);
+    e = mb_agree(st->comm, e);
     if (!e) {
       res.nv = m->nv;
       res.nf = m->nf;
@@ -464,23 +417,6 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
 
 /* ------------------------------------------------------------- the run */
 
-/* Agree on an error across ranks: the lowest failing rank's message wins. */
-static mb_error agree(MPI_Comm comm, mb_error local) {
-  int rank, in[2], out[2];
-  MPI_Comm_rank(comm, &rank);
-  in[0] = local ? rank : 1 << 30;
-  in[1] = (int)local;
-  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm));
-  if (out[0] == 1 << 30) return MB_SUCCESS;
-  char msg[2048];
-  if (rank == out[0]) snprintf(msg, sizeof msg, "%s", mb_error_message());
-  int code = local;
-  MB_CALL_MPI(MPI_Bcast(&code, 1, MPI_INT, out[0], comm));
-  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[0], comm));
-  if (rank == out[0]) return local;
-  MB_FAIL((mb_error)code, "%s", msg);
-}
-
 /* mkdir -p of the folder that will hold path (rank 0). */
 static mb_error make_parent_folder(const char *path) {
   char dir[4096];
@@ -508,13 +444,13 @@ static mb_error setup(rank_state *st) {
   MB_CALL_MPI(MPI_Comm_free(&node));
   char why[600] = "";
   mb_error e = mb_backend_choose(st->job->backend, local_rank, &st->backend, why, sizeof why);
-  MB_CALL(agree(st->comm, e));
+  MB_CALL(mb_agree(st->comm, e));
   mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
          st->backend.description, why);
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
-  MB_CALL(agree(st->comm, e));
+  MB_CALL(mb_agree(st->comm, e));
   e = st->rank == 0 ? make_parent_folder(st->job->output) : MB_SUCCESS;
-  MB_CALL(agree(st->comm, e));
+  MB_CALL(mb_agree(st->comm, e));
   return MB_SUCCESS;
 }
 
@@ -530,9 +466,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? run_partitioned(st)
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
-  MB_CALL(agree(st->comm, e));
+  MB_CALL(mb_agree(st->comm, e));
   e = mb_collection_write(st->comm, st->job->output, st->nkept, st->kept);
-  MB_CALL(agree(st->comm, e));
+  MB_CALL(mb_agree(st->comm, e));
 
   int64_t failed = st->nresults - st->nkept;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_SUM, st->comm));

@@ -1,0 +1,100 @@
+/* meshbatch: one mesh distributed over ranks (see mb_distributed.h). */
+#include "mb_distributed.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_mpi.h"
+#include "mb_partition.h"
+
+void mb_distributed_free(mb_distributed_mesh *dm) {
+  if (!dm) return;
+  free(dm->part);
+  mb_local_domain_free(dm->domain);
+  mb_halo_free(dm->halo);
+  free(dm->x);
+  free(dm);
+}
+
+/* Rank 0 decides the parts (given or METIS); everyone receives them. */
+static mb_error share_parts(mb_distributed_mesh *dm, const mb_adjacency *g, const int32_t *given) {
+  mb_error e = MB_SUCCESS;
+  if (!(dm->part = malloc(sizeof *dm->part * (size_t)(g->nv ? g->nv : 1))))
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e && dm->rank == 0) {
+    if (given) memcpy(dm->part, given, sizeof *dm->part * (size_t)g->nv);
+    else e = mb_partition_metis(g, dm->size, dm->part);
+  }
+  MB_CALL(mb_agree(dm->comm, e));
+  MB_CALL_MPI(MPI_Bcast(dm->part, (int)g->nv, MPI_INT32_T, 0, dm->comm));
+  return MB_SUCCESS;
+}
+
+/* This rank's numbering (in RCM order for locality) and local positions. */
+static mb_error build_local(mb_distributed_mesh *dm, const mb_adjacency *g, const double *xyz) {
+  int64_t *order = malloc(sizeof *order * (size_t)(g->nv ? g->nv : 1));
+  mb_error e = order ? mb_adjacency_rcm(g, order)
+                     : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e) e = mb_local_domain_build(g, dm->part, dm->rank, order, &dm->domain);
+  free(order);
+  if (!e) {
+    const mb_local_domain *d = dm->domain;
+    dm->x = malloc(sizeof(double) * 3 * (size_t)(d->nowned + d->nghost + 1));
+    if (!dm->x) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    for (int64_t l = 0; !e && l < d->nowned + d->nghost; l++)
+      memcpy(dm->x + 3 * l, xyz + 3 * d->global[l], 3 * sizeof(double));
+  }
+  return e;
+}
+
+mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const double *xyz,
+                               const int32_t *part, mb_distributed_mesh **out) {
+  mb_distributed_mesh *dm = calloc(1, sizeof *dm);
+  mb_error e = dm ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  MB_CALL(mb_agree(comm, e));
+  dm->comm = comm;
+  dm->nv = g->nv;
+  MPI_Comm_rank(comm, &dm->rank);
+  MPI_Comm_size(comm, &dm->size);
+  MB_CALL_GOTO(e, fail, share_parts(dm, g, part));
+  e = build_local(dm, g, xyz);
+  MB_CALL_GOTO(e, fail, mb_agree(comm, e));
+  const mb_local_domain *d = dm->domain;
+  MB_CALL_GOTO(e, fail, mb_halo_create(comm, d->nowned, d->global, d->nghost, d->global + d->nowned,
+                                       d->ghost_owner, 3, &dm->halo));
+  *out = dm;
+  return MB_SUCCESS;
+fail:
+  mb_distributed_free(dm);
+  return e;
+}
+
+mb_error mb_distributed_gather(const mb_distributed_mesh *dm, double *xyz) {
+  const mb_local_domain *d = dm->domain;
+  int n = (int)d->nowned, *counts = NULL, *displs = NULL;
+  double *payload = malloc(sizeof(double) * 4 * (size_t)(n + 1)), *all = NULL;
+  MB_CHECK(payload, MB_ERR_MEMORY, "out of memory");
+  for (int l = 0; l < n; l++) {
+    payload[4 * l] = (double)d->global[l]; /* exact: ids < 2^53 */
+    memcpy(payload + 4 * l + 1, dm->x + 3 * l, 3 * sizeof(double));
+  }
+  int mine = 4 * n;
+  if (dm->rank == 0) {
+    counts = calloc((size_t)dm->size, sizeof *counts);
+    displs = calloc((size_t)dm->size, sizeof *displs);
+    all = malloc(sizeof(double) * 4 * (size_t)(dm->nv + 1));
+    MB_CHECK(counts && displs && all, MB_ERR_MEMORY, "out of memory");
+  }
+  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, dm->comm));
+  if (dm->rank == 0)
+    for (int r = 1; r < dm->size; r++) displs[r] = displs[r - 1] + counts[r - 1];
+  MB_CALL_MPI(MPI_Gatherv(payload, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, dm->comm));
+  if (dm->rank == 0)
+    for (int64_t k = 0; k < dm->nv; k++)
+      memcpy(xyz + 3 * (int64_t)all[4 * k], all + 4 * k + 1, 3 * sizeof(double));
+  free(payload);
+  free(all);
+  free(counts);
+  free(displs);
+  return MB_SUCCESS;
+}

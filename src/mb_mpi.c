@@ -1,0 +1,20 @@
+/* meshbatch: small MPI helpers (see mb_mpi.h). */
+#include "mb_mpi.h"
+
+#include <stdio.h>
+
+mb_error mb_agree(MPI_Comm comm, mb_error local) {
+  int rank, in[2], out[2];
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  in[0] = local ? rank : 1 << 30;
+  in[1] = (int)local;
+  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm));
+  if (out[0] == 1 << 30) return MB_SUCCESS;
+  char msg[2048] = "";
+  if (rank == out[0]) snprintf(msg, sizeof msg, "%s", mb_error_message());
+  int code = local;
+  MB_CALL_MPI(MPI_Bcast(&code, 1, MPI_INT, out[0], comm));
+  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[0], comm));
+  if (rank == out[0]) return local;
+  MB_FAIL((mb_error)code, "%s", msg);
+}

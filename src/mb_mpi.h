@@ -1,0 +1,22 @@
+/* meshbatch: small MPI helpers shared by the runner and the partition code. */
+#ifndef MB_MPI_H
+#define MB_MPI_H
+
+#include <mpi.h>
+
+#include "mb_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Agree on an error across ranks. Collective over comm: every rank passes
+ * its local result; if any rank failed, every rank returns the error code
+ * and message of the lowest failing rank, so all ranks leave the same way.
+ * Errors: the agreed error, MB_ERR_MPI. */
+mb_error mb_agree(MPI_Comm comm, mb_error local);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
