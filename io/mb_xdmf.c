@@ -84,11 +84,15 @@ static void put_item(FILE *fp, const char *ind, const char *h5, const char *mesh
   fputs("</DataItem>\n", fp);
 }
 
+/* AttributeType of a field with ncomp components. Six components are written
+ * as Matrix, not Tensor6: ParaView's legacy XDMF reader expands a Tensor6 to
+ * 9 components (XDMF order xx xy xz yy yz zz) while its Xdmf3 readers pass
+ * the 6 values through (which VTK takes as xx yy zz xy yz xz); a meshbatch
+ * field is a plain [N,k] array, so every reader must return it unchanged. */
 static const char *attribute_type(int64_t ncomp) {
   switch (ncomp) {
   case 1: return "Scalar";
   case 3: return "Vector";
-  case 6: return "Tensor6";
   case 9: return "Tensor";
   default: return "Matrix";
   }

@@ -127,8 +127,9 @@ static mb_error cuda_end(void *c) {
   return MB_SUCCESS;
 }
 
-/* With neighbours, wait for the pass so that compute time is measured where
- * it runs (the next pack waits for it anyway); alone, keep the queue full. */
+/* With neighbours (or when asked), wait for the pass so that compute time is
+ * measured where it runs (the next pack waits for it anyway); alone, keep
+ * the queue full. */
 static mb_error cuda_swap(void *c) {
   cuda_ctx *x = c;
   mb_cuda_domain_swap(x->dev);
@@ -145,7 +146,8 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
   const int64_t *send_idx, *recv_idx;
   mb_halo_send_indices(h, &nsend, &send_idx);
   mb_halo_recv_indices(h, &nrecv, &recv_idx);
-  cuda_ctx ctx = {.h = h, .has_halo = nsend > 0 || nrecv > 0};
+  cuda_ctx ctx = {.h = h,
+                  .has_halo = nsend > 0 || nrecv > 0 || (timing && timing->synchronize)};
   MB_CALL(mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
                                 nsend, send_idx, nrecv, recv_idx, &ctx.dev));
   mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);

@@ -22,6 +22,8 @@ extern "C" {
 
 /* Time spent per part of the passes on this rank, seconds. */
 typedef struct mb_pass_timing {
+  int synchronize;     /* in: on the GPU, wait for every pass, so compute_s is
+                          the kernels' time even without neighbours (benchmarks) */
   int64_t passes;
   double compute_s;    /* interior + halo-adjacent updates (on a GPU without
                           neighbours: the time to enqueue them) */

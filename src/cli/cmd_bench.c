@@ -9,13 +9,17 @@
 #include "mb_backend.h"
 #include "mb_cuda.h"
 #include "mb_inputs.h"
+#include "mb_distributed.h"
 #include "mb_log.h"
+#include "mb_mpi.h"
+#include "mb_smooth_partitioned.h"
 
 static const char bench_help[] =
     "usage: meshbatch bench smooth INPUT [--mesh NAME] [--backend auto|cpu|cuda]\n"
     "                         [--weights uniform|cotangent|inverse_distance]\n"
     "                         [--boundary free|fixed|boundary_curve]\n"
-    "                         [--precision float32|float64] [--warmup N] [--repeats N]\n\n"
+    "                         [--precision float32|float64] [--warmup N] [--repeats N]\n"
+    "                         [--distribute per-mesh|partitioned]\n\n"
     "Times single smoothing passes (one Taubin pass = one lambda or mu pass) of\n"
     "the kernel alone on one mesh (a mesh file or a collection; --mesh picks\n"
     "one): warm-up passes, then timed repeats, median reported. Prints vertices,\n"
@@ -25,7 +29,12 @@ static const char bench_help[] =
     "bandwidth measured in the same run (device-to-device on the GPU, memcpy on\n"
     "the CPU, counted as bytes read + written), with their ratio.\n"
     "Defaults: backend auto, weights uniform, boundary free, precision float32\n"
-    "(float64 on the CPU), warmup 5, repeats 20.\n";
+    "(float64 on the CPU), warmup 5, repeats 20.\n\n"
+    "--distribute partitioned (under mpirun -np N): the mesh is split over the\n"
+    "N ranks with METIS and every pass exchanges the halo. Prints, per rank and\n"
+    "in total, ms per pass split into compute and exchange, halo bytes per pass,\n"
+    "and the parallel efficiency against the one-rank run of the same mesh,\n"
+    "timed first in the same invocation on rank 0: T1 / (N * TN).\n";
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -74,8 +83,6 @@ static int bench_cpu(const mb_adjacency *adj, const double *xyz, mb_weights w, m
 }
 
 typedef struct bench_opts bench_opts;
-static int bench_cuda(const mb_adjacency *adj, const double *xyz, const bench_opts *o,
-                      mb_cuda_bench_result *r);
 
 struct bench_opts {
   const char *input, *only;
@@ -84,6 +91,7 @@ struct bench_opts {
   mb_boundary boundary;
   mb_precision precision;
   int64_t warmup, repeats;
+  int partitioned;
 };
 
 /* The CUDA kernel on the backend's vertex order (reverse Cuthill-McKee). */
@@ -124,6 +132,10 @@ static int parse(int argc, char **argv, bench_opts *o) {
     else if (!strcmp(a, "--precision") && v) { bad = pick(v, precs, 2, &k); o->precision = (mb_precision)k; }
     else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
+    else if (!strcmp(a, "--distribute") && v) {
+      bad = strcmp(v, "per-mesh") && strcmp(v, "partitioned");
+      o->partitioned = !strcmp(v, "partitioned");
+    }
     else if (a[0] != '-' && !o->input) { o->input = a; continue; }
     else return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
     i++;
@@ -156,6 +168,102 @@ static void print_result(const mb_mesh *m, const mb_adjacency *adj, const mb_bac
   printf("fraction     %.2f of copy bandwidth\n", r->copy_gbs > 0 ? gbs / r->copy_gbs : 0);
 }
 
+/* Time `repeats` partitioned passes after `warmup` ones; t receives this rank's timing. */
+static mb_error time_partitioned(const mb_distributed_mesh *dm, const mb_backend *be,
+                                 const bench_opts *o, mb_pass_timing *t) {
+  mb_stage st = {MB_OP_LAPLACIAN, 0.5, 0, (int)o->warmup, o->weights, o->boundary};
+  mb_pass_timing warm = {.synchronize = 1};
+  *t = (mb_pass_timing){.synchronize = 1};
+  for (int k = 0; k < 2; k++) {
+    mb_pass_timing *tk = k ? t : &warm;
+    st.iterations = (int)(k ? o->repeats : o->warmup);
+    mb_error e = be->kind == MB_BACKEND_CUDA
+                     ? mb_smooth_partitioned_cuda(dm->domain, dm->halo, &st, 1, o->precision, dm->x, tk)
+                     : mb_smooth_partitioned_cpu(dm->domain, dm->halo, &st, 1, dm->x, tk);
+    MB_CALL(mb_agree(dm->comm, e));
+  }
+  return MB_SUCCESS;
+}
+
+/* Per-rank and total figures of a partitioned benchmark (rank 0 prints). */
+static void print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *m, const mb_backend *be,
+                              const bench_opts *o, double t1_ms, const mb_pass_timing *t) {
+  int nn;
+  int64_t ns, nr;
+  mb_halo_stats(dm->halo, &nn, &ns, &nr);
+  double mine[6] = {(double)dm->domain->nowned, (double)dm->domain->nghost, (double)nn,
+                    24.0 * (double)(ns + nr), 1e3 * t->compute_s / (double)t->passes,
+                    1e3 * t->exchange_s / (double)t->passes};
+  double all[6 * 1024];
+  if (dm->size > 1024) return;
+  MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, dm->comm);
+  if (dm->rank != 0) return;
+  double tn = 0, halo = 0;
+  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s\n",
+         m->name, (long long)m->nv, dm->size, be->description,
+         be->kind == MB_BACKEND_CUDA ? mb_precision_name(o->precision) : "float64",
+         mb_weights_name(o->weights));
+  printf("%5s %10s %8s %5s %14s %12s %13s %11s\n", "rank", "owned", "ghosts", "nbrs",
+         "halo B/pass", "compute ms", "exchange ms", "total ms");
+  for (int r = 0; r < dm->size; r++) {
+    const double *v = all + 6 * r;
+    printf("%5d %10.0f %8.0f %5.0f %14.0f %12.4f %13.4f %11.4f\n", r, v[0], v[1], v[2], v[3], v[4],
+           v[5], v[4] + v[5]);
+    if (v[4] + v[5] > tn) tn = v[4] + v[5];
+    halo += v[3];
+  }
+  printf("one rank (per-mesh kernel, same mesh): %.4f ms/pass\n", t1_ms);
+  printf("partitioned: %.4f ms/pass (slowest rank), halo %.0f B/pass in all, mean of %lld passes\n",
+         tn, halo, (long long)o->repeats);
+  printf("speed-up %.2f, parallel efficiency %.2f (T1 / (N * TN))\n", t1_ms / tn,
+         t1_ms / (dm->size * tn));
+}
+
+/* The partitioned benchmark: every rank takes part. */
+static int bench_partitioned(const bench_opts *o) {
+  char *patterns[] = {(char *)o->input};
+  mb_inputs *in = NULL;
+  mb_mesh *m = NULL;
+  mb_adjacency *adj = NULL;
+  mb_distributed_mesh *dm = NULL;
+  mb_backend be;
+  char why[512];
+  int code = MB_EXIT_OK, local_rank = 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  mb_error e = mb_inputs_open(MPI_COMM_WORLD, 1, patterns, &in);
+  int64_t s = 0;
+  for (int64_t k = 0; !e && o->only && k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, o->only)) s = k;
+  if (!e) e = mb_inputs_read(in, s, &m);
+  if (!e) e = mb_adjacency_build(m, &adj);
+  if (!e) e = mb_backend_choose(o->backend, local_rank, &be, why, sizeof why);
+  mb_stage check = {MB_OP_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary};
+  if (!e) e = mb_stage_check(&check, adj);
+  if (mb_agree(MPI_COMM_WORLD, e)) {
+    code = mb_cli_report(MB_EXIT_FAILED);
+  } else {
+    mb_cuda_bench_result r1 = {0};
+    if (mb_cli_rank() == 0)
+      code = be.kind == MB_BACKEND_CUDA ? bench_cuda(adj, m->xyz, o, &r1)
+                                        : bench_cpu(adj, m->xyz, o->weights, o->boundary,
+                                                    (int)o->warmup, (int)o->repeats, &r1);
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    mb_pass_timing t;
+    if (!code && (mb_distributed_create(MPI_COMM_WORLD, adj, m->xyz, NULL, &dm) ||
+                  time_partitioned(dm, &be, o, &t)))
+      code = mb_cli_report(MB_EXIT_FAILED);
+    if (!code) print_partitioned(dm, m, &be, o, r1.ms_per_pass, &t);
+  }
+  mb_distributed_free(dm);
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+  mb_inputs_close(in);
+  return code;
+}
+
 int mb_cmd_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || strcmp(argv[1], "smooth")) {
     if (mb_cli_rank() == 0) fputs(bench_help, argc < 2 || strcmp(argv[1], "smooth") ? stderr : stdout);
@@ -169,6 +277,7 @@ int mb_cmd_bench(int argc, char **argv) {
   bench_opts o;
   int code = parse(argc, argv, &o);
   if (code) return code;
+  if (o.partitioned) return bench_partitioned(&o);
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */
   char *patterns[] = {(char *)o.input};
   mb_inputs *in = NULL;

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""meshbatch: open the XDMF companions of a collection with ParaView's readers.
+
+Usage: test_xdmf_paraview.py WRITER   (WRITER = collection_sample_writer)
+
+Writes the sample collection (tests/collection/coll_fixtures.h) with 2 ranks,
+then opens <stem>.xdmf and every <stem>.<mesh>.xdmf with each XDMF reader of
+ParaView -- XDMFReader (legacy Xdmf2), Xdmf3ReaderT ("Xdmf3 Reader") and
+Xdmf3ReaderS ("Xdmf3 Reader (Top Level Partition)") -- in a separate,
+time-limited, headless pvpython process per file and reader (an Xdmf3 reader
+aborts the whole process on a bad file). Against the HDF5 datasets (h5py) it
+checks:
+  * collection: one leaf dataset per mesh, in collection order; the block
+    names equal the mesh names (XDMFReader, Xdmf3ReaderT; Xdmf3ReaderS turns
+    the grids into unnamed pieces of one partitioned dataset, by design);
+    points = vertices (exact), cells = the faces exactly (sizes, VTK types
+    triangle / quad / polygon, vertex indices), point-data arrays = fields
+    (names, components, values);
+  * single-mesh files: the same for their one grid, whose cells are the
+    faces, or the fan triangles of `xdmf_triangles` for meshes with a face of
+    5 or more vertices.
+
+Exit code 77 (skip) if pvpython is not on PATH or h5py/numpy are missing.
+Environment: MESHBATCH_PVPYTHON (pvpython command, default "pvpython"),
+MESHBATCH_PV_TIMEOUT (seconds per pvpython run, default 120).
+
+Run as `pvpython test_xdmf_paraview.py --probe READER FILE OUT.json` it is the
+probe itself: it reads FILE with READER and writes what ParaView saw as JSON.
+"""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+READERS = ["XDMFReader", "Xdmf3ReaderT", "Xdmf3ReaderS"]
+NAMED = {"XDMFReader", "Xdmf3ReaderT"}  # readers that keep grid names as block names
+ORDER = ["house", "quadtri", "solo", "tet"]
+VTK_TYPES = {3: 5, 4: 9}  # cell size -> VTK_TRIANGLE, VTK_QUAD; larger: VTK_POLYGON (7)
+VTK_POLYGON = 7
+
+
+# ----------------------------------------------------------------------------
+# The probe (runs inside pvpython)
+# ----------------------------------------------------------------------------
+def probe(reader_name, path, out):
+    import paraview.simple as pvs
+    from paraview import servermanager
+    from vtkmodules.vtkCommonDataModel import vtkCompositeDataSet
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+
+    if reader_name == "XDMFReader":
+        reader = pvs.XDMFReader(FileNames=[path])
+    else:
+        reader = getattr(pvs, reader_name)(FileName=[path])
+    reader.UpdatePipeline()
+    data = servermanager.Fetch(reader)
+
+    def dataset(ds, name):
+        n = ds.GetNumberOfCells()
+        cells = []
+        for c in range(n):
+            ids = ds.GetCell(c).GetPointIds()
+            cells.append([ds.GetCellType(c)] + [ids.GetId(j) for j in range(ids.GetNumberOfIds())])
+        pts = ds.GetPoints()
+        pd = ds.GetPointData()
+        arrays = {}
+        for i in range(pd.GetNumberOfArrays()):
+            a = pd.GetArray(i)
+            arrays[a.GetName()] = {"ncomp": a.GetNumberOfComponents(),
+                                   "values": vtk_to_numpy(a).reshape(-1).tolist()}
+        return {"name": name, "class": ds.GetClassName(),
+                "npoints": ds.GetNumberOfPoints(), "ncells": n,
+                "points": vtk_to_numpy(pts.GetData()).reshape(-1).tolist() if pts else [],
+                "cells": cells, "point_data": arrays}
+
+    leaves = []
+    if data.IsA("vtkCompositeDataSet"):
+        it = data.NewTreeIterator()
+        it.VisitOnlyLeavesOn()
+        it.SkipEmptyNodesOn()
+        it.InitTraversal()
+        while not it.IsDoneWithTraversal():
+            md = it.GetCurrentMetaData() if it.HasCurrentMetaData() else None
+            name = md.Get(vtkCompositeDataSet.NAME()) if md and md.Has(vtkCompositeDataSet.NAME()) else None
+            leaves.append(dataset(it.GetCurrentDataObject(), name))
+            it.GoToNextItem()
+    else:
+        leaves.append(dataset(data, None))
+    with open(out, "w") as f:
+        json.dump({"reader": reader_name, "file": path, "output": data.GetClassName(),
+                   "version": servermanager.vtkSMProxyManager.GetParaViewSourceVersion(),
+                   "leaves": leaves}, f)
+
+
+# ----------------------------------------------------------------------------
+# The test (runs with the ordinary python3)
+# ----------------------------------------------------------------------------
+def expected_meshes(h5):
+    """name -> dict(vertices, faces, fan, fields) read from the collection."""
+    import h5py
+    out = {}
+    with h5py.File(h5, "r") as f:
+        for name in ORDER:
+            g = f["meshes"][name]
+            if "triangles" in g:
+                faces = g["triangles"][()].tolist()
+            else:
+                off, idx = g["face_offsets"][()], g["face_indices"][()]
+                faces = [idx[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+            fan = g["xdmf_triangles"][()].tolist() if "xdmf_triangles" in g else None
+            fields = {k: g["fields"][k][()] for k in g["fields"]} if "fields" in g else {}
+            out[name] = {"vertices": g["vertices"][()], "faces": faces, "fan": fan,
+                         "fields": fields}
+    return out
+
+
+def check_leaf(leaf, name, exp, faces, where):
+    import numpy as np
+    nv = exp["vertices"].shape[0]
+    assert leaf["npoints"] == nv, (where, "points", leaf["npoints"], nv)
+    pts = np.array(leaf["points"], dtype=float).reshape(-1, 3)
+    assert np.array_equal(pts, exp["vertices"]), (where, "coordinates differ")
+    assert leaf["ncells"] == len(faces), (where, "cells", leaf["ncells"], len(faces))
+    for c, (cell, face) in enumerate(zip(leaf["cells"], faces)):
+        want = [VTK_TYPES.get(len(face), VTK_POLYGON)] + list(face)
+        assert cell == want, (where, f"cell {c}", cell, want)
+    got = {k: v["ncomp"] for k, v in leaf["point_data"].items()}
+    want = {k: (v.shape[1] if v.ndim == 2 else 1) for k, v in exp["fields"].items()}
+    assert got == want, (where, "point data", got, want)
+    for k, v in exp["fields"].items():
+        vals = np.array(leaf["point_data"][k]["values"], dtype=float)
+        assert np.array_equal(vals, v.reshape(-1)), (where, f"field {k} values differ")
+
+
+def summary(leaf):
+    sizes = {}
+    for cell in leaf["cells"]:
+        sizes[len(cell) - 1] = sizes.get(len(cell) - 1, 0) + 1
+    arrays = {k: v["ncomp"] for k, v in leaf["point_data"].items()}
+    return (f"{leaf['name']!r}: {leaf['npoints']} points, {leaf['ncells']} cells "
+            f"(by size {dict(sorted(sizes.items()))}), point data {arrays}")
+
+
+def run_probe(pvpython, reader, path, out, timeout):
+    cmd = pvpython + ["--force-offscreen-rendering", os.path.abspath(__file__),
+                      "--probe", reader, path, out]
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)  # headless: never talk to an X server
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if os.path.exists(out):
+        os.remove(out)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    text = p.stdout.decode(errors="replace")
+    if p.returncode != 0 or not os.path.exists(out):
+        tail = "\n".join(line for line in text.splitlines()
+                         if "0x" not in line)[-1500:]  # drop stack-trace frames
+        return None, f"exit code {p.returncode}:\n{tail}"
+    with open(out) as f:
+        return json.load(f), None
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--probe":
+        probe(*sys.argv[2:])
+        return 0
+    pvpython = shlex.split(os.environ.get("MESHBATCH_PVPYTHON", "pvpython"))
+    if not shutil.which(pvpython[0]):
+        print(f"skipping: {pvpython[0]} is not on PATH")
+        return 77
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as exc:
+        print(f"skipping: {exc}")
+        return 77
+    writer = sys.argv[1]
+    timeout = float(os.environ.get("MESHBATCH_PV_TIMEOUT", "120"))
+    tmp = os.path.abspath(os.environ.get("MESHBATCH_TEST_TMP", "/tmp"))
+    mpiexec = shlex.split(os.environ.get("MESHBATCH_MPIEXEC", "mpiexec -n"))
+    h5 = os.path.join(tmp, "sample.h5")
+    subprocess.run(mpiexec + ["2", writer, h5], check=True, timeout=timeout)
+    stem = h5[:-3]
+    meshes = expected_meshes(h5)
+
+    failures = []
+    # Absolute paths: the Xdmf3 readers of ParaView 5.11 resolve the HDF5 file
+    # wrongly when the .xdmf path has no folder part ("sample.xdmf").
+    files = [(stem + ".xdmf", None)] + [(f"{stem}.{n}.xdmf", n) for n in ORDER]
+    for path, single in files:
+        for reader in READERS:
+            where = f"{os.path.basename(path)} with {reader}"
+            out = os.path.join(tmp, f"probe-{reader}-{single or 'collection'}.json")
+            res, err = run_probe(pvpython, reader, path, out, timeout)
+            if err:
+                failures.append(f"{where}: {err}")
+                print(f"FAIL {where}: {err}")
+                continue
+            try:
+                leaves = res["leaves"]
+                if single is None:
+                    assert len(leaves) == len(ORDER), (where, "blocks", len(leaves))
+                    if reader in NAMED:
+                        names = [leaf["name"] for leaf in leaves]
+                        assert names == ORDER, (where, "block names", names)
+                    for leaf, name in zip(leaves, ORDER):
+                        check_leaf(leaf, name, meshes[name], meshes[name]["faces"], f"{where}: {name}")
+                else:
+                    assert len(leaves) == 1, (where, "datasets", len(leaves))
+                    exp = meshes[single]
+                    check_leaf(leaves[0], single, exp, exp["fan"] or exp["faces"], where)
+                print(f"ok   {where} (ParaView {res['version']}, {res['output']})")
+                for leaf in leaves:
+                    print(f"       {summary(leaf)}")
+            except AssertionError as exc:
+                failures.append(f"{where}: {exc}")
+                print(f"FAIL {where}: {exc}")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
