@@ -28,5 +28,20 @@ mesh="$out/igea2.ply"; [ -f "$mesh" ] || mesh=/tmp/igea2.ply
     done
   done
   echo "### cpu float64 uniform ($(nproc) cores)"; $exe bench smooth "$igea" --backend cpu --repeats 10
+  for np in 1 2 4; do
+    echo "### partitioned cuda float32 uniform, $np ranks on one GPU"
+    mpirun --oversubscribe --bind-to none -np $np $exe bench smooth "$mesh" --distribute partitioned \
+      --backend cuda --precision float32 --repeats 50
+  done
 } 2>&1 | tee "$out/bench.log"
 rm -f "$out/igea2.ply"
+if [ "${MB_BIG:-0}" = 1 ]; then   # 34 M vertices: igea subdivided 4 levels
+  $exe generate subdivide "$igea" --levels 4 -o /tmp/igea4.h5 --name igea_l4
+  {
+    for np in 1 2; do
+      echo "### igea_l4 partitioned cuda float32 uniform, $np ranks on one GPU"
+      mpirun --oversubscribe --bind-to none -np $np $exe bench smooth /tmp/igea4.h5 --distribute partitioned \
+        --backend cuda --precision float32 --repeats 20
+    done
+  } 2>&1 | tee "$out/bench-34M.log"
+fi
