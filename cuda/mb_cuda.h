@@ -80,12 +80,13 @@ mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const do
  * owned by the domain. */
 void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv);
 
-/* Pack the current owned values of the send rows into the send buffer and
+/* Pack the send rows of the next positions (the pass being computed; its
+ * rows next to the halo must be enqueued already) into the send buffer and
  * wait for it. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_domain_pack(mb_cuda_domain *domain);
 
 /* Enqueue: copy the recv buffer to the device and scatter it into the
- * ghost rows of the current positions. Errors: MB_ERR_CUDA. */
+ * ghost rows of the next positions. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain);
 
 /* Enqueue the update of owned rows [begin, end) from the current positions

@@ -570,7 +570,7 @@ extern "C" void mb_cuda_domain_buffers(mb_cuda_domain *c, double **send, double 
 
 extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
   if (c->nsend == 0) return MB_SUCCESS;
-  const void *x = c->d.x[c->d.cur].p;
+  const void *x = c->d.x[1 - c->d.cur].p; /* the positions being computed */
   if (c->precision == MB_PRECISION_FLOAT32)
     mb_pack_kernel<float><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, c->stream>>>(
         c->nsend, c->send_idx.as<int32_t>(), (const float *)x, c->send_stage.as<double>());
@@ -588,7 +588,7 @@ extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
   if (c->nrecv == 0) return MB_SUCCESS;
   MB_CALL_CUDA(cudaMemcpyAsync(c->recv_stage.p, c->host_recv, sizeof(double) * 3 * (size_t)c->nrecv,
                                cudaMemcpyHostToDevice, c->stream));
-  void *x = c->d.x[c->d.cur].p;
+  void *x = c->d.x[1 - c->d.cur].p; /* ghosts of the positions being computed */
   if (c->precision == MB_PRECISION_FLOAT32)
     mb_unpack_kernel<float><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, c->stream>>>(
         c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (float *)x);

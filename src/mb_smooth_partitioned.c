@@ -2,8 +2,8 @@
  * (see mb_smooth_partitioned.h).
  *
  * One pass loop serves both backends through four small operations:
- * start the exchange of the current positions, update a range of owned
- * rows, finish the exchange, make the next positions current.
+ * update a range of owned rows, start and finish the exchange of the next
+ * positions' owned values into their ghosts, make the next positions current.
  */
 #include "mb_smooth_partitioned.h"
 
@@ -20,8 +20,10 @@ typedef struct pass_ops {
   mb_error (*swap)(void *ctx);
 } pass_ops;
 
-/* The pass loop: exchange of the current positions overlapped with the
- * interior update, then the rows next to the halo. */
+/* The pass loop. Ghosts of the current positions are valid on entry. The
+ * rows next to the halo are updated first, so the owned values the
+ * neighbours need are final early; their exchange into the ghosts of the
+ * next positions then runs while the interior rows are updated. */
 static mb_error run_passes(const mb_local_domain *d, const mb_stage *stages, int nstages,
                            const pass_ops *ops, void *ctx, mb_pass_timing *t) {
   for (int s = 0; s < nstages; s++) {
@@ -30,18 +32,18 @@ static mb_error run_passes(const mb_local_domain *d, const mb_stage *stages, int
       for (int p = 0; p < (st->op == MB_OP_TAUBIN ? 2 : 1); p++) {
         const double f = p == 0 ? st->lambda : st->mu;
         double t0 = mb_wtime();
-        MB_CALL(ops->exchange_begin(ctx));
-        double t1 = mb_wtime();
-        MB_CALL(ops->rows(ctx, 0, d->ninterior, st, f));
-        double t2 = mb_wtime();
-        MB_CALL(ops->exchange_end(ctx));
-        double t3 = mb_wtime();
         MB_CALL(ops->rows(ctx, d->ninterior, d->nowned, st, f));
+        double t1 = mb_wtime();
+        MB_CALL(ops->exchange_begin(ctx));
+        double t2 = mb_wtime();
+        MB_CALL(ops->rows(ctx, 0, d->ninterior, st, f));
+        double t3 = mb_wtime();
+        MB_CALL(ops->exchange_end(ctx));
         MB_CALL(ops->swap(ctx));
         double t4 = mb_wtime();
         t->passes++;
-        t->exchange_s += (t1 - t0) + (t3 - t2);
-        t->compute_s += (t2 - t1) + (t4 - t3);
+        t->compute_s += (t1 - t0) + (t3 - t2);
+        t->exchange_s += (t2 - t1) + (t4 - t3);
       }
   }
   return MB_SUCCESS;
@@ -57,7 +59,7 @@ typedef struct cpu_ctx {
 
 static mb_error cpu_begin(void *c) {
   cpu_ctx *x = c;
-  MB_CALL(mb_halo_begin(x->h, x->cur));
+  MB_CALL(mb_halo_begin(x->h, x->next));
   return MB_SUCCESS;
 }
 
@@ -69,7 +71,7 @@ static mb_error cpu_rows(void *c, int64_t b, int64_t e, const mb_stage *st, doub
 
 static mb_error cpu_end(void *c) {
   cpu_ctx *x = c;
-  MB_CALL(mb_halo_end(x->h, x->cur));
+  MB_CALL(mb_halo_end(x->h, x->next));
   return MB_SUCCESS;
 }
 
@@ -92,7 +94,8 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const m
   static const pass_ops ops = {cpu_begin, cpu_rows, cpu_end, cpu_swap};
   cpu_ctx ctx = {d, h, x, tmp};
   mb_error e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
-  if (!e && ctx.cur != x) memcpy(x, ctx.cur, sizeof(double) * 3 * (size_t)d->nowned);
+  if (!e && ctx.cur != x)
+    memcpy(x, ctx.cur, sizeof(double) * 3 * (size_t)(d->nowned + d->nghost));
   free(tmp);
   MB_CALL(e);
   return MB_SUCCESS;

@@ -1,9 +1,9 @@
 /* meshbatch: smoothing of one mesh split over ranks (distribute: partitioned).
  *
- * Every pass starts the halo exchange of the current positions, updates the
- * interior owned vertices while messages fly, finishes the exchange, then
- * updates the owned vertices next to the halo (see partition/mb_halo.h and
- * partition/mb_local.h). The arithmetic is the CPU reference's, in the
+ * Every pass updates the owned vertices next to the halo first, starts the
+ * exchange of the new values the neighbours need, updates the interior
+ * owned vertices while messages fly, and finishes the exchange into the
+ * ghosts (see partition/mb_halo.h and partition/mb_local.h). The arithmetic is the CPU reference's, in the
  * global neighbour order, so the result is bitwise identical to one rank.
  */
 #ifndef MB_SMOOTH_PARTITIONED_H
@@ -31,8 +31,8 @@ typedef struct mb_pass_timing {
 } mb_pass_timing;
 
 /* Run all stages on this rank's piece. x [(nowned + nghost) * 3] holds the
- * local positions (ghosts may be stale on entry); on return the owned rows
- * are smoothed. Collective over the halo's communicator: every rank of the
+ * local positions, ghosts included (valid on entry); on return all rows are
+ * smoothed. Collective over the halo's communicator: every rank of the
  * plan calls it with the same stages. timing may be NULL.
  * Errors: MB_ERR_ARG (rule unsupported for the mesh), MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
