@@ -216,6 +216,8 @@ void mb_halo_recv_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
   *idx = h->recv_index;
 }
 
+MPI_Comm mb_halo_comm(const mb_halo *h) { return h->comm; }
+
 void mb_halo_stats(const mb_halo *h, int *nneighbors, int64_t *nsend, int64_t *nrecv) {
   *nneighbors = h->nneighbors;
   *nsend = h->send_offset[h->nneighbors];

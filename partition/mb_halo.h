@@ -62,6 +62,9 @@ mb_error mb_halo_end_packed(mb_halo *halo);
 void mb_halo_send_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 void mb_halo_recv_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 
+/* The communicator of the plan (borrowed). */
+MPI_Comm mb_halo_comm(const mb_halo *halo);
+
 /* Halo statistics of this rank: neighbour ranks, values sent and received
  * per exchange (vertices, not bytes). */
 void mb_halo_stats(const mb_halo *halo, int *nneighbors, int64_t *nsend, int64_t *nrecv);

@@ -12,6 +12,7 @@
 
 #include "mb_cuda.h"
 #include "mb_log.h"
+#include "mb_mpi.h"
 
 typedef struct pass_ops {
   mb_error (*exchange_begin)(void *ctx);
@@ -151,11 +152,18 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
   mb_halo_recv_indices(h, &nrecv, &recv_idx);
   cuda_ctx ctx = {.h = h,
                   .has_halo = nsend > 0 || nrecv > 0 || (timing && timing->synchronize)};
-  MB_CALL(mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
-                                nsend, send_idx, nrecv, recv_idx, &ctx.dev));
+  /* agreed: a rank whose upload failed must not leave the others waiting in
+   * the exchange; it also starts the passes of all ranks together */
+  mb_error e = mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
+                                     nsend, send_idx, nrecv, recv_idx, &ctx.dev);
+  e = mb_agree(mb_halo_comm(h), e);
+  if (e) {
+    mb_cuda_domain_free(ctx.dev);
+    MB_CALL(e);
+  }
   mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
   static const pass_ops ops = {cuda_begin, cuda_rows, cuda_end, cuda_swap};
-  mb_error e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
+  e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
   if (!e) e = mb_cuda_domain_download(ctx.dev, x);
   mb_cuda_domain_free(ctx.dev);
   MB_CALL(e);
