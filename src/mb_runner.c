@@ -237,31 +237,23 @@ static mb_error run_dynamic(rank_state *st) {
 /* Rank 0 prints the partition quality and every rank's halo and timings. */
 static mb_error report_partition(rank_state *st, const char *name, const mb_adjacency *adj,
                                  const mb_distributed_mesh *dm, const mb_pass_timing *t) {
-  const mb_local_domain *d = dm->domain;
-  const int32_t *part = dm->part;
-  int nn;
-  int64_t nsend, nrecv;
-  mb_halo_stats(dm->halo, &nn, &nsend, &nrecv);
-  double mine[6] = {(double)d->nowned, (double)d->nghost, (double)nn, t->compute_s, t->exchange_s,
-                    (double)(nsend + nrecv) * 3 * sizeof(double)};
-  double *all = st->rank == 0 ? malloc(sizeof(double) * 6 * (size_t)st->size) : NULL;
+  mb_rank_figures *all = st->rank == 0 ? malloc(sizeof *all * (size_t)st->size) : NULL;
   MB_CHECK(st->rank != 0 || all, MB_ERR_MEMORY, "out of memory");
-  MB_CALL_MPI(MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, st->comm));
-  if (st->rank == 0) {
+  mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
+  if (!e && st->rank == 0) {
     mb_partition_quality q;
-    mb_partition_measure(adj, st->size, part, &q);
+    mb_partition_measure(adj, st->size, dm->part, &q);
     mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts, edge cut %lld, owned imbalance %.3f (max/mean),"
            " %d empty part%s", name, q.nparts, (long long)q.edge_cut, q.imbalance, q.nempty,
            q.nempty == 1 ? "" : "s");
-    double passes = t->passes ? (double)t->passes : 1;
-    for (int r = 0; r < st->size; r++) {
-      const double *v = all + 6 * r;
+    for (int r = 0; r < st->size; r++)
       mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
-             "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, v[0], v[1], v[2],
-             v[5], 1e3 * v[3] / passes, 1e3 * v[4] / passes);
-    }
+             "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, all[r].owned,
+             all[r].ghosts, all[r].neighbors, all[r].halo_bytes, all[r].compute_ms,
+             all[r].exchange_ms);
   }
   free(all);
+  MB_CALL(e);
   return MB_SUCCESS;
 }
 

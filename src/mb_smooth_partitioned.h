@@ -30,6 +30,19 @@ typedef struct mb_pass_timing {
   double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
 } mb_pass_timing;
 
+/* What one rank reports about a partitioned run, per pass. */
+typedef struct mb_rank_figures {
+  double owned, ghosts, neighbors;
+  double halo_bytes;    /* sent + received per pass */
+  double compute_ms;    /* per pass, see mb_pass_timing */
+  double exchange_ms;   /* per pass */
+} mb_rank_figures;
+
+/* Gather every rank's figures to rank 0: all [size] on rank 0 (may be NULL
+ * elsewhere). Collective over the halo's communicator. Errors: MB_ERR_MPI. */
+mb_error mb_partitioned_gather_figures(const mb_local_domain *domain, const mb_halo *halo,
+                                       const mb_pass_timing *timing, mb_rank_figures *all);
+
 /* Run all stages on this rank's piece. x [(nowned + nghost) * 3] holds the
  * local positions, ghosts included (valid on entry); on return all rows are
  * smoothed. Collective over the halo's communicator: every rank of the

@@ -186,18 +186,16 @@ static mb_error time_partitioned(const mb_distributed_mesh *dm, const mb_backend
 }
 
 /* Per-rank and total figures of a partitioned benchmark (rank 0 prints). */
-static void print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *m, const mb_backend *be,
-                              const bench_opts *o, double t1_ms, const mb_pass_timing *t) {
-  int nn;
-  int64_t ns, nr;
-  mb_halo_stats(dm->halo, &nn, &ns, &nr);
-  double mine[6] = {(double)dm->domain->nowned, (double)dm->domain->nghost, (double)nn,
-                    24.0 * (double)(ns + nr), 1e3 * t->compute_s / (double)t->passes,
-                    1e3 * t->exchange_s / (double)t->passes};
-  double all[6 * 1024];
-  if (dm->size > 1024) return;
-  MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, dm->comm);
-  if (dm->rank != 0) return;
+static mb_error print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *m,
+                                  const mb_backend *be, const bench_opts *o, double t1_ms,
+                                  const mb_pass_timing *t) {
+  mb_rank_figures *all = dm->rank == 0 ? malloc(sizeof *all * (size_t)dm->size) : NULL;
+  MB_CHECK(dm->rank != 0 || all, MB_ERR_MEMORY, "out of memory");
+  mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
+  if (e || dm->rank != 0) {
+    free(all);
+    return e;
+  }
   double tn = 0, halo = 0;
   printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s\n",
          m->name, (long long)m->nv, dm->size, be->description,
@@ -206,17 +204,20 @@ static void print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *m, c
   printf("%5s %10s %8s %5s %14s %12s %13s %11s\n", "rank", "owned", "ghosts", "nbrs",
          "halo B/pass", "compute ms", "exchange ms", "total ms");
   for (int r = 0; r < dm->size; r++) {
-    const double *v = all + 6 * r;
-    printf("%5d %10.0f %8.0f %5.0f %14.0f %12.4f %13.4f %11.4f\n", r, v[0], v[1], v[2], v[3], v[4],
-           v[5], v[4] + v[5]);
-    if (v[4] + v[5] > tn) tn = v[4] + v[5];
-    halo += v[3];
+    const mb_rank_figures *v = &all[r];
+    double total = v->compute_ms + v->exchange_ms;
+    printf("%5d %10.0f %8.0f %5.0f %14.0f %12.4f %13.4f %11.4f\n", r, v->owned, v->ghosts,
+           v->neighbors, v->halo_bytes, v->compute_ms, v->exchange_ms, total);
+    if (total > tn) tn = total;
+    halo += v->halo_bytes;
   }
   printf("one rank (per-mesh kernel, same mesh): %.4f ms/pass\n", t1_ms);
   printf("partitioned: %.4f ms/pass (slowest rank), halo %.0f B/pass in all, mean of %lld passes\n",
          tn, halo, (long long)o->repeats);
   printf("speed-up %.2f, parallel efficiency %.2f (T1 / (N * TN))\n", t1_ms / tn,
          t1_ms / (dm->size * tn));
+  free(all);
+  return MB_SUCCESS;
 }
 
 /* The partitioned benchmark: every rank takes part. */
@@ -255,7 +256,8 @@ static int bench_partitioned(const bench_opts *o) {
     if (!code && (mb_distributed_create(MPI_COMM_WORLD, adj, m->xyz, NULL, &dm) ||
                   time_partitioned(dm, &be, o, &t)))
       code = mb_cli_report(MB_EXIT_FAILED);
-    if (!code) print_partitioned(dm, m, &be, o, r1.ms_per_pass, &t);
+    if (!code && print_partitioned(dm, m, &be, o, r1.ms_per_pass, &t))
+      code = mb_cli_report(MB_EXIT_FAILED);
   }
   mb_distributed_free(dm);
   mb_adjacency_free(adj);
