@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,17 +124,71 @@ static const char *rd_str(mb_rd *r) {
   return s;
 }
 
+/* ------------------------------------------------------------- mesh rows */
+
+/* Rows [start, start + n) lie inside [0, total). */
+static int rows_inside(int64_t start, int64_t n, int64_t total) {
+  return start >= 0 && n >= 0 && start <= total - n;
+}
+
+/* Validate the rows of a mesh whose first vertex and face are whole-mesh rows
+ * v0 and f0 (0 for a whole mesh): finite coordinates, offsets from 0 with at
+ * least 3 vertices per face, indices in [0, nv) of the WHOLE mesh. Problems
+ * name whole-mesh rows. Not collective. Errors: MB_ERR_FORMAT naming src. */
+static mb_error check_rows(const mb_mesh *m, int64_t v0, int64_t f0, int64_t nv,
+                           const char *src) {
+  for (int64_t i = 0; i < 3 * m->nv; i++)
+    MB_CHECK(isfinite(m->xyz[i]), MB_ERR_FORMAT,
+             "%s: vertex %lld has a non-finite coordinate (%g)", src, (long long)(v0 + i / 3),
+             m->xyz[i]);
+  MB_CHECK(m->face_offsets[0] == 0, MB_ERR_FORMAT, "%s: face offsets must start at 0", src);
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t a = m->face_offsets[f], b = m->face_offsets[f + 1];
+    MB_CHECK(b - a >= 3, MB_ERR_FORMAT, "%s: face %lld has %lld vertices (need at least 3)",
+             src, (long long)(f0 + f), (long long)(b - a));
+    for (int64_t k = a; k < b; k++)
+      MB_CHECK(m->face_indices[k] >= 0 && m->face_indices[k] < nv, MB_ERR_FORMAT,
+               "%s: face %lld refers to vertex %lld, outside [0, %lld)", src,
+               (long long)(f0 + f), (long long)m->face_indices[k], (long long)nv);
+  }
+  return MB_SUCCESS;
+}
+
 /* ----------------------------------------------------------- write: metadata */
+
+/* A piece of a mesh being written: a whole mesh (one piece covering every
+ * row) or the rows of one slab. Known on every rank after the gather. */
+typedef struct mb_wpiece {
+  const char *name;               /* strings borrowed from the gathered buffer */
+  int64_t index, nv, nf;          /* of the whole mesh, as the holder states them */
+  int64_t vstart, nvrows;         /* vertex rows [vstart, vstart + nvrows) */
+  int64_t fstart, nfrows;         /* face rows [fstart, fstart + nfrows) */
+  int64_t nidx, mixed_len;        /* vertex indices of its faces; its part of xdmf_mixed */
+  int tri, big;                   /* all its faces are triangles; it has a face of >= 5 */
+  int whole, rank, local;         /* whole mesh or slab; holder; position in its list */
+  int nfields;
+  const mb_xdmf_field *fields;
+  int nattrs;
+  const char **keys, **values;
+  int64_t idx_start, mixed_start; /* its first row of face_indices and of xdmf_mixed */
+} mb_wpiece;
 
 /* One mesh of the collection being written, as known on every rank. */
 typedef struct mb_wmesh {
   mb_xdmf_mesh x;      /* name, sizes, topology kind, fields (strings borrowed) */
   int64_t index;       /* mesh->index of the caller (sort key) */
   int64_t nidx;
-  int nattrs;
-  const char **keys, **values;
-  int owner, local;    /* owner rank and position in its local_meshes */
+  mb_wpiece *p;        /* its np pieces by (vstart, fstart, rank); p[0] gives the attributes */
+  int np;
 } mb_wmesh;
+
+/* What this rank passed to the writer (borrowed). */
+typedef struct mb_held {
+  int rank;
+  int nlocal, nslabs;
+  mb_mesh *const *local;
+  const mb_mesh_slab *slabs;
+} mb_held;
 
 /* Check a mesh or field name: non-empty, < 256 bytes, no '/', not "." or "..". */
 static mb_error check_name(const char *what, const char *name, const char *mesh) {
@@ -147,11 +202,10 @@ static mb_error check_name(const char *what, const char *name, const char *mesh)
   return MB_SUCCESS;
 }
 
-/* Check one local mesh before anything is written. Not collective. */
-static mb_error check_local_mesh(const mb_mesh *m) {
+/* Check the name, field names and attributes of a mesh (or slab rows). */
+static mb_error check_meta(const mb_mesh *m) {
   MB_CHECK(m && m->name, MB_ERR_ARG, "mb_collection_write: NULL mesh or mesh name");
   MB_CALL(check_name("mesh name", m->name, m->name));
-  MB_CALL(mb_mesh_validate(m, m->name));
   for (int i = 0; i < m->nfields; i++) {
     MB_CALL(check_name("field name", m->fields[i].name, m->name));
     MB_CHECK(m->fields[i].ncomp > 0, MB_ERR_ARG, "mesh '%s': field '%s' has %d components",
@@ -166,31 +220,75 @@ static mb_error check_local_mesh(const mb_mesh *m) {
   return MB_SUCCESS;
 }
 
-/* Serialize the metadata of the local meshes (count, then one record each). */
-static mb_error pack_local(int nlocal, mb_mesh *const *meshes, mb_buf *b) {
-  buf_i64(b, nlocal);
-  for (int i = 0; i < nlocal; i++) {
-    const mb_mesh *m = meshes[i];
+/* Check one local mesh before anything is written. Not collective. */
+static mb_error check_local_mesh(const mb_mesh *m) {
+  MB_CALL(check_meta(m));
+  MB_CALL(mb_mesh_validate(m, m->name));
+  return MB_SUCCESS;
+}
+
+/* Check one local slab: whole-mesh sizes, its rows inside them, its data
+ * (indices are global). Not collective. */
+static mb_error check_slab(const mb_mesh_slab *s) {
+  const mb_mesh *m = s->rows;
+  MB_CALL(check_meta(m));
+  MB_CHECK(s->nv > 0 && s->nf > 0, MB_ERR_ARG,
+           "mb_collection_write_slabs: mesh '%s' has %lld vertices and %lld faces (need > 0)",
+           m->name, (long long)s->nv, (long long)s->nf);
+  MB_CHECK(rows_inside(s->vertex_start, m->nv, s->nv), MB_ERR_ARG,
+           "mb_collection_write_slabs: slab of mesh '%s': vertex rows [%lld, %lld) outside "
+           "[0, %lld)", m->name, (long long)s->vertex_start,
+           (long long)(s->vertex_start + m->nv), (long long)s->nv);
+  MB_CHECK(rows_inside(s->face_start, m->nf, s->nf), MB_ERR_ARG,
+           "mb_collection_write_slabs: slab of mesh '%s': face rows [%lld, %lld) outside "
+           "[0, %lld)", m->name, (long long)s->face_start, (long long)(s->face_start + m->nf),
+           (long long)s->nf);
+  MB_CALL(check_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
+  return MB_SUCCESS;
+}
+
+/* Serialize the metadata of one piece (a whole mesh is passed as a slab
+ * covering every row). */
+static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
+  const mb_mesh *m = s->rows;
+  buf_str(b, m->name);
+  buf_i64(b, m->index);
+  buf_i64(b, s->nv);
+  buf_i64(b, s->nf);
+  buf_i64(b, s->vertex_start);
+  buf_i64(b, m->nv);
+  buf_i64(b, s->face_start);
+  buf_i64(b, m->nf);
+  buf_i64(b, m->face_offsets[m->nf]);
+  buf_i64(b, mb_xdmf_mixed_length(m));
+  buf_i64(b, mb_mesh_is_triangles(m));
+  buf_i64(b, mb_xdmf_fan_count(m) > 0); /* a face of >= 5 vertices */
+  buf_i64(b, whole);
+  buf_i64(b, local);
+  buf_i64(b, m->nfields);
+  for (int f = 0; f < m->nfields; f++) {
+    buf_str(b, m->fields[f].name);
+    buf_i64(b, m->fields[f].ncomp);
+  }
+  buf_i64(b, m->attrs.n);
+  for (int a = 0; a < m->attrs.n; a++) {
+    buf_str(b, m->attrs.keys[a]);
+    buf_str(b, m->attrs.values[a]);
+  }
+}
+
+/* Check and serialize this rank's pieces (count, then one record each). */
+static mb_error pack_local(const mb_held *h, mb_buf *b) {
+  buf_i64(b, (int64_t)h->nlocal + h->nslabs);
+  for (int i = 0; i < h->nlocal; i++) {
+    mb_mesh *m = h->local[i];
     MB_CALL(check_local_mesh(m));
-    int tri = mb_mesh_is_triangles(m);
-    buf_str(b, m->name);
-    buf_i64(b, m->index);
-    buf_i64(b, m->nv);
-    buf_i64(b, m->nf);
-    buf_i64(b, m->face_offsets[m->nf]);
-    buf_i64(b, tri);
-    buf_i64(b, tri ? 0 : mb_xdmf_mixed_length(m));
-    buf_i64(b, tri ? 0 : mb_xdmf_fan_count(m));
-    buf_i64(b, m->nfields);
-    for (int f = 0; f < m->nfields; f++) {
-      buf_str(b, m->fields[f].name);
-      buf_i64(b, m->fields[f].ncomp);
-    }
-    buf_i64(b, m->attrs.n);
-    for (int a = 0; a < m->attrs.n; a++) {
-      buf_str(b, m->attrs.keys[a]);
-      buf_str(b, m->attrs.values[a]);
-    }
+    mb_mesh_slab whole = {m, 0, 0, m->nv, m->nf};
+    pack_piece(b, &whole, 1, i);
+  }
+  for (int i = 0; i < h->nslabs; i++) {
+    MB_CALL(check_slab(&h->slabs[i]));
+    pack_piece(b, &h->slabs[i], 0, i);
   }
   MB_CHECK(!b->oom, MB_ERR_MEMORY, "out of memory serializing mesh metadata");
   return MB_SUCCESS;
@@ -199,8 +297,9 @@ static mb_error pack_local(int nlocal, mb_mesh *const *meshes, mb_buf *b) {
 /* The gathered metadata of all ranks (owns the arrays; strings point into buf). */
 typedef struct mb_wset {
   char *buf;
-  int64_t n;
+  int64_t n, np;       /* meshes, pieces */
   mb_wmesh *m;
+  mb_wpiece *p;
   mb_xdmf_field *fields;
   const char **strs;
 } mb_wset;
@@ -208,53 +307,121 @@ typedef struct mb_wset {
 static void wset_free(mb_wset *w) {
   free(w->buf);
   free(w->m);
+  free(w->p);
   free(w->fields);
   free(w->strs);
   memset(w, 0, sizeof *w);
 }
 
-/* Parse one mesh record; fields and attribute strings go to the next free slots. */
-static void unpack_mesh(mb_rd *r, mb_wmesh *w, mb_xdmf_field **fields, const char ***strs) {
-  w->x.name = rd_str(r);
-  w->index = rd_i64(r);
-  w->x.nv = rd_i64(r);
-  w->x.nf = rd_i64(r);
-  w->nidx = rd_i64(r);
-  w->x.triangles = (int)rd_i64(r);
-  w->x.mixed_len = rd_i64(r);
-  w->x.fan_ntri = rd_i64(r);
-  w->x.nfields = (int)rd_i64(r);
-  w->x.fields = *fields;
-  for (int f = 0; f < w->x.nfields; f++) {
+/* Parse one piece record; fields and attribute strings go to the next free slots. */
+static void unpack_piece(mb_rd *r, mb_wpiece *p, mb_xdmf_field **fields, const char ***strs) {
+  p->name = rd_str(r);
+  p->index = rd_i64(r);
+  p->nv = rd_i64(r);
+  p->nf = rd_i64(r);
+  p->vstart = rd_i64(r);
+  p->nvrows = rd_i64(r);
+  p->fstart = rd_i64(r);
+  p->nfrows = rd_i64(r);
+  p->nidx = rd_i64(r);
+  p->mixed_len = rd_i64(r);
+  p->tri = (int)rd_i64(r);
+  p->big = (int)rd_i64(r);
+  p->whole = (int)rd_i64(r);
+  p->local = (int)rd_i64(r);
+  p->nfields = (int)rd_i64(r);
+  p->fields = *fields;
+  for (int f = 0; f < p->nfields; f++) {
     (*fields)[f].name = rd_str(r);
     (*fields)[f].ncomp = rd_i64(r);
   }
-  *fields += w->x.nfields;
-  w->nattrs = (int)rd_i64(r);
-  w->keys = *strs;
-  w->values = *strs + w->nattrs;
-  for (int a = 0; a < w->nattrs; a++) {
+  *fields += p->nfields;
+  p->nattrs = (int)rd_i64(r);
+  p->keys = *strs;
+  p->values = *strs + p->nattrs;
+  for (int a = 0; a < p->nattrs; a++) {
     (*strs)[a] = rd_str(r);
-    (*strs)[w->nattrs + a] = rd_str(r);
+    (*strs)[p->nattrs + a] = rd_str(r);
   }
-  *strs += 2 * w->nattrs;
+  *strs += 2 * p->nattrs;
 }
 
-/* Count meshes, fields and attributes in the gathered buffer (upper bounds). */
+/* Count pieces, fields and attributes in the gathered buffer (upper bounds). */
 static void count_records(const char *buf, size_t len, const int *counts, int nranks,
-                          int64_t *nmesh, int64_t *nfield, int64_t *nstr) {
-  *nmesh = *nfield = *nstr = 0;
+                          int64_t *npiece, int64_t *nfield, int64_t *nstr) {
+  *npiece = 0;
   const char *p = buf;
   for (int r = 0; r < nranks; r++) {
     mb_rd rd = {p, p + counts[r]};
-    int64_t n = rd_i64(&rd);
-    *nmesh += n;
+    *npiece += rd_i64(&rd);
     p += counts[r];
   }
-  (void)len;
   /* fields and strings: bounded by the bytes (each takes >= 16 bytes) */
   *nfield = (int64_t)(len / 16) + 1;
   *nstr = (int64_t)(len / 8) + 1;
+}
+
+/* All-gather the packed metadata of every rank into w->buf: rank r's bytes
+ * are counts[r] bytes at displs[r]. Collective. */
+static mb_error gather_bytes(MPI_Comm comm, const mb_buf *local, int nranks, int *counts,
+                             int *displs, mb_wset *w) {
+  MB_CHECK(local->len < INT_MAX, MB_ERR_ARG, "mesh metadata too large (%zu bytes)", local->len);
+  int mine = (int)local->len;
+  MB_CALL_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
+  long long total = 0;
+  for (int r = 0; r < nranks; r++) { displs[r] = (int)total; total += counts[r]; }
+  MB_CHECK(total < INT_MAX, MB_ERR_ARG, "collection metadata too large (%lld bytes)", total);
+  w->buf = malloc((size_t)total + 1);
+  MB_CHECK(w->buf, MB_ERR_MEMORY, "out of memory");
+  MB_CALL_MPI(MPI_Allgatherv(local->data, mine, MPI_BYTE, w->buf, counts, displs, MPI_BYTE,
+                             comm));
+  return MB_SUCCESS;
+}
+
+/* Parse every rank's records into w->p, recording the holder rank. */
+static mb_error unpack_all(mb_wset *w, const int *counts, const int *displs, int nranks) {
+  size_t total = (size_t)displs[nranks - 1] + (size_t)counts[nranks - 1];
+  int64_t nf, ns;
+  count_records(w->buf, total, counts, nranks, &w->np, &nf, &ns);
+  w->p = calloc((size_t)w->np + 1, sizeof *w->p);
+  w->m = calloc((size_t)w->np + 1, sizeof *w->m);
+  w->fields = calloc((size_t)nf, sizeof *w->fields);
+  w->strs = calloc((size_t)ns, sizeof *w->strs);
+  MB_CHECK(w->p && w->m && w->fields && w->strs, MB_ERR_MEMORY, "out of memory");
+  mb_xdmf_field *fp = w->fields;
+  const char **sp = w->strs;
+  int64_t k = 0;
+  for (int r = 0; r < nranks; r++) {
+    mb_rd rd = {w->buf + displs[r], w->buf + displs[r] + counts[r]};
+    int64_t n = rd_i64(&rd);
+    for (int64_t i = 0; i < n; i++, k++) {
+      unpack_piece(&rd, &w->p[k], &fp, &sp);
+      w->p[k].rank = r;
+    }
+  }
+  return MB_SUCCESS;
+}
+
+static int cmp_i64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
+
+/* Pieces by (name, vstart, fstart, rank): a mesh's pieces are adjacent and
+ * the first one gives the attributes. */
+static int cmp_piece(const void *a, const void *b) {
+  const mb_wpiece *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  if (!c) c = cmp_i64(x->vstart, y->vstart);
+  if (!c) c = cmp_i64(x->fstart, y->fstart);
+  return c ? c : cmp_i64(x->rank, y->rank);
+}
+
+static int cmp_piece_rank(const void *a, const void *b) {
+  return cmp_i64((*(const mb_wpiece *const *)a)->rank, (*(const mb_wpiece *const *)b)->rank);
+}
+
+static int cmp_piece_face(const void *a, const void *b) {
+  const mb_wpiece *x = *(const mb_wpiece *const *)a, *y = *(const mb_wpiece *const *)b;
+  int c = cmp_i64(x->fstart, y->fstart);
+  return c ? c : cmp_i64(x->nfrows, y->nfrows);
 }
 
 static int cmp_wmesh(const void *a, const void *b) {
@@ -263,75 +430,143 @@ static int cmp_wmesh(const void *a, const void *b) {
   return strcmp(x->x.name, y->x.name);
 }
 
-static int cmp_name_ptr(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+/* Two pieces of one mesh agree on its sizes, index and fields. */
+static mb_error check_agree(const mb_wpiece *a, const mb_wpiece *b) {
+  const char *what = a->nv != b->nv           ? "the number of vertices"
+                     : a->nf != b->nf         ? "the number of faces"
+                     : a->index != b->index   ? "the mesh index"
+                     : a->nfields != b->nfields ? "the number of fields"
+                                              : NULL;
+  for (int f = 0; !what && f < a->nfields; f++)
+    if (strcmp(a->fields[f].name, b->fields[f].name) || a->fields[f].ncomp != b->fields[f].ncomp)
+      what = "the field names or components";
+  MB_CHECK(!what, MB_ERR_ARG,
+           "mb_collection_write_slabs: slabs of mesh '%s' on ranks %d and %d disagree on %s",
+           a->name, a->rank, b->rank, what);
+  return MB_SUCCESS;
 }
 
-/* Gather the metadata of every rank's meshes, sort it by (index, name) and
- * reject duplicate names. Collective; identical result on every rank. */
+/* One step of a tiling check: a piece of n > 0 rows from start must begin
+ * where the previous one ended (*next). Pieces of no rows are skipped. */
+static mb_error tile_step(const char *mesh, const char *what, int64_t start, int64_t n,
+                          int64_t *next) {
+  if (n == 0) return MB_SUCCESS;
+  MB_CHECK(start == *next, MB_ERR_ARG,
+           "mb_collection_write_slabs: slabs of mesh '%s' %s at %s row %lld", mesh,
+           start < *next ? "overlap" : "leave a gap", what,
+           (long long)(start < *next ? start : *next));
+  *next = start + n;
+  return MB_SUCCESS;
+}
+
+/* The last step of a tiling check: the pieces covered all `total` rows. */
+static mb_error tile_end(const char *mesh, const char *what, int64_t next, int64_t total) {
+  MB_CHECK(next == total, MB_ERR_ARG,
+           "mb_collection_write_slabs: slabs of mesh '%s' leave a gap at %s row %lld", mesh,
+           what, (long long)next);
+  return MB_SUCCESS;
+}
+
+/* The faces of a mesh's pieces (in tmp, sorted here by face_start) tile
+ * [0, nf); set each piece's first rows of face_indices and xdmf_mixed (prefix
+ * sums in face order). */
+static mb_error tile_faces(mb_wpiece **tmp, int n) {
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_piece_face);
+  int64_t next = 0, idx = 0, mixed = 0;
+  for (int k = 0; k < n; k++) {
+    MB_CALL(tile_step(tmp[k]->name, "face", tmp[k]->fstart, tmp[k]->nfrows, &next));
+    tmp[k]->idx_start = idx;
+    tmp[k]->mixed_start = mixed;
+    idx += tmp[k]->nidx;
+    mixed += tmp[k]->mixed_len;
+  }
+  MB_CALL(tile_end(tmp[0]->name, "face", next, tmp[0]->nf));
+  return MB_SUCCESS;
+}
+
+/* Check the n pieces of one mesh (sorted by cmp_piece; tmp is scratch): a
+ * whole mesh stands alone; slabs agree, come from different ranks and tile
+ * the vertex and face rows exactly. Sets the pieces' offsets. */
+static mb_error check_group(mb_wpiece *p, int n, mb_wpiece **tmp) {
+  for (int k = 0; k < n; k++)
+    MB_CHECK(!p[k].whole || n == 1, MB_ERR_ARG, "mb_collection_write: duplicate mesh name '%s'",
+             p[0].name);
+  for (int k = 1; k < n; k++) MB_CALL(check_agree(&p[0], &p[k]));
+  for (int k = 0; k < n; k++) tmp[k] = &p[k];
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_piece_rank);
+  for (int k = 1; k < n; k++)
+    MB_CHECK(tmp[k]->rank != tmp[k - 1]->rank, MB_ERR_ARG,
+             "mb_collection_write_slabs: rank %d holds two slabs of mesh '%s'", tmp[k]->rank,
+             p[0].name);
+  int64_t next = 0;
+  for (int k = 0; k < n; k++)
+    MB_CALL(tile_step(p[0].name, "vertex", p[k].vstart, p[k].nvrows, &next));
+  MB_CALL(tile_end(p[0].name, "vertex", next, p[0].nv));
+  MB_CALL(tile_faces(tmp, n));
+  return MB_SUCCESS;
+}
+
+/* The whole mesh described by its n checked pieces. Triangles only if every
+ * piece is; xdmf_triangles only if some piece has a face of >= 5 vertices,
+ * and then it holds sum(n - 2) = nidx - 2 nf rows. */
+static void make_mesh(mb_wpiece *p, int n, mb_wmesh *w) {
+  int tri = 1, big = 0;
+  int64_t nidx = 0, mixed = 0;
+  for (int k = 0; k < n; k++) {
+    tri &= p[k].tri;
+    big |= p[k].big;
+    nidx += p[k].nidx;
+    mixed += p[k].mixed_len;
+  }
+  w->x.name = p[0].name;
+  w->x.nv = p[0].nv;
+  w->x.nf = p[0].nf;
+  w->x.triangles = tri;
+  w->x.mixed_len = tri ? 0 : mixed;
+  w->x.fan_ntri = tri || !big ? 0 : nidx - 2 * p[0].nf;
+  w->x.nfields = p[0].nfields;
+  w->x.fields = p[0].fields;
+  w->index = p[0].index;
+  w->nidx = nidx;
+  w->p = p;
+  w->np = n;
+}
+
+/* Group the pieces into meshes, check every group and sort the meshes by
+ * (index, name). Identical result (and error) on every rank. */
+static mb_error build_meshes(mb_wset *w) {
+  qsort(w->p, (size_t)w->np, sizeof *w->p, cmp_piece);
+  mb_wpiece **tmp;
+  MB_CALLOC(tmp, w->np);
+  mb_error e = MB_SUCCESS;
+  w->n = 0;
+  for (int64_t a = 0, b; a < w->np && !e; a = b) {
+    for (b = a + 1; b < w->np && !strcmp(w->p[b].name, w->p[a].name); b++) continue;
+    e = check_group(&w->p[a], (int)(b - a), tmp);
+    if (!e) make_mesh(&w->p[a], (int)(b - a), &w->m[w->n++]);
+  }
+  free(tmp);
+  MB_CALL(e);
+  qsort(w->m, (size_t)w->n, sizeof *w->m, cmp_wmesh);
+  return MB_SUCCESS;
+}
+
+/* Gather the metadata of every rank's pieces, group them into meshes sorted
+ * by (index, name) and check them. Collective; identical result on every rank. */
 static mb_error gather_meshes(MPI_Comm comm, const mb_buf *local, mb_wset *w) {
   int nranks;
   MB_CALL_MPI(MPI_Comm_size(comm, &nranks));
-  MB_CHECK(local->len < INT_MAX, MB_ERR_ARG, "mesh metadata too large (%zu bytes)", local->len);
-  int mine = (int)local->len;
   int *counts, *displs;
   MB_CALLOC(counts, nranks);
   displs = calloc((size_t)nranks, sizeof *displs);
   if (!displs) { free(counts); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
-  mb_error err = MB_SUCCESS;
-  if (MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm) != MPI_SUCCESS) {
-    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allgather failed");
-    goto done;
-  }
-  long long total = 0;
-  for (int r = 0; r < nranks; r++) { displs[r] = (int)total; total += counts[r]; }
-  if (total >= INT_MAX) {
-    err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                       "collection metadata too large (%lld bytes)", total);
-    goto done;
-  }
-  w->buf = malloc((size_t)total + 1);
-  if (!w->buf) { err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory"); goto done; }
-  if (MPI_Allgatherv(local->data, mine, MPI_BYTE, w->buf, counts, displs, MPI_BYTE, comm) !=
-      MPI_SUCCESS) {
-    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allgatherv failed");
-    goto done;
-  }
-  int64_t nf, ns;
-  count_records(w->buf, (size_t)total, counts, nranks, &w->n, &nf, &ns);
-  w->m = calloc((size_t)w->n + 1, sizeof *w->m);
-  w->fields = calloc((size_t)nf, sizeof *w->fields);
-  w->strs = calloc((size_t)ns, sizeof *w->strs);
-  if (!w->m || !w->fields || !w->strs) {
-    err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-    goto done;
-  }
-  mb_xdmf_field *fp = w->fields;
-  const char **sp = w->strs;
-  int64_t k = 0;
-  for (int r = 0; r < nranks; r++) {
-    mb_rd rd = {w->buf + displs[r], w->buf + displs[r] + counts[r]};
-    int64_t n = rd_i64(&rd);
-    for (int64_t i = 0; i < n; i++, k++) {
-      unpack_mesh(&rd, &w->m[k], &fp, &sp);
-      w->m[k].owner = r;
-      w->m[k].local = (int)i;
-    }
-  }
-  qsort(w->m, (size_t)w->n, sizeof *w->m, cmp_wmesh);
-  const char **names = calloc((size_t)w->n + 1, sizeof *names);
-  if (!names) { err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory"); goto done; }
-  for (int64_t i = 0; i < w->n; i++) names[i] = w->m[i].x.name;
-  qsort(names, (size_t)w->n, sizeof *names, cmp_name_ptr);
-  for (int64_t i = 1; i < w->n && !err; i++)
-    if (!strcmp(names[i - 1], names[i]))
-      err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                         "mb_collection_write: duplicate mesh name '%s'", names[i]);
-  free(names);
-done:
+  mb_error e = gather_bytes(comm, local, nranks, counts, displs, w);
+  if (!e) e = unpack_all(w, counts, displs, nranks);
   free(counts);
   free(displs);
-  return err;
+  MB_CALL(e);
+  MB_CALL(build_meshes(w));
+  return MB_SUCCESS;
 }
 
 /* ------------------------------------------------------------ write: HDF5 */
@@ -364,11 +599,31 @@ static mb_error put_str_attr(hid_t loc, const char *name, const char *value) {
   return MB_SUCCESS;
 }
 
-/* Create a dataset (collective), let the owner write buf (independent, a
- * failure is recorded in *lerr and does not stop the collective sequence),
- * then close it (collective). buf is ignored on other ranks. */
+/* Rows [start, start + n) of a dataset that this rank writes from buf (n = 0: none). */
+typedef struct mb_rows {
+  int64_t start, n;
+  const void *buf;
+} mb_rows;
+
+/* Write rows r of dataset d ([d0] if rank 1, [d0, d1] if rank 2) by hyperslab.
+ * Independent transfer. */
+static herr_t write_rows(hid_t d, hid_t mt, int rank, int64_t d1, const mb_rows *r) {
+  hsize_t start[2] = {(hsize_t)r->start, 0}, count[2] = {(hsize_t)r->n, (hsize_t)d1};
+  hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, count, NULL);
+  herr_t st = fs >= 0 && ms >= 0
+                  ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
+                  : -1;
+  if (st >= 0) st = H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, r->buf);
+  h5_close_id(fs);
+  h5_close_id(ms);
+  return st;
+}
+
+/* Create a dataset (collective), let this rank write its rows r if it holds
+ * any (independent; a failure is recorded in *lerr and does not stop the
+ * collective sequence), then close it (collective). */
 static mb_error put_dataset(hid_t loc, const char *name, hid_t ft, hid_t mt, int rank,
-                            int64_t d0, int64_t d1, int owner, const void *buf, mb_error *lerr) {
+                            int64_t d0, int64_t d1, const mb_rows *r, mb_error *lerr) {
   hsize_t dims[2] = {(hsize_t)d0, (hsize_t)d1};
   hid_t sp = H5Screate_simple(rank, dims, NULL);
   MB_CALL_H5(sp);
@@ -379,9 +634,10 @@ static mb_error put_dataset(hid_t loc, const char *name, hid_t ft, hid_t mt, int
   H5Sclose(sp);
   if (dcpl >= 0) H5Pclose(dcpl);
   MB_CALL_H5(d);
-  if (owner && *lerr == MB_SUCCESS && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+  if (r->n > 0 && *lerr == MB_SUCCESS && write_rows(d, mt, rank, d1, r) < 0)
     *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
-                         "H5Dwrite of dataset '%s' failed", name);
+                         "H5Dwrite of rows [%lld, %lld) of dataset '%s' failed",
+                         (long long)r->start, (long long)(r->start + r->n), name);
   MB_CALL_H5(H5Dclose(d));
   return MB_SUCCESS;
 }
@@ -399,77 +655,116 @@ static mb_error make_group(hid_t loc, const char *name, hid_t *g) {
   return MB_SUCCESS;
 }
 
-/* The XDMF helper datasets of a polygon mesh (owner computes the data). */
-static mb_error put_xdmf_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m,
-                                  mb_error *lerr) {
-  int64_t *mixed = NULL, *fan = NULL;
-  if (m) {
-    mixed = malloc(sizeof(int64_t) * (size_t)w->x.mixed_len);
-    fan = malloc(sizeof(int64_t) * 3 * (size_t)(w->x.fan_ntri ? w->x.fan_ntri : 1));
-    if (!mixed || !fan) {
-      if (*lerr == MB_SUCCESS)
-        *lerr = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-    } else {
-      mb_xdmf_fill_mixed(m, mixed);
-      if (w->x.fan_ntri) mb_xdmf_fill_fan(m, fan);
-    }
+
+/* This rank's rows of the polygon datasets of mesh w from its piece p (rows
+ * m): r[0..3] for face_offsets, face_indices, xdmf_mixed, xdmf_triangles,
+ * from the new buffers buf[0..2]. Offsets are shifted by the piece's first
+ * index; the piece holding the last face also writes the final offset. */
+static mb_error fill_polygon_rows(const mb_wmesh *w, const mb_wpiece *p, const mb_mesh *m,
+                                  mb_rows r[4], int64_t *buf[3]) {
+  int last = p->nfrows > 0 && p->fstart + p->nfrows == w->x.nf;
+  int64_t nfan = w->x.fan_ntri ? p->nidx - 2 * p->nfrows : 0;
+  buf[0] = malloc(sizeof(int64_t) * (size_t)(p->nfrows + 1));
+  buf[1] = malloc(sizeof(int64_t) * (size_t)(p->mixed_len + 1));
+  buf[2] = malloc(sizeof(int64_t) * 3 * (size_t)(nfan + 1));
+  MB_CHECK(buf[0] && buf[1] && buf[2], MB_ERR_MEMORY, "out of memory");
+  for (int64_t f = 0; f <= p->nfrows; f++) buf[0][f] = m->face_offsets[f] + p->idx_start;
+  mb_xdmf_fill_mixed(m, buf[1]); /* global vertex ids: it only copies face_indices */
+  if (nfan) mb_xdmf_fill_fan(m, buf[2]);
+  r[0] = (mb_rows){p->fstart, p->nfrows + last, buf[0]};
+  r[1] = (mb_rows){p->idx_start, p->nidx, m->face_indices};
+  r[2] = (mb_rows){p->mixed_start, p->mixed_len, buf[1]};
+  /* fan triangles of the earlier faces: sum(n - 2) = idx_start - 2 fstart */
+  r[3] = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf[2]};
+  return MB_SUCCESS;
+}
+
+/* The polygon datasets of a mesh (face_offsets, face_indices, xdmf_mixed and,
+ * with a face of >= 5 vertices anywhere in the mesh, xdmf_triangles); p and
+ * m are this rank's piece and rows, or NULL. Collective. */
+static mb_error put_polygon_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
+                                     const mb_mesh *m, mb_error *lerr) {
+  mb_rows r[4] = {{0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}};
+  int64_t *buf[3] = {NULL, NULL, NULL};
+  if (m && *lerr == MB_SUCCESS) {
+    *lerr = fill_polygon_rows(w, p, m, r, buf);
+    if (*lerr) memset(r, 0, sizeof r);
   }
-  int own = m && mixed && fan;
-  mb_error e = put_dataset(g, "xdmf_mixed", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.mixed_len,
-                           0, own, mixed, lerr);
+  mb_error e = put_dataset(g, "face_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.nf + 1,
+                           0, &r[0], lerr);
+  if (!e)
+    e = put_dataset(g, "face_indices", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->nidx, 0, &r[1],
+                    lerr);
+  if (!e)
+    e = put_dataset(g, "xdmf_mixed", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.mixed_len, 0,
+                    &r[2], lerr);
   if (!e && w->x.fan_ntri)
     e = put_dataset(g, "xdmf_triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.fan_ntri, 3,
-                    own, fan, lerr);
-  free(mixed);
-  free(fan);
+                    &r[3], lerr);
+  for (int k = 0; k < 3; k++) free(buf[k]);
   MB_CALL(e);
   return MB_SUCCESS;
 }
 
-/* Datasets of one mesh group; m is the mesh on its owner, NULL elsewhere. */
-static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m,
-                                  mb_error *lerr) {
-  int own = m != NULL;
-  MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv, 3, own,
-                      own ? m->xyz : NULL, lerr));
-  if (w->x.triangles) {
-    MB_CALL(put_dataset(g, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.nf, 3, own,
-                        own ? m->face_indices : NULL, lerr));
-  } else {
-    MB_CALL(put_dataset(g, "face_offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->x.nf + 1, 0,
-                        own, own ? m->face_offsets : NULL, lerr));
-    MB_CALL(put_dataset(g, "face_indices", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, w->nidx, 0,
-                        own, own ? m->face_indices : NULL, lerr));
-    MB_CALL(put_xdmf_datasets(g, w, m, lerr));
-  }
+/* Group `fields` with one dataset per field; this rank writes its vertex rows. */
+static mb_error put_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p, const mb_mesh *m,
+                           mb_error *lerr) {
   if (w->x.nfields == 0) return MB_SUCCESS;
   hid_t fg;
   MB_CALL(make_group(g, "fields", &fg));
   mb_error e = MB_SUCCESS;
-  for (int f = 0; f < w->x.nfields && !e; f++)
+  for (int f = 0; f < w->x.nfields && !e; f++) {
+    mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->fields[f].data : NULL};
     e = put_dataset(fg, w->x.fields[f].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
-                    w->x.fields[f].ncomp, own, own ? m->fields[f].data : NULL, lerr);
+                    w->x.fields[f].ncomp, &r, lerr);
+  }
   H5Gclose(fg);
   MB_CALL(e);
   return MB_SUCCESS;
 }
 
-/* Group /meshes/<name> with its attributes and datasets. Collective. */
-static mb_error put_mesh(hid_t meshes, const mb_wmesh *w, int64_t pos, const mb_mesh *m,
-                         mb_error *lerr) {
+/* Datasets of one mesh group; p and m are this rank's piece of the mesh and
+ * its rows, or NULL where it holds none. Collective. */
+static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
+                                  const mb_mesh *m, mb_error *lerr) {
+  mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL};
+  MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv, 3, &r,
+                      lerr));
+  if (w->x.triangles) {
+    r = (mb_rows){m ? p->fstart : 0, m ? p->nfrows : 0, m ? m->face_indices : NULL};
+    MB_CALL(put_dataset(g, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.nf, 3, &r,
+                        lerr));
+  } else {
+    MB_CALL(put_polygon_datasets(g, w, p, m, lerr));
+  }
+  MB_CALL(put_fields(g, w, p, m, lerr));
+  return MB_SUCCESS;
+}
+
+/* Group /meshes/<name> with its attributes (those of its first piece) and
+ * datasets. Collective. */
+static mb_error put_mesh(hid_t meshes, const mb_wmesh *w, int64_t pos, const mb_wpiece *p,
+                         const mb_mesh *m, mb_error *lerr) {
   hid_t g;
   MB_CALL(make_group(meshes, w->x.name, &g));
+  const mb_wpiece *a = &w->p[0];
   mb_error e = put_attr(g, "index", H5T_STD_I64LE, H5T_NATIVE_INT64, &pos);
-  for (int a = 0; a < w->nattrs && !e; a++) e = put_str_attr(g, w->keys[a], w->values[a]);
-  if (!e) e = put_mesh_datasets(g, w, m, lerr);
+  for (int k = 0; k < a->nattrs && !e; k++) e = put_str_attr(g, a->keys[k], a->values[k]);
+  if (!e) e = put_mesh_datasets(g, w, p, m, lerr);
   H5Gclose(g);
   MB_CALL(e);
   return MB_SUCCESS;
 }
 
+/* The piece of mesh w that this rank holds, or NULL. */
+static const mb_wpiece *held_piece(const mb_wmesh *w, int rank) {
+  for (int k = 0; k < w->np; k++)
+    if (w->p[k].rank == rank) return &w->p[k];
+  return NULL;
+}
+
 /* Root attributes, /meshes and every mesh, in the agreed order. Collective. */
-static mb_error put_contents(hid_t file, const mb_wset *w, int rank, mb_mesh *const *local,
-                             mb_error *lerr) {
+static mb_error put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb_error *lerr) {
   MB_CALL(put_str_attr(file, "format", MB_COLLECTION_FORMAT));
   int version = MB_COLLECTION_FORMAT_VERSION;
   MB_CALL(put_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version));
@@ -477,8 +772,9 @@ static mb_error put_contents(hid_t file, const mb_wset *w, int rank, mb_mesh *co
   MB_CALL(make_group(file, "meshes", &meshes));
   mb_error e = MB_SUCCESS;
   for (int64_t i = 0; i < w->n && !e; i++) {
-    const mb_wmesh *wm = &w->m[i];
-    e = put_mesh(meshes, wm, i, wm->owner == rank ? local[wm->local] : NULL, lerr);
+    const mb_wpiece *p = held_piece(&w->m[i], h->rank);
+    const mb_mesh *m = !p ? NULL : p->whole ? h->local[p->local] : h->slabs[p->local].rows;
+    e = put_mesh(meshes, &w->m[i], i, p, m, lerr);
   }
   H5Gclose(meshes);
   MB_CALL(e);
@@ -487,8 +783,8 @@ static mb_error put_contents(hid_t file, const mb_wset *w, int rank, mb_mesh *co
 
 /* Create tmp through MPI-IO with collective metadata, write everything and
  * close. Returns the collective outcome; local raw-data failures in *lerr. */
-static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, int rank,
-                         mb_mesh *const *local, mb_error *lerr) {
+static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
+                         mb_error *lerr) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
   if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
@@ -504,7 +800,7 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, int r
   h5_close_id(fcpl);
   H5Pclose(fapl);
   MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5)", tmp);
-  mb_error e = put_contents(file, w, rank, local, lerr);
+  mb_error e = put_contents(file, w, h, lerr);
   if (H5Fclose(file) < 0 && !e)
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
   MB_CALL(e);
@@ -605,14 +901,16 @@ static mb_error check_folder(const char *path) {
 }
 
 /* Steps before the file exists: local checks, gathering, folder and tmp name. */
-static mb_error prepare_write(MPI_Comm comm, int rank, const char *path, int nlocal,
-                              mb_mesh *const *local, mb_wset *w, char *suffix, size_t slen) {
+static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h, mb_wset *w,
+                              char *suffix, size_t slen) {
   mb_buf b = {0};
   mb_error e = MB_SUCCESS;
-  if (nlocal < 0 || (nlocal > 0 && !local))
-    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__, "mb_collection_write: bad nlocal");
+  if (h->nlocal < 0 || (h->nlocal > 0 && !h->local) || h->nslabs < 0 ||
+      (h->nslabs > 0 && !h->slabs))
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "mb_collection_write: bad nlocal or nslabs");
   else
-    e = pack_local(nlocal, local, &b);
+    e = pack_local(h, &b);
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);
   mb_error g = sync_error(comm, e); /* every rank stops here if one failed */
   if (g) { free(b.data); return g; }
@@ -620,35 +918,42 @@ static mb_error prepare_write(MPI_Comm comm, int rank, const char *path, int nlo
   free(b.data);
   MB_CALL(sync_error(comm, e));
   long long pid = (long long)getpid();
-  e = rank == 0 ? check_folder(path) : MB_SUCCESS;
+  e = h->rank == 0 ? check_folder(path) : MB_SUCCESS;
   MB_CALL_MPI(MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm));
   snprintf(suffix, slen, ".tmp-%lld", pid);
   MB_CALL(sync_error(comm, e));
   return MB_SUCCESS;
 }
 
-mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
-                             mb_mesh *const *local_meshes) {
+mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
+                                   mb_mesh *const *local, int nslabs,
+                                   const mb_mesh_slab *slabs) {
   MB_CHECK(path && *path, MB_ERR_ARG, "mb_collection_write: empty path");
   MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_write: path too long");
-  int rank;
-  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  mb_held h = {0, nlocal, nslabs, local, slabs};
+  MB_CALL_MPI(MPI_Comm_rank(comm, &h.rank));
   h5_quiet q = h5_quiet_begin();
   mb_wset w = {0};
   char suffix[64], tmp[MB_PATH_MAX];
-  mb_error e = prepare_write(comm, rank, path, nlocal, local_meshes, &w, suffix, sizeof suffix);
+  mb_error e = prepare_write(comm, path, &h, &w, suffix, sizeof suffix);
   if (e) goto out;
   snprintf(tmp, sizeof tmp, "%s%s", path, suffix);
   mb_error lerr = MB_SUCCESS;
-  e = write_h5(comm, tmp, &w, rank, local_meshes, &lerr);
+  e = write_h5(comm, tmp, &w, &h, &lerr);
   e = sync_error(comm, e ? e : lerr);
-  if (!e) e = sync_error(comm, rank == 0 ? publish(path, tmp, suffix, &w) : MB_SUCCESS);
-  if (e && rank == 0) unlink(tmp);
+  if (!e) e = sync_error(comm, h.rank == 0 ? publish(path, tmp, suffix, &w) : MB_SUCCESS);
+  if (e && h.rank == 0) unlink(tmp);
 out:
   wset_free(&w);
   h5_quiet_end(q);
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);
   return e;
+}
+
+mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
+                             mb_mesh *const *local_meshes) {
+  MB_CALL(mb_collection_write_slabs(comm, path, nlocal, local_meshes, 0, NULL));
+  return MB_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ reading */
@@ -1037,8 +1342,29 @@ static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt,
   return MB_SUCCESS;
 }
 
-/* Per-vertex fields from the group `fields`, in creation order. */
-static mb_error read_fields(hid_t g, const char *src, mb_mesh *m) {
+/* Read rows [start, start + n) of dataset dset of loc ([N] if cols = 0, else
+ * [N, cols]) into buf by hyperslab (memory type mt). Nothing is read if n = 0. */
+static mb_error read_rows(hid_t loc, const char *src, const char *dset, hid_t mt, int64_t start,
+                          int64_t n, int64_t cols, void *buf) {
+  if (n == 0) return MB_SUCCESS;
+  hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
+  MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
+  hsize_t off[2] = {(hsize_t)start, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
+  hid_t fs = H5Dget_space(d), ms = H5Screate_simple(cols ? 2 : 1, count, NULL);
+  herr_t st = fs >= 0 && ms >= 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, count, NULL)
+                                 : -1;
+  if (st >= 0) st = H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
+  h5_close_id(fs);
+  h5_close_id(ms);
+  H5Dclose(d);
+  MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread of rows [%lld, %lld) failed", src, dset,
+           (long long)start, (long long)(start + n));
+  return MB_SUCCESS;
+}
+
+/* Per-vertex fields from the group `fields`, in creation order: rows
+ * [v0, v0 + m->nv) of each [nv, k] dataset (v0 = 0, nv = m->nv for a whole mesh). */
+static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, int64_t v0, int64_t nv) {
   if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
   hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
   MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/fields: not a group", src);
@@ -1048,13 +1374,13 @@ static mb_error read_fields(hid_t g, const char *src, mb_mesh *m) {
     int found, rank;
     hsize_t dims[2];
     e = probe_dataset(fg, src, "fields", l.v[i], H5T_FLOAT, &found, &rank, dims);
-    if (!e && (rank != 2 || (int64_t)dims[0] != m->nv || dims[1] < 1 || dims[1] > INT_MAX))
+    if (!e && (rank != 2 || (int64_t)dims[0] != nv || dims[1] < 1 || dims[1] > INT_MAX))
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s/fields/%s: expected shape [N,k] with N = %lld", src, l.v[i],
-                       (long long)m->nv);
-    double *data = e ? NULL : malloc(sizeof(double) * dims[0] * dims[1] + 1);
+                       (long long)nv);
+    double *data = e ? NULL : malloc(sizeof(double) * (size_t)m->nv * dims[1] + 1);
     if (!e && !data) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-    if (!e) e = read_all(fg, src, l.v[i], H5T_NATIVE_DOUBLE, data);
+    if (!e) e = read_rows(fg, src, l.v[i], H5T_NATIVE_DOUBLE, v0, m->nv, (int64_t)dims[1], data);
     if (!e) e = mb_mesh_set_field(m, l.v[i], (int)dims[1], data);
     free(data);
   }
@@ -1096,7 +1422,7 @@ static mb_error read_group(hid_t g, const char *src, const mb_mesh_info *info, m
              "%s/face_offsets: last offset is %lld, expected %lld (length of face_indices)",
              src, (long long)m->face_offsets[m->nf], (long long)info->nidx);
   }
-  MB_CALL(read_fields(g, src, m));
+  MB_CALL(read_fields(g, src, m, 0, m->nv));
   MB_CALL(read_attrs(g, m));
   MB_CALL(mb_mesh_validate(m, src));
   return MB_SUCCESS;
@@ -1123,6 +1449,94 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   h5_quiet_end(q);
   if (e) { mb_mesh_free(m); MB_CALL(e); }
   *mesh = m;
+  return MB_SUCCESS;
+}
+
+/* Offsets rows [f0, f0 + n] of a polygon mesh as read: inside [0, K], from 0
+ * at the first face, K after the last face, >= 3 vertices per face. */
+static mb_error check_slab_offsets(const char *src, const mb_mesh_info *info, int64_t f0,
+                                   int64_t n, const int64_t *off) {
+  MB_CHECK(off[0] >= 0 && off[n] <= info->nidx && (f0 > 0 || off[0] == 0) &&
+               (f0 + n < info->nf || off[n] == info->nidx),
+           MB_ERR_FORMAT, "%s/face_offsets: rows %lld..%lld hold %lld..%lld, outside [0, %lld]",
+           src, (long long)f0, (long long)(f0 + n), (long long)off[0], (long long)off[n],
+           (long long)info->nidx);
+  for (int64_t f = 0; f < n; f++)
+    MB_CHECK(off[f + 1] - off[f] >= 3, MB_ERR_FORMAT,
+             "%s: face %lld has %lld vertices (need at least 3)", src, (long long)(f0 + f),
+             (long long)(off[f + 1] - off[f]));
+  return MB_SUCCESS;
+}
+
+/* Create s->rows with nvr vertex rows and faces rows [s->face_start,
+ * s->face_start + nfr): triangles by hyperslab, or for polygon meshes the
+ * offsets rows (rebased to 0) and the range of face_indices they span. */
+static mb_error read_slab_faces(hid_t g, const char *src, const mb_mesh_info *info,
+                                int64_t nvr, int64_t nfr, mb_mesh_slab *s) {
+  int64_t f0 = s->face_start, base = 3 * f0, nidx = 3 * nfr, *off = NULL;
+  if (!info->triangles) {
+    MB_CALLOC(off, nfr + 1);
+    mb_error e = read_rows(g, src, "face_offsets", H5T_NATIVE_INT64, f0, nfr + 1, 0, off);
+    if (!e) e = check_slab_offsets(src, info, f0, nfr, off);
+    if (e) { free(off); MB_CALL(e); }
+    base = off[0];
+    nidx = off[nfr] - off[0];
+  }
+  mb_error e = mb_mesh_create(info->name, nvr, nfr, nidx, &s->rows);
+  for (int64_t f = 0; !e && f <= nfr; f++) s->rows->face_offsets[f] = off ? off[f] - base : 3 * f;
+  free(off);
+  MB_CALL(e);
+  if (info->triangles)
+    MB_CALL(read_rows(g, src, "triangles", H5T_NATIVE_INT64, f0, nfr, 3, s->rows->face_indices));
+  else
+    MB_CALL(read_rows(g, src, "face_indices", H5T_NATIVE_INT64, base, nidx, 0,
+                      s->rows->face_indices));
+  return MB_SUCCESS;
+}
+
+/* Rows, fields and attributes of a slab of one mesh group into s->rows. */
+static mb_error read_slab_group(hid_t g, const char *src, const mb_mesh_info *info,
+                                int64_t nvr, int64_t nfr, mb_mesh_slab *s) {
+  MB_CALL(read_slab_faces(g, src, info, nvr, nfr, s));
+  MB_CALL(read_rows(g, src, "vertices", H5T_NATIVE_DOUBLE, s->vertex_start, nvr, 3,
+                    s->rows->xyz));
+  MB_CALL(read_fields(g, src, s->rows, s->vertex_start, info->nv));
+  MB_CALL(read_attrs(g, s->rows));
+  MB_CALL(check_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_start,
+                                 int64_t nvrows, int64_t face_start, int64_t nfrows,
+                                 mb_mesh_slab *slab) {
+  MB_CHECK(coll && slab, MB_ERR_ARG, "mb_collection_read_slab: NULL argument");
+  MB_CHECK(i >= 0 && i < coll->n, MB_ERR_ARG,
+           "mb_collection_read_slab: mesh %lld outside [0, %lld)", (long long)i,
+           (long long)coll->n);
+  const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(rows_inside(vertex_start, nvrows, info->nv), MB_ERR_ARG,
+           "mb_collection_read_slab: vertex rows [%lld, %lld) outside [0, %lld) of mesh '%s'",
+           (long long)vertex_start, (long long)(vertex_start + nvrows), (long long)info->nv,
+           info->name);
+  MB_CHECK(rows_inside(face_start, nfrows, info->nf), MB_ERR_ARG,
+           "mb_collection_read_slab: face rows [%lld, %lld) outside [0, %lld) of mesh '%s'",
+           (long long)face_start, (long long)(face_start + nfrows), (long long)info->nf,
+           info->name);
+  char src[MB_PATH_MAX];
+  snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
+  mb_mesh_slab s = {NULL, vertex_start, face_start, info->nv, info->nf};
+  h5_quiet q = h5_quiet_begin();
+  hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
+  hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
+  mb_error e = g >= 0 ? read_slab_group(g, src, info, nvrows, nfrows, &s)
+                      : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                                     "%s: cannot open the mesh group", src);
+  h5_close_id(g);
+  h5_close_id(ms);
+  h5_quiet_end(q);
+  if (e) { mb_mesh_free(s.rows); MB_CALL(e); }
+  s.rows->index = i;
+  *slab = s;
   return MB_SUCCESS;
 }
 

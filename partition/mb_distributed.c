@@ -10,6 +10,7 @@
 void mb_distributed_free(mb_distributed_mesh *dm) {
   if (!dm) return;
   free(dm->part);
+  free(dm->vtxdist);
   mb_local_domain_free(dm->domain);
   mb_halo_free(dm->halo);
   free(dm->x);
@@ -27,6 +28,13 @@ static mb_error share_parts(mb_distributed_mesh *dm, const mb_adjacency *g, cons
   }
   MB_CALL(mb_agree(dm->comm, e));
   MB_CALL_MPI(MPI_Bcast(dm->part, (int)g->nv, MPI_INT32_T, 0, dm->comm));
+  return MB_SUCCESS;
+}
+
+/* Slabs of vertex rows for writing the result: contiguous blocks in rank order. */
+static mb_error block_slabs(mb_distributed_mesh *dm) {
+  MB_CALLOC(dm->vtxdist, (size_t)dm->size + 1);
+  for (int r = 0; r <= dm->size; r++) dm->vtxdist[r] = dm->nv * r / dm->size;
   return MB_SUCCESS;
 }
 
@@ -57,6 +65,7 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const doubl
   MPI_Comm_rank(comm, &dm->rank);
   MPI_Comm_size(comm, &dm->size);
   MB_CALL_GOTO(e, fail, share_parts(dm, g, part));
+  MB_CALL_GOTO(e, fail, mb_agree(comm, block_slabs(dm)));
   e = build_local(dm, g, xyz);
   MB_CALL_GOTO(e, fail, mb_agree(comm, e));
   const mb_local_domain *d = dm->domain;
@@ -67,34 +76,4 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const doubl
 fail:
   mb_distributed_free(dm);
   return e;
-}
-
-mb_error mb_distributed_gather(const mb_distributed_mesh *dm, double *xyz) {
-  const mb_local_domain *d = dm->domain;
-  int n = (int)d->nowned, *counts = NULL, *displs = NULL;
-  double *payload = malloc(sizeof(double) * 4 * (size_t)(n + 1)), *all = NULL;
-  MB_CHECK(payload, MB_ERR_MEMORY, "out of memory");
-  for (int l = 0; l < n; l++) {
-    payload[4 * l] = (double)d->global[l]; /* exact: ids < 2^53 */
-    memcpy(payload + 4 * l + 1, dm->x + 3 * l, 3 * sizeof(double));
-  }
-  int mine = 4 * n;
-  if (dm->rank == 0) {
-    counts = calloc((size_t)dm->size, sizeof *counts);
-    displs = calloc((size_t)dm->size, sizeof *displs);
-    all = malloc(sizeof(double) * 4 * (size_t)(dm->nv + 1));
-    MB_CHECK(counts && displs && all, MB_ERR_MEMORY, "out of memory");
-  }
-  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, dm->comm));
-  if (dm->rank == 0)
-    for (int r = 1; r < dm->size; r++) displs[r] = displs[r - 1] + counts[r - 1];
-  MB_CALL_MPI(MPI_Gatherv(payload, mine, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, dm->comm));
-  if (dm->rank == 0)
-    for (int64_t k = 0; k < dm->nv; k++)
-      memcpy(xyz + 3 * (int64_t)all[4 * k], all + 4 * k + 1, 3 * sizeof(double));
-  free(payload);
-  free(all);
-  free(counts);
-  free(displs);
-  return MB_SUCCESS;
 }

@@ -1,7 +1,7 @@
 /* meshbatch: one mesh distributed over the ranks of a communicator.
  *
- * Ties the pieces of partition/ together: a vertex partition (given, or
- * METIS on rank 0, broadcast), each rank's owned/ghost numbering in a
+ * Ties the pieces of partition/ together: a vertex partition (given, METIS
+ * on rank 0 and broadcast, or ParMETIS on all ranks), each rank's owned/ghost numbering in a
  * locality order (mb_local.h), the halo plan between the ranks (mb_halo.h),
  * and the local positions. Any job that updates per-vertex values with a
  * 1-ring stencil can run on it: update owned rows, exchange, repeat
@@ -14,9 +14,11 @@
 #include <stdint.h>
 
 #include "mb_adjacency.h"
+#include "mb_collection.h"
 #include "mb_error.h"
 #include "mb_halo.h"
 #include "mb_local.h"
+#include "mb_partition.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,7 +28,11 @@ typedef struct mb_distributed_mesh {
   MPI_Comm comm;            /* borrowed */
   int rank, size;
   int64_t nv;               /* vertices of the whole mesh */
-  int32_t *part;            /* [nv] part (= owning rank) of every vertex (owned) */
+  int32_t *part;            /* [nv] part (= owning rank) of every vertex, or NULL when
+                               built from slabs (no rank holds it) (owned) */
+  int64_t *vtxdist;         /* [size + 1] rank r's slab holds vertex rows
+                               [vtxdist[r], vtxdist[r+1]): the slabs it was built from,
+                               or blocks of nv / size rows (owned) */
   mb_local_domain *domain;  /* this rank's owned and ghost vertices (owned) */
   mb_halo *halo;            /* owner -> ghost exchange of 3 doubles per vertex (owned) */
   double *x;                /* [(nowned + nghost) * 3] local positions (owned) */
@@ -40,10 +46,38 @@ typedef struct mb_distributed_mesh {
 mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *global, const double *xyz,
                                const int32_t *part, mb_distributed_mesh **dm);
 
-/* Gather the owned positions of every rank into xyz [nv, 3] on rank 0 in
- * global vertex order (other ranks may pass NULL). Collective. Errors: MB_ERR_MPI,
- * MB_ERR_MEMORY. */
-mb_error mb_distributed_gather(const mb_distributed_mesh *dm, double *xyz);
+/* Distribute a mesh that no rank holds whole. Every rank passes its slab
+ * (mb_collection_read_slab): rank r holds vertex rows [vertex_start,
+ * vertex_start + rows->nv), the slabs of ranks 0, 1, ... following one
+ * another, and any contiguous run of face rows. Then, without any rank
+ * gathering the mesh:
+ *   1. the vertex graph is built from the faces' edges, each edge sent to
+ *      the rank whose slab holds its vertex;
+ *   2. ParMETIS k-way partitions it in parallel (mb_partition_parmetis);
+ *   3. every face migrates to the owners of its vertices and every owner
+ *      fetches the positions and parts of the vertices of those faces;
+ *   4. each rank builds its owned/ghost numbering (mb_local.h) from that
+ *      patch of faces, in ascending global face order, so neighbour sums
+ *      run in the same order as on one rank; then the halo plan.
+ * The patch of a rank holds every face around its owned vertices, so
+ * boundary flags match the whole mesh. Collective over comm. Errors (agreed
+ * on every rank): MB_ERR_ARG (slabs not in rank order or not covering the
+ * vertices), MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_UNSUPPORTED (no ParMETIS). */
+mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab,
+                                         mb_distributed_mesh **dm);
+
+/* Send the owned positions back to the slab that holds their rows:
+ * slab->rows->xyz receives the current positions of this rank's vertex rows
+ * [vtxdist[rank], vtxdist[rank+1]) (slab->vertex_start must be
+ * vtxdist[rank]), so that all ranks can write the mesh together in global
+ * vertex order (mb_collection_write_slabs). Collective.
+ * Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *slab);
+
+/* Quality of the partition in use: edge cut, owned-vertex imbalance and
+ * empty parts, from each rank's owned rows (no global array needed).
+ * Collective. Errors: MB_ERR_MPI. */
+mb_error mb_distributed_quality(const mb_distributed_mesh *dm, mb_partition_quality *quality);
 
 /* Free; NULL allowed. Not collective. */
 void mb_distributed_free(mb_distributed_mesh *dm);

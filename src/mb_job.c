@@ -335,6 +335,7 @@ typedef struct yaml_job {
   char *output;
   char *partition;      /* NULL: absent */
   mb_distribute *distribute;
+  mb_partitioner *partitioner;
   mb_schedule *schedule;
   mb_backend_kind *backend;
   mb_precision *precision;
@@ -344,6 +345,8 @@ typedef struct yaml_job {
 
 static const cyaml_strval_t job_distribute_names[] = {
     {"per-mesh", MB_DISTRIBUTE_PER_MESH}, {"partitioned", MB_DISTRIBUTE_PARTITIONED}};
+static const cyaml_strval_t job_partitioner_names[] = {{"metis", MB_PARTITIONER_METIS},
+                                                       {"parmetis", MB_PARTITIONER_PARMETIS}};
 static const cyaml_strval_t job_schedule_names[] = {{"static", MB_SCHEDULE_STATIC},
                                                     {"dynamic", MB_SCHEDULE_DYNAMIC}};
 static const cyaml_strval_t job_backend_names[] = {
@@ -386,6 +389,8 @@ static const cyaml_schema_value_t job_string_schema = {
       CYAML_FIELD_STRING_PTR("partition", MB_JOB_OPT, yaml_job, partition, 0, CYAML_UNLIMITED), \
       CYAML_FIELD_ENUM_PTR("distribute", MB_JOB_ENUM_OPT, yaml_job, distribute,             \
                            job_distribute_names, CYAML_ARRAY_LEN(job_distribute_names)),    \
+      CYAML_FIELD_ENUM_PTR("partitioner", MB_JOB_ENUM_OPT, yaml_job, partitioner,           \
+                           job_partitioner_names, CYAML_ARRAY_LEN(job_partitioner_names)),  \
       CYAML_FIELD_ENUM_PTR("schedule", MB_JOB_ENUM_OPT, yaml_job, schedule,                 \
                            job_schedule_names, CYAML_ARRAY_LEN(job_schedule_names)),        \
       CYAML_FIELD_ENUM_PTR("backend", MB_JOB_ENUM_OPT, yaml_job, backend, job_backend_names, \
@@ -410,7 +415,7 @@ static const cyaml_schema_value_t job_schema_input_string = {
 static const cyaml_schema_value_t job_schema_input_list = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, yaml_job, job_fields_input_list)};
 
-static const char job_top_keys[] = "input, output, partition, distribute, schedule, backend, precision, stages";
+static const char job_top_keys[] = "input, output, partition, distribute, partitioner, schedule, backend, precision, stages";
 static const char job_stage_keys[] = "op, lambda, mu, iterations, weights, boundary";
 
 /* ------------------------------------------------------------ libcyaml messages */
@@ -528,6 +533,7 @@ static const char *job_enum_choices(const char *path, char *buf, size_t len) {
     size_t n;
   } table[] = {
       {"distribute", job_distribute_names, CYAML_ARRAY_LEN(job_distribute_names)},
+      {"partitioner", job_partitioner_names, CYAML_ARRAY_LEN(job_partitioner_names)},
       {"schedule", job_schedule_names, CYAML_ARRAY_LEN(job_schedule_names)},
       {"backend", job_backend_names, CYAML_ARRAY_LEN(job_backend_names)},
       {"precision", job_precision_names, CYAML_ARRAY_LEN(job_precision_names)},
@@ -778,6 +784,11 @@ static mb_error job_paths(const job_ctx *c, const yaml_job *y, mb_job *job) {
 static mb_error job_build(const job_ctx *c, const yaml_job *y, mb_job *job) {
   MB_CALL(job_paths(c, y, job));
   job->distribute = y->distribute ? *y->distribute : MB_DISTRIBUTE_PER_MESH;
+  job->partitioner = y->partitioner ? *y->partitioner : MB_PARTITIONER_METIS;
+  if (job->partitioner == MB_PARTITIONER_PARMETIS && job->partition)
+    return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "partitioner"), "partitioner",
+                    "parmetis computes the partition in parallel; it cannot be combined with "
+                    "'partition' (drop one of the two keys)");
   job->schedule = y->schedule ? *y->schedule : MB_SCHEDULE_STATIC;
   job->backend = y->backend ? *y->backend : MB_BACKEND_AUTO;
   job->precision = y->precision ? *y->precision : MB_PRECISION_FLOAT64;

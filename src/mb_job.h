@@ -16,6 +16,7 @@ extern "C" {
 
 typedef enum mb_distribute { MB_DISTRIBUTE_PER_MESH = 0, MB_DISTRIBUTE_PARTITIONED = 1 } mb_distribute;
 typedef enum mb_backend_kind { MB_BACKEND_AUTO = 0, MB_BACKEND_CPU = 1, MB_BACKEND_CUDA = 2 } mb_backend_kind;
+typedef enum mb_partitioner { MB_PARTITIONER_METIS = 0, MB_PARTITIONER_PARMETIS = 1 } mb_partitioner;
 typedef enum mb_schedule { MB_SCHEDULE_STATIC = 0, MB_SCHEDULE_DYNAMIC = 1 } mb_schedule;
 
 typedef struct mb_job {
@@ -27,6 +28,8 @@ typedef struct mb_job {
   char *partition;       /* partitioned runs: a partition file written by
                             `meshbatch partition` to reuse, or NULL (owned) */
   mb_distribute distribute;
+  mb_partitioner partitioner; /* partitioned runs: METIS on rank 0 (every rank reads the
+                            whole mesh) or ParMETIS (every rank reads a slab) */
   mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
   mb_backend_kind backend;
   mb_precision precision;
@@ -45,6 +48,7 @@ mb_error mb_job_load(const char *path, mb_job **job);
 void mb_job_free(mb_job *job);
 
 const char *mb_distribute_name(mb_distribute d);
+const char *mb_partitioner_name(mb_partitioner p);
 const char *mb_backend_kind_name(mb_backend_kind b);
 
 #ifdef __cplusplus

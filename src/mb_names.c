@@ -45,6 +45,14 @@ const char *mb_distribute_name(mb_distribute d) {
   return "unknown";
 }
 
+const char *mb_partitioner_name(mb_partitioner p) {
+  switch (p) {
+  case MB_PARTITIONER_METIS: return "metis";
+  case MB_PARTITIONER_PARMETIS: return "parmetis";
+  }
+  return "unknown";
+}
+
 const char *mb_backend_kind_name(mb_backend_kind b) {
   switch (b) {
   case MB_BACKEND_AUTO: return "auto";

@@ -38,6 +38,8 @@ typedef struct rank_state {
   mb_backend backend;
   int nkept;
   mb_mesh **kept;        /* smoothed meshes this rank writes */
+  int nslabs;
+  mb_mesh_slab *slabs;   /* partitioned runs: this rank's rows of every smoothed mesh */
   int nresults;
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
@@ -235,17 +237,17 @@ static mb_error run_dynamic(rank_state *st) {
 /* ------------------------------------------------------------- partitioned */
 
 /* Rank 0 prints the partition quality and every rank's halo and timings. */
-static mb_error report_partition(rank_state *st, const char *name, const mb_adjacency *adj,
-                                 const mb_distributed_mesh *dm, const mb_pass_timing *t) {
+static mb_error report_partition(rank_state *st, const char *name, const mb_distributed_mesh *dm,
+                                 const mb_pass_timing *t) {
+  mb_partition_quality q;
+  MB_CALL(mb_distributed_quality(dm, &q));
   mb_rank_figures *all = st->rank == 0 ? malloc(sizeof *all * (size_t)st->size) : NULL;
   MB_CHECK(st->rank != 0 || all, MB_ERR_MEMORY, "out of memory");
   mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
   if (!e && st->rank == 0) {
-    mb_partition_quality q;
-    mb_partition_measure(adj, st->size, dm->part, &q);
-    mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts, edge cut %lld, owned imbalance %.3f (max/mean),"
-           " %d empty part%s", name, q.nparts, (long long)q.edge_cut, q.imbalance, q.nempty,
-           q.nempty == 1 ? "" : "s");
+    mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts (%s), edge cut %lld, owned imbalance %.3f "
+           "(max/mean), %d empty part%s", name, q.nparts, mb_partitioner_name(st->job->partitioner),
+           (long long)q.edge_cut, q.imbalance, q.nempty, q.nempty == 1 ? "" : "s");
     for (int r = 0; r < st->size; r++)
       mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
              "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, all[r].owned,
@@ -280,32 +282,120 @@ static mb_error partition_from_file(rank_state *st, const mb_mesh *m, int32_t **
   return e;
 }
 
-/* Smooth one mesh split over all ranks. Every rank reads it (parallel reads
- * of the same file), rank 0 partitions it with METIS and broadcasts the
- * parts, each rank smooths its owned vertices with a halo exchange per pass,
- * and rank 0 gathers the result in global vertex order. */
-static mb_error smooth_partitioned(rank_state *st, mb_mesh *m, mb_pass_timing *t) {
+/* Rows [v0, v0 + nvrows) and faces [f0, f0 + nfrows) of a whole mesh as a
+ * slab (faces keep their global vertex ids). */
+static mb_error slab_of_mesh(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t f0,
+                             int64_t nfrows, mb_mesh_slab *slab) {
+  const int64_t i0 = m->face_offsets[f0], nidx = m->face_offsets[f0 + nfrows] - i0;
+  mb_mesh *r;
+  MB_CALL(mb_mesh_create(m->name, nvrows, nfrows, nidx, &r));
+  r->index = m->index;
+  memcpy(r->xyz, m->xyz + 3 * v0, sizeof *r->xyz * 3 * (size_t)nvrows);
+  for (int64_t f = 0; f <= nfrows; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - i0;
+  memcpy(r->face_indices, m->face_indices + i0, sizeof *r->face_indices * (size_t)nidx);
+  mb_error e = MB_SUCCESS;
+  for (int a = 0; !e && a < m->attrs.n; a++) e = mb_attrs_set(&r->attrs, m->attrs.keys[a], m->attrs.values[a]);
+  for (int k = 0; !e && k < m->nfields; k++) {
+    const mb_field *fd = &m->fields[k];
+    e = mb_mesh_set_field(r, fd->name, fd->ncomp, fd->data + (size_t)fd->ncomp * (size_t)v0);
+  }
+  if (e) { mb_mesh_free(r); return e; }
+  *slab = (mb_mesh_slab){.rows = r, .vertex_start = v0, .face_start = f0, .nv = m->nv, .nf = m->nf};
+  return MB_SUCCESS;
+}
+
+/* This rank's block of n rows: [n * rank / size, n * (rank + 1) / size). */
+static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t *count) {
+  *first = n * st->rank / st->size;
+  *count = n * (st->rank + 1) / st->size - *first;
+}
+
+/* partitioner: metis. Every rank reads the whole mesh (parallel reads of
+ * the same file) and rank 0 partitions it with METIS (or takes the job's
+ * partition file); the smoothed positions go back to each rank's block of
+ * rows for the collective write. */
+static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                                mb_distributed_mesh **dm) {
+  mb_mesh *m = NULL;
   mb_adjacency *adj = NULL;
-  mb_distributed_mesh *dm = NULL;
   int32_t *part = NULL;
-  mb_error e = mb_adjacency_build(m, &adj);
-  for (int k = 0; !e && k < st->job->nstages; k++) e = mb_stage_check(&st->job->stages[k], adj);
+  mb_error e = mb_inputs_read(st->inputs, s, &m);
+  if (!e) e = mb_adjacency_build(m, &adj);
   if (!e && st->rank == 0) e = partition_from_file(st, m, &part);
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, &dm));
+  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, dm));
+  int64_t v0, nvrows, f0, nfrows;
+  block_rows(st, m->nv, &v0, &nvrows);
+  block_rows(st, m->nf, &f0, &nfrows);
+  e = mb_agree(st->comm, slab_of_mesh(m, v0, nvrows, f0, nfrows, slab));
+done:
+  free(part);
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+  return e;
+}
+
+/* partitioner: parmetis. No rank reads the whole mesh: each reads its block
+ * of 1/N of the vertex and face rows from the collection by hyperslab,
+ * ParMETIS partitions the distributed graph and faces and vertices migrate
+ * to their owners (mb_distributed_create_from_slab). */
+static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                                mb_distributed_mesh **dm) {
+  const mb_source *src = &st->inputs->sources[s];
+  MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
+  MB_CHECK(src->collection >= 0, MB_ERR_ARG,
+           "%s: partitioner: parmetis reads meshes from an HDF5 collection by slabs, and this "
+           "is a mesh file (convert it first with meshbatch import, or use partitioner: metis)",
+           src->path);
+  mb_collection *c = st->inputs->collections[src->collection];
+  const mb_mesh_info *info = mb_collection_info(c, src->entry);
+  int64_t v0, nvrows, f0, nfrows;
+  block_rows(st, info->nv, &v0, &nvrows);
+  block_rows(st, info->nf, &f0, &nfrows);
+  mb_error e = mb_collection_read_slab(c, src->entry, v0, nvrows, f0, nfrows, slab);
+  MB_CALL(mb_agree(st->comm, e));
+  slab->rows->index = s;
+  mb_log(MB_LOG_VERBOSE, "[rank %d] %s: read vertex rows [%lld, %lld) of %lld, face rows "
+         "[%lld, %lld) of %lld", st->rank, src->name, (long long)v0, (long long)(v0 + nvrows),
+         (long long)info->nv, (long long)f0, (long long)(f0 + nfrows), (long long)info->nf);
+  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, dm));
+  return MB_SUCCESS;
+}
+
+/* Smooth one mesh split over all ranks: partition, smooth the owned
+ * vertices with a halo exchange per pass, and return the positions to this
+ * rank's slab of rows, which it writes with the others. */
+static mb_error smooth_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                                   mb_pass_timing *t) {
+  mb_distributed_mesh *dm = NULL;
+  mb_error e = st->job->partitioner == MB_PARTITIONER_PARMETIS
+                   ? partition_slabs(st, s, slab, &dm)
+                   : partition_whole(st, s, slab, &dm);
+  if (e) return e;
+  for (int k = 0; !e && k < st->job->nstages; k++)
+    e = mb_stage_check(&st->job->stages[k], dm->domain->adj);
+  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
   if (st->backend.kind == MB_BACKEND_CUDA)
     e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st->job->stages, st->job->nstages,
                                    st->job->precision, dm->x, t);
   else
     e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st->job->stages, st->job->nstages, dm->x, t);
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_distributed_gather(dm, m->xyz));
-  MB_CALL_GOTO(e, done, report_partition(st, m->name, adj, dm, t));
+  MB_CALL_GOTO(e, done, mb_distributed_to_slab(dm, slab));
+  MB_CALL_GOTO(e, done, report_partition(st, slab->rows->name, dm, t));
 done:
-  free(part);
   mb_distributed_free(dm);
-  mb_adjacency_free(adj);
   return e;
+}
+
+/* Keep a smoothed slab for the collective write. */
+static mb_error keep_slab(rank_state *st, mb_mesh_slab *slab) {
+  mb_mesh_slab *k = realloc(st->slabs, sizeof *k * (size_t)(st->nslabs + 1));
+  MB_CHECK(k, MB_ERR_MEMORY, "out of memory");
+  st->slabs = k;
+  st->slabs[st->nslabs++] = *slab;
+  *slab = (mb_mesh_slab){0};
+  return MB_SUCCESS;
 }
 
 static mb_error run_partitioned(rank_state *st) {
@@ -313,41 +403,34 @@ static mb_error run_partitioned(rank_state *st) {
     mesh_result res = {.index = s, .rank = 0};
     snprintf(res.backend, sizeof res.backend, "%s/%d",
              st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu", st->size);
-    mb_mesh *m = NULL;
+    mb_mesh_slab slab = {0};
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
-    mb_error e = mb_inputs_read(st->inputs, s, &m);
-    e = mb_agree(st->comm, e);
-    if (!e) {
-      res.nv = m->nv;
-      res.nf = m->nf;
-      e = smooth_partitioned(st, m, &t);
-    }
+    mb_error e = smooth_partitioned(st, s, &slab, &t);
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
+    if (!e) {
+      res.nv = slab.nv;
+      res.nf = slab.nf;
+      e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds));
+      if (!e) e = keep_slab(st, &slab);
+    }
     if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
-    if (!e && st->rank == 0) e = add_provenance(st, m, res.seconds);
     if (st->rank == 0) {
       mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
       MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
       st->results = r;
       st->results[st->nresults++] = res;
-      if (res.ok) {
-        mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
-        MB_CHECK(k, MB_ERR_MEMORY, "out of memory");
-        st->kept = k;
-        st->kept[st->nkept++] = m;
-        m = NULL;
+      if (res.ok)
         mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, %s, %.3f s "
                "(%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)", st->size,
                st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.backend,
                res.seconds,
                t.passes ? 1e3 * t.compute_s / t.passes : 0, t.passes ? 1e3 * t.exchange_s / t.passes : 0);
-      } else {
+      else
         mb_log_error("%s: skipped: %s", st->inputs->sources[s].name, res.message);
-      }
     }
-    mb_mesh_free(m);
+    mb_mesh_free(slab.rows);
     st->busy_s += mb_wtime() - t0;
   }
   return MB_SUCCESS;
@@ -459,10 +542,12 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
   MB_CALL(mb_agree(st->comm, e));
-  e = mb_collection_write(st->comm, st->job->output, st->nkept, st->kept);
+  e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
+                                st->slabs);
   MB_CALL(mb_agree(st->comm, e));
 
-  int64_t failed = st->nresults - st->nkept;
+  int64_t failed = 0;
+  for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   double busy_sum = 0;
   MB_CALL_MPI(MPI_Allreduce(&st->busy_s, &sum->busy_max_s, 1, MPI_DOUBLE, MPI_MAX, st->comm));
@@ -491,6 +576,8 @@ mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary) {
   mb_error e = run(&st, summary);
   for (int i = 0; i < st.nkept; i++) mb_mesh_free(st.kept[i]);
   free(st.kept);
+  for (int i = 0; i < st.nslabs; i++) mb_mesh_free(st.slabs[i].rows);
+  free(st.slabs);
   free(st.results);
   mb_error ec = mb_inputs_close(st.inputs);
   MB_CALL(e);

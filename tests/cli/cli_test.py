@@ -327,6 +327,80 @@ def case_partitioned(a):
     same_datasets(ref, out)
 
 
+def quad_obj(path, n, seed=2):
+    """A noisy open n x n grid of quadrilaterals with one pentagon (a polygon mesh)."""
+    import random
+    rnd = random.Random(seed)
+    v = [(i + rnd.uniform(-.2, .2), j + rnd.uniform(-.2, .2), rnd.uniform(-.3, .3))
+         for j in range(n) for i in range(n)]
+    f = [(j * n + i, j * n + i + 1, (j + 1) * n + i + 1, (j + 1) * n + i)
+         for j in range(n - 1) for i in range(n - 1)]
+    v.append((n + 0.5, 0.5, 0.0))  # a pentagon on the last column's first quad
+    a, b, c, d = f[n - 2]
+    f[n - 2] = (a, b, len(v) - 1, c, d)
+    with open(path, "w") as out:
+        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines("f " + " ".join(str(i + 1) for i in face) + "\n" for face in f)
+    return path
+
+
+def case_parmetis(a):
+    """partitioner: parmetis on N ranks, each rank reading only its slab of
+    the collection, == partitioner: metis == one rank, bitwise."""
+    d = fresh(f"parmetis_{a.np}")
+    files = [grid_obj(os.path.join(d, "grid.obj"), 30), grid_obj(os.path.join(d, "two.obj"), 12, components=2),
+             write(os.path.join(d, "tiny.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 0.5\nf 1 2 3\n"),
+             os.path.join(SRC, "data", "meshes", "spot.obj")]
+    stages = ALL_RULES
+    if a.shared:
+        folder = os.path.join(DATA, "meshes") if DATA else ""
+        if not os.path.isdir(folder):
+            print("SKIP: ../shared/data/meshes is absent")
+            sys.exit(SKIP)
+        files = [os.path.join(folder, "armadillo.obj"), os.path.join(folder, "igea.obj")]
+    coll = os.path.join(d, "in.h5")
+    run(["import"] + files + ["-o", coll], np=2)
+    ref = os.path.join(d, "ref.h5")
+    run(["run", job(os.path.join(d, "ref.yaml"), [coll], ref, stages=stages, backend="cpu")], np=1)
+    metis = os.path.join(d, "metis.h5")
+    run(["run", job(os.path.join(d, "metis.yaml"), [coll], metis, stages=stages, backend="cpu",
+                    distribute="partitioned", partitioner="metis")], np=a.np)
+    out = os.path.join(d, "parmetis.h5")
+    p = run(["run", job(os.path.join(d, "parmetis.yaml"), [coll], out, stages=stages, backend="cpu",
+                        distribute="partitioned", partitioner="parmetis"), "--verbose"], np=a.np)
+    if "parts (parmetis)" not in p.stdout:
+        fail("no ParMETIS partition quality report")
+    import re
+    slabs = re.findall(r"\[rank (\d+)\] (\S+): read vertex rows \[(\d+), (\d+)\) of (\d+)", p.stdout)
+    for name in {s[1] for s in slabs}:  # the ranks' slabs tile the vertices, nobody reads more
+        rows = sorted((int(s[2]), int(s[3])) for s in slabs if s[1] == name)
+        total = int(next(s[4] for s in slabs if s[1] == name))
+        if len(rows) != a.np or rows[0][0] != 0 or rows[-1][1] != total or \
+                any(rows[i][1] != rows[i + 1][0] for i in range(len(rows) - 1)):
+            fail(f"{name}: the ranks' slabs {rows} do not tile [0, {total})")
+        if max(e - b for b, e in rows) > total // a.np + 1:
+            fail(f"{name}: a rank read more than its share of {total} vertices")
+    if not slabs:
+        fail("no slab reads reported")
+    same_datasets(ref, metis)
+    same_datasets(metis, out)
+    # A polygon mesh (uniform and inverse-distance rules; cotangent needs triangles).
+    poly = os.path.join(d, "poly.h5")
+    run(["import", quad_obj(os.path.join(d, "quads.obj"), 20), "-o", poly])
+    prules = [s for s in ALL_RULES if s["weights"] != "cotangent"]
+    pref = os.path.join(d, "poly_ref.h5")
+    run(["run", job(os.path.join(d, "pref.yaml"), [poly], pref, stages=prules, backend="cpu")], np=1)
+    pout = os.path.join(d, "poly_par.h5")
+    run(["run", job(os.path.join(d, "ppar.yaml"), [poly], pout, stages=prules, backend="cpu",
+                    distribute="partitioned", partitioner="parmetis")], np=a.np)
+    same_datasets(pref, pout)
+    # Mesh files cannot be read by slabs: the mesh fails with a clear message.
+    bad = run(["run", job(os.path.join(d, "bad.yaml"), files[:1], os.path.join(d, "bad.h5"), backend="cpu",
+                          distribute="partitioned", partitioner="parmetis")], np=a.np, expect=1)
+    if "meshbatch import" not in bad.stderr:
+        fail("a mesh file with partitioner: parmetis is not explained")
+
+
 def case_partition_file(a):
     """meshbatch partition writes a reusable partition with its quality."""
     d = fresh("partition_file")

@@ -71,6 +71,13 @@ static void test_bad_enums(void **state) {
   expect_error("enum_distribute.yaml",
                "input: a\noutput: b\ndistribute: per_mesh\nstages:\n  - {op: taubin, iterations: 1}\n",
                MB_ERR_JOB, ":3: distribute: 'per_mesh' is not one of per-mesh, partitioned");
+  expect_error("enum_partitioner.yaml",
+               "input: a\noutput: b\npartitioner: scotch\nstages:\n  - {op: taubin, iterations: 1}\n",
+               MB_ERR_JOB, ":3: partitioner: 'scotch' is not one of metis, parmetis");
+  expect_error("partitioner_and_file.yaml",
+               "input: a\noutput: b\npartition: p.h5\npartitioner: parmetis\nstages:\n"
+               "  - {op: taubin, iterations: 1}\n",
+               MB_ERR_JOB, ":4: partitioner: parmetis computes the partition in parallel");
   expect_error("enum_op.yaml", HEAD "  - op: bilateral\n    iterations: 1\n", MB_ERR_JOB,
                ":4: stages[0].op: 'bilateral' is not one of taubin, laplacian");
   expect_error("enum_weights.yaml",

@@ -1,0 +1,450 @@
+/* meshbatch: meshes distributed in slabs (mb_collection_read_slab and
+ * mb_collection_write_slabs). A collection written whole by rank 0 is read
+ * back in block slabs by every rank and rewritten in slabs: the two files must
+ * hold the same datasets, attributes and XDMF companions. Run with 1 to 4
+ * MPI ranks (a 3-vertex mesh on 4 ranks gives empty slabs). */
+#include <dirent.h>
+#include <hdf5.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mb_collection.h"
+#include "mb_testutil.h"
+
+static int g_rank, g_size;
+
+enum { NMESH = 4 };
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Number of entries of the test folder whose name contains ".tmp-". */
+static int count_tmp_files(void) {
+  char dir[1024];
+  mb_test_tmp_path("", dir, sizeof dir);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strstr(e->d_name, ".tmp-")) n++;
+  closedir(d);
+  return n;
+}
+
+/* Row r's block of n rows over the ranks: [n r / P, n (r + 1) / P). */
+static int64_t block(int64_t n, int r) { return n * r / g_size; }
+
+/* ---- the meshes */
+
+/* A polygon mesh from xyz [nv,3], face sizes [nf] and concatenated indices. */
+static mb_mesh *polygons(const char *name, int64_t nv, const double *xyz, int64_t nf,
+                         const int *sizes, const int64_t *idx) {
+  int64_t nidx = 0;
+  for (int64_t f = 0; f < nf; f++) nidx += sizes[f];
+  mb_mesh *m = NULL;
+  assert_int_equal(mb_mesh_create(name, nv, nf, nidx, &m), MB_SUCCESS);
+  memcpy(m->xyz, xyz, sizeof(double) * 3 * (size_t)nv);
+  for (int64_t f = 0; f < nf; f++) m->face_offsets[f + 1] = m->face_offsets[f] + sizes[f];
+  memcpy(m->face_indices, idx, sizeof(int64_t) * (size_t)nidx);
+  return m;
+}
+
+/* "grid": a 6 x 5 vertex grid split into 40 triangles, field "uv" [30,2]. */
+static mb_mesh *make_grid(void) {
+  enum { NX = 6, NY = 5 };
+  double xyz[3 * NX * NY], uv[2 * NX * NY];
+  int64_t tri[6 * (NX - 1) * (NY - 1)], k = 0;
+  for (int j = 0; j < NY; j++)
+    for (int i = 0; i < NX; i++) {
+      int v = j * NX + i;
+      xyz[3 * v] = i + 0.125 * j;
+      xyz[3 * v + 1] = j;
+      xyz[3 * v + 2] = 0.01 * i * j;
+      uv[2 * v] = i / (NX - 1.0);
+      uv[2 * v + 1] = -j / (NY - 1.0);
+    }
+  for (int j = 0; j + 1 < NY; j++)
+    for (int i = 0; i + 1 < NX; i++) {
+      int64_t a = j * NX + i, b = a + 1, c = a + NX + 1, d = a + NX;
+      int64_t t[6] = {a, b, c, a, c, d};
+      memcpy(tri + k, t, sizeof t);
+      k += 6;
+    }
+  mb_mesh *m = mb_test_mesh_triangles("grid", NX * NY, xyz, 2 * (NX - 1) * (NY - 1), tri);
+  m->index = 0;
+  assert_int_equal(mb_mesh_set_field(m, "uv", 2, uv), MB_SUCCESS);
+  mb_attrs_set(&m->attrs, "source", "grid.obj");
+  mb_attrs_set(&m->attrs, "stage0", "smooth: laplace passes=3");
+  mb_attrs_set(&m->attrs, "ranks", "1");
+  return m;
+}
+
+/* "poly": a strip of 2 x 8 vertices with quads, triangles and one pentagon
+ * (face 3), so xdmf_triangles exists; field "t" [16,3]. */
+static mb_mesh *make_poly(void) {
+  double xyz[3 * 16], t[3 * 16];
+  for (int k = 0; k < 8; k++) {
+    double b[3] = {k, 0, 0.5 * k}, top[3] = {k + 0.25, 1, -0.5 * k};
+    memcpy(xyz + 3 * k, b, sizeof b);
+    memcpy(xyz + 3 * (8 + k), top, sizeof top);
+  }
+  for (int i = 0; i < 3 * 16; i++) t[i] = i * 0.5 - 3;
+  const int sizes[] = {4, 3, 3, 5, 3, 4, 3, 3, 4};
+  const int64_t idx[] = {0, 1, 9, 8,  1, 2, 10,  1, 10, 9,  2, 3, 4, 12, 11,  2, 11, 10,
+                         4, 5, 13, 12,  5, 6, 14,  5, 14, 13,  6, 7, 15, 14};
+  mb_mesh *m = polygons("poly", 16, xyz, 9, sizes, idx);
+  m->index = 1;
+  assert_int_equal(mb_mesh_set_field(m, "t", 3, t), MB_SUCCESS);
+  mb_attrs_set(&m->attrs, "source", "poly.off");
+  return m;
+}
+
+/* "solo": one triangle (fewer vertices than ranks on 4 ranks). */
+static mb_mesh *make_solo(void) {
+  const double xyz[] = {0, 0, 0, 1, 0, 0, 0, 1, 1e-300};
+  const int64_t tri[] = {0, 1, 2};
+  mb_mesh *m = mb_test_mesh_triangles("solo", 3, xyz, 1, tri);
+  m->index = 2;
+  return m;
+}
+
+/* "whole": a quad and a triangle, written whole (beside the slabs). */
+static mb_mesh *make_whole(void) {
+  const double xyz[] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, -1, 0.5, 0.125};
+  const int sizes[] = {4, 3};
+  const int64_t idx[] = {0, 1, 2, 3, 0, 3, 4};
+  mb_mesh *m = polygons("whole", 5, xyz, 2, sizes, idx);
+  m->index = 3;
+  mb_attrs_set(&m->attrs, "note", "held whole");
+  return m;
+}
+
+static void make_meshes(mb_mesh *m[NMESH]) {
+  m[0] = make_grid();
+  m[1] = make_poly();
+  m[2] = make_solo();
+  m[3] = make_whole();
+}
+
+static void free_meshes(mb_mesh *m[NMESH]) {
+  for (int i = 0; i < NMESH; i++) mb_mesh_free(m[i]);
+}
+
+/* Slab of m with vertex rows [v0, v0 + nv) and face rows [f0, f0 + nf),
+ * cut in memory (global indices kept, offsets rebased). */
+static mb_mesh_slab cut_slab(const mb_mesh *m, int64_t v0, int64_t nv, int64_t f0, int64_t nf) {
+  int64_t a = m->face_offsets[f0], nidx = m->face_offsets[f0 + nf] - a;
+  mb_mesh *r = NULL;
+  assert_int_equal(mb_mesh_create(m->name, nv, nf, nidx, &r), MB_SUCCESS);
+  r->index = m->index;
+  memcpy(r->xyz, m->xyz + 3 * v0, sizeof(double) * 3 * (size_t)nv);
+  for (int64_t f = 0; f <= nf; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - a;
+  memcpy(r->face_indices, m->face_indices + a, sizeof(int64_t) * (size_t)nidx);
+  for (int i = 0; i < m->nfields; i++)
+    assert_int_equal(mb_mesh_set_field(r, m->fields[i].name, m->fields[i].ncomp,
+                                       m->fields[i].data + v0 * m->fields[i].ncomp),
+                     MB_SUCCESS);
+  for (int i = 0; i < m->attrs.n; i++)
+    mb_attrs_set(&r->attrs, m->attrs.keys[i], m->attrs.values[i]);
+  mb_mesh_slab s = {r, v0, f0, m->nv, m->nf};
+  return s;
+}
+
+/* This rank's block slab of m. */
+static mb_mesh_slab block_slab(const mb_mesh *m) {
+  int64_t v0 = block(m->nv, g_rank), f0 = block(m->nf, g_rank);
+  return cut_slab(m, v0, block(m->nv, g_rank + 1) - v0, f0, block(m->nf, g_rank + 1) - f0);
+}
+
+static void assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
+  assert_string_equal(a->name, b->name);
+  assert_int_equal(a->index, b->index);
+  assert_int_equal(a->nv, b->nv);
+  assert_int_equal(a->nf, b->nf);
+  assert_memory_equal(a->xyz, b->xyz, sizeof(double) * 3 * (size_t)a->nv);
+  assert_memory_equal(a->face_offsets, b->face_offsets, sizeof(int64_t) * ((size_t)a->nf + 1));
+  assert_memory_equal(a->face_indices, b->face_indices,
+                      sizeof(int64_t) * (size_t)a->face_offsets[a->nf]);
+  assert_int_equal(a->nfields, b->nfields);
+  for (int f = 0; f < a->nfields; f++) {
+    assert_string_equal(a->fields[f].name, b->fields[f].name);
+    assert_int_equal(a->fields[f].ncomp, b->fields[f].ncomp);
+    assert_memory_equal(a->fields[f].data, b->fields[f].data,
+                        sizeof(double) * (size_t)a->nv * (size_t)a->fields[f].ncomp);
+  }
+  assert_int_equal(a->attrs.n, b->attrs.n);
+  for (int i = 0; i < a->attrs.n; i++) {
+    assert_string_equal(a->attrs.keys[i], b->attrs.keys[i]);
+    assert_string_equal(a->attrs.values[i], b->attrs.values[i]);
+  }
+}
+
+/* ---- raw comparison of two files: every dataset, bit for bit */
+
+typedef struct cmp_ctx {
+  hid_t other;
+  int ndatasets;
+} cmp_ctx;
+
+static void compare_dataset(hid_t da, hid_t db, const char *name) {
+  hid_t ta = H5Dget_type(da), tb = H5Dget_type(db);
+  assert_true(H5Tequal(ta, tb) > 0);
+  hid_t sa = H5Dget_space(da), sb = H5Dget_space(db);
+  hsize_t a[2] = {0}, b[2] = {0};
+  assert_int_equal(H5Sget_simple_extent_dims(sa, a, NULL), H5Sget_simple_extent_dims(sb, b, NULL));
+  if (memcmp(a, b, sizeof a)) fail_msg("dataset %s: shapes differ", name);
+  size_t bytes = H5Tget_size(ta) * (size_t)H5Sget_simple_extent_npoints(sa);
+  char *ba = malloc(bytes + 1), *bb = malloc(bytes + 1);
+  assert_true(H5Dread(da, ta, H5S_ALL, H5S_ALL, H5P_DEFAULT, ba) >= 0);
+  assert_true(H5Dread(db, tb, H5S_ALL, H5S_ALL, H5P_DEFAULT, bb) >= 0);
+  if (memcmp(ba, bb, bytes)) fail_msg("dataset %s differs", name);
+  free(ba);
+  free(bb);
+  H5Tclose(ta);
+  H5Tclose(tb);
+  H5Sclose(sa);
+  H5Sclose(sb);
+}
+
+static herr_t cmp_link(hid_t g, const char *name, const H5L_info_t *info, void *op) {
+  (void)info;
+  cmp_ctx *ctx = op;
+  hid_t d = H5Dopen2(g, name, H5P_DEFAULT); /* fails quietly on a group */
+  if (d >= 0) {
+    char full[1024];
+    H5Iget_name(d, full, sizeof full);
+    hid_t o = H5Dopen2(ctx->other, full, H5P_DEFAULT);
+    if (o < 0) fail_msg("dataset %s missing in the other file", full);
+    compare_dataset(d, o, full);
+    ctx->ndatasets++;
+    H5Dclose(o);
+    H5Dclose(d);
+    return 0;
+  }
+  hid_t sub = H5Gopen2(g, name, H5P_DEFAULT);
+  assert_true(sub >= 0);
+  hsize_t idx = 0;
+  H5Literate(sub, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, ctx);
+  H5Gclose(sub);
+  return 0;
+}
+
+/* Compare all datasets of a and b (both ways); returns the number compared. */
+static int compare_files(const char *a, const char *b) {
+  hid_t fa = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t fb = H5Fopen(b, H5F_ACC_RDONLY, H5P_DEFAULT);
+  assert_true(fa >= 0 && fb >= 0);
+  assert_true(H5Lexists(fb, "/meshes/poly/xdmf_triangles", H5P_DEFAULT) > 0);
+  cmp_ctx ab = {fb, 0}, ba = {fa, 0};
+  hsize_t idx = 0;
+  H5Literate(fa, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, &ab);
+  idx = 0;
+  H5Literate(fb, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, &ba);
+  assert_int_equal(ab.ndatasets, ba.ndatasets);
+  H5Fclose(fa);
+  H5Fclose(fb);
+  return ab.ndatasets;
+}
+
+/* ---- XDMF text */
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = calloc((size_t)n + 1, 1);
+  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return s;
+}
+
+/* <stem>A<rest> and <stem>B<rest> hold the same text up to "A.h5" -> "B.h5". */
+static void compare_xdmf(const char *rest) {
+  char pa[1024], pb[1024], na[64], nb[64];
+  snprintf(na, sizeof na, "A%s", rest);
+  snprintf(nb, sizeof nb, "B%s", rest);
+  char *a = read_text(mb_test_tmp_path(na, pa, sizeof pa));
+  char *b = read_text(mb_test_tmp_path(nb, pb, sizeof pb));
+  int refs = 0;
+  for (char *p = strstr(a, "A.h5"); p; p = strstr(p + 4, "A.h5"), refs++) p[0] = 'B';
+  assert_true(refs > 0);
+  if (strcmp(a, b)) fail_msg("%s differs from %s (A.h5 read as B.h5)", pb, pa);
+  free(a);
+  free(b);
+}
+
+/* ---- tests */
+
+/* Rank 0 writes A.h5 whole; every rank reads its block slabs from A.h5 and
+ * all write them to B.h5 ("whole" stays whole, on the last rank). */
+static void test_slab_roundtrip(void **state) {
+  (void)state;
+  char pa[1024], pb[1024];
+  mb_test_tmp_path("A.h5", pa, sizeof pa);
+  mb_test_tmp_path("B.h5", pb, sizeof pb);
+  mb_mesh *ref[NMESH];
+  make_meshes(ref);
+  mb_error e = mb_collection_write(MPI_COMM_WORLD, pa, g_rank == 0 ? NMESH : 0, ref);
+  if (e) fail_msg("write A: %s\n%s", mb_error_message(), mb_error_traceback());
+
+  mb_collection *c = NULL;
+  assert_int_equal(mb_collection_open(MPI_COMM_WORLD, pa, &c), MB_SUCCESS);
+  mb_mesh_slab slabs[NMESH - 1];
+  for (int i = 0; i < NMESH - 1; i++) {
+    const mb_mesh *m = ref[i];
+    int64_t v0 = block(m->nv, g_rank), f0 = block(m->nf, g_rank);
+    e = mb_collection_read_slab(c, i, v0, block(m->nv, g_rank + 1) - v0, f0,
+                                block(m->nf, g_rank + 1) - f0, &slabs[i]);
+    if (e) fail_msg("read slab of %s: %s", m->name, mb_error_message());
+    mb_mesh_slab cut = block_slab(m);
+    assert_same_mesh(slabs[i].rows, cut.rows);
+    assert_int_equal(slabs[i].vertex_start, v0);
+    assert_int_equal(slabs[i].face_start, f0);
+    assert_int_equal(slabs[i].nv, m->nv);
+    assert_int_equal(slabs[i].nf, m->nf);
+    mb_mesh_free(cut.rows);
+    /* the attributes written are those of the slab at vertex row 0 */
+    if (slabs[i].vertex_start > 0) mb_attrs_set(&slabs[i].rows->attrs, "source", "not written");
+  }
+  assert_int_equal(mb_collection_close(c), MB_SUCCESS);
+
+  int last = g_rank == g_size - 1;
+  e = mb_collection_write_slabs(MPI_COMM_WORLD, pb, last, &ref[NMESH - 1], NMESH - 1, slabs);
+  if (e) fail_msg("write B: %s\n%s", mb_error_message(), mb_error_traceback());
+  for (int i = 0; i < NMESH - 1; i++) mb_mesh_free(slabs[i].rows);
+
+  mb_collection *ca = NULL, *cb = NULL;
+  assert_int_equal(mb_collection_open(MPI_COMM_WORLD, pa, &ca), MB_SUCCESS);
+  assert_int_equal(mb_collection_open(MPI_COMM_WORLD, pb, &cb), MB_SUCCESS);
+  assert_int_equal(mb_collection_count(cb), NMESH);
+  const int tri[NMESH] = {1, 0, 1, 0};
+  for (int i = 0; i < NMESH; i++) {
+    mb_mesh *a = NULL, *b = NULL;
+    assert_int_equal(mb_collection_read(ca, i, &a), MB_SUCCESS);
+    assert_int_equal(mb_collection_read(cb, i, &b), MB_SUCCESS);
+    assert_int_equal(mb_collection_info(cb, i)->triangles, tri[i]);
+    assert_same_mesh(a, b);
+    ref[i]->index = i;
+    assert_same_mesh(ref[i], b);
+    mb_mesh_free(a);
+    mb_mesh_free(b);
+  }
+  assert_int_equal(mb_collection_close(ca), MB_SUCCESS);
+  assert_int_equal(mb_collection_close(cb), MB_SUCCESS);
+  free_meshes(ref);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    assert_int_equal(compare_files(pa, pb), 3 + 6 + 2 + 4);
+    const char *xdmf[] = {".xdmf", ".grid.xdmf", ".poly.xdmf", ".solo.xdmf", ".whole.xdmf"};
+    for (int i = 0; i < 5; i++) compare_xdmf(xdmf[i]);
+  }
+  assert_int_equal(count_tmp_files(), 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Slabs of "grid" and "poly" from this rank's blocks, with the vertex start
+ * of the last rank's grid slab moved by dv (its rows shortened or grown). */
+static mb_error write_shifted(const char *path, int64_t dv, int64_t df) {
+  mb_mesh *m[NMESH];
+  make_meshes(m);
+  mb_mesh_slab s[2] = {block_slab(m[0]), block_slab(m[1])};
+  if (g_rank == g_size - 1) {
+    mb_mesh_slab *g = &s[0];
+    int64_t v0 = g->vertex_start + dv, f0 = s[1].face_start + df;
+    mb_mesh_free(g->rows);
+    *g = cut_slab(m[0], v0, m[0]->nv - v0, block(m[0]->nf, g_rank),
+                  m[0]->nf - block(m[0]->nf, g_rank));
+    mb_mesh_free(s[1].rows);
+    s[1] = cut_slab(m[1], block(m[1]->nv, g_rank), m[1]->nv - block(m[1]->nv, g_rank), f0,
+                    m[1]->nf - f0);
+  }
+  mb_error e = mb_collection_write_slabs(MPI_COMM_WORLD, path, 0, NULL, 2, s);
+  mb_mesh_free(s[0].rows);
+  mb_mesh_free(s[1].rows);
+  free_meshes(m);
+  return e;
+}
+
+/* Slabs that overlap or leave a gap: MB_ERR_ARG on every rank, no file. */
+static void test_slabs_must_tile(void **state) {
+  (void)state;
+  char path[1024];
+  struct {
+    const char *name;
+    int64_t dv, df;
+    const char *needle;
+  } cases[] = {
+      {"gap.h5", 1, 0, "slabs of mesh 'grid' leave a gap at vertex row"},
+      {"facegap.h5", 0, 1, "slabs of mesh 'poly' leave a gap at face row"},
+      {"overlap.h5", -1, 0, "slabs of mesh 'grid' overlap at vertex row"}, /* 2+ ranks */
+  };
+  for (int k = 0; k < (g_size > 1 ? 3 : 2); k++) {
+    mb_test_tmp_path(cases[k].name, path, sizeof path);
+    mb_error e = write_shifted(path, cases[k].dv, cases[k].df);
+    if (e != MB_ERR_ARG) fail_msg("%s: got %d (%s)", cases[k].name, e, mb_error_message());
+    mb_test_assert_message_contains(cases[k].needle);
+    MPI_Barrier(MPI_COMM_WORLD);
+    assert_false(file_exists(path));
+    assert_int_equal(count_tmp_files(), 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+/* Slabs of one mesh that disagree on nv, and a read outside the mesh. */
+static void test_slab_errors(void **state) {
+  (void)state;
+  char path[1024];
+  mb_test_tmp_path("disagree.h5", path, sizeof path);
+  mb_mesh *m = make_grid();
+  mb_mesh_slab s = block_slab(m);
+  if (g_rank == g_size - 1) s.nv++; /* alone on 1 rank: a gap at the end */
+  mb_error e = mb_collection_write_slabs(MPI_COMM_WORLD, path, 0, NULL, 1, &s);
+  assert_int_equal(e, MB_ERR_ARG);
+  mb_test_assert_message_contains(g_size > 1 ? "disagree on the number of vertices"
+                                             : "leave a gap at vertex row 30");
+  mb_mesh_free(s.rows);
+  MPI_Barrier(MPI_COMM_WORLD);
+  assert_false(file_exists(path));
+
+  mb_test_tmp_path("one.h5", path, sizeof path);
+  assert_int_equal(mb_collection_write(MPI_COMM_WORLD, path, g_rank == 0, &m), MB_SUCCESS);
+  mb_collection *c = NULL;
+  assert_int_equal(mb_collection_open(MPI_COMM_WORLD, path, &c), MB_SUCCESS);
+  mb_mesh_slab r = {NULL, 0, 0, 0, 0};
+  assert_int_equal(mb_collection_read_slab(c, 0, 25, 6, 0, 1, &r), MB_ERR_ARG);
+  mb_test_assert_message_contains("vertex rows [25, 31) outside [0, 30)");
+  assert_int_equal(mb_collection_read_slab(c, 0, 0, 1, 40, 1, &r), MB_ERR_ARG);
+  assert_null(r.rows);
+  assert_int_equal(mb_collection_read_slab(c, 0, 30, 0, 40, 0, &r), MB_SUCCESS);
+  assert_int_equal(r.rows->nv, 0);
+  assert_int_equal(r.rows->nf, 0);
+  assert_int_equal(r.rows->nfields, 1);
+  mb_mesh_free(r.rows);
+  assert_int_equal(mb_collection_close(c), MB_SUCCESS);
+  mb_mesh_free(m);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slab_roundtrip),
+      cmocka_unit_test(test_slabs_must_tile),
+      cmocka_unit_test(test_slab_errors),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
