@@ -69,6 +69,11 @@ mb_error mb_partition_parmetis(MPI_Comm comm, const int64_t *vtxdist, const int6
     return MB_SUCCESS;
   }
 #if MESHBATCH_HAVE_PARMETIS
+  int level;
+  MB_CALL_MPI(MPI_Query_thread(&level));
+  MB_CHECK(level == MPI_THREAD_MULTIPLE, MB_ERR_UNSUPPORTED,
+           "PT-Scotch's ParMETIS interface needs MPI initialised with MPI_THREAD_MULTIPLE "
+           "(MPI_Init_thread); this process has thread level %d", level);
   const int64_t num_max = sizeof(SCOTCH_Num) == 4 ? INT32_MAX : INT64_MAX;
   MB_CHECK(vtxdist[size] <= num_max && nnz_max <= num_max, MB_ERR_ARG,
            "graph with %lld vertices exceeds the %zu-bit integers of the ParMETIS library",

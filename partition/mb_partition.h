@@ -53,9 +53,12 @@ mb_error mb_partition_metis(const mb_adjacency *adj, int nparts, int32_t *part);
  * Unit vertex and edge weights, allowed imbalance 1.05. nparts == 1 gives all
  * zeros; a graph with no more vertices than parts gives vertex g to part g;
  * blocks with no vertex (which ParMETIS does not accept) fall back to a block
- * partition. Collective over comm. Errors (agreed on every rank): MB_ERR_ARG
+ * partition. PT-Scotch runs threads that call MPI: MPI must have been
+ * initialised with MPI_THREAD_MULTIPLE (the meshbatch command does so when
+ * built with ParMETIS). Collective over comm. Errors (agreed on every rank): MB_ERR_ARG
  * (graph too large for the library's integer width), MB_ERR_MEMORY,
- * MB_ERR_UNSUPPORTED (built without ParMETIS, or the library failed). */
+ * MB_ERR_UNSUPPORTED (built without ParMETIS, MPI without MPI_THREAD_MULTIPLE, or the
+ * library failed). */
 mb_error mb_partition_parmetis(MPI_Comm comm, const int64_t *vtxdist, const int64_t *xadj,
                                const int64_t *adjncy, int nparts, int32_t *part);
 

@@ -113,7 +113,10 @@ int main(int argc, char **argv) {
     usage(stderr);
     return MB_EXIT_USAGE;
   }
-  MPI_Init(&argc, &argv);
+  /* PT-Scotch (behind partitioner: parmetis) runs threads that call MPI. */
+  int provided;
+  MPI_Init_thread(&argc, &argv, MESHBATCH_HAVE_PARMETIS ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                  &provided);
   int code = cmd->fn(argc - 1, argv + 1);
   /* every rank leaves with the worst code, so mpirun reports it */
   MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
