@@ -449,6 +449,12 @@ def case_gpu(a):
     ref = go("cpu", 1, backend="cpu")
     compare(ref, go("cuda_per_mesh", a.np, backend="cuda"), 1e-12)
     compare(ref, go("cuda_partitioned", a.np, backend="cuda", distribute="partitioned"), 1e-12)
+    if a.parmetis:  # each rank reads its slab of a collection, GPU passes
+        coll = os.path.join(d, "in.h5")
+        run(["import"] + files + ["-o", coll])
+        files = [coll]
+        compare(ref, go("cuda_parmetis", a.np, backend="cuda", distribute="partitioned",
+                        partitioner="parmetis"), 1e-12)
     f32 = go("cuda32", 1, backend="cuda", precision="float32")
     compare(f32, go("cuda32_partitioned", a.np, backend="cuda", precision="float32",
                     distribute="partitioned"), 0)
@@ -460,6 +466,7 @@ def main():
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--schedule", default="static")
     ap.add_argument("--shared", action="store_true")
+    ap.add_argument("--parmetis", action="store_true", help="also run partitioner: parmetis")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
     print("PASS")
