@@ -7,6 +7,7 @@
 #ifndef MB_CUDA_H
 #define MB_CUDA_H
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +107,38 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz);
 
 /* Free a domain (device and pinned memory); NULL allowed. */
 void mb_cuda_domain_free(mb_cuda_domain *domain);
+
+/* ------------------------------------------------------------------------
+ * NCCL halo transport. Instead of staging through pinned host buffers and
+ * MPI, the halo travels GPU to GPU with ncclSend/ncclRecv (NVIDIA NCCL,
+ * point-to-point since 2.7), on a second stream of the domain: it waits for
+ * the rows next to the halo, packs them on the device, exchanges, and
+ * unpacks into the ghosts while the domain's stream updates the interior.
+ */
+typedef struct mb_nccl mb_nccl;
+
+/* An NCCL communicator over the ranks of comm, each on its current device.
+ * Collective over comm. NCCL drives one GPU per rank: where two ranks share
+ * a device, or in a build without NCCL, every rank gets MB_ERR_UNSUPPORTED
+ * with the reason (callers then use MPI). Errors: MB_ERR_UNSUPPORTED,
+ * MB_ERR_CUDA (NCCL failure), MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_nccl_create(MPI_Comm comm, mb_nccl **nccl);
+
+/* Destroy the communicator; NULL allowed. Not collective. */
+void mb_nccl_free(mb_nccl *nccl);
+
+/* Start the exchange of the next positions' halo over NCCL (after the rows
+ * next to the halo are enqueued): the neighbours ranks [nneighbors] and the
+ * row offsets send_offset/recv_offset [nneighbors + 1] into the send and
+ * receive lists given at creation, as mb_halo_neighbors returns them. Every
+ * rank of the communicator calls it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
+                                   const int *ranks, const int64_t *send_offset,
+                                   const int64_t *recv_offset);
+
+/* Wait until the ghosts are filled, and order the domain's stream after
+ * them. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain);
 
 #ifdef __cplusplus
 }

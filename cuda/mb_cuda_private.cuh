@@ -43,6 +43,15 @@
                           cudaGetErrorName(mb_cuda_err_));                     \
   } while (0)
 
+/* Enqueue on stream one NCCL group of ncclSend/ncclRecv with every halo
+ * neighbour: send [rows, ncomp] and recv [rows, ncomp] are device buffers in
+ * the halo plan's order (see mb_halo_neighbors). Defined in mb_nccl.cu.
+ * Errors: MB_ERR_CUDA (NCCL failure), MB_ERR_UNSUPPORTED (built without NCCL). */
+struct mb_nccl;
+mb_error mb_nccl_exchange(mb_nccl *nccl, cudaStream_t stream, int ncomp, const double *send,
+                          double *recv, int nneighbors, const int *ranks,
+                          const int64_t *send_offset, const int64_t *recv_offset);
+
 /* An owning device allocation (C++ RAII, so early returns free it). */
 struct mb_dbuf {
   void *p = nullptr;

@@ -504,9 +504,14 @@ struct mb_cuda_domain {
   mb_dbuf send_idx, recv_idx, send_stage, recv_stage;
   double *host_send = nullptr, *host_recv = nullptr; /* pinned */
   cudaStream_t stream = nullptr;
+  cudaStream_t halo_stream = nullptr;                 /* NCCL transport only */
+  cudaEvent_t rows_done = nullptr, halo_done = nullptr;
   ~mb_cuda_domain() {
     if (host_send) cudaFreeHost(host_send);
     if (host_recv) cudaFreeHost(host_recv);
+    if (halo_done) cudaEventDestroy(halo_done);
+    if (rows_done) cudaEventDestroy(rows_done);
+    if (halo_stream) cudaStreamDestroy(halo_stream);
     if (stream) cudaStreamDestroy(stream);
   }
 };
@@ -568,16 +573,37 @@ extern "C" void mb_cuda_domain_buffers(mb_cuda_domain *c, double **send, double 
   *recv = c->host_recv;
 }
 
-extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
-  if (c->nsend == 0) return MB_SUCCESS;
+/* Enqueue on `stream` the packing of the send rows of the next positions
+ * into the device send buffer (float64). */
+static mb_error mb_domain_enqueue_pack(mb_cuda_domain *c, cudaStream_t stream) {
   const void *x = c->d.x[1 - c->d.cur].p; /* the positions being computed */
   if (c->precision == MB_PRECISION_FLOAT32)
-    mb_pack_kernel<float><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, c->stream>>>(
+    mb_pack_kernel<float><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, stream>>>(
         c->nsend, c->send_idx.as<int32_t>(), (const float *)x, c->send_stage.as<double>());
   else
-    mb_pack_kernel<double><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, c->stream>>>(
+    mb_pack_kernel<double><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, stream>>>(
         c->nsend, c->send_idx.as<int32_t>(), (const double *)x, c->send_stage.as<double>());
   MB_CHECK_LAUNCH("halo pack");
+  return MB_SUCCESS;
+}
+
+/* Enqueue on `stream` the scatter of the device receive buffer into the
+ * ghost rows of the next positions. */
+static mb_error mb_domain_enqueue_unpack(mb_cuda_domain *c, cudaStream_t stream) {
+  void *x = c->d.x[1 - c->d.cur].p; /* ghosts of the positions being computed */
+  if (c->precision == MB_PRECISION_FLOAT32)
+    mb_unpack_kernel<float><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, stream>>>(
+        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (float *)x);
+  else
+    mb_unpack_kernel<double><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, stream>>>(
+        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (double *)x);
+  MB_CHECK_LAUNCH("halo unpack");
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
+  if (c->nsend == 0) return MB_SUCCESS;
+  MB_CALL(mb_domain_enqueue_pack(c, c->stream));
   MB_CALL_CUDA(cudaMemcpyAsync(c->host_send, c->send_stage.p, sizeof(double) * 3 * (size_t)c->nsend,
                                cudaMemcpyDeviceToHost, c->stream));
   MB_CALL_CUDA(cudaStreamSynchronize(c->stream));
@@ -588,14 +614,33 @@ extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
   if (c->nrecv == 0) return MB_SUCCESS;
   MB_CALL_CUDA(cudaMemcpyAsync(c->recv_stage.p, c->host_recv, sizeof(double) * 3 * (size_t)c->nrecv,
                                cudaMemcpyHostToDevice, c->stream));
-  void *x = c->d.x[1 - c->d.cur].p; /* ghosts of the positions being computed */
-  if (c->precision == MB_PRECISION_FLOAT32)
-    mb_unpack_kernel<float><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, c->stream>>>(
-        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (float *)x);
-  else
-    mb_unpack_kernel<double><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, c->stream>>>(
-        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (double *)x);
-  MB_CHECK_LAUNCH("halo unpack");
+  MB_CALL(mb_domain_enqueue_unpack(c, c->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *c, mb_nccl *nccl, int nneighbors,
+                                              const int *ranks, const int64_t *send_offset,
+                                              const int64_t *recv_offset) {
+  if (!c->halo_stream) {
+    MB_CALL_CUDA(cudaStreamCreateWithFlags(&c->halo_stream, cudaStreamNonBlocking));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&c->rows_done, cudaEventDisableTiming));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&c->halo_done, cudaEventDisableTiming));
+  }
+  MB_CALL_CUDA(cudaEventRecord(c->rows_done, c->stream)); /* rows next to the halo */
+  MB_CALL_CUDA(cudaStreamWaitEvent(c->halo_stream, c->rows_done, 0));
+  if (c->nsend) MB_CALL(mb_domain_enqueue_pack(c, c->halo_stream));
+  MB_CALL(mb_nccl_exchange(nccl, c->halo_stream, 3, c->send_stage.as<double>(),
+                           c->recv_stage.as<double>(), nneighbors, ranks, send_offset,
+                           recv_offset));
+  if (c->nrecv) MB_CALL(mb_domain_enqueue_unpack(c, c->halo_stream));
+  MB_CALL_CUDA(cudaEventRecord(c->halo_done, c->halo_stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *c) {
+  if (!c->halo_done) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaEventSynchronize(c->halo_done));
+  MB_CALL_CUDA(cudaStreamWaitEvent(c->stream, c->halo_done, 0));
   return MB_SUCCESS;
 }
 

@@ -218,6 +218,14 @@ void mb_halo_recv_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
 
 MPI_Comm mb_halo_comm(const mb_halo *h) { return h->comm; }
 
+void mb_halo_neighbors(const mb_halo *h, int *nneighbors, const int **ranks,
+                       const int64_t **send_offset, const int64_t **recv_offset) {
+  *nneighbors = h->nneighbors;
+  *ranks = h->neighbor;
+  *send_offset = h->send_offset;
+  *recv_offset = h->recv_offset;
+}
+
 void mb_halo_stats(const mb_halo *h, int *nneighbors, int64_t *nsend, int64_t *nrecv) {
   *nneighbors = h->nneighbors;
   *nsend = h->send_offset[h->nneighbors];

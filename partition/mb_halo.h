@@ -62,6 +62,14 @@ mb_error mb_halo_end_packed(mb_halo *halo);
 void mb_halo_send_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 void mb_halo_recv_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 
+/* The neighbours of this rank and, for each, its rows of the packed
+ * buffers: neighbour k = ranks[k] gets send rows [send_offset[k],
+ * send_offset[k+1]) and fills recv rows [recv_offset[k], recv_offset[k+1])
+ * (rows of ncomp values, in the order of mb_halo_send/recv_indices). For
+ * transports other than MPI (NCCL). Arrays belong to the plan. Not collective. */
+void mb_halo_neighbors(const mb_halo *halo, int *nneighbors, const int **ranks,
+                       const int64_t **send_offset, const int64_t **recv_offset);
+
 /* The communicator of the plan (borrowed). */
 MPI_Comm mb_halo_comm(const mb_halo *halo);
 

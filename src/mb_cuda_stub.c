@@ -77,3 +77,22 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz) {
 }
 
 void mb_cuda_domain_free(mb_cuda_domain *domain) { (void)domain; }
+
+mb_error mb_nccl_create(MPI_Comm comm, mb_nccl **nccl) {
+  (void)comm; (void)nccl;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_nccl_free(mb_nccl *nccl) { (void)nccl; }
+
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
+                                   const int *ranks, const int64_t *send_offset,
+                                   const int64_t *recv_offset) {
+  (void)domain; (void)nccl; (void)nneighbors; (void)ranks; (void)send_offset; (void)recv_offset;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}

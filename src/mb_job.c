@@ -336,6 +336,7 @@ typedef struct yaml_job {
   char *partition;      /* NULL: absent */
   mb_distribute *distribute;
   mb_partitioner *partitioner;
+  mb_halo_transport *halo;
   mb_schedule *schedule;
   mb_backend_kind *backend;
   mb_precision *precision;
@@ -347,6 +348,8 @@ static const cyaml_strval_t job_distribute_names[] = {
     {"per-mesh", MB_DISTRIBUTE_PER_MESH}, {"partitioned", MB_DISTRIBUTE_PARTITIONED}};
 static const cyaml_strval_t job_partitioner_names[] = {{"metis", MB_PARTITIONER_METIS},
                                                        {"parmetis", MB_PARTITIONER_PARMETIS}};
+static const cyaml_strval_t job_halo_names[] = {
+    {"auto", MB_HALO_AUTO}, {"mpi", MB_HALO_MPI}, {"nccl", MB_HALO_NCCL}};
 static const cyaml_strval_t job_schedule_names[] = {{"static", MB_SCHEDULE_STATIC},
                                                     {"dynamic", MB_SCHEDULE_DYNAMIC}};
 static const cyaml_strval_t job_backend_names[] = {
@@ -391,6 +394,8 @@ static const cyaml_schema_value_t job_string_schema = {
                            job_distribute_names, CYAML_ARRAY_LEN(job_distribute_names)),    \
       CYAML_FIELD_ENUM_PTR("partitioner", MB_JOB_ENUM_OPT, yaml_job, partitioner,           \
                            job_partitioner_names, CYAML_ARRAY_LEN(job_partitioner_names)),  \
+      CYAML_FIELD_ENUM_PTR("halo", MB_JOB_ENUM_OPT, yaml_job, halo, job_halo_names,         \
+                           CYAML_ARRAY_LEN(job_halo_names)),                                \
       CYAML_FIELD_ENUM_PTR("schedule", MB_JOB_ENUM_OPT, yaml_job, schedule,                 \
                            job_schedule_names, CYAML_ARRAY_LEN(job_schedule_names)),        \
       CYAML_FIELD_ENUM_PTR("backend", MB_JOB_ENUM_OPT, yaml_job, backend, job_backend_names, \
@@ -415,7 +420,7 @@ static const cyaml_schema_value_t job_schema_input_string = {
 static const cyaml_schema_value_t job_schema_input_list = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, yaml_job, job_fields_input_list)};
 
-static const char job_top_keys[] = "input, output, partition, distribute, partitioner, schedule, backend, precision, stages";
+static const char job_top_keys[] = "input, output, partition, distribute, partitioner, halo, schedule, backend, precision, stages";
 static const char job_stage_keys[] = "op, lambda, mu, iterations, weights, boundary";
 
 /* ------------------------------------------------------------ libcyaml messages */
@@ -534,6 +539,7 @@ static const char *job_enum_choices(const char *path, char *buf, size_t len) {
   } table[] = {
       {"distribute", job_distribute_names, CYAML_ARRAY_LEN(job_distribute_names)},
       {"partitioner", job_partitioner_names, CYAML_ARRAY_LEN(job_partitioner_names)},
+      {"halo", job_halo_names, CYAML_ARRAY_LEN(job_halo_names)},
       {"schedule", job_schedule_names, CYAML_ARRAY_LEN(job_schedule_names)},
       {"backend", job_backend_names, CYAML_ARRAY_LEN(job_backend_names)},
       {"precision", job_precision_names, CYAML_ARRAY_LEN(job_precision_names)},
@@ -789,6 +795,7 @@ static mb_error job_build(const job_ctx *c, const yaml_job *y, mb_job *job) {
     return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "partitioner"), "partitioner",
                     "parmetis computes the partition in parallel; it cannot be combined with "
                     "'partition' (drop one of the two keys)");
+  job->halo = y->halo ? *y->halo : MB_HALO_AUTO;
   job->schedule = y->schedule ? *y->schedule : MB_SCHEDULE_STATIC;
   job->backend = y->backend ? *y->backend : MB_BACKEND_AUTO;
   job->precision = y->precision ? *y->precision : MB_PRECISION_FLOAT64;

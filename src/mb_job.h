@@ -9,6 +9,7 @@
 
 #include "mb_error.h"
 #include "mb_smooth.h"
+#include "mb_smooth_partitioned.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,7 @@ typedef struct mb_job {
   mb_distribute distribute;
   mb_partitioner partitioner; /* partitioned runs: METIS on rank 0 (every rank reads the
                             whole mesh) or ParMETIS (every rank reads a slab) */
+  mb_halo_transport halo; /* partitioned runs on GPUs: MPI, NCCL or auto */
   mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
   mb_backend_kind backend;
   mb_precision precision;

@@ -246,8 +246,10 @@ static mb_error report_partition(rank_state *st, const char *name, const mb_dist
   mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
   if (!e && st->rank == 0) {
     mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts (%s), edge cut %lld, owned imbalance %.3f "
-           "(max/mean), %d empty part%s", name, q.nparts, mb_partitioner_name(st->job->partitioner),
-           (long long)q.edge_cut, q.imbalance, q.nempty, q.nempty == 1 ? "" : "s");
+           "(max/mean), %d empty part%s, halo over %s", name, q.nparts,
+           mb_partitioner_name(st->job->partitioner), (long long)q.edge_cut, q.imbalance, q.nempty,
+           q.nempty == 1 ? "" : "s",
+           st->backend.kind == MB_BACKEND_CUDA ? mb_halo_transport_name(t->transport) : "mpi");
     for (int r = 0; r < st->size; r++)
       mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
              "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, all[r].owned,
@@ -377,7 +379,7 @@ static mb_error smooth_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
   if (st->backend.kind == MB_BACKEND_CUDA)
     e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st->job->stages, st->job->nstages,
-                                   st->job->precision, dm->x, t);
+                                   st->job->precision, st->job->halo, dm->x, t);
   else
     e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st->job->stages, st->job->nstages, dm->x, t);
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));

@@ -14,6 +14,15 @@
 #include "mb_log.h"
 #include "mb_mpi.h"
 
+const char *mb_halo_transport_name(mb_halo_transport t) {
+  switch (t) {
+  case MB_HALO_AUTO: return "auto";
+  case MB_HALO_MPI: return "mpi";
+  case MB_HALO_NCCL: return "nccl";
+  }
+  return "unknown";
+}
+
 typedef struct pass_ops {
   mb_error (*exchange_begin)(void *ctx);
   mb_error (*rows)(void *ctx, int64_t begin, int64_t end, const mb_stage *st, double f);
@@ -109,10 +118,17 @@ typedef struct cuda_ctx {
   mb_halo *h;
   double *send, *recv; /* pinned, owned by dev */
   int has_halo;
+  mb_nccl *nccl;       /* non-NULL: the halo goes GPU to GPU over NCCL */
+  int nneighbors;      /* the plan's neighbours, for NCCL */
+  const int *ranks;
+  const int64_t *send_offset, *recv_offset;
 } cuda_ctx;
 
 static mb_error cuda_begin(void *c) {
   cuda_ctx *x = c;
+  if (x->nccl)
+    return mb_cuda_domain_nccl_begin(x->dev, x->nccl, x->nneighbors, x->ranks, x->send_offset,
+                                     x->recv_offset);
   MB_CALL(mb_cuda_domain_pack(x->dev));
   MB_CALL(mb_halo_begin_packed(x->h, x->send, x->recv));
   return MB_SUCCESS;
@@ -126,6 +142,7 @@ static mb_error cuda_rows(void *c, int64_t b, int64_t e, const mb_stage *st, dou
 
 static mb_error cuda_end(void *c) {
   cuda_ctx *x = c;
+  if (x->nccl) return mb_cuda_domain_nccl_end(x->dev);
   MB_CALL(mb_halo_end_packed(x->h));
   MB_CALL(mb_cuda_domain_unpack(x->dev));
   return MB_SUCCESS;
@@ -141,31 +158,82 @@ static mb_error cuda_swap(void *c) {
   return MB_SUCCESS;
 }
 
+/* Seconds for n exchanges on the slowest rank (ghost values of the next
+ * positions only, which every pass rewrites). Collective. */
+static mb_error time_exchanges(cuda_ctx *x, int n, double *seconds) {
+  MB_CALL_MPI(MPI_Barrier(mb_halo_comm(x->h)));
+  double t0 = mb_wtime();
+  for (int i = 0; i < n; i++) {
+    MB_CALL(cuda_begin(x));
+    MB_CALL(cuda_end(x));
+    MB_CALL(mb_cuda_domain_sync(x->dev));
+  }
+  double t = mb_wtime() - t0;
+  MB_CALL_MPI(MPI_Allreduce(&t, seconds, 1, MPI_DOUBLE, MPI_MAX, mb_halo_comm(x->h)));
+  return MB_SUCCESS;
+}
+
+/* Set up the NCCL transport when asked, or in auto mode when NCCL can be
+ * set up and 20 trial exchanges are faster than with MPI. Collective; the
+ * choice is the same on every rank. */
+static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_timing *t) {
+  MPI_Comm comm = mb_halo_comm(x->h);
+  int rank, size;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  t->transport = MB_HALO_MPI;
+  if (want == MB_HALO_MPI || (want == MB_HALO_AUTO && size == 1)) return MB_SUCCESS;
+  mb_error e = mb_nccl_create(comm, &x->nccl); /* agreed */
+  if (e && want == MB_HALO_NCCL) return e;
+  if (e) {
+    if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
+    x->nccl = NULL;
+    return MB_SUCCESS;
+  }
+  mb_halo_neighbors(x->h, &x->nneighbors, &x->ranks, &x->send_offset, &x->recv_offset);
+  if (want == MB_HALO_AUTO) {
+    enum { TRIALS = 20 };
+    double t_nccl, t_mpi;
+    MB_CALL(time_exchanges(x, TRIALS, &t_nccl));
+    mb_nccl *nccl = x->nccl;
+    x->nccl = NULL;
+    MB_CALL(time_exchanges(x, TRIALS, &t_mpi));
+    if (rank == 0)
+      mb_log(MB_LOG_VERBOSE, "[halo] trial exchanges: NCCL %.3f ms, MPI %.3f ms: using %s",
+             1e3 * t_nccl / TRIALS, 1e3 * t_mpi / TRIALS, t_nccl < t_mpi ? "NCCL" : "MPI");
+    if (t_nccl < t_mpi) x->nccl = nccl;
+    else mb_nccl_free(nccl);
+  }
+  if (x->nccl) t->transport = MB_HALO_NCCL;
+  return MB_SUCCESS;
+}
+
 mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const mb_stage *stages,
-                                    int nstages, mb_precision precision, double *x,
+                                    int nstages, mb_precision precision,
+                                    mb_halo_transport transport, double *x,
                                     mb_pass_timing *timing) {
   mb_pass_timing local = {0};
+  if (!timing) timing = &local;
   for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], d->adj));
   int64_t nsend, nrecv;
   const int64_t *send_idx, *recv_idx;
   mb_halo_send_indices(h, &nsend, &send_idx);
   mb_halo_recv_indices(h, &nrecv, &recv_idx);
-  cuda_ctx ctx = {.h = h,
-                  .has_halo = nsend > 0 || nrecv > 0 || (timing && timing->synchronize)};
+  cuda_ctx ctx = {.h = h, .has_halo = nsend > 0 || nrecv > 0 || timing->synchronize};
   /* agreed: a rank whose upload failed must not leave the others waiting in
    * the exchange; it also starts the passes of all ranks together */
   mb_error e = mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
                                      nsend, send_idx, nrecv, recv_idx, &ctx.dev);
   e = mb_agree(mb_halo_comm(h), e);
-  if (e) {
-    mb_cuda_domain_free(ctx.dev);
-    MB_CALL(e);
+  if (!e) {
+    mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
+    e = choose_transport(&ctx, transport, timing);
   }
-  mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
   static const pass_ops ops = {cuda_begin, cuda_rows, cuda_end, cuda_swap};
-  e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
+  if (!e) e = run_passes(d, stages, nstages, &ops, &ctx, timing);
   if (!e) e = mb_cuda_domain_download(ctx.dev, x);
   mb_cuda_domain_free(ctx.dev);
+  mb_nccl_free(ctx.nccl);
   MB_CALL(e);
   return MB_SUCCESS;
 }

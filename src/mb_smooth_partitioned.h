@@ -20,6 +20,17 @@
 extern "C" {
 #endif
 
+/* How the halo travels between GPUs: MPI through pinned host buffers, NCCL
+ * device to device, or auto: NCCL where it can be set up (one GPU per rank)
+ * and a trial of exchanges at the start finds it faster on the slowest rank. */
+typedef enum mb_halo_transport {
+  MB_HALO_AUTO = 0,
+  MB_HALO_MPI = 1,
+  MB_HALO_NCCL = 2
+} mb_halo_transport;
+
+const char *mb_halo_transport_name(mb_halo_transport t);
+
 /* Time spent per part of the passes on this rank, seconds. */
 typedef struct mb_pass_timing {
   int synchronize;     /* in: on the GPU, wait for every pass, so compute_s is
@@ -28,6 +39,7 @@ typedef struct mb_pass_timing {
   double compute_s;    /* interior + halo-adjacent updates (on a GPU without
                           neighbours: the time to enqueue them) */
   double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
+  mb_halo_transport transport; /* out (GPU): MPI or NCCL, the one used */
 } mb_pass_timing;
 
 /* What one rank reports about a partitioned run, per pass. */
@@ -57,14 +69,18 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
  * neighbours need are packed on the device into a pinned host buffer, sent
  * with MPI while the interior kernel runs, and the received ghost values
  * are scattered on the device before the rows next to the halo are
- * updated. In float64 the result equals the CPU's bit for bit (same
+ * updated; or, with the NCCL transport (see mb_halo_transport), packed,
+ * exchanged and scattered GPU to GPU on a second stream. MB_HALO_NCCL
+ * fails (MB_ERR_UNSUPPORTED) where NCCL cannot be used; MB_HALO_AUTO then
+ * uses MPI. In float64 the result equals the CPU's bit for bit (same
  * per-vertex arithmetic); in float32 ghosts carry the owners' float values
  * exactly. On return the owned rows of x hold the result in float64.
  * Collective over the halo's communicator.
  * Errors: MB_ERR_ARG, MB_ERR_MPI, MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
 mb_error mb_smooth_partitioned_cuda(const mb_local_domain *domain, mb_halo *halo,
                                     const mb_stage *stages, int nstages, mb_precision precision,
-                                    double *x, mb_pass_timing *timing);
+                                    mb_halo_transport transport, double *x,
+                                    mb_pass_timing *timing);
 
 #ifdef __cplusplus
 }

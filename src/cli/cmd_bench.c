@@ -19,7 +19,7 @@ static const char bench_help[] =
     "                         [--weights uniform|cotangent|inverse_distance]\n"
     "                         [--boundary free|fixed|boundary_curve]\n"
     "                         [--precision float32|float64] [--warmup N] [--repeats N]\n"
-    "                         [--distribute per-mesh|partitioned]\n\n"
+    "                         [--distribute per-mesh|partitioned] [--halo auto|mpi|nccl]\n\n"
     "Times single smoothing passes (one Taubin pass = one lambda or mu pass) of\n"
     "the kernel alone on one mesh (a mesh file or a collection; --mesh picks\n"
     "one): warm-up passes, then timed repeats, median reported. Prints vertices,\n"
@@ -34,7 +34,10 @@ static const char bench_help[] =
     "N ranks with METIS and every pass exchanges the halo. Prints, per rank and\n"
     "in total, ms per pass split into compute and exchange, halo bytes per pass,\n"
     "and the parallel efficiency against the one-rank run of the same mesh,\n"
-    "timed first in the same invocation on rank 0: T1 / (N * TN).\n";
+    "timed first in the same invocation on rank 0: T1 / (N * TN). On GPUs,\n"
+    "--halo picks the halo transport: MPI through pinned host buffers, NCCL GPU\n"
+    "to GPU (one GPU per rank), or auto (NCCL where it is usable and faster in a\n"
+    "trial at the start; the default).\n";
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -92,6 +95,7 @@ struct bench_opts {
   mb_precision precision;
   int64_t warmup, repeats;
   int partitioned;
+  mb_halo_transport halo;
 };
 
 /* The CUDA kernel on the backend's vertex order (reverse Cuthill-McKee). */
@@ -120,6 +124,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
   static const char *const weights[] = {"uniform", "cotangent", "inverse_distance"};
   static const char *const bounds[] = {"free", "fixed", "boundary_curve"};
   static const char *const precs[] = {"float64", "float32"};
+  static const char *const halos[] = {"auto", "mpi", "nccl"};
   *o = (bench_opts){.precision = MB_PRECISION_FLOAT32, .warmup = 5, .repeats = 20};
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -130,6 +135,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
     else if (!strcmp(a, "--weights") && v) { bad = pick(v, weights, 3, &k); o->weights = (mb_weights)k; }
     else if (!strcmp(a, "--boundary") && v) { bad = pick(v, bounds, 3, &k); o->boundary = (mb_boundary)k; }
     else if (!strcmp(a, "--precision") && v) { bad = pick(v, precs, 2, &k); o->precision = (mb_precision)k; }
+    else if (!strcmp(a, "--halo") && v) { bad = pick(v, halos, 3, &k); o->halo = (mb_halo_transport)k; }
     else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
     else if (!strcmp(a, "--distribute") && v) {
@@ -178,7 +184,8 @@ static mb_error time_partitioned(const mb_distributed_mesh *dm, const mb_backend
     mb_pass_timing *tk = k ? t : &warm;
     st.iterations = (int)(k ? o->repeats : o->warmup);
     mb_error e = be->kind == MB_BACKEND_CUDA
-                     ? mb_smooth_partitioned_cuda(dm->domain, dm->halo, &st, 1, o->precision, dm->x, tk)
+                     ? mb_smooth_partitioned_cuda(dm->domain, dm->halo, &st, 1, o->precision, o->halo,
+                                                  dm->x, tk)
                      : mb_smooth_partitioned_cpu(dm->domain, dm->halo, &st, 1, dm->x, tk);
     MB_CALL(mb_agree(dm->comm, e));
   }
@@ -197,10 +204,11 @@ static mb_error print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *
     return e;
   }
   double tn = 0, halo = 0;
-  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s\n",
-         m->name, (long long)m->nv, dm->size, be->description,
+  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s, "
+         "halo over %s\n", m->name, (long long)m->nv, dm->size, be->description,
          be->kind == MB_BACKEND_CUDA ? mb_precision_name(o->precision) : "float64",
-         mb_weights_name(o->weights));
+         mb_weights_name(o->weights),
+         be->kind == MB_BACKEND_CUDA ? mb_halo_transport_name(t->transport) : "mpi");
   printf("%5s %10s %8s %5s %14s %12s %13s %11s\n", "rank", "owned", "ghosts", "nbrs",
          "halo B/pass", "compute ms", "exchange ms", "total ms");
   for (int r = 0; r < dm->size; r++) {

@@ -439,16 +439,27 @@ def case_gpu(a):
     if cuda_devices() == 0:
         print("SKIP: no CUDA device")
         sys.exit(SKIP)
-    d = fresh(f"gpu_{a.np}")
+    if a.halo == "nccl" and cuda_devices() < a.np:
+        print(f"SKIP: the NCCL halo needs one GPU per rank ({a.np} ranks, {cuda_devices()} GPUs)")
+        sys.exit(SKIP)
+    d = fresh(f"gpu_{a.np}_{a.halo}")
     files = [grid_obj(os.path.join(d, "grid.obj"), 40), grid_obj(os.path.join(d, "two.obj"), 12, components=2),
              os.path.join(SRC, "data", "meshes", "spot.obj"), os.path.join(SRC, "data", "meshes", "bob.obj")]
     def go(name, np, **keys):
+        if keys.get("distribute") == "partitioned":
+            keys["halo"] = a.halo
         out = os.path.join(d, name + ".h5")
         run(["run", job(os.path.join(d, name + ".yaml"), files, out, stages=ALL_RULES, **keys)], np=np)
         return out
     ref = go("cpu", 1, backend="cpu")
     compare(ref, go("cuda_per_mesh", a.np, backend="cuda"), 1e-12)
-    compare(ref, go("cuda_partitioned", a.np, backend="cuda", distribute="partitioned"), 1e-12)
+    part = go("cuda_partitioned", a.np, backend="cuda", distribute="partitioned")
+    compare(ref, part, 1e-12)
+    if a.halo == "nccl":  # the halo went GPU to GPU, and says so in the log
+        p = run(["run", job(os.path.join(d, "log.yaml"), files, os.path.join(d, "log.h5"), backend="cuda",
+                            distribute="partitioned", halo="nccl")], np=a.np)
+        if "halo over nccl" not in p.stdout:
+            fail("the partition report does not show the NCCL transport")
     if a.parmetis:  # each rank reads its slab of a collection, GPU passes
         coll = os.path.join(d, "in.h5")
         run(["import"] + files + ["-o", coll])
@@ -467,6 +478,7 @@ def main():
     ap.add_argument("--schedule", default="static")
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--parmetis", action="store_true", help="also run partitioner: parmetis")
+    ap.add_argument("--halo", default="auto", choices=["auto", "mpi", "nccl"])
     a = ap.parse_args()
     globals()["case_" + a.case](a)
     print("PASS")
