@@ -191,6 +191,9 @@ static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_ti
     return MB_SUCCESS;
   }
   mb_halo_neighbors(x->h, &x->nneighbors, &x->ranks, &x->send_offset, &x->recv_offset);
+  double connect; /* NCCL connects peers at their first exchange: do it before timing anything */
+  MB_CALL(time_exchanges(x, 1, &connect));
+  if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] NCCL connected in %.1f ms", 1e3 * connect);
   if (want == MB_HALO_AUTO) {
     enum { TRIALS = 20 };
     double t_nccl, t_mpi;
