@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_log.h"
 #include "mb_mpi.h"
 
 #define OOM() mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory")
@@ -480,17 +481,27 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
   MPI_Comm_rank(comm, &dm->rank);
   MPI_Comm_size(comm, &dm->size);
   slab_build b = {.comm = comm, .rank = dm->rank, .size = dm->size, .slab = slab};
+  double t[5];
   MB_CALL_GOTO(e, fail, mb_agree(comm, slab_vtxdist(dm, slab)));
   b.vtxdist = dm->vtxdist;
+  t[0] = mb_wtime();
   MB_CALL_GOTO(e, fail, partition_graph(&b));
+  t[1] = mb_wtime();
   MB_CALL_GOTO(e, fail, send_ownership(&b));
   MB_CALL_GOTO(e, fail, migrate_faces(&b));
   MB_CALL_GOTO(e, fail, mb_agree(comm, gather_patch(&b)));
   MB_CALL_GOTO(e, fail, fetch_from_homes(&b, b.npatch, b.patch, b.patch_part, b.patch_xyz));
+  t[2] = mb_wtime();
   MB_CALL_GOTO(e, fail, mb_agree(comm, build_domain(dm, &b)));
+  t[3] = mb_wtime();
   const mb_local_domain *d = dm->domain;
   MB_CALL_GOTO(e, fail, mb_halo_create(comm, d->nowned, d->global, d->nghost,
                                        d->global + d->nowned, d->ghost_owner, 3, &dm->halo));
+  t[4] = mb_wtime();
+  if (dm->rank == 0)
+    mb_log(MB_LOG_VERBOSE, "[partition] from slabs: graph + ParMETIS %.3f s, migration %.3f s, "
+           "numbering %.3f s, halo plan %.3f s (rank 0)", t[1] - t[0], t[2] - t[1], t[3] - t[2],
+           t[4] - t[3]);
   slab_build_free(&b);
   *out = dm;
   return MB_SUCCESS;
