@@ -301,6 +301,15 @@ def grid_obj(path, n, components=1, seed=1):
     return path
 
 
+def shared_meshes(*names):
+    """Paths of meshes in ../shared/data/meshes; skips the test where it is absent."""
+    folder = os.path.join(DATA, "meshes") if DATA else ""
+    if not os.path.isdir(folder):
+        print("SKIP: ../shared/data/meshes is absent")
+        sys.exit(SKIP)
+    return [os.path.join(folder, n) for n in names]
+
+
 ALL_RULES = [dict(op="taubin", **{"lambda": 0.5}, mu=-0.53, iterations=4, weights=w, boundary=b)
              for w in ("uniform", "cotangent", "inverse_distance") for b in ("free", "fixed", "boundary_curve")]
 
@@ -312,11 +321,7 @@ def case_partitioned(a):
              write(os.path.join(d, "tiny.obj"), "v 0 0 0\nv 1 0 0\nv 0 1 0.5\nf 1 2 3\n"),
              os.path.join(SRC, "data", "meshes", "spot.obj")]
     if a.shared:
-        folder = os.path.join(DATA, "meshes") if DATA else ""
-        if not os.path.isdir(folder):
-            print("SKIP: ../shared/data/meshes is absent")
-            sys.exit(SKIP)
-        files = [os.path.join(folder, "armadillo.obj"), os.path.join(folder, "igea.obj")]
+        files = shared_meshes("armadillo.obj", "igea.obj")
     ref = os.path.join(d, "ref.h5")
     run(["run", job(os.path.join(d, "ref.yaml"), files, ref, stages=ALL_RULES, backend="cpu")], np=1)
     out = os.path.join(d, "part.h5")
@@ -353,11 +358,7 @@ def case_parmetis(a):
              os.path.join(SRC, "data", "meshes", "spot.obj")]
     stages = ALL_RULES
     if a.shared:
-        folder = os.path.join(DATA, "meshes") if DATA else ""
-        if not os.path.isdir(folder):
-            print("SKIP: ../shared/data/meshes is absent")
-            sys.exit(SKIP)
-        files = [os.path.join(folder, "armadillo.obj"), os.path.join(folder, "igea.obj")]
+        files = shared_meshes("armadillo.obj", "igea.obj")
     coll = os.path.join(d, "in.h5")
     run(["import"] + files + ["-o", coll], np=2)
     ref = os.path.join(d, "ref.h5")
@@ -406,11 +407,7 @@ def case_partition_file(a):
     d = fresh("partition_file")
     mesh = grid_obj(os.path.join(d, "grid.obj"), 40)
     if a.shared:
-        folder = os.path.join(DATA, "meshes") if DATA else ""
-        if not os.path.isdir(folder):
-            print("SKIP: ../shared/data/meshes is absent")
-            sys.exit(SKIP)
-        mesh = os.path.join(folder, "igea.obj")
+        mesh = shared_meshes("igea.obj")[0]
     part = os.path.join(d, "part4.h5")
     p = run(["partition", mesh, "--parts", "4", "-o", part])
     q = run(["info", part])

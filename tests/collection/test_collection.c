@@ -13,48 +13,9 @@
 #include "coll_fixtures.h"
 #include "mb_collection.h"
 #include "mb_testutil.h"
+#include "coll_h5compare.h"
 
 static int g_rank, g_size;
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-/* Number of entries of the test folder whose name contains ".tmp-". */
-static int count_tmp_files(void) {
-  char dir[1024];
-  mb_test_tmp_path("", dir, sizeof dir);
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (strstr(e->d_name, ".tmp-")) n++;
-  closedir(d);
-  return n;
-}
-
-static void assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
-  assert_string_equal(a->name, b->name);
-  assert_int_equal(a->nv, b->nv);
-  assert_int_equal(a->nf, b->nf);
-  assert_memory_equal(a->xyz, b->xyz, sizeof(double) * 3 * (size_t)a->nv);
-  assert_memory_equal(a->face_offsets, b->face_offsets, sizeof(int64_t) * ((size_t)a->nf + 1));
-  assert_memory_equal(a->face_indices, b->face_indices,
-                      sizeof(int64_t) * (size_t)a->face_offsets[a->nf]);
-  assert_int_equal(a->nfields, b->nfields);
-  for (int f = 0; f < a->nfields; f++) {
-    assert_string_equal(a->fields[f].name, b->fields[f].name);
-    assert_int_equal(a->fields[f].ncomp, b->fields[f].ncomp);
-    assert_memory_equal(a->fields[f].data, b->fields[f].data,
-                        sizeof(double) * (size_t)a->nv * (size_t)a->fields[f].ncomp);
-  }
-  assert_int_equal(a->attrs.n, b->attrs.n);
-  for (int i = 0; i < a->attrs.n; i++) {
-    assert_string_equal(a->attrs.keys[i], b->attrs.keys[i]);
-    assert_string_equal(a->attrs.values[i], b->attrs.values[i]);
-  }
-}
 
 /* Write the sample meshes over comm (mesh j on rank (j+1) % size). */
 static mb_error write_sample(MPI_Comm comm, const char *path) {
@@ -95,7 +56,7 @@ static void test_roundtrip(void **state) {
     e = mb_collection_read(c, i, &m);
     if (e) fail_msg("read %d: %s", i, mb_error_message());
     assert_int_equal(m->index, i);
-    assert_same_mesh(m, ref[i]);
+    mb_test_assert_same_mesh(m, ref[i]);
     mb_mesh_free(m);
   }
   assert_null(mb_collection_info(c, COLL_NMESH));
@@ -104,79 +65,9 @@ static void test_roundtrip(void **state) {
   const char *companions[] = {"rt.xdmf", "rt.house.xdmf", "rt.quadtri.xdmf", "rt.solo.xdmf",
                               "rt.tet.xdmf"};
   for (int i = 0; i < 5; i++)
-    assert_true(file_exists(mb_test_tmp_path(companions[i], x, sizeof x)));
-  assert_int_equal(count_tmp_files(), 0);
+    assert_true(mb_test_file_exists(mb_test_tmp_path(companions[i], x, sizeof x)));
+  assert_int_equal(mb_test_count_tmp_files(), 0);
   MPI_Barrier(MPI_COMM_WORLD);
-}
-
-/* ---- raw comparison of two files: every dataset, bit for bit */
-
-typedef struct cmp_ctx {
-  hid_t other;
-  int ndatasets;
-} cmp_ctx;
-
-static herr_t cmp_link(hid_t g, const char *name, const H5L_info_t *info, void *op);
-
-static void compare_dataset(hid_t da, hid_t db, const char *name) {
-  hid_t ta = H5Dget_type(da), tb = H5Dget_type(db);
-  assert_true(H5Tequal(ta, tb) > 0);
-  hid_t sa = H5Dget_space(da), sb = H5Dget_space(db);
-  hsize_t a[4] = {0}, b[4] = {0};
-  int ra = H5Sget_simple_extent_dims(sa, a, NULL), rb = H5Sget_simple_extent_dims(sb, b, NULL);
-  assert_int_equal(ra, rb);
-  assert_memory_equal(a, b, sizeof a);
-  size_t bytes = H5Tget_size(ta) * (size_t)H5Sget_simple_extent_npoints(sa);
-  char *ba = malloc(bytes + 1), *bb = malloc(bytes + 1);
-  assert_true(H5Dread(da, ta, H5S_ALL, H5S_ALL, H5P_DEFAULT, ba) >= 0);
-  assert_true(H5Dread(db, tb, H5S_ALL, H5S_ALL, H5P_DEFAULT, bb) >= 0);
-  if (memcmp(ba, bb, bytes)) fail_msg("dataset %s differs", name);
-  free(ba);
-  free(bb);
-  H5Tclose(ta);
-  H5Tclose(tb);
-  H5Sclose(sa);
-  H5Sclose(sb);
-}
-
-static herr_t cmp_link(hid_t g, const char *name, const H5L_info_t *info, void *op) {
-  (void)info;
-  cmp_ctx *ctx = op;
-  hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
-  if (d >= 0) {
-    char full[1024];
-    H5Iget_name(d, full, sizeof full);
-    hid_t o = H5Dopen2(ctx->other, full, H5P_DEFAULT);
-    if (o < 0) fail_msg("dataset %s missing in the other file", full);
-    compare_dataset(d, o, full);
-    ctx->ndatasets++;
-    H5Dclose(o);
-    H5Dclose(d);
-    return 0;
-  }
-  hid_t sub = H5Gopen2(g, name, H5P_DEFAULT);
-  assert_true(sub >= 0);
-  hsize_t idx = 0;
-  H5Literate(sub, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, ctx);
-  H5Gclose(sub);
-  return 0;
-}
-
-/* Compare all datasets of a and b; returns the number compared. */
-static int compare_files(const char *a, const char *b) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  hid_t fa = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t fb = H5Fopen(b, H5F_ACC_RDONLY, H5P_DEFAULT);
-  assert_true(fa >= 0 && fb >= 0);
-  cmp_ctx ab = {fb, 0}, ba = {fa, 0};
-  hsize_t idx = 0;
-  H5Literate(fa, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, &ab);
-  idx = 0;
-  H5Literate(fb, H5_INDEX_NAME, H5_ITER_INC, &idx, cmp_link, &ba);
-  assert_int_equal(ab.ndatasets, ba.ndatasets);
-  H5Fclose(fa);
-  H5Fclose(fb);
-  return ab.ndatasets;
 }
 
 /* Write with 1..size ranks (sub-communicators): same datasets, same bytes. */
@@ -220,8 +111,8 @@ static void test_duplicate_names(void **state) {
   mb_test_assert_message_contains("duplicate mesh name 'house'");
   coll_free_meshes(all);
   MPI_Barrier(MPI_COMM_WORLD);
-  assert_false(file_exists(path));
-  assert_int_equal(count_tmp_files(), 0);
+  assert_false(mb_test_file_exists(path));
+  assert_int_equal(mb_test_count_tmp_files(), 0);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -252,7 +143,7 @@ static void test_failed_write_keeps_old_file(void **state) {
   assert_int_equal(mb_collection_open(MPI_COMM_WORLD, path, &c), MB_SUCCESS);
   assert_int_equal(mb_collection_count(c), COLL_NMESH);
   mb_collection_close(c);
-  assert_int_equal(count_tmp_files(), 0);
+  assert_int_equal(mb_test_count_tmp_files(), 0);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -263,7 +154,7 @@ static void test_missing_folder(void **state) {
   mb_error e = write_sample(MPI_COMM_WORLD, path);
   assert_int_equal(e, MB_ERR_IO);
   mb_test_assert_message_contains("no_such_folder");
-  assert_false(file_exists(path));
+  assert_false(mb_test_file_exists(path));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -277,9 +168,9 @@ static void test_rename_failure(void **state) {
   assert_int_equal(write_sample(MPI_COMM_WORLD, path), MB_ERR_IO);
   mb_test_assert_message_contains("isdir.h5");
   MPI_Barrier(MPI_COMM_WORLD);
-  assert_int_equal(count_tmp_files(), 0);
+  assert_int_equal(mb_test_count_tmp_files(), 0);
   char x[1024];
-  assert_false(file_exists(mb_test_tmp_path("isdir.xdmf", x, sizeof x)));
+  assert_false(mb_test_file_exists(mb_test_tmp_path("isdir.xdmf", x, sizeof x)));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -23,16 +23,6 @@ static mb_mesh *make_polygon_mesh(void) {
   return m;
 }
 
-/* Assert a and b hold identical geometry (bitwise doubles) and faces. */
-static void assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
-  assert_int_equal(a->nv, b->nv);
-  assert_int_equal(a->nf, b->nf);
-  assert_memory_equal(a->xyz, b->xyz, sizeof(double) * 3 * (size_t)a->nv);
-  assert_memory_equal(a->face_offsets, b->face_offsets, sizeof(int64_t) * ((size_t)a->nf + 1));
-  assert_memory_equal(a->face_indices, b->face_indices,
-                      sizeof(int64_t) * (size_t)a->face_offsets[a->nf]);
-}
-
 /* Assert no "<name>.tmp-*" file is left in the scratch folder. */
 static void assert_no_temp_files(void) {
   char dir[1024];
@@ -49,7 +39,7 @@ static void roundtrip(const mb_mesh *m, const char *name, const char *stem) {
   const char *path = mft_path(name);
   assert_int_equal(mb_meshfile_write(path, m), MB_SUCCESS);
   mb_mesh *r = mft_read(path);
-  assert_same_mesh(m, r);
+  mb_test_assert_same_geometry(m, r);
   assert_string_equal(r->name, stem);
   mb_mesh_free(r);
   assert_no_temp_files();
@@ -102,7 +92,7 @@ static void test_overwrite(void **state) {
   mb_mesh *m = make_polygon_mesh();
   assert_int_equal(mb_meshfile_write(path, m), MB_SUCCESS);
   mb_mesh *r = mft_read(path);
-  assert_same_mesh(m, r);
+  mb_test_assert_same_geometry(m, r);
   mb_mesh_free(r);
   mb_mesh_free(m);
 }

@@ -1,6 +1,7 @@
 /* meshbatch test helpers (see mb_testutil.h). */
 #include "mb_testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,4 +41,47 @@ mb_mesh *mb_test_mesh_triangles(const char *name, int64_t nv, const double *xyz,
 void mb_test_assert_message_contains(const char *needle) {
   const char *msg = mb_error_message();
   if (!strstr(msg, needle)) fail_msg("error message '%s' lacks '%s'", msg, needle);
+}
+
+int mb_test_file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+int mb_test_count_tmp_files(void) {
+  char dir[1024];
+  mb_test_tmp_path("", dir, sizeof dir);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strstr(e->d_name, ".tmp-")) n++;
+  closedir(d);
+  return n;
+}
+
+void mb_test_assert_same_geometry(const mb_mesh *a, const mb_mesh *b) {
+  assert_int_equal(a->nv, b->nv);
+  assert_int_equal(a->nf, b->nf);
+  assert_memory_equal(a->xyz, b->xyz, sizeof(double) * 3 * (size_t)a->nv);
+  assert_memory_equal(a->face_offsets, b->face_offsets, sizeof(int64_t) * ((size_t)a->nf + 1));
+  assert_memory_equal(a->face_indices, b->face_indices,
+                      sizeof(int64_t) * (size_t)a->face_offsets[a->nf]);
+}
+
+void mb_test_assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
+  assert_string_equal(a->name, b->name);
+  mb_test_assert_same_geometry(a, b);
+  assert_int_equal(a->nfields, b->nfields);
+  for (int f = 0; f < a->nfields; f++) {
+    assert_string_equal(a->fields[f].name, b->fields[f].name);
+    assert_int_equal(a->fields[f].ncomp, b->fields[f].ncomp);
+    assert_memory_equal(a->fields[f].data, b->fields[f].data,
+                        sizeof(double) * (size_t)a->nv * (size_t)a->fields[f].ncomp);
+  }
+  assert_int_equal(a->attrs.n, b->attrs.n);
+  for (int i = 0; i < a->attrs.n; i++) {
+    assert_string_equal(a->attrs.keys[i], b->attrs.keys[i]);
+    assert_string_equal(a->attrs.values[i], b->attrs.values[i]);
+  }
 }

@@ -30,4 +30,18 @@ mb_mesh *mb_test_mesh_triangles(const char *name, int64_t nv, const double *xyz,
 /* Assert that the last error message contains `needle`. */
 void mb_test_assert_message_contains(const char *needle);
 
+/* 1 if path exists. */
+int mb_test_file_exists(const char *path);
+
+/* Entries of the test folder whose name contains ".tmp-" (left-over
+ * temporary files of an interrupted write). */
+int mb_test_count_tmp_files(void);
+
+/* Assert a and b hold identical geometry and faces (bitwise). */
+void mb_test_assert_same_geometry(const mb_mesh *a, const mb_mesh *b);
+
+/* Assert a and b are the same mesh: name, geometry, faces, fields and
+ * attributes, bitwise. */
+void mb_test_assert_same_mesh(const mb_mesh *a, const mb_mesh *b);
+
 #endif
