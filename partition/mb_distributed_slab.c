@@ -147,26 +147,26 @@ static int64_t sort_unique(int64_t *ids, int64_t n) {
   return m;
 }
 
-/* Position of id in sorted ids [n] (it must be there). */
-static int64_t find_id(const int64_t *ids, int64_t n, int64_t id) {
+/* The last position k in [0, n) with sorted[k] <= x (0 if none): the
+ * position of x in a sorted id list that holds it, or the rank whose slab
+ * (starting at vtxdist[k]) holds vertex x. */
+static int64_t last_at_or_below(const int64_t *sorted, int64_t n, int64_t x) {
   int64_t lo = 0, hi = n;
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    if (ids[mid] <= id) lo = mid;
+    if (sorted[mid] <= x) lo = mid;
     else hi = mid;
   }
   return lo;
 }
 
-/* Home rank of global vertex g: the last rank whose slab starts at or before g. */
+static int64_t find_id(const int64_t *ids, int64_t n, int64_t id) {
+  return last_at_or_below(ids, n, id);
+}
+
+/* Home rank of global vertex g (empty slabs are skipped: the last start <= g wins). */
 static int home_of(const int64_t *vtxdist, int size, int64_t g) {
-  int lo = 0, hi = size;
-  while (hi - lo > 1) {
-    int mid = lo + (hi - lo) / 2;
-    if (vtxdist[mid] <= g) lo = mid;
-    else hi = mid;
-  }
-  return lo;
+  return (int)last_at_or_below(vtxdist, size, g);
 }
 
 /* ------------------------------------------------------------ the steps */
