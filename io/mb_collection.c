@@ -131,29 +131,6 @@ static int rows_inside(int64_t start, int64_t n, int64_t total) {
   return start >= 0 && n >= 0 && start <= total - n;
 }
 
-/* Validate the rows of a mesh whose first vertex and face are whole-mesh rows
- * v0 and f0 (0 for a whole mesh): finite coordinates, offsets from 0 with at
- * least 3 vertices per face, indices in [0, nv) of the WHOLE mesh. Problems
- * name whole-mesh rows. Not collective. Errors: MB_ERR_FORMAT naming src. */
-static mb_error check_rows(const mb_mesh *m, int64_t v0, int64_t f0, int64_t nv,
-                           const char *src) {
-  for (int64_t i = 0; i < 3 * m->nv; i++)
-    MB_CHECK(isfinite(m->xyz[i]), MB_ERR_FORMAT,
-             "%s: vertex %lld has a non-finite coordinate (%g)", src, (long long)(v0 + i / 3),
-             m->xyz[i]);
-  MB_CHECK(m->face_offsets[0] == 0, MB_ERR_FORMAT, "%s: face offsets must start at 0", src);
-  for (int64_t f = 0; f < m->nf; f++) {
-    int64_t a = m->face_offsets[f], b = m->face_offsets[f + 1];
-    MB_CHECK(b - a >= 3, MB_ERR_FORMAT, "%s: face %lld has %lld vertices (need at least 3)",
-             src, (long long)(f0 + f), (long long)(b - a));
-    for (int64_t k = a; k < b; k++)
-      MB_CHECK(m->face_indices[k] >= 0 && m->face_indices[k] < nv, MB_ERR_FORMAT,
-               "%s: face %lld refers to vertex %lld, outside [0, %lld)", src,
-               (long long)(f0 + f), (long long)m->face_indices[k], (long long)nv);
-  }
-  return MB_SUCCESS;
-}
-
 /* ----------------------------------------------------------- write: metadata */
 
 /* A piece of a mesh being written: a whole mesh (one piece covering every
@@ -243,7 +220,7 @@ static mb_error check_slab(const mb_mesh_slab *s) {
            "mb_collection_write_slabs: slab of mesh '%s': face rows [%lld, %lld) outside "
            "[0, %lld)", m->name, (long long)s->face_start, (long long)(s->face_start + m->nf),
            (long long)s->nf);
-  MB_CALL(check_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
+  MB_CALL(mb_mesh_validate_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
   return MB_SUCCESS;
 }
 
@@ -1502,7 +1479,7 @@ static mb_error read_slab_group(hid_t g, const char *src, const mb_mesh_info *in
                     s->rows->xyz));
   MB_CALL(read_fields(g, src, s->rows, s->vertex_start, info->nv));
   MB_CALL(read_attrs(g, s->rows));
-  MB_CALL(check_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
+  MB_CALL(mb_mesh_validate_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
   return MB_SUCCESS;
 }
 
@@ -1549,5 +1526,33 @@ mb_error mb_collection_close(mb_collection *coll) {
   free(coll->path);
   free(coll);
   MB_CHECK(st >= 0, MB_ERR_HDF5, "%s: H5Fclose failed", path);
+  return MB_SUCCESS;
+}
+
+mb_error mb_mesh_slab_cut(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t f0,
+                          int64_t nfrows, mb_mesh_slab *slab) {
+  MB_CHECK(rows_inside(v0, nvrows, m->nv) && rows_inside(f0, nfrows, m->nf), MB_ERR_ARG,
+           "mb_mesh_slab_cut: rows [%lld, %lld) / faces [%lld, %lld) outside mesh '%s'",
+           (long long)v0, (long long)(v0 + nvrows), (long long)f0, (long long)(f0 + nfrows),
+           m->name);
+  const int64_t i0 = m->face_offsets[f0], nidx = m->face_offsets[f0 + nfrows] - i0;
+  mb_mesh *r;
+  MB_CALL(mb_mesh_create(m->name, nvrows, nfrows, nidx, &r));
+  r->index = m->index;
+  memcpy(r->xyz, m->xyz + 3 * v0, sizeof *r->xyz * 3 * (size_t)nvrows);
+  for (int64_t f = 0; f <= nfrows; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - i0;
+  memcpy(r->face_indices, m->face_indices + i0, sizeof *r->face_indices * (size_t)nidx);
+  mb_error e = MB_SUCCESS;
+  for (int a = 0; !e && a < m->attrs.n; a++)
+    e = mb_attrs_set(&r->attrs, m->attrs.keys[a], m->attrs.values[a]);
+  for (int k = 0; !e && k < m->nfields; k++) {
+    const mb_field *fd = &m->fields[k];
+    e = mb_mesh_set_field(r, fd->name, fd->ncomp, fd->data + (size_t)fd->ncomp * (size_t)v0);
+  }
+  if (e) {
+    mb_mesh_free(r);
+    MB_CALL(e);
+  }
+  *slab = (mb_mesh_slab){.rows = r, .vertex_start = v0, .face_start = f0, .nv = m->nv, .nf = m->nf};
   return MB_SUCCESS;
 }

@@ -75,6 +75,14 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh);
  * the whole mesh. Errors: MB_ERR_ARG (i or a range outside the mesh),
  * MB_ERR_FORMAT (indices outside [0, nv), NaN/Inf coordinates, bad offsets),
  * MB_ERR_HDF5, MB_ERR_MEMORY; *slab is then left untouched. */
+/* Copy rows [v0, v0 + nvrows) of vertices (and fields) and [f0, f0 + nfrows)
+ * of faces of a whole mesh into a new slab (faces keep their whole-mesh
+ * vertex ids; attributes are copied). Not collective. slab->rows is new
+ * (the caller frees it with mb_mesh_free). Errors: MB_ERR_ARG (rows outside
+ * the mesh), MB_ERR_MEMORY. */
+mb_error mb_mesh_slab_cut(const mb_mesh *mesh, int64_t v0, int64_t nvrows, int64_t f0,
+                          int64_t nfrows, mb_mesh_slab *slab);
+
 mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_start,
                                  int64_t nvrows, int64_t face_start, int64_t nfrows,
                                  mb_mesh_slab *slab);

@@ -308,21 +308,22 @@ static mb_error fetch_from_homes(slab_build *b, int64_t n, const int64_t *ids, i
   for (int64_t i = 0; !e && i < n; i++) count[home_of(b->vtxdist, b->size, ids[i])]++;
   MB_CALL_GOTO(e, done, mb_agree(b->comm, e));
   MB_CALL_GOTO(e, done, exchange(b->comm, b->size, count, ids, &asked));
+  const int width = xyz ? 4 : 1; /* part, then the position when asked */
   e = outbox_init(&reply, b->size);
-  for (int r = 0; !e && r < b->size; r++) outbox_count(&reply, r, 4 * asked.count[r]);
+  for (int r = 0; !e && r < b->size; r++) outbox_count(&reply, r, width * asked.count[r]);
   if (!e) e = outbox_open(&reply);
   const int64_t *id = asked.buf;
   for (int r = 0; !e && r < b->size; r++)
     for (int64_t k = 0; k < asked.count[r]; k++, id++) {
-      int64_t row = *id - first, *w = outbox_put(&reply, r, 4);
+      int64_t row = *id - first, *w = outbox_put(&reply, r, width);
       w[0] = b->block_part[row];
-      for (int c = 0; c < 3; c++) w[1 + c] = word_of(rows->xyz[3 * row + c]);
+      for (int c = 1; c < width; c++) w[c] = word_of(rows->xyz[3 * row + c - 1]);
     }
   MB_CALL_GOTO(e, done, mb_agree(b->comm, e));
   MB_CALL_GOTO(e, done, exchange(b->comm, b->size, reply.count, reply.buf, &answers));
   for (int64_t i = 0; i < n; i++) { /* answers come in home order = the order of ids */
-    part[i] = (int32_t)answers.buf[4 * i];
-    for (int c = 0; xyz && c < 3; c++) xyz[3 * i + c] = double_of(answers.buf[4 * i + 1 + c]);
+    part[i] = (int32_t)answers.buf[width * i];
+    for (int c = 1; c < width; c++) xyz[3 * i + c - 1] = double_of(answers.buf[width * i + c]);
   }
 done:
   free(count);

@@ -96,19 +96,26 @@ mb_error mb_mesh_validate(const mb_mesh *m, const char *source) {
   const char *src = source ? source : (m->name ? m->name : "mesh");
   MB_CHECK(m->nv > 0, MB_ERR_FORMAT, "%s: empty mesh (no vertices)", src);
   MB_CHECK(m->nf > 0, MB_ERR_FORMAT, "%s: empty mesh (no faces)", src);
+  MB_CALL(mb_mesh_validate_rows(m, 0, 0, m->nv, src));
+  return MB_SUCCESS;
+}
+
+mb_error mb_mesh_validate_rows(const mb_mesh *m, int64_t v0, int64_t f0, int64_t nv,
+                               const char *source) {
+  const char *src = source ? source : (m->name ? m->name : "mesh");
   for (int64_t i = 0; i < 3 * m->nv; i++)
     MB_CHECK(isfinite(m->xyz[i]), MB_ERR_FORMAT,
-             "%s: vertex %lld has a non-finite coordinate (%g)", src,
-             (long long)(i / 3), m->xyz[i]);
+             "%s: vertex %lld has a non-finite coordinate (%g)", src, (long long)(v0 + i / 3),
+             m->xyz[i]);
   MB_CHECK(m->face_offsets[0] == 0, MB_ERR_FORMAT, "%s: face offsets must start at 0", src);
   for (int64_t f = 0; f < m->nf; f++) {
     int64_t a = m->face_offsets[f], b = m->face_offsets[f + 1];
     MB_CHECK(b - a >= 3, MB_ERR_FORMAT, "%s: face %lld has %lld vertices (need at least 3)",
-             src, (long long)f, (long long)(b - a));
+             src, (long long)(f0 + f), (long long)(b - a));
     for (int64_t k = a; k < b; k++)
-      MB_CHECK(m->face_indices[k] >= 0 && m->face_indices[k] < m->nv, MB_ERR_FORMAT,
-               "%s: face %lld refers to vertex %lld, outside [0, %lld)", src, (long long)f,
-               (long long)m->face_indices[k], (long long)m->nv);
+      MB_CHECK(m->face_indices[k] >= 0 && m->face_indices[k] < nv, MB_ERR_FORMAT,
+               "%s: face %lld refers to vertex %lld, outside [0, %lld)", src,
+               (long long)(f0 + f), (long long)m->face_indices[k], (long long)nv);
   }
   return MB_SUCCESS;
 }

@@ -66,6 +66,15 @@ int mb_mesh_is_triangles(const mb_mesh *mesh);
  * Errors: MB_ERR_FORMAT with a message naming source and the first problem. */
 mb_error mb_mesh_validate(const mb_mesh *mesh, const char *source);
 
+/* Validate some rows of a larger mesh (a slab, see mb_mesh_slab): rows' first
+ * vertex and face are rows first_vertex and first_face of the whole mesh,
+ * and its face indices are whole-mesh ids, which must lie in [0, nv_total).
+ * Finite coordinates, offsets from 0 with at least 3 vertices per face;
+ * messages name whole-mesh rows. Empty rows are allowed. Not collective.
+ * Errors: MB_ERR_FORMAT with a message naming source and the first problem. */
+mb_error mb_mesh_validate_rows(const mb_mesh *rows, int64_t first_vertex, int64_t first_face,
+                               int64_t nv_total, const char *source);
+
 /* Axis-aligned bounding box: lo[3], hi[3]. Not collective. */
 void mb_mesh_bbox(const mb_mesh *mesh, double lo[3], double hi[3]);
 

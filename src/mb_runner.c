@@ -284,28 +284,6 @@ static mb_error partition_from_file(rank_state *st, const mb_mesh *m, int32_t **
   return e;
 }
 
-/* Rows [v0, v0 + nvrows) and faces [f0, f0 + nfrows) of a whole mesh as a
- * slab (faces keep their global vertex ids). */
-static mb_error slab_of_mesh(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t f0,
-                             int64_t nfrows, mb_mesh_slab *slab) {
-  const int64_t i0 = m->face_offsets[f0], nidx = m->face_offsets[f0 + nfrows] - i0;
-  mb_mesh *r;
-  MB_CALL(mb_mesh_create(m->name, nvrows, nfrows, nidx, &r));
-  r->index = m->index;
-  memcpy(r->xyz, m->xyz + 3 * v0, sizeof *r->xyz * 3 * (size_t)nvrows);
-  for (int64_t f = 0; f <= nfrows; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - i0;
-  memcpy(r->face_indices, m->face_indices + i0, sizeof *r->face_indices * (size_t)nidx);
-  mb_error e = MB_SUCCESS;
-  for (int a = 0; !e && a < m->attrs.n; a++) e = mb_attrs_set(&r->attrs, m->attrs.keys[a], m->attrs.values[a]);
-  for (int k = 0; !e && k < m->nfields; k++) {
-    const mb_field *fd = &m->fields[k];
-    e = mb_mesh_set_field(r, fd->name, fd->ncomp, fd->data + (size_t)fd->ncomp * (size_t)v0);
-  }
-  if (e) { mb_mesh_free(r); return e; }
-  *slab = (mb_mesh_slab){.rows = r, .vertex_start = v0, .face_start = f0, .nv = m->nv, .nf = m->nf};
-  return MB_SUCCESS;
-}
-
 /* This rank's block of n rows: [n * rank / size, n * (rank + 1) / size). */
 static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t *count) {
   *first = n * st->rank / st->size;
@@ -329,7 +307,7 @@ static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
   int64_t v0, nvrows, f0, nfrows;
   block_rows(st, m->nv, &v0, &nvrows);
   block_rows(st, m->nf, &f0, &nfrows);
-  e = mb_agree(st->comm, slab_of_mesh(m, v0, nvrows, f0, nfrows, slab));
+  e = mb_agree(st->comm, mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab));
 done:
   free(part);
   mb_adjacency_free(adj);

@@ -118,33 +118,20 @@ static void free_meshes(mb_mesh *m[NMESH]) {
   for (int i = 0; i < NMESH; i++) mb_mesh_free(m[i]);
 }
 
-/* Slab of m with vertex rows [v0, v0 + nv) and face rows [f0, f0 + nf),
- * cut in memory (global indices kept, offsets rebased). */
+/* Rows of m as a slab: vertex rows [v0, v0 + nv), face rows [f0, f0 + nf). */
 static mb_mesh_slab cut_slab(const mb_mesh *m, int64_t v0, int64_t nv, int64_t f0, int64_t nf) {
-  int64_t a = m->face_offsets[f0], nidx = m->face_offsets[f0 + nf] - a;
-  mb_mesh *r = NULL;
-  assert_int_equal(mb_mesh_create(m->name, nv, nf, nidx, &r), MB_SUCCESS);
-  r->index = m->index;
-  memcpy(r->xyz, m->xyz + 3 * v0, sizeof(double) * 3 * (size_t)nv);
-  for (int64_t f = 0; f <= nf; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - a;
-  memcpy(r->face_indices, m->face_indices + a, sizeof(int64_t) * (size_t)nidx);
-  for (int i = 0; i < m->nfields; i++)
-    assert_int_equal(mb_mesh_set_field(r, m->fields[i].name, m->fields[i].ncomp,
-                                       m->fields[i].data + v0 * m->fields[i].ncomp),
-                     MB_SUCCESS);
-  for (int i = 0; i < m->attrs.n; i++)
-    mb_attrs_set(&r->attrs, m->attrs.keys[i], m->attrs.values[i]);
-  mb_mesh_slab s = {r, v0, f0, m->nv, m->nf};
+  mb_mesh_slab s;
+  assert_int_equal(mb_mesh_slab_cut(m, v0, nv, f0, nf, &s), MB_SUCCESS);
   return s;
 }
 
-/* This rank's block slab of m. */
 /* The same mesh at the same collection position. */
 static void assert_same_mesh_at(const mb_mesh *a, const mb_mesh *b) {
   assert_int_equal(a->index, b->index);
   mb_test_assert_same_mesh(a, b);
 }
 
+/* This rank's block slab of m. */
 static mb_mesh_slab block_slab(const mb_mesh *m) {
   int64_t v0 = block(m->nv, g_rank), f0 = block(m->nf, g_rank);
   return cut_slab(m, v0, block(m->nv, g_rank + 1) - v0, f0, block(m->nf, g_rank + 1) - f0);
