@@ -5,7 +5,7 @@
 set -euo pipefail
 
 MB_PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
-             libmetis-dev libscotchparmetis-dev libcyaml-dev libyaml-dev libcmocka-dev
+             libmetis-dev libscotchparmetis-dev libcyaml-dev libyaml-dev libcmocka-dev libqhull-dev
              python3 python3-numpy python3-h5py python3-meshio)
 
 mb_install_packages() {

@@ -1,4 +1,4 @@
-/* meshbatch: the surface-mesh container (see mb_mesh.h). */
+/* meshbatch: the dataset container (see mb_mesh.h). */
 #include "mb_mesh.h"
 
 #include <math.h>
@@ -23,6 +23,7 @@ mb_error mb_mesh_create(const char *name, int64_t nv, int64_t nf, int64_t nidx,
            (long long)nv, (long long)nf, (long long)nidx);
   mb_mesh *m;
   MB_CALLOC(m, 1);
+  m->kind = MB_KIND_SURFACE;
   m->index = -1;
   m->nv = nv;
   m->nf = nf;
@@ -62,6 +63,11 @@ void mb_mesh_free(mb_mesh *m) {
     free(m->fields[i].data);
   }
   free(m->fields);
+  for (int i = 0; i < m->nface_fields; i++) {
+    free(m->face_fields[i].name);
+    free(m->face_fields[i].data);
+  }
+  free(m->face_fields);
   mb_attrs_clear(&m->attrs);
   free(m);
 }
@@ -70,12 +76,18 @@ mb_error mb_mesh_duplicate(const mb_mesh *s, mb_mesh **copy) {
   int64_t nidx = s->face_offsets[s->nf];
   mb_mesh *m;
   MB_CALL(mb_mesh_create(s->name, s->nv, s->nf, nidx, &m));
+  m->kind = s->kind;
   m->index = s->index;
   memcpy(m->xyz, s->xyz, sizeof(double) * 3 * (size_t)s->nv);
   memcpy(m->face_offsets, s->face_offsets, sizeof(int64_t) * ((size_t)s->nf + 1));
   memcpy(m->face_indices, s->face_indices, sizeof(int64_t) * (size_t)nidx);
   for (int i = 0; i < s->nfields; i++) {
     mb_error e = mb_mesh_set_field(m, s->fields[i].name, s->fields[i].ncomp, s->fields[i].data);
+    if (e) { mb_mesh_free(m); MB_CALL(e); }
+  }
+  for (int i = 0; i < s->nface_fields; i++) {
+    mb_error e = mb_mesh_set_face_field(m, s->face_fields[i].name, s->face_fields[i].ncomp,
+                                        s->face_fields[i].data);
     if (e) { mb_mesh_free(m); MB_CALL(e); }
   }
   for (int i = 0; i < s->attrs.n; i++) {
@@ -140,26 +152,49 @@ double mb_mesh_bbox_diagonal(const mb_mesh *m) {
               (hi[2] - lo[2]) * (hi[2] - lo[2]));
 }
 
-mb_error mb_mesh_set_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
+/* Append or replace field `name` of n rows in the list (*fields, *nfields). */
+static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const char *name,
+                               int ncomp, const double *data) {
   MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
-  int slot = m->nfields;
-  for (int i = 0; i < m->nfields; i++)
-    if (!strcmp(m->fields[i].name, name)) slot = i;
-  double *copy = malloc(sizeof(double) * (size_t)ncomp * (size_t)(m->nv ? m->nv : 1));
+  int slot = *nfields;
+  for (int i = 0; i < *nfields; i++)
+    if (!strcmp((*fields)[i].name, name)) slot = i;
+  double *copy = malloc(sizeof(double) * (size_t)ncomp * (size_t)(n ? n : 1));
   MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
-  memcpy(copy, data, sizeof(double) * (size_t)ncomp * (size_t)m->nv);
-  if (slot == m->nfields) {
-    mb_field *f = realloc(m->fields, sizeof(mb_field) * (size_t)(m->nfields + 1));
+  memcpy(copy, data, sizeof(double) * (size_t)ncomp * (size_t)n);
+  if (slot == *nfields) {
+    mb_field *f = realloc(*fields, sizeof(mb_field) * (size_t)(*nfields + 1));
     if (!f) { free(copy); MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name); }
-    m->fields = f;
-    m->fields[slot].name = mb_strdup(name);
-    m->nfields++;
+    *fields = f;
+    f[slot].name = mb_strdup(name);
+    (*nfields)++;
   } else {
-    free(m->fields[slot].data);
+    free((*fields)[slot].data);
   }
-  m->fields[slot].ncomp = ncomp;
-  m->fields[slot].data = copy;
+  (*fields)[slot].ncomp = ncomp;
+  (*fields)[slot].data = copy;
   return MB_SUCCESS;
+}
+
+mb_error mb_mesh_set_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
+  return field_list_set(&m->fields, &m->nfields, m->nv, name, ncomp, data);
+}
+
+mb_error mb_mesh_set_face_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
+  return field_list_set(&m->face_fields, &m->nface_fields, m->nf, name, ncomp, data);
+}
+
+static const char *const mb_kind_names[MB_NKINDS] = {"none", "surface", "triangulation2d",
+                                                     "polygons2d"};
+
+const char *mb_kind_name(mb_kind kind) {
+  return (kind >= 0 && kind < MB_NKINDS) ? mb_kind_names[kind] : "unknown";
+}
+
+mb_kind mb_kind_from_name(const char *name) {
+  for (int k = 1; k < MB_NKINDS; k++)
+    if (name && !strcmp(name, mb_kind_names[k])) return (mb_kind)k;
+  return MB_KIND_NONE;
 }
 
 mb_error mb_attrs_set(mb_attrs *a, const char *key, const char *value) {

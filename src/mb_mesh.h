@@ -1,6 +1,13 @@
-/* meshbatch: the surface-mesh container.
+/* meshbatch: the dataset container (surface meshes, planar triangulations,
+ * planar polygon meshes).
  *
  * A mesh is a plain struct that owns all its arrays (free with mb_mesh_free).
+ * Its kind says what it holds (docs/format.md specifies each kind):
+ *   surface          triangles or polygons in 3D (the smoothing ops' input)
+ *   triangulation2d  a planar triangulation: every face a triangle, z = 0
+ *   polygons2d       a planar polygon mesh: faces of any size >= 3, z = 0
+ * Planar kinds keep [nv, 3] coordinates in memory with z = 0, so every
+ * kind shares one layout; collections store them as [N, 2].
  * Faces are stored as polygons in CSR form: face f has the vertex indices
  * face_indices[face_offsets[f] .. face_offsets[f+1]-1], counter-clockwise
  * as read from the file. A triangle mesh simply has face_offsets[f] = 3 f.
@@ -32,7 +39,23 @@ typedef struct mb_attrs {
   char **values;
 } mb_attrs;
 
+/* The kind of a dataset. MB_KIND_NONE only marks "not set" / "any". */
+typedef enum mb_kind {
+  MB_KIND_NONE = 0,
+  MB_KIND_SURFACE = 1,
+  MB_KIND_TRIANGULATION2D = 2,
+  MB_KIND_POLYGONS2D = 3,
+  MB_NKINDS = 4
+} mb_kind;
+
+/* Name of a kind as written in collections and job help ("surface", ...). */
+const char *mb_kind_name(mb_kind kind);
+
+/* Kind by name; MB_KIND_NONE when the name is unknown. */
+mb_kind mb_kind_from_name(const char *name);
+
 typedef struct mb_mesh {
+  mb_kind kind;            /* what the mesh holds; mb_mesh_create sets MB_KIND_SURFACE */
   char *name;              /* unique mesh name inside a collection (owned) */
   int64_t index;           /* position in the input collection (0-based), -1 if unknown */
   int64_t nv;              /* number of vertices */
@@ -41,7 +64,9 @@ typedef struct mb_mesh {
   int64_t *face_offsets;   /* [nf + 1], face_offsets[0] = 0 (owned) */
   int64_t *face_indices;   /* [face_offsets[nf]] vertex indices (owned) */
   int nfields;
-  mb_field *fields;        /* [nfields] per-vertex fields (owned) */
+  mb_field *fields;        /* [nfields] per-vertex fields, data [nv, ncomp] (owned) */
+  int nface_fields;
+  mb_field *face_fields;   /* [nface_fields] per-face fields, data [nf, ncomp] (owned) */
   mb_attrs attrs;          /* provenance attributes, in order of addition (owned) */
 } mb_mesh;
 
@@ -83,6 +108,10 @@ double mb_mesh_bbox_diagonal(const mb_mesh *mesh);
 
 /* Append (or replace) a per-vertex field; data [nv, ncomp] is copied. */
 mb_error mb_mesh_set_field(mb_mesh *mesh, const char *name, int ncomp, const double *data);
+
+/* Append (or replace) a per-face field; data [nf, ncomp] is copied.
+ * Not collective. Errors: MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_mesh_set_face_field(mb_mesh *mesh, const char *name, int ncomp, const double *data);
 
 /* Append a key/value attribute (both copied); a repeated key is replaced. */
 mb_error mb_attrs_set(mb_attrs *attrs, const char *key, const char *value);
