@@ -8,6 +8,7 @@
 
 #include "mb_meshfile.h"
 #include "mb_meshfile_private.h"
+#include "mb_trianglefile.h"
 
 #include <errno.h>
 #include <math.h>
@@ -196,16 +197,19 @@ mb_meshfile_format mb_meshfile_format_of(const char *path) {
   if (!path) return MB_MESHFILE_UNKNOWN;
   const char *base = strrchr(path, '/');
   const char *dot = strrchr(base ? base : path, '.');
-  if (!dot || strlen(dot) != 4) return MB_MESHFILE_UNKNOWN;
-  char ext[4];
-  for (int i = 0; i < 3; i++) {
+  if (!dot || (strlen(dot) != 4 && strlen(dot) != 5)) return MB_MESHFILE_UNKNOWN;
+  char ext[5];
+  size_t n = strlen(dot) - 1;
+  for (size_t i = 0; i < n; i++) {
     char c = dot[1 + i];
     ext[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   }
-  ext[3] = '\0';
+  ext[n] = '\0';
   if (!strcmp(ext, "obj")) return MB_MESHFILE_OBJ;
   if (!strcmp(ext, "off")) return MB_MESHFILE_OFF;
   if (!strcmp(ext, "ply")) return MB_MESHFILE_PLY;
+  if (!strcmp(ext, "node")) return MB_MESHFILE_NODE;
+  if (!strcmp(ext, "ele")) return MB_MESHFILE_ELE;
   return MB_MESHFILE_UNKNOWN;
 }
 
@@ -245,8 +249,7 @@ static mb_error mb_mf_slurp(FILE *f, const char *path, char **data, size_t *len)
   return MB_SUCCESS;
 }
 
-/* Load a whole file read-only. Errors: MB_ERR_IO, MB_ERR_MEMORY. */
-static mb_error mb_mf_load(const char *path, char **data, size_t *len) {
+mb_error mb_mf_load(const char *path, char **data, size_t *len) {
   FILE *f = fopen(path, "rb");
   MB_CHECK(f, MB_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   mb_error e = mb_mf_slurp(f, path, data, len);
@@ -260,7 +263,11 @@ mb_error mb_meshfile_read(const char *path, mb_mesh **mesh) {
   *mesh = NULL;
   mb_meshfile_format fmt = mb_meshfile_format_of(path);
   MB_CHECK(fmt != MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
-           "%s: unknown mesh file extension (expected .obj, .off or .ply)", path);
+           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node or .ele)", path);
+  if (fmt == MB_MESHFILE_NODE || fmt == MB_MESHFILE_ELE) {
+    MB_CALL(mb_trianglefile_read(path, mesh));
+    return MB_SUCCESS;
+  }
   char *data = NULL;
   size_t len = 0;
   MB_CALL(mb_mf_load(path, &data, &len));
@@ -319,7 +326,11 @@ mb_error mb_meshfile_write(const char *path, const mb_mesh *mesh) {
   MB_CHECK(path && mesh, MB_ERR_ARG, "mb_meshfile_write: NULL argument");
   mb_meshfile_format fmt = mb_meshfile_format_of(path);
   MB_CHECK(fmt != MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
-           "%s: unknown mesh file extension (expected .obj, .off or .ply)", path);
+           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node or .ele)", path);
+  if (fmt == MB_MESHFILE_NODE || fmt == MB_MESHFILE_ELE) {
+    MB_CALL(mb_trianglefile_write(path, mesh));
+    return MB_SUCCESS;
+  }
   MB_CALL(mb_mf_check_writable(path, mesh));
   size_t n = strlen(path) + 32;
   char *tmp = malloc(n);
@@ -346,4 +357,31 @@ mb_error mb_meshfile_write(const char *path, const mb_mesh *mesh) {
   if (e != MB_SUCCESS) remove(tmp);
   free(tmp);
   return e;
+}
+
+/* ------------------------------------------------------------ kinds */
+
+mb_error mb_mesh_convert_kind(mb_mesh *mesh, mb_kind kind, const char *source) {
+  MB_CHECK(mesh, MB_ERR_ARG, "mb_mesh_convert_kind: NULL mesh");
+  const char *src = source ? source : (mesh->name ? mesh->name : "mesh");
+  MB_CHECK(kind == MB_KIND_SURFACE || kind == MB_KIND_TRIANGULATION2D ||
+               kind == MB_KIND_POLYGONS2D,
+           MB_ERR_ARG, "%s: cannot convert to kind %d (%s)", src, (int)kind, mb_kind_name(kind));
+  if (mesh->kind == kind) return MB_SUCCESS;
+  if (kind != MB_KIND_SURFACE) {
+    if (kind == MB_KIND_TRIANGULATION2D)
+      for (int64_t f = 0; f < mesh->nf; f++) {
+        int64_t n = mesh->face_offsets[f + 1] - mesh->face_offsets[f];
+        MB_CHECK(n == 3, MB_ERR_FORMAT,
+                 "%s: not a triangulation2d: every face must be a triangle (face %lld has %lld "
+                 "vertices)",
+                 src, (long long)f, (long long)n);
+      }
+    for (int64_t i = 0; i < mesh->nv; i++)
+      MB_CHECK(mesh->xyz[3 * i + 2] == 0.0, MB_ERR_FORMAT,
+               "%s: not a planar %s: every z must be 0 (vertex %lld has z = %.17g)", src,
+               mb_kind_name(kind), (long long)i, mesh->xyz[3 * i + 2]);
+  }
+  mesh->kind = kind;
+  return MB_SUCCESS;
 }

@@ -159,6 +159,13 @@ mb_error mb_mf_coord(mb_mf_text *t, double *x);
 /* Read the three coordinates of a vertex and append it. */
 mb_error mb_mf_vertex_line(mb_mf_text *t, mb_mf_builder *b);
 
+/* ------------------------------------------------------------ files */
+
+/* Load a whole file read-only into *data (NUL-terminated, *len bytes
+ * without the NUL; the caller frees *data). Errors: MB_ERR_IO naming the
+ * file, MB_ERR_MEMORY. */
+mb_error mb_mf_load(const char *path, char **data, size_t *len);
+
 /* ------------------------------------------------------------ formats */
 
 /* Readers: parse data (len bytes, NUL-terminated) into b; path for messages. */

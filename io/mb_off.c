@@ -4,6 +4,9 @@
  * CNOFF, STOFF, ...); values after x y z on a vertex line and after the
  * indices on a face line (normals, colours, texture coordinates) are ignored.
  * `#` starts a comment; blank lines are skipped. Indices are 0-based.
+ * 2D OFF: where the first vertex line holds exactly two numbers, every vertex
+ * line must hold exactly two (x y) and z is 0. The writer writes z = 0 for
+ * the planar kinds (triangulation2d, polygons2d) and faces of any size.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -73,11 +76,22 @@ mb_error mb_off_read(const char *path, const char *data, size_t len, mb_mf_build
   int64_t left = (int64_t)(t.end - t.p);
   MB_CALL(mb_mf_builder_reserve(b, nv < left ? nv : left, nf < left ? nf : left,
                                 3 * (nf < left ? nf : left)));
+  int planar = 0; /* 2D OFF: decided by the first vertex line */
   for (int64_t i = 0; i < nv; i++, mb_mf_next_line(&t)) {
     MB_CHECK(mb_mf_skip_empty_lines(&t), MB_ERR_FORMAT,
              "%s:%lld: file ends after %lld of %lld vertices", path, (long long)t.line,
              (long long)i, (long long)nv);
-    MB_CALL(mb_mf_vertex_line(&t, b));
+    double x, y, z = 0.0;
+    MB_CALL(mb_mf_coord(&t, &x));
+    MB_CALL(mb_mf_coord(&t, &y));
+    if (i == 0) planar = mb_mf_at_eol(&t);
+    if (planar)
+      MB_CHECK(mb_mf_at_eol(&t), MB_ERR_FORMAT,
+               "%s:%lld: expected 2 coordinates, as on the first vertex line (2D OFF)", path,
+               (long long)t.line);
+    else
+      MB_CALL(mb_mf_coord(&t, &z));
+    MB_CALL(mb_mf_add_vertex(b, x, y, z));
   }
   for (int64_t f = 0; f < nf; f++, mb_mf_next_line(&t)) {
     MB_CHECK(mb_mf_skip_empty_lines(&t), MB_ERR_FORMAT,
@@ -91,9 +105,11 @@ mb_error mb_off_read(const char *path, const char *data, size_t len, mb_mf_build
 mb_error mb_off_write(FILE *f, const char *path, const mb_mesh *m) {
   (void)path;
   fprintf(f, "OFF\n%lld %lld 0\n", (long long)m->nv, (long long)m->nf);
+  int planar = m->kind == MB_KIND_TRIANGULATION2D || m->kind == MB_KIND_POLYGONS2D;
   for (int64_t i = 0; i < m->nv; i++) {
     const double *x = m->xyz + 3 * i;
-    fprintf(f, "%.17g %.17g %.17g\n", x[0], x[1], x[2]);
+    if (planar) fprintf(f, "%.17g %.17g 0\n", x[0], x[1]);
+    else fprintf(f, "%.17g %.17g %.17g\n", x[0], x[1], x[2]);
   }
   for (int64_t k = 0; k < m->nf; k++) {
     int64_t a = m->face_offsets[k], e = m->face_offsets[k + 1];
