@@ -1,5 +1,6 @@
-/* meshbatch: HDF5 mesh collections, parallel writer and independent reader
- * (see mb_collection.h; the layout is specified in docs/format.md). */
+/* meshbatch: HDF5 collections of datasets (surface, triangulation2d,
+ * polygons2d), parallel writer and independent reader (see mb_collection.h;
+ * the layout is specified in docs/format.md). */
 #include "mb_collection.h"
 
 #include <errno.h>
@@ -131,20 +132,34 @@ static int rows_inside(int64_t start, int64_t n, int64_t total) {
   return start >= 0 && n >= 0 && start <= total - n;
 }
 
+/* A kind this build stores. */
+static int kind_known(mb_kind k) {
+  return k == MB_KIND_SURFACE || k == MB_KIND_TRIANGULATION2D || k == MB_KIND_POLYGONS2D;
+}
+
+/* Planar kinds store vertices as [N,2]. */
+static int kind_planar(mb_kind k) {
+  return k == MB_KIND_TRIANGULATION2D || k == MB_KIND_POLYGONS2D;
+}
+
+/* Columns of `vertices` in the file for a kind. */
+static int kind_vcols(mb_kind k) { return kind_planar(k) ? 2 : 3; }
+
 /* ----------------------------------------------------------- write: metadata */
 
 /* A piece of a mesh being written: a whole mesh (one piece covering every
  * row) or the rows of one slab. Known on every rank after the gather. */
 typedef struct mb_wpiece {
   const char *name;               /* strings borrowed from the gathered buffer */
+  mb_kind kind;
   int64_t index, nv, nf;          /* of the whole mesh, as the holder states them */
   int64_t vstart, nvrows;         /* vertex rows [vstart, vstart + nvrows) */
   int64_t fstart, nfrows;         /* face rows [fstart, fstart + nfrows) */
   int64_t nidx, mixed_len;        /* vertex indices of its faces; its part of xdmf_mixed */
   int tri, big;                   /* all its faces are triangles; it has a face of >= 5 */
   int whole, rank, local;         /* whole mesh or slab; holder; position in its list */
-  int nfields;
-  const mb_xdmf_field *fields;
+  int nfields, nface_fields;
+  const mb_xdmf_field *fields, *face_fields;
   int nattrs;
   const char **keys, **values;
   int64_t idx_start, mixed_start; /* its first row of face_indices and of xdmf_mixed */
@@ -152,7 +167,7 @@ typedef struct mb_wpiece {
 
 /* One mesh of the collection being written, as known on every rank. */
 typedef struct mb_wmesh {
-  mb_xdmf_mesh x;      /* name, sizes, topology kind, fields (strings borrowed) */
+  mb_xdmf_mesh x;      /* name, kind, sizes, topology, fields (strings borrowed) */
   int64_t index;       /* mesh->index of the caller (sort key) */
   int64_t nidx;
   mb_wpiece *p;        /* its np pieces by (vstart, fstart, rank); p[0] gives the attributes */
@@ -179,21 +194,56 @@ static mb_error check_name(const char *what, const char *name, const char *mesh)
   return MB_SUCCESS;
 }
 
-/* Check the name, field names and attributes of a mesh (or slab rows). */
+/* Check a list of fields of a mesh: names, components, data. */
+static mb_error check_field_list(const mb_mesh *m, const char *what, int n, const mb_field *fd,
+                                 int64_t rows) {
+  for (int i = 0; i < n; i++) {
+    MB_CALL(check_name(what, fd[i].name, m->name));
+    MB_CHECK(fd[i].ncomp > 0, MB_ERR_ARG, "mesh '%s': %s '%s' has %d components", m->name,
+             what, fd[i].name, fd[i].ncomp);
+    MB_CHECK(fd[i].data || rows == 0, MB_ERR_ARG, "mesh '%s': %s '%s' has no data", m->name,
+             what, fd[i].name);
+    for (int j = 0; j < i; j++)
+      MB_CHECK(strcmp(fd[i].name, fd[j].name), MB_ERR_ARG, "mesh '%s': two %ss named '%s'",
+               m->name, what, fd[i].name);
+  }
+  return MB_SUCCESS;
+}
+
+/* Check the name, kind, field names and attributes of a mesh (or slab rows). */
 static mb_error check_meta(const mb_mesh *m) {
   MB_CHECK(m && m->name, MB_ERR_ARG, "mb_collection_write: NULL mesh or mesh name");
   MB_CALL(check_name("mesh name", m->name, m->name));
-  for (int i = 0; i < m->nfields; i++) {
-    MB_CALL(check_name("field name", m->fields[i].name, m->name));
-    MB_CHECK(m->fields[i].ncomp > 0, MB_ERR_ARG, "mesh '%s': field '%s' has %d components",
-             m->name, m->fields[i].name, m->fields[i].ncomp);
-  }
+  MB_CHECK(kind_known(m->kind), MB_ERR_ARG,
+           "mesh '%s': kind %d (%s) cannot be stored (surface, triangulation2d or polygons2d)",
+           m->name, (int)m->kind, mb_kind_name(m->kind));
+  MB_CALL(check_field_list(m, "field name", m->nfields, m->fields, m->nv));
+  MB_CALL(check_field_list(m, "face field name", m->nface_fields, m->face_fields, m->nf));
   for (int i = 0; i < m->attrs.n; i++) {
     MB_CHECK(m->attrs.keys[i] && *m->attrs.keys[i] && m->attrs.values[i], MB_ERR_ARG,
              "mesh '%s': attribute %d has an empty key or a NULL value", m->name, i);
-    MB_CHECK(strcmp(m->attrs.keys[i], "index"), MB_ERR_ARG,
-             "mesh '%s': attribute key 'index' is reserved by the collection format", m->name);
+    MB_CHECK(strcmp(m->attrs.keys[i], "index") && strcmp(m->attrs.keys[i], "kind"), MB_ERR_ARG,
+             "mesh '%s': attribute key '%s' is reserved by the collection format", m->name,
+             m->attrs.keys[i]);
   }
+  return MB_SUCCESS;
+}
+
+/* The rules of the kind on some rows of a mesh: planar kinds have z = 0 in
+ * every vertex row (only x, y are stored), a triangulation2d has only
+ * triangles. v0, f0: whole-mesh rows of the first vertex and face. */
+static mb_error check_kind_rows(const mb_mesh *m, int64_t v0, int64_t f0) {
+  if (kind_planar(m->kind))
+    for (int64_t i = 0; i < m->nv; i++)
+      MB_CHECK(m->xyz[3 * i + 2] == 0.0, MB_ERR_FORMAT,
+               "%s: vertex %lld has z = %g, a %s must have z = 0", m->name,
+               (long long)(v0 + i), m->xyz[3 * i + 2], mb_kind_name(m->kind));
+  if (m->kind == MB_KIND_TRIANGULATION2D)
+    for (int64_t f = 0; f < m->nf; f++)
+      MB_CHECK(m->face_offsets[f + 1] - m->face_offsets[f] == 3, MB_ERR_FORMAT,
+               "%s: face %lld has %lld vertices, a triangulation2d has only triangles",
+               m->name, (long long)(f0 + f),
+               (long long)(m->face_offsets[f + 1] - m->face_offsets[f]));
   return MB_SUCCESS;
 }
 
@@ -201,6 +251,7 @@ static mb_error check_meta(const mb_mesh *m) {
 static mb_error check_local_mesh(const mb_mesh *m) {
   MB_CALL(check_meta(m));
   MB_CALL(mb_mesh_validate(m, m->name));
+  MB_CALL(check_kind_rows(m, 0, 0));
   return MB_SUCCESS;
 }
 
@@ -221,6 +272,7 @@ static mb_error check_slab(const mb_mesh_slab *s) {
            "[0, %lld)", m->name, (long long)s->face_start, (long long)(s->face_start + m->nf),
            (long long)s->nf);
   MB_CALL(mb_mesh_validate_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
+  MB_CALL(check_kind_rows(m, s->vertex_start, s->face_start));
   return MB_SUCCESS;
 }
 
@@ -229,6 +281,7 @@ static mb_error check_slab(const mb_mesh_slab *s) {
 static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
   const mb_mesh *m = s->rows;
   buf_str(b, m->name);
+  buf_i64(b, m->kind);
   buf_i64(b, m->index);
   buf_i64(b, s->nv);
   buf_i64(b, s->nf);
@@ -246,6 +299,11 @@ static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
   for (int f = 0; f < m->nfields; f++) {
     buf_str(b, m->fields[f].name);
     buf_i64(b, m->fields[f].ncomp);
+  }
+  buf_i64(b, m->nface_fields);
+  for (int f = 0; f < m->nface_fields; f++) {
+    buf_str(b, m->face_fields[f].name);
+    buf_i64(b, m->face_fields[f].ncomp);
   }
   buf_i64(b, m->attrs.n);
   for (int a = 0; a < m->attrs.n; a++) {
@@ -293,6 +351,7 @@ static void wset_free(mb_wset *w) {
 /* Parse one piece record; fields and attribute strings go to the next free slots. */
 static void unpack_piece(mb_rd *r, mb_wpiece *p, mb_xdmf_field **fields, const char ***strs) {
   p->name = rd_str(r);
+  p->kind = (mb_kind)rd_i64(r);
   p->index = rd_i64(r);
   p->nv = rd_i64(r);
   p->nf = rd_i64(r);
@@ -313,6 +372,13 @@ static void unpack_piece(mb_rd *r, mb_wpiece *p, mb_xdmf_field **fields, const c
     (*fields)[f].ncomp = rd_i64(r);
   }
   *fields += p->nfields;
+  p->nface_fields = (int)rd_i64(r);
+  p->face_fields = *fields;
+  for (int f = 0; f < p->nface_fields; f++) {
+    (*fields)[f].name = rd_str(r);
+    (*fields)[f].ncomp = rd_i64(r);
+  }
+  *fields += p->nface_fields;
   p->nattrs = (int)rd_i64(r);
   p->keys = *strs;
   p->values = *strs + p->nattrs;
@@ -407,16 +473,22 @@ static int cmp_wmesh(const void *a, const void *b) {
   return strcmp(x->x.name, y->x.name);
 }
 
-/* Two pieces of one mesh agree on its sizes, index and fields. */
+/* Two pieces of one mesh agree on its kind, sizes, index and fields. */
 static mb_error check_agree(const mb_wpiece *a, const mb_wpiece *b) {
-  const char *what = a->nv != b->nv           ? "the number of vertices"
+  const char *what = a->kind != b->kind       ? "the kind"
+                     : a->nv != b->nv         ? "the number of vertices"
                      : a->nf != b->nf         ? "the number of faces"
                      : a->index != b->index   ? "the mesh index"
                      : a->nfields != b->nfields ? "the number of fields"
+                     : a->nface_fields != b->nface_fields ? "the number of face fields"
                                               : NULL;
   for (int f = 0; !what && f < a->nfields; f++)
     if (strcmp(a->fields[f].name, b->fields[f].name) || a->fields[f].ncomp != b->fields[f].ncomp)
       what = "the field names or components";
+  for (int f = 0; !what && f < a->nface_fields; f++)
+    if (strcmp(a->face_fields[f].name, b->face_fields[f].name) ||
+        a->face_fields[f].ncomp != b->face_fields[f].ncomp)
+      what = "the face field names or components";
   MB_CHECK(!what, MB_ERR_ARG,
            "mb_collection_write_slabs: slabs of mesh '%s' on ranks %d and %d disagree on %s",
            a->name, a->rank, b->rank, what);
@@ -483,9 +555,10 @@ static mb_error check_group(mb_wpiece *p, int n, mb_wpiece **tmp) {
   return MB_SUCCESS;
 }
 
-/* The whole mesh described by its n checked pieces. Triangles only if every
- * piece is; xdmf_triangles only if some piece has a face of >= 5 vertices,
- * and then it holds sum(n - 2) = nidx - 2 nf rows. */
+/* The whole mesh described by its n checked pieces. Stored as `triangles`:
+ * a triangulation2d always, a polygons2d never, a surface if every piece is
+ * of triangles. xdmf_triangles only if some piece has a face of >= 5
+ * vertices, and then it holds sum(n - 2) = nidx - 2 nf rows. */
 static void make_mesh(mb_wpiece *p, int n, mb_wmesh *w) {
   int tri = 1, big = 0;
   int64_t nidx = 0, mixed = 0;
@@ -495,7 +568,10 @@ static void make_mesh(mb_wpiece *p, int n, mb_wmesh *w) {
     nidx += p[k].nidx;
     mixed += p[k].mixed_len;
   }
+  if (p[0].kind == MB_KIND_TRIANGULATION2D) tri = 1; /* checked by check_kind_rows */
+  if (p[0].kind == MB_KIND_POLYGONS2D) tri = 0;
   w->x.name = p[0].name;
+  w->x.kind = p[0].kind;
   w->x.nv = p[0].nv;
   w->x.nf = p[0].nf;
   w->x.triangles = tri;
@@ -503,6 +579,8 @@ static void make_mesh(mb_wpiece *p, int n, mb_wmesh *w) {
   w->x.fan_ntri = tri || !big ? 0 : nidx - 2 * p[0].nf;
   w->x.nfields = p[0].nfields;
   w->x.fields = p[0].fields;
+  w->x.nface_fields = p[0].nface_fields;
+  w->x.face_fields = p[0].face_fields;
   w->index = p[0].index;
   w->nidx = nidx;
   w->p = p;
@@ -576,17 +654,36 @@ static mb_error put_str_attr(hid_t loc, const char *name, const char *value) {
   return MB_SUCCESS;
 }
 
-/* Rows [start, start + n) of a dataset that this rank writes from buf (n = 0: none). */
+/* Rows [start, start + n) of a dataset that this rank writes from buf (n = 0:
+ * none). A row of buf holds mcols values, of which the first d1 (the columns
+ * of the dataset) are written; mcols = 0 means d1 (planar vertices are
+ * written from xyz rows of 3 with mcols = 3, d1 = 2). */
 typedef struct mb_rows {
   int64_t start, n;
   const void *buf;
+  int64_t mcols;
 } mb_rows;
+
+/* A memory dataspace of n rows of mcols values (rank 1 if mcols = 0) with
+ * the first cols columns of every row selected. */
+static hid_t mem_rows_space(int64_t n, int64_t cols, int64_t mcols) {
+  hsize_t dims[2] = {(hsize_t)n, (hsize_t)(mcols ? mcols : cols)};
+  hid_t ms = H5Screate_simple(cols ? 2 : 1, dims, NULL);
+  if (ms >= 0 && cols && mcols > cols) {
+    hsize_t start[2] = {0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
+    if (H5Sselect_hyperslab(ms, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {
+      H5Sclose(ms);
+      return -1;
+    }
+  }
+  return ms;
+}
 
 /* Write rows r of dataset d ([d0] if rank 1, [d0, d1] if rank 2) by hyperslab.
  * Independent transfer. */
 static herr_t write_rows(hid_t d, hid_t mt, int rank, int64_t d1, const mb_rows *r) {
   hsize_t start[2] = {(hsize_t)r->start, 0}, count[2] = {(hsize_t)r->n, (hsize_t)d1};
-  hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, count, NULL);
+  hid_t fs = H5Dget_space(d), ms = mem_rows_space(r->n, rank == 2 ? d1 : 0, r->mcols);
   herr_t st = fs >= 0 && ms >= 0
                   ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
                   : -1;
@@ -648,11 +745,11 @@ static mb_error fill_polygon_rows(const mb_wmesh *w, const mb_wpiece *p, const m
   for (int64_t f = 0; f <= p->nfrows; f++) buf[0][f] = m->face_offsets[f] + p->idx_start;
   mb_xdmf_fill_mixed(m, buf[1]); /* global vertex ids: it only copies face_indices */
   if (nfan) mb_xdmf_fill_fan(m, buf[2]);
-  r[0] = (mb_rows){p->fstart, p->nfrows + last, buf[0]};
-  r[1] = (mb_rows){p->idx_start, p->nidx, m->face_indices};
-  r[2] = (mb_rows){p->mixed_start, p->mixed_len, buf[1]};
+  r[0] = (mb_rows){p->fstart, p->nfrows + last, buf[0], 0};
+  r[1] = (mb_rows){p->idx_start, p->nidx, m->face_indices, 0};
+  r[2] = (mb_rows){p->mixed_start, p->mixed_len, buf[1], 0};
   /* fan triangles of the earlier faces: sum(n - 2) = idx_start - 2 fstart */
-  r[3] = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf[2]};
+  r[3] = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf[2], 0};
   return MB_SUCCESS;
 }
 
@@ -661,7 +758,7 @@ static mb_error fill_polygon_rows(const mb_wmesh *w, const mb_wpiece *p, const m
  * m are this rank's piece and rows, or NULL. Collective. */
 static mb_error put_polygon_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
                                      const mb_mesh *m, mb_error *lerr) {
-  mb_rows r[4] = {{0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}, {0, 0, NULL}};
+  mb_rows r[4] = {{0, 0, NULL, 0}, {0, 0, NULL, 0}, {0, 0, NULL, 0}, {0, 0, NULL, 0}};
   int64_t *buf[3] = {NULL, NULL, NULL};
   if (m && *lerr == MB_SUCCESS) {
     *lerr = fill_polygon_rows(w, p, m, r, buf);
@@ -683,7 +780,8 @@ static mb_error put_polygon_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece
   return MB_SUCCESS;
 }
 
-/* Group `fields` with one dataset per field; this rank writes its vertex rows. */
+/* Group `fields` with one dataset per per-vertex field; this rank writes its
+ * vertex rows. */
 static mb_error put_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p, const mb_mesh *m,
                            mb_error *lerr) {
   if (w->x.nfields == 0) return MB_SUCCESS;
@@ -691,7 +789,7 @@ static mb_error put_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p, const
   MB_CALL(make_group(g, "fields", &fg));
   mb_error e = MB_SUCCESS;
   for (int f = 0; f < w->x.nfields && !e; f++) {
-    mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->fields[f].data : NULL};
+    mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->fields[f].data : NULL, 0};
     e = put_dataset(fg, w->x.fields[f].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
                     w->x.fields[f].ncomp, &r, lerr);
   }
@@ -700,32 +798,72 @@ static mb_error put_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p, const
   return MB_SUCCESS;
 }
 
+/* Group `face_fields` with one [nf, k] dataset per per-face field; this rank
+ * writes its face rows. With a fan view (xdmf_triangles), also group
+ * `xdmf_fan_fields`: each face field on the fan triangles, [T, k], rows from
+ * sum(n - 2) over the earlier faces = idx_start - 2 fstart. Collective. */
+static mb_error put_face_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
+                                const mb_mesh *m, mb_error *lerr) {
+  if (w->x.nface_fields == 0) return MB_SUCCESS;
+  for (int fan = 0; fan < 2; fan++) {
+    if (fan && w->x.fan_ntri == 0) break;
+    hid_t fg;
+    MB_CALL(make_group(g, fan ? "xdmf_fan_fields" : "face_fields", &fg));
+    mb_error e = MB_SUCCESS;
+    for (int f = 0; f < w->x.nface_fields && !e; f++) {
+      const mb_xdmf_field *xf = &w->x.face_fields[f];
+      double *buf = NULL;
+      mb_rows r = {0, 0, NULL, 0};
+      if (m && !fan) r = (mb_rows){p->fstart, p->nfrows, m->face_fields[f].data, 0};
+      if (m && fan && *lerr == MB_SUCCESS) {
+        int64_t nfan = p->nidx - 2 * p->nfrows;
+        buf = malloc(sizeof *buf * (size_t)xf->ncomp * (size_t)nfan + 1);
+        if (!buf) {
+          *lerr = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+        } else {
+          mb_xdmf_fill_fan_field(m, &m->face_fields[f], buf);
+          r = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf, 0};
+        }
+      }
+      e = put_dataset(fg, xf->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2,
+                      fan ? w->x.fan_ntri : w->x.nf, xf->ncomp, &r, lerr);
+      free(buf);
+    }
+    H5Gclose(fg);
+    MB_CALL(e);
+  }
+  return MB_SUCCESS;
+}
+
 /* Datasets of one mesh group; p and m are this rank's piece of the mesh and
  * its rows, or NULL where it holds none. Collective. */
 static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
                                   const mb_mesh *m, mb_error *lerr) {
-  mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL};
-  MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv, 3, &r,
-                      lerr));
+  /* planar kinds: the x, y columns of the xyz rows */
+  mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL, 3};
+  MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
+                      kind_vcols(w->x.kind), &r, lerr));
   if (w->x.triangles) {
-    r = (mb_rows){m ? p->fstart : 0, m ? p->nfrows : 0, m ? m->face_indices : NULL};
+    r = (mb_rows){m ? p->fstart : 0, m ? p->nfrows : 0, m ? m->face_indices : NULL, 0};
     MB_CALL(put_dataset(g, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.nf, 3, &r,
                         lerr));
   } else {
     MB_CALL(put_polygon_datasets(g, w, p, m, lerr));
   }
   MB_CALL(put_fields(g, w, p, m, lerr));
+  MB_CALL(put_face_fields(g, w, p, m, lerr));
   return MB_SUCCESS;
 }
 
-/* Group /meshes/<name> with its attributes (those of its first piece) and
- * datasets. Collective. */
+/* Group /meshes/<name> with its attributes (index, kind, then those of its
+ * first piece) and datasets. Collective. */
 static mb_error put_mesh(hid_t meshes, const mb_wmesh *w, int64_t pos, const mb_wpiece *p,
                          const mb_mesh *m, mb_error *lerr) {
   hid_t g;
   MB_CALL(make_group(meshes, w->x.name, &g));
   const mb_wpiece *a = &w->p[0];
   mb_error e = put_attr(g, "index", H5T_STD_I64LE, H5T_NATIVE_INT64, &pos);
+  if (!e) e = put_str_attr(g, "kind", mb_kind_name(w->x.kind));
   for (int k = 0; k < a->nattrs && !e; k++) e = put_str_attr(g, a->keys[k], a->values[k]);
   if (!e) e = put_mesh_datasets(g, w, p, m, lerr);
   H5Gclose(g);
@@ -938,6 +1076,7 @@ mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
 struct mb_collection {
   char *path;
   hid_t file;
+  int version;         /* format_version of the file */
   int64_t n;
   mb_mesh_info *infos;
 };
@@ -1037,8 +1176,8 @@ static mb_error get_str_attr(hid_t a, char **out) {
   return MB_SUCCESS;
 }
 
-/* The root attributes: format name and version. */
-static mb_error check_root(hid_t file, const char *path) {
+/* The root attributes: format name and version (returned in *version). */
+static mb_error check_root(hid_t file, const char *path, int *version) {
   MB_CHECK(H5Aexists(file, "format") > 0, MB_ERR_FORMAT,
            "%s: not a meshbatch collection (no 'format' attribute at /)", path);
   hid_t a = H5Aopen(file, "format", H5P_DEFAULT);
@@ -1064,9 +1203,10 @@ static mb_error check_root(hid_t file, const char *path) {
   herr_t st = isint ? H5Aread(a, H5T_NATIVE_LLONG, &v) : -1;
   H5Aclose(a);
   MB_CHECK(st >= 0, MB_ERR_FORMAT, "%s: attribute 'format_version' is not an integer", path);
-  MB_CHECK(v == MB_COLLECTION_FORMAT_VERSION, MB_ERR_FORMAT,
-           "%s: unsupported format_version %lld (this build reads version %d)", path, v,
-           MB_COLLECTION_FORMAT_VERSION);
+  MB_CHECK(v >= MB_COLLECTION_FORMAT_VERSION_MIN && v <= MB_COLLECTION_FORMAT_VERSION,
+           MB_ERR_FORMAT, "%s: unsupported format_version %lld (this build reads versions %d to %d)",
+           path, v, MB_COLLECTION_FORMAT_VERSION_MIN, MB_COLLECTION_FORMAT_VERSION);
+  *version = (int)v;
   return MB_SUCCESS;
 }
 
@@ -1113,22 +1253,26 @@ static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const 
   return MB_SUCCESS;
 }
 
-/* Check the per-vertex fields of a mesh group: float [N,k] each. */
-static mb_error check_fields(hid_t g, const char *path, const char *mesh, int64_t nv) {
-  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
-  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
-  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/fields is not a group", path, mesh);
+/* Check the fields in group `group` of a mesh group: float [rows,k] each
+ * (per-vertex fields: group "fields", rows N; per-face: "face_fields", M). */
+static mb_error check_fields(hid_t g, const char *path, const char *mesh, const char *group,
+                             int64_t rows) {
+  if (H5Lexists(g, group, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int face = !strcmp(group, "face_fields");
+  hid_t fg = H5Gopen2(g, group, H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/%s is not a group", path, mesh, group);
   mb_names l = {0};
   mb_error e = list_links(fg, &l);
   for (int i = 0; i < l.n && !e; i++) {
-    char dset[MB_NAME_MAX + 8];
+    char dset[MB_NAME_MAX + 16];
     hsize_t dims[2];
-    snprintf(dset, sizeof dset, "fields/%s", l.v[i]);
-    e = need_dataset(g, path, mesh, dset, H5T_FLOAT, 2, 0, "[N,k]", dims);
-    if (!e && (int64_t)dims[0] != nv)
+    snprintf(dset, sizeof dset, "%s/%s", group, l.v[i]);
+    e = need_dataset(g, path, mesh, dset, H5T_FLOAT, 2, 0, face ? "[M,k]" : "[N,k]", dims);
+    if (!e && (int64_t)dims[0] != rows)
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
-                       "%s: /meshes/%s/%s has %llu rows, expected N = %lld (vertices)", path,
-                       mesh, dset, (unsigned long long)dims[0], (long long)nv);
+                       "%s: /meshes/%s/%s has %llu rows, expected %s = %lld (%s)", path, mesh,
+                       dset, (unsigned long long)dims[0], face ? "M" : "N", (long long)rows,
+                       face ? "faces" : "vertices");
   }
   names_free(&l);
   H5Gclose(fg);
@@ -1154,16 +1298,52 @@ static mb_error get_index(hid_t g, const char *path, const char *mesh, int64_t *
   return MB_SUCCESS;
 }
 
-/* Shapes and sizes of one mesh group. */
-static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, mb_mesh_info *info) {
+/* The kind of a mesh group: its string attribute `kind` (format version 2;
+ * required), or surface (version 1, where `kind` is not special). */
+static mb_error get_kind(hid_t g, const char *path, const char *mesh, int version,
+                         mb_kind *kind) {
+  *kind = MB_KIND_SURFACE;
+  if (version < 2) return MB_SUCCESS;
+  MB_CHECK(H5Aexists(g, "kind") > 0, MB_ERR_FORMAT, "%s: /meshes/%s has no 'kind' attribute",
+           path, mesh);
+  hid_t a = H5Aopen(g, "kind", H5P_DEFAULT);
+  MB_CALL_H5(a);
+  char *s = NULL;
+  mb_error e = get_str_attr(a, &s);
+  H5Aclose(a);
+  MB_CALL(e);
+  MB_CHECK(s, MB_ERR_FORMAT, "%s: /meshes/%s: attribute 'kind' is not a string", path, mesh);
+  *kind = mb_kind_from_name(s);
+  char shown[64];
+  snprintf(shown, sizeof shown, "%s", s);
+  free(s);
+  MB_CHECK(kind_known(*kind), MB_ERR_FORMAT,
+           "%s: /meshes/%s has kind '%s', which this build does not read (surface, "
+           "triangulation2d, polygons2d)", path, mesh, shown);
+  return MB_SUCCESS;
+}
+
+/* Kind, shapes and sizes of one mesh group. Faces: a surface has
+ * `triangles` or `face_offsets` + `face_indices`; a triangulation2d has
+ * `triangles`; a polygons2d has `face_offsets` + `face_indices`. */
+static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int version,
+                          mb_mesh_info *info) {
   hsize_t dims[2];
   MB_CHECK(strlen(mesh) < sizeof info->name, MB_ERR_FORMAT, "%s: mesh name too long", path);
   snprintf(info->name, sizeof info->name, "%s", mesh);
   MB_CALL(get_index(g, path, mesh, &info->index));
-  MB_CALL(need_dataset(g, path, mesh, "vertices", H5T_FLOAT, 2, 3, "[N,3]", dims));
+  MB_CALL(get_kind(g, path, mesh, version, &info->kind));
+  int vc = kind_vcols(info->kind);
+  MB_CALL(need_dataset(g, path, mesh, "vertices", H5T_FLOAT, 2, (hsize_t)vc,
+                       vc == 2 ? "[N,2]" : "[N,3]", dims));
   info->nv = (int64_t)dims[0];
   int tri, rank;
   MB_CALL(probe_dataset(g, path, mesh, "triangles", H5T_INTEGER, &tri, &rank, dims));
+  MB_CHECK(tri || info->kind != MB_KIND_TRIANGULATION2D, MB_ERR_FORMAT,
+           "%s: /meshes/%s (triangulation2d) has no 'triangles'", path, mesh);
+  MB_CHECK(!tri || info->kind != MB_KIND_POLYGONS2D, MB_ERR_FORMAT,
+           "%s: /meshes/%s (polygons2d) has 'triangles'; its faces are "
+           "'face_offsets'/'face_indices'", path, mesh);
   if (tri) {
     MB_CHECK(H5Lexists(g, "face_offsets", H5P_DEFAULT) <= 0, MB_ERR_FORMAT,
              "%s: /meshes/%s has both triangles and face_offsets", path, mesh);
@@ -1184,7 +1364,8 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, mb_mesh_i
     info->nidx = (int64_t)dims[0];
     info->triangles = 0;
   }
-  MB_CALL(check_fields(g, path, mesh, info->nv));
+  MB_CALL(check_fields(g, path, mesh, "fields", info->nv));
+  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf));
   return MB_SUCCESS;
 }
 
@@ -1194,7 +1375,8 @@ static int cmp_info(const void *a, const void *b) {
 }
 
 /* Scan /meshes: every mesh group, sorted by index (which must be 0..n-1). */
-static mb_error scan_meshes(hid_t file, const char *path, mb_names *l, mb_mesh_info **infos) {
+static mb_error scan_meshes(hid_t file, const char *path, int version, mb_names *l,
+                            mb_mesh_info **infos) {
   MB_CHECK(H5Lexists(file, "meshes", H5P_DEFAULT) > 0, MB_ERR_FORMAT,
            "%s: no /meshes group", path);
   hid_t ms = H5Gopen2(file, "meshes", H5P_DEFAULT);
@@ -1209,7 +1391,7 @@ static mb_error scan_meshes(hid_t file, const char *path, mb_names *l, mb_mesh_i
                        "%s: /meshes/%s is not a group", path, l->v[i]);
       break;
     }
-    e = scan_mesh(g, path, l->v[i], &(*infos)[i]);
+    e = scan_mesh(g, path, l->v[i], version, &(*infos)[i]);
     H5Gclose(g);
   }
   H5Gclose(ms);
@@ -1223,10 +1405,11 @@ static mb_error scan_meshes(hid_t file, const char *path, mb_names *l, mb_mesh_i
 }
 
 /* Rank 0: validate the whole file and list its meshes. */
-static mb_error scan_file(hid_t file, const char *path, int64_t *n, mb_mesh_info **infos) {
-  MB_CALL(check_root(file, path));
+static mb_error scan_file(hid_t file, const char *path, int *version, int64_t *n,
+                         mb_mesh_info **infos) {
+  MB_CALL(check_root(file, path, version));
   mb_names l = {0};
-  mb_error e = scan_meshes(file, path, &l, infos);
+  mb_error e = scan_meshes(file, path, *version, &l, infos);
   *n = l.n;
   names_free(&l);
   MB_CALL(e);
@@ -1259,10 +1442,11 @@ static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c) {
                             : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                                            "%s: HDF5 cannot open the file", c->path);
   MB_CALL(sync_error(comm, e));
-  e = rank == 0 ? scan_file(c->file, c->path, &c->n, &c->infos) : MB_SUCCESS;
+  e = rank == 0 ? scan_file(c->file, c->path, &c->version, &c->n, &c->infos) : MB_SUCCESS;
   MB_CALL(sync_error(comm, e));
   long long n = c->n;
   MB_CALL_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm));
+  MB_CALL_MPI(MPI_Bcast(&c->version, 1, MPI_INT, 0, comm));
   if (rank != 0) {
     c->n = n;
     c->infos = calloc((size_t)n + 1, sizeof *c->infos);
@@ -1304,6 +1488,8 @@ mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **col
 
 int64_t mb_collection_count(const mb_collection *coll) { return coll ? coll->n : 0; }
 
+int mb_collection_version(const mb_collection *coll) { return coll ? coll->version : 0; }
+
 const mb_mesh_info *mb_collection_info(const mb_collection *coll, int64_t i) {
   if (!coll || i < 0 || i >= coll->n) return NULL;
   return &coll->infos[i];
@@ -1320,14 +1506,17 @@ static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt,
 }
 
 /* Read rows [start, start + n) of dataset dset of loc ([N] if cols = 0, else
- * [N, cols]) into buf by hyperslab (memory type mt). Nothing is read if n = 0. */
-static mb_error read_rows(hid_t loc, const char *src, const char *dset, hid_t mt, int64_t start,
-                          int64_t n, int64_t cols, void *buf) {
+ * [N, cols]) into buf by hyperslab (memory type mt). A row of buf holds mcols
+ * values (0: cols) of which the first cols are read (planar vertices: cols 2
+ * into xyz rows of 3, whose z is left as it is). Nothing is read if n = 0. */
+static mb_error read_rows_into(hid_t loc, const char *src, const char *dset, hid_t mt,
+                               int64_t start, int64_t n, int64_t cols, int64_t mcols,
+                               void *buf) {
   if (n == 0) return MB_SUCCESS;
   hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
   hsize_t off[2] = {(hsize_t)start, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
-  hid_t fs = H5Dget_space(d), ms = H5Screate_simple(cols ? 2 : 1, count, NULL);
+  hid_t fs = H5Dget_space(d), ms = mem_rows_space(n, cols, mcols);
   herr_t st = fs >= 0 && ms >= 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, count, NULL)
                                  : -1;
   if (st >= 0) st = H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
@@ -1339,26 +1528,39 @@ static mb_error read_rows(hid_t loc, const char *src, const char *dset, hid_t mt
   return MB_SUCCESS;
 }
 
-/* Per-vertex fields from the group `fields`, in creation order: rows
- * [v0, v0 + m->nv) of each [nv, k] dataset (v0 = 0, nv = m->nv for a whole mesh). */
-static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, int64_t v0, int64_t nv) {
-  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
-  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
-  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/fields: not a group", src);
+/* read_rows_into with rows of buf as wide as those of the dataset. */
+static mb_error read_rows(hid_t loc, const char *src, const char *dset, hid_t mt, int64_t start,
+                          int64_t n, int64_t cols, void *buf) {
+  MB_CALL(read_rows_into(loc, src, dset, mt, start, n, cols, 0, buf));
+  return MB_SUCCESS;
+}
+
+/* Fields from group `group` ("fields": per vertex, "face_fields": per face),
+ * in creation order: rows [r0, r0 + n) of each [total, k] dataset, where n
+ * is m->nv (vertex) or m->nf (face) rows (r0 = 0, total = n for a whole mesh). */
+static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, const char *group, int64_t r0,
+                            int64_t total) {
+  if (H5Lexists(g, group, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int face = !strcmp(group, "face_fields");
+  int64_t n = face ? m->nf : m->nv;
+  hid_t fg = H5Gopen2(g, group, H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/%s: not a group", src, group);
   mb_names l = {0};
   mb_error e = list_links(fg, &l);
   for (int i = 0; i < l.n && !e; i++) {
     int found, rank;
     hsize_t dims[2];
-    e = probe_dataset(fg, src, "fields", l.v[i], H5T_FLOAT, &found, &rank, dims);
-    if (!e && (rank != 2 || (int64_t)dims[0] != nv || dims[1] < 1 || dims[1] > INT_MAX))
+    e = probe_dataset(fg, src, group, l.v[i], H5T_FLOAT, &found, &rank, dims);
+    if (!e && (rank != 2 || (int64_t)dims[0] != total || dims[1] < 1 || dims[1] > INT_MAX))
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
-                       "%s/fields/%s: expected shape [N,k] with N = %lld", src, l.v[i],
-                       (long long)nv);
-    double *data = e ? NULL : malloc(sizeof(double) * (size_t)m->nv * dims[1] + 1);
+                       "%s/%s/%s: expected shape [%s,k] with %s = %lld", src, group, l.v[i],
+                       face ? "M" : "N", face ? "M" : "N", (long long)total);
+    double *data = e ? NULL : malloc(sizeof(double) * (size_t)n * dims[1] + 1);
     if (!e && !data) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-    if (!e) e = read_rows(fg, src, l.v[i], H5T_NATIVE_DOUBLE, v0, m->nv, (int64_t)dims[1], data);
-    if (!e) e = mb_mesh_set_field(m, l.v[i], (int)dims[1], data);
+    if (!e) e = read_rows(fg, src, l.v[i], H5T_NATIVE_DOUBLE, r0, n, (int64_t)dims[1], data);
+    if (!e)
+      e = face ? mb_mesh_set_face_field(m, l.v[i], (int)dims[1], data)
+               : mb_mesh_set_field(m, l.v[i], (int)dims[1], data);
     free(data);
   }
   names_free(&l);
@@ -1367,12 +1569,13 @@ static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, int64_t v0, in
   return MB_SUCCESS;
 }
 
-/* String attributes of the mesh group, in creation order (`index` skipped). */
-static mb_error read_attrs(hid_t g, mb_mesh *m) {
+/* String attributes of the mesh group, in creation order (`index` skipped,
+ * and `kind` from format version 2 on). */
+static mb_error read_attrs(hid_t g, int version, mb_mesh *m) {
   mb_names l = {0};
   mb_error e = list_attrs(g, &l);
   for (int i = 0; i < l.n && !e; i++) {
-    if (!strcmp(l.v[i], "index")) continue;
+    if (!strcmp(l.v[i], "index") || (version >= 2 && !strcmp(l.v[i], "kind"))) continue;
     hid_t a = H5Aopen(g, l.v[i], H5P_DEFAULT);
     if (a < 0) { e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Aopen failed"); break; }
     char *s = NULL;
@@ -1386,9 +1589,13 @@ static mb_error read_attrs(hid_t g, mb_mesh *m) {
   return MB_SUCCESS;
 }
 
-/* Arrays, fields and attributes of one mesh group into a new mesh. */
-static mb_error read_group(hid_t g, const char *src, const mb_mesh_info *info, mb_mesh *m) {
-  MB_CALL(read_all(g, src, "vertices", H5T_NATIVE_DOUBLE, m->xyz));
+/* Arrays, fields and attributes of one mesh group into a new mesh (whose
+ * xyz is zeroed: planar kinds keep z = 0). */
+static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_info *info,
+                           mb_mesh *m) {
+  m->kind = info->kind;
+  MB_CALL(read_rows_into(g, src, "vertices", H5T_NATIVE_DOUBLE, 0, m->nv,
+                         kind_vcols(info->kind), 3, m->xyz));
   if (info->triangles) {
     MB_CALL(read_all(g, src, "triangles", H5T_NATIVE_INT64, m->face_indices));
     for (int64_t f = 0; f <= m->nf; f++) m->face_offsets[f] = 3 * f;
@@ -1399,8 +1606,9 @@ static mb_error read_group(hid_t g, const char *src, const mb_mesh_info *info, m
              "%s/face_offsets: last offset is %lld, expected %lld (length of face_indices)",
              src, (long long)m->face_offsets[m->nf], (long long)info->nidx);
   }
-  MB_CALL(read_fields(g, src, m, 0, m->nv));
-  MB_CALL(read_attrs(g, m));
+  MB_CALL(read_fields(g, src, m, "fields", 0, m->nv));
+  MB_CALL(read_fields(g, src, m, "face_fields", 0, m->nf));
+  MB_CALL(read_attrs(g, version, m));
   MB_CALL(mb_mesh_validate(m, src));
   return MB_SUCCESS;
 }
@@ -1418,7 +1626,7 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   h5_quiet q = h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
-  mb_error e = g >= 0 ? read_group(g, src, info, m)
+  mb_error e = g >= 0 ? read_group(g, src, coll->version, info, m)
                       : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                                      "%s: cannot open the mesh group", src);
   h5_close_id(g);
@@ -1472,13 +1680,15 @@ static mb_error read_slab_faces(hid_t g, const char *src, const mb_mesh_info *in
 }
 
 /* Rows, fields and attributes of a slab of one mesh group into s->rows. */
-static mb_error read_slab_group(hid_t g, const char *src, const mb_mesh_info *info,
+static mb_error read_slab_group(hid_t g, const char *src, int version, const mb_mesh_info *info,
                                 int64_t nvr, int64_t nfr, mb_mesh_slab *s) {
   MB_CALL(read_slab_faces(g, src, info, nvr, nfr, s));
-  MB_CALL(read_rows(g, src, "vertices", H5T_NATIVE_DOUBLE, s->vertex_start, nvr, 3,
-                    s->rows->xyz));
-  MB_CALL(read_fields(g, src, s->rows, s->vertex_start, info->nv));
-  MB_CALL(read_attrs(g, s->rows));
+  s->rows->kind = info->kind;
+  MB_CALL(read_rows_into(g, src, "vertices", H5T_NATIVE_DOUBLE, s->vertex_start, nvr,
+                         kind_vcols(info->kind), 3, s->rows->xyz));
+  MB_CALL(read_fields(g, src, s->rows, "fields", s->vertex_start, info->nv));
+  MB_CALL(read_fields(g, src, s->rows, "face_fields", s->face_start, info->nf));
+  MB_CALL(read_attrs(g, version, s->rows));
   MB_CALL(mb_mesh_validate_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
   return MB_SUCCESS;
 }
@@ -1505,7 +1715,7 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
   h5_quiet q = h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
-  mb_error e = g >= 0 ? read_slab_group(g, src, info, nvrows, nfrows, &s)
+  mb_error e = g >= 0 ? read_slab_group(g, src, coll->version, info, nvrows, nfrows, &s)
                       : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                                      "%s: cannot open the mesh group", src);
   h5_close_id(g);
@@ -1538,6 +1748,7 @@ mb_error mb_mesh_slab_cut(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t 
   const int64_t i0 = m->face_offsets[f0], nidx = m->face_offsets[f0 + nfrows] - i0;
   mb_mesh *r;
   MB_CALL(mb_mesh_create(m->name, nvrows, nfrows, nidx, &r));
+  r->kind = m->kind;
   r->index = m->index;
   memcpy(r->xyz, m->xyz + 3 * v0, sizeof *r->xyz * 3 * (size_t)nvrows);
   for (int64_t f = 0; f <= nfrows; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - i0;
@@ -1548,6 +1759,11 @@ mb_error mb_mesh_slab_cut(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t 
   for (int k = 0; !e && k < m->nfields; k++) {
     const mb_field *fd = &m->fields[k];
     e = mb_mesh_set_field(r, fd->name, fd->ncomp, fd->data + (size_t)fd->ncomp * (size_t)v0);
+  }
+  for (int k = 0; !e && k < m->nface_fields; k++) {
+    const mb_field *fd = &m->face_fields[k];
+    e = mb_mesh_set_face_field(r, fd->name, fd->ncomp,
+                               fd->data + (size_t)fd->ncomp * (size_t)f0);
   }
   if (e) {
     mb_mesh_free(r);

@@ -1,8 +1,15 @@
-/* meshbatch: HDF5 mesh collections (layout in docs/format.md).
+/* meshbatch: HDF5 collections of datasets (layout in docs/format.md).
  *
- * One file holds many named meshes under /meshes/<name>/ with a format
- * version at "/". Reading: every rank opens the file (collective), learns the
- * list of meshes (names and sizes), then reads any mesh independently.
+ * One file holds many named datasets under /meshes/<name>/ with a format
+ * version at "/". Every dataset has a kind (mb_mesh.kind, stored as the
+ * group's `kind` attribute): surface (vertices [N,3]), triangulation2d
+ * (vertices [N,2], triangles [M,3]) or polygons2d (vertices [N,2], faces as
+ * offsets + indices); planar kinds are read back with z = 0. Per-vertex
+ * fields (mb_mesh.fields) and per-face fields (mb_mesh.face_fields) are
+ * stored with every kind. Files of format version 1 (no kind attribute)
+ * are read as surfaces. Reading: every rank opens the file (collective),
+ * learns the list of datasets (names, kinds and sizes), then reads any
+ * dataset independently.
  * Writing: all ranks call mb_collection_write together with the meshes they
  * hold (possibly none); the file is written through parallel HDF5 under a
  * temporary name and renamed when complete, and an XDMF file is written
@@ -25,16 +32,24 @@ extern "C" {
 #endif
 
 #define MB_COLLECTION_FORMAT "meshbatch-collection"
-#define MB_COLLECTION_FORMAT_VERSION 1
+/* The version written; files of versions 1 (no `kind`, every mesh a surface)
+ * up to this one are read. */
+#define MB_COLLECTION_FORMAT_VERSION 2
+#define MB_COLLECTION_FORMAT_VERSION_MIN 1
 
-/* Sizes of one mesh in a collection, known without reading its arrays. */
+/* Kind and sizes of one dataset in a collection, known without reading its
+ * arrays. */
 typedef struct mb_mesh_info {
   char name[256];
   int64_t index;    /* position in the collection (creation order) */
   int64_t nv;
   int64_t nf;
   int64_t nidx;     /* total vertex indices over all faces (3 nf for triangles) */
-  int triangles;    /* 1 if all faces are triangles */
+  int triangles;    /* 1 if the faces are stored as `triangles` [M,3] (then all are
+                       triangles): surfaces of triangles and every triangulation2d;
+                       0 for offsets + indices (every polygons2d, even of triangles) */
+  mb_kind kind;     /* MB_KIND_SURFACE, _TRIANGULATION2D or _POLYGONS2D (version 1
+                       files: always MB_KIND_SURFACE) */
 } mb_mesh_info;
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */
@@ -43,8 +58,9 @@ typedef struct mb_collection mb_collection; /* opaque reader handle */
  * ranks in contiguous slabs (partitioned runs). */
 typedef struct mb_mesh_slab {
   mb_mesh *rows;          /* rows->nv vertex rows (xyz and every field) and rows->nf face rows
-                             of the whole mesh; rows->face_indices hold GLOBAL vertex ids in
-                             [0, nv); rows->face_offsets start at 0; name, index, attrs as for
+                             (faces and every face field) of the whole mesh;
+                             rows->face_indices hold GLOBAL vertex ids in [0, nv);
+                             rows->face_offsets start at 0; kind, name, index, attrs as for
                              a whole mesh (owned by whoever created the slab) */
   int64_t vertex_start;   /* whole-mesh row of rows' first vertex */
   int64_t face_start;     /* whole-mesh row of rows' first face */
@@ -52,37 +68,51 @@ typedef struct mb_mesh_slab {
 } mb_mesh_slab;
 
 /* Open a collection for reading. Collective over comm. Checks the format
- * name and version attributes and the shapes of every mesh's datasets.
- * Errors: MB_ERR_IO (missing file), MB_ERR_FORMAT (not an HDF5 file, not a
- * meshbatch collection, unsupported version, wrong dataset shapes), MB_ERR_HDF5. */
+ * name and version attributes (versions MB_COLLECTION_FORMAT_VERSION_MIN ..
+ * MB_COLLECTION_FORMAT_VERSION), every dataset's kind and the shapes of its
+ * HDF5 datasets. On success *coll is new (free it with mb_collection_close).
+ * Errors: MB_ERR_ARG (NULL argument), MB_ERR_IO (missing file), MB_ERR_FORMAT
+ * (not an HDF5 file, not a meshbatch collection, unsupported version,
+ * missing or unknown kind, wrong dataset shapes), MB_ERR_HDF5, MB_ERR_MEMORY;
+ * every rank returns the same code and *coll is then NULL. */
 mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **coll);
 
-/* Number of meshes, and the sizes of mesh i in [0, count). Not collective. */
+/* Number of datasets, and the kind and sizes of dataset i in [0, count)
+ * (borrowed; NULL if i is outside). Not collective. */
 int64_t mb_collection_count(const mb_collection *coll);
 const mb_mesh_info *mb_collection_info(const mb_collection *coll, int64_t i);
 
-/* Read mesh i (vertices, faces, fields, attributes). Not collective: any rank
- * may read any mesh at any time. The caller owns *mesh; (*mesh)->index = i.
- * Errors: MB_ERR_FORMAT (bad shapes, out-of-range indices, NaN), MB_ERR_HDF5. */
+/* The format_version of the open file (1 or 2). Not collective. */
+int mb_collection_version(const mb_collection *coll);
+
+/* Read dataset i whole (kind, vertices, faces, per-vertex and per-face
+ * fields, attributes). Not collective: any rank may read any dataset at any
+ * time. The caller owns *mesh (free with mb_mesh_free); (*mesh)->index = i;
+ * planar kinds get xyz [nv,3] with z = +0.0.
+ * Errors: MB_ERR_ARG (NULL argument, i outside), MB_ERR_FORMAT (bad shapes,
+ * out-of-range indices, NaN), MB_ERR_HDF5, MB_ERR_MEMORY. */
 mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh);
 
-/* Read rows [vertex_start, vertex_start + nvrows) of the vertices (and of
- * every field) and rows [face_start, face_start + nfrows) of the faces of
- * mesh i, by hyperslab (only those rows are read), plus its attributes. Not
- * collective. Face indices stay global; offsets are rebased to start at 0.
- * Zero-row ranges are allowed. On success slab->rows is new (the caller frees
- * it with mb_mesh_free), slab->rows->index = i and slab->nv, nf are those of
- * the whole mesh. Errors: MB_ERR_ARG (i or a range outside the mesh),
- * MB_ERR_FORMAT (indices outside [0, nv), NaN/Inf coordinates, bad offsets),
- * MB_ERR_HDF5, MB_ERR_MEMORY; *slab is then left untouched. */
-/* Copy rows [v0, v0 + nvrows) of vertices (and fields) and [f0, f0 + nfrows)
- * of faces of a whole mesh into a new slab (faces keep their whole-mesh
- * vertex ids; attributes are copied). Not collective. slab->rows is new
- * (the caller frees it with mb_mesh_free). Errors: MB_ERR_ARG (rows outside
- * the mesh), MB_ERR_MEMORY. */
+/* Copy rows [v0, v0 + nvrows) of vertices (and per-vertex fields) and
+ * [f0, f0 + nfrows) of faces (and per-face fields) of a whole mesh into a
+ * new slab (faces keep their whole-mesh vertex ids; kind and attributes are
+ * copied). Not collective. slab->rows is new (the caller frees it with
+ * mb_mesh_free). Errors: MB_ERR_ARG (rows outside the mesh), MB_ERR_MEMORY. */
 mb_error mb_mesh_slab_cut(const mb_mesh *mesh, int64_t v0, int64_t nvrows, int64_t f0,
                           int64_t nfrows, mb_mesh_slab *slab);
 
+/* Read rows [vertex_start, vertex_start + nvrows) of the vertices (and of
+ * every per-vertex field) and rows [face_start, face_start + nfrows) of the
+ * faces (and of every per-face field) of dataset i, by hyperslab (only those
+ * rows are read), plus its kind and attributes. Not collective. Planar kinds
+ * read 2 columns per vertex row (z = +0.0 in rows->xyz); triangulation2d
+ * reads rows of `triangles` [M,3]. Face indices stay global; offsets are
+ * rebased to start at 0. Zero-row ranges are allowed. On success slab->rows
+ * is new (the caller frees it with mb_mesh_free), slab->rows->index = i and
+ * slab->nv, nf are those of the whole mesh. Errors: MB_ERR_ARG (NULL
+ * argument, i or a range outside the mesh), MB_ERR_FORMAT (indices outside
+ * [0, nv), NaN/Inf coordinates, bad offsets), MB_ERR_HDF5, MB_ERR_MEMORY;
+ * *slab is then left untouched. */
 mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_start,
                                  int64_t nvrows, int64_t face_start, int64_t nfrows,
                                  mb_mesh_slab *slab);
@@ -90,14 +120,22 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
 /* Close the reader. Collective over the open's comm. */
 mb_error mb_collection_close(mb_collection *coll);
 
-/* Write a collection. Collective over comm: every rank passes the meshes it
- * holds (nlocal may be 0; meshes are borrowed). Mesh names must be unique
- * over all ranks. Meshes are stored in ascending mesh->index order (ties
- * by name), so the file does not depend on which rank held which mesh. The
- * file is created as "<path>.tmp-<pid>", closed, renamed to path by rank 0,
- * then "<path without .h5>.xdmf" is written by rank 0.
- * Errors: MB_ERR_IO, MB_ERR_HDF5, MB_ERR_MPI, MB_ERR_ARG (duplicate names).
- * On error no file exists at path (an earlier file there is left untouched).
+/* Write a collection (format version MB_COLLECTION_FORMAT_VERSION).
+ * Collective over comm: every rank passes the meshes it holds (nlocal may be
+ * 0; meshes are borrowed), of any kind, mixed freely. Mesh names must be
+ * unique over all ranks. Meshes are stored in ascending mesh->index order
+ * (ties by name), so the file does not depend on which rank held which mesh.
+ * Each mesh is checked: a valid kind, mb_mesh_validate, every face a
+ * triangle for triangulation2d, z = 0 for planar kinds (only x, y are
+ * stored), names of fields and face fields, attribute keys other than the
+ * reserved `index` and `kind`. The file is created as "<path>.tmp-<pid>",
+ * written, renamed to path by rank 0, and the XDMF companions
+ * "<path without .h5>.xdmf" and "<path without .h5>.<name>.xdmf" are put
+ * beside it by rank 0.
+ * Errors: MB_ERR_IO, MB_ERR_HDF5, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG
+ * (duplicate names, bad kind, names or attributes), MB_ERR_FORMAT (a mesh
+ * that fails the checks above), the same code on every rank. On error no
+ * file exists at path (an earlier file there is left untouched).
  * Same as mb_collection_write_slabs(comm, path, nlocal, local_meshes, 0, NULL). */
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes);
@@ -107,8 +145,10 @@ mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
  * slabs; both may be 0; all borrowed). Slabs with the same name form one
  * mesh, at most one slab per mesh name per rank, zero-row slabs allowed:
  * they must tile [0, nv) and [0, nf) exactly and agree on nv, nf, the
- * index and the field names and components; the mesh is a triangle mesh if
- * every slab's faces are triangles. The mesh attributes written are those of
+ * index, the kind and the names and components of the fields and face
+ * fields; a surface is stored as `triangles` if every slab's faces are
+ * triangles (a triangulation2d always, a polygons2d never). Each slab's rows
+ * are checked like a whole mesh's (kind rules included). The mesh attributes written are those of
  * the slab with the lowest vertex_start (ties: lowest face_start, then lowest
  * rank). Every rank writes its own rows by hyperslab; the file (datasets,
  * values, attributes, XDMF companions) is the same as if one rank had

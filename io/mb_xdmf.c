@@ -55,6 +55,14 @@ void mb_xdmf_fill_fan(const mb_mesh *m, int64_t *out) {
   }
 }
 
+void mb_xdmf_fill_fan_field(const mb_mesh *m, const mb_field *fd, double *out) {
+  const size_t k = (size_t)fd->ncomp;
+  for (int64_t f = 0; f < m->nf; f++) {
+    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
+    for (int64_t j = 1; j + 1 < n; j++, out += k) memcpy(out, fd->data + k * (size_t)f, sizeof *out * k);
+  }
+}
+
 /* Print s with the five XML special characters escaped. */
 static void put_escaped(FILE *fp, const char *s) {
   for (; *s; s++) {
@@ -116,29 +124,43 @@ static void put_topology(FILE *fp, const char *ind, const char *h5, const mb_xdm
   fprintf(fp, "%s</Topology>\n", ind);
 }
 
-/* One Uniform Grid with topology, geometry and per-vertex attributes. */
+/* One Attribute element (Center Node or Cell) -> <group>/<field> [rows, ncomp]. */
+static void put_attribute(FILE *fp, const char *ind, const char *h5, const char *mesh,
+                          const char *group, const mb_xdmf_field *fd, const char *center,
+                          int64_t rows) {
+  char sub[64], dset[300];
+  snprintf(sub, sizeof sub, "%.48s  ", ind);
+  snprintf(dset, sizeof dset, "%s/%s", group, fd->name);
+  fprintf(fp, "%s<Attribute Name=\"", ind);
+  put_escaped(fp, fd->name);
+  fprintf(fp, "\" AttributeType=\"%s\" Center=\"%s\">\n", attribute_type(fd->ncomp), center);
+  put_item(fp, sub, h5, mesh, dset, 1, rows, fd->ncomp);
+  fprintf(fp, "%s</Attribute>\n", ind);
+}
+
+/* One Uniform Grid with topology, geometry, per-vertex (Node) and per-face
+ * (Cell) attributes. Planar kinds have XY geometry from `vertices` [nv,2]
+ * (every reader puts z = 0). In the meshio-safe fan view the Cell attributes
+ * are the face fields repeated per fan triangle (`xdmf_fan_fields`). */
 static void put_grid(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
                      int meshio_safe) {
   char sub[64], sub2[64];
   snprintf(sub, sizeof sub, "%.48s  ", ind);
   snprintf(sub2, sizeof sub2, "%.48s    ", ind);
+  int planar = m->kind == MB_KIND_TRIANGULATION2D || m->kind == MB_KIND_POLYGONS2D;
   fprintf(fp, "%s<Grid Name=\"", ind);
   put_escaped(fp, m->name);
   fputs("\" GridType=\"Uniform\">\n", fp);
   put_topology(fp, sub, h5, m, meshio_safe);
-  fprintf(fp, "%s<Geometry GeometryType=\"XYZ\">\n", sub);
-  put_item(fp, sub2, h5, m->name, "vertices", 1, m->nv, 3);
+  fprintf(fp, "%s<Geometry GeometryType=\"%s\">\n", sub, planar ? "XY" : "XYZ");
+  put_item(fp, sub2, h5, m->name, "vertices", 1, m->nv, planar ? 2 : 3);
   fprintf(fp, "%s</Geometry>\n", sub);
-  for (int i = 0; i < m->nfields; i++) {
-    char dset[300];
-    snprintf(dset, sizeof dset, "fields/%s", m->fields[i].name);
-    fprintf(fp, "%s<Attribute Name=\"", sub);
-    put_escaped(fp, m->fields[i].name);
-    fprintf(fp, "\" AttributeType=\"%s\" Center=\"Node\">\n",
-            attribute_type(m->fields[i].ncomp));
-    put_item(fp, sub2, h5, m->name, dset, 1, m->nv, m->fields[i].ncomp);
-    fprintf(fp, "%s</Attribute>\n", sub);
-  }
+  for (int i = 0; i < m->nfields; i++)
+    put_attribute(fp, sub, h5, m->name, "fields", &m->fields[i], "Node", m->nv);
+  int fan = meshio_safe && !m->triangles && m->fan_ntri > 0;
+  for (int i = 0; i < m->nface_fields; i++)
+    put_attribute(fp, sub, h5, m->name, fan ? "xdmf_fan_fields" : "face_fields",
+                  &m->face_fields[i], "Cell", fan ? m->fan_ntri : m->nf);
   fprintf(fp, "%s</Grid>\n", ind);
 }
 

@@ -19,7 +19,7 @@ extern "C" {
 /* XDMF type id of a triangle / quadrilateral / polygon inside a Mixed topology. */
 enum { MB_XDMF_ID_POLYGON = 3, MB_XDMF_ID_TRIANGLE = 4, MB_XDMF_ID_QUAD = 5 };
 
-/* A per-vertex field as seen by the XDMF writer (name borrowed). */
+/* A per-vertex or per-face field as seen by the XDMF writer (name borrowed). */
 typedef struct mb_xdmf_field {
   const char *name;
   int64_t ncomp;
@@ -28,13 +28,18 @@ typedef struct mb_xdmf_field {
 /* What the XDMF writer needs to know about one mesh (all pointers borrowed). */
 typedef struct mb_xdmf_mesh {
   const char *name;
+  mb_kind kind;           /* surface: Geometry XYZ from `vertices` [nv,3];
+                             triangulation2d, polygons2d: Geometry XY from [nv,2] */
   int64_t nv, nf;
-  int triangles;          /* 1: dataset `triangles` [nf,3]; 0: polygon mesh */
+  int triangles;          /* 1: dataset `triangles` [nf,3]; 0: offsets + indices */
   int64_t mixed_len;      /* polygon meshes: length of dataset `xdmf_mixed` */
   int64_t fan_ntri;       /* polygon meshes with a face of >= 5 vertices: rows of
-                             dataset `xdmf_triangles`; 0 otherwise */
+                             dataset `xdmf_triangles` (and of every
+                             `xdmf_fan_fields/<face field>`); 0 otherwise */
   int nfields;
-  const mb_xdmf_field *fields;
+  const mb_xdmf_field *fields;       /* `fields/<name>` [nv, ncomp], Node attributes */
+  int nface_fields;
+  const mb_xdmf_field *face_fields;  /* `face_fields/<name>` [nf, ncomp], Cell attributes */
 } mb_xdmf_mesh;
 
 /* Length of the XDMF Mixed connectivity of a polygon mesh: per face 1 + 3
@@ -54,9 +59,15 @@ int64_t mb_xdmf_fan_count(const mb_mesh *mesh);
  * face (v0, v_k, v_k+1), faces in order. Not collective. */
 void mb_xdmf_fill_fan(const mb_mesh *mesh, int64_t *out);
 
+/* Fill out[(sum of n - 2 over the faces) * field->ncomp] with the rows of a
+ * per-face field of mesh (data [nf, ncomp]), face f's row repeated n_f - 2
+ * times: the field on the fan triangles of mb_xdmf_fill_fan. Not collective. */
+void mb_xdmf_fill_fan_field(const mb_mesh *mesh, const mb_field *field, double *out);
+
 /* Write the collection companion: one Grid GridType="Collection"
  * CollectionType="Spatial" holding one Uniform Grid per mesh (exact
- * topology: Triangle, or Mixed from `xdmf_mixed`). Heavy data are referenced
+ * topology: Triangle, or Mixed from `xdmf_mixed`; per-vertex fields as Node
+ * and per-face fields as Cell attributes). Heavy data are referenced
  * as "<h5_name>:/meshes/<name>/<dataset>"; h5_name is a path relative to the
  * folder of xdmf_path (normally the .h5 file's base name). Not collective.
  * Errors: MB_ERR_IO naming xdmf_path. */
@@ -66,7 +77,8 @@ mb_error mb_xdmf_write_collection(const char *xdmf_path, const char *h5_name, in
 /* Write the single-mesh companion of one mesh: a Domain holding one Uniform
  * Grid, which meshio's XDMF reader accepts (Triangle; Mixed of triangles and
  * quadrilaterals; or, with polygons of >= 5 vertices, Triangle from the fan
- * triangulation `xdmf_triangles`). Not collective. Errors: MB_ERR_IO. */
+ * triangulation `xdmf_triangles`, whose Cell attributes then come from
+ * `xdmf_fan_fields/<name>`). Not collective. Errors: MB_ERR_IO. */
 mb_error mb_xdmf_write_mesh(const char *xdmf_path, const char *h5_name, const mb_xdmf_mesh *mesh);
 
 #ifdef __cplusplus

@@ -72,7 +72,7 @@ def check_collection(xdmf, h5):
     assert [g.get("Name") for g in grids] == ORDER, [g.get("Name") for g in grids]
     with h5py.File(h5, "r") as f:
         assert f.attrs["format"] == b"meshbatch-collection", f.attrs["format"]
-        assert int(f.attrs["format_version"]) == 1
+        assert int(f.attrs["format_version"]) == 2
         groups = {n: f["meshes"][n] for n in ORDER}
         for g in grids:
             name = g.get("Name")
