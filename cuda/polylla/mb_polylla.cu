@@ -1,0 +1,611 @@
+/* meshbatch: the CUDA backend of Polylla (mb_polylla_cuda, declared in
+ * src/ops/polylla/mb_polylla.h, and mb_polylla_cuda_bench, declared in
+ * cuda/polylla/mb_polylla_cuda.h). The kernels are in mb_polylla_kernels.cuh;
+ * this file launches them and moves the arrays. docs/polylla-gpu.md has the
+ * design, the memory per triangle and the measured figures.
+ *
+ * Method: Salinas-Fernandez et al., POLYLLA (2022) and GPolylla (2023): one
+ * thread per triangle or half-edge for the labels, CUB for the scans and the
+ * compaction. The rules, and the canonical output that makes this backend
+ * bitwise identical to mb_polylla_cpu, are those of mb_polylla.h.
+ *
+ * Host side: the input is converted while it is copied (triangles narrowed
+ * to int32 with a range check, positions cut to x, y) by a few host threads,
+ * each filling its own pinned slot and queueing its copy on the one stream of
+ * the run; the output comes back the same way (int32 widened to the int64 of
+ * mb_mesh). The output's copy of the positions is made by host threads while
+ * the device computes.
+ */
+#include <cuda_runtime.h>
+
+#include <cub/cub.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <thread>
+#include <vector>
+
+#include "mb_cuda_private.cuh"
+#include "mb_polylla.h"
+#include "polylla/mb_polylla_cuda.h"
+#include "mb_polylla_kernels.cuh"
+
+static unsigned mb_pl_grid(int64_t n) {
+  return (unsigned)((n + MB_PL_BLOCK - 1) / MB_PL_BLOCK);
+}
+
+static double mb_pl_now_ms(void) {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+/* ------------------------------------------------------------ host threads */
+
+/* Run f(w) for w in [0, n) on n threads (the caller's thread is w = 0). If a
+ * thread cannot be started, its share runs on the caller's thread. */
+template <typename F> static void mb_pl_threads(int n, F f) {
+  std::vector<std::thread> th;
+  std::vector<int> inline_w;
+  for (int w = 1; w < n; w++) {
+    try {
+      th.emplace_back(f, w);
+    } catch (...) {
+      inline_w.push_back(w);
+    }
+  }
+  f(0);
+  for (int w : inline_w) f(w);
+  for (auto &t : th) t.join();
+}
+
+static int mb_pl_nthreads(void) {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return (int)std::min(16u, std::max(2u, hw));
+}
+
+/* Owning pinned host slots and events, one per host thread. */
+struct mb_pl_pipe {
+  int nw = 0;
+  size_t slot = 0;  /* bytes per slot */
+  char *pinned = nullptr;
+  std::vector<cudaEvent_t> ev;
+  cudaStream_t s = nullptr;
+  int dev = 0;
+  ~mb_pl_pipe() {
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
+    if (pinned) cudaFreeHost(pinned);
+  }
+};
+
+static mb_error mb_pl_pipe_create(mb_pl_pipe *p, cudaStream_t s) {
+  p->nw = mb_pl_nthreads();
+  p->slot = (size_t)8 << 20;
+  p->s = s;
+  MB_CALL_CUDA(cudaGetDevice(&p->dev));
+  MB_CALL_CUDA(cudaHostAlloc((void **)&p->pinned, p->slot * (size_t)p->nw, cudaHostAllocDefault));
+  p->ev.assign((size_t)p->nw, nullptr);
+  for (int w = 0; w < p->nw; w++)
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&p->ev[(size_t)w], cudaEventDisableTiming));
+  return MB_SUCCESS;
+}
+
+/* Upload n items of `isz` bytes to dst: chunks of a slot, thread w fills
+ * chunks w, w + nw, ... with conv(slot, begin, end) and queues their copies
+ * on the stream. conv returns false to stop (a bad input; it records why). */
+template <typename Conv>
+static mb_error mb_pl_upload(mb_pl_pipe *p, void *dst, int64_t n, size_t isz, Conv conv,
+                             const char *what) {
+  const int64_t per = (int64_t)(p->slot / isz);
+  const int64_t nchunks = (n + per - 1) / per;
+  std::vector<cudaError_t> err((size_t)p->nw, cudaSuccess);
+  mb_pl_threads(p->nw, [&](int w) {
+    cudaError_t e = cudaSetDevice(p->dev);
+    char *slot = p->pinned + (size_t)w * p->slot;
+    bool first = true;
+    for (int64_t c = w; c < nchunks && e == cudaSuccess; c += p->nw) {
+      if (!first) e = cudaEventSynchronize(p->ev[(size_t)w]);
+      if (e != cudaSuccess) break;
+      first = false;
+      const int64_t b = c * per, en = std::min(n, b + per);
+      if (!conv(slot, b, en)) break;
+      e = cudaMemcpyAsync((char *)dst + (size_t)b * isz, slot, (size_t)(en - b) * isz,
+                          cudaMemcpyHostToDevice, p->s);
+      if (e == cudaSuccess) e = cudaEventRecord(p->ev[(size_t)w], p->s);
+    }
+    if (e == cudaSuccess && !first) e = cudaEventSynchronize(p->ev[(size_t)w]);
+    err[(size_t)w] = e;
+  });
+  for (cudaError_t e : err)
+    MB_CHECK(e == cudaSuccess, MB_ERR_CUDA, "CUDA copy of the %s failed: %s (%s)", what,
+             cudaGetErrorString(e), cudaGetErrorName(e));
+  return MB_SUCCESS;
+}
+
+/* Download n items of `isz` bytes from src, chunk by chunk as above, each
+ * chunk handed to conv(slot, begin, end) once it is in the slot. */
+template <typename Conv>
+static mb_error mb_pl_download(mb_pl_pipe *p, const void *src, int64_t n, size_t isz, Conv conv,
+                               const char *what) {
+  const int64_t per = (int64_t)(p->slot / isz);
+  const int64_t nchunks = (n + per - 1) / per;
+  std::vector<cudaError_t> err((size_t)p->nw, cudaSuccess);
+  mb_pl_threads(p->nw, [&](int w) {
+    cudaError_t e = cudaSetDevice(p->dev);
+    char *slot = p->pinned + (size_t)w * p->slot;
+    for (int64_t c = w; c < nchunks && e == cudaSuccess; c += p->nw) {
+      const int64_t b = c * per, en = std::min(n, b + per);
+      e = cudaMemcpyAsync(slot, (const char *)src + (size_t)b * isz, (size_t)(en - b) * isz,
+                          cudaMemcpyDeviceToHost, p->s);
+      if (e == cudaSuccess) e = cudaEventRecord(p->ev[(size_t)w], p->s);
+      if (e == cudaSuccess) e = cudaEventSynchronize(p->ev[(size_t)w]);
+      if (e == cudaSuccess) conv(slot, b, en);
+    }
+    err[(size_t)w] = e;
+  });
+  for (cudaError_t e : err)
+    MB_CHECK(e == cudaSuccess, MB_ERR_CUDA, "CUDA copy of the %s failed: %s (%s)", what,
+             cudaGetErrorString(e), cudaGetErrorName(e));
+  return MB_SUCCESS;
+}
+
+/* Owning host allocation (malloc, freed unless released). */
+struct mb_pl_hbuf {
+  void *p = nullptr;
+  ~mb_pl_hbuf() { free(p); }
+  void *release() {
+    void *q = p;
+    p = nullptr;
+    return q;
+  }
+};
+
+/* Owning stream and timing events of one run. */
+struct mb_pl_run {
+  cudaStream_t s = nullptr;
+  cudaEvent_t ev[7] = {};
+  std::thread xyz_copy; /* copies the positions into the output meanwhile */
+  ~mb_pl_run() {
+    if (xyz_copy.joinable()) xyz_copy.join();
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
+    if (s) {
+      cudaStreamSynchronize(s); /* nothing queued may outlive the buffers */
+      cudaStreamDestroy(s);
+    }
+  }
+};
+
+static const int64_t MB_PL_I32_MAX = 2147483647;
+
+/* The device arrays of one run (freed on every path). */
+struct mb_pl_dev {
+  mb_dbuf xy, V, twin, fr, lng, cnt, start, bucket, out, off, counters, temp;
+};
+
+/* Make sure the CUB temporary buffer holds `bytes`. */
+static mb_error mb_pl_temp(mb_pl_dev *d, size_t bytes) {
+  if (d->temp.bytes >= bytes && d->temp.p) return MB_SUCCESS;
+  MB_CALL(mb_dbuf_alloc(&d->temp, bytes, "CUB temporary storage"));
+  return MB_SUCCESS;
+}
+
+static float mb_pl_elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ms = 0;
+  }
+  return ms;
+}
+
+/* The pipeline; *poly is set only on success. */
+static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st) {
+  const double t0 = mb_pl_now_ms();
+  const int64_t nv = tri->nv, nt = tri->nf;
+  MB_CHECK(nv < MB_PL_I32_MAX && 3 * nt < MB_PL_I32_MAX, MB_ERR_ARG,
+           "the CUDA Polylla backend indexes with int32: nv (%lld) and 3 nt (%lld) must be "
+           "< 2^31",
+           (long long)nv, (long long)(3 * nt));
+  MB_CHECK(nt > 0 && nv > 0, MB_ERR_ARG, "%s: empty triangulation (%lld vertices, %lld triangles)",
+           tri->name ? tri->name : "mesh", (long long)nv, (long long)nt);
+  const int nh = (int)(3 * nt);
+
+  /* Declaration order is destruction order reversed: the stream is drained
+   * (sync_guard) before the pinned and device buffers go, and the position
+   * copy thread is joined (run) before its destination (oxyz) is freed. */
+  mb_pl_hbuf oxyz, hoff, hidx, hcount;
+  mb_pl_run run;
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&run.s, cudaStreamNonBlocking));
+  for (auto &e : run.ev) MB_CALL_CUDA(cudaEventCreate(&e));
+  cudaStream_t s = run.s;
+  MB_CALL_CUDA(cudaEventRecord(run.ev[0], s)); /* copy in counts the allocations */
+
+  mb_pl_dev d;
+  mb_pl_pipe pipe;
+  struct sync_guard {
+    cudaStream_t s;
+    ~sync_guard() { cudaStreamSynchronize(s); }
+  } drain{s};
+  MB_CALL(mb_dbuf_alloc(&d.counters, sizeof(unsigned long long) * MB_PL_NCOUNTERS, "counters"));
+  MB_CALL(mb_dbuf_alloc(&d.xy, sizeof(double2) * (size_t)nv, "positions"));
+  MB_CALL(mb_dbuf_alloc(&d.V, sizeof(int) * (size_t)nh, "triangles"));
+  MB_CALL(mb_dbuf_alloc(&d.twin, sizeof(int) * (size_t)nh, "twins"));
+  MB_CALL(mb_dbuf_alloc(&d.fr, (size_t)nh, "frontier flags"));
+  MB_CALL(mb_dbuf_alloc(&d.lng, (size_t)nt, "longest edges"));
+  MB_CALL(mb_dbuf_alloc(&d.cnt, sizeof(int) * (size_t)nv, "vertex counts"));
+  MB_CALL(mb_dbuf_alloc(&d.start, sizeof(int) * (size_t)nv, "bucket starts"));
+  MB_CALL(mb_dbuf_alloc(&d.bucket, sizeof(unsigned long long) * (size_t)nh, "buckets"));
+  MB_CALL(mb_dbuf_alloc(&d.out, sizeof(int) * (size_t)nh, "polygon vertices"));
+  /* cycles have >= 2 half-edges (succ(h) leaves the vertex h points to) */
+  MB_CALL(mb_dbuf_alloc(&d.off, sizeof(int) * ((size_t)nh / 2 + 2), "polygon offsets"));
+  unsigned long long *dc = d.counters.as<unsigned long long>();
+  int *V = d.V.as<int>(), *twin = d.twin.as<int>(), *cnt = d.cnt.as<int>();
+  int *start = d.start.as<int>();
+  uint8_t *fr = d.fr.as<uint8_t>(), *lng = d.lng.as<uint8_t>();
+  const double2 *xy = d.xy.as<double2>();
+  /* After the twins the buckets hold the successors and the cycle lengths. */
+  int *succ = d.bucket.as<int>(), *plen = d.bucket.as<int>() + nh;
+  int *heads = d.twin.as<int>(); /* the twins are dead once the successors exist */
+  int *out = d.out.as<int>(), *off = d.off.as<int>();
+
+  /* ---- copy in: x, y and the triangles (int32, range-checked) */
+  MB_CALL(mb_pl_pipe_create(&pipe, s));
+  const double *xyz = tri->xyz;
+  MB_CALL(mb_pl_upload(
+      &pipe, d.xy.p, nv, sizeof(double2),
+      [&](char *slot, int64_t b, int64_t e) {
+        double *o = (double *)slot;
+        for (int64_t i = b; i < e; i++) {
+          o[2 * (i - b)] = xyz[3 * i];
+          o[2 * (i - b) + 1] = xyz[3 * i + 1];
+        }
+        return true;
+      },
+      "positions"));
+  std::atomic<int64_t> bad_tri(INT64_MAX);
+  const int64_t *fi = tri->face_indices;
+  MB_CALL(mb_pl_upload(
+      &pipe, d.V.p, nh, sizeof(int),
+      [&](char *slot, int64_t b, int64_t e) {
+        int *o = (int *)slot;
+        bool ok = true;
+        for (int64_t i = b; i < e; i++) {
+          const int64_t v = fi[i];
+          ok &= v >= 0 && v < nv;
+          o[i - b] = (int)v;
+        }
+        if (ok) return true;
+        for (int64_t i = b; i < e; i++)
+          if (fi[i] < 0 || fi[i] >= nv) {
+            int64_t cur = bad_tri.load();
+            while (i / 3 < cur && !bad_tri.compare_exchange_weak(cur, i / 3)) {
+            }
+            break;
+          }
+        return false;
+      },
+      "triangles"));
+  if (bad_tri.load() != INT64_MAX) {
+    const int64_t t = bad_tri.load();
+    const int64_t *v = fi + 3 * t;
+    MB_FAIL(MB_ERR_FORMAT, "%s: triangle %lld (%lld %lld %lld) refers to a vertex outside [0, %lld)",
+            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
+            (long long)v[2], (long long)nv);
+  }
+  MB_CALL_CUDA(cudaEventRecord(run.ev[1], s));
+
+  /* The output's copy of the positions, on host threads while the device works. */
+  oxyz.p = malloc(sizeof(double) * 3 * (size_t)(nv ? nv : 1));
+  MB_CHECK(oxyz.p, MB_ERR_MEMORY, "out of memory for the positions of %lld vertices",
+           (long long)nv);
+  {
+    double *dst = (double *)oxyz.p;
+    const int nw = std::max(1, pipe.nw / 2);
+    try {
+      run.xyz_copy = std::thread([=]() {
+        mb_pl_threads(nw, [&](int w) {
+          const int64_t b = 3 * nv * w / nw, e = 3 * nv * (w + 1) / nw;
+          memcpy(dst + b, xyz + b, sizeof(double) * (size_t)(e - b));
+        });
+      });
+    } catch (...) {
+      memcpy(dst, xyz, sizeof(double) * 3 * (size_t)nv);
+    }
+  }
+
+  /* ---- half-edges: orientation, twins */
+  mb_pl_init_counters<<<1, 32, 0, s>>>(dc);
+  MB_CHECK_LAUNCH("counters");
+  mb_pl_orient_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, dc);
+  MB_CHECK_LAUNCH("orientation");
+  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
+  mb_pl_bucket_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, cnt);
+  MB_CHECK_LAUNCH("bucket count");
+  size_t tb = 0;
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tb, cnt, start, (int)nv, s));
+  MB_CALL(mb_pl_temp(&d, tb));
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(d.temp.p, tb, cnt, start, (int)nv, s));
+  mb_pl_bucket_fill<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, start,
+                                                           d.bucket.as<unsigned long long>());
+  MB_CHECK_LAUNCH("bucket fill");
+  mb_pl_twin_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(
+      nh, V, start, d.bucket.as<unsigned long long>(), twin, dc);
+  MB_CHECK_LAUNCH("twins");
+  MB_CALL_CUDA(cudaEventRecord(run.ev[2], s));
+  unsigned long long hc[MB_PL_NCOUNTERS];
+  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  if (hc[MB_PL_C_DEGENERATE] != MB_PL_NONE) {
+    const int64_t t = (int64_t)hc[MB_PL_C_DEGENERATE];
+    const int64_t *v = fi + 3 * t;
+    MB_FAIL(MB_ERR_FORMAT,
+            "%s: triangle %lld (%lld %lld %lld) is degenerate (zero area: collinear or repeated "
+            "vertices)",
+            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
+            (long long)v[2]);
+  }
+  if (hc[MB_PL_C_NONMANIFOLD] != MB_PL_NONE) {
+    const int64_t t = (int64_t)hc[MB_PL_C_NONMANIFOLD];
+    const int64_t *v = fi + 3 * t;
+    MB_FAIL(MB_ERR_FORMAT,
+            "%s: triangle %lld (%lld %lld %lld) has an edge shared by more than two triangles or "
+            "used twice in the same direction: not a planar manifold triangulation",
+            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
+            (long long)v[2]);
+  }
+
+  /* ---- label */
+  MB_CALL_CUDA(cudaEventRecord(run.ev[3], s)); /* the check above is not device time */
+  mb_pl_longest_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, lng);
+  MB_CHECK_LAUNCH("longest edges");
+  mb_pl_frontier_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr);
+  MB_CHECK_LAUNCH("frontier edges");
+  MB_CALL_CUDA(cudaEventRecord(run.ev[4], s));
+
+  /* ---- repair */
+  unsigned *seen = d.bucket.as<unsigned>(); /* nh bits; the buckets are dead */
+  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
+  MB_CALL_CUDA(cudaMemsetAsync(seen, 0, sizeof(unsigned) * ((size_t)nh / 32 + 1), s));
+  mb_pl_vertex_frontier_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, fr, cnt);
+  MB_CHECK_LAUNCH("frontier edges per vertex");
+  mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, dc);
+  MB_CHECK_LAUNCH("barrier-edge tips");
+  MB_CALL_CUDA(cudaEventRecord(run.ev[5], s));
+
+  /* ---- traversal */
+  mb_pl_successor_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, fr, succ, dc);
+  MB_CHECK_LAUNCH("successors");
+  mb_pl_head_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, succ, plen, dc);
+  MB_CHECK_LAUNCH("heads");
+  thrust::counting_iterator<int> ids(0);
+  tb = 0;
+  MB_CALL_CUDA(cub::DeviceSelect::If(nullptr, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
+                                     mb_pl_is_head{plen}, s));
+  MB_CALL(mb_pl_temp(&d, tb));
+  MB_CALL_CUDA(cub::DeviceSelect::If(d.temp.p, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
+                                     mb_pl_is_head{plen}, s));
+  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  MB_CHECK(hc[MB_PL_C_LOOP] == MB_PL_NONE, MB_ERR_FORMAT,
+           "%s: a walk around triangle %lld did not close: not a planar manifold triangulation",
+           tri->name ? tri->name : "mesh", (long long)hc[MB_PL_C_LOOP]);
+  const int npoly = (int)hc[MB_PL_C_POLYGONS];
+  const int64_t nidx = (int64_t)hc[MB_PL_C_FRONTIER_HE];
+  MB_CALL_CUDA(cudaMemsetAsync(off, 0, sizeof(int), s));
+  if (npoly > 0) {
+    auto lens = thrust::make_transform_iterator(thrust::counting_iterator<int>(0),
+                                                mb_pl_head_len{plen, heads});
+    tb = 0;
+    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(nullptr, tb, lens, off + 1, npoly, s));
+    MB_CALL(mb_pl_temp(&d, tb));
+    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(d.temp.p, tb, lens, off + 1, npoly, s));
+    mb_pl_write_kernel<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, heads, off, succ, V,
+                                                                  out);
+    MB_CHECK_LAUNCH("polygons");
+  }
+  MB_CALL_CUDA(cudaEventRecord(run.ev[6], s));
+
+  /* ---- copy out into a new mesh (int32 -> int64 on host threads) */
+  hoff.p = malloc(sizeof(int64_t) * ((size_t)npoly + 1));
+  hidx.p = malloc(sizeof(int64_t) * (size_t)(nidx ? nidx : 1));
+  hcount.p = malloc(sizeof(double) * (size_t)(npoly ? npoly : 1));
+  MB_CHECK(hoff.p && hidx.p && hcount.p, MB_ERR_MEMORY,
+           "out of memory for %lld polygons with %lld vertex indices", (long long)npoly,
+           (long long)nidx);
+  int64_t *o64 = (int64_t *)hoff.p, *i64 = (int64_t *)hidx.p;
+  double *vc = (double *)hcount.p;
+  const double tc0 = mb_pl_now_ms();
+  MB_CALL(mb_pl_download(
+      &pipe, off, (int64_t)npoly + 1, sizeof(int),
+      [&](char *slot, int64_t b, int64_t e) {
+        const int *in = (const int *)slot;
+        for (int64_t i = b; i < e; i++) o64[i] = in[i - b];
+      },
+      "polygon offsets"));
+  MB_CALL(mb_pl_download(
+      &pipe, out, nidx, sizeof(int),
+      [&](char *slot, int64_t b, int64_t e) {
+        const int *in = (const int *)slot;
+        for (int64_t i = b; i < e; i++) i64[i] = in[i - b];
+      },
+      "polygon vertices"));
+  mb_pl_threads(pipe.nw, [&](int w) {
+    const int64_t b = (int64_t)npoly * w / pipe.nw, e = (int64_t)npoly * (w + 1) / pipe.nw;
+    for (int64_t p = b; p < e; p++) vc[p] = (double)(o64[p + 1] - o64[p]);
+  });
+  MB_CHECK(o64[npoly] == nidx, MB_ERR_CUDA,
+           "internal error: %lld polygon vertices for %lld frontier half-edges",
+           (long long)o64[npoly], (long long)nidx);
+  if (run.xyz_copy.joinable()) run.xyz_copy.join();
+  const double tc1 = mb_pl_now_ms();
+
+  mb_mesh *m = nullptr;
+  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", 0, 0, 0, &m));
+  free(m->xyz);
+  free(m->face_offsets);
+  free(m->face_indices);
+  m->kind = MB_KIND_POLYGONS2D;
+  m->index = tri->index;
+  m->nv = nv;
+  m->xyz = (double *)oxyz.release();
+  m->nf = npoly;
+  m->face_offsets = (int64_t *)hoff.release();
+  m->face_indices = (int64_t *)hidx.release();
+  mb_field *ff = (mb_field *)calloc(1, sizeof(mb_field));
+  char *fname = mb_strdup("vertex_count");
+  if (!ff || !fname) {
+    free(ff);
+    free(fname);
+    mb_mesh_free(m);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for the vertex_count field");
+  }
+  ff->name = fname;
+  ff->ncomp = 1;
+  ff->data = (double *)hcount.release();
+  m->face_fields = ff;
+  m->nface_fields = 1;
+  mb_error e = mb_attrs_setf(&m->attrs, "polygons", "%lld", (long long)npoly);
+  if (!e) e = mb_attrs_setf(&m->attrs, "frontier_edges", "%lld",
+                            (long long)hc[MB_PL_C_FRONTIER_EDGES]);
+  if (!e) e = mb_attrs_setf(&m->attrs, "barrier_edge_tips", "%lld", (long long)hc[MB_PL_C_TIPS]);
+  if (!e) e = mb_attrs_setf(&m->attrs, "polygons_repaired", "%lld",
+                            (long long)hc[MB_PL_C_REPAIRED]);
+  if (e) {
+    mb_mesh_free(m);
+    MB_CALL(e);
+  }
+
+  if (st) {
+    memset(st, 0, sizeof *st);
+    st->triangles = nt;
+    st->polygons = npoly;
+    st->frontier_edges = (int64_t)hc[MB_PL_C_FRONTIER_EDGES];
+    st->barrier_edge_tips = (int64_t)hc[MB_PL_C_TIPS];
+    st->polygons_repaired = (int64_t)hc[MB_PL_C_REPAIRED];
+    st->ms_copy_in = mb_pl_elapsed(run.ev[0], run.ev[1]);
+    st->ms_halfedge = mb_pl_elapsed(run.ev[1], run.ev[2]);
+    st->ms_label = mb_pl_elapsed(run.ev[3], run.ev[4]);
+    st->ms_repair = mb_pl_elapsed(run.ev[4], run.ev[5]);
+    st->ms_traversal = mb_pl_elapsed(run.ev[5], run.ev[6]);
+    st->ms_copy_out = tc1 - tc0;
+    st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+    st->ms_total = mb_pl_now_ms() - t0;
+  }
+  *poly = m;
+  return MB_SUCCESS;
+}
+
+/* ----------------------------------------------------------- C interface */
+
+extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats) {
+  MB_CHECK(tri && poly, MB_ERR_ARG, "mb_polylla_cuda: NULL argument");
+  *poly = nullptr;
+  MB_CHECK(tri->kind == MB_KIND_TRIANGULATION2D, MB_ERR_ARG,
+           "%s: Polylla needs a triangulation2d, not a %s", tri->name ? tri->name : "mesh",
+           mb_kind_name(tri->kind));
+  MB_CHECK(tri->nv >= 0 && tri->nf >= 0 && tri->face_offsets, MB_ERR_ARG,
+           "%s: malformed mesh", tri->name ? tri->name : "mesh");
+  for (int64_t f = 0; f <= tri->nf; f++)
+    MB_CHECK(tri->face_offsets[f] == 3 * f, MB_ERR_ARG,
+             "%s: face %lld is not a triangle: Polylla needs a triangulation",
+             tri->name ? tri->name : "mesh", (long long)(f ? f - 1 : 0));
+  MB_CHECK(tri->xyz && tri->face_indices, MB_ERR_ARG, "%s: mesh without arrays",
+           tri->name ? tri->name : "mesh");
+  mb_error e = mb_pl_cuda_run(tri, poly, stats);
+  if (e != MB_SUCCESS) {
+    mb_error_trace(__FILE__, __LINE__, __func__);
+    (void)cudaGetLastError(); /* leave no sticky launch error behind */
+  }
+  return e;
+}
+
+/* Median of v (sorted in place); v non-empty. */
+static double mb_pl_median(std::vector<double> &v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Device-to-device copy bandwidth (see mb_polylla_cuda.h). */
+static mb_error mb_pl_copy_bandwidth(double *gbs) {
+  size_t bytes = (size_t)1 << 30;
+  mb_dbuf a, b;
+  for (;;) {
+    cudaError_t ea = cudaMalloc(&a.p, bytes);
+    cudaError_t eb = ea == cudaSuccess ? cudaMalloc(&b.p, bytes) : ea;
+    if (ea == cudaSuccess && eb == cudaSuccess) break;
+    (void)cudaGetLastError();
+    a.release();
+    b.release();
+    MB_CHECK(bytes > ((size_t)128 << 20), MB_ERR_MEMORY,
+             "cannot allocate 2 x %zu bytes for the copy benchmark", bytes);
+    bytes /= 2;
+  }
+  MB_CALL_CUDA(cudaMemset(a.p, 0x5a, bytes));
+  MB_CALL_CUDA(cudaMemset(b.p, 0x3c, bytes));
+  for (int k = 0; k < 2; k++) MB_CALL_CUDA(cudaMemcpy(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
+  const int reps = 9;
+  std::vector<cudaEvent_t> ev((size_t)reps + 1, nullptr);
+  struct guard {
+    std::vector<cudaEvent_t> &v;
+    ~guard() {
+      for (cudaEvent_t e : v)
+        if (e) cudaEventDestroy(e);
+    }
+  } g{ev};
+  for (auto &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
+  MB_CALL_CUDA(cudaEventRecord(ev[0]));
+  for (int k = 0; k < reps; k++) {
+    if (k % 2) MB_CALL_CUDA(cudaMemcpyAsync(a.p, b.p, bytes, cudaMemcpyDeviceToDevice));
+    else MB_CALL_CUDA(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
+    MB_CALL_CUDA(cudaEventRecord(ev[(size_t)k + 1]));
+  }
+  MB_CALL_CUDA(cudaEventSynchronize(ev[(size_t)reps]));
+  std::vector<double> ms((size_t)reps);
+  for (int k = 0; k < reps; k++) {
+    float t = 0;
+    MB_CALL_CUDA(cudaEventElapsedTime(&t, ev[(size_t)k], ev[(size_t)k + 1]));
+    ms[(size_t)k] = t;
+  }
+  const double t = mb_pl_median(ms);
+  MB_CHECK(t > 0, MB_ERR_CUDA, "copy benchmark measured no time");
+  *gbs = 2.0 * (double)bytes / (t * 1e-3) / 1e9;
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
+                                          mb_polylla_stats *median, double *copy_gbs) {
+  MB_CHECK(tri && median && copy_gbs, MB_ERR_ARG, "mb_polylla_cuda_bench: NULL argument");
+  MB_CHECK(warmup >= 0 && repeats >= 1, MB_ERR_ARG,
+           "mb_polylla_cuda_bench: need warmup >= 0 and repeats >= 1 (got %d, %d)", warmup,
+           repeats);
+  std::vector<mb_polylla_stats> runs;
+  for (int r = 0; r < warmup + repeats; r++) {
+    mb_mesh *poly = nullptr;
+    mb_polylla_stats st;
+    MB_CALL(mb_polylla_cuda(tri, &poly, &st));
+    mb_mesh_free(poly);
+    if (r >= warmup) runs.push_back(st);
+  }
+  mb_polylla_stats m = runs[0];
+  double mb_polylla_stats::*f[] = {&mb_polylla_stats::ms_copy_in,  &mb_polylla_stats::ms_halfedge,
+                                   &mb_polylla_stats::ms_label,    &mb_polylla_stats::ms_repair,
+                                   &mb_polylla_stats::ms_traversal, &mb_polylla_stats::ms_copy_out,
+                                   &mb_polylla_stats::ms_kernels,  &mb_polylla_stats::ms_total};
+  for (auto p : f) {
+    std::vector<double> v;
+    for (const auto &r : runs) v.push_back(r.*p);
+    m.*p = mb_pl_median(v);
+  }
+  *median = m;
+  MB_CALL(mb_pl_copy_bandwidth(copy_gbs));
+  return MB_SUCCESS;
+}

@@ -1,0 +1,50 @@
+/* meshbatch: benchmark entry of the CUDA Polylla backend (cuda/polylla/),
+ * for `meshbatch bench polylla`. mb_polylla_cuda itself is declared in
+ * src/ops/polylla/mb_polylla.h. Builds without CUDA link the stub in
+ * src/ops/polylla/mb_polylla_cuda_stub.c, which returns MB_ERR_UNSUPPORTED.
+ */
+#ifndef MB_POLYLLA_CUDA_H
+#define MB_POLYLLA_CUDA_H
+
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_mesh.h"
+#include "mb_polylla.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Byte model of the label kernels (ms_label), the floor of the bytes they
+ * must move, each array read or written once (gathers that hit in cache are
+ * not counted again):
+ *
+ *   longest-edge kernel (per triangle): oriented vertices 12 B read,
+ *       positions 16 B per vertex read (x, y float64), longest-edge index
+ *       1 B written;
+ *   frontier kernel (per half-edge, 3 per triangle): twins 12 B read,
+ *       longest-edge index 1 B read, frontier flags 3 B written.
+ *
+ *   bytes = 29 nt + 16 nv
+ *
+ * About 37 B per triangle for a Delaunay triangulation (nt ~ 2 nv). The
+ * fraction of copy bandwidth is bytes / (ms_label 1e-3) / (copy_gbs 1e9). */
+#define MB_POLYLLA_LABEL_BYTES(nv, nt) (29.0 * (double)(nt) + 16.0 * (double)(nv))
+
+/* Run mb_polylla_cuda on tri warmup + repeats times (host arrays in, host
+ * arrays out, each run as a user would call it) and write the median of each
+ * time of the timed runs (and the run's counts) to *median. Then measure the
+ * device-to-device copy bandwidth: cudaMemcpyDeviceToDevice of a 1 GiB
+ * buffer (halved down to 128 MiB if two do not fit), 2 untimed copies,
+ * median of 9 timed ones, (bytes read + bytes written) / time in GB/s
+ * (1e9 bytes), into *copy_gbs. repeats >= 1, warmup >= 0. Not collective.
+ * Errors: those of mb_polylla_cuda; MB_ERR_ARG; MB_ERR_UNSUPPORTED without
+ * CUDA. */
+mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
+                               mb_polylla_stats *median, double *copy_gbs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

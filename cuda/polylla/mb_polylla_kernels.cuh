@@ -1,0 +1,333 @@
+/* meshbatch: the kernels of the CUDA Polylla backend (included by
+ * cuda/polylla/mb_polylla.cu only). The rules are those of
+ * src/ops/polylla/mb_polylla.h; docs/polylla-gpu.md describes the design.
+ *
+ * Every kernel runs one thread per triangle, half-edge, frontier half-edge
+ * or polygon, in blocks of MB_PL_BLOCK, with int32 ids (the launcher checks
+ * that nv and 3 nt fit). Half-edge h = 3 t + k of triangle t runs from
+ * V[h] to V[next(h)], V being the oriented triangle array.
+ *
+ * Figures and errors go to one array of 64-bit device counters (MB_PL_C_*):
+ * counts are summed per block (__syncthreads_count) and added once per
+ * block; errors keep the smallest triangle id (atomicMin), so the reported
+ * triangle does not depend on scheduling.
+ */
+#ifndef MB_POLYLLA_KERNELS_CUH
+#define MB_POLYLLA_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#define MB_PL_BLOCK 256
+
+/* Indices of the device counters. Errors start at MB_PL_NONE (no error). */
+enum {
+  MB_PL_C_DEGENERATE = 0, /* smallest triangle with orient == 0 */
+  MB_PL_C_NONMANIFOLD,    /* smallest triangle holding a non-manifold edge */
+  MB_PL_C_LOOP,           /* a walk that did not close (cannot happen on valid input) */
+  MB_PL_C_TIPS,           /* barrier-edge tips */
+  MB_PL_C_REPAIRED,       /* distinct label-phase polygons holding a tip */
+  MB_PL_C_FRONTIER_EDGES, /* frontier edges after repair */
+  MB_PL_C_FRONTIER_HE,    /* frontier half-edges after repair (= output indices) */
+  MB_PL_C_POLYGONS,       /* heads selected (written by cub::DeviceSelect) */
+  MB_PL_NCOUNTERS
+};
+#define MB_PL_NONE 0xffffffffffffffffull
+
+__device__ __forceinline__ int mb_pl_next(int h) { return (h % 3 == 2) ? h - 2 : h + 1; }
+
+/* Add the block's count of true predicates to *counter, once per block.
+ * Every thread of the block must call it. */
+__device__ __forceinline__ void mb_pl_block_add(unsigned long long *counter, bool pred) {
+  const int n = __syncthreads_count(pred ? 1 : 0);
+  if (threadIdx.x == 0 && n) atomicAdd(counter, (unsigned long long)n);
+}
+
+__global__ void mb_pl_init_counters(unsigned long long *c) {
+  const int i = threadIdx.x;
+  if (i < MB_PL_NCOUNTERS)
+    c[i] = (i == MB_PL_C_DEGENERATE || i == MB_PL_C_NONMANIFOLD || i == MB_PL_C_LOOP) ? MB_PL_NONE
+                                                                                        : 0ull;
+}
+
+/* orient(a, b, c) = (xb - xa) (yc - ya) - (yb - ya) (xc - xa), no FMA. */
+__device__ __forceinline__ double mb_pl_orient(double2 a, double2 b, double2 c) {
+  return __dsub_rn(__dmul_rn(__dsub_rn(b.x, a.x), __dsub_rn(c.y, a.y)),
+                   __dmul_rn(__dsub_rn(b.y, a.y), __dsub_rn(c.x, a.x)));
+}
+
+/* Orientation (per triangle): CCW in place; orient == 0 is an error. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_orient_kernel(int nt, const double2 *__restrict__ xy, int *__restrict__ V,
+                        unsigned long long *c) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t >= nt) return;
+  const int a = V[3 * t], b = V[3 * t + 1], d = V[3 * t + 2];
+  const double o = mb_pl_orient(__ldg(xy + a), __ldg(xy + b), __ldg(xy + d));
+  if (o < 0) {
+    V[3 * t + 1] = d;
+    V[3 * t + 2] = b;
+  } else if (o == 0) {
+    atomicMin(&c[MB_PL_C_DEGENERATE], (unsigned long long)t);
+  }
+}
+
+/* Twins, step 1: bucket sizes by the smaller vertex of each half-edge. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_bucket_count(int nh, const int *__restrict__ V, int *__restrict__ cnt) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh) return;
+  const int o = V[h], d = V[mb_pl_next(h)];
+  atomicAdd(&cnt[min(o, d)], 1);
+}
+
+/* Twins, step 2: scatter (max vertex << 32 | h) into the buckets. start holds
+ * the exclusive scan of the counts and ends as the end of each bucket. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_bucket_fill(int nh, const int *__restrict__ V, int *__restrict__ start,
+                      unsigned long long *__restrict__ bucket) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh) return;
+  const int o = V[h], d = V[mb_pl_next(h)];
+  const int pos = atomicAdd(&start[min(o, d)], 1);
+  bucket[pos] = ((unsigned long long)(unsigned)max(o, d) << 32) | (unsigned)h;
+}
+
+/* Twins, step 3: each half-edge looks in its bucket for the half-edges on the
+ * same vertex pair: exactly zero or one running the other way, none the same
+ * way, else the edge is non-manifold. end[b] is the end of bucket b. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_twin_kernel(int nh, const int *__restrict__ V, const int *__restrict__ end,
+                      const unsigned long long *__restrict__ bucket, int *__restrict__ twin,
+                      unsigned long long *c) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh) return;
+  const int o = V[h], d = V[mb_pl_next(h)];
+  const int b = min(o, d);
+  const unsigned mx = (unsigned)max(o, d);
+  const int lo = b ? __ldg(end + b - 1) : 0, hi = __ldg(end + b);
+  int tw = -1, nopp = 0, nsame = 0;
+  for (int i = lo; i < hi; i++) {
+    const unsigned long long e = __ldg(bucket + i);
+    const int g = (int)(unsigned)(e & 0xffffffffull);
+    if ((unsigned)(e >> 32) != mx || g == h) continue;
+    if (__ldg(V + g) == d) {
+      tw = g;
+      nopp++;
+    } else {
+      nsame++;
+    }
+  }
+  if (nopp > 1 || nsame > 0) atomicMin(&c[MB_PL_C_NONMANIFOLD], (unsigned long long)(h / 3));
+  twin[h] = tw;
+}
+
+/* Squared length of edge (u, w) with the vertices in increasing index order,
+ * dx * dx + dy * dy as written, no FMA. */
+__device__ __forceinline__ double mb_pl_len2(const double2 *__restrict__ xy, int lo, int hi) {
+  const double2 p = __ldg(xy + lo), q = __ldg(xy + hi);
+  const double dx = __dsub_rn(q.x, p.x), dy = __dsub_rn(q.y, p.y);
+  return __dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy));
+}
+
+/* Label, step 1 (per triangle): index k of the edge of largest key
+ * (squared length, max vertex, min vertex). */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_longest_kernel(int nt, const double2 *__restrict__ xy, const int *__restrict__ V,
+                         uint8_t *__restrict__ lng) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t >= nt) return;
+  const int v[3] = {V[3 * t], V[3 * t + 1], V[3 * t + 2]};
+  int best = 0, bhi = 0, blo = 0;
+  double bl = 0;
+  for (int k = 0; k < 3; k++) {
+    const int a = v[k], b = v[k == 2 ? 0 : k + 1];
+    const int lo = min(a, b), hi = max(a, b);
+    const double l = mb_pl_len2(xy, lo, hi);
+    if (k == 0 || l > bl || (l == bl && (hi > bhi || (hi == bhi && lo > blo)))) {
+      best = k;
+      bl = l;
+      bhi = hi;
+      blo = lo;
+    }
+  }
+  lng[t] = (uint8_t)best;
+}
+
+/* Label, step 2 (per half-edge): frontier = boundary, or the longest edge of
+ * neither triangle. fr = 1 marks label-phase frontier half-edges. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_frontier_kernel(int nh, const int *__restrict__ twin, const uint8_t *__restrict__ lng,
+                          uint8_t *__restrict__ fr) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh) return;
+  const int tw = twin[h];
+  bool f = tw < 0;
+  if (!f) f = __ldg(lng + h / 3) != h % 3 && __ldg(lng + tw / 3) != tw % 3;
+  fr[h] = f ? 1 : 0;
+}
+
+/* Repair, step 1: frontier edges per vertex, each edge counted once. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_vertex_frontier_count(int nh, const int *__restrict__ V, const int *__restrict__ twin,
+                                const uint8_t *__restrict__ fr, int *__restrict__ cnt) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh || !fr[h]) return;
+  const int tw = twin[h];
+  if (tw >= 0 && tw < h) return;
+  atomicAdd(&cnt[V[h]], 1);
+  atomicAdd(&cnt[V[mb_pl_next(h)]], 1);
+}
+
+/* Label-phase successor of frontier half-edge h (fr == 1 only, so the marks
+ * of value 2 that the repair writes meanwhile are not seen). */
+__device__ __forceinline__ int mb_pl_succ_label(int h, const int *__restrict__ twin,
+                                                const uint8_t *fr, int cap) {
+  int s = mb_pl_next(h);
+  for (int i = 0; i < cap && fr[s] != 1; i++) {
+    const int tw = twin[s];
+    if (tw < 0) return -1;
+    s = mb_pl_next(tw);
+  }
+  return fr[s] == 1 ? s : -1;
+}
+
+/* Repair, step 2 (per half-edge): a label-phase frontier half-edge h leaving
+ * a tip (a vertex with exactly one frontier edge; boundary vertices have at
+ * least two) is e0 of that tip. Walk clockwise e_{i+1} = next(twin(e_i))
+ * around the tip to find its degree, mark the middle edge e_m,
+ * m = (degree - 1 + 1) / 2, with fr = 2 (both half-edges); then walk the
+ * label-phase polygon of h to its smallest half-edge and set that bit of
+ * `seen`, counting the polygons seen first. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_repair_kernel(int nh, const int *__restrict__ V, const int *__restrict__ twin,
+                        const int *__restrict__ cnt, uint8_t *fr, unsigned *__restrict__ seen,
+                        unsigned long long *c) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  const bool tip = h < nh && fr[h] == 1 && __ldg(cnt + V[h]) == 1;
+  mb_pl_block_add(&c[MB_PL_C_TIPS], tip);
+  if (!tip) return;
+  /* degree: steps until the walk is back at e0 */
+  int deg = 0, e = h;
+  do {
+    const int tw = twin[e];
+    if (tw < 0 || deg >= nh) {
+      atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+      return;
+    }
+    e = mb_pl_next(tw);
+    deg++;
+  } while (e != h);
+  const int m = (deg - 1 + 1) / 2; /* k = deg - 1 internal edges, m = (k + 1) / 2 */
+  e = h;
+  for (int i = 0; i < m; i++) e = mb_pl_next(twin[e]);
+  fr[e] = 2;
+  fr[twin[e]] = 2;
+  /* head of the label-phase polygon through h */
+  int mn = h, s = h, steps = 0;
+  do {
+    s = mb_pl_succ_label(s, twin, fr, nh);
+    if (s < 0 || ++steps > nh) {
+      atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+      return;
+    }
+    mn = min(mn, s);
+  } while (s != h);
+  const unsigned bit = 1u << (mn & 31);
+  const unsigned old = atomicOr(&seen[mn >> 5], bit);
+  if (!(old & bit)) atomicAdd(&c[MB_PL_C_REPAIRED], 1ull);
+}
+
+/* Traversal, step 1 (per half-edge): successor of each frontier half-edge
+ * (-1 for the others); counts frontier edges and half-edges. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_successor_kernel(int nh, const int *__restrict__ twin, const uint8_t *__restrict__ fr,
+                           int *__restrict__ succ, unsigned long long *c) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  const bool f = h < nh && fr[h];
+  int tw = -1;
+  if (h < nh) {
+    int s = -1;
+    tw = twin[h];
+    if (f) {
+      s = mb_pl_next(h);
+      for (int i = 0; !__ldg(fr + s); i++) {
+        const int ts = __ldg(twin + s);
+        if (ts < 0 || i >= nh) {
+          atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+          s = -1;
+          break;
+        }
+        s = mb_pl_next(ts);
+      }
+    }
+    succ[h] = s;
+  }
+  mb_pl_block_add(&c[MB_PL_C_FRONTIER_HE], f);
+  mb_pl_block_add(&c[MB_PL_C_FRONTIER_EDGES], f && (tw < 0 || h < tw));
+}
+
+/* Traversal, step 2 (per half-edge): a frontier half-edge walks its cycle
+ * until it meets a smaller id (not the head) or comes back (the head: its
+ * cycle length goes to plen). plen is 0 for every other half-edge. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_head_kernel(int nh, const int *__restrict__ succ, int *__restrict__ plen,
+                      unsigned long long *c) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh) return;
+  int len = 0;
+  int s = succ[h];
+  if (s >= 0) {
+    len = 1;
+    while (s != h) {
+      if (s < h) {
+        len = 0;
+        break;
+      }
+      if (len >= nh) {
+        atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+        len = 0;
+        break;
+      }
+      s = __ldg(succ + s);
+      len++;
+      if (s < 0) {
+        atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+        len = 0;
+        break;
+      }
+    }
+  }
+  plen[h] = len;
+}
+
+/* Predicate of the head selection (cub::DeviceSelect::If over ids). */
+struct mb_pl_is_head {
+  const int *plen;
+  __device__ __forceinline__ bool operator()(int h) const { return __ldg(plen + h) > 0; }
+};
+
+/* Length of polygon p: plen of its head (input of the offsets scan). */
+struct mb_pl_head_len {
+  const int *plen;
+  const int *heads;
+  __device__ __forceinline__ int operator()(int p) const { return __ldg(plen + __ldg(heads + p)); }
+};
+
+/* Traversal, step 3 (per polygon): origins of the half-edges of polygon p
+ * from its head, following successors, into out[off[p] ..]. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_write_kernel(int npoly, const int *__restrict__ heads, const int *__restrict__ off,
+                       const int *__restrict__ succ, const int *__restrict__ V,
+                       int *__restrict__ out) {
+  const int p = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (p >= npoly) return;
+  int s = heads[p];
+  const int b = off[p], e = off[p + 1];
+  for (int i = b; i < e; i++) {
+    out[i] = __ldg(V + s);
+    s = __ldg(succ + s);
+  }
+}
+
+#endif
