@@ -36,7 +36,7 @@ mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t n
  * precision, kept on the device across all passes and stages, and copied back
  * once at the end. Not collective.
  * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG (unsupported rule). */
-mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                         mb_precision precision, double *xyz);
 
 /* Figures printed by `meshbatch bench smooth` for the CUDA backend. */
@@ -73,7 +73,7 @@ typedef struct mb_cuda_domain mb_cuda_domain;
  * the halo plan's buffers. Arrays are copied. Not collective.
  * Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_CUDA. */
 mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
-                               mb_precision precision, const mb_stage *stages, int nstages,
+                               mb_precision precision, const mb_smooth_stage *stages, int nstages,
                                int64_t nsend, const int64_t *send_idx, int64_t nrecv,
                                const int64_t *recv_idx, mb_cuda_domain **domain);
 

@@ -77,3 +77,17 @@ fail:
   mb_distributed_free(dm);
   return e;
 }
+
+/* Values travel as 3 float64 per vertex (positions). */
+mb_error mb_partitioned_gather_figures(const mb_local_domain *d, const mb_halo *h,
+                                       const mb_pass_timing *t, mb_rank_figures *all) {
+  int nn;
+  int64_t ns, nr;
+  mb_halo_stats(h, &nn, &ns, &nr);
+  double passes = t->passes ? (double)t->passes : 1;
+  mb_rank_figures mine = {(double)d->nowned, (double)d->nghost, (double)nn,
+                          3.0 * sizeof(double) * (double)(ns + nr), 1e3 * t->compute_s / passes,
+                          1e3 * t->exchange_s / passes};
+  MB_CALL_MPI(MPI_Gather(&mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, mb_halo_comm(h)));
+  return MB_SUCCESS;
+}

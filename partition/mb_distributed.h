@@ -82,6 +82,30 @@ mb_error mb_distributed_quality(const mb_distributed_mesh *dm, mb_partition_qual
 /* Free; NULL allowed. Not collective. */
 void mb_distributed_free(mb_distributed_mesh *dm);
 
+/* Time spent per part of the passes on this rank, seconds. */
+typedef struct mb_pass_timing {
+  int synchronize;     /* in: on the GPU, wait for every pass, so compute_s is
+                          the kernels' time even without neighbours (benchmarks) */
+  int64_t passes;
+  double compute_s;    /* interior + halo-adjacent updates (on a GPU without
+                          neighbours: the time to enqueue them) */
+  double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
+  mb_halo_transport transport; /* out (GPU): MPI or NCCL, the one used */
+} mb_pass_timing;
+
+/* What one rank reports about a partitioned run, per pass. */
+typedef struct mb_rank_figures {
+  double owned, ghosts, neighbors;
+  double halo_bytes;    /* sent + received per pass */
+  double compute_ms;    /* per pass, see mb_pass_timing */
+  double exchange_ms;   /* per pass */
+} mb_rank_figures;
+
+/* Gather every rank's figures to rank 0: all [size] on rank 0 (may be NULL
+ * elsewhere). Collective over the halo's communicator. Errors: MB_ERR_MPI. */
+mb_error mb_partitioned_gather_figures(const mb_local_domain *domain, const mb_halo *halo,
+                                       const mb_pass_timing *timing, mb_rank_figures *all);
+
 #ifdef __cplusplus
 }
 #endif

@@ -231,3 +231,12 @@ void mb_halo_stats(const mb_halo *h, int *nneighbors, int64_t *nsend, int64_t *n
   *nsend = h->send_offset[h->nneighbors];
   *nrecv = h->recv_offset[h->nneighbors];
 }
+
+const char *mb_halo_transport_name(mb_halo_transport t) {
+  switch (t) {
+  case MB_HALO_AUTO: return "auto";
+  case MB_HALO_MPI: return "mpi";
+  case MB_HALO_NCCL: return "nccl";
+  }
+  return "unknown";
+}

@@ -26,6 +26,17 @@
 extern "C" {
 #endif
 
+/* How the halo travels between GPUs: MPI through pinned host buffers, NCCL
+ * device to device, or auto: NCCL where it can be set up (one GPU per rank)
+ * and a trial of exchanges at the start finds it faster on the slowest rank. */
+typedef enum mb_halo_transport {
+  MB_HALO_AUTO = 0,
+  MB_HALO_MPI = 1,
+  MB_HALO_NCCL = 2
+} mb_halo_transport;
+
+const char *mb_halo_transport_name(mb_halo_transport t);
+
 typedef struct mb_halo mb_halo; /* opaque */
 
 /* Build a plan. Collective over comm.

@@ -20,7 +20,7 @@ mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t n
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
-mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                         mb_precision precision, double *xyz) {
   (void)adj; (void)stages; (void)nstages; (void)precision; (void)xyz;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
@@ -35,7 +35,7 @@ mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_wei
 }
 
 mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
-                               mb_precision precision, const mb_stage *stages, int nstages,
+                               mb_precision precision, const mb_smooth_stage *stages, int nstages,
                                int64_t nsend, const int64_t *send_idx, int64_t nrecv,
                                const int64_t *recv_idx, mb_cuda_domain **domain) {
   (void)adj; (void)nlocal; (void)xyz; (void)precision; (void)stages; (void)nstages;

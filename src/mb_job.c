@@ -17,6 +17,7 @@
  * Every message reads "FILE:LINE: KEY: problem".
  */
 #include "mb_job.h"
+#include "mb_ops.h"
 
 #include <cyaml/cyaml.h>
 #include <errno.h>
@@ -32,9 +33,6 @@
 
 enum { MB_JOB_MAX_DEPTH = 32, MB_JOB_MSG_LEN = 1024, MB_JOB_LOG_LEN = 4096 };
 
-#define MB_JOB_ITERATIONS_MAX 100000000LL
-#define MB_JOB_LAMBDA_DEFAULT 0.5
-#define MB_JOB_MU_DEFAULT (-0.53)
 
 /* ------------------------------------------------------------ messages */
 
@@ -319,15 +317,6 @@ static mb_error scan_yaml(const char *file, const unsigned char *buf, size_t len
 
 /* ------------------------------------------------------------ libcyaml schema */
 
-typedef struct yaml_stage {
-  mb_op op;
-  double *lambda;       /* NULL: absent */
-  double *mu;           /* NULL: absent */
-  int64_t iterations;   /* re-read strictly from the scan (see stage_iterations) */
-  mb_weights *weights;  /* NULL: absent */
-  mb_boundary *boundary;
-} yaml_stage;
-
 typedef struct yaml_job {
   char *input;          /* input as a string ... */
   char **inputs;        /* ... or as a list */
@@ -340,8 +329,6 @@ typedef struct yaml_job {
   mb_schedule *schedule;
   mb_backend_kind *backend;
   mb_precision *precision;
-  yaml_stage *stages;
-  unsigned nstages;
 } yaml_job;
 
 static const cyaml_strval_t job_distribute_names[] = {
@@ -356,32 +343,8 @@ static const cyaml_strval_t job_backend_names[] = {
     {"auto", MB_BACKEND_AUTO}, {"cpu", MB_BACKEND_CPU}, {"cuda", MB_BACKEND_CUDA}};
 static const cyaml_strval_t job_precision_names[] = {{"float64", MB_PRECISION_FLOAT64},
                                                      {"float32", MB_PRECISION_FLOAT32}};
-static const cyaml_strval_t job_op_names[] = {{"taubin", MB_OP_TAUBIN},
-                                              {"laplacian", MB_OP_LAPLACIAN}};
-static const cyaml_strval_t job_weights_names[] = {
-    {"uniform", MB_WEIGHTS_UNIFORM},
-    {"cotangent", MB_WEIGHTS_COTANGENT},
-    {"inverse_distance", MB_WEIGHTS_INVERSE_DISTANCE}};
-static const cyaml_strval_t job_boundary_names[] = {
-    {"free", MB_BOUNDARY_FREE}, {"fixed", MB_BOUNDARY_FIXED}, {"boundary_curve", MB_BOUNDARY_CURVE}};
-
 #define MB_JOB_OPT (CYAML_FLAG_OPTIONAL)
 #define MB_JOB_ENUM_OPT (CYAML_FLAG_OPTIONAL | CYAML_FLAG_STRICT)
-
-static const cyaml_schema_field_t job_stage_fields[] = {
-    CYAML_FIELD_ENUM("op", CYAML_FLAG_STRICT, yaml_stage, op, job_op_names,
-                     CYAML_ARRAY_LEN(job_op_names)),
-    CYAML_FIELD_FLOAT_PTR("lambda", MB_JOB_OPT, yaml_stage, lambda),
-    CYAML_FIELD_FLOAT_PTR("mu", MB_JOB_OPT, yaml_stage, mu),
-    CYAML_FIELD_INT("iterations", CYAML_FLAG_DEFAULT, yaml_stage, iterations),
-    CYAML_FIELD_ENUM_PTR("weights", MB_JOB_ENUM_OPT, yaml_stage, weights, job_weights_names,
-                         CYAML_ARRAY_LEN(job_weights_names)),
-    CYAML_FIELD_ENUM_PTR("boundary", MB_JOB_ENUM_OPT, yaml_stage, boundary, job_boundary_names,
-                         CYAML_ARRAY_LEN(job_boundary_names)),
-    CYAML_FIELD_END};
-
-static const cyaml_schema_value_t job_stage_schema = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, yaml_stage, job_stage_fields)};
 
 static const cyaml_schema_value_t job_string_schema = {
     CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED)};
@@ -402,9 +365,8 @@ static const cyaml_schema_value_t job_string_schema = {
                            CYAML_ARRAY_LEN(job_backend_names)),                             \
       CYAML_FIELD_ENUM_PTR("precision", MB_JOB_ENUM_OPT, yaml_job, precision,               \
                            job_precision_names, CYAML_ARRAY_LEN(job_precision_names)),      \
-      CYAML_FIELD_SEQUENCE_COUNT("stages", CYAML_FLAG_POINTER, yaml_job, stages, nstages,   \
-                                 &job_stage_schema, 1, CYAML_UNLIMITED),                    \
-      CYAML_FIELD_END
+      /* stages: checked against the op registry from the scan (job_stages) */             \
+      CYAML_FIELD_IGNORE("stages", MB_JOB_OPT), CYAML_FIELD_END
 
 static const cyaml_schema_field_t job_fields_input_string[] = {
     CYAML_FIELD_STRING_PTR("input", CYAML_FLAG_DEFAULT, yaml_job, input, 0, CYAML_UNLIMITED),
@@ -421,7 +383,6 @@ static const cyaml_schema_value_t job_schema_input_list = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, yaml_job, job_fields_input_list)};
 
 static const char job_top_keys[] = "input, output, partition, distribute, partitioner, halo, schedule, backend, precision, stages";
-static const char job_stage_keys[] = "op, lambda, mu, iterations, weights, boundary";
 
 /* ------------------------------------------------------------ libcyaml messages */
 
@@ -542,10 +503,7 @@ static const char *job_enum_choices(const char *path, char *buf, size_t len) {
       {"halo", job_halo_names, CYAML_ARRAY_LEN(job_halo_names)},
       {"schedule", job_schedule_names, CYAML_ARRAY_LEN(job_schedule_names)},
       {"backend", job_backend_names, CYAML_ARRAY_LEN(job_backend_names)},
-      {"precision", job_precision_names, CYAML_ARRAY_LEN(job_precision_names)},
-      {"op", job_op_names, CYAML_ARRAY_LEN(job_op_names)},
-      {"weights", job_weights_names, CYAML_ARRAY_LEN(job_weights_names)},
-      {"boundary", job_boundary_names, CYAML_ARRAY_LEN(job_boundary_names)}};
+      {"precision", job_precision_names, CYAML_ARRAY_LEN(job_precision_names)}};
   const char *dot = strrchr(path, '.');
   const char *key = dot ? dot + 1 : path;
   buf[0] = '\0';
@@ -617,7 +575,7 @@ static mb_error cy_translate(const char *file, const scan_index *idx, const cy_l
     line = key ? scan_line(idx, key) : 0;
     free(key);
     return job_fail(MB_ERR_JOB, file, line, path, "unknown key '%s' (valid keys: %s)", value,
-                    *path ? job_stage_keys : job_top_keys);
+                    job_top_keys);
   }
   if (starts_with(msg, "Invalid ENUM value: "))
     return job_fail(MB_ERR_JOB, file, line, path, "'%s' is not one of %s",
@@ -626,11 +584,6 @@ static mb_error cy_translate(const char *file, const scan_index *idx, const cy_l
   if (starts_with(msg, "Invalid FLOAT value: "))
     return job_fail(MB_ERR_JOB, file, line, path, "'%s' is not a number",
                     cy_message_value(msg, "Invalid FLOAT value: ", value, sizeof value));
-  if (starts_with(msg, "Invalid INT value: "))
-    return job_fail(MB_ERR_JOB, file, line, path,
-                    "'%s' is not an integer in range [0, %lld]",
-                    cy_message_value(msg, "Invalid INT value: ", value, sizeof value),
-                    MB_JOB_ITERATIONS_MAX);
   if (starts_with(msg, "Expecting ")) return cy_type_error(file, idx, path, msg);
   return job_fail(MB_ERR_JOB, file, line, path, "%s (libcyaml: %s)",
                   *msg ? msg : "rejected", cyaml_strerror(cerr));
@@ -680,63 +633,154 @@ static mb_error check_path_value(const job_ctx *c, const char *path, const char 
   return MB_SUCCESS;
 }
 
-/* iterations, read from the scalar text as a decimal integer: libcyaml 1.3.1
- * reads integers leniently ("3.5" -> 3, "010" -> 8). */
-static mb_error stage_iterations(const job_ctx *c, int s, int *iterations) {
-  char path[64];
-  snprintf(path, sizeof path, "stages[%d].iterations", s);
+/* "a list", "a mapping", "a single value" */
+static const char *scan_kind_words(scan_kind k) {
+  return k == SCAN_SEQUENCE ? "a list" : k == SCAN_MAPPING ? "a mapping" : "a single value";
+}
+
+static const char *param_type_words(mb_param_type t) {
+  return t == MB_PARAM_INT ? "an integer" : t == MB_PARAM_REAL ? "a number" : "a name";
+}
+
+/* An op other than `op` that takes `key`, or NULL. */
+static const mb_op_info *op_taking(const mb_op_info *op, const char *key) {
+  for (int i = 0; i < mb_ops_count(); i++)
+    if (mb_ops_at(i) != op && mb_op_param_index(mb_ops_at(i), key) >= 0) return mb_ops_at(i);
+  return NULL;
+}
+
+/* "op, lambda, mu, ..." */
+static void op_keys(const mb_op_info *op, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "op");
+  for (int k = 0; k < op->nparams && used < len; k++)
+    used += (size_t)snprintf(buf + used, len - used, ", %s", op->params[k].key);
+}
+
+/* The op of stage s, from its `op` key. */
+static mb_error stage_op(const job_ctx *c, const char *spath, const scan_node *entry,
+                         const mb_op_info **op) {
+  char path[96], names[512];
+  snprintf(path, sizeof path, "%s.op", spath);
   const scan_node *node = scan_find(c->idx, path);
-  const char *text = node && node->text ? node->text : "";
-  const char *digits = text + (*text == '-' || *text == '+');
-  bool ok = *digits != '\0' && strspn(digits, "0123456789") == strlen(digits);
-  if (!ok)
-    return job_fail(MB_ERR_JOB, c->file, node ? node->line : 0, path,
-                    "'%s' is not an integer", text);
-  errno = 0;
-  long long v = strtoll(text, NULL, 10);
-  if (errno == ERANGE || v < 0 || v > MB_JOB_ITERATIONS_MAX)
-    return job_fail(MB_ERR_JOB, c->file, node->line, path, "value %s out of range [0, %lld]",
-                    text, MB_JOB_ITERATIONS_MAX);
-  *iterations = (int)v;
+  if (!node) return job_fail(MB_ERR_JOB, c->file, entry->line, spath, "missing required key 'op'");
+  if (node->kind != SCAN_SCALAR)
+    return job_fail(MB_ERR_JOB, c->file, node->line, path, "expected a name, got %s",
+                    scan_kind_words(node->kind));
+  *op = mb_ops_find(node->text);
+  mb_ops_names(names, sizeof names);
+  if (!*op)
+    return job_fail(MB_ERR_JOB, c->file, node->line, path, "'%s' is not one of %s", node->text,
+                    names);
   return MB_SUCCESS;
 }
 
-/* lambda in (0, 1]; mu (Taubin only) in [-1, 0) with mu < -lambda. */
-static mb_error stage_factors(const job_ctx *c, int s, const yaml_stage *ys, mb_stage *st) {
-  char lpath[64], mpath[64];
-  snprintf(lpath, sizeof lpath, "stages[%d].lambda", s);
-  snprintf(mpath, sizeof mpath, "stages[%d].mu", s);
-  st->lambda = ys->lambda ? *ys->lambda : MB_JOB_LAMBDA_DEFAULT;
-  if (!(st->lambda > 0.0 && st->lambda <= 1.0))
-    return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, lpath), lpath,
-                    "value %g out of range (0, 1]", st->lambda);
-  if (st->op != MB_OP_TAUBIN) {
-    if (ys->mu)
-      return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, mpath), mpath,
-                      "only taubin stages take mu (this stage is %s)", mb_op_name(st->op));
-    st->mu = 0.0;
-    return MB_SUCCESS;
+/* One key of a stage: known to the op, a value of the right form, in range. */
+static mb_error stage_key(const job_ctx *c, const char *spath, const scan_node *node,
+                          const mb_op_info *op, void *params, unsigned char *given) {
+  const char *key = node->path + strlen(spath) + 1;
+  if (!strcmp(key, "op")) return MB_SUCCESS;
+  int k = mb_op_param_index(op, key);
+  if (k < 0) {
+    const mb_op_info *other = op_taking(op, key);
+    char keys[512];
+    op_keys(op, keys, sizeof keys);
+    if (other)
+      return job_fail(MB_ERR_JOB, c->file, node->line, node->path,
+                      "only %s stages take %s (this stage is %s; its keys: %s)", other->name,
+                      key, op->name, keys);
+    return job_fail(MB_ERR_JOB, c->file, node->line, spath, "unknown key '%s' (valid keys: %s)",
+                    key, keys);
   }
-  st->mu = ys->mu ? *ys->mu : MB_JOB_MU_DEFAULT;
-  if (!(st->mu >= -1.0 && st->mu < 0.0))
-    return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, mpath), mpath,
-                    "value %g out of range [-1, 0)", st->mu);
-  if (st->mu < -st->lambda) return MB_SUCCESS;
-  if (ys->mu)
-    return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, mpath), mpath,
-                    "value %g must be below -lambda = %g (Taubin 1995, section 4: "
-                    "mu < -lambda < 0)", st->mu, -st->lambda);
-  return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, lpath), lpath,
-                  "value %g needs mu < %g (Taubin 1995, section 4), but the default mu is "
-                  "%g: give mu", st->lambda, -st->lambda, MB_JOB_MU_DEFAULT);
+  const mb_param *p = &op->params[k];
+  if (node->kind != SCAN_SCALAR)
+    return job_fail(MB_ERR_JOB, c->file, node->line, node->path, "expected %s, got %s",
+                    param_type_words(p->type), scan_kind_words(node->kind));
+  char msg[MB_JOB_MSG_LEN];
+  if (mb_param_parse(p, node->text ? node->text : "", params, msg, sizeof msg))
+    return job_fail(MB_ERR_JOB, c->file, node->line, node->path, "%s", msg);
+  given[k] = 1;
+  return MB_SUCCESS;
 }
 
-static mb_error job_stage(const job_ctx *c, int s, const yaml_stage *ys, mb_stage *st) {
-  st->op = ys->op;
-  MB_CALL(stage_iterations(c, s, &st->iterations));
-  MB_CALL(stage_factors(c, s, ys, st));
-  st->weights = ys->weights ? *ys->weights : MB_WEIGHTS_UNIFORM;
-  st->boundary = ys->boundary ? *ys->boundary : MB_BOUNDARY_FREE;
+/* A direct child "stages[s].key" of the stage at spath. */
+static bool stage_child(const char *spath, const char *path) {
+  size_t n = strlen(spath);
+  return !strncmp(path, spath, n) && path[n] == '.' && !strpbrk(path + n + 1, ".[");
+}
+
+static mb_error job_stage(const job_ctx *c, int s, mb_stage *st) {
+  char spath[64];
+  snprintf(spath, sizeof spath, "stages[%d]", s);
+  const scan_node *entry = scan_find(c->idx, spath);
+  if (entry->kind != SCAN_MAPPING)
+    return job_fail(MB_ERR_JOB, c->file, entry->line, spath, "expected a mapping, got %s",
+                    scan_kind_words(entry->kind));
+  MB_CALL(stage_op(c, spath, entry, &st->op));
+  const mb_op_info *op = st->op;
+  st->line = entry->line;
+  MB_CALLOC(st->params, op->params_size);
+  mb_op_defaults(op, st->params);
+  unsigned char given[64] = {0};
+  MB_CHECK(op->nparams <= (int)sizeof given, MB_ERR_ARG, "op %s has too many keys", op->name);
+  for (size_t i = 0; i < c->idx->n; i++)
+    if (stage_child(spath, c->idx->nodes[i].path))
+      MB_CALL(stage_key(c, spath, &c->idx->nodes[i], op, st->params, given));
+  for (int k = 0; k < op->nparams; k++)
+    if (op->params[k].required && !given[k])
+      return job_fail(MB_ERR_JOB, c->file, entry->line, spath, "missing required key '%s'",
+                      op->params[k].key);
+  char msg[MB_JOB_MSG_LEN];
+  int bad = 0;
+  if (op->check && op->check(st->params, given, &bad, msg, sizeof msg)) {
+    char path[128];
+    snprintf(path, sizeof path, "%s.%s", spath, op->params[bad].key);
+    return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, path), path, "%s", msg);
+  }
+  return MB_SUCCESS;
+}
+
+/* The stages: a list of at least one mapping, each op's keys from its
+ * parameter table (mb_op.h), consecutive kinds that fit. */
+static mb_error job_stages(const job_ctx *c, mb_job *job) {
+  const scan_node *node = scan_find(c->idx, "stages");
+  if (!node) return job_fail(MB_ERR_JOB, c->file, 0, NULL, "missing required key 'stages'");
+  if (node->kind != SCAN_SEQUENCE)
+    return job_fail(MB_ERR_JOB, c->file, node->line, "stages", "expected a list, got %s",
+                    scan_kind_words(node->kind));
+  int n = 0;
+  for (;; n++) {
+    char spath[64];
+    snprintf(spath, sizeof spath, "stages[%d]", n);
+    if (!scan_find(c->idx, spath)) break;
+  }
+  if (n == 0)
+    return job_fail(MB_ERR_JOB, c->file, node->line, "stages", "at least one stage is required");
+  MB_CALLOC(job->stages, n);
+  job->nstages = n;
+  for (int s = 0; s < n; s++) {
+    MB_CALL(job_stage(c, s, &job->stages[s]));
+    const mb_op_info *prev = s ? job->stages[s - 1].op : NULL;
+    if (prev && prev->out != job->stages[s].op->in) {
+      char path[64];
+      snprintf(path, sizeof path, "stages[%d].op", s);
+      return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, path), path,
+                      "%s reads %s datasets, but the stage before it (%s) writes %s",
+                      job->stages[s].op->name, mb_kind_name(job->stages[s].op->in), prev->name,
+                      mb_kind_name(prev->out));
+    }
+  }
+  return MB_SUCCESS;
+}
+
+/* Every op of a partitioned job needs a partitioned form. */
+static mb_error job_check_partitioned(const job_ctx *c, const mb_job *job) {
+  if (job->distribute != MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
+  for (int s = 0; s < job->nstages; s++) {
+    const mb_op_info *op = job->stages[s].op;
+    if (!op->run_partitioned[MB_BACKEND_SLOT_CPU] && !op->run_partitioned[MB_BACKEND_SLOT_CUDA])
+      return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
+                      "stage %d (%s) runs per mesh only; use distribute: per-mesh", s, op->name);
+  }
   return MB_SUCCESS;
 }
 
@@ -799,9 +843,8 @@ static mb_error job_build(const job_ctx *c, const yaml_job *y, mb_job *job) {
   job->schedule = y->schedule ? *y->schedule : MB_SCHEDULE_STATIC;
   job->backend = y->backend ? *y->backend : MB_BACKEND_AUTO;
   job->precision = y->precision ? *y->precision : MB_PRECISION_FLOAT64;
-  MB_CALLOC(job->stages, y->nstages);
-  job->nstages = (int)y->nstages;
-  for (int s = 0; s < job->nstages; s++) MB_CALL(job_stage(c, s, &y->stages[s], &job->stages[s]));
+  MB_CALL(job_stages(c, job));
+  MB_CALL(job_check_partitioned(c, job));
   return MB_SUCCESS;
 }
 
@@ -845,6 +888,7 @@ void mb_job_free(mb_job *job) {
   free(job->inputs);
   free(job->output);
   free(job->partition);
+  for (int s = 0; job->stages && s < job->nstages; s++) free(job->stages[s].params);
   free(job->stages);
   free(job->path);
   free(job);

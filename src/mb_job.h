@@ -2,21 +2,22 @@
  *
  * A job names its input (a collection .h5, mesh files, or globs), its output
  * collection, how work is distributed, the backend, the GPU working precision
- * and an ordered list of stages. docs/guide.md lists every key.
+ * and an ordered list of stages, each an op of the registry (src/ops/mb_ops.def)
+ * whose keys come from the op's parameter table. docs/guide.md lists every
+ * key; `meshbatch ops` lists the ops.
  */
 #ifndef MB_JOB_H
 #define MB_JOB_H
 
 #include "mb_error.h"
-#include "mb_smooth.h"
-#include "mb_smooth_partitioned.h"
+#include "mb_halo.h"
+#include "mb_op.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef enum mb_distribute { MB_DISTRIBUTE_PER_MESH = 0, MB_DISTRIBUTE_PARTITIONED = 1 } mb_distribute;
-typedef enum mb_backend_kind { MB_BACKEND_AUTO = 0, MB_BACKEND_CPU = 1, MB_BACKEND_CUDA = 2 } mb_backend_kind;
 typedef enum mb_partitioner { MB_PARTITIONER_METIS = 0, MB_PARTITIONER_PARMETIS = 1 } mb_partitioner;
 typedef enum mb_schedule { MB_SCHEDULE_STATIC = 0, MB_SCHEDULE_DYNAMIC = 1 } mb_schedule;
 
@@ -36,7 +37,8 @@ typedef struct mb_job {
   mb_backend_kind backend;
   mb_precision precision;
   int nstages;
-  mb_stage *stages;      /* [nstages] (owned) */
+  mb_stage *stages;      /* [nstages] ops of the registry with their parameters (owned);
+                            the kind one writes is the kind the next reads */
 } mb_job;
 
 /* Load and validate a job file. Not collective (every rank may load it).
@@ -51,7 +53,6 @@ void mb_job_free(mb_job *job);
 
 const char *mb_distribute_name(mb_distribute d);
 const char *mb_partitioner_name(mb_partitioner p);
-const char *mb_backend_kind_name(mb_backend_kind b);
 
 #ifdef __cplusplus
 }

@@ -16,8 +16,9 @@
 #include "mb_mpi.h"
 #include "mb_distributed.h"
 #include "mb_partfile.h"
+#include "mb_meshfile.h"
+#include "mb_op.h"
 #include "mb_partition.h"
-#include "mb_smooth_partitioned.h"
 
 /* What one rank reports about one mesh source, gathered to rank 0. */
 typedef struct mesh_result {
@@ -37,9 +38,9 @@ typedef struct rank_state {
   mb_inputs *inputs;
   mb_backend backend;
   int nkept;
-  mb_mesh **kept;        /* smoothed meshes this rank writes */
+  mb_mesh **kept;        /* processed meshes this rank writes */
   int nslabs;
-  mb_mesh_slab *slabs;   /* partitioned runs: this rank's rows of every smoothed mesh */
+  mb_mesh_slab *slabs;   /* partitioned runs: this rank's rows of every processed mesh */
   int nresults;
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
@@ -89,13 +90,15 @@ void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
 
 /* ------------------------------------------------------------- one mesh */
 
-static int64_t total_passes(const mb_job *job) {
-  int64_t p = 0;
-  for (int s = 0; s < job->nstages; s++) p += mb_stage_passes(&job->stages[s]);
-  return p;
+/* Estimated work of a source: its size (I/O) plus every stage's cost. */
+static double source_cost(const mb_job *job, double size) {
+  double c = size;
+  for (int s = 0; s < job->nstages; s++)
+    c += job->stages[s].op->cost(0, (int64_t)size, job->stages[s].params);
+  return c;
 }
 
-/* Provenance: continue the stage numbering of an input that was smoothed before. */
+/* Provenance: continue the stage numbering of an input that was processed before. */
 static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
   const mb_job *job = st->job;
   int first = 0;
@@ -105,13 +108,10 @@ static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
     if (!mb_attrs_get(&m->attrs, key)) break;
   }
   for (int s = 0; s < job->nstages; s++) {
-    const mb_stage *g = &job->stages[s];
-    char mu[64] = "";
-    if (g->op == MB_OP_TAUBIN) snprintf(mu, sizeof mu, " mu=%.17g", g->mu);
+    char text[1024];
+    mb_stage_describe(&job->stages[s], text, sizeof text);
     snprintf(key, sizeof key, "stage_%d", first + s);
-    MB_CALL(mb_attrs_setf(&m->attrs, key, "%s lambda=%.17g%s iterations=%d weights=%s boundary=%s",
-                          mb_op_name(g->op), g->lambda, mu, g->iterations,
-                          mb_weights_name(g->weights), mb_boundary_name(g->boundary)));
+    MB_CALL(mb_attrs_set(&m->attrs, key, text));
   }
   MB_CALL(mb_attrs_set(&m->attrs, "meshbatch_version", MESHBATCH_VERSION));
   MB_CALL(mb_attrs_set(&m->attrs, "backend", st->backend.description));
@@ -126,26 +126,53 @@ static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
   return MB_SUCCESS;
 }
 
-/* Read, check, smooth. On success *out holds the smoothed mesh. */
-static mb_error smooth_one(rank_state *st, int64_t s, mb_mesh **out, mesh_result *res) {
+/* The dataset a job's first stage reads: a mesh file read as a surface
+ * becomes the kind asked for where it can (a planar triangulation). */
+static mb_error fit_kind(const rank_state *st, mb_mesh *m) {
+  const mb_job *job = st->job;
+  if (!job->nstages || m->kind == job->stages[0].op->in) return MB_SUCCESS;
+  const mb_op_info *op = job->stages[0].op;
+  const char *path = st->inputs->sources[m->index].path;
+  mb_kind had = m->kind;
+  MB_CHECK(had == MB_KIND_SURFACE && mb_mesh_convert_kind(m, op->in, path) == MB_SUCCESS,
+           MB_ERR_ARG, "%s:%d: stage 0 (%s) reads %s datasets, and %s is a %s dataset%s%s",
+           job->path, job->stages[0].line, op->name, mb_kind_name(op->in), path,
+           mb_kind_name(had), had == MB_KIND_SURFACE ? ": " : "",
+           had == MB_KIND_SURFACE ? mb_error_message() : "");
+  return MB_SUCCESS;
+}
+
+/* Run the stages on one mesh; consecutive stages of ops that share an entry
+ * point run as one group (smoothing keeps its adjacency and device arrays). */
+static mb_error run_stages(rank_state *st, mb_mesh **m) {
+  const mb_job *job = st->job;
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo};
+  for (int k = 0; k < job->nstages;) {
+    const mb_op_info *op = job->stages[k].op;
+    mb_op_run_fn fn = mb_op_run_for(op, &st->backend);
+    MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no %s backend", job->path,
+             job->stages[k].line, op->name, mb_backend_kind_name(st->backend.kind));
+    int n = 1;
+    while (k + n < job->nstages && mb_op_run_for(job->stages[k + n].op, &st->backend) == fn) n++;
+    MB_CALL(fn(&ctx, &job->stages[k], n, m));
+    k += n;
+  }
+  return MB_SUCCESS;
+}
+
+/* Read, fit, run the stages. On success *out holds the result. */
+static mb_error process_one(rank_state *st, int64_t s, mb_mesh **out, mesh_result *res) {
   mb_mesh *m = NULL;
-  mb_adjacency *adj = NULL;
   mb_error e;
   double t0 = mb_wtime();
   MB_CALL_GOTO(e, done, mb_inputs_read(st->inputs, s, &m));
   res->nv = m->nv;
   res->nf = m->nf;
-  if (st->job->nstages == 0) goto provenance; /* import: no smoothing */
-  MB_CALL_GOTO(e, done, mb_adjacency_build(m, &adj));
-  for (int k = 0; k < st->job->nstages; k++)
-    MB_CALL_GOTO(e, done, mb_stage_check(&st->job->stages[k], adj));
-  MB_CALL_GOTO(e, done, mb_backend_smooth(&st->backend, adj, st->job->stages, st->job->nstages,
-                                          st->job->precision, m->xyz));
-provenance:
+  MB_CALL_GOTO(e, done, fit_kind(st, m));
+  MB_CALL_GOTO(e, done, run_stages(st, &m));
   res->seconds = mb_wtime() - t0;
   MB_CALL_GOTO(e, done, add_provenance(st, m, res->seconds));
 done:
-  mb_adjacency_free(adj);
   if (e) {
     mb_mesh_free(m);
     res->seconds = mb_wtime() - t0;
@@ -168,7 +195,7 @@ static mb_error take_source(rank_state *st, int64_t s) {
   const mb_source *src = &st->inputs->sources[s];
   mb_mesh *m = NULL;
   double t0 = mb_wtime();
-  if (smooth_one(st, s, &m, res) == MB_SUCCESS) {
+  if (process_one(st, s, &m, res) == MB_SUCCESS) {
     mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
     if (!k) { mb_mesh_free(m); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
     st->kept = k;
@@ -192,8 +219,7 @@ static mb_error run_static(rank_state *st) {
   double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
   int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
   if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
-  int64_t passes = total_passes(st->job);
-  for (int64_t i = 0; i < n; i++) cost[i] = st->inputs->sources[i].cost * (double)(passes + 1);
+  for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
   mb_assign_lpt(n, cost, st->size, owner);
   mb_error e = MB_SUCCESS;
   for (int64_t i = 0; i < n && !e; i++)
@@ -209,7 +235,7 @@ static mb_error run_dynamic(rank_state *st) {
   int64_t n = st->inputs->nsources;
   double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
   MB_CHECK(cost, MB_ERR_MEMORY, "out of memory");
-  for (int64_t i = 0; i < n; i++) cost[i] = st->inputs->sources[i].cost;
+  for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
   cost_item *order = cost_order(n, cost);
   free(cost);
   MB_CHECK(order, MB_ERR_MEMORY, "out of memory");
@@ -342,24 +368,36 @@ static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
   return MB_SUCCESS;
 }
 
-/* Smooth one mesh split over all ranks: partition, smooth the owned
- * vertices with a halo exchange per pass, and return the positions to this
- * rank's slab of rows, which it writes with the others. */
-static mb_error smooth_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                   mb_pass_timing *t) {
+/* Run the stages on one mesh split over all ranks: partition, run each
+ * group of stages on the owned vertices with a halo exchange per step, and
+ * return the values to this rank's slab of rows, which it writes with the
+ * others. */
+static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                                    mb_pass_timing *t) {
   mb_distributed_mesh *dm = NULL;
   mb_error e = st->job->partitioner == MB_PARTITIONER_PARMETIS
                    ? partition_slabs(st, s, slab, &dm)
                    : partition_whole(st, s, slab, &dm);
   if (e) return e;
-  for (int k = 0; !e && k < st->job->nstages; k++)
-    e = mb_stage_check(&st->job->stages[k], dm->domain->adj);
-  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  if (st->backend.kind == MB_BACKEND_CUDA)
-    e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st->job->stages, st->job->nstages,
-                                   st->job->precision, st->job->halo, dm->x, t);
-  else
-    e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st->job->stages, st->job->nstages, dm->x, t);
+  const mb_job *job = st->job;
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision,
+                         .halo = job->halo, .timing = t};
+  for (int k = 0; !e && k < job->nstages;) {
+    const mb_op_info *op = job->stages[k].op;
+    mb_op_run_partitioned_fn fn = mb_op_run_partitioned_for(op, &st->backend);
+    if (!fn) {
+      e = mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
+                       "%s:%d: %s has no partitioned form on the %s backend", job->path,
+                       job->stages[k].line, op->name, mb_backend_kind_name(st->backend.kind));
+      break;
+    }
+    int n = 1;
+    while (k + n < job->nstages && mb_op_run_partitioned_for(job->stages[k + n].op,
+                                                             &st->backend) == fn)
+      n++;
+    e = fn(&ctx, &job->stages[k], n, dm);
+    k += n;
+  }
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
   MB_CALL_GOTO(e, done, mb_distributed_to_slab(dm, slab));
   MB_CALL_GOTO(e, done, report_partition(st, slab->rows->name, dm, t));
@@ -368,7 +406,7 @@ done:
   return e;
 }
 
-/* Keep a smoothed slab for the collective write. */
+/* Keep a processed slab for the collective write. */
 static mb_error keep_slab(rank_state *st, mb_mesh_slab *slab) {
   mb_mesh_slab *k = realloc(st->slabs, sizeof *k * (size_t)(st->nslabs + 1));
   MB_CHECK(k, MB_ERR_MEMORY, "out of memory");
@@ -386,7 +424,7 @@ static mb_error run_partitioned(rank_state *st) {
     mb_mesh_slab slab = {0};
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
-    mb_error e = smooth_partitioned(st, s, &slab, &t);
+    mb_error e = process_partitioned(st, s, &slab, &t);
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
     if (!e) {

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-enum { MB_EXIT_OK = 0, MB_EXIT_FAILED = 1, MB_EXIT_USAGE = 2 };
+#include "mb_args.h"
 
 int mb_cmd_run(int argc, char **argv);
 int mb_cmd_import(int argc, char **argv);
@@ -23,27 +23,5 @@ int mb_cmd_compare(int argc, char **argv);
 struct mb_partfile;
 /* Print a partition's sizes and quality to stdout. */
 void mb_cli_print_partition(const struct mb_partfile *part);
-
-/* MPI rank in MPI_COMM_WORLD (0 when MPI is not initialised). */
-int mb_cli_rank(void);
-
-/* Print a usage error on rank 0 with a hint to --help; returns MB_EXIT_USAGE. */
-int mb_cli_usage_error(const char *cmd, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-/* Report the recorded mb_error on stderr (message, traceback when verbose)
- * and return `code`. */
-int mb_cli_report(int code);
-
-/* Parse a whole decimal integer / finite double; 0 on success, -1 otherwise. */
-int mb_cli_parse_int64(const char *s, int64_t *out);
-int mb_cli_parse_double(const char *s, double *out);
-
-/* Handle the shared options --quiet, -q, --verbose, -v at argv[*i]: returns 1
- * if consumed (and sets the log level), else 0. */
-int mb_cli_log_option(const char *arg);
 
 #endif

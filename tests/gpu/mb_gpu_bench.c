@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
     double *c = malloc(bytes), *g = malloc(bytes);
     memcpy(c, m->xyz, bytes);
     memcpy(g, m->xyz, bytes);
-    mb_stage st = {MB_OP_TAUBIN, 0.5, -0.53, 1, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE};
+    mb_smooth_stage st = {MB_SMOOTH_TAUBIN, 0.5, -0.53, 1, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE};
     if (mb_smooth_cpu(adj, &st, 1, c) || mb_cuda_smooth(adj, &st, 1, MB_PRECISION_FLOAT64, g)) {
       fprintf(stderr, "%s\n", mb_error_message());
       return 1;

@@ -32,7 +32,7 @@
 static const mb_weights k_weights[] = {MB_WEIGHTS_UNIFORM, MB_WEIGHTS_COTANGENT,
                                        MB_WEIGHTS_INVERSE_DISTANCE};
 static const mb_boundary k_bounds[] = {MB_BOUNDARY_FREE, MB_BOUNDARY_FIXED, MB_BOUNDARY_CURVE};
-static const mb_op k_ops[] = {MB_OP_TAUBIN, MB_OP_LAPLACIAN};
+static const mb_smooth_method k_ops[] = {MB_SMOOTH_TAUBIN, MB_SMOOTH_LAPLACIAN};
 static const mb_precision k_precs[] = {MB_PRECISION_FLOAT64, MB_PRECISION_FLOAT32};
 
 #define MB_F64_REL_TOL 1e-12
@@ -40,7 +40,7 @@ static const mb_precision k_precs[] = {MB_PRECISION_FLOAT64, MB_PRECISION_FLOAT3
 #define MB_F32_SAME_TOL 1e-6
 
 /* 1 if a stage with passes uses weights rule w. */
-static int uses_weights(const mb_stage *st, int nst, mb_weights w) {
+static int uses_weights(const mb_smooth_stage *st, int nst, mb_weights w) {
   for (int s = 0; s < nst; s++)
     if (st[s].weights == w && st[s].iterations > 0) return 1;
   return 0;
@@ -54,14 +54,14 @@ static int uses_weights(const mb_stage *st, int nst, mb_weights w) {
  * float32 expansion drifts identically). For those the test requires the
  * GPU to match the CPU's float32 arithmetic instead (MB_F32_SAME_TOL) and
  * prints the drift. Uniform and inverse-distance weights keep the 1e-5 bound. */
-static int allow_f32_drift(const mb_stage *st, int nst) {
+static int allow_f32_drift(const mb_smooth_stage *st, int nst) {
   return uses_weights(st, nst, MB_WEIGHTS_COTANGENT);
 }
 
-static mb_stage make_stage(mb_op op, mb_weights w, mb_boundary b, int iterations) {
-  mb_stage s;
+static mb_smooth_stage make_stage(mb_smooth_method op, mb_weights w, mb_boundary b, int iterations) {
+  mb_smooth_stage s;
   memset(&s, 0, sizeof s);
-  s.op = op;
+  s.method = op;
   s.lambda = 0.5;
   s.mu = -0.53;
   s.iterations = iterations;
@@ -74,14 +74,14 @@ static mb_stage make_stage(mb_op op, mb_weights w, mb_boundary b, int iterations
  * operations the float32 kernels perform (sqrt of a float is rounded to
  * float either way; inverse-distance weights may differ in the last bit,
  * since C evaluates sqrt(float) + 1e-12 and 1 / that in double). */
-static void smooth_cpu_f32(const mb_adjacency *adj, const mb_stage *st, int nst, double *xyz) {
+static void smooth_cpu_f32(const mb_adjacency *adj, const mb_smooth_stage *st, int nst, double *xyz) {
   const size_t n = 3 * (size_t)adj->nv;
   float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
   assert_true(a && b);
   for (size_t k = 0; k < n; k++) a[k] = (float)xyz[k];
   for (int s = 0; s < nst; s++)
     for (int it = 0; it < st[s].iterations; it++)
-      for (int p = 0; p < (st[s].op == MB_OP_TAUBIN ? 2 : 1); p++) {
+      for (int p = 0; p < (st[s].method == MB_SMOOTH_TAUBIN ? 2 : 1); p++) {
         const float f = (float)(p == 0 ? st[s].lambda : st[s].mu);
         const mb_weights w = st[s].weights;
         const mb_boundary bd = st[s].boundary;
@@ -109,7 +109,7 @@ static double max_diff(const double *a, const double *b, size_t n) {
  * over the diagonal for float32). For float32 also checks the GPU against the
  * CPU's float32 expansion of the same macro (*same, over the diagonal). */
 static double compare(const char *label, const mb_mesh *mesh, const mb_adjacency *adj,
-                      const mb_stage *st, int nst, mb_precision prec, double *same) {
+                      const mb_smooth_stage *st, int nst, mb_precision prec, double *same) {
   const size_t n = 3 * (size_t)mesh->nv;
   double *cpu = malloc(sizeof(double) * n), *gpu = malloc(sizeof(double) * n);
   assert_true(cpu && gpu);
@@ -159,10 +159,10 @@ static void all_rules(const mb_mesh *mesh) {
       for (size_t o = 0; o < 2; o++)
         for (size_t p = 0; p < 2; p++) {
           if (k_weights[w] == MB_WEIGHTS_COTANGENT && !adj->opp) continue;
-          mb_stage st = make_stage(k_ops[o], k_weights[w], k_bounds[b], 100);
+          mb_smooth_stage st = make_stage(k_ops[o], k_weights[w], k_bounds[b], 100);
           char label[160];
           snprintf(label, sizeof label, "%s/%s/%s/%s/%s", mesh->name, mb_weights_name(st.weights),
-                   mb_boundary_name(st.boundary), mb_op_name(st.op),
+                   mb_boundary_name(st.boundary), mb_smooth_method_name(st.method),
                    mb_precision_name(k_precs[p]));
           double same = 0, e = compare(label, mesh, adj, &st, 1, k_precs[p], &same);
           if (k_weights[w] == MB_WEIGHTS_COTANGENT && k_precs[p] == MB_PRECISION_FLOAT32)
@@ -174,7 +174,7 @@ static void all_rules(const mb_mesh *mesh) {
             printf("  %-50s f32-f64 %.2e  gpu-cpu32 %.2e |", label, e, same);
             const int its[] = {1, 3, 10, 30};
             for (int q = 0; q < 4; q++) {
-              mb_stage s2 = st;
+              mb_smooth_stage s2 = st;
               s2.iterations = its[q];
               double sm;
               printf(" %d:%.1e", its[q], compare(label, mesh, adj, &s2, 1, k_precs[p], &sm));
@@ -216,7 +216,7 @@ static void test_quads(void **state) {
   all_rules(m);
   /* cotangent needs triangles: same MB_ERR_ARG as the CPU */
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_stage st = make_stage(MB_OP_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
+  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
   assert_int_equal(mb_cuda_smooth(adj, &st, 1, MB_PRECISION_FLOAT32, m->xyz), MB_ERR_ARG);
   mb_test_assert_message_contains("cotangent");
   mb_adjacency_free(adj);
@@ -229,10 +229,10 @@ static void test_multistage(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_grid(20, 0.2, 4);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_stage st[4] = {make_stage(MB_OP_LAPLACIAN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED, 3),
-                    make_stage(MB_OP_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE, 4),
-                    make_stage(MB_OP_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0),
-                    make_stage(MB_OP_LAPLACIAN, MB_WEIGHTS_INVERSE_DISTANCE, MB_BOUNDARY_FREE, 5)};
+  mb_smooth_stage st[4] = {make_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED, 3),
+                    make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE, 4),
+                    make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0),
+                    make_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_INVERSE_DISTANCE, MB_BOUNDARY_FREE, 5)};
   double same;
   for (size_t p = 0; p < 2; p++) compare("grid/multistage", m, adj, st, 4, k_precs[p], &same);
   mb_adjacency_free(adj);
@@ -244,7 +244,7 @@ static void test_zero_iterations(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_octasphere(2, 0.05, 5);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_stage st = make_stage(MB_OP_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
+  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
   double *x = malloc(sizeof(double) * 3 * (size_t)m->nv);
   assert_non_null(x);
   memcpy(x, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
@@ -262,7 +262,7 @@ static void test_errors(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_grid(4, 0.1, 6);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_stage st = make_stage(MB_OP_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 1);
+  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 1);
   st.weights = (mb_weights)7;
   assert_int_equal(mb_cuda_smooth(adj, &st, 1, MB_PRECISION_FLOAT64, m->xyz), MB_ERR_ARG);
   st.weights = MB_WEIGHTS_UNIFORM;

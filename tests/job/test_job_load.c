@@ -1,5 +1,5 @@
 /* Job files that load: values, defaults, input lists, relative paths, the
- * example files in jobs/, the enum names and mb_stage_passes. */
+ * example files in jobs/, the enum names and mb_smooth_passes. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include "mb_job.h"
+#include "mb_smooth.h"
 #include "mb_testutil.h"
+
+/* The smoothing parameters of stage s (taubin and laplacian ops). */
+#define SM(job, s) ((const mb_smooth_stage *)(job)->stages[s].params)
 
 static mb_job *load_text(const char *name, const char *text, char *path, size_t len) {
   mb_test_tmp_path(name, path, len);
@@ -61,13 +65,15 @@ static void test_full_example(void **state) {
   assert_int_equal(job->backend, MB_BACKEND_CUDA);
   assert_int_equal(job->precision, MB_PRECISION_FLOAT32);
   assert_int_equal(job->nstages, 2);
-  const mb_stage *t = &job->stages[0], *l = &job->stages[1];
-  assert_int_equal(t->op, MB_OP_TAUBIN);
+  const mb_smooth_stage *t = SM(job, 0), *l = SM(job, 1);
+  assert_string_equal(job->stages[0].op->name, "taubin");
+  assert_string_equal(job->stages[1].op->name, "laplacian");
+  assert_int_equal(t->method, MB_SMOOTH_TAUBIN);
   assert_true(t->lambda == 0.6 && t->mu == -0.65);
   assert_int_equal(t->iterations, 100);
   assert_int_equal(t->weights, MB_WEIGHTS_COTANGENT);
   assert_int_equal(t->boundary, MB_BOUNDARY_CURVE);
-  assert_int_equal(l->op, MB_OP_LAPLACIAN);
+  assert_int_equal(l->method, MB_SMOOTH_LAPLACIAN);
   assert_true(l->lambda == 0.25);
   assert_int_equal(l->iterations, 0);
   assert_int_equal(l->weights, MB_WEIGHTS_INVERSE_DISTANCE);
@@ -91,14 +97,14 @@ static void test_defaults(void **state) {
   assert_int_equal(job->precision, MB_PRECISION_FLOAT64);
   assert_int_equal(job->nstages, 2);
   for (int s = 0; s < 2; s++) {
-    assert_true(job->stages[s].lambda == 0.5);
-    assert_int_equal(job->stages[s].weights, MB_WEIGHTS_UNIFORM);
-    assert_int_equal(job->stages[s].boundary, MB_BOUNDARY_FREE);
+    assert_true(SM(job, s)->lambda == 0.5);
+    assert_int_equal(SM(job, s)->weights, MB_WEIGHTS_UNIFORM);
+    assert_int_equal(SM(job, s)->boundary, MB_BOUNDARY_FREE);
   }
-  assert_true(job->stages[0].mu == -0.53);
-  assert_int_equal(job->stages[0].iterations, 7);
-  assert_int_equal(job->stages[1].op, MB_OP_LAPLACIAN);
-  assert_int_equal(job->stages[1].iterations, 3);
+  assert_true(SM(job, 0)->mu == -0.53);
+  assert_int_equal(SM(job, 0)->iterations, 7);
+  assert_int_equal(SM(job, 1)->method, MB_SMOOTH_LAPLACIAN);
+  assert_int_equal(SM(job, 1)->iterations, 3);
   mb_job_free(job);
 }
 
@@ -173,17 +179,17 @@ static void test_example_files(void **state) {
   mb_job *job = NULL;
   load_example("jobs/smooth_taubin.yaml", &job);
   assert_true(job->nstages >= 1);
-  assert_int_equal(job->stages[0].op, MB_OP_TAUBIN);
+  assert_int_equal(SM(job, 0)->method, MB_SMOOTH_TAUBIN);
   assert_non_null(strstr(job->inputs[0], "/jobs/../data/meshes/"));
   mb_job_free(job);
   load_example("jobs/smooth_laplacian_cotangent.yaml", &job);
   assert_true(job->nstages >= 1);
-  assert_int_equal(job->stages[0].op, MB_OP_LAPLACIAN);
-  assert_int_equal(job->stages[0].weights, MB_WEIGHTS_COTANGENT);
+  assert_int_equal(SM(job, 0)->method, MB_SMOOTH_LAPLACIAN);
+  assert_int_equal(SM(job, 0)->weights, MB_WEIGHTS_COTANGENT);
   assert_int_equal(job->ninputs, 2);
   assert_int_equal(job->schedule, MB_SCHEDULE_DYNAMIC);
   assert_int_equal(job->nstages, 2);
-  assert_true(job->stages[1].lambda == 0.5 && job->stages[1].mu == -0.53);
+  assert_true(SM(job, 1)->lambda == 0.5 && SM(job, 1)->mu == -0.53);
   mb_job_free(job);
   load_example("jobs/demo.yaml", &job);
   mb_job_free(job);
@@ -199,19 +205,19 @@ static void test_names_round_trip(void **state) {
              "stages:\n  - op: %s\n    iterations: 1\n    weights: %s\n    boundary: %s\n",
              mb_distribute_name((mb_distribute)(v % 2)), v % 2 ? "dynamic" : "static",
              mb_backend_kind_name((mb_backend_kind)v), mb_precision_name((mb_precision)(v % 2)),
-             mb_op_name((mb_op)(v % 2)), mb_weights_name((mb_weights)v),
+             mb_smooth_method_name((mb_smooth_method)(v % 2)), mb_weights_name((mb_weights)v),
              mb_boundary_name((mb_boundary)v));
     mb_job *job = load_text("names.yaml", text, path, sizeof path);
     assert_int_equal(job->distribute, v % 2);
     assert_int_equal(job->schedule, v % 2);
     assert_int_equal(job->backend, v);
     assert_int_equal(job->precision, v % 2);
-    assert_int_equal(job->stages[0].op, v % 2);
-    assert_int_equal(job->stages[0].weights, v);
-    assert_int_equal(job->stages[0].boundary, v);
+    assert_int_equal(SM(job, 0)->method, v % 2);
+    assert_int_equal(SM(job, 0)->weights, v);
+    assert_int_equal(SM(job, 0)->boundary, v);
     mb_job_free(job);
   }
-  assert_string_equal(mb_op_name(MB_OP_TAUBIN), "taubin");
+  assert_string_equal(mb_smooth_method_name(MB_SMOOTH_TAUBIN), "taubin");
   assert_string_equal(mb_weights_name(MB_WEIGHTS_INVERSE_DISTANCE), "inverse_distance");
   assert_string_equal(mb_boundary_name(MB_BOUNDARY_CURVE), "boundary_curve");
   assert_string_equal(mb_precision_name(MB_PRECISION_FLOAT32), "float32");
@@ -222,15 +228,15 @@ static void test_names_round_trip(void **state) {
 
 static void test_stage_passes(void **state) {
   (void)state;
-  mb_stage s = {.op = MB_OP_TAUBIN, .lambda = 0.5, .mu = -0.53, .iterations = 100};
-  assert_int_equal(mb_stage_passes(&s), 200);
+  mb_smooth_stage s = {.method = MB_SMOOTH_TAUBIN, .lambda = 0.5, .mu = -0.53, .iterations = 100};
+  assert_int_equal(mb_smooth_passes(&s), 200);
   s.iterations = 100000000;
-  assert_true(mb_stage_passes(&s) == 200000000LL);
-  s.op = MB_OP_LAPLACIAN;
-  assert_int_equal(mb_stage_passes(&s), 100000000);
+  assert_true(mb_smooth_passes(&s) == 200000000LL);
+  s.method = MB_SMOOTH_LAPLACIAN;
+  assert_int_equal(mb_smooth_passes(&s), 100000000);
   s.iterations = 0;
-  assert_int_equal(mb_stage_passes(&s), 0);
-  assert_int_equal(mb_stage_passes(NULL), 0);
+  assert_int_equal(mb_smooth_passes(&s), 0);
+  assert_int_equal(mb_smooth_passes(NULL), 0);
 }
 
 static void test_free_null(void **state) {

@@ -10,7 +10,7 @@
 #include "mb_smooth.h"
 
 /* Smooth `mesh` with one stage and compare vertex v with the expected point. */
-static void run_stage(mb_mesh *m, mb_stage st) {
+static void run_stage(mb_mesh *m, mb_smooth_stage st) {
   mb_adjacency *adj = NULL;
   assert_int_equal(mb_adjacency_build(m, &adj), MB_SUCCESS);
   assert_int_equal(mb_smooth_cpu(adj, &st, 1, m->xyz), MB_SUCCESS);
@@ -24,8 +24,8 @@ static void expect_point(const mb_mesh *m, int64_t v, double x, double y, double
              (long long)v, p[0], p[1], p[2], x, y, z);
 }
 
-static mb_stage laplacian(mb_weights w, mb_boundary b) {
-  return (mb_stage){MB_OP_LAPLACIAN, 0.5, 0.0, 1, w, b};
+static mb_smooth_stage laplacian(mb_weights w, mb_boundary b) {
+  return (mb_smooth_stage){MB_SMOOTH_LAPLACIAN, 0.5, 0.0, 1, w, b};
 }
 
 /* A square pyramid without base: corners 0..3 at z = 0, apex 4 at z = 1. */
@@ -128,11 +128,11 @@ static void test_inverse_distance(void **state) {
 static void test_taubin_iteration(void **state) {
   (void)state;
   mb_mesh *m = pyramid();
-  mb_stage st = {MB_OP_TAUBIN, 0.5, -0.53, 1, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED};
+  mb_smooth_stage st = {MB_SMOOTH_TAUBIN, 0.5, -0.53, 1, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED};
   run_stage(m, st);
   /* apex z: 1 -> 0.5 (lambda) -> 0.5 - 0.53 * (0 - 0.5) = 0.765 (mu) */
   expect_point(m, 4, 0.5, 0.5, 0.765, 1e-15);
-  assert_int_equal(mb_stage_passes(&st), 2);
+  assert_int_equal(mb_smooth_passes(&st), 2);
   mb_mesh_free(m);
 }
 
@@ -153,7 +153,7 @@ static void test_isolated_and_nonmanifold(void **state) {
     for (int b = 0; b < 3; b++) {
       mb_mesh *c = NULL;
       assert_int_equal(mb_mesh_duplicate(m, &c), MB_SUCCESS);
-      mb_stage st = {MB_OP_TAUBIN, 0.5, -0.53, 10, (mb_weights)w, (mb_boundary)b};
+      mb_smooth_stage st = {MB_SMOOTH_TAUBIN, 0.5, -0.53, 10, (mb_weights)w, (mb_boundary)b};
       run_stage(c, st);
       expect_point(c, 5, 9, 9, 9, 0); /* never moves, never NaN */
       for (int64_t i = 0; i < 3 * c->nv; i++) assert_true(isfinite(c->xyz[i]));
@@ -172,7 +172,7 @@ static void test_cotangent_needs_triangles(void **state) {
   for (int i = 0; i < 4; i++) m->face_indices[i] = i;
   mb_adjacency *a = NULL;
   assert_int_equal(mb_adjacency_build(m, &a), MB_SUCCESS);
-  mb_stage st = laplacian(MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE);
+  mb_smooth_stage st = laplacian(MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE);
   assert_int_equal(mb_smooth_cpu(a, &st, 1, m->xyz), MB_ERR_ARG);
   mb_test_assert_message_contains("cotangent weights need a triangle mesh");
   st.weights = MB_WEIGHTS_UNIFORM; /* polygons are fine for uniform weights */
@@ -218,7 +218,7 @@ static void test_permutation_invariance(void **state) {
   double *x = malloc(sizeof(double) * 3 * (size_t)m->nv), *y = malloc(sizeof(double) * 3 * (size_t)m->nv);
   for (int w = 0; w < 3; w++)
     for (int b = 0; b < 3; b++) {
-      mb_stage st = {MB_OP_TAUBIN, 0.5, -0.53, 5, (mb_weights)w, (mb_boundary)b};
+      mb_smooth_stage st = {MB_SMOOTH_TAUBIN, 0.5, -0.53, 5, (mb_weights)w, (mb_boundary)b};
       memcpy(x, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
       for (int64_t v = 0; v < m->nv; v++) memcpy(y + 3 * v, m->xyz + 3 * perm[v], 3 * sizeof(double));
       assert_int_equal(mb_smooth_cpu(a, &st, 1, x), MB_SUCCESS);

@@ -255,15 +255,15 @@ static mb_error mb_rules_valid(mb_weights w, mb_boundary b) {
 }
 
 template <typename T>
-static mb_error mb_cuda_smooth_t(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+static mb_error mb_cuda_smooth_t(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                                  double *xyz, bool need_opp, bool need_bnd) {
   mb_dev_mesh d;
   MB_CALL(mb_dev_upload<T>(&d, adj, adj->nv, xyz, need_opp, need_bnd));
   for (int s = 0; s < nstages; s++) {
-    const mb_stage *st = &stages[s];
+    const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++) {
       MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->lambda, 0));
-      if (st->op == MB_OP_TAUBIN) MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->mu, 0));
+      if (st->method == MB_SMOOTH_TAUBIN) MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->mu, 0));
     }
   }
   MB_CALL_CUDA(cudaDeviceSynchronize()); /* execution errors of the passes surface here */
@@ -307,7 +307,7 @@ extern "C" mb_error mb_cuda_select_device(int local_rank, int *device, char *nam
   return MB_SUCCESS;
 }
 
-extern "C" mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+extern "C" mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                                    mb_precision precision, double *xyz) {
   MB_CHECK(adj, MB_ERR_ARG, "adjacency is NULL");
   MB_CHECK(nstages >= 0 && (nstages == 0 || stages), MB_ERR_ARG, "bad stage list (%d stages)",
@@ -317,13 +317,13 @@ extern "C" mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_stage *stag
   bool need_opp = false, need_bnd = false;
   int64_t passes = 0;
   for (int s = 0; s < nstages; s++) {
-    const mb_stage *st = &stages[s];
+    const mb_smooth_stage *st = &stages[s];
     MB_CALL(mb_rules_valid(st->weights, st->boundary));
-    MB_CHECK(st->op == MB_OP_TAUBIN || st->op == MB_OP_LAPLACIAN, MB_ERR_ARG,
-             "unsupported smoothing operator %d", (int)st->op);
-    MB_CALL(mb_stage_check(st, adj));
+    MB_CHECK(st->method == MB_SMOOTH_TAUBIN || st->method == MB_SMOOTH_LAPLACIAN, MB_ERR_ARG,
+             "unsupported smoothing operator %d", (int)st->method);
+    MB_CALL(mb_smooth_check(st, adj));
     if (st->iterations == 0) continue;
-    passes += mb_stage_passes(st);
+    passes += mb_smooth_passes(st);
     need_opp |= st->weights == MB_WEIGHTS_COTANGENT;
     need_bnd |= st->boundary != MB_BOUNDARY_FREE;
   }
@@ -454,13 +454,13 @@ extern "C" mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *
            "unsupported precision %d", (int)precision);
   MB_CALL(mb_rules_valid(weights, boundary));
   MB_CHECK(adj->nv > 0, MB_ERR_ARG, "cannot benchmark an empty mesh");
-  mb_stage st;
+  mb_smooth_stage st;
   memset(&st, 0, sizeof st);
-  st.op = MB_OP_LAPLACIAN;
+  st.method = MB_SMOOTH_LAPLACIAN;
   st.iterations = 1;
   st.weights = weights;
   st.boundary = boundary;
-  MB_CALL(mb_stage_check(&st, adj));
+  MB_CALL(mb_smooth_check(&st, adj));
   MB_CALL(mb_cuda_check_sizes(adj, weights == MB_WEIGHTS_COTANGENT,
                               boundary != MB_BOUNDARY_FREE));
   memset(result, 0, sizeof *result);
@@ -545,7 +545,7 @@ static mb_error mb_domain_setup(mb_cuda_domain *c, const mb_adjacency *adj, int6
 
 extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal,
                                           const double *xyz, mb_precision precision,
-                                          const mb_stage *stages, int nstages, int64_t nsend,
+                                          const mb_smooth_stage *stages, int nstages, int64_t nsend,
                                           const int64_t *send_idx, int64_t nrecv,
                                           const int64_t *recv_idx, mb_cuda_domain **domain) {
   MB_CHECK(adj && domain && (nlocal == 0 || xyz), MB_ERR_ARG, "mb_cuda_domain_create: NULL argument");

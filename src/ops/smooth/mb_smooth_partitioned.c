@@ -14,18 +14,10 @@
 #include "mb_log.h"
 #include "mb_mpi.h"
 
-const char *mb_halo_transport_name(mb_halo_transport t) {
-  switch (t) {
-  case MB_HALO_AUTO: return "auto";
-  case MB_HALO_MPI: return "mpi";
-  case MB_HALO_NCCL: return "nccl";
-  }
-  return "unknown";
-}
 
 typedef struct pass_ops {
   mb_error (*exchange_begin)(void *ctx);
-  mb_error (*rows)(void *ctx, int64_t begin, int64_t end, const mb_stage *st, double f);
+  mb_error (*rows)(void *ctx, int64_t begin, int64_t end, const mb_smooth_stage *st, double f);
   mb_error (*exchange_end)(void *ctx);
   mb_error (*swap)(void *ctx);
 } pass_ops;
@@ -34,12 +26,12 @@ typedef struct pass_ops {
  * rows next to the halo are updated first, so the owned values the
  * neighbours need are final early; their exchange into the ghosts of the
  * next positions then runs while the interior rows are updated. */
-static mb_error run_passes(const mb_local_domain *d, const mb_stage *stages, int nstages,
+static mb_error run_passes(const mb_local_domain *d, const mb_smooth_stage *stages, int nstages,
                            const pass_ops *ops, void *ctx, mb_pass_timing *t) {
   for (int s = 0; s < nstages; s++) {
-    const mb_stage *st = &stages[s];
+    const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++)
-      for (int p = 0; p < (st->op == MB_OP_TAUBIN ? 2 : 1); p++) {
+      for (int p = 0; p < (st->method == MB_SMOOTH_TAUBIN ? 2 : 1); p++) {
         const double f = p == 0 ? st->lambda : st->mu;
         double t0 = mb_wtime();
         MB_CALL(ops->rows(ctx, d->ninterior, d->nowned, st, f));
@@ -73,7 +65,7 @@ static mb_error cpu_begin(void *c) {
   return MB_SUCCESS;
 }
 
-static mb_error cpu_rows(void *c, int64_t b, int64_t e, const mb_stage *st, double f) {
+static mb_error cpu_rows(void *c, int64_t b, int64_t e, const mb_smooth_stage *st, double f) {
   cpu_ctx *x = c;
   mb_smooth_rows_cpu(x->d->adj, b, e, st->weights, st->boundary, f, x->cur, x->next);
   return MB_SUCCESS;
@@ -93,10 +85,10 @@ static mb_error cpu_swap(void *c) {
   return MB_SUCCESS;
 }
 
-mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const mb_stage *stages,
+mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const mb_smooth_stage *stages,
                                    int nstages, double *x, mb_pass_timing *timing) {
   mb_pass_timing local = {0};
-  for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], d->adj));
+  for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], d->adj));
   const size_t bytes = sizeof(double) * 3 * (size_t)(d->nowned + d->nghost + 1);
   double *tmp = malloc(bytes);
   MB_CHECK(tmp, MB_ERR_MEMORY, "out of memory for %lld local vertices",
@@ -134,7 +126,7 @@ static mb_error cuda_begin(void *c) {
   return MB_SUCCESS;
 }
 
-static mb_error cuda_rows(void *c, int64_t b, int64_t e, const mb_stage *st, double f) {
+static mb_error cuda_rows(void *c, int64_t b, int64_t e, const mb_smooth_stage *st, double f) {
   cuda_ctx *x = c;
   MB_CALL(mb_cuda_domain_pass(x->dev, b, e, st->weights, st->boundary, f));
   return MB_SUCCESS;
@@ -211,13 +203,13 @@ static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_ti
   return MB_SUCCESS;
 }
 
-mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const mb_stage *stages,
+mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const mb_smooth_stage *stages,
                                     int nstages, mb_precision precision,
                                     mb_halo_transport transport, double *x,
                                     mb_pass_timing *timing) {
   mb_pass_timing local = {0};
   if (!timing) timing = &local;
-  for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], d->adj));
+  for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], d->adj));
   int64_t nsend, nrecv;
   const int64_t *send_idx, *recv_idx;
   mb_halo_send_indices(h, &nsend, &send_idx);
@@ -241,15 +233,3 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
   return MB_SUCCESS;
 }
 
-mb_error mb_partitioned_gather_figures(const mb_local_domain *d, const mb_halo *h,
-                                       const mb_pass_timing *t, mb_rank_figures *all) {
-  int nn;
-  int64_t ns, nr;
-  mb_halo_stats(h, &nn, &ns, &nr);
-  double passes = t->passes ? (double)t->passes : 1;
-  mb_rank_figures mine = {(double)d->nowned, (double)d->nghost, (double)nn,
-                          3.0 * sizeof(double) * (double)(ns + nr), 1e3 * t->compute_s / passes,
-                          1e3 * t->exchange_s / passes};
-  MB_CALL_MPI(MPI_Gather(&mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, mb_halo_comm(h)));
-  return MB_SUCCESS;
-}

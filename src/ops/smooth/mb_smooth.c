@@ -12,7 +12,7 @@
 
 #include "mb_smooth_vertex.h"
 
-mb_error mb_stage_check(const mb_stage *s, const mb_adjacency *adj) {
+mb_error mb_smooth_check(const mb_smooth_stage *s, const mb_adjacency *adj) {
   MB_CHECK(s->iterations >= 0, MB_ERR_ARG, "iterations must be >= 0 (got %d)", s->iterations);
   MB_CHECK(s->weights != MB_WEIGHTS_COTANGENT || adj->opp, MB_ERR_ARG,
            "cotangent weights need a triangle mesh; this mesh has polygons "
@@ -33,17 +33,17 @@ void mb_smooth_rows_cpu(const mb_adjacency *adj, int64_t begin, int64_t end, mb_
                      adj->brow, adj->bcol, weights, boundary, factor, xin, xout);
 }
 
-mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                        double *xyz) {
-  for (int s = 0; s < nstages; s++) MB_CALL(mb_stage_check(&stages[s], adj));
+  for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], adj));
   const size_t bytes = sizeof(double) * 3 * (size_t)(adj->nv ? adj->nv : 1);
   double *tmp = malloc(bytes);
   MB_CHECK(tmp, MB_ERR_MEMORY, "out of memory for %lld vertices", (long long)adj->nv);
   double *cur = xyz, *next = tmp;
   for (int s = 0; s < nstages; s++) {
-    const mb_stage *st = &stages[s];
+    const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++) {
-      int npass = st->op == MB_OP_TAUBIN ? 2 : 1;
+      int npass = st->method == MB_SMOOTH_TAUBIN ? 2 : 1;
       for (int p = 0; p < npass; p++) {
         double f = p == 0 ? st->lambda : st->mu;
         mb_smooth_pass_cpu(adj, st->weights, st->boundary, f, cur, next);

@@ -19,12 +19,13 @@
 
 #include "mb_adjacency.h"
 #include "mb_error.h"
+#include "mb_op.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum mb_op { MB_OP_TAUBIN = 0, MB_OP_LAPLACIAN = 1 } mb_op;
+typedef enum mb_smooth_method { MB_SMOOTH_TAUBIN = 0, MB_SMOOTH_LAPLACIAN = 1 } mb_smooth_method;
 
 typedef enum mb_weights {
   MB_WEIGHTS_UNIFORM = 0,          /* w_ij = 1: Taubin's umbrella operator */
@@ -38,35 +39,33 @@ typedef enum mb_boundary {
   MB_BOUNDARY_CURVE = 2   /* boundary vertices average along boundary edges only */
 } mb_boundary;
 
-typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
 
-/* One smoothing stage of a job. */
-typedef struct mb_stage {
-  mb_op op;
+/* The parameters of one smoothing stage (the taubin and laplacian ops). */
+typedef struct mb_smooth_stage {
+  mb_smooth_method method;
   double lambda;       /* first (shrinking) factor, 0 < lambda < 1 typically */
   double mu;           /* second (inflating) factor, Taubin only, mu < -lambda */
   int iterations;      /* >= 0 */
   mb_weights weights;
   mb_boundary boundary;
-} mb_stage;
+} mb_smooth_stage;
 
 /* Added to |p_i - p_j| in inverse-distance weights, so coincident points
  * give a large finite weight rather than a division by zero. */
 #define MB_INVERSE_DISTANCE_EPS 1e-12
 
 /* Names used in job files and provenance ("uniform", "fixed", "taubin", ...). */
-const char *mb_op_name(mb_op op);
+const char *mb_smooth_method_name(mb_smooth_method op);
 const char *mb_weights_name(mb_weights w);
 const char *mb_boundary_name(mb_boundary b);
-const char *mb_precision_name(mb_precision p);
 
 /* Number of passes a stage makes (2 per Taubin iteration, 1 per Laplacian). */
-int64_t mb_stage_passes(const mb_stage *stage);
+int64_t mb_smooth_passes(const mb_smooth_stage *stage);
 
 /* Check that a mesh/stage pair is supported (cotangent weights need a
  * triangle mesh, i.e. adj->opp != NULL). Not collective.
  * Errors: MB_ERR_ARG with a message naming the rule. */
-mb_error mb_stage_check(const mb_stage *stage, const mb_adjacency *adj);
+mb_error mb_smooth_check(const mb_smooth_stage *stage, const mb_adjacency *adj);
 
 /* One CPU pass (OpenMP over vertices). xin and xout are [nv, 3] float64 and
  * must not alias. Not collective. Source: Taubin 1995, eq. (4)-(5). */
@@ -81,7 +80,7 @@ void mb_smooth_rows_cpu(const mb_adjacency *adj, int64_t begin, int64_t end, mb_
 
 /* Run all stages on the CPU, updating xyz [nv, 3] in place. Not collective.
  * Errors: MB_ERR_ARG (unsupported rule), MB_ERR_MEMORY. */
-mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_stage *stages, int nstages,
+mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                        double *xyz);
 
 #ifdef __cplusplus

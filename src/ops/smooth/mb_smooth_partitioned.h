@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "mb_error.h"
+#include "mb_distributed.h"
 #include "mb_halo.h"
 #include "mb_local.h"
 #include "mb_smooth.h"
@@ -20,40 +21,6 @@
 extern "C" {
 #endif
 
-/* How the halo travels between GPUs: MPI through pinned host buffers, NCCL
- * device to device, or auto: NCCL where it can be set up (one GPU per rank)
- * and a trial of exchanges at the start finds it faster on the slowest rank. */
-typedef enum mb_halo_transport {
-  MB_HALO_AUTO = 0,
-  MB_HALO_MPI = 1,
-  MB_HALO_NCCL = 2
-} mb_halo_transport;
-
-const char *mb_halo_transport_name(mb_halo_transport t);
-
-/* Time spent per part of the passes on this rank, seconds. */
-typedef struct mb_pass_timing {
-  int synchronize;     /* in: on the GPU, wait for every pass, so compute_s is
-                          the kernels' time even without neighbours (benchmarks) */
-  int64_t passes;
-  double compute_s;    /* interior + halo-adjacent updates (on a GPU without
-                          neighbours: the time to enqueue them) */
-  double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
-  mb_halo_transport transport; /* out (GPU): MPI or NCCL, the one used */
-} mb_pass_timing;
-
-/* What one rank reports about a partitioned run, per pass. */
-typedef struct mb_rank_figures {
-  double owned, ghosts, neighbors;
-  double halo_bytes;    /* sent + received per pass */
-  double compute_ms;    /* per pass, see mb_pass_timing */
-  double exchange_ms;   /* per pass */
-} mb_rank_figures;
-
-/* Gather every rank's figures to rank 0: all [size] on rank 0 (may be NULL
- * elsewhere). Collective over the halo's communicator. Errors: MB_ERR_MPI. */
-mb_error mb_partitioned_gather_figures(const mb_local_domain *domain, const mb_halo *halo,
-                                       const mb_pass_timing *timing, mb_rank_figures *all);
 
 /* Run all stages on this rank's piece. x [(nowned + nghost) * 3] holds the
  * local positions, ghosts included (valid on entry); on return all rows are
@@ -61,7 +28,7 @@ mb_error mb_partitioned_gather_figures(const mb_local_domain *domain, const mb_h
  * plan calls it with the same stages. timing may be NULL.
  * Errors: MB_ERR_ARG (rule unsupported for the mesh), MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
-                                   const mb_stage *stages, int nstages, double *x,
+                                   const mb_smooth_stage *stages, int nstages, double *x,
                                    mb_pass_timing *timing);
 
 /* The same on the current CUDA device (mb_cuda_domain): positions stay on
@@ -78,7 +45,7 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
  * Collective over the halo's communicator.
  * Errors: MB_ERR_ARG, MB_ERR_MPI, MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
 mb_error mb_smooth_partitioned_cuda(const mb_local_domain *domain, mb_halo *halo,
-                                    const mb_stage *stages, int nstages, mb_precision precision,
+                                    const mb_smooth_stage *stages, int nstages, mb_precision precision,
                                     mb_halo_transport transport, double *x,
                                     mb_pass_timing *timing);
 

@@ -1,0 +1,67 @@
+/* meshbatch: helpers shared by the commands and benchmarks (see mb_args.h). */
+#include "mb_args.h"
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_error.h"
+#include "mb_log.h"
+
+int mb_cli_rank(void) {
+  int init = 0, rank = 0;
+  MPI_Initialized(&init);
+  if (init) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int mb_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  if (mb_cli_rank() == 0) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "meshbatch %s: %s\nTry 'meshbatch %s --help'.\n", cmd, buf, cmd);
+  }
+  return MB_EXIT_USAGE;
+}
+
+int mb_cli_report(int code) {
+  if (mb_cli_rank() == 0) {
+    mb_log_error("%s", mb_error_message());
+    if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", mb_error_traceback());
+  }
+  return code;
+}
+
+int mb_cli_parse_int64(const char *s, int64_t *out) {
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (!*s || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+int mb_cli_parse_double(const char *s, double *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (!*s || *end || v != v) return -1;
+  *out = v;
+  return 0;
+}
+
+int mb_cli_log_option(const char *arg) {
+  if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
+    mb_log_set_level(MB_LOG_QUIET);
+    return 1;
+  }
+  if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) {
+    mb_log_set_level(MB_LOG_VERBOSE);
+    return 1;
+  }
+  return 0;
+}
+

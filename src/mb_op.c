@@ -1,0 +1,148 @@
+/* meshbatch: parameter tables of ops (see mb_op.h). */
+#include "mb_op.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *mb_backend_kind_name(mb_backend_kind b) {
+  switch (b) {
+  case MB_BACKEND_AUTO: return "auto";
+  case MB_BACKEND_CPU: return "cpu";
+  case MB_BACKEND_CUDA: return "cuda";
+  }
+  return "unknown";
+}
+
+const char *mb_precision_name(mb_precision p) {
+  switch (p) {
+  case MB_PRECISION_FLOAT64: return "float64";
+  case MB_PRECISION_FLOAT32: return "float32";
+  }
+  return "unknown";
+}
+
+static int *int_at(const mb_param *p, void *params) { return (int *)((char *)params + p->offset); }
+static double *real_at(const mb_param *p, void *params) {
+  return (double *)((char *)params + p->offset);
+}
+
+void mb_param_format(const mb_param *p, const void *params, char *buf, size_t len) {
+  void *q = (void *)params;
+  switch (p->type) {
+  case MB_PARAM_INT: snprintf(buf, len, "%d", *int_at(p, q)); break;
+  case MB_PARAM_REAL: snprintf(buf, len, "%.17g", *real_at(p, q)); break;
+  case MB_PARAM_NAME: {
+    int v = *int_at(p, q), n = 0;
+    while (p->names[n]) n++;
+    snprintf(buf, len, "%s", v >= 0 && v < n ? p->names[v] : "unknown");
+    break;
+  }
+  }
+}
+
+void mb_op_defaults(const mb_op_info *op, void *params) {
+  memset(params, 0, op->params_size);
+  for (int k = 0; k < op->nparams; k++) {
+    const mb_param *p = &op->params[k];
+    if (p->required) continue;
+    if (p->type == MB_PARAM_REAL) *real_at(p, params) = p->dflt;
+    else *int_at(p, params) = (int)p->dflt;
+  }
+  if (op->init) op->init(params);
+}
+
+/* "[0, 100000000]", "(0, 1]" */
+static void range_text(const mb_param *p, char *buf, size_t len) {
+  if (p->type == MB_PARAM_INT)
+    snprintf(buf, len, "%c%lld, %lld%c", p->lo_open ? '(' : '[', (long long)p->lo,
+             (long long)p->hi, p->hi_open ? ')' : ']');
+  else
+    snprintf(buf, len, "%c%g, %g%c", p->lo_open ? '(' : '[', p->lo, p->hi, p->hi_open ? ')' : ']');
+}
+
+static int in_range(const mb_param *p, double v) {
+  if (p->lo_open ? !(v > p->lo) : !(v >= p->lo)) return 0;
+  if (p->hi_open ? !(v < p->hi) : !(v <= p->hi)) return 0;
+  return 1;
+}
+
+int mb_param_parse(const mb_param *p, const char *text, void *params, char *msg, size_t len) {
+  char range[96];
+  range_text(p, range, sizeof range);
+  if (p->type == MB_PARAM_NAME) {
+    for (int i = 0; p->names[i]; i++)
+      if (!strcmp(text, p->names[i])) {
+        *int_at(p, params) = i;
+        return 0;
+      }
+    size_t used = (size_t)snprintf(msg, len, "'%s' is not one of ", text);
+    for (int i = 0; p->names[i] && used < len; i++)
+      used += (size_t)snprintf(msg + used, len - used, "%s%s", i ? ", " : "", p->names[i]);
+    return 1;
+  }
+  if (p->type == MB_PARAM_INT) {
+    /* Decimal digits only: YAML readers are lenient ("3.5" -> 3, "010" -> 8). */
+    const char *digits = text + (*text == '-' || *text == '+');
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) {
+      snprintf(msg, len, "'%s' is not an integer", text);
+      return 1;
+    }
+    errno = 0;
+    long long v = strtoll(text, NULL, 10);
+    if (errno == ERANGE) {
+      snprintf(msg, len, "'%s' is not an integer in range %s", text, range);
+      return 1;
+    }
+    if (!in_range(p, (double)v)) {
+      snprintf(msg, len, "value %s out of range %s", text, range);
+      return 1;
+    }
+    *int_at(p, params) = (int)v;
+    return 0;
+  }
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (!*text || end == text || *end || !isfinite(v)) {
+    snprintf(msg, len, "'%s' is not a number", text);
+    return 1;
+  }
+  if (!in_range(p, v)) {
+    snprintf(msg, len, "value %g out of range %s", v, range);
+    return 1;
+  }
+  *real_at(p, params) = v;
+  return 0;
+}
+
+void mb_stage_describe(const mb_stage *stage, char *buf, size_t len) {
+  const mb_op_info *op = stage->op;
+  size_t used = (size_t)snprintf(buf, len, "%s", op->name);
+  for (int k = 0; k < op->nparams && used < len; k++) {
+    char value[128];
+    mb_param_format(&op->params[k], stage->params, value, sizeof value);
+    used += (size_t)snprintf(buf + used, len - used, " %s=%s", op->params[k].key, value);
+  }
+}
+
+int mb_op_param_index(const mb_op_info *op, const char *key) {
+  for (int k = 0; k < op->nparams; k++)
+    if (!strcmp(op->params[k].key, key)) return k;
+  return -1;
+}
+
+static int backend_slot(const mb_backend *b) {
+  return b->kind == MB_BACKEND_CUDA ? MB_BACKEND_SLOT_CUDA : MB_BACKEND_SLOT_CPU;
+}
+
+mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend) {
+  return op->run[backend_slot(backend)];
+}
+
+mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
+                                                   const mb_backend *backend) {
+  return op->run_partitioned[backend_slot(backend)];
+}

@@ -1,0 +1,158 @@
+/* meshbatch: what an op (a job stage type) is, for the op registry.
+ *
+ * After libCEED's backend registry and PETSc's typed options: every op is
+ * described once, in its own room (src/ops/<op>/), by an mb_op_info. Its
+ * parameter table (mb_param) is the single source of the job-file schema
+ * (validation with FILE:LINE: KEY messages), the defaults, `meshbatch ops`,
+ * `--help` and the provenance text; its kinds say what it reads and
+ * writes; its entry points run it per mesh or on a partitioned piece for
+ * each backend. The list of ops is in src/ops/mb_ops.def (mb_ops.h looks
+ * them up); nothing above the ops layer names an op.
+ */
+#ifndef MB_OP_H
+#define MB_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Backends, as named in job files. MB_BACKEND_AUTO is only ever a request. */
+typedef enum mb_backend_kind { MB_BACKEND_AUTO = 0, MB_BACKEND_CPU = 1, MB_BACKEND_CUDA = 2 } mb_backend_kind;
+
+/* Index of a resolved backend in mb_op_info's entry-point tables. */
+enum { MB_BACKEND_SLOT_CPU = 0, MB_BACKEND_SLOT_CUDA = 1, MB_NBACKENDS = 2 };
+
+/* The GPU working precision of a job (the CPU always computes in float64). */
+typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
+
+/* A backend resolved on one rank (see mb_backend_choose). */
+typedef struct mb_backend {
+  mb_backend_kind kind;    /* MB_BACKEND_CPU or MB_BACKEND_CUDA, never AUTO */
+  int device;              /* CUDA device index, -1 for the CPU */
+  char description[256];   /* "cpu (2 OpenMP threads)", "cuda device 0 (NVIDIA H100)" */
+} mb_backend;
+
+const char *mb_backend_kind_name(mb_backend_kind b);
+const char *mb_precision_name(mb_precision p);
+
+/* ------------------------------------------------------------ parameters */
+
+typedef enum mb_param_type {
+  MB_PARAM_INT = 0,   /* stored as int; written as a decimal integer */
+  MB_PARAM_REAL = 1,  /* stored as double */
+  MB_PARAM_NAME = 2   /* one of names[]; stored as int, the index in names */
+} mb_param_type;
+
+/* One key of an op's stage in a job file. Ranges apply to INT and REAL:
+ * lo <= v <= hi, with lo_open / hi_open excluding the bound. */
+typedef struct mb_param {
+  const char *key;
+  mb_param_type type;
+  size_t offset;             /* offsetof(the op's parameter struct, field) */
+  double lo, hi;
+  int lo_open, hi_open;
+  int required;              /* 1: the key must be given (no default) */
+  double dflt;               /* default of an optional INT or REAL; NAME: index */
+  const char *const *names;  /* NAME: allowed names, NULL-terminated */
+  const char *doc;           /* one line for `meshbatch ops` */
+} mb_param;
+
+/* ------------------------------------------------------------ ops */
+
+struct mb_op_info;
+struct mb_distributed_mesh;
+struct mb_pass_timing;
+
+/* One stage of a job: an op and its parameter struct (owned by the job). */
+typedef struct mb_stage {
+  const struct mb_op_info *op;
+  void *params;   /* the op's parameter struct, params_size bytes */
+  int line;       /* line of the stage in the job file, 0 if unknown */
+} mb_stage;
+
+/* What an op's entry point gets besides its stages. */
+typedef struct mb_op_ctx {
+  const mb_backend *backend;
+  mb_precision precision;
+  int halo;                         /* partitioned GPU runs: mb_halo_transport */
+  struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
+} mb_op_ctx;
+
+/* Run consecutive stages (all of ops sharing this entry point) on one
+ * mesh. *mesh is replaced when the op makes a new dataset (the old one is
+ * freed by the op). Not collective. */
+typedef mb_error (*mb_op_run_fn)(const mb_op_ctx *ctx, const mb_stage *stages, int nstages,
+                                 mb_mesh **mesh);
+
+/* Run consecutive stages on this rank's piece of a mesh split over ranks
+ * (partition/mb_distributed.h), updating dm->x. Collective over the piece's
+ * communicator. */
+typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
+                                             int nstages, struct mb_distributed_mesh *dm);
+
+/* `meshbatch bench ROOM ...`: argv[0] is the room name. Prints figures;
+ * returns the process exit code. Collective over MPI_COMM_WORLD. */
+typedef int (*mb_op_bench_fn)(int argc, char **argv);
+
+typedef struct mb_op_info {
+  const char *name;      /* in job files: "taubin" */
+  const char *room;      /* its folder under src/ops/ and bench name: "smooth" */
+  const char *summary;   /* one line */
+  const char *source;    /* the method's publication */
+  mb_kind in, out;       /* the dataset kind it reads and the kind it writes */
+  const mb_param *params;
+  int nparams;
+  size_t params_size;
+  /* Fill defaults beyond the table (e.g. the method of a shared struct);
+   * may be NULL. */
+  void (*init)(void *params);
+  /* Rules across keys, after each key is in range; on failure write the
+   * message and the index of the key to blame and return nonzero. given[k]
+   * says whether key k was written in the job file. May be NULL. */
+  int (*check)(const void *params, const unsigned char *given, int *bad_key, char *msg,
+               size_t len);
+  /* Estimated work on a dataset of nv vertices and nf faces, in face
+   * updates, for the per-mesh schedule. */
+  double (*cost)(int64_t nv, int64_t nf, const void *params);
+  mb_op_run_fn run[MB_NBACKENDS];                      /* NULL: not on this backend */
+  mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS]; /* NULL: no partitioned form */
+  mb_op_bench_fn bench;                                /* NULL: no benchmark */
+} mb_op_info;
+
+/* A parameter's value as text for provenance and help ("0.5", "cotangent").
+ * Not collective. */
+void mb_param_format(const mb_param *p, const void *params, char *buf, size_t len);
+
+/* Set every parameter of an op to its default (required ones to 0) and call
+ * its init. params must hold op->params_size bytes. Not collective. */
+void mb_op_defaults(const mb_op_info *op, void *params);
+
+/* Parse text into parameter p of params: INT needs a decimal integer, REAL
+ * a number, NAME one of p->names; then the range. On failure writes the
+ * message body ("value -3 out of range [0, 100000000]", "'half' is not a
+ * number", "'cotan' is not one of uniform, cotangent") and returns 1.
+ * Not collective. */
+int mb_param_parse(const mb_param *p, const char *text, void *params, char *msg, size_t len);
+
+/* The provenance line of a stage: "taubin lambda=0.5 mu=-0.53 ...", every
+ * parameter in table order (REAL with 17 significant digits). */
+void mb_stage_describe(const mb_stage *stage, char *buf, size_t len);
+
+/* Index of a parameter by key, or -1. */
+int mb_op_param_index(const mb_op_info *op, const char *key);
+
+/* Entry point of an op for a resolved backend, or NULL. */
+mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend);
+mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
+                                                   const mb_backend *backend);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

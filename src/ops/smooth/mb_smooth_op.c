@@ -1,0 +1,199 @@
+/* meshbatch: the smooth room: the taubin and laplacian ops, registered from
+ * their parameter tables (see mb_op.h), and their backend entries.
+ *
+ * Method: G. Taubin, "A signal processing approach to fair surface design",
+ * SIGGRAPH 1995, sections 3-4; M. Desbrun et al., "Implicit fairing of
+ * irregular meshes", SIGGRAPH 1999, eq. (5) for cotangent weights.
+ */
+#include "mb_smooth_op.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_cuda.h"
+#include "mb_distributed.h"
+#include "mb_mpi.h"
+#include "mb_smooth_partitioned.h"
+
+/* ------------------------------------------------------------ backends */
+
+mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, int64_t **perm,
+                                   mb_adjacency **padj, double **pxyz) {
+  const int64_t nv = adj->nv;
+  *padj = NULL;
+  *perm = malloc(sizeof **perm * (size_t)(nv ? nv : 1));
+  *pxyz = malloc(sizeof **pxyz * 3 * (size_t)(nv ? nv : 1));
+  mb_error e = *perm && *pxyz ? MB_SUCCESS
+                              : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                             "out of memory for %lld vertices", (long long)nv);
+  if (!e) e = mb_adjacency_rcm(adj, *perm);
+  if (!e) e = mb_adjacency_permute(adj, *perm, padj);
+  for (int64_t v = 0; !e && v < nv; v++) memcpy(*pxyz + 3 * v, xyz + 3 * (*perm)[v], 3 * sizeof(double));
+  if (e) {
+    free(*perm);
+    free(*pxyz);
+    mb_adjacency_free(*padj);
+    *perm = NULL;
+    *pxyz = NULL;
+    *padj = NULL;
+    MB_CALL(e);
+  }
+  return MB_SUCCESS;
+}
+
+/* The CUDA backend on the locality order; results put back in mesh order. */
+static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
+                            mb_precision precision, double *xyz) {
+  int64_t *perm;
+  mb_adjacency *padj;
+  double *pxyz;
+  MB_CALL(mb_smooth_locality_order(adj, xyz, &perm, &padj, &pxyz));
+  mb_error e = mb_cuda_smooth(padj, stages, nstages, precision, pxyz);
+  for (int64_t v = 0; !e && v < adj->nv; v++) memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  free(perm);
+  free(pxyz);
+  mb_adjacency_free(padj);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+mb_error mb_smooth_backend_run(const mb_backend *b, const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
+                               mb_precision precision, double *xyz) {
+  if (b->kind == MB_BACKEND_CUDA)
+    MB_CALL(cuda_smooth(adj, stages, nstages, precision, xyz));
+  else
+    MB_CALL(mb_smooth_cpu(adj, stages, nstages, xyz));
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------ entry points */
+
+/* The smooth stages of a group, as the room's own struct. */
+static mb_error smooth_stages(const mb_stage *stages, int n, mb_smooth_stage **out) {
+  MB_CALLOC(*out, n);
+  for (int k = 0; k < n; k++) (*out)[k] = *(const mb_smooth_stage *)stages[k].params;
+  return MB_SUCCESS;
+}
+
+/* Per mesh: one adjacency for the whole group of stages, positions kept on
+ * the device across stages on the CUDA backend. */
+static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
+  mb_smooth_stage *st = NULL;
+  mb_adjacency *adj = NULL;
+  mb_error e;
+  MB_CALL(smooth_stages(stages, n, &st));
+  MB_CALL_GOTO(e, done, mb_adjacency_build(*mesh, &adj));
+  for (int k = 0; k < n; k++) MB_CALL_GOTO(e, done, mb_smooth_check(&st[k], adj));
+  MB_CALL_GOTO(e, done, mb_smooth_backend_run(ctx->backend, adj, st, n, ctx->precision,
+                                              (*mesh)->xyz));
+done:
+  mb_adjacency_free(adj);
+  free(st);
+  return e;
+}
+
+static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                       struct mb_distributed_mesh *dm) {
+  mb_smooth_stage *st = NULL;
+  MB_CALL(smooth_stages(stages, n, &st));
+  mb_error e = MB_SUCCESS;
+  for (int k = 0; !e && k < n; k++) e = mb_smooth_check(&st[k], dm->domain->adj);
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  if (ctx->backend->kind == MB_BACKEND_CUDA)
+    e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st, n, ctx->precision,
+                                   (mb_halo_transport)ctx->halo, dm->x, ctx->timing);
+  else
+    e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st, n, dm->x, ctx->timing);
+done:
+  free(st);
+  return e;
+}
+
+/* face updates: faces x passes */
+static double smooth_cost(int64_t nv, int64_t nf, const void *params) {
+  (void)nv;
+  return (double)nf * (double)mb_smooth_passes(params);
+}
+
+/* ------------------------------------------------------------ parameters */
+
+#define MB_JOB_ITERATIONS_MAX 100000000
+
+static const char *const weights_names[] = {"uniform", "cotangent", "inverse_distance", NULL};
+static const char *const boundary_names[] = {"free", "fixed", "boundary_curve", NULL};
+
+#define LAMBDA_PARAM                                                                         \
+  {"lambda", MB_PARAM_REAL, offsetof(mb_smooth_stage, lambda), 0, 1, 1, 0, 0, 0.5, NULL,      \
+   "first (shrinking) factor of a pass, in (0, 1]"}
+#define ITERATIONS_PARAM                                                                     \
+  {"iterations", MB_PARAM_INT, offsetof(mb_smooth_stage, iterations), 0,                    \
+   MB_JOB_ITERATIONS_MAX, 0, 0, 1, 0, NULL, "number of iterations (required)"}
+#define WEIGHTS_PARAM                                                                        \
+  {"weights", MB_PARAM_NAME, offsetof(mb_smooth_stage, weights), 0, 0, 0, 0, 0,              \
+   MB_WEIGHTS_UNIFORM, weights_names,                                                        \
+   "umbrella operator weights: uniform, cotangent (triangles), inverse_distance"}
+#define BOUNDARY_PARAM                                                                       \
+  {"boundary", MB_PARAM_NAME, offsetof(mb_smooth_stage, boundary), 0, 0, 0, 0, 0,            \
+   MB_BOUNDARY_FREE, boundary_names,                                                         \
+   "boundary vertices: free, fixed, or boundary_curve (moved along the boundary)"}
+
+static const mb_param taubin_params[] = {
+    LAMBDA_PARAM,
+    {"mu", MB_PARAM_REAL, offsetof(mb_smooth_stage, mu), -1, 0, 0, 1, 0, -0.53, NULL,
+     "second (inflating) factor, in [-1, 0) with mu < -lambda"},
+    ITERATIONS_PARAM, WEIGHTS_PARAM, BOUNDARY_PARAM};
+
+static const mb_param laplacian_params[] = {LAMBDA_PARAM, ITERATIONS_PARAM, WEIGHTS_PARAM,
+                                            BOUNDARY_PARAM};
+
+static void taubin_init(void *params) { ((mb_smooth_stage *)params)->method = MB_SMOOTH_TAUBIN; }
+static void laplacian_init(void *params) {
+  ((mb_smooth_stage *)params)->method = MB_SMOOTH_LAPLACIAN;
+}
+
+/* Taubin 1995, section 4: mu < -lambda < 0. */
+static int taubin_check(const void *params, const unsigned char *given, int *bad, char *msg,
+                        size_t len) {
+  const mb_smooth_stage *st = params;
+  if (st->mu < -st->lambda) return 0;
+  if (given[1]) {
+    *bad = 1;
+    snprintf(msg, len, "value %g must be below -lambda = %g (Taubin 1995, section 4: "
+             "mu < -lambda < 0)", st->mu, -st->lambda);
+  } else {
+    *bad = 0;
+    snprintf(msg, len, "value %g needs mu < %g (Taubin 1995, section 4), but the default mu "
+             "is %g: give mu", st->lambda, -st->lambda, st->mu);
+  }
+  return 1;
+}
+
+#define SMOOTH_ENTRIES                                                                       \
+  .in = MB_KIND_SURFACE, .out = MB_KIND_SURFACE, .params_size = sizeof(mb_smooth_stage),    \
+  .cost = smooth_cost, .run = {smooth_run, smooth_run},                                      \
+  .run_partitioned = {smooth_run_partitioned, smooth_run_partitioned},                       \
+  .bench = mb_smooth_bench, .room = "smooth"
+
+const mb_op_info mb_op_taubin = {
+    .name = "taubin",
+    .summary = "Taubin lambda|mu smoothing without shrinkage (one lambda and one mu pass per "
+               "iteration)",
+    .source = "G. Taubin, A signal processing approach to fair surface design, SIGGRAPH 1995, "
+              "sections 3-4",
+    .params = taubin_params,
+    .nparams = (int)(sizeof taubin_params / sizeof taubin_params[0]),
+    .init = taubin_init,
+    .check = taubin_check,
+    SMOOTH_ENTRIES};
+
+const mb_op_info mb_op_laplacian = {
+    .name = "laplacian",
+    .summary = "Laplacian smoothing (one lambda pass per iteration)",
+    .source = "G. Taubin, SIGGRAPH 1995, section 3 (umbrella operator); M. Desbrun et al., "
+              "SIGGRAPH 1999, eq. (5) (cotangent weights)",
+    .params = laplacian_params,
+    .nparams = (int)(sizeof laplacian_params / sizeof laplacian_params[0]),
+    .init = laplacian_init,
+    SMOOTH_ENTRIES};
