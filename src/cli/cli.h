@@ -19,6 +19,7 @@ int mb_cmd_generate(int argc, char **argv);
 int mb_cmd_bench(int argc, char **argv);
 int mb_cmd_partition(int argc, char **argv);
 int mb_cmd_compare(int argc, char **argv);
+int mb_cmd_ops(int argc, char **argv);
 
 struct mb_partfile;
 /* Print a partition's sizes and quality to stdout. */

@@ -18,7 +18,8 @@ static const char run_help[] =
     "  -q, --quiet     errors only\n"
     "  -v, --verbose   also backend choice per rank and error tracebacks\n"
     "  -h, --help      this text\n\n"
-    "Job file keys: see docs/guide.md. Exit codes: 0 all meshes done,\n"
+    "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
+    "their keys. Exit codes: 0 all meshes done,\n"
     "1 some meshes failed (the others are written), 2 usage or job-file error.\n";
 
 /* Run `job` and turn the outcome into an exit code. */

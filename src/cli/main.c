@@ -25,7 +25,8 @@ static const command commands[] = {
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
     {"compare", mb_cmd_compare, "compare the vertices of two collections (bitwise or within a tolerance)"},
     {"generate", mb_cmd_generate, "make scale-test meshes (subdivision, noisy sphere)"},
-    {"bench", mb_cmd_bench, "benchmark a kernel (bench smooth)"},
+    {"bench", mb_cmd_bench, "benchmark an op's kernels (bench smooth, bench polylla)"},
+    {"ops", mb_cmd_ops, "list the ops a job can run, with their keys and defaults"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
