@@ -34,7 +34,8 @@ typedef struct mesh_result {
 typedef struct rank_state {
   MPI_Comm comm;
   int rank, size;
-  const mb_job *job;
+  const mb_job *job;     /* the job; for an import, a plan with no stages */
+  mb_kind import_kind;   /* import: the kind every dataset is converted to, or NONE */
   mb_inputs *inputs;
   mb_backend backend;
   int nkept;
@@ -168,6 +169,8 @@ static mb_error process_one(rank_state *st, int64_t s, mb_mesh **out, mesh_resul
   MB_CALL_GOTO(e, done, mb_inputs_read(st->inputs, s, &m));
   res->nv = m->nv;
   res->nf = m->nf;
+  if (st->import_kind != MB_KIND_NONE)
+    MB_CALL_GOTO(e, done, mb_mesh_convert_kind(m, st->import_kind, st->inputs->sources[s].path));
   MB_CALL_GOTO(e, done, fit_kind(st, m));
   MB_CALL_GOTO(e, done, run_stages(st, &m));
   res->seconds = mb_wtime() - t0;
@@ -586,19 +589,35 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   return MB_SUCCESS;
 }
 
-mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary) {
-  rank_state st = {.comm = comm, .job = job};
-  MB_CALL_MPI(MPI_Comm_rank(comm, &st.rank));
-  MB_CALL_MPI(MPI_Comm_size(comm, &st.size));
+/* Run a job (or an import plan) and free the rank's state. */
+static mb_error run_state(rank_state *st, mb_run_summary *summary) {
+  MB_CALL_MPI(MPI_Comm_rank(st->comm, &st->rank));
+  MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
-  mb_error e = run(&st, summary);
-  for (int i = 0; i < st.nkept; i++) mb_mesh_free(st.kept[i]);
-  free(st.kept);
-  for (int i = 0; i < st.nslabs; i++) mb_mesh_free(st.slabs[i].rows);
-  free(st.slabs);
-  free(st.results);
-  mb_error ec = mb_inputs_close(st.inputs);
+  mb_error e = run(st, summary);
+  for (int i = 0; i < st->nkept; i++) mb_mesh_free(st->kept[i]);
+  free(st->kept);
+  for (int i = 0; i < st->nslabs; i++) mb_mesh_free(st->slabs[i].rows);
+  free(st->slabs);
+  free(st->results);
+  mb_error ec = mb_inputs_close(st->inputs);
   MB_CALL(e);
   MB_CALL(ec);
+  return MB_SUCCESS;
+}
+
+mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary) {
+  rank_state st = {.comm = comm, .job = job};
+  MB_CALL(run_state(&st, summary));
+  return MB_SUCCESS;
+}
+
+mb_error mb_run_import(MPI_Comm comm, int ninputs, char **inputs, const char *output,
+                       mb_kind kind, mb_run_summary *summary) {
+  /* The per-mesh schedule and the collective write, with no stages. */
+  const mb_job plan = {.path = "import", .ninputs = ninputs, .inputs = inputs,
+                       .output = (char *)output, .backend = MB_BACKEND_CPU};
+  rank_state st = {.comm = comm, .job = &plan, .import_kind = kind};
+  MB_CALL(run_state(&st, summary));
   return MB_SUCCESS;
 }

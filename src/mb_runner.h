@@ -16,6 +16,7 @@
 
 #include "mb_error.h"
 #include "mb_job.h"
+#include "mb_mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,16 @@ typedef struct mb_run_summary {
  * (backend cuda unavailable), MB_ERR_IO/MB_ERR_HDF5 (output not writable),
  * MB_ERR_MPI. The error is reported identically on every rank. */
 mb_error mb_run_job(MPI_Comm comm, const mb_job *job, mb_run_summary *summary);
+
+/* Import mesh files (OBJ, OFF, PLY, Triangle .node/.ele; globs allowed)
+ * into one collection at `output`, with the per-mesh schedule and the
+ * collective write of mb_run_job but no stages. kind: MB_KIND_NONE keeps
+ * each file's kind as read (Triangle files are triangulation2d, the others
+ * surface); another kind converts every dataset (mb_mesh_convert_kind), and
+ * a file that cannot be converted is reported and skipped. Collective over
+ * comm. Errors: as mb_run_job. */
+mb_error mb_run_import(MPI_Comm comm, int ninputs, char **inputs, const char *output,
+                       mb_kind kind, mb_run_summary *summary);
 
 /* Static assignment of n items with costs cost[n] to nranks ranks by LPT
  * (largest first to the least-loaded rank; ties to the lower index and

@@ -51,16 +51,21 @@ int mb_cmd_run(int argc, char **argv) {
 }
 
 static const char import_help[] =
-    "usage: meshbatch import FILE... -o COLLECTION.h5 [--quiet | --verbose]\n\n"
-    "Import OBJ, OFF and PLY files (globs allowed, quoted) into one HDF5\n"
-    "collection with an XDMF file beside it. Mesh names are the file stems;\n"
-    "vertex order and count are kept exactly. Files that cannot be read are\n"
-    "reported and skipped (exit code 1); the others are written.\n"
-    "Runs on any number of ranks (files are spread over ranks by size).\n";
+    "usage: meshbatch import FILE... -o COLLECTION.h5 [--kind KIND] [--quiet | --verbose]\n\n"
+    "Import OBJ, OFF, PLY and Triangle .node/.ele files (globs allowed, quoted)\n"
+    "into one HDF5 collection with an XDMF file beside it. Dataset names are the\n"
+    "file stems; vertex and face order and count are kept exactly. Files that\n"
+    "cannot be read are reported and skipped (exit code 1); the others are\n"
+    "written. Runs on any number of ranks (files are spread over ranks by size).\n\n"
+    "  --kind KIND   store every dataset as KIND: surface, triangulation2d (every\n"
+    "                face a triangle, z = 0) or polygons2d (z = 0). Default: as\n"
+    "                read (Triangle files are triangulation2d, the others surface).\n";
 
 int mb_cmd_import(int argc, char **argv) {
   char *inputs[argc];
-  mb_job job = {.path = "import", .backend = MB_BACKEND_CPU, .inputs = inputs};
+  int ninputs = 0;
+  const char *output = NULL;
+  mb_kind kind = MB_KIND_NONE;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       if (mb_cli_rank() == 0) fputs(import_help, stdout);
@@ -69,13 +74,24 @@ int mb_cmd_import(int argc, char **argv) {
     if (mb_cli_log_option(argv[i])) continue;
     if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
       if (i + 1 >= argc) return mb_cli_usage_error("import", "-o needs a path");
-      job.output = argv[++i];
+      output = argv[++i];
+      continue;
+    }
+    if (!strcmp(argv[i], "--kind")) {
+      if (i + 1 >= argc) return mb_cli_usage_error("import", "--kind needs a kind");
+      kind = mb_kind_from_name(argv[++i]);
+      if (kind == MB_KIND_NONE)
+        return mb_cli_usage_error("import", "unknown kind '%s' (surface, triangulation2d, "
+                                  "polygons2d)", argv[i]);
       continue;
     }
     if (argv[i][0] == '-') return mb_cli_usage_error("import", "unknown option '%s'", argv[i]);
-    inputs[job.ninputs++] = argv[i];
+    inputs[ninputs++] = argv[i];
   }
-  if (!job.ninputs) return mb_cli_usage_error("import", "no input files");
-  if (!job.output) return mb_cli_usage_error("import", "missing -o COLLECTION.h5");
-  return run_and_report(&job);
+  if (!ninputs) return mb_cli_usage_error("import", "no input files");
+  if (!output) return mb_cli_usage_error("import", "missing -o COLLECTION.h5");
+  mb_run_summary sum;
+  if (mb_run_import(MPI_COMM_WORLD, ninputs, inputs, output, kind, &sum) != MB_SUCCESS)
+    return mb_cli_report(MB_EXIT_FAILED);
+  return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }
