@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """meshbatch: open the XDMF companions of a collection with ParaView's readers.
 
-Usage: test_xdmf_paraview.py WRITER   (WRITER = collection_sample_writer)
+Usage: test_xdmf_paraview.py WRITER            (WRITER = collection_sample_writer)
+       test_xdmf_paraview.py WRITER --kinds    (WRITER = collection_kinds_writer)
 
-Writes the sample collection (tests/collection/coll_fixtures.h) with 2 ranks,
-then opens <stem>.xdmf and every <stem>.<mesh>.xdmf with each XDMF reader of
+Writes the sample collection (tests/collection/coll_fixtures.h), or with
+--kinds the datasets of every kind (tests/collection/coll_kinds.h: surface,
+triangulation2d, polygons2d with faces of 3 to 8 vertices, per-face fields),
+with 2 ranks, then opens <stem>.xdmf and every <stem>.<mesh>.xdmf with each XDMF reader of
 ParaView -- XDMFReader (legacy Xdmf2), Xdmf3ReaderT ("Xdmf3 Reader") and
 Xdmf3ReaderS ("Xdmf3 Reader (Top Level Partition)") -- in a separate,
 time-limited, headless pvpython process per file and reader (an Xdmf3 reader
@@ -13,12 +16,13 @@ checks:
   * collection: one leaf dataset per mesh, in collection order; the block
     names equal the mesh names (XDMFReader, Xdmf3ReaderT; Xdmf3ReaderS turns
     the grids into unnamed pieces of one partitioned dataset, by design);
-    points = vertices (exact), cells = the faces exactly (sizes, VTK types
+    points = vertices (exact; planar kinds, stored [N,2] with Geometry XY,
+    come back with z = 0), cells = the faces exactly (sizes, VTK types
     triangle / quad / polygon, vertex indices), point-data arrays = fields
-    (names, components, values);
+    and cell-data arrays = face fields (names, components, values);
   * single-mesh files: the same for their one grid, whose cells are the
     faces, or the fan triangles of `xdmf_triangles` for meshes with a face of
-    5 or more vertices.
+    5 or more vertices (cell data: `xdmf_fan_fields`).
 
 Exit code 77 (skip) if pvpython is not on PATH or h5py/numpy are missing.
 Environment: MESHBATCH_PVPYTHON (pvpython command, default "pvpython"),
@@ -36,7 +40,8 @@ import sys
 
 READERS = ["XDMFReader", "Xdmf3ReaderT", "Xdmf3ReaderS"]
 NAMED = {"XDMFReader", "Xdmf3ReaderT"}  # readers that keep grid names as block names
-ORDER = ["house", "quadtri", "solo", "tet"]
+SAMPLE_ORDER = ["house", "quadtri", "solo", "tet"]
+KINDS_ORDER = ["surf", "tri2d", "poly2d", "quad2d", "tiny2d"]
 VTK_TYPES = {3: 5, 4: 9}  # cell size -> VTK_TRIANGLE, VTK_QUAD; larger: VTK_POLYGON (7)
 VTK_POLYGON = 7
 
@@ -64,16 +69,19 @@ def probe(reader_name, path, out):
             ids = ds.GetCell(c).GetPointIds()
             cells.append([ds.GetCellType(c)] + [ids.GetId(j) for j in range(ids.GetNumberOfIds())])
         pts = ds.GetPoints()
-        pd = ds.GetPointData()
-        arrays = {}
-        for i in range(pd.GetNumberOfArrays()):
-            a = pd.GetArray(i)
-            arrays[a.GetName()] = {"ncomp": a.GetNumberOfComponents(),
-                                   "values": vtk_to_numpy(a).reshape(-1).tolist()}
+
+        def arrays(data):
+            out = {}
+            for i in range(data.GetNumberOfArrays()):
+                a = data.GetArray(i)
+                out[a.GetName()] = {"ncomp": a.GetNumberOfComponents(),
+                                    "values": vtk_to_numpy(a).reshape(-1).tolist()}
+            return out
         return {"name": name, "class": ds.GetClassName(),
                 "npoints": ds.GetNumberOfPoints(), "ncells": n,
                 "points": vtk_to_numpy(pts.GetData()).reshape(-1).tolist() if pts else [],
-                "cells": cells, "point_data": arrays}
+                "cells": cells, "point_data": arrays(ds.GetPointData()),
+                "cell_data": arrays(ds.GetCellData())}
 
     leaves = []
     if data.IsA("vtkCompositeDataSet"):
@@ -97,12 +105,15 @@ def probe(reader_name, path, out):
 # ----------------------------------------------------------------------------
 # The test (runs with the ordinary python3)
 # ----------------------------------------------------------------------------
-def expected_meshes(h5):
-    """name -> dict(vertices, faces, fan, fields) read from the collection."""
+def expected_meshes(h5, order):
+    """name -> dict(vertices, faces, fan, fields, face_fields, fan_fields) read
+    from the collection; checks that the meshes in index order are `order`."""
     import h5py
     out = {}
     with h5py.File(h5, "r") as f:
-        for name in ORDER:
+        names = sorted(f["meshes"], key=lambda n: int(f["meshes"][n].attrs["index"]))
+        assert names == order, (names, order)
+        for name in order:
             g = f["meshes"][name]
             if "triangles" in g:
                 faces = g["triangles"][()].tolist()
@@ -110,28 +121,38 @@ def expected_meshes(h5):
                 off, idx = g["face_offsets"][()], g["face_indices"][()]
                 faces = [idx[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
             fan = g["xdmf_triangles"][()].tolist() if "xdmf_triangles" in g else None
-            fields = {k: g["fields"][k][()] for k in g["fields"]} if "fields" in g else {}
+            def group(key):
+                return {k: g[key][k][()] for k in g[key]} if key in g else {}
             out[name] = {"vertices": g["vertices"][()], "faces": faces, "fan": fan,
-                         "fields": fields}
+                         "fields": group("fields"), "face_fields": group("face_fields"),
+                         "fan_fields": group("xdmf_fan_fields")}
     return out
 
 
-def check_leaf(leaf, name, exp, faces, where):
+def check_arrays(got_arrays, want_arrays, where, what):
     import numpy as np
-    nv = exp["vertices"].shape[0]
+    got = {k: v["ncomp"] for k, v in got_arrays.items()}
+    want = {k: (v.shape[1] if v.ndim == 2 else 1) for k, v in want_arrays.items()}
+    assert got == want, (where, what, got, want)
+    for k, v in want_arrays.items():
+        vals = np.array(got_arrays[k]["values"], dtype=float)
+        assert np.array_equal(vals, v.reshape(-1)), (where, f"{what} {k} values differ")
+
+
+def check_leaf(leaf, name, exp, faces, cell_fields, where):
+    import numpy as np
+    nv, dim = exp["vertices"].shape
     assert leaf["npoints"] == nv, (where, "points", leaf["npoints"], nv)
     pts = np.array(leaf["points"], dtype=float).reshape(-1, 3)
-    assert np.array_equal(pts, exp["vertices"]), (where, "coordinates differ")
+    assert np.array_equal(pts[:, :dim], exp["vertices"]), (where, "coordinates differ")
+    if dim == 2:  # planar kinds: XY geometry, z = 0
+        assert np.all(pts[:, 2] == 0), (where, "z is not 0")
     assert leaf["ncells"] == len(faces), (where, "cells", leaf["ncells"], len(faces))
     for c, (cell, face) in enumerate(zip(leaf["cells"], faces)):
         want = [VTK_TYPES.get(len(face), VTK_POLYGON)] + list(face)
         assert cell == want, (where, f"cell {c}", cell, want)
-    got = {k: v["ncomp"] for k, v in leaf["point_data"].items()}
-    want = {k: (v.shape[1] if v.ndim == 2 else 1) for k, v in exp["fields"].items()}
-    assert got == want, (where, "point data", got, want)
-    for k, v in exp["fields"].items():
-        vals = np.array(leaf["point_data"][k]["values"], dtype=float)
-        assert np.array_equal(vals, v.reshape(-1)), (where, f"field {k} values differ")
+    check_arrays(leaf["point_data"], exp["fields"], where, "point data")
+    check_arrays(leaf["cell_data"], cell_fields, where, "cell data")
 
 
 def summary(leaf):
@@ -139,8 +160,10 @@ def summary(leaf):
     for cell in leaf["cells"]:
         sizes[len(cell) - 1] = sizes.get(len(cell) - 1, 0) + 1
     arrays = {k: v["ncomp"] for k, v in leaf["point_data"].items()}
+    cell_arrays = {k: v["ncomp"] for k, v in leaf["cell_data"].items()}
     return (f"{leaf['name']!r}: {leaf['npoints']} points, {leaf['ncells']} cells "
-            f"(by size {dict(sorted(sizes.items()))}), point data {arrays}")
+            f"(by size {dict(sorted(sizes.items()))}), point data {arrays}, "
+            f"cell data {cell_arrays}")
 
 
 def run_probe(pvpython, reader, path, out, timeout):
@@ -180,18 +203,20 @@ def main():
         print(f"skipping: {exc}")
         return 77
     writer = sys.argv[1]
+    kinds = "--kinds" in sys.argv[2:]
+    order = KINDS_ORDER if kinds else SAMPLE_ORDER
     timeout = float(os.environ.get("MESHBATCH_PV_TIMEOUT", "120"))
     tmp = os.path.abspath(os.environ.get("MESHBATCH_TEST_TMP", "/tmp"))
     mpiexec = shlex.split(os.environ.get("MESHBATCH_MPIEXEC", "mpiexec -n"))
-    h5 = os.path.join(tmp, "sample.h5")
+    h5 = os.path.join(tmp, "kinds.h5" if kinds else "sample.h5")
     subprocess.run(mpiexec + ["2", writer, h5], check=True, timeout=timeout)
     stem = h5[:-3]
-    meshes = expected_meshes(h5)
+    meshes = expected_meshes(h5, order)
 
     failures = []
     # Absolute paths: the Xdmf3 readers of ParaView 5.11 resolve the HDF5 file
     # wrongly when the .xdmf path has no folder part ("sample.xdmf").
-    files = [(stem + ".xdmf", None)] + [(f"{stem}.{n}.xdmf", n) for n in ORDER]
+    files = [(stem + ".xdmf", None)] + [(f"{stem}.{n}.xdmf", n) for n in order]
     for path, single in files:
         for reader in READERS:
             where = f"{os.path.basename(path)} with {reader}"
@@ -204,16 +229,20 @@ def main():
             try:
                 leaves = res["leaves"]
                 if single is None:
-                    assert len(leaves) == len(ORDER), (where, "blocks", len(leaves))
+                    assert len(leaves) == len(order), (where, "blocks", len(leaves))
                     if reader in NAMED:
                         names = [leaf["name"] for leaf in leaves]
-                        assert names == ORDER, (where, "block names", names)
-                    for leaf, name in zip(leaves, ORDER):
-                        check_leaf(leaf, name, meshes[name], meshes[name]["faces"], f"{where}: {name}")
+                        assert names == order, (where, "block names", names)
+                    for leaf, name in zip(leaves, order):
+                        exp = meshes[name]
+                        check_leaf(leaf, name, exp, exp["faces"], exp["face_fields"],
+                                   f"{where}: {name}")
                 else:
                     assert len(leaves) == 1, (where, "datasets", len(leaves))
                     exp = meshes[single]
-                    check_leaf(leaves[0], single, exp, exp["fan"] or exp["faces"], where)
+                    fan = exp["fan"] is not None
+                    check_leaf(leaves[0], single, exp, exp["fan"] if fan else exp["faces"],
+                               exp["fan_fields"] if fan else exp["face_fields"], where)
                 print(f"ok   {where} (ParaView {res['version']}, {res['output']})")
                 for leaf in leaves:
                     print(f"       {summary(leaf)}")
