@@ -1,5 +1,5 @@
 /* meshbatch: NCCL communicators for device-to-device halo exchanges (see
- * mb_cuda.h, "NCCL halo transport"). Built with or without NCCL: without,
+ * mb_nccl.h). Built with or without NCCL: without,
  * mb_nccl_create says so and the MPI transport is used. */
 #include <mpi.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <new>
 
 #include "mb_config.h"
-#include "mb_cuda.h"
+#include "mb_nccl.h"
 #include "mb_cuda_private.cuh"
 #include "mb_mpi.h"
 

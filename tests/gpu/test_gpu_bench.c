@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "gpu_meshes.h"
-#include "mb_cuda.h"
+#include "mb_smooth_cuda.h"
 #include "mb_testutil.h"
 
 static void test_select_device(void **state) {

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "gpu_meshes.h"
-#include "mb_cuda.h"
+#include "mb_smooth_cuda.h"
 #include "mb_smooth.h"
 #include "mb_smooth_vertex.h"
 #include "mb_testutil.h"

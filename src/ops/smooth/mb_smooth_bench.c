@@ -9,7 +9,7 @@
 #include "mb_smooth_op.h"
 #include "mb_adjacency.h"
 #include "mb_backend.h"
-#include "mb_cuda.h"
+#include "mb_smooth_cuda.h"
 #include "mb_inputs.h"
 #include "mb_distributed.h"
 #include "mb_log.h"

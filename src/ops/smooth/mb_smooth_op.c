@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mb_cuda.h"
+#include "mb_smooth_cuda.h"
 #include "mb_distributed.h"
 #include "mb_mpi.h"
 #include "mb_smooth_partitioned.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mb_cuda.h"
+#include "mb_smooth_cuda.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 

@@ -1,0 +1,116 @@
+/* meshbatch: the smooth room's CUDA launchers (cuda/smooth/mb_smooth.cu):
+ * per-mesh smoothing, its benchmark, and a rank's piece of a partitioned
+ * mesh on the device (mb_cuda_domain). Builds without CUDA link
+ * src/ops/smooth/mb_smooth_cuda_stub.c, whose functions return
+ * MB_ERR_UNSUPPORTED saying how to enable the backend.
+ */
+#ifndef MB_SMOOTH_CUDA_H
+#define MB_SMOOTH_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_adjacency.h"
+#include "mb_cuda.h"
+#include "mb_error.h"
+#include "mb_nccl.h"
+#include "mb_smooth.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Run all stages on the current device. The adjacency is uploaded once,
+ * positions xyz [nv, 3] float64 are uploaded once, converted to the working
+ * precision, kept on the device across all passes and stages, and copied back
+ * once at the end. Not collective.
+ * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG (unsupported rule). */
+mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
+                        mb_precision precision, double *xyz);
+
+/* Figures printed by `meshbatch bench smooth` for the CUDA backend. */
+typedef struct mb_cuda_bench_result {
+  char device[256];
+  double ms_per_pass;        /* median over repeats */
+  double bytes_per_pass;     /* under the documented byte model */
+  double copy_gbs;           /* device-to-device copy bandwidth, (read+write) / time */
+} mb_cuda_bench_result;
+
+/* Time single smoothing passes of one rule on the current device: `warmup`
+ * untimed passes, then `repeats` timed passes (CUDA events); report the
+ * median and the copy bandwidth measured in the same call. Not collective.
+ * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_weights weights,
+                              mb_boundary boundary, mb_precision precision, int warmup,
+                              int repeats, mb_cuda_bench_result *result);
+
+/* ------------------------------------------------------------------------
+ * A rank's piece of a partitioned mesh on the device (distribute:
+ * partitioned). The owned rows of the local adjacency (see
+ * partition/mb_local.h) are updated in row ranges so that the interior can
+ * run while the halo exchange is in flight; ghosts are refreshed by packing
+ * owned values into a pinned host buffer (sent by the caller through MPI)
+ * and unpacking received values into the ghost rows. All launches go to the
+ * domain's own stream, in order.
+ */
+typedef struct mb_cuda_domain mb_cuda_domain;
+
+/* Upload a piece: adj with nowned rows and columns < nlocal, positions xyz
+ * [nlocal, 3] (owned then ghosts), the stages it will run (to upload only
+ * the arrays their rules need), and the halo lists: send_idx [nsend] owned
+ * rows to pack, recv_idx [nrecv] ghost rows to fill, both in the order of
+ * the halo plan's buffers. Arrays are copied. Not collective.
+ * Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_CUDA. */
+mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
+                               mb_precision precision, const mb_smooth_stage *stages, int nstages,
+                               int64_t nsend, const int64_t *send_idx, int64_t nrecv,
+                               const int64_t *recv_idx, mb_cuda_domain **domain);
+
+/* The pinned host buffers: send [nsend * 3] and recv [nrecv * 3] float64,
+ * owned by the domain. */
+void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv);
+
+/* Pack the send rows of the next positions (the pass being computed; its
+ * rows next to the halo must be enqueued already) into the send buffer and
+ * wait for it. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_pack(mb_cuda_domain *domain);
+
+/* Enqueue: copy the recv buffer to the device and scatter it into the
+ * ghost rows of the next positions. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain);
+
+/* Enqueue the update of owned rows [begin, end) from the current positions
+ * into the next ones (Taubin 1995, eq. 4-5). Errors: MB_ERR_ARG, MB_ERR_CUDA. */
+mb_error mb_cuda_domain_pass(mb_cuda_domain *domain, int64_t begin, int64_t end,
+                             mb_weights weights, mb_boundary boundary, double factor);
+
+/* Make the next positions current (after all rows of a pass are enqueued). */
+void mb_cuda_domain_swap(mb_cuda_domain *domain);
+
+/* Wait for the domain's stream. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_sync(mb_cuda_domain *domain);
+
+/* Wait, then copy the owned rows of the current positions to xyz [nowned, 3]
+ * float64. Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
+mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz);
+
+/* Free a domain (device and pinned memory); NULL allowed. */
+void mb_cuda_domain_free(mb_cuda_domain *domain);
+
+/* Start the exchange of the next positions' halo over NCCL (after the rows
+ * next to the halo are enqueued): the neighbours ranks [nneighbors] and the
+ * row offsets send_offset/recv_offset [nneighbors + 1] into the send and
+ * receive lists given at creation, as mb_halo_neighbors returns them. Every
+ * rank of the communicator calls it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
+                                   const int *ranks, const int64_t *send_offset,
+                                   const int64_t *recv_offset);
+
+/* Wait until the ghosts are filled, and order the domain's stream after
+ * them. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,79 @@
+/* meshbatch: the smooth room's CUDA launchers in builds without CUDA.
+ * Every entry point says the backend is absent and how to enable it. */
+#include <stdio.h>
+
+#include "mb_smooth_cuda.h"
+
+#define MB_NO_CUDA_MSG                                                           \
+  "this meshbatch was built without the CUDA backend; install the CUDA toolkit " \
+  "and reconfigure with -DMESHBATCH_CUDA=ON"
+
+mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
+                        mb_precision precision, double *xyz) {
+  (void)adj; (void)stages; (void)nstages; (void)precision; (void)xyz;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_weights weights,
+                              mb_boundary boundary, mb_precision precision, int warmup,
+                              int repeats, mb_cuda_bench_result *result) {
+  (void)adj; (void)xyz; (void)weights; (void)boundary; (void)precision; (void)warmup;
+  (void)repeats; (void)result;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
+                               mb_precision precision, const mb_smooth_stage *stages, int nstages,
+                               int64_t nsend, const int64_t *send_idx, int64_t nrecv,
+                               const int64_t *recv_idx, mb_cuda_domain **domain) {
+  (void)adj; (void)nlocal; (void)xyz; (void)precision; (void)stages; (void)nstages;
+  (void)nsend; (void)send_idx; (void)nrecv; (void)recv_idx; (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv) {
+  (void)domain;
+  *send = *recv = NULL;
+}
+
+mb_error mb_cuda_domain_pack(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_pass(mb_cuda_domain *domain, int64_t begin, int64_t end,
+                             mb_weights weights, mb_boundary boundary, double factor) {
+  (void)domain; (void)begin; (void)end; (void)weights; (void)boundary; (void)factor;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_cuda_domain_swap(mb_cuda_domain *domain) { (void)domain; }
+
+mb_error mb_cuda_domain_sync(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz) {
+  (void)domain; (void)xyz;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_cuda_domain_free(mb_cuda_domain *domain) { (void)domain; }
+
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
+                                   const int *ranks, const int64_t *send_offset,
+                                   const int64_t *recv_offset) {
+  (void)domain; (void)nccl; (void)nneighbors; (void)ranks; (void)send_offset; (void)recv_offset;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
