@@ -210,12 +210,6 @@ static float mb_pl_elapsed(cudaEvent_t a, cudaEvent_t b) {
 static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
   const int64_t nv = tri->nv, nt = tri->nf;
-  MB_CHECK(nv < MB_PL_I32_MAX && 3 * nt < MB_PL_I32_MAX, MB_ERR_ARG,
-           "the CUDA Polylla backend indexes with int32: nv (%lld) and 3 nt (%lld) must be "
-           "< 2^31",
-           (long long)nv, (long long)(3 * nt));
-  MB_CHECK(nt > 0 && nv > 0, MB_ERR_ARG, "%s: empty triangulation (%lld vertices, %lld triangles)",
-           tri->name ? tri->name : "mesh", (long long)nv, (long long)nt);
   const int nh = (int)(3 * nt);
 
   /* Declaration order is destruction order reversed: the stream is drained
@@ -293,12 +287,14 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
         return false;
       },
       "triangles"));
+  const char *name = tri->name ? tri->name : "";
   if (bad_tri.load() != INT64_MAX) {
     const int64_t t = bad_tri.load();
     const int64_t *v = fi + 3 * t;
-    MB_FAIL(MB_ERR_FORMAT, "%s: triangle %lld (%lld %lld %lld) refers to a vertex outside [0, %lld)",
-            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
-            (long long)v[2], (long long)nv);
+    MB_FAIL(MB_ERR_FORMAT,
+            "mesh '%s': triangle %lld (0-based) has a vertex index out of range "
+            "(%lld %lld %lld; %lld vertices)",
+            name, (long long)t, (long long)v[0], (long long)v[1], (long long)v[2], (long long)nv);
   }
   MB_CALL_CUDA(cudaEventRecord(run.ev[1], s));
 
@@ -343,23 +339,58 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
   unsigned long long hc[MB_PL_NCOUNTERS];
   MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s));
+  /* The CPU's messages and precedence (mb_halfedge_build): out of range
+   * (above), non-finite, degenerate, then non-manifold; each the first in
+   * triangle order (half-edge order for edges). */
+  if (hc[MB_PL_C_NONFINITE] != MB_PL_NONE) {
+    const int64_t t = (int64_t)hc[MB_PL_C_NONFINITE];
+    const int64_t *v = fi + 3 * t;
+    MB_FAIL(MB_ERR_FORMAT,
+            "mesh '%s': triangle %lld (0-based) has a vertex with a non-finite coordinate "
+            "(vertices %lld %lld %lld)",
+            name, (long long)t, (long long)v[0], (long long)v[1], (long long)v[2]);
+  }
   if (hc[MB_PL_C_DEGENERATE] != MB_PL_NONE) {
     const int64_t t = (int64_t)hc[MB_PL_C_DEGENERATE];
-    const int64_t *v = fi + 3 * t;
+    const long long a = (long long)fi[3 * t], b = (long long)fi[3 * t + 1],
+                    c = (long long)fi[3 * t + 2];
     MB_FAIL(MB_ERR_FORMAT,
-            "%s: triangle %lld (%lld %lld %lld) is degenerate (zero area: collinear or repeated "
-            "vertices)",
-            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
-            (long long)v[2]);
+            "mesh '%s': triangle %lld (0-based) is degenerate: zero area (collinear or "
+            "repeated vertices %lld (%.17g, %.17g), %lld (%.17g, %.17g), %lld (%.17g, %.17g))",
+            name, (long long)t, a, xyz[3 * a], xyz[3 * a + 1], b, xyz[3 * b], xyz[3 * b + 1], c,
+            xyz[3 * c], xyz[3 * c + 1]);
   }
   if (hc[MB_PL_C_NONMANIFOLD] != MB_PL_NONE) {
-    const int64_t t = (int64_t)hc[MB_PL_C_NONMANIFOLD];
-    const int64_t *v = fi + 3 * t;
+    const int64_t h = (int64_t)hc[MB_PL_C_NONMANIFOLD];
+    int ends[2];
+    MB_CALL_CUDA(cudaMemcpy(&ends[0], V + h, sizeof(int), cudaMemcpyDeviceToHost));
+    MB_CALL_CUDA(cudaMemcpy(&ends[1], V + (h % 3 == 2 ? h - 2 : h + 1), sizeof(int),
+                            cudaMemcpyDeviceToHost));
+    const int u = std::min(ends[0], ends[1]), w = std::max(ends[0], ends[1]);
+    /* the triangles on edge (u, w), in order: the CPU's bucket run */
+    long long tris[8];
+    int n = 0, total = 0;
+    for (int64_t t = 0; t < nt; t++) {
+      const int64_t *v = fi + 3 * t;
+      const bool hu = v[0] == u || v[1] == u || v[2] == u, hw = v[0] == w || v[1] == w || v[2] == w;
+      if (!hu || !hw) continue;
+      if (n < 8) tris[n++] = (long long)t;
+      total++;
+    }
+    if (total == 2)
+      MB_FAIL(MB_ERR_FORMAT,
+              "mesh '%s': triangle %lld (0-based) and triangle %lld both use edge (%d, %d) in "
+              "the same direction after counter-clockwise orientation (overlapping triangles); "
+              "not a planar manifold triangulation",
+              name, tris[0], tris[1], u, w);
+    char list[160] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof list - 24; i++)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld", i ? ", " : "", tris[i]);
     MB_FAIL(MB_ERR_FORMAT,
-            "%s: triangle %lld (%lld %lld %lld) has an edge shared by more than two triangles or "
-            "used twice in the same direction: not a planar manifold triangulation",
-            tri->name ? tri->name : "mesh", (long long)t, (long long)v[0], (long long)v[1],
-            (long long)v[2]);
+            "mesh '%s': triangle %lld (0-based): edge (%d, %d) is shared by %d triangles (%s%s); "
+            "not a planar manifold triangulation",
+            name, n ? tris[0] : -1ll, u, w, total, list, total > n ? ", ..." : "");
   }
 
   /* ---- label */
@@ -395,8 +426,9 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
   MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s));
   MB_CHECK(hc[MB_PL_C_LOOP] == MB_PL_NONE, MB_ERR_FORMAT,
-           "%s: a walk around triangle %lld did not close: not a planar manifold triangulation",
-           tri->name ? tri->name : "mesh", (long long)hc[MB_PL_C_LOOP]);
+           "mesh '%s': a walk around triangle %lld (0-based) did not close; not a planar "
+           "manifold triangulation",
+           name, (long long)hc[MB_PL_C_LOOP]);
   const int npoly = (int)hc[MB_PL_C_POLYGONS];
   const int64_t nidx = (int64_t)hc[MB_PL_C_FRONTIER_HE];
   MB_CALL_CUDA(cudaMemsetAsync(off, 0, sizeof(int), s));
@@ -508,17 +540,27 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
 extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats) {
   MB_CHECK(tri && poly, MB_ERR_ARG, "mb_polylla_cuda: NULL argument");
   *poly = nullptr;
+  /* The CPU's argument checks, in its order and words (mb_polylla_cpu,
+   * mb_halfedge_build). */
+  const char *name = tri->name ? tri->name : "";
   MB_CHECK(tri->kind == MB_KIND_TRIANGULATION2D, MB_ERR_ARG,
-           "%s: Polylla needs a triangulation2d, not a %s", tri->name ? tri->name : "mesh",
-           mb_kind_name(tri->kind));
-  MB_CHECK(tri->nv >= 0 && tri->nf >= 0 && tri->face_offsets, MB_ERR_ARG,
-           "%s: malformed mesh", tri->name ? tri->name : "mesh");
-  for (int64_t f = 0; f <= tri->nf; f++)
-    MB_CHECK(tri->face_offsets[f] == 3 * f, MB_ERR_ARG,
-             "%s: face %lld is not a triangle: Polylla needs a triangulation",
-             tri->name ? tri->name : "mesh", (long long)(f ? f - 1 : 0));
-  MB_CHECK(tri->xyz && tri->face_indices, MB_ERR_ARG, "%s: mesh without arrays",
-           tri->name ? tri->name : "mesh");
+           "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a triangle)",
+           name, mb_kind_name(tri->kind));
+  const int64_t nf = tri->nf, nv = tri->nv;
+  MB_CHECK(nf > 0 && nv > 0, MB_ERR_ARG, "mesh '%s' has no triangles (%lld faces, %lld vertices)",
+           name, (long long)nf, (long long)nv);
+  MB_CHECK(nf <= MB_PL_I32_MAX / 3 && nv <= MB_PL_I32_MAX, MB_ERR_ARG,
+           "mesh '%s' is too large for 32-bit half-edge ids (%lld triangles, %lld vertices; "
+           "at most %d triangles)",
+           name, (long long)nf, (long long)nv, (int)(MB_PL_I32_MAX / 3));
+  MB_CHECK(tri->xyz && tri->face_offsets && tri->face_indices, MB_ERR_ARG,
+           "mesh '%s' has no arrays", name);
+  const int64_t *fo = tri->face_offsets;
+  for (int64_t f = 0; f < nf; f++)
+    MB_CHECK(fo[f] == 3 * f && fo[f + 1] == 3 * f + 3, MB_ERR_ARG,
+             "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a triangulation "
+             "(every face a triangle)",
+             name, (long long)f, (long long)(fo[f + 1] - fo[f]));
   mb_error e = mb_pl_cuda_run(tri, poly, stats);
   if (e != MB_SUCCESS) {
     mb_error_trace(__FILE__, __LINE__, __func__);

@@ -22,8 +22,9 @@
 
 /* Indices of the device counters. Errors start at MB_PL_NONE (no error). */
 enum {
-  MB_PL_C_DEGENERATE = 0, /* smallest triangle with orient == 0 */
-  MB_PL_C_NONMANIFOLD,    /* smallest triangle holding a non-manifold edge */
+  MB_PL_C_NONFINITE = 0,  /* smallest triangle with a non-finite coordinate */
+  MB_PL_C_DEGENERATE,     /* smallest triangle with orient == 0 */
+  MB_PL_C_NONMANIFOLD,    /* smallest half-edge of a non-manifold edge */
   MB_PL_C_LOOP,           /* a walk that did not close (cannot happen on valid input) */
   MB_PL_C_TIPS,           /* barrier-edge tips */
   MB_PL_C_REPAIRED,       /* distinct label-phase polygons holding a tip */
@@ -46,8 +47,10 @@ __device__ __forceinline__ void mb_pl_block_add(unsigned long long *counter, boo
 __global__ void mb_pl_init_counters(unsigned long long *c) {
   const int i = threadIdx.x;
   if (i < MB_PL_NCOUNTERS)
-    c[i] = (i == MB_PL_C_DEGENERATE || i == MB_PL_C_NONMANIFOLD || i == MB_PL_C_LOOP) ? MB_PL_NONE
-                                                                                        : 0ull;
+    c[i] = (i == MB_PL_C_NONFINITE || i == MB_PL_C_DEGENERATE || i == MB_PL_C_NONMANIFOLD ||
+            i == MB_PL_C_LOOP)
+               ? MB_PL_NONE
+               : 0ull;
 }
 
 /* orient(a, b, c) = (xb - xa) (yc - ya) - (yb - ya) (xc - xa), no FMA. */
@@ -56,18 +59,25 @@ __device__ __forceinline__ double mb_pl_orient(double2 a, double2 b, double2 c) 
                    __dmul_rn(__dsub_rn(b.y, a.y), __dsub_rn(c.x, a.x)));
 }
 
-/* Orientation (per triangle): CCW in place; orient == 0 is an error. */
+/* Orientation (per triangle): CCW in place; a non-finite coordinate, or
+ * orient neither < 0 nor > 0, is an error (as the CPU's mb_halfedge_build). */
 __global__ void __launch_bounds__(MB_PL_BLOCK)
     mb_pl_orient_kernel(int nt, const double2 *__restrict__ xy, int *__restrict__ V,
                         unsigned long long *c) {
   const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
   if (t >= nt) return;
   const int a = V[3 * t], b = V[3 * t + 1], d = V[3 * t + 2];
-  const double o = mb_pl_orient(__ldg(xy + a), __ldg(xy + b), __ldg(xy + d));
+  const double2 pa = __ldg(xy + a), pb = __ldg(xy + b), pd = __ldg(xy + d);
+  if (!isfinite(pa.x) || !isfinite(pa.y) || !isfinite(pb.x) || !isfinite(pb.y) ||
+      !isfinite(pd.x) || !isfinite(pd.y)) {
+    atomicMin(&c[MB_PL_C_NONFINITE], (unsigned long long)t);
+    return;
+  }
+  const double o = mb_pl_orient(pa, pb, pd);
   if (o < 0) {
     V[3 * t + 1] = d;
     V[3 * t + 2] = b;
-  } else if (o == 0) {
+  } else if (!(o > 0)) {
     atomicMin(&c[MB_PL_C_DEGENERATE], (unsigned long long)t);
   }
 }
@@ -118,7 +128,7 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
       nsame++;
     }
   }
-  if (nopp > 1 || nsame > 0) atomicMin(&c[MB_PL_C_NONMANIFOLD], (unsigned long long)(h / 3));
+  if (nopp > 1 || nsame > 0) atomicMin(&c[MB_PL_C_NONMANIFOLD], (unsigned long long)h);
   twin[h] = tw;
 }
 

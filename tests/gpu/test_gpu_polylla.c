@@ -13,9 +13,10 @@
  * frontier half-edge is in exactly one polygon (no polygon twice); error
  * cases (degenerate triangle, non-manifold edge) give the same code.
  *
- * `test_gpu_polylla --bench N` instead times mb_polylla_cuda_bench on a
- * jittered grid of about N vertices (warmup 1, repeats 5) and prints the
- * figures. Exits 77 (skip) without a CUDA device or the CUDA backend.
+ * `test_gpu_polylla --bench N [delaunay]` instead times mb_polylla_cuda_bench
+ * on a jittered grid of about N vertices (or the Delaunay triangulation of N
+ * uniform points) with warmup 1, repeats 5, and prints the figures;
+ * `--cpu-only` checks the reference against the CPU backend alone. Exits 77 (skip) without a CUDA device or the CUDA backend.
  */
 #include <math.h>
 #include <stdio.h>
@@ -139,7 +140,7 @@ static mb_error ref_polylla(const mb_mesh *m, ref_result *r) {
     free(twin);
     return MB_ERR_FORMAT;
   }
-  unsigned char *lng = malloc((size_t)nt), *fr = calloc((size_t)nh, 1);
+  unsigned char *lng = malloc((size_t)(nt > 0 ? nt : 1)), *fr = calloc((size_t)(nh > 0 ? nh : 1), 1);
   assert_true(lng && fr);
   for (int64_t t = 0; t < nt; t++) {
     int best = 0;
@@ -154,8 +155,8 @@ static mb_error ref_polylla(const mb_mesh *m, ref_result *r) {
     fr[h] = tw < 0 || (lng[h / 3] != h % 3 && lng[tw / 3] != tw % 3);
   }
   /* repair: counts per vertex, tips, middle edges (fr = 2) */
-  int64_t *cnt = calloc((size_t)nv, sizeof(int64_t));
-  unsigned char *seen = calloc((size_t)nh, 1);
+  int64_t *cnt = calloc((size_t)(nv > 0 ? nv : 1), sizeof(int64_t));
+  unsigned char *seen = calloc((size_t)(nh > 0 ? nh : 1), 1);
   assert_true(cnt && seen);
   for (int64_t h = 0; h < nh; h++)
     if (fr[h] && (twin[h] < 0 || h < twin[h])) {
@@ -268,12 +269,23 @@ static void assert_same_polygons(const mb_mesh *a, const mb_mesh *b) {
   }
 }
 
+/* --cpu-only: compare the reference with the CPU backend, no device needed
+ * (checks this file's reading of the rules where no GPU is at hand). */
+static int g_cpu_only = 0;
+
+static mb_error run_backend(const mb_mesh *m, mb_mesh **out, mb_polylla_stats *st) {
+#if MB_GPU_TEST_HAVE_POLYLLA_CPU
+  if (g_cpu_only) return mb_polylla_cpu(m, out, st);
+#endif
+  return mb_polylla_cuda(m, out, st);
+}
+
 /* Run the three and compare; returns the GPU stats. */
 static mb_polylla_stats check_mesh(const mb_mesh *m, const char *what) {
   mb_polylla_stats gs;
   memset(&gs, 0, sizeof gs);
   mb_mesh *g = NULL;
-  mb_error eg = mb_polylla_cuda(m, &g, &gs);
+  mb_error eg = run_backend(m, &g, &gs);
   if (eg) printf("[ gpu ] %s: %s\n", what, mb_error_message());
   assert_int_equal(eg, MB_SUCCESS);
   assert_int_equal(g->kind, MB_KIND_POLYGONS2D);
@@ -332,7 +344,7 @@ static mb_polylla_stats check_mesh(const mb_mesh *m, const char *what) {
 /* Same error code from every backend (and the reference). */
 static void check_error(const mb_mesh *m, mb_error want, const char *what) {
   mb_mesh *g = (mb_mesh *)&g; /* must be reset */
-  mb_error eg = mb_polylla_cuda(m, &g, NULL);
+  mb_error eg = run_backend(m, &g, NULL);
   printf("[ gpu ] %s: GPU: %s: %s\n", what, mb_error_name(eg), mb_error_message());
   assert_int_equal(eg, want);
   assert_null(g);
@@ -549,24 +561,24 @@ static void test_two_components_hole(void **state) {
 
 static void test_jittered(void **state) {
   (void)state;
-  mb_mesh *m = make_grid("jitter", 100, 0.3, 2, 3, 0, 0);
+  mb_mesh *m = make_grid("jitter", 100, 0.15, 2, 3, 0, 0);
   mb_polylla_stats s = check_mesh(m, "jittered grid 10k");
   assert_true(s.barrier_edge_tips >= 0);
   /* every triangle flipped: the same output */
   mb_mesh *g = NULL, *h = NULL;
-  assert_int_equal(mb_polylla_cuda(m, &g, NULL), MB_SUCCESS);
+  assert_int_equal(run_backend(m, &g, NULL), MB_SUCCESS);
   for (int64_t f = 0; f < m->nf; f++) {
     int64_t tmp = m->face_indices[3 * f + 1];
     m->face_indices[3 * f + 1] = m->face_indices[3 * f + 2];
     m->face_indices[3 * f + 2] = tmp;
   }
   check_mesh(m, "jittered grid 10k, clockwise");
-  assert_int_equal(mb_polylla_cuda(m, &h, NULL), MB_SUCCESS);
+  assert_int_equal(run_backend(m, &h, NULL), MB_SUCCESS);
   assert_same_polygons(g, h);
   mb_mesh_free(g);
   mb_mesh_free(h);
   mb_mesh_free(m);
-  m = make_grid("jitter1m", 1000, 0.3, 2, 4, 0, 0);
+  m = make_grid("jitter1m", 1000, 0.15, 2, 4, 0, 0);
   check_mesh(m, "jittered grid 1M");
   mb_mesh_free(m);
 }
@@ -642,17 +654,32 @@ static void test_errors(void **state) {
 
 /* ------------------------------------------------------------- bench */
 
-static int run_bench(int64_t n) {
+static int run_bench(int64_t n, int delaunay) {
+  mb_mesh *m = NULL;
+  const char *what = "jittered grid";
+  if (delaunay) {
+#if MB_GPU_TEST_HAVE_GENERATE
+    if (mb_generate_delaunay(n, 1, 0, &m)) {
+      printf("bench: %s\n", mb_error_message());
+      return 1;
+    }
+    what = "uniform Delaunay";
+#else
+    printf("bench: no mb_generate_delaunay in this build\n");
+    return 1;
+#endif
+  }
   const int64_t side = (int64_t)ceil(sqrt((double)n));
   uint64_t s = 99;
-  const int64_t nv = side * side, nt = 2 * (side - 1) * (side - 1);
-  mb_mesh *m = NULL;
-  if (mb_mesh_create("bench", nv, nt, 3 * nt, &m)) return 1;
+  const int64_t nv = delaunay ? m->nv : side * side,
+                nt = delaunay ? m->nf : 2 * (side - 1) * (side - 1);
+  if (!delaunay && mb_mesh_create("bench", nv, nt, 3 * nt, &m)) return 1;
+  if (!delaunay) {
   m->kind = MB_KIND_TRIANGULATION2D;
   for (int64_t j = 0; j < side; j++)
     for (int64_t i = 0; i < side; i++) {
-      m->xyz[3 * (j * side + i)] = (double)i + 0.3 * (2 * rng_unit(&s) - 1);
-      m->xyz[3 * (j * side + i) + 1] = (double)j + 0.3 * (2 * rng_unit(&s) - 1);
+      m->xyz[3 * (j * side + i)] = (double)i + 0.15 * (2 * rng_unit(&s) - 1);
+      m->xyz[3 * (j * side + i) + 1] = (double)j + 0.15 * (2 * rng_unit(&s) - 1);
     }
   int64_t f = 0;
   for (int64_t j = 0; j + 1 < side; j++)
@@ -667,6 +694,7 @@ static int run_bench(int64_t n) {
       f += 2;
     }
   for (int64_t k = 0; k <= nt; k++) m->face_offsets[k] = 3 * k;
+  }
   mb_polylla_stats st;
   double gbs = 0;
   mb_error e = mb_polylla_cuda_bench(m, 1, 5, &st, &gbs);
@@ -676,9 +704,9 @@ static int run_bench(int64_t n) {
     return 1;
   }
   const double bytes = MB_POLYLLA_LABEL_BYTES(nv, nt);
-  printf("polylla bench: jittered grid, %lld vertices, %lld triangles -> %lld polygons, "
+  printf("polylla bench: %s, %lld vertices, %lld triangles -> %lld polygons, "
          "%lld frontier edges, %lld tips, %lld repaired (median of 5)\n",
-         (long long)nv, (long long)nt, (long long)st.polygons, (long long)st.frontier_edges,
+         what, (long long)nv, (long long)nt, (long long)st.polygons, (long long)st.frontier_edges,
          (long long)st.barrier_edge_tips, (long long)st.polygons_repaired);
   printf("  copy_in %.2f ms | halfedge %.2f | label %.3f | repair %.3f | traversal %.3f | "
          "copy_out %.2f ms\n",
@@ -695,9 +723,11 @@ static int run_bench(int64_t n) {
 }
 
 int main(int argc, char **argv) {
-  int skip = mb_gpu_skip_unless_device("test_gpu_polylla");
+  g_cpu_only = argc == 2 && strcmp(argv[1], "--cpu-only") == 0 && MB_GPU_TEST_HAVE_POLYLLA_CPU;
+  int skip = g_cpu_only ? 0 : mb_gpu_skip_unless_device("test_gpu_polylla");
   if (skip) return skip;
-  if (argc == 3 && strcmp(argv[1], "--bench") == 0) return run_bench(atoll(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "--bench") == 0)
+    return run_bench(atoll(argv[2]), argc == 4 && strcmp(argv[3], "delaunay") == 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single_triangle),  cmocka_unit_test(test_square_grids),
       cmocka_unit_test(test_tie_lattice),      cmocka_unit_test(test_tip_fan),
