@@ -1,0 +1,70 @@
+/* meshbatch: the half-edge structure of a planar triangulation, private to
+ * the Polylla op (src/ops/polylla/).
+ *
+ * The numbering is the one fixed by mb_polylla.h: triangle t is oriented
+ * counter-clockwise (v0, v1, v2), half-edge h = 3 t + k runs from v_k to
+ * v_{(k+1) mod 3}, next/prev stay inside the triangle, twin(h) is the
+ * half-edge of the neighbouring triangle running the other way (-1 on the
+ * boundary). This is the implicit half-edge form of the Polylla paper
+ * (Salinas-Fernandez et al. 2022, section 3, "half-edge data structure");
+ * only the origins and the twins are stored.
+ *
+ * Ids are int32: a mesh with more than INT32_MAX half-edges or vertices is
+ * refused (MB_ERR_ARG).
+ */
+#ifndef MB_HALFEDGE_H
+#define MB_HALFEDGE_H
+
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A half-edge triangulation. Owns its arrays (mb_halfedge_free). */
+typedef struct mb_halfedge {
+  int32_t nt;     /* triangles */
+  int32_t nv;     /* vertices of the input mesh (unused ones included) */
+  int32_t *vert;  /* [3 nt] oriented corners; origin(h) = vert[h] (owned) */
+  int32_t *twin;  /* [3 nt] twin half-edge, -1 on the boundary (owned) */
+} mb_halfedge;
+
+/* next(h): the following half-edge of the same triangle. */
+static inline int32_t mb_he_next(int32_t h) { return (h % 3 == 2) ? h - 2 : h + 1; }
+
+/* prev(h): the preceding half-edge of the same triangle. */
+static inline int32_t mb_he_prev(int32_t h) { return (h % 3 == 0) ? h + 2 : h - 1; }
+
+/* Build the half-edges of a triangle mesh (any kind; the caller checks the
+ * kind). Each triangle is oriented counter-clockwise with the exact
+ * predicate of mb_polylla.h, orient(a, b, c) = (xb - xa)(yc - ya) -
+ * (yb - ya)(xc - xa) in float64 without fused multiply-add (z ignored).
+ * Twins: an O(n) counting sort of the half-edges by their smaller vertex
+ * (CSR by vertex), then, inside each bucket, a sort by the larger vertex and
+ * matching of equal neighbours; no hash. OpenMP over triangles and
+ * vertices; the result does not depend on the thread count.
+ *
+ * tri is borrowed; *he is filled (its arrays owned by *he; free with
+ * mb_halfedge_free, also after a failure). Not collective.
+ * Errors: MB_ERR_ARG (a face that is not a triangle, no triangles, more
+ * than INT32_MAX half-edges or vertices); MB_ERR_FORMAT naming the
+ * triangle (0-based index) for a vertex index out of range, a non-finite
+ * coordinate, a degenerate triangle (orient == 0: collinear or repeated
+ * vertices), an edge of more than two triangles or one used twice in the
+ * same direction; where several problems exist the message names the
+ * first in triangle order of that kind; MB_ERR_MEMORY.
+ * Source: Salinas-Fernandez et al. 2022, section 3 (input triangulation as
+ * half-edges). */
+mb_error mb_halfedge_build(const mb_mesh *tri, mb_halfedge *he);
+
+/* Free the arrays of he (not he itself) and zero it; NULL and a zeroed
+ * struct are allowed. Not collective. */
+void mb_halfedge_free(mb_halfedge *he);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
