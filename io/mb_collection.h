@@ -74,7 +74,7 @@ typedef struct mb_mesh_slab {
  * Errors: MB_ERR_ARG (NULL argument), MB_ERR_IO (missing file), MB_ERR_FORMAT
  * (not an HDF5 file, not a meshbatch collection, unsupported version,
  * missing or unknown kind, wrong dataset shapes), MB_ERR_HDF5, MB_ERR_MEMORY;
- * every rank returns the same code and *coll is then NULL. */
+ * problems of the file give the same code on every rank; *coll is then NULL. */
 mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **coll);
 
 /* Number of datasets, and the kind and sizes of dataset i in [0, count)
@@ -148,9 +148,10 @@ mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
  * index, the kind and the names and components of the fields and face
  * fields; a surface is stored as `triangles` if every slab's faces are
  * triangles (a triangulation2d always, a polygons2d never). Each slab's rows
- * are checked like a whole mesh's (kind rules included). The mesh attributes written are those of
- * the slab with the lowest vertex_start (ties: lowest face_start, then lowest
- * rank). Every rank writes its own rows by hyperslab; the file (datasets,
+ * are checked like a whole mesh's (kind rules included). The mesh attributes
+ * written are those of the slab with the lowest vertex_start (ties: lowest
+ * face_start, then lowest rank). Every rank writes its own rows by hyperslab
+ * (planar vertex rows from the x, y columns of xyz); the file (datasets,
  * values, attributes, XDMF companions) is the same as if one rank had
  * written each mesh whole with mb_collection_write.
  * Errors: as mb_collection_write, plus MB_ERR_ARG for a slab outside its
