@@ -39,11 +39,12 @@ static mb_error block_slabs(mb_distributed_mesh *dm) {
 }
 
 /* This rank's numbering (in RCM order for locality) and local positions. */
-static mb_error build_local(mb_distributed_mesh *dm, const mb_adjacency *g, const double *xyz) {
+static mb_error build_local(mb_distributed_mesh *dm, const mb_adjacency *g, const double *xyz,
+                            int depth) {
   int64_t *order = malloc(sizeof *order * (size_t)(g->nv ? g->nv : 1));
   mb_error e = order ? mb_adjacency_rcm(g, order)
                      : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (!e) e = mb_local_domain_build(g, dm->part, dm->rank, order, &dm->domain);
+  if (!e) e = mb_local_domain_build(g, dm->part, dm->rank, depth, order, &dm->domain);
   free(order);
   if (!e) {
     const mb_local_domain *d = dm->domain;
@@ -56,7 +57,7 @@ static mb_error build_local(mb_distributed_mesh *dm, const mb_adjacency *g, cons
 }
 
 mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const double *xyz,
-                               const int32_t *part, mb_distributed_mesh **out) {
+                               const int32_t *part, int depth, mb_distributed_mesh **out) {
   mb_distributed_mesh *dm = calloc(1, sizeof *dm);
   mb_error e = dm ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   MB_CALL(mb_agree(comm, e));
@@ -66,11 +67,9 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const doubl
   MPI_Comm_size(comm, &dm->size);
   MB_CALL_GOTO(e, fail, share_parts(dm, g, part));
   MB_CALL_GOTO(e, fail, mb_agree(comm, block_slabs(dm)));
-  e = build_local(dm, g, xyz);
+  e = build_local(dm, g, xyz, depth);
   MB_CALL_GOTO(e, fail, mb_agree(comm, e));
-  const mb_local_domain *d = dm->domain;
-  MB_CALL_GOTO(e, fail, mb_halo_create(comm, d->nowned, d->global, d->nghost, d->global + d->nowned,
-                                       d->ghost_owner, 3, &dm->halo));
+  MB_CALL_GOTO(e, fail, mb_distributed_halo(dm, 3, &dm->halo));
   *out = dm;
   return MB_SUCCESS;
 fail:
@@ -89,5 +88,12 @@ mb_error mb_partitioned_gather_figures(const mb_local_domain *d, const mb_halo *
                           3.0 * sizeof(double) * (double)(ns + nr), 1e3 * t->compute_s / passes,
                           1e3 * t->exchange_s / passes};
   MB_CALL_MPI(MPI_Gather(&mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, mb_halo_comm(h)));
+  return MB_SUCCESS;
+}
+
+mb_error mb_distributed_halo(const mb_distributed_mesh *dm, int ncomp, mb_halo **halo) {
+  const mb_local_domain *d = dm->domain;
+  MB_CALL(mb_halo_create(dm->comm, d->nowned, d->global, d->nghost, d->global + d->nowned,
+                         d->ghost_owner, ncomp, halo));
   return MB_SUCCESS;
 }

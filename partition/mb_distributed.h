@@ -41,10 +41,11 @@ typedef struct mb_distributed_mesh {
 /* Distribute a mesh that every rank holds (global adjacency and positions
  * xyz [nv, 3] on every rank). part [nv] gives the owning rank of every
  * vertex (read on rank 0 only), or NULL for METIS k-way with one part per
- * rank. Collective over comm. Errors (agreed on every rank): MB_ERR_ARG,
+ * rank. Ghosts reach `depth` edges from the owned vertices (mb_local.h; the
+ * op's mb_op_info.ghost_depth). Collective over comm. Errors (agreed on every rank): MB_ERR_ARG,
  * MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_UNSUPPORTED (METIS failure). */
 mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *global, const double *xyz,
-                               const int32_t *part, mb_distributed_mesh **dm);
+                               const int32_t *part, int depth, mb_distributed_mesh **dm);
 
 /* Distribute a mesh that no rank holds whole. Every rank passes its slab
  * (mb_collection_read_slab): rank r holds vertex rows [vertex_start,
@@ -62,8 +63,9 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *global, const 
  * The patch of a rank holds every face around its owned vertices, so
  * boundary flags match the whole mesh. Collective over comm. Errors (agreed
  * on every rank): MB_ERR_ARG (slabs not in rank order or not covering the
- * vertices), MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_UNSUPPORTED (no ParMETIS). */
-mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab,
+ * vertices), MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_UNSUPPORTED (no ParMETIS, or
+ * depth other than 1: the patch holds the 1-ring only). */
+mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab, int depth,
                                          mb_distributed_mesh **dm);
 
 /* Send the owned positions back to the slab that holds their rows:
@@ -72,6 +74,13 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
  * vtxdist[rank]), so that all ranks can write the mesh together in global
  * vertex order (mb_collection_write_slabs). Collective.
  * Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
+/* A halo plan over this piece's owned and ghost vertices for `ncomp`
+ * float64 values per vertex (dm->halo carries the 3 positions; an op that
+ * exchanges other values per vertex makes its own). Collective over
+ * dm->comm. The caller owns *halo (mb_halo_free).
+ * Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_distributed_halo(const mb_distributed_mesh *dm, int ncomp, mb_halo **halo);
+
 mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *slab);
 
 /* Quality of the partition in use: edge cut, owned-vertex imbalance and

@@ -459,7 +459,7 @@ static mb_error build_domain(mb_distributed_mesh *dm, const slab_build *b) {
   mb_error e = order ? patch_mesh(b, &m) : OOM();
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e) e = mb_adjacency_rcm(adj, order);
-  if (!e) e = mb_local_domain_build(adj, b->patch_part, dm->rank, order, &dm->domain);
+  if (!e) e = mb_local_domain_build(adj, b->patch_part, dm->rank, 1, order, &dm->domain);
   const mb_local_domain *d = dm->domain;
   if (!e && !(dm->x = malloc(sizeof *dm->x * 3 * (size_t)(d->nowned + d->nghost + 1)))) e = OOM();
   for (int64_t l = 0; !e && l < d->nowned + d->nghost; l++) {
@@ -472,8 +472,11 @@ static mb_error build_domain(mb_distributed_mesh *dm, const slab_build *b) {
   return e;
 }
 
-mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab,
+mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab, int depth,
                                          mb_distributed_mesh **out) {
+  /* The patch holds the faces around the owned vertices: the 1-ring only. */
+  MB_CHECK(depth == 1, MB_ERR_UNSUPPORTED, "partitioner: parmetis builds ghost depth 1 only "
+           "(this op needs %d); use partitioner: metis", depth);
   mb_distributed_mesh *dm = calloc(1, sizeof *dm);
   mb_error e = dm ? MB_SUCCESS : OOM();
   MB_CALL(mb_agree(comm, e));
@@ -495,9 +498,7 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
   t[2] = mb_wtime();
   MB_CALL_GOTO(e, fail, mb_agree(comm, build_domain(dm, &b)));
   t[3] = mb_wtime();
-  const mb_local_domain *d = dm->domain;
-  MB_CALL_GOTO(e, fail, mb_halo_create(comm, d->nowned, d->global, d->nghost,
-                                       d->global + d->nowned, d->ghost_owner, 3, &dm->halo));
+  MB_CALL_GOTO(e, fail, mb_distributed_halo(dm, 3, &dm->halo));
   t[4] = mb_wtime();
   if (dm->rank == 0)
     mb_log(MB_LOG_VERBOSE, "[partition] from slabs: graph + ParMETIS %.3f s, migration %.3f s, "

@@ -122,6 +122,7 @@ typedef struct mb_op_info {
   double (*cost)(int64_t nv, int64_t nf, const void *params);
   mb_op_run_fn run[MB_NBACKENDS];                      /* NULL: not on this backend */
   mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS]; /* NULL: no partitioned form */
+  int ghost_depth;       /* partitioned: edges of ghosts around the owned vertices (>= 1) */
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
 } mb_op_info;
 

@@ -313,6 +313,14 @@ static mb_error partition_from_file(rank_state *st, const mb_mesh *m, int32_t **
   return e;
 }
 
+/* The deepest ghost ring any stage of the job reads. */
+static int ghost_depth(const mb_job *job) {
+  int depth = 1;
+  for (int s = 0; s < job->nstages; s++)
+    if (job->stages[s].op->ghost_depth > depth) depth = job->stages[s].op->ghost_depth;
+  return depth;
+}
+
 /* This rank's block of n rows: [n * rank / size, n * (rank + 1) / size). */
 static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t *count) {
   *first = n * st->rank / st->size;
@@ -332,7 +340,8 @@ static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e && st->rank == 0) e = partition_from_file(st, m, &part);
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, dm));
+  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, ghost_depth(st->job),
+                                              dm));
   int64_t v0, nvrows, f0, nfrows;
   block_rows(st, m->nv, &v0, &nvrows);
   block_rows(st, m->nf, &f0, &nfrows);
@@ -367,7 +376,7 @@ static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
   mb_log(MB_LOG_VERBOSE, "[rank %d] %s: read vertex rows [%lld, %lld) of %lld, face rows "
          "[%lld, %lld) of %lld", st->rank, src->name, (long long)v0, (long long)(v0 + nvrows),
          (long long)info->nv, (long long)f0, (long long)(f0 + nfrows), (long long)info->nf);
-  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, dm));
+  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, ghost_depth(st->job), dm));
   return MB_SUCCESS;
 }
 

@@ -263,7 +263,7 @@ static int bench_partitioned(const bench_opts *o) {
                                                     (int)o->warmup, (int)o->repeats, &r1);
     MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     mb_pass_timing t;
-    if (!code && (mb_distributed_create(MPI_COMM_WORLD, adj, m->xyz, NULL, &dm) ||
+    if (!code && (mb_distributed_create(MPI_COMM_WORLD, adj, m->xyz, NULL, 1, &dm) ||
                   time_partitioned(dm, &be, o, &t)))
       code = mb_cli_report(MB_EXIT_FAILED);
     if (!code && print_partitioned(dm, m, &be, o, r1.ms_per_pass, &t))

@@ -173,7 +173,7 @@ static int taubin_check(const void *params, const unsigned char *given, int *bad
 #define SMOOTH_ENTRIES                                                                       \
   .in = MB_KIND_SURFACE, .out = MB_KIND_SURFACE, .params_size = sizeof(mb_smooth_stage),    \
   .cost = smooth_cost, .run = {smooth_run, smooth_run},                                      \
-  .run_partitioned = {smooth_run_partitioned, smooth_run_partitioned},                       \
+  .run_partitioned = {smooth_run_partitioned, smooth_run_partitioned}, .ghost_depth = 1,    \
   .bench = mb_smooth_bench, .room = "smooth"
 
 const mb_op_info mb_op_taubin = {

@@ -1,9 +1,10 @@
 /* meshbatch: partitioned smoothing with overlapped halo exchange
  * (see mb_smooth_partitioned.h).
  *
- * One pass loop serves both backends through four small operations:
- * update a range of owned rows, start and finish the exchange of the next
- * positions' owned values into their ghosts, make the next positions current.
+ * Every pass is one overlapped step of partition/mb_steps.h; both backends
+ * plug their four operations into it: update a range of owned rows, start
+ * and finish the exchange of the next positions' owned values into their
+ * ghosts, make the next positions current.
  */
 #include "mb_smooth_partitioned.h"
 
@@ -13,39 +14,25 @@
 #include "mb_smooth_cuda.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
+#include "mb_steps.h"
 
 
-typedef struct pass_ops {
-  mb_error (*exchange_begin)(void *ctx);
-  mb_error (*rows)(void *ctx, int64_t begin, int64_t end, const mb_smooth_stage *st, double f);
-  mb_error (*exchange_end)(void *ctx);
-  mb_error (*swap)(void *ctx);
-} pass_ops;
+/* What a pass of a stage needs besides the backend's arrays. */
+typedef struct pass_rule {
+  const mb_smooth_stage *st;
+  double f; /* lambda or mu */
+} pass_rule;
 
-/* The pass loop. Ghosts of the current positions are valid on entry. The
- * rows next to the halo are updated first, so the owned values the
- * neighbours need are final early; their exchange into the ghosts of the
- * next positions then runs while the interior rows are updated. */
+/* The passes of every stage, each one overlapped step (partition/mb_steps.h);
+ * the backend's context starts with its pass_rule. */
 static mb_error run_passes(const mb_local_domain *d, const mb_smooth_stage *stages, int nstages,
-                           const pass_ops *ops, void *ctx, mb_pass_timing *t) {
+                           const mb_step_ops *ops, pass_rule *rule, mb_pass_timing *t) {
   for (int s = 0; s < nstages; s++) {
     const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++)
       for (int p = 0; p < (st->method == MB_SMOOTH_TAUBIN ? 2 : 1); p++) {
-        const double f = p == 0 ? st->lambda : st->mu;
-        double t0 = mb_wtime();
-        MB_CALL(ops->rows(ctx, d->ninterior, d->nowned, st, f));
-        double t1 = mb_wtime();
-        MB_CALL(ops->exchange_begin(ctx));
-        double t2 = mb_wtime();
-        MB_CALL(ops->rows(ctx, 0, d->ninterior, st, f));
-        double t3 = mb_wtime();
-        MB_CALL(ops->exchange_end(ctx));
-        MB_CALL(ops->swap(ctx));
-        double t4 = mb_wtime();
-        t->passes++;
-        t->compute_s += (t1 - t0) + (t3 - t2);
-        t->exchange_s += (t2 - t1) + (t4 - t3);
+        *rule = (pass_rule){st, p == 0 ? st->lambda : st->mu};
+        MB_CALL(mb_overlapped_step(d, ops, rule, t));
       }
   }
   return MB_SUCCESS;
@@ -54,6 +41,7 @@ static mb_error run_passes(const mb_local_domain *d, const mb_smooth_stage *stag
 /* ------------------------------------------------------------------ CPU */
 
 typedef struct cpu_ctx {
+  pass_rule rule; /* first: run_passes sets it */
   const mb_local_domain *d;
   mb_halo *h;
   double *cur, *next;
@@ -65,9 +53,10 @@ static mb_error cpu_begin(void *c) {
   return MB_SUCCESS;
 }
 
-static mb_error cpu_rows(void *c, int64_t b, int64_t e, const mb_smooth_stage *st, double f) {
+static mb_error cpu_rows(void *c, int64_t b, int64_t e) {
   cpu_ctx *x = c;
-  mb_smooth_rows_cpu(x->d->adj, b, e, st->weights, st->boundary, f, x->cur, x->next);
+  const mb_smooth_stage *st = x->rule.st;
+  mb_smooth_rows_cpu(x->d->adj, b, e, st->weights, st->boundary, x->rule.f, x->cur, x->next);
   return MB_SUCCESS;
 }
 
@@ -93,9 +82,9 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const m
   double *tmp = malloc(bytes);
   MB_CHECK(tmp, MB_ERR_MEMORY, "out of memory for %lld local vertices",
            (long long)(d->nowned + d->nghost));
-  static const pass_ops ops = {cpu_begin, cpu_rows, cpu_end, cpu_swap};
-  cpu_ctx ctx = {d, h, x, tmp};
-  mb_error e = run_passes(d, stages, nstages, &ops, &ctx, timing ? timing : &local);
+  static const mb_step_ops ops = {cpu_rows, cpu_begin, cpu_end, cpu_swap};
+  cpu_ctx ctx = {.d = d, .h = h, .cur = x, .next = tmp};
+  mb_error e = run_passes(d, stages, nstages, &ops, &ctx.rule, timing ? timing : &local);
   if (!e && ctx.cur != x)
     memcpy(x, ctx.cur, sizeof(double) * 3 * (size_t)(d->nowned + d->nghost));
   free(tmp);
@@ -106,6 +95,7 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const m
 /* ------------------------------------------------------------------ CUDA */
 
 typedef struct cuda_ctx {
+  pass_rule rule; /* first: run_passes sets it */
   mb_cuda_domain *dev;
   mb_halo *h;
   double *send, *recv; /* pinned, owned by dev */
@@ -126,9 +116,9 @@ static mb_error cuda_begin(void *c) {
   return MB_SUCCESS;
 }
 
-static mb_error cuda_rows(void *c, int64_t b, int64_t e, const mb_smooth_stage *st, double f) {
+static mb_error cuda_rows(void *c, int64_t b, int64_t e) {
   cuda_ctx *x = c;
-  MB_CALL(mb_cuda_domain_pass(x->dev, b, e, st->weights, st->boundary, f));
+  MB_CALL(mb_cuda_domain_pass(x->dev, b, e, x->rule.st->weights, x->rule.st->boundary, x->rule.f));
   return MB_SUCCESS;
 }
 
@@ -224,8 +214,8 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
     mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
     e = choose_transport(&ctx, transport, timing);
   }
-  static const pass_ops ops = {cuda_begin, cuda_rows, cuda_end, cuda_swap};
-  if (!e) e = run_passes(d, stages, nstages, &ops, &ctx, timing);
+  static const mb_step_ops ops = {cuda_rows, cuda_begin, cuda_end, cuda_swap};
+  if (!e) e = run_passes(d, stages, nstages, &ops, &ctx.rule, timing);
   if (!e) e = mb_cuda_domain_download(ctx.dev, x);
   mb_cuda_domain_free(ctx.dev);
   mb_nccl_free(ctx.nccl);
