@@ -1,11 +1,17 @@
 /* meshbatch: scale-test mesh generators (see mb_generate.h). */
 #include "mb_generate.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <libqhull_r/qhull_ra.h>
 
 #include "mb_adjacency.h"
+#include "mb_log.h"
 
 /* Index of neighbour j in the sorted row of i (binary search). */
 static int64_t edge_slot(const mb_adjacency *a, int64_t i, int64_t j) {
@@ -120,5 +126,359 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
     for (int d = 0; d < 3; d++) p[d] *= scale;
   }
   *out = s;
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------ Delaunay */
+
+/* Uniform double in [0, 1) with 53 random bits. */
+static double uniform01(uint64_t *state) {
+  return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+/* A standard normal draw (Box-Muller, one of the pair). */
+static double normal01(uint64_t *state) {
+  double u = 1.0 - uniform01(state); /* (0, 1] */
+  double v = uniform01(state);
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* npoints points [n, 2] of the chosen distribution (see mb_generate.h). */
+static void delaunay_points(int64_t n, uint64_t seed, int clustered, double *p) {
+  uint64_t st = seed;
+  enum { NC = 8 };
+  double cx[NC], cy[NC], sd[NC];
+  if (clustered)
+    for (int c = 0; c < NC; c++) {
+      cx[c] = 0.15 + 0.7 * uniform01(&st);
+      cy[c] = 0.15 + 0.7 * uniform01(&st);
+      sd[c] = 0.02 + 0.06 * uniform01(&st);
+    }
+  for (int64_t i = 0; i < n; i++) {
+    double x, y;
+    if (!clustered || uniform01(&st) < 0.1) {
+      x = uniform01(&st);
+      y = uniform01(&st);
+    } else {
+      int c = (int)(splitmix64(&st) % NC);
+      do {
+        x = cx[c] + sd[c] * normal01(&st);
+        y = cy[c] + sd[c] * normal01(&st);
+      } while (!(x >= 0.0 && x < 1.0 && y >= 0.0 && y < 1.0));
+    }
+    p[2 * i] = x;
+    p[2 * i + 1] = y;
+  }
+}
+
+/* Twice the signed area of (a, b, c) in the plane. */
+static double orient2(const double *p, int64_t a, int64_t b, int64_t c) {
+  return (p[2 * b] - p[2 * a]) * (p[2 * c + 1] - p[2 * a + 1]) -
+         (p[2 * b + 1] - p[2 * a + 1]) * (p[2 * c] - p[2 * a]);
+}
+
+/* Physical memory in bytes, 0 if unknown. */
+static double physical_memory(void) {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && size > 0) return (double)pages * (double)size;
+#endif
+  return 0;
+}
+
+/* Run qhull on pts [n, 2]; fill *tri (malloc'ed, [*nt, 3], CCW, smallest
+ * index first) and count the zero-area triangles dropped. */
+static mb_error delaunay_qhull(int64_t n, double *pts, int64_t **tri, int64_t *nt,
+                               int64_t *ndegenerate) {
+  qhT qh_qh;
+  qhT *qh = &qh_qh;
+  FILE *err = tmpfile();
+  char flags[] = "qhull d Qbb Qc Qz Q12 Qt";
+  qh_zero(qh, err ? err : stderr);
+  int code = qh_new_qhull(qh, 2, (int)n, pts, False, flags, NULL, err ? err : stderr);
+  mb_error e = MB_SUCCESS;
+  if (code != 0) {
+    char msg[512] = "";
+    if (err) {
+      rewind(err);
+      size_t got = fread(msg, 1, sizeof msg - 1, err);
+      msg[got] = '\0';
+      for (char *c = msg; *c; c++)
+        if (*c == '\n') *c = ' ';
+    }
+    e = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                     "qhull failed on %lld points (exit code %d): %s", (long long)n, code, msg);
+  }
+  int64_t count = 0, m = 0, degenerate = 0;
+  facetT *facet;
+  vertexT *vertex, **vertexp;
+  if (!e) {
+    FORALLfacets if (!facet->upperdelaunay) count++;
+    *tri = malloc(sizeof **tri * (size_t)(3 * (count ? count : 1)));
+    if (!*tri)
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "out of memory for %lld triangles", (long long)count);
+  }
+  if (!e) {
+    FORALLfacets {
+      if (facet->upperdelaunay) continue;
+      int64_t v[3];
+      int k = 0, bad = 0;
+      FOREACHvertex_(facet->vertices) {
+        int id = qh_pointid(qh, vertex->point);
+        if (k < 3) v[k] = id;
+        bad |= id < 0 || id >= n;
+        k++;
+      }
+      if (k != 3 || bad) {
+        e = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                         "qhull gave a lower Delaunay facet with %d vertices%s", k,
+                         bad ? " (or an unknown point)" : "");
+        break;
+      }
+      double o = orient2(pts, v[0], v[1], v[2]);
+      if (o == 0.0) {
+        degenerate++;
+        continue;
+      }
+      if (o < 0) {
+        int64_t t = v[1];
+        v[1] = v[2];
+        v[2] = t;
+      }
+      int r = v[0] < v[1] ? (v[0] < v[2] ? 0 : 2) : (v[1] < v[2] ? 1 : 2);
+      for (int j = 0; j < 3; j++) (*tri)[3 * m + j] = v[(r + j) % 3];
+      m++;
+    }
+  }
+  int curlong, totlong;
+  qh_freeqhull(qh, !qh_ALL);
+  qh_memfreeshort(qh, &curlong, &totlong);
+  if (err) fclose(err);
+  if (e) {
+    free(*tri);
+    *tri = NULL;
+    return e;
+  }
+  *nt = m;
+  *ndegenerate = degenerate;
+  return MB_SUCCESS;
+}
+
+/* Sort triangles (a, b, c), a the smallest, by (a, b, c) into out: a
+ * counting sort on a, then an insertion sort of each (short) bucket. */
+static mb_error sort_triangles(int64_t nv, int64_t nt, const int64_t *tri, int64_t *out) {
+  int64_t *start = calloc((size_t)nv + 2, sizeof *start);
+  MB_CHECK(start, MB_ERR_MEMORY, "out of memory sorting %lld triangles", (long long)nt);
+  for (int64_t t = 0; t < nt; t++) start[tri[3 * t] + 2]++;
+  for (int64_t v = 0; v < nv; v++) start[v + 2] += start[v + 1];
+  for (int64_t t = 0; t < nt; t++) {
+    int64_t *d = out + 3 * start[tri[3 * t] + 1]++;
+    memcpy(d, tri + 3 * t, 3 * sizeof *d);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t v = 0; v < nv; v++) {
+    int64_t *row = out + 3 * start[v];
+    int64_t n = start[v + 1] - start[v];
+    for (int64_t i = 1; i < n; i++) {
+      int64_t b = row[3 * i + 1], c = row[3 * i + 2], j = i;
+      while (j > 0 && (row[3 * (j - 1) + 1] > b ||
+                       (row[3 * (j - 1) + 1] == b && row[3 * (j - 1) + 2] > c))) {
+        memcpy(row + 3 * j, row + 3 * (j - 1), 3 * sizeof *row);
+        j--;
+      }
+      row[3 * j] = v;
+      row[3 * j + 1] = b;
+      row[3 * j + 2] = c;
+    }
+  }
+  free(start);
+  return MB_SUCCESS;
+}
+
+/* Spread the low 21 bits of x to the even bits of the result. */
+static uint64_t morton_spread(uint64_t x) {
+  x &= 0x1fffff;
+  x = (x | (x << 32)) & 0x001f00000000ffffULL;
+  x = (x | (x << 16)) & 0x001f0000ff0000ffULL;
+  x = (x | (x << 8)) & 0x100f00f00f00f00fULL;
+  x = (x | (x << 4)) & 0x10c30c30c30c30c3ULL;
+  x = (x | (x << 2)) & 0x1249249249249249ULL;
+  return x;
+}
+
+/* perm [n]: the points of p [n, 2] (in [0, 1)^2) in Morton (Z-curve) order
+ * of 2^21 x 2^21 cells, ties in index order (a stable LSD radix sort of
+ * 42-bit keys, 3 passes of 14 bits). qhull gets spatially sorted points
+ * for memory locality; the result, sorted afterwards, does not depend on
+ * it. */
+static mb_error morton_order(int64_t n, const double *p, int64_t *perm) {
+  uint64_t *key = malloc(sizeof *key * (size_t)n), *key2 = malloc(sizeof *key2 * (size_t)n);
+  int64_t *perm2 = malloc(sizeof *perm2 * (size_t)n);
+  int64_t *count = malloc(sizeof *count * ((size_t)1 << 14));
+  if (!key || !key2 || !perm2 || !count) {
+    free(key), free(key2), free(perm2), free(count);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory ordering %lld points", (long long)n);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t x = (uint64_t)(p[2 * i] * 2097152.0), y = (uint64_t)(p[2 * i + 1] * 2097152.0);
+    key[i] = morton_spread(x) | (morton_spread(y) << 1);
+    perm[i] = i;
+  }
+  for (int pass = 0; pass < 3; pass++) {
+    int shift = 14 * pass;
+    memset(count, 0, sizeof *count * ((size_t)1 << 14));
+    for (int64_t i = 0; i < n; i++) count[(key[i] >> shift) & 0x3fff]++;
+    int64_t sum = 0;
+    for (int b = 0; b < (1 << 14); b++) {
+      int64_t c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      int64_t d = count[(key[i] >> shift) & 0x3fff]++;
+      key2[d] = key[i];
+      perm2[d] = perm[i];
+    }
+    uint64_t *tk = key;
+    key = key2, key2 = tk;
+    memcpy(perm, perm2, sizeof *perm * (size_t)n);
+  }
+  free(key), free(key2), free(perm2), free(count);
+  return MB_SUCCESS;
+}
+
+mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_mesh **out) {
+  MB_CHECK(out, MB_ERR_ARG, "mb_generate_delaunay: NULL output");
+  *out = NULL;
+  MB_CHECK(npoints >= 3 && npoints <= INT_MAX, MB_ERR_ARG,
+           "Delaunay point count must be in [3, %d] (got %lld)", INT_MAX, (long long)npoints);
+  MB_CHECK(clustered == 0 || clustered == 1, MB_ERR_ARG,
+           "distribution must be uniform (0) or clustered (1), got %d", clustered);
+  double mem = physical_memory(), need = 1024.0 * (double)npoints;
+  MB_CHECK(mem == 0 || need < mem, MB_ERR_MEMORY,
+           "a Delaunay triangulation of %lld points needs about %.1f GB while qhull runs, "
+           "more than this machine's %.1f GB",
+           (long long)npoints, need / 1e9, mem / 1e9);
+  double *pts = malloc(sizeof *pts * 2 * (size_t)npoints);
+  MB_CHECK(pts, MB_ERR_MEMORY, "out of memory for %lld points", (long long)npoints);
+  double t0 = mb_wtime();
+  delaunay_points(npoints, seed, clustered, pts);
+  /* qhull gets the points in Morton order (sorted[k] = pts[perm[k]]) */
+  int64_t *perm = malloc(sizeof *perm * (size_t)npoints);
+  double *sorted = malloc(sizeof *sorted * 2 * (size_t)npoints);
+  mb_error e = perm && sorted ? morton_order(npoints, pts, perm)
+                              : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                             "out of memory for %lld points", (long long)npoints);
+  int64_t *tri = NULL, nt = 0, ndeg = 0;
+  if (!e) {
+    for (int64_t k = 0; k < npoints; k++) {
+      sorted[2 * k] = pts[2 * perm[k]];
+      sorted[2 * k + 1] = pts[2 * perm[k] + 1];
+    }
+    e = delaunay_qhull(npoints, sorted, &tri, &nt, &ndeg);
+  }
+  free(sorted);
+  if (e) {
+    free(pts);
+    free(perm);
+    MB_CALL(e);
+  }
+  /* back to generation order; the orientation and the smallest-first
+   * rotation are redone on the original numbers */
+  for (int64_t t = 0; t < nt; t++) {
+    int64_t v[3] = {perm[tri[3 * t]], perm[tri[3 * t + 1]], perm[tri[3 * t + 2]]};
+    int r = v[0] < v[1] ? (v[0] < v[2] ? 0 : 2) : (v[1] < v[2] ? 1 : 2);
+    for (int j = 0; j < 3; j++) tri[3 * t + j] = v[(r + j) % 3];
+  }
+  free(perm);
+  double t1 = mb_wtime();
+  /* Points that are no triangle's vertex ('Qc': nearly coincident) go. */
+  int64_t *newid = calloc((size_t)npoints, sizeof *newid), nv = 0;
+  if (!newid) {
+    free(pts);
+    free(tri);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory");
+  }
+  for (int64_t k = 0; k < 3 * nt; k++) newid[tri[k]] = 1;
+  for (int64_t i = 0; i < npoints; i++) newid[i] = newid[i] ? nv++ : -1;
+  if (nv < npoints)
+    for (int64_t k = 0; k < 3 * nt; k++) tri[k] = newid[tri[k]];
+  char name[64];
+  snprintf(name, sizeof name, "delaunay_%lld", (long long)npoints);
+  mb_mesh *m = NULL;
+  e = nt > 0 ? mb_mesh_create(name, nv, nt, 3 * nt, &m)
+             : mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                            "qhull gave no triangle for %lld points", (long long)npoints);
+  if (!e) e = sort_triangles(nv, nt, tri, m->face_indices);
+  free(tri);
+  if (e) {
+    free(pts);
+    free(newid);
+    mb_mesh_free(m);
+    MB_CALL(e);
+  }
+  m->kind = MB_KIND_TRIANGULATION2D;
+  m->index = 0;
+  for (int64_t i = 0; i < npoints; i++)
+    if (newid[i] >= 0) {
+      m->xyz[3 * newid[i]] = pts[2 * i];
+      m->xyz[3 * newid[i] + 1] = pts[2 * i + 1];
+      m->xyz[3 * newid[i] + 2] = 0.0;
+    }
+  for (int64_t f = 0; f <= nt; f++) m->face_offsets[f] = 3 * f;
+  free(pts);
+  free(newid);
+  mb_log(MB_LOG_VERBOSE,
+         "delaunay: %lld points (%s, seed %llu): %lld vertices, %lld triangles, %lld "
+         "zero-area triangles dropped, %lld points not in the triangulation; qhull %.2f s, "
+         "total %.2f s",
+         (long long)npoints, clustered ? "clustered" : "uniform", (unsigned long long)seed,
+         (long long)nv, (long long)nt, (long long)ndeg, (long long)(npoints - nv), t1 - t0,
+         mb_wtime() - t0);
+  *out = m;
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------ grid2d */
+
+mb_error mb_generate_grid2d(int64_t min_vertices, mb_mesh **out) {
+  MB_CHECK(out, MB_ERR_ARG, "mb_generate_grid2d: NULL output");
+  *out = NULL;
+  MB_CHECK(min_vertices >= 1 && min_vertices <= ((int64_t)1 << 40), MB_ERR_ARG,
+           "grid2d size must be in [1, 2^40] vertices (got %lld)", (long long)min_vertices);
+  int64_t n = (int64_t)sqrt((double)min_vertices);
+  while (n * n < min_vertices) n++;
+  while (n > 1 && (n - 1) * (n - 1) >= min_vertices) n--;
+  if (n < 2) n = 2;
+  int64_t nv = n * n, nq = (n - 1) * (n - 1), nt = 2 * nq;
+  char name[64];
+  snprintf(name, sizeof name, "grid2d_%lld", (long long)nv);
+  mb_mesh *m = NULL;
+  MB_CALL(mb_mesh_create(name, nv, nt, 3 * nt, &m));
+  m->kind = MB_KIND_TRIANGULATION2D;
+  m->index = 0;
+  const double h = 1.0 / (double)(n - 1);
+  double *xyz = m->xyz;
+  int64_t *idx = m->face_indices, *off = m->face_offsets;
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double *p = xyz + 3 * (j * n + i);
+      p[0] = (double)i * h;
+      p[1] = (double)j * h;
+      p[2] = 0.0;
+    }
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < n - 1; j++)
+    for (int64_t i = 0; i < n - 1; i++) {
+      int64_t v00 = j * n + i, v10 = v00 + 1, v01 = v00 + n, v11 = v01 + 1;
+      int64_t *t = idx + 6 * (j * (n - 1) + i);
+      t[0] = v00, t[1] = v10, t[2] = v11;
+      t[3] = v00, t[4] = v11, t[5] = v01;
+    }
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f <= nt; f++) off[f] = 3 * f;
+  *out = m;
   return MB_SUCCESS;
 }

@@ -1,4 +1,5 @@
-/* meshbatch: generators of scale-test meshes. */
+/* meshbatch: generators of scale-test meshes (surfaces and planar
+ * triangulations). */
 #ifndef MB_GENERATE_H
 #define MB_GENERATE_H
 
@@ -26,6 +27,66 @@ mb_error mb_generate_subdivide(const mb_mesh *mesh, int levels, mb_mesh **out);
  * (deterministic for a seed). Named "sphere". Not collective.
  * Errors: MB_ERR_ARG (min_vertices < 1 or > 2^31, noise < 0), MB_ERR_MEMORY. */
 mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, mb_mesh **out);
+
+/* Point distributions of mb_generate_delaunay. */
+#define MB_GENERATE_UNIFORM 0
+#define MB_GENERATE_CLUSTERED 1
+
+/* The Delaunay triangulation of npoints random points in the unit square.
+ * Not collective (runs on the calling rank; qhull is serial).
+ *
+ * Points, from splitmix64 seeded with `seed` (deterministic for a seed on
+ * every machine), in generation order as the vertices:
+ *   clustered = 0 (MB_GENERATE_UNIFORM): x and y uniform in [0, 1), 53-bit;
+ *   clustered = 1 (MB_GENERATE_CLUSTERED): a mixture of 8 Gaussian clusters
+ *     (centres uniform in [0.15, 0.85]^2, standard deviations uniform in
+ *     [0.02, 0.08], all drawn from the seed) taking 90 % of the points and a
+ *     uniform background taking 10 %; a Gaussian draw falling outside
+ *     [0, 1)^2 is drawn again (truncated, not clipped, so no points pile up
+ *     on the sides).
+ * Triangulation: qhull's reentrant library (libqhull_r; C. B. Barber,
+ * D. P. Dobkin, H. Huhdanpaa, "The Quickhull algorithm for convex hulls",
+ * ACM TOMS 22(4), 1996), options "d Qbb Qc Qz Q12 Qt" as qdelaunay uses for
+ * 2-d input: the lower hull of the points lifted to a paraboloid, with
+ * triangulated output. Upper-Delaunay facets are skipped. Triangles with
+ * zero signed area (which 'Qt' can make from cocircular points) are
+ * dropped; their number is logged at verbose level. Points that qhull
+ * keeps out of the triangulation as nearly coincident with a vertex
+ * ('Qc'; practically never for these distributions) are removed, the
+ * others keeping their order, so nv <= npoints; nv == npoints is the rule.
+ *
+ * Result: kind MB_KIND_TRIANGULATION2D, named "delaunay_N" (N = npoints),
+ * xyz [nv, 3] with z = 0, nf triangles [nf, 3], each counter-clockwise
+ * with its smallest vertex index first, sorted by (first, second, third)
+ * vertex: the output does not depend on qhull's facet order. About
+ * 2 npoints triangles.
+ * Size, memory and time: npoints in [3, 2^31 - 1] (qhull numbers points
+ * with int). qhull is serial and needs up to about 1 KB per point while it
+ * runs (measured: 0.6 GB peak for 1 M uniform points), so the call
+ * refuses, with MB_ERR_MEMORY, an npoints whose 1 KB-per-point estimate
+ * exceeds the machine's physical memory (25 M points: about 15-25 GB).
+ * Time is qhull's, about 11 us per point on a 2020s Xeon core (1 M
+ * points: 11-13 s; 25 M points: over 7 minutes, so use grid2d for the
+ * largest inputs). qhull gets the points in Morton (Z-curve) order for
+ * memory locality; vertex numbers are mapped back to generation order. Errors: MB_ERR_ARG (npoints out of range, clustered not 0 or 1),
+ * MB_ERR_MEMORY, MB_ERR_NUMERIC (qhull failed; its message is included). */
+mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_mesh **out);
+
+/* The uniform grid triangulation of the unit square that the Polylla
+ * papers benchmark on (Salinas-Fernandez, Hitschfeld-Kahler, Navarro et
+ * al.). Not collective; OpenMP threads fill the arrays.
+ * n = ceil(sqrt(min_vertices)) (at least 2) points a side, vertex
+ * j n + i at (i h, j h, 0) with h = 1 / (n - 1) computed once and each
+ * coordinate the product i * h (so equal coordinates are bitwise equal).
+ * Each square (i, j), in row-major order, is split by its diagonal from
+ * (i, j) to (i+1, j+1) into the counter-clockwise triangles
+ * (v00, v10, v11) and (v00, v11, v01).
+ * Result: kind MB_KIND_TRIANGULATION2D, named "grid2d_N" (N = n * n),
+ * nv = n^2, nf = 2 (n - 1)^2. Memory: nv * 24 bytes of coordinates,
+ * nf * 24 of triangle indices and nf * 8 of face offsets (100 M vertices:
+ * about 8.8 GB). Errors: MB_ERR_ARG (min_vertices < 1 or > 2^40),
+ * MB_ERR_MEMORY. */
+mb_error mb_generate_grid2d(int64_t min_vertices, mb_mesh **out);
 
 #ifdef __cplusplus
 }
