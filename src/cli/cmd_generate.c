@@ -13,15 +13,27 @@
 
 static const char generate_help[] =
     "usage: meshbatch generate subdivide INPUT --levels L -o OUTPUT [--mesh NAME] [--name NAME]\n"
-    "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT\n\n"
+    "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT\n"
+    "       meshbatch generate delaunay --points N [--seed S]\n"
+    "                                   [--distribution uniform|clustered] -o OUTPUT\n"
+    "       meshbatch generate grid2d --vertices N -o OUTPUT\n\n"
     "subdivide  midpoint subdivision of a triangle mesh, L times (each level\n"
     "           multiplies the faces by 4; igea with L=2 has 2.1 M vertices).\n"
     "           INPUT is a mesh file or a collection (then --mesh picks the mesh).\n"
     "sphere     an icosphere with at least N vertices (10*4^L+2), each vertex\n"
     "           moved radially by a uniform random amount in [-A, A] (default\n"
     "           A=0.01, seed 1).\n"
+    "delaunay   the Delaunay triangulation (qhull) of N random points in the unit\n"
+    "           square (a triangulation2d, about 2N triangles): uniform (default)\n"
+    "           or clustered (8 Gaussian clusters and a 10%% uniform background),\n"
+    "           seed 1 by default. qhull is serial: about 11 s and 0.6 GB per\n"
+    "           million points.\n"
+    "grid2d     the uniform grid triangulation of the unit square (a\n"
+    "           triangulation2d): n x n vertices, n = ceil(sqrt(N)), each square\n"
+    "           split by the same diagonal into 2 counter-clockwise triangles.\n"
     "OUTPUT is a collection (.h5, with .xdmf beside it) or a mesh file (.obj,\n"
-    ".off, .ply). Run it on one rank.\n";
+    ".off, .ply; for delaunay and grid2d also Triangle's .node or .ele, which\n"
+    "writes STEM.node, STEM.ele and STEM.neigh). Run it on one rank.\n";
 
 /* Write one mesh to a collection or a mesh file, by extension. */
 static int write_output(const char *out, mb_mesh *m) {
@@ -56,7 +68,8 @@ int mb_cmd_generate(int argc, char **argv) {
   }
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* a serial tool */
   const char *kind = argv[1], *input = NULL, *out = NULL, *only = NULL, *name = NULL;
-  int64_t levels = -1, nverts = -1, seed = 1;
+  const char *distribution = "uniform";
+  int64_t levels = -1, nverts = -1, npoints = -1, seed = 1;
   double noise = 0.01;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -67,6 +80,8 @@ int mb_cmd_generate(int argc, char **argv) {
     else if (!strcmp(a, "--name") && v) name = argv[++i];
     else if (!strcmp(a, "--levels") && v) bad = mb_cli_parse_int64(argv[++i], &levels);
     else if (!strcmp(a, "--vertices") && v) bad = mb_cli_parse_int64(argv[++i], &nverts);
+    else if (!strcmp(a, "--points") && v) bad = mb_cli_parse_int64(argv[++i], &npoints);
+    else if (!strcmp(a, "--distribution") && v) distribution = argv[++i];
     else if (!strcmp(a, "--seed") && v) bad = mb_cli_parse_int64(argv[++i], &seed);
     else if (!strcmp(a, "--noise") && v) bad = mb_cli_parse_double(argv[++i], &noise);
     else if (a[0] != '-' && !input) input = a;
@@ -88,8 +103,27 @@ int mb_cmd_generate(int argc, char **argv) {
   } else if (!strcmp(kind, "sphere")) {
     if (nverts < 1) return mb_cli_usage_error("generate", "sphere needs --vertices N (N >= 1)");
     if (mb_generate_sphere(nverts, noise, (uint64_t)seed, &m)) return mb_cli_report(MB_EXIT_FAILED);
+  } else if (!strcmp(kind, "delaunay")) {
+    if (npoints < 3 || npoints > 2147483647)
+      return mb_cli_usage_error("generate", "delaunay needs --points N (3 <= N < 2^31)");
+    int clustered = !strcmp(distribution, "clustered");
+    if (!clustered && strcmp(distribution, "uniform"))
+      return mb_cli_usage_error("generate", "--distribution must be uniform or clustered, got '%s'",
+                                distribution);
+    double t0 = mb_wtime();
+    if (mb_generate_delaunay(npoints, (uint64_t)seed, clustered, &m))
+      return mb_cli_report(MB_EXIT_FAILED);
+    mb_log(MB_LOG_NORMAL, "delaunay: %lld %s points triangulated in %.2f s", (long long)npoints,
+           distribution, mb_wtime() - t0);
+  } else if (!strcmp(kind, "grid2d")) {
+    if (nverts < 1) return mb_cli_usage_error("generate", "grid2d needs --vertices N (N >= 1)");
+    double t0 = mb_wtime();
+    if (mb_generate_grid2d(nverts, &m)) return mb_cli_report(MB_EXIT_FAILED);
+    mb_log(MB_LOG_NORMAL, "grid2d: built in %.2f s", mb_wtime() - t0);
   } else {
-    return mb_cli_usage_error("generate", "unknown generator '%s' (subdivide or sphere)", kind);
+    return mb_cli_usage_error("generate",
+                              "unknown generator '%s' (subdivide, sphere, delaunay or grid2d)",
+                              kind);
   }
   if (name) {
     free(m->name);

@@ -131,6 +131,10 @@ def case_help(a):
         p = run(cmd + ["--help"])
         if "usage:" not in p.stdout:
             fail(f"meshbatch {' '.join(cmd)} --help prints no usage")
+    p = run(["generate", "--help"])
+    for g in ("generate delaunay --points N", "generate grid2d --vertices N", "clustered"):
+        if g not in p.stdout:
+            fail(f"meshbatch generate --help does not mention '{g}'")
     run(["frobnicate"], expect=2)
     run(["run"], expect=2)
 
@@ -242,6 +246,34 @@ def case_generate(a):
     p = run(["generate", "subdivide", s, "--levels", "2", "-o", os.path.join(d, "s2.h5")])
     if "10242 vertices, 20480 faces" not in p.stdout:  # 642 -> 2562 -> 10242
         fail("subdivision counts")
+    # planar generators: grid2d counts (n = ceil(sqrt(10)) = 4: 16 vertices,
+    # 2 * 3^2 triangles), Triangle files, Delaunay determinism per seed
+    p = run(["generate", "grid2d", "--vertices", "10", "-o", os.path.join(d, "g.node")])
+    if "grid2d_16: 16 vertices, 18 faces" not in p.stdout:
+        fail("grid2d counts")
+    for ext in ("node", "ele", "neigh"):
+        if not os.path.exists(os.path.join(d, "g." + ext)):
+            fail(f"grid2d wrote no g.{ext}")
+    p = run(["generate", "grid2d", "--vertices", "1000", "-o", os.path.join(d, "g.h5")])
+    if "grid2d_1024: 1024 vertices, 1922 faces" not in p.stdout:
+        fail("grid2d counts (1000 -> 32 x 32)")
+    offs = []
+    for k in range(2):
+        out = os.path.join(d, f"d{k}.off")
+        p = run(["generate", "delaunay", "--points", "500", "--seed", "5",
+                 "--distribution", "clustered", "-o", out])
+        if "delaunay_500: 500 vertices" not in p.stdout:
+            fail("delaunay counts")
+        offs.append(open(out, "rb").read())
+    if offs[0] != offs[1]:
+        fail("delaunay is not deterministic for a seed")
+    run(["generate", "delaunay", "--points", "500", "-o", os.path.join(d, "d.h5")])
+    p = run(["generate", "delaunay", "--points", "500", "-o", os.path.join(d, "d.ele")])
+    p = run(["import", os.path.join(d, "d.node"), "-o", os.path.join(d, "imp.h5")])
+    run(["generate", "delaunay", "--points", "2", "-o", os.path.join(d, "x.node")], expect=2)
+    run(["generate", "delaunay", "--points", "50", "--distribution", "gaussian",
+         "-o", os.path.join(d, "x.node")], expect=2)
+    run(["generate", "grid2d", "-o", os.path.join(d, "x.node")], expect=2)
 
 
 def case_ranks(a):
