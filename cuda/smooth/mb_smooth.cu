@@ -24,6 +24,7 @@
 #include <string.h>
 #include <vector>
 
+#include "mb_cuda_halo.h"
 #include "mb_smooth_cuda.h"
 #include "mb_cuda_private.cuh"
 #include "mb_smooth_vertex.h"
@@ -445,47 +446,20 @@ extern "C" mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *
 
 /* ------------------------------------------------------ partitioned domains */
 
-/* out[3q + c] = x[3 idx[q] + c] as float64: owned values a neighbour needs. */
-template <typename T>
-__global__ void __launch_bounds__(MB_CUDA_BLOCK)
-    mb_pack_kernel(int64_t n, const int32_t *__restrict__ idx, const T *__restrict__ x,
-                   double *__restrict__ out) {
-  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
-  if (k < 3 * n) out[k] = (double)x[3 * (int64_t)idx[k / 3] + k % 3];
-}
-
-/* x[3 idx[q] + c] = in[3q + c]: ghost values from their owners (exact for T = float). */
-template <typename T>
-__global__ void __launch_bounds__(MB_CUDA_BLOCK)
-    mb_unpack_kernel(int64_t n, const int32_t *__restrict__ idx, const double *__restrict__ in,
-                     T *__restrict__ x) {
-  const int64_t k = (int64_t)blockIdx.x * MB_CUDA_BLOCK + threadIdx.x;
-  if (k < 3 * n) x[3 * (int64_t)idx[k / 3] + k % 3] = (T)in[k];
-}
-
 struct mb_cuda_domain {
   mb_precision precision = MB_PRECISION_FLOAT64;
   mb_dev_mesh d;
-  int64_t nsend = 0, nrecv = 0;
-  mb_dbuf send_idx, recv_idx, send_stage, recv_stage;
-  double *host_send = nullptr, *host_recv = nullptr; /* pinned */
   cudaStream_t stream = nullptr;
-  cudaStream_t halo_stream = nullptr;                 /* NCCL transport only */
-  cudaEvent_t rows_done = nullptr, halo_done = nullptr;
+  mb_cuda_halo *halo = nullptr; /* 3 values per vertex, of the working precision */
   ~mb_cuda_domain() {
-    if (host_send) cudaFreeHost(host_send);
-    if (host_recv) cudaFreeHost(host_recv);
-    if (halo_done) cudaEventDestroy(halo_done);
-    if (rows_done) cudaEventDestroy(rows_done);
-    if (halo_stream) cudaStreamDestroy(halo_stream);
+    mb_cuda_halo_free(halo);
     if (stream) cudaStreamDestroy(stream);
   }
 };
 
 static mb_error mb_domain_setup(mb_cuda_domain *c, const mb_adjacency *adj, int64_t nlocal,
                                 const double *xyz, bool need_opp, bool need_bnd,
-                                int64_t nsend, const int64_t *send_idx, int64_t nrecv,
-                                const int64_t *recv_idx) {
+                                const mb_halo *plan) {
   MB_CHECK(nlocal >= adj->nv && nlocal < MB_I32_MAX, MB_ERR_ARG,
            "local vertices (%lld) must be >= owned rows (%lld) and < 2^31", (long long)nlocal,
            (long long)adj->nv);
@@ -494,27 +468,19 @@ static mb_error mb_domain_setup(mb_cuda_domain *c, const mb_adjacency *adj, int6
     MB_CALL(mb_dev_upload<float>(&c->d, adj, nlocal, xyz, need_opp, need_bnd));
   else
     MB_CALL(mb_dev_upload<double>(&c->d, adj, nlocal, xyz, need_opp, need_bnd));
-  c->nsend = nsend;
-  c->nrecv = nrecv;
-  mb_dbuf stage;
-  MB_CALL(mb_dbuf_alloc(&stage, sizeof(int64_t) * (size_t)std::max<int64_t>(nsend, nrecv), "staging"));
-  MB_CALL(mb_upload_i32(&c->send_idx, send_idx, nsend, &stage, "halo send indices"));
-  MB_CALL(mb_upload_i32(&c->recv_idx, recv_idx, nrecv, &stage, "halo receive indices"));
-  MB_CALL(mb_dbuf_alloc(&c->send_stage, sizeof(double) * 3 * (size_t)nsend, "halo send buffer"));
-  MB_CALL(mb_dbuf_alloc(&c->recv_stage, sizeof(double) * 3 * (size_t)nrecv, "halo receive buffer"));
-  MB_CALL_CUDA(cudaMallocHost((void **)&c->host_send, sizeof(double) * 3 * (size_t)(nsend + 1)));
-  MB_CALL_CUDA(cudaMallocHost((void **)&c->host_recv, sizeof(double) * 3 * (size_t)(nrecv + 1)));
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  MB_CALL(mb_cuda_halo_create(plan, 3, c->precision == MB_PRECISION_FLOAT32 ? 4 : 8, c->stream,
+                              &c->halo));
   MB_CALL_CUDA(cudaDeviceSynchronize());
   return MB_SUCCESS;
 }
 
 extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal,
                                           const double *xyz, mb_precision precision,
-                                          const mb_smooth_stage *stages, int nstages, int64_t nsend,
-                                          const int64_t *send_idx, int64_t nrecv,
-                                          const int64_t *recv_idx, mb_cuda_domain **domain) {
-  MB_CHECK(adj && domain && (nlocal == 0 || xyz), MB_ERR_ARG, "mb_cuda_domain_create: NULL argument");
+                                          const mb_smooth_stage *stages, int nstages,
+                                          const mb_halo *plan, mb_cuda_domain **domain) {
+  MB_CHECK(adj && plan && domain && (nlocal == 0 || xyz), MB_ERR_ARG,
+           "mb_cuda_domain_create: NULL argument");
   bool need_opp = false, need_bnd = false;
   for (int s = 0; s < nstages; s++) {
     MB_CALL(mb_rules_valid(stages[s].weights, stages[s].boundary));
@@ -524,8 +490,7 @@ extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nloca
   mb_cuda_domain *c = new (std::nothrow) mb_cuda_domain;
   MB_CHECK(c, MB_ERR_MEMORY, "out of memory");
   c->precision = precision;
-  mb_error e = mb_domain_setup(c, adj, nlocal, xyz, need_opp, need_bnd, nsend, send_idx, nrecv,
-                               recv_idx);
+  mb_error e = mb_domain_setup(c, adj, nlocal, xyz, need_opp, need_bnd, plan);
   if (e) {
     delete c;
     MB_CALL(e);
@@ -535,78 +500,29 @@ extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nloca
 }
 
 extern "C" void mb_cuda_domain_buffers(mb_cuda_domain *c, double **send, double **recv) {
-  *send = c->host_send;
-  *recv = c->host_recv;
+  mb_cuda_halo_buffers(c->halo, send, recv);
 }
 
-/* Enqueue on `stream` the packing of the send rows of the next positions
- * into the device send buffer (float64). */
-static mb_error mb_domain_enqueue_pack(mb_cuda_domain *c, cudaStream_t stream) {
-  const void *x = c->d.x[1 - c->d.cur].p; /* the positions being computed */
-  if (c->precision == MB_PRECISION_FLOAT32)
-    mb_pack_kernel<float><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, stream>>>(
-        c->nsend, c->send_idx.as<int32_t>(), (const float *)x, c->send_stage.as<double>());
-  else
-    mb_pack_kernel<double><<<mb_grid(3 * c->nsend), MB_CUDA_BLOCK, 0, stream>>>(
-        c->nsend, c->send_idx.as<int32_t>(), (const double *)x, c->send_stage.as<double>());
-  MB_CHECK_LAUNCH("halo pack");
-  return MB_SUCCESS;
-}
-
-/* Enqueue on `stream` the scatter of the device receive buffer into the
- * ghost rows of the next positions. */
-static mb_error mb_domain_enqueue_unpack(mb_cuda_domain *c, cudaStream_t stream) {
-  void *x = c->d.x[1 - c->d.cur].p; /* ghosts of the positions being computed */
-  if (c->precision == MB_PRECISION_FLOAT32)
-    mb_unpack_kernel<float><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, stream>>>(
-        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (float *)x);
-  else
-    mb_unpack_kernel<double><<<mb_grid(3 * c->nrecv), MB_CUDA_BLOCK, 0, stream>>>(
-        c->nrecv, c->recv_idx.as<int32_t>(), c->recv_stage.as<double>(), (double *)x);
-  MB_CHECK_LAUNCH("halo unpack");
-  return MB_SUCCESS;
-}
+/* The positions being computed (their ghosts are what an exchange fills). */
+static void *mb_domain_next(mb_cuda_domain *c) { return c->d.x[1 - c->d.cur].p; }
 
 extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
-  if (c->nsend == 0) return MB_SUCCESS;
-  MB_CALL(mb_domain_enqueue_pack(c, c->stream));
-  MB_CALL_CUDA(cudaMemcpyAsync(c->host_send, c->send_stage.p, sizeof(double) * 3 * (size_t)c->nsend,
-                               cudaMemcpyDeviceToHost, c->stream));
-  MB_CALL_CUDA(cudaStreamSynchronize(c->stream));
+  MB_CALL(mb_cuda_halo_pack(c->halo, mb_domain_next(c)));
   return MB_SUCCESS;
 }
 
 extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
-  if (c->nrecv == 0) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaMemcpyAsync(c->recv_stage.p, c->host_recv, sizeof(double) * 3 * (size_t)c->nrecv,
-                               cudaMemcpyHostToDevice, c->stream));
-  MB_CALL(mb_domain_enqueue_unpack(c, c->stream));
+  MB_CALL(mb_cuda_halo_unpack(c->halo, mb_domain_next(c)));
   return MB_SUCCESS;
 }
 
-extern "C" mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *c, mb_nccl *nccl, int nneighbors,
-                                              const int *ranks, const int64_t *send_offset,
-                                              const int64_t *recv_offset) {
-  if (!c->halo_stream) {
-    MB_CALL_CUDA(cudaStreamCreateWithFlags(&c->halo_stream, cudaStreamNonBlocking));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&c->rows_done, cudaEventDisableTiming));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&c->halo_done, cudaEventDisableTiming));
-  }
-  MB_CALL_CUDA(cudaEventRecord(c->rows_done, c->stream)); /* rows next to the halo */
-  MB_CALL_CUDA(cudaStreamWaitEvent(c->halo_stream, c->rows_done, 0));
-  if (c->nsend) MB_CALL(mb_domain_enqueue_pack(c, c->halo_stream));
-  MB_CALL(mb_nccl_exchange(nccl, c->halo_stream, 3, c->send_stage.as<double>(),
-                           c->recv_stage.as<double>(), nneighbors, ranks, send_offset,
-                           recv_offset));
-  if (c->nrecv) MB_CALL(mb_domain_enqueue_unpack(c, c->halo_stream));
-  MB_CALL_CUDA(cudaEventRecord(c->halo_done, c->halo_stream));
+extern "C" mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *c, mb_nccl *nccl) {
+  MB_CALL(mb_cuda_halo_nccl_begin(c->halo, mb_domain_next(c), nccl));
   return MB_SUCCESS;
 }
 
 extern "C" mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *c) {
-  if (!c->halo_done) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaEventSynchronize(c->halo_done));
-  MB_CALL_CUDA(cudaStreamWaitEvent(c->stream, c->halo_done, 0));
+  MB_CALL(mb_cuda_halo_nccl_end(c->halo));
   return MB_SUCCESS;
 }
 

@@ -13,6 +13,7 @@
 #include "mb_adjacency.h"
 #include "mb_cuda.h"
 #include "mb_error.h"
+#include "mb_halo.h"
 #include "mb_nccl.h"
 #include "mb_smooth.h"
 
@@ -57,14 +58,13 @@ typedef struct mb_cuda_domain mb_cuda_domain;
 
 /* Upload a piece: adj with nowned rows and columns < nlocal, positions xyz
  * [nlocal, 3] (owned then ghosts), the stages it will run (to upload only
- * the arrays their rules need), and the halo lists: send_idx [nsend] owned
- * rows to pack, recv_idx [nrecv] ghost rows to fill, both in the order of
- * the halo plan's buffers. Arrays are copied. Not collective.
+ * the arrays their rules need), and the device halo of the plan (3 values
+ * per vertex, partition's mb_cuda_halo; the plan is borrowed and must
+ * outlive the domain). Arrays are copied. Not collective.
  * Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_CUDA. */
 mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
                                mb_precision precision, const mb_smooth_stage *stages, int nstages,
-                               int64_t nsend, const int64_t *send_idx, int64_t nrecv,
-                               const int64_t *recv_idx, mb_cuda_domain **domain);
+                               const mb_halo *plan, mb_cuda_domain **domain);
 
 /* The pinned host buffers: send [nsend * 3] and recv [nrecv * 3] float64,
  * owned by the domain. */
@@ -98,13 +98,9 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz);
 void mb_cuda_domain_free(mb_cuda_domain *domain);
 
 /* Start the exchange of the next positions' halo over NCCL (after the rows
- * next to the halo are enqueued): the neighbours ranks [nneighbors] and the
- * row offsets send_offset/recv_offset [nneighbors + 1] into the send and
- * receive lists given at creation, as mb_halo_neighbors returns them. Every
+ * next to the halo are enqueued), with every neighbour of the plan. Every
  * rank of the communicator calls it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
-mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
-                                   const int *ranks, const int64_t *send_offset,
-                                   const int64_t *recv_offset);
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl);
 
 /* Wait until the ghosts are filled, and order the domain's stream after
  * them. Errors: MB_ERR_CUDA. */

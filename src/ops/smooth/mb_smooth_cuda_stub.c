@@ -24,10 +24,9 @@ mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_wei
 
 mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const double *xyz,
                                mb_precision precision, const mb_smooth_stage *stages, int nstages,
-                               int64_t nsend, const int64_t *send_idx, int64_t nrecv,
-                               const int64_t *recv_idx, mb_cuda_domain **domain) {
+                               const mb_halo *plan, mb_cuda_domain **domain) {
   (void)adj; (void)nlocal; (void)xyz; (void)precision; (void)stages; (void)nstages;
-  (void)nsend; (void)send_idx; (void)nrecv; (void)recv_idx; (void)domain;
+  (void)plan; (void)domain;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
@@ -66,10 +65,8 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz) {
 
 void mb_cuda_domain_free(mb_cuda_domain *domain) { (void)domain; }
 
-mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl, int nneighbors,
-                                   const int *ranks, const int64_t *send_offset,
-                                   const int64_t *recv_offset) {
-  (void)domain; (void)nccl; (void)nneighbors; (void)ranks; (void)send_offset; (void)recv_offset;
+mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl) {
+  (void)domain; (void)nccl;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 

@@ -101,16 +101,12 @@ typedef struct cuda_ctx {
   double *send, *recv; /* pinned, owned by dev */
   int has_halo;
   mb_nccl *nccl;       /* non-NULL: the halo goes GPU to GPU over NCCL */
-  int nneighbors;      /* the plan's neighbours, for NCCL */
-  const int *ranks;
-  const int64_t *send_offset, *recv_offset;
 } cuda_ctx;
 
 static mb_error cuda_begin(void *c) {
   cuda_ctx *x = c;
   if (x->nccl)
-    return mb_cuda_domain_nccl_begin(x->dev, x->nccl, x->nneighbors, x->ranks, x->send_offset,
-                                     x->recv_offset);
+    return mb_cuda_domain_nccl_begin(x->dev, x->nccl);
   MB_CALL(mb_cuda_domain_pack(x->dev));
   MB_CALL(mb_halo_begin_packed(x->h, x->send, x->recv));
   return MB_SUCCESS;
@@ -172,7 +168,6 @@ static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_ti
     x->nccl = NULL;
     return MB_SUCCESS;
   }
-  mb_halo_neighbors(x->h, &x->nneighbors, &x->ranks, &x->send_offset, &x->recv_offset);
   double connect; /* NCCL connects peers at their first exchange: do it before timing anything */
   MB_CALL(time_exchanges(x, 1, &connect));
   if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] NCCL connected in %.1f ms", 1e3 * connect);
@@ -200,15 +195,14 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
   mb_pass_timing local = {0};
   if (!timing) timing = &local;
   for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], d->adj));
+  int nneighbors;
   int64_t nsend, nrecv;
-  const int64_t *send_idx, *recv_idx;
-  mb_halo_send_indices(h, &nsend, &send_idx);
-  mb_halo_recv_indices(h, &nrecv, &recv_idx);
+  mb_halo_stats(h, &nneighbors, &nsend, &nrecv);
   cuda_ctx ctx = {.h = h, .has_halo = nsend > 0 || nrecv > 0 || timing->synchronize};
   /* agreed: a rank whose upload failed must not leave the others waiting in
    * the exchange; it also starts the passes of all ranks together */
   mb_error e = mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
-                                     nsend, send_idx, nrecv, recv_idx, &ctx.dev);
+                                     h, &ctx.dev);
   e = mb_agree(mb_halo_comm(h), e);
   if (!e) {
     mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);

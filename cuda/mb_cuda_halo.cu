@@ -1,0 +1,185 @@
+/* meshbatch: halo exchange of device arrays (see mb_cuda_halo.h). */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <new>
+
+#include "mb_cuda_halo.h"
+#include "mb_cuda_private.cuh"
+
+namespace {
+
+constexpr int BLOCK = 256;
+
+unsigned grid_of(int64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
+
+/* out[c + ncomp q] = x[c + ncomp idx[q]] as float64: owned values a neighbour needs. */
+template <typename T>
+__global__ void __launch_bounds__(BLOCK)
+    pack_kernel(int64_t n, int ncomp, const int32_t *__restrict__ idx, const T *__restrict__ x,
+                double *__restrict__ out) {
+  const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (k < n * ncomp) out[k] = (double)x[(int64_t)ncomp * idx[k / ncomp] + k % ncomp];
+}
+
+/* x[c + ncomp idx[q]] = in[c + ncomp q]: ghost values from their owners. */
+template <typename T>
+__global__ void __launch_bounds__(BLOCK)
+    unpack_kernel(int64_t n, int ncomp, const int32_t *__restrict__ idx,
+                  const double *__restrict__ in, T *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (k < n * ncomp) x[(int64_t)ncomp * idx[k / ncomp] + k % ncomp] = (T)in[k];
+}
+
+__global__ void narrow_kernel(int64_t n, const int64_t *__restrict__ src, int32_t *__restrict__ dst) {
+  const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (k < n) dst[k] = (int32_t)src[k];
+}
+
+mb_error upload_i32(mb_dbuf *dst, const int64_t *src, int64_t n, cudaStream_t stream,
+                    const char *what) {
+  MB_CALL(mb_dbuf_alloc(dst, sizeof(int32_t) * (size_t)n, what));
+  if (n == 0) return MB_SUCCESS;
+  mb_dbuf stage;
+  MB_CALL(mb_dbuf_alloc(&stage, sizeof(int64_t) * (size_t)n, what));
+  MB_CALL_CUDA(cudaMemcpyAsync(stage.p, src, sizeof(int64_t) * (size_t)n, cudaMemcpyHostToDevice,
+                               stream));
+  narrow_kernel<<<grid_of(n), BLOCK, 0, stream>>>(n, stage.as<int64_t>(), dst->as<int32_t>());
+  MB_CHECK_LAUNCH(what);
+  MB_CALL_CUDA(cudaStreamSynchronize(stream)); /* before the staging buffer is freed */
+  return MB_SUCCESS;
+}
+
+} // namespace
+
+struct mb_cuda_halo {
+  const mb_halo *plan = nullptr;
+  int ncomp = 3, real_bytes = 8;
+  int64_t nsend = 0, nrecv = 0;
+  mb_dbuf send_idx, recv_idx, send_stage, recv_stage;
+  double *host_send = nullptr, *host_recv = nullptr; /* pinned */
+  cudaStream_t stream = nullptr;                     /* the caller's */
+  cudaStream_t halo_stream = nullptr;                /* NCCL transport only */
+  cudaEvent_t rows_done = nullptr, halo_done = nullptr;
+  ~mb_cuda_halo() {
+    if (host_send) cudaFreeHost(host_send);
+    if (host_recv) cudaFreeHost(host_recv);
+    if (halo_done) cudaEventDestroy(halo_done);
+    if (rows_done) cudaEventDestroy(rows_done);
+    if (halo_stream) cudaStreamDestroy(halo_stream);
+  }
+};
+
+static mb_error halo_setup(mb_cuda_halo *h) {
+  const int64_t *send_idx, *recv_idx;
+  mb_halo_send_indices(h->plan, &h->nsend, &send_idx);
+  mb_halo_recv_indices(h->plan, &h->nrecv, &recv_idx);
+  MB_CHECK(h->nsend < INT32_MAX && h->nrecv < INT32_MAX, MB_ERR_ARG,
+           "halo of %lld / %lld rows: the device indexes with int32", (long long)h->nsend,
+           (long long)h->nrecv);
+  const size_t row = sizeof(double) * (size_t)h->ncomp;
+  MB_CALL(upload_i32(&h->send_idx, send_idx, h->nsend, h->stream, "halo send indices"));
+  MB_CALL(upload_i32(&h->recv_idx, recv_idx, h->nrecv, h->stream, "halo receive indices"));
+  MB_CALL(mb_dbuf_alloc(&h->send_stage, row * (size_t)h->nsend, "halo send buffer"));
+  MB_CALL(mb_dbuf_alloc(&h->recv_stage, row * (size_t)h->nrecv, "halo receive buffer"));
+  MB_CALL_CUDA(cudaMallocHost((void **)&h->host_send, row * (size_t)(h->nsend + 1)));
+  MB_CALL_CUDA(cudaMallocHost((void **)&h->host_recv, row * (size_t)(h->nrecv + 1)));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes,
+                                        void *stream, mb_cuda_halo **out) {
+  MB_CHECK(plan && out && ncomp > 0 && (real_bytes == 4 || real_bytes == 8), MB_ERR_ARG,
+           "mb_cuda_halo_create: bad argument (ncomp %d, real_bytes %d)", ncomp, real_bytes);
+  mb_cuda_halo *h = new (std::nothrow) mb_cuda_halo;
+  MB_CHECK(h, MB_ERR_MEMORY, "out of memory");
+  h->plan = plan;
+  h->ncomp = ncomp;
+  h->real_bytes = real_bytes;
+  h->stream = (cudaStream_t)stream;
+  mb_error e = halo_setup(h);
+  if (e) {
+    delete h;
+    MB_CALL(e);
+  }
+  *out = h;
+  return MB_SUCCESS;
+}
+
+extern "C" void mb_cuda_halo_buffers(mb_cuda_halo *h, double **send, double **recv) {
+  *send = h->host_send;
+  *recv = h->host_recv;
+}
+
+static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
+  const int64_t n = h->nsend * h->ncomp;
+  if (h->real_bytes == 4)
+    pack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nsend, h->ncomp, h->send_idx.as<int32_t>(),
+                                                     (const float *)x, h->send_stage.as<double>());
+  else
+    pack_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(h->nsend, h->ncomp, h->send_idx.as<int32_t>(),
+                                                      (const double *)x, h->send_stage.as<double>());
+  MB_CHECK_LAUNCH("halo pack");
+  return MB_SUCCESS;
+}
+
+static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s) {
+  const int64_t n = h->nrecv * h->ncomp;
+  if (h->real_bytes == 4)
+    unpack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
+                                                       h->recv_stage.as<double>(), (float *)x);
+  else
+    unpack_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
+                                                        h->recv_stage.as<double>(), (double *)x);
+  MB_CHECK_LAUNCH("halo unpack");
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_pack(mb_cuda_halo *h, const void *x) {
+  if (h->nsend == 0) return MB_SUCCESS;
+  MB_CALL(enqueue_pack(h, x, h->stream));
+  MB_CALL_CUDA(cudaMemcpyAsync(h->host_send, h->send_stage.p,
+                               sizeof(double) * (size_t)(h->ncomp * h->nsend),
+                               cudaMemcpyDeviceToHost, h->stream));
+  MB_CALL_CUDA(cudaStreamSynchronize(h->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_unpack(mb_cuda_halo *h, void *x) {
+  if (h->nrecv == 0) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaMemcpyAsync(h->recv_stage.p, h->host_recv,
+                               sizeof(double) * (size_t)(h->ncomp * h->nrecv),
+                               cudaMemcpyHostToDevice, h->stream));
+  MB_CALL(enqueue_unpack(h, x, h->stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *nccl) {
+  if (!h->halo_stream) {
+    MB_CALL_CUDA(cudaStreamCreateWithFlags(&h->halo_stream, cudaStreamNonBlocking));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
+  }
+  int nneighbors;
+  const int *ranks;
+  const int64_t *send_offset, *recv_offset;
+  mb_halo_neighbors(h->plan, &nneighbors, &ranks, &send_offset, &recv_offset);
+  MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* rows next to the halo */
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
+  if (h->nsend) MB_CALL(enqueue_pack(h, x, h->halo_stream));
+  MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->send_stage.as<double>(),
+                           h->recv_stage.as<double>(), nneighbors, ranks, send_offset,
+                           recv_offset));
+  if (h->nrecv) MB_CALL(enqueue_unpack(h, x, h->halo_stream));
+  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *h) {
+  if (!h->halo_done) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaEventSynchronize(h->halo_done));
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
+  return MB_SUCCESS;
+}
+
+extern "C" void mb_cuda_halo_free(mb_cuda_halo *h) { delete h; }

@@ -1,0 +1,66 @@
+/* meshbatch: a halo plan's exchange for values kept on the GPU (partition
+ * layer, cuda/mb_cuda_halo.cu).
+ *
+ * A device array x holds `ncomp` values per local vertex (float32 or
+ * float64; owned rows, then ghosts, see mb_local.h). Packing gathers the
+ * owned rows the neighbours need (mb_halo_send_indices) into a float64
+ * buffer; unpacking scatters received float64 values into the ghost rows
+ * (mb_halo_recv_indices), exactly for float32 ghosts of float32 owners.
+ * Two transports: MPI, through pinned host buffers that mb_halo_begin/
+ * end_packed send (the MPI need not be CUDA-aware); or NCCL, device to device
+ * on a second stream that waits for the rows next to the halo and lets the
+ * caller's stream update the interior meanwhile. Any op and any ncomp.
+ * Builds without CUDA link partition/mb_cuda_halo_cuda_stub.c.
+ */
+#ifndef MB_CUDA_HALO_H
+#define MB_CUDA_HALO_H
+
+#include <stdint.h>
+
+#include "mb_error.h"
+#include "mb_halo.h"
+#include "mb_nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mb_cuda_halo mb_cuda_halo; /* opaque */
+
+/* Device buffers and index lists for exchanging `ncomp` values per vertex
+ * of a device array of real_bytes-wide reals (4: float32, 8: float64)
+ * along `plan`, enqueued on `stream` (a cudaStream_t, the caller's; NULL
+ * for the default stream). The plan is borrowed and must outlive the halo.
+ * Not collective. Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_CUDA. */
+mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes, void *stream,
+                             mb_cuda_halo **halo);
+
+/* The pinned host buffers the MPI transport sends and receives:
+ * send [nsend * ncomp], recv [nrecv * ncomp] float64 (owned by the halo). */
+void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv);
+
+/* Pack the send rows of device array x into the pinned send buffer and
+ * wait for it (x is read after the stream's earlier work). Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x);
+
+/* Enqueue on the stream the copy of the pinned receive buffer into the
+ * ghost rows of device array x. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x);
+
+/* NCCL transport: record the point after the rows next to the halo on the
+ * stream, and on a second stream pack x, exchange with every neighbour of
+ * the plan, and unpack into the ghosts of x. Every rank of the plan calls
+ * it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED (no NCCL). */
+mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *halo, void *x, mb_nccl *nccl);
+
+/* Wait until the ghosts are filled, and order the stream after them.
+ * Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo);
+
+/* Free the halo; NULL allowed. Not collective. */
+void mb_cuda_halo_free(mb_cuda_halo *halo);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

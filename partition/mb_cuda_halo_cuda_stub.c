@@ -1,0 +1,39 @@
+/* meshbatch: the device halo in builds without CUDA: refused. */
+#include "mb_cuda_halo.h"
+
+#define MB_NO_CUDA_MSG                                                           \
+  "this meshbatch was built without the CUDA backend; install the CUDA toolkit " \
+  "and reconfigure with -DMESHBATCH_CUDA=ON"
+
+mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes, void *stream,
+                             mb_cuda_halo **halo) {
+  (void)plan; (void)ncomp; (void)real_bytes; (void)stream; (void)halo;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv) {
+  (void)halo;
+  *send = *recv = NULL;
+}
+
+mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x) {
+  (void)halo; (void)x;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x) {
+  (void)halo; (void)x;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *halo, void *x, mb_nccl *nccl) {
+  (void)halo; (void)x; (void)nccl;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo) {
+  (void)halo;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+void mb_cuda_halo_free(mb_cuda_halo *halo) { (void)halo; }
