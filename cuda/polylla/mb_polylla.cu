@@ -85,9 +85,14 @@ struct mb_pl_pipe {
   }
 };
 
-static mb_error mb_pl_pipe_create(mb_pl_pipe *p, cudaStream_t s) {
+/* Slots of at most 4 MiB, smaller where the largest transfer (max_bytes)
+ * needs less: pinning costs time in proportion to its size, so a small mesh
+ * must not pay for a large pool. */
+static mb_error mb_pl_pipe_create(mb_pl_pipe *p, cudaStream_t s, size_t max_bytes) {
   p->nw = mb_pl_nthreads();
-  p->slot = (size_t)8 << 20;
+  const size_t per = (max_bytes + (size_t)p->nw - 1) / (size_t)p->nw;
+  const size_t unit = (size_t)64 << 10;
+  p->slot = std::min((size_t)4 << 20, std::max(unit, (per + unit - 1) / unit * unit));
   p->s = s;
   MB_CALL_CUDA(cudaGetDevice(&p->dev));
   MB_CALL_CUDA(cudaHostAlloc((void **)&p->pinned, p->slot * (size_t)p->nw, cudaHostAllocDefault));
@@ -251,7 +256,8 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
   int *out = d.out.as<int>(), *off = d.off.as<int>();
 
   /* ---- copy in: x, y and the triangles (int32, range-checked) */
-  MB_CALL(mb_pl_pipe_create(&pipe, s));
+  const double t_alloc = mb_pl_now_ms();
+  MB_CALL(mb_pl_pipe_create(&pipe, s, std::max(sizeof(double2) * (size_t)nv, sizeof(int) * (size_t)nh)));
   const double *xyz = tri->xyz;
   MB_CALL(mb_pl_upload(
       &pipe, d.xy.p, nv, sizeof(double2),
@@ -264,6 +270,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
         return true;
       },
       "positions"));
+  const double t_pinned = mb_pl_now_ms();
   std::atomic<int64_t> bad_tri(INT64_MAX);
   const int64_t *fi = tri->face_indices;
   MB_CALL(mb_pl_upload(
@@ -296,6 +303,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
             "(%lld %lld %lld; %lld vertices)",
             name, (long long)t, (long long)v[0], (long long)v[1], (long long)v[2], (long long)nv);
   }
+  const double t_up = mb_pl_now_ms();
   MB_CALL_CUDA(cudaEventRecord(run.ev[1], s));
 
   /* The output's copy of the positions, on host threads while the device works. */
@@ -473,11 +481,18 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
     const int64_t b = (int64_t)npoly * w / pipe.nw, e = (int64_t)npoly * (w + 1) / pipe.nw;
     for (int64_t p = b; p < e; p++) vc[p] = (double)(o64[p + 1] - o64[p]);
   });
+  const double t_dl = mb_pl_now_ms();
   MB_CHECK(o64[npoly] == nidx, MB_ERR_CUDA,
            "internal error: %lld polygon vertices for %lld frontier half-edges",
            (long long)o64[npoly], (long long)nidx);
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
+  if (getenv("MB_POLYLLA_TRACE"))
+    fprintf(stderr,
+            "mb_polylla_cuda trace: device alloc %.2f ms, pinned %.2f ms (%d x %zu B), upload "
+            "%.2f ms; download+widen %.2f ms, vertex_count+join %.2f ms\n",
+            t_alloc - t0, t_pinned - t_alloc, pipe.nw, pipe.slot, t_up - t_pinned, t_dl - tc0,
+            tc1 - t_dl);
 
   mb_mesh *m = nullptr;
   MB_CALL(mb_mesh_create(tri->name ? tri->name : "", 0, 0, 0, &m));

@@ -675,25 +675,25 @@ static int run_bench(int64_t n, int delaunay) {
                 nt = delaunay ? m->nf : 2 * (side - 1) * (side - 1);
   if (!delaunay && mb_mesh_create("bench", nv, nt, 3 * nt, &m)) return 1;
   if (!delaunay) {
-  m->kind = MB_KIND_TRIANGULATION2D;
-  for (int64_t j = 0; j < side; j++)
-    for (int64_t i = 0; i < side; i++) {
-      m->xyz[3 * (j * side + i)] = (double)i + 0.15 * (2 * rng_unit(&s) - 1);
-      m->xyz[3 * (j * side + i) + 1] = (double)j + 0.15 * (2 * rng_unit(&s) - 1);
-    }
-  int64_t f = 0;
-  for (int64_t j = 0; j + 1 < side; j++)
-    for (int64_t i = 0; i + 1 < side; i++) {
-      const int64_t a = j * side + i, b = a + 1, c = a + side + 1, d = a + side;
-      int64_t *q = m->face_indices + 3 * f;
-      if (rng_next(&s) & 1) {
-        q[0] = a; q[1] = b; q[2] = c; q[3] = a; q[4] = c; q[5] = d;
-      } else {
-        q[0] = a; q[1] = b; q[2] = d; q[3] = b; q[4] = c; q[5] = d;
+    m->kind = MB_KIND_TRIANGULATION2D;
+    for (int64_t j = 0; j < side; j++)
+      for (int64_t i = 0; i < side; i++) {
+        m->xyz[3 * (j * side + i)] = (double)i + 0.15 * (2 * rng_unit(&s) - 1);
+        m->xyz[3 * (j * side + i) + 1] = (double)j + 0.15 * (2 * rng_unit(&s) - 1);
       }
-      f += 2;
-    }
-  for (int64_t k = 0; k <= nt; k++) m->face_offsets[k] = 3 * k;
+    int64_t f = 0;
+    for (int64_t j = 0; j + 1 < side; j++)
+      for (int64_t i = 0; i + 1 < side; i++) {
+        const int64_t a = j * side + i, b = a + 1, c = a + side + 1, d = a + side;
+        int64_t *q = m->face_indices + 3 * f;
+        if (rng_next(&s) & 1) {
+          q[0] = a; q[1] = b; q[2] = c; q[3] = a; q[4] = c; q[5] = d;
+        } else {
+          q[0] = a; q[1] = b; q[2] = d; q[3] = b; q[4] = c; q[5] = d;
+        }
+        f += 2;
+      }
+    for (int64_t k = 0; k <= nt; k++) m->face_offsets[k] = 3 * k;
   }
   mb_polylla_stats st;
   double gbs = 0;
