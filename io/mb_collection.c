@@ -1739,36 +1739,3 @@ mb_error mb_collection_close(mb_collection *coll) {
   return MB_SUCCESS;
 }
 
-mb_error mb_mesh_slab_cut(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t f0,
-                          int64_t nfrows, mb_mesh_slab *slab) {
-  MB_CHECK(rows_inside(v0, nvrows, m->nv) && rows_inside(f0, nfrows, m->nf), MB_ERR_ARG,
-           "mb_mesh_slab_cut: rows [%lld, %lld) / faces [%lld, %lld) outside mesh '%s'",
-           (long long)v0, (long long)(v0 + nvrows), (long long)f0, (long long)(f0 + nfrows),
-           m->name);
-  const int64_t i0 = m->face_offsets[f0], nidx = m->face_offsets[f0 + nfrows] - i0;
-  mb_mesh *r;
-  MB_CALL(mb_mesh_create(m->name, nvrows, nfrows, nidx, &r));
-  r->kind = m->kind;
-  r->index = m->index;
-  memcpy(r->xyz, m->xyz + 3 * v0, sizeof *r->xyz * 3 * (size_t)nvrows);
-  for (int64_t f = 0; f <= nfrows; f++) r->face_offsets[f] = m->face_offsets[f0 + f] - i0;
-  memcpy(r->face_indices, m->face_indices + i0, sizeof *r->face_indices * (size_t)nidx);
-  mb_error e = MB_SUCCESS;
-  for (int a = 0; !e && a < m->attrs.n; a++)
-    e = mb_attrs_set(&r->attrs, m->attrs.keys[a], m->attrs.values[a]);
-  for (int k = 0; !e && k < m->nfields; k++) {
-    const mb_field *fd = &m->fields[k];
-    e = mb_mesh_set_field(r, fd->name, fd->ncomp, fd->data + (size_t)fd->ncomp * (size_t)v0);
-  }
-  for (int k = 0; !e && k < m->nface_fields; k++) {
-    const mb_field *fd = &m->face_fields[k];
-    e = mb_mesh_set_face_field(r, fd->name, fd->ncomp,
-                               fd->data + (size_t)fd->ncomp * (size_t)f0);
-  }
-  if (e) {
-    mb_mesh_free(r);
-    MB_CALL(e);
-  }
-  *slab = (mb_mesh_slab){.rows = r, .vertex_start = v0, .face_start = f0, .nv = m->nv, .nf = m->nf};
-  return MB_SUCCESS;
-}

@@ -54,18 +54,7 @@ typedef struct mb_mesh_info {
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */
 
-/* Rows of one mesh held by this rank, when a mesh is distributed over the
- * ranks in contiguous slabs (partitioned runs). */
-typedef struct mb_mesh_slab {
-  mb_mesh *rows;          /* rows->nv vertex rows (xyz and every field) and rows->nf face rows
-                             (faces and every face field) of the whole mesh;
-                             rows->face_indices hold GLOBAL vertex ids in [0, nv);
-                             rows->face_offsets start at 0; kind, name, index, attrs as for
-                             a whole mesh (owned by whoever created the slab) */
-  int64_t vertex_start;   /* whole-mesh row of rows' first vertex */
-  int64_t face_start;     /* whole-mesh row of rows' first face */
-  int64_t nv, nf;         /* vertices and faces of the whole mesh */
-} mb_mesh_slab;
+/* mb_mesh_slab (rows of one mesh held by a rank) is defined in mb_mesh.h. */
 
 /* Open a collection for reading. Collective over comm. Checks the format
  * name and version attributes (versions MB_COLLECTION_FORMAT_VERSION_MIN ..
@@ -92,14 +81,6 @@ int mb_collection_version(const mb_collection *coll);
  * Errors: MB_ERR_ARG (NULL argument, i outside), MB_ERR_FORMAT (bad shapes,
  * out-of-range indices, NaN), MB_ERR_HDF5, MB_ERR_MEMORY. */
 mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh);
-
-/* Copy rows [v0, v0 + nvrows) of vertices (and per-vertex fields) and
- * [f0, f0 + nfrows) of faces (and per-face fields) of a whole mesh into a
- * new slab (faces keep their whole-mesh vertex ids; kind and attributes are
- * copied). Not collective. slab->rows is new (the caller frees it with
- * mb_mesh_free). Errors: MB_ERR_ARG (rows outside the mesh), MB_ERR_MEMORY. */
-mb_error mb_mesh_slab_cut(const mb_mesh *mesh, int64_t v0, int64_t nvrows, int64_t f0,
-                          int64_t nfrows, mb_mesh_slab *slab);
 
 /* Read rows [vertex_start, vertex_start + nvrows) of the vertices (and of
  * every per-vertex field) and rows [face_start, face_start + nfrows) of the

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "mb_adjacency.h"
-#include "mb_collection.h"
+#include "mb_mesh.h"
 #include "mb_error.h"
 #include "mb_halo.h"
 #include "mb_local.h"

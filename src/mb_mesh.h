@@ -91,6 +91,27 @@ int mb_mesh_is_triangles(const mb_mesh *mesh);
  * Errors: MB_ERR_FORMAT with a message naming source and the first problem. */
 mb_error mb_mesh_validate(const mb_mesh *mesh, const char *source);
 
+/* Rows of one mesh held by this rank, when a mesh is distributed over the
+ * ranks in contiguous slabs (partitioned runs). */
+typedef struct mb_mesh_slab {
+  mb_mesh *rows;          /* rows->nv vertex rows (xyz and every field) and rows->nf face rows
+                             (faces and every face field) of the whole mesh;
+                             rows->face_indices hold GLOBAL vertex ids in [0, nv);
+                             rows->face_offsets start at 0; kind, name, index, attrs as for
+                             a whole mesh (owned by whoever created the slab) */
+  int64_t vertex_start;   /* whole-mesh row of rows' first vertex */
+  int64_t face_start;     /* whole-mesh row of rows' first face */
+  int64_t nv, nf;         /* vertices and faces of the whole mesh */
+} mb_mesh_slab;
+
+/* Copy rows [v0, v0 + nvrows) of vertices (and per-vertex fields) and
+ * [f0, f0 + nfrows) of faces (and per-face fields) of a whole mesh into a
+ * new slab (faces keep their whole-mesh vertex ids; kind and attributes are
+ * copied). Not collective. slab->rows is new (the caller frees it with
+ * mb_mesh_free). Errors: MB_ERR_ARG (rows outside the mesh), MB_ERR_MEMORY. */
+mb_error mb_mesh_slab_cut(const mb_mesh *mesh, int64_t v0, int64_t nvrows, int64_t f0,
+                          int64_t nfrows, mb_mesh_slab *slab);
+
 /* Validate some rows of a larger mesh (a slab, see mb_mesh_slab): rows' first
  * vertex and face are rows first_vertex and first_face of the whole mesh,
  * and its face indices are whole-mesh ids, which must lie in [0, nv_total).
