@@ -37,8 +37,27 @@
 
 #include "mb_halfedge.h"
 
-/* Half-edge flags. */
-enum { PL_FRONTIER = 1, PL_REPAIRED_CYCLE = 2 };
+/* Per half-edge words. The label phase turns he->twin into tf[h]: the
+ * twin in the low 31 bits (PL_NOTWIN on the boundary) and the frontier
+ * flag in bit 31, so that turning around a vertex touches one array (one
+ * cache miss per step on large meshes, whose triangles are rarely near
+ * their neighbours in memory). The traversal keeps, for each frontier
+ * half-edge, its successor and its target vertex side by side (pl_link),
+ * so that the canonical sweep also reads one array. */
+#define PL_F 0x80000000u
+#define PL_NOTWIN 0x7FFFFFFFu
+#define PL_TIP 0x80000000u /* in pl_link.tgt: the successor is the twin */
+#define PL_AHEAD 16        /* prefetch distance of the label and successor loops */
+
+typedef struct pl_link {
+  int32_t succ; /* successor, -1 for a non-frontier half-edge, -2 once swept */
+  uint32_t tgt; /* target vertex, | PL_TIP when the half-edge points to a tip */
+} pl_link;
+
+static inline int32_t pl_twin(const uint32_t *tf, int32_t h) {
+  uint32_t v = tf[h] & PL_NOTWIN;
+  return v == PL_NOTWIN ? -1 : (int32_t)v;
+}
 
 static double now_ms(void) {
   struct timespec ts;
@@ -68,17 +87,26 @@ static inline int key_greater(double la, int32_t a0, int32_t a1, double lb, int3
 
 /* Label phase (paper 3.1-3.2): longest edge of each triangle by the total
  * key order, then the frontier flags: an edge is frontier when it is on
- * the boundary or the longest edge of neither triangle. Counts the
- * frontier edges, frontier half-edges and non-frontier (internal) edges. */
-static void label_phase(const mb_halfedge *he, const double *x, uint8_t *lmax, uint8_t *flags,
+ * the boundary or the longest edge of neither triangle. Rewrites
+ * he->twin in place as tf (see above). Counts the frontier edges,
+ * frontier half-edges and non-frontier (internal) edges. */
+static void label_phase(mb_halfedge *he, const double *x, uint8_t *lmax,
                         int64_t *n_frontier_edges, int64_t *n_frontier_half, int64_t *n_internal) {
   const int32_t nt = he->nt, nh = 3 * nt;
-  const int32_t *vert = he->vert, *twin = he->twin;
+  const int32_t *vert = he->vert;
+  int32_t *twin = he->twin;
+  uint32_t *tf = (uint32_t *)he->twin;
   int64_t nfe = 0, nfh = 0, nint = 0;
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
     for (int32_t t = 0; t < nt; t++) {
+      if (t + PL_AHEAD < nt) { /* the coordinates are scattered: fetch ahead */
+        const int32_t *w = vert + 3 * (t + PL_AHEAD);
+        __builtin_prefetch(x + 3 * (int64_t)w[0]);
+        __builtin_prefetch(x + 3 * (int64_t)w[1]);
+        __builtin_prefetch(x + 3 * (int64_t)w[2]);
+      }
       int32_t v0 = vert[3 * t], v1 = vert[3 * t + 1], v2 = vert[3 * t + 2];
       double l0 = edge_len2(x, v0, v1), l1 = edge_len2(x, v1, v2), l2 = edge_len2(x, v2, v0);
       int k = 0;
@@ -110,7 +138,7 @@ static void label_phase(const mb_halfedge *he, const double *x, uint8_t *lmax, u
             nint++;
         }
       }
-      flags[h] = (uint8_t)f;
+      tf[h] = (g < 0 ? PL_NOTWIN : (uint32_t)g) | (f ? PL_F : 0u);
       nfh += f;
     }
   }
@@ -122,11 +150,11 @@ static void label_phase(const mb_halfedge *he, const double *x, uint8_t *lmax, u
 /* The successor of frontier half-edge h (paper 3.3): turn clockwise around
  * the vertex h points to, s = next(h), s = next(twin(s)), until a frontier
  * half-edge. Non-frontier half-edges are interior, so twin(s) exists, and
- * every vertex has a frontier half-edge in each fan (see the file
+ * every fan around a vertex holds a frontier half-edge (see the file
  * comment), so the loop ends. */
-static inline int32_t successor(const uint8_t *flags, const int32_t *twin, int32_t h) {
+static inline int32_t successor(const uint32_t *tf, int32_t h) {
   int32_t s = mb_he_next(h);
-  while (!(flags[s] & PL_FRONTIER)) s = mb_he_next(twin[s]);
+  while (!(tf[s] & PL_F)) s = mb_he_next((int32_t)(tf[s] & PL_NOTWIN));
   return s;
 }
 
@@ -135,14 +163,14 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Traversal, first part (paper 3.3): succ[h] for every frontier half-edge,
- * -1 elsewhere. The tips come out of the same loop (GPolylla's
- * formulation): g points to a barrier-edge tip exactly when its successor
- * is its own twin. *tips (owned by the caller) lists those g, sorted. */
-static mb_error successors(const mb_halfedge *he, const uint8_t *flags, int32_t *succ,
+/* Traversal, first part (paper 3.3): link[h] for every half-edge. The
+ * tips come out of the same loop (as in GPolylla): g points to a
+ * barrier-edge tip exactly when its successor is its own twin. *tips
+ * (owned by the caller) lists those g, sorted. */
+static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *link,
                            int32_t **tips, int64_t *ntips) {
   const int32_t nh = 3 * he->nt;
-  const int32_t *twin = he->twin;
+  const int32_t *vert = he->vert;
   int32_t *all = NULL;
   int64_t nall = 0;
   int failed = 0;
@@ -152,23 +180,30 @@ static mb_error successors(const mb_halfedge *he, const uint8_t *flags, int32_t 
     int64_t n = 0, cap = 0;
 #pragma omp for schedule(static)
     for (int32_t h = 0; h < nh; h++) {
-      if (!(flags[h] & PL_FRONTIER)) {
-        succ[h] = -1;
+      if (h + PL_AHEAD < nh) { /* first turning step of a later half-edge */
+        uint32_t v = tf[mb_he_next(h + PL_AHEAD)];
+        if (!(v & PL_F)) __builtin_prefetch(tf + mb_he_next((int32_t)(v & PL_NOTWIN)));
+      }
+      if (!(tf[h] & PL_F)) {
+        link[h].succ = -1;
+        link[h].tgt = 0;
         continue;
       }
-      int32_t s = successor(flags, twin, h);
-      succ[h] = s;
-      if (s == twin[h]) {
+      int32_t s = successor(tf, h);
+      int tip = s == pl_twin(tf, h);
+      link[h].succ = s;
+      link[h].tgt = (uint32_t)vert[mb_he_next(h)] | (tip ? PL_TIP : 0u);
+      if (tip) {
         if (n == cap) {
-          cap = cap ? 2 * cap : 64;
-          int32_t *p = realloc(mine, sizeof *p * (size_t)cap);
+          int64_t c = cap ? 2 * cap : 64;
+          int32_t *p = realloc(mine, sizeof *p * (size_t)c);
           if (!p) {
 #pragma omp atomic write
             failed = 1;
-            cap = n;
             continue;
           }
           mine = p;
+          cap = c;
         }
         mine[n++] = h;
       }
@@ -199,92 +234,134 @@ static mb_error successors(const mb_halfedge *he, const uint8_t *flags, int32_t 
   return MB_SUCCESS;
 }
 
-/* Repair phase (paper 3.4). For each tip v (g points to v, e0 = twin(g)
- * leaves v), walk clockwise e_{i+1} = next(twin(e_i)): the walk meets the
- * k = degree(v) - 1 internal edges e_1 .. e_k before coming back to e0;
- * e_m, m = (k + 1) / 2, becomes a frontier edge (both half-edges). Then
- * fix the successors the new frontier half-edges change: their own, and
- * that of the frontier half-edge that turned past them (found by turning
- * back, p = prev(n), p = prev(twin(p)), until a frontier half-edge).
- * Before that, counts the label-phase cycles that hold a tip
- * (polygons_repaired) by walking them with the label-phase successors. */
-static mb_error repair_phase(const mb_halfedge *he, uint8_t *flags, int32_t *succ,
+/* Repair phase (paper 3.4), OpenMP over the tips, which are independent.
+ * 1. polygons_repaired: the label-phase cycles holding a tip, each counted
+ *    by its smallest tip half-edge (walks with the label-phase successors).
+ * 2. Middle edges: for tip v (g points to v, e0 = twin(g) leaves v) walk
+ *    clockwise e_{i+1} = next(twin(e_i)); the walk meets the k =
+ *    degree(v) - 1 internal edges e_1 .. e_k and comes back to e0; e_m,
+ *    m = (k + 1) / 2, becomes frontier (both half-edges). Tips and e0 are
+ *    those of the label phase, so the order of the tips does not matter.
+ * 3. Successors changed by the new frontier half-edges n: their own, and
+ *    that of the frontier half-edge that turned past n (found by turning
+ *    back, p = prev(n), p = prev(twin(p)), until a frontier half-edge);
+ *    distinct n have distinct such p. */
+static mb_error repair_phase(const mb_halfedge *he, uint32_t *tf, pl_link *link,
                              const int32_t *tips, int64_t ntips, int64_t *n_repaired,
                              int64_t *n_new_edges) {
-  const int32_t *twin = he->twin;
-  int64_t repaired = 0;
+  const int32_t *vert = he->vert;
+  int64_t repaired = 0, nadd = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : repaired)
   for (int64_t i = 0; i < ntips; i++) {
-    int32_t g = tips[i];
-    if (flags[g] & PL_REPAIRED_CYCLE) continue;
-    repaired++;
-    int32_t s = g;
-    do {
-      flags[s] |= PL_REPAIRED_CYCLE;
-      s = succ[s];
-    } while (s != g);
+    int32_t g = tips[i], first = 1;
+    for (int32_t s = link[g].succ; s != g; s = link[s].succ)
+      if ((link[s].tgt & PL_TIP) && s < g) {
+        first = 0;
+        break;
+      }
+    repaired += first;
   }
   *n_repaired = repaired;
+  if (ntips == 0) {
+    *n_new_edges = 0;
+    return MB_SUCCESS;
+  }
 
-  int32_t *added = malloc(sizeof *added * (size_t)(ntips ? ntips : 1));
-  MB_CHECK(added, MB_ERR_MEMORY, "out of memory for %lld middle edges", (long long)ntips);
-  int64_t nadd = 0;
-  for (int64_t i = 0; i < ntips; i++) {
-    int32_t e0 = twin[tips[i]];
-    int64_t deg = 1;
-    for (int32_t s = mb_he_next(twin[e0]); s != e0; s = mb_he_next(twin[s])) deg++;
-    int64_t k = deg - 1, m = (k + 1) / 2;
-    int32_t e = e0;
-    for (int64_t j = 0; j < m; j++) e = mb_he_next(twin[e]);
-    if (!(flags[e] & PL_FRONTIER)) { /* another tip may have chosen the same edge */
-      flags[e] |= PL_FRONTIER;
-      flags[twin[e]] |= PL_FRONTIER;
-      added[nadd++] = e;
+  int32_t *mid = malloc(sizeof *mid * (size_t)ntips);
+  MB_CHECK(mid, MB_ERR_MEMORY, "out of memory for %lld middle edges", (long long)ntips);
+#pragma omp parallel
+  {
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < ntips; i++) {
+      int32_t g = tips[i], e0 = pl_twin(tf, g);
+      int64_t deg = 1;
+      for (int32_t s = mb_he_next(g); s != e0; s = mb_he_next(pl_twin(tf, s))) deg++;
+      int64_t m = deg / 2; /* (k + 1) / 2 with k = deg - 1 */
+      int32_t e = e0;
+      for (int64_t j = 0; j < m; j++) e = mb_he_next(pl_twin(tf, e));
+      mid[i] = e;
+    }
+    /* implicit barrier: all middle edges chosen on the label-phase frontier */
+#pragma omp for schedule(static) reduction(+ : nadd)
+    for (int64_t i = 0; i < ntips; i++) {
+      int32_t e = mid[i], et = pl_twin(tf, e), key = e < et ? e : et;
+      uint32_t old;
+#pragma omp atomic capture
+      {
+        old = tf[key];
+        tf[key] |= PL_F;
+      }
+      if (old & PL_F) { /* another tip chose the same edge */
+        mid[i] = -1;
+        continue;
+      }
+      int32_t other = key == e ? et : e;
+#pragma omp atomic
+      tf[other] |= PL_F;
+      nadd++;
+    }
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < ntips; i++) {
+      if (mid[i] < 0) continue;
+      for (int side = 0; side < 2; side++) {
+        int32_t n = side ? pl_twin(tf, mid[i]) : mid[i];
+        link[n].succ = successor(tf, n);
+        link[n].tgt = (uint32_t)vert[mb_he_next(n)];
+      }
+    }
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t i = 0; i < ntips; i++) {
+      if (mid[i] < 0) continue;
+      for (int side = 0; side < 2; side++) {
+        int32_t n = side ? pl_twin(tf, mid[i]) : mid[i];
+        int32_t p = mb_he_prev(n);
+        while (!(tf[p] & PL_F)) p = mb_he_prev((int32_t)(tf[p] & PL_NOTWIN));
+        link[p].succ = n;
+      }
     }
   }
-  for (int64_t i = 0; i < nadd; i++) {
-    for (int side = 0; side < 2; side++) {
-      int32_t n = side ? twin[added[i]] : added[i];
-      succ[n] = successor(flags, twin, n);
-      int32_t p = mb_he_prev(n);
-      while (!(flags[p] & PL_FRONTIER)) p = mb_he_prev(twin[p]);
-      succ[p] = n;
-    }
-  }
-  free(added);
+  free(mid);
   *n_new_edges = nadd;
   return MB_SUCCESS;
 }
 
-/* Traversal, second part: the canonical sweep. Half-edges in increasing id;
- * the first one met of each cycle is its smallest, its head; the cycle is
- * walked from it and written as one polygon (the origins of its
- * half-edges). Visited half-edges get succ = -2. */
-static mb_error canonical_sweep(const mb_halfedge *he, int32_t *succ, int64_t npoly, int64_t nidx,
+/* Traversal, second part: the canonical sweep. Half-edges in increasing
+ * id; the first one met of each cycle is its smallest, its head; the cycle
+ * is walked from it and written as one polygon: the origins of its
+ * half-edges from the head, i.e. the targets of the head .. last half-edge
+ * shifted by one (the last target, the head's origin, goes first).
+ * Visited half-edges get succ = -2. */
+static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t npoly, int64_t nidx,
                                 int64_t *offsets, int64_t *indices) {
   const int32_t nh = 3 * he->nt;
-  const int32_t *vert = he->vert;
   int64_t p = 0, pos = 0;
-  for (int32_t h = 0; h < nh; h++) {
-    if (succ[h] < 0) continue;
-    if (p == npoly) break;
+  int ok = 1;
+  for (int32_t h = 0; h < nh && ok; h++) {
+    if (link[h].succ < 0) continue;
+    if (p == npoly || pos == nidx) {
+      ok = 0;
+      break;
+    }
     offsets[p++] = pos;
+    int64_t first = pos++;
     int32_t s = h;
-    do {
-      if (pos == nidx) break;
-      indices[pos++] = vert[s];
-      int32_t nx = succ[s];
-      succ[s] = -2;
-      s = nx;
-    } while (s != h && s >= 0);
-    if (s != h) break;
-  }
-  int ok = p == npoly && pos == nidx;
-  if (ok)
-    for (int32_t h = 0; h < nh; h++)
-      if (succ[h] >= 0) {
+    for (;;) {
+      int32_t nx = link[s].succ;
+      int64_t t = (int64_t)(link[s].tgt & ~PL_TIP);
+      link[s].succ = -2;
+      if (nx == h) {
+        indices[first] = t;
+        break;
+      }
+      if (nx < 0 || pos == nidx) {
         ok = 0;
         break;
       }
+      indices[pos++] = t;
+      s = nx;
+    }
+  }
+  ok = ok && p == npoly && pos == nidx;
   MB_CHECK(ok, MB_ERR_NUMERIC,
            "Polylla traversal: the frontier half-edges do not form the expected %lld cycles of "
            "%lld half-edges (internal error)",
@@ -315,8 +392,9 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
 
   mb_error err = MB_SUCCESS;
   mb_halfedge he = {0};
-  uint8_t *lmax = NULL, *flags = NULL;
-  int32_t *succ = NULL, *tips = NULL;
+  uint8_t *lmax = NULL;
+  pl_link *link = NULL;
+  int32_t *tips = NULL;
   double *counts = NULL;
   mb_mesh *out = NULL;
   mb_polylla_stats st;
@@ -333,8 +411,8 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
   t0 = now_ms();
   int64_t nfe, nfh, nint;
   PL_ALLOC(lmax, nt);
-  PL_ALLOC(flags, nh);
-  label_phase(&he, tri->xyz, lmax, flags, &nfe, &nfh, &nint);
+  label_phase(&he, tri->xyz, lmax, &nfe, &nfh, &nint);
+  uint32_t *tf = (uint32_t *)he.twin;
   free(lmax);
   lmax = NULL;
   st.ms_label = now_ms() - t0;
@@ -343,14 +421,14 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
    * frontier, which also yields the barrier-edge tips. */
   t0 = now_ms();
   int64_t ntips = 0;
-  PL_ALLOC(succ, nh);
-  MB_CALL_GOTO(err, done, successors(&he, flags, succ, &tips, &ntips));
+  PL_ALLOC(link, nh);
+  MB_CALL_GOTO(err, done, successors(&he, tf, link, &tips, &ntips));
   st.ms_traversal = now_ms() - t0;
 
   /* Repair phase (paper 3.4): middle edges of the tips, successors patched. */
   t0 = now_ms();
   int64_t nrep = 0, nnew = 0;
-  MB_CALL_GOTO(err, done, repair_phase(&he, flags, succ, tips, ntips, &nrep, &nnew));
+  MB_CALL_GOTO(err, done, repair_phase(&he, tf, link, tips, ntips, &nrep, &nnew));
   st.ms_repair = now_ms() - t0;
 
   /* Traversal, second part: canonical polygons straight into the output. */
@@ -360,7 +438,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
   out->kind = MB_KIND_POLYGONS2D;
   out->index = tri->index;
   MB_CALL_GOTO(err, done,
-               canonical_sweep(&he, succ, npoly, nidx, out->face_offsets, out->face_indices));
+               canonical_sweep(&he, link, npoly, nidx, out->face_offsets, out->face_indices));
   st.ms_traversal += now_ms() - t0;
 
   /* Output: vertices, vertex_count, attributes. */
@@ -388,8 +466,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
 done:
   mb_halfedge_free(&he);
   free(lmax);
-  free(flags);
-  free(succ);
+  free(link);
   free(tips);
   free(counts);
   mb_mesh_free(out);
