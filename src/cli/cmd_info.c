@@ -21,12 +21,15 @@ static const char info_help[] =
 static void print_mesh(const mb_mesh *m) {
   double lo[3], hi[3];
   mb_mesh_bbox(m, lo, hi);
-  printf("%s: %lld vertices, %lld faces%s\n", m->name, (long long)m->nv, (long long)m->nf,
-         mb_mesh_is_triangles(m) ? " (triangles)" : " (polygons)");
+  printf("%s: %lld vertices, %lld faces%s, kind %s\n", m->name, (long long)m->nv,
+         (long long)m->nf, mb_mesh_is_triangles(m) ? " (triangles)" : " (polygons)",
+         mb_kind_name(m->kind));
   printf("  bbox [%.6g, %.6g] x [%.6g, %.6g] x [%.6g, %.6g]\n", lo[0], hi[0], lo[1], hi[1],
          lo[2], hi[2]);
   for (int f = 0; f < m->nfields; f++)
     printf("  field %s (%d components)\n", m->fields[f].name, m->fields[f].ncomp);
+  for (int f = 0; f < m->nface_fields; f++)
+    printf("  face field %s (%d components)\n", m->face_fields[f].name, m->face_fields[f].ncomp);
   for (int a = 0; a < m->attrs.n; a++) printf("  %s = %s\n", m->attrs.keys[a], m->attrs.values[a]);
 }
 

@@ -71,6 +71,7 @@ void mb_test_assert_same_geometry(const mb_mesh *a, const mb_mesh *b) {
 
 void mb_test_assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
   assert_string_equal(a->name, b->name);
+  assert_int_equal(a->kind, b->kind);
   mb_test_assert_same_geometry(a, b);
   assert_int_equal(a->nfields, b->nfields);
   for (int f = 0; f < a->nfields; f++) {
@@ -78,6 +79,13 @@ void mb_test_assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
     assert_int_equal(a->fields[f].ncomp, b->fields[f].ncomp);
     assert_memory_equal(a->fields[f].data, b->fields[f].data,
                         sizeof(double) * (size_t)a->nv * (size_t)a->fields[f].ncomp);
+  }
+  assert_int_equal(a->nface_fields, b->nface_fields);
+  for (int f = 0; f < a->nface_fields; f++) {
+    assert_string_equal(a->face_fields[f].name, b->face_fields[f].name);
+    assert_int_equal(a->face_fields[f].ncomp, b->face_fields[f].ncomp);
+    assert_memory_equal(a->face_fields[f].data, b->face_fields[f].data,
+                        sizeof(double) * (size_t)a->nf * (size_t)a->face_fields[f].ncomp);
   }
   assert_int_equal(a->attrs.n, b->attrs.n);
   for (int i = 0; i < a->attrs.n; i++) {
