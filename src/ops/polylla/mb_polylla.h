@@ -21,7 +21,13 @@
  * never by a hash. An edge used by more than two triangles, or twice in
  * the same direction, is an error (MB_ERR_FORMAT: not a planar manifold
  * triangulation). orient(a, b, c) = (xb - xa) (yc - ya) - (yb - ya) (xc - xa)
- * in float64 without fused multiply-add.
+ * in float64 without fused multiply-add; "orient == 0" includes a NaN
+ * result (anything neither < 0 nor > 0). A vertex index out of range and a
+ * non-finite coordinate of a triangle's vertex are MB_ERR_FORMAT errors
+ * too. Messages name the triangle by its 0-based index and say so; where
+ * there are several problems, the first of: index out of range, non-finite
+ * coordinate, degenerate triangle, bad edge, each in triangle order (for
+ * an edge, the triangle of its smallest half-edge id).
  *
  * Label phase (paper 3.1-3.2). The squared length of an edge is
  * dx * dx + dy * dy in float64, evaluated as written (no fused multiply-add,
@@ -39,21 +45,38 @@
  *
  * Repair phase (paper 3.4). A *barrier-edge tip* is an interior vertex
  * (one with no boundary edge) with exactly one incident frontier edge; the
- * edge is a barrier edge, with the same polygon on both sides. For each
- * tip v, let e0 be the frontier half-edge leaving v and walk clockwise
- * around v: e_{i+1} = next(twin(e_i)). The internal edges met are e_1 ...
- * e_k, k = degree(v) - 1. The *middle edge* e_m, m = (k + 1) / 2 (integer
- * division), becomes a frontier edge (both half-edges). Tips are decided on
- * the label-phase frontier edges, all at once: adding frontier edges never
- * makes a new tip, so one round leaves none. (The reference CPU code looks
- * for tips while walking a polygon from its seed and misses a tip at the
- * start of the walk; this rule has no start.)
+ * edge is a barrier edge, with the same polygon on both sides.
+ * Equivalently (the same set on any input accepted above): the target v of
+ * a label-phase frontier half-edge g whose successor (traversal rule
+ * below, on the label-phase frontier) is twin(g); the CPU backend finds
+ * them so. For each tip v, let e0 be the label-phase frontier half-edge
+ * leaving v (twin(g)) and walk clockwise around v: e_{i+1} =
+ * next(twin(e_i)). The internal edges met are e_1 ... e_k, k = degree(v) - 1
+ * (the walk is back at e0 at e_{k+1}). The *middle edge* e_m,
+ * m = (k + 1) / 2 (integer division), becomes a frontier edge (both
+ * half-edges). Tips, their e0 and their middle edges are all decided on
+ * the label-phase frontier edges, at once, so the order of the tips does
+ * not matter; two tips may choose the same edge (it is added once).
+ * Adding frontier edges never makes a new tip, so one round leaves none.
+ * (The reference CPU code looks for tips while walking a polygon from its
+ * seed and misses a tip that the first half-edge of the walk points to;
+ * this rule has no start. It also repairs tips one after the other and
+ * takes as e0 the first frontier half-edge met turning clockwise from an
+ * arbitrary half-edge leaving v, which is another tip's middle edge where
+ * one ends at v; here e0 is always the barrier edge.)
  *
  * Traversal phase (paper 3.3). The successor of a frontier half-edge h is
  * found by turning around the vertex h points to: s = next(h); while s is
  * not a frontier half-edge, s = next(twin(s)). Successors link the frontier
  * half-edges into cycles, one per polygon, each going counter-clockwise
  * around its polygon (the polygon lies to the left of every half-edge).
+ *
+ * The triangles joined across non-frontier edges form a forest (each
+ * triangle has one longest edge, and a cycle of such joins would need
+ * cyclically increasing keys), before and after repair; so each polygon
+ * is one tree of triangles, a topological disk whose boundary is one
+ * cycle, and polygons = triangles - non-frontier (internal) edges, which
+ * sizes the output before the traversal.
  *
  * Canonical output. Each cycle's *head* is its smallest half-edge id. The
  * polygons are listed in increasing head id; polygon p lists the origins of
@@ -65,6 +88,11 @@
  * barrier_edge_tips counts tips; polygons_repaired counts the label-phase
  * polygons (cycles of label-phase frontier half-edges) that hold at least
  * one tip.
+ *
+ * Input: kind MB_KIND_TRIANGULATION2D with every face a triangle and at
+ * least one, else MB_ERR_ARG. A backend may refuse (MB_ERR_ARG) a mesh
+ * whose half-edge or vertex ids do not fit its index type (the CPU
+ * backend: 32-bit, at most INT32_MAX / 3 triangles and INT32_MAX vertices).
  */
 #ifndef MB_POLYLLA_H
 #define MB_POLYLLA_H
@@ -78,8 +106,13 @@
 extern "C" {
 #endif
 
-/* Counts and per-phase wall times of one Polylla run (ms). Times that a
- * backend does not measure are 0. */
+/* Counts and per-phase wall times of one Polylla run (ms), from a
+ * monotonic clock. Times that a backend does not measure are 0. A backend
+ * that finds the tips inside the successor loop (the CPU backend) counts
+ * that loop under ms_traversal and the middle edges and the successors
+ * they change under ms_repair. ms_total covers the whole call: checks,
+ * half-edges, phases and the output mesh (vertex copy, fields,
+ * attributes). */
 typedef struct mb_polylla_stats {
   int64_t triangles;
   int64_t polygons;
