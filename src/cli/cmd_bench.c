@@ -12,8 +12,11 @@ static void bench_usage(FILE *f) {
              "written). `meshbatch bench NAME --help` describes each benchmark.\n\nbenchmarks:\n");
   for (int i = 0; i < mb_ops_count(); i++) {
     const mb_op_info *op = mb_ops_at(i);
-    if (op->bench && mb_ops_find_bench(op->room) == op)
-      fprintf(f, "  %-9s %s\n", op->room, op->summary);
+    if (!op->bench || mb_ops_find_bench(op->room) != op) continue;
+    fprintf(f, "  %-9s the kernels of", op->room);
+    for (int k = 0; k < mb_ops_count(); k++)
+      if (!strcmp(mb_ops_at(k)->room, op->room)) fprintf(f, " %s", mb_ops_at(k)->name);
+    fprintf(f, "\n");
   }
 }
 
