@@ -191,6 +191,12 @@ static void test_example_files(void **state) {
   assert_int_equal(job->nstages, 2);
   assert_true(SM(job, 1)->lambda == 0.5 && SM(job, 1)->mu == -0.53);
   mb_job_free(job);
+  load_example("jobs/polylla.yaml", &job);
+  assert_int_equal(job->nstages, 1);
+  assert_string_equal(job->stages[0].op->name, "polylla");
+  assert_int_equal(job->stages[0].op->in, MB_KIND_TRIANGULATION2D);
+  assert_int_equal(job->stages[0].op->out, MB_KIND_POLYGONS2D);
+  mb_job_free(job);
   load_example("jobs/demo.yaml", &job);
   mb_job_free(job);
 }
