@@ -3,6 +3,8 @@
 
 Usage: test_xdmf_paraview.py WRITER            (WRITER = collection_sample_writer)
        test_xdmf_paraview.py WRITER --kinds    (WRITER = collection_kinds_writer)
+       test_xdmf_paraview.py --existing C.h5   (a collection written already, e.g. by
+                                                `meshbatch run`; datasets in file order)
 
 Writes the sample collection (tests/collection/coll_fixtures.h), or with
 --kinds the datasets of every kind (tests/collection/coll_kinds.h: surface,
@@ -197,19 +199,24 @@ def main():
         print(f"skipping: {pvpython[0]} is not on PATH")
         return 77
     try:
-        import h5py  # noqa: F401
+        import h5py
         import numpy  # noqa: F401
     except ImportError as exc:
         print(f"skipping: {exc}")
         return 77
-    writer = sys.argv[1]
-    kinds = "--kinds" in sys.argv[2:]
-    order = KINDS_ORDER if kinds else SAMPLE_ORDER
     timeout = float(os.environ.get("MESHBATCH_PV_TIMEOUT", "120"))
     tmp = os.path.abspath(os.environ.get("MESHBATCH_TEST_TMP", "/tmp"))
-    mpiexec = shlex.split(os.environ.get("MESHBATCH_MPIEXEC", "mpiexec -n"))
-    h5 = os.path.join(tmp, "kinds.h5" if kinds else "sample.h5")
-    subprocess.run(mpiexec + ["2", writer, h5], check=True, timeout=timeout)
+    if sys.argv[1] == "--existing":
+        h5 = os.path.abspath(sys.argv[2])
+        with h5py.File(h5, "r") as f:
+            order = sorted(f["meshes"], key=lambda n: int(f["meshes"][n].attrs["index"]))
+    else:
+        writer = sys.argv[1]
+        kinds = "--kinds" in sys.argv[2:]
+        order = KINDS_ORDER if kinds else SAMPLE_ORDER
+        mpiexec = shlex.split(os.environ.get("MESHBATCH_MPIEXEC", "mpiexec -n"))
+        h5 = os.path.join(tmp, "kinds.h5" if kinds else "sample.h5")
+        subprocess.run(mpiexec + ["2", writer, h5], check=True, timeout=timeout)
     stem = h5[:-3]
     meshes = expected_meshes(h5, order)
 

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The output of a Polylla run opens in meshio and ParaView, and exports to
+OFF with its polygons.
+
+    polylla_output.py            meshio and OFF export (h5py, meshio needed)
+    polylla_output.py --paraview ParaView's three XDMF readers on the same
+                                 output (tests/collection/test_xdmf_paraview.py;
+                                 exit 77 without pvpython)
+
+Inputs: a Delaunay triangulation and the uniform grid triangulation made by
+`meshbatch generate`, imported into one collection, run through a job with
+one polylla stage on 2 ranks. Exit code 0 passes, 77 skips, other fails.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+EXE = os.environ["MESHBATCH_EXE"]
+SRC = os.environ["MESHBATCH_SOURCE_DIR"]
+TMP = os.environ["MESHBATCH_TEST_TMP"]
+MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(args, np=None):
+    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print("$", " ".join(cmd), f"-> {p.returncode}")
+    print(p.stdout, p.stderr, sep="")
+    if p.returncode != 0:
+        fail(f"exit code {p.returncode}")
+    return p
+
+
+def polylla_run(d):
+    tri = [os.path.join(d, "delaunay.node"), os.path.join(d, "grid.node")]
+    run(["generate", "delaunay", "--points", 4000, "--seed", 5, "-o", tri[0]])
+    run(["generate", "grid2d", "--vertices", 400, "-o", tri[1]])
+    coll = os.path.join(d, "tri.h5")
+    run(["import", *tri, "-o", coll])
+    job = os.path.join(d, "polylla.yaml")
+    with open(job, "w") as f:
+        f.write(f"input: {coll}\noutput: {d}/poly.h5\nbackend: cpu\nstages:\n  - op: polylla\n")
+    run(["run", job], np=2)
+    return os.path.join(d, "poly.h5")
+
+
+def read_off(path):
+    with open(path) as f:
+        words = f.read().split()
+    if words[0] != "OFF":
+        fail(f"{path}: not an OFF file")
+    nv, nf = int(words[1]), int(words[2])
+    pos = 4
+    xyz = [tuple(float(w) for w in words[pos + 3 * i:pos + 3 * i + 3]) for i in range(nv)]
+    pos += 3 * nv
+    faces = []
+    for _ in range(nf):
+        k = int(words[pos])
+        faces.append([int(w) for w in words[pos + 1:pos + 1 + k]])
+        pos += 1 + k
+    return xyz, faces
+
+
+def check_meshio_and_off(d, out):
+    import h5py
+    import meshio
+    import numpy as np
+    with h5py.File(out, "r") as f:
+        names = sorted(f["meshes"], key=lambda n: int(f["meshes"][n].attrs["index"]))
+        data = {}
+        for n in names:
+            g = f["meshes"][n]
+            kind = g.attrs["kind"]
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind != "polygons2d":
+                fail(f"{n}: kind {kind}, expected polygons2d")
+            offsets, indices = g["face_offsets"][()], g["face_indices"][()]
+            data[n] = dict(vertices=g["vertices"][()], offsets=offsets, indices=indices,
+                           count=g["face_fields"]["vertex_count"][()].ravel(),
+                           polygons=int(g.attrs["polygons"]))
+    for n, m in data.items():
+        sizes = np.diff(m["offsets"])
+        if len(sizes) != m["polygons"] or not np.array_equal(sizes, m["count"].astype(int)):
+            fail(f"{n}: vertex_count or polygons attribute disagrees with the faces")
+        # meshio: the per-dataset XDMF (quads and triangles exactly; larger
+        # polygons as their fan triangles with the face fields repeated)
+        mesh = meshio.read(os.path.join(d, f"poly.{n}.xdmf"))
+        if not np.array_equal(mesh.points[:, :2], m["vertices"][:, :2]):
+            fail(f"{n}: meshio points differ")
+        ncells = sum(len(c.data) for c in mesh.cells)
+        fan = int(np.sum(sizes - 2))
+        if ncells not in (len(sizes), fan):
+            fail(f"{n}: meshio read {ncells} cells, expected {len(sizes)} polygons or {fan} fan triangles")
+        print(f"{n}: meshio read {len(mesh.points)} points, {ncells} cells "
+              f"({', '.join(c.type for c in mesh.cells)})")
+        # OFF export keeps the polygons
+        off = os.path.join(d, f"{n}.off")
+        run(["export", out, "--mesh", n, "-o", off])
+        xyz, faces = read_off(off)
+        if len(faces) != m["polygons"]:
+            fail(f"{n}: OFF has {len(faces)} faces, expected {m['polygons']}")
+        for p, face in enumerate(faces):
+            want = m["indices"][m["offsets"][p]:m["offsets"][p + 1]].tolist()
+            if face != want:
+                fail(f"{n}: OFF face {p} is {face}, expected {want}")
+        if any(z != 0 for _, _, z in xyz) or len(xyz) != len(m["vertices"]):
+            fail(f"{n}: OFF vertices differ")
+        print(f"{n}: OFF export holds the {len(faces)} polygons "
+              f"({int(sizes.min())}..{int(sizes.max())} vertices)")
+
+
+def main():
+    paraview = "--paraview" in sys.argv[1:]
+    try:
+        import h5py  # noqa: F401
+        if not paraview:
+            import meshio  # noqa: F401
+    except ImportError as exc:
+        print(f"SKIP: {exc}")
+        return 77
+    if paraview and not shutil.which(os.environ.get("MESHBATCH_PVPYTHON", "pvpython")):
+        print("SKIP: pvpython is not on PATH")
+        return 77
+    d = os.path.join(TMP, "polylla_output")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    out = polylla_run(d)
+    if paraview:
+        script = os.path.join(SRC, "tests", "collection", "test_xdmf_paraview.py")
+        return subprocess.run([sys.executable, script, "--existing", out]).returncode
+    check_meshio_and_off(d, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
