@@ -299,11 +299,11 @@ static mb_error sort_triangles(int64_t nv, int64_t nt, const int64_t *tri, int64
 /* Spread the low 21 bits of x to the even bits of the result. */
 static uint64_t morton_spread(uint64_t x) {
   x &= 0x1fffff;
-  x = (x | (x << 32)) & 0x001f00000000ffffULL;
-  x = (x | (x << 16)) & 0x001f0000ff0000ffULL;
-  x = (x | (x << 8)) & 0x100f00f00f00f00fULL;
-  x = (x | (x << 4)) & 0x10c30c30c30c30c3ULL;
-  x = (x | (x << 2)) & 0x1249249249249249ULL;
+  x = (x | (x << 16)) & 0x0000ffff0000ffffULL;
+  x = (x | (x << 8)) & 0x00ff00ff00ff00ffULL;
+  x = (x | (x << 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  x = (x | (x << 2)) & 0x3333333333333333ULL;
+  x = (x | (x << 1)) & 0x5555555555555555ULL;
   return x;
 }
 
