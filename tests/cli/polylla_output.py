@@ -6,6 +6,8 @@ OFF with its polygons.
     polylla_output.py --paraview ParaView's three XDMF readers on the same
                                  output (tests/collection/test_xdmf_paraview.py;
                                  exit 77 without pvpython)
+    polylla_output.py --bad      malformed Triangle files in a batch: each is
+                                 reported with file:line, the others are written
 
 Inputs: a Delaunay triangulation and the uniform grid triangulation made by
 `meshbatch generate`, imported into one collection, run through a job with
@@ -116,6 +118,45 @@ def check_meshio_and_off(d, out):
               f"({int(sizes.min())}..{int(sizes.max())} vertices)")
 
 
+BAD = {  # name: (.node text, .ele text, expected message)
+    "count": ("4 2 0 0\n0 0 0\n1 1 0\n2 0 1\n", "1 3 0\n0 0 1 2\n",
+              "count.node:5: file ends after 3 of 4 vertices"),
+    "index": ("3 2 0 0\n0 0 0\n1 1 0\n2 0 1\n", "1 3 0\n0 0 1 7\n",
+              "index.ele:2: vertex index 7 out of range [0, 2]"),
+    "nan": ("3 2 0 0\n0 0 0\n1 nan 0\n2 0 1\n", "1 3 0\n0 0 1 2\n",
+            "nan.node:3: non-finite coordinate"),
+}
+
+
+def check_bad_inputs(d):
+    files = []
+    for name, (node, ele, _) in BAD.items():
+        for ext, text in ((".node", node), (".ele", ele)):
+            with open(os.path.join(d, name + ext), "w") as f:
+                f.write(text)
+        files.append(os.path.join(d, name + ".node"))
+    good = os.path.join(d, "good.node")
+    run(["generate", "delaunay", "--points", 300, "--seed", 2, "-o", good])
+    job = os.path.join(d, "bad.yaml")
+    with open(job, "w") as f:
+        f.write("input:\n" + "".join(f"  - {p}\n" for p in files + [good]) +
+                f"output: {d}/bad.h5\nbackend: cpu\nstages:\n  - op: polylla\n")
+    cmd = MPIEXEC + ["2", EXE, "run", job]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(p.stdout, p.stderr, sep="")
+    if p.returncode != 1:
+        fail(f"exit code {p.returncode}, expected 1 (some datasets failed)")
+    for name, (_, _, message) in BAD.items():
+        if message not in p.stdout + p.stderr:
+            fail(f"no message '{message}' for {name}")
+    import h5py
+    with h5py.File(os.path.join(d, "bad.h5"), "r") as f:
+        written = sorted(f["meshes"])
+    if written != ["good"]:
+        fail(f"written datasets {written}, expected ['good']")
+    print("malformed Triangle files reported with file:line; the good one written")
+
+
 def main():
     paraview = "--paraview" in sys.argv[1:]
     try:
@@ -131,6 +172,9 @@ def main():
     d = os.path.join(TMP, "polylla_output")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
+    if "--bad" in sys.argv[1:]:
+        check_bad_inputs(d)
+        return 0
     out = polylla_run(d)
     if paraview:
         script = os.path.join(SRC, "tests", "collection", "test_xdmf_paraview.py")
