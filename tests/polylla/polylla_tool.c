@@ -23,9 +23,7 @@
 #include "mb_meshfile.h"
 #include "mb_trianglefile.h"
 #include "polylla_check.h"
-#ifdef HAVE_MB_GENERATE_DELAUNAY
 #include "mb_generate.h"
-#endif
 
 static int die(const char *what) {
   fprintf(stderr, "polylla_tool: %s: %s\n", what, mb_error_message());
@@ -119,7 +117,6 @@ static int cmd_run(int argc, char **argv) {
 }
 
 static int cmd_delaunay(int argc, char **argv) {
-#ifdef HAVE_MB_GENERATE_DELAUNAY
   if (argc < 5) return fprintf(stderr, "usage: polylla_tool delaunay N SEED STEM [--clustered]\n"), 2;
   int clustered = argc > 5 && !strcmp(argv[5], "--clustered");
   mb_mesh *m = NULL;
@@ -129,12 +126,6 @@ static int cmd_delaunay(int argc, char **argv) {
   printf("%s: %" PRId64 " vertices, %" PRId64 " triangles\n", argv[4], m->nv, m->nf);
   mb_mesh_free(m);
   return 0;
-#else
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "polylla_tool: this build has no mb_generate_delaunay\n");
-  return 1;
-#endif
 }
 
 int main(int argc, char **argv) {

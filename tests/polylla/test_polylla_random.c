@@ -13,9 +13,7 @@
 
 #include "mb_testutil.h"
 #include "polylla_check.h"
-#ifdef HAVE_MB_GENERATE_DELAUNAY
 #include "mb_generate.h"
-#endif
 
 static uint64_t rng_next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -153,7 +151,6 @@ static void test_thread_independence(void **state) {
 #endif
 }
 
-#ifdef HAVE_MB_GENERATE_DELAUNAY
 /* Delaunay triangulations of 10 k uniform and clustered points. */
 static void test_delaunay(void **state) {
   (void)state;
@@ -184,7 +181,6 @@ static void test_grid2d(void **state) {
   mb_mesh_free(p);
   mb_mesh_free(m);
 }
-#endif
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -192,10 +188,8 @@ int main(void) {
       cmocka_unit_test(test_lattice_ties),
       cmocka_unit_test(test_clockwise_input),
       cmocka_unit_test(test_thread_independence),
-#ifdef HAVE_MB_GENERATE_DELAUNAY
       cmocka_unit_test(test_delaunay),
       cmocka_unit_test(test_grid2d),
-#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
