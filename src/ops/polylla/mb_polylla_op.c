@@ -5,6 +5,7 @@
  * regions", Engineering with Computers 38 (2022); GPU form after GPolylla
  * (Salinas-Fernandez et al., 2023). The rules are in mb_polylla.h.
  */
+#include <inttypes.h>
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 
 #include "mb_args.h"
 #include "mb_backend.h"
+#include "mb_generate.h"
 #include "mb_inputs.h"
+#include "mb_log.h"
 #include "mb_meshfile.h"
 #include "mb_op.h"
 #include "mb_polylla.h"
@@ -60,8 +63,10 @@ static double polylla_cost(int64_t nv, int64_t nf, const void *params) {
 static const char polylla_bench_help[] =
     "usage: meshbatch bench polylla INPUT [--mesh NAME] [--backend cpu|cuda|both]\n"
     "                               [--warmup N] [--repeats N]\n\n"
-    "Times Polylla on one planar triangulation (a collection, Triangle .node/.ele,\n"
-    "or a planar OFF; --mesh picks one dataset of a collection): warm-up runs,\n"
+    "Times Polylla on one planar triangulation: INPUT is a collection, Triangle\n"
+    ".node/.ele or a planar OFF (--mesh picks one dataset of a collection), or\n"
+    "made in memory: grid2d:N (the uniform grid triangulation with N vertices,\n"
+    "meshbatch generate grid2d) or delaunay:N[:SEED] (N random points). Warm-up runs,\n"
     "then timed runs, the median of each phase reported. Per phase (copy in,\n"
     "half-edges, label, repair, traversal, copy out) it prints ms and millions\n"
     "of triangles per second; for the GPU also the label + repair + traversal\n"
@@ -180,6 +185,36 @@ static mb_error bench_cuda(const mb_mesh *tri, const bench_opts *o) {
   return MB_SUCCESS;
 }
 
+/* The triangulation to time: generated (grid2d:N, delaunay:N[:SEED]) or read. */
+static mb_error bench_input(const bench_opts *o, mb_mesh **tri) {
+  int64_t n = 0, seed = 1;
+  char tail[64] = "";
+  if (sscanf(o->input, "grid2d:%" SCNd64 "%63s", &n, tail) == 1 && n > 0) {
+    double t0 = mb_wtime();
+    MB_CALL(mb_generate_grid2d(n, tri));
+    printf("generated %s in %.2f s\n", (*tri)->name, mb_wtime() - t0);
+    return MB_SUCCESS;
+  }
+  int got = sscanf(o->input, "delaunay:%" SCNd64 ":%" SCNd64 "%63s", &n, &seed, tail);
+  if ((got == 1 || got == 2) && n > 0) {
+    double t0 = mb_wtime();
+    MB_CALL(mb_generate_delaunay(n, (uint64_t)seed, 0, tri));
+    printf("generated %s in %.2f s\n", (*tri)->name, mb_wtime() - t0);
+    return MB_SUCCESS;
+  }
+  char *patterns[] = {(char *)o->input};
+  mb_inputs *in = NULL;
+  MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
+  int64_t s = 0;
+  for (int64_t k = 0; o->only && k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, o->only)) s = k;
+  mb_error e = mb_inputs_read(in, s, tri);
+  if (!e) e = mb_mesh_convert_kind(*tri, MB_KIND_TRIANGULATION2D, in->sources[s].path);
+  mb_inputs_close(in);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 static int polylla_bench(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -190,15 +225,8 @@ static int polylla_bench(int argc, char **argv) {
   int code = bench_parse(argc, argv, &o);
   if (code) return code;
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */
-  char *patterns[] = {(char *)o.input};
-  mb_inputs *in = NULL;
   mb_mesh *tri = NULL;
-  if (mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in)) return mb_cli_report(MB_EXIT_FAILED);
-  int64_t s = 0;
-  for (int64_t k = 0; o.only && k < in->nsources; k++)
-    if (!strcmp(in->sources[k].name, o.only)) s = k;
-  if (mb_inputs_read(in, s, &tri) ||
-      mb_mesh_convert_kind(tri, MB_KIND_TRIANGULATION2D, in->sources[s].path)) {
+  if (bench_input(&o, &tri)) {
     code = mb_cli_report(MB_EXIT_FAILED);
   } else {
     printf("polylla %s: %lld vertices, %lld triangles\n", tri->name, (long long)tri->nv,
@@ -216,7 +244,6 @@ static int polylla_bench(int argc, char **argv) {
     }
   }
   mb_mesh_free(tri);
-  mb_inputs_close(in);
   return code;
 }
 
