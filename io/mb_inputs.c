@@ -50,7 +50,22 @@ static void path_list_free(path_list *l) {
   free(l->paths);
 }
 
-/* Rank 0: patterns -> concrete paths. */
+/* A glob match that names the same dataset as another match: Triangle's
+ * .neigh (read with its .ele), and an .ele whose .node matched too. */
+static int triangle_companion(const glob_t *g, size_t k) {
+  const char *p = g->gl_pathv[k];
+  if (has_suffix(p, ".neigh")) return 1;
+  if (!has_suffix(p, ".ele")) return 0;
+  size_t n = strlen(p);
+  for (size_t j = 0; j < g->gl_pathc; j++) {
+    const char *q = g->gl_pathv[j];
+    if (strlen(q) == n + 1 && has_suffix(q, ".node") && !strncmp(q, p, n - 4)) return 1;
+  }
+  return 0;
+}
+
+/* Rank 0: patterns -> concrete paths. A pattern that matches a Triangle
+ * file set (STEM.node, STEM.ele, STEM.neigh) gives the dataset once. */
 static mb_error expand_patterns(int np, char *const *patterns, path_list *out) {
   for (int i = 0; i < np; i++) {
     const char *p = patterns[i];
@@ -66,7 +81,8 @@ static mb_error expand_patterns(int np, char *const *patterns, path_list *out) {
     }
     MB_CHECK(rc == 0, MB_ERR_IO, "input '%s': cannot expand the pattern", p);
     mb_error e = MB_SUCCESS;
-    for (size_t k = 0; k < g.gl_pathc && !e; k++) e = path_list_add(out, g.gl_pathv[k]);
+    for (size_t k = 0; k < g.gl_pathc && !e; k++)
+      if (!triangle_companion(&g, k)) e = path_list_add(out, g.gl_pathv[k]);
     globfree(&g);
     MB_CALL(e);
   }
