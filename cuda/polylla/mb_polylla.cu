@@ -211,6 +211,129 @@ static float mb_pl_elapsed(cudaEvent_t a, cudaEvent_t b) {
   return ms;
 }
 
+/* Allocate the device arrays of a run of nv vertices and nt triangles. */
+static mb_error mb_pl_dev_alloc(mb_pl_dev *dp, int64_t nv, int64_t nt) {
+  mb_pl_dev &d = *dp;
+  const int nh = (int)(3 * nt);
+  MB_CALL(mb_dbuf_alloc(&d.counters, sizeof(unsigned long long) * MB_PL_NCOUNTERS, "counters"));
+  MB_CALL(mb_dbuf_alloc(&d.xy, sizeof(double2) * (size_t)nv, "positions"));
+  MB_CALL(mb_dbuf_alloc(&d.V, sizeof(int) * (size_t)nh, "triangles"));
+  MB_CALL(mb_dbuf_alloc(&d.twin, sizeof(int) * (size_t)nh, "twins"));
+  MB_CALL(mb_dbuf_alloc(&d.fr, (size_t)nh, "frontier flags"));
+  MB_CALL(mb_dbuf_alloc(&d.lng, (size_t)nt, "longest edges"));
+  MB_CALL(mb_dbuf_alloc(&d.cnt, sizeof(int) * (size_t)nv, "vertex counts"));
+  MB_CALL(mb_dbuf_alloc(&d.start, sizeof(int) * (size_t)nv, "bucket starts"));
+  MB_CALL(mb_dbuf_alloc(&d.bucket, sizeof(unsigned long long) * (size_t)nh, "buckets"));
+  MB_CALL(mb_dbuf_alloc(&d.out, sizeof(int) * (size_t)nh, "polygon vertices"));
+  /* cycles have >= 2 half-edges (succ(h) leaves the vertex h points to) */
+  MB_CALL(mb_dbuf_alloc(&d.off, sizeof(int) * ((size_t)nh / 2 + 2), "polygon offsets"));
+  return MB_SUCCESS;
+}
+
+/* Half-edges on the device: orientation, twins by a counting sort on the
+ * smaller vertex; the error counters come back in hc (the stream is synced). */
+static mb_error mb_pl_halfedges(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_t nt,
+                                unsigned long long *hc) {
+  mb_pl_dev &d = *dp;
+  const int nh = (int)(3 * nt);
+  unsigned long long *dc = d.counters.as<unsigned long long>();
+  int *V = d.V.as<int>(), *twin = d.twin.as<int>(), *cnt = d.cnt.as<int>();
+  int *start = d.start.as<int>();
+  const double2 *xy = d.xy.as<double2>();
+  /* ---- half-edges: orientation, twins */
+  mb_pl_init_counters<<<1, 32, 0, s>>>(dc);
+  MB_CHECK_LAUNCH("counters");
+  mb_pl_orient_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, dc);
+  MB_CHECK_LAUNCH("orientation");
+  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
+  mb_pl_bucket_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, cnt);
+  MB_CHECK_LAUNCH("bucket count");
+  size_t tb = 0;
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tb, cnt, start, (int)nv, s));
+  MB_CALL(mb_pl_temp(dp, tb));
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(d.temp.p, tb, cnt, start, (int)nv, s));
+  mb_pl_bucket_fill<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, start,
+                                                           d.bucket.as<unsigned long long>());
+  MB_CHECK_LAUNCH("bucket fill");
+  mb_pl_twin_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(
+      nh, V, start, d.bucket.as<unsigned long long>(), twin, dc);
+  MB_CHECK_LAUNCH("twins");
+  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof(unsigned long long) * MB_PL_NCOUNTERS, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  return MB_SUCCESS;
+}
+
+/* Label, repair and traversal on the device, with events ev[0..3] around
+ * the phases; the counters come back in hc, the polygons in d->off
+ * [npoly + 1] and d->out [nidx]. */
+static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_t nt,
+                               cudaEvent_t *ev, unsigned long long *hc, const char *name,
+                               int *npoly_out, int64_t *nidx_out) {
+  mb_pl_dev &d = *dp;
+  const int nh = (int)(3 * nt);
+  unsigned long long *dc = d.counters.as<unsigned long long>();
+  int *V = d.V.as<int>(), *twin = d.twin.as<int>(), *cnt = d.cnt.as<int>();
+  uint8_t *fr = d.fr.as<uint8_t>(), *lng = d.lng.as<uint8_t>();
+  const double2 *xy = d.xy.as<double2>();
+  int *succ = d.bucket.as<int>(), *plen = d.bucket.as<int>() + nh;
+  int *heads = d.twin.as<int>(); /* the twins are dead once the successors exist */
+  int *out = d.out.as<int>(), *off = d.off.as<int>();
+  size_t tb = 0;
+  /* ---- label */
+  MB_CALL_CUDA(cudaEventRecord(ev[0], s)); /* the check above is not device time */
+  mb_pl_longest_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, lng);
+  MB_CHECK_LAUNCH("longest edges");
+  mb_pl_frontier_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr);
+  MB_CHECK_LAUNCH("frontier edges");
+  MB_CALL_CUDA(cudaEventRecord(ev[1], s));
+
+  /* ---- repair */
+  unsigned *seen = d.bucket.as<unsigned>(); /* nh bits; the buckets are dead */
+  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
+  MB_CALL_CUDA(cudaMemsetAsync(seen, 0, sizeof(unsigned) * ((size_t)nh / 32 + 1), s));
+  mb_pl_vertex_frontier_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, fr, cnt);
+  MB_CHECK_LAUNCH("frontier edges per vertex");
+  mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, dc);
+  MB_CHECK_LAUNCH("barrier-edge tips");
+  MB_CALL_CUDA(cudaEventRecord(ev[2], s));
+
+  /* ---- traversal */
+  mb_pl_successor_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, fr, succ, dc);
+  MB_CHECK_LAUNCH("successors");
+  mb_pl_head_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, succ, plen, dc);
+  MB_CHECK_LAUNCH("heads");
+  thrust::counting_iterator<int> ids(0);
+  tb = 0;
+  MB_CALL_CUDA(cub::DeviceSelect::If(nullptr, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
+                                     mb_pl_is_head{plen}, s));
+  MB_CALL(mb_pl_temp(dp, tb));
+  MB_CALL_CUDA(cub::DeviceSelect::If(d.temp.p, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
+                                     mb_pl_is_head{plen}, s));
+  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof(unsigned long long) * MB_PL_NCOUNTERS, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  MB_CHECK(hc[MB_PL_C_LOOP] == MB_PL_NONE, MB_ERR_FORMAT,
+           "mesh '%s': a walk around triangle %lld (0-based) did not close; not a planar "
+           "manifold triangulation",
+           name, (long long)hc[MB_PL_C_LOOP]);
+  const int npoly = *npoly_out = (int)hc[MB_PL_C_POLYGONS];
+  *nidx_out = (int64_t)hc[MB_PL_C_FRONTIER_HE];
+  MB_CALL_CUDA(cudaMemsetAsync(off, 0, sizeof(int), s));
+  if (npoly > 0) {
+    auto lens = thrust::make_transform_iterator(thrust::counting_iterator<int>(0),
+                                                mb_pl_head_len{plen, heads});
+    tb = 0;
+    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(nullptr, tb, lens, off + 1, npoly, s));
+    MB_CALL(mb_pl_temp(dp, tb));
+    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(d.temp.p, tb, lens, off + 1, npoly, s));
+    mb_pl_write_kernel<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, heads, off, succ, V,
+                                                                  out);
+    MB_CHECK_LAUNCH("polygons");
+  }
+  MB_CALL_CUDA(cudaEventRecord(ev[3], s));
+
+  return MB_SUCCESS;
+}
+
 /* The pipeline; *poly is set only on success. */
 static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
@@ -233,27 +356,9 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
     cudaStream_t s;
     ~sync_guard() { cudaStreamSynchronize(s); }
   } drain{s};
-  MB_CALL(mb_dbuf_alloc(&d.counters, sizeof(unsigned long long) * MB_PL_NCOUNTERS, "counters"));
-  MB_CALL(mb_dbuf_alloc(&d.xy, sizeof(double2) * (size_t)nv, "positions"));
-  MB_CALL(mb_dbuf_alloc(&d.V, sizeof(int) * (size_t)nh, "triangles"));
-  MB_CALL(mb_dbuf_alloc(&d.twin, sizeof(int) * (size_t)nh, "twins"));
-  MB_CALL(mb_dbuf_alloc(&d.fr, (size_t)nh, "frontier flags"));
-  MB_CALL(mb_dbuf_alloc(&d.lng, (size_t)nt, "longest edges"));
-  MB_CALL(mb_dbuf_alloc(&d.cnt, sizeof(int) * (size_t)nv, "vertex counts"));
-  MB_CALL(mb_dbuf_alloc(&d.start, sizeof(int) * (size_t)nv, "bucket starts"));
-  MB_CALL(mb_dbuf_alloc(&d.bucket, sizeof(unsigned long long) * (size_t)nh, "buckets"));
-  MB_CALL(mb_dbuf_alloc(&d.out, sizeof(int) * (size_t)nh, "polygon vertices"));
-  /* cycles have >= 2 half-edges (succ(h) leaves the vertex h points to) */
-  MB_CALL(mb_dbuf_alloc(&d.off, sizeof(int) * ((size_t)nh / 2 + 2), "polygon offsets"));
-  unsigned long long *dc = d.counters.as<unsigned long long>();
-  int *V = d.V.as<int>(), *twin = d.twin.as<int>(), *cnt = d.cnt.as<int>();
-  int *start = d.start.as<int>();
-  uint8_t *fr = d.fr.as<uint8_t>(), *lng = d.lng.as<uint8_t>();
-  const double2 *xy = d.xy.as<double2>();
-  /* After the twins the buckets hold the successors and the cycle lengths. */
-  int *succ = d.bucket.as<int>(), *plen = d.bucket.as<int>() + nh;
-  int *heads = d.twin.as<int>(); /* the twins are dead once the successors exist */
-  int *out = d.out.as<int>(), *off = d.off.as<int>();
+  MB_CALL(mb_pl_dev_alloc(&d, nv, nt));
+  int *V = d.V.as<int>();
+  int *out = d.out.as<int>(), *off = d.off.as<int>(); /* the polygons, after mb_pl_polygons */
 
   /* ---- copy in: x, y and the triangles (int32, range-checked) */
   const double t_alloc = mb_pl_now_ms();
@@ -325,28 +430,9 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
     }
   }
 
-  /* ---- half-edges: orientation, twins */
-  mb_pl_init_counters<<<1, 32, 0, s>>>(dc);
-  MB_CHECK_LAUNCH("counters");
-  mb_pl_orient_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, dc);
-  MB_CHECK_LAUNCH("orientation");
-  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
-  mb_pl_bucket_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, cnt);
-  MB_CHECK_LAUNCH("bucket count");
-  size_t tb = 0;
-  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tb, cnt, start, (int)nv, s));
-  MB_CALL(mb_pl_temp(&d, tb));
-  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(d.temp.p, tb, cnt, start, (int)nv, s));
-  mb_pl_bucket_fill<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, start,
-                                                           d.bucket.as<unsigned long long>());
-  MB_CHECK_LAUNCH("bucket fill");
-  mb_pl_twin_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(
-      nh, V, start, d.bucket.as<unsigned long long>(), twin, dc);
-  MB_CHECK_LAUNCH("twins");
-  MB_CALL_CUDA(cudaEventRecord(run.ev[2], s));
   unsigned long long hc[MB_PL_NCOUNTERS];
-  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
-  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  MB_CALL(mb_pl_halfedges(&d, s, nv, nt, hc));
+  MB_CALL_CUDA(cudaEventRecord(run.ev[2], s));
   /* The CPU's messages and precedence (mb_halfedge_build): out of range
    * (above), non-finite, degenerate, then non-manifold; each the first in
    * triangle order (half-edge order for edges). */
@@ -401,57 +487,9 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
             name, n ? tris[0] : -1ll, u, w, total, list, total > n ? ", ..." : "");
   }
 
-  /* ---- label */
-  MB_CALL_CUDA(cudaEventRecord(run.ev[3], s)); /* the check above is not device time */
-  mb_pl_longest_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, lng);
-  MB_CHECK_LAUNCH("longest edges");
-  mb_pl_frontier_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr);
-  MB_CHECK_LAUNCH("frontier edges");
-  MB_CALL_CUDA(cudaEventRecord(run.ev[4], s));
-
-  /* ---- repair */
-  unsigned *seen = d.bucket.as<unsigned>(); /* nh bits; the buckets are dead */
-  MB_CALL_CUDA(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)nv, s));
-  MB_CALL_CUDA(cudaMemsetAsync(seen, 0, sizeof(unsigned) * ((size_t)nh / 32 + 1), s));
-  mb_pl_vertex_frontier_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, fr, cnt);
-  MB_CHECK_LAUNCH("frontier edges per vertex");
-  mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, dc);
-  MB_CHECK_LAUNCH("barrier-edge tips");
-  MB_CALL_CUDA(cudaEventRecord(run.ev[5], s));
-
-  /* ---- traversal */
-  mb_pl_successor_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, fr, succ, dc);
-  MB_CHECK_LAUNCH("successors");
-  mb_pl_head_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, succ, plen, dc);
-  MB_CHECK_LAUNCH("heads");
-  thrust::counting_iterator<int> ids(0);
-  tb = 0;
-  MB_CALL_CUDA(cub::DeviceSelect::If(nullptr, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
-                                     mb_pl_is_head{plen}, s));
-  MB_CALL(mb_pl_temp(&d, tb));
-  MB_CALL_CUDA(cub::DeviceSelect::If(d.temp.p, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
-                                     mb_pl_is_head{plen}, s));
-  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof hc, cudaMemcpyDeviceToHost, s));
-  MB_CALL_CUDA(cudaStreamSynchronize(s));
-  MB_CHECK(hc[MB_PL_C_LOOP] == MB_PL_NONE, MB_ERR_FORMAT,
-           "mesh '%s': a walk around triangle %lld (0-based) did not close; not a planar "
-           "manifold triangulation",
-           name, (long long)hc[MB_PL_C_LOOP]);
-  const int npoly = (int)hc[MB_PL_C_POLYGONS];
-  const int64_t nidx = (int64_t)hc[MB_PL_C_FRONTIER_HE];
-  MB_CALL_CUDA(cudaMemsetAsync(off, 0, sizeof(int), s));
-  if (npoly > 0) {
-    auto lens = thrust::make_transform_iterator(thrust::counting_iterator<int>(0),
-                                                mb_pl_head_len{plen, heads});
-    tb = 0;
-    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(nullptr, tb, lens, off + 1, npoly, s));
-    MB_CALL(mb_pl_temp(&d, tb));
-    MB_CALL_CUDA(cub::DeviceScan::InclusiveSum(d.temp.p, tb, lens, off + 1, npoly, s));
-    mb_pl_write_kernel<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, heads, off, succ, V,
-                                                                  out);
-    MB_CHECK_LAUNCH("polygons");
-  }
-  MB_CALL_CUDA(cudaEventRecord(run.ev[6], s));
+  int npoly = 0;
+  int64_t nidx = 0;
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, run.ev + 3, hc, name, &npoly, &nidx));
 
   /* ---- copy out into a new mesh (int32 -> int64 on host threads) */
   hoff.p = malloc(sizeof(int64_t) * ((size_t)npoly + 1));
@@ -664,5 +702,116 @@ extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int re
   }
   *median = m;
   MB_CALL(mb_pl_copy_bandwidth(copy_gbs));
+  return MB_SUCCESS;
+}
+
+/* Page-locked host memory, freed on every path. */
+struct mb_pl_pinned {
+  void *p = nullptr;
+  ~mb_pl_pinned() {
+    if (p) cudaFreeHost(p);
+  }
+};
+
+/* One run of the pinned-array path (see mb_polylla_cuda_bench_pinned). */
+static mb_error mb_pl_pinned_run(int64_t nv, int64_t nt, const void *hxy, const void *htri,
+                                 int *hoff, int *hout, mb_polylla_stats *st, int *npoly,
+                                 int64_t *nidx) {
+  const double t0 = mb_pl_now_ms();
+  mb_pl_run run;
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&run.s, cudaStreamNonBlocking));
+  for (auto &e : run.ev) MB_CALL_CUDA(cudaEventCreate(&e));
+  cudaStream_t s = run.s;
+  MB_CALL_CUDA(cudaEventRecord(run.ev[0], s));
+  mb_pl_dev d;
+  struct sync_guard {
+    cudaStream_t s;
+    ~sync_guard() { cudaStreamSynchronize(s); }
+  } drain{s};
+  MB_CALL(mb_pl_dev_alloc(&d, nv, nt));
+  MB_CALL_CUDA(cudaMemcpyAsync(d.xy.p, hxy, sizeof(double2) * (size_t)nv, cudaMemcpyHostToDevice, s));
+  MB_CALL_CUDA(cudaMemcpyAsync(d.V.p, htri, sizeof(int) * 3 * (size_t)nt, cudaMemcpyHostToDevice, s));
+  MB_CALL_CUDA(cudaEventRecord(run.ev[1], s));
+  unsigned long long hc[MB_PL_NCOUNTERS];
+  MB_CALL(mb_pl_halfedges(&d, s, nv, nt, hc));
+  MB_CALL_CUDA(cudaEventRecord(run.ev[2], s));
+  MB_CHECK(hc[MB_PL_C_NONFINITE] == MB_PL_NONE && hc[MB_PL_C_DEGENERATE] == MB_PL_NONE &&
+               hc[MB_PL_C_NONMANIFOLD] == MB_PL_NONE,
+           MB_ERR_FORMAT, "not a valid planar triangulation (see mb_polylla_cuda for details)");
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, run.ev + 3, hc, "pinned", npoly, nidx));
+  const double tc0 = mb_pl_now_ms();
+  MB_CALL_CUDA(cudaMemcpyAsync(hoff, d.off.p, sizeof(int) * ((size_t)*npoly + 1),
+                               cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaMemcpyAsync(hout, d.out.p, sizeof(int) * (size_t)*nidx, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  const double tc1 = mb_pl_now_ms();
+  memset(st, 0, sizeof *st);
+  st->triangles = nt;
+  st->polygons = *npoly;
+  st->frontier_edges = (int64_t)hc[MB_PL_C_FRONTIER_EDGES];
+  st->barrier_edge_tips = (int64_t)hc[MB_PL_C_TIPS];
+  st->polygons_repaired = (int64_t)hc[MB_PL_C_REPAIRED];
+  st->ms_copy_in = mb_pl_elapsed(run.ev[0], run.ev[1]);
+  st->ms_halfedge = mb_pl_elapsed(run.ev[1], run.ev[2]);
+  st->ms_label = mb_pl_elapsed(run.ev[3], run.ev[4]);
+  st->ms_repair = mb_pl_elapsed(run.ev[4], run.ev[5]);
+  st->ms_traversal = mb_pl_elapsed(run.ev[5], run.ev[6]);
+  st->ms_copy_out = tc1 - tc0;
+  st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+  st->ms_total = 0; /* set by the caller after the device arrays are freed */
+  (void)t0;
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup, int repeats,
+                                                 mb_polylla_stats *median) {
+  MB_CHECK(tri && median && warmup >= 0 && repeats >= 1, MB_ERR_ARG,
+           "mb_polylla_cuda_bench_pinned: bad argument");
+  mb_mesh *ref = nullptr;
+  MB_CALL(mb_polylla_cuda(tri, &ref, nullptr)); /* the checks, and the polygons to match */
+  struct mesh_guard {
+    mb_mesh *m;
+    ~mesh_guard() { mb_mesh_free(m); }
+  } g{ref};
+  const int64_t nv = tri->nv, nt = tri->nf, nh = 3 * nt;
+  mb_pl_pinned hxy, htri, hoff, hout;
+  MB_CALL_CUDA(cudaMallocHost(&hxy.p, sizeof(double) * 2 * (size_t)nv));
+  MB_CALL_CUDA(cudaMallocHost(&htri.p, sizeof(int) * (size_t)nh));
+  MB_CALL_CUDA(cudaMallocHost(&hoff.p, sizeof(int) * ((size_t)nh / 2 + 2)));
+  MB_CALL_CUDA(cudaMallocHost(&hout.p, sizeof(int) * (size_t)nh));
+  double *xy = (double *)hxy.p;
+  int *t32 = (int *)htri.p;
+  for (int64_t i = 0; i < nv; i++) {
+    xy[2 * i] = tri->xyz[3 * i];
+    xy[2 * i + 1] = tri->xyz[3 * i + 1];
+  }
+  for (int64_t k = 0; k < nh; k++) t32[k] = (int)tri->face_indices[k];
+  std::vector<mb_polylla_stats> runs;
+  int npoly = 0;
+  int64_t nidx = 0;
+  for (int r = 0; r < warmup + repeats; r++) {
+    mb_polylla_stats st;
+    const double t0 = mb_pl_now_ms();
+    MB_CALL(mb_pl_pinned_run(nv, nt, hxy.p, htri.p, (int *)hoff.p, (int *)hout.p, &st, &npoly,
+                             &nidx));
+    st.ms_total = mb_pl_now_ms() - t0; /* device arrays freed too */
+    if (r >= warmup) runs.push_back(st);
+  }
+  const int *o = (const int *)hoff.p, *v = (const int *)hout.p;
+  bool same = npoly == ref->nf && nidx == ref->face_offsets[ref->nf];
+  for (int64_t p = 0; same && p <= npoly; p++) same = o[p] == ref->face_offsets[p];
+  for (int64_t k = 0; same && k < nidx; k++) same = v[k] == ref->face_indices[k];
+  MB_CHECK(same, MB_ERR_CUDA, "the pinned-array path gave other polygons than mb_polylla_cuda");
+  mb_polylla_stats m = runs[0];
+  double mb_polylla_stats::*f[] = {&mb_polylla_stats::ms_copy_in,  &mb_polylla_stats::ms_halfedge,
+                                   &mb_polylla_stats::ms_label,    &mb_polylla_stats::ms_repair,
+                                   &mb_polylla_stats::ms_traversal, &mb_polylla_stats::ms_copy_out,
+                                   &mb_polylla_stats::ms_kernels,  &mb_polylla_stats::ms_total};
+  for (auto p : f) {
+    std::vector<double> vals;
+    for (const auto &r : runs) vals.push_back(r.*p);
+    m.*p = mb_pl_median(vals);
+  }
+  *median = m;
   return MB_SUCCESS;
 }

@@ -44,6 +44,21 @@ extern "C" {
 mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
                                mb_polylla_stats *median, double *copy_gbs);
 
+/* The same pipeline on GPU-native host arrays, as a caller that keeps its
+ * data in page-locked memory runs it: positions xy [nv, 2] float64 and
+ * triangles [nt, 3] int32 in, polygon offsets [npoly + 1] and vertex
+ * indices [nidx] int32 out, all in page-locked host memory that is
+ * allocated and filled once, outside the timing. Each timed run allocates
+ * the device arrays, copies in, runs every phase, copies out and frees, so
+ * ms_total is the whole run from triangles in host memory to polygons in
+ * host memory. The median of each time of `repeats` runs after `warmup`
+ * goes to *median. The polygons are checked against those of
+ * mb_polylla_cuda on the same mesh. Not collective. Errors: those of
+ * mb_polylla_cuda; MB_ERR_CUDA if the two outputs differ; MB_ERR_UNSUPPORTED
+ * without CUDA. */
+mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup, int repeats,
+                                      mb_polylla_stats *median);
+
 #ifdef __cplusplus
 }
 #endif

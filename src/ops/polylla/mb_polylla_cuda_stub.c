@@ -1,5 +1,5 @@
 /* meshbatch: the CUDA Polylla backend's stand-in for builds without CUDA
- * (CMake compiles src/ops/<op>/*_cuda_stub.c only when CUDA is off). */
+ * (CMake compiles the *_cuda_stub.c files of src/ops/<op>/ only when CUDA is off). */
 #include "mb_polylla.h"
 #include "polylla/mb_polylla_cuda.h"
 
@@ -16,5 +16,11 @@ mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *s
 mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
                                mb_polylla_stats *median, double *copy_gbs) {
   (void)tri; (void)warmup; (void)repeats; (void)median; (void)copy_gbs;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_POLYLLA_NO_CUDA_MSG);
+}
+
+mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup, int repeats,
+                                      mb_polylla_stats *median) {
+  (void)tri; (void)warmup; (void)repeats; (void)median;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_POLYLLA_NO_CUDA_MSG);
 }
