@@ -30,6 +30,14 @@ int mb_cuda_device_count(char *why, size_t why_len);
  * Errors: MB_ERR_UNSUPPORTED (no device), MB_ERR_CUDA. */
 mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t name_len);
 
+/* Device-to-device copy bandwidth of the current device, (bytes read +
+ * bytes written) / time in GB/s (1e9 bytes), the yardstick of every GPU
+ * benchmark: two buffers of max_bytes (halved down to max_bytes / 8 where
+ * the device cannot hold two), 2 untimed copies, median of 9 timed ones
+ * (CUDA events). Not collective. Errors: MB_ERR_MEMORY, MB_ERR_CUDA,
+ * MB_ERR_UNSUPPORTED (no CUDA). */
+mb_error mb_cuda_copy_bandwidth(size_t max_bytes, double *gbs);
+
 #ifdef __cplusplus
 }
 #endif

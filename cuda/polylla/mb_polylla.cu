@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "mb_cuda.h"
 #include "mb_cuda_private.cuh"
 #include "mb_polylla.h"
 #include "polylla/mb_polylla_cuda.h"
@@ -629,51 +630,19 @@ static double mb_pl_median(std::vector<double> &v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Device-to-device copy bandwidth (see mb_polylla_cuda.h). */
-static mb_error mb_pl_copy_bandwidth(double *gbs) {
-  size_t bytes = (size_t)1 << 30;
-  mb_dbuf a, b;
-  for (;;) {
-    cudaError_t ea = cudaMalloc(&a.p, bytes);
-    cudaError_t eb = ea == cudaSuccess ? cudaMalloc(&b.p, bytes) : ea;
-    if (ea == cudaSuccess && eb == cudaSuccess) break;
-    (void)cudaGetLastError();
-    a.release();
-    b.release();
-    MB_CHECK(bytes > ((size_t)128 << 20), MB_ERR_MEMORY,
-             "cannot allocate 2 x %zu bytes for the copy benchmark", bytes);
-    bytes /= 2;
+/* The median of each time of runs (counts from the first run). */
+static mb_polylla_stats mb_pl_median_stats(const std::vector<mb_polylla_stats> &runs) {
+  mb_polylla_stats m = runs[0];
+  double mb_polylla_stats::*f[] = {&mb_polylla_stats::ms_copy_in,  &mb_polylla_stats::ms_halfedge,
+                                   &mb_polylla_stats::ms_label,    &mb_polylla_stats::ms_repair,
+                                   &mb_polylla_stats::ms_traversal, &mb_polylla_stats::ms_copy_out,
+                                   &mb_polylla_stats::ms_kernels,  &mb_polylla_stats::ms_total};
+  for (auto p : f) {
+    std::vector<double> v;
+    for (const auto &r : runs) v.push_back(r.*p);
+    m.*p = mb_pl_median(v);
   }
-  MB_CALL_CUDA(cudaMemset(a.p, 0x5a, bytes));
-  MB_CALL_CUDA(cudaMemset(b.p, 0x3c, bytes));
-  for (int k = 0; k < 2; k++) MB_CALL_CUDA(cudaMemcpy(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
-  const int reps = 9;
-  std::vector<cudaEvent_t> ev((size_t)reps + 1, nullptr);
-  struct guard {
-    std::vector<cudaEvent_t> &v;
-    ~guard() {
-      for (cudaEvent_t e : v)
-        if (e) cudaEventDestroy(e);
-    }
-  } g{ev};
-  for (auto &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
-  MB_CALL_CUDA(cudaEventRecord(ev[0]));
-  for (int k = 0; k < reps; k++) {
-    if (k % 2) MB_CALL_CUDA(cudaMemcpyAsync(a.p, b.p, bytes, cudaMemcpyDeviceToDevice));
-    else MB_CALL_CUDA(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
-    MB_CALL_CUDA(cudaEventRecord(ev[(size_t)k + 1]));
-  }
-  MB_CALL_CUDA(cudaEventSynchronize(ev[(size_t)reps]));
-  std::vector<double> ms((size_t)reps);
-  for (int k = 0; k < reps; k++) {
-    float t = 0;
-    MB_CALL_CUDA(cudaEventElapsedTime(&t, ev[(size_t)k], ev[(size_t)k + 1]));
-    ms[(size_t)k] = t;
-  }
-  const double t = mb_pl_median(ms);
-  MB_CHECK(t > 0, MB_ERR_CUDA, "copy benchmark measured no time");
-  *gbs = 2.0 * (double)bytes / (t * 1e-3) / 1e9;
-  return MB_SUCCESS;
+  return m;
 }
 
 extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
@@ -690,18 +659,8 @@ extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int re
     mb_mesh_free(poly);
     if (r >= warmup) runs.push_back(st);
   }
-  mb_polylla_stats m = runs[0];
-  double mb_polylla_stats::*f[] = {&mb_polylla_stats::ms_copy_in,  &mb_polylla_stats::ms_halfedge,
-                                   &mb_polylla_stats::ms_label,    &mb_polylla_stats::ms_repair,
-                                   &mb_polylla_stats::ms_traversal, &mb_polylla_stats::ms_copy_out,
-                                   &mb_polylla_stats::ms_kernels,  &mb_polylla_stats::ms_total};
-  for (auto p : f) {
-    std::vector<double> v;
-    for (const auto &r : runs) v.push_back(r.*p);
-    m.*p = mb_pl_median(v);
-  }
-  *median = m;
-  MB_CALL(mb_pl_copy_bandwidth(copy_gbs));
+  *median = mb_pl_median_stats(runs);
+  MB_CALL(mb_cuda_copy_bandwidth((size_t)1 << 30, copy_gbs));
   return MB_SUCCESS;
 }
 
@@ -802,16 +761,6 @@ extern "C" mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup,
   for (int64_t p = 0; same && p <= npoly; p++) same = o[p] == ref->face_offsets[p];
   for (int64_t k = 0; same && k < nidx; k++) same = v[k] == ref->face_indices[k];
   MB_CHECK(same, MB_ERR_CUDA, "the pinned-array path gave other polygons than mb_polylla_cuda");
-  mb_polylla_stats m = runs[0];
-  double mb_polylla_stats::*f[] = {&mb_polylla_stats::ms_copy_in,  &mb_polylla_stats::ms_halfedge,
-                                   &mb_polylla_stats::ms_label,    &mb_polylla_stats::ms_repair,
-                                   &mb_polylla_stats::ms_traversal, &mb_polylla_stats::ms_copy_out,
-                                   &mb_polylla_stats::ms_kernels,  &mb_polylla_stats::ms_total};
-  for (auto p : f) {
-    std::vector<double> vals;
-    for (const auto &r : runs) vals.push_back(r.*p);
-    m.*p = mb_pl_median(vals);
-  }
-  *median = m;
+  *median = mb_pl_median_stats(runs);
   return MB_SUCCESS;
 }

@@ -329,46 +329,6 @@ static mb_error mb_events_create(mb_events *e, int n) {
   return MB_SUCCESS;
 }
 
-/* Device-to-device copy bandwidth, (bytes read + bytes written) / time, in
- * GB/s (1e9 bytes): a 512 MiB buffer (halved down to 64 MiB if the device
- * cannot hold two), 2 untimed copies, median of 9 timed copies. */
-static mb_error mb_copy_bandwidth(double *gbs) {
-  size_t bytes = (size_t)512 << 20;
-  mb_dbuf a, b;
-  for (;;) {
-    cudaError_t ea = cudaMalloc(&a.p, bytes);
-    cudaError_t eb = ea == cudaSuccess ? cudaMalloc(&b.p, bytes) : ea;
-    if (ea == cudaSuccess && eb == cudaSuccess) break;
-    (void)cudaGetLastError();
-    a.release();
-    b.release();
-    MB_CHECK(bytes > ((size_t)64 << 20), MB_ERR_MEMORY,
-             "cannot allocate 2 x %zu bytes for the copy benchmark: %s", bytes,
-             cudaGetErrorString(ea != cudaSuccess ? ea : eb));
-    bytes /= 2;
-  }
-  MB_CALL_CUDA(cudaMemset(a.p, 0x5a, bytes)); /* not zeros: real data */
-  MB_CALL_CUDA(cudaMemset(b.p, 0x3c, bytes));
-  const int warm = 2, reps = 9;
-  for (int k = 0; k < warm; k++) MB_CALL_CUDA(cudaMemcpy(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
-  mb_events e;
-  MB_CALL(mb_events_create(&e, reps + 1));
-  MB_CALL_CUDA(cudaEventRecord(e.ev[0]));
-  for (int k = 0; k < reps; k++) {
-    if (k % 2) MB_CALL_CUDA(cudaMemcpyAsync(a.p, b.p, bytes, cudaMemcpyDeviceToDevice));
-    else MB_CALL_CUDA(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice));
-    MB_CALL_CUDA(cudaEventRecord(e.ev[(size_t)k + 1]));
-  }
-  MB_CALL_CUDA(cudaEventSynchronize(e.ev[(size_t)reps]));
-  std::vector<float> ms((size_t)reps);
-  for (int k = 0; k < reps; k++)
-    MB_CALL_CUDA(cudaEventElapsedTime(&ms[(size_t)k], e.ev[(size_t)k], e.ev[(size_t)k + 1]));
-  const double t = mb_median(ms);
-  MB_CHECK(t > 0, MB_ERR_CUDA, "copy benchmark measured no time");
-  *gbs = 2.0 * (double)bytes / (t * 1e-3) / 1e9;
-  return MB_SUCCESS;
-}
-
 /* Bytes one pass of rule (w, b) moves under the byte model of
  * docs/gpu-kernel.md: every array the pass touches, read or written once. */
 static double mb_bytes_per_pass(const mb_dev_mesh *d, mb_weights w, mb_boundary b, size_t real) {
@@ -440,7 +400,7 @@ extern "C" mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *
     MB_CALL(mb_cuda_bench_t<double>(adj, xyz, weights, boundary, warmup, repeats, result));
   else
     MB_CALL(mb_cuda_bench_t<float>(adj, xyz, weights, boundary, warmup, repeats, result));
-  MB_CALL(mb_copy_bandwidth(&result->copy_gbs));
+  MB_CALL(mb_cuda_copy_bandwidth((size_t)512 << 20, &result->copy_gbs));
   return MB_SUCCESS;
 }
 

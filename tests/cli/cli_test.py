@@ -13,17 +13,8 @@ import shutil
 import subprocess
 import sys
 
-EXE = os.environ["MESHBATCH_EXE"]
-SRC = os.environ["MESHBATCH_SOURCE_DIR"]
-DATA = os.environ.get("MESHBATCH_DATA_DIR", "")
-TMP = os.environ["MESHBATCH_TEST_TMP"]
-MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import DATA, EXE, MPIEXEC, SKIP, SRC, TMP, fail, run  # noqa: E402,F401
 
 
 def need_module(name):
@@ -32,16 +23,6 @@ def need_module(name):
     except ImportError:
         print(f"SKIP: python module {name} is not installed")
         sys.exit(SKIP)
-
-
-def run(args, np=None, expect=0):
-    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    print("$", " ".join(cmd), f"-> {p.returncode}")
-    print(p.stdout, p.stderr, sep="")
-    if expect is not None and p.returncode != expect:
-        fail(f"exit code {p.returncode}, expected {expect}")
-    return p
 
 
 def fresh(name):

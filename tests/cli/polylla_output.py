@@ -14,30 +14,12 @@ Inputs: a Delaunay triangulation and the uniform grid triangulation made by
 one polylla stage on 2 ranks. Exit code 0 passes, 77 skips, other fails.
 """
 import os
-import shlex
 import shutil
 import subprocess
 import sys
 
-EXE = os.environ["MESHBATCH_EXE"]
-SRC = os.environ["MESHBATCH_SOURCE_DIR"]
-TMP = os.environ["MESHBATCH_TEST_TMP"]
-MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def run(args, np=None):
-    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    print("$", " ".join(cmd), f"-> {p.returncode}")
-    print(p.stdout, p.stderr, sep="")
-    if p.returncode != 0:
-        fail(f"exit code {p.returncode}")
-    return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import EXE, MPIEXEC, SRC, TMP, fail, run  # noqa: E402
 
 
 def polylla_run(d):

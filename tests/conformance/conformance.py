@@ -17,52 +17,14 @@ the tolerance). Exit code 0 passes, 77 skips (no CUDA device), other fails.
 """
 import argparse
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 
-EXE = os.environ["MESHBATCH_EXE"]
-SRC = os.environ["MESHBATCH_SOURCE_DIR"]
-DATA = os.environ.get("MESHBATCH_DATA_DIR", "")
-TMP = os.environ["MESHBATCH_TEST_TMP"]
-MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def run(args, np=None):
-    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    print("$", " ".join(cmd), f"-> {p.returncode}")
-    print(p.stdout, p.stderr, sep="")
-    if p.returncode != 0:
-        fail(f"exit code {p.returncode}")
-    return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import DATA, SKIP, SRC, TMP, fail, noisy_grid_obj, run  # noqa: E402
 
 
 # ----------------------------------------------------------------- inputs
-
-def noisy_grid_obj(path, n, quads=False):
-    """An open n x n grid with deterministic noise (a surface with a boundary)."""
-    v, f = [], []
-    for j in range(n):
-        for i in range(n):
-            h = (i * 7919 + j * 104729) % 1000 / 1000.0
-            v.append((i + 0.3 * (h - 0.5), j + 0.2 * (0.5 - h), 0.4 * h - 0.2))
-    for j in range(n - 1):
-        for i in range(n - 1):
-            a = j * n + i
-            f += [(a, a + 1, a + n + 1, a + n)] if quads else [(a, a + 1, a + n + 1), (a, a + n + 1, a + n)]
-    with open(path, "w") as out:
-        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
-        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
-    return path
-
 
 def surface_inputs(d):
     return [noisy_grid_obj(os.path.join(d, "grid.obj"), 30),

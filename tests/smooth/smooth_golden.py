@@ -12,13 +12,11 @@ Exit code 0 passes, other fails. Environment: see tests/CMakeLists.txt.
 import hashlib
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
-EXE = os.environ["MESHBATCH_EXE"]
-SRC = os.environ["MESHBATCH_SOURCE_DIR"]
-TMP = os.environ["MESHBATCH_TEST_TMP"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import EXE, SRC, TMP, noisy_grid_obj  # noqa: E402
 
 # (mesh, sha256 of the smoothed vertex coordinates) recorded at 656697f.
 GOLDEN = {
@@ -26,26 +24,6 @@ GOLDEN = {
     "spot": "95ad6971b60a95373bfdd61219aa0a9fc56de4a0dd25d0a668bdae886a2e6c78",
     "tri": "2ee62fe50a7c5d0600cbe08d86c78874ed3f3f9ef90493cb4fb80a37f3e7fb1a",
 }
-
-
-def grid_obj(path, n, quads=False):
-    """An open n x n grid with deterministic noise (no random module: exact text)."""
-    v, f = [], []
-    for j in range(n):
-        for i in range(n):
-            h = (i * 7919 + j * 104729) % 1000 / 1000.0
-            v.append((i + 0.3 * (h - 0.5), j + 0.2 * (0.5 - h), 0.4 * h - 0.2))
-    for j in range(n - 1):
-        for i in range(n - 1):
-            a = j * n + i
-            if quads:
-                f.append((a, a + 1, a + n + 1, a + n))
-            else:
-                f += [(a, a + 1, a + n + 1), (a, a + n + 1, a + n)]
-    with open(path, "w") as out:
-        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
-        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
-    return path
 
 
 def stages(quads):
@@ -83,7 +61,7 @@ def main():
     results = {}
     for name, quads in (("tri", False), ("quad", True), ("spot", False)):
         mesh = (os.path.join(SRC, "data", "meshes", "spot.obj") if name == "spot"
-                else grid_obj(os.path.join(d, name + ".obj"), 25, quads))
+                else noisy_grid_obj(os.path.join(d, name + ".obj"), 25, quads))
         job = os.path.join(d, name + ".yaml")
         with open(job, "w") as f:
             f.write(f"input: {mesh}\noutput: {d}/{name}.h5\nbackend: cpu\nstages:\n" + stages(quads))

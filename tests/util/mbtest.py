@@ -1,0 +1,54 @@
+"""Shared helpers of meshbatch's Python tests (run by CTest; see tests/CMakeLists.txt).
+
+Environment set by mb_add_test: MESHBATCH_EXE, MESHBATCH_SOURCE_DIR,
+MESHBATCH_DATA_DIR (may be absent), MESHBATCH_TEST_TMP, MESHBATCH_MPIEXEC.
+A test script adds this folder to sys.path and imports what it needs.
+"""
+import os
+import shlex
+import subprocess
+import sys
+
+EXE = os.environ["MESHBATCH_EXE"]
+SRC = os.environ["MESHBATCH_SOURCE_DIR"]
+DATA = os.environ.get("MESHBATCH_DATA_DIR", "")
+TMP = os.environ["MESHBATCH_TEST_TMP"]
+MPIEXEC = shlex.split(os.environ["MESHBATCH_MPIEXEC"])
+SKIP = 77
+
+
+def fail(msg):
+    """Print the reason and leave with exit code 1."""
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(args, np=None, expect=0):
+    """Run the meshbatch command (under the MPI launcher with np ranks when
+    np is given), print its output, fail unless it exits with `expect`
+    (None: any code). Returns the CompletedProcess."""
+    cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + [str(a) for a in args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print("$", " ".join(cmd), f"-> {p.returncode}")
+    print(p.stdout, p.stderr, sep="")
+    if expect is not None and p.returncode != expect:
+        fail(f"exit code {p.returncode}, expected {expect}")
+    return p
+
+
+def noisy_grid_obj(path, n, quads=False):
+    """An open n x n grid surface with deterministic noise (no random module,
+    so the text is the same everywhere), triangles or quadrilaterals."""
+    v, f = [], []
+    for j in range(n):
+        for i in range(n):
+            h = (i * 7919 + j * 104729) % 1000 / 1000.0
+            v.append((i + 0.3 * (h - 0.5), j + 0.2 * (0.5 - h), 0.4 * h - 0.2))
+    for j in range(n - 1):
+        for i in range(n - 1):
+            a = j * n + i
+            f += [(a, a + 1, a + n + 1, a + n)] if quads else [(a, a + 1, a + n + 1), (a, a + n + 1, a + n)]
+    with open(path, "w") as out:
+        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
+    return path
