@@ -335,6 +335,27 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   return MB_SUCCESS;
 }
 
+/* Counts and phase times of a run: events ev[0..6] around copy in,
+ * half-edges, (check), label, repair, traversal; copy out in host ms.
+ * ms_total is left to the caller. */
+static void mb_pl_fill_stats(mb_polylla_stats *st, int64_t nt, int64_t npoly,
+                             const unsigned long long *hc, const cudaEvent_t *ev,
+                             double ms_copy_out) {
+  memset(st, 0, sizeof *st);
+  st->triangles = nt;
+  st->polygons = npoly;
+  st->frontier_edges = (int64_t)hc[MB_PL_C_FRONTIER_EDGES];
+  st->barrier_edge_tips = (int64_t)hc[MB_PL_C_TIPS];
+  st->polygons_repaired = (int64_t)hc[MB_PL_C_REPAIRED];
+  st->ms_copy_in = mb_pl_elapsed(ev[0], ev[1]);
+  st->ms_halfedge = mb_pl_elapsed(ev[1], ev[2]);
+  st->ms_label = mb_pl_elapsed(ev[3], ev[4]);
+  st->ms_repair = mb_pl_elapsed(ev[4], ev[5]);
+  st->ms_traversal = mb_pl_elapsed(ev[5], ev[6]);
+  st->ms_copy_out = ms_copy_out;
+  st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+}
+
 /* The pipeline; *poly is set only on success. */
 static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
@@ -570,19 +591,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
   }
 
   if (st) {
-    memset(st, 0, sizeof *st);
-    st->triangles = nt;
-    st->polygons = npoly;
-    st->frontier_edges = (int64_t)hc[MB_PL_C_FRONTIER_EDGES];
-    st->barrier_edge_tips = (int64_t)hc[MB_PL_C_TIPS];
-    st->polygons_repaired = (int64_t)hc[MB_PL_C_REPAIRED];
-    st->ms_copy_in = mb_pl_elapsed(run.ev[0], run.ev[1]);
-    st->ms_halfedge = mb_pl_elapsed(run.ev[1], run.ev[2]);
-    st->ms_label = mb_pl_elapsed(run.ev[3], run.ev[4]);
-    st->ms_repair = mb_pl_elapsed(run.ev[4], run.ev[5]);
-    st->ms_traversal = mb_pl_elapsed(run.ev[5], run.ev[6]);
-    st->ms_copy_out = tc1 - tc0;
-    st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+    mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
     st->ms_total = mb_pl_now_ms() - t0;
   }
   *poly = m;
@@ -676,7 +685,6 @@ struct mb_pl_pinned {
 static mb_error mb_pl_pinned_run(int64_t nv, int64_t nt, const void *hxy, const void *htri,
                                  int *hoff, int *hout, mb_polylla_stats *st, int *npoly,
                                  int64_t *nidx) {
-  const double t0 = mb_pl_now_ms();
   mb_pl_run run;
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&run.s, cudaStreamNonBlocking));
   for (auto &e : run.ev) MB_CALL_CUDA(cudaEventCreate(&e));
@@ -704,21 +712,8 @@ static mb_error mb_pl_pinned_run(int64_t nv, int64_t nt, const void *hxy, const 
   MB_CALL_CUDA(cudaMemcpyAsync(hout, d.out.p, sizeof(int) * (size_t)*nidx, cudaMemcpyDeviceToHost, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s));
   const double tc1 = mb_pl_now_ms();
-  memset(st, 0, sizeof *st);
-  st->triangles = nt;
-  st->polygons = *npoly;
-  st->frontier_edges = (int64_t)hc[MB_PL_C_FRONTIER_EDGES];
-  st->barrier_edge_tips = (int64_t)hc[MB_PL_C_TIPS];
-  st->polygons_repaired = (int64_t)hc[MB_PL_C_REPAIRED];
-  st->ms_copy_in = mb_pl_elapsed(run.ev[0], run.ev[1]);
-  st->ms_halfedge = mb_pl_elapsed(run.ev[1], run.ev[2]);
-  st->ms_label = mb_pl_elapsed(run.ev[3], run.ev[4]);
-  st->ms_repair = mb_pl_elapsed(run.ev[4], run.ev[5]);
-  st->ms_traversal = mb_pl_elapsed(run.ev[5], run.ev[6]);
-  st->ms_copy_out = tc1 - tc0;
-  st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+  mb_pl_fill_stats(st, nt, *npoly, hc, run.ev, tc1 - tc0);
   st->ms_total = 0; /* set by the caller after the device arrays are freed */
-  (void)t0;
   return MB_SUCCESS;
 }
 

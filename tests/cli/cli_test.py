@@ -8,21 +8,12 @@ MESHBATCH_DATA_DIR, MESHBATCH_TEST_TMP, MESHBATCH_MPIEXEC.
 """
 import argparse
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import DATA, EXE, MPIEXEC, SKIP, SRC, TMP, fail, run  # noqa: E402,F401
-
-
-def need_module(name):
-    try:
-        return __import__(name)
-    except ImportError:
-        print(f"SKIP: python module {name} is not installed")
-        sys.exit(SKIP)
+from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, TMP, compare, cuda_devices, datasets,  # noqa: E402,F401
+                    fail, need_module, run, same_datasets)
 
 
 def fresh(name):
@@ -47,46 +38,6 @@ def job(path, inputs, output, stages=None, **keys):
         lines.append(f"  - {items[0][0]}: {items[0][1]}")
         lines += [f"    {k}: {v}" for k, v in items[1:]]
     return write(path, "\n".join(lines) + "\n")
-
-
-def datasets(path):
-    """All datasets of an HDF5 file as {name: bytes}."""
-    h5py = need_module("h5py")
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda n, o: out.__setitem__(n, o[()].tobytes()) if isinstance(o, h5py.Dataset) else None)
-    return out
-
-
-def same_datasets(a, b):
-    """Bitwise comparison of every dataset (h5py), or of the meshes through
-    `meshbatch compare` where h5py is not installed."""
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
-        compare(a, b, 0)
-        return
-    da, db = datasets(a), datasets(b)
-    if sorted(da) != sorted(db):
-        fail(f"{a} and {b} hold different datasets: {sorted(da)} vs {sorted(db)}")
-    for k in da:
-        if da[k] != db[k]:
-            fail(f"dataset {k} differs between {a} and {b}")
-    print(f"{len(da)} datasets bitwise identical: {a} == {b}")
-
-
-def compare(a, b, rtol):
-    p = run(["compare", a, b, "--rtol", rtol], expect=None)
-    if p.returncode != 0:
-        fail(f"{a} and {b} differ by more than {rtol}")
-
-
-def cuda_devices():
-    p = run(["--version"])
-    for line in p.stdout.splitlines():
-        if line.startswith("CUDA devices:"):
-            return int(line.split(":")[1].split()[0])
-    return 0
 
 
 def mesh_names(path):

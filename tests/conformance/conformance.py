@@ -21,7 +21,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import DATA, SKIP, SRC, TMP, fail, noisy_grid_obj, run  # noqa: E402
+from mbtest import (DATA, SKIP, SRC, TMP, compare, cuda_devices, noisy_grid_obj,  # noqa: E402
+                    run, same_datasets)
 
 
 # ----------------------------------------------------------------- inputs
@@ -64,45 +65,14 @@ OPS = {
 
 # ----------------------------------------------------------------- checks
 
-def datasets(path):
-    import h5py
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda n, o: out.__setitem__(n, o[()].tobytes()) if isinstance(o, h5py.Dataset) else None)
-    return out
-
-
-def have_h5py():
-    try:
-        import h5py  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
 def same(ref, out, rtol):
-    if not rtol and have_h5py():
+    """Bitwise (every dataset with h5py, else meshbatch compare) where the op
+    must be exact; else meshbatch compare: kinds, faces and face fields
+    bitwise, vertices within rtol."""
+    if rtol:
+        compare(ref, out, rtol)
+    else:
         same_datasets(ref, out)
-    else:  # meshbatch compare: kinds, faces, face fields bitwise; vertices within rtol
-        run(["compare", ref, out, "--rtol", rtol])
-
-
-def same_datasets(ref, out):
-    a, b = datasets(ref), datasets(out)
-    if sorted(a) != sorted(b):
-        fail(f"{ref} and {out} hold different datasets: {sorted(a)} vs {sorted(b)}")
-    bad = [k for k in a if a[k] != b[k]]
-    if bad:
-        fail(f"datasets differ between {ref} and {out}: {bad[:5]}")
-    print(f"{len(a)} datasets bitwise identical: {out} == {ref}")
-
-
-def cuda_devices():
-    p = run(["--version"])
-    for line in p.stdout.splitlines():
-        if line.startswith("CUDA devices:"):
-            return int(line.split(":")[1].split()[0])
-    return 0
 
 
 def partitioned(op):

@@ -52,3 +52,53 @@ def noisy_grid_obj(path, n, quads=False):
         out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
         out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
     return path
+
+
+def need_module(name):
+    """Import a Python module or leave with the skip code."""
+    try:
+        return __import__(name)
+    except ImportError:
+        print(f"SKIP: python module {name} is not installed")
+        sys.exit(SKIP)
+
+
+def datasets(path):
+    """All datasets of an HDF5 file as {name: bytes}."""
+    h5py = need_module("h5py")
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda n, o: out.__setitem__(n, o[()].tobytes()) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+
+def same_datasets(a, b):
+    """Bitwise comparison of every dataset (h5py), or of the meshes through
+    `meshbatch compare` where h5py is not installed."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        compare(a, b, 0)
+        return
+    da, db = datasets(a), datasets(b)
+    if sorted(da) != sorted(db):
+        fail(f"{a} and {b} hold different datasets: {sorted(da)} vs {sorted(db)}")
+    for k in da:
+        if da[k] != db[k]:
+            fail(f"dataset {k} differs between {a} and {b}")
+    print(f"{len(da)} datasets bitwise identical: {a} == {b}")
+
+
+def compare(a, b, rtol):
+    p = run(["compare", a, b, "--rtol", rtol], expect=None)
+    if p.returncode != 0:
+        fail(f"{a} and {b} differ by more than {rtol}")
+
+
+def cuda_devices():
+    """CUDA devices meshbatch can use (from `meshbatch --version`)."""
+    p = run(["--version"])
+    for line in p.stdout.splitlines():
+        if line.startswith("CUDA devices:"):
+            return int(line.split(":")[1].split()[0])
+    return 0
