@@ -4,8 +4,13 @@
 #ifndef COLL_H5COMPARE_H
 #define COLL_H5COMPARE_H
 
+#include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mb_error.h"
+#include "mb_testutil.h"
 
 typedef struct cmp_ctx {
   hid_t other;
@@ -73,6 +78,39 @@ static int compare_files(const char *a, const char *b) {
   H5Fclose(fa);
   H5Fclose(fb);
   return ab.ndatasets;
+}
+
+/* Write the same collection with 1, 2, ... ranks of MPI_COMM_WORLD (through
+ * write(sub, path) on sub-communicators, files STEM_N.h5 in the test's
+ * folder) and check on rank 0 that every file holds the same ndatasets
+ * datasets, bit for bit, as the one-rank file. Collective over MPI_COMM_WORLD. */
+static void check_rank_independence(const char *stem, mb_error (*write)(MPI_Comm, const char *),
+                                    int ndatasets) {
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char p1[1024], pn[1024], name[64];
+  for (int n = 1; n <= size; n++) {
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &sub);
+    if (sub != MPI_COMM_NULL) {
+      snprintf(name, sizeof name, "%s_%d.h5", stem, n);
+      mb_error e = write(sub, mb_test_tmp_path(name, pn, sizeof pn));
+      if (e) fail_msg("write with %d ranks: %s", n, mb_error_message());
+      MPI_Comm_free(&sub);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    snprintf(name, sizeof name, "%s_1.h5", stem);
+    mb_test_tmp_path(name, p1, sizeof p1);
+    for (int n = 2; n <= size; n++) {
+      snprintf(name, sizeof name, "%s_%d.h5", stem, n);
+      assert_int_equal(compare_files(p1, mb_test_tmp_path(name, pn, sizeof pn)), ndatasets);
+    }
+    if (size == 1) assert_int_equal(compare_files(p1, p1), ndatasets);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 #endif

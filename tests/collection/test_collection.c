@@ -73,27 +73,7 @@ static void test_roundtrip(void **state) {
 /* Write with 1..size ranks (sub-communicators): same datasets, same bytes. */
 static void test_rank_independence(void **state) {
   (void)state;
-  char p1[1024], pn[1024], name[64];
-  for (int n = 1; n <= g_size; n++) {
-    MPI_Comm sub;
-    MPI_Comm_split(MPI_COMM_WORLD, g_rank < n ? 0 : MPI_UNDEFINED, g_rank, &sub);
-    if (sub != MPI_COMM_NULL) {
-      snprintf(name, sizeof name, "ri_%d.h5", n);
-      mb_error e = write_sample(sub, mb_test_tmp_path(name, pn, sizeof pn));
-      if (e) fail_msg("write with %d ranks: %s", n, mb_error_message());
-      MPI_Comm_free(&sub);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    mb_test_tmp_path("ri_1.h5", p1, sizeof p1);
-    for (int n = 2; n <= g_size; n++) {
-      snprintf(name, sizeof name, "ri_%d.h5", n);
-      int nd = compare_files(p1, mb_test_tmp_path(name, pn, sizeof pn));
-      assert_int_equal(nd, 16); /* 5 + 5 + 2 + 4 datasets, see coll_fixtures.h */
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  check_rank_independence("ri", write_sample, 16); /* 5 + 5 + 2 + 4 datasets, see coll_fixtures.h */
 }
 
 static void test_duplicate_names(void **state) {

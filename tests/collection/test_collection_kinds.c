@@ -205,28 +205,7 @@ static void test_kinds_roundtrip(void **state) {
 /* Written with 1..size ranks: the same datasets, bit for bit. */
 static void test_kinds_rank_independence(void **state) {
   (void)state;
-  char p1[1024], pn[1024], name[64];
-  for (int n = 1; n <= g_size; n++) {
-    MPI_Comm sub;
-    MPI_Comm_split(MPI_COMM_WORLD, g_rank < n ? 0 : MPI_UNDEFINED, g_rank, &sub);
-    if (sub != MPI_COMM_NULL) {
-      snprintf(name, sizeof name, "kri_%d.h5", n);
-      mb_error e = write_kinds(sub, mb_test_tmp_path(name, pn, sizeof pn));
-      if (e) fail_msg("write with %d ranks: %s", n, mb_error_message());
-      MPI_Comm_free(&sub);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    mb_test_tmp_path("kri_1.h5", p1, sizeof p1);
-    for (int n = 2; n <= g_size; n++) {
-      snprintf(name, sizeof name, "kri_%d.h5", n);
-      assert_int_equal(compare_files(p1, mb_test_tmp_path(name, pn, sizeof pn)),
-                       KINDS_NDATASETS);
-    }
-    if (g_size == 1) assert_int_equal(compare_files(p1, p1), KINDS_NDATASETS);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  check_rank_independence("kri", write_kinds, KINDS_NDATASETS);
 }
 
 /* ---- format version 1 */
