@@ -135,12 +135,14 @@ static mb_error fit_kind(const rank_state *st, mb_mesh *m) {
   const mb_op_info *op = job->stages[0].op;
   const char *path = st->inputs->sources[m->index].path;
   mb_kind had = m->kind;
-  MB_CHECK(had == MB_KIND_SURFACE && mb_mesh_convert_kind(m, op->in, path) == MB_SUCCESS,
-           MB_ERR_ARG, "%s:%d: stage 0 (%s) reads %s datasets, and %s is a %s dataset%s%s",
-           job->path, job->stages[0].line, op->name, mb_kind_name(op->in), path,
-           mb_kind_name(had), had == MB_KIND_SURFACE ? ": " : "",
-           had == MB_KIND_SURFACE ? mb_error_message() : "");
-  return MB_SUCCESS;
+  char why[512] = "";
+  if (had == MB_KIND_SURFACE) {
+    if (mb_mesh_convert_kind(m, op->in, path) == MB_SUCCESS) return MB_SUCCESS;
+    snprintf(why, sizeof why, " (%s)", mb_error_message());
+  }
+  MB_FAIL(MB_ERR_ARG, "%s:%d: stage 0 (%s) reads %s datasets, and %s is a %s dataset%s",
+          job->path, job->stages[0].line, op->name, mb_kind_name(op->in), path, mb_kind_name(had),
+          why);
 }
 
 /* Run the stages on one mesh; consecutive stages of ops that share an entry

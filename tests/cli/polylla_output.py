@@ -6,8 +6,9 @@ OFF with its polygons.
     polylla_output.py --paraview ParaView's three XDMF readers on the same
                                  output (tests/collection/test_xdmf_paraview.py;
                                  exit 77 without pvpython)
-    polylla_output.py --bad      malformed Triangle files in a batch: each is
-                                 reported with file:line, the others are written
+    polylla_output.py --bad      malformed Triangle files and a non-planar surface
+                                 in a batch: each is reported (file:line, or the
+                                 job's stage line), the others are written
 
 Inputs: a Delaunay triangulation and the uniform grid triangulation made by
 `meshbatch generate`, imported into one collection, run through a job with
@@ -120,6 +121,11 @@ def check_bad_inputs(d):
             with open(os.path.join(d, name + ext), "w") as f:
                 f.write(text)
         files.append(os.path.join(d, name + ".node"))
+    # a surface that is not planar: the stage's input kind does not fit
+    bumpy = os.path.join(d, "bumpy.obj")
+    with open(bumpy, "w") as f:
+        f.write("v 0 0 0\nv 1 0 0.5\nv 0 1 0\nf 1 2 3\n")
+    files.append(bumpy)
     good = os.path.join(d, "good.node")
     run(["generate", "delaunay", "--points", 300, "--seed", 2, "-o", good])
     job = os.path.join(d, "bad.yaml")
@@ -134,6 +140,10 @@ def check_bad_inputs(d):
     for name, (_, _, message) in BAD.items():
         if message not in p.stdout + p.stderr:
             fail(f"no message '{message}' for {name}")
+    line = 1 + len(files) + 1 + 3  # input:, the inputs, good, output, backend, stages
+    kind_message = f"bad.yaml:{line + 1}: stage 0 (polylla) reads triangulation2d datasets"
+    if kind_message not in p.stdout + p.stderr:
+        fail(f"no message '{kind_message}' for bumpy.obj")
     import h5py
     with h5py.File(os.path.join(d, "bad.h5"), "r") as f:
         written = sorted(f["meshes"])

@@ -124,6 +124,25 @@ static void test_ranges(void **state) {
                MB_ERR_JOB, ":7: stages[1].mu: only taubin stages take mu");
 }
 
+/* Stages whose kinds do not fit, keys of another op, an op without a
+ * partitioned form in a partitioned job. */
+static void test_op_rules(void **state) {
+  (void)state;
+  expect_error("kinds.yaml", HEAD "  - op: taubin\n    iterations: 1\n  - op: polylla\n",
+               MB_ERR_JOB, ":6: stages[1].op: polylla reads triangulation2d datasets, but the "
+               "stage before it (taubin) writes surface");
+  expect_error("kinds2.yaml", HEAD "  - op: polylla\n  - op: polylla\n", MB_ERR_JOB,
+               ":5: stages[1].op: polylla reads triangulation2d datasets, but the stage before "
+               "it (polylla) writes polygons2d");
+  expect_error("other_op_key.yaml", HEAD "  - op: polylla\n    iterations: 3\n", MB_ERR_JOB,
+               ":5: stages[0].iterations: only taubin stages take iterations (this stage is "
+               "polylla; its keys: op)");
+  expect_error("no_partitioned.yaml",
+               "input: a.node\noutput: b.h5\ndistribute: partitioned\nstages:\n  - op: polylla\n",
+               MB_ERR_JOB, ":3: distribute: stage 0 (polylla) runs per mesh only; use "
+               "distribute: per-mesh");
+}
+
 static void test_missing_keys(void **state) {
   (void)state;
   expect_error("missing_output.yaml", "input: a\nstages:\n  - {op: taubin, iterations: 1}\n",
@@ -188,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_keys), cmocka_unit_test(test_wrong_types),
       cmocka_unit_test(test_bad_enums),    cmocka_unit_test(test_ranges),
       cmocka_unit_test(test_missing_keys), cmocka_unit_test(test_yaml_errors),
+      cmocka_unit_test(test_op_rules),
       cmocka_unit_test(test_missing_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
