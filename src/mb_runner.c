@@ -331,7 +331,7 @@ static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t 
 
 /* partitioner: metis. Every rank reads the whole mesh (parallel reads of
  * the same file) and rank 0 partitions it with METIS (or takes the job's
- * partition file); the smoothed positions go back to each rank's block of
+ * partition file); the processed values go back to each rank's block of
  * rows for the collective write. */
 static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
                                 mb_distributed_mesh **dm) {

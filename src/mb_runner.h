@@ -1,12 +1,15 @@
 /* meshbatch: the job runner.
  *
- * Per-mesh distribution: the job's mesh sources are assigned to ranks
- * (static: longest-processing-time-first on estimated cost = faces x passes,
- * the same deterministic assignment on every rank; dynamic: a shared counter
- * in an MPI window hands out meshes in decreasing cost), each rank reads,
- * smooths and keeps its meshes, then all ranks write one output collection
- * together. A mesh that fails (bad input, unsupported rule, device error) is
- * reported and skipped; the others are still written.
+ * Per-mesh distribution: the job's dataset sources are assigned to ranks
+ * (static: longest-processing-time-first on the estimated cost, the size of
+ * the source plus each stage's mb_op_info.cost, the same deterministic
+ * assignment on every rank; dynamic: a shared counter in an MPI window hands
+ * out datasets in decreasing cost), each rank reads its datasets, runs the
+ * stages through the op registry and keeps the results, then all ranks
+ * write one output collection together. Partitioned distribution splits
+ * every dataset over all ranks and runs the ops' partitioned entries. A
+ * dataset that fails (bad input, wrong kind, unsupported rule, device error)
+ * is reported and skipped; the others are still written.
  */
 #ifndef MB_RUNNER_H
 #define MB_RUNNER_H

@@ -19,12 +19,12 @@ typedef struct command {
 
 static const command commands[] = {
     {"run", mb_cmd_run, "run a job file (under mpirun for several ranks)"},
-    {"import", mb_cmd_import, "import OBJ/OFF/PLY files into an HDF5 collection"},
+    {"import", mb_cmd_import, "import OBJ/OFF/PLY/Triangle files into an HDF5 collection"},
     {"export", mb_cmd_export, "export meshes of a collection to OBJ/OFF/PLY"},
-    {"info", mb_cmd_info, "list the meshes of a collection with sizes and provenance"},
+    {"info", mb_cmd_info, "list the datasets of a collection with kinds, sizes and provenance"},
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
-    {"compare", mb_cmd_compare, "compare the vertices of two collections (bitwise or within a tolerance)"},
-    {"generate", mb_cmd_generate, "make scale-test meshes (subdivision, noisy sphere)"},
+    {"compare", mb_cmd_compare, "compare two collections (faces bitwise, vertices bitwise or within a tolerance)"},
+    {"generate", mb_cmd_generate, "make scale-test inputs (subdivision, sphere, Delaunay, grid triangulation)"},
     {"bench", mb_cmd_bench, "benchmark an op's kernels (bench smooth, bench polylla)"},
     {"ops", mb_cmd_ops, "list the ops a job can run, with their keys and defaults"},
 };
