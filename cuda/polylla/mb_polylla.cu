@@ -194,6 +194,7 @@ static const int64_t MB_PL_I32_MAX = 2147483647;
 /* The device arrays of one run (freed on every path). */
 struct mb_pl_dev {
   mb_dbuf xy, V, twin, fr, lng, cnt, start, bucket, out, off, counters, temp;
+  mb_dbuf start_bits; /* repair: where each region's walk starts, a bit per half-edge */
 };
 
 /* Make sure the CUB temporary buffer holds `bytes`. */
@@ -226,6 +227,7 @@ static mb_error mb_pl_dev_alloc(mb_pl_dev *dp, int64_t nv, int64_t nt) {
   MB_CALL(mb_dbuf_alloc(&d.start, sizeof(int) * (size_t)nv, "bucket starts"));
   MB_CALL(mb_dbuf_alloc(&d.bucket, sizeof(unsigned long long) * (size_t)nh, "buckets"));
   MB_CALL(mb_dbuf_alloc(&d.out, sizeof(int) * (size_t)nh, "polygon vertices"));
+  MB_CALL(mb_dbuf_alloc(&d.start_bits, sizeof(unsigned) * ((size_t)nh / 32 + 1), "region starts"));
   /* cycles have >= 2 half-edges (succ(h) leaves the vertex h points to) */
   MB_CALL(mb_dbuf_alloc(&d.off, sizeof(int) * ((size_t)nh / 2 + 2), "polygon offsets"));
   return MB_SUCCESS;
@@ -294,7 +296,12 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   MB_CALL_CUDA(cudaMemsetAsync(seen, 0, sizeof(unsigned) * ((size_t)nh / 32 + 1), s));
   mb_pl_vertex_frontier_count<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, fr, cnt);
   MB_CHECK_LAUNCH("frontier edges per vertex");
-  mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, dc);
+  unsigned *start = d.start_bits.as<unsigned>();
+  MB_CALL_CUDA(cudaMemsetAsync(start, 0, sizeof(unsigned) * ((size_t)nh / 32 + 1), s));
+  mb_pl_start_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr, start);
+  MB_CHECK_LAUNCH("region starts");
+  mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, start,
+                                                             dc);
   MB_CHECK_LAUNCH("barrier-edge tips");
   MB_CALL_CUDA(cudaEventRecord(ev[2], s));
 

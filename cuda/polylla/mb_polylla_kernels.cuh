@@ -202,6 +202,71 @@ __device__ __forceinline__ int mb_pl_succ_label(int h, const int *__restrict__ t
   return fr[s] == 1 ? s : -1;
 }
 
+/* Repair, step 1b (per half-edge): the start of each terminal-edge region's
+ * walk: from its seed (the half-edge h < twin(h) of its terminal edge, or
+ * its boundary terminal edge) turn clockwise to the first frontier
+ * half-edge; one bit per half-edge in `start`. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_start_kernel(int nh, const int *__restrict__ twin, const uint8_t *__restrict__ lng,
+                       const uint8_t *__restrict__ fr, unsigned *__restrict__ start) {
+  const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (h >= nh || lng[h / 3] != h % 3) return;
+  const int g = twin[h];
+  if (g >= 0 && (lng[g / 3] != g % 3 || g < h)) return;
+  int e = h;
+  for (int i = 0; i < nh && !fr[e]; i++) e = mb_pl_next(twin[e]);
+  atomicOr(&start[e >> 5], 1u << (e & 31));
+}
+
+__device__ __forceinline__ bool mb_pl_bit(const unsigned *bits, int h) {
+  return (bits[h >> 5] >> (h & 31)) & 1u;
+}
+
+/* The tip h leaves (h is its label-phase frontier half-edge) is repaired by
+ * its region's first tip in walk order from the region's start, which then
+ * repairs every tip of the region in that order (mb_polylla.h): the middle
+ * edge is counted from the first frontier half-edge clockwise from the
+ * tip's last outgoing half-edge, with the middle edges added so far.
+ * Regions are disjoint, so leaders never touch the same edges. */
+__device__ void mb_pl_repair_region(int h, const int *__restrict__ twin, uint8_t *fr,
+                                    const unsigned *__restrict__ start, int nh,
+                                    unsigned long long *c) {
+  const int g = twin[h]; /* points to the tip */
+  int e0 = g, steps = 0;
+  while (!mb_pl_bit(start, e0)) {
+    e0 = mb_pl_succ_label(e0, twin, fr, nh);
+    if (e0 < 0 || ++steps > nh) {
+      atomicMin(&c[MB_PL_C_LOOP], (unsigned long long)(h / 3));
+      return;
+    }
+  }
+  int first = mb_pl_succ_label(e0, twin, fr, nh);
+  while (first != e0 && mb_pl_succ_label(first, twin, fr, nh) != twin[first])
+    first = mb_pl_succ_label(first, twin, fr, nh);
+  if (first != g) return; /* not the leader */
+  int x = e0;
+  do {
+    x = mb_pl_succ_label(x, twin, fr, nh);
+    if (mb_pl_succ_label(x, twin, fr, nh) != twin[x]) continue;
+    const int b = twin[x];
+    int e = b, last = b, deg = 0;
+    do {
+      e = mb_pl_next(twin[e]);
+      deg++;
+      last = max(last, e);
+    } while (e != b);
+    e = last;
+    while (!fr[e]) e = mb_pl_next(twin[e]);
+    const int k = deg - 1, adv = k % 2 == 0 ? k / 2 - 1 : k / 2;
+    e = mb_pl_next(twin[e]);
+    for (int i = 0; i < adv; i++) e = mb_pl_next(twin[e]);
+    if (!fr[e]) {
+      fr[e] = 2;
+      fr[twin[e]] = 2;
+    }
+  } while (x != e0);
+}
+
 /* Repair, step 2 (per half-edge): a label-phase frontier half-edge h leaving
  * a tip (a vertex with exactly one frontier edge; boundary vertices have at
  * least two) is e0 of that tip. Walk clockwise e_{i+1} = next(twin(e_i))
@@ -212,7 +277,7 @@ __device__ __forceinline__ int mb_pl_succ_label(int h, const int *__restrict__ t
 __global__ void __launch_bounds__(MB_PL_BLOCK)
     mb_pl_repair_kernel(int nh, const int *__restrict__ V, const int *__restrict__ twin,
                         const int *__restrict__ cnt, uint8_t *fr, unsigned *__restrict__ seen,
-                        unsigned long long *c) {
+                        const unsigned *__restrict__ start, unsigned long long *c) {
   const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
   const bool tip = h < nh && fr[h] == 1 && __ldg(cnt + V[h]) == 1;
   mb_pl_block_add(&c[MB_PL_C_TIPS], tip);
@@ -228,11 +293,7 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
     e = mb_pl_next(tw);
     deg++;
   } while (e != h);
-  const int m = (deg - 1 + 1) / 2; /* k = deg - 1 internal edges, m = (k + 1) / 2 */
-  e = h;
-  for (int i = 0; i < m; i++) e = mb_pl_next(twin[e]);
-  fr[e] = 2;
-  fr[twin[e]] = 2;
+  mb_pl_repair_region(h, twin, fr, start, nh, c);
   /* head of the label-phase polygon through h */
   int mn = h, s = h, steps = 0;
   do {

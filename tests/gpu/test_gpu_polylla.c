@@ -166,16 +166,6 @@ static mb_error ref_polylla(const mb_mesh *m, ref_result *r) {
   for (int64_t h = 0; h < nh; h++) {
     if (fr[h] != 1 || cnt[V[h]] != 1) continue;
     r->tips++;
-    int64_t deg = 0, e = h;
-    do {
-      e = ref_next(twin[e]);
-      deg++;
-    } while (e != h);
-    const int64_t kk = deg - 1, mid = (kk + 1) / 2;
-    e = h;
-    for (int64_t i = 0; i < mid; i++) e = ref_next(twin[e]);
-    fr[e] = 2;
-    fr[twin[e]] = 2;
     int64_t mn = h, s = h;
     do {
       s = ref_succ(s, twin, fr, 1);
@@ -185,6 +175,34 @@ static mb_error ref_polylla(const mb_mesh *m, ref_result *r) {
       seen[mn] = 1;
       r->repaired++;
     }
+  }
+  /* middle edges, region by region in walk order from the region's start
+   * (the first frontier half-edge clockwise from its seed), each counted
+   * from the first frontier half-edge clockwise from the tip's last
+   * outgoing half-edge, with the middle edges added so far */
+  for (int64_t h0 = 0; h0 < nh; h0++) {
+    const int64_t g0 = twin[h0];
+    if (lng[h0 / 3] != h0 % 3 || (g0 >= 0 && (lng[g0 / 3] != g0 % 3 || g0 < h0))) continue;
+    int64_t st = h0;
+    while (!fr[st]) st = ref_next(twin[st]);
+    int64_t x = st;
+    do {
+      x = ref_succ(x, twin, fr, 1);
+      if (ref_succ(x, twin, fr, 1) != twin[x]) continue;
+      const int64_t b = twin[x];
+      int64_t e = b, last = b, d = 0;
+      do {
+        e = ref_next(twin[e]);
+        d++;
+        if (e > last) last = e;
+      } while (e != b);
+      e = last;
+      while (!fr[e]) e = ref_next(twin[e]);
+      const int64_t kk = d - 1, adv = kk % 2 == 0 ? kk / 2 - 1 : kk / 2;
+      e = ref_next(twin[e]);
+      for (int64_t i = 0; i < adv; i++) e = ref_next(twin[e]);
+      if (!fr[e]) fr[e] = fr[twin[e]] = 2;
+    } while (x != st);
   }
   /* traversal in increasing head id: a half-edge not yet visited is the
    * smallest of its cycle */

@@ -342,9 +342,9 @@ out:
 
 /* The rules of mb_polylla.h, written the plain way: the label-phase
  * frontier from the edge keys, tips by counting frontier edges per vertex
- * (interior vertices with exactly one), middle edges by the clockwise
- * walk; then the set of frontier half-edges must be the set of polygon
- * edges. */
+ * (interior vertices with exactly one), middle edges region by region in
+ * walk order; then the set of frontier half-edges must be the set of
+ * polygon edges. */
 int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len) {
   int ok = 0;
   const int64_t nt = tri->nf, nh = 3 * nt, nv = tri->nv;
@@ -352,7 +352,7 @@ int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size
   int64_t *ov = malloc(sizeof *ov * (size_t)nh), *twin = malloc(sizeof *twin * (size_t)nh);
   dedge *tab = malloc(sizeof *tab * (size_t)nh);
   char *fr = calloc((size_t)nh, 1), *inpoly = calloc((size_t)nh, 1);
-  int64_t *nfront = calloc((size_t)nv, sizeof *nfront), *lead = malloc(sizeof *lead * (size_t)nv);
+  int64_t *nfront = calloc((size_t)nv, sizeof *nfront);
   char *bnd = calloc((size_t)nv, 1);
   int *lm = malloc(sizeof *lm * (size_t)nt);
   why[0] = 0;
@@ -398,18 +398,43 @@ int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size
         nfront[ov[h]]++;
         nfront[ov[NXT(h)]]++;
       }
-      lead[ov[h]] = h; /* a frontier half-edge leaving the vertex */
     }
   }
   int64_t tips = 0;
-  for (int64_t v = 0; v < nv; v++) {
-    if (bnd[v] || nfront[v] != 1) continue;
-    tips++;
-    int64_t e0 = lead[v], d = 1;
-    for (int64_t s = NXT(twin[e0]); s != e0; s = NXT(twin[s])) d++;
-    int64_t e = e0;
-    for (int64_t i = 0; i < d / 2; i++) e = NXT(twin[e]); /* m = (k + 1) / 2 = d / 2 */
-    fr[e] = fr[twin[e]] = 2;
+  for (int64_t v = 0; v < nv; v++) tips += !bnd[v] && nfront[v] == 1;
+  /* Repair, region by region: each region's walk starts at the first
+   * frontier half-edge clockwise from its seed (the half-edge h < twin(h)
+   * of its terminal edge, or its boundary terminal edge) and visits its
+   * label-phase cycle from the start's successor round to the start; each
+   * tip met gets its middle edge, counted from the first frontier
+   * half-edge clockwise from the tip's last outgoing half-edge, with the
+   * middle edges added so far. */
+  for (int64_t h0 = 0; h0 < nh; h0++) {
+    int64_t g0 = twin[h0];
+    if (lm[h0 / 3] != h0 % 3 || (g0 >= 0 && (lm[g0 / 3] != g0 % 3 || g0 < h0))) continue;
+    int64_t start = h0;
+    while (!fr[start]) start = NXT(twin[start]);
+    int64_t h = start;
+    do {
+      int64_t sl = NXT(h); /* label-phase successor */
+      while (fr[sl] != 1) sl = NXT(twin[sl]);
+      h = sl;
+      int64_t after = NXT(h);
+      while (fr[after] != 1) after = NXT(twin[after]);
+      if (after != twin[h]) continue; /* h does not point to a tip */
+      int64_t b = twin[h], e = b, last = b, deg = 0;
+      do {
+        e = NXT(twin[e]);
+        deg++;
+        if (e > last) last = e;
+      } while (e != b);
+      e = last;
+      while (!fr[e]) e = NXT(twin[e]);
+      int64_t k = deg - 1, adv = k % 2 == 0 ? k / 2 - 1 : k / 2;
+      e = NXT(twin[e]);
+      for (int64_t i = 0; i < adv; i++) e = NXT(twin[e]);
+      if (!fr[e]) fr[e] = fr[twin[e]] = 2;
+    } while (h != start);
   }
   for (int64_t p = 0; p < poly->nf; p++) {
     int64_t o = poly->face_offsets[p], n = poly->face_offsets[p + 1] - o;
@@ -438,7 +463,6 @@ out:
   free(fr);
   free(inpoly);
   free(nfront);
-  free(lead);
   free(bnd);
   free(lm);
   return ok;

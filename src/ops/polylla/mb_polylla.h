@@ -49,21 +49,28 @@
  * Equivalently (the same set on any input accepted above): the target v of
  * a label-phase frontier half-edge g whose successor (traversal rule
  * below, on the label-phase frontier) is twin(g); the CPU backend finds
- * them so. For each tip v, let e0 be the label-phase frontier half-edge
- * leaving v (twin(g)) and walk clockwise around v: e_{i+1} =
- * next(twin(e_i)). The internal edges met are e_1 ... e_k, k = degree(v) - 1
- * (the walk is back at e0 at e_{k+1}). The *middle edge* e_m,
- * m = (k + 1) / 2 (integer division), becomes a frontier edge (both
- * half-edges). Tips, their e0 and their middle edges are all decided on
- * the label-phase frontier edges, at once, so the order of the tips does
- * not matter; two tips may choose the same edge (it is added once).
- * Adding frontier edges never makes a new tip, so one round leaves none.
- * (The reference CPU code looks for tips while walking a polygon from its
- * seed and misses a tip that the first half-edge of the walk points to;
- * this rule has no start. It also repairs tips one after the other and
- * takes as e0 the first frontier half-edge met turning clockwise from an
- * arbitrary half-edge leaving v, which is another tip's middle edge where
- * one ends at v; here e0 is always the barrier edge.)
+ * them so. Tips are repaired region by region (a region = a label-phase
+ * polygon, which holds exactly one seed: the half-edge h < twin(h) of its
+ * terminal edge, or its boundary terminal edge). The region's *start* is
+ * the first frontier half-edge met turning clockwise from its seed, s =
+ * next(twin(s)) (the seed itself for a boundary seed). Its label-phase
+ * frontier half-edges are visited in successor order from the start's
+ * successor round to the start itself, and for each g met that points to
+ * a tip v, in that order: let `last` be the largest half-edge id leaving v
+ * and e0 the first frontier half-edge met turning clockwise from `last`
+ * (e_{i+1} = next(twin(e_i))), counting the middle edges this region has
+ * added so far (so e0 is the barrier edge unless an earlier tip's middle
+ * edge ends at v). With k = degree(v) - 1, walk on from e0 by
+ * m = (k + 1) / 2 steps (integer division): when e0 is the barrier edge,
+ * e_m is the middle of the k internal edges e_1 ... e_k. That edge becomes
+ * a frontier edge (both half-edges) unless it is one already. Regions are disjoint, so they can
+ * be repaired in any order and in parallel. Adding frontier edges never
+ * makes a new tip, so one round leaves none. This follows the reference
+ * CPU code's sequential repair (it walks a polygon from its seed's
+ * frontier half-edge, takes e0 from the vertex's last half-edge and adds
+ * each middle edge at once), except that the reference never tests the
+ * start itself and leaves a tip it points to; here that tip is repaired
+ * last.
  *
  * Traversal phase (paper 3.3). The successor of a frontier half-edge h is
  * found by turning around the vertex h points to: s = next(h); while s is

@@ -18,10 +18,11 @@
  *               canonical order                                       O(n)
  *   repair      the tips, found by the successor loop (a half-edge g
  *               whose successor is twin(g) points to a tip), their
- *               middle edges, and the successors changed by the new
- *               frontier edges                                        O(tips * degree)
+ *               middle edges region by region in walk order (OpenMP
+ *               over regions), and the successors changed by the new
+ *               frontier edges                                        O(tips * degree + cycles with tips)
  * The successors are first computed on the label-phase frontier (that is
- * where the tips are decided, all at once), then patched by the repair:
+ * where the tips are found), then patched by the repair:
  * the result is the successor function of the repaired frontier, exactly
  * as if repair had run before the traversal. The number of polygons is
  * known before the sweep: the triangles joined across non-frontier edges
@@ -237,18 +238,19 @@ static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *l
 /* Repair phase (paper 3.4), OpenMP over the tips, which are independent.
  * 1. polygons_repaired: the label-phase cycles holding a tip, each counted
  *    by its smallest tip half-edge (walks with the label-phase successors).
- * 2. Middle edges: for tip v (g points to v, e0 = twin(g) leaves v) walk
- *    clockwise e_{i+1} = next(twin(e_i)); the walk meets the k =
- *    degree(v) - 1 internal edges e_1 .. e_k and comes back to e0; e_m,
- *    m = (k + 1) / 2, becomes frontier (both half-edges). Tips and e0 are
- *    those of the label phase, so the order of the tips does not matter.
+ * 2. Middle edges, region by region (mb_polylla.h): the first tip of a
+ *    region in walk order from the region's start leads; it repairs the
+ *    region's tips in that order, each from the first frontier half-edge
+ *    clockwise from the tip's last outgoing half-edge, counting the middle
+ *    edges added so far. Regions are disjoint, so leaders never share an
+ *    edge.
  * 3. Successors changed by the new frontier half-edges n: their own, and
  *    that of the frontier half-edge that turned past n (found by turning
  *    back, p = prev(n), p = prev(twin(p)), until a frontier half-edge);
  *    distinct n have distinct such p. */
-static mb_error repair_phase(const mb_halfedge *he, uint32_t *tf, pl_link *link,
-                             const int32_t *tips, int64_t ntips, int64_t *n_repaired,
-                             int64_t *n_new_edges) {
+static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_t *tf,
+                             pl_link *link, const int32_t *tips, int64_t ntips,
+                             int64_t *n_repaired, int64_t *n_new_edges) {
   const int32_t *vert = he->vert;
   int64_t repaired = 0, nadd = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : repaired)
@@ -267,38 +269,68 @@ static mb_error repair_phase(const mb_halfedge *he, uint32_t *tf, pl_link *link,
     return MB_SUCCESS;
   }
 
+  const int32_t nh = 3 * he->nt;
   int32_t *mid = malloc(sizeof *mid * (size_t)ntips);
-  MB_CHECK(mid, MB_ERR_MEMORY, "out of memory for %lld middle edges", (long long)ntips);
+  uint8_t *start = calloc((size_t)nh, 1);
+  if (!mid || !start) {
+    free(mid);
+    free(start);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for %lld middle edges", (long long)ntips);
+  }
 #pragma omp parallel
   {
-#pragma omp for schedule(dynamic, 64)
-    for (int64_t i = 0; i < ntips; i++) {
-      int32_t g = tips[i], e0 = pl_twin(tf, g);
-      int64_t deg = 1;
-      for (int32_t s = mb_he_next(g); s != e0; s = mb_he_next(pl_twin(tf, s))) deg++;
-      int64_t m = deg / 2; /* (k + 1) / 2 with k = deg - 1 */
-      int32_t e = e0;
-      for (int64_t j = 0; j < m; j++) e = mb_he_next(pl_twin(tf, e));
-      mid[i] = e;
+    /* Where each region's walk starts: from its seed (the half-edge h <
+     * twin(h) of its terminal edge, or its boundary terminal edge) turn
+     * clockwise to the first frontier half-edge. */
+#pragma omp for schedule(static)
+    for (int32_t h = 0; h < nh; h++) {
+      if (lmax[h / 3] != h % 3) continue;
+      int32_t g = pl_twin(tf, h);
+      if (g >= 0 && (lmax[g / 3] != g % 3 || g < h)) continue;
+      int32_t e = h;
+      while (!(tf[e] & PL_F)) e = mb_he_next(pl_twin(tf, e));
+      start[e] = 1;
     }
-    /* implicit barrier: all middle edges chosen on the label-phase frontier */
-#pragma omp for schedule(static) reduction(+ : nadd)
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < ntips; i++) mid[i] = -1;
+    /* implicit barrier */
+#pragma omp for schedule(dynamic, 16) reduction(+ : nadd)
     for (int64_t i = 0; i < ntips; i++) {
-      int32_t e = mid[i], et = pl_twin(tf, e), key = e < et ? e : et;
-      uint32_t old;
-#pragma omp atomic capture
-      {
-        old = tf[key];
-        tf[key] |= PL_F;
-      }
-      if (old & PL_F) { /* another tip chose the same edge */
-        mid[i] = -1;
-        continue;
-      }
-      int32_t other = key == e ? et : e;
-#pragma omp atomic
-      tf[other] |= PL_F;
-      nadd++;
+      /* The region's leader is its first tip in walk order from the start;
+       * it repairs the region's tips one after another. */
+      int32_t g = tips[i], e0 = g;
+      for (int32_t n = 0; !start[e0] && n <= nh; n++) e0 = link[e0].succ;
+      if (!start[e0]) continue; /* no start: cannot happen in a planar triangulation */
+      int32_t first = link[e0].succ;
+      while (!(link[first].tgt & PL_TIP) && first != e0) first = link[first].succ;
+      if (first != g) continue;
+      int32_t h = e0;
+      do {
+        h = link[h].succ;
+        if (!(link[h].tgt & PL_TIP)) continue;
+        /* tip v = target(h): degree and its last outgoing half-edge */
+        int32_t b = pl_twin(tf, h), e = b, last = b;
+        int64_t deg = 0;
+        do {
+          e = mb_he_next(pl_twin(tf, e));
+          deg++;
+          if (e > last) last = e;
+        } while (e != b);
+        /* from the first frontier half-edge clockwise from `last`, with
+         * the middle edges of the region's earlier tips */
+        e = last;
+        while (!(tf[e] & PL_F)) e = mb_he_next(pl_twin(tf, e));
+        int64_t k = deg - 1, adv = k % 2 == 0 ? k / 2 - 1 : k / 2;
+        e = mb_he_next(pl_twin(tf, e));
+        for (int64_t j = 0; j < adv; j++) e = mb_he_next(pl_twin(tf, e));
+        const int32_t *at = bsearch(&h, tips, (size_t)ntips, sizeof *tips, cmp_i32);
+        if (!(tf[e] & PL_F)) { /* a new frontier edge */
+          tf[e] |= PL_F;
+          tf[pl_twin(tf, e)] |= PL_F;
+          mid[at - tips] = e;
+          nadd++;
+        }
+      } while (h != e0);
     }
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < ntips; i++) {
@@ -321,6 +353,7 @@ static mb_error repair_phase(const mb_halfedge *he, uint32_t *tf, pl_link *link,
     }
   }
   free(mid);
+  free(start);
   *n_new_edges = nadd;
   return MB_SUCCESS;
 }
@@ -413,8 +446,6 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
   PL_ALLOC(lmax, nt);
   label_phase(&he, tri->xyz, lmax, &nfe, &nfh, &nint);
   uint32_t *tf = (uint32_t *)he.twin;
-  free(lmax);
-  lmax = NULL;
   st.ms_label = now_ms() - t0;
 
   /* Traversal (paper 3.3), first part: successors on the label-phase
@@ -428,7 +459,9 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
   /* Repair phase (paper 3.4): middle edges of the tips, successors patched. */
   t0 = now_ms();
   int64_t nrep = 0, nnew = 0;
-  MB_CALL_GOTO(err, done, repair_phase(&he, tf, link, tips, ntips, &nrep, &nnew));
+  MB_CALL_GOTO(err, done, repair_phase(&he, lmax, tf, link, tips, ntips, &nrep, &nnew));
+  free(lmax);
+  lmax = NULL;
   st.ms_repair = now_ms() - t0;
 
   /* Traversal, second part: canonical polygons straight into the output. */
