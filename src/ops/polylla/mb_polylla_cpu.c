@@ -238,12 +238,13 @@ static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *l
 /* Repair phase (paper 3.4), OpenMP over the tips, which are independent.
  * 1. polygons_repaired: the label-phase cycles holding a tip, each counted
  *    by its smallest tip half-edge (walks with the label-phase successors).
- * 2. Middle edges, region by region (mb_polylla.h): the first tip of a
- *    region in walk order from the region's start leads; it repairs the
- *    region's tips in that order, each from the first frontier half-edge
- *    clockwise from the tip's last outgoing half-edge, counting the middle
- *    edges added so far. Regions are disjoint, so leaders never share an
- *    edge.
+ * 2. Middle edges, region by region (mb_polylla.h): a tip finds its
+ *    region's seed by following longest edges (the longest-edge
+ *    propagation path, which stays in the region) and the region's start;
+ *    the first tip to claim the start repairs the region's tips in walk
+ *    order from it, each from the first frontier half-edge clockwise from
+ *    the tip's last outgoing half-edge, counting the middle edges added so
+ *    far. Regions are disjoint, so no two threads touch the same edge.
  * 3. Successors changed by the new frontier half-edges n: their own, and
  *    that of the frontier half-edge that turned past n (found by turning
  *    back, p = prev(n), p = prev(twin(p)), until a frontier half-edge);
@@ -271,39 +272,43 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
 
   const int32_t nh = 3 * he->nt;
   int32_t *mid = malloc(sizeof *mid * (size_t)ntips);
-  uint8_t *start = calloc((size_t)nh, 1);
-  if (!mid || !start) {
+  int32_t *start = malloc(sizeof *start * (size_t)ntips); /* each tip's region start */
+  uint8_t *claimed = calloc((size_t)nh, 1); /* pages are touched only where claimed */
+  if (!mid || !start || !claimed) {
     free(mid);
     free(start);
+    free(claimed);
     MB_FAIL(MB_ERR_MEMORY, "out of memory for %lld middle edges", (long long)ntips);
   }
 #pragma omp parallel
   {
-    /* Where each region's walk starts: from its seed (the half-edge h <
-     * twin(h) of its terminal edge, or its boundary terminal edge) turn
-     * clockwise to the first frontier half-edge. */
 #pragma omp for schedule(static)
-    for (int32_t h = 0; h < nh; h++) {
-      if (lmax[h / 3] != h % 3) continue;
-      int32_t g = pl_twin(tf, h);
-      if (g >= 0 && (lmax[g / 3] != g % 3 || g < h)) continue;
-      int32_t e = h;
-      while (!(tf[e] & PL_F)) e = mb_he_next(pl_twin(tf, e));
-      start[e] = 1;
+    for (int64_t i = 0; i < ntips; i++) {
+      /* The tip's region: follow the longest edges from g's triangle to the
+       * region's seed (its terminal edge, h < twin(h), or boundary terminal
+       * edge), then turn clockwise to the region's start (on the label-phase
+       * frontier: no edge is added before the barrier below). */
+      int32_t t = tips[i] / 3, seed;
+      for (;;) {
+        int32_t h = 3 * t + lmax[t], w = pl_twin(tf, h);
+        if (w < 0 || lmax[w / 3] == w % 3) {
+          seed = w < 0 || h < w ? h : w;
+          break;
+        }
+        t = w / 3;
+      }
+      int32_t e0 = seed;
+      while (!(tf[e0] & PL_F)) e0 = mb_he_next(pl_twin(tf, e0));
+      start[i] = e0;
+      mid[i] = -1;
     }
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < ntips; i++) mid[i] = -1;
     /* implicit barrier */
 #pragma omp for schedule(dynamic, 16) reduction(+ : nadd)
     for (int64_t i = 0; i < ntips; i++) {
-      /* The region's leader is its first tip in walk order from the start;
-       * it repairs the region's tips one after another. */
-      int32_t g = tips[i], e0 = g;
-      for (int32_t n = 0; !start[e0] && n <= nh; n++) e0 = link[e0].succ;
-      if (!start[e0]) continue; /* no start: cannot happen in a planar triangulation */
-      int32_t first = link[e0].succ;
-      while (!(link[first].tgt & PL_TIP) && first != e0) first = link[first].succ;
-      if (first != g) continue;
+      int32_t e0 = start[i];
+      /* One thread per region repairs its tips, in walk order from the start. */
+      if (__atomic_exchange_n(&claimed[e0], 1, __ATOMIC_RELAXED)) continue;
+      /* the leader sets mid[] of every tip of its region */
       int32_t h = e0;
       do {
         h = link[h].succ;
@@ -354,6 +359,7 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
   }
   free(mid);
   free(start);
+  free(claimed);
   *n_new_edges = nadd;
   return MB_SUCCESS;
 }
