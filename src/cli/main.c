@@ -25,7 +25,7 @@ static const command commands[] = {
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
     {"compare", mb_cmd_compare, "compare two collections (faces bitwise, vertices bitwise or within a tolerance)"},
     {"generate", mb_cmd_generate, "make scale-test inputs (subdivision, sphere, Delaunay, grid triangulation)"},
-    {"bench", mb_cmd_bench, "benchmark an op's kernels (bench smooth, bench polylla)"},
+    {"bench", mb_cmd_bench, "benchmark the kernels of an op (bench --help lists them)"},
     {"ops", mb_cmd_ops, "list the ops a job can run, with their keys and defaults"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
