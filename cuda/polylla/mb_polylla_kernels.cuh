@@ -249,12 +249,14 @@ __device__ void mb_pl_repair_region(int h, const int *__restrict__ twin, uint8_t
     x = mb_pl_succ_label(x, twin, fr, nh);
     if (mb_pl_succ_label(x, twin, fr, nh) != twin[x]) continue;
     const int b = twin[x];
-    int e = b, last = b, deg = 0;
+    int e = b, last = b, deg = 0, nfront = 0;
     do {
       e = mb_pl_next(twin[e]);
       deg++;
+      nfront += fr[e] != 0;
       last = max(last, e);
     } while (e != b);
+    if (x == e0 && nfront > 1) continue; /* the start's tip, repaired already */
     e = last;
     while (!fr[e]) e = mb_pl_next(twin[e]);
     const int k = deg - 1, adv = k % 2 == 0 ? k / 2 - 1 : k / 2;

@@ -190,12 +190,14 @@ static mb_error ref_polylla(const mb_mesh *m, ref_result *r) {
       x = ref_succ(x, twin, fr, 1);
       if (ref_succ(x, twin, fr, 1) != twin[x]) continue;
       const int64_t b = twin[x];
-      int64_t e = b, last = b, d = 0;
+      int64_t e = b, last = b, d = 0, nf = 0;
       do {
         e = ref_next(twin[e]);
         d++;
+        nf += fr[e] != 0;
         if (e > last) last = e;
       } while (e != b);
+      if (x == st && nf > 1) continue; /* the start's tip, repaired already */
       e = last;
       while (!fr[e]) e = ref_next(twin[e]);
       const int64_t kk = d - 1, adv = kk % 2 == 0 ? kk / 2 - 1 : kk / 2;

@@ -422,12 +422,14 @@ int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size
       int64_t after = NXT(h);
       while (fr[after] != 1) after = NXT(twin[after]);
       if (after != twin[h]) continue; /* h does not point to a tip */
-      int64_t b = twin[h], e = b, last = b, deg = 0;
+      int64_t b = twin[h], e = b, last = b, deg = 0, nf = 0;
       do {
         e = NXT(twin[e]);
         deg++;
+        nf += fr[e] != 0;
         if (e > last) last = e;
       } while (e != b);
+      if (h == start && nf > 1) continue; /* the start's tip, repaired already */
       e = last;
       while (!fr[e]) e = NXT(twin[e]);
       int64_t k = deg - 1, adv = k % 2 == 0 ? k / 2 - 1 : k / 2;

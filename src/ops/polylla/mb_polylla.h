@@ -69,8 +69,10 @@
  * CPU code's sequential repair (it walks a polygon from its seed's
  * frontier half-edge, takes e0 from the vertex's last half-edge and adds
  * each middle edge at once), except that the reference never tests the
- * start itself and leaves a tip it points to; here that tip is repaired
- * last.
+ * start itself and leaves a tip it points to; here the start's tip comes
+ * last and is repaired only if it still is a tip (an earlier middle edge
+ * may have ended at it), so that no tip is left and the polygons are the
+ * reference's wherever it leaves none.
  *
  * Traversal phase (paper 3.3). The successor of a frontier half-edge h is
  * found by turning around the vertex h points to: s = next(h); while s is

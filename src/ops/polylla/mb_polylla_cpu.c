@@ -313,14 +313,17 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
       do {
         h = link[h].succ;
         if (!(link[h].tgt & PL_TIP)) continue;
-        /* tip v = target(h): degree and its last outgoing half-edge */
+        /* tip v = target(h): degree, its last outgoing half-edge and its
+         * frontier edges now */
         int32_t b = pl_twin(tf, h), e = b, last = b;
-        int64_t deg = 0;
+        int64_t deg = 0, nfront = 0;
         do {
           e = mb_he_next(pl_twin(tf, e));
           deg++;
+          nfront += (tf[e] & PL_F) != 0;
           if (e > last) last = e;
         } while (e != b);
+        if (h == e0 && nfront > 1) continue; /* the start's tip, repaired already */
         /* from the first frontier half-edge clockwise from `last`, with
          * the middle edges of the region's earlier tips */
         e = last;
