@@ -88,11 +88,13 @@ int mb_cmd_info(int argc, char **argv) {
 }
 
 static const char export_help[] =
-    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH [--format obj|off|ply]\n\n"
-    "Export meshes with full double precision. With one mesh (or --mesh) and\n"
-    "a PATH ending in .obj, .off or .ply, that file is written; otherwise PATH\n"
-    "is a folder (created if missing) that receives NAME.FORMAT for every mesh\n"
-    "(format from --format, default ply).\n";
+    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH [--format obj|off|ply|node]\n\n"
+    "Export datasets with full double precision. With one dataset (or --mesh)\n"
+    "and a PATH ending in .obj, .off, .ply, .node or .ele, that file is written\n"
+    "(.node/.ele: Triangle's .node, .ele and .neigh, for planar triangulations);\n"
+    "otherwise PATH is a folder (created if missing) that receives NAME.FORMAT\n"
+    "for every dataset (format from --format, default ply). Polygon meshes keep\n"
+    "their polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n";
 
 typedef struct export_ctx {
   const char *out;
@@ -134,8 +136,9 @@ int mb_cmd_export(int argc, char **argv) {
   }
   if (!path) return mb_cli_usage_error("export", "missing COLLECTION.h5");
   if (!x.out) return mb_cli_usage_error("export", "missing -o PATH");
-  if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply"))
-    return mb_cli_usage_error("export", "--format must be obj, off or ply");
+  if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply") &&
+      strcmp(x.format, "node"))
+    return mb_cli_usage_error("export", "--format must be obj, off, ply or node");
   x.folder = mb_meshfile_format_of(x.out) == MB_MESHFILE_UNKNOWN;
   if (!x.folder || mb_cli_rank() != 0) return for_each_mesh("export", path, only, export_one, &x);
   mkdir(x.out, 0777);

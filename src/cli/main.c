@@ -20,7 +20,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", mb_cmd_run, "run a job file (under mpirun for several ranks)"},
     {"import", mb_cmd_import, "import OBJ/OFF/PLY/Triangle files into an HDF5 collection"},
-    {"export", mb_cmd_export, "export meshes of a collection to OBJ/OFF/PLY"},
+    {"export", mb_cmd_export, "export datasets of a collection to OBJ/OFF/PLY/Triangle files"},
     {"info", mb_cmd_info, "list the datasets of a collection with kinds, sizes and provenance"},
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
     {"compare", mb_cmd_compare, "compare two collections (faces bitwise, vertices bitwise or within a tolerance)"},
