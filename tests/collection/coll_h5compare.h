@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_collection.h"
 #include "mb_error.h"
 #include "mb_testutil.h"
 
@@ -111,6 +112,16 @@ static void check_rank_independence(const char *stem, mb_error (*write)(MPI_Comm
     if (size == 1) assert_int_equal(compare_files(p1, p1), ndatasets);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Opening path fails on every rank with code and a message holding needle;
+ * the handle stays NULL. Collective over MPI_COMM_WORLD. */
+static void expect_open_error(const char *path, mb_error code, const char *needle) {
+  mb_collection *c = NULL;
+  mb_error e = mb_collection_open(MPI_COMM_WORLD, path, &c);
+  if (e != code) fail_msg("open %s: got %d (%s), expected %d", path, e, mb_error_message(), code);
+  assert_null(c);
+  mb_test_assert_message_contains(needle);
 }
 
 #endif

@@ -211,14 +211,6 @@ static const char *make_edited(const char *name, edit_kind kind, char *path, siz
   return path;
 }
 
-static void expect_open_error(const char *path, mb_error code, const char *needle) {
-  mb_collection *c = NULL;
-  mb_error e = mb_collection_open(MPI_COMM_WORLD, path, &c);
-  if (e != code) fail_msg("open %s: got %d (%s), expected %d", path, e, mb_error_message(), code);
-  assert_null(c);
-  mb_test_assert_message_contains(needle);
-}
-
 static void test_open_errors(void **state) {
   (void)state;
   char p[1024];
