@@ -2,7 +2,7 @@
 # Compare meshbatch's Polylla CPU backend with the reference implementation
 # (github ssalinasfe/Polylla-Mesh-DCEL), on one Triangle input.
 #
-#   scripts/polylla-reference.sh [--longest-first] REF_CHECKOUT INPUT.node|INPUT.ele [WORKDIR]
+#   scripts/polylla-reference.sh [--longest-first | --ties-corners] REF_CHECKOUT INPUT.node|INPUT.ele [WORKDIR]
 #
 # REF_CHECKOUT  a checkout of the reference (its CMakeLists.txt, main.cpp, src/)
 # INPUT         a triangulation as Triangle's .node/.ele
@@ -12,6 +12,8 @@
 #               ties between equally long edges as meshbatch does (the
 #               reference takes the first in corner order); the polygon set
 #               of meshbatch does not change
+# --ties-corners  run meshbatch under `ties: corners`, the reference's own
+#               rule for equally long edges, on the input as it is
 #
 # Environment: MESHBATCH_BUILD (meshbatch build folder holding
 # tests/polylla/polylla_tool; default build-cpu, else build, under the
@@ -28,9 +30,11 @@
 set -euo pipefail
 
 rotate=()
+ties=(--ties key)
 if [[ ${1:-} == --longest-first ]]; then rotate=(--longest-first); shift; fi
+if [[ ${1:-} == --ties-corners ]]; then ties=(--ties corners); shift; fi
 if [[ $# -lt 2 ]]; then
-  sed -n '2,27p' "$0"
+  sed -n '2,29p' "$0"
   exit 2
 fi
 ref_src=$(cd "$1" && pwd)
@@ -66,7 +70,7 @@ echo "== running the reference" >&2
 (cd "$work" && "$work/ref-build/Polylla" "$stem.off" "$stem.ref") >"$work/$stem.ref.log" 2>&1
 
 echo "== running meshbatch (polylla_tool, ${REPEAT:-5} runs)" >&2
-"$tool" run "$mb_input" "$work/$stem.mb.off" --repeat "${REPEAT:-5}" >"$work/$stem.mb.json"
+"$tool" run "$mb_input" "$work/$stem.mb.off" --repeat "${REPEAT:-5}" "${ties[@]}" >"$work/$stem.mb.json"
 
 "$py" "$here/polylla_compare.py" compare --tri "$input" --ref "$work/$stem.ref.off" \
   --ref-log "$work/$stem.ref.log" --mb "$work/$stem.mb.off" --mb-json "$work/$stem.mb.json" \

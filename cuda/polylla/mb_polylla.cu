@@ -23,6 +23,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <utility>
 #include <atomic>
 #include <chrono>
 #include <stdint.h>
@@ -269,9 +270,39 @@ static mb_error mb_pl_halfedges(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64
 /* Label, repair and traversal on the device, with events ev[0..3] around
  * the phases; the counters come back in hc, the polygons in d->off
  * [npoly + 1] and d->out [nidx]. */
+/* ties: corners: refuse a cycle of joins (mb_pl_join_*), with the CPU's
+ * words. Uses the dead buckets; syncs the stream. */
+static mb_error mb_pl_tie_cycles(mb_pl_dev *dp, cudaStream_t s, int64_t nt,
+                                 unsigned long long *hc, const char *name) {
+  mb_pl_dev &d = *dp;
+  const int *twin = d.twin.as<int>();
+  const uint8_t *lng = d.lng.as<uint8_t>();
+  unsigned long long *dc = d.counters.as<unsigned long long>();
+  int *p = d.bucket.as<int>(), *q = p + nt; /* 2 nt ints + nt bytes of the 24 nt B */
+  uint8_t *mark = (uint8_t *)(q + nt);
+  mb_pl_join_init<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, twin, lng, p);
+  MB_CHECK_LAUNCH("joins");
+  for (int64_t reach = 1; reach < nt; reach *= 2) {
+    mb_pl_join_jump<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, p, q);
+    MB_CHECK_LAUNCH("pointer jumping");
+    std::swap(p, q);
+  }
+  MB_CALL_CUDA(cudaMemsetAsync(mark, 0, (size_t)nt, s));
+  mb_pl_join_mark<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, p, mark);
+  MB_CHECK_LAUNCH("cycle marks");
+  mb_pl_join_cycle<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, twin, lng, mark, dc);
+  MB_CHECK_LAUNCH("cycles of joins");
+  MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof(unsigned long long) * MB_PL_NCOUNTERS,
+                               cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  MB_CHECK(hc[MB_PL_C_TIE_CYCLE] == MB_PL_NONE, MB_ERR_FORMAT, MB_POLYLLA_TIE_CYCLE_MSG, name,
+           (long long)hc[MB_PL_C_TIE_CYCLE]);
+  return MB_SUCCESS;
+}
+
 static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_t nt,
-                               cudaEvent_t *ev, unsigned long long *hc, const char *name,
-                               int *npoly_out, int64_t *nidx_out) {
+                               mb_polylla_ties ties, cudaEvent_t *ev, unsigned long long *hc,
+                               const char *name, int *npoly_out, int64_t *nidx_out) {
   mb_pl_dev &d = *dp;
   const int nh = (int)(3 * nt);
   unsigned long long *dc = d.counters.as<unsigned long long>();
@@ -284,8 +315,10 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   size_t tb = 0;
   /* ---- label */
   MB_CALL_CUDA(cudaEventRecord(ev[0], s)); /* the check above is not device time */
-  mb_pl_longest_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, lng);
+  const int corners = ties == MB_POLYLLA_TIES_CORNERS;
+  mb_pl_longest_kernel<<<mb_pl_grid(nt), MB_PL_BLOCK, 0, s>>>((int)nt, xy, V, corners, lng);
   MB_CHECK_LAUNCH("longest edges");
+  if (corners) MB_CALL(mb_pl_tie_cycles(dp, s, nt, hc, name));
   mb_pl_frontier_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr);
   MB_CHECK_LAUNCH("frontier edges");
   MB_CALL_CUDA(cudaEventRecord(ev[1], s));
@@ -364,7 +397,8 @@ static void mb_pl_fill_stats(mb_polylla_stats *st, int64_t nt, int64_t npoly,
 }
 
 /* The pipeline; *poly is set only on success. */
-static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st) {
+static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, mb_mesh **poly,
+                               mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
   const int64_t nv = tri->nv, nt = tri->nf;
   const int nh = (int)(3 * nt);
@@ -518,7 +552,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
 
   int npoly = 0;
   int64_t nidx = 0;
-  MB_CALL(mb_pl_polygons(&d, s, nv, nt, run.ev + 3, hc, name, &npoly, &nidx));
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, run.ev + 3, hc, name, &npoly, &nidx));
 
   /* ---- copy out into a new mesh (int32 -> int64 on host threads) */
   hoff.p = malloc(sizeof(int64_t) * ((size_t)npoly + 1));
@@ -607,7 +641,8 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_mesh **poly, mb_polylla_st
 
 /* ----------------------------------------------------------- C interface */
 
-extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats) {
+extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *opts,
+                                    mb_mesh **poly, mb_polylla_stats *stats) {
   MB_CHECK(tri && poly, MB_ERR_ARG, "mb_polylla_cuda: NULL argument");
   *poly = nullptr;
   /* The CPU's argument checks, in its order and words (mb_polylla_cpu,
@@ -631,7 +666,8 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polyl
              "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a triangulation "
              "(every face a triangle)",
              name, (long long)f, (long long)(fo[f + 1] - fo[f]));
-  mb_error e = mb_pl_cuda_run(tri, poly, stats);
+  mb_error e =
+      mb_pl_cuda_run(tri, opts ? opts->ties : MB_POLYLLA_TIES_KEY, poly, stats);
   if (e != MB_SUCCESS) {
     mb_error_trace(__FILE__, __LINE__, __func__);
     (void)cudaGetLastError(); /* leave no sticky launch error behind */
@@ -671,7 +707,7 @@ extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int re
   for (int r = 0; r < warmup + repeats; r++) {
     mb_mesh *poly = nullptr;
     mb_polylla_stats st;
-    MB_CALL(mb_polylla_cuda(tri, &poly, &st));
+    MB_CALL(mb_polylla_cuda(tri, NULL, &poly, &st));
     mb_mesh_free(poly);
     if (r >= warmup) runs.push_back(st);
   }
@@ -712,7 +748,8 @@ static mb_error mb_pl_pinned_run(int64_t nv, int64_t nt, const void *hxy, const 
   MB_CHECK(hc[MB_PL_C_NONFINITE] == MB_PL_NONE && hc[MB_PL_C_DEGENERATE] == MB_PL_NONE &&
                hc[MB_PL_C_NONMANIFOLD] == MB_PL_NONE,
            MB_ERR_FORMAT, "not a valid planar triangulation (see mb_polylla_cuda for details)");
-  MB_CALL(mb_pl_polygons(&d, s, nv, nt, run.ev + 3, hc, "pinned", npoly, nidx));
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, MB_POLYLLA_TIES_KEY, run.ev + 3, hc, "pinned", npoly,
+                         nidx));
   const double tc0 = mb_pl_now_ms();
   MB_CALL_CUDA(cudaMemcpyAsync(hoff, d.off.p, sizeof(int) * ((size_t)*npoly + 1),
                                cudaMemcpyDeviceToHost, s));
@@ -729,7 +766,7 @@ extern "C" mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup,
   MB_CHECK(tri && median && warmup >= 0 && repeats >= 1, MB_ERR_ARG,
            "mb_polylla_cuda_bench_pinned: bad argument");
   mb_mesh *ref = nullptr;
-  MB_CALL(mb_polylla_cuda(tri, &ref, nullptr)); /* the checks, and the polygons to match */
+  MB_CALL(mb_polylla_cuda(tri, NULL, &ref, nullptr)); /* the checks, and the polygons to match */
   struct mesh_guard {
     mb_mesh *m;
     ~mesh_guard() { mb_mesh_free(m); }

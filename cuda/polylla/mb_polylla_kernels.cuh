@@ -31,6 +31,7 @@ enum {
   MB_PL_C_FRONTIER_EDGES, /* frontier edges after repair */
   MB_PL_C_FRONTIER_HE,    /* frontier half-edges after repair (= output indices) */
   MB_PL_C_POLYGONS,       /* heads selected (written by cub::DeviceSelect) */
+  MB_PL_C_TIE_CYCLE,      /* ties: corners, smallest triangle on a cycle of joins */
   MB_PL_NCOUNTERS
 };
 #define MB_PL_NONE 0xffffffffffffffffull
@@ -48,7 +49,7 @@ __global__ void mb_pl_init_counters(unsigned long long *c) {
   const int i = threadIdx.x;
   if (i < MB_PL_NCOUNTERS)
     c[i] = (i == MB_PL_C_NONFINITE || i == MB_PL_C_DEGENERATE || i == MB_PL_C_NONMANIFOLD ||
-            i == MB_PL_C_LOOP)
+            i == MB_PL_C_LOOP || i == MB_PL_C_TIE_CYCLE)
                ? MB_PL_NONE
                : 0ull;
 }
@@ -141,10 +142,11 @@ __device__ __forceinline__ double mb_pl_len2(const double2 *__restrict__ xy, int
 }
 
 /* Label, step 1 (per triangle): index k of the edge of largest key
- * (squared length, max vertex, min vertex). */
+ * (squared length, max vertex, min vertex); with corners, of the first
+ * edge of largest squared length (ties: corners). */
 __global__ void __launch_bounds__(MB_PL_BLOCK)
     mb_pl_longest_kernel(int nt, const double2 *__restrict__ xy, const int *__restrict__ V,
-                         uint8_t *__restrict__ lng) {
+                         int corners, uint8_t *__restrict__ lng) {
   const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
   if (t >= nt) return;
   const int v[3] = {V[3 * t], V[3 * t + 1], V[3 * t + 2]};
@@ -154,7 +156,7 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
     const int a = v[k], b = v[k == 2 ? 0 : k + 1];
     const int lo = min(a, b), hi = max(a, b);
     const double l = mb_pl_len2(xy, lo, hi);
-    if (k == 0 || l > bl || (l == bl && (hi > bhi || (hi == bhi && lo > blo)))) {
+    if (k == 0 || l > bl || (!corners && l == bl && (hi > bhi || (hi == bhi && lo > blo)))) {
       best = k;
       bl = l;
       bhi = hi;
@@ -162,6 +164,46 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
     }
   }
   lng[t] = (uint8_t)best;
+}
+
+/* ties: corners, the cycle check (mb_polylla.h). Each triangle is joined
+ * to the one across its longest edge, or to itself where that edge is
+ * terminal or on the boundary (a root): a functional graph. Pointer
+ * jumping 2^r >= nt steps takes every triangle onto the cycle (or root)
+ * of its component, and every cycle member is reached so (the jump is a
+ * rotation of the cycle); the marked triangles that are not roots lie on
+ * cycles of joins. */
+__device__ __forceinline__ int mb_pl_join(int t, const int *__restrict__ twin,
+                                          const uint8_t *__restrict__ lng) {
+  const int w = twin[3 * t + lng[t]];
+  return (w < 0 || lng[w / 3] == w % 3) ? t : w / 3;
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_join_init(int nt, const int *__restrict__ twin, const uint8_t *__restrict__ lng,
+                    int *__restrict__ p) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t < nt) p[t] = mb_pl_join(t, twin, lng);
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_join_jump(int nt, const int *__restrict__ p, int *__restrict__ q) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t < nt) q[t] = p[p[t]];
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_join_mark(int nt, const int *__restrict__ p, uint8_t *__restrict__ mark) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t < nt) mark[p[t]] = 1;
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_join_cycle(int nt, const int *__restrict__ twin, const uint8_t *__restrict__ lng,
+                     const uint8_t *__restrict__ mark, unsigned long long *c) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t < nt && mark[t] && mb_pl_join(t, twin, lng) != t)
+    atomicMin(&c[MB_PL_C_TIE_CYCLE], (unsigned long long)t);
 }
 
 /* Label, step 2 (per half-edge): frontier = boundary, or the longest edge of

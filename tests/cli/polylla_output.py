@@ -8,7 +8,8 @@ OFF with its polygons.
                                  exit 77 without pvpython)
     polylla_output.py --bad      malformed Triangle files and a non-planar surface
                                  in a batch: each is reported (file:line, or the
-                                 job's stage line), the others are written
+                                 job's stage line), the others are written; a
+                                 fan that ties: corners refuses
 
 Inputs: a Delaunay triangulation and the uniform grid triangulation made by
 `meshbatch generate`, imported into one collection, run through a job with
@@ -150,6 +151,38 @@ def check_bad_inputs(d):
     if written != ["good"]:
         fail(f"written datasets {written}, expected ['good']")
     print("malformed Triangle files reported with file:line; the good one written")
+    check_tie_cycle(d, good)
+
+
+def check_tie_cycle(d, good):
+    """ties: corners refuses a fan whose equally long spokes join its
+    triangles in a cycle (naming the triangle), and the batch goes on; the
+    default ties: key meshes the same fan."""
+    ring = [(5, 0), (4, 3), (3, 4), (0, 5), (-3, 4), (-4, 3), (-5, 0), (-4, -3), (-3, -4),
+            (0, -5), (3, -4), (4, -3)]
+    pts = ring + [(0, 0), (9, 4)]
+    tris = [(1, 0, 13)] + [(12, i, (i + 1) % 12) for i in range(12)]
+    fan = os.path.join(d, "fan.node")
+    with open(fan, "w") as f:
+        f.write(f"{len(pts)} 2 0 0\n" + "".join(f"{i} {x} {y}\n" for i, (x, y) in enumerate(pts)))
+    with open(os.path.join(d, "fan.ele"), "w") as f:
+        f.write(f"{len(tris)} 3 0\n" + "".join(f"{i} {a} {b} {c}\n" for i, (a, b, c) in enumerate(tris)))
+    for ties, code in (("corners", 1), ("key", 0)):
+        job = os.path.join(d, f"ties_{ties}.yaml")
+        with open(job, "w") as f:
+            f.write(f"input:\n  - {fan}\n  - {good}\noutput: {d}/ties_{ties}.h5\n"
+                    f"backend: cpu\nstages:\n  - op: polylla\n    ties: {ties}\n")
+        p = run(["run", job], np=2, expect=code)
+        msg = "triangle 1 (0-based) and its neighbours form a cycle"
+        if (msg in p.stdout + p.stderr) != (ties == "corners"):
+            fail(f"ties: {ties}: the message '{msg}' is {'missing' if code else 'there'}")
+        import h5py
+        with h5py.File(os.path.join(d, f"ties_{ties}.h5"), "r") as f:
+            written = sorted(f["meshes"])
+        want = ["good"] if ties == "corners" else ["fan", "good"]
+        if written != want:
+            fail(f"ties: {ties}: written datasets {written}, expected {want}")
+    print("ties: corners refuses the cycle of ties with the triangle; ties: key meshes it")
 
 
 def main():

@@ -2,7 +2,8 @@
  * (where the library has it) and against a small serial reference written
  * here from the rules of src/ops/polylla/mb_polylla.h, on built meshes (one
  * triangle, square grids, a lattice of isosceles triangles whose two long
- * sides tie, a fan with a barrier-edge tip, two components with a hole,
+ * sides tie (also under ties: corners, against the CPU), a fan whose ties
+ * form a cycle under ties: corners (the same error from both), a fan with a barrier-edge tip, two components with a hole,
  * clockwise input, jittered grids), Delaunay triangulations of 10 k and 1 M
  * random points (mb_generate_delaunay, where the library has it) and
  * ../shared/data/triangulations/pikachu.1.node when present.
@@ -285,9 +286,9 @@ static int g_cpu_only = 0;
 
 static mb_error run_backend(const mb_mesh *m, mb_mesh **out, mb_polylla_stats *st) {
 #if MB_GPU_TEST_HAVE_POLYLLA_CPU
-  if (g_cpu_only) return mb_polylla_cpu(m, out, st);
+  if (g_cpu_only) return mb_polylla_cpu(m, NULL, out, st);
 #endif
-  return mb_polylla_cuda(m, out, st);
+  return mb_polylla_cuda(m, NULL, out, st);
 }
 
 /* Run the three and compare; returns the GPU stats. */
@@ -329,7 +330,7 @@ static mb_polylla_stats check_mesh(const mb_mesh *m, const char *what) {
 #if MB_GPU_TEST_HAVE_POLYLLA_CPU
   mb_mesh *c = NULL;
   mb_polylla_stats cs;
-  mb_error ec = mb_polylla_cpu(m, &c, &cs);
+  mb_error ec = mb_polylla_cpu(m, NULL, &c, &cs);
   if (ec) printf("[ gpu ] %s: CPU: %s\n", what, mb_error_message());
   assert_int_equal(ec, MB_SUCCESS);
   assert_same_polygons(g, c);
@@ -364,10 +365,37 @@ static void check_error(const mb_mesh *m, mb_error want, const char *what) {
   }
 #if MB_GPU_TEST_HAVE_POLYLLA_CPU
   mb_mesh *c = NULL;
-  mb_error ec = mb_polylla_cpu(m, &c, NULL);
+  mb_error ec = mb_polylla_cpu(m, NULL, &c, NULL);
   printf("[ gpu ] %s: CPU: %s: %s\n", what, mb_error_name(ec), mb_error_message());
   assert_int_equal(ec, eg);
   mb_mesh_free(c);
+#endif
+}
+
+/* ties: corners (the reference code's rule): the GPU gives the CPU's mesh
+ * bit for bit, or the same error in the same words. The serial reference
+ * above knows the key rule only. */
+static void check_corners(const mb_mesh *m, const char *what) {
+#if MB_GPU_TEST_HAVE_POLYLLA_CPU
+  const mb_polylla_opts o = {.ties = MB_POLYLLA_TIES_CORNERS};
+  mb_mesh *g = NULL, *c = NULL;
+  mb_error eg = g_cpu_only ? mb_polylla_cpu(m, &o, &g, NULL) : mb_polylla_cuda(m, &o, &g, NULL);
+  char gmsg[1024];
+  snprintf(gmsg, sizeof gmsg, "%s", eg ? mb_error_message() : "");
+  mb_error ec = mb_polylla_cpu(m, &o, &c, NULL);
+  printf("[ gpu ] %-28s ties: corners: GPU %s, CPU %s%s%s\n", what, mb_error_name(eg),
+         mb_error_name(ec), eg ? ": " : "", gmsg);
+  assert_int_equal(eg, ec);
+  if (eg) {
+    assert_string_equal(gmsg, mb_error_message());
+  } else {
+    assert_same_polygons(g, c);
+  }
+  mb_mesh_free(g);
+  mb_mesh_free(c);
+#else
+  (void)m;
+  printf("[ gpu ] %s: ties: corners: CPU backend not in this build, part skipped\n", what);
 #endif
 }
 
@@ -496,6 +524,7 @@ static void test_tie_lattice(void **state) {
     }
   mb_mesh *m = make_tri("ties", nv, xy, nt, t);
   check_mesh(m, "isosceles lattice (ties)");
+  check_corners(m, "isosceles lattice (ties)");
   /* the same triangles listed backwards and clockwise */
   for (int64_t f = 0; f < nt / 2; f++)
     for (int k = 0; k < 3; k++) {
@@ -511,6 +540,7 @@ static void test_tie_lattice(void **state) {
   mb_mesh_free(m);
   m = make_tri("ties_cw", nv, xy, nt, t);
   check_mesh(m, "isosceles lattice, reversed, clockwise");
+  check_corners(m, "isosceles lattice, reversed, clockwise");
   mb_mesh_free(m);
   free(xy);
   free(t);
@@ -629,10 +659,30 @@ static void test_pikachu(void **state) {
   if (e) printf("[ gpu ] pikachu: %s\n", mb_error_message());
   assert_int_equal(e, MB_SUCCESS);
   check_mesh(m, "pikachu.1");
+  check_corners(m, "pikachu.1");
   mb_mesh_free(m);
 #else
   printf("[ gpu ] pikachu: this build has no Triangle file reader, part skipped\n");
 #endif
+}
+
+/* Twelve triangles round vertex 12 with spokes of squared length 25 and
+ * shorter rims, after one outer triangle: under ties: corners the spokes
+ * join the fan in a cycle, which both backends refuse naming triangle 1. */
+static void test_tie_cycle(void **state) {
+  (void)state;
+  const double xy[] = {5, 0,  4,  3,  3,  4,  0,  5,  -3, 4,  -4, 3, -5, 0,
+                       -4, -3, -3, -4, 0, -5, 3, -4, 4, -3, 0, 0, 9, 4};
+  int64_t t[3 * 13] = {1, 0, 13};
+  for (int i = 0; i < 12; i++) {
+    t[3 * (i + 1)] = 12;
+    t[3 * (i + 1) + 1] = i;
+    t[3 * (i + 1) + 2] = (i + 1) % 12;
+  }
+  mb_mesh *m = make_tri("fan12", 14, xy, 13, t);
+  check_mesh(m, "fan of 12 ties");
+  check_corners(m, "fan of 12 ties");
+  mb_mesh_free(m);
 }
 
 static void test_errors(void **state) {
@@ -743,7 +793,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tie_lattice),      cmocka_unit_test(test_tip_fan),
       cmocka_unit_test(test_two_components_hole), cmocka_unit_test(test_jittered),
       cmocka_unit_test(test_pikachu),          cmocka_unit_test(test_delaunay),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_tie_cycle),        cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

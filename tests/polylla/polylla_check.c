@@ -346,6 +346,11 @@ out:
  * walk order; then the set of frontier half-edges must be the set of
  * polygon edges. */
 int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len) {
+  return polylla_check_rules_ties(tri, poly, MB_POLYLLA_TIES_KEY, why, len);
+}
+
+int polylla_check_rules_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polylla_ties ties,
+                             char *why, size_t len) {
   int ok = 0;
   const int64_t nt = tri->nf, nh = 3 * nt, nv = tri->nv;
   const double *x = tri->xyz;
@@ -373,7 +378,8 @@ int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size
   for (int64_t h = 0; h < nh; h++) tab[h] = (dedge){ov[h], ov[NXT(h)], h};
   qsort(tab, (size_t)nh, sizeof *tab, cmp_dedge);
   for (int64_t h = 0; h < nh; h++) twin[h] = find_dedge(tab, nh, ov[NXT(h)], ov[h]);
-  /* longest edge: key (len2, max, min) */
+  /* longest edge: key (len2, max, min), or the first longest (corners) */
+  const int corners = ties == MB_POLYLLA_TIES_CORNERS;
   for (int64_t t = 0; t < nt; t++) {
     int best = -1;
     double bl = 0;
@@ -383,7 +389,7 @@ int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size
       int64_t lo = a < b ? a : b, hi = a < b ? b : a;
       double dx = x[3 * hi] - x[3 * lo], dy = x[3 * hi + 1] - x[3 * lo + 1];
       double l = dx * dx + dy * dy;
-      if (best < 0 || l > bl || (l == bl && (hi > bhi || (hi == bhi && lo > blo)))) {
+      if (best < 0 || l > bl || (!corners && l == bl && (hi > bhi || (hi == bhi && lo > blo)))) {
         best = k, bl = l, bhi = hi, blo = lo;
       }
     }
@@ -471,9 +477,13 @@ out:
 }
 
 void polylla_assert_valid(const mb_mesh *tri, const mb_mesh *poly) {
+  polylla_assert_valid_ties(tri, poly, MB_POLYLLA_TIES_KEY);
+}
+
+void polylla_assert_valid_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polylla_ties ties) {
   char why[512];
   if (!polylla_check(tri, poly, why, sizeof why)) fail_msg("Polylla output invalid: %s", why);
-  if (!polylla_check_rules(tri, poly, why, sizeof why))
+  if (!polylla_check_rules_ties(tri, poly, ties, why, sizeof why))
     fail_msg("Polylla output breaks the rules: %s", why);
 }
 
@@ -493,10 +503,16 @@ mb_mesh *polylla_test_mesh(const char *name, int64_t nv, const double *xy, int64
 }
 
 mb_mesh *polylla_run_checked(const mb_mesh *tri, mb_polylla_stats *stats) {
+  return polylla_run_checked_ties(tri, MB_POLYLLA_TIES_KEY, stats);
+}
+
+mb_mesh *polylla_run_checked_ties(const mb_mesh *tri, mb_polylla_ties ties,
+                                  mb_polylla_stats *stats) {
   mb_mesh *poly = NULL;
-  mb_error e = mb_polylla_cpu(tri, &poly, stats);
+  const mb_polylla_opts o = {.ties = ties};
+  mb_error e = mb_polylla_cpu(tri, &o, &poly, stats);
   if (e != MB_SUCCESS) fail_msg("mb_polylla_cpu failed: %s", mb_error_message());
   assert_non_null(poly);
-  polylla_assert_valid(tri, poly);
+  polylla_assert_valid_ties(tri, poly, ties);
   return poly;
 }

@@ -41,15 +41,24 @@ int polylla_check(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len
  * 1 when they agree, else 0 with the reason in why[len]. */
 int polylla_check_rules(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len);
 
-/* cmocka assertion around polylla_check and polylla_check_rules. */
+/* The same under a tie rule (mb_polylla_ties). */
+int polylla_check_rules_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polylla_ties ties,
+                             char *why, size_t len);
+
+/* cmocka assertion around polylla_check and polylla_check_rules (the
+ * _ties form under a tie rule). */
 void polylla_assert_valid(const mb_mesh *tri, const mb_mesh *poly);
+void polylla_assert_valid_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polylla_ties ties);
 
 /* A triangulation2d mesh from xy [nv, 2] and triangles [nf, 3]. */
 mb_mesh *polylla_test_mesh(const char *name, int64_t nv, const double *xy, int64_t nf,
                            const int64_t *tri);
 
-/* Run mb_polylla_cpu, assert success and validity; returns the output. */
+/* Run mb_polylla_cpu, assert success and validity; returns the output
+ * (the _ties form under a tie rule). */
 mb_mesh *polylla_run_checked(const mb_mesh *tri, mb_polylla_stats *stats);
+mb_mesh *polylla_run_checked_ties(const mb_mesh *tri, mb_polylla_ties ties,
+                                  mb_polylla_stats *stats);
 
 /* Polygon p of poly as "a b c ..." in buf (for messages). */
 const char *polylla_polygon_str(const mb_mesh *poly, int64_t p, char *buf, size_t len);

@@ -56,11 +56,16 @@ static int write_off(const char *path, const mb_mesh *p) {
 }
 
 static int cmd_run(int argc, char **argv) {
-  if (argc < 4) return fprintf(stderr, "usage: polylla_tool run IN OUT.off [--repeat R] [--check]\n"), 2;
+  if (argc < 4) return fprintf(stderr, "usage: polylla_tool run IN OUT.off [--repeat R] [--check] [--ties key|corners]\n"), 2;
   int repeat = 1, check = 0;
+  mb_polylla_opts opts = {.ties = MB_POLYLLA_TIES_KEY};
   for (int i = 4; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
       repeat = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--ties") && i + 1 < argc && !strcmp(argv[i + 1], "corners"))
+      opts.ties = MB_POLYLLA_TIES_CORNERS, i++;
+    else if (!strcmp(argv[i], "--ties") && i + 1 < argc && !strcmp(argv[i + 1], "key"))
+      i++;
     else if (!strcmp(argv[i], "--check"))
       check = 1;
     else
@@ -80,7 +85,7 @@ static int cmd_run(int argc, char **argv) {
   for (int r = 0; r < repeat; r++) {
     mb_mesh_free(poly);
     poly = NULL;
-    if (mb_polylla_cpu(tri, &poly, &st)) return die("mb_polylla_cpu");
+    if (mb_polylla_cpu(tri, &opts, &poly, &st)) return die("mb_polylla_cpu");
     sums[r] = st.ms_label + st.ms_repair + st.ms_traversal;
     if (r == 0 || sums[r] < best.ms_label + best.ms_repair + best.ms_traversal) best = st;
   }
@@ -88,7 +93,7 @@ static int cmd_run(int argc, char **argv) {
   if (check) {
     char why[512];
     if (!polylla_check(tri, poly, why, sizeof why) ||
-        !polylla_check_rules(tri, poly, why, sizeof why)) {
+        !polylla_check_rules_ties(tri, poly, opts.ties, why, sizeof why)) {
       fprintf(stderr, "polylla_tool: output invalid: %s\n", why);
       return 1;
     }
@@ -132,7 +137,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (argc >= 2 && !strcmp(argv[1], "delaunay")) return cmd_delaunay(argc, argv);
   fprintf(stderr,
-          "usage: polylla_tool run IN OUT.off [--repeat R] [--check]\n"
+          "usage: polylla_tool run IN OUT.off [--repeat R] [--check] [--ties key|corners]\n"
           "       polylla_tool delaunay N SEED STEM [--clustered]\n");
   return 2;
 }

@@ -9,7 +9,7 @@
 
 static void expect_error(const mb_mesh *m, mb_error code, const char *needle) {
   mb_mesh *p = (mb_mesh *)0x1;
-  mb_error e = mb_polylla_cpu(m, &p, NULL);
+  mb_error e = mb_polylla_cpu(m, NULL, &p, NULL);
   if (e != code)
     fail_msg("expected %s, got %s: %s", mb_error_name(code), mb_error_name(e),
              mb_error_message());
@@ -101,7 +101,35 @@ static void test_bad_values(void **state) {
   m->nf = 2;
   mb_mesh_free(m);
   mb_mesh *p = NULL;
-  assert_int_equal(mb_polylla_cpu(NULL, &p, NULL), MB_ERR_ARG);
+  assert_int_equal(mb_polylla_cpu(NULL, NULL, &p, NULL), MB_ERR_ARG);
+}
+
+/* Twelve triangles round a vertex (points of the circle x^2 + y^2 = 25,
+ * every spoke of squared length 25, every rim shorter) after one outer
+ * triangle: each fan triangle has two equally long longest edges. Under
+ * ties: corners each takes its first spoke, and the spokes join the fan
+ * in a cycle with no terminal edge: refused, naming its smallest triangle
+ * (1), on an input that ties: key meshes. */
+static void test_tie_cycle(void **state) {
+  (void)state;
+  const double xy[] = {5, 0,  4,  3,  3,  4,  0,  5,  -3, 4,  -4, 3, -5, 0,
+                       -4, -3, -3, -4, 0, -5, 3, -4, 4, -3, 0, 0, 9, 4};
+  int64_t tri[3 * 13] = {1, 0, 13};
+  for (int i = 0; i < 12; i++) {
+    tri[3 * (i + 1)] = 12;
+    tri[3 * (i + 1) + 1] = i;
+    tri[3 * (i + 1) + 2] = (i + 1) % 12;
+  }
+  mb_mesh *m = polylla_test_mesh("fan", 14, xy, 13, tri);
+  mb_mesh *p = (mb_mesh *)0x1;
+  const mb_polylla_opts corners = {.ties = MB_POLYLLA_TIES_CORNERS};
+  assert_int_equal(mb_polylla_cpu(m, &corners, &p, NULL), MB_ERR_FORMAT);
+  assert_null(p);
+  mb_test_assert_message_contains("triangle 1 (0-based) and its neighbours form a cycle");
+  mb_test_assert_message_contains("use ties: key");
+  p = polylla_run_checked(m, NULL);
+  mb_mesh_free(p);
+  mb_mesh_free(m);
 }
 
 int main(void) {
@@ -109,7 +137,7 @@ int main(void) {
       cmocka_unit_test(test_collinear),        cmocka_unit_test(test_repeated_vertex),
       cmocka_unit_test(test_non_manifold_edge), cmocka_unit_test(test_overlap),
       cmocka_unit_test(test_not_triangles),    cmocka_unit_test(test_wrong_kind),
-      cmocka_unit_test(test_bad_values),
+      cmocka_unit_test(test_bad_values),       cmocka_unit_test(test_tie_cycle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,7 +139,7 @@ static void test_thread_independence(void **state) {
   for (int nt = 2; nt <= 3; nt++) {
     omp_set_num_threads(nt);
     mb_mesh *q = NULL;
-    assert_int_equal(mb_polylla_cpu(m, &q, NULL), MB_SUCCESS);
+    assert_int_equal(mb_polylla_cpu(m, NULL, &q, NULL), MB_SUCCESS);
     assert_same_output(p1, q);
     mb_mesh_free(q);
   }

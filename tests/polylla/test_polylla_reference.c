@@ -10,7 +10,8 @@
  * differ around three of them. Given the triangles rotated to start at
  * their longest edge by meshbatch's key (polylla-reference.sh
  * --longest-first), the reference breaks ties as meshbatch does and its
- * polygon set hash is meshbatch's.
+ * polygon set hash is meshbatch's. Under `ties: corners` (the reference's
+ * rule) meshbatch gives the reference's plain set.
  *
  * test_polylla_reftip.c shows the other difference: a barrier-edge tip
  * that the reference leaves.
@@ -90,6 +91,17 @@ static void test_pikachu(void **state) {
   assert_int_equal(ties, PIKACHU_TIED_TRIANGLES);
   mb_mesh *q = polylla_run_checked(r, NULL);
   assert_true(polylla_set_hash(q) == REF_PIKACHU_HASH_LONGEST_FIRST);
+  mb_mesh_free(q);
+
+  /* ties: corners, the reference's own rule: its plain polygon set, with
+   * the same counts. */
+  mb_polylla_stats sc;
+  q = polylla_run_checked_ties(m, MB_POLYLLA_TIES_CORNERS, &sc);
+  print_message("pikachu.1, ties: corners: %lld polygons, set hash %016llx\n",
+                (long long)sc.polygons, (unsigned long long)polylla_set_hash(q));
+  assert_int_equal(sc.polygons, REF_PIKACHU_POLYGONS);
+  assert_int_equal(sc.frontier_edges, REF_PIKACHU_FRONTIER_EDGES);
+  assert_true(polylla_set_hash(q) == REF_PIKACHU_HASH_PLAIN);
   mb_mesh_free(q);
   mb_mesh_free(r);
   mb_mesh_free(p);

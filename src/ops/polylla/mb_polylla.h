@@ -36,7 +36,15 @@
  * (squared length, max vertex index, min vertex index), compared
  * lexicographically: equal lengths are decided by the larger vertex index
  * of the edge, then the smaller. The longest edge of a triangle is its edge
- * of largest key. An edge is a *frontier edge* when it is on the boundary
+ * of largest key (the rule `ties: key`, the default). Under the rule
+ * `ties: corners` the longest edge of a triangle is instead the first edge,
+ * in half-edge order 3 t, 3 t + 1, 3 t + 2, whose squared length is the
+ * largest: the reference code's rule (on counter-clockwise input, where its
+ * corner order is this one). Both sides of an edge may then decide a tie
+ * differently, and equally long longest edges can join triangles in a cycle
+ * round a vertex, a region with no terminal edge; such input is refused
+ * (MB_ERR_FORMAT naming the smallest triangle on such a cycle, see
+ * mb_polylla_opts). An edge is a *frontier edge* when it is on the boundary
  * or is the longest edge of neither of its two triangles. Both half-edges
  * of an interior frontier edge are frontier half-edges; a boundary edge has
  * one. (Terminal edges, the longest edge of both triangles, and boundary
@@ -82,7 +90,8 @@
  *
  * The triangles joined across non-frontier edges form a forest (each
  * triangle has one longest edge, and a cycle of such joins would need
- * cyclically increasing keys), before and after repair; so each polygon
+ * cyclically increasing keys; under ties: corners, input where one would
+ * form is refused), before and after repair; so each polygon
  * is one tree of triangles, a topological disk whose boundary is one
  * cycle, and polygons = triangles - non-frontier (internal) edges, which
  * sizes the output before the traversal.
@@ -138,6 +147,24 @@ typedef struct mb_polylla_stats {
   double ms_total;      /* end to end, host arrays in to host arrays out */
 } mb_polylla_stats;
 
+/* How the label phase breaks ties between equally long edges (above). */
+typedef enum mb_polylla_ties {
+  MB_POLYLLA_TIES_KEY = 0,     /* the edge key (length, max vertex, min vertex) */
+  MB_POLYLLA_TIES_CORNERS = 1  /* the first in corner order (the reference code) */
+} mb_polylla_ties;
+
+/* Options of a Polylla run; NULL means all defaults (ties: key). */
+typedef struct mb_polylla_opts {
+  mb_polylla_ties ties;
+} mb_polylla_opts;
+
+/* The error of a cycle of longest edges under ties: corners (mesh name,
+ * smallest triangle on the cycle), in both backends' words. */
+#define MB_POLYLLA_TIE_CYCLE_MSG                                                          \
+  "mesh '%s': under ties: corners the longest edges of triangle %lld (0-based) and its "  \
+  "neighbours form a cycle of equally long edges round a vertex, a region with no "       \
+  "terminal edge; use ties: key"
+
 /* Polylla on the CPU (the reference backend; OpenMP where it pays).
  * tri: a mesh of kind MB_KIND_TRIANGULATION2D (every face a triangle,
  * coordinates [nv, 3] with z ignored), borrowed. On success *poly is a new
@@ -145,17 +172,19 @@ typedef struct mb_polylla_stats {
  * index and vertices (copied, same order), faces in canonical order, a
  * per-face field "vertex_count" [nf, 1], and attributes "polygons",
  * "frontier_edges", "barrier_edge_tips", "polygons_repaired". stats may be
- * NULL. Not collective.
+ * NULL; opts may be NULL (defaults), borrowed. Not collective.
  * Errors: MB_ERR_ARG (not a triangulation), MB_ERR_FORMAT (degenerate
- * triangle, non-manifold edge; the message names the triangle),
- * MB_ERR_MEMORY. */
-mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats);
+ * triangle, non-manifold edge, under ties: corners a cycle of longest
+ * edges; the message names the triangle), MB_ERR_MEMORY. */
+mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
+                        mb_polylla_stats *stats);
 
 /* Polylla on the current CUDA device, same contract and output as
  * mb_polylla_cpu, bit for bit. Builds without CUDA return
  * MB_ERR_UNSUPPORTED saying how to enable it. Not collective.
  * Errors: as mb_polylla_cpu, and MB_ERR_CUDA. */
-mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats);
+mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
+                         mb_polylla_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,7 @@ static inline int key_greater(double la, int32_t a0, int32_t a1, double lb, int3
  * the boundary or the longest edge of neither triangle. Rewrites
  * he->twin in place as tf (see above). Counts the frontier edges,
  * frontier half-edges and non-frontier (internal) edges. */
-static void label_phase(mb_halfedge *he, const double *x, uint8_t *lmax,
+static void label_phase(mb_halfedge *he, const double *x, mb_polylla_ties ties, uint8_t *lmax,
                         int64_t *n_frontier_edges, int64_t *n_frontier_half, int64_t *n_internal) {
   const int32_t nt = he->nt, nh = 3 * nt;
   const int32_t *vert = he->vert;
@@ -113,6 +113,10 @@ static void label_phase(mb_halfedge *he, const double *x, uint8_t *lmax,
       int k = 0;
       double lb = l0;
       int32_t b0 = v0, b1 = v1;
+      if (ties == MB_POLYLLA_TIES_CORNERS) { /* the first longest in corner order */
+        lmax[t] = (uint8_t)(l1 > l0 ? (l2 > l1 ? 2 : 1) : (l2 > l0 ? 2 : 0));
+        continue;
+      }
       if (key_greater(l1, v1, v2, lb, b0, b1)) {
         k = 1;
         lb = l1;
@@ -146,6 +150,36 @@ static void label_phase(mb_halfedge *he, const double *x, uint8_t *lmax,
   *n_frontier_edges = nfe;
   *n_frontier_half = nfh;
   *n_internal = nint;
+}
+
+/* Under ties: corners, the smallest triangle on a cycle of joins (each
+ * triangle joined to the one across its longest edge unless that edge is
+ * terminal or on the boundary), -1 if there is none. Such a cycle holds
+ * equally long edges only and leaves its region without a terminal edge.
+ * Each triangle has one such join, so the joins form a functional graph:
+ * one walk per triangle, stopped at the first triangle seen before; a
+ * walk that meets its own trail has found a cycle. O(triangles), serial.
+ * On out of memory returns -2. */
+static int64_t tie_cycle(const uint32_t *tf, int32_t nt, const uint8_t *lmax) {
+  int32_t *walk = calloc((size_t)nt, sizeof *walk); /* id + 1 of the walk that saw it */
+  if (!walk) return -2;
+  int64_t found = -1;
+  for (int32_t t0 = 0; t0 < nt; t0++) {
+    int32_t t = t0, w = -1;
+    while (walk[t] == 0) {
+      walk[t] = t0 + 1;
+      w = pl_twin(tf, 3 * t + lmax[t]);
+      if (w < 0 || lmax[w / 3] == w % 3) break; /* boundary or terminal edge: a root */
+      t = w / 3;
+    }
+    if (walk[t] != t0 + 1 || w < 0 || lmax[w / 3] == w % 3) continue; /* old trail, or a root */
+    int32_t lo = t; /* back on this walk's own trail: a cycle through t */
+    for (int32_t u = pl_twin(tf, 3 * t + lmax[t]) / 3; u != t; u = pl_twin(tf, 3 * u + lmax[u]) / 3)
+      if (u < lo) lo = u;
+    if (found < 0 || lo < found) found = lo;
+  }
+  free(walk);
+  return found;
 }
 
 /* The successor of frontier half-edge h (paper 3.3): turn clockwise around
@@ -423,7 +457,8 @@ static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t np
     }                                                                                    \
   } while (0)
 
-mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats) {
+mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
+                        mb_polylla_stats *stats) {
   const double t_start = now_ms();
   MB_CHECK(tri && poly, MB_ERR_ARG, "mb_polylla_cpu: NULL argument");
   *poly = NULL;
@@ -453,7 +488,21 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *st
   t0 = now_ms();
   int64_t nfe, nfh, nint;
   PL_ALLOC(lmax, nt);
-  label_phase(&he, tri->xyz, lmax, &nfe, &nfh, &nint);
+  const mb_polylla_ties ties = opts ? opts->ties : MB_POLYLLA_TIES_KEY;
+  label_phase(&he, tri->xyz, ties, lmax, &nfe, &nfh, &nint);
+  if (ties == MB_POLYLLA_TIES_CORNERS) {
+    int64_t c = tie_cycle((const uint32_t *)he.twin, nt, lmax);
+    if (c == -2) {
+      err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                         "out of memory for Polylla on mesh '%s'", name);
+      goto done;
+    }
+    if (c >= 0) {
+      err = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__, MB_POLYLLA_TIE_CYCLE_MSG,
+                         name, (long long)c);
+      goto done;
+    }
+  }
   uint32_t *tf = (uint32_t *)he.twin;
   st.ms_label = now_ms() - t0;
 

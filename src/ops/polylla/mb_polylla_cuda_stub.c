@@ -7,8 +7,9 @@
   "this meshbatch was built without the CUDA backend, so Polylla runs on the CPU " \
   "only; rebuild with -DMESHBATCH_CUDA=ON on a machine with nvcc (the CUDA toolkit)"
 
-mb_error mb_polylla_cuda(const mb_mesh *tri, mb_mesh **poly, mb_polylla_stats *stats) {
-  (void)tri; (void)stats;
+mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
+                         mb_polylla_stats *stats) {
+  (void)tri; (void)opts; (void)stats;
   if (poly) *poly = NULL;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_POLYLLA_NO_CUDA_MSG);
 }

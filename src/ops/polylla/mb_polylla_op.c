@@ -6,6 +6,7 @@
  * (Salinas-Fernandez et al., 2023). The rules are in mb_polylla.h.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
@@ -22,10 +23,23 @@
 #include "mb_polylla.h"
 #include "polylla/mb_polylla_cuda.h"
 
-/* Polylla has no keys; the struct keeps the parameter machinery uniform. */
+/* The keys of a polylla stage (mb_polylla_opts, as the job file gives it). */
 typedef struct mb_polylla_params {
-  int reserved;
+  int ties; /* mb_polylla_ties */
 } mb_polylla_params;
+
+static const char *const ties_names[] = {"key", "corners", NULL};
+
+static const mb_param polylla_params[] = {
+    {"ties", MB_PARAM_NAME, offsetof(mb_polylla_params, ties), 0, 0, 0, 0, 0,
+     MB_POLYLLA_TIES_KEY, ties_names,
+     "equally long edges: key (larger vertex index wins) or corners (first in corner order, "
+     "as the reference code; refuses cycles of ties)"}};
+
+static mb_polylla_opts polylla_opts(const mb_stage *stage) {
+  const mb_polylla_params *p = stage->params;
+  return (mb_polylla_opts){.ties = (mb_polylla_ties)p->ties};
+}
 
 /* Replace the triangulation by its polygon mesh. */
 static mb_error polylla_replace(mb_mesh **mesh, mb_mesh *poly) {
@@ -38,17 +52,19 @@ static mb_error polylla_replace(mb_mesh **mesh, mb_mesh *poly) {
  * the job loader already refuses, so n is 1. */
 static mb_error polylla_run_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                 mb_mesh **mesh) {
-  (void)ctx; (void)stages; (void)n;
+  (void)ctx; (void)n;
   mb_mesh *poly = NULL;
-  MB_CALL(mb_polylla_cpu(*mesh, &poly, NULL));
+  const mb_polylla_opts o = polylla_opts(&stages[0]);
+  MB_CALL(mb_polylla_cpu(*mesh, &o, &poly, NULL));
   return polylla_replace(mesh, poly);
 }
 
 static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                  mb_mesh **mesh) {
-  (void)ctx; (void)stages; (void)n;
+  (void)ctx; (void)n;
   mb_mesh *poly = NULL;
-  MB_CALL(mb_polylla_cuda(*mesh, &poly, NULL));
+  const mb_polylla_opts o = polylla_opts(&stages[0]);
+  MB_CALL(mb_polylla_cuda(*mesh, &o, &poly, NULL));
   return polylla_replace(mesh, poly);
 }
 
@@ -159,7 +175,7 @@ static mb_error bench_cpu(const mb_mesh *tri, const bench_opts *o) {
   for (int r = 0; !e && r < o->warmup + n; r++) {
     mb_mesh *poly = NULL;
     mb_polylla_stats s = {0};
-    e = mb_polylla_cpu(tri, &poly, &s);
+    e = mb_polylla_cpu(tri, NULL, &poly, &s);
     mb_mesh_free(poly);
     if (r >= o->warmup) runs[r - o->warmup] = s;
   }
@@ -268,8 +284,8 @@ const mb_op_info mb_op_polylla = {
               "GPolylla (2023)",
     .in = MB_KIND_TRIANGULATION2D,
     .out = MB_KIND_POLYGONS2D,
-    .params = NULL,
-    .nparams = 0,
+    .params = polylla_params,
+    .nparams = (int)(sizeof polylla_params / sizeof polylla_params[0]),
     .params_size = sizeof(mb_polylla_params),
     .cost = polylla_cost,
     .run = {polylla_run_cpu, polylla_run_cuda},
