@@ -102,6 +102,26 @@ void mb_error_clear(void);
                           "MPI call failed (code %d): %s", mb_mpi_err_, #expr);\
   } while (0)
 
+/* Like MB_CHECK and MB_CALL_MPI, but store the error in `ierr` and jump to
+ * a cleanup label. */
+#define MB_CHECK_GOTO(ierr, label, cond, err, ...)                             \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      (ierr) = mb_error_set((err), __FILE__, __LINE__, __func__, __VA_ARGS__); \
+      goto label;                                                              \
+    }                                                                          \
+  } while (0)
+
+#define MB_CALL_MPI_GOTO(ierr, label, expr)                                    \
+  do {                                                                         \
+    int mb_mpi_err_ = (expr);                                                  \
+    if (mb_mpi_err_ != 0 /* MPI_SUCCESS */) {                                  \
+      (ierr) = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__,          \
+                            "MPI call failed (code %d): %s", mb_mpi_err_, #expr); \
+      goto label;                                                              \
+    }                                                                          \
+  } while (0)
+
 /* HDF5 call wrapper: a negative return value becomes MB_ERR_HDF5. */
 #define MB_CALL_H5(expr)                                                       \
   do {                                                                         \

@@ -777,9 +777,16 @@ static mb_error job_check_partitioned(const job_ctx *c, const mb_job *job) {
   if (job->distribute != MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
   for (int s = 0; s < job->nstages; s++) {
     const mb_op_info *op = job->stages[s].op;
-    if (!op->run_partitioned[MB_BACKEND_SLOT_CPU] && !op->run_partitioned[MB_BACKEND_SLOT_CUDA])
+    int how = mb_op_partitioned(op);
+    if (!how)
       return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
                       "stage %d (%s) runs per mesh only; use distribute: per-mesh", s, op->name);
+    if (s > 0 && how != mb_op_partitioned(job->stages[0].op))
+      return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
+                      "stage %d (%s) splits the mesh by %s and stage 0 (%s) by %s; a "
+                      "partitioned job splits it one way (use two jobs)",
+                      s, op->name, how == 2 ? "faces" : "vertices", job->stages[0].op->name,
+                      how == 2 ? "vertices" : "faces");
   }
   return MB_SUCCESS;
 }

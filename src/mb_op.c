@@ -146,3 +146,14 @@ mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
                                                    const mb_backend *backend) {
   return op->run_partitioned[backend_slot(backend)];
 }
+
+mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *backend) {
+  return op->run_faces[backend_slot(backend)];
+}
+
+int mb_op_partitioned(const mb_op_info *op) {
+  if (op->run_partitioned[MB_BACKEND_SLOT_CPU] || op->run_partitioned[MB_BACKEND_SLOT_CUDA])
+    return 1;
+  if (op->run_faces[MB_BACKEND_SLOT_CPU] || op->run_faces[MB_BACKEND_SLOT_CUDA]) return 2;
+  return 0;
+}

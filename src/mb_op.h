@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "mb_error.h"
 #include "mb_mesh.h"
 
@@ -82,6 +84,8 @@ typedef struct mb_op_ctx {
   mb_precision precision;
   int halo;                         /* partitioned GPU runs: mb_halo_transport */
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
+  MPI_Comm comm;                    /* partitioned runs: the ranks sharing the mesh */
+  int parmetis;                     /* partitioned runs: 1 partitioner parmetis, 0 metis */
 } mb_op_ctx;
 
 /* Run consecutive stages (all of ops sharing this entry point) on one
@@ -95,6 +99,16 @@ typedef mb_error (*mb_op_run_fn)(const mb_op_ctx *ctx, const mb_stage *stages, i
  * communicator. */
 typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
                                              int nstages, struct mb_distributed_mesh *dm);
+
+/* Run consecutive stages on a mesh split over the ranks of ctx->comm by
+ * its faces, for ops whose unit of work is the face (they partition the
+ * dual graph themselves, with ctx->parmetis choosing ParMETIS or METIS).
+ * On entry *slab holds this rank's block of rows of the input (no rank
+ * holds the whole mesh); on return this rank's block of rows of the output
+ * in the output's order (slab->rows replaced, the old one freed), which
+ * the ranks write together. Collective over ctx->comm; errors agreed. */
+typedef mb_error (*mb_op_run_faces_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
+                                       int nstages, mb_mesh_slab *slab);
 
 /* `meshbatch bench ROOM ...`: argv[0] is the room name. Prints figures;
  * returns the process exit code. Collective over MPI_COMM_WORLD. */
@@ -123,6 +137,7 @@ typedef struct mb_op_info {
   mb_op_run_fn run[MB_NBACKENDS];                      /* NULL: not on this backend */
   mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS]; /* NULL: no partitioned form */
   int ghost_depth;       /* partitioned: edges of ghosts around the owned vertices (>= 1) */
+  mb_op_run_faces_fn run_faces[MB_NBACKENDS];  /* NULL: not partitioned by faces */
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
 } mb_op_info;
 
@@ -152,6 +167,11 @@ int mb_op_param_index(const mb_op_info *op, const char *key);
 mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend);
 mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
                                                    const mb_backend *backend);
+mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *backend);
+
+/* How an op runs partitioned: 0 not at all, 1 by vertices (run_partitioned),
+ * 2 by faces (run_faces), on some backend. Not collective. */
+int mb_op_partitioned(const mb_op_info *op);
 
 #ifdef __cplusplus
 }

@@ -386,8 +386,63 @@ static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
  * group of stages on the owned vertices with a halo exchange per step, and
  * return the values to this rank's slab of rows, which it writes with the
  * others. */
+/* Ops split by faces (mb_op_info.run_faces): this rank's block of rows
+ * (partitioner: metis reads the whole mesh on every rank and keeps its
+ * block; parmetis reads the block by hyperslab), then the op, which
+ * partitions the faces itself and returns its block of the output. */
+static mb_error process_faces(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                              mb_pass_timing *t) {
+  const mb_job *job = st->job;
+  mb_error e = MB_SUCCESS;
+  if (job->partitioner == MB_PARTITIONER_PARMETIS) {
+    const mb_source *src = &st->inputs->sources[s];
+    MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
+    MB_CHECK(src->collection >= 0, MB_ERR_ARG,
+             "%s: partitioner: parmetis reads meshes from an HDF5 collection by slabs, and "
+             "this is a mesh file (convert it first with meshbatch import, or use "
+             "partitioner: metis)",
+             src->path);
+    mb_collection *c = st->inputs->collections[src->collection];
+    const mb_mesh_info *info = mb_collection_info(c, src->entry);
+    int64_t v0, nvrows, f0, nfrows;
+    block_rows(st, info->nv, &v0, &nvrows);
+    block_rows(st, info->nf, &f0, &nfrows);
+    e = mb_collection_read_slab(c, src->entry, v0, nvrows, f0, nfrows, slab);
+    MB_CALL(mb_agree(st->comm, e));
+  } else {
+    mb_mesh *m = NULL;
+    e = mb_inputs_read(st->inputs, s, &m);
+    if (!e) e = fit_kind(st, m);
+    if (!e) {
+      int64_t v0, nvrows, f0, nfrows;
+      block_rows(st, m->nv, &v0, &nvrows);
+      block_rows(st, m->nf, &f0, &nfrows);
+      e = mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab);
+    }
+    mb_mesh_free(m);
+    MB_CALL(mb_agree(st->comm, e));
+  }
+  slab->rows->index = s;
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
+                         .timing = t, .comm = st->comm,
+                         .parmetis = job->partitioner == MB_PARTITIONER_PARMETIS};
+  for (int k = 0; !e && k < job->nstages;) {
+    mb_op_run_faces_fn fn = mb_op_run_faces_for(job->stages[k].op, &st->backend);
+    MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no partitioned form on the %s backend",
+             job->path, job->stages[k].line, job->stages[k].op->name,
+             mb_backend_kind_name(st->backend.kind));
+    int n = 1;
+    while (k + n < job->nstages && mb_op_run_faces_for(job->stages[k + n].op, &st->backend) == fn)
+      n++;
+    e = fn(&ctx, &job->stages[k], n, slab);
+    k += n;
+  }
+  return mb_agree(st->comm, e);
+}
+
 static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
                                     mb_pass_timing *t) {
+  if (mb_op_partitioned(st->job->stages[0].op) == 2) return process_faces(st, s, slab, t);
   mb_distributed_mesh *dm = NULL;
   mb_error e = st->job->partitioner == MB_PARTITIONER_PARMETIS
                    ? partition_slabs(st, s, slab, &dm)

@@ -43,7 +43,9 @@ static void print_op(const mb_op_info *op) {
   printf("    reads %s, writes %s; backends:%s%s; partitioned: %s\n", mb_kind_name(op->in),
          mb_kind_name(op->out), op->run[MB_BACKEND_SLOT_CPU] ? " cpu" : "",
          op->run[MB_BACKEND_SLOT_CUDA] ? " cuda" : "",
-         op->run_partitioned[MB_BACKEND_SLOT_CPU] ? "yes" : "no (per-mesh only)");
+         mb_op_partitioned(op) == 1   ? "yes (split by vertices, halo of ghost vertices)"
+         : mb_op_partitioned(op) == 2 ? "yes (split by triangles on the dual graph)"
+                                      : "no (per-mesh only)");
   printf("    method: %s\n", op->source);
   for (int k = 0; k < op->nparams; k++) print_param(&op->params[k]);
   if (!op->nparams) printf("    (no keys besides op)\n");

@@ -165,6 +165,16 @@ typedef struct mb_polylla_opts {
   "neighbours form a cycle of equally long edges round a vertex, a region with no "       \
   "terminal edge; use ties: key"
 
+/* The longest edge of one triangle by the label rule above, for code that
+ * sees triangles one by one (the partitioned run). v [3]: the triangle's
+ * vertex ids in input corner order, in any numbering that keeps the order
+ * of the mesh's ids; xy [6]: their x, y. Orientation as in the half-edge
+ * rule (orient < 0: corners (v0, v2, v1)); e [2] receives the edge's ids,
+ * e[0] < e[1]. Not collective; no errors (a degenerate triangle gives some
+ * edge). */
+void mb_polylla_longest_edge(const int64_t v[3], const double xy[6], mb_polylla_ties ties,
+                             int64_t e[2]);
+
 /* Polylla on the CPU (the reference backend; OpenMP where it pays).
  * tri: a mesh of kind MB_KIND_TRIANGULATION2D (every face a triangle,
  * coordinates [nv, 3] with z ignored), borrowed. On success *poly is a new

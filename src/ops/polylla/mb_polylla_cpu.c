@@ -86,6 +86,28 @@ static inline int key_greater(double la, int32_t a0, int32_t a1, double lb, int3
   return alo > blo;
 }
 
+void mb_polylla_longest_edge(const int64_t v[3], const double xy[6], mb_polylla_ties ties,
+                             int64_t e[2]) {
+  int c[3] = {0, 1, 2};
+  double o = (xy[2] - xy[0]) * (xy[5] - xy[1]) - (xy[3] - xy[1]) * (xy[4] - xy[0]);
+  if (o < 0) c[1] = 2, c[2] = 1;
+  int best = -1;
+  double bl = 0;
+  int64_t bhi = 0, blo = 0;
+  for (int k = 0; k < 3; k++) {
+    int i = c[k], j = c[(k + 1) % 3];
+    int lo = v[i] < v[j] ? i : j, hi = v[i] < v[j] ? j : i;
+    double dx = xy[2 * hi] - xy[2 * lo], dy = xy[2 * hi + 1] - xy[2 * lo + 1];
+    double l = dx * dx + dy * dy;
+    int better = best < 0 || l > bl;
+    if (!better && ties == MB_POLYLLA_TIES_KEY && l == bl)
+      better = v[hi] > bhi || (v[hi] == bhi && v[lo] > blo);
+    if (better) best = k, bl = l, bhi = v[hi], blo = v[lo];
+  }
+  e[0] = blo;
+  e[1] = bhi;
+}
+
 /* Label phase (paper 3.1-3.2): longest edge of each triangle by the total
  * key order, then the frontier flags: an edge is frontier when it is on
  * the boundary or the longest edge of neither triangle. Rewrites

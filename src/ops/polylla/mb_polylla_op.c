@@ -21,6 +21,8 @@
 #include "mb_meshfile.h"
 #include "mb_op.h"
 #include "mb_polylla.h"
+#include "mb_polylla_partitioned.h"
+#include "mb_mpi.h"
 #include "polylla/mb_polylla_cuda.h"
 
 /* The keys of a polylla stage (mb_polylla_opts, as the job file gives it). */
@@ -66,6 +68,57 @@ static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, i
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   MB_CALL(mb_polylla_cuda(*mesh, &o, &poly, NULL));
   return polylla_replace(mesh, poly);
+}
+
+/* Per-rank figures of a partitioned run, gathered to rank 0 and logged
+ * there, one line per rank. Collective. */
+static mb_error polylla_report(MPI_Comm comm, const char *name,
+                               const mb_polylla_rank_figures *fig) {
+  int rank, size;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  const int nv = (int)(sizeof *fig / sizeof(double));
+  double *all = rank == 0 ? malloc(sizeof *fig * (size_t)size) : NULL;
+  MB_CALL(mb_agree(comm, rank == 0 && !all ? mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__,
+                                                          __func__, "out of memory")
+                                           : MB_SUCCESS));
+  MB_CALL_MPI(MPI_Gather(fig, nv, MPI_DOUBLE, all, nv, MPI_DOUBLE, 0, comm));
+  if (rank == 0) {
+    mb_log(MB_LOG_NORMAL, "%s: partitioned Polylla per rank (times in ms)\n"
+           "  rank    owned   ghosts   meshed  migrated  polygons  stitched  cc-rounds  "
+           "exchanged  distribute   label  regions  stitch     mesh   output", name);
+    for (int r = 0; r < size; r++) {
+      const mb_polylla_rank_figures *f = (const mb_polylla_rank_figures *)all + r;
+      mb_log(MB_LOG_NORMAL, "  %4d %8.0f %8.0f %8.0f %9.0f %9.0f %9.0f %10.0f %8.2f MB %11.1f "
+             "%7.1f %8.1f %7.1f %8.1f %8.1f", r, f->owned, f->ghosts, f->meshed, f->migrated,
+             f->polygons_local + f->polygons_stitched, f->polygons_stitched, f->cc_rounds,
+             f->bytes / 1e6, f->ms_distribute, f->ms_label, f->ms_regions, f->ms_stitch,
+             f->ms_mesh, f->ms_output);
+    }
+  }
+  free(all);
+  return MB_SUCCESS;
+}
+
+/* Partitioned by triangles (mb_polylla_partitioned.h); the per-rank
+ * figures go to rank 0's log. */
+static mb_error polylla_run_faces(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                  mb_mesh_slab *slab, int cuda) {
+  (void)n;
+  const mb_polylla_opts o = polylla_opts(&stages[0]);
+  mb_polylla_rank_figures fig = {0};
+  MB_CALL(mb_polylla_partitioned(ctx->comm, ctx->parmetis, &o, cuda, slab, &fig));
+  return polylla_report(ctx->comm, slab->rows->name, &fig);
+}
+
+static mb_error polylla_run_faces_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                      mb_mesh_slab *slab) {
+  return polylla_run_faces(ctx, stages, n, slab, 0);
+}
+
+static mb_error polylla_run_faces_cuda(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                       mb_mesh_slab *slab) {
+  return polylla_run_faces(ctx, stages, n, slab, 1);
 }
 
 /* triangles */
@@ -289,5 +342,6 @@ const mb_op_info mb_op_polylla = {
     .params_size = sizeof(mb_polylla_params),
     .cost = polylla_cost,
     .run = {polylla_run_cpu, polylla_run_cuda},
+    .run_faces = {polylla_run_faces_cpu, polylla_run_faces_cuda},
     .bench = polylla_bench,
 };

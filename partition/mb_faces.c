@@ -1,0 +1,317 @@
+/* meshbatch: a triangulation split over the ranks by its triangles (see
+ * mb_faces.h). */
+#include "mb_faces.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_adjacency.h"
+#include "mb_mpi.h"
+#include "mb_partition.h"
+
+mb_error mb_block_starts(MPI_Comm comm, int64_t start, int64_t n, int64_t *starts) {
+  int size;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  MB_CALL_MPI(MPI_Allgather(&start, 1, MPI_INT64_T, starts, 1, MPI_INT64_T, comm));
+  int64_t end = start + n;
+  MB_CALL_MPI(MPI_Bcast(&end, 1, MPI_INT64_T, size - 1, comm));
+  starts[size] = end;
+  for (int r = 0; r < size; r++)
+    MB_CHECK(starts[r] <= starts[r + 1], MB_ERR_ARG,
+             "blocks of rows not in rank order (rank %d starts at %lld, rank %d at %lld)", r,
+             (long long)starts[r], r + 1, (long long)starts[r + 1]);
+  return MB_SUCCESS;
+}
+
+int mb_block_owner(const int64_t *starts, int size, int64_t g) {
+  int lo = 0, hi = size - 1; /* the last r with starts[r] <= g (empty blocks skipped) */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (starts[mid] <= g) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t width,
+                             const void *recs, int64_t *nrecv, void **recv, int **from,
+                             double *bytes) {
+  int size;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  mb_error err = MB_SUCCESS;
+  int *scount = calloc((size_t)size, sizeof *scount), *rcount = calloc((size_t)size, sizeof *rcount);
+  int *sdispl = calloc((size_t)size + 1, sizeof *sdispl), *rdispl = calloc((size_t)size + 1, sizeof *rdispl);
+  int64_t *cnt = calloc((size_t)size + 1, sizeof *cnt), *pos = calloc((size_t)size + 1, sizeof *pos);
+  char *sbuf = malloc(width * (size_t)(n ? n : 1));
+  char *rbuf = NULL;
+  int *src = NULL;
+  int local_bad = !scount || !rcount || !sdispl || !rdispl || !cnt || !pos || !sbuf;
+  for (int64_t i = 0; !local_bad && i < n; i++) cnt[dest[i]]++;
+  int64_t total = 0;
+  for (int r = 0; !local_bad && r < size; r++) {
+    pos[r] = total;
+    total += cnt[r];
+    if (cnt[r] * (int64_t)width > INT_MAX || total * (int64_t)width > INT_MAX) local_bad = 2;
+    else {
+      scount[r] = (int)(cnt[r] * (int64_t)width);
+      sdispl[r] = (int)(pos[r] * (int64_t)width);
+    }
+  }
+  int bad = local_bad;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  if (bad) {
+    err = bad == 2 ? mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                                  "an exchange of records exceeds INT_MAX bytes per rank")
+                   : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                  "out of memory for an exchange of %lld records", (long long)n);
+    goto done;
+  }
+  for (int64_t i = 0; i < n; i++)
+    memcpy(sbuf + width * (size_t)pos[dest[i]]++, (const char *)recs + width * (size_t)i, width);
+  MB_CALL_MPI_GOTO(err, done, MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
+  int64_t rtotal = 0;
+  for (int r = 0; r < size; r++) {
+    if (rtotal + rcount[r] > INT_MAX) bad = 2;
+    rdispl[r] = (int)rtotal;
+    rtotal += rcount[r];
+  }
+  rbuf = malloc((size_t)(rtotal ? rtotal : 1));
+  src = malloc(sizeof *src * (size_t)(rtotal / (int64_t)width + 1));
+  if (!rbuf || !src) bad = bad ? bad : 1;
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  if (bad) {
+    err = mb_error_set(bad == 2 ? MB_ERR_ARG : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "cannot receive an exchange of records (%lld bytes)", (long long)rtotal);
+    goto done;
+  }
+  MB_CALL_MPI_GOTO(err, done, MPI_Alltoallv(sbuf, scount, sdispl, MPI_BYTE, rbuf, rcount, rdispl,
+                                            MPI_BYTE, comm));
+  *nrecv = rtotal / (int64_t)width;
+  for (int r = 0; r < size; r++)
+    for (int64_t k = rdispl[r] / (int64_t)width; k < (rdispl[r] + rcount[r]) / (int64_t)width; k++)
+      src[k] = r;
+  if (bytes) *bytes += (double)(n * (int64_t)width + rtotal);
+  *recv = rbuf;
+  rbuf = NULL;
+  if (from) {
+    *from = src;
+    src = NULL;
+  }
+done:
+  free(scount); free(rcount); free(sdispl); free(rdispl); free(cnt); free(pos);
+  free(sbuf); free(rbuf); free(src);
+  return err;
+}
+
+mb_error mb_block_fetch(MPI_Comm comm, const int64_t *starts, size_t width, const void *table,
+                        int64_t n, const int64_t *ids, void *out, double *bytes) {
+  int size, rank;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  typedef struct { int64_t row, at; } ask;
+  mb_error err = MB_SUCCESS;
+  ask *asks = malloc(sizeof *asks * (size_t)(n ? n : 1)), *got = NULL;
+  int *dest = malloc(sizeof *dest * (size_t)(n ? n : 1)), *from = NULL;
+  char *answer = NULL, *back = NULL;
+  int64_t ngot = 0, nback = 0;
+  int bad = !asks || !dest ? 1 : 0;
+  for (int64_t i = 0; !bad && i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= starts[size]) bad = 2;
+    else {
+      asks[i] = (ask){ids[i], i};
+      dest[i] = mb_block_owner(starts, size, ids[i]);
+    }
+  }
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  if (bad) {
+    err = mb_error_set(bad == 2 ? MB_ERR_ARG : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       bad == 2 ? "a row to fetch lies outside the table"
+                                : "out of memory for a fetch of rows");
+    goto done;
+  }
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, n, dest, sizeof *asks, asks, &ngot,
+                                              (void **)&got, &from, bytes));
+  /* answer: the position it was asked for, then the row */
+  const size_t w = sizeof(int64_t) + width;
+  answer = malloc(w * (size_t)(ngot ? ngot : 1));
+  bad = !answer;
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for %lld rows", (long long)ngot);
+  for (int64_t i = 0; i < ngot; i++) {
+    memcpy(answer + w * (size_t)i, &got[i].at, sizeof(int64_t));
+    memcpy(answer + w * (size_t)i + sizeof(int64_t),
+           (const char *)table + width * (size_t)(got[i].row - starts[rank]), width);
+  }
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, ngot, from, w, answer, &nback,
+                                              (void **)&back, NULL, bytes));
+  for (int64_t i = 0; i < nback; i++) {
+    int64_t at;
+    memcpy(&at, back + w * (size_t)i, sizeof at);
+    memcpy((char *)out + width * (size_t)at, back + w * (size_t)i + sizeof(int64_t), width);
+  }
+done:
+  free(asks); free(got); free(dest); free(from); free(answer); free(back);
+  return err;
+}
+
+/* An edge of a triangle at its rendezvous rank. */
+typedef struct edge_rec {
+  int64_t lo, hi; /* vertex pair, lo < hi */
+  int64_t he;     /* 3 * face row + k */
+} edge_rec;
+
+static int cmp_edge(const void *a, const void *b) {
+  const edge_rec *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  if (x->hi != y->hi) return x->hi < y->hi ? -1 : 1;
+  return (x->he > y->he) - (x->he < y->he);
+}
+
+mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *vstarts,
+                       int64_t *nbr, double *bytes) {
+  int size;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  const mb_mesh *m = slab->rows;
+  const int64_t nf = m->nf, nh = 3 * nf;
+  mb_error err = MB_SUCCESS;
+  edge_rec *e = malloc(sizeof *e * (size_t)(nh ? nh : 1)), *got = NULL;
+  int *dest = malloc(sizeof *dest * (size_t)(nh ? nh : 1)), *from = NULL;
+  int64_t (*reply)[2] = NULL, (*back)[2] = NULL;
+  int64_t ngot = 0, nback = 0, nonmanifold = INT64_MAX;
+  int bad = !e || !dest;
+  for (int64_t f = 0; !bad && f < nf; f++)
+    for (int k = 0; k < 3; k++) {
+      int64_t a = m->face_indices[3 * f + k], b = m->face_indices[3 * f + (k + 1) % 3];
+      e[3 * f + k] = (edge_rec){a < b ? a : b, a < b ? b : a, 3 * (slab->face_start + f) + k};
+      dest[3 * f + k] = mb_block_owner(vstarts, size, a < b ? a : b);
+    }
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nh, dest, sizeof *e, e, &ngot, (void **)&got,
+                                              &from, bytes));
+  /* pair the half-edges of each vertex pair; answer each with its partner */
+  int64_t *order = malloc(sizeof *order * (size_t)(ngot ? ngot : 1));
+  reply = malloc(sizeof *reply * (size_t)(ngot ? ngot : 1));
+  edge_rec *sorted = malloc(sizeof *sorted * (size_t)(ngot ? ngot : 1));
+  bad = !order || !reply || !sorted;
+  if (!bad) {
+    for (int64_t i = 0; i < ngot; i++) sorted[i] = (edge_rec){got[i].lo, got[i].hi, i};
+    qsort(sorted, (size_t)ngot, sizeof *sorted, cmp_edge);
+    for (int64_t i = 0; i < ngot;) {
+      int64_t j = i;
+      while (j < ngot && sorted[j].lo == sorted[i].lo && sorted[j].hi == sorted[i].hi) j++;
+      if (j - i > 2) { /* name the triangle of the smallest half-edge */
+        for (int64_t q = i; q < j; q++)
+          if (got[sorted[q].he].he / 3 < nonmanifold) nonmanifold = got[sorted[q].he].he / 3;
+      }
+      for (int64_t q = i; q < j; q++) {
+        int64_t me = sorted[q].he;
+        int64_t other = j - i == 2 ? got[sorted[q == i ? i + 1 : i].he].he / 3 : -1;
+        reply[me][0] = got[me].he;
+        reply[me][1] = j - i == 2 ? other : -1;
+      }
+      i = j;
+    }
+  }
+  free(order);
+  free(sorted);
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &nonmanifold, 1, MPI_INT64_T, MPI_MIN,
+                                            comm));
+  MB_CHECK_GOTO(err, done, nonmanifold == INT64_MAX, MB_ERR_FORMAT,
+                "mesh '%s': an edge of triangle %lld (0-based) is shared by more than two "
+                "triangles; not a planar manifold triangulation",
+                m->name ? m->name : "", (long long)nonmanifold);
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, ngot, from, sizeof *reply, reply, &nback,
+                                              (void **)&back, NULL, bytes));
+  for (int64_t i = 0; i < nback; i++) nbr[back[i][0] - 3 * slab->face_start] = back[i][1];
+done:
+  free(e); free(got); free(dest); free(from); free(reply); free(back);
+  return err;
+}
+
+mb_error mb_faces_partition(MPI_Comm comm, const int64_t *fstarts, const int64_t *nbr,
+                            int parmetis, int32_t *part, double *bytes) {
+  int size, rank;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  const int64_t nlocal = fstarts[rank + 1] - fstarts[rank], ntotal = fstarts[size];
+  mb_error err = MB_SUCCESS;
+  int64_t *xadj = malloc(sizeof *xadj * (size_t)(nlocal + 1));
+  int64_t *adjncy = malloc(sizeof *adjncy * (size_t)(3 * nlocal + 1));
+  int bad = !xadj || !adjncy;
+  for (int64_t f = 0, n = 0; !bad && f < nlocal; f++) {
+    xadj[f] = n;
+    for (int k = 0; k < 3; k++)
+      if (nbr[3 * f + k] >= 0) adjncy[n++] = nbr[3 * f + k];
+    xadj[f + 1] = n;
+  }
+  if (!bad && nlocal == 0) xadj[0] = 0;
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
+  if (parmetis) {
+    err = mb_partition_parmetis(comm, fstarts, xadj, adjncy, size, part);
+    goto done;
+  }
+  /* METIS on rank 0: gather the rows (degree per face, then neighbours) */
+  int *cnt = NULL, *displ = NULL, *fcnt = NULL, *fdispl = NULL;
+  int64_t *deg = malloc(sizeof *deg * (size_t)(nlocal + 1)), *all_deg = NULL, *all_adj = NULL;
+  int32_t *all_part = NULL;
+  mb_adjacency g = {0};
+  int nnz_local = (int)xadj[nlocal];
+  bad = !deg;
+  for (int64_t f = 0; !bad && f < nlocal; f++) deg[f] = xadj[f + 1] - xadj[f];
+  if (rank == 0) {
+    cnt = calloc((size_t)size, sizeof *cnt);
+    displ = calloc((size_t)size, sizeof *displ);
+    fcnt = calloc((size_t)size, sizeof *fcnt);
+    fdispl = calloc((size_t)size, sizeof *fdispl);
+    all_deg = malloc(sizeof *all_deg * (size_t)(ntotal + 1));
+    all_part = malloc(sizeof *all_part * (size_t)(ntotal + 1));
+    g.row = malloc(sizeof *g.row * (size_t)(ntotal + 1));
+    bad = bad || !cnt || !displ || !fcnt || !fdispl || !all_deg || !all_part || !g.row ||
+          ntotal > INT_MAX;
+  }
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  MB_CHECK_GOTO(err, metis_done, !bad, MB_ERR_MEMORY,
+                "out of memory for the dual graph of %lld triangles on rank 0", (long long)ntotal);
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Gather(&nnz_local, 1, MPI_INT, cnt, 1, MPI_INT, 0, comm));
+  if (rank == 0) {
+    int64_t t = 0;
+    for (int r = 0; r < size; r++) {
+      fcnt[r] = (int)(fstarts[r + 1] - fstarts[r]);
+      fdispl[r] = (int)fstarts[r];
+      displ[r] = (int)t;
+      t += cnt[r];
+    }
+    g.nv = ntotal;
+    g.nnz = t;
+    all_adj = malloc(sizeof *all_adj * (size_t)(t ? t : 1));
+    bad = !all_adj || t > INT_MAX;
+  }
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Bcast(&bad, 1, MPI_INT, 0, comm));
+  MB_CHECK_GOTO(err, metis_done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph on rank 0");
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Gatherv(deg, (int)nlocal, MPI_INT64_T, all_deg, fcnt,
+                                                fdispl, MPI_INT64_T, 0, comm));
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Gatherv(adjncy, nnz_local, MPI_INT64_T, all_adj, cnt,
+                                                displ, MPI_INT64_T, 0, comm));
+  if (bytes) *bytes += 8.0 * (double)(nlocal + nnz_local);
+  if (rank == 0) {
+    g.row[0] = 0;
+    for (int64_t f = 0; f < ntotal; f++) g.row[f + 1] = g.row[f] + all_deg[f];
+    g.col = all_adj;
+    err = mb_partition_metis(&g, size, all_part);
+  }
+  MB_CALL_GOTO(err, metis_done, mb_agree(comm, err));
+  MB_CALL_MPI_GOTO(err, metis_done, MPI_Scatterv(all_part, fcnt, fdispl, MPI_INT32_T, part,
+                                                 (int)nlocal, MPI_INT32_T, 0, comm));
+metis_done:
+  free(cnt); free(displ); free(fcnt); free(fdispl); free(deg); free(all_deg); free(all_adj);
+  free(all_part); free(g.row);
+done:
+  free(xadj);
+  free(adjncy);
+  return err;
+}

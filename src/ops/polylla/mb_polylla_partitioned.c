@@ -1,0 +1,573 @@
+/* meshbatch: Polylla on one triangulation split over the ranks.
+ *
+ * Design (docs/architecture.md, "Partitioned Polylla"): move every
+ * terminal-edge region that crosses the cut to one rank, then mesh whole
+ * regions with the per-mesh backend. A region is a connected set of
+ * triangles joined across non-frontier edges, and every decision of
+ * Polylla inside it (label, tips and their middle edges, successors) reads
+ * that region's triangles only (mb_polylla.h: a tip's fan lies in its
+ * region; a successor turns across non-frontier edges only). So a rank that
+ * holds whole regions, numbered in the order of their global triangle and
+ * vertex ids, makes exactly the polygons one rank makes, and only the
+ * heads need the global ids back.
+ *
+ *   distribute  coordinates of the slab's corners (mb_block_fetch), the dual
+ *               graph (mb_faces_dual), METIS / ParMETIS on it, triangles to
+ *               their owners with their neighbours' ids and owners
+ *   label       longest edge of each owned triangle (mb_polylla_longest_edge),
+ *               the ghosts' longest edges over the halo plan (mb_halo, two
+ *               values per triangle), frontier flags of the owned edges
+ *   regions     union-find over the owned non-frontier edges, then rounds of
+ *               halo exchanges of (smallest triangle id, its owner) across
+ *               the non-frontier cut edges until no label changes: the
+ *               owner of a region is the owner of its smallest triangle
+ *   stitch      triangles of regions owned elsewhere go to that rank
+ *   mesh        the backend on this rank's whole regions
+ *   output      each polygon's head (smallest half-edge id, global) and
+ *               polygons sent to the rank whose block of head ids holds it,
+ *               sorted there: contiguous rows of the canonical order
+ */
+#include "mb_polylla_partitioned.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_faces.h"
+#include "mb_halfedge.h"
+#include "mb_halo.h"
+#include "mb_log.h"
+#include "mb_mpi.h"
+
+/* A triangle on its way to its owner. */
+typedef struct pp_tri {
+  int64_t gid;          /* face row of the whole mesh */
+  int64_t v[3];         /* global vertex ids, input corner order */
+  double xy[6];         /* their x, y */
+  int64_t nbr[3];       /* face row across (v_k, v_{k+1}), -1 on the boundary */
+  int32_t nbr_owner[3]; /* its owner, -1 on the boundary */
+  int32_t crossing;     /* stitch: its region crosses the cut */
+} pp_tri;
+
+/* A polygon on its way to its rows of the output. */
+typedef struct pp_poly {
+  int64_t head;  /* global id of its smallest half-edge */
+  int64_t n;     /* vertices */
+} pp_poly;
+
+static int cmp_tri(const void *a, const void *b) {
+  const pp_tri *x = a, *y = b;
+  return (x->gid > y->gid) - (x->gid < y->gid);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Index of key in sorted a[n], or -1. */
+static int64_t find_i64(const int64_t *a, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] == key) return mid;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+static int64_t uf_find(int64_t *parent, int64_t i) {
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]];
+    i = parent[i];
+  }
+  return i;
+}
+
+/* Allocate n elements (at least one) or note the failure in *bad. */
+#define PP_ALLOC(ptr, n)                                                         \
+  do {                                                                           \
+    (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                \
+    if (!(ptr)) bad = 1;                                                         \
+  } while (0)
+
+/* Agree on a local failure before the next collective step. */
+#define PP_AGREE(msg)                                                            \
+  do {                                                                           \
+    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, msg); \
+    MB_CALL_GOTO(err, done, mb_agree(comm, err));                                \
+  } while (0)
+
+typedef struct pp_state {
+  MPI_Comm comm;
+  int rank, size;
+  const char *name;
+  mb_polylla_ties ties;
+  mb_polylla_rank_figures fig;
+} pp_state;
+
+/* distribute: this rank's owned triangles, by global id. */
+static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmetis,
+                              pp_tri **owned, int64_t *nowned, int64_t *nboundary) {
+  MPI_Comm comm = s->comm;
+  const mb_mesh *m = slab->rows;
+  const int64_t nf = m->nf;
+  mb_error err = MB_SUCCESS;
+  int bad = 0;
+  int64_t *vstarts = NULL, *fstarts = NULL, *nbr = NULL, *ask = NULL;
+  double *cxyz = NULL;
+  int32_t *part = NULL, *nbr_part = NULL;
+  pp_tri *send = NULL;
+  int *dest = NULL;
+  PP_ALLOC(vstarts, s->size + 1);
+  PP_ALLOC(fstarts, s->size + 1);
+  PP_ALLOC(cxyz, 9 * nf);
+  PP_ALLOC(nbr, 3 * nf);
+  PP_ALLOC(part, nf);
+  PP_ALLOC(ask, 3 * nf);
+  PP_ALLOC(nbr_part, 3 * nf);
+  PP_ALLOC(send, nf);
+  PP_ALLOC(dest, nf);
+  PP_AGREE("out of memory for the partitioned triangulation");
+  MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->vertex_start, m->nv, vstarts));
+  MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->face_start, nf, fstarts));
+  MB_CALL_GOTO(err, done, mb_block_fetch(comm, vstarts, 3 * sizeof(double), m->xyz, 3 * nf,
+                                         m->face_indices, cxyz, &s->fig.bytes));
+  /* degenerate triangles, with the one-rank rule and words */
+  int64_t degenerate = INT64_MAX;
+  for (int64_t f = 0; f < nf; f++) {
+    const double *a = cxyz + 9 * f, *b = a + 3, *c = a + 6;
+    double o = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+    if (!(o < 0 || o > 0)) {
+      degenerate = slab->face_start + f;
+      break;
+    }
+  }
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &degenerate, 1, MPI_INT64_T, MPI_MIN,
+                                            comm));
+  MB_CHECK_GOTO(err, done, degenerate == INT64_MAX, MB_ERR_FORMAT,
+                "mesh '%s': triangle %lld (0-based) is degenerate: zero area (collinear or "
+                "repeated vertices)",
+                s->name, (long long)degenerate);
+  MB_CALL_GOTO(err, done, mb_faces_dual(comm, slab, vstarts, nbr, &s->fig.bytes));
+  MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, parmetis, part, &s->fig.bytes));
+  /* the owners of the neighbours */
+  int64_t nask = 0;
+  for (int64_t h = 0; h < 3 * nf; h++)
+    if (nbr[h] >= 0) ask[nask++] = nbr[h];
+  MB_CALL_GOTO(err, done, mb_block_fetch(comm, fstarts, sizeof(int32_t), part, nask, ask,
+                                         nbr_part, &s->fig.bytes));
+  int64_t nb = 0;
+  for (int64_t f = 0, q = 0; f < nf; f++) {
+    pp_tri *t = &send[f];
+    memset(t, 0, sizeof *t);
+    t->gid = slab->face_start + f;
+    for (int k = 0; k < 3; k++) {
+      t->v[k] = m->face_indices[3 * f + k];
+      t->xy[2 * k] = cxyz[9 * f + 3 * k];
+      t->xy[2 * k + 1] = cxyz[9 * f + 3 * k + 1];
+      t->nbr[k] = nbr[3 * f + k];
+      t->nbr_owner[k] = nbr[3 * f + k] >= 0 ? nbr_part[q++] : -1;
+      nb += nbr[3 * f + k] < 0;
+    }
+    dest[f] = part[f];
+  }
+  *nboundary = nb;
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nf, dest, sizeof *send, send, nowned,
+                                              (void **)owned, NULL, &s->fig.bytes));
+  qsort(*owned, (size_t)*nowned, sizeof **owned, cmp_tri);
+done:
+  free(vstarts); free(fstarts); free(nbr); free(ask); free(cxyz); free(part); free(nbr_part);
+  free(send); free(dest);
+  return err;
+}
+
+/* label + regions: frontier flags of the owned edges (nonfrontier[3 i + k])
+ * and, per owned triangle, the owner of its region and whether the region
+ * crosses the cut. */
+static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_owner) {
+  MPI_Comm comm = s->comm;
+  mb_error err = MB_SUCCESS;
+  int bad = 0;
+  int64_t *gid = NULL, *ghost = NULL, *parent = NULL, *label = NULL, *at = NULL;
+  int *ghost_owner = NULL;
+  int32_t *lab_owner = NULL;
+  uint8_t *nonfrontier = NULL, *crossing = NULL;
+  double *x = NULL;
+  mb_halo *halo = NULL;
+  int64_t nghost = 0;
+  double t0 = mb_wtime();
+  PP_ALLOC(gid, n);
+  PP_ALLOC(ghost, 3 * n);
+  PP_ALLOC(ghost_owner, 3 * n);
+  PP_ALLOC(parent, n);
+  PP_ALLOC(label, n);
+  PP_ALLOC(lab_owner, n);
+  PP_ALLOC(at, 3 * n);
+  PP_ALLOC(nonfrontier, 3 * n);
+  PP_ALLOC(crossing, n);
+  PP_AGREE("out of memory for the halo of triangles");
+  for (int64_t i = 0; i < n; i++) gid[i] = own[i].gid;
+  /* ghosts: neighbours owned elsewhere, each once, by id */
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++)
+      if (own[i].nbr[k] >= 0 && own[i].nbr_owner[k] != s->rank) ghost[nghost++] = own[i].nbr[k];
+  qsort(ghost, (size_t)nghost, sizeof *ghost, cmp_i64);
+  int64_t u = 0;
+  for (int64_t g = 0; g < nghost; g++)
+    if (u == 0 || ghost[g] != ghost[u - 1]) ghost[u++] = ghost[g];
+  nghost = u;
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++) {
+      int64_t q = own[i].nbr[k];
+      if (q < 0) {
+        at[3 * i + k] = -1;
+      } else if (own[i].nbr_owner[k] == s->rank) {
+        at[3 * i + k] = find_i64(gid, n, q);
+      } else {
+        int64_t g = find_i64(ghost, nghost, q);
+        at[3 * i + k] = n + g;
+        ghost_owner[g] = own[i].nbr_owner[k];
+      }
+    }
+  s->fig.ghosts = (double)nghost;
+  PP_ALLOC(x, 2 * (n + nghost));
+  PP_AGREE("out of memory for the halo of triangles");
+  MB_CALL_GOTO(err, done, mb_halo_create(comm, n, gid, nghost, ghost, ghost_owner, 2, &halo));
+
+  /* label: longest edges, the ghosts' over the halo, frontier flags */
+  for (int64_t i = 0; i < n; i++) {
+    int64_t e[2];
+    mb_polylla_longest_edge(own[i].v, own[i].xy, s->ties, e);
+    x[2 * i] = (double)e[0];
+    x[2 * i + 1] = (double)e[1];
+  }
+  MB_CALL_GOTO(err, done, mb_halo_begin(halo, x));
+  MB_CALL_GOTO(err, done, mb_halo_end(halo, x));
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++) {
+      int64_t a = own[i].v[k], b = own[i].v[(k + 1) % 3], j = at[3 * i + k];
+      double lo = (double)(a < b ? a : b), hi = (double)(a < b ? b : a);
+      nonfrontier[3 * i + k] =
+          j >= 0 && ((x[2 * i] == lo && x[2 * i + 1] == hi) || (x[2 * j] == lo && x[2 * j + 1] == hi));
+    }
+  double t1 = mb_wtime();
+  s->fig.ms_label = 1e3 * (t1 - t0);
+
+  /* regions: union-find here, then (smallest id, its owner) over the cut */
+  for (int64_t i = 0; i < n; i++) parent[i] = i;
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++) {
+      int64_t j = at[3 * i + k];
+      if (nonfrontier[3 * i + k] && j < n) {
+        int64_t ri = uf_find(parent, i), rj = uf_find(parent, j);
+        if (ri != rj) parent[ri < rj ? rj : ri] = ri < rj ? ri : rj; /* root: smallest index */
+      }
+    }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = uf_find(parent, i);
+    label[i] = gid[r]; /* owned in ascending id: the root is the region's smallest here */
+    lab_owner[i] = s->rank;
+    crossing[i] = 0;
+  }
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++)
+      if (nonfrontier[3 * i + k] && at[3 * i + k] >= n) crossing[uf_find(parent, i)] = 1;
+  for (int round = 0;; round++) {
+    for (int64_t i = 0; i < n; i++) {
+      int64_t r = uf_find(parent, i);
+      x[2 * i] = (double)label[r];
+      x[2 * i + 1] = (double)lab_owner[r];
+    }
+    MB_CALL_GOTO(err, done, mb_halo_begin(halo, x));
+    MB_CALL_GOTO(err, done, mb_halo_end(halo, x));
+    int changed = 0;
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) {
+        int64_t j = at[3 * i + k];
+        if (!nonfrontier[3 * i + k] || j < n) continue;
+        int64_t r = uf_find(parent, i);
+        if ((int64_t)x[2 * j] < label[r]) {
+          label[r] = (int64_t)x[2 * j];
+          lab_owner[r] = (int32_t)x[2 * j + 1];
+          changed = 1;
+        }
+      }
+    MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, comm));
+    s->fig.cc_rounds = round + 1;
+    if (!changed) break;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = uf_find(parent, i);
+    region_owner[i] = lab_owner[r];
+    own[i].crossing = crossing[r];
+  }
+  s->fig.ms_regions = 1e3 * (mb_wtime() - t1);
+done:
+  mb_halo_free(halo);
+  free(gid); free(ghost); free(ghost_owner); free(parent); free(label); free(lab_owner);
+  free(at); free(nonfrontier); free(crossing); free(x);
+  return err;
+}
+
+/* mesh: the backend on whole regions (tri sorted by id); polygons with
+ * their global heads (heads [poly->nf]) and global vertex ids. */
+static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_opts *opts,
+                        int cuda, mb_mesh **poly, int64_t **heads, mb_polylla_stats *st) {
+  mb_error err = MB_SUCCESS;
+  int64_t *vid = NULL, *keys = NULL;
+  mb_mesh *sub = NULL;
+  mb_halfedge he = {0};
+  *poly = NULL;
+  *heads = NULL;
+  memset(st, 0, sizeof *st);
+  if (n == 0) return MB_SUCCESS;
+  vid = malloc(sizeof *vid * (size_t)(3 * n));
+  MB_CHECK(vid, MB_ERR_MEMORY, "out of memory for %lld triangles", (long long)n);
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++) vid[3 * i + k] = tri[i].v[k];
+  qsort(vid, (size_t)(3 * n), sizeof *vid, cmp_i64);
+  int64_t nv = 0;
+  for (int64_t i = 0; i < 3 * n; i++)
+    if (nv == 0 || vid[i] != vid[nv - 1]) vid[nv++] = vid[i];
+  /* the regions as one triangulation: vertices and triangles in id order */
+  MB_CALL_GOTO(err, done, mb_mesh_create(s->name, nv, n, 3 * n, &sub));
+  sub->kind = MB_KIND_TRIANGULATION2D;
+  for (int64_t i = 0; i < n; i++) {
+    sub->face_offsets[i + 1] = 3 * (i + 1);
+    for (int k = 0; k < 3; k++) {
+      int64_t l = find_i64(vid, nv, tri[i].v[k]);
+      sub->face_indices[3 * i + k] = l;
+      sub->xyz[3 * l] = tri[i].xy[2 * k];
+      sub->xyz[3 * l + 1] = tri[i].xy[2 * k + 1];
+    }
+  }
+  MB_CALL_GOTO(err, done, cuda ? mb_polylla_cuda(sub, opts, poly, st)
+                               : mb_polylla_cpu(sub, opts, poly, st));
+  /* heads: the half-edge from a polygon's first vertex to its second */
+  MB_CALL_GOTO(err, done, mb_halfedge_build(sub, &he));
+  const int64_t nh = 3 * n;
+  keys = malloc(sizeof *keys * (size_t)(2 * nh));
+  *heads = malloc(sizeof **heads * (size_t)((*poly)->nf + 1));
+  MB_CHECK_GOTO(err, done, keys && *heads, MB_ERR_MEMORY, "out of memory for %lld heads",
+                (long long)(*poly)->nf);
+  for (int64_t h = 0; h < nh; h++) { /* (origin, target) -> h, sorted */
+    keys[2 * h] = (int64_t)he.vert[h] * nv + he.vert[mb_he_next((int32_t)h)];
+    keys[2 * h + 1] = h;
+  }
+  qsort(keys, (size_t)nh, 2 * sizeof *keys, cmp_i64);
+  const mb_mesh *p = *poly;
+  for (int64_t q = 0; q < p->nf; q++) {
+    int64_t a = p->face_indices[p->face_offsets[q]], b = p->face_indices[p->face_offsets[q] + 1];
+    int64_t key = a * nv + b, lo = 0, hi = nh - 1, h = -1;
+    while (lo <= hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (keys[2 * mid] == key) { h = keys[2 * mid + 1]; break; }
+      if (keys[2 * mid] < key) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    MB_CHECK_GOTO(err, done, h >= 0, MB_ERR_NUMERIC,
+                  "partitioned Polylla: polygon %lld has no head half-edge (internal error)",
+                  (long long)q);
+    (*heads)[q] = 3 * tri[h / 3].gid + h % 3;
+  }
+  for (int64_t k = 0; k < p->face_offsets[p->nf]; k++) p->face_indices[k] = vid[p->face_indices[k]];
+done:
+  mb_halfedge_free(&he);
+  mb_mesh_free(sub);
+  free(vid);
+  free(keys);
+  if (err) {
+    mb_mesh_free(*poly);
+    *poly = NULL;
+    free(*heads);
+    *heads = NULL;
+  }
+  return err;
+}
+
+/* output: polygons to the rank whose block of head ids holds them, sorted
+ * there; the rows of the output mesh on this rank. */
+static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
+                          const int64_t *heads, int64_t ntri, int64_t totals[5]) {
+  MPI_Comm comm = s->comm;
+  mb_error err = MB_SUCCESS;
+  int bad = 0;
+  const int64_t np = poly ? poly->nf : 0, ni = poly ? poly->face_offsets[np] : 0;
+  const int64_t nhalf = 3 * ntri;
+  pp_poly *send = NULL, *got = NULL;
+  int64_t *idx = NULL, *gidx = NULL, *order = NULL, *start = NULL;
+  int *pdest = NULL, *idest = NULL;
+  int64_t ngot = 0, ngidx = 0;
+  mb_mesh *out = NULL;
+  double *counts = NULL;
+  PP_ALLOC(send, np);
+  PP_ALLOC(pdest, np);
+  PP_ALLOC(idx, ni);
+  PP_ALLOC(idest, ni);
+  PP_AGREE("out of memory for the polygons");
+  for (int64_t q = 0; q < np; q++) {
+    int d = (int)(((__int128)heads[q] * s->size) / nhalf);
+    send[q] = (pp_poly){heads[q], poly->face_offsets[q + 1] - poly->face_offsets[q]};
+    pdest[q] = d;
+    for (int64_t k = poly->face_offsets[q]; k < poly->face_offsets[q + 1]; k++) {
+      idx[k] = poly->face_indices[k];
+      idest[k] = d;
+    }
+  }
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, np, pdest, sizeof *send, send, &ngot,
+                                              (void **)&got, NULL, &s->fig.bytes));
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, ni, idest, sizeof *idx, idx, &ngidx,
+                                              (void **)&gidx, NULL, &s->fig.bytes));
+  /* both arrive by source, each source's in its order: the polygons' first
+   * indices follow from the counts; then sort by head */
+  PP_ALLOC(order, 2 * ngot);
+  PP_ALLOC(start, ngot + 1);
+  PP_ALLOC(counts, ngot);
+  PP_AGREE("out of memory for the polygons");
+  start[0] = 0;
+  for (int64_t q = 0; q < ngot; q++) {
+    start[q + 1] = start[q] + got[q].n;
+    order[2 * q] = got[q].head;
+    order[2 * q + 1] = q;
+  }
+  qsort(order, (size_t)ngot, 2 * sizeof *order, cmp_i64);
+  int64_t first = 0;
+  MB_CALL_MPI_GOTO(err, done, MPI_Exscan(&ngot, &first, 1, MPI_INT64_T, MPI_SUM, comm));
+  if (s->rank == 0) first = 0;
+  const mb_mesh *in = slab->rows;
+  MB_CALL_GOTO(err, done, mb_mesh_create(in->name, in->nv, ngot, ngidx, &out));
+  out->kind = MB_KIND_POLYGONS2D;
+  out->index = in->index;
+  memcpy(out->xyz, in->xyz, sizeof(double) * 3 * (size_t)in->nv);
+  int64_t pos = 0;
+  for (int64_t r = 0; r < ngot; r++) {
+    int64_t q = order[2 * r + 1];
+    out->face_offsets[r] = pos;
+    memcpy(out->face_indices + pos, gidx + start[q], sizeof(int64_t) * (size_t)got[q].n);
+    pos += got[q].n;
+    counts[r] = (double)got[q].n;
+  }
+  out->face_offsets[ngot] = pos;
+  MB_CALL_GOTO(err, done, mb_mesh_set_face_field(out, "vertex_count", 1, counts));
+  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons", "%lld", (long long)totals[0]));
+  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "frontier_edges", "%lld",
+                                        (long long)totals[1]));
+  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "barrier_edge_tips", "%lld",
+                                        (long long)totals[2]));
+  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons_repaired", "%lld",
+                                        (long long)totals[3]));
+done:
+  err = mb_agree(comm, err);
+  if (!err) {
+    mb_mesh_free(slab->rows);
+    slab->rows = out;
+    out = NULL;
+    slab->face_start = first;
+    slab->nf = totals[0];
+  }
+  mb_mesh_free(out);
+  free(send); free(got); free(idx); free(gidx); free(order); free(start); free(pdest);
+  free(idest); free(counts);
+  return err;
+}
+
+mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_opts *opts,
+                                int cuda, mb_mesh_slab *slab, mb_polylla_rank_figures *fig) {
+  pp_state s = {.comm = comm, .ties = opts ? opts->ties : MB_POLYLLA_TIES_KEY};
+  MB_CALL_MPI(MPI_Comm_rank(comm, &s.rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &s.size));
+  const mb_mesh *m = slab->rows;
+  s.name = m->name ? m->name : "";
+  mb_error err = MB_SUCCESS;
+  int bad = 0;
+  if (m->kind != MB_KIND_TRIANGULATION2D)
+    err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                       "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a "
+                       "triangle)",
+                       s.name, mb_kind_name(m->kind));
+  for (int64_t f = 0; !err && f < m->nf; f++)
+    if (m->face_offsets[f + 1] - m->face_offsets[f] != 3)
+      err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                         "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a "
+                         "triangulation (every face a triangle)",
+                         s.name, (long long)(slab->face_start + f),
+                         (long long)(m->face_offsets[f + 1] - m->face_offsets[f]));
+  MB_CALL(mb_agree(comm, err));
+  MB_CHECK(slab->nf > 0, MB_ERR_ARG, "mesh '%s' has no triangles", s.name);
+
+  pp_tri *own = NULL, *got = NULL, *mine = NULL, *go = NULL;
+  int32_t *region_owner = NULL;
+  int *dest = NULL;
+  int64_t nown = 0, nboundary = 0, ngot = 0, *heads = NULL;
+  mb_mesh *poly = NULL;
+  mb_polylla_stats st;
+  double t0 = mb_wtime();
+  MB_CALL_GOTO(err, done, pp_distribute(&s, slab, parmetis, &own, &nown, &nboundary));
+  s.fig.owned = (double)nown;
+  double t1 = mb_wtime();
+  s.fig.ms_distribute = 1e3 * (t1 - t0);
+  PP_ALLOC(region_owner, nown);
+  PP_AGREE("out of memory for the regions");
+  MB_CALL_GOTO(err, done, pp_regions(&s, own, nown, region_owner));
+
+  /* stitch: triangles of regions owned elsewhere go to that owner */
+  double t2 = mb_wtime();
+  int64_t nkeep = 0, ngo = 0;
+  PP_ALLOC(go, nown);
+  PP_ALLOC(dest, nown);
+  PP_AGREE("out of memory for the regions");
+  for (int64_t i = 0; i < nown; i++) {
+    if (region_owner[i] == s.rank) {
+      own[nkeep++] = own[i]; /* in place: nkeep <= i */
+    } else {
+      go[ngo] = own[i];
+      go[ngo].crossing = 1;
+      dest[ngo++] = region_owner[i];
+    }
+  }
+  s.fig.migrated = (double)ngo;
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, ngo, dest, sizeof *go, go, &ngot,
+                                              (void **)&got, NULL, &s.fig.bytes));
+  PP_ALLOC(mine, nkeep + ngot);
+  PP_AGREE("out of memory for the regions");
+  memcpy(mine, own, sizeof *mine * (size_t)nkeep);
+  memcpy(mine + nkeep, got, sizeof *mine * (size_t)ngot);
+  const int64_t nmine = nkeep + ngot;
+  qsort(mine, (size_t)nmine, sizeof *mine, cmp_tri);
+  s.fig.meshed = (double)nmine;
+  double t3 = mb_wtime();
+  s.fig.ms_stitch = 1e3 * (t3 - t2);
+
+  /* mesh: the backend on whole regions */
+  err = pp_mesh(&s, mine, nmine, opts, cuda, &poly, &heads, &st);
+  MB_CALL_GOTO(err, done, mb_agree(comm, err));
+  double t4 = mb_wtime();
+  s.fig.ms_mesh = 1e3 * (t4 - t3);
+  if (poly)
+    for (int64_t q = 0; q < poly->nf; q++) {
+      int64_t tri = heads[q] / 3, at = 0, lo = 0, hi = nmine - 1;
+      while (lo <= hi) { /* the head's triangle */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (mine[mid].gid == tri) { at = mid; break; }
+        if (mine[mid].gid < tri) lo = mid + 1;
+        else hi = mid - 1;
+      }
+      if (mine[at].crossing) s.fig.polygons_stitched++;
+      else s.fig.polygons_local++;
+    }
+
+  /* output: global figures, polygons to their rows */
+  int64_t totals[5] = {poly ? poly->nf : 0, (poly ? poly->face_offsets[poly->nf] : 0) + nboundary,
+                       st.barrier_edge_tips, st.polygons_repaired, 0};
+  MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, totals, 5, MPI_INT64_T, MPI_SUM, comm));
+  totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
+  MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
+  s.fig.ms_output = 1e3 * (mb_wtime() - t4);
+  if (fig) *fig = s.fig;
+done:
+  free(own); free(got); free(mine); free(go); free(region_owner); free(dest); free(heads);
+  mb_mesh_free(poly);
+  return err;
+}

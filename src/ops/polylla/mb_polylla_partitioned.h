@@ -1,0 +1,59 @@
+/* meshbatch: Polylla on one triangulation split over the ranks (the polylla
+ * op's partitioned form; docs/architecture.md, "Partitioned Polylla"). */
+#ifndef MB_POLYLLA_PARTITIONED_H
+#define MB_POLYLLA_PARTITIONED_H
+
+#include <mpi.h>
+
+#include "mb_error.h"
+#include "mb_mesh.h"
+#include "mb_polylla.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What one rank did in a partitioned Polylla run. Times in ms. */
+typedef struct mb_polylla_rank_figures {
+  double owned;          /* triangles owned after partitioning */
+  double ghosts;         /* ghost triangles across the cut (the halo) */
+  double meshed;         /* triangles meshed here (owned regions, stitched ones whole) */
+  double polygons_local; /* polygons of regions that lie in this rank alone */
+  double polygons_stitched; /* polygons of regions that crossed the cut, made here */
+  double migrated;       /* triangles sent to the owner of their region */
+  double cc_rounds;      /* halo exchanges of the connected-components pass */
+  double bytes;          /* bytes sent + received, all phases */
+  double ms_distribute;  /* coordinates, dual graph, partition, triangles to owners */
+  double ms_label;       /* longest edges, halo exchange, frontier edges */
+  double ms_regions;     /* connected components of regions over the ranks */
+  double ms_stitch;      /* regions that cross the cut sent to their owner */
+  double ms_mesh;        /* Polylla on the rank's whole regions (the backend) */
+  double ms_output;      /* global heads, polygons to their rows of the output */
+} mb_polylla_rank_figures;
+
+/* Polylla on a triangulation held in slabs by the ranks of comm. On entry
+ * slab holds this rank's block of vertex rows and face rows of the input
+ * (kind triangulation2d, triangles, global vertex ids; the blocks follow
+ * one another in rank order). The triangles are partitioned on the dual
+ * graph (parmetis: ParMETIS on all ranks; else METIS on rank 0), every
+ * terminal-edge region that crosses the cut is moved whole to one rank,
+ * each rank runs the per-mesh backend (cuda: mb_polylla_cuda, else
+ * mb_polylla_cpu) on its whole regions, and the polygons are sent to
+ * their rows of the output. On return slab holds this rank's block of the
+ * output (kind polygons2d, the same vertex rows, the polygon rows
+ * [face_start, face_start + nf) of the canonical order of mb_polylla.h,
+ * field vertex_count, the attributes of a one-rank run with the global
+ * figures): the output is bitwise the one-rank output. fig (may be NULL)
+ * receives this rank's figures. opts may be NULL (defaults). Collective
+ * over comm; errors are agreed on every rank.
+ * Errors: MB_ERR_ARG (not a triangulation), MB_ERR_FORMAT (degenerate
+ * triangle, non-manifold edge, cycle of ties; the message names the
+ * triangle's row of the whole mesh), MB_ERR_MEMORY, MB_ERR_MPI, those of
+ * the partitioner and the backend. */
+mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_opts *opts,
+                                int cuda, mb_mesh_slab *slab, mb_polylla_rank_figures *fig);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
