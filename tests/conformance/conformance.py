@@ -153,6 +153,25 @@ def same(ref, out, rtol):
 NO_PARMETIS = "built without ParMETIS"
 
 
+def tip_fan_inputs(d):
+    """Eight triangles round vertex 0 whose spokes rise and fall once in
+    length: only the shortest spoke is a frontier edge, so vertex 0 is a
+    barrier-edge tip and that spoke its barrier edge (one region, two
+    polygons after the repair). Coordinates on a 1/64 grid. Run on 8 ranks,
+    each triangle gets a rank of its own (no more triangles than parts), so
+    every interior edge is cut, the barrier edge included."""
+    import math
+    rad = [10, 11, 12, 13, 14, 13.5, 12.5, 11.5]
+    xy = [(0.0, 0.0)] + [(round(64 * r * math.cos(math.pi * i / 4)) / 64,
+                          round(64 * r * math.sin(math.pi * i / 4)) / 64) for i, r in enumerate(rad)]
+    return [write_triangle(os.path.join(d, "tipfan.node"), xy,
+                           [(0, 1 + i, 1 + (i + 1) % 8) for i in range(8)])]
+
+
+OPS["polylla_tips"] = dict(inputs=tip_fan_inputs, stages="  - {op: polylla}\n", op="polylla",
+                           cuda_rtol=0)
+
+
 def partitioned(op):
     return "partitioned: yes" in run(["ops", op]).stdout
 
