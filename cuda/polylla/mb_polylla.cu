@@ -397,8 +397,8 @@ static void mb_pl_fill_stats(mb_polylla_stats *st, int64_t nt, int64_t npoly,
 }
 
 /* The pipeline; *poly is set only on success. */
-static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, mb_mesh **poly,
-                               mb_polylla_stats *st) {
+static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t **heads,
+                               mb_mesh **poly, mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
   const int64_t nv = tri->nv, nt = tri->nf;
   const int nh = (int)(3 * nt);
@@ -586,6 +586,16 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, mb_mesh
   MB_CHECK(o64[npoly] == nidx, MB_ERR_CUDA,
            "internal error: %lld polygon vertices for %lld frontier half-edges",
            (long long)o64[npoly], (long long)nidx);
+  if (heads) { /* the selected heads (in the twins' array, dead by now) */
+    std::vector<int> h((size_t)npoly);
+    MB_CALL_CUDA(cudaStreamSynchronize(s));
+    if (npoly)
+      MB_CALL_CUDA(cudaMemcpy(h.data(), d.twin.as<int>(), sizeof(int) * (size_t)npoly,
+                              cudaMemcpyDeviceToHost));
+    *heads = (int64_t *)malloc(sizeof(int64_t) * ((size_t)npoly + 1));
+    MB_CHECK(*heads, MB_ERR_MEMORY, "out of memory for %d polygon heads", npoly);
+    for (int p = 0; p < npoly; p++) (*heads)[p] = h[(size_t)p];
+  }
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
   if (getenv("MB_POLYLLA_TRACE"))
@@ -667,7 +677,8 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *o
              "(every face a triangle)",
              name, (long long)f, (long long)(fo[f + 1] - fo[f]));
   mb_error e =
-      mb_pl_cuda_run(tri, opts ? opts->ties : MB_POLYLLA_TIES_KEY, poly, stats);
+      mb_pl_cuda_run(tri, opts ? opts->ties : MB_POLYLLA_TIES_KEY, opts ? opts->heads : nullptr,
+                     poly, stats);
   if (e != MB_SUCCESS) {
     mb_error_trace(__FILE__, __LINE__, __func__);
     (void)cudaGetLastError(); /* leave no sticky launch error behind */

@@ -167,19 +167,25 @@ def check_tie_cycle(d, good):
         f.write(f"{len(pts)} 2 0 0\n" + "".join(f"{i} {x} {y}\n" for i, (x, y) in enumerate(pts)))
     with open(os.path.join(d, "fan.ele"), "w") as f:
         f.write(f"{len(tris)} 3 0\n" + "".join(f"{i} {a} {b} {c}\n" for i, (a, b, c) in enumerate(tris)))
-    for ties, code in (("corners", 1), ("key", 0)):
+    # the same on 2 ranks, partitioned: the message names the whole mesh's row
+    coll = os.path.join(d, "ties_in.h5")
+    run(["import", fan, good, "-o", coll])
+    for ties, code in (("corners", 1), ("key", 0), ("corners_partitioned", 1)):
         job = os.path.join(d, f"ties_{ties}.yaml")
+        split = ties.endswith("_partitioned")
         with open(job, "w") as f:
-            f.write(f"input:\n  - {fan}\n  - {good}\noutput: {d}/ties_{ties}.h5\n"
-                    f"backend: cpu\nstages:\n  - op: polylla\n    ties: {ties}\n")
+            f.write((f"input: {coll}\ndistribute: partitioned\n" if split else
+                     f"input:\n  - {fan}\n  - {good}\n") +
+                    f"output: {d}/ties_{ties}.h5\nbackend: cpu\nstages:\n"
+                    f"  - op: polylla\n    ties: {ties.split('_')[0]}\n")
         p = run(["run", job], np=2, expect=code)
         msg = "triangle 1 (0-based) and its neighbours form a cycle"
-        if (msg in p.stdout + p.stderr) != (ties == "corners"):
+        if (msg in p.stdout + p.stderr) != ties.startswith("corners"):
             fail(f"ties: {ties}: the message '{msg}' is {'missing' if code else 'there'}")
         import h5py
         with h5py.File(os.path.join(d, f"ties_{ties}.h5"), "r") as f:
             written = sorted(f["meshes"])
-        want = ["good"] if ties == "corners" else ["fan", "good"]
+        want = ["good"] if ties.startswith("corners") else ["fan", "good"]
         if written != want:
             fail(f"ties: {ties}: written datasets {written}, expected {want}")
     print("ties: corners refuses the cycle of ties with the triangle; ties: key meshes it")

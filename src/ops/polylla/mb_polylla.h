@@ -156,6 +156,11 @@ typedef enum mb_polylla_ties {
 /* Options of a Polylla run; NULL means all defaults (ties: key). */
 typedef struct mb_polylla_opts {
   mb_polylla_ties ties;
+  /* Optional output: where not NULL, *heads receives a new array (the
+   * caller frees it) of each output polygon's head, its smallest half-edge
+   * id 3 t + k (after orientation). The partitioned run maps them to the
+   * whole mesh's ids. */
+  int64_t **heads;
 } mb_polylla_opts;
 
 /* The error of a cycle of longest edges under ties: corners (mesh name,

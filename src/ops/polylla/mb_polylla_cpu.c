@@ -430,7 +430,7 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
  * shifted by one (the last target, the head's origin, goes first).
  * Visited half-edges get succ = -2. */
 static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t npoly, int64_t nidx,
-                                int64_t *offsets, int64_t *indices) {
+                                int64_t *offsets, int64_t *indices, int64_t *heads) {
   const int32_t nh = 3 * he->nt;
   int64_t p = 0, pos = 0;
   int ok = 1;
@@ -440,6 +440,7 @@ static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t np
       ok = 0;
       break;
     }
+    if (heads) heads[p] = h;
     offsets[p++] = pos;
     int64_t first = pos++;
     int32_t s = h;
@@ -495,6 +496,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   pl_link *link = NULL;
   int32_t *tips = NULL;
   double *counts = NULL;
+  int64_t *heads = NULL;
   mb_mesh *out = NULL;
   mb_polylla_stats st;
   memset(&st, 0, sizeof st);
@@ -547,11 +549,13 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   /* Traversal, second part: canonical polygons straight into the output. */
   t0 = now_ms();
   const int64_t npoly = (int64_t)nt - (nint - nnew), nidx = nfh + 2 * nnew;
+  if (opts && opts->heads) PL_ALLOC(heads, npoly);
   MB_CALL_GOTO(err, done, mb_mesh_create(name, tri->nv, npoly, nidx, &out));
   out->kind = MB_KIND_POLYGONS2D;
   out->index = tri->index;
   MB_CALL_GOTO(err, done,
-               canonical_sweep(&he, link, npoly, nidx, out->face_offsets, out->face_indices));
+               canonical_sweep(&he, link, npoly, nidx, out->face_offsets, out->face_indices,
+                               heads));
   st.ms_traversal += now_ms() - t0;
 
   /* Output: vertices, vertex_count, attributes. */
@@ -573,6 +577,10 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
                mb_attrs_setf(&out->attrs, "polygons_repaired", "%lld", (long long)nrep));
   *poly = out;
   out = NULL;
+  if (opts && opts->heads) {
+    *opts->heads = heads;
+    heads = NULL;
+  }
   st.ms_total = now_ms() - t_start;
   if (stats) *stats = st;
 
@@ -582,6 +590,7 @@ done:
   free(link);
   free(tips);
   free(counts);
+  free(heads);
   mb_mesh_free(out);
   return err;
 }

@@ -30,8 +30,10 @@
 #include "mb_polylla_partitioned.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "mb_faces.h"
 #include "mb_halfedge.h"
@@ -176,7 +178,13 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmeti
   *nboundary = nb;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nf, dest, sizeof *send, send, nowned,
                                               (void **)owned, NULL, &s->fig.bytes));
-  qsort(*owned, (size_t)*nowned, sizeof **owned, cmp_tri);
+  /* by source rank, each in its row order: the face blocks follow the ranks,
+   * so they arrive sorted by id */
+  for (int64_t i = 1; i < *nowned; i++)
+    if ((*owned)[i].gid <= (*owned)[i - 1].gid) {
+      qsort(*owned, (size_t)*nowned, sizeof **owned, cmp_tri);
+      break;
+    }
 done:
   free(vstarts); free(fstarts); free(nbr); free(ask); free(cxyz); free(part); free(nbr_part);
   free(send); free(dest);
@@ -311,73 +319,80 @@ done:
   return err;
 }
 
-/* mesh: the backend on whole regions (tri sorted by id); polygons with
- * their global heads (heads [poly->nf]) and global vertex ids. */
-static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_opts *opts,
-                        int cuda, mb_mesh **poly, int64_t **heads, mb_polylla_stats *st) {
+/* The backend names a triangle by its row in this rank's regions; name
+ * its row of the whole mesh instead ("triangle N (0-based)"). */
+static mb_error whole_mesh_words(mb_error err, const pp_tri *tri, int64_t n) {
+  const char *msg = mb_error_message(), *at = strstr(msg, "triangle ");
+  long long t = -1;
+  int used = 0;
+  if (!at || sscanf(at, "triangle %lld (0-based)%n", &t, &used) != 1 || used == 0 || t < 0 ||
+      t >= n)
+    return err;
+  char buf[2048];
+  snprintf(buf, sizeof buf, "%.*striangle %lld (0-based)%s", (int)(at - msg), msg,
+           (long long)tri[t].gid, at + used);
+  return mb_error_set(err, __FILE__, __LINE__, __func__, "%s", buf);
+}
+
+/* mesh: the backend on whole regions (tri sorted by id, nv_total vertices
+ * in the whole mesh); polygons with their global heads (heads [poly->nf])
+ * and global vertex ids. The local numbering keeps the global order of
+ * triangles and vertices, so every comparison of ids Polylla makes (keys of
+ * tied edges, the largest half-edge at a tip, heads) goes the same way. */
+static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, int64_t nv_total,
+                        const mb_polylla_opts *opts, int cuda, mb_mesh **poly, int64_t **heads,
+                        mb_polylla_stats *st) {
   mb_error err = MB_SUCCESS;
-  int64_t *vid = NULL, *keys = NULL;
+  const int64_t nw = nv_total / 64 + 1;
+  uint64_t *used = NULL;
+  int64_t *below = NULL, *vid = NULL;
   mb_mesh *sub = NULL;
-  mb_halfedge he = {0};
   *poly = NULL;
   *heads = NULL;
   memset(st, 0, sizeof *st);
   if (n == 0) return MB_SUCCESS;
-  vid = malloc(sizeof *vid * (size_t)(3 * n));
-  MB_CHECK(vid, MB_ERR_MEMORY, "out of memory for %lld triangles", (long long)n);
+  /* the vertices used, as a bit set over the global ids; local id = rank in it */
+  used = calloc((size_t)nw, sizeof *used);
+  below = malloc(sizeof *below * (size_t)(nw + 1));
+  MB_CHECK_GOTO(err, done, used && below, MB_ERR_MEMORY, "out of memory for %lld triangles",
+                (long long)n);
   for (int64_t i = 0; i < n; i++)
-    for (int k = 0; k < 3; k++) vid[3 * i + k] = tri[i].v[k];
-  qsort(vid, (size_t)(3 * n), sizeof *vid, cmp_i64);
-  int64_t nv = 0;
-  for (int64_t i = 0; i < 3 * n; i++)
-    if (nv == 0 || vid[i] != vid[nv - 1]) vid[nv++] = vid[i];
+    for (int k = 0; k < 3; k++) used[tri[i].v[k] >> 6] |= 1ull << (tri[i].v[k] & 63);
+  below[0] = 0;
+  for (int64_t w = 0; w < nw; w++) below[w + 1] = below[w] + __builtin_popcountll(used[w]);
+  const int64_t nv = below[nw];
+  vid = malloc(sizeof *vid * (size_t)nv);
+  MB_CHECK_GOTO(err, done, vid, MB_ERR_MEMORY, "out of memory for %lld vertices", (long long)nv);
+  for (int64_t w = 0, l = 0; w < nw; w++)
+    for (uint64_t b = used[w]; b; b &= b - 1) vid[l++] = 64 * w + __builtin_ctzll(b);
   /* the regions as one triangulation: vertices and triangles in id order */
   MB_CALL_GOTO(err, done, mb_mesh_create(s->name, nv, n, 3 * n, &sub));
   sub->kind = MB_KIND_TRIANGULATION2D;
   for (int64_t i = 0; i < n; i++) {
     sub->face_offsets[i + 1] = 3 * (i + 1);
     for (int k = 0; k < 3; k++) {
-      int64_t l = find_i64(vid, nv, tri[i].v[k]);
+      int64_t g = tri[i].v[k];
+      int64_t l = below[g >> 6] + __builtin_popcountll(used[g >> 6] & ((1ull << (g & 63)) - 1));
       sub->face_indices[3 * i + k] = l;
       sub->xyz[3 * l] = tri[i].xy[2 * k];
       sub->xyz[3 * l + 1] = tri[i].xy[2 * k + 1];
     }
   }
-  MB_CALL_GOTO(err, done, cuda ? mb_polylla_cuda(sub, opts, poly, st)
-                               : mb_polylla_cpu(sub, opts, poly, st));
-  /* heads: the half-edge from a polygon's first vertex to its second */
-  MB_CALL_GOTO(err, done, mb_halfedge_build(sub, &he));
-  const int64_t nh = 3 * n;
-  keys = malloc(sizeof *keys * (size_t)(2 * nh));
-  *heads = malloc(sizeof **heads * (size_t)((*poly)->nf + 1));
-  MB_CHECK_GOTO(err, done, keys && *heads, MB_ERR_MEMORY, "out of memory for %lld heads",
-                (long long)(*poly)->nf);
-  for (int64_t h = 0; h < nh; h++) { /* (origin, target) -> h, sorted */
-    keys[2 * h] = (int64_t)he.vert[h] * nv + he.vert[mb_he_next((int32_t)h)];
-    keys[2 * h + 1] = h;
+  mb_polylla_opts o = opts ? *opts : (mb_polylla_opts){0};
+  o.heads = heads;
+  err = cuda ? mb_polylla_cuda(sub, &o, poly, st) : mb_polylla_cpu(sub, &o, poly, st);
+  if (err) {
+    err = whole_mesh_words(err, tri, n);
+    goto done;
   }
-  qsort(keys, (size_t)nh, 2 * sizeof *keys, cmp_i64);
   const mb_mesh *p = *poly;
-  for (int64_t q = 0; q < p->nf; q++) {
-    int64_t a = p->face_indices[p->face_offsets[q]], b = p->face_indices[p->face_offsets[q] + 1];
-    int64_t key = a * nv + b, lo = 0, hi = nh - 1, h = -1;
-    while (lo <= hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (keys[2 * mid] == key) { h = keys[2 * mid + 1]; break; }
-      if (keys[2 * mid] < key) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    MB_CHECK_GOTO(err, done, h >= 0, MB_ERR_NUMERIC,
-                  "partitioned Polylla: polygon %lld has no head half-edge (internal error)",
-                  (long long)q);
-    (*heads)[q] = 3 * tri[h / 3].gid + h % 3;
-  }
+  for (int64_t q = 0; q < p->nf; q++) (*heads)[q] = 3 * tri[(*heads)[q] / 3].gid + (*heads)[q] % 3;
   for (int64_t k = 0; k < p->face_offsets[p->nf]; k++) p->face_indices[k] = vid[p->face_indices[k]];
 done:
-  mb_halfedge_free(&he);
   mb_mesh_free(sub);
+  free(used);
+  free(below);
   free(vid);
-  free(keys);
   if (err) {
     mb_mesh_free(*poly);
     *poly = NULL;
@@ -532,19 +547,20 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_op
                                               (void **)&got, NULL, &s.fig.bytes));
   PP_ALLOC(mine, nkeep + ngot);
   PP_AGREE("out of memory for the regions");
-  memcpy(mine, own, sizeof *mine * (size_t)nkeep);
-  memcpy(mine + nkeep, got, sizeof *mine * (size_t)ngot);
   const int64_t nmine = nkeep + ngot;
-  qsort(mine, (size_t)nmine, sizeof *mine, cmp_tri);
+  qsort(got, (size_t)ngot, sizeof *got, cmp_tri); /* the few that crossed, from many ranks */
+  for (int64_t i = 0, j = 0, k = 0; k < nmine; k++) /* merge: both sorted by id */
+    mine[k] = j == ngot || (i < nkeep && own[i].gid < got[j].gid) ? own[i++] : got[j++];
   s.fig.meshed = (double)nmine;
   double t3 = mb_wtime();
   s.fig.ms_stitch = 1e3 * (t3 - t2);
 
   /* mesh: the backend on whole regions */
-  err = pp_mesh(&s, mine, nmine, opts, cuda, &poly, &heads, &st);
+  err = pp_mesh(&s, mine, nmine, slab->nv, opts, cuda, &poly, &heads, &st);
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
   double t4 = mb_wtime();
   s.fig.ms_mesh = 1e3 * (t4 - t3);
+  s.fig.ms_phases = cuda ? st.ms_kernels : st.ms_label + st.ms_repair + st.ms_traversal;
   if (poly)
     for (int64_t q = 0; q < poly->nf; q++) {
       int64_t tri = heads[q] / 3, at = 0, lo = 0, hi = nmine - 1;
@@ -565,9 +581,41 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_op
   totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
   s.fig.ms_output = 1e3 * (mb_wtime() - t4);
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
   if (fig) *fig = s.fig;
 done:
   free(own); free(got); free(mine); free(go); free(region_owner); free(dest); free(heads);
   mb_mesh_free(poly);
   return err;
+}
+
+/* Per-rank figures of a partitioned run, gathered to rank 0 and logged
+ * there, one line per rank. Collective. */
+mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
+                                   const mb_polylla_rank_figures *fig) {
+  int rank, size;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  const int nv = (int)(sizeof *fig / sizeof(double));
+  double *all = rank == 0 ? malloc(sizeof *fig * (size_t)size) : NULL;
+  MB_CALL(mb_agree(comm, rank == 0 && !all ? mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__,
+                                                          __func__, "out of memory")
+                                           : MB_SUCCESS));
+  MB_CALL_MPI(MPI_Gather(fig, nv, MPI_DOUBLE, all, nv, MPI_DOUBLE, 0, comm));
+  if (rank == 0) {
+    mb_log(MB_LOG_NORMAL, "%s: partitioned Polylla per rank (times in ms)\n"
+           "  rank    owned   ghosts   meshed  migrated  polygons  stitched  cc-rounds  "
+           "exchanged  distribute   label  regions  stitch     mesh   output  peak RSS", name);
+    for (int r = 0; r < size; r++) {
+      const mb_polylla_rank_figures *f = (const mb_polylla_rank_figures *)all + r;
+      mb_log(MB_LOG_NORMAL, "  %4d %8.0f %8.0f %8.0f %9.0f %9.0f %9.0f %10.0f %8.2f MB %11.1f "
+             "%7.1f %8.1f %7.1f %8.1f %8.1f %6.0f MB", r, f->owned, f->ghosts, f->meshed,
+             f->migrated, f->polygons_local + f->polygons_stitched, f->polygons_stitched,
+             f->cc_rounds, f->bytes / 1e6, f->ms_distribute, f->ms_label, f->ms_regions,
+             f->ms_stitch, f->ms_mesh, f->ms_output, f->peak_rss_mb);
+    }
+  }
+  free(all);
+  return MB_SUCCESS;
 }

@@ -27,7 +27,9 @@ typedef struct mb_polylla_rank_figures {
   double ms_label;       /* longest edges, halo exchange, frontier edges */
   double ms_regions;     /* connected components of regions over the ranks */
   double ms_stitch;      /* regions that cross the cut sent to their owner */
-  double ms_mesh;        /* Polylla on the rank's whole regions (the backend) */
+  double ms_mesh;        /* Polylla on the rank's whole regions (the backend call) */
+  double ms_phases;      /* of which label + repair + traversal (CUDA: the kernels) */
+  double peak_rss_mb;    /* the process's peak resident memory so far, MB */
   double ms_output;      /* global heads, polygons to their rows of the output */
 } mb_polylla_rank_figures;
 
@@ -52,6 +54,15 @@ typedef struct mb_polylla_rank_figures {
  * the partitioner and the backend. */
 mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_opts *opts,
                                 int cuda, mb_mesh_slab *slab, mb_polylla_rank_figures *fig);
+
+/* Gather every rank's figures to rank 0 and log them there, a line per
+ * rank (MB_LOG_NORMAL). Collective. Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
+                                   const mb_polylla_rank_figures *fig);
+
+/* `meshbatch bench polylla ...` (mb_polylla_bench.c); argv[0] = "polylla".
+ * Collective over MPI_COMM_WORLD; returns the exit code. */
+int mb_polylla_bench(int argc, char **argv);
 
 #ifdef __cplusplus
 }
