@@ -136,11 +136,10 @@ static void test_op_rules(void **state) {
                "it (polylla) writes polygons2d");
   expect_error("other_op_key.yaml", HEAD "  - op: polylla\n    iterations: 3\n", MB_ERR_JOB,
                ":5: stages[0].iterations: only taubin stages take iterations (this stage is "
-               "polylla; its keys: op)");
-  expect_error("no_partitioned.yaml",
-               "input: a.node\noutput: b.h5\ndistribute: partitioned\nstages:\n  - op: polylla\n",
-               MB_ERR_JOB, ":3: distribute: stage 0 (polylla) runs per mesh only; use "
-               "distribute: per-mesh");
+               "polylla; its keys: op, ties)");
+  /* (every op runs partitioned today, so "runs per mesh only" has no case) */
+  expect_error("bad_ties.yaml", HEAD "  - op: polylla\n    ties: middle\n", MB_ERR_JOB,
+               ":5: stages[0].ties: 'middle' is not one of key, corners");
 }
 
 static void test_missing_keys(void **state) {
