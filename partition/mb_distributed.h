@@ -64,9 +64,11 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *global, const 
  * boundary flags match the whole mesh. Collective over comm. Errors (agreed
  * on every rank): MB_ERR_ARG (slabs not in rank order or not covering the
  * vertices), MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_UNSUPPORTED (no ParMETIS, or
- * depth other than 1: the patch holds the 1-ring only). */
+ * depth other than 1: the patch holds the 1-ring only). With blocks != 0
+ * step 2 is skipped: every rank owns the vertex rows of its slab (for rows
+ * already in spatial order; no ParMETIS needed). */
 mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab, int depth,
-                                         mb_distributed_mesh **dm);
+                                         int blocks, mb_distributed_mesh **dm);
 
 /* Send the owned positions back to the slab that holds their rows:
  * slab->rows->xyz receives the current positions of this rank's vertex rows

@@ -472,8 +472,17 @@ static mb_error build_domain(mb_distributed_mesh *dm, const slab_build *b) {
   return e;
 }
 
+/* blocks: every vertex of the slab stays with the rank that read it. */
+static mb_error block_partition(slab_build *b) {
+  const int64_t nlocal = b->slab->rows->nv;
+  b->block_part = malloc(sizeof *b->block_part * (size_t)(nlocal ? nlocal : 1));
+  mb_error e = b->block_part ? MB_SUCCESS : OOM();
+  for (int64_t i = 0; !e && i < nlocal; i++) b->block_part[i] = b->rank;
+  return mb_agree(b->comm, e);
+}
+
 mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab, int depth,
-                                         mb_distributed_mesh **out) {
+                                         int blocks, mb_distributed_mesh **out) {
   /* The patch holds the faces around the owned vertices: the 1-ring only. */
   MB_CHECK(depth == 1, MB_ERR_UNSUPPORTED, "partitioner: parmetis builds ghost depth 1 only "
            "(this op needs %d); use partitioner: metis", depth);
@@ -489,7 +498,7 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
   MB_CALL_GOTO(e, fail, mb_agree(comm, slab_vtxdist(dm, slab)));
   b.vtxdist = dm->vtxdist;
   t[0] = mb_wtime();
-  MB_CALL_GOTO(e, fail, partition_graph(&b));
+  MB_CALL_GOTO(e, fail, blocks ? block_partition(&b) : partition_graph(&b));
   t[1] = mb_wtime();
   MB_CALL_GOTO(e, fail, send_ownership(&b));
   MB_CALL_GOTO(e, fail, migrate_faces(&b));

@@ -116,11 +116,16 @@ mb_error mb_block_fetch(MPI_Comm comm, const int64_t *starts, size_t width, cons
   char *answer = NULL, *back = NULL;
   int64_t ngot = 0, nback = 0;
   int bad = !asks || !dest ? 1 : 0;
+  int64_t nask = 0; /* rows of other ranks; this rank's are copied at once */
   for (int64_t i = 0; !bad && i < n; i++) {
-    if (ids[i] < 0 || ids[i] >= starts[size]) bad = 2;
-    else {
-      asks[i] = (ask){ids[i], i};
-      dest[i] = mb_block_owner(starts, size, ids[i]);
+    if (ids[i] < 0 || ids[i] >= starts[size]) {
+      bad = 2;
+    } else if (ids[i] >= starts[rank] && ids[i] < starts[rank + 1]) {
+      memcpy((char *)out + width * (size_t)i,
+             (const char *)table + width * (size_t)(ids[i] - starts[rank]), width);
+    } else {
+      asks[nask] = (ask){ids[i], i};
+      dest[nask++] = mb_block_owner(starts, size, ids[i]);
     }
   }
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
@@ -130,7 +135,7 @@ mb_error mb_block_fetch(MPI_Comm comm, const int64_t *starts, size_t width, cons
                                 : "out of memory for a fetch of rows");
     goto done;
   }
-  MB_CALL_GOTO(err, done, mb_records_exchange(comm, n, dest, sizeof *asks, asks, &ngot,
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nask, dest, sizeof *asks, asks, &ngot,
                                               (void **)&got, &from, bytes));
   /* answer: the position it was asked for, then the row */
   const size_t w = sizeof(int64_t) + width;
@@ -190,14 +195,24 @@ mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *v
   MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nh, dest, sizeof *e, e, &ngot, (void **)&got,
                                               &from, bytes));
-  /* pair the half-edges of each vertex pair; answer each with its partner */
-  int64_t *order = malloc(sizeof *order * (size_t)(ngot ? ngot : 1));
+  /* pair the half-edges of each vertex pair; answer each with its partner.
+   * Sorted by a counting sort on the smaller vertex (this rank's block),
+   * then within each vertex's few edges by (hi, arrival). */
+  int rank;
+  MB_CALL_MPI_GOTO(err, done, MPI_Comm_rank(comm, &rank));
+  const int64_t v0 = vstarts[rank], nblock = vstarts[rank + 1] - v0;
+  int64_t *order = calloc((size_t)nblock + 2, sizeof *order);
   reply = malloc(sizeof *reply * (size_t)(ngot ? ngot : 1));
   edge_rec *sorted = malloc(sizeof *sorted * (size_t)(ngot ? ngot : 1));
   bad = !order || !reply || !sorted;
   if (!bad) {
-    for (int64_t i = 0; i < ngot; i++) sorted[i] = (edge_rec){got[i].lo, got[i].hi, i};
-    qsort(sorted, (size_t)ngot, sizeof *sorted, cmp_edge);
+    for (int64_t i = 0; i < ngot; i++) order[got[i].lo - v0 + 1]++;
+    for (int64_t v = 0; v < nblock; v++) order[v + 1] += order[v];
+    for (int64_t i = 0; i < ngot; i++) sorted[order[got[i].lo - v0]++] = (edge_rec){got[i].lo, got[i].hi, i};
+    for (int64_t v = 0; v < nblock; v++) { /* now order[v] ends vertex v's run */
+      int64_t b = v ? order[v - 1] : 0;
+      if (order[v] - b > 1) qsort(sorted + b, (size_t)(order[v] - b), sizeof *sorted, cmp_edge);
+    }
     for (int64_t i = 0; i < ngot;) {
       int64_t j = i;
       while (j < ngot && sorted[j].lo == sorted[i].lo && sorted[j].hi == sorted[i].hi) j++;
@@ -232,12 +247,54 @@ done:
   return err;
 }
 
+/* Relabel the parts so that each rank keeps as many of its block's faces
+ * as it can (greedy on the overlap counts, largest first): the partition's
+ * labels are arbitrary, and a good match moves fewer faces. Collective. */
+static mb_error match_parts_to_blocks(MPI_Comm comm, int size, int64_t nlocal, int32_t *part) {
+  int rank;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  int64_t *overlap = calloc((size_t)size * (size_t)size, sizeof *overlap); /* [part][rank] */
+  int32_t *label = malloc(sizeof *label * (size_t)size);
+  char *used_part = calloc((size_t)size, 1), *used_rank = calloc((size_t)size, 1);
+  int bad = !overlap || !label || !used_part || !used_rank;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  if (bad) {
+    free(overlap); free(label); free(used_part); free(used_rank);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for %d parts", size);
+  }
+  for (int64_t f = 0; f < nlocal; f++) overlap[(size_t)part[f] * (size_t)size + (size_t)rank]++;
+  mb_error err = MB_SUCCESS;
+  if (MPI_Allreduce(MPI_IN_PLACE, overlap, size * size, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
+    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allreduce failed");
+  for (int k = 0; !err && k < size; k++) { /* the same on every rank: deterministic */
+    int64_t best = -1;
+    int bp = 0, br = 0;
+    for (int p = 0; p < size; p++)
+      for (int r = 0; !used_part[p] && r < size; r++)
+        if (!used_rank[r] && overlap[(size_t)p * (size_t)size + (size_t)r] > best) {
+          best = overlap[(size_t)p * (size_t)size + (size_t)r];
+          bp = p;
+          br = r;
+        }
+    used_part[bp] = used_rank[br] = 1;
+    label[bp] = br;
+  }
+  for (int64_t f = 0; !err && f < nlocal; f++) part[f] = label[part[f]];
+  free(overlap); free(label); free(used_part); free(used_rank);
+  return err;
+}
+
 mb_error mb_faces_partition(MPI_Comm comm, const int64_t *fstarts, const int64_t *nbr,
-                            int parmetis, int32_t *part, double *bytes) {
+                            mb_partitioner partitioner, int32_t *part, double *bytes) {
   int size, rank;
   MB_CALL_MPI(MPI_Comm_size(comm, &size));
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   const int64_t nlocal = fstarts[rank + 1] - fstarts[rank], ntotal = fstarts[size];
+  if (partitioner == MB_PARTITIONER_BLOCKS) {
+    for (int64_t f = 0; f < nlocal; f++) part[f] = rank;
+    return MB_SUCCESS;
+  }
+  const int parmetis = partitioner == MB_PARTITIONER_PARMETIS;
   mb_error err = MB_SUCCESS;
   int64_t *xadj = malloc(sizeof *xadj * (size_t)(nlocal + 1));
   int64_t *adjncy = malloc(sizeof *adjncy * (size_t)(3 * nlocal + 1));
@@ -253,6 +310,7 @@ mb_error mb_faces_partition(MPI_Comm comm, const int64_t *fstarts, const int64_t
   MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
   if (parmetis) {
     err = mb_partition_parmetis(comm, fstarts, xadj, adjncy, size, part);
+    if (!err) err = match_parts_to_blocks(comm, size, nlocal, part);
     goto done;
   }
   /* METIS on rank 0: gather the rows (degree per face, then neighbours) */
@@ -307,6 +365,7 @@ mb_error mb_faces_partition(MPI_Comm comm, const int64_t *fstarts, const int64_t
   MB_CALL_GOTO(err, metis_done, mb_agree(comm, err));
   MB_CALL_MPI_GOTO(err, metis_done, MPI_Scatterv(all_part, fcnt, fdispl, MPI_INT32_T, part,
                                                  (int)nlocal, MPI_INT32_T, 0, comm));
+  MB_CALL_GOTO(err, metis_done, match_parts_to_blocks(comm, size, nlocal, part));
 metis_done:
   free(cnt); free(displ); free(fcnt); free(fdispl); free(deg); free(all_deg); free(all_adj);
   free(all_part); free(g.row);

@@ -28,6 +28,7 @@
 
 #include "mb_error.h"
 #include "mb_mesh.h"
+#include "mb_op.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,14 +76,18 @@ mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *v
 /* Partition the triangles on the dual graph into size parts, one per rank:
  * fstarts [size + 1] splits the face rows, nbr [3 * nlocal] is
  * mb_faces_dual's, part [nlocal] receives the owner of each local face.
- * parmetis: ParMETIS (PT-Scotch) on all ranks, no rank sees the graph;
- * else METIS k-way on rank 0 with the graph gathered there (the metis
- * partitioner, where every rank has read the mesh anyway). Unit weights;
+ * MB_PARTITIONER_PARMETIS: ParMETIS (PT-Scotch) on all ranks, no rank sees
+ * the graph; MB_PARTITIONER_METIS: METIS k-way on rank 0 with the graph
+ * gathered there (where every rank has read the mesh anyway);
+ * MB_PARTITIONER_BLOCKS: every face stays on its rank (nbr unused). The
+ * METIS and ParMETIS parts are
+ * then renamed so that each rank keeps as much of its own block as it can
+ * (greedy on the overlap counts). Unit weights;
  * Karypis & Kumar 1998 (METIS), 1996 (ParMETIS). Collective. Errors
  * (agreed): those of mb_partition_metis / mb_partition_parmetis,
  * MB_ERR_MEMORY, MB_ERR_MPI. */
 mb_error mb_faces_partition(MPI_Comm comm, const int64_t *fstarts, const int64_t *nbr,
-                            int parmetis, int32_t *part, double *bytes);
+                            mb_partitioner partitioner, int32_t *part, double *bytes);
 
 #ifdef __cplusplus
 }

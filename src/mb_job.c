@@ -334,7 +334,8 @@ typedef struct yaml_job {
 static const cyaml_strval_t job_distribute_names[] = {
     {"per-mesh", MB_DISTRIBUTE_PER_MESH}, {"partitioned", MB_DISTRIBUTE_PARTITIONED}};
 static const cyaml_strval_t job_partitioner_names[] = {{"metis", MB_PARTITIONER_METIS},
-                                                       {"parmetis", MB_PARTITIONER_PARMETIS}};
+                                                       {"parmetis", MB_PARTITIONER_PARMETIS},
+                                                       {"blocks", MB_PARTITIONER_BLOCKS}};
 static const cyaml_strval_t job_halo_names[] = {
     {"auto", MB_HALO_AUTO}, {"mpi", MB_HALO_MPI}, {"nccl", MB_HALO_NCCL}};
 static const cyaml_strval_t job_schedule_names[] = {{"static", MB_SCHEDULE_STATIC},
@@ -842,10 +843,13 @@ static mb_error job_build(const job_ctx *c, const yaml_job *y, mb_job *job) {
   MB_CALL(job_paths(c, y, job));
   job->distribute = y->distribute ? *y->distribute : MB_DISTRIBUTE_PER_MESH;
   job->partitioner = y->partitioner ? *y->partitioner : MB_PARTITIONER_METIS;
-  if (job->partitioner == MB_PARTITIONER_PARMETIS && job->partition)
+  if (job->partitioner != MB_PARTITIONER_METIS && job->partition)
     return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "partitioner"), "partitioner",
-                    "parmetis computes the partition in parallel; it cannot be combined with "
-                    "'partition' (drop one of the two keys)");
+                    "%s", job->partitioner == MB_PARTITIONER_PARMETIS
+                    ? "parmetis computes the partition in parallel; it cannot be combined with "
+                      "'partition' (drop one of the two keys)"
+                    : "blocks takes the blocks of rows as the partition; it cannot be combined "
+                      "with 'partition' (drop one of the two keys)");
   job->halo = y->halo ? *y->halo : MB_HALO_AUTO;
   job->schedule = y->schedule ? *y->schedule : MB_SCHEDULE_STATIC;
   job->backend = y->backend ? *y->backend : MB_BACKEND_AUTO;

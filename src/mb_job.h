@@ -18,7 +18,6 @@ extern "C" {
 #endif
 
 typedef enum mb_distribute { MB_DISTRIBUTE_PER_MESH = 0, MB_DISTRIBUTE_PARTITIONED = 1 } mb_distribute;
-typedef enum mb_partitioner { MB_PARTITIONER_METIS = 0, MB_PARTITIONER_PARMETIS = 1 } mb_partitioner;
 typedef enum mb_schedule { MB_SCHEDULE_STATIC = 0, MB_SCHEDULE_DYNAMIC = 1 } mb_schedule;
 
 typedef struct mb_job {
@@ -31,7 +30,8 @@ typedef struct mb_job {
                             `meshbatch partition` to reuse, or NULL (owned) */
   mb_distribute distribute;
   mb_partitioner partitioner; /* partitioned runs: METIS on rank 0 (every rank reads the
-                            whole mesh) or ParMETIS (every rank reads a slab) */
+                            whole mesh), ParMETIS (every rank reads a slab) or blocks
+                            of rows (no graph partitioning) */
   mb_halo_transport halo; /* partitioned runs on GPUs: MPI, NCCL or auto */
   mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
   mb_backend_kind backend;

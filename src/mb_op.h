@@ -30,6 +30,16 @@ typedef enum mb_backend_kind { MB_BACKEND_AUTO = 0, MB_BACKEND_CPU = 1, MB_BACKE
 /* Index of a resolved backend in mb_op_info's entry-point tables. */
 enum { MB_BACKEND_SLOT_CPU = 0, MB_BACKEND_SLOT_CUDA = 1, MB_NBACKENDS = 2 };
 
+/* How a partitioned run splits a mesh (job key `partitioner`): METIS on
+ * rank 0 (every rank reads the whole mesh), ParMETIS on all ranks (each
+ * reads a slab of rows), or the slabs themselves: contiguous blocks of rows,
+ * no graph partitioning (for rows already in spatial order). */
+typedef enum mb_partitioner {
+  MB_PARTITIONER_METIS = 0,
+  MB_PARTITIONER_PARMETIS = 1,
+  MB_PARTITIONER_BLOCKS = 2
+} mb_partitioner;
+
 /* The GPU working precision of a job (the CPU always computes in float64). */
 typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
 
@@ -85,7 +95,7 @@ typedef struct mb_op_ctx {
   int halo;                         /* partitioned GPU runs: mb_halo_transport */
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
   MPI_Comm comm;                    /* partitioned runs: the ranks sharing the mesh */
-  int parmetis;                     /* partitioned runs: 1 partitioner parmetis, 0 metis */
+  mb_partitioner partitioner;       /* partitioned runs */
 } mb_op_ctx;
 
 /* Run consecutive stages (all of ops sharing this entry point) on one
@@ -102,7 +112,7 @@ typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stag
 
 /* Run consecutive stages on a mesh split over the ranks of ctx->comm by
  * its faces, for ops whose unit of work is the face (they partition the
- * dual graph themselves, with ctx->parmetis choosing ParMETIS or METIS).
+ * dual graph themselves, as ctx->partitioner says).
  * On entry *slab holds this rank's block of rows of the input (no rank
  * holds the whole mesh); on return this rank's block of rows of the output
  * in the output's order (slab->rows replaced, the old one freed), which

@@ -329,10 +329,21 @@ static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t 
   *count = n * (st->rank + 1) / st->size - *first;
 }
 
-/* partitioner: metis. Every rank reads the whole mesh (parallel reads of
- * the same file) and rank 0 partitions it with METIS (or takes the job's
- * partition file); the processed values go back to each rank's block of
- * rows for the collective write. */
+/* Parts of the vertex blocks [nv * r / size, nv * (r + 1) / size): the
+ * blocks partitioner on a mesh every rank holds. */
+static mb_error block_parts(const rank_state *st, int64_t nv, int32_t **part) {
+  *part = malloc(sizeof **part * (size_t)(nv ? nv : 1));
+  MB_CHECK(*part, MB_ERR_MEMORY, "out of memory for %lld vertex parts", (long long)nv);
+  for (int r = 0; r < st->size; r++)
+    for (int64_t v = nv * r / st->size; v < nv * (r + 1) / st->size; v++) (*part)[v] = r;
+  return MB_SUCCESS;
+}
+
+/* partitioner: metis (or blocks on a mesh file). Every rank reads the
+ * whole mesh (parallel reads of the same file) and rank 0 partitions it
+ * with METIS (or takes the job's partition file, or the blocks); the
+ * processed values go back to each rank's block of rows for the collective
+ * write. */
 static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
                                 mb_distributed_mesh **dm) {
   mb_mesh *m = NULL;
@@ -340,7 +351,9 @@ static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
   int32_t *part = NULL;
   mb_error e = mb_inputs_read(st->inputs, s, &m);
   if (!e) e = mb_adjacency_build(m, &adj);
-  if (!e && st->rank == 0) e = partition_from_file(st, m, &part);
+  if (!e && st->rank == 0)
+    e = st->job->partitioner == MB_PARTITIONER_BLOCKS ? block_parts(st, m->nv, &part)
+                                                      : partition_from_file(st, m, &part);
   MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
   MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, ghost_depth(st->job),
                                               dm));
@@ -355,12 +368,15 @@ done:
   return e;
 }
 
-/* partitioner: parmetis. No rank reads the whole mesh: each reads its block
- * of 1/N of the vertex and face rows from the collection by hyperslab,
- * ParMETIS partitions the distributed graph and faces and vertices migrate
- * to their owners (mb_distributed_create_from_slab). */
-static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                mb_distributed_mesh **dm) {
+/* Whether source s is a dataset of a collection (readable by slabs). */
+static int from_collection(const rank_state *st, int64_t s) {
+  return st->inputs->sources[s].collection >= 0;
+}
+
+/* This rank's block of 1/N of the vertex rows and 1/N of the face rows of
+ * source s, by hyperslab from its collection: no rank reads the whole
+ * mesh. Collective; errors agreed. */
+static mb_error read_block(rank_state *st, int64_t s, mb_mesh_slab *slab) {
   const mb_source *src = &st->inputs->sources[s];
   MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
   MB_CHECK(src->collection >= 0, MB_ERR_ARG,
@@ -378,54 +394,54 @@ static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
   mb_log(MB_LOG_VERBOSE, "[rank %d] %s: read vertex rows [%lld, %lld) of %lld, face rows "
          "[%lld, %lld) of %lld", st->rank, src->name, (long long)v0, (long long)(v0 + nvrows),
          (long long)info->nv, (long long)f0, (long long)(f0 + nfrows), (long long)info->nf);
-  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, ghost_depth(st->job), dm));
   return MB_SUCCESS;
 }
 
-/* Run the stages on one mesh split over all ranks: partition, run each
- * group of stages on the owned vertices with a halo exchange per step, and
- * return the values to this rank's slab of rows, which it writes with the
- * others. */
+/* The same block of rows cut from the whole mesh, which every rank reads
+ * (a mesh file, or partitioner: metis). Collective; errors agreed. */
+static mb_error read_whole_keep_block(rank_state *st, int64_t s, mb_mesh_slab *slab) {
+  mb_mesh *m = NULL;
+  mb_error e = mb_inputs_read(st->inputs, s, &m);
+  if (!e) e = fit_kind(st, m);
+  if (!e) {
+    int64_t v0, nvrows, f0, nfrows;
+    block_rows(st, m->nv, &v0, &nvrows);
+    block_rows(st, m->nf, &f0, &nfrows);
+    e = mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab);
+  }
+  mb_mesh_free(m);
+  MB_CALL(mb_agree(st->comm, e));
+  slab->rows->index = s;
+  return MB_SUCCESS;
+}
+
+/* partitioner: parmetis, or blocks on a collection. No rank reads the
+ * whole mesh: each reads its block of rows by hyperslab, and ParMETIS
+ * partitions the distributed graph (or the blocks are the parts); faces
+ * and vertices migrate to their owners (mb_distributed_create_from_slab). */
+static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
+                                mb_distributed_mesh **dm) {
+  MB_CALL(read_block(st, s, slab));
+  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, ghost_depth(st->job),
+                                          st->job->partitioner == MB_PARTITIONER_BLOCKS, dm));
+  return MB_SUCCESS;
+}
+
 /* Ops split by faces (mb_op_info.run_faces): this rank's block of rows
- * (partitioner: metis reads the whole mesh on every rank and keeps its
- * block; parmetis reads the block by hyperslab), then the op, which
+ * (read by hyperslab where the partitioner allows and the input is a
+ * collection, else cut from the whole mesh), then the op, which
  * partitions the faces itself and returns its block of the output. */
 static mb_error process_faces(rank_state *st, int64_t s, mb_mesh_slab *slab,
                               mb_pass_timing *t) {
   const mb_job *job = st->job;
   mb_error e = MB_SUCCESS;
-  if (job->partitioner == MB_PARTITIONER_PARMETIS) {
-    const mb_source *src = &st->inputs->sources[s];
-    MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
-    MB_CHECK(src->collection >= 0, MB_ERR_ARG,
-             "%s: partitioner: parmetis reads meshes from an HDF5 collection by slabs, and "
-             "this is a mesh file (convert it first with meshbatch import, or use "
-             "partitioner: metis)",
-             src->path);
-    mb_collection *c = st->inputs->collections[src->collection];
-    const mb_mesh_info *info = mb_collection_info(c, src->entry);
-    int64_t v0, nvrows, f0, nfrows;
-    block_rows(st, info->nv, &v0, &nvrows);
-    block_rows(st, info->nf, &f0, &nfrows);
-    e = mb_collection_read_slab(c, src->entry, v0, nvrows, f0, nfrows, slab);
-    MB_CALL(mb_agree(st->comm, e));
-  } else {
-    mb_mesh *m = NULL;
-    e = mb_inputs_read(st->inputs, s, &m);
-    if (!e) e = fit_kind(st, m);
-    if (!e) {
-      int64_t v0, nvrows, f0, nfrows;
-      block_rows(st, m->nv, &v0, &nvrows);
-      block_rows(st, m->nf, &f0, &nfrows);
-      e = mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab);
-    }
-    mb_mesh_free(m);
-    MB_CALL(mb_agree(st->comm, e));
-  }
-  slab->rows->index = s;
+  if (job->partitioner == MB_PARTITIONER_PARMETIS ||
+      (job->partitioner == MB_PARTITIONER_BLOCKS && from_collection(st, s)))
+    MB_CALL(read_block(st, s, slab));
+  else
+    MB_CALL(read_whole_keep_block(st, s, slab));
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .comm = st->comm,
-                         .parmetis = job->partitioner == MB_PARTITIONER_PARMETIS};
+                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
   for (int k = 0; !e && k < job->nstages;) {
     mb_op_run_faces_fn fn = mb_op_run_faces_for(job->stages[k].op, &st->backend);
     MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no partitioned form on the %s backend",
@@ -444,7 +460,8 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
                                     mb_pass_timing *t) {
   if (mb_op_partitioned(st->job->stages[0].op) == 2) return process_faces(st, s, slab, t);
   mb_distributed_mesh *dm = NULL;
-  mb_error e = st->job->partitioner == MB_PARTITIONER_PARMETIS
+  const mb_partitioner p = st->job->partitioner;
+  mb_error e = p == MB_PARTITIONER_PARMETIS || (p == MB_PARTITIONER_BLOCKS && from_collection(st, s))
                    ? partition_slabs(st, s, slab, &dm)
                    : partition_whole(st, s, slab, &dm);
   if (e) return e;

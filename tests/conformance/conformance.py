@@ -9,9 +9,9 @@ stages to run. Everything else comes from the op registry (`meshbatch ops`
 says whether the op runs partitioned). The reference is the CPU backend,
 per-mesh, on one rank. Checked on N ranks with the chosen backend:
 per-mesh with the static and the dynamic schedule and, where the op has a
-partitioned form, distribute: partitioned with partitioner: metis and with
-partitioner: parmetis (skipped, with a message, where meshbatch was built
-without ParMETIS). The CPU must match bit for bit; the CUDA backend bit for
+partitioned form, distribute: partitioned with partitioner: metis, blocks
+and parmetis (skipped, with a message, where meshbatch was built without
+ParMETIS). The CPU must match bit for bit; the CUDA backend bit for
 bit or within the op's stated tolerance. Outputs
 are compared dataset by dataset with h5py where it is installed, else with
 `meshbatch compare` (kinds, faces and face fields bitwise, vertices within
@@ -206,7 +206,8 @@ def main():
     runs = [("static", {}), ("dynamic", {"schedule": "dynamic"})]
     if partitioned(t["op"]):
         runs += [("partitioned_metis", {"distribute": "partitioned", "partitioner": "metis"}),
-                 ("partitioned_parmetis", {"distribute": "partitioned", "partitioner": "parmetis"})]
+                 ("partitioned_parmetis", {"distribute": "partitioned", "partitioner": "parmetis"}),
+                 ("partitioned_blocks", {"distribute": "partitioned", "partitioner": "blocks"})]
     done, skipped = [], []
     for name, keys in runs:
         p = run(["run", job(name, a.backend, **keys)], np=a.np, expect=None)

@@ -40,7 +40,7 @@ static const char polylla_bench_help[] =
     "(how a caller that keeps GPU-ready arrays runs it); both give the same polygons.\n"
     "Defaults: backend both (cuda where a device is present), warmup 2, repeats 5.\n\n"
     "With --distribute partitioned (under mpirun -np N) it times partitioned\n"
-    "Polylla (--partitioner metis|parmetis, default metis) on the backend\n"
+    "Polylla (--partitioner metis|parmetis|blocks, default metis) on the backend\n"
     "(cpu, or cuda with one GPU per rank), with the one-rank baseline in the same\n"
     "run: rank 0 alone on the whole triangulation while the other ranks sleep\n"
     "(not spinning in MPI). Every rank makes the input and keeps its block of\n"
@@ -54,7 +54,8 @@ typedef struct bench_opts {
   const char *input, *only;
   int cpu, cuda;
   int64_t warmup, repeats;
-  int partitioned, parmetis;
+  int partitioned;
+  mb_partitioner partitioner;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -72,8 +73,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->partitioned = !strcmp(v, "partitioned");
       bad = !o->partitioned && strcmp(v, "per-mesh");
     } else if (!strcmp(a, "--partitioner") && v) {
-      o->parmetis = !strcmp(v, "parmetis");
-      bad = !o->parmetis && strcmp(v, "metis");
+      o->partitioner = !strcmp(v, "parmetis") ? MB_PARTITIONER_PARMETIS
+                       : !strcmp(v, "blocks") ? MB_PARTITIONER_BLOCKS : MB_PARTITIONER_METIS;
+      bad = o->partitioner == MB_PARTITIONER_METIS && strcmp(v, "metis");
     } else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
     else if (a[0] != '-' && !o->input) { o->input = a; continue; }
@@ -257,7 +259,7 @@ static mb_error bench_partitioned_backend(const bench_opts *o, const mb_mesh *tr
     MB_CALL(mb_agree(comm, e));
     MB_CALL_MPI(MPI_Barrier(comm));
     double t0 = mb_wtime();
-    e = mb_polylla_partitioned(comm, o->parmetis, NULL, cuda, &s, &fig);
+    e = mb_polylla_partitioned(comm, o->partitioner, NULL, cuda, &s, &fig);
     double t = 1e3 * (mb_wtime() - t0), ph = fig.ms_phases;
     mb_mesh_free(s.rows);
     MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
@@ -271,7 +273,8 @@ static mb_error bench_partitioned_backend(const bench_opts *o, const mb_mesh *tr
     double b1 = median_of(base_phases + o->warmup, nr), b2 = median_of(base_total + o->warmup, nr);
     double p1 = median_of(part_phases + o->warmup, nr), p2 = median_of(part_total + o->warmup, nr);
     printf("%s, %s partitioner, median of %d (after %d warm-up):\n", cuda ? "cuda" : "cpu",
-           o->parmetis ? "parmetis" : "metis", nr, (int)o->warmup);
+           o->partitioner == MB_PARTITIONER_PARMETIS ? "parmetis"
+           : o->partitioner == MB_PARTITIONER_BLOCKS ? "blocks" : "metis", nr, (int)o->warmup);
     printf("  meshing phases (%s): 1 rank %.2f ms, %d ranks %.2f ms (slowest rank): speed-up "
            "%.2f, efficiency %.2f\n",
            cuda ? "label + repair + traversal kernels" : "label + repair + traversal", b1, size,

@@ -66,7 +66,7 @@ static mb_error polylla_run_faces(const mb_op_ctx *ctx, const mb_stage *stages, 
   (void)n;
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   mb_polylla_rank_figures fig = {0};
-  MB_CALL(mb_polylla_partitioned(ctx->comm, ctx->parmetis, &o, cuda, slab, &fig));
+  MB_CALL(mb_polylla_partitioned(ctx->comm, ctx->partitioner, &o, cuda, slab, &fig));
   return mb_polylla_figures_report(ctx->comm, slab->rows->name, &fig);
 }
 

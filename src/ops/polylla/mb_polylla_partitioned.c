@@ -110,7 +110,7 @@ typedef struct pp_state {
 } pp_state;
 
 /* distribute: this rank's owned triangles, by global id. */
-static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmetis,
+static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitioner partitioner,
                               pp_tri **owned, int64_t *nowned, int64_t *nboundary) {
   MPI_Comm comm = s->comm;
   const mb_mesh *m = slab->rows;
@@ -132,6 +132,7 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmeti
   PP_ALLOC(send, nf);
   PP_ALLOC(dest, nf);
   PP_AGREE("out of memory for the partitioned triangulation");
+  double tc0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->vertex_start, m->nv, vstarts));
   MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->face_start, nf, fstarts));
   MB_CALL_GOTO(err, done, mb_block_fetch(comm, vstarts, 3 * sizeof(double), m->xyz, 3 * nf,
@@ -152,8 +153,11 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmeti
                 "mesh '%s': triangle %lld (0-based) is degenerate: zero area (collinear or "
                 "repeated vertices)",
                 s->name, (long long)degenerate);
+  double tr0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_dual(comm, slab, vstarts, nbr, &s->fig.bytes));
-  MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, parmetis, part, &s->fig.bytes));
+  double tr1 = mb_wtime();
+  MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, partitioner, part, &s->fig.bytes));
+  double tr2 = mb_wtime();
   /* the owners of the neighbours */
   int64_t nask = 0;
   for (int64_t h = 0; h < 3 * nf; h++)
@@ -176,8 +180,13 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, int parmeti
     dest[f] = part[f];
   }
   *nboundary = nb;
+  double tr3 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nf, dest, sizeof *send, send, nowned,
                                               (void **)owned, NULL, &s->fig.bytes));
+  if (getenv("MB_POLYLLA_TRACE"))
+    fprintf(stderr, "[rank %d] distribute: coordinates %.1f ms, dual graph %.1f ms, partition "
+            "%.1f ms, neighbour owners %.1f ms, to owners %.1f ms\n", s->rank, 1e3 * (tr0 - tc0),
+            1e3 * (tr1 - tr0), 1e3 * (tr2 - tr1), 1e3 * (tr3 - tr2), 1e3 * (mb_wtime() - tr3));
   /* by source rank, each in its row order: the face blocks follow the ranks,
    * so they arrive sorted by id */
   for (int64_t i = 1; i < *nowned; i++)
@@ -488,8 +497,9 @@ done:
   return err;
 }
 
-mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_opts *opts,
-                                int cuda, mb_mesh_slab *slab, mb_polylla_rank_figures *fig) {
+mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
+                                const mb_polylla_opts *opts, int cuda, mb_mesh_slab *slab,
+                                mb_polylla_rank_figures *fig) {
   pp_state s = {.comm = comm, .ties = opts ? opts->ties : MB_POLYLLA_TIES_KEY};
   MB_CALL_MPI(MPI_Comm_rank(comm, &s.rank));
   MB_CALL_MPI(MPI_Comm_size(comm, &s.size));
@@ -519,7 +529,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_op
   mb_mesh *poly = NULL;
   mb_polylla_stats st;
   double t0 = mb_wtime();
-  MB_CALL_GOTO(err, done, pp_distribute(&s, slab, parmetis, &own, &nown, &nboundary));
+  MB_CALL_GOTO(err, done, pp_distribute(&s, slab, partitioner, &own, &nown, &nboundary));
   s.fig.owned = (double)nown;
   double t1 = mb_wtime();
   s.fig.ms_distribute = 1e3 * (t1 - t0);

@@ -7,6 +7,7 @@
 
 #include "mb_error.h"
 #include "mb_mesh.h"
+#include "mb_op.h"
 #include "mb_polylla.h"
 
 #ifdef __cplusplus
@@ -37,7 +38,8 @@ typedef struct mb_polylla_rank_figures {
  * slab holds this rank's block of vertex rows and face rows of the input
  * (kind triangulation2d, triangles, global vertex ids; the blocks follow
  * one another in rank order). The triangles are partitioned on the dual
- * graph (parmetis: ParMETIS on all ranks; else METIS on rank 0), every
+ * graph (mb_faces_partition: ParMETIS on all ranks, METIS on rank 0, or
+ * the blocks of rows as they are), every
  * terminal-edge region that crosses the cut is moved whole to one rank,
  * each rank runs the per-mesh backend (cuda: mb_polylla_cuda, else
  * mb_polylla_cpu) on its whole regions, and the polygons are sent to
@@ -52,8 +54,9 @@ typedef struct mb_polylla_rank_figures {
  * triangle, non-manifold edge, cycle of ties; the message names the
  * triangle's row of the whole mesh), MB_ERR_MEMORY, MB_ERR_MPI, those of
  * the partitioner and the backend. */
-mb_error mb_polylla_partitioned(MPI_Comm comm, int parmetis, const mb_polylla_opts *opts,
-                                int cuda, mb_mesh_slab *slab, mb_polylla_rank_figures *fig);
+mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
+                                const mb_polylla_opts *opts, int cuda, mb_mesh_slab *slab,
+                                mb_polylla_rank_figures *fig);
 
 /* Gather every rank's figures to rank 0 and log them there, a line per
  * rank (MB_LOG_NORMAL). Collective. Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
