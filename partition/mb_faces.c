@@ -91,7 +91,10 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
   for (int r = 0; r < size; r++)
     for (int64_t k = rdispl[r] / (int64_t)width; k < (rdispl[r] + rcount[r]) / (int64_t)width; k++)
       src[k] = r;
-  if (bytes) *bytes += (double)(n * (int64_t)width + rtotal);
+  int me;
+  MB_CALL_MPI_GOTO(err, done, MPI_Comm_rank(comm, &me));
+  if (bytes) /* to and from other ranks: a rank's records to itself are copied */
+    *bytes += (double)(scount ? (n * (int64_t)width - scount[me]) + (rtotal - rcount[me]) : 0);
   *recv = rbuf;
   rbuf = NULL;
   if (from) {

@@ -47,7 +47,7 @@ int mb_block_owner(const int64_t *starts, int size, int64_t g);
  * the *nrecv records sent to this rank, by source rank, each source's in
  * its send order; from[] (may be NULL; else malloc'd [*nrecv], owned by the
  * caller) the source rank of each. *bytes (may be NULL) adds the bytes this
- * rank sent and received. Collective (MPI_Alltoall + MPI_Alltoallv).
+ * rank sent to and received from other ranks. Collective (MPI_Alltoall + MPI_Alltoallv).
  * Errors: MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_ARG (a message over INT_MAX
  * bytes). */
 mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t width,
