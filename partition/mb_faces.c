@@ -37,32 +37,36 @@ int mb_block_owner(const int64_t *starts, int size, int64_t g) {
 mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t width,
                              const void *recs, int64_t *nrecv, void **recv, int **from,
                              double *bytes) {
-  int size;
+  int size, me;
   MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  MB_CALL_MPI(MPI_Comm_rank(comm, &me));
   mb_error err = MB_SUCCESS;
+  /* counts and displacements in records of one contiguous datatype, so a
+   * message may exceed INT_MAX bytes (up to INT_MAX records in all) */
+  MPI_Datatype rec = MPI_DATATYPE_NULL;
   int *scount = calloc((size_t)size, sizeof *scount), *rcount = calloc((size_t)size, sizeof *rcount);
   int *sdispl = calloc((size_t)size + 1, sizeof *sdispl), *rdispl = calloc((size_t)size + 1, sizeof *rdispl);
-  int64_t *cnt = calloc((size_t)size + 1, sizeof *cnt), *pos = calloc((size_t)size + 1, sizeof *pos);
+  int64_t *pos = calloc((size_t)size + 1, sizeof *pos);
   char *sbuf = malloc(width * (size_t)(n ? n : 1));
   char *rbuf = NULL;
   int *src = NULL;
-  int local_bad = !scount || !rcount || !sdispl || !rdispl || !cnt || !pos || !sbuf;
-  for (int64_t i = 0; !local_bad && i < n; i++) cnt[dest[i]]++;
+  int bad = !scount || !rcount || !sdispl || !rdispl || !pos || !sbuf || width > INT_MAX;
+  for (int64_t i = 0; !bad && i < n; i++) pos[dest[i]]++;
   int64_t total = 0;
-  for (int r = 0; !local_bad && r < size; r++) {
+  for (int r = 0; !bad && r < size; r++) {
+    int64_t c = pos[r];
     pos[r] = total;
-    total += cnt[r];
-    if (cnt[r] * (int64_t)width > INT_MAX || total * (int64_t)width > INT_MAX) local_bad = 2;
+    total += c;
+    if (total > INT_MAX) bad = 2;
     else {
-      scount[r] = (int)(cnt[r] * (int64_t)width);
-      sdispl[r] = (int)(pos[r] * (int64_t)width);
+      scount[r] = (int)c;
+      sdispl[r] = (int)pos[r];
     }
   }
-  int bad = local_bad;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   if (bad) {
     err = bad == 2 ? mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                  "an exchange of records exceeds INT_MAX bytes per rank")
+                                  "an exchange of more than INT_MAX records")
                    : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
                                   "out of memory for an exchange of %lld records", (long long)n);
     goto done;
@@ -76,25 +80,24 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
     rdispl[r] = (int)rtotal;
     rtotal += rcount[r];
   }
-  rbuf = malloc((size_t)(rtotal ? rtotal : 1));
-  src = malloc(sizeof *src * (size_t)(rtotal / (int64_t)width + 1));
+  rbuf = malloc(width * (size_t)(rtotal ? rtotal : 1));
+  src = malloc(sizeof *src * (size_t)(rtotal + 1));
   if (!rbuf || !src) bad = bad ? bad : 1;
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   if (bad) {
     err = mb_error_set(bad == 2 ? MB_ERR_ARG : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
-                       "cannot receive an exchange of records (%lld bytes)", (long long)rtotal);
+                       "cannot receive an exchange of %lld records", (long long)rtotal);
     goto done;
   }
-  MB_CALL_MPI_GOTO(err, done, MPI_Alltoallv(sbuf, scount, sdispl, MPI_BYTE, rbuf, rcount, rdispl,
-                                            MPI_BYTE, comm));
-  *nrecv = rtotal / (int64_t)width;
+  MB_CALL_MPI_GOTO(err, done, MPI_Type_contiguous((int)width, MPI_BYTE, &rec));
+  MB_CALL_MPI_GOTO(err, done, MPI_Type_commit(&rec));
+  MB_CALL_MPI_GOTO(err, done, MPI_Alltoallv(sbuf, scount, sdispl, rec, rbuf, rcount, rdispl, rec,
+                                            comm));
+  *nrecv = rtotal;
   for (int r = 0; r < size; r++)
-    for (int64_t k = rdispl[r] / (int64_t)width; k < (rdispl[r] + rcount[r]) / (int64_t)width; k++)
-      src[k] = r;
-  int me;
-  MB_CALL_MPI_GOTO(err, done, MPI_Comm_rank(comm, &me));
+    for (int64_t k = rdispl[r]; k < (int64_t)rdispl[r] + rcount[r]; k++) src[k] = r;
   if (bytes) /* to and from other ranks: a rank's records to itself are copied */
-    *bytes += (double)(scount ? (n * (int64_t)width - scount[me]) + (rtotal - rcount[me]) : 0);
+    *bytes += (double)width * (double)((n - scount[me]) + (rtotal - rcount[me]));
   *recv = rbuf;
   rbuf = NULL;
   if (from) {
@@ -102,7 +105,8 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
     src = NULL;
   }
 done:
-  free(scount); free(rcount); free(sdispl); free(rdispl); free(cnt); free(pos);
+  if (rec != MPI_DATATYPE_NULL) MPI_Type_free(&rec);
+  free(scount); free(rcount); free(sdispl); free(rdispl); free(pos);
   free(sbuf); free(rbuf); free(src);
   return err;
 }

@@ -16,8 +16,9 @@
  *
  * Blocks: rank r holds rows [starts[r], starts[r + 1]) of a table of
  * starts[size] rows; starts is the same on every rank (mb_block_starts).
- * Message counts are MPI ints: a single exchange between two ranks is
- * limited to INT_MAX bytes, checked (MB_ERR_ARG).
+ * Message counts are MPI ints of records (a contiguous datatype of the
+ * record's width): an exchange is limited to INT_MAX records sent and
+ * received per rank, checked (MB_ERR_ARG).
  */
 #ifndef MB_FACES_H
 #define MB_FACES_H
@@ -48,8 +49,7 @@ int mb_block_owner(const int64_t *starts, int size, int64_t g);
  * its send order; from[] (may be NULL; else malloc'd [*nrecv], owned by the
  * caller) the source rank of each. *bytes (may be NULL) adds the bytes this
  * rank sent to and received from other ranks. Collective (MPI_Alltoall + MPI_Alltoallv).
- * Errors: MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_ARG (a message over INT_MAX
- * bytes). */
+ * Errors: MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_ARG (over INT_MAX records). */
 mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t width,
                              const void *recs, int64_t *nrecv, void **recv, int **from,
                              double *bytes);

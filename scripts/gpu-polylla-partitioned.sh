@@ -55,7 +55,8 @@ printf 'input: grid.h5\noutput: split.h5\nbackend: cuda\ndistribute: partitioned
 {
   echo "### end to end, 1 rank"; /usr/bin/time -f "wall %e s, peak RSS %M KB" "$exe" run "$data/one.yaml"
   echo "### end to end, $ranks ranks"
-  OMP_NUM_THREADS=$(( $(nproc) / ranks )) /usr/bin/time -f "wall %e s (mpirun)" run "$ranks" "$exe" run "$data/split.yaml"
+  OMP_NUM_THREADS=$(( $(nproc) / ranks )) /usr/bin/time -f "wall %e s (mpirun)" \
+    mpirun --oversubscribe --bind-to none -np "$ranks" "$exe" run "$data/split.yaml"
   "$exe" compare "$data/one.h5" "$data/split.h5"
 } 2>&1 | tee -a "$out/e2e.log" | grep -E "^###|wall|ranks\]|identical|differ|Polylla per rank|^ +rank|^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ "
 rm -f "$data"/*.h5
