@@ -217,8 +217,17 @@ mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *v
     for (int64_t v = 0; v < nblock; v++) order[v + 1] += order[v];
     for (int64_t i = 0; i < ngot; i++) sorted[order[got[i].lo - v0]++] = (edge_rec){got[i].lo, got[i].hi, i};
     for (int64_t v = 0; v < nblock; v++) { /* now order[v] ends vertex v's run */
-      int64_t b = v ? order[v - 1] : 0;
-      if (order[v] - b > 1) qsort(sorted + b, (size_t)(order[v] - b), sizeof *sorted, cmp_edge);
+      int64_t b = v ? order[v - 1] : 0, e = order[v];
+      if (e - b > 16) {
+        qsort(sorted + b, (size_t)(e - b), sizeof *sorted, cmp_edge);
+        continue;
+      }
+      for (int64_t i = b + 1; i < e; i++) { /* a vertex's few edges */
+        edge_rec x = sorted[i];
+        int64_t j = i;
+        for (; j > b && cmp_edge(&sorted[j - 1], &x) > 0; j--) sorted[j] = sorted[j - 1];
+        sorted[j] = x;
+      }
     }
     for (int64_t i = 0; i < ngot;) {
       int64_t j = i;

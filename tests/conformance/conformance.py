@@ -168,6 +168,21 @@ def tip_fan_inputs(d):
                            [(0, 1 + i, 1 + (i + 1) % 8) for i in range(8)])]
 
 
+def delaunay_inputs(d):
+    """Delaunay triangulations of 10 k and 1 M uniform random points (the
+    sizes the partitioned form is checked at; about 2 x 10^4 and 2 x 10^6
+    triangles)."""
+    files = []
+    for n in (10000, 1000000):
+        out = os.path.join(d, f"delaunay{n}.node")
+        run(["generate", "delaunay", "--points", n, "--seed", 1, "-o", out])
+        files.append(out)
+    return files
+
+
+OPS["polylla_delaunay"] = dict(inputs=delaunay_inputs, stages="  - {op: polylla}\n", op="polylla",
+                               cuda_rtol=0)
+
 OPS["polylla_tips"] = dict(inputs=tip_fan_inputs, stages="  - {op: polylla}\n", op="polylla",
                            cuda_rtol=0)
 

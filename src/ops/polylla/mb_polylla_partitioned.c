@@ -241,7 +241,8 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
       if (q < 0) {
         at[3 * i + k] = -1;
       } else if (own[i].nbr_owner[k] == s->rank) {
-        at[3 * i + k] = find_i64(gid, n, q);
+        int64_t guess = i + (q - gid[i]); /* dense ids (blocks): right at once */
+        at[3 * i + k] = guess >= 0 && guess < n && gid[guess] == q ? guess : find_i64(gid, n, q);
       } else {
         int64_t g = find_i64(ghost, nghost, q);
         at[3 * i + k] = n + g;
@@ -422,8 +423,8 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
   const int64_t nhalf = 3 * ntri;
   pp_poly *send = NULL, *got = NULL;
   int64_t *idx = NULL, *gidx = NULL, *order = NULL, *start = NULL;
-  int *pdest = NULL, *idest = NULL;
-  int64_t ngot = 0, ngidx = 0;
+  int *pdest = NULL, *idest = NULL, *src = NULL;
+  int64_t ngot = 0, ngidx = 0, *cur = NULL;
   mb_mesh *out = NULL;
   double *counts = NULL;
   PP_ALLOC(send, np);
@@ -441,7 +442,7 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
     }
   }
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, np, pdest, sizeof *send, send, &ngot,
-                                              (void **)&got, NULL, &s->fig.bytes));
+                                              (void **)&got, &src, &s->fig.bytes));
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ni, idest, sizeof *idx, idx, &ngidx,
                                               (void **)&gidx, NULL, &s->fig.bytes));
   /* both arrive by source, each source's in its order: the polygons' first
@@ -456,7 +457,28 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
     order[2 * q] = got[q].head;
     order[2 * q + 1] = q;
   }
-  qsort(order, (size_t)ngot, 2 * sizeof *order, cmp_i64);
+  if (s->size > 16) {
+    qsort(order, (size_t)ngot, 2 * sizeof *order, cmp_i64);
+  } else { /* merge the sources' runs, each sorted by head */
+    PP_ALLOC(cur, 2 * (s->size + 1));
+    PP_AGREE("out of memory for the polygons");
+    int64_t *end = cur + s->size + 1; /* the runs arrive in rank order */
+    for (int r = 0; r <= s->size; r++) end[r] = 0;
+    for (int64_t q = 0; q < ngot; q++) end[src[q]]++;
+    int64_t at = 0;
+    for (int r = 0; r < s->size; r++) {
+      cur[r] = at;
+      at += end[r];
+      end[r] = at;
+    }
+    for (int64_t k = 0; k < ngot; k++) {
+      int best = -1;
+      for (int r = 0; r < s->size; r++)
+        if (cur[r] < end[r] && (best < 0 || got[cur[r]].head < got[cur[best]].head)) best = r;
+      order[2 * k] = got[cur[best]].head;
+      order[2 * k + 1] = cur[best]++;
+    }
+  }
   int64_t first = 0;
   MB_CALL_MPI_GOTO(err, done, MPI_Exscan(&ngot, &first, 1, MPI_INT64_T, MPI_SUM, comm));
   if (s->rank == 0) first = 0;
@@ -493,7 +515,7 @@ done:
   }
   mb_mesh_free(out);
   free(send); free(got); free(idx); free(gidx); free(order); free(start); free(pdest);
-  free(idest); free(counts);
+  free(idest); free(counts); free(src); free(cur);
   return err;
 }
 
