@@ -1,0 +1,85 @@
+/* meshbatch: one 3D grid split over the ranks into Cartesian blocks, with a
+ * halo of ghost planes on the six faces.
+ *
+ * The ranks form a Cartesian communicator (MPI_Dims_create, MPI_Cart_create;
+ * the most cuts go to the longest axis). Along an axis of n points cut into
+ * d blocks, block c holds points [n c / d, n (c + 1) / d): blocks differ by
+ * at most one plane where d does not divide n. Each rank keeps its block
+ * with a frame of `ghost` planes on every side, C order (z, y, x; x
+ * fastest): local arrays are (nloc[0] + 2 g) x (nloc[1] + 2 g) x
+ * (nloc[2] + 2 g). An exchange fills the ghost planes of the six faces from
+ * the neighbouring blocks (periodic axes wrap across the grid, a rank being
+ * its own neighbour where an axis is not cut); edges and corners of the frame
+ * are not filled, as a star stencil (derivatives along one axis, the
+ * 25-point Laplacian) never reads them. MPI derived datatypes (subarrays)
+ * describe the faces, so nothing is packed on the host.
+ *
+ * After the Cartesian topology of MPI (MPI 3.1, chapter 7) and the halo
+ * exchange of block-structured codes (AMReX FillBoundary).
+ */
+#ifndef MB_CART_H
+#define MB_CART_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "mb_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mb_cart_dtype { MB_CART_FLOAT64 = 0, MB_CART_FLOAT32 = 1 } mb_cart_dtype;
+
+typedef struct mb_cart {
+  MPI_Comm comm;       /* the Cartesian communicator (owned) */
+  int rank, size;
+  int dims[3];         /* blocks per axis (z, y, x) */
+  int coords[3];       /* this rank's block */
+  int periodic;        /* 1: every axis wraps */
+  int ghost;           /* ghost planes per face */
+  int64_t n[3];        /* points of the whole grid per axis */
+  int64_t lo[3];       /* this block's first point per axis */
+  int64_t nloc[3];     /* this block's points per axis */
+  int nbr[3][2];       /* neighbour rank below and above per axis, MPI_PROC_NULL at a
+                          non-periodic boundary */
+  MPI_Datatype send[2][3][2], recv[2][3][2]; /* [dtype][axis][side] face subarrays */
+  MPI_Request req[24];
+  int nreq;
+} mb_cart;
+
+/* Split a grid of n[3] points (z, y, x) over the ranks of comm with `ghost`
+ * planes per face (1 <= ghost). Every block must be at least `ghost`
+ * planes thick along every cut axis (else MB_ERR_ARG naming the axis, the
+ * block size and the rank count: fewer ranks, or a larger grid). Collective
+ * over comm; the caller frees *cart with mb_cart_free.
+ * Errors: MB_ERR_ARG, MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int ghost,
+                        mb_cart **cart);
+
+/* Points of this rank's local array with its ghost frame. Not collective. */
+int64_t mb_cart_local_size(const mb_cart *cart);
+
+/* Start filling the ghost faces of u (this rank's local array, of dtype)
+ * from the neighbours: receives and sends are posted; u's owned points must
+ * not change and its ghost faces not be read until mb_cart_exchange_end.
+ * Collective in step over the Cartesian communicator.
+ * Errors: MB_ERR_MPI, MB_ERR_ARG (an exchange already in flight). */
+mb_error mb_cart_exchange_begin(mb_cart *cart, mb_cart_dtype dtype, void *u);
+
+/* Wait for the exchange begun on u. Errors: MB_ERR_MPI. */
+mb_error mb_cart_exchange_end(mb_cart *cart);
+
+/* Set the ghost faces of u that lie outside the whole grid (the faces of a
+ * non-periodic grid's boundary) to `outside` (a Dirichlet value).
+ * Not collective. */
+void mb_cart_fill_outside(const mb_cart *cart, mb_cart_dtype dtype, void *u, double outside);
+
+/* Free the plan and its communicator; NULL allowed. Not collective in the
+ * MPI sense, but call it on every rank (it frees a communicator). */
+void mb_cart_free(mb_cart *cart);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
