@@ -118,6 +118,13 @@ static int64_t rd_i64(mb_rd *r) {
   return v;
 }
 
+static double rd_f64(mb_rd *r) {
+  double v = 0;
+  if (r->p + sizeof v <= r->end) memcpy(&v, r->p, sizeof v);
+  r->p += sizeof v;
+  return v;
+}
+
 static const char *rd_str(mb_rd *r) {
   int64_t n = rd_i64(r);
   const char *s = r->p;
@@ -134,7 +141,8 @@ static int rows_inside(int64_t start, int64_t n, int64_t total) {
 
 /* A kind this build stores. */
 static int kind_known(mb_kind k) {
-  return k == MB_KIND_SURFACE || k == MB_KIND_TRIANGULATION2D || k == MB_KIND_POLYGONS2D;
+  return k == MB_KIND_SURFACE || k == MB_KIND_TRIANGULATION2D || k == MB_KIND_POLYGONS2D ||
+         k == MB_KIND_GRID3D;
 }
 
 /* Planar kinds store vertices as [N,2]. */
@@ -160,6 +168,8 @@ typedef struct mb_wpiece {
   int whole, rank, local;         /* whole mesh or slab; holder; position in its list */
   int nfields, nface_fields;
   const mb_xdmf_field *fields, *face_fields;
+  int64_t shape[3];               /* grid3d: shape (z, y, x), origin, spacing */
+  double origin[3], spacing[3];
   int nattrs;
   const char **keys, **values;
   int64_t idx_start, mixed_start; /* its first row of face_indices and of xdmf_mixed */
@@ -201,8 +211,8 @@ static mb_error check_field_list(const mb_mesh *m, const char *what, int n, cons
     MB_CALL(check_name(what, fd[i].name, m->name));
     MB_CHECK(fd[i].ncomp > 0, MB_ERR_ARG, "mesh '%s': %s '%s' has %d components", m->name,
              what, fd[i].name, fd[i].ncomp);
-    MB_CHECK(fd[i].data || rows == 0, MB_ERR_ARG, "mesh '%s': %s '%s' has no data", m->name,
-             what, fd[i].name);
+    MB_CHECK((fd[i].dtype == MB_FLOAT32 ? (const void *)fd[i].data32 : fd[i].data) || rows == 0,
+             MB_ERR_ARG, "mesh '%s': %s '%s' has no data", m->name, what, fd[i].name);
     for (int j = 0; j < i; j++)
       MB_CHECK(strcmp(fd[i].name, fd[j].name), MB_ERR_ARG, "mesh '%s': two %ss named '%s'",
                m->name, what, fd[i].name);
@@ -215,16 +225,20 @@ static mb_error check_meta(const mb_mesh *m) {
   MB_CHECK(m && m->name, MB_ERR_ARG, "mb_collection_write: NULL mesh or mesh name");
   MB_CALL(check_name("mesh name", m->name, m->name));
   MB_CHECK(kind_known(m->kind), MB_ERR_ARG,
-           "mesh '%s': kind %d (%s) cannot be stored (surface, triangulation2d or polygons2d)",
+           "mesh '%s': kind %d (%s) cannot be stored (surface, triangulation2d, polygons2d or "
+           "grid3d)",
            m->name, (int)m->kind, mb_kind_name(m->kind));
   MB_CALL(check_field_list(m, "field name", m->nfields, m->fields, m->nv));
   MB_CALL(check_field_list(m, "face field name", m->nface_fields, m->face_fields, m->nf));
   for (int i = 0; i < m->attrs.n; i++) {
     MB_CHECK(m->attrs.keys[i] && *m->attrs.keys[i] && m->attrs.values[i], MB_ERR_ARG,
              "mesh '%s': attribute %d has an empty key or a NULL value", m->name, i);
-    MB_CHECK(strcmp(m->attrs.keys[i], "index") && strcmp(m->attrs.keys[i], "kind"), MB_ERR_ARG,
-             "mesh '%s': attribute key '%s' is reserved by the collection format", m->name,
-             m->attrs.keys[i]);
+    MB_CHECK(strcmp(m->attrs.keys[i], "index") && strcmp(m->attrs.keys[i], "kind") &&
+                 (m->kind != MB_KIND_GRID3D || (strcmp(m->attrs.keys[i], "shape") &&
+                                                strcmp(m->attrs.keys[i], "origin") &&
+                                                strcmp(m->attrs.keys[i], "spacing"))),
+             MB_ERR_ARG, "mesh '%s': attribute key '%s' is reserved by the collection format",
+             m->name, m->attrs.keys[i]);
   }
   return MB_SUCCESS;
 }
@@ -260,6 +274,8 @@ static mb_error check_local_mesh(const mb_mesh *m) {
 static mb_error check_slab(const mb_mesh_slab *s) {
   const mb_mesh *m = s->rows;
   MB_CALL(check_meta(m));
+  MB_CHECK(m->kind != MB_KIND_GRID3D, MB_ERR_UNSUPPORTED,
+           "mb_collection_write_slabs: grid '%s': grids are written whole", m->name);
   MB_CHECK(s->nv > 0 && s->nf > 0, MB_ERR_ARG,
            "mb_collection_write_slabs: mesh '%s' has %lld vertices and %lld faces (need > 0)",
            m->name, (long long)s->nv, (long long)s->nf);
@@ -299,11 +315,18 @@ static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
   for (int f = 0; f < m->nfields; f++) {
     buf_str(b, m->fields[f].name);
     buf_i64(b, m->fields[f].ncomp);
+    buf_i64(b, m->fields[f].dtype);
+  }
+  for (int a = 0; a < 3; a++) {
+    buf_i64(b, m->shape[a]);
+    buf_put(b, &m->origin[a], sizeof(double));
+    buf_put(b, &m->spacing[a], sizeof(double));
   }
   buf_i64(b, m->nface_fields);
   for (int f = 0; f < m->nface_fields; f++) {
     buf_str(b, m->face_fields[f].name);
     buf_i64(b, m->face_fields[f].ncomp);
+    buf_i64(b, MB_FLOAT64);
   }
   buf_i64(b, m->attrs.n);
   for (int a = 0; a < m->attrs.n; a++) {
@@ -370,13 +393,20 @@ static void unpack_piece(mb_rd *r, mb_wpiece *p, mb_xdmf_field **fields, const c
   for (int f = 0; f < p->nfields; f++) {
     (*fields)[f].name = rd_str(r);
     (*fields)[f].ncomp = rd_i64(r);
+    (*fields)[f].dtype = rd_i64(r);
   }
   *fields += p->nfields;
+  for (int a = 0; a < 3; a++) {
+    p->shape[a] = rd_i64(r);
+    p->origin[a] = rd_f64(r);
+    p->spacing[a] = rd_f64(r);
+  }
   p->nface_fields = (int)rd_i64(r);
   p->face_fields = *fields;
   for (int f = 0; f < p->nface_fields; f++) {
     (*fields)[f].name = rd_str(r);
     (*fields)[f].ncomp = rd_i64(r);
+    (*fields)[f].dtype = rd_i64(r);
   }
   *fields += p->nface_fields;
   p->nattrs = (int)rd_i64(r);
@@ -581,6 +611,11 @@ static void make_mesh(mb_wpiece *p, int n, mb_wmesh *w) {
   w->x.fields = p[0].fields;
   w->x.nface_fields = p[0].nface_fields;
   w->x.face_fields = p[0].face_fields;
+  for (int a = 0; a < 3; a++) {
+    w->x.shape[a] = p[0].shape[a];
+    w->x.origin[a] = p[0].origin[a];
+    w->x.spacing[a] = p[0].spacing[a];
+  }
   w->index = p[0].index;
   w->nidx = nidx;
   w->p = p;
@@ -835,10 +870,80 @@ static mb_error put_face_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
   return MB_SUCCESS;
 }
 
+/* An attribute of n values (a 1-D array). */
+static mb_error put_vec_attr(hid_t loc, const char *name, hid_t ft, hid_t mt, int n,
+                             const void *values) {
+  hsize_t dims[1] = {(hsize_t)n};
+  hid_t sp = H5Screate_simple(1, dims, NULL);
+  MB_CALL_H5(sp);
+  hid_t a = H5Acreate2(loc, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Sclose(sp);
+  MB_CALL_H5(a);
+  herr_t st = H5Awrite(a, mt, values);
+  H5Aclose(a);
+  MB_CALL_H5(st);
+  return MB_SUCCESS;
+}
+
+/* Chunk of a grid field: up to 32 x 64 x 128 points (1 MiB of float32),
+ * whole components. */
+static void grid_chunk(const int64_t shape[3], int64_t ncomp, hsize_t chunk[4]) {
+  const int64_t most[3] = {32, 64, 128};
+  for (int a = 0; a < 3; a++) chunk[a] = (hsize_t)(shape[a] < most[a] ? shape[a] : most[a]);
+  chunk[3] = (hsize_t)ncomp;
+}
+
+/* The datasets of a grid3d: group `fields`, one chunked dataset per field,
+ * [nz, ny, nx] (or [nz, ny, nx, k]) of its dtype. The rank that holds the
+ * grid writes it (independent transfer); the others take part in the
+ * collective creation. */
+static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m, mb_error *lerr) {
+  MB_CALL(put_vec_attr(g, "shape", H5T_STD_I64LE, H5T_NATIVE_INT64, 3, w->x.shape));
+  MB_CALL(put_vec_attr(g, "origin", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, w->x.origin));
+  MB_CALL(put_vec_attr(g, "spacing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, w->x.spacing));
+  if (w->x.nfields == 0) return MB_SUCCESS;
+  hid_t fg;
+  MB_CALL(make_group(g, "fields", &fg));
+  mb_error e = MB_SUCCESS;
+  for (int f = 0; f < w->x.nfields && !e; f++) {
+    const mb_xdmf_field *xf = &w->x.fields[f];
+    const int rank = xf->ncomp > 1 ? 4 : 3, f32 = xf->dtype == MB_FLOAT32;
+    hsize_t dims[4] = {(hsize_t)w->x.shape[0], (hsize_t)w->x.shape[1], (hsize_t)w->x.shape[2],
+                       (hsize_t)xf->ncomp}, chunk[4];
+    grid_chunk(w->x.shape, xf->ncomp, chunk);
+    hid_t sp = H5Screate_simple(rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t d = -1;
+    if (sp >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, rank, chunk) >= 0 &&
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0 && H5Pset_obj_track_times(dcpl, 0) >= 0)
+      d = H5Dcreate2(fg, xf->name, f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl,
+                     H5P_DEFAULT);
+    h5_close_id(sp);
+    h5_close_id(dcpl);
+    if (d < 0) {
+      e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                       "cannot create dataset fields/%s of grid '%s'", xf->name, w->x.name);
+      break;
+    }
+    if (m && *lerr == MB_SUCCESS) {
+      const mb_field *mf = &m->fields[f];
+      if (H5Dwrite(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                   f32 ? (const void *)mf->data32 : (const void *)mf->data) < 0)
+        *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                             "H5Dwrite of field '%s' of grid '%s' failed", xf->name, w->x.name);
+    }
+    if (H5Dclose(d) < 0)
+      e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Dclose failed");
+  }
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 /* Datasets of one mesh group; p and m are this rank's piece of the mesh and
  * its rows, or NULL where it holds none. Collective. */
 static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
                                   const mb_mesh *m, mb_error *lerr) {
+  if (w->x.kind == MB_KIND_GRID3D) return put_grid_datasets(g, w, m, lerr);
   /* planar kinds: the x, y columns of the xyz rows */
   mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL, 3};
   MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
@@ -1326,6 +1431,77 @@ static mb_error get_kind(hid_t g, const char *path, const char *mesh, int versio
 /* Kind, shapes and sizes of one mesh group. Faces: a surface has
  * `triangles` or `face_offsets` + `face_indices`; a triangulation2d has
  * `triangles`; a polygons2d has `face_offsets` + `face_indices`. */
+/* A 3-vector attribute of a grid group: int64 or float64 by mt. */
+static mb_error get_vec3_attr(hid_t g, const char *path, const char *mesh, const char *name,
+                              H5T_class_t cls, hid_t mt, void *out) {
+  MB_CHECK(H5Aexists(g, name) > 0, MB_ERR_FORMAT, "%s: /meshes/%s (grid3d) has no '%s' attribute",
+           path, mesh, name);
+  hid_t a = H5Aopen(g, name, H5P_DEFAULT);
+  MB_CALL_H5(a);
+  hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+  hsize_t n = 0;
+  int ok = t >= 0 && H5Tget_class(t) == cls && sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+           H5Sget_simple_extent_dims(sp, &n, NULL) == 1 && n == 3;
+  h5_close_id(t);
+  h5_close_id(sp);
+  herr_t st = ok ? H5Aread(a, mt, out) : -1;
+  H5Aclose(a);
+  MB_CHECK(st >= 0, MB_ERR_FORMAT, "%s: /meshes/%s: attribute '%s' is not 3 %s values", path,
+           mesh, name, cls == H5T_INTEGER ? "integer" : "float");
+  return MB_SUCCESS;
+}
+
+/* A grid3d group: shape, origin, spacing, and fields [nz, ny, nx(, k)] of
+ * float32 or float64. */
+static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_info *info) {
+  MB_CALL(get_vec3_attr(g, path, mesh, "shape", H5T_INTEGER, H5T_NATIVE_INT64, info->shape));
+  MB_CALL(get_vec3_attr(g, path, mesh, "origin", H5T_FLOAT, H5T_NATIVE_DOUBLE, info->origin));
+  MB_CALL(get_vec3_attr(g, path, mesh, "spacing", H5T_FLOAT, H5T_NATIVE_DOUBLE, info->spacing));
+  int64_t nv = 1;
+  for (int a = 0; a < 3; a++) {
+    MB_CHECK(info->shape[a] >= 1 && info->shape[a] <= ((int64_t)1 << 40) &&
+                 nv <= ((int64_t)1 << 62) / info->shape[a] && isfinite(info->origin[a]) &&
+                 isfinite(info->spacing[a]) && info->spacing[a] > 0,
+             MB_ERR_FORMAT, "%s: /meshes/%s: shape %lld x %lld x %lld, spacing %g %g %g out of "
+             "range", path, mesh, (long long)info->shape[0], (long long)info->shape[1],
+             (long long)info->shape[2], info->spacing[0], info->spacing[1], info->spacing[2]);
+    nv *= info->shape[a];
+  }
+  info->nv = nv;
+  info->nf = info->nidx = 0;
+  info->triangles = 0;
+  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/fields is not a group", path, mesh);
+  mb_names l = {0};
+  mb_error e = list_links(fg, &l);
+  for (int i = 0; i < l.n && !e; i++) {
+    hid_t d = H5Dopen2(fg, l.v[i], H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1, sp = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t dims[H5S_MAX_RANK] = {0};
+    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (r > 0 && r <= H5S_MAX_RANK) H5Sget_simple_extent_dims(sp, dims, NULL);
+    size_t bytes = t >= 0 ? H5Tget_size(t) : 0;
+    int ok = t >= 0 && H5Tget_class(t) == H5T_FLOAT && (bytes == 4 || bytes == 8) &&
+             (r == 3 || (r == 4 && dims[3] >= 1 && dims[3] <= 1024)) &&
+             (int64_t)dims[0] == info->shape[0] && (int64_t)dims[1] == info->shape[1] &&
+             (int64_t)dims[2] == info->shape[2];
+    h5_close_id(t);
+    h5_close_id(sp);
+    h5_close_id(d);
+    if (!ok)
+      e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                       "%s: /meshes/%s/fields/%s is not a float32 or float64 dataset of shape "
+                       "[%lld, %lld, %lld] (or with a last axis of components)", path, mesh,
+                       l.v[i], (long long)info->shape[0], (long long)info->shape[1],
+                       (long long)info->shape[2]);
+  }
+  names_free(&l);
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int version,
                           mb_mesh_info *info) {
   hsize_t dims[2];
@@ -1333,6 +1509,7 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int versi
   snprintf(info->name, sizeof info->name, "%s", mesh);
   MB_CALL(get_index(g, path, mesh, &info->index));
   MB_CALL(get_kind(g, path, mesh, version, &info->kind));
+  if (info->kind == MB_KIND_GRID3D) return scan_grid(g, path, mesh, info);
   int vc = kind_vcols(info->kind);
   MB_CALL(need_dataset(g, path, mesh, "vertices", H5T_FLOAT, 2, (hsize_t)vc,
                        vc == 2 ? "[N,2]" : "[N,3]", dims));
@@ -1576,6 +1753,9 @@ static mb_error read_attrs(hid_t g, int version, mb_mesh *m) {
   mb_error e = list_attrs(g, &l);
   for (int i = 0; i < l.n && !e; i++) {
     if (!strcmp(l.v[i], "index") || (version >= 2 && !strcmp(l.v[i], "kind"))) continue;
+    if (m->kind == MB_KIND_GRID3D && (!strcmp(l.v[i], "shape") || !strcmp(l.v[i], "origin") ||
+                                      !strcmp(l.v[i], "spacing")))
+      continue;
     hid_t a = H5Aopen(g, l.v[i], H5P_DEFAULT);
     if (a < 0) { e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Aopen failed"); break; }
     char *s = NULL;
@@ -1589,11 +1769,52 @@ static mb_error read_attrs(hid_t g, int version, mb_mesh *m) {
   return MB_SUCCESS;
 }
 
+/* The fields of a grid3d group, each in its stored precision. */
+static mb_error read_grid_fields(hid_t g, const char *src, mb_mesh *m) {
+  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
+  MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/fields: not a group", src);
+  mb_names l = {0};
+  mb_error e = list_links(fg, &l);
+  for (int i = 0; i < l.n && !e; i++) {
+    hid_t d = H5Dopen2(fg, l.v[i], H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1, sp = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t dims[4] = {0, 0, 0, 1};
+    int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (r == 3 || r == 4) H5Sget_simple_extent_dims(sp, dims, NULL);
+    const int f32 = t >= 0 && H5Tget_size(t) == 4, ncomp = r == 4 ? (int)dims[3] : 1;
+    void *buf = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
+    herr_t st = buf && d >= 0 ? H5Dread(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL,
+                                        H5S_ALL, H5P_DEFAULT, buf)
+                              : -1;
+    h5_close_id(t);
+    h5_close_id(sp);
+    h5_close_id(d);
+    if (st < 0)
+      e = mb_error_set(buf ? MB_ERR_HDF5 : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "%s/fields/%s: cannot read the field", src, l.v[i]);
+    else
+      e = f32 ? mb_mesh_set_field_f32(m, l.v[i], ncomp, buf)
+              : mb_mesh_set_field(m, l.v[i], ncomp, buf);
+    free(buf);
+  }
+  names_free(&l);
+  H5Gclose(fg);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 /* Arrays, fields and attributes of one mesh group into a new mesh (whose
  * xyz is zeroed: planar kinds keep z = 0). */
 static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_info *info,
                            mb_mesh *m) {
   m->kind = info->kind;
+  if (m->kind == MB_KIND_GRID3D) {
+    MB_CALL(read_grid_fields(g, src, m));
+    MB_CALL(read_attrs(g, version, m));
+    MB_CALL(mb_mesh_validate(m, src));
+    return MB_SUCCESS;
+  }
   MB_CALL(read_rows_into(g, src, "vertices", H5T_NATIVE_DOUBLE, 0, m->nv,
                          kind_vcols(info->kind), 3, m->xyz));
   if (info->triangles) {
@@ -1621,7 +1842,10 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   char src[MB_PATH_MAX];
   snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
   mb_mesh *m;
-  MB_CALL(mb_mesh_create(info->name, info->nv, info->nf, info->nidx, &m));
+  if (info->kind == MB_KIND_GRID3D)
+    MB_CALL(mb_grid_create(info->name, info->shape, info->origin, info->spacing, &m));
+  else
+    MB_CALL(mb_mesh_create(info->name, info->nv, info->nf, info->nidx, &m));
   m->index = i;
   h5_quiet q = h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
@@ -1701,6 +1925,9 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
            "mb_collection_read_slab: mesh %lld outside [0, %lld)", (long long)i,
            (long long)coll->n);
   const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(info->kind != MB_KIND_GRID3D, MB_ERR_UNSUPPORTED,
+           "%s: '%s' is a grid3d; grids are read whole (mb_collection_read)", coll->path,
+           info->name);
   MB_CHECK(rows_inside(vertex_start, nvrows, info->nv), MB_ERR_ARG,
            "mb_collection_read_slab: vertex rows [%lld, %lld) outside [0, %lld) of mesh '%s'",
            (long long)vertex_start, (long long)(vertex_start + nvrows), (long long)info->nv,

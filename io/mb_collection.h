@@ -48,8 +48,10 @@ typedef struct mb_mesh_info {
   int triangles;    /* 1 if the faces are stored as `triangles` [M,3] (then all are
                        triangles): surfaces of triangles and every triangulation2d;
                        0 for offsets + indices (every polygons2d, even of triangles) */
-  mb_kind kind;     /* MB_KIND_SURFACE, _TRIANGULATION2D or _POLYGONS2D (version 1
-                       files: always MB_KIND_SURFACE) */
+  mb_kind kind;     /* MB_KIND_SURFACE, _TRIANGULATION2D, _POLYGONS2D or _GRID3D
+                       (version 1 files: always MB_KIND_SURFACE) */
+  int64_t shape[3];  /* grid3d: points per axis (z, y, x); nv is their product, nf 0 */
+  double origin[3], spacing[3];
 } mb_mesh_info;
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */

@@ -89,6 +89,31 @@ mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_
  * MB_ERR_MEMORY. */
 mb_error mb_generate_grid2d(int64_t min_vertices, mb_mesh **out);
 
+/* Analytic fields of a generated grid3d (x = origin + i spacing per axis,
+ * L = shape x spacing the period of each axis):
+ *   sines     sin(2 pi x / Lx) sin(2 pi y / Ly) sin(2 pi z / Lz): periodic
+ *   gaussian  exp(-r^2 / (2 s^2)), r the distance to the grid's centre,
+ *             s = min(Lx, Ly, Lz) / 10
+ *   noise     uniform in [-1, 1), splitmix64 of (seed, point index) */
+typedef enum mb_grid_field_kind {
+  MB_GRID_SINES = 0,
+  MB_GRID_GAUSSIAN = 1,
+  MB_GRID_NOISE = 2
+} mb_grid_field_kind;
+
+/* Name of a field kind ("sines", ...), and the kind by name (-1 unknown). */
+const char *mb_grid_field_kind_name(mb_grid_field_kind k);
+int mb_grid_field_kind_from_name(const char *name);
+
+/* A grid3d named "grid_<nz>x<ny>x<nx>" of shape[3] (z, y, x) with the given
+ * origin[3] and spacing[3], and nfields fields names[k] of kinds[k] in
+ * dtype (float32 values are the float64 ones rounded). Not collective.
+ * Errors: those of mb_grid_create, MB_ERR_MEMORY. */
+mb_error mb_generate_grid3d(const int64_t shape[3], const double origin[3],
+                            const double spacing[3], int nfields, const char *const *names,
+                            const mb_grid_field_kind *kinds, mb_dtype dtype, uint64_t seed,
+                            mb_mesh **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -142,8 +142,53 @@ static void put_attribute(FILE *fp, const char *ind, const char *h5, const char 
  * (Cell) attributes. Planar kinds have XY geometry from `vertices` [nv,2]
  * (every reader puts z = 0). In the meshio-safe fan view the Cell attributes
  * are the face fields repeated per fan triangle (`xdmf_fan_fields`). */
+/* A grid3d: 3DCoRectMesh of Dimensions "nz ny nx", geometry ORIGIN_DXDYDZ
+ * (origin and spacing in z, y, x order, inline), and its fields as Node
+ * attributes of their stored precision. */
+static void put_grid3d(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m) {
+  char sub[64], sub2[64];
+  snprintf(sub, sizeof sub, "%.48s  ", ind);
+  snprintf(sub2, sizeof sub2, "%.48s    ", ind);
+  fprintf(fp, "%s<Grid Name=\"", ind);
+  put_escaped(fp, m->name);
+  fputs("\" GridType=\"Uniform\">\n", fp);
+  fprintf(fp, "%s<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"%lld %lld %lld\"/>\n",
+          sub, (long long)m->shape[0], (long long)m->shape[1], (long long)m->shape[2]);
+  fprintf(fp, "%s<Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n", sub);
+  fprintf(fp, "%s<DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" "
+              "Dimensions=\"3\">%.17g %.17g %.17g</DataItem>\n",
+          sub2, m->origin[0], m->origin[1], m->origin[2]);
+  fprintf(fp, "%s<DataItem Format=\"XML\" NumberType=\"Float\" Precision=\"8\" "
+              "Dimensions=\"3\">%.17g %.17g %.17g</DataItem>\n",
+          sub2, m->spacing[0], m->spacing[1], m->spacing[2]);
+  fprintf(fp, "%s</Geometry>\n", sub);
+  for (int i = 0; i < m->nfields; i++) {
+    const mb_xdmf_field *fd = &m->fields[i];
+    fprintf(fp, "%s<Attribute Name=\"", sub);
+    put_escaped(fp, fd->name);
+    fprintf(fp, "\" AttributeType=\"%s\" Center=\"Node\">\n", attribute_type(fd->ncomp));
+    fprintf(fp, "%s<DataItem Format=\"HDF\" DataType=\"Float\" Precision=\"%d\" "
+                "Dimensions=\"%lld %lld %lld", sub2, fd->dtype == MB_FLOAT32 ? 4 : 8,
+            (long long)m->shape[0], (long long)m->shape[1], (long long)m->shape[2]);
+    if (fd->ncomp > 1) fprintf(fp, " %lld", (long long)fd->ncomp);
+    fputs("\">", fp);
+    put_escaped(fp, h5);
+    fputs(":/meshes/", fp);
+    put_escaped(fp, m->name);
+    fputs("/fields/", fp);
+    put_escaped(fp, fd->name);
+    fputs("</DataItem>\n", fp);
+    fprintf(fp, "%s</Attribute>\n", sub);
+  }
+  fprintf(fp, "%s</Grid>\n", ind);
+}
+
 static void put_grid(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
                      int meshio_safe) {
+  if (m->kind == MB_KIND_GRID3D) {
+    put_grid3d(fp, ind, h5, m);
+    return;
+  }
   char sub[64], sub2[64];
   snprintf(sub, sizeof sub, "%.48s  ", ind);
   snprintf(sub2, sizeof sub2, "%.48s    ", ind);

@@ -23,6 +23,7 @@ enum { MB_XDMF_ID_POLYGON = 3, MB_XDMF_ID_TRIANGLE = 4, MB_XDMF_ID_QUAD = 5 };
 typedef struct mb_xdmf_field {
   const char *name;
   int64_t ncomp;
+  int64_t dtype;          /* mb_dtype of the stored values (grid fields may be float32) */
 } mb_xdmf_field;
 
 /* What the XDMF writer needs to know about one mesh (all pointers borrowed). */
@@ -40,6 +41,10 @@ typedef struct mb_xdmf_mesh {
   const mb_xdmf_field *fields;       /* `fields/<name>` [nv, ncomp], Node attributes */
   int nface_fields;
   const mb_xdmf_field *face_fields;  /* `face_fields/<name>` [nf, ncomp], Cell attributes */
+  /* grid3d: 3DCoRectMesh of shape (z, y, x) with ORIGIN_DXDYDZ geometry;
+   * fields `fields/<name>` [nz, ny, nx] */
+  int64_t shape[3];
+  double origin[3], spacing[3];
 } mb_xdmf_mesh;
 
 /* Length of the XDMF Mixed connectivity of a polygon mesh: per face 1 + 3

@@ -52,22 +52,57 @@ void mb_attrs_clear(mb_attrs *a) {
   a->keys = a->values = NULL;
 }
 
+mb_error mb_grid_create(const char *name, const int64_t shape[3], const double origin[3],
+                        const double spacing[3], mb_mesh **grid) {
+  MB_CHECK(grid && name && shape && origin && spacing, MB_ERR_ARG, "mb_grid_create: NULL argument");
+  int64_t nv = 1;
+  for (int a = 0; a < 3; a++) {
+    MB_CHECK(shape[a] >= 1 && shape[a] <= ((int64_t)1 << 40) && nv <= ((int64_t)1 << 62) / shape[a],
+             MB_ERR_ARG, "grid '%s': shape %lld x %lld x %lld out of range", name,
+             (long long)shape[0], (long long)shape[1], (long long)shape[2]);
+    MB_CHECK(isfinite(spacing[a]) && spacing[a] > 0 && isfinite(origin[a]), MB_ERR_ARG,
+             "grid '%s': spacing must be positive and finite and the origin finite (axis %c: "
+             "spacing %g, origin %g)", name, "zyx"[a], spacing[a], origin[a]);
+    nv *= shape[a];
+  }
+  mb_mesh *m;
+  MB_CALLOC(m, 1);
+  m->kind = MB_KIND_GRID3D;
+  m->index = -1;
+  m->nv = nv;
+  m->name = mb_strdup(name);
+  m->face_offsets = calloc(1, sizeof(int64_t));
+  m->face_indices = calloc(1, sizeof(int64_t));
+  if (!m->name || !m->face_offsets || !m->face_indices) {
+    mb_mesh_free(m);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for grid '%s'", name);
+  }
+  for (int a = 0; a < 3; a++) {
+    m->shape[a] = shape[a];
+    m->origin[a] = origin[a];
+    m->spacing[a] = spacing[a];
+  }
+  *grid = m;
+  return MB_SUCCESS;
+}
+
+static void field_list_free(mb_field *fields, int n) {
+  for (int i = 0; i < n; i++) {
+    free(fields[i].name);
+    free(fields[i].data);
+    free(fields[i].data32);
+  }
+  free(fields);
+}
+
 void mb_mesh_free(mb_mesh *m) {
   if (!m) return;
   free(m->name);
   free(m->xyz);
   free(m->face_offsets);
   free(m->face_indices);
-  for (int i = 0; i < m->nfields; i++) {
-    free(m->fields[i].name);
-    free(m->fields[i].data);
-  }
-  free(m->fields);
-  for (int i = 0; i < m->nface_fields; i++) {
-    free(m->face_fields[i].name);
-    free(m->face_fields[i].data);
-  }
-  free(m->face_fields);
+  field_list_free(m->fields, m->nfields);
+  field_list_free(m->face_fields, m->nface_fields);
   mb_attrs_clear(&m->attrs);
   free(m);
 }
@@ -75,14 +110,20 @@ void mb_mesh_free(mb_mesh *m) {
 mb_error mb_mesh_duplicate(const mb_mesh *s, mb_mesh **copy) {
   int64_t nidx = s->face_offsets[s->nf];
   mb_mesh *m;
-  MB_CALL(mb_mesh_create(s->name, s->nv, s->nf, nidx, &m));
+  if (s->kind == MB_KIND_GRID3D) {
+    MB_CALL(mb_grid_create(s->name, s->shape, s->origin, s->spacing, &m));
+  } else {
+    MB_CALL(mb_mesh_create(s->name, s->nv, s->nf, nidx, &m));
+    memcpy(m->xyz, s->xyz, sizeof(double) * 3 * (size_t)s->nv);
+    memcpy(m->face_offsets, s->face_offsets, sizeof(int64_t) * ((size_t)s->nf + 1));
+    memcpy(m->face_indices, s->face_indices, sizeof(int64_t) * (size_t)nidx);
+  }
   m->kind = s->kind;
   m->index = s->index;
-  memcpy(m->xyz, s->xyz, sizeof(double) * 3 * (size_t)s->nv);
-  memcpy(m->face_offsets, s->face_offsets, sizeof(int64_t) * ((size_t)s->nf + 1));
-  memcpy(m->face_indices, s->face_indices, sizeof(int64_t) * (size_t)nidx);
   for (int i = 0; i < s->nfields; i++) {
-    mb_error e = mb_mesh_set_field(m, s->fields[i].name, s->fields[i].ncomp, s->fields[i].data);
+    const mb_field *f = &s->fields[i];
+    mb_error e = f->dtype == MB_FLOAT32 ? mb_mesh_set_field_f32(m, f->name, f->ncomp, f->data32)
+                                        : mb_mesh_set_field(m, f->name, f->ncomp, f->data);
     if (e) { mb_mesh_free(m); MB_CALL(e); }
   }
   for (int i = 0; i < s->nface_fields; i++) {
@@ -104,8 +145,21 @@ int mb_mesh_is_triangles(const mb_mesh *m) {
   return 1;
 }
 
+/* A grid3d: its point count and every field's values present. */
+static mb_error grid_validate(const mb_mesh *m, const char *src) {
+  MB_CHECK(m->nv == m->shape[0] * m->shape[1] * m->shape[2] && m->nv > 0, MB_ERR_FORMAT,
+           "%s: grid of shape %lld x %lld x %lld holds %lld points", src, (long long)m->shape[0],
+           (long long)m->shape[1], (long long)m->shape[2], (long long)m->nv);
+  for (int i = 0; i < m->nfields; i++)
+    MB_CHECK(m->fields[i].dtype == MB_FLOAT32 ? m->fields[i].data32 != NULL
+                                              : m->fields[i].data != NULL,
+             MB_ERR_FORMAT, "%s: field '%s' has no values", src, m->fields[i].name);
+  return MB_SUCCESS;
+}
+
 mb_error mb_mesh_validate(const mb_mesh *m, const char *source) {
   const char *src = source ? source : (m->name ? m->name : "mesh");
+  if (m->kind == MB_KIND_GRID3D) return grid_validate(m, src);
   MB_CHECK(m->nv > 0, MB_ERR_FORMAT, "%s: empty mesh (no vertices)", src);
   MB_CHECK(m->nf > 0, MB_ERR_FORMAT, "%s: empty mesh (no faces)", src);
   MB_CALL(mb_mesh_validate_rows(m, 0, 0, m->nv, src));
@@ -153,39 +207,56 @@ double mb_mesh_bbox_diagonal(const mb_mesh *m) {
 }
 
 /* Append or replace field `name` of n rows in the list (*fields, *nfields). */
+/* Set field `name` of a list to a copy of n x ncomp values of dtype. */
 static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const char *name,
-                               int ncomp, const double *data) {
+                               int ncomp, mb_dtype dtype, const void *data) {
   MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
   int slot = *nfields;
   for (int i = 0; i < *nfields; i++)
     if (!strcmp((*fields)[i].name, name)) slot = i;
-  double *copy = malloc(sizeof(double) * (size_t)ncomp * (size_t)(n ? n : 1));
+  const size_t width = dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
+  void *copy = malloc(width * (size_t)ncomp * (size_t)(n ? n : 1));
   MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
-  memcpy(copy, data, sizeof(double) * (size_t)ncomp * (size_t)n);
+  memcpy(copy, data, width * (size_t)ncomp * (size_t)n);
   if (slot == *nfields) {
     mb_field *f = realloc(*fields, sizeof(mb_field) * (size_t)(*nfields + 1));
     if (!f) { free(copy); MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name); }
     *fields = f;
-    f[slot].name = mb_strdup(name);
+    f[slot] = (mb_field){.name = mb_strdup(name)};
     (*nfields)++;
   } else {
     free((*fields)[slot].data);
+    free((*fields)[slot].data32);
   }
-  (*fields)[slot].ncomp = ncomp;
-  (*fields)[slot].data = copy;
+  mb_field *f = &(*fields)[slot];
+  f->ncomp = ncomp;
+  f->dtype = dtype;
+  f->data = dtype == MB_FLOAT64 ? copy : NULL;
+  f->data32 = dtype == MB_FLOAT32 ? copy : NULL;
   return MB_SUCCESS;
 }
 
 mb_error mb_mesh_set_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
-  return field_list_set(&m->fields, &m->nfields, m->nv, name, ncomp, data);
+  return field_list_set(&m->fields, &m->nfields, m->nv, name, ncomp, MB_FLOAT64, data);
+}
+
+mb_error mb_mesh_set_field_f32(mb_mesh *m, const char *name, int ncomp, const float *data) {
+  return field_list_set(&m->fields, &m->nfields, m->nv, name, ncomp, MB_FLOAT32, data);
 }
 
 mb_error mb_mesh_set_face_field(mb_mesh *m, const char *name, int ncomp, const double *data) {
-  return field_list_set(&m->face_fields, &m->nface_fields, m->nf, name, ncomp, data);
+  return field_list_set(&m->face_fields, &m->nface_fields, m->nf, name, ncomp, MB_FLOAT64,
+                        data);
+}
+
+int mb_mesh_field_index(const mb_mesh *m, const char *name) {
+  for (int i = 0; i < m->nfields; i++)
+    if (!strcmp(m->fields[i].name, name)) return i;
+  return -1;
 }
 
 static const char *const mb_kind_names[MB_NKINDS] = {"none", "surface", "triangulation2d",
-                                                     "polygons2d"};
+                                                     "polygons2d", "grid3d"};
 
 const char *mb_kind_name(mb_kind kind) {
   return (kind >= 0 && kind < MB_NKINDS) ? mb_kind_names[kind] : "unknown";

@@ -6,6 +6,9 @@
  *   surface          triangles or polygons in 3D (the smoothing ops' input)
  *   triangulation2d  a planar triangulation: every face a triangle, z = 0
  *   polygons2d       a planar polygon mesh: faces of any size >= 3, z = 0
+ *   grid3d           a uniform 3D grid of shape (nz, ny, nx) with origin and
+ *                    spacing, and named scalar fields on its points; no
+ *                    coordinates (xyz is NULL), no faces (nf = 0)
  * Planar kinds keep [nv, 3] coordinates in memory with z = 0, so every
  * kind shares one layout; collections store them as [N, 2].
  * Faces are stored as polygons in CSR form: face f has the vertex indices
@@ -25,11 +28,19 @@
 extern "C" {
 #endif
 
-/* A named per-vertex field: data is [nv, ncomp] float64, row-major, owned. */
+/* The type of a field's values. Meshes hold float64 fields; the fields of a
+ * grid3d may be float32. */
+typedef enum mb_dtype { MB_FLOAT64 = 0, MB_FLOAT32 = 1 } mb_dtype;
+
+/* A named per-vertex (grid: per-point) or per-face field, [n, ncomp]
+ * row-major, owned: float64 values in data, or, with dtype MB_FLOAT32,
+ * float32 values in data32 (data is then NULL). */
 typedef struct mb_field {
   char *name;
   int ncomp;
   double *data;
+  mb_dtype dtype;
+  float *data32;
 } mb_field;
 
 /* An ordered list of string key/value pairs (provenance and metadata); owned. */
@@ -45,7 +56,8 @@ typedef enum mb_kind {
   MB_KIND_SURFACE = 1,
   MB_KIND_TRIANGULATION2D = 2,
   MB_KIND_POLYGONS2D = 3,
-  MB_NKINDS = 4
+  MB_KIND_GRID3D = 4,
+  MB_NKINDS = 5
 } mb_kind;
 
 /* Name of a kind as written in collections and job help ("surface", ...). */
@@ -68,6 +80,10 @@ typedef struct mb_mesh {
   int nface_fields;
   mb_field *face_fields;   /* [nface_fields] per-face fields, data [nf, ncomp] (owned) */
   mb_attrs attrs;          /* provenance attributes, in order of addition (owned) */
+  /* grid3d only (zero otherwise), axes in the order z, y, x: */
+  int64_t shape[3];        /* points per axis; nv = shape[0] * shape[1] * shape[2] */
+  double origin[3];        /* position of point (0, 0, 0), in the user's length unit */
+  double spacing[3];       /* distance between neighbouring points, > 0 */
 } mb_mesh;
 
 /* Allocate an empty mesh named `name` (copied) with nv vertices and nf faces
@@ -75,6 +91,14 @@ typedef struct mb_mesh {
  * filled by the caller. Not collective. Errors: MB_ERR_MEMORY, MB_ERR_ARG. */
 mb_error mb_mesh_create(const char *name, int64_t nv, int64_t nf, int64_t nidx,
                         mb_mesh **mesh);
+
+/* Allocate a grid3d of shape[3] points (z, y, x; each >= 1) with the given
+ * origin[3] and spacing[3] (> 0, finite), named `name` (copied), with no
+ * fields yet: nv = the product of shape, xyz NULL, no faces. Not
+ * collective. Errors: MB_ERR_ARG (shape, spacing, a point count over
+ * 2^62), MB_ERR_MEMORY. */
+mb_error mb_grid_create(const char *name, const int64_t shape[3], const double origin[3],
+                        const double spacing[3], mb_mesh **grid);
 
 /* Free a mesh and everything it owns; NULL is allowed. Not collective. */
 void mb_mesh_free(mb_mesh *mesh);
@@ -129,6 +153,13 @@ double mb_mesh_bbox_diagonal(const mb_mesh *mesh);
 
 /* Append (or replace) a per-vertex field; data [nv, ncomp] is copied. */
 mb_error mb_mesh_set_field(mb_mesh *mesh, const char *name, int ncomp, const double *data);
+
+/* The same with float32 values (grid fields). Not collective.
+ * Errors: MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_mesh_set_field_f32(mb_mesh *mesh, const char *name, int ncomp, const float *data);
+
+/* Index of the per-vertex field named name, or -1. Not collective. */
+int mb_mesh_field_index(const mb_mesh *mesh, const char *name);
 
 /* Append (or replace) a per-face field; data [nf, ncomp] is copied.
  * Not collective. Errors: MB_ERR_MEMORY, MB_ERR_ARG. */

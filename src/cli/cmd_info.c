@@ -18,7 +18,23 @@ static const char info_help[] =
     "ranks, wall time). Given a partition file (meshbatch partition), prints\n"
     "its parts, edge cut and owned-vertex imbalance.\n";
 
+static void print_grid(const mb_mesh *m) {
+  printf("%s: grid3d %lld x %lld x %lld (z, y, x; %lld points), origin (%.6g, %.6g, %.6g), "
+         "spacing (%.6g, %.6g, %.6g)\n", m->name, (long long)m->shape[0], (long long)m->shape[1],
+         (long long)m->shape[2], (long long)m->nv, m->origin[0], m->origin[1], m->origin[2],
+         m->spacing[0], m->spacing[1], m->spacing[2]);
+  for (int f = 0; f < m->nfields; f++)
+    printf("  field %s (%s, %d component%s)\n", m->fields[f].name,
+           m->fields[f].dtype == MB_FLOAT32 ? "float32" : "float64", m->fields[f].ncomp,
+           m->fields[f].ncomp == 1 ? "" : "s");
+  for (int a = 0; a < m->attrs.n; a++) printf("  %s = %s\n", m->attrs.keys[a], m->attrs.values[a]);
+}
+
 static void print_mesh(const mb_mesh *m) {
+  if (m->kind == MB_KIND_GRID3D) {
+    print_grid(m);
+    return;
+  }
   double lo[3], hi[3];
   mb_mesh_bbox(m, lo, hi);
   printf("%s: %lld vertices, %lld faces%s, kind %s\n", m->name, (long long)m->nv,
@@ -108,6 +124,11 @@ static int export_one(const mb_mesh *m, void *p) {
   if (!x->folder && x->written++) {
     mb_log_error("%s holds several meshes: choose one with --mesh NAME, or give a folder", x->out);
     return MB_EXIT_USAGE;
+  }
+  if (m->kind == MB_KIND_GRID3D) {
+    mb_log_error("%s is a grid3d: export writes meshes (obj, off, ply, node); read grids from "
+                 "the collection (h5py, or ParaView through the .xdmf)", m->name);
+    return MB_EXIT_FAILED;
   }
   char path[4096];
   if (x->folder) snprintf(path, sizeof path, "%s/%s.%s", x->out, m->name, x->format);

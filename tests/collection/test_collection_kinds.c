@@ -530,17 +530,18 @@ static void test_write_kind_errors(void **state) {
   }
 }
 
-typedef enum kedit { KEDIT_NO_KIND, KEDIT_GRID3D, KEDIT_PLANAR_XYZ, KEDIT_POLY_TRIANGLES,
-                     KEDIT_FACE_FIELD_ROWS } kedit;
+typedef enum kedit { KEDIT_NO_KIND, KEDIT_UNKNOWN_KIND, KEDIT_GRID_NO_SHAPE, KEDIT_PLANAR_XYZ,
+                     KEDIT_POLY_TRIANGLES, KEDIT_FACE_FIELD_ROWS } kedit;
 
 /* Rank 0 edits a good kinds collection with serial HDF5. */
 static void edit_kinds(const char *path, kedit k) {
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   assert_true(f >= 0);
-  if (k == KEDIT_NO_KIND || k == KEDIT_GRID3D) {
+  if (k == KEDIT_NO_KIND || k == KEDIT_UNKNOWN_KIND || k == KEDIT_GRID_NO_SHAPE) {
     hid_t g = H5Gopen2(f, "/meshes/tri2d", H5P_DEFAULT);
     assert_true(H5Adelete(g, "kind") >= 0);
-    if (k == KEDIT_GRID3D) v1_str_attr(g, "kind", "grid3d");
+    if (k == KEDIT_UNKNOWN_KIND) v1_str_attr(g, "kind", "tetmesh3d");
+    if (k == KEDIT_GRID_NO_SHAPE) v1_str_attr(g, "kind", "grid3d"); /* a grid without its shape */
     H5Gclose(g);
   } else {
     const char *d = k == KEDIT_PLANAR_XYZ        ? "/meshes/poly2d/vertices"
@@ -566,8 +567,10 @@ static void test_open_kind_errors(void **state) {
     const char *needle;
   } cases[] = {
       {"knokind.h5", KEDIT_NO_KIND, "knokind.h5: /meshes/tri2d has no 'kind' attribute"},
-      {"kgrid.h5", KEDIT_GRID3D,
-       "kgrid.h5: /meshes/tri2d has kind 'grid3d', which this build does not read"},
+      {"kunknown.h5", KEDIT_UNKNOWN_KIND,
+       "kunknown.h5: /meshes/tri2d has kind 'tetmesh3d', which this build does not read"},
+      {"kgrid.h5", KEDIT_GRID_NO_SHAPE,
+       "kgrid.h5: /meshes/tri2d (grid3d) has no 'shape' attribute"},
       {"kxyz.h5", KEDIT_PLANAR_XYZ, "kxyz.h5: /meshes/poly2d/vertices has shape [4,3], expected [N,2]"},
       {"kptri.h5", KEDIT_POLY_TRIANGLES, "kptri.h5: /meshes/poly2d (polygons2d) has 'triangles'"},
       {"kffrows.h5", KEDIT_FACE_FIELD_ROWS,

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""grid3d datasets in collections (docs/format.md, "grid3d").
+
+    grid_collection.py             generate, info, compare, the HDF5 layout (h5py)
+    grid_collection.py --paraview  ParaView's XDMFReader and Xdmf3ReaderS on the
+                                   collection and single-dataset XDMF files
+                                   (exit 77 without pvpython)
+
+`meshbatch generate grid` writes a non-cubic grid with an origin and unequal
+spacings, float32 and float64 fields of every kind; the test checks the
+datasets (shape, dtype, chunking, attributes) and values against the
+analytic formulas, `meshbatch info` and `meshbatch compare`, a mesh op on a
+grid refused with the dataset named, and with --paraview the image data
+ParaView builds (dimensions, spacing, origin, point arrays). Exit code 0
+passes, 77 skips, other fails.
+"""
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import SKIP, TMP, fail, run  # noqa: E402
+
+SHAPE = (6, 9, 11)                  # z, y, x
+ORIGIN = (0.5, -1.0, 2.0)
+SPACING = (0.25, 0.125, 0.5)
+
+
+def make(d):
+    out = {}
+    for dtype in ("float64", "float32"):
+        path = os.path.join(d, f"grid_{dtype}.h5")
+        run(["generate", "grid", "--shape", ",".join(map(str, SHAPE)),
+             "--origin", ",".join(map(str, ORIGIN)), "--spacing", ",".join(map(str, SPACING)),
+             "--field", "u=sines", "--field", "g=gaussian", "--field", "n=noise",
+             "--dtype", dtype, "--name", f"g_{dtype}", "-o", path])
+        out[dtype] = path
+    return out
+
+
+def expected(kind, k, j, i):
+    idx = (k, j, i)
+    L = [SHAPE[a] * SPACING[a] for a in range(3)]
+    x = [ORIGIN[a] + idx[a] * SPACING[a] for a in range(3)]
+    if kind == "sines":
+        return math.prod(math.sin(2 * math.pi * (x[a] - ORIGIN[a]) / L[a]) for a in range(3))
+    s = min(L) / 10
+    c = [ORIGIN[a] + 0.5 * (SHAPE[a] - 1) * SPACING[a] for a in range(3)]
+    return math.exp(-sum((x[a] - c[a]) ** 2 for a in range(3)) / (2 * s * s))
+
+
+def check_layout(paths):
+    import h5py
+    import numpy as np
+    for dtype, path in paths.items():
+        with h5py.File(path, "r") as f:
+            g = f[f"meshes/g_{dtype}"]
+            kind = g.attrs["kind"]
+            kind = kind.decode() if isinstance(kind, bytes) else kind
+            if kind != "grid3d":
+                fail(f"{path}: kind {kind}")
+            if list(g.attrs["shape"]) != list(SHAPE) or list(g.attrs["origin"]) != list(ORIGIN) \
+                    or list(g.attrs["spacing"]) != list(SPACING):
+                fail(f"{path}: shape/origin/spacing {g.attrs['shape']} {g.attrs['origin']} {g.attrs['spacing']}")
+            for name, kind in (("u", "sines"), ("g", "gaussian")):
+                ds = g[f"fields/{name}"]
+                if ds.shape != SHAPE or ds.dtype != np.dtype(dtype) or ds.chunks is None:
+                    fail(f"{path}: fields/{name} is {ds.shape} {ds.dtype} chunks {ds.chunks}")
+                a = ds[...]
+                err = max(abs(float(a[k, j, i]) - expected(kind, k, j, i))
+                          for k in range(SHAPE[0]) for j in range(SHAPE[1]) for i in range(SHAPE[2]))
+                tol = 1e-14 if dtype == "float64" else 1e-7
+                if err > tol:
+                    fail(f"{path}: fields/{name} differs from the formula by {err}")
+            n = g["fields/n"][...]
+            if not (n.min() >= -1 and n.max() < 1 and n.std() > 0.4):
+                fail(f"{path}: noise out of [-1, 1) or not spread: {n.min()} {n.max()} {n.std()}")
+    print("HDF5 layout: shape, origin, spacing, chunked fields of each dtype, values of the formulas")
+
+
+def check_cli(d, paths):
+    p = run(["info", paths["float32"]])
+    want = "g_float32: grid3d 6 x 9 x 11 (z, y, x; 594 points), origin (0.5, -1, 2), spacing (0.25, 0.125, 0.5)"
+    if want not in p.stdout or "field u (float32, 1 component)" not in p.stdout:
+        fail("meshbatch info does not describe the grid")
+    p = run(["compare", paths["float64"], paths["float64"]])
+    if p.stdout.count("bitwise identical") != 3:
+        fail("compare of a grid with itself is not bitwise identical in its 3 fields")
+    run(["compare", paths["float64"], paths["float32"]], expect=1)
+    job = os.path.join(d, "mesh_op.yaml")
+    with open(job, "w") as f:
+        f.write(f"input: {paths['float64']}\noutput: {d}/out.h5\nbackend: cpu\n"
+                "stages:\n  - {op: taubin, iterations: 1}\n")
+    p = run(["run", job], expect=1)
+    if "reads surface datasets" not in p.stdout + p.stderr or "grid3d" not in p.stdout + p.stderr:
+        fail("a mesh op on a grid is not refused with the kinds named")
+    print("info, compare and a mesh op on a grid: as documented")
+
+
+PV_SCRIPT = r"""
+import sys
+from paraview.simple import XDMFReader, Xdmf3ReaderS
+from paraview import servermanager as sm
+path, reader = sys.argv[1], sys.argv[2]
+r = XDMFReader(FileNames=[path]) if reader == "XDMFReader" else Xdmf3ReaderS(FileName=[path])
+r.UpdatePipeline()
+d = sm.Fetch(r)
+while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
+    d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
+pd = d.GetPointData()
+print("DIMS", *d.GetDimensions())
+print("SPACING", *d.GetSpacing())
+print("ORIGIN", *d.GetOrigin())
+for n in ("u", "g", "n"):
+    a = pd.GetArray(n)
+    print("ARRAY", n, a.GetNumberOfTuples(), repr(a.GetValue(0)), repr(a.GetValue(a.GetNumberOfTuples() - 1)),
+          repr(a.GetValue(123)))
+"""
+
+
+def check_paraview(d, paths):
+    import h5py
+    pv = os.environ.get("MESHBATCH_PVPYTHON", "pvpython")
+    script = os.path.join(d, "pv_grid.py")
+    with open(script, "w") as f:
+        f.write(PV_SCRIPT)
+    for dtype, path in paths.items():
+        stem = path[:-3]
+        with h5py.File(path, "r") as f:
+            ref = {n: f[f"meshes/g_{dtype}/fields/{n}"][...].ravel() for n in ("u", "g", "n")}
+        for xdmf in (stem + ".xdmf", f"{stem}.g_{dtype}.xdmf"):
+            for reader in ("XDMFReader", "Xdmf3ReaderS"):
+                p = subprocess.run([pv, script, os.path.abspath(xdmf), reader], capture_output=True,
+                                   text=True, timeout=300)
+                lines = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines()
+                         if ln.split() and ln.split()[0] in ("DIMS", "SPACING", "ORIGIN")}
+                arrays = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("ARRAY")]
+                if p.returncode != 0 or not lines:
+                    fail(f"{reader} on {xdmf}: exit {p.returncode}\n{p.stderr[-2000:]}")
+                if [int(v) for v in lines["DIMS"]] != list(SHAPE[::-1]) or \
+                        [float(v) for v in lines["SPACING"]] != list(SPACING[::-1]) or \
+                        [float(v) for v in lines["ORIGIN"]] != list(ORIGIN[::-1]):
+                    fail(f"{reader} on {xdmf}: image data {lines}, expected dims {SHAPE[::-1]}, "
+                         f"spacing {SPACING[::-1]}, origin {ORIGIN[::-1]} (x, y, z)")
+                for name, n, first, last, mid in arrays:
+                    r = ref[name]
+                    if int(n) != r.size or float(first) != float(r[0]) or float(last) != float(r[-1]) \
+                            or float(mid) != float(r[123]):
+                        fail(f"{reader} on {xdmf}: array {name} {n} {first} {last} {mid}, expected "
+                             f"{r.size} {r[0]} {r[-1]} {r[123]}")
+                if len(arrays) != 3:
+                    fail(f"{reader} on {xdmf}: {len(arrays)} point arrays, expected 3")
+    print("ParaView (XDMFReader, Xdmf3ReaderS): image data of the grid's shape, spacing and origin "
+          "with the fields' values, collection and single-dataset files")
+
+
+def main():
+    paraview = "--paraview" in sys.argv[1:]
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as exc:
+        print(f"SKIP: {exc}")
+        return SKIP
+    if paraview and not shutil.which(os.environ.get("MESHBATCH_PVPYTHON", "pvpython")):
+        print("SKIP: pvpython is not on PATH")
+        return SKIP
+    d = os.path.join(TMP, "grid_collection")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    paths = make(d)
+    if paraview:
+        check_paraview(d, paths)
+        return 0
+    check_layout(paths)
+    check_cli(d, paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
