@@ -1,0 +1,83 @@
+/* meshbatch: CPU reference kernels of the stencil room (see mb_stencil.h).
+ * OpenMP over (z, y) rows, inner x loops the compiler vectorizes; every
+ * point's arithmetic is fixed (mb_stencil.h), so results do not depend on
+ * the thread count. The plain (ghost 0) entry points copy the grid into a
+ * framed array with its ghost faces filled by the boundary rule and run the
+ * framed kernels, so both paths give the same bits. */
+#include "mb_stencil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1.4 ... : |d0 - 2 d1 + 2 d2 - 2 d3 + 2 d4| with the coefficients of the
+ * second difference (mb_stencil.h). */
+double mb_stencil_nyquist(void) {
+  const double d0 = -205.0 / 72.0, d1 = 8.0 / 5.0, d2 = -1.0 / 5.0, d3 = 8.0 / 315.0,
+               d4 = -1.0 / 560.0;
+  return fabs(d0 - 2 * d1 + 2 * d2 - 2 * d3 + 2 * d4);
+}
+
+static double lambda_max(const mb_stencil_grid *g) {
+  return mb_stencil_nyquist() *
+         (1 / (g->h[0] * g->h[0]) + 1 / (g->h[1] * g->h[1]) + 1 / (g->h[2] * g->h[2]));
+}
+
+double mb_stencil_heat_dt_limit(const mb_stencil_grid *g, double alpha) {
+  return 2 / (alpha * lambda_max(g));
+}
+
+double mb_stencil_wave_dt_limit(const mb_stencil_grid *g, double c) {
+  return 2 / (c * sqrt(lambda_max(g)));
+}
+
+/* Sizes and spacing; L receives the framed sizes (n + 8 per axis). whole:
+ * the kernel needs the whole grid when framed (it fills the ghosts). */
+static mb_error check_grid(const mb_stencil_grid *g, int whole, int64_t L[3]) {
+  MB_CHECK(g && (g->ghost == 0 || g->ghost == 4), MB_ERR_ARG, "stencil: ghost width must be 0 or 4");
+  (void)whole;
+  for (int a = 0; a < 3; a++) {
+    MB_CHECK(g->n[a] >= 1 && isfinite(g->h[a]) && g->h[a] > 0, MB_ERR_ARG,
+             "stencil: grid of %lld x %lld x %lld points with spacing %g %g %g",
+             (long long)g->n[0], (long long)g->n[1], (long long)g->n[2], g->h[0], g->h[1],
+             g->h[2]);
+    L[a] = g->n[a] + 8;
+  }
+  return MB_SUCCESS;
+}
+
+static mb_error check_heat(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps) {
+  MB_CHECK(alpha > 0 && isfinite(alpha), MB_ERR_ARG, "heat: alpha must be positive (got %g)", alpha);
+  MB_CHECK(dt > 0 && isfinite(dt), MB_ERR_ARG, "heat: dt must be positive (got %g)", dt);
+  MB_CHECK(nsteps >= 0, MB_ERR_ARG, "heat: negative number of steps (%lld)", (long long)nsteps);
+  const double limit = mb_stencil_heat_dt_limit(g, alpha);
+  MB_CHECK(dt <= limit, MB_ERR_ARG,
+           "heat: time step %g exceeds the stability limit %.6g of explicit steps (alpha %g, "
+           "spacing %g %g %g: dt <= 2 / (alpha * 6.5016 * (1/hz^2 + 1/hy^2 + 1/hx^2)))",
+           dt, limit, alpha, g->h[0], g->h[1], g->h[2]);
+  return MB_SUCCESS;
+}
+
+static mb_error check_wave(const mb_stencil_grid *g, double c, double dt, int64_t nsteps) {
+  MB_CHECK(c > 0 && isfinite(c), MB_ERR_ARG, "wave: c must be positive (got %g)", c);
+  MB_CHECK(dt > 0 && isfinite(dt), MB_ERR_ARG, "wave: dt must be positive (got %g)", dt);
+  MB_CHECK(nsteps >= 0, MB_ERR_ARG, "wave: negative number of steps (%lld)", (long long)nsteps);
+  const double limit = mb_stencil_wave_dt_limit(g, c);
+  MB_CHECK(dt <= limit, MB_ERR_ARG,
+           "wave: time step %g exceeds the CFL limit %.6g of leapfrog steps (c %g, spacing %g "
+           "%g %g: dt <= 2 / (c * sqrt(6.5016 * (1/hz^2 + 1/hy^2 + 1/hx^2))))",
+           dt, limit, c, g->h[0], g->h[1], g->h[2]);
+  return MB_SUCCESS;
+}
+
+#define T double
+#define SFX f64
+#include "mb_stencil_tmpl.h"
+#undef T
+#undef SFX
+
+#define T float
+#define SFX f32
+#include "mb_stencil_tmpl.h"
+#undef T
+#undef SFX

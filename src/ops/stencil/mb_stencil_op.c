@@ -1,0 +1,274 @@
+/* meshbatch: the stencil ops on grid3d datasets (registration and per-grid
+ * entries): derivative, grid_laplacian, heat, wave.
+ *
+ * Method: 8th-order central finite differences (first derivative
+ * coefficients 4/5, -1/5, 4/105, -1/280; second derivative -205/72, 8/5,
+ * -1/5, 8/315, -1/560), B. Fornberg, "Generation of finite difference
+ * formulas on arbitrarily spaced grids", Math. Comp. 51 (1988), table 1;
+ * as in NVIDIA's "Finite Difference Methods in CUDA C/C++" (M. Harris,
+ * 2013). The exact arithmetic is in mb_stencil.h.
+ *
+ * Every op works on every field of the grid, in the field's precision:
+ *   derivative      adds <field>_dz, <field>_dy, <field>_dx (axis all) or one of them
+ *   grid_laplacian  adds <field>_lap
+ *   heat            steps every field in place: u <- u + alpha dt lap(u), `steps` times
+ *   wave            steps every field in place by leapfrog from rest (u_prev = u):
+ *                   u_next = 2 u - u_prev + (c dt)^2 lap(u)
+ * (`laplacian` is the smoothing op of surfaces, hence grid_laplacian.)
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_op.h"
+#include "mb_stencil.h"
+
+typedef struct mb_stencil_params {
+  int axis;        /* derivative: 0 z, 1 y, 2 x, 3 all */
+  int boundary;    /* mb_stencil_boundary */
+  double outside;  /* dirichlet value */
+  double alpha;    /* heat: diffusivity (length^2 / time) */
+  double c;        /* wave: speed (length / time) */
+  double dt;       /* heat, wave: time step */
+  int steps;       /* heat, wave: steps */
+} mb_stencil_params;
+
+static const char *const axis_names[] = {"z", "y", "x", "all", NULL};
+static const char *const boundary_names[] = {"periodic", "dirichlet", NULL};
+
+#define BOUNDARY_PARAM                                                                        \
+  {"boundary", MB_PARAM_NAME, offsetof(mb_stencil_params, boundary), 0, 0, 0, 0, 0,           \
+   MB_STENCIL_PERIODIC, boundary_names,                                                       \
+   "periodic (wrap around the grid) or dirichlet (the value `outside` beyond every face)"}
+#define OUTSIDE_PARAM                                                                         \
+  {"outside", MB_PARAM_REAL, offsetof(mb_stencil_params, outside), -1e300, 1e300, 0, 0, 0, 0, \
+   NULL, "dirichlet: the value of every point beyond the grid"}
+#define DT_PARAM                                                                              \
+  {"dt", MB_PARAM_REAL, offsetof(mb_stencil_params, dt), 0, 1e300, 1, 0, 1, 0, NULL,          \
+   "time step (required; refused beyond the stability limit, which the message states)"}
+#define STEPS_PARAM                                                                           \
+  {"steps", MB_PARAM_INT, offsetof(mb_stencil_params, steps), 0, 100000000, 0, 0, 1, 0, NULL, \
+   "number of time steps (required)"}
+
+static const mb_param derivative_params[] = {
+    {"axis", MB_PARAM_NAME, offsetof(mb_stencil_params, axis), 0, 0, 0, 0, 0, 3, axis_names,
+     "z, y, x, or all (three fields)"},
+    BOUNDARY_PARAM, OUTSIDE_PARAM};
+static const mb_param laplacian_params[] = {BOUNDARY_PARAM, OUTSIDE_PARAM};
+static const mb_param heat_params[] = {
+    {"alpha", MB_PARAM_REAL, offsetof(mb_stencil_params, alpha), 0, 1e300, 1, 0, 0, 1, NULL,
+     "diffusivity, > 0 (length^2 per time unit)"},
+    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM};
+static const mb_param wave_params[] = {
+    {"c", MB_PARAM_REAL, offsetof(mb_stencil_params, c), 0, 1e300, 1, 0, 0, 1, NULL,
+     "wave speed, > 0 (length per time unit)"},
+    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM};
+
+#define NPARAMS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+/* The kernels' view of grid m under stage parameters p. */
+static mb_stencil_grid grid_of(const mb_mesh *m, const mb_stencil_params *p) {
+  mb_stencil_grid g = {.bc = (mb_stencil_boundary)p->boundary, .outside = p->outside};
+  for (int a = 0; a < 3; a++) {
+    g.n[a] = m->shape[a];
+    g.h[a] = m->spacing[a];
+  }
+  return g;
+}
+
+/* The fields a stage works on: those present before it, one component. */
+static mb_error check_fields(const mb_mesh *m, const char *op) {
+  MB_CHECK(m->kind == MB_KIND_GRID3D, MB_ERR_ARG, "%s: %s works on grid3d datasets, '%s' is a %s",
+           m->name, op, m->name, mb_kind_name(m->kind));
+  MB_CHECK(m->nfields > 0, MB_ERR_ARG, "grid '%s' has no field for %s", m->name, op);
+  for (int f = 0; f < m->nfields; f++)
+    MB_CHECK(m->fields[f].ncomp == 1, MB_ERR_ARG,
+             "grid '%s': field '%s' has %d components; %s works on scalar fields", m->name,
+             m->fields[f].name, m->fields[f].ncomp, op);
+  return MB_SUCCESS;
+}
+
+/* A new field `<name><suffix>` of the same type as field f, from buf. */
+static mb_error add_field(mb_mesh *m, int f, const char *suffix, const void *buf) {
+  char name[300];
+  snprintf(name, sizeof name, "%s%s", m->fields[f].name, suffix);
+  return m->fields[f].dtype == MB_FLOAT32 ? mb_mesh_set_field_f32(m, name, 1, buf)
+                                          : mb_mesh_set_field(m, name, 1, buf);
+}
+
+static void *field_values(const mb_field *f) {
+  return f->dtype == MB_FLOAT32 ? (void *)f->data32 : (void *)f->data;
+}
+
+static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
+  const size_t width = m->fields[f].dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
+  *buf = malloc(width * (size_t)m->nv);
+  MB_CHECK(*buf, MB_ERR_MEMORY, "out of memory for a field of grid '%s' (%lld points)", m->name,
+           (long long)m->nv);
+  return MB_SUCCESS;
+}
+
+static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                               mb_mesh **mesh) {
+  (void)ctx;
+  mb_mesh *m = *mesh;
+  for (int s = 0; s < n; s++) {
+    const mb_stencil_params *p = stages[s].params;
+    MB_CALL(check_fields(m, "derivative"));
+    const mb_stencil_grid g = grid_of(m, p);
+    static const char *const suffix[3] = {"_dz", "_dy", "_dx"};
+    const int nf = m->nfields;
+    for (int f = 0; f < nf; f++)
+      for (int a = 0; a < 3; a++) {
+        if (p->axis != 3 && p->axis != a) continue;
+        void *du = NULL;
+        MB_CALL(alloc_like(m, f, &du));
+        mb_error e = m->fields[f].dtype == MB_FLOAT32
+                         ? mb_stencil_derivative_f32(&g, a, m->fields[f].data32, du)
+                         : mb_stencil_derivative_f64(&g, a, m->fields[f].data, du);
+        if (!e) e = add_field(m, f, suffix[a], du);
+        free(du);
+        MB_CALL(e);
+      }
+  }
+  return MB_SUCCESS;
+}
+
+static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                              mb_mesh **mesh) {
+  (void)ctx;
+  mb_mesh *m = *mesh;
+  for (int s = 0; s < n; s++) {
+    MB_CALL(check_fields(m, "grid_laplacian"));
+    const mb_stencil_grid g = grid_of(m, stages[s].params);
+    const int nf = m->nfields;
+    for (int f = 0; f < nf; f++) {
+      void *lap = NULL;
+      MB_CALL(alloc_like(m, f, &lap));
+      mb_error e = m->fields[f].dtype == MB_FLOAT32
+                       ? mb_stencil_laplacian_f32(&g, m->fields[f].data32, lap)
+                       : mb_stencil_laplacian_f64(&g, m->fields[f].data, lap);
+      if (!e) e = add_field(m, f, "_lap", lap);
+      free(lap);
+      MB_CALL(e);
+    }
+  }
+  return MB_SUCCESS;
+}
+
+static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
+  (void)ctx;
+  mb_mesh *m = *mesh;
+  for (int s = 0; s < n; s++) {
+    const mb_stencil_params *p = stages[s].params;
+    MB_CALL(check_fields(m, "heat"));
+    const mb_stencil_grid g = grid_of(m, p);
+    for (int f = 0; f < m->nfields; f++) {
+      void *work = NULL;
+      MB_CALL(alloc_like(m, f, &work));
+      mb_field *fd = &m->fields[f];
+      mb_error e = fd->dtype == MB_FLOAT32
+                       ? mb_stencil_heat_f32(&g, p->alpha, p->dt, p->steps, fd->data32, work)
+                       : mb_stencil_heat_f64(&g, p->alpha, p->dt, p->steps, fd->data, work);
+      free(work);
+      MB_CALL(e);
+    }
+  }
+  return MB_SUCCESS;
+}
+
+static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
+  (void)ctx;
+  mb_mesh *m = *mesh;
+  for (int s = 0; s < n; s++) {
+    const mb_stencil_params *p = stages[s].params;
+    MB_CALL(check_fields(m, "wave"));
+    const mb_stencil_grid g = grid_of(m, p);
+    for (int f = 0; f < m->nfields; f++) {
+      mb_field *fd = &m->fields[f];
+      const size_t width = fd->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
+      void *prev = NULL, *work = NULL;
+      MB_CALL(alloc_like(m, f, &prev));
+      mb_error e = alloc_like(m, f, &work);
+      if (!e) { /* from rest: the step before is the field itself */
+        memcpy(prev, field_values(fd), width * (size_t)m->nv);
+        e = fd->dtype == MB_FLOAT32
+                ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
+                : mb_stencil_wave_f64(&g, p->c, p->dt, p->steps, prev, fd->data, work);
+      }
+      free(prev);
+      free(work);
+      MB_CALL(e);
+    }
+  }
+  return MB_SUCCESS;
+}
+
+/* points x 25 reads per step */
+static double stencil_cost(int64_t nv, int64_t nf, const void *params) {
+  (void)nf;
+  const mb_stencil_params *p = params;
+  return (double)nv * (p->steps > 0 ? (double)p->steps : 1.0);
+}
+
+#define STENCIL_SOURCE                                                                        \
+  "8th-order central differences (B. Fornberg, Math. Comp. 51, 1988); NVIDIA, Finite "       \
+  "Difference Methods in CUDA C/C++ (2013)"
+
+const mb_op_info mb_op_derivative = {
+    .name = "derivative",
+    .room = "stencil",
+    .summary = "first derivative of every field along z, y, x or all three, 8th order",
+    .source = STENCIL_SOURCE,
+    .in = MB_KIND_GRID3D,
+    .out = MB_KIND_GRID3D,
+    .params = derivative_params,
+    .nparams = NPARAMS(derivative_params),
+    .params_size = sizeof(mb_stencil_params),
+    .cost = stencil_cost,
+    .run = {derivative_run, NULL},
+};
+
+const mb_op_info mb_op_grid_laplacian = {
+    .name = "grid_laplacian",
+    .room = "stencil",
+    .summary = "the 25-point 8th-order Laplacian of every field",
+    .source = STENCIL_SOURCE,
+    .in = MB_KIND_GRID3D,
+    .out = MB_KIND_GRID3D,
+    .params = laplacian_params,
+    .nparams = NPARAMS(laplacian_params),
+    .params_size = sizeof(mb_stencil_params),
+    .cost = stencil_cost,
+    .run = {laplacian_run, NULL},
+};
+
+const mb_op_info mb_op_heat = {
+    .name = "heat",
+    .room = "stencil",
+    .summary = "explicit heat steps u <- u + alpha dt lap(u) of every field (stability checked)",
+    .source = STENCIL_SOURCE,
+    .in = MB_KIND_GRID3D,
+    .out = MB_KIND_GRID3D,
+    .params = heat_params,
+    .nparams = NPARAMS(heat_params),
+    .params_size = sizeof(mb_stencil_params),
+    .cost = stencil_cost,
+    .run = {heat_run, NULL},
+};
+
+const mb_op_info mb_op_wave = {
+    .name = "wave",
+    .room = "stencil",
+    .summary = "leapfrog wave steps from rest, u'' = c^2 lap(u), of every field (CFL checked)",
+    .source = STENCIL_SOURCE,
+    .in = MB_KIND_GRID3D,
+    .out = MB_KIND_GRID3D,
+    .params = wave_params,
+    .nparams = NPARAMS(wave_params),
+    .params_size = sizeof(mb_stencil_params),
+    .cost = stencil_cost,
+    .run = {wave_run, NULL},
+};
