@@ -1,0 +1,191 @@
+/* The stencil kernels on a grid split over the ranks (partition/mb_cart.h:
+ * Cartesian blocks, 4-plane face halos) give the one-rank results bit for
+ * bit: derivative along each axis, the Laplacian, 10 heat steps and 10 wave
+ * steps, periodic and Dirichlet, float64 (and float32 for the Laplacian and
+ * heat), on shapes the rank counts do not divide. Each rank computes the
+ * one-rank result on the whole grid itself and compares its block. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_cart.h"
+#include "mb_stencil.h"
+#include "mb_testutil.h"
+
+static int g_rank, g_size;
+
+typedef struct dist {
+  mb_cart *cart;
+  int64_t L[3], nl;         /* framed local sizes, points */
+  mb_stencil_grid whole, local;
+} dist;
+
+static void dist_make(dist *d, const int64_t n[3], const double h[3], int bc, double outside) {
+  assert_int_equal(mb_cart_create(MPI_COMM_WORLD, n, bc == MB_STENCIL_PERIODIC, 4, &d->cart),
+                   MB_SUCCESS);
+  d->whole = (mb_stencil_grid){.n = {n[0], n[1], n[2]}, .h = {h[0], h[1], h[2]},
+                               .bc = (mb_stencil_boundary)bc, .outside = outside};
+  d->local = d->whole;
+  d->local.ghost = 4;
+  for (int a = 0; a < 3; a++) {
+    d->local.n[a] = d->cart->nloc[a];
+    d->L[a] = d->cart->nloc[a] + 8;
+  }
+  d->nl = d->L[0] * d->L[1] * d->L[2];
+}
+
+/* Position of local point (k, j, i) in the frame, and of the same point in
+ * the whole grid. */
+static int64_t at_local(const dist *d, int64_t k, int64_t j, int64_t i) {
+  return ((k + 4) * d->L[1] + j + 4) * d->L[2] + i + 4;
+}
+static int64_t at_whole(const dist *d, int64_t k, int64_t j, int64_t i) {
+  const mb_cart *c = d->cart;
+  return ((c->lo[0] + k) * d->whole.n[1] + c->lo[1] + j) * d->whole.n[2] + c->lo[2] + i;
+}
+
+#define DEFINE_FOR(T, SFX, CART_T)                                                             \
+  static void scatter_##SFX(const dist *d, const T *whole, T *local) {                         \
+    for (int64_t k = 0; k < d->cart->nloc[0]; k++)                                             \
+      for (int64_t j = 0; j < d->cart->nloc[1]; j++)                                           \
+        for (int64_t i = 0; i < d->cart->nloc[2]; i++)                                         \
+          local[at_local(d, k, j, i)] = whole[at_whole(d, k, j, i)];                           \
+  }                                                                                            \
+  static void halo_##SFX(const dist *d, T *local) {                                            \
+    assert_int_equal(mb_cart_exchange_begin(d->cart, CART_T, local), MB_SUCCESS);              \
+    assert_int_equal(mb_cart_exchange_end(d->cart), MB_SUCCESS);                               \
+    mb_cart_fill_outside(d->cart, CART_T, local, d->whole.outside);                            \
+  }                                                                                            \
+  static int64_t mismatches_##SFX(const dist *d, const T *whole, const T *local) {             \
+    int64_t bad = 0;                                                                           \
+    for (int64_t k = 0; k < d->cart->nloc[0]; k++)                                             \
+      for (int64_t j = 0; j < d->cart->nloc[1]; j++)                                           \
+        for (int64_t i = 0; i < d->cart->nloc[2]; i++)                                         \
+          bad += memcmp(&local[at_local(d, k, j, i)], &whole[at_whole(d, k, j, i)], sizeof(T)) \
+                 != 0;                                                                         \
+    return bad;                                                                                \
+  }                                                                                            \
+  /* heat steps on the blocks: halo, Laplacian, update (mb_stencil.h) */                       \
+  static void heat_dist_##SFX(const dist *d, double alpha, double dt, int steps, T *u, T *w) { \
+    const T a = (T)(alpha * dt);                                                               \
+    for (int s = 0; s < steps; s++) {                                                          \
+      halo_##SFX(d, u);                                                                        \
+      assert_int_equal(mb_stencil_laplacian_##SFX(&d->local, u, w), MB_SUCCESS);               \
+      for (int64_t k = 0; k < d->cart->nloc[0]; k++)                                           \
+        for (int64_t j = 0; j < d->cart->nloc[1]; j++)                                         \
+          for (int64_t i = 0; i < d->cart->nloc[2]; i++) {                                     \
+            const int64_t p = at_local(d, k, j, i);                                            \
+            u[p] = u[p] + a * w[p];                                                            \
+          }                                                                                    \
+    }                                                                                          \
+  }
+
+DEFINE_FOR(double, f64, MB_CART_FLOAT64)
+DEFINE_FOR(float, f32, MB_CART_FLOAT32)
+
+/* every rank's count of points differing from the one-rank run, summed */
+static void assert_same(const char *what, int64_t bad) {
+  int64_t all = 0;
+  MPI_Allreduce(&bad, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (all) fail_msg("%s: %lld points differ from the one-rank run", what, (long long)all);
+}
+
+static void check_case(const int64_t n[3], int bc) {
+  const double h[3] = {0.3, 0.2, 0.1};
+  dist d;
+  dist_make(&d, n, h, bc, -0.75);
+  const int64_t nw = n[0] * n[1] * n[2];
+  double *u = malloc(sizeof *u * (size_t)nw), *ref = malloc(sizeof *ref * (size_t)nw);
+  double *wk = malloc(sizeof *wk * (size_t)nw), *prev = malloc(sizeof *prev * (size_t)nw);
+  double *lu = calloc((size_t)d.nl, sizeof *lu), *lw = calloc((size_t)d.nl, sizeof *lw);
+  double *lp = calloc((size_t)d.nl, sizeof *lp);
+  float *u32 = malloc(sizeof *u32 * (size_t)nw), *ref32 = malloc(sizeof *ref32 * (size_t)nw);
+  float *w32 = malloc(sizeof *w32 * (size_t)nw);
+  float *lu32 = calloc((size_t)d.nl, sizeof *lu32), *lw32 = calloc((size_t)d.nl, sizeof *lw32);
+  assert_true(u && ref && wk && prev && lu && lw && lp && u32 && ref32 && w32 && lu32 && lw32);
+  for (int64_t p = 0; p < nw; p++) {
+    u[p] = sin(0.011 * (double)p) * cos(0.37 * (double)(p % 29)) + 0.1;
+    u32[p] = (float)u[p];
+  }
+  char what[160];
+  /* derivatives and Laplacian */
+  for (int op = 0; op < 4; op++) {
+    if (op < 3) assert_int_equal(mb_stencil_derivative_f64(&d.whole, op, u, ref), MB_SUCCESS);
+    else assert_int_equal(mb_stencil_laplacian_f64(&d.whole, u, ref), MB_SUCCESS);
+    scatter_f64(&d, u, lu);
+    halo_f64(&d, lu);
+    if (op < 3) assert_int_equal(mb_stencil_derivative_f64(&d.local, op, lu, lw), MB_SUCCESS);
+    else assert_int_equal(mb_stencil_laplacian_f64(&d.local, lu, lw), MB_SUCCESS);
+    snprintf(what, sizeof what, "%s, %s, %lldx%lldx%lld", op < 3 ? "derivative" : "laplacian",
+             bc ? "dirichlet" : "periodic", (long long)n[0], (long long)n[1], (long long)n[2]);
+    assert_same(what, mismatches_f64(&d, ref, lw));
+  }
+  assert_int_equal(mb_stencil_laplacian_f32(&d.whole, u32, ref32), MB_SUCCESS);
+  scatter_f32(&d, u32, lu32);
+  halo_f32(&d, lu32);
+  assert_int_equal(mb_stencil_laplacian_f32(&d.local, lu32, lw32), MB_SUCCESS);
+  assert_same("laplacian float32", mismatches_f32(&d, ref32, lw32));
+  /* 10 heat steps */
+  const double alpha = 0.7, dt = 0.5 * mb_stencil_heat_dt_limit(&d.whole, alpha);
+  memcpy(ref, u, sizeof *u * (size_t)nw);
+  assert_int_equal(mb_stencil_heat_f64(&d.whole, alpha, dt, 10, ref, wk), MB_SUCCESS);
+  scatter_f64(&d, u, lu);
+  heat_dist_f64(&d, alpha, dt, 10, lu, lw);
+  assert_same("heat, 10 steps", mismatches_f64(&d, ref, lu));
+  memcpy(ref32, u32, sizeof *u32 * (size_t)nw);
+  assert_int_equal(mb_stencil_heat_f32(&d.whole, alpha, dt, 10, ref32, w32), MB_SUCCESS);
+  scatter_f32(&d, u32, lu32);
+  heat_dist_f32(&d, alpha, dt, 10, lu32, lw32);
+  assert_same("heat float32, 10 steps", mismatches_f32(&d, ref32, lu32));
+  /* 10 wave steps from u_prev = u */
+  const double c = 1.3, wdt = 0.5 * mb_stencil_wave_dt_limit(&d.whole, c);
+  memcpy(ref, u, sizeof *u * (size_t)nw);
+  memcpy(prev, u, sizeof *u * (size_t)nw);
+  assert_int_equal(mb_stencil_wave_f64(&d.whole, c, wdt, 10, prev, ref, wk), MB_SUCCESS);
+  scatter_f64(&d, u, lu);
+  scatter_f64(&d, u, lp);
+  const double b = (double)(c * c * wdt * wdt);
+  for (int s = 0; s < 10; s++) {
+    halo_f64(&d, lu);
+    assert_int_equal(mb_stencil_laplacian_f64(&d.local, lu, lw), MB_SUCCESS);
+    for (int64_t k = 0; k < d.cart->nloc[0]; k++)
+      for (int64_t j = 0; j < d.cart->nloc[1]; j++)
+        for (int64_t i = 0; i < d.cart->nloc[2]; i++) {
+          const int64_t p = at_local(&d, k, j, i);
+          lw[p] = ((lu[p] + lu[p]) - lp[p]) + b * lw[p];
+        }
+    double *t = lp;
+    lp = lu;
+    lu = lw;
+    lw = t;
+  }
+  assert_same("wave, 10 steps", mismatches_f64(&d, ref, lu));
+  free(u); free(ref); free(wk); free(prev); free(lu); free(lw); free(lp);
+  free(u32); free(ref32); free(w32); free(lu32); free(lw32);
+  mb_cart_free(d.cart);
+}
+
+static void test_blocks(void **state) {
+  (void)state;
+  const int64_t shapes[][3] = {{13, 17, 19}, {16, 16, 16}, {9, 24, 11}};
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+    for (int bc = 0; bc < 2; bc++) check_case(shapes[k], bc);
+  if (g_rank == 0)
+    print_message("%d ranks: derivative x/y/z, laplacian (float64, float32), heat and wave "
+                  "(10 steps) bitwise equal to one rank on 3 shapes, periodic and dirichlet\n",
+                  g_size);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks)};
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
