@@ -180,6 +180,26 @@ def delaunay_inputs(d):
     return files
 
 
+def grid_inputs(d):
+    """Two grids: float64 sines on 20 x 24 x 28 points and float32 Gaussian
+    on 16 x 16 x 16 (collections of grid3d)."""
+    files = []
+    for name, shape, field, dtype in (("g64", "20,24,28", "u=sines", "float64"),
+                                      ("g32", "16,16,16", "v=gaussian", "float32")):
+        out = os.path.join(d, name + ".h5")
+        run(["generate", "grid", "--shape", shape, "--field", field, "--dtype", dtype,
+             "--name", name, "-o", out])
+        files.append(out)
+    return files
+
+
+GRID_STAGES = ("  - {op: derivative, axis: all}\n"
+               "  - {op: grid_laplacian, boundary: dirichlet, outside: 0.25}\n"
+               "  - {op: heat, alpha: 0.5, dt: 1e-5, steps: 3}\n"
+               "  - {op: wave, c: 1, dt: 0.001, steps: 3, boundary: dirichlet}\n")
+
+OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0)
+
 OPS["polylla_delaunay"] = dict(inputs=delaunay_inputs, stages="  - {op: polylla}\n", op="polylla",
                                cuda_rtol=0)
 

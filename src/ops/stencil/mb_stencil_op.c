@@ -12,7 +12,8 @@
  *   derivative      adds <field>_dz, <field>_dy, <field>_dx (axis all) or one of them
  *   grid_laplacian  adds <field>_lap
  *   heat            steps every field in place: u <- u + alpha dt lap(u), `steps` times
- *   wave            steps every field in place by leapfrog from rest (u_prev = u):
+ *   wave            steps every field in place by leapfrog from rest, started at
+ *                   second order (u_prev = u + (c dt)^2 / 2 lap(u)):
  *                   u_next = 2 u - u_prev + (c dt)^2 lap(u)
  * (`laplacian` is the smoothing op of surfaces, hence grid_laplacian.)
  */
@@ -24,6 +25,7 @@
 
 #include "mb_op.h"
 #include "mb_stencil.h"
+#include "stencil/mb_stencil_cuda.h"
 
 typedef struct mb_stencil_params {
   int axis;        /* derivative: 0 z, 1 y, 2 x, 3 all */
@@ -98,10 +100,6 @@ static mb_error add_field(mb_mesh *m, int f, const char *suffix, const void *buf
                                           : mb_mesh_set_field(m, name, 1, buf);
 }
 
-static void *field_values(const mb_field *f) {
-  return f->dtype == MB_FLOAT32 ? (void *)f->data32 : (void *)f->data;
-}
-
 static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
   const size_t width = m->fields[f].dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
   *buf = malloc(width * (size_t)m->nv);
@@ -110,9 +108,26 @@ static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
   return MB_SUCCESS;
 }
 
+/* One derivative (op 0-2) or Laplacian (op 3) of field f into out, on the
+ * CPU or the current CUDA device. */
+static mb_error apply(int cuda, const mb_stencil_grid *g, int op, const mb_field *fd, void *out) {
+  const int f32 = fd->dtype == MB_FLOAT32;
+  if (cuda)
+    return mb_stencil_cuda_apply(g, op, f32, f32 ? (const void *)fd->data32 : fd->data, out);
+  if (op < 3)
+    return f32 ? mb_stencil_derivative_f32(g, op, fd->data32, out)
+               : mb_stencil_derivative_f64(g, op, fd->data, out);
+  return f32 ? mb_stencil_laplacian_f32(g, fd->data32, out)
+             : mb_stencil_laplacian_f64(g, fd->data, out);
+}
+
+static int on_cuda(const mb_op_ctx *ctx) {
+  return ctx && ctx->backend && ctx->backend->kind == MB_BACKEND_CUDA;
+}
+
 static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                mb_mesh **mesh) {
-  (void)ctx;
+  const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
@@ -125,9 +140,7 @@ static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int
         if (p->axis != 3 && p->axis != a) continue;
         void *du = NULL;
         MB_CALL(alloc_like(m, f, &du));
-        mb_error e = m->fields[f].dtype == MB_FLOAT32
-                         ? mb_stencil_derivative_f32(&g, a, m->fields[f].data32, du)
-                         : mb_stencil_derivative_f64(&g, a, m->fields[f].data, du);
+        mb_error e = apply(cuda, &g, a, &m->fields[f], du);
         if (!e) e = add_field(m, f, suffix[a], du);
         free(du);
         MB_CALL(e);
@@ -138,7 +151,7 @@ static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int
 
 static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                               mb_mesh **mesh) {
-  (void)ctx;
+  const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
   for (int s = 0; s < n; s++) {
     MB_CALL(check_fields(m, "grid_laplacian"));
@@ -147,9 +160,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
     for (int f = 0; f < nf; f++) {
       void *lap = NULL;
       MB_CALL(alloc_like(m, f, &lap));
-      mb_error e = m->fields[f].dtype == MB_FLOAT32
-                       ? mb_stencil_laplacian_f32(&g, m->fields[f].data32, lap)
-                       : mb_stencil_laplacian_f64(&g, m->fields[f].data, lap);
+      mb_error e = apply(cuda, &g, 3, &m->fields[f], lap);
       if (!e) e = add_field(m, f, "_lap", lap);
       free(lap);
       MB_CALL(e);
@@ -159,7 +170,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
 }
 
 static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
-  (void)ctx;
+  const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
@@ -169,9 +180,12 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       void *work = NULL;
       MB_CALL(alloc_like(m, f, &work));
       mb_field *fd = &m->fields[f];
-      mb_error e = fd->dtype == MB_FLOAT32
-                       ? mb_stencil_heat_f32(&g, p->alpha, p->dt, p->steps, fd->data32, work)
-                       : mb_stencil_heat_f64(&g, p->alpha, p->dt, p->steps, fd->data, work);
+      const int f32 = fd->dtype == MB_FLOAT32;
+      mb_error e =
+          cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, p->steps,
+                                      f32 ? (void *)fd->data32 : (void *)fd->data)
+          : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, p->steps, fd->data32, work)
+                : mb_stencil_heat_f64(&g, p->alpha, p->dt, p->steps, fd->data, work);
       free(work);
       MB_CALL(e);
     }
@@ -180,7 +194,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
 }
 
 static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
-  (void)ctx;
+  const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
@@ -188,15 +202,25 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     const mb_stencil_grid g = grid_of(m, p);
     for (int f = 0; f < m->nfields; f++) {
       mb_field *fd = &m->fields[f];
-      const size_t width = fd->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
       void *prev = NULL, *work = NULL;
       MB_CALL(alloc_like(m, f, &prev));
       mb_error e = alloc_like(m, f, &work);
-      if (!e) { /* from rest: the step before is the field itself */
-        memcpy(prev, field_values(fd), width * (size_t)m->nv);
-        e = fd->dtype == MB_FLOAT32
-                ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
-                : mb_stencil_wave_f64(&g, p->c, p->dt, p->steps, prev, fd->data, work);
+      if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u) */
+        e = apply(cuda, &g, 3, fd, prev);
+        const double half = 0.5 * p->c * p->c * p->dt * p->dt;
+        for (int64_t k = 0; !e && k < m->nv; k++) {
+          if (fd->dtype == MB_FLOAT32)
+            ((float *)prev)[k] = fd->data32[k] + (float)half * ((float *)prev)[k];
+          else
+            ((double *)prev)[k] = fd->data[k] + half * ((double *)prev)[k];
+        }
+      }
+      if (!e) {
+        const int f32 = fd->dtype == MB_FLOAT32;
+        e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, p->steps, prev,
+                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+            : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
+                  : mb_stencil_wave_f64(&g, p->c, p->dt, p->steps, prev, fd->data, work);
       }
       free(prev);
       free(work);
@@ -213,6 +237,8 @@ static double stencil_cost(int64_t nv, int64_t nf, const void *params) {
   return (double)nv * (p->steps > 0 ? (double)p->steps : 1.0);
 }
 
+int mb_stencil_bench(int argc, char **argv); /* mb_stencil_bench.c */
+
 #define STENCIL_SOURCE                                                                        \
   "8th-order central differences (B. Fornberg, Math. Comp. 51, 1988); NVIDIA, Finite "       \
   "Difference Methods in CUDA C/C++ (2013)"
@@ -228,7 +254,8 @@ const mb_op_info mb_op_derivative = {
     .nparams = NPARAMS(derivative_params),
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
-    .run = {derivative_run, NULL},
+    .run = {derivative_run, derivative_run},
+    .bench = mb_stencil_bench,
 };
 
 const mb_op_info mb_op_grid_laplacian = {
@@ -242,7 +269,7 @@ const mb_op_info mb_op_grid_laplacian = {
     .nparams = NPARAMS(laplacian_params),
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
-    .run = {laplacian_run, NULL},
+    .run = {laplacian_run, laplacian_run},
 };
 
 const mb_op_info mb_op_heat = {
@@ -256,7 +283,7 @@ const mb_op_info mb_op_heat = {
     .nparams = NPARAMS(heat_params),
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
-    .run = {heat_run, NULL},
+    .run = {heat_run, heat_run},
 };
 
 const mb_op_info mb_op_wave = {
@@ -270,5 +297,5 @@ const mb_op_info mb_op_wave = {
     .nparams = NPARAMS(wave_params),
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
-    .run = {wave_run, NULL},
+    .run = {wave_run, wave_run},
 };
