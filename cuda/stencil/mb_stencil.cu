@@ -19,20 +19,26 @@ namespace {
 constexpr int TX = 32, TY = 8, G = 4;
 enum { OP_DZ = 0, OP_DY = 1, OP_DX = 2, OP_LAP = 3, OP_HEAT = 4, OP_WAVE = 5 };
 
+/* The device frame: rows start G planes early in y and z as on the CPU,
+ * but each row is padded so that point x = 0 sits on a 128-byte boundary
+ * (xo values into the row, xo >= G) and rows are whole multiples of 128
+ * bytes: a warp's 32 consecutive points are then whole cache lines. */
 struct frame {
-  int nz, ny, nx;
+  int nz, ny, nx, xo;
   long long sy, sz; /* strides of y and z in the framed array */
   __host__ __device__ long long at(int z, int y, int x) const {
-    return (long long)(z + G) * sz + (long long)(y + G) * sy + (x + G);
+    return (long long)(z + G) * sz + (long long)(y + G) * sy + (x + xo);
   }
 };
 
-static frame frame_of(const mb_stencil_grid *g) {
+template <typename T> static frame frame_of(const mb_stencil_grid *g) {
   frame f;
+  const int line = 128 / (int)sizeof(T); /* values per 128 bytes */
   f.nz = (int)g->n[0];
   f.ny = (int)g->n[1];
   f.nx = (int)g->n[2];
-  f.sy = f.nx + 2 * G;
+  f.xo = line;
+  f.sy = ((long long)f.xo + f.nx + G + line - 1) / line * line;
   f.sz = f.sy * (f.ny + 2 * G);
   return f;
 }
@@ -57,27 +63,27 @@ __global__ void fill_faces(frame f, int axis, int periodic, T outside, T *u) {
   u[f.at(idx[0], idx[1], idx[2])] = periodic ? u[f.at(src[0], src[1], src[2])] : outside;
 }
 
-/* The 2.5D kernel: OP selects what is computed at each point. */
+/* The 2.5D kernel: OP selects what is computed at each point. Each thread
+ * marches along z through a chunk of planes with its column's 9 values
+ * around the current plane in registers (the z terms: every value read
+ * once); the x and y neighbours of the current plane are read through the
+ * L1 cache, which the block's 32 x TY threads share (no shared memory, no
+ * barrier). */
 template <typename T, int OP>
 __global__ void __launch_bounds__(TX *TY)
     stencil25(frame f, int zchunk, const T *__restrict__ u, const T *__restrict__ u_prev,
               T *__restrict__ out, T r0, T r1, T r2, T a) {
-  __shared__ T tile[TY + 2 * G][TX + 2 * G];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY;
-  const int x = x0 + tx, y = y0 + ty;
+  const int x = blockIdx.x * TX + threadIdx.x, y = blockIdx.y * TY + threadIdx.y;
   const int z0 = blockIdx.z * zchunk, z1 = min(z0 + zchunk, f.nz);
-  const bool in = x < f.nx && y < f.ny;
-  const bool need_tile = OP != OP_DZ, need_queue = OP == OP_DZ || OP == OP_LAP ||
-                                                  OP == OP_HEAT || OP == OP_WAVE;
-  /* this thread's column inside the frame: [-4, n + 4) */
-  const bool col = x < f.nx + G && y < f.ny + G;
+  if (x >= f.nx || y >= f.ny) return;
+  const bool need_queue = OP == OP_DZ || OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE;
+  const long long sy = f.sy;
   T q[2 * G + 1];
 #pragma unroll
   for (int k = 0; k < 2 * G + 1; k++) q[k] = T(0);
-  if (need_queue && col)
+  if (need_queue)
 #pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k + 1] = u[f.at(z0 - G + k, y, x)];
+    for (int k = 0; k < 2 * G; k++) q[k + 1] = __ldg(u + f.at(z0 - G + k, y, x));
   const T c1 = T(4.0 / 5.0), c2 = T(-1.0 / 5.0), c3 = T(4.0 / 105.0), c4 = T(-1.0 / 280.0);
   const T d0 = T(-205.0 / 72.0), d1 = T(8.0 / 5.0), d2 = T(-1.0 / 5.0), d3 = T(8.0 / 315.0),
           d4 = T(-1.0 / 560.0);
@@ -85,28 +91,10 @@ __global__ void __launch_bounds__(TX *TY)
     if (need_queue) {
 #pragma unroll
       for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      if (col) q[2 * G] = u[f.at(z + G, y, x)];
+      q[2 * G] = __ldg(u + f.at(z + G, y, x));
     }
-    if (need_tile) {
-      __syncthreads(); /* the previous plane's reads are done */
-      const T centre = need_queue ? q[G] : (col ? u[f.at(z, y, x)] : T(0));
-      if (col) tile[ty + G][tx + G] = centre;
-      if (tx < G) { /* x frame: left and right */
-        if (y < f.ny + G) {
-          tile[ty + G][tx] = u[f.at(z, y, x0 - G + tx)];
-          if (x0 + TX + tx < f.nx + G) tile[ty + G][tx + TX + G] = u[f.at(z, y, x0 + TX + tx)];
-        }
-      }
-      if (ty < G) { /* y frame: below and above */
-        if (x < f.nx + G) {
-          tile[ty][tx + G] = u[f.at(z, y0 - G + ty, x)];
-          if (y0 + TY + ty < f.ny + G) tile[ty + TY + G][tx + G] = u[f.at(z, y0 + TY + ty, x)];
-        }
-      }
-      __syncthreads();
-    }
-    if (!in) continue;
     const long long p = f.at(z, y, x);
+    const T *v = u + p;
     if (OP == OP_DZ) {
       T s = c1 * (q[G + 1] - q[G - 1]);
       s = s + c2 * (q[G + 2] - q[G - 2]);
@@ -114,34 +102,31 @@ __global__ void __launch_bounds__(TX *TY)
       s = s + c4 * (q[G + 4] - q[G - 4]);
       out[p] = s * r0;
     } else if (OP == OP_DY) {
-      const int X = tx + G, Y = ty + G;
-      T s = c1 * (tile[Y + 1][X] - tile[Y - 1][X]);
-      s = s + c2 * (tile[Y + 2][X] - tile[Y - 2][X]);
-      s = s + c3 * (tile[Y + 3][X] - tile[Y - 3][X]);
-      s = s + c4 * (tile[Y + 4][X] - tile[Y - 4][X]);
+      T s = c1 * (__ldg(v + sy) - __ldg(v - sy));
+      s = s + c2 * (__ldg(v + 2 * sy) - __ldg(v - 2 * sy));
+      s = s + c3 * (__ldg(v + 3 * sy) - __ldg(v - 3 * sy));
+      s = s + c4 * (__ldg(v + 4 * sy) - __ldg(v - 4 * sy));
       out[p] = s * r1;
     } else if (OP == OP_DX) {
-      const int X = tx + G, Y = ty + G;
-      T s = c1 * (tile[Y][X + 1] - tile[Y][X - 1]);
-      s = s + c2 * (tile[Y][X + 2] - tile[Y][X - 2]);
-      s = s + c3 * (tile[Y][X + 3] - tile[Y][X - 3]);
-      s = s + c4 * (tile[Y][X + 4] - tile[Y][X - 4]);
+      T s = c1 * (__ldg(v + 1) - __ldg(v - 1));
+      s = s + c2 * (__ldg(v + 2) - __ldg(v - 2));
+      s = s + c3 * (__ldg(v + 3) - __ldg(v - 3));
+      s = s + c4 * (__ldg(v + 4) - __ldg(v - 4));
       out[p] = s * r2;
     } else {
-      const int X = tx + G, Y = ty + G;
       const T c = d0 * q[G];
       T zz = c + d1 * (q[G + 1] + q[G - 1]);
       zz = zz + d2 * (q[G + 2] + q[G - 2]);
       zz = zz + d3 * (q[G + 3] + q[G - 3]);
       zz = zz + d4 * (q[G + 4] + q[G - 4]);
-      T yy = c + d1 * (tile[Y + 1][X] + tile[Y - 1][X]);
-      yy = yy + d2 * (tile[Y + 2][X] + tile[Y - 2][X]);
-      yy = yy + d3 * (tile[Y + 3][X] + tile[Y - 3][X]);
-      yy = yy + d4 * (tile[Y + 4][X] + tile[Y - 4][X]);
-      T xx = c + d1 * (tile[Y][X + 1] + tile[Y][X - 1]);
-      xx = xx + d2 * (tile[Y][X + 2] + tile[Y][X - 2]);
-      xx = xx + d3 * (tile[Y][X + 3] + tile[Y][X - 3]);
-      xx = xx + d4 * (tile[Y][X + 4] + tile[Y][X - 4]);
+      T yy = c + d1 * (__ldg(v + sy) + __ldg(v - sy));
+      yy = yy + d2 * (__ldg(v + 2 * sy) + __ldg(v - 2 * sy));
+      yy = yy + d3 * (__ldg(v + 3 * sy) + __ldg(v - 3 * sy));
+      yy = yy + d4 * (__ldg(v + 4 * sy) + __ldg(v - 4 * sy));
+      T xx = c + d1 * (__ldg(v + 1) + __ldg(v - 1));
+      xx = xx + d2 * (__ldg(v + 2) + __ldg(v - 2));
+      xx = xx + d3 * (__ldg(v + 3) + __ldg(v - 3));
+      xx = xx + d4 * (__ldg(v + 4) + __ldg(v - 4));
       const T lap = (zz * r0 + yy * r1) + xx * r2;
       if (OP == OP_LAP) out[p] = lap;
       else if (OP == OP_HEAT) out[p] = q[G] + a * lap;
@@ -214,7 +199,7 @@ static mb_error grid_alloc(const mb_stencil_grid *g, int nbuf, dev_grid<T> *d) {
     MB_CHECK(g->n[a] >= 1 && g->n[a] < (1 << 24), MB_ERR_ARG,
              "stencil (cuda): grid of %lld x %lld x %lld points out of range",
              (long long)g->n[0], (long long)g->n[1], (long long)g->n[2]);
-  d->f = frame_of(g);
+  d->f = frame_of<T>(g);
   d->bytes = sizeof(T) * (size_t)(d->f.sz * (d->f.nz + 2 * G));
   MB_CALL(mb_dbuf_alloc(&d->a, d->bytes, "framed grid"));
   if (nbuf > 1) MB_CALL(mb_dbuf_alloc(&d->b, d->bytes, "framed grid"));
@@ -232,7 +217,7 @@ static mb_error upload(const frame &f, const void *host, T *dev) {
   p.srcPtr = make_cudaPitchedPtr(const_cast<void *>(host), sizeof(T) * f.nx, f.nx, f.ny);
   p.dstPtr = make_cudaPitchedPtr(dev, sizeof(T) * (size_t)f.sy, (size_t)f.sy,
                                  (size_t)(f.sz / f.sy));
-  p.dstPos = make_cudaPos(sizeof(T) * G, G, G);
+  p.dstPos = make_cudaPos(sizeof(T) * f.xo, G, G);
   p.extent = make_cudaExtent(sizeof(T) * f.nx, f.ny, f.nz);
   p.kind = cudaMemcpyHostToDevice;
   MB_CALL_CUDA(cudaMemcpy3D(&p));
@@ -244,7 +229,7 @@ static mb_error download(const frame &f, const T *dev, void *host) {
   cudaMemcpy3DParms p = {};
   p.srcPtr = make_cudaPitchedPtr(const_cast<T *>(dev), sizeof(T) * (size_t)f.sy, (size_t)f.sy,
                                  (size_t)(f.sz / f.sy));
-  p.srcPos = make_cudaPos(sizeof(T) * G, G, G);
+  p.srcPos = make_cudaPos(sizeof(T) * f.xo, G, G);
   p.dstPtr = make_cudaPitchedPtr(host, sizeof(T) * f.nx, f.nx, f.ny);
   p.extent = make_cudaExtent(sizeof(T) * f.nx, f.ny, f.nz);
   p.kind = cudaMemcpyDeviceToHost;
@@ -361,7 +346,7 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
   const T *in = d.a.template as<T>();
   T *out = d.b.template as<T>();
   const frame &f = d.f;
-  const size_t sm_x = sizeof(T) * 4 * (size_t)f.sy;
+  const size_t sm_x = sizeof(T) * 4 * (size_t)(f.nx + 2 * G);
   const size_t sm_yz = sizeof(T) * 32 * (size_t)(std::max(f.ny, f.nz) + 2 * G);
   MB_CALL_CUDA(cudaFuncSetAttribute(pencil_dyz<T, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)sm_yz));
