@@ -8,6 +8,7 @@
 
 #include "mb_meshfile.h"
 #include "mb_meshfile_private.h"
+#include "mb_npy.h"
 #include "mb_trianglefile.h"
 
 #include <errno.h>
@@ -210,6 +211,7 @@ mb_meshfile_format mb_meshfile_format_of(const char *path) {
   if (!strcmp(ext, "ply")) return MB_MESHFILE_PLY;
   if (!strcmp(ext, "node")) return MB_MESHFILE_NODE;
   if (!strcmp(ext, "ele")) return MB_MESHFILE_ELE;
+  if (!strcmp(ext, "npy")) return MB_MESHFILE_NPY;
   return MB_MESHFILE_UNKNOWN;
 }
 
@@ -263,9 +265,14 @@ mb_error mb_meshfile_read(const char *path, mb_mesh **mesh) {
   *mesh = NULL;
   mb_meshfile_format fmt = mb_meshfile_format_of(path);
   MB_CHECK(fmt != MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
-           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node or .ele)", path);
+           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node, .ele or .npy)",
+           path);
   if (fmt == MB_MESHFILE_NODE || fmt == MB_MESHFILE_ELE) {
     MB_CALL(mb_trianglefile_read(path, mesh));
+    return MB_SUCCESS;
+  }
+  if (fmt == MB_MESHFILE_NPY) {
+    MB_CALL(mb_npy_read_grid(path, mesh));
     return MB_SUCCESS;
   }
   char *data = NULL;
@@ -326,11 +333,23 @@ mb_error mb_meshfile_write(const char *path, const mb_mesh *mesh) {
   MB_CHECK(path && mesh, MB_ERR_ARG, "mb_meshfile_write: NULL argument");
   mb_meshfile_format fmt = mb_meshfile_format_of(path);
   MB_CHECK(fmt != MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
-           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node or .ele)", path);
+           "%s: unknown mesh file extension (expected .obj, .off, .ply, .node, .ele or .npy)",
+           path);
   if (fmt == MB_MESHFILE_NODE || fmt == MB_MESHFILE_ELE) {
     MB_CALL(mb_trianglefile_write(path, mesh));
     return MB_SUCCESS;
   }
+  if (fmt == MB_MESHFILE_NPY) {
+    MB_CHECK(mesh->kind == MB_KIND_GRID3D && mesh->nfields == 1, MB_ERR_ARG,
+             "%s: a .npy file holds one field of a grid3d ('%s' is a %s with %d fields; export "
+             "a grid into a folder to write one .npy per field)",
+             path, mesh->name, mb_kind_name(mesh->kind), mesh->nfields);
+    MB_CALL(mb_npy_write_field(path, mesh, 0));
+    return MB_SUCCESS;
+  }
+  MB_CHECK(mesh->kind != MB_KIND_GRID3D, MB_ERR_ARG,
+           "%s: '%s' is a grid3d; grids are written as .npy (one field per file)", path,
+           mesh->name);
   MB_CALL(mb_mf_check_writable(path, mesh));
   size_t n = strlen(path) + 32;
   char *tmp = malloc(n);

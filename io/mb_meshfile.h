@@ -28,7 +28,8 @@ typedef enum mb_meshfile_format {
   MB_MESHFILE_OFF,
   MB_MESHFILE_PLY,
   MB_MESHFILE_NODE, /* Triangle's STEM.node (+ STEM.ele, STEM.neigh) */
-  MB_MESHFILE_ELE   /* Triangle's STEM.ele (+ STEM.node, STEM.neigh) */
+  MB_MESHFILE_ELE,  /* Triangle's STEM.ele (+ STEM.node, STEM.neigh) */
+  MB_MESHFILE_NPY   /* a NumPy array, as a grid3d (mb_npy.h) */
 } mb_meshfile_format;
 
 /* Format from a path's extension, MB_MESHFILE_UNKNOWN if none matches. */

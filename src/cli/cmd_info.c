@@ -8,6 +8,7 @@
 #include "mb_collection.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
+#include "mb_npy.h"
 #include "mb_partfile.h"
 
 static const char info_help[] =
@@ -104,13 +105,16 @@ int mb_cmd_info(int argc, char **argv) {
 }
 
 static const char export_help[] =
-    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH [--format obj|off|ply|node]\n\n"
+    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH [--format obj|off|ply|node|npy]\n\n"
     "Export datasets with full double precision. With one dataset (or --mesh)\n"
     "and a PATH ending in .obj, .off, .ply, .node or .ele, that file is written\n"
     "(.node/.ele: Triangle's .node, .ele and .neigh, for planar triangulations);\n"
     "otherwise PATH is a folder (created if missing) that receives NAME.FORMAT\n"
     "for every dataset (format from --format, default ply). Polygon meshes keep\n"
-    "their polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n";
+    "their polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n"
+    "Grids (grid3d) export as NumPy arrays with --format npy: NAME.FIELD.npy in\n"
+    "the folder per field (shape nz, ny, nx; float32 or float64 as stored), or\n"
+    "PATH.npy for a grid of one field.\n";
 
 typedef struct export_ctx {
   const char *out;
@@ -125,9 +129,27 @@ static int export_one(const mb_mesh *m, void *p) {
     mb_log_error("%s holds several meshes: choose one with --mesh NAME, or give a folder", x->out);
     return MB_EXIT_USAGE;
   }
-  if (m->kind == MB_KIND_GRID3D) {
-    mb_log_error("%s is a grid3d: export writes meshes (obj, off, ply, node); read grids from "
-                 "the collection (h5py, or ParaView through the .xdmf)", m->name);
+  if (m->kind == MB_KIND_GRID3D) { /* one .npy per field */
+    if (strcmp(x->format, "npy")) {
+      mb_log_error("%s is a grid3d: export it with --format npy (one .npy per field)", m->name);
+      return MB_EXIT_FAILED;
+    }
+    for (int f = 0; f < m->nfields; f++) {
+      char path[4096];
+      if (x->folder) snprintf(path, sizeof path, "%s/%s.%s.npy", x->out, m->name, m->fields[f].name);
+      else if (m->nfields == 1) snprintf(path, sizeof path, "%s", x->out);
+      else {
+        mb_log_error("%s has %d fields: give a folder to write one .npy per field", m->name,
+                     m->nfields);
+        return MB_EXIT_USAGE;
+      }
+      if (mb_npy_write_field(path, m, f) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
+      mb_log(MB_LOG_NORMAL, "%s field %s -> %s", m->name, m->fields[f].name, path);
+    }
+    return MB_EXIT_OK;
+  }
+  if (!strcmp(x->format, "npy")) {
+    mb_log_error("%s is a mesh: --format npy writes grids", m->name);
     return MB_EXIT_FAILED;
   }
   char path[4096];
@@ -158,8 +180,8 @@ int mb_cmd_export(int argc, char **argv) {
   if (!path) return mb_cli_usage_error("export", "missing COLLECTION.h5");
   if (!x.out) return mb_cli_usage_error("export", "missing -o PATH");
   if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply") &&
-      strcmp(x.format, "node"))
-    return mb_cli_usage_error("export", "--format must be obj, off, ply or node");
+      strcmp(x.format, "node") && strcmp(x.format, "npy"))
+    return mb_cli_usage_error("export", "--format must be obj, off, ply, node or npy");
   x.folder = mb_meshfile_format_of(x.out) == MB_MESHFILE_UNKNOWN;
   if (!x.folder || mb_cli_rank() != 0) return for_each_mesh("export", path, only, export_one, &x);
   mkdir(x.out, 0777);

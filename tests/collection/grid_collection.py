@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """grid3d datasets in collections (docs/format.md, "grid3d").
 
-    grid_collection.py             generate, info, compare, the HDF5 layout (h5py)
+    grid_collection.py             generate, info, compare, the HDF5 layout (h5py),
+                                   NumPy .npy import and export
     grid_collection.py --paraview  ParaView's XDMFReader and Xdmf3ReaderS on the
                                    collection and single-dataset XDMF files
                                    (exit 77 without pvpython)
@@ -99,6 +100,39 @@ def check_cli(d, paths):
     print("info, compare and a mesh op on a grid: as documented")
 
 
+def check_npy(d, paths):
+    """NumPy arrays in and out: import of float32, big-endian float64 in
+    Fortran order and int16 arrays (1 to 3 dimensions) as grids; export of
+    every field as .npy; a file that is not .npy reported with its name."""
+    import numpy as np
+    src = os.path.join(d, "npy")
+    os.makedirs(src, exist_ok=True)
+    arrays = {"a": np.arange(60, dtype=np.float32).reshape(3, 4, 5),
+              "f": np.asfortranarray(np.linspace(-1, 1, 60, dtype=">f8").reshape(3, 4, 5)),
+              "i": np.arange(-6, 6, dtype=np.int16).reshape(3, 4)}
+    for k, v in arrays.items():
+        np.save(os.path.join(src, k + ".npy"), v)
+    with open(os.path.join(src, "bad.npy"), "wb") as f:
+        f.write(b"not numpy")
+    coll = os.path.join(d, "npy.h5")
+    p = run(["import", *[os.path.join(src, k + ".npy") for k in (*arrays, "bad")], "-o", coll],
+            expect=1)
+    if "bad.npy: not a NumPy .npy file" not in p.stdout + p.stderr:
+        fail("a file that is not .npy is not reported with its name")
+    out = os.path.join(d, "npy_out")
+    run(["export", coll, "-o", out, "--format", "npy"])
+    for k, v in arrays.items():
+        back = np.load(os.path.join(out, f"{k}.u.npy"))
+        want = np.asarray(v, dtype=np.float32 if v.dtype == np.float32 else np.float64)
+        want = want.reshape((1,) * (3 - want.ndim) + want.shape)
+        if back.dtype != want.dtype or back.shape != want.shape or not (back == want).all():
+            fail(f"{k}.npy: came back as {back.dtype} {back.shape}, expected {want.dtype} {want.shape}")
+    run(["export", paths["float64"], "-o", os.path.join(d, "one.npy"), "--format", "npy"],
+        expect=2)
+    print("npy: float32, big-endian Fortran-order float64 and int16 arrays imported as grids and "
+          "exported back equal; a bad file named")
+
+
 PV_SCRIPT = r"""
 import sys
 from paraview.simple import XDMFReader, Xdmf3ReaderS
@@ -176,6 +210,7 @@ def main():
         return 0
     check_layout(paths)
     check_cli(d, paths)
+    check_npy(d, paths)
     return 0
 
 
