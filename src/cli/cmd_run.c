@@ -52,7 +52,8 @@ int mb_cmd_run(int argc, char **argv) {
 
 static const char import_help[] =
     "usage: meshbatch import FILE... -o COLLECTION.h5 [--kind KIND] [--quiet | --verbose]\n\n"
-    "Import OBJ, OFF, PLY and Triangle .node/.ele files (globs allowed, quoted)\n"
+    "Import OBJ, OFF, PLY and Triangle .node/.ele files, and NumPy .npy arrays\n"
+    "as grids (grid3d, one field u; see docs/guide.md), globs allowed, quoted,\n"
     "into one HDF5 collection with an XDMF file beside it. Dataset names are the\n"
     "file stems; vertex and face order and count are kept exactly. Files that\n"
     "cannot be read are reported and skipped (exit code 1); the others are\n"
