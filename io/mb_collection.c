@@ -170,6 +170,7 @@ typedef struct mb_wpiece {
   const mb_xdmf_field *fields, *face_fields;
   int64_t shape[3];               /* grid3d: shape (z, y, x), origin, spacing */
   double origin[3], spacing[3];
+  int64_t glo[3], gn[3];          /* grid3d: this piece's block, first point and extent */
   int nattrs;
   const char **keys, **values;
   int64_t idx_start, mixed_start; /* its first row of face_indices and of xdmf_mixed */
@@ -274,8 +275,17 @@ static mb_error check_local_mesh(const mb_mesh *m) {
 static mb_error check_slab(const mb_mesh_slab *s) {
   const mb_mesh *m = s->rows;
   MB_CALL(check_meta(m));
-  MB_CHECK(m->kind != MB_KIND_GRID3D, MB_ERR_UNSUPPORTED,
-           "mb_collection_write_slabs: grid '%s': grids are written whole", m->name);
+  if (m->kind == MB_KIND_GRID3D) { /* a block of the grid */
+    for (int a = 0; a < 3; a++)
+      MB_CHECK(s->grid_lo[a] >= 0 && m->shape[a] >= 1 &&
+                   s->grid_lo[a] + m->shape[a] <= s->grid_shape[a],
+               MB_ERR_ARG, "mb_collection_write_slabs: block of grid '%s' outside its shape",
+               m->name);
+    MB_CHECK(s->nv == s->grid_shape[0] * s->grid_shape[1] * s->grid_shape[2], MB_ERR_ARG,
+             "mb_collection_write_slabs: grid '%s': nv is not the product of the shape", m->name);
+    MB_CALL(mb_mesh_validate(m, m->name));
+    return MB_SUCCESS;
+  }
   MB_CHECK(s->nv > 0 && s->nf > 0, MB_ERR_ARG,
            "mb_collection_write_slabs: mesh '%s' has %lld vertices and %lld faces (need > 0)",
            m->name, (long long)s->nv, (long long)s->nf);
@@ -317,10 +327,13 @@ static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
     buf_i64(b, m->fields[f].ncomp);
     buf_i64(b, m->fields[f].dtype);
   }
-  for (int a = 0; a < 3; a++) {
-    buf_i64(b, m->shape[a]);
+  for (int a = 0; a < 3; a++) { /* a whole grid is one block */
+    const int block = m->kind == MB_KIND_GRID3D && !whole;
+    buf_i64(b, block ? s->grid_shape[a] : m->shape[a]);
     buf_put(b, &m->origin[a], sizeof(double));
     buf_put(b, &m->spacing[a], sizeof(double));
+    buf_i64(b, block ? s->grid_lo[a] : 0);
+    buf_i64(b, m->shape[a]);
   }
   buf_i64(b, m->nface_fields);
   for (int f = 0; f < m->nface_fields; f++) {
@@ -341,7 +354,7 @@ static mb_error pack_local(const mb_held *h, mb_buf *b) {
   for (int i = 0; i < h->nlocal; i++) {
     mb_mesh *m = h->local[i];
     MB_CALL(check_local_mesh(m));
-    mb_mesh_slab whole = {m, 0, 0, m->nv, m->nf};
+    mb_mesh_slab whole = {.rows = m, .nv = m->nv, .nf = m->nf};
     pack_piece(b, &whole, 1, i);
   }
   for (int i = 0; i < h->nslabs; i++) {
@@ -400,6 +413,8 @@ static void unpack_piece(mb_rd *r, mb_wpiece *p, mb_xdmf_field **fields, const c
     p->shape[a] = rd_i64(r);
     p->origin[a] = rd_f64(r);
     p->spacing[a] = rd_f64(r);
+    p->glo[a] = rd_i64(r);
+    p->gn[a] = rd_i64(r);
   }
   p->nface_fields = (int)rd_i64(r);
   p->face_fields = *fields;
@@ -577,6 +592,20 @@ static mb_error check_group(mb_wpiece *p, int n, mb_wpiece **tmp) {
     MB_CHECK(tmp[k]->rank != tmp[k - 1]->rank, MB_ERR_ARG,
              "mb_collection_write_slabs: rank %d holds two slabs of mesh '%s'", tmp[k]->rank,
              p[0].name);
+  if (p[0].kind == MB_KIND_GRID3D) { /* blocks inside the grid, their volumes its points */
+    int64_t points = 0;
+    for (int k = 0; k < n; k++) {
+      for (int a = 0; a < 3; a++)
+        MB_CHECK(p[k].shape[a] == p[0].shape[a], MB_ERR_ARG,
+                 "mb_collection_write_slabs: blocks of grid '%s' disagree on its shape",
+                 p[0].name);
+      points += p[k].gn[0] * p[k].gn[1] * p[k].gn[2];
+    }
+    MB_CHECK(points == p[0].nv, MB_ERR_ARG,
+             "mb_collection_write_slabs: the blocks of grid '%s' hold %lld points, the grid %lld",
+             p[0].name, (long long)points, (long long)p[0].nv);
+    return MB_SUCCESS;
+  }
   int64_t next = 0;
   for (int k = 0; k < n; k++)
     MB_CALL(tile_step(p[0].name, "vertex", p[k].vstart, p[k].nvrows, &next));
@@ -897,7 +926,8 @@ static void grid_chunk(const int64_t shape[3], int64_t ncomp, hsize_t chunk[4]) 
  * [nz, ny, nx] (or [nz, ny, nx, k]) of its dtype. The rank that holds the
  * grid writes it (independent transfer); the others take part in the
  * collective creation. */
-static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m, mb_error *lerr) {
+static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
+                                  const mb_mesh *m, mb_error *lerr) {
   MB_CALL(put_vec_attr(g, "shape", H5T_STD_I64LE, H5T_NATIVE_INT64, 3, w->x.shape));
   MB_CALL(put_vec_attr(g, "origin", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, w->x.origin));
   MB_CALL(put_vec_attr(g, "spacing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, w->x.spacing));
@@ -924,10 +954,21 @@ static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m, 
                        "cannot create dataset fields/%s of grid '%s'", xf->name, w->x.name);
       break;
     }
-    if (m && *lerr == MB_SUCCESS) {
+    if (m && *lerr == MB_SUCCESS) { /* this rank's block, by hyperslab */
       const mb_field *mf = &m->fields[f];
-      if (H5Dwrite(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                   f32 ? (const void *)mf->data32 : (const void *)mf->data) < 0)
+      hsize_t start[4] = {(hsize_t)p->glo[0], (hsize_t)p->glo[1], (hsize_t)p->glo[2], 0};
+      hsize_t count[4] = {(hsize_t)p->gn[0], (hsize_t)p->gn[1], (hsize_t)p->gn[2],
+                          (hsize_t)xf->ncomp};
+      hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, count, NULL);
+      herr_t st = fs >= 0 && ms >= 0
+                      ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
+                      : -1;
+      if (st >= 0)
+        st = H5Dwrite(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT,
+                      f32 ? (const void *)mf->data32 : (const void *)mf->data);
+      h5_close_id(fs);
+      h5_close_id(ms);
+      if (st < 0)
         *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                              "H5Dwrite of field '%s' of grid '%s' failed", xf->name, w->x.name);
     }
@@ -943,7 +984,7 @@ static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_mesh *m, 
  * its rows, or NULL where it holds none. Collective. */
 static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
                                   const mb_mesh *m, mb_error *lerr) {
-  if (w->x.kind == MB_KIND_GRID3D) return put_grid_datasets(g, w, m, lerr);
+  if (w->x.kind == MB_KIND_GRID3D) return put_grid_datasets(g, w, p, m, lerr);
   /* planar kinds: the x, y columns of the xyz rows */
   mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL, 3};
   MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
@@ -1938,7 +1979,8 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
            info->name);
   char src[MB_PATH_MAX];
   snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
-  mb_mesh_slab s = {NULL, vertex_start, face_start, info->nv, info->nf};
+  mb_mesh_slab s = {.vertex_start = vertex_start, .face_start = face_start, .nv = info->nv,
+                    .nf = info->nf};
   h5_quiet q = h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
@@ -1951,6 +1993,76 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
   if (e) { mb_mesh_free(s.rows); MB_CALL(e); }
   s.rows->index = i;
   *slab = s;
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int64_t lo[3],
+                                       const int64_t n[3], mb_mesh_slab *slab) {
+  MB_CHECK(coll && slab && lo && n, MB_ERR_ARG, "mb_collection_read_grid_block: NULL argument");
+  MB_CHECK(i >= 0 && i < coll->n, MB_ERR_ARG,
+           "mb_collection_read_grid_block: dataset %lld outside [0, %lld)", (long long)i,
+           (long long)coll->n);
+  const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(info->kind == MB_KIND_GRID3D, MB_ERR_ARG, "%s: '%s' is a %s, not a grid3d", coll->path,
+           info->name, mb_kind_name(info->kind));
+  for (int a = 0; a < 3; a++)
+    MB_CHECK(lo[a] >= 0 && n[a] >= 1 && lo[a] + n[a] <= info->shape[a], MB_ERR_ARG,
+             "%s: block outside grid '%s'", coll->path, info->name);
+  char src[MB_PATH_MAX];
+  snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
+  mb_mesh *m;
+  MB_CALL(mb_grid_create(info->name, n, info->origin, info->spacing, &m));
+  m->index = i;
+  mb_error e = MB_SUCCESS;
+  h5_quiet q = h5_quiet_begin();
+  hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
+  hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
+  hid_t fg = g >= 0 && H5Lexists(g, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(g, "fields", H5P_DEFAULT) : -1;
+  mb_names l = {0};
+  if (g < 0) e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "%s: cannot open", src);
+  if (!e && fg >= 0) e = list_links(fg, &l);
+  for (int k = 0; k < l.n && !e; k++) {
+    hid_t d = H5Dopen2(fg, l.v[k], H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1, fs = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t dims[4] = {0, 0, 0, 1};
+    const int r = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+    if (r == 3 || r == 4) H5Sget_simple_extent_dims(fs, dims, NULL);
+    const int f32 = t >= 0 && H5Tget_size(t) == 4, ncomp = r == 4 ? (int)dims[3] : 1;
+    hsize_t start[4] = {(hsize_t)lo[0], (hsize_t)lo[1], (hsize_t)lo[2], 0};
+    hsize_t count[4] = {(hsize_t)n[0], (hsize_t)n[1], (hsize_t)n[2], (hsize_t)ncomp};
+    void *buf = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
+    hid_t mspace = r > 0 ? H5Screate_simple(r, count, NULL) : -1;
+    herr_t st = buf && mspace >= 0 && fs >= 0
+                    ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
+                    : -1;
+    if (st >= 0)
+      st = H5Dread(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, mspace, fs, H5P_DEFAULT, buf);
+    h5_close_id(mspace);
+    h5_close_id(t);
+    h5_close_id(fs);
+    h5_close_id(d);
+    if (st < 0)
+      e = mb_error_set(buf ? MB_ERR_HDF5 : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "%s/fields/%s: cannot read the block", src, l.v[k]);
+    else
+      e = f32 ? mb_mesh_set_field_f32(m, l.v[k], ncomp, buf) : mb_mesh_set_field(m, l.v[k], ncomp, buf);
+    free(buf);
+  }
+  names_free(&l);
+  if (!e && g >= 0) e = read_attrs(g, coll->version, m);
+  h5_close_id(fg);
+  h5_close_id(g);
+  h5_close_id(ms);
+  h5_quiet_end(q);
+  if (e) {
+    mb_mesh_free(m);
+    MB_CALL(e);
+  }
+  *slab = (mb_mesh_slab){.rows = m, .nv = info->nv, .nf = 0};
+  for (int a = 0; a < 3; a++) {
+    slab->grid_lo[a] = lo[a];
+    slab->grid_shape[a] = info->shape[a];
+  }
   return MB_SUCCESS;
 }
 

@@ -101,6 +101,16 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
                                  mb_mesh_slab *slab);
 
 /* Close the reader. Collective over the open's comm. */
+/* Read block [lo, lo + n) (per axis z, y, x) of grid3d dataset i by
+ * hyperslab, every field in its stored precision: slab->rows is a new
+ * grid3d of shape n with the grid's origin, spacing and attributes,
+ * slab->grid_lo = lo, slab->grid_shape the grid's shape, slab->nv its
+ * points. Not collective (each rank reads its own block).
+ * Errors: MB_ERR_ARG (not a grid, block outside it), MB_ERR_HDF5,
+ * MB_ERR_MEMORY. */
+mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int64_t lo[3],
+                                       const int64_t n[3], mb_mesh_slab *slab);
+
 mb_error mb_collection_close(mb_collection *coll);
 
 /* Write a collection (format version MB_COLLECTION_FORMAT_VERSION).

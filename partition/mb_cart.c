@@ -135,7 +135,6 @@ mb_error mb_cart_exchange_end(mb_cart *c) {
 }
 
 void mb_cart_fill_outside(const mb_cart *c, mb_cart_dtype dtype, void *u, double outside) {
-  if (c->periodic) return;
   const int64_t g = c->ghost;
   int64_t L[3];
   for (int a = 0; a < 3; a++) L[a] = c->nloc[a] + 2 * g;

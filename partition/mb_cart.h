@@ -70,9 +70,10 @@ mb_error mb_cart_exchange_begin(mb_cart *cart, mb_cart_dtype dtype, void *u);
 /* Wait for the exchange begun on u. Errors: MB_ERR_MPI. */
 mb_error mb_cart_exchange_end(mb_cart *cart);
 
-/* Set the ghost faces of u that lie outside the whole grid (the faces of a
- * non-periodic grid's boundary) to `outside` (a Dirichlet value).
- * Not collective. */
+/* Set the ghost faces of u that lie outside the whole grid (the faces on
+ * the grid's boundary) to `outside`, a Dirichlet value; on a periodic plan
+ * this overwrites the wrapped values there, so one plan serves periodic and
+ * Dirichlet stages alike. Not collective. */
 void mb_cart_fill_outside(const mb_cart *cart, mb_cart_dtype dtype, void *u, double outside);
 
 /* Free the plan and its communicator; NULL allowed. Not collective in the

@@ -786,8 +786,11 @@ static mb_error job_check_partitioned(const job_ctx *c, const mb_job *job) {
       return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
                       "stage %d (%s) splits the mesh by %s and stage 0 (%s) by %s; a "
                       "partitioned job splits it one way (use two jobs)",
-                      s, op->name, how == 2 ? "faces" : "vertices", job->stages[0].op->name,
-                      how == 2 ? "vertices" : "faces");
+                      s, op->name, how == 3 ? "grid blocks" : how == 2 ? "faces" : "vertices",
+                      job->stages[0].op->name,
+                      mb_op_partitioned(job->stages[0].op) == 3   ? "grid blocks"
+                      : mb_op_partitioned(job->stages[0].op) == 2 ? "faces"
+                                                                  : "vertices");
   }
   return MB_SUCCESS;
 }

@@ -341,3 +341,44 @@ mb_error mb_mesh_slab_cut(const mb_mesh *m, int64_t v0, int64_t nvrows, int64_t 
   *slab = (mb_mesh_slab){.rows = r, .vertex_start = v0, .face_start = f0, .nv = m->nv, .nf = m->nf};
   return MB_SUCCESS;
 }
+
+mb_error mb_grid_block_cut(const mb_mesh *g, const int64_t lo[3], const int64_t n[3],
+                           mb_mesh_slab *slab) {
+  MB_CHECK(g && g->kind == MB_KIND_GRID3D && slab, MB_ERR_ARG, "mb_grid_block_cut: not a grid");
+  for (int a = 0; a < 3; a++)
+    MB_CHECK(lo[a] >= 0 && n[a] >= 1 && lo[a] + n[a] <= g->shape[a], MB_ERR_ARG,
+             "grid '%s': block outside the grid", g->name);
+  mb_mesh *b;
+  MB_CALL(mb_grid_create(g->name, n, g->origin, g->spacing, &b));
+  b->index = g->index;
+  mb_error e = MB_SUCCESS;
+  for (int f = 0; f < g->nfields && !e; f++) {
+    const mb_field *fd = &g->fields[f];
+    const size_t w = (fd->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double)) * (size_t)fd->ncomp;
+    char *buf = malloc(w * (size_t)b->nv);
+    if (!buf) {
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+      break;
+    }
+    const char *src = fd->dtype == MB_FLOAT32 ? (const char *)fd->data32 : (const char *)fd->data;
+    for (int64_t k = 0; k < n[0]; k++)
+      for (int64_t j = 0; j < n[1]; j++)
+        memcpy(buf + w * (size_t)((k * n[1] + j) * n[2]),
+               src + w * (size_t)(((lo[0] + k) * g->shape[1] + lo[1] + j) * g->shape[2] + lo[2]),
+               w * (size_t)n[2]);
+    e = fd->dtype == MB_FLOAT32 ? mb_mesh_set_field_f32(b, fd->name, fd->ncomp, (float *)buf)
+                                : mb_mesh_set_field(b, fd->name, fd->ncomp, (double *)buf);
+    free(buf);
+  }
+  for (int i = 0; !e && i < g->attrs.n; i++) e = mb_attrs_set(&b->attrs, g->attrs.keys[i], g->attrs.values[i]);
+  if (e) {
+    mb_mesh_free(b);
+    MB_CALL(e);
+  }
+  *slab = (mb_mesh_slab){.rows = b, .nv = g->nv};
+  for (int a = 0; a < 3; a++) {
+    slab->grid_lo[a] = lo[a];
+    slab->grid_shape[a] = g->shape[a];
+  }
+  return MB_SUCCESS;
+}

@@ -126,6 +126,10 @@ typedef struct mb_mesh_slab {
   int64_t vertex_start;   /* whole-mesh row of rows' first vertex */
   int64_t face_start;     /* whole-mesh row of rows' first face */
   int64_t nv, nf;         /* vertices and faces of the whole mesh */
+  /* grid3d: rows is a block of rows->shape points starting at point
+   * grid_lo (z, y, x) of the whole grid of grid_shape points (nv their
+   * product); vertex_start and face_start are 0. */
+  int64_t grid_lo[3], grid_shape[3];
 } mb_mesh_slab;
 
 /* Copy rows [v0, v0 + nvrows) of vertices (and per-vertex fields) and
@@ -135,6 +139,14 @@ typedef struct mb_mesh_slab {
  * mb_mesh_free). Errors: MB_ERR_ARG (rows outside the mesh), MB_ERR_MEMORY. */
 mb_error mb_mesh_slab_cut(const mb_mesh *mesh, int64_t v0, int64_t nvrows, int64_t f0,
                           int64_t nfrows, mb_mesh_slab *slab);
+
+/* Copy block [lo, lo + n) (per axis z, y, x) of a whole grid3d, every
+ * field, into a new slab (slab->rows of shape n; grid_lo, grid_shape and nv
+ * set; the grid's origin, spacing, kind, index and attributes kept). Not
+ * collective. Errors: MB_ERR_ARG (not a grid, block outside it),
+ * MB_ERR_MEMORY. */
+mb_error mb_grid_block_cut(const mb_mesh *grid, const int64_t lo[3], const int64_t n[3],
+                           mb_mesh_slab *slab);
 
 /* Validate some rows of a larger mesh (a slab, see mb_mesh_slab): rows' first
  * vertex and face are rows first_vertex and first_face of the whole mesh,

@@ -151,9 +151,14 @@ mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *b
   return op->run_faces[backend_slot(backend)];
 }
 
+mb_op_run_grid_fn mb_op_run_grid_for(const mb_op_info *op, const mb_backend *backend) {
+  return op->run_grid[backend_slot(backend)];
+}
+
 int mb_op_partitioned(const mb_op_info *op) {
   if (op->run_partitioned[MB_BACKEND_SLOT_CPU] || op->run_partitioned[MB_BACKEND_SLOT_CUDA])
     return 1;
   if (op->run_faces[MB_BACKEND_SLOT_CPU] || op->run_faces[MB_BACKEND_SLOT_CUDA]) return 2;
+  if (op->run_grid[MB_BACKEND_SLOT_CPU] || op->run_grid[MB_BACKEND_SLOT_CUDA]) return 3;
   return 0;
 }

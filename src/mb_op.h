@@ -120,6 +120,16 @@ typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stag
 typedef mb_error (*mb_op_run_faces_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
                                        int nstages, mb_mesh_slab *slab);
 
+struct mb_cart;
+
+/* Run consecutive stages on this rank's block of a grid split over the
+ * ranks into Cartesian blocks (partition/mb_cart.h: the plan, with 4 ghost
+ * planes per face): slab->rows is the block (plain arrays of its points,
+ * slab->grid_lo its place in the grid), which the op updates in place.
+ * Collective over the plan's communicator; errors agreed. */
+typedef mb_error (*mb_op_run_grid_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
+                                      int nstages, struct mb_cart *cart, mb_mesh_slab *slab);
+
 /* `meshbatch bench ROOM ...`: argv[0] is the room name. Prints figures;
  * returns the process exit code. Collective over MPI_COMM_WORLD. */
 typedef int (*mb_op_bench_fn)(int argc, char **argv);
@@ -148,6 +158,7 @@ typedef struct mb_op_info {
   mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS]; /* NULL: no partitioned form */
   int ghost_depth;       /* partitioned: edges of ghosts around the owned vertices (>= 1) */
   mb_op_run_faces_fn run_faces[MB_NBACKENDS];  /* NULL: not partitioned by faces */
+  mb_op_run_grid_fn run_grid[MB_NBACKENDS];    /* NULL: not on grid blocks */
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
 } mb_op_info;
 
@@ -178,9 +189,11 @@ mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend);
 mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
                                                    const mb_backend *backend);
 mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *backend);
+mb_op_run_grid_fn mb_op_run_grid_for(const mb_op_info *op, const mb_backend *backend);
 
 /* How an op runs partitioned: 0 not at all, 1 by vertices (run_partitioned),
- * 2 by faces (run_faces), on some backend. Not collective. */
+ * 2 by faces (run_faces), 3 by Cartesian blocks of a grid (run_grid), on
+ * some backend. Not collective. */
 int mb_op_partitioned(const mb_op_info *op);
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
+#include "mb_cart.h"
 #include "mb_distributed.h"
 #include "mb_partfile.h"
 #include "mb_meshfile.h"
@@ -456,9 +457,66 @@ static mb_error process_faces(rank_state *st, int64_t s, mb_mesh_slab *slab,
   return mb_agree(st->comm, e);
 }
 
+/* Ops on grid blocks (mb_op_info.run_grid): the grid split into Cartesian
+ * blocks over all ranks (partition/mb_cart.h); each rank reads its block by
+ * hyperslab (from a collection; a grid file is read whole and cut), the
+ * stages run with halo exchanges, and the blocks are written together. */
+static mb_error process_grid(rank_state *st, int64_t s, mb_mesh_slab *slab, mb_pass_timing *t) {
+  const mb_job *job = st->job;
+  const mb_source *src = &st->inputs->sources[s];
+  MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
+  mb_mesh *whole = NULL;
+  int64_t shape[3];
+  mb_error e = MB_SUCCESS;
+  if (src->collection >= 0) {
+    const mb_mesh_info *info = mb_collection_info(st->inputs->collections[src->collection], src->entry);
+    e = info->kind == MB_KIND_GRID3D ? MB_SUCCESS
+        : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                       "%s:%d: stage 0 (%s) reads grid3d datasets, and %s is a %s dataset",
+                       job->path, job->stages[0].line, job->stages[0].op->name, src->path,
+                       mb_kind_name(info->kind));
+    for (int a = 0; a < 3; a++) shape[a] = info->shape[a];
+  } else {
+    e = mb_inputs_read(st->inputs, s, &whole);
+    if (!e) e = fit_kind(st, whole);
+    for (int a = 0; !e && a < 3; a++) shape[a] = whole->shape[a];
+  }
+  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
+  mb_cart *cart = NULL;
+  MB_CALL_GOTO(e, done, mb_cart_create(st->comm, shape, 1, 4, &cart));
+  e = whole ? mb_grid_block_cut(whole, cart->lo, cart->nloc, slab)
+            : mb_collection_read_grid_block(st->inputs->collections[src->collection], src->entry,
+                                            cart->lo, cart->nloc, slab);
+  if (!e) slab->rows->index = s;
+  e = mb_agree(st->comm, e);
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
+                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
+  for (int k = 0; !e && k < job->nstages;) {
+    mb_op_run_grid_fn fn = mb_op_run_grid_for(job->stages[k].op, &st->backend);
+    if (!fn) {
+      e = mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
+                       "%s:%d: %s has no partitioned form on the %s backend (use backend: cpu, "
+                       "or distribute: per-mesh)",
+                       job->path, job->stages[k].line, job->stages[k].op->name,
+                       mb_backend_kind_name(st->backend.kind));
+      break;
+    }
+    int n = 1;
+    while (k + n < job->nstages && mb_op_run_grid_for(job->stages[k + n].op, &st->backend) == fn)
+      n++;
+    e = mb_agree(st->comm, fn(&ctx, &job->stages[k], n, cart, slab));
+    k += n;
+  }
+  mb_cart_free(cart);
+done:
+  mb_mesh_free(whole);
+  return e;
+}
+
 static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
                                     mb_pass_timing *t) {
   if (mb_op_partitioned(st->job->stages[0].op) == 2) return process_faces(st, s, slab, t);
+  if (mb_op_partitioned(st->job->stages[0].op) == 3) return process_grid(st, s, slab, t);
   mb_distributed_mesh *dm = NULL;
   const mb_partitioner p = st->job->partitioner;
   mb_error e = p == MB_PARTITIONER_PARMETIS || (p == MB_PARTITIONER_BLOCKS && from_collection(st, s))

@@ -409,27 +409,13 @@ extern "C" mb_error mb_stencil_cuda_apply(const mb_stencil_grid *g, int op, int 
 
 extern "C" mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha,
                                          double dt, int64_t nsteps, void *u) {
-  const double limit = mb_stencil_heat_dt_limit(g, alpha);
-  MB_CHECK(alpha > 0 && dt > 0 && nsteps >= 0, MB_ERR_ARG,
-           "heat: alpha and dt must be positive and steps >= 0 (got %g, %g, %lld)", alpha, dt,
-           (long long)nsteps);
-  MB_CHECK(dt <= limit, MB_ERR_ARG,
-           "heat: time step %g exceeds the stability limit %.6g of explicit steps (alpha %g, "
-           "spacing %g %g %g: dt <= 2 / (alpha * 6.5016 * (1/hz^2 + 1/hy^2 + 1/hx^2)))",
-           dt, limit, alpha, g->h[0], g->h[1], g->h[2]);
+  MB_CALL(mb_stencil_check_heat(g, alpha, dt, nsteps));
   return f32 ? heat_t<float>(g, alpha, dt, nsteps, u) : heat_t<double>(g, alpha, dt, nsteps, u);
 }
 
 extern "C" mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, double dt,
                                          int64_t nsteps, void *u_prev, void *u) {
-  const double limit = mb_stencil_wave_dt_limit(g, c);
-  MB_CHECK(c > 0 && dt > 0 && nsteps >= 0, MB_ERR_ARG,
-           "wave: c and dt must be positive and steps >= 0 (got %g, %g, %lld)", c, dt,
-           (long long)nsteps);
-  MB_CHECK(dt <= limit, MB_ERR_ARG,
-           "wave: time step %g exceeds the CFL limit %.6g of leapfrog steps (c %g, spacing %g "
-           "%g %g: dt <= 2 / (c * sqrt(6.5016 * (1/hz^2 + 1/hy^2 + 1/hx^2))))",
-           dt, limit, c, g->h[0], g->h[1], g->h[2]);
+  MB_CALL(mb_stencil_check_wave(g, c, dt, nsteps));
   return f32 ? wave_t<float>(g, c, dt, nsteps, u_prev, u)
              : wave_t<double>(g, c, dt, nsteps, u_prev, u);
 }

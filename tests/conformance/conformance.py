@@ -250,6 +250,10 @@ def main():
             print(f"SKIPPED {name}: this meshbatch was built without ParMETIS")
             skipped.append(name)
             continue
+        if p.returncode != 0 and f"no partitioned form on the {a.backend} backend" in p.stdout + p.stderr:
+            print(f"SKIPPED {name}: the op has no partitioned form on the {a.backend} backend")
+            skipped.append(name)
+            continue
         if p.returncode != 0:
             fail(f"{name}: exit code {p.returncode}, expected 0")
         same(ref, os.path.join(d, name + ".h5"), rtol)

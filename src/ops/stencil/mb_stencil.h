@@ -73,6 +73,12 @@ double mb_stencil_heat_dt_limit(const mb_stencil_grid *g, double alpha);
  * dt_max = 2 / (c sqrt(lambda)). Not collective. */
 double mb_stencil_wave_dt_limit(const mb_stencil_grid *g, double c);
 
+/* Refuse heat (wave) parameters that are not positive or a time step
+ * beyond the stability (CFL) limit, with the limit in the message; the
+ * same words on every backend and path. Not collective. Errors: MB_ERR_ARG. */
+mb_error mb_stencil_check_heat(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps);
+mb_error mb_stencil_check_wave(const mb_stencil_grid *g, double c, double dt, int64_t nsteps);
+
 /* For ghost == 4 on a whole grid: fill the 4 ghost planes of the 6 faces
  * by the boundary rule (periodic wrap, or `outside`); edges and corners of
  * the frame are left as they are. u: the framed array. Not collective.

@@ -46,7 +46,7 @@ static mb_error check_grid(const mb_stencil_grid *g, int whole, int64_t L[3]) {
   return MB_SUCCESS;
 }
 
-static mb_error check_heat(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps) {
+mb_error mb_stencil_check_heat(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps) {
   MB_CHECK(alpha > 0 && isfinite(alpha), MB_ERR_ARG, "heat: alpha must be positive (got %g)", alpha);
   MB_CHECK(dt > 0 && isfinite(dt), MB_ERR_ARG, "heat: dt must be positive (got %g)", dt);
   MB_CHECK(nsteps >= 0, MB_ERR_ARG, "heat: negative number of steps (%lld)", (long long)nsteps);
@@ -58,7 +58,7 @@ static mb_error check_heat(const mb_stencil_grid *g, double alpha, double dt, in
   return MB_SUCCESS;
 }
 
-static mb_error check_wave(const mb_stencil_grid *g, double c, double dt, int64_t nsteps) {
+mb_error mb_stencil_check_wave(const mb_stencil_grid *g, double c, double dt, int64_t nsteps) {
   MB_CHECK(c > 0 && isfinite(c), MB_ERR_ARG, "wave: c must be positive (got %g)", c);
   MB_CHECK(dt > 0 && isfinite(dt), MB_ERR_ARG, "wave: dt must be positive (got %g)", dt);
   MB_CHECK(nsteps >= 0, MB_ERR_ARG, "wave: negative number of steps (%lld)", (long long)nsteps);

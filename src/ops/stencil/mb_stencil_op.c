@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_cart.h"
 #include "mb_op.h"
 #include "mb_stencil.h"
 #include "stencil/mb_stencil_cuda.h"
@@ -237,6 +238,157 @@ static double stencil_cost(int64_t nv, int64_t nf, const void *params) {
   return (double)nv * (p->steps > 0 ? (double)p->steps : 1.0);
 }
 
+/* ------------------------------------------------ a grid split over ranks */
+
+/* One field of this rank's block, framed (4 ghost planes), in double or
+ * float; the kernels of mb_stencil.h on framed arrays, the halo from the
+ * Cartesian plan (Dirichlet faces set after each exchange). */
+typedef struct framed {
+  const mb_cart *cart;
+  mb_stencil_grid g;     /* the block: n = nloc, ghost 4 */
+  int f32;
+  int64_t L[3], n;       /* framed sizes and points */
+} framed;
+
+static framed framed_of(const mb_cart *c, const mb_mesh *m, const mb_stencil_params *p, int f32) {
+  framed fr = {.cart = c, .f32 = f32};
+  fr.g = grid_of(m, p);
+  fr.g.ghost = 4;
+  fr.n = 1;
+  for (int a = 0; a < 3; a++) {
+    fr.g.n[a] = c->nloc[a];
+    fr.L[a] = c->nloc[a] + 8;
+    fr.n *= fr.L[a];
+  }
+  return fr;
+}
+
+static void *framed_alloc(const framed *fr) {
+  return calloc((size_t)fr->n, fr->f32 ? sizeof(float) : sizeof(double));
+}
+
+/* plain block values <-> the framed array's interior */
+static void framed_copy(const framed *fr, void *framed_buf, void *plain, int to_frame) {
+  const size_t w = fr->f32 ? sizeof(float) : sizeof(double);
+  for (int64_t k = 0; k < fr->g.n[0]; k++)
+    for (int64_t j = 0; j < fr->g.n[1]; j++) {
+      char *fp = (char *)framed_buf + w * (size_t)(((k + 4) * fr->L[1] + j + 4) * fr->L[2] + 4);
+      char *pp = (char *)plain + w * (size_t)((k * fr->g.n[1] + j) * fr->g.n[2]);
+      if (to_frame) memcpy(fp, pp, w * (size_t)fr->g.n[2]);
+      else memcpy(pp, fp, w * (size_t)fr->g.n[2]);
+    }
+}
+
+/* Fill the ghost faces: halo exchange, then the Dirichlet value beyond the grid. */
+static mb_error framed_halo(const framed *fr, void *u) {
+  mb_cart *c = (mb_cart *)fr->cart;
+  const mb_cart_dtype dt = fr->f32 ? MB_CART_FLOAT32 : MB_CART_FLOAT64;
+  MB_CALL(mb_cart_exchange_begin(c, dt, u));
+  MB_CALL(mb_cart_exchange_end(c));
+  if (fr->g.bc == MB_STENCIL_DIRICHLET) mb_cart_fill_outside(c, dt, u, fr->g.outside);
+  return MB_SUCCESS;
+}
+
+static mb_error framed_kernel(const framed *fr, int op, const void *u, void *out) {
+  if (op < 3)
+    return fr->f32 ? mb_stencil_derivative_f32(&fr->g, op, u, out)
+                   : mb_stencil_derivative_f64(&fr->g, op, u, out);
+  return fr->f32 ? mb_stencil_laplacian_f32(&fr->g, u, out)
+                 : mb_stencil_laplacian_f64(&fr->g, u, out);
+}
+
+/* out = a + s * b on the interior, with the arithmetic of mb_stencil.h:
+ * heat (twice = 0): u + s lap; wave (twice = 1): ((u + u) - prev) + s lap,
+ * prev read from c. */
+static void framed_update(const framed *fr, int twice, double s, const void *u, const void *c,
+                          const void *lap, void *out) {
+  for (int64_t k = 0; k < fr->g.n[0]; k++)
+    for (int64_t j = 0; j < fr->g.n[1]; j++)
+      for (int64_t i = 0; i < fr->g.n[2]; i++) {
+        const int64_t q = ((k + 4) * fr->L[1] + j + 4) * fr->L[2] + i + 4;
+        if (fr->f32) {
+          const float a = (float)s, v = ((const float *)u)[q], l = ((const float *)lap)[q];
+          ((float *)out)[q] = twice ? ((v + v) - ((const float *)c)[q]) + a * l : v + a * l;
+        } else {
+          const double v = ((const double *)u)[q], l = ((const double *)lap)[q];
+          ((double *)out)[q] = twice ? ((v + v) - ((const double *)c)[q]) + s * l : v + s * l;
+        }
+      }
+}
+
+/* One stage on every field of the block. */
+static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_cart *cart,
+                           mb_mesh *m) {
+  MB_CALL(check_fields(m, op->name));
+  const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
+  const int is_heat = op->run[0] == heat_run;
+  mb_stencil_grid whole = grid_of(m, p); /* the limits depend on the spacing only */
+  if (is_heat) MB_CALL(mb_stencil_check_heat(&whole, p->alpha, p->dt, p->steps));
+  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&whole, p->c, p->dt, p->steps));
+  const int nf = m->nfields;
+  mb_error e = MB_SUCCESS;
+  for (int f = 0; f < nf && !e; f++) {
+    const int f32 = m->fields[f].dtype == MB_FLOAT32;
+    framed fr = framed_of(cart, m, p, f32);
+    void *u = framed_alloc(&fr), *w = framed_alloc(&fr), *x = framed_alloc(&fr);
+    void *plain = NULL;
+    if (!u || !w || !x || alloc_like(m, f, &plain)) {
+      free(u); free(w); free(x); free(plain);
+      MB_FAIL(MB_ERR_MEMORY, "out of memory for a block of grid '%s'", m->name);
+    }
+    framed_copy(&fr, u, f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data, 1);
+    if (is_deriv || is_lap) {
+      static const char *const suffix[4] = {"_dz", "_dy", "_dx", "_lap"};
+      e = framed_halo(&fr, u);
+      for (int a = 0; a < 4 && !e; a++) {
+        if (is_deriv ? (a == 3 || (p->axis != 3 && p->axis != a)) : a != 3) continue;
+        e = framed_kernel(&fr, a, u, w);
+        if (!e) {
+          framed_copy(&fr, w, plain, 0);
+          e = add_field(m, f, suffix[a], plain);
+        }
+      }
+    } else if (is_heat) {
+      for (int64_t s = 0; s < p->steps && !e; s++) {
+        e = framed_halo(&fr, u);
+        if (!e) e = framed_kernel(&fr, 3, u, w);
+        if (!e) framed_update(&fr, 0, p->alpha * p->dt, u, NULL, w, u);
+      }
+      if (!e) framed_copy(&fr, u, f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data, 0);
+    } else { /* wave from rest: prev = u + (c dt)^2 / 2 lap(u), then leapfrog */
+      void *cur = u, *prev = x, *next = w;
+      e = framed_halo(&fr, cur);
+      if (!e) e = framed_kernel(&fr, 3, cur, next);
+      if (!e) framed_update(&fr, 0, 0.5 * p->c * p->c * p->dt * p->dt, cur, NULL, next, prev);
+      for (int64_t s = 0; s < p->steps && !e; s++) {
+        e = framed_halo(&fr, cur);
+        if (!e) e = framed_kernel(&fr, 3, cur, next);
+        if (!e) framed_update(&fr, 1, p->c * p->c * p->dt * p->dt, cur, prev, next, next);
+        void *t = prev;
+        prev = cur;
+        cur = next;
+        next = t;
+      }
+      if (!e) framed_copy(&fr, cur, f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data, 0);
+      u = cur; /* freed below with the others */
+      x = prev;
+      w = next;
+    }
+    free(u);
+    free(w);
+    free(x);
+    free(plain);
+  }
+  return e;
+}
+
+static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                 struct mb_cart *cart, mb_mesh_slab *slab) {
+  (void)ctx;
+  for (int s = 0; s < n; s++) MB_CALL(grid_stage(stages[s].op, stages[s].params, cart, slab->rows));
+  return MB_SUCCESS;
+}
+
 int mb_stencil_bench(int argc, char **argv); /* mb_stencil_bench.c */
 
 #define STENCIL_SOURCE                                                                        \
@@ -255,6 +407,7 @@ const mb_op_info mb_op_derivative = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {derivative_run, derivative_run},
+    .run_grid = {stencil_run_grid, NULL},
     .bench = mb_stencil_bench,
 };
 
@@ -270,6 +423,7 @@ const mb_op_info mb_op_grid_laplacian = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {laplacian_run, laplacian_run},
+    .run_grid = {stencil_run_grid, NULL},
 };
 
 const mb_op_info mb_op_heat = {
@@ -284,6 +438,7 @@ const mb_op_info mb_op_heat = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {heat_run, heat_run},
+    .run_grid = {stencil_run_grid, NULL},
 };
 
 const mb_op_info mb_op_wave = {
@@ -298,4 +453,5 @@ const mb_op_info mb_op_wave = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {wave_run, wave_run},
+    .run_grid = {stencil_run_grid, NULL},
 };

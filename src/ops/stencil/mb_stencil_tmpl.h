@@ -187,7 +187,7 @@ mb_error FN(mb_stencil_heat)(const mb_stencil_grid *g, double alpha, double dt, 
                              T *u, T *work) {
   int64_t L[3];
   MB_CALL(check_grid(g, 1, L));
-  MB_CALL(check_heat(g, alpha, dt, nsteps));
+  MB_CALL(mb_stencil_check_heat(g, alpha, dt, nsteps));
   const T a = (T)(alpha * dt);
   if (g->ghost == 4) {
     FN(heat_framed)(g, L, a, nsteps, u, work);
@@ -237,7 +237,7 @@ mb_error FN(mb_stencil_wave)(const mb_stencil_grid *g, double c, double dt, int6
                              T *u_prev, T *u, T *work) {
   int64_t L[3];
   MB_CALL(check_grid(g, 1, L));
-  MB_CALL(check_wave(g, c, dt, nsteps));
+  MB_CALL(mb_stencil_check_wave(g, c, dt, nsteps));
   const T b = (T)(c * c * dt * dt);
   const size_t size = sizeof(T) * (size_t)(L[0] * L[1] * L[2]);
   T *fp = malloc(size), *fc = malloc(size), *fn = malloc(size);
