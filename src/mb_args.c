@@ -65,3 +65,12 @@ int mb_cli_log_option(const char *arg) {
   return 0;
 }
 
+int mb_cli_parse_shape(const char *s, int64_t n[3]) {
+  long long a, b, c;
+  char extra;
+  if (sscanf(s, "%lld,%lld,%lld%c", &a, &b, &c, &extra) != 3 || a < 1 || b < 1 || c < 1) return 1;
+  n[0] = a;
+  n[1] = b;
+  n[2] = c;
+  return 0;
+}

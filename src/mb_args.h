@@ -34,6 +34,8 @@ int mb_cli_report(int code);
 /* Parse a whole decimal integer / finite double; 0 on success, -1 otherwise. */
 int mb_cli_parse_int64(const char *s, int64_t *out);
 int mb_cli_parse_double(const char *s, double *out);
+/* "NZ,NY,NX" (each >= 1) into n[3]; 0 on success, 1 otherwise. */
+int mb_cli_parse_shape(const char *s, int64_t n[3]);
 
 /* Handle the shared options --quiet, -q, --verbose, -v: returns 1 if arg
  * was one of them (and sets the log level), else 0. */

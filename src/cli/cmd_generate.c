@@ -87,16 +87,6 @@ static int parse_triple_double(const char *s, int one_for_all, double v[3]) {
   return 1;
 }
 
-static int parse_shape(const char *s, int64_t n[3]) {
-  long long a, b, c;
-  char extra;
-  if (sscanf(s, "%lld,%lld,%lld%c", &a, &b, &c, &extra) != 3 || a < 1 || b < 1 || c < 1) return 1;
-  n[0] = a;
-  n[1] = b;
-  n[2] = c;
-  return 0;
-}
-
 enum { MAX_GRID_FIELDS = 16 };
 
 /* generate grid: the options after the kind. */
@@ -117,7 +107,7 @@ static int generate_grid(int argc, char **argv, mb_mesh **m, const char **out) {
     if (!strcmp(a, "-o")) *out = v;
     else if (!strcmp(a, "--name")) rename = v;
     else if (!strcmp(a, "--shape")) {
-      if (parse_shape(v, shape))
+      if (mb_cli_parse_shape(v, shape))
         return mb_cli_usage_error("generate", "--shape needs NZ,NY,NX (each >= 1), got '%s'", v);
     } else if (!strcmp(a, "--spacing")) {
       if (parse_triple_double(v, 1, spacing))

@@ -19,16 +19,6 @@ static const char stencil_bench_help[] =
     "2 x points x the value size per call), the device-to-device copy bandwidth\n"
     "measured in the same run and the fraction of it.\n";
 
-static int parse_shape(const char *s, int64_t n[3]) {
-  long long a, b, c;
-  char extra;
-  if (sscanf(s, "%lld,%lld,%lld%c", &a, &b, &c, &extra) != 3 || a < 1 || b < 1 || c < 1) return 1;
-  n[0] = a;
-  n[1] = b;
-  n[2] = c;
-  return 0;
-}
-
 int mb_stencil_bench(int argc, char **argv) {
   int64_t n[3] = {512, 512, 512}, warmup = 3, repeats = 10;
   int f64 = 1, f32 = 1;
@@ -40,7 +30,7 @@ int mb_stencil_bench(int argc, char **argv) {
     }
     if (mb_cli_log_option(a)) continue;
     int bad = 0;
-    if (!strcmp(a, "--shape") && v) bad = parse_shape(v, n);
+    if (!strcmp(a, "--shape") && v) bad = mb_cli_parse_shape(v, n);
     else if (!strcmp(a, "--dtype") && v) {
       f32 = !strcmp(v, "float32") || !strcmp(v, "both");
       f64 = !strcmp(v, "float64") || !strcmp(v, "both");
