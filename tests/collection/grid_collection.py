@@ -133,6 +133,36 @@ def check_npy(d, paths):
           "exported back equal; a bad file named")
 
 
+def check_bad_inputs(d, paths):
+    """A grid with a NaN and an unstable heat step are refused with the
+    dataset named and the reason; the good grid of the batch is written."""
+    import numpy as np
+    import h5py
+    a = np.zeros((4, 5, 6))
+    a[1, 2, 3] = np.nan
+    bad = os.path.join(d, "nangrid.npy")
+    np.save(bad, a)
+    job = os.path.join(d, "bad_grid.yaml")
+    with open(job, "w") as f:
+        f.write(f"input:\n  - {bad}\n  - {paths['float64']}\noutput: {d}/bad_out.h5\n"
+                "backend: cpu\nstages:\n  - {op: grid_laplacian}\n")
+    p = run(["run", job], expect=1)
+    if "nangrid (" not in p.stdout + p.stderr or "non-finite value (nan) at point (1, 2, 3)" not in p.stdout + p.stderr:
+        fail("a NaN in a grid is not reported with the dataset and the point")
+    with h5py.File(os.path.join(d, "bad_out.h5"), "r") as f:
+        if sorted(f["meshes"]) != ["g_float64"]:
+            fail(f"written {sorted(f['meshes'])}, expected the good grid only")
+    job = os.path.join(d, "unstable.yaml")
+    with open(job, "w") as f:
+        f.write(f"input: {paths['float32']}\noutput: {d}/unstable.h5\nbackend: cpu\n"
+                "stages:\n  - {op: heat, alpha: 1, dt: 1, steps: 1}\n")
+    p = run(["run", job], expect=1)
+    if "exceeds the stability limit" not in p.stdout + p.stderr:
+        fail("an unstable heat step is not refused with its limit")
+    print("bad grid inputs: a NaN and an unstable dt refused with the dataset and reason; "
+          "the rest of the batch written")
+
+
 PV_SCRIPT = r"""
 import sys
 from paraview.simple import XDMFReader, Xdmf3ReaderS
@@ -211,6 +241,7 @@ def main():
     check_layout(paths)
     check_cli(d, paths)
     check_npy(d, paths)
+    check_bad_inputs(d, paths)
     return 0
 
 

@@ -86,10 +86,20 @@ static mb_error check_fields(const mb_mesh *m, const char *op) {
   MB_CHECK(m->kind == MB_KIND_GRID3D, MB_ERR_ARG, "%s: %s works on grid3d datasets, '%s' is a %s",
            m->name, op, m->name, mb_kind_name(m->kind));
   MB_CHECK(m->nfields > 0, MB_ERR_ARG, "grid '%s' has no field for %s", m->name, op);
-  for (int f = 0; f < m->nfields; f++)
-    MB_CHECK(m->fields[f].ncomp == 1, MB_ERR_ARG,
+  for (int f = 0; f < m->nfields; f++) {
+    const mb_field *fd = &m->fields[f];
+    MB_CHECK(fd->ncomp == 1, MB_ERR_ARG,
              "grid '%s': field '%s' has %d components; %s works on scalar fields", m->name,
-             m->fields[f].name, m->fields[f].ncomp, op);
+             fd->name, fd->ncomp, op);
+    for (int64_t k = 0; k < m->nv; k++) { /* a NaN or infinity would spread over the grid */
+      const double v = fd->dtype == MB_FLOAT32 ? (double)fd->data32[k] : fd->data[k];
+      MB_CHECK(isfinite(v), MB_ERR_FORMAT,
+               "grid '%s': field '%s' has a non-finite value (%g) at point (%lld, %lld, %lld) "
+               "of the block (z, y, x); %s needs finite values",
+               m->name, fd->name, v, (long long)(k / (m->shape[1] * m->shape[2])),
+               (long long)(k / m->shape[2] % m->shape[1]), (long long)(k % m->shape[2]), op);
+    }
+  }
   return MB_SUCCESS;
 }
 
