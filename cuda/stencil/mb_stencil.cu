@@ -12,6 +12,7 @@
 
 #include "mb_cuda.h"
 #include "mb_cuda_private.cuh"
+#include "mb_cart.h"
 #include "stencil/mb_stencil_cuda.h"
 
 namespace {
@@ -327,6 +328,100 @@ static mb_error wave_t(const mb_stencil_grid *g, double c, double dt, int64_t ns
   return MB_SUCCESS;
 }
 
+/* ------------------------------------------------ a block of a split grid */
+
+/* Copy a region of points [lo, lo + n) (frame coordinates, -4 .. n + 4)
+ * between the device frame and a host frame of the CPU layout. */
+template <typename T>
+static mb_error region_copy(const frame &f, T *dev, T *host, const int lo[3], const int n[3],
+                            int to_host) {
+  const size_t hp = sizeof(T) * (size_t)(f.nx + 2 * G);
+  cudaPitchedPtr dp = make_cudaPitchedPtr(dev, sizeof(T) * (size_t)f.sy, (size_t)f.sy,
+                                          (size_t)(f.sz / f.sy));
+  cudaPitchedPtr hq = make_cudaPitchedPtr(host, hp, (size_t)(f.nx + 2 * G), (size_t)(f.ny + 2 * G));
+  cudaPos dpos = make_cudaPos(sizeof(T) * (size_t)(lo[2] + f.xo), (size_t)(lo[1] + G),
+                              (size_t)(lo[0] + G));
+  cudaPos hpos = make_cudaPos(sizeof(T) * (size_t)(lo[2] + G), (size_t)(lo[1] + G),
+                              (size_t)(lo[0] + G));
+  cudaMemcpy3DParms p = {};
+  p.srcPtr = to_host ? dp : hq;
+  p.srcPos = to_host ? dpos : hpos;
+  p.dstPtr = to_host ? hq : dp;
+  p.dstPos = to_host ? hpos : dpos;
+  p.extent = make_cudaExtent(sizeof(T) * (size_t)n[2], (size_t)n[1], (size_t)n[0]);
+  p.kind = to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  MB_CALL_CUDA(cudaMemcpy3D(&p));
+  return MB_SUCCESS;
+}
+
+/* Fill the ghost faces of the device frame u: the outer 4 owned planes of
+ * each face to the host frame h, the plan's exchange there (then the
+ * Dirichlet value beyond the grid), the ghost planes back. */
+template <typename T>
+static mb_error block_halo(const mb_stencil_grid *g, const frame &f, mb_cart *cart, T *u, T *h) {
+  const int n[3] = {f.nz, f.ny, f.nx};
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      const mb_cart_dtype dt = sizeof(T) == 4 ? MB_CART_FLOAT32 : MB_CART_FLOAT64;
+      MB_CALL(mb_cart_exchange_begin(cart, dt, h));
+      MB_CALL(mb_cart_exchange_end(cart));
+      if (g->bc == MB_STENCIL_DIRICHLET) mb_cart_fill_outside(cart, dt, h, g->outside);
+    }
+    for (int a = 0; a < 3; a++)
+      for (int s = 0; s < 2; s++) {
+        int lo[3] = {0, 0, 0}, cnt[3] = {n[0], n[1], n[2]};
+        cnt[a] = G;
+        lo[a] = pass == 0 ? (s == 0 ? 0 : n[a] - G) : (s == 0 ? -G : n[a]);
+        MB_CALL(region_copy<T>(f, u, h, lo, cnt, pass == 0));
+      }
+  }
+  return MB_SUCCESS;
+}
+
+template <typename T>
+static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, int op, double coef,
+                        int64_t nsteps, void *u, void *out) {
+  dev_grid<T> d;
+  MB_CALL(grid_alloc<T>(g, 3, &d));
+  const frame &f = d.f;
+  std::vector<T> h((size_t)(f.nx + 2 * G) * (size_t)(f.ny + 2 * G) * (size_t)(f.nz + 2 * G));
+  MB_CALL(upload<T>(f, u, d.a.template as<T>()));
+  T *cur = d.a.template as<T>(), *nxt = d.b.template as<T>(), *prev = d.c.template as<T>();
+  if (op <= 3) {
+    MB_CALL(block_halo<T>(g, f, cart, cur, h.data()));
+    switch (op) {
+    case 0: MB_CALL((launch25<T, OP_DZ>(g, f, cur, nullptr, nxt, T(0)))); break;
+    case 1: MB_CALL((launch25<T, OP_DY>(g, f, cur, nullptr, nxt, T(0)))); break;
+    case 2: MB_CALL((launch25<T, OP_DX>(g, f, cur, nullptr, nxt, T(0)))); break;
+    default: MB_CALL((launch25<T, OP_LAP>(g, f, cur, nullptr, nxt, T(0)))); break;
+    }
+    MB_CALL(download<T>(f, nxt, out));
+    return MB_SUCCESS;
+  }
+  if (op == 4) {
+    for (int64_t s = 0; s < nsteps; s++) {
+      MB_CALL(block_halo<T>(g, f, cart, cur, h.data()));
+      MB_CALL((launch25<T, OP_HEAT>(g, f, cur, nullptr, nxt, (T)coef)));
+      std::swap(cur, nxt);
+    }
+    MB_CALL(download<T>(f, cur, u));
+    return MB_SUCCESS;
+  }
+  /* wave from rest: prev = u + (c dt)^2 / 2 lap(u), as a heat step with half the coefficient */
+  MB_CALL(block_halo<T>(g, f, cart, cur, h.data()));
+  MB_CALL((launch25<T, OP_HEAT>(g, f, cur, nullptr, prev, (T)(0.5 * coef))));
+  for (int64_t s = 0; s < nsteps; s++) {
+    MB_CALL(block_halo<T>(g, f, cart, cur, h.data()));
+    MB_CALL((launch25<T, OP_WAVE>(g, f, cur, prev, nxt, (T)coef)));
+    T *t = prev;
+    prev = cur;
+    cur = nxt;
+    nxt = t;
+  }
+  MB_CALL(download<T>(f, cur, u));
+  return MB_SUCCESS;
+}
+
 /* ------------------------------------------------------------ benchmark */
 
 template <typename T>
@@ -418,6 +513,17 @@ extern "C" mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, doub
   MB_CALL(mb_stencil_check_wave(g, c, dt, nsteps));
   return f32 ? wave_t<float>(g, c, dt, nsteps, u_prev, u)
              : wave_t<double>(g, c, dt, nsteps, u_prev, u);
+}
+
+extern "C" mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, mb_cart *cart,
+                                          int op, double coef, int64_t nsteps, void *u,
+                                          void *out) {
+  MB_CHECK(blk && cart && op >= 0 && op <= 5 && nsteps >= 0, MB_ERR_ARG,
+           "mb_stencil_cuda_block: bad arguments");
+  mb_error e = f32 ? block_t<float>(blk, cart, op, coef, nsteps, u, out)
+                   : block_t<double>(blk, cart, op, coef, nsteps, u, out);
+  if (e) (void)cudaGetLastError();
+  return e;
 }
 
 extern "C" mb_error mb_stencil_cuda_bench(const int64_t n[3], int f32, int warmup, int repeats,

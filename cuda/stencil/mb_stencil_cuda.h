@@ -47,6 +47,21 @@ mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha, d
 mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, double dt,
                               int64_t nsteps, void *u_prev, void *u);
 
+struct mb_cart;
+
+/* One op on this rank's block of a grid split over the ranks
+ * (partition/mb_cart.h): blk describes the block (n = its points, the
+ * grid's spacing and boundary rule, ghost 0), u its values (plain host
+ * array, in and out). op 0-2: the derivative along z, y, x into out; 3 the
+ * Laplacian into out; 4 nsteps heat steps of u (coef = alpha dt); 5 nsteps
+ * wave steps of u from rest (coef = (c dt)^2; out unused). The block lives
+ * on the device; before each stencil the faces go to the host, through the
+ * plan's halo exchange (Dirichlet faces set beyond the grid) and back.
+ * Collective over the plan's communicator. Same bits as the CPU.
+ * Errors: MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int op,
+                               double coef, int64_t nsteps, void *u, void *out);
+
 /* Figures of `meshbatch bench stencil`: ms per call (median of repeats)
  * of each kernel on one grid on the current device, and the copy
  * bandwidth measured in the same run. */

@@ -45,7 +45,7 @@ static void print_op(const mb_op_info *op) {
          op->run[MB_BACKEND_SLOT_CUDA] ? " cuda" : "",
          mb_op_partitioned(op) == 1   ? "yes (split by vertices, halo of ghost vertices)"
          : mb_op_partitioned(op) == 2 ? "yes (split by triangles on the dual graph)"
-         : mb_op_partitioned(op) == 3 ? "yes (split into Cartesian blocks, halo of 4 planes; cpu)"
+         : mb_op_partitioned(op) == 3 ? "yes (split into Cartesian blocks, halo of 4 planes)"
                                       : "no (per-mesh only)");
   printf("    method: %s\n", op->source);
   for (int k = 0; k < op->nparams; k++) print_param(&op->params[k]);

@@ -24,6 +24,12 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 
+mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int op,
+                               double coef, int64_t nsteps, void *u, void *out) {
+  (void)blk; (void)f32; (void)cart; (void)op; (void)coef; (void)nsteps; (void)u; (void)out;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
+}
+
 mb_error mb_stencil_cuda_bench(const int64_t n[3], int f32, int warmup, int repeats,
                                mb_stencil_bench_result *r) {
   (void)n; (void)f32; (void)warmup; (void)repeats; (void)r;

@@ -218,7 +218,7 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       mb_error e = alloc_like(m, f, &work);
       if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u) */
         e = apply(cuda, &g, 3, fd, prev);
-        const double half = 0.5 * p->c * p->c * p->dt * p->dt;
+        const double half = 0.5 * (p->c * p->c * p->dt * p->dt);
         for (int64_t k = 0; !e && k < m->nv; k++) {
           if (fd->dtype == MB_FLOAT32)
             ((float *)prev)[k] = fd->data32[k] + (float)half * ((float *)prev)[k];
@@ -369,7 +369,7 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
       void *cur = u, *prev = x, *next = w;
       e = framed_halo(&fr, cur);
       if (!e) e = framed_kernel(&fr, 3, cur, next);
-      if (!e) framed_update(&fr, 0, 0.5 * p->c * p->c * p->dt * p->dt, cur, NULL, next, prev);
+      if (!e) framed_update(&fr, 0, 0.5 * (p->c * p->c * p->dt * p->dt), cur, NULL, next, prev);
       for (int64_t s = 0; s < p->steps && !e; s++) {
         e = framed_halo(&fr, cur);
         if (!e) e = framed_kernel(&fr, 3, cur, next);
@@ -392,10 +392,48 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
   return e;
 }
 
+/* The same stage with the block on the current CUDA device
+ * (mb_stencil_cuda_block). */
+static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p, mb_cart *cart,
+                                mb_mesh *m) {
+  MB_CALL(check_fields(m, op->name));
+  const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
+  const int is_heat = op->run[0] == heat_run;
+  mb_stencil_grid blk = grid_of(m, p);
+  if (is_heat) MB_CALL(mb_stencil_check_heat(&blk, p->alpha, p->dt, p->steps));
+  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&blk, p->c, p->dt, p->steps));
+  for (int a = 0; a < 3; a++) blk.n[a] = cart->nloc[a];
+  const int nf = m->nfields;
+  for (int f = 0; f < nf; f++) {
+    mb_field *fd = &m->fields[f];
+    const int f32 = fd->dtype == MB_FLOAT32;
+    void *u = f32 ? (void *)fd->data32 : (void *)fd->data, *out = NULL;
+    if (is_deriv || is_lap) {
+      static const char *const suffix[4] = {"_dz", "_dy", "_dx", "_lap"};
+      MB_CALL(alloc_like(m, f, &out));
+      mb_error e = MB_SUCCESS;
+      for (int a = 0; a < 4 && !e; a++) {
+        if (is_deriv ? (a == 3 || (p->axis != 3 && p->axis != a)) : a != 3) continue;
+        e = mb_stencil_cuda_block(&blk, f32, cart, a, 0, 0, u, out);
+        if (!e) e = add_field(m, f, suffix[a], out);
+      }
+      free(out);
+      MB_CALL(e);
+    } else if (is_heat) {
+      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, 4, p->alpha * p->dt, p->steps, u, NULL));
+    } else {
+      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, 5, p->c * p->c * p->dt * p->dt, p->steps, u,
+                                    NULL));
+    }
+  }
+  return MB_SUCCESS;
+}
+
 static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                  struct mb_cart *cart, mb_mesh_slab *slab) {
-  (void)ctx;
-  for (int s = 0; s < n; s++) MB_CALL(grid_stage(stages[s].op, stages[s].params, cart, slab->rows));
+  for (int s = 0; s < n; s++)
+    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, cart, slab->rows)
+                         : grid_stage(stages[s].op, stages[s].params, cart, slab->rows));
   return MB_SUCCESS;
 }
 
@@ -417,7 +455,7 @@ const mb_op_info mb_op_derivative = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {derivative_run, derivative_run},
-    .run_grid = {stencil_run_grid, NULL},
+    .run_grid = {stencil_run_grid, stencil_run_grid},
     .bench = mb_stencil_bench,
 };
 
@@ -433,7 +471,7 @@ const mb_op_info mb_op_grid_laplacian = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {laplacian_run, laplacian_run},
-    .run_grid = {stencil_run_grid, NULL},
+    .run_grid = {stencil_run_grid, stencil_run_grid},
 };
 
 const mb_op_info mb_op_heat = {
@@ -448,7 +486,7 @@ const mb_op_info mb_op_heat = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {heat_run, heat_run},
-    .run_grid = {stencil_run_grid, NULL},
+    .run_grid = {stencil_run_grid, stencil_run_grid},
 };
 
 const mb_op_info mb_op_wave = {
@@ -463,5 +501,5 @@ const mb_op_info mb_op_wave = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {wave_run, wave_run},
-    .run_grid = {stencil_run_grid, NULL},
+    .run_grid = {stencil_run_grid, stencil_run_grid},
 };
