@@ -17,14 +17,6 @@ static int has_suffix(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static void path_stem(const char *path, char *stem, size_t len) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  snprintf(stem, len, "%s", base);
-  char *dot = strrchr(stem, '.');
-  if (dot && dot != stem) *dot = '\0';
-}
-
 /* A list of (path, is_collection) built on rank 0. */
 typedef struct path_list {
   int n, cap;
@@ -149,7 +141,7 @@ static mb_error add_collection(MPI_Comm comm, mb_inputs *in, const char *path) {
   mb_collection *coll = NULL;
   if (mb_collection_open(comm, path, &coll) != MB_SUCCESS) {
     char stem[256];
-    path_stem(path, stem, sizeof stem);
+    mb_path_stem(path, stem, sizeof stem);
     MB_CALL(add_source(in, stem, path, -1, -1, 0, mb_error_message()));
     return MB_SUCCESS;
   }
@@ -189,7 +181,7 @@ mb_error mb_inputs_open(MPI_Comm comm, int np, char *const *patterns, mb_inputs 
     } else {
       char stem[256];
       struct stat st;
-      path_stem(p, stem, sizeof stem);
+      mb_path_stem(p, stem, sizeof stem);
       double cost = stat(p, &st) == 0 ? (double)st.st_size / MB_BYTES_PER_FACE_ESTIMATE : 0;
       e = add_source(in, stem, p, -1, -1, cost, NULL);
     }

@@ -67,17 +67,18 @@ mb_error mb_mf_builder_reserve(mb_mf_builder *b, int64_t nv, int64_t nf, int64_t
   return MB_SUCCESS;
 }
 
-/* The file stem of path ("dir/bob.obj" -> "bob"), newly allocated. */
-static char *mb_mf_stem(const char *path) {
+void mb_path_stem(const char *path, char *stem, size_t len) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
-  const char *dot = strrchr(base, '.');
-  size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-  char *s = malloc(n + 1);
-  if (s) {
-    memcpy(s, base, n);
-    s[n] = '\0';
-  }
+  snprintf(stem, len, "%s", base);
+  char *dot = strrchr(stem, '.');
+  if (dot && dot != stem) *dot = '\0';
+}
+
+/* The file stem of path, newly allocated. */
+static char *mb_mf_stem(const char *path) {
+  char *s = malloc(strlen(path) + 1);
+  if (s) mb_path_stem(path, s, strlen(path) + 1);
   return s;
 }
 

@@ -32,6 +32,10 @@ typedef enum mb_meshfile_format {
   MB_MESHFILE_NPY   /* a NumPy array, as a grid3d (mb_npy.h) */
 } mb_meshfile_format;
 
+/* The file stem of path ("dir/bob.obj" -> "bob") into stem[len]
+ * (truncated to fit). Not collective. */
+void mb_path_stem(const char *path, char *stem, size_t len);
+
 /* Format from a path's extension, MB_MESHFILE_UNKNOWN if none matches. */
 mb_meshfile_format mb_meshfile_format_of(const char *path);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mb_meshfile.h"
+
 #define NPY_HEADER_MAX (1 << 20) /* bytes of header accepted */
 
 /* The value of key `key` in the header dict: a pointer just after its
@@ -97,15 +99,6 @@ static double value_at(const unsigned char *raw, const npy_type *t, int64_t i) {
   }
 }
 
-/* The stem of a path: after the last '/', before the last '.'. */
-static void stem_of(const char *path, char *out, size_t len) {
-  const char *s = strrchr(path, '/');
-  s = s ? s + 1 : path;
-  snprintf(out, len, "%s", s);
-  char *dot = strrchr(out, '.');
-  if (dot && dot != out) *dot = '\0';
-}
-
 mb_error mb_npy_read_grid(const char *path, mb_mesh **grid) {
   MB_CHECK(path && grid, MB_ERR_ARG, "mb_npy_read_grid: NULL argument");
   *grid = NULL;
@@ -191,7 +184,7 @@ mb_error mb_npy_read_grid(const char *path, mb_mesh **grid) {
   }
   const double origin[3] = {0, 0, 0}, spacing[3] = {1, 1, 1};
   char name[256];
-  stem_of(path, name, sizeof name);
+  mb_path_stem(path, name, sizeof name);
   MB_CALL_GOTO(e, done, mb_grid_create(name, n, origin, spacing, &g));
   const int f32 = t.kind == 'f' && t.size == 4;
   values = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)count);
