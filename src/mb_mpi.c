@@ -2,6 +2,7 @@
 #include "mb_mpi.h"
 
 #include <stdio.h>
+#include <time.h>
 
 mb_error mb_agree(MPI_Comm comm, mb_error local) {
   int rank, in[2], out[2];
@@ -17,4 +18,16 @@ mb_error mb_agree(MPI_Comm comm, mb_error local) {
   MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[0], comm));
   if (rank == out[0]) return local;
   MB_FAIL((mb_error)code, "%s", msg);
+}
+
+mb_error mb_idle_barrier(MPI_Comm comm) {
+  MPI_Request req;
+  MB_CALL_MPI(MPI_Ibarrier(comm, &req));
+  for (;;) {
+    int done = 0;
+    MB_CALL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return MB_SUCCESS;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
 }

@@ -16,6 +16,11 @@ extern "C" {
  * Errors: the agreed error, MB_ERR_MPI. */
 mb_error mb_agree(MPI_Comm comm, mb_error local);
 
+/* A barrier that does not spin: an MPI_Ibarrier tested every millisecond,
+ * the core left to the ranks that work (for timing one rank alone while
+ * the others wait). Collective. Errors: MB_ERR_MPI. */
+mb_error mb_idle_barrier(MPI_Comm comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -206,20 +206,6 @@ static mb_error bench_input(const bench_opts *o, mb_mesh **tri) {
 
 /* ------------------------------------------------- partitioned benchmark */
 
-/* Wait for the other ranks without spinning: an MPI_Ibarrier tested every
- * millisecond, the core left to the rank that works. Collective. */
-static mb_error idle_barrier(MPI_Comm comm) {
-  MPI_Request req;
-  MB_CALL_MPI(MPI_Ibarrier(comm, &req));
-  for (;;) {
-    int done = 0;
-    MB_CALL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-    if (done) return MB_SUCCESS;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-}
-
 static double median_of(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -249,7 +235,7 @@ static mb_error bench_partitioned_backend(const bench_opts *o, const mb_mesh *tr
       mb_mesh_free(poly);
     }
   }
-  MB_CALL(idle_barrier(comm));
+  MB_CALL(mb_idle_barrier(comm));
   MB_CALL(mb_agree(comm, e));
   /* partitioned */
   mb_polylla_rank_figures fig = {0};
