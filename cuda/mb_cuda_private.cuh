@@ -52,6 +52,21 @@ mb_error mb_nccl_exchange(mb_nccl *nccl, cudaStream_t stream, int ncomp, const d
                           double *recv, int nneighbors, const int *ranks,
                           const int64_t *send_offset, const int64_t *recv_offset);
 
+/* One message of an NCCL group: `bytes` of device memory at buf sent to
+ * or received from `peer` (a rank of the communicator). */
+struct mb_nccl_msg {
+  int peer;
+  int send; /* 1 send, 0 receive */
+  void *buf;
+  size_t bytes;
+};
+
+/* Enqueue on stream one NCCL group of the n messages, in their order
+ * (messages between two ranks match in the order they are posted).
+ * Defined in mb_nccl.cu. Errors: MB_ERR_CUDA (NCCL failure),
+ * MB_ERR_UNSUPPORTED (built without NCCL). */
+mb_error mb_nccl_group(mb_nccl *nccl, cudaStream_t stream, int n, const mb_nccl_msg *msgs);
+
 /* An owning device allocation (C++ RAII, so early returns free it). */
 struct mb_dbuf {
   void *p = nullptr;

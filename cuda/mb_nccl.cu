@@ -101,7 +101,23 @@ mb_error mb_nccl_exchange(mb_nccl *c, cudaStream_t stream, int ncomp, const doub
   return MB_SUCCESS;
 }
 
+mb_error mb_nccl_group(mb_nccl *c, cudaStream_t stream, int n, const mb_nccl_msg *m) {
+  MB_CALL_NCCL(ncclGroupStart());
+  for (int k = 0; k < n; k++) {
+    if (!m[k].bytes) continue;
+    if (m[k].send) ncclSend(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream);
+    else ncclRecv(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream);
+  }
+  MB_CALL_NCCL(ncclGroupEnd());
+  return MB_SUCCESS;
+}
+
 #else /* no NCCL in this build */
+
+mb_error mb_nccl_group(mb_nccl *c, cudaStream_t stream, int n, const mb_nccl_msg *m) {
+  (void)c; (void)stream; (void)n; (void)m;
+  MB_FAIL(MB_ERR_UNSUPPORTED, "this meshbatch was built without NCCL");
+}
 
 extern "C" mb_error mb_nccl_create(MPI_Comm comm, mb_nccl **out) {
   (void)comm; (void)out;

@@ -49,31 +49,58 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
 
 struct mb_cart;
 
+/* Figures of mb_stencil_cuda_block's time steps (per step, means over the
+ * timed steps), for `meshbatch bench stencil --distribute partitioned`. */
+typedef struct mb_stencil_block_figures {
+  double step_ms;     /* wall time per step (the steps run back to back) */
+  double interior_ms; /* the interior box's kernel */
+  double shell_ms;    /* the shell's kernels, after the halo */
+  double exchange_ms; /* the halo stream: pack, transport, unpack */
+  double wait_ms;     /* the compute stream idle after the interior, waiting for the
+                         halo: the exchange not hidden behind the interior */
+  double halo_bytes;  /* sent per step by this rank */
+  int transport;      /* mb_halo_transport used; 0 when no face travelled */
+  int warmup;         /* in: the first `warmup` steps run but are not timed */
+} mb_stencil_block_figures;
+
 /* One op on this rank's block of a grid split over the ranks
- * (partition/mb_cart.h): blk describes the block (n = its points, the
+ * (partition/mb_cart.h): blk describes the block (n = the plan's nloc, the
  * grid's spacing and boundary rule, ghost 0), u its values (plain host
- * array, in and out). op 0-2: the derivative along z, y, x into out; 3 the
+ * array of n[0] x n[1] x n[2] values, float32 when f32, in and out). op
+ * 0-2: the derivative along z, y, x into out (same shape as u); 3 the
  * Laplacian into out; 4 nsteps heat steps of u (coef = alpha dt); 5 nsteps
  * wave steps of u from rest (coef = (c dt)^2; out unused). The block lives
- * on the device; before each stencil the faces go to the host, through the
- * plan's halo exchange (Dirichlet faces set beyond the grid) and back.
- * Collective over the plan's communicator. Same bits as the CPU.
- * Errors: MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG. */
-mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int op,
-                               double coef, int64_t nsteps, void *u, void *out);
+ * on the current device for the whole call. Each stencil fills the ghost
+ * faces shared with other ranks through the halo transport `halo`
+ * (mb_halo_transport: MPI through pinned host buffers, NCCL device to
+ * device, or auto: NCCL where it is set up and faster in trial exchanges)
+ * while the interior is computed, then the shell next to those faces. fig
+ * (NULL allowed) receives the figures of the heat/wave steps. Collective
+ * over the plan's communicator. Same bits as the CPU and as one rank.
+ * Errors: MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG,
+ * MB_ERR_UNSUPPORTED (halo NCCL where it cannot be set up). */
+mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int halo,
+                               int op, double coef, int64_t nsteps, void *u, void *out,
+                               mb_stencil_block_figures *fig);
 
 /* Figures of `meshbatch bench stencil`: ms per call (median of repeats)
  * of each kernel on one grid on the current device, and the copy
  * bandwidth measured in the same run. */
+enum { MB_STENCIL_BENCH_MAX = 16 };
 typedef struct mb_stencil_bench_result {
   char device[256];
-  double ms[8];        /* dz, dy, dx, laplacian, heat step; pencil dz, dy, dx */
-  double bytes;        /* per call: each point read once and written once */
-  double copy_gbs;     /* device-to-device copy, (read + write) / time */
+  int nkernels;
+  char name[MB_STENCIL_BENCH_MAX][40];
+  double ms[MB_STENCIL_BENCH_MAX];    /* per call */
+  double bytes[MB_STENCIL_BENCH_MAX]; /* per call under the byte model: each array
+                                         point read once, each output point written once */
+  double copy_gbs;                    /* device-to-device copy, (read + write) / time */
 } mb_stencil_bench_result;
 
 /* Time the kernels on a periodic grid of n[3] points of float32 or
- * float64 (random values), warmup + repeats calls each. Not collective.
+ * float64 (random values), warmup + repeats calls each: the 2.5D kernels
+ * (derivatives, Laplacian, heat and wave steps), their scalar fallbacks and
+ * the pencil kernels of the NVIDIA blog. Not collective.
  * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG, MB_ERR_UNSUPPORTED. */
 mb_error mb_stencil_cuda_bench(const int64_t n[3], int f32, int warmup, int repeats,
                                mb_stencil_bench_result *r);

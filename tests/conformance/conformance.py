@@ -243,6 +243,12 @@ def main():
         runs += [("partitioned_metis", {"distribute": "partitioned", "partitioner": "metis"}),
                  ("partitioned_parmetis", {"distribute": "partitioned", "partitioner": "parmetis"}),
                  ("partitioned_blocks", {"distribute": "partitioned", "partitioner": "blocks"})]
+        if a.backend == "cuda" and a.np > 1:  # each halo transport by name (auto picks one)
+            runs.append(("partitioned_halo_mpi", {"distribute": "partitioned", "partitioner": "blocks",
+                                                  "halo": "mpi"}))
+            if cuda_devices() >= a.np:  # NCCL needs a GPU per rank
+                runs.append(("partitioned_halo_nccl", {"distribute": "partitioned",
+                                                       "partitioner": "blocks", "halo": "nccl"}))
     done, skipped = [], []
     for name, keys in runs:
         p = run(["run", job(name, a.backend, **keys)], np=a.np, expect=None)

@@ -24,9 +24,11 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 
-mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int op,
-                               double coef, int64_t nsteps, void *u, void *out) {
-  (void)blk; (void)f32; (void)cart; (void)op; (void)coef; (void)nsteps; (void)u; (void)out;
+mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int halo,
+                               int op, double coef, int64_t nsteps, void *u, void *out,
+                               mb_stencil_block_figures *fig) {
+  (void)blk; (void)f32; (void)cart; (void)halo; (void)op; (void)coef; (void)nsteps; (void)u;
+  (void)out; (void)fig;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 

@@ -394,8 +394,8 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
 
 /* The same stage with the block on the current CUDA device
  * (mb_stencil_cuda_block). */
-static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p, mb_cart *cart,
-                                mb_mesh *m) {
+static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p, int halo,
+                                mb_cart *cart, mb_mesh *m) {
   MB_CALL(check_fields(m, op->name));
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
@@ -414,16 +414,17 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
       mb_error e = MB_SUCCESS;
       for (int a = 0; a < 4 && !e; a++) {
         if (is_deriv ? (a == 3 || (p->axis != 3 && p->axis != a)) : a != 3) continue;
-        e = mb_stencil_cuda_block(&blk, f32, cart, a, 0, 0, u, out);
+        e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL);
         if (!e) e = add_field(m, f, suffix[a], out);
       }
       free(out);
       MB_CALL(e);
     } else if (is_heat) {
-      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, 4, p->alpha * p->dt, p->steps, u, NULL));
-    } else {
-      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, 5, p->c * p->c * p->dt * p->dt, p->steps, u,
+      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, p->steps, u, NULL,
                                     NULL));
+    } else {
+      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 5, p->c * p->c * p->dt * p->dt,
+                                    p->steps, u, NULL, NULL));
     }
   }
   return MB_SUCCESS;
@@ -432,7 +433,8 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
 static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                  struct mb_cart *cart, mb_mesh_slab *slab) {
   for (int s = 0; s < n; s++)
-    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, cart, slab->rows)
+    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, ctx->halo, cart,
+                                            slab->rows)
                          : grid_stage(stages[s].op, stages[s].params, cart, slab->rows));
   return MB_SUCCESS;
 }

@@ -1,0 +1,353 @@
+/* meshbatch: one block of a grid split over ranks, on this rank's device
+ * (mb_stencil_cuda_block in cuda/stencil/mb_stencil_cuda.h).
+ *
+ * Each step: the halo stream packs the block's outermost 4 owned planes of
+ * every face shared with another rank into a contiguous device buffer,
+ * sends them (NCCL device to device, or MPI through pinned host buffers)
+ * and unpacks what arrives into the ghost planes; meanwhile the compute
+ * stream fills the faces that need no neighbour (periodic wrap of an uncut
+ * axis, the Dirichlet value beyond the grid) and computes the interior box,
+ * the points whose stencil does not reach a ghost plane still in flight.
+ * The shell around the interior follows once the halo has arrived. The
+ * boxes split the same per-point arithmetic, so the bits are those of the
+ * CPU and of one rank. After the overlapped halo exchange of
+ * block-structured GPU codes (e.g. AMReX FillBoundary with CUDA-aware
+ * transports). */
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <stddef.h>
+#include <string.h>
+#include <vector>
+
+#include "mb_cart.h"
+#include "mb_halo.h"
+#include "mb_log.h"
+#include "mb_mpi.h"
+#include "mb_nccl.h"
+#include "mb_stencil_kernels.cuh"
+
+using namespace mbst;
+
+namespace {
+
+/* Pinned host memory, freed when it leaves scope. */
+struct pinned {
+  void *p = nullptr;
+  pinned() = default;
+  pinned(const pinned &) = delete;
+  pinned &operator=(const pinned &) = delete;
+  ~pinned() {
+    if (p) cudaFreeHost(p);
+  }
+};
+
+/* How one face of the block gets its ghost planes. */
+struct face_plan {
+  int axis, side;
+  face_mode mode;  /* FACE_UNPACK: from the neighbour `peer`; else filled here */
+  int peer;        /* rank in the Cartesian communicator */
+  size_t off, len; /* values in the send and receive buffers */
+};
+
+template <typename T> struct block {
+  const mb_stencil_grid *g = nullptr;
+  mb_cart *cart = nullptr;
+  frame f;
+  mb_dbuf buf[3], dsend, drecv;
+  pinned hsend, hrecv;
+  size_t halo_len = 0; /* values sent (= received) per exchange */
+  std::vector<face_plan> faces;
+  box interior;
+  std::vector<box> shell;
+  cudaStream_t comp = nullptr, halo = nullptr;
+  cudaEvent_t ready = nullptr, arrived = nullptr;
+  mb_nccl *nccl = nullptr;
+  mb_halo_transport transport = MB_HALO_MPI;
+  ~block() {
+    if (ready) cudaEventDestroy(ready);
+    if (arrived) cudaEventDestroy(arrived);
+    if (comp) cudaStreamDestroy(comp);
+    if (halo) cudaStreamDestroy(halo);
+    mb_nccl_free(nccl);
+  }
+  T *p(int k) const { return buf[k].template as<T>(); }
+};
+
+/* The face plans, the interior box and the shell around it. */
+template <typename T> static void plan_faces(block<T> *b) {
+  const mb_cart *c = b->cart;
+  int n[3] = {b->f.nz, b->f.ny, b->f.nx}, ilo[3], ihi[3];
+  for (int a = 0; a < 3; a++) {
+    ilo[a] = 0;
+    ihi[a] = n[a];
+    for (int s = 0; s < 2; s++) {
+      face_plan fp = {a, s, FACE_WRAP, MPI_PROC_NULL, 0, 0};
+      const bool at_edge = c->coords[a] == (s == 0 ? 0 : c->dims[a] - 1);
+      if (b->g->bc == MB_STENCIL_DIRICHLET && at_edge) fp.mode = FACE_CONST;
+      else if (c->dims[a] == 1) fp.mode = c->periodic ? FACE_WRAP : FACE_CONST;
+      else if (c->nbr[a][s] == MPI_PROC_NULL) fp.mode = FACE_CONST;
+      else {
+        fp.mode = FACE_UNPACK;
+        fp.peer = c->nbr[a][s];
+        fp.off = b->halo_len;
+        fp.len = (size_t)face_points(b->f, a);
+        b->halo_len += fp.len;
+        if (s == 0) ilo[a] = std::min(G, n[a]);
+        else ihi[a] = std::max(ilo[a], n[a] - G);
+      }
+      b->faces.push_back(fp);
+    }
+  }
+  for (int a = 0; a < 3; a++) {
+    b->interior.lo[a] = ilo[a];
+    b->interior.n[a] = ihi[a] - ilo[a];
+  }
+  /* the shell: slabs below and above the interior along z over the whole
+   * block, then along y within the interior's z, then along x */
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      box x;
+      for (int e = 0; e < 3; e++) {
+        x.lo[e] = e < a ? ilo[e] : 0;
+        x.n[e] = e < a ? ihi[e] - ilo[e] : n[e];
+      }
+      x.lo[a] = s == 0 ? 0 : ihi[a];
+      x.n[a] = s == 0 ? ilo[a] : n[a] - ihi[a];
+      if (!x.empty()) b->shell.push_back(x);
+    }
+}
+
+/* Start the halo of u: pack and (NCCL) send on the halo stream after the
+ * compute stream's work so far; the faces that need no neighbour on the
+ * compute stream. */
+template <typename T> static mb_error halo_begin(block<T> *b, T *u) {
+  MB_CALL_CUDA(cudaEventRecord(b->ready, b->comp));
+  MB_CALL_CUDA(cudaStreamWaitEvent(b->halo, b->ready, 0));
+  T *send = b->dsend.template as<T>(), *recv = b->drecv.template as<T>();
+  for (const face_plan &fp : b->faces)
+    if (fp.mode == FACE_UNPACK)
+      MB_CALL(face<T>(b->f, fp.axis, fp.side, FACE_PACK, T(0), u, send + fp.off, b->halo));
+  if (b->halo_len && b->transport == MB_HALO_NCCL) {
+    /* per axis: both sends, then the receives in the other order, so that
+     * where one rank is the neighbour on both sides (two blocks along a
+     * periodic axis) the first message lands in the ghosts it is for */
+    std::vector<mb_nccl_msg> m;
+    for (int a = 0; a < 3; a++) {
+      for (int s = 0; s < 2; s++) {
+        const face_plan &fp = b->faces[2 * a + s];
+        if (fp.mode == FACE_UNPACK) m.push_back({fp.peer, 1, send + fp.off, sizeof(T) * fp.len});
+      }
+      for (int s = 1; s >= 0; s--) {
+        const face_plan &fp = b->faces[2 * a + s];
+        if (fp.mode == FACE_UNPACK) m.push_back({fp.peer, 0, recv + fp.off, sizeof(T) * fp.len});
+      }
+    }
+    MB_CALL(mb_nccl_group(b->nccl, b->halo, (int)m.size(), m.data()));
+  } else if (b->halo_len) {
+    MB_CALL_CUDA(cudaMemcpyAsync(b->hsend.p, send, sizeof(T) * b->halo_len,
+                                 cudaMemcpyDeviceToHost, b->halo));
+  }
+  for (const face_plan &fp : b->faces)
+    if (fp.mode != FACE_UNPACK)
+      MB_CALL(face<T>(b->f, fp.axis, fp.side, fp.mode, (T)b->g->outside, u, nullptr, b->comp));
+  return MB_SUCCESS;
+}
+
+/* Finish the halo of u: (MPI) exchange through the host; unpack; the
+ * compute stream waits for it. */
+template <typename T> static mb_error halo_end(block<T> *b, T *u) {
+  T *recv = b->drecv.template as<T>();
+  if (b->halo_len && b->transport == MB_HALO_MPI) {
+    MB_CALL_CUDA(cudaStreamSynchronize(b->halo));
+    const MPI_Datatype dt = sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE;
+    MPI_Request req[12];
+    int nreq = 0;
+    for (const face_plan &fp : b->faces) {
+      if (fp.mode != FACE_UNPACK) continue;
+      const int tag = 2 * fp.axis + fp.side, back = 2 * fp.axis + (1 - fp.side);
+      MB_CALL_MPI(MPI_Irecv((T *)b->hrecv.p + fp.off, (int)fp.len, dt, fp.peer, back,
+                            b->cart->comm, &req[nreq++]));
+      MB_CALL_MPI(MPI_Isend((T *)b->hsend.p + fp.off, (int)fp.len, dt, fp.peer, tag,
+                            b->cart->comm, &req[nreq++]));
+    }
+    MB_CALL_MPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
+    MB_CALL_CUDA(cudaMemcpyAsync(recv, b->hrecv.p, sizeof(T) * b->halo_len,
+                                 cudaMemcpyHostToDevice, b->halo));
+  }
+  for (const face_plan &fp : b->faces)
+    if (fp.mode == FACE_UNPACK)
+      MB_CALL(face<T>(b->f, fp.axis, fp.side, FACE_UNPACK, T(0), u, recv + fp.off, b->halo));
+  MB_CALL_CUDA(cudaEventRecord(b->arrived, b->halo));
+  MB_CALL_CUDA(cudaStreamWaitEvent(b->comp, b->arrived, 0));
+  return MB_SUCCESS;
+}
+
+/* Wall time of `count` halo exchanges of u, the slowest rank's. */
+template <typename T> static mb_error time_halo(block<T> *b, T *u, int count, double *s) {
+  MB_CALL_CUDA(cudaDeviceSynchronize());
+  MB_CALL_MPI(MPI_Barrier(b->cart->comm));
+  double t0 = MPI_Wtime();
+  for (int k = 0; k < count; k++) {
+    MB_CALL(halo_begin<T>(b, u));
+    MB_CALL(halo_end<T>(b, u));
+  }
+  MB_CALL_CUDA(cudaStreamSynchronize(b->comp));
+  *s = MPI_Wtime() - t0;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, s, 1, MPI_DOUBLE, MPI_MAX, b->cart->comm));
+  return MB_SUCCESS;
+}
+
+/* The transport (mb_smooth_partitioned's rule): MPI when asked or alone;
+ * NCCL when asked (an error where it cannot be set up); auto: NCCL where it
+ * can be set up and trial exchanges are faster than with MPI. Collective. */
+template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_transport want, T *u) {
+  b->transport = MB_HALO_MPI;
+  if (b->cart->size == 1 || want == MB_HALO_MPI) return MB_SUCCESS;
+  mb_error e = mb_nccl_create(b->cart->comm, &b->nccl); /* agreed */
+  if (e && want == MB_HALO_NCCL) return e;
+  if (e) {
+    if (b->cart->rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
+    mb_error_clear();
+    b->nccl = nullptr;
+    return MB_SUCCESS;
+  }
+  b->transport = MB_HALO_NCCL;
+  double connect, t_nccl, t_mpi;
+  MB_CALL(time_halo<T>(b, u, 1, &connect)); /* NCCL connects peers at the first exchange */
+  if (want == MB_HALO_NCCL) return MB_SUCCESS;
+  enum { TRIALS = 10 };
+  MB_CALL(time_halo<T>(b, u, TRIALS, &t_nccl));
+  b->transport = MB_HALO_MPI;
+  MB_CALL(time_halo<T>(b, u, TRIALS, &t_mpi));
+  b->transport = t_nccl <= t_mpi ? MB_HALO_NCCL : MB_HALO_MPI;
+  if (b->cart->rank == 0)
+    mb_log(MB_LOG_VERBOSE, "[halo] grid block: %d exchanges take %.3f ms with NCCL, %.3f ms with MPI: %s",
+           TRIALS, 1e3 * t_nccl, 1e3 * t_mpi, mb_halo_transport_name(b->transport));
+  return MB_SUCCESS;
+}
+
+template <typename T>
+static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart, int nbuf) {
+  b->g = g;
+  b->cart = cart;
+  b->f = frame_of<T>(g->n);
+  const size_t bytes = sizeof(T) * b->f.points();
+  for (int k = 0; k < nbuf; k++) {
+    MB_CALL(mb_dbuf_alloc(&b->buf[k], bytes, "framed grid block"));
+    MB_CALL_CUDA(cudaMemset(b->buf[k].p, 0, bytes));
+  }
+  plan_faces<T>(b);
+  MB_CALL(mb_dbuf_alloc(&b->dsend, sizeof(T) * b->halo_len, "halo send buffer"));
+  MB_CALL(mb_dbuf_alloc(&b->drecv, sizeof(T) * b->halo_len, "halo receive buffer"));
+  MB_CALL_CUDA(cudaMallocHost(&b->hsend.p, sizeof(T) * b->halo_len + 1));
+  MB_CALL_CUDA(cudaMallocHost(&b->hrecv.p, sizeof(T) * b->halo_len + 1));
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->halo, cudaStreamNonBlocking));
+  MB_CALL_CUDA(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming));
+  MB_CALL_CUDA(cudaEventCreateWithFlags(&b->arrived, cudaEventDisableTiming));
+  return MB_SUCCESS;
+}
+
+/* Timing events of one step (figures only). */
+enum { EV_X0, EV_X1, EV_C0, EV_C1, EV_C2, EV_C3, EV_COUNT };
+
+/* One stencil op from cur into out over the whole block, the halo
+ * overlapped with the interior; ev (EV_COUNT events or null) times it. */
+template <typename T>
+static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cudaEvent_t *ev) {
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_X0], b->comp));
+  MB_CALL(halo_begin<T>(b, cur));
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C0], b->comp));
+  MB_CALL(apply_box<T>(op, b->f, b->interior, b->g->h, cur, prev, out, a, b->comp));
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C1], b->comp));
+  MB_CALL(halo_end<T>(b, cur));
+  if (ev) {
+    MB_CALL_CUDA(cudaEventRecord(ev[EV_X1], b->halo));
+    MB_CALL_CUDA(cudaEventRecord(ev[EV_C2], b->comp));
+  }
+  for (const box &x : b->shell)
+    MB_CALL(apply_box<T>(op, b->f, x, b->g->h, cur, prev, out, a, b->comp));
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C3], b->comp));
+  return MB_SUCCESS;
+}
+
+template <typename T>
+static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transport want, int op,
+                        double coef, int64_t nsteps, void *u, void *out,
+                        mb_stencil_block_figures *fig) {
+  block<T> b;
+  MB_CALL(block_setup<T>(&b, g, cart, op == 5 ? 3 : 2));
+  MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
+  MB_CALL(choose_transport<T>(&b, want, b.p(0)));
+  if (op <= 3) {
+    MB_CALL(step<T>(&b, op, b.p(0), nullptr, b.p(1), T(0), nullptr));
+    return frame_copy<T>(b.f, b.p(1), out, false, b.comp);
+  }
+  T *cur = b.p(0), *nxt = b.p(1), *prev = op == 5 ? b.p(2) : nullptr;
+  if (op == 5) /* from rest: prev = u + (c dt)^2 / 2 lap(u), a heat step with half the coefficient */
+    MB_CALL(step<T>(&b, OP_HEAT, cur, nullptr, prev, (T)(0.5 * coef), nullptr));
+  const int64_t skip = fig ? std::min<int64_t>(std::max(fig->warmup, 0), nsteps) : 0;
+  std::vector<cudaEvent_t> ev(fig ? (size_t)(nsteps - skip) * EV_COUNT : 0);
+  for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
+  double t0 = 0;
+  mb_error e = MB_SUCCESS;
+  for (int64_t s = 0; s < nsteps && !e; s++) {
+    if (fig && s == skip) {
+      if (cudaStreamSynchronize(b.comp) != cudaSuccess || MPI_Barrier(cart->comm) != MPI_SUCCESS)
+        e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil steps failed");
+      t0 = MPI_Wtime();
+    }
+    cudaEvent_t *se = fig && s >= skip ? &ev[(size_t)(s - skip) * EV_COUNT] : nullptr;
+    if (!e) e = step<T>(&b, op == 4 ? OP_HEAT : OP_WAVE, cur, prev, nxt, (T)coef, se);
+    if (op == 4) std::swap(cur, nxt);
+    else {
+      T *t = prev;
+      prev = cur;
+      cur = nxt;
+      nxt = t;
+    }
+  }
+  if (!e && cudaStreamSynchronize(b.comp) != cudaSuccess)
+    e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil steps failed on the device");
+  if (!e && fig) {
+    const int64_t timed = nsteps - skip;
+    memset(fig, 0, offsetof(mb_stencil_block_figures, warmup));
+    fig->step_ms = timed ? 1e3 * (MPI_Wtime() - t0) / (double)timed : 0;
+    for (int64_t s = 0; s < timed; s++) {
+      const cudaEvent_t *x = &ev[(size_t)s * EV_COUNT];
+      float ex = 0, in = 0, wait = 0, sh = 0;
+      cudaEventElapsedTime(&ex, x[EV_X0], x[EV_X1]);
+      cudaEventElapsedTime(&in, x[EV_C0], x[EV_C1]);
+      cudaEventElapsedTime(&wait, x[EV_C1], x[EV_C2]);
+      cudaEventElapsedTime(&sh, x[EV_C2], x[EV_C3]);
+      fig->exchange_ms += ex / (double)timed;
+      fig->interior_ms += in / (double)timed;
+      fig->wait_ms += wait / (double)timed;
+      fig->shell_ms += sh / (double)timed;
+    }
+    fig->halo_bytes = (double)(sizeof(T) * b.halo_len);
+    fig->transport = b.halo_len ? (int)b.transport : 0;
+  }
+  for (cudaEvent_t &x : ev) cudaEventDestroy(x);
+  MB_CALL(e);
+  return frame_copy<T>(b.f, cur, u, false, b.comp);
+}
+
+} // namespace
+
+extern "C" mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart,
+                                          int halo, int op, double coef, int64_t nsteps, void *u,
+                                          void *out, mb_stencil_block_figures *fig) {
+  MB_CHECK(blk && cart && op >= 0 && op <= 5 && nsteps >= 0 && blk->ghost == 0, MB_ERR_ARG,
+           "mb_stencil_cuda_block: bad arguments");
+  for (int a = 0; a < 3; a++)
+    MB_CHECK(blk->n[a] == cart->nloc[a] && blk->n[a] < (1 << 24), MB_ERR_ARG,
+             "mb_stencil_cuda_block: the block's shape is not the plan's");
+  const mb_halo_transport want = (mb_halo_transport)halo;
+  mb_error e = f32 ? block_t<float>(blk, cart, want, op, coef, nsteps, u, out, fig)
+                   : block_t<double>(blk, cart, want, op, coef, nsteps, u, out, fig);
+  if (e) (void)cudaGetLastError();
+  return e;
+}

@@ -1,0 +1,381 @@
+/* meshbatch: the stencil room's CUDA kernels (cuda/stencil/*.cu only).
+ *
+ * Arrays on the device are framed: 4 ghost planes on every face, as on the
+ * CPU (mb_stencil.h), with rows padded so that point x = 0 sits on a
+ * 128-byte boundary and every row is a whole number of 128-byte lines. The
+ * kernels compute the points of a box of the block with the arithmetic of
+ * mb_stencil.h (no FMA: --fmad=false), so any split of the block into boxes
+ * gives the same bits; the split-grid path computes the interior box while
+ * the halo travels, then the boundary shell (mb_stencil_block.cu).
+ *
+ * The marching kernel (2.5D blocking, P. Micikevicius, "3D finite
+ * difference computation on GPUs using CUDA", GPGPU-2, 2009): each thread
+ * owns V consecutive points along x (one 16-byte vector: 4 float or
+ * 2 double) and marches along z (or y for the y derivative) through a chunk
+ * of planes with the 9 values of its column around the current plane in
+ * registers (the marched axis's terms; every value read once). The x
+ * neighbours come from the warp's neighbouring lanes by shuffles (the lanes
+ * at the warp's ends load the 4 values beyond), the neighbours along the
+ * third axis through the L1 cache shared by the block. Where the row length
+ * is not a multiple of V, a scalar kernel (V = 1, the x neighbours through
+ * L1) computes the same values.
+ */
+#ifndef MB_STENCIL_KERNELS_CUH
+#define MB_STENCIL_KERNELS_CUH
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "mb_cuda_private.cuh"
+#include "stencil/mb_stencil_cuda.h"
+
+namespace mbst {
+
+constexpr int G = 4;   /* ghost planes per face: the stencil's half-width */
+constexpr int TX = 32; /* threads of a block along x: one warp */
+enum op_t { OP_DZ = 0, OP_DY = 1, OP_DX = 2, OP_LAP = 3, OP_HEAT = 4, OP_WAVE = 5 };
+
+/* The device frame of a block of n (z, y, x) points. */
+struct frame {
+  int nz, ny, nx, xo;  /* points per axis; offset of x = 0 in a row (>= G) */
+  long long sy, sz;    /* strides of y and z in the framed array */
+  __host__ __device__ long long at(int z, int y, int x) const {
+    return (long long)(z + G) * sz + (long long)(y + G) * sy + (x + xo);
+  }
+  size_t points() const { return (size_t)(sz * (nz + 2 * G)); }
+};
+
+template <typename T> inline frame frame_of(const int64_t n[3]) {
+  frame f;
+  const int line = 128 / (int)sizeof(T); /* values per 128 bytes */
+  f.nz = (int)n[0];
+  f.ny = (int)n[1];
+  f.nx = (int)n[2];
+  f.xo = line;
+  f.sy = ((long long)f.xo + f.nx + G + line - 1) / line * line;
+  f.sz = f.sy * (f.ny + 2 * G);
+  return f;
+}
+
+/* A box of points [lo, lo + n) of the block, per axis (z, y, x). */
+struct box {
+  int lo[3], n[3];
+  bool empty() const { return n[0] <= 0 || n[1] <= 0 || n[2] <= 0; }
+};
+
+inline box whole(const frame &f) { return box{{0, 0, 0}, {f.nz, f.ny, f.nx}}; }
+
+/* ------------------------------------------------------------ faces */
+
+/* What a face kernel does with the G planes of one face (axis, side) of
+ * the block; the planes' other two extents are the block's. Buffers hold
+ * the face's points in C order (z, y, x). */
+enum face_mode {
+  FACE_PACK,   /* the block's outermost G owned planes -> buf */
+  FACE_UNPACK, /* buf -> the G ghost planes */
+  FACE_WRAP,   /* ghost planes <- the owned planes across the block (periodic, uncut axis) */
+  FACE_CONST   /* ghost planes <- value (Dirichlet) */
+};
+
+template <typename T>
+__global__ void face_kernel(frame f, int axis, int side, int mode, T value, T *u, T *buf) {
+  const int n[3] = {f.nz, f.ny, f.nx};
+  int cnt[3] = {n[0], n[1], n[2]};
+  cnt[axis] = G;
+  const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (q >= (long long)cnt[0] * cnt[1] * cnt[2]) return;
+  int i[3];
+  i[2] = (int)(q % cnt[2]);
+  i[1] = (int)(q / cnt[2] % cnt[1]);
+  i[0] = (int)(q / ((long long)cnt[2] * cnt[1]));
+  const int d = i[axis];
+  int ghost[3] = {i[0], i[1], i[2]};
+  ghost[axis] = side == 0 ? d - G : n[axis] + d;
+  if (mode == FACE_PACK) {
+    int own[3] = {i[0], i[1], i[2]};
+    own[axis] = side == 0 ? d : n[axis] - G + d;
+    buf[q] = u[f.at(own[0], own[1], own[2])];
+    return;
+  }
+  const long long g = f.at(ghost[0], ghost[1], ghost[2]);
+  if (mode == FACE_UNPACK) u[g] = buf[q];
+  else if (mode == FACE_CONST) u[g] = value;
+  else {
+    int src[3] = {ghost[0], ghost[1], ghost[2]};
+    src[axis] = ((ghost[axis] % n[axis]) + n[axis]) % n[axis];
+    u[g] = u[f.at(src[0], src[1], src[2])];
+  }
+}
+
+inline long long face_points(const frame &f, int axis) {
+  const long long n[3] = {f.nz, f.ny, f.nx};
+  return (long long)G * n[(axis + 1) % 3] * n[(axis + 2) % 3];
+}
+
+template <typename T>
+inline mb_error face(const frame &f, int axis, int side, face_mode mode, T value, T *u, T *buf,
+                     cudaStream_t s) {
+  const long long count = face_points(f, axis);
+  face_kernel<T><<<(unsigned)((count + 255) / 256), 256, 0, s>>>(f, axis, side, (int)mode, value,
+                                                                 u, buf);
+  MB_CHECK_LAUNCH("stencil ghost face");
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------ vectors */
+
+template <typename T, int V> struct vec;
+template <> struct vec<float, 4> { using t = float4; };
+template <> struct vec<double, 2> { using t = double2; };
+template <typename T> struct vec<T, 1> { using t = T; };
+
+template <typename T, int V> struct vals {
+  T c[V];
+};
+
+template <typename T, int V> __device__ __forceinline__ vals<T, V> ld(const T *p) {
+  using W = typename vec<T, V>::t;
+  const W w = __ldg(reinterpret_cast<const W *>(p));
+  vals<T, V> r;
+  const T *s = reinterpret_cast<const T *>(&w);
+#pragma unroll
+  for (int k = 0; k < V; k++) r.c[k] = s[k];
+  return r;
+}
+
+template <typename T, int V> __device__ __forceinline__ void st(T *p, const vals<T, V> &v) {
+  using W = typename vec<T, V>::t;
+  W w;
+  T *d = reinterpret_cast<T *>(&w);
+#pragma unroll
+  for (int k = 0; k < V; k++) d[k] = v.c[k];
+  *reinterpret_cast<W *>(p) = w;
+}
+
+/* The stencil's coefficients (mb_stencil.h). */
+template <typename T> struct coef {
+  static constexpr T c1 = T(4.0 / 5.0), c2 = T(-1.0 / 5.0), c3 = T(4.0 / 105.0),
+                     c4 = T(-1.0 / 280.0);
+  static constexpr T d0 = T(-205.0 / 72.0), d1 = T(8.0 / 5.0), d2 = T(-1.0 / 5.0),
+                     d3 = T(8.0 / 315.0), d4 = T(-1.0 / 560.0);
+};
+
+/* first derivative from the 9 values w[0..8] around w[4], times r */
+template <typename T> __device__ __forceinline__ T d1of(const T *w, T r) {
+  using C = coef<T>;
+  T s = C::c1 * (w[5] - w[3]);
+  s = s + C::c2 * (w[6] - w[2]);
+  s = s + C::c3 * (w[7] - w[1]);
+  s = s + C::c4 * (w[8] - w[0]);
+  return s * r;
+}
+
+/* second derivative (unscaled) from the 9 values around w[4] */
+template <typename T> __device__ __forceinline__ T d2of(const T *w) {
+  using C = coef<T>;
+  T s = C::d0 * w[4] + C::d1 * (w[5] + w[3]);
+  s = s + C::d2 * (w[6] + w[2]);
+  s = s + C::d3 * (w[7] + w[1]);
+  s = s + C::d4 * (w[8] + w[0]);
+  return s;
+}
+
+/* ------------------------------------------------------------ marching kernel */
+
+/* OP at the points of box b. MARCH = 0: threads march along z (y is the
+ * block's second axis); MARCH = 1 (the y derivative only): along y (z is
+ * the second axis). The x neighbours: shuffles where V > 1, loads where
+ * V = 1. */
+template <typename T, int V, int OP, int MARCH>
+__global__ void __launch_bounds__(TX * 8)
+    march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
+          T *__restrict__ out, T r0, T r1, T r2, T a) {
+  const int lane = threadIdx.x;
+  const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
+  const int o = b.lo[1 - MARCH] + blockIdx.y * blockDim.y + threadIdx.y; /* y, or z */
+  if (o >= b.lo[1 - MARCH] + b.n[1 - MARCH]) return; /* the whole warp */
+  const int m0 = b.lo[MARCH] + blockIdx.z * chunk;
+  const int m1 = min(m0 + chunk, b.lo[MARCH] + b.n[MARCH]);
+  const bool active = x < b.lo[2] + b.n[2];
+  const bool loads = x + V <= f.nx + G; /* this thread's vector lies in the row */
+  const long long sm = MARCH == 0 ? f.sz : f.sy; /* stride of the marched axis */
+  const long long so = MARCH == 0 ? f.sy : f.sz; /* stride of the other axis */
+  const bool queue = OP != OP_DX;
+  const long long base = MARCH == 0 ? f.at(m0, o, x) : f.at(o, m0, x);
+  vals<T, V> q[2 * G + 1];
+  if (queue && loads)
+#pragma unroll
+    for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
+  for (int m = m0; m < m1; m++) {
+    const long long p = base + (long long)(m - m0) * sm;
+    if (queue) {
+#pragma unroll
+      for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
+      if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
+    }
+    vals<T, V> res;
+    if (OP == OP_DZ || OP == OP_DY) {
+      const T r = OP == OP_DZ ? r0 : r1;
+#pragma unroll
+      for (int c = 0; c < V; c++) {
+        T w[2 * G + 1];
+#pragma unroll
+        for (int k = 0; k < 2 * G + 1; k++) w[k] = q[k].c[c];
+        res.c[c] = d1of(w, r);
+      }
+    } else {
+      /* the x line around this thread's points: xl[G + c] is point x + c */
+      T xl[V + 2 * G];
+      if (V == 1) {
+#pragma unroll
+        for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
+      } else {
+        const vals<T, V> mine = queue ? q[G] : (loads ? ld<T, V>(u + p) : vals<T, V>{});
+#pragma unroll
+        for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
+        constexpr int K = G / V; /* vectors on each side */
+#pragma unroll
+        for (int j = 1; j <= K; j++) {
+          vals<T, V> left, right;
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
+            right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
+          }
+          if (lane < j) left = ld<T, V>(u + p - j * V);
+          if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            xl[G - j * V + c] = left.c[c];
+            xl[G + (j - 1) * V + V + c] = right.c[c];
+          }
+        }
+      }
+      if (OP == OP_DX) {
+#pragma unroll
+        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
+      } else {
+        vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
+        if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
+        if (active)
+#pragma unroll
+          for (int k = 0; k < 2 * G + 1; k++)
+            if (k != G) oth[k] = ld<T, V>(u + p + (k - G) * so);
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          T wz[2 * G + 1], wy[2 * G + 1];
+#pragma unroll
+          for (int k = 0; k < 2 * G + 1; k++) {
+            wz[k] = q[k].c[c];
+            wy[k] = k == G ? q[G].c[c] : oth[k].c[c];
+          }
+          /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
+          const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
+          if (OP == OP_LAP) res.c[c] = lap;
+          else if (OP == OP_HEAT) res.c[c] = q[G].c[c] + a * lap;
+          else res.c[c] = ((q[G].c[c] + q[G].c[c]) - prev.c[c]) + a * lap;
+        }
+      }
+    }
+    if (active) st<T, V>(out + p, res);
+  }
+}
+
+/* Planes per block along the marched axis: enough blocks to fill the
+ * device (about 4096), at least 16 planes where the box allows. */
+inline int chunk_of(const box &b, int march, int V, int ty) {
+  const long long tiles =
+      (long long)((b.n[2] + TX * V - 1) / (TX * V)) * ((b.n[1 - march] + ty - 1) / ty);
+  int chunk = b.n[march];
+  while (chunk > 16 && tiles * ((b.n[march] + chunk - 1) / chunk) < 4096) chunk /= 2;
+  return std::max(chunk, 1);
+}
+
+/* The scale factors of OP: 1/h for a first derivative, 1/h^2 for the Laplacian. */
+struct scales {
+  double r[3];
+};
+inline scales scales_of(const double h[3], int op) {
+  scales s;
+  for (int a = 0; a < 3; a++) s.r[a] = op >= OP_LAP ? 1.0 / (h[a] * h[a]) : 1.0 / h[a];
+  return s;
+}
+
+template <typename T, int V, int OP, int MARCH>
+inline mb_error launch_march(const frame &f, const box &b, const scales &s, const T *u,
+                             const T *prev, T *out, T a, cudaStream_t st, int ty) {
+  const int chunk = chunk_of(b, MARCH, V, ty);
+  dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
+                           (b.n[MARCH] + chunk - 1) / chunk);
+  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0],
+                                                 (T)s.r[1], (T)s.r[2], a);
+  MB_CHECK_LAUNCH("stencil kernel");
+  return MB_SUCCESS;
+}
+
+/* The vector width of T's kernels (16 bytes), and whether a box can use it. */
+template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
+template <typename T> inline bool vector_ok(const frame &f, const box &b) {
+  const int V = vwidth<T>();
+  return f.nx % V == 0 && b.lo[2] % V == 0 && b.n[2] % V == 0;
+}
+
+/* op (OP_*) at the points of box b of u into out, on stream st. a: the
+ * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
+ * step. scalar forces the V = 1 kernel (the benchmark compares them). */
+template <typename T>
+inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
+                          const T *prev, T *out, T a, cudaStream_t st, bool scalar = false) {
+  if (b.empty()) return MB_SUCCESS;
+  const scales s = scales_of(h, op);
+  constexpr int V = vwidth<T>();
+  if (!scalar && vector_ok<T>(f, b)) {
+    switch (op) {
+    case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 8);
+    case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st, 8);
+    case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st, 8);
+    case OP_LAP: return launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 8);
+    case OP_HEAT: return launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, 8);
+    default: return launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, 8);
+    }
+  }
+  switch (op) {
+  case OP_DZ: return launch_march<T, 1, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 8);
+  case OP_DY: return launch_march<T, 1, OP_DY, 1>(f, b, s, u, prev, out, a, st, 8);
+  case OP_DX: return launch_march<T, 1, OP_DX, 0>(f, b, s, u, prev, out, a, st, 8);
+  case OP_LAP: return launch_march<T, 1, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 8);
+  case OP_HEAT: return launch_march<T, 1, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, 8);
+  default: return launch_march<T, 1, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, 8);
+  }
+}
+
+/* ------------------------------------------------------------ host copies */
+
+/* plain host array of the block's points <-> the framed device array */
+template <typename T>
+inline mb_error frame_copy(const frame &f, T *dev, void *host, bool to_device, cudaStream_t st) {
+  cudaMemcpy3DParms p = {};
+  cudaPitchedPtr h = make_cudaPitchedPtr(host, sizeof(T) * f.nx, f.nx, f.ny);
+  cudaPitchedPtr d =
+      make_cudaPitchedPtr(dev, sizeof(T) * (size_t)f.sy, (size_t)f.sy, (size_t)(f.sz / f.sy));
+  cudaPos pos = make_cudaPos(sizeof(T) * f.xo, G, G);
+  if (to_device) {
+    p.srcPtr = h;
+    p.dstPtr = d;
+    p.dstPos = pos;
+  } else {
+    p.srcPtr = d;
+    p.srcPos = pos;
+    p.dstPtr = h;
+  }
+  p.extent = make_cudaExtent(sizeof(T) * f.nx, f.ny, f.nz);
+  p.kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  MB_CALL_CUDA(cudaMemcpy3DAsync(&p, st));
+  MB_CALL_CUDA(cudaStreamSynchronize(st));
+  return MB_SUCCESS;
+}
+
+} // namespace mbst
+
+#endif

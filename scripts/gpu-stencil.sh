@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Stencils on the GPUs of one host: build with CUDA, the stencil tests (the
+# gpu-labelled ones included), `meshbatch bench stencil` on one GPU (512^3
+# float32 and float64: the 2.5D kernels, their scalar fallbacks and the
+# blog's pencil kernels against the copy bandwidth of the same run), then
+# heat steps of one grid split over the GPUs: strong scaling of a 1024^3
+# float32 grid and weak scaling with 512^3 per GPU, each against one GPU
+# timed in the same invocation, with each halo transport.
+#
+# Usage: scripts/gpu-stencil.sh OUTDIR [CUDA_ARCH]
+# SKIP_TESTS=1 skips the tests, SKIP_KERNELS=1 the one-GPU benchmark,
+# STRONG (default 1024,1024,1024) and WEAK (512,512,512) set the shapes,
+# RANKS the largest rank count (default: the number of GPUs; more ranks
+# than GPUs share them, a dry run). Dependencies must be installed or on
+# CMAKE_PREFIX_PATH.
+set -uo pipefail
+out=${1:?usage: gpu-stencil.sh OUTDIR [CUDA_ARCH]}
+arch=${2:-90}
+mkdir -p "$out"
+build=build-gpu
+SECONDS=0
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
+  { tail -30 "$out/configure.log"; exit 1; }
+cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+echo "built in $SECONDS s"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
+ngpu=$(wc -l < "$out/device.txt")
+ranks=${RANKS:-$ngpu}
+if [ -z "${SKIP_TESTS:-}" ]; then
+  (cd $build && ctest -R "stencil|grid" -j 4 --output-on-failure) > "$out/tests.log" 2>&1
+  grep -E "Test +#|tests passed|tests failed|\[ gpu \]" "$out/tests.log"
+  echo "tests done at $SECONDS s"
+fi
+exe=$PWD/$build/meshbatch
+export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+run() { mpirun --oversubscribe --bind-to none -np "$@"; }
+if [ -z "${SKIP_KERNELS:-}" ]; then
+  {
+    echo "## $(date -u +%F) $(head -1 "$out/device.txt")"
+    "$exe" bench stencil --shape 512,512,512 --dtype both --repeats 20
+  } 2>&1 | tee "$out/bench-kernels.log"
+fi
+strong=${STRONG:-1024,1024,1024}
+weak=${WEAK:-512,512,512}
+{
+  echo "## $(date -u +%F) $(head -1 "$out/device.txt") x $ngpu"
+  n=2
+  while [ "$n" -le "$ranks" ]; do
+    for halo in ${HALOS:-auto mpi nccl}; do
+      echo "### strong $strong, $n ranks, halo $halo"
+      run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
+        --steps 20 --warmup 3 --halo "$halo" -v
+      echo "### weak $weak per rank, $n ranks, halo $halo"
+      run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
+        --scaling weak --steps 20 --warmup 3 --halo "$halo" -v
+    done
+    n=$(( n * 2 ))
+  done
+} 2>&1 | tee "$out/bench-scaling.log"
+echo "done at $SECONDS s"
