@@ -134,16 +134,22 @@ __global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out
   }
 }
 
-/* The benchmark's kernels, in the order of their rows. */
-enum {
-  K_DZ, K_DY, K_DX, K_LAP, K_HEAT, K_WAVE, K_DX_SCALAR, K_LAP_SCALAR, K_PENCIL_DZ, K_PENCIL_DY,
-  K_PENCIL_DX, K_COUNT
+/* The benchmark's rows: the op, its points per thread along x (0: the
+ * default, vwidth), or a pencil kernel (PENCIL + axis). */
+enum { PENCIL = 100 };
+struct bench_row {
+  const char *name;
+  int op, v;
 };
-static const char *const kernel_names[K_COUNT] = {
-    "derivative z (2.5D)",   "derivative y (2.5D)",    "derivative x (2.5D)",
-    "laplacian (2.5D)",      "heat step (fused)",      "wave step (fused)",
-    "derivative x (scalar)", "laplacian (scalar)",     "derivative z (pencils)",
-    "derivative y (pencils)", "derivative x (pencils)"};
+static const bench_row bench_rows[] = {
+    {"derivative z (2.5D)", OP_DZ, 0},        {"derivative y (2.5D)", OP_DY, 0},
+    {"derivative x (2.5D)", OP_DX, 0},        {"laplacian (2.5D)", OP_LAP, 0},
+    {"heat step (fused)", OP_HEAT, 0},        {"wave step (fused)", OP_WAVE, 0},
+    {"derivative z (V=1)", OP_DZ, 1},         {"derivative y (V=1)", OP_DY, 1},
+    {"derivative x (V=1)", OP_DX, 1},         {"laplacian (V=1)", OP_LAP, 1},
+    {"laplacian (V=2)", OP_LAP, 2},           {"heat step (V=2)", OP_HEAT, 2},
+    {"derivative z (pencils)", PENCIL + 0, 0}, {"derivative y (pencils)", PENCIL + 1, 0},
+    {"derivative x (pencils)", PENCIL + 2, 0}};
 
 template <typename T>
 static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_bench_result *r) {
@@ -176,39 +182,29 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
   MB_CALL_CUDA(cudaEventCreate(&e1));
   mb_error err = MB_SUCCESS;
   const double points = (double)(n[0] * n[1] * n[2]);
-  r->nkernels = K_COUNT;
-  for (int k = 0; k < K_COUNT && !err; k++) {
-    snprintf(r->name[k], sizeof r->name[k], "%s", kernel_names[k]);
-    r->bytes[k] = (k == K_WAVE ? 3.0 : 2.0) * sizeof(T) * points;
+  const int nrows = (int)(sizeof bench_rows / sizeof bench_rows[0]);
+  static_assert(sizeof bench_rows / sizeof bench_rows[0] <= MB_STENCIL_BENCH_MAX, "bench rows");
+  for (int k = 0; k < nrows && !err; k++) {
+    const bench_row &row = bench_rows[k];
+    if (row.v == 2 && vwidth<T>() == 2) continue; /* the default already */
+    const int i = r->nkernels++;
+    snprintf(r->name[i], sizeof r->name[i], "%s", row.name);
+    r->bytes[i] = (row.op == OP_WAVE ? 3.0 : 2.0) * sizeof(T) * points;
     std::vector<float> times;
     for (int rep = 0; rep < warmup + repeats && !err; rep++) {
       cudaEventRecord(e0);
-      switch (k) {
-      case K_DZ: err = apply_box<T>(OP_DZ, f, all, g.h, in, nullptr, out, T(0), 0); break;
-      case K_DY: err = apply_box<T>(OP_DY, f, all, g.h, in, nullptr, out, T(0), 0); break;
-      case K_DX: err = apply_box<T>(OP_DX, f, all, g.h, in, nullptr, out, T(0), 0); break;
-      case K_LAP: err = apply_box<T>(OP_LAP, f, all, g.h, in, nullptr, out, T(0), 0); break;
-      case K_HEAT: err = apply_box<T>(OP_HEAT, f, all, g.h, in, nullptr, out, T(1e-7), 0); break;
-      case K_WAVE: err = apply_box<T>(OP_WAVE, f, all, g.h, in, prev, out, T(1e-7), 0); break;
-      case K_DX_SCALAR:
-        err = apply_box<T>(OP_DX, f, all, g.h, in, nullptr, out, T(0), 0, true);
-        break;
-      case K_LAP_SCALAR:
-        err = apply_box<T>(OP_LAP, f, all, g.h, in, nullptr, out, T(0), 0, true);
-        break;
-      case K_PENCIL_DZ:
+      if (row.op < PENCIL)
+        err = apply_box<T>(row.op, f, all, g.h, in, row.op == OP_WAVE ? prev : nullptr, out,
+                           T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v);
+      else if (row.op == PENCIL + 0)
         pencil_dyz<T, 0><<<dim3((f.nx + 31) / 32, f.ny), dim3(32, 8), sm_yz>>>(f, in, out, T(n[0]));
-        break;
-      case K_PENCIL_DY:
+      else if (row.op == PENCIL + 1)
         pencil_dyz<T, 1><<<dim3((f.nx + 31) / 32, f.nz), dim3(32, 8), sm_yz>>>(f, in, out, T(n[1]));
-        break;
-      default:
+      else
         pencil_dx<T><<<(unsigned)((f.ny * f.nz + 3) / 4), dim3(64, 4), sm_x>>>(f, in, out, T(n[2]));
-        break;
-      }
       if (!err && cudaGetLastError() != cudaSuccess)
         err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "benchmark kernel '%s' failed",
-                           kernel_names[k]);
+                           row.name);
       cudaEventRecord(e1);
       cudaEventSynchronize(e1);
       float ms = 0;
@@ -217,7 +213,7 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
     }
     if (!err) {
       std::sort(times.begin(), times.end());
-      r->ms[k] = times[times.size() / 2];
+      r->ms[r->nkernels - 1] = times[times.size() / 2];
     }
   }
   cudaEventDestroy(e0);

@@ -234,17 +234,17 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   b->cart = cart;
   b->f = frame_of<T>(g->n);
   const size_t bytes = sizeof(T) * b->f.points();
-  for (int k = 0; k < nbuf; k++) {
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
+  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->halo, cudaStreamNonBlocking));
+  for (int k = 0; k < nbuf; k++) { /* on the compute stream: it does not wait for the legacy one */
     MB_CALL(mb_dbuf_alloc(&b->buf[k], bytes, "framed grid block"));
-    MB_CALL_CUDA(cudaMemset(b->buf[k].p, 0, bytes));
+    MB_CALL_CUDA(cudaMemsetAsync(b->buf[k].p, 0, bytes, b->comp));
   }
   plan_faces<T>(b);
   MB_CALL(mb_dbuf_alloc(&b->dsend, sizeof(T) * b->halo_len, "halo send buffer"));
   MB_CALL(mb_dbuf_alloc(&b->drecv, sizeof(T) * b->halo_len, "halo receive buffer"));
   MB_CALL_CUDA(cudaMallocHost(&b->hsend.p, sizeof(T) * b->halo_len + 1));
   MB_CALL_CUDA(cudaMallocHost(&b->hrecv.p, sizeof(T) * b->halo_len + 1));
-  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
-  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->halo, cudaStreamNonBlocking));
   MB_CALL_CUDA(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming));
   MB_CALL_CUDA(cudaEventCreateWithFlags(&b->arrived, cudaEventDisableTiming));
   return MB_SUCCESS;

@@ -127,6 +127,7 @@ inline mb_error face(const frame &f, int axis, int side, face_mode mode, T value
 
 template <typename T, int V> struct vec;
 template <> struct vec<float, 4> { using t = float4; };
+template <> struct vec<float, 2> { using t = float2; };
 template <> struct vec<double, 2> { using t = double2; };
 template <typename T> struct vec<T, 1> { using t = T; };
 
@@ -203,16 +204,21 @@ __global__ void __launch_bounds__(TX * 8)
   const long long so = MARCH == 0 ? f.sy : f.sz; /* stride of the other axis */
   const bool queue = OP != OP_DX;
   const long long base = MARCH == 0 ? f.at(m0, o, x) : f.at(o, m0, x);
-  vals<T, V> q[2 * G + 1];
-  if (queue && loads)
+  vals<T, V> q[2 * G + 1], ahead = {};
+  if (queue && loads) {
 #pragma unroll
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
+    ahead = ld<T, V>(u + base + G * sm);
+  }
   for (int m = m0; m < m1; m++) {
     const long long p = base + (long long)(m - m0) * sm;
     if (queue) {
 #pragma unroll
       for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
+      q[2 * G] = ahead;
+      /* the next plane's value is requested now, so that its latency
+       * overlaps this plane's arithmetic (one plane of prefetch) */
+      if (loads && m + 1 < m1) ahead = ld<T, V>(u + p + (G + 1) * sm);
     }
     vals<T, V> res;
     if (OP == OP_DZ || OP == OP_DY) {
@@ -282,14 +288,31 @@ __global__ void __launch_bounds__(TX * 8)
   }
 }
 
-/* Planes per block along the marched axis: enough blocks to fill the
- * device (about 4096), at least 16 planes where the box allows. */
-inline int chunk_of(const box &b, int march, int V, int ty) {
+/* Planes per block along the marched axis. Blocks run in waves of `slots`
+ * (blocks resident on the device at once); a block's first 8 planes of
+ * queue are read but not computed. Of 1 to 16 waves, take the chunk whose
+ * blocks fill their last wave best, times the share of useful traffic
+ * (2 chunk / (2 chunk + 8): reads and writes). */
+inline int chunk_of(const box &b, int march, int V, int ty, long long slots, bool queue) {
   const long long tiles =
       (long long)((b.n[2] + TX * V - 1) / (TX * V)) * ((b.n[1 - march] + ty - 1) / ty);
-  int chunk = b.n[march];
-  while (chunk > 16 && tiles * ((b.n[march] + chunk - 1) / chunk) < 4096) chunk /= 2;
-  return std::max(chunk, 1);
+  const int n = b.n[march];
+  int best = n;
+  double best_eff = -1;
+  for (int w = 1; w <= 16; w++) {
+    long long nch = std::max(1LL, std::min((long long)n, w * slots / std::max(tiles, 1LL)));
+    const int chunk = (int)((n + nch - 1) / nch);
+    nch = (n + chunk - 1) / chunk;
+    const long long blocks = tiles * nch;
+    const long long waves = (blocks + slots - 1) / slots;
+    double eff = (double)blocks / (double)(waves * slots);
+    if (queue) eff *= 2.0 * chunk / (2.0 * chunk + 2 * G);
+    if (eff > best_eff + 1e-9) {
+      best_eff = eff;
+      best = chunk;
+    }
+  }
+  return best;
 }
 
 /* The scale factors of OP: 1/h for a first derivative, 1/h^2 for the Laplacian. */
@@ -304,8 +327,18 @@ inline scales scales_of(const double h[3], int op) {
 
 template <typename T, int V, int OP, int MARCH>
 inline mb_error launch_march(const frame &f, const box &b, const scales &s, const T *u,
-                             const T *prev, T *out, T a, cudaStream_t st, int ty) {
-  const int chunk = chunk_of(b, MARCH, V, ty);
+                             const T *prev, T *out, T a, cudaStream_t st) {
+  constexpr int ty = 8;
+  static long long slots = 0; /* blocks of this kernel resident on the device at once */
+  if (!slots) {
+    int dev = 0, sms = 0, per_sm = 0;
+    MB_CALL_CUDA(cudaGetDevice(&dev));
+    MB_CALL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    MB_CALL_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, march<T, V, OP, MARCH>,
+                                                               TX * ty, 0));
+    slots = std::max(1LL, (long long)sms * per_sm);
+  }
+  const int chunk = chunk_of(b, MARCH, V, ty, slots, OP != OP_DX);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
   march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0],
@@ -314,40 +347,36 @@ inline mb_error launch_march(const frame &f, const box &b, const scales &s, cons
   return MB_SUCCESS;
 }
 
-/* The vector width of T's kernels (16 bytes), and whether a box can use it. */
-template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
-template <typename T> inline bool vector_ok(const frame &f, const box &b) {
-  const int V = vwidth<T>();
-  return f.nx % V == 0 && b.lo[2] % V == 0 && b.n[2] % V == 0;
+template <typename T, int V>
+inline mb_error launch_op(int op, const frame &f, const box &b, const scales &s, const T *u,
+                          const T *prev, T *out, T a, cudaStream_t st) {
+  switch (op) {
+  case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
+  case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st);
+  case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st);
+  case OP_LAP: return launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st);
+  case OP_HEAT: return launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st);
+  default: return launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st);
+  }
 }
+
+/* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
+template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 
 /* op (OP_*) at the points of box b of u into out, on stream st. a: the
  * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
- * step. scalar forces the V = 1 kernel (the benchmark compares them). */
+ * step. v: the points per thread along x (0: vwidth<T>(); the benchmark
+ * compares 1, 2 and 4); a box whose rows are not whole vectors takes v = 1. */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, bool scalar = false) {
+                          const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
   if (b.empty()) return MB_SUCCESS;
   const scales s = scales_of(h, op);
-  constexpr int V = vwidth<T>();
-  if (!scalar && vector_ok<T>(f, b)) {
-    switch (op) {
-    case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 8);
-    case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st, 8);
-    case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st, 8);
-    case OP_LAP: return launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 8);
-    case OP_HEAT: return launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, 8);
-    default: return launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, 8);
-    }
-  }
-  switch (op) {
-  case OP_DZ: return launch_march<T, 1, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 8);
-  case OP_DY: return launch_march<T, 1, OP_DY, 1>(f, b, s, u, prev, out, a, st, 8);
-  case OP_DX: return launch_march<T, 1, OP_DX, 0>(f, b, s, u, prev, out, a, st, 8);
-  case OP_LAP: return launch_march<T, 1, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 8);
-  case OP_HEAT: return launch_march<T, 1, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, 8);
-  default: return launch_march<T, 1, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, 8);
-  }
+  if (v <= 0 || v > vwidth<T>()) v = vwidth<T>();
+  if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
+  if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);
+  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st);
+  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st);
 }
 
 /* ------------------------------------------------------------ host copies */
