@@ -26,6 +26,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "mb_cuda_private.cuh"
 #include "stencil/mb_stencil_cuda.h"
@@ -189,7 +191,7 @@ template <typename T> __device__ __forceinline__ T d2of(const T *w) {
  * the second axis). The x neighbours: shuffles where V > 1, loads where
  * V = 1. */
 template <typename T, int V, int OP, int MARCH>
-__global__ void __launch_bounds__(TX * 8)
+__global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, T r0, T r1, T r2, T a) {
   const int lane = threadIdx.x;
@@ -210,81 +212,88 @@ __global__ void __launch_bounds__(TX * 8)
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
     ahead = ld<T, V>(u + base + G * sm);
   }
-  for (int m = m0; m < m1; m++) {
-    const long long p = base + (long long)(m - m0) * sm;
-    if (queue) {
+  /* The queue rotates instead of shifting: at the r-th plane of each run
+   * of 9, value k of the column (k = 0 .. 8, plane m - 4 + k) is
+   * q[(k + r + 1) % 9], and the newest value goes to q[r]; the run is
+   * unrolled, so every index is a constant and no value moves. */
+  for (int m = m0; m < m1; m += 2 * G + 1) {
 #pragma unroll
-      for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      q[2 * G] = ahead;
-      /* the next plane's value is requested now, so that its latency
-       * overlaps this plane's arithmetic (one plane of prefetch) */
-      if (loads && m + 1 < m1) ahead = ld<T, V>(u + p + (G + 1) * sm);
-    }
-    vals<T, V> res;
-    if (OP == OP_DZ || OP == OP_DY) {
-      const T r = OP == OP_DZ ? r0 : r1;
-#pragma unroll
-      for (int c = 0; c < V; c++) {
-        T w[2 * G + 1];
-#pragma unroll
-        for (int k = 0; k < 2 * G + 1; k++) w[k] = q[k].c[c];
-        res.c[c] = d1of(w, r);
+    for (int r = 0; r < 2 * G + 1; r++) {
+      if (m + r >= m1) break;
+      const long long p = base + (long long)(m + r - m0) * sm;
+      auto Q = [&](int k) -> vals<T, V> & { return q[(k + r + 1) % (2 * G + 1)]; };
+      if (queue) {
+        q[r] = ahead;
+        /* the next plane's value is requested now, so that its latency
+         * overlaps this plane's arithmetic (one plane of prefetch) */
+        if (loads && m + r + 1 < m1) ahead = ld<T, V>(u + p + (G + 1) * sm);
       }
-    } else {
-      /* the x line around this thread's points: xl[G + c] is point x + c */
-      T xl[V + 2 * G];
-      if (V == 1) {
-#pragma unroll
-        for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
-      } else {
-        const vals<T, V> mine = queue ? q[G] : (loads ? ld<T, V>(u + p) : vals<T, V>{});
-#pragma unroll
-        for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
-        constexpr int K = G / V; /* vectors on each side */
-#pragma unroll
-        for (int j = 1; j <= K; j++) {
-          vals<T, V> left, right;
-#pragma unroll
-          for (int c = 0; c < V; c++) {
-            left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-            right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-          }
-          if (lane < j) left = ld<T, V>(u + p - j * V);
-          if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
-#pragma unroll
-          for (int c = 0; c < V; c++) {
-            xl[G - j * V + c] = left.c[c];
-            xl[G + (j - 1) * V + V + c] = right.c[c];
-          }
-        }
-      }
-      if (OP == OP_DX) {
-#pragma unroll
-        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
-      } else {
-        vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
-        if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
-        if (active)
-#pragma unroll
-          for (int k = 0; k < 2 * G + 1; k++)
-            if (k != G) oth[k] = ld<T, V>(u + p + (k - G) * so);
+      vals<T, V> res;
+      if (OP == OP_DZ || OP == OP_DY) {
+        const T rr = OP == OP_DZ ? r0 : r1;
 #pragma unroll
         for (int c = 0; c < V; c++) {
-          T wz[2 * G + 1], wy[2 * G + 1];
+          T w[2 * G + 1];
 #pragma unroll
-          for (int k = 0; k < 2 * G + 1; k++) {
-            wz[k] = q[k].c[c];
-            wy[k] = k == G ? q[G].c[c] : oth[k].c[c];
+          for (int k = 0; k < 2 * G + 1; k++) w[k] = Q(k).c[c];
+          res.c[c] = d1of(w, rr);
+        }
+      } else {
+        /* the x line around this thread's points: xl[G + c] is point x + c */
+        T xl[V + 2 * G];
+        if (V == 1) {
+#pragma unroll
+          for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
+        } else {
+          const vals<T, V> mine = queue ? Q(G) : (loads ? ld<T, V>(u + p) : vals<T, V>{});
+#pragma unroll
+          for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
+          constexpr int K = G / V; /* vectors on each side */
+#pragma unroll
+          for (int j = 1; j <= K; j++) {
+            vals<T, V> left, right;
+#pragma unroll
+            for (int c = 0; c < V; c++) {
+              left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
+              right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
+            }
+            if (lane < j) left = ld<T, V>(u + p - j * V);
+            if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
+#pragma unroll
+            for (int c = 0; c < V; c++) {
+              xl[G - j * V + c] = left.c[c];
+              xl[G + (j - 1) * V + V + c] = right.c[c];
+            }
           }
-          /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
-          const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
-          if (OP == OP_LAP) res.c[c] = lap;
-          else if (OP == OP_HEAT) res.c[c] = q[G].c[c] + a * lap;
-          else res.c[c] = ((q[G].c[c] + q[G].c[c]) - prev.c[c]) + a * lap;
+        }
+        if (OP == OP_DX) {
+#pragma unroll
+          for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
+        } else {
+          vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
+          if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
+          if (active)
+#pragma unroll
+            for (int k = 0; k < 2 * G + 1; k++)
+              if (k != G) oth[k] = ld<T, V>(u + p + (k - G) * so);
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            T wz[2 * G + 1], wy[2 * G + 1];
+#pragma unroll
+            for (int k = 0; k < 2 * G + 1; k++) {
+              wz[k] = Q(k).c[c];
+              wy[k] = k == G ? Q(G).c[c] : oth[k].c[c];
+            }
+            /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
+            const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
+            if (OP == OP_LAP) res.c[c] = lap;
+            else if (OP == OP_HEAT) res.c[c] = Q(G).c[c] + a * lap;
+            else res.c[c] = ((Q(G).c[c] + Q(G).c[c]) - prev.c[c]) + a * lap;
+          }
         }
       }
+      if (active) st<T, V>(out + p, res);
     }
-    if (active) st<T, V>(out + p, res);
   }
 }
 
@@ -325,10 +334,32 @@ inline scales scales_of(const double h[3], int op) {
   return s;
 }
 
+/* The launch shape: threads per block along the second axis (4, 8 or 16)
+ * and planes per block (0: chunk_of). MB_STENCIL_TUNE="TY,CHUNK" in the
+ * environment overrides the defaults (8, 0) for tuning runs of the
+ * benchmark; the bits do not depend on it. */
+struct tuning {
+  int ty = 8, chunk = 0;
+};
+inline const tuning &tuning_of() {
+  static const tuning t = [] {
+    tuning x;
+    const char *e = getenv("MB_STENCIL_TUNE");
+    int ty = 0, chunk = 0;
+    if (e && sscanf(e, "%d,%d", &ty, &chunk) == 2 && (ty == 4 || ty == 8 || ty == 16) && chunk >= 0) {
+      x.ty = ty;
+      x.chunk = chunk;
+    }
+    return x;
+  }();
+  return t;
+}
+
 template <typename T, int V, int OP, int MARCH>
 inline mb_error launch_march(const frame &f, const box &b, const scales &s, const T *u,
                              const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int ty = 8;
+  const tuning &tn = tuning_of();
+  const int ty = tn.ty;
   static long long slots = 0; /* blocks of this kernel resident on the device at once */
   if (!slots) {
     int dev = 0, sms = 0, per_sm = 0;
@@ -338,7 +369,8 @@ inline mb_error launch_march(const frame &f, const box &b, const scales &s, cons
                                                                TX * ty, 0));
     slots = std::max(1LL, (long long)sms * per_sm);
   }
-  const int chunk = chunk_of(b, MARCH, V, ty, slots, OP != OP_DX);
+  const int chunk = tn.chunk > 0 ? std::min(tn.chunk, std::max(b.n[MARCH], 1))
+                                 : chunk_of(b, MARCH, V, ty, slots, OP != OP_DX);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
   march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0],
