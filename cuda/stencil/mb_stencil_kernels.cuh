@@ -193,7 +193,7 @@ template <typename T> __device__ __forceinline__ T d2of(const T *w) {
 template <typename T, int V, int OP, int MARCH>
 __global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-          T *__restrict__ out, T r0, T r1, T r2, T a) {
+          T *__restrict__ out, T r0, T r1, T r2, T a, int prefetch) {
   const int lane = threadIdx.x;
   const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
   const int o = b.lo[1 - MARCH] + blockIdx.y * blockDim.y + threadIdx.y; /* y, or z */
@@ -210,118 +210,99 @@ __global__ void __launch_bounds__(TX * 16)
   if (queue && loads) {
 #pragma unroll
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
-    ahead = ld<T, V>(u + base + G * sm);
+    if (prefetch) ahead = ld<T, V>(u + base + G * sm);
   }
-  /* The queue rotates instead of shifting: at the r-th plane of each run
-   * of 9, value k of the column (k = 0 .. 8, plane m - 4 + k) is
-   * q[(k + r + 1) % 9], and the newest value goes to q[r]; the run is
-   * unrolled, so every index is a constant and no value moves. */
-  for (int m = m0; m < m1; m += 2 * G + 1) {
+  for (int m = m0; m < m1; m++) {
+    const long long p = base + (long long)(m - m0) * sm;
+    if (queue) {
 #pragma unroll
-    for (int r = 0; r < 2 * G + 1; r++) {
-      if (m + r >= m1) break;
-      const long long p = base + (long long)(m + r - m0) * sm;
-      auto Q = [&](int k) -> vals<T, V> & { return q[(k + r + 1) % (2 * G + 1)]; };
-      if (queue) {
-        q[r] = ahead;
-        /* the next plane's value is requested now, so that its latency
-         * overlaps this plane's arithmetic (one plane of prefetch) */
-        if (loads && m + r + 1 < m1) ahead = ld<T, V>(u + p + (G + 1) * sm);
-      }
-      vals<T, V> res;
-      if (OP == OP_DZ || OP == OP_DY) {
-        const T rr = OP == OP_DZ ? r0 : r1;
-#pragma unroll
-        for (int c = 0; c < V; c++) {
-          T w[2 * G + 1];
-#pragma unroll
-          for (int k = 0; k < 2 * G + 1; k++) w[k] = Q(k).c[c];
-          res.c[c] = d1of(w, rr);
-        }
+      for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
+      /* with prefetch, the next plane's value is requested now, so that its
+       * latency overlaps this plane's arithmetic */
+      if (!prefetch) {
+        if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
       } else {
-        /* the x line around this thread's points: xl[G + c] is point x + c */
-        T xl[V + 2 * G];
-        if (V == 1) {
+        q[2 * G] = ahead;
+        if (loads && m + 1 < m1) ahead = ld<T, V>(u + p + (G + 1) * sm);
+      }
+    }
+    vals<T, V> res;
+    if (OP == OP_DZ || OP == OP_DY) {
+      const T r = OP == OP_DZ ? r0 : r1;
 #pragma unroll
-          for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
-        } else {
-          const vals<T, V> mine = queue ? Q(G) : (loads ? ld<T, V>(u + p) : vals<T, V>{});
+      for (int c = 0; c < V; c++) {
+        T w[2 * G + 1];
 #pragma unroll
-          for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
-          constexpr int K = G / V; /* vectors on each side */
+        for (int k = 0; k < 2 * G + 1; k++) w[k] = q[k].c[c];
+        res.c[c] = d1of(w, r);
+      }
+    } else {
+      /* the x line around this thread's points: xl[G + c] is point x + c */
+      T xl[V + 2 * G];
+      if (V == 1) {
 #pragma unroll
-          for (int j = 1; j <= K; j++) {
-            vals<T, V> left, right;
+        for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
+      } else {
+        const vals<T, V> mine = queue ? q[G] : (loads ? ld<T, V>(u + p) : vals<T, V>{});
 #pragma unroll
-            for (int c = 0; c < V; c++) {
-              left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-              right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-            }
-            if (lane < j) left = ld<T, V>(u + p - j * V);
-            if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
+        for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
+        constexpr int K = G / V; /* vectors on each side */
 #pragma unroll
-            for (int c = 0; c < V; c++) {
-              xl[G - j * V + c] = left.c[c];
-              xl[G + (j - 1) * V + V + c] = right.c[c];
-            }
-          }
-        }
-        if (OP == OP_DX) {
-#pragma unroll
-          for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
-        } else {
-          vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
-          if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
-          if (active)
-#pragma unroll
-            for (int k = 0; k < 2 * G + 1; k++)
-              if (k != G) oth[k] = ld<T, V>(u + p + (k - G) * so);
+        for (int j = 1; j <= K; j++) {
+          vals<T, V> left, right;
 #pragma unroll
           for (int c = 0; c < V; c++) {
-            T wz[2 * G + 1], wy[2 * G + 1];
+            left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
+            right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
+          }
+          if (lane < j) left = ld<T, V>(u + p - j * V);
+          if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
 #pragma unroll
-            for (int k = 0; k < 2 * G + 1; k++) {
-              wz[k] = Q(k).c[c];
-              wy[k] = k == G ? Q(G).c[c] : oth[k].c[c];
-            }
-            /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
-            const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
-            if (OP == OP_LAP) res.c[c] = lap;
-            else if (OP == OP_HEAT) res.c[c] = Q(G).c[c] + a * lap;
-            else res.c[c] = ((Q(G).c[c] + Q(G).c[c]) - prev.c[c]) + a * lap;
+          for (int c = 0; c < V; c++) {
+            xl[G - j * V + c] = left.c[c];
+            xl[G + (j - 1) * V + V + c] = right.c[c];
           }
         }
       }
-      if (active) st<T, V>(out + p, res);
+      if (OP == OP_DX) {
+#pragma unroll
+        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
+      } else {
+        vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
+        if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
+        if (active)
+#pragma unroll
+          for (int k = 0; k < 2 * G + 1; k++)
+            if (k != G) oth[k] = ld<T, V>(u + p + (k - G) * so);
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          T wz[2 * G + 1], wy[2 * G + 1];
+#pragma unroll
+          for (int k = 0; k < 2 * G + 1; k++) {
+            wz[k] = q[k].c[c];
+            wy[k] = k == G ? q[G].c[c] : oth[k].c[c];
+          }
+          /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
+          const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
+          if (OP == OP_LAP) res.c[c] = lap;
+          else if (OP == OP_HEAT) res.c[c] = q[G].c[c] + a * lap;
+          else res.c[c] = ((q[G].c[c] + q[G].c[c]) - prev.c[c]) + a * lap;
+        }
+      }
     }
+    if (active) st<T, V>(out + p, res);
   }
 }
 
-/* Planes per block along the marched axis. Blocks run in waves of `slots`
- * (blocks resident on the device at once); a block's first 8 planes of
- * queue are read but not computed. Of 1 to 16 waves, take the chunk whose
- * blocks fill their last wave best, times the share of useful traffic
- * (2 chunk / (2 chunk + 8): reads and writes). */
-inline int chunk_of(const box &b, int march, int V, int ty, long long slots, bool queue) {
+/* Planes per block along the marched axis: enough blocks to fill the
+ * device several times over (about 4096; on the H100 more, shorter blocks
+ * beat one wave of long ones), at least 16 planes where the box allows. */
+inline int chunk_of(const box &b, int march, int V, int ty) {
   const long long tiles =
       (long long)((b.n[2] + TX * V - 1) / (TX * V)) * ((b.n[1 - march] + ty - 1) / ty);
-  const int n = b.n[march];
-  int best = n;
-  double best_eff = -1;
-  for (int w = 1; w <= 16; w++) {
-    long long nch = std::max(1LL, std::min((long long)n, w * slots / std::max(tiles, 1LL)));
-    const int chunk = (int)((n + nch - 1) / nch);
-    nch = (n + chunk - 1) / chunk;
-    const long long blocks = tiles * nch;
-    const long long waves = (blocks + slots - 1) / slots;
-    double eff = (double)blocks / (double)(waves * slots);
-    if (queue) eff *= 2.0 * chunk / (2.0 * chunk + 2 * G);
-    if (eff > best_eff + 1e-9) {
-      best_eff = eff;
-      best = chunk;
-    }
-  }
-  return best;
+  int chunk = std::max(b.n[march], 1);
+  while (chunk > 16 && tiles * ((b.n[march] + chunk - 1) / chunk) < 4096) chunk /= 2;
+  return chunk;
 }
 
 /* The scale factors of OP: 1/h for a first derivative, 1/h^2 for the Laplacian. */
@@ -334,21 +315,24 @@ inline scales scales_of(const double h[3], int op) {
   return s;
 }
 
-/* The launch shape: threads per block along the second axis (4, 8 or 16)
- * and planes per block (0: chunk_of). MB_STENCIL_TUNE="TY,CHUNK" in the
- * environment overrides the defaults (8, 0) for tuning runs of the
- * benchmark; the bits do not depend on it. */
+/* The launch shape: threads per block along the second axis (4, 8 or 16),
+ * planes per block (0: chunk_of) and whether the queue prefetches one plane
+ * ahead. MB_STENCIL_TUNE="TY,CHUNK,PREFETCH" in the environment overrides
+ * the defaults (8, 0, 1) for tuning runs of the benchmark
+ * (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
 struct tuning {
-  int ty = 8, chunk = 0;
+  int ty = 8, chunk = 0, prefetch = 1;
 };
 inline const tuning &tuning_of() {
   static const tuning t = [] {
     tuning x;
     const char *e = getenv("MB_STENCIL_TUNE");
-    int ty = 0, chunk = 0;
-    if (e && sscanf(e, "%d,%d", &ty, &chunk) == 2 && (ty == 4 || ty == 8 || ty == 16) && chunk >= 0) {
+    int ty = 0, chunk = 0, pf = 1;
+    if (e && sscanf(e, "%d,%d,%d", &ty, &chunk, &pf) >= 2 && (ty == 4 || ty == 8 || ty == 16) &&
+        chunk >= 0) {
       x.ty = ty;
       x.chunk = chunk;
+      x.prefetch = pf != 0;
     }
     return x;
   }();
@@ -360,21 +344,12 @@ inline mb_error launch_march(const frame &f, const box &b, const scales &s, cons
                              const T *prev, T *out, T a, cudaStream_t st) {
   const tuning &tn = tuning_of();
   const int ty = tn.ty;
-  static long long slots = 0; /* blocks of this kernel resident on the device at once */
-  if (!slots) {
-    int dev = 0, sms = 0, per_sm = 0;
-    MB_CALL_CUDA(cudaGetDevice(&dev));
-    MB_CALL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    MB_CALL_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, march<T, V, OP, MARCH>,
-                                                               TX * ty, 0));
-    slots = std::max(1LL, (long long)sms * per_sm);
-  }
   const int chunk = tn.chunk > 0 ? std::min(tn.chunk, std::max(b.n[MARCH], 1))
-                                 : chunk_of(b, MARCH, V, ty, slots, OP != OP_DX);
+                                 : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
   march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0],
-                                                 (T)s.r[1], (T)s.r[2], a);
+                                                 (T)s.r[1], (T)s.r[2], a, tn.prefetch);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
@@ -404,7 +379,11 @@ inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3
                           const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
   if (b.empty()) return MB_SUCCESS;
   const scales s = scales_of(h, op);
-  if (v <= 0 || v > vwidth<T>()) v = vwidth<T>();
+  /* the defaults, after the benchmark on the H100: 16-byte vectors, but
+   * scalar float32 for the derivatives along z and y, which need no x
+   * neighbours and gain more blocks from them */
+  if (v <= 0 || v > vwidth<T>())
+    v = sizeof(T) == 4 && (op == OP_DZ || op == OP_DY) ? 1 : vwidth<T>();
   if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
   if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);
   if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st);
