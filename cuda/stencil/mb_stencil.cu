@@ -134,91 +134,26 @@ __global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out
   }
 }
 
-/* The previous session's 2.5D kernel (scalar, no prefetch), kept in the
- * benchmark as a reference while the vector kernels are tuned. */
-template <typename T, int OP>
-__global__ void __launch_bounds__(TX * 8)
-    prev25(frame f, int zchunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-              T *__restrict__ out, T r0, T r1, T r2, T a) {
-  const int x = blockIdx.x * TX + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;
-  const int z0 = blockIdx.z * zchunk, z1 = min(z0 + zchunk, f.nz);
-  if (x >= f.nx || y >= f.ny) return;
-  const bool need_queue = OP == OP_DZ || OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE;
-  const long long sy = f.sy;
-  T q[2 * G + 1];
-#pragma unroll
-  for (int k = 0; k < 2 * G + 1; k++) q[k] = T(0);
-  if (need_queue)
-#pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k + 1] = __ldg(u + f.at(z0 - G + k, y, x));
-  const T c1 = T(4.0 / 5.0), c2 = T(-1.0 / 5.0), c3 = T(4.0 / 105.0), c4 = T(-1.0 / 280.0);
-  const T d0 = T(-205.0 / 72.0), d1 = T(8.0 / 5.0), d2 = T(-1.0 / 5.0), d3 = T(8.0 / 315.0),
-          d4 = T(-1.0 / 560.0);
-  for (int z = z0; z < z1; z++) {
-    if (need_queue) {
-#pragma unroll
-      for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      q[2 * G] = __ldg(u + f.at(z + G, y, x));
-    }
-    const long long p = f.at(z, y, x);
-    const T *v = u + p;
-    if (OP == OP_DZ) {
-      T s = c1 * (q[G + 1] - q[G - 1]);
-      s = s + c2 * (q[G + 2] - q[G - 2]);
-      s = s + c3 * (q[G + 3] - q[G - 3]);
-      s = s + c4 * (q[G + 4] - q[G - 4]);
-      out[p] = s * r0;
-    } else if (OP == OP_DY) {
-      T s = c1 * (__ldg(v + sy) - __ldg(v - sy));
-      s = s + c2 * (__ldg(v + 2 * sy) - __ldg(v - 2 * sy));
-      s = s + c3 * (__ldg(v + 3 * sy) - __ldg(v - 3 * sy));
-      s = s + c4 * (__ldg(v + 4 * sy) - __ldg(v - 4 * sy));
-      out[p] = s * r1;
-    } else if (OP == OP_DX) {
-      T s = c1 * (__ldg(v + 1) - __ldg(v - 1));
-      s = s + c2 * (__ldg(v + 2) - __ldg(v - 2));
-      s = s + c3 * (__ldg(v + 3) - __ldg(v - 3));
-      s = s + c4 * (__ldg(v + 4) - __ldg(v - 4));
-      out[p] = s * r2;
-    } else {
-      const T c = d0 * q[G];
-      T zz = c + d1 * (q[G + 1] + q[G - 1]);
-      zz = zz + d2 * (q[G + 2] + q[G - 2]);
-      zz = zz + d3 * (q[G + 3] + q[G - 3]);
-      zz = zz + d4 * (q[G + 4] + q[G - 4]);
-      T yy = c + d1 * (__ldg(v + sy) + __ldg(v - sy));
-      yy = yy + d2 * (__ldg(v + 2 * sy) + __ldg(v - 2 * sy));
-      yy = yy + d3 * (__ldg(v + 3 * sy) + __ldg(v - 3 * sy));
-      yy = yy + d4 * (__ldg(v + 4 * sy) + __ldg(v - 4 * sy));
-      T xx = c + d1 * (__ldg(v + 1) + __ldg(v - 1));
-      xx = xx + d2 * (__ldg(v + 2) + __ldg(v - 2));
-      xx = xx + d3 * (__ldg(v + 3) + __ldg(v - 3));
-      xx = xx + d4 * (__ldg(v + 4) + __ldg(v - 4));
-      const T lap = (zz * r0 + yy * r1) + xx * r2;
-      if (OP == OP_LAP) out[p] = lap;
-      else if (OP == OP_HEAT) out[p] = q[G] + a * lap;
-      else out[p] = ((q[G] + q[G]) - u_prev[p]) + a * lap;
-    }
-  }
-}
-/* The benchmark's rows: the op, its points per thread along x (0: the
- * default, vwidth), or a pencil kernel (PENCIL + axis). */
+/* The benchmark's rows: the op and its points per thread along x (0: the
+ * default, default_v; rows of other widths are printed where they differ
+ * from the default), or a pencil kernel (PENCIL + axis). */
 enum { PENCIL = 100 };
 struct bench_row {
   const char *name;
-  int op, v, tile; /* tile: -1 the default, 0 the L1 march, 1 the shared tile */
+  int op, v;
 };
 static const bench_row bench_rows[] = {
-    {"derivative z (2.5D)", OP_DZ, 0, -1},     {"derivative y (2.5D)", OP_DY, 0, -1},
-    {"derivative x (2.5D)", OP_DX, 0, -1},     {"laplacian (2.5D)", OP_LAP, 0, -1},
-    {"heat step (fused)", OP_HEAT, 0, -1},     {"wave step (fused)", OP_WAVE, 0, -1},
-    {"derivative z (V=4)", OP_DZ, 4, -1},      {"derivative y (V=4)", OP_DY, 4, -1},
-    {"derivative x (V=1)", OP_DX, 1, -1},      {"laplacian (V=1)", OP_LAP, 1, -1},
-    {"laplacian (L1 march)", OP_LAP, 0, 0},    {"heat step (L1 march)", OP_HEAT, 0, 0},
-    {"laplacian (V=2, tile)", OP_LAP, 2, 1},
-    {"derivative z (previous)", PENCIL + 10, 0, 0}, {"laplacian (previous)", PENCIL + 11, 0, 0},
-    {"derivative z (pencils)", PENCIL + 0, 0, 0}, {"derivative y (pencils)", PENCIL + 1, 0, 0},
-    {"derivative x (pencils)", PENCIL + 2, 0, 0}};
+    {"derivative z (2.5D)", OP_DZ, 0},         {"derivative y (2.5D)", OP_DY, 0},
+    {"derivative x (2.5D)", OP_DX, 0},         {"laplacian (2.5D)", OP_LAP, 0},
+    {"heat step (fused)", OP_HEAT, 0},         {"wave step (fused)", OP_WAVE, 0},
+    {"derivative z (V=1)", OP_DZ, 1},          {"derivative z (V=2)", OP_DZ, 2},
+    {"derivative z (V=4)", OP_DZ, 4},          {"derivative y (V=1)", OP_DY, 1},
+    {"derivative y (V=2)", OP_DY, 2},          {"derivative y (V=4)", OP_DY, 4},
+    {"derivative x (V=1)", OP_DX, 1},          {"derivative x (V=2)", OP_DX, 2},
+    {"derivative x (V=4)", OP_DX, 4},          {"laplacian (V=1)", OP_LAP, 1},
+    {"laplacian (V=2)", OP_LAP, 2},            {"laplacian (V=4)", OP_LAP, 4},
+    {"derivative z (pencils)", PENCIL + 0, 0}, {"derivative y (pencils)", PENCIL + 1, 0},
+    {"derivative x (pencils)", PENCIL + 2, 0}};
 
 template <typename T>
 static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_bench_result *r) {
@@ -255,7 +190,8 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
   static_assert(sizeof bench_rows / sizeof bench_rows[0] <= MB_STENCIL_BENCH_MAX, "bench rows");
   for (int k = 0; k < nrows && !err; k++) {
     const bench_row &row = bench_rows[k];
-    if (row.v > vwidth<T>() || (row.v == 2 && vwidth<T>() == 2)) continue; /* float32 only */
+    if (row.op < PENCIL && row.v && (row.v > vwidth<T>() || row.v == default_v<T>(row.op)))
+      continue; /* a width the type lacks, or the default row again */
     const int i = r->nkernels++;
     snprintf(r->name[i], sizeof r->name[i], "%s", row.name);
     r->bytes[i] = (row.op == OP_WAVE ? 3.0 : 2.0) * sizeof(T) * points;
@@ -264,18 +200,8 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
       cudaEventRecord(e0);
       if (row.op < PENCIL)
         err = apply_box<T>(row.op, f, all, g.h, in, row.op == OP_WAVE ? prev : nullptr, out,
-                           T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v, row.tile);
-      else if (row.op >= PENCIL + 10) {
-        int zc = f.nz; /* the previous chunking: about 4096 blocks */
-        const long long tiles = (long long)((f.nx + TX - 1) / TX) * ((f.ny + 7) / 8);
-        while (zc > 16 && tiles * ((f.nz + zc - 1) / zc) < 4096) zc /= 2;
-        dim3 grid((f.nx + TX - 1) / TX, (f.ny + 7) / 8, (f.nz + zc - 1) / zc);
-        const scales sc = scales_of(g.h, row.op == PENCIL + 10 ? OP_DZ : OP_LAP);
-        if (row.op == PENCIL + 10)
-          prev25<T, OP_DZ><<<grid, dim3(TX, 8)>>>(f, zc, in, nullptr, out, (T)sc.r[0], (T)sc.r[1], (T)sc.r[2], T(0));
-        else
-          prev25<T, OP_LAP><<<grid, dim3(TX, 8)>>>(f, zc, in, nullptr, out, (T)sc.r[0], (T)sc.r[1], (T)sc.r[2], T(0));
-      } else if (row.op == PENCIL + 0)
+                           T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v);
+      else if (row.op == PENCIL + 0)
         pencil_dyz<T, 0><<<dim3((f.nx + 31) / 32, f.ny), dim3(32, 8), sm_yz>>>(f, in, out, T(n[0]));
       else if (row.op == PENCIL + 1)
         pencil_dyz<T, 1><<<dim3((f.nx + 31) / 32, f.nz), dim3(32, 8), sm_yz>>>(f, in, out, T(n[1]));

@@ -4,20 +4,22 @@
  * Builds without CUDA link src/ops/stencil/mb_stencil_cuda_stub.c, whose
  * functions return MB_ERR_UNSUPPORTED saying how to enable the backend.
  *
- * Kernels: 2.5D blocking after P. Micikevicius, "3D finite difference
- * computation on GPUs using CUDA" (GPGPU-2, 2009): a block of 32 x 8
- * threads covers a tile of x and y and marches along z through a chunk of
- * planes, each thread keeping its column's 9 values around the current
- * plane in registers (the z terms, every value read once); the x and y
- * neighbours of the current plane come through the L1 cache the block
- * shares (on the H100 this beat a shared-memory tile with its two barriers
- * per plane: 0.56 against 0.32 of the copy bandwidth for the float32
- * Laplacian at 512^3). Device rows are padded so that each row's first
- * point is 128-byte aligned. The heat step fuses the Laplacian and the
- * update. For comparison, the shared-memory pencil
- * kernels of M. Harris, "Finite Difference Methods in CUDA C/C++" (NVIDIA,
- * 2013): a block loads whole pencils along the derivative's axis (4 rows
- * along x; 32 columns along y or z) into shared memory.
+ * Kernels (cuda/stencil/mb_stencil_kernels.cuh): 2.5D blocking after
+ * P. Micikevicius, "3D finite difference computation on GPUs using CUDA"
+ * (GPGPU-2, 2009): a block of 32 x 8 threads covers a tile of x and y and
+ * marches along z (along y for the y derivative) through a chunk of planes,
+ * each thread keeping its column's 9 values around the current plane in
+ * registers (every value read once). Each thread owns 1, 2 or 4 points
+ * along x (a 16-byte vector; the width per op is the benchmark's best,
+ * default_v); x neighbours come from the neighbouring lanes by shuffles,
+ * those along the third axis through the L1 cache (a shared-memory tile
+ * with one barrier per plane measured slower on the H100). Device rows are
+ * padded so that each row's first point is 128-byte aligned. The heat and
+ * wave steps fuse the Laplacian and the update. For comparison, the
+ * shared-memory pencil kernels of M. Harris, "Finite Difference Methods in
+ * CUDA C/C++" (NVIDIA, 2013): a block loads whole pencils along the
+ * derivative's axis (4 rows along x; 32 columns along y or z) into shared
+ * memory.
  */
 #ifndef MB_STENCIL_CUDA_H
 #define MB_STENCIL_CUDA_H
@@ -86,7 +88,7 @@ mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_ca
 /* Figures of `meshbatch bench stencil`: ms per call (median of repeats)
  * of each kernel on one grid on the current device, and the copy
  * bandwidth measured in the same run. */
-enum { MB_STENCIL_BENCH_MAX = 20 };
+enum { MB_STENCIL_BENCH_MAX = 24 };
 typedef struct mb_stencil_bench_result {
   char device[256];
   int nkernels;

@@ -10,15 +10,14 @@
  *
  * The marching kernel (2.5D blocking, P. Micikevicius, "3D finite
  * difference computation on GPUs using CUDA", GPGPU-2, 2009): each thread
- * owns V consecutive points along x (one 16-byte vector: 4 float or
- * 2 double) and marches along z (or y for the y derivative) through a chunk
+ * owns V consecutive points along x (V = 1, 2 or 4: up to one 16-byte
+ * vector) and marches along z (or y for the y derivative) through a chunk
  * of planes with the 9 values of its column around the current plane in
- * registers (the marched axis's terms; every value read once). The x
- * neighbours come from the warp's neighbouring lanes by shuffles (the lanes
- * at the warp's ends load the 4 values beyond), the neighbours along the
- * third axis through the L1 cache shared by the block. Where the row length
- * is not a multiple of V, a scalar kernel (V = 1, the x neighbours through
- * L1) computes the same values.
+ * registers (the marched axis's terms; every value read once). With V > 1
+ * the x neighbours come from the warp's neighbouring lanes by shuffles (the
+ * lanes at the warp's ends load the 4 values beyond), with V = 1 through
+ * L1; the neighbours along the third axis through the L1 cache shared by
+ * the block. default_v gives each op's width.
  */
 #ifndef MB_STENCIL_KERNELS_CUH
 #define MB_STENCIL_KERNELS_CUH
@@ -295,95 +294,6 @@ __global__ void __launch_bounds__(TX * 16)
   }
 }
 
-/* The Laplacian and the time steps with the y neighbours from shared
- * memory (after Micikevicius 2009): per plane, each warp writes its row of
- * the plane (its queue's centre, read from memory once) to a shared tile
- * of TY + 8 rows, and warps 0-7 each load one of the 8 rows beyond the
- * tile (4 below, 4 above; the next plane's, one plane ahead, so that the
- * load overlaps this plane's arithmetic); one barrier per plane, the tile
- * double-buffered. z from the register queue, x by shuffles, as in march.
- * Every warp of the block takes part in the barriers: warps past the box
- * read a row of the frame clamped into it and store nothing. */
-template <typename T, int V, int OP>
-__global__ void __launch_bounds__(TX * 8)
-    march_tile(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-               T *__restrict__ out, T r0, T r1, T r2, T a) {
-  constexpr int TY = 8, W = TX * V, ROWS = TY + 2 * G;
-  __shared__ __align__(16) T tile[2][ROWS][W];
-  const int lane = threadIdx.x, wy = threadIdx.y;
-  const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
-  const int y0 = b.lo[1] + blockIdx.y * TY;
-  const int yend = b.lo[1] + b.n[1];
-  const int y = min(y0 + wy, f.ny + G - 1); /* this warp's row, clamped into the frame */
-  const bool row_ok = y0 + wy < yend;
-  const int m0 = b.lo[0] + blockIdx.z * chunk;
-  const int m1 = min(m0 + chunk, b.lo[0] + b.n[0]);
-  const bool active = row_ok && x < b.lo[2] + b.n[2];
-  const bool loads = x + V <= f.nx + G;
-  /* the halo row this warp loads: rows y0 - 4 .. y0 - 1, then y0 + TY .. y0 + TY + 3 */
-  const int hy = min(wy < G ? y0 - G + wy : y0 + TY + (wy - G), f.ny + G - 1);
-  const int hrow = wy < G ? wy : TY + wy; /* its row in the tile */
-  const long long sz = f.sz;
-  const long long base = f.at(m0, y, x), hbase = f.at(m0, hy, x);
-  vals<T, V> q[2 * G + 1], halo = {};
-  if (loads) {
-#pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sz);
-    if (wy < 2 * G) halo = ld<T, V>(u + hbase);
-  }
-  for (int m = m0; m < m1; m++) {
-    const long long p = base + (long long)(m - m0) * sz;
-#pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-    if (loads) q[2 * G] = ld<T, V>(u + p + G * sz);
-    T(*t)[W] = tile[(m - m0) & 1];
-    if (loads) {
-      st<T, V>(&t[G + wy][lane * V], q[G]);
-      if (wy < 2 * G) st<T, V>(&t[hrow][lane * V], halo);
-    }
-    /* the next plane's halo row (plane m + 1 <= n lies in the frame) */
-    if (loads && wy < 2 * G) halo = ld<T, V>(u + hbase + (long long)(m + 1 - m0) * sz);
-    __syncthreads();
-    T xl[V + 2 * G];
-    const vals<T, V> mine = q[G];
-#pragma unroll
-    for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
-    constexpr int K = G / V;
-#pragma unroll
-    for (int j = 1; j <= K; j++) {
-      vals<T, V> left, right;
-#pragma unroll
-      for (int c = 0; c < V; c++) {
-        left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-        right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-      }
-      if (lane < j) left = ld<T, V>(u + p - j * V);
-      if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
-#pragma unroll
-      for (int c = 0; c < V; c++) {
-        xl[G - j * V + c] = left.c[c];
-        xl[G + (j - 1) * V + V + c] = right.c[c];
-      }
-    }
-    vals<T, V> res, prev = {};
-    if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
-#pragma unroll
-    for (int c = 0; c < V; c++) {
-      T wz[2 * G + 1], wyv[2 * G + 1];
-#pragma unroll
-      for (int k = 0; k < 2 * G + 1; k++) {
-        wz[k] = q[k].c[c];
-        wyv[k] = k == G ? q[G].c[c] : t[wy + k][lane * V + c];
-      }
-      const T lap = (d2of(wz) * r0 + d2of(wyv) * r1) + d2of(xl + c) * r2;
-      if (OP == OP_LAP) res.c[c] = lap;
-      else if (OP == OP_HEAT) res.c[c] = q[G].c[c] + a * lap;
-      else res.c[c] = ((q[G].c[c] + q[G].c[c]) - prev.c[c]) + a * lap;
-    }
-    if (active) st<T, V>(out + p, res);
-  }
-}
-
 /* Planes per block along the marched axis: enough blocks to fill the
  * device several times over (about 4096; on the H100 more, shorter blocks
  * beat one wave of long ones), at least 16 planes where the box allows. */
@@ -441,28 +351,9 @@ inline mb_error launch_march(const frame &f, const box &b, const scales &s, cons
   return MB_SUCCESS;
 }
 
-template <typename T, int V, int OP>
-inline mb_error launch_tile(const frame &f, const box &b, const scales &s, const T *u,
-                            const T *prev, T *out, T a, cudaStream_t st) {
-  const int chunk = tuning_of().chunk > 0 ? std::min(tuning_of().chunk, std::max(b.n[0], 1))
-                                          : chunk_of(b, 0, V, 8);
-  dim3 block(TX, 8), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + 7) / 8,
-                          (b.n[0] + chunk - 1) / chunk);
-  march_tile<T, V, OP><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0], (T)s.r[1],
-                                               (T)s.r[2], a);
-  MB_CHECK_LAUNCH("stencil kernel (tile)");
-  return MB_SUCCESS;
-}
-
 template <typename T, int V>
 inline mb_error launch_op(int op, const frame &f, const box &b, const scales &s, const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, bool tile) {
-  if (tile && V > 1 && op >= OP_LAP) {
-    constexpr int VT = V > 1 ? V : 2; /* (never 1 here) */
-    if (op == OP_LAP) return launch_tile<T, VT, OP_LAP>(f, b, s, u, prev, out, a, st);
-    if (op == OP_HEAT) return launch_tile<T, VT, OP_HEAT>(f, b, s, u, prev, out, a, st);
-    return launch_tile<T, VT, OP_WAVE>(f, b, s, u, prev, out, a, st);
-  }
+                          const T *prev, T *out, T a, cudaStream_t st) {
   switch (op) {
   case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
   case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st);
@@ -476,26 +367,30 @@ inline mb_error launch_op(int op, const frame &f, const box &b, const scales &s,
 /* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
 template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 
+/* The points per thread along x of each op, after `meshbatch bench
+ * stencil` on the H100 (docs/benchmarks.md): 16-byte vectors, except
+ * scalar float32 derivatives along z and y (they need no x neighbours, and
+ * more threads keep more loads in flight) and the scalar float64 x
+ * derivative. */
+template <typename T> inline int default_v(int op) {
+  if (sizeof(T) == 4) return op == OP_DZ || op == OP_DY ? 1 : 4;
+  return op == OP_DX ? 1 : 2;
+}
+
 /* op (OP_*) at the points of box b of u into out, on stream st. a: the
  * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
- * step. v: the points per thread along x (0: vwidth<T>(); the benchmark
- * compares 1, 2 and 4); a box whose rows are not whole vectors takes v = 1. */
+ * step. v: the points per thread along x (0: default_v; the benchmark
+ * compares the others); a box whose rows are not whole vectors takes v = 1. */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, int v = 0, int tile = -1) {
+                          const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
   if (b.empty()) return MB_SUCCESS;
   const scales s = scales_of(h, op);
-  /* the defaults, after the benchmark on the H100: 16-byte vectors, but
-   * scalar float32 for the derivatives along z and y, which need no x
-   * neighbours and gain more blocks from them; the shared tile for the
-   * Laplacian and the steps */
-  if (v <= 0 || v > vwidth<T>())
-    v = sizeof(T) == 4 && (op == OP_DZ || op == OP_DY) ? 1 : vwidth<T>();
+  if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
   if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
-  const bool t = tile < 0 ? true : tile != 0;
-  if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st, t);
-  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st, t);
-  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st, t);
+  if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);
+  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st);
+  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st);
 }
 
 /* ------------------------------------------------------------ host copies */
