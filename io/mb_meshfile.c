@@ -9,6 +9,7 @@
 #include "mb_meshfile.h"
 #include "mb_meshfile_private.h"
 #include "mb_npy.h"
+#include "mb_vtk.h"
 #include "mb_trianglefile.h"
 
 #include <errno.h>
@@ -213,6 +214,7 @@ mb_meshfile_format mb_meshfile_format_of(const char *path) {
   if (!strcmp(ext, "node")) return MB_MESHFILE_NODE;
   if (!strcmp(ext, "ele")) return MB_MESHFILE_ELE;
   if (!strcmp(ext, "npy")) return MB_MESHFILE_NPY;
+  if (!strcmp(ext, "vtk")) return MB_MESHFILE_VTK;
   return MB_MESHFILE_UNKNOWN;
 }
 
@@ -276,6 +278,8 @@ mb_error mb_meshfile_read(const char *path, mb_mesh **mesh) {
     MB_CALL(mb_npy_read_grid(path, mesh));
     return MB_SUCCESS;
   }
+  MB_CHECK(fmt != MB_MESHFILE_VTK, MB_ERR_ARG,
+           "%s: meshbatch writes VTK files (export --format vtk) but does not read them", path);
   char *data = NULL;
   size_t len = 0;
   MB_CALL(mb_mf_load(path, &data, &len));
@@ -348,8 +352,9 @@ mb_error mb_meshfile_write(const char *path, const mb_mesh *mesh) {
     MB_CALL(mb_npy_write_field(path, mesh, 0));
     return MB_SUCCESS;
   }
+  if (fmt == MB_MESHFILE_VTK) return mb_vtk_write_grid(path, mesh);
   MB_CHECK(mesh->kind != MB_KIND_GRID3D, MB_ERR_ARG,
-           "%s: '%s' is a grid3d; grids are written as .npy (one field per file)", path,
+           "%s: '%s' is a grid3d; grids are written as .npy (one field per file) or .vtk", path,
            mesh->name);
   MB_CALL(mb_mf_check_writable(path, mesh));
   size_t n = strlen(path) + 32;

@@ -29,7 +29,8 @@ typedef enum mb_meshfile_format {
   MB_MESHFILE_PLY,
   MB_MESHFILE_NODE, /* Triangle's STEM.node (+ STEM.ele, STEM.neigh) */
   MB_MESHFILE_ELE,  /* Triangle's STEM.ele (+ STEM.node, STEM.neigh) */
-  MB_MESHFILE_NPY   /* a NumPy array, as a grid3d (mb_npy.h) */
+  MB_MESHFILE_NPY,  /* a NumPy array, as a grid3d (mb_npy.h) */
+  MB_MESHFILE_VTK   /* legacy VTK STRUCTURED_POINTS, grids written only (mb_vtk.h) */
 } mb_meshfile_format;
 
 /* The file stem of path ("dir/bob.obj" -> "bob") into stem[len]

@@ -9,6 +9,7 @@
 #include "mb_log.h"
 #include "mb_meshfile.h"
 #include "mb_npy.h"
+#include "mb_vtk.h"
 #include "mb_partfile.h"
 
 static const char info_help[] =
@@ -105,7 +106,8 @@ int mb_cmd_info(int argc, char **argv) {
 }
 
 static const char export_help[] =
-    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH [--format obj|off|ply|node|npy]\n\n"
+    "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH\n"
+    "                        [--format obj|off|ply|node|npy|vtk]\n\n"
     "Export datasets with full double precision. With one dataset (or --mesh)\n"
     "and a PATH ending in .obj, .off, .ply, .node or .ele, that file is written\n"
     "(.node/.ele: Triangle's .node, .ele and .neigh, for planar triangulations);\n"
@@ -114,7 +116,9 @@ static const char export_help[] =
     "their polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n"
     "Grids (grid3d) export as NumPy arrays with --format npy: NAME.FIELD.npy in\n"
     "the folder per field (shape nz, ny, nx; float32 or float64 as stored), or\n"
-    "PATH.npy for a grid of one field.\n";
+    "PATH.npy for a grid of one field; with --format vtk (or PATH.vtk) as legacy\n"
+    "VTK structured points, all fields in one NAME.vtk, which meshio and ParaView\n"
+    "read (meshio does not read the collection's XDMF view of grids).\n";
 
 typedef struct export_ctx {
   const char *out;
@@ -129,9 +133,18 @@ static int export_one(const mb_mesh *m, void *p) {
     mb_log_error("%s holds several meshes: choose one with --mesh NAME, or give a folder", x->out);
     return MB_EXIT_USAGE;
   }
+  if (m->kind == MB_KIND_GRID3D && !strcmp(x->format, "vtk")) { /* all fields in one file */
+    char path[4096];
+    if (x->folder) snprintf(path, sizeof path, "%s/%s.vtk", x->out, m->name);
+    else snprintf(path, sizeof path, "%s", x->out);
+    if (mb_vtk_write_grid(path, m) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
+    mb_log(MB_LOG_NORMAL, "%s -> %s", m->name, path);
+    return MB_EXIT_OK;
+  }
   if (m->kind == MB_KIND_GRID3D) { /* one .npy per field */
     if (strcmp(x->format, "npy")) {
-      mb_log_error("%s is a grid3d: export it with --format npy (one .npy per field)", m->name);
+      mb_log_error("%s is a grid3d: export it with --format npy (one .npy per field) or vtk",
+                   m->name);
       return MB_EXIT_FAILED;
     }
     for (int f = 0; f < m->nfields; f++) {
@@ -148,8 +161,8 @@ static int export_one(const mb_mesh *m, void *p) {
     }
     return MB_EXIT_OK;
   }
-  if (!strcmp(x->format, "npy")) {
-    mb_log_error("%s is a mesh: --format npy writes grids", m->name);
+  if (!strcmp(x->format, "npy") || !strcmp(x->format, "vtk")) {
+    mb_log_error("%s is a mesh: --format %s writes grids", m->name, x->format);
     return MB_EXIT_FAILED;
   }
   char path[4096];
@@ -180,8 +193,9 @@ int mb_cmd_export(int argc, char **argv) {
   if (!path) return mb_cli_usage_error("export", "missing COLLECTION.h5");
   if (!x.out) return mb_cli_usage_error("export", "missing -o PATH");
   if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply") &&
-      strcmp(x.format, "node") && strcmp(x.format, "npy"))
-    return mb_cli_usage_error("export", "--format must be obj, off, ply, node or npy");
+      strcmp(x.format, "node") && strcmp(x.format, "npy") && strcmp(x.format, "vtk"))
+    return mb_cli_usage_error("export", "--format must be obj, off, ply, node, npy or vtk");
+  if (mb_meshfile_format_of(x.out) == MB_MESHFILE_VTK) x.format = "vtk";
   x.folder = mb_meshfile_format_of(x.out) == MB_MESHFILE_UNKNOWN;
   if (!x.folder || mb_cli_rank() != 0) return for_each_mesh("export", path, only, export_one, &x);
   mkdir(x.out, 0777);

@@ -2,9 +2,11 @@
 """grid3d datasets in collections (docs/format.md, "grid3d").
 
     grid_collection.py             generate, info, compare, the HDF5 layout (h5py),
-                                   NumPy .npy import and export
+                                   NumPy .npy import and export, VTK export read
+                                   back by meshio
     grid_collection.py --paraview  ParaView's XDMFReader and Xdmf3ReaderS on the
-                                   collection and single-dataset XDMF files
+                                   collection and single-dataset XDMF files, its
+                                   legacy VTK reader on the exported .vtk
                                    (exit 77 without pvpython)
 
 `meshbatch generate grid` writes a non-cubic grid with an origin and unequal
@@ -165,10 +167,15 @@ def check_bad_inputs(d, paths):
 
 PV_SCRIPT = r"""
 import sys
-from paraview.simple import XDMFReader, Xdmf3ReaderS
+from paraview.simple import LegacyVTKReader, XDMFReader, Xdmf3ReaderS
 from paraview import servermanager as sm
 path, reader = sys.argv[1], sys.argv[2]
-r = XDMFReader(FileNames=[path]) if reader == "XDMFReader" else Xdmf3ReaderS(FileName=[path])
+if reader == "XDMFReader":
+    r = XDMFReader(FileNames=[path])
+elif reader == "LegacyVTKReader":
+    r = LegacyVTKReader(FileNames=[path])
+else:
+    r = Xdmf3ReaderS(FileName=[path])
 r.UpdatePipeline()
 d = sm.Fetch(r)
 while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
@@ -194,8 +201,12 @@ def check_paraview(d, paths):
         stem = path[:-3]
         with h5py.File(path, "r") as f:
             ref = {n: f[f"meshes/g_{dtype}/fields/{n}"][...].ravel() for n in ("u", "g", "n")}
-        for xdmf in (stem + ".xdmf", f"{stem}.g_{dtype}.xdmf"):
-            for reader in ("XDMFReader", "Xdmf3ReaderS"):
+        vtk = stem + ".vtk"
+        run(["export", path, "-o", vtk])
+        for xdmf, readers in ((stem + ".xdmf", ("XDMFReader", "Xdmf3ReaderS")),
+                              (f"{stem}.g_{dtype}.xdmf", ("XDMFReader", "Xdmf3ReaderS")),
+                              (vtk, ("LegacyVTKReader",))):
+            for reader in readers:
                 p = subprocess.run([pv, script, os.path.abspath(xdmf), reader], capture_output=True,
                                    text=True, timeout=300)
                 lines = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines()
@@ -216,8 +227,39 @@ def check_paraview(d, paths):
                              f"{r.size} {r[0]} {r[-1]} {r[123]}")
                 if len(arrays) != 3:
                     fail(f"{reader} on {xdmf}: {len(arrays)} point arrays, expected 3")
-    print("ParaView (XDMFReader, Xdmf3ReaderS): image data of the grid's shape, spacing and origin "
-          "with the fields' values, collection and single-dataset files")
+    print("ParaView (XDMFReader, Xdmf3ReaderS; LegacyVTKReader): image data of the grid's shape, "
+          "spacing and origin with the fields' values, collection and single-dataset XDMF files "
+          "and the exported .vtk")
+
+
+def check_meshio(d, paths):
+    """meshio reads the grid exported as legacy VTK (its XDMF reader takes no
+    structured topology): points at origin + index x spacing, x fastest, and
+    every field's values bit for bit."""
+    try:
+        import meshio
+    except ImportError:
+        print("meshio is not installed: the VTK export is not read back (the rest ran)")
+        return
+    import h5py
+    import numpy as np
+    for dtype, path in paths.items():
+        vtk = os.path.join(d, f"g_{dtype}.vtk")
+        run(["export", path, "-o", vtk])
+        m = meshio.read(vtk)
+        with h5py.File(path, "r") as f:
+            g = f[f"meshes/g_{dtype}"]
+            axes = [ORIGIN[a] + SPACING[a] * np.arange(SHAPE[a]) for a in range(3)]
+            z, y, x = np.meshgrid(*axes, indexing="ij")
+            want = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1)
+            if m.points.shape != want.shape or not np.allclose(m.points, want, rtol=0, atol=1e-12):
+                fail(f"meshio on {vtk}: points differ from origin + index x spacing")
+            for n in ("u", "g", "n"):
+                ref = g[f"fields/{n}"][...].ravel()
+                got = np.asarray(m.point_data[n]).reshape(-1)
+                if got.dtype.itemsize != ref.dtype.itemsize or not np.array_equal(got, ref):
+                    fail(f"meshio on {vtk}: field {n} ({got.dtype}) differs from the collection ({ref.dtype})")
+    print("meshio: the grids exported as VTK read back with their points and fields bit for bit")
 
 
 def main():
@@ -241,6 +283,7 @@ def main():
     check_layout(paths)
     check_cli(d, paths)
     check_npy(d, paths)
+    check_meshio(d, paths)
     check_bad_inputs(d, paths)
     return 0
 
