@@ -142,16 +142,36 @@ static void put_attribute(FILE *fp, const char *ind, const char *h5, const char 
  * (Cell) attributes. Planar kinds have XY geometry from `vertices` [nv,2]
  * (every reader puts z = 0). In the meshio-safe fan view the Cell attributes
  * are the face fields repeated per fan triangle (`xdmf_fan_fields`). */
+/* The time of a time-series field of a grid, `BASE@t=TIME` (the heat op's
+ * snapshots, docs/format.md): TIME's text and BASE's length, or NULL. */
+static const char *series_time(const char *name, size_t *base_len) {
+  const char *at = strstr(name, "@t=");
+  if (!at || at == name || !at[3]) return NULL;
+  *base_len = (size_t)(at - name);
+  return at + 3;
+}
+
 /* A grid3d: 3DCoRectMesh of Dimensions "nz ny nx", geometry ORIGIN_DXDYDZ
  * (origin and spacing in z, y, x order, inline), and its fields as Node
- * attributes of their stored precision. */
-static void put_grid3d(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m) {
+ * attributes of their stored precision. With `time`, one frame of its time
+ * series: a <Time> and only the fields `BASE@t=<time>`, each named BASE. */
+static void put_grid3d(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
+                       const char *time) {
   char sub[64], sub2[64];
   snprintf(sub, sizeof sub, "%.48s  ", ind);
   snprintf(sub2, sizeof sub2, "%.48s    ", ind);
   fprintf(fp, "%s<Grid Name=\"", ind);
   put_escaped(fp, m->name);
+  if (time) {
+    fputs("@t=", fp);
+    put_escaped(fp, time);
+  }
   fputs("\" GridType=\"Uniform\">\n", fp);
+  if (time) {
+    fprintf(fp, "%s<Time Value=\"", sub);
+    put_escaped(fp, time);
+    fputs("\"/>\n", fp);
+  }
   fprintf(fp, "%s<Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"%lld %lld %lld\"/>\n",
           sub, (long long)m->shape[0], (long long)m->shape[1], (long long)m->shape[2]);
   fprintf(fp, "%s<Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n", sub);
@@ -164,8 +184,16 @@ static void put_grid3d(FILE *fp, const char *ind, const char *h5, const mb_xdmf_
   fprintf(fp, "%s</Geometry>\n", sub);
   for (int i = 0; i < m->nfields; i++) {
     const mb_xdmf_field *fd = &m->fields[i];
+    size_t base = strlen(fd->name);
+    if (time) {
+      const char *t = series_time(fd->name, &base);
+      if (!t || strcmp(t, time)) continue;
+    }
     fprintf(fp, "%s<Attribute Name=\"", sub);
-    put_escaped(fp, fd->name);
+    char shown[512];
+    snprintf(shown, sizeof shown, "%.*s", (int)(base < sizeof shown ? base : sizeof shown - 1),
+             fd->name);
+    put_escaped(fp, shown);
     fprintf(fp, "\" AttributeType=\"%s\" Center=\"Node\">\n", attribute_type(fd->ncomp));
     fprintf(fp, "%s<DataItem Format=\"HDF\" DataType=\"Float\" Precision=\"%d\" "
                 "Dimensions=\"%lld %lld %lld", sub2, fd->dtype == MB_FLOAT32 ? 4 : 8,
@@ -183,10 +211,39 @@ static void put_grid3d(FILE *fp, const char *ind, const char *h5, const mb_xdmf_
   fprintf(fp, "%s</Grid>\n", ind);
 }
 
+/* A grid3d with time-series fields as a Temporal collection: one frame per
+ * distinct time, in the order the fields were added. Returns 0 (nothing
+ * written) when the grid has no such field. */
+static int put_grid3d_series(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m) {
+  int frames = 0;
+  for (int i = 0; i < m->nfields; i++) {
+    size_t base;
+    const char *t = series_time(m->fields[i].name, &base);
+    if (!t) continue;
+    int seen = 0; /* written already with an earlier field of this time */
+    for (int j = 0; j < i && !seen; j++) {
+      size_t b2;
+      const char *t2 = series_time(m->fields[j].name, &b2);
+      seen = t2 && !strcmp(t2, t);
+    }
+    if (seen) continue;
+    if (!frames++) {
+      fprintf(fp, "%s<Grid Name=\"", ind);
+      put_escaped(fp, m->name);
+      fputs("\" GridType=\"Collection\" CollectionType=\"Temporal\">\n", fp);
+    }
+    char sub[64];
+    snprintf(sub, sizeof sub, "%.48s  ", ind);
+    put_grid3d(fp, sub, h5, m, t);
+  }
+  if (frames) fprintf(fp, "%s</Grid>\n", ind);
+  return frames;
+}
+
 static void put_grid(FILE *fp, const char *ind, const char *h5, const mb_xdmf_mesh *m,
                      int meshio_safe) {
   if (m->kind == MB_KIND_GRID3D) {
-    put_grid3d(fp, ind, h5, m);
+    put_grid3d(fp, ind, h5, m, NULL);
     return;
   }
   char sub[64], sub2[64];
@@ -242,7 +299,8 @@ mb_error mb_xdmf_write_mesh(const char *xdmf_path, const char *h5_name, const mb
   FILE *fp = fopen(xdmf_path, "w");
   MB_CHECK(fp, MB_ERR_IO, "%s: cannot create XDMF file: %s", xdmf_path, strerror(errno));
   fputs(xdmf_head, fp);
-  put_grid(fp, "    ", h5_name, m, 1);
+  if (m->kind != MB_KIND_GRID3D || !put_grid3d_series(fp, "    ", h5_name, m))
+    put_grid(fp, "    ", h5_name, m, 1);
   fputs(xdmf_tail, fp);
   MB_CALL(finish(fp, xdmf_path));
   return MB_SUCCESS;

@@ -83,7 +83,10 @@ mb_error mb_xdmf_write_collection(const char *xdmf_path, const char *h5_name, in
  * Grid, which meshio's XDMF reader accepts (Triangle; Mixed of triangles and
  * quadrilaterals; or, with polygons of >= 5 vertices, Triangle from the fan
  * triangulation `xdmf_triangles`, whose Cell attributes then come from
- * `xdmf_fan_fields/<name>`). Not collective. Errors: MB_ERR_IO. */
+ * `xdmf_fan_fields/<name>`). A grid3d with time-series fields
+ * (`BASE@t=TIME`, the heat op's `every`) is instead a Temporal collection,
+ * one Uniform Grid per time with those fields named BASE, which ParaView
+ * plays as an animation. Not collective. Errors: MB_ERR_IO. */
 mb_error mb_xdmf_write_mesh(const char *xdmf_path, const char *h5_name, const mb_xdmf_mesh *mesh);
 
 #ifdef __cplusplus

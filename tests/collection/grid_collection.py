@@ -232,6 +232,92 @@ def check_paraview(d, paths):
           "and the exported .vtk")
 
 
+def heat_series(d, paths):
+    """A heat run with `every: 2` over 5 steps on the float64 grid: the
+    collection and its per-dataset .xdmf (a Temporal collection)."""
+    job = os.path.join(d, "series.yaml")
+    out = os.path.join(d, "series.h5")
+    with open(job, "w") as f:
+        f.write(f"input: {paths['float64']}\noutput: {out}\nbackend: cpu\n"
+                "stages:\n  - {op: heat, alpha: 0.1, dt: 1e-4, steps: 5, every: 2}\n")
+    run(["run", job])
+    return out, os.path.join(d, "series.g_float64.xdmf")
+
+
+SERIES_TIMES = ["0", "0.0002", "0.0004", "0.0005"]  # steps 0, 2, 4 and the last, 5
+
+
+def check_series(d, paths):
+    """The heat op's time series: fields NAME@t=TIME at steps 0, 2, 4 and 5
+    of every field, the last equal to the field itself, and the dataset's
+    .xdmf a Temporal collection of 4 frames."""
+    import h5py
+    import numpy as np
+    out, xdmf = heat_series(d, paths)
+    with h5py.File(out, "r") as f:
+        g = f["meshes/g_float64/fields"]
+        for base in ("u", "g", "n"):
+            names = [f"{base}@t={t}" for t in SERIES_TIMES]
+            missing = [n for n in names if n not in g]
+            if missing:
+                fail(f"{out}: time-series fields {missing} missing (have {sorted(g)})")
+            if not np.array_equal(g[names[-1]][...], g[base][...]):
+                fail(f"{out}: {names[-1]} differs from {base}, the field after the last step")
+            if np.array_equal(g[names[0]][...], g[names[1]][...]):
+                fail(f"{out}: {names[0]} and {names[1]} are equal: the steps did not run")
+    text = open(xdmf).read()
+    if 'CollectionType="Temporal"' not in text or text.count("<Time Value=") != len(SERIES_TIMES):
+        fail(f"{xdmf}: not a Temporal collection of {len(SERIES_TIMES)} frames")
+    print("heat time series: fields NAME@t=TIME at steps 0, 2, 4, 5, the last equal to the field; "
+          "the dataset's .xdmf a Temporal collection of 4 frames")
+
+
+PV_SERIES = r"""
+import sys
+from paraview.simple import XDMFReader, Xdmf3ReaderS
+from paraview import servermanager as sm
+path, reader = sys.argv[1], sys.argv[2]
+r = XDMFReader(FileNames=[path]) if reader == "XDMFReader" else Xdmf3ReaderS(FileName=[path])
+r.UpdatePipelineInformation()
+times = list(r.TimestepValues)
+print("TIMES", *[repr(t) for t in times])
+for t in times:
+    r.UpdatePipeline(t)
+    d = sm.Fetch(r)
+    while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
+        d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
+    a = d.GetPointData().GetArray("u")
+    print("FRAME", repr(t), a.GetNumberOfTuples(), repr(a.GetValue(123)))
+"""
+
+
+def check_paraview_series(d, paths):
+    """ParaView plays the heat op's time series: TimestepValues are the 4
+    times, and each frame's u is that snapshot's values."""
+    import h5py
+    pv = os.environ.get("MESHBATCH_PVPYTHON", "pvpython")
+    out, xdmf = heat_series(d, paths)
+    script = os.path.join(d, "pv_series.py")
+    with open(script, "w") as f:
+        f.write(PV_SERIES)
+    with h5py.File(out, "r") as f:
+        want = {t: float(f[f"meshes/g_float64/fields/u@t={t}"][...].ravel()[123]) for t in SERIES_TIMES}
+    for reader in ("XDMFReader", "Xdmf3ReaderS"):
+        p = subprocess.run([pv, script, os.path.abspath(xdmf), reader], capture_output=True,
+                           text=True, timeout=300)
+        times = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("TIMES")]
+        frames = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("FRAME")]
+        if p.returncode != 0 or not times:
+            fail(f"{reader} on {xdmf}: exit {p.returncode}\n{p.stderr[-2000:]}")
+        if [float(t) for t in times[0]] != [float(t) for t in SERIES_TIMES]:
+            fail(f"{reader} on {xdmf}: times {times[0]}, expected {SERIES_TIMES}")
+        for (t, n, v), ts in zip(frames, SERIES_TIMES):
+            if int(n) != SHAPE[0] * SHAPE[1] * SHAPE[2] or float(v) != want[ts]:
+                fail(f"{reader} on {xdmf}: frame {t} has u[123] = {v}, expected {want[ts]}")
+    print("ParaView (XDMFReader, Xdmf3ReaderS): the heat time series plays as 4 frames with "
+          "each snapshot's values")
+
+
 def check_meshio(d, paths):
     """meshio reads the grid exported as legacy VTK (its XDMF reader takes no
     structured topology): points at origin + index x spacing, x fastest, and
@@ -279,11 +365,13 @@ def main():
     paths = make(d)
     if paraview:
         check_paraview(d, paths)
+        check_paraview_series(d, paths)
         return 0
     check_layout(paths)
     check_cli(d, paths)
     check_npy(d, paths)
     check_meshio(d, paths)
+    check_series(d, paths)
     check_bad_inputs(d, paths)
     return 0
 

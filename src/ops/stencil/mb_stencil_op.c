@@ -36,6 +36,7 @@ typedef struct mb_stencil_params {
   double c;        /* wave: speed (length / time) */
   double dt;       /* heat, wave: time step */
   int steps;       /* heat, wave: steps */
+  int every;       /* heat: a snapshot every `every` steps (0: none) */
 } mb_stencil_params;
 
 static const char *const axis_names[] = {"z", "y", "x", "all", NULL};
@@ -63,7 +64,10 @@ static const mb_param laplacian_params[] = {BOUNDARY_PARAM, OUTSIDE_PARAM};
 static const mb_param heat_params[] = {
     {"alpha", MB_PARAM_REAL, offsetof(mb_stencil_params, alpha), 0, 1e300, 1, 0, 0, 1, NULL,
      "diffusivity, > 0 (length^2 per time unit)"},
-    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM};
+    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM,
+    {"every", MB_PARAM_INT, offsetof(mb_stencil_params, every), 0, 100000000, 0, 0, 0, 0, NULL,
+     "0, or k: also keep the field at steps 0, k, 2k, ... and the last as fields "
+     "NAME@t=TIME, a time series that ParaView plays from the dataset's own .xdmf"}};
 static const mb_param wave_params[] = {
     {"c", MB_PARAM_REAL, offsetof(mb_stencil_params, c), 0, 1e300, 1, 0, 0, 1, NULL,
      "wave speed, > 0 (length per time unit)"},
@@ -109,6 +113,20 @@ static mb_error add_field(mb_mesh *m, int f, const char *suffix, const void *buf
   snprintf(name, sizeof name, "%s%s", m->fields[f].name, suffix);
   return m->fields[f].dtype == MB_FLOAT32 ? mb_mesh_set_field_f32(m, name, 1, buf)
                                           : mb_mesh_set_field(m, name, 1, buf);
+}
+
+/* The time-series snapshot of field f after `step` steps of dt: a new
+ * field `<name>@t=<step dt>` from buf (docs/format.md). */
+static mb_error add_snapshot(mb_mesh *m, int f, int64_t step, double dt, const void *buf) {
+  char suffix[64];
+  snprintf(suffix, sizeof suffix, "@t=%.9g", (double)step * dt);
+  return add_field(m, f, suffix, buf);
+}
+
+/* Steps of the next run of a time series: up to the next snapshot. */
+static int64_t next_run(const mb_stencil_params *p, int64_t done) {
+  const int64_t left = p->steps - done;
+  return p->every > 0 && p->every < left ? p->every : left;
 }
 
 static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
@@ -187,16 +205,29 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "heat"));
     const mb_stencil_grid g = grid_of(m, p);
-    for (int f = 0; f < m->nfields; f++) {
+    MB_CALL(mb_stencil_check_heat(&g, p->alpha, p->dt, p->steps));
+    const int nf = m->nfields; /* snapshots are added behind them */
+    for (int f = 0; f < nf; f++) {
       void *work = NULL;
       MB_CALL(alloc_like(m, f, &work));
-      mb_field *fd = &m->fields[f];
-      const int f32 = fd->dtype == MB_FLOAT32;
-      mb_error e =
-          cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, p->steps,
-                                      f32 ? (void *)fd->data32 : (void *)fd->data)
-          : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, p->steps, fd->data32, work)
-                : mb_stencil_heat_f64(&g, p->alpha, p->dt, p->steps, fd->data, work);
+      mb_error e = MB_SUCCESS;
+      int64_t done = 0;
+      if (p->every > 0)
+        e = add_snapshot(m, f, 0, p->dt,
+                         m->fields[f].dtype == MB_FLOAT32 ? (void *)m->fields[f].data32
+                                                          : (void *)m->fields[f].data);
+      while (!e && done < p->steps) {
+        const int64_t k = next_run(p, done);
+        mb_field *fd = &m->fields[f];
+        const int f32 = fd->dtype == MB_FLOAT32;
+        e = cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, k,
+                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+            : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, k, fd->data32, work)
+                  : mb_stencil_heat_f64(&g, p->alpha, p->dt, k, fd->data, work);
+        done += k;
+        if (!e && p->every > 0)
+          e = add_snapshot(m, f, done, p->dt, f32 ? (void *)fd->data32 : (void *)fd->data);
+      }
       free(work);
       MB_CALL(e);
     }
@@ -359,10 +390,18 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
         }
       }
     } else if (is_heat) {
+      if (p->every > 0) {
+        framed_copy(&fr, u, plain, 0);
+        e = add_snapshot(m, f, 0, p->dt, plain);
+      }
       for (int64_t s = 0; s < p->steps && !e; s++) {
         e = framed_halo(&fr, u);
         if (!e) e = framed_kernel(&fr, 3, u, w);
         if (!e) framed_update(&fr, 0, p->alpha * p->dt, u, NULL, w, u);
+        if (!e && p->every > 0 && ((s + 1) % p->every == 0 || s + 1 == p->steps)) {
+          framed_copy(&fr, u, plain, 0);
+          e = add_snapshot(m, f, s + 1, p->dt, plain);
+        }
       }
       if (!e) framed_copy(&fr, u, f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data, 0);
     } else { /* wave from rest: prev = u + (c dt)^2 / 2 lap(u), then leapfrog */
@@ -420,8 +459,15 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
       free(out);
       MB_CALL(e);
     } else if (is_heat) {
-      MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, p->steps, u, NULL,
-                                    NULL));
+      if (p->every > 0) MB_CALL(add_snapshot(m, f, 0, p->dt, u));
+      for (int64_t done = 0; done < p->steps;) {
+        const int64_t k = next_run(p, done);
+        u = f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data;
+        MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, k, u, NULL,
+                                      NULL));
+        done += k;
+        if (p->every > 0) MB_CALL(add_snapshot(m, f, done, p->dt, u));
+      }
     } else {
       MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 5, p->c * p->c * p->dt * p->dt,
                                     p->steps, u, NULL, NULL));
