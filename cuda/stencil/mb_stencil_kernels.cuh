@@ -189,8 +189,20 @@ template <typename T> __device__ __forceinline__ T d2of(const T *w) {
  * block's second axis); MARCH = 1 (the y derivative only): along y (z is
  * the second axis). The x neighbours: shuffles where V > 1, loads where
  * V = 1. */
+/* Blocks of 256 threads; the Laplacian and the steps with 16-byte vectors
+ * (about 95-110 registers unbounded, 2 blocks per SM, a quarter of the
+ * warps: too few to hide the latency of their dependent additions, per
+ * Nsight Compute) are held to 3 blocks per SM. */
+#ifndef MB_STENCIL_MIN_BLOCKS
+#define MB_STENCIL_MIN_BLOCKS 3
+#endif
+template <typename T, int V, int OP>
+constexpr int min_blocks() {
+  return V * (int)sizeof(T) == 16 && OP >= OP_LAP ? MB_STENCIL_MIN_BLOCKS : 1;
+}
+
 template <typename T, int V, int OP, int MARCH>
-__global__ void __launch_bounds__(TX * 16)
+__global__ void __launch_bounds__(TX * 8, (min_blocks<T, V, OP>()))
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, T r0, T r1, T r2, T a) {
   const int lane = threadIdx.x;
@@ -315,7 +327,7 @@ inline scales scales_of(const double h[3], int op) {
   return s;
 }
 
-/* The launch shape: threads per block along the second axis (4, 8 or 16)
+/* The launch shape: threads per block along the second axis (4 or 8)
  * and planes per block (0: chunk_of). MB_STENCIL_TUNE="TY,CHUNK" in the
  * environment overrides the defaults (8, 0) for tuning runs of the benchmark
  * (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
@@ -327,7 +339,7 @@ inline const tuning &tuning_of() {
     tuning x;
     const char *e = getenv("MB_STENCIL_TUNE");
     int ty = 0, chunk = 0;
-    if (e && sscanf(e, "%d,%d", &ty, &chunk) == 2 && (ty == 4 || ty == 8 || ty == 16) && chunk >= 0) {
+    if (e && sscanf(e, "%d,%d", &ty, &chunk) == 2 && (ty == 4 || ty == 8) && chunk >= 0) {
       x.ty = ty;
       x.chunk = chunk;
     }
