@@ -189,20 +189,11 @@ template <typename T> __device__ __forceinline__ T d2of(const T *w) {
  * block's second axis); MARCH = 1 (the y derivative only): along y (z is
  * the second axis). The x neighbours: shuffles where V > 1, loads where
  * V = 1. */
-/* Blocks of 256 threads; the Laplacian and the steps with 16-byte vectors
- * (about 95-110 registers unbounded, 2 blocks per SM, a quarter of the
- * warps: too few to hide the latency of their dependent additions, per
- * Nsight Compute) are held to 3 blocks per SM. */
-#ifndef MB_STENCIL_MIN_BLOCKS
-#define MB_STENCIL_MIN_BLOCKS 3
-#endif
-template <typename T, int V, int OP>
-constexpr int min_blocks() {
-  return V * (int)sizeof(T) == 16 && OP >= OP_LAP ? MB_STENCIL_MIN_BLOCKS : 1;
-}
-
+/* Blocks of 256 threads. Holding the Laplacian's (95-110 registers, a
+ * quarter of the warps resident) to 3 or 4 blocks per SM spilled and ran at
+ * a third to a half of the speed on the H100, so registers are not bounded. */
 template <typename T, int V, int OP, int MARCH>
-__global__ void __launch_bounds__(TX * 8, (min_blocks<T, V, OP>()))
+__global__ void __launch_bounds__(TX * 8)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, T r0, T r1, T r2, T a) {
   const int lane = threadIdx.x;
@@ -382,11 +373,10 @@ template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 /* The points per thread along x of each op, after `meshbatch bench
  * stencil` on the H100 (docs/benchmarks.md): 16-byte vectors, except
  * scalar float32 derivatives along z and y (they need no x neighbours, and
- * more threads keep more loads in flight) and the scalar float64 x
- * derivative. */
+ * more threads keep more loads in flight). */
 template <typename T> inline int default_v(int op) {
   if (sizeof(T) == 4) return op == OP_DZ || op == OP_DY ? 1 : 4;
-  return op == OP_DX ? 1 : 2;
+  return 2;
 }
 
 /* op (OP_*) at the points of box b of u into out, on stream st. a: the
