@@ -199,9 +199,10 @@ static int bench_partitioned(part_opts *o) {
     for (int r = 0; r < size; r++) {
       const double *v = all + NF * r;
       const double gbs = 2.0 * w * v[0] * v[1] * v[2] / (v[7] * 1e-3) / 1e9;
-      printf("  %4d %4.0f x %4.0f x %4.0f %9.3f %9.3f %9.3f %9.3f %9.3f %9.2f %8.1f %8.2f\n", r,
-             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8] / 1e6, gbs,
-             v[9] > 0 ? gbs / v[9] : 0.0);
+      char frac[16] = "-"; /* of the copy bandwidth: GPU ranks only */
+      if (v[9] > 0) snprintf(frac, sizeof frac, "%.2f", gbs / v[9]);
+      printf("  %4d %4.0f x %4.0f x %4.0f %9.3f %9.3f %9.3f %9.3f %9.3f %9.2f %8.1f %8s\n", r,
+             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8] / 1e6, gbs, frac);
     }
     if (!o->cpu)
       printf("  halo over %s\n", all[10] ? mb_halo_transport_name((mb_halo_transport)all[10]) : "none");
