@@ -8,40 +8,42 @@
  */
 #include "mb_adjacency.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One directed edge entry while building: neighbour, opposite vertex, and
- * its position in the bucket (the tie-breaker that keeps face order). */
-typedef struct entry {
-  int64_t col;
-  int64_t opp;
-  int64_t seq;
-} entry;
-
-static int entry_cmp(const void *x, const void *y) {
-  const entry *a = x, *b = y;
-  if (a->col != b->col) return a->col < b->col ? -1 : 1;
-  return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
-/* Stable sort of one bucket by neighbour: insertion sort for the usual short
- * rows, qsort on (col, seq) for long ones (hub vertices). */
-static void sort_bucket(entry *e, int64_t n) {
-  if (n > 32) {
-    for (int64_t k = 0; k < n; k++) e[k].seq = k;
-    qsort(e, (size_t)n, sizeof *e, entry_cmp);
+/* Stable sort of one bucket by neighbour c[0..n), carrying the opposite
+ * vertices o (NULL without them): insertion sort for the usual short rows
+ * (about 6 entries per vertex on a triangle mesh), a merge sort through tc
+ * and to for long ones (hub vertices), so that opposite vertices stay in
+ * face order. */
+static void sort_bucket(int32_t *c, int32_t *o, int64_t n, int32_t *tc, int32_t *to) {
+  if (n <= 32 || !tc) {
+    for (int64_t k = 1; k < n; k++) {
+      const int32_t xc = c[k], xo = o ? o[k] : 0;
+      int64_t m = k - 1;
+      while (m >= 0 && c[m] > xc) {
+        c[m + 1] = c[m];
+        if (o) o[m + 1] = o[m];
+        m--;
+      }
+      c[m + 1] = xc;
+      if (o) o[m + 1] = xo;
+    }
     return;
   }
-  for (int64_t k = 1; k < n; k++) {
-    entry x = e[k];
-    int64_t m = k - 1;
-    while (m >= 0 && e[m].col > x.col) {
-      e[m + 1] = e[m];
-      m--;
-    }
-    e[m + 1] = x;
+  const int64_t h = n / 2;
+  sort_bucket(c, o, h, tc, to);
+  sort_bucket(c + h, o ? o + h : NULL, n - h, tc, to);
+  int64_t i = 0, j = h, k = 0;
+  while (i < h || j < n) {
+    const int64_t s = j >= n || (i < h && c[i] <= c[j]) ? i++ : j++;
+    tc[k] = c[s];
+    if (o) to[k] = o[s];
+    k++;
   }
+  memcpy(c, tc, sizeof *c * (size_t)n);
+  if (o) memcpy(o, to, sizeof *o * (size_t)n);
 }
 
 void mb_adjacency_free(mb_adjacency *a) {
@@ -70,92 +72,146 @@ void mb_adjacency_free(mb_adjacency *a) {
   }
 
 mb_error mb_adjacency_build(const mb_mesh *m, mb_adjacency **out) {
+  return mb_adjacency_build_opts(m, MB_ADJ_OPPOSITE, out);
+}
+
+/* Memory while building (nent = 2 x face edges, about 6 nv on a triangle
+ * mesh): start[nv + 2] int64, the buckets' neighbours (4 bytes per entry)
+ * and, with opposites, their opposite vertices (4 more); then the result
+ * (mb_adjacency.h); the buckets are freed before the boundary lists. */
+mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency **out) {
   const int64_t nv = m->nv;
-  const int tri = mb_mesh_is_triangles(m);
-  mb_error ierr = MB_SUCCESS;
-  int64_t *fill = NULL, *mult = NULL;
-  entry *ent = NULL;
+  const int tri = mb_mesh_is_triangles(m) && (flags & MB_ADJ_OPPOSITE);
+  MB_CHECK(nv < INT32_MAX, MB_ERR_ARG,
+           "mesh '%s' has %lld vertices: the adjacency builder takes fewer than 2^31",
+           m->name ? m->name : "mesh", (long long)nv);
+  /* while collapsing, col[k] carries SHARED when its edge is in two or more
+   * faces (not a boundary edge); cleared when the boundary lists are made */
+  const int64_t SHARED = (int64_t)1 << 62;
+  int64_t *start = NULL;
+  int32_t *bc = NULL, *bo = NULL; /* bucket neighbours and opposite vertices */
   mb_adjacency *a;
   MB_CALLOC(a, 1);
   a->nv = nv;
 
-  /* 1. bucket sizes and bucket fill in face order */
-  int64_t *start = calloc((size_t)nv + 1, sizeof *start);
-  fill = calloc((size_t)nv + 1, sizeof *fill);
-  if (!start || !fill) goto oom;
-  MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 1]++; start[b + 1]++; });
-  for (int64_t i = 0; i < nv; i++) start[i + 1] += start[i];
-  const int64_t nent = start[nv];
-  ent = malloc(sizeof *ent * (size_t)(nent ? nent : 1));
-  if (!ent) goto oom;
-  memcpy(fill, start, sizeof *fill * (size_t)nv);
+  /* 1. bucket sizes, then the buckets in face order (start[] is the fill
+   * cursor: afterwards start[i] and start[i + 1] bound bucket i) */
+  start = calloc((size_t)nv + 2, sizeof *start);
+  if (!start) goto oom;
+  MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 2]++; start[b + 2]++; });
+  for (int64_t i = 0; i < nv; i++) start[i + 2] += start[i + 1];
+  const int64_t nent = start[nv + 1];
+  bc = malloc(sizeof *bc * (size_t)(nent ? nent : 1));
+  if (!bc) goto oom;
+  if (tri && !(bo = malloc(sizeof *bo * (size_t)(nent ? nent : 1)))) goto oom;
   MB_FOR_EACH_FACE_EDGE(m, tri, {
-    ent[fill[a]++] = (entry){b, o, 0};
-    ent[fill[b]++] = (entry){a, o, 0};
+    const int64_t pa = start[a + 1]++, pb = start[b + 1]++;
+    bc[pa] = (int32_t)b;
+    bc[pb] = (int32_t)a;
+    if (tri) bo[pa] = bo[pb] = (int32_t)o;
   });
 
   /* 2. sort buckets, count distinct neighbours */
-  a->row = calloc((size_t)nv + 1, sizeof *a->row);
+  a->row = malloc(sizeof *a->row * ((size_t)nv + 1));
   if (!a->row) goto oom;
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (int64_t i = 0; i < nv; i++) {
-    entry *e = ent + start[i];
-    int64_t n = start[i + 1] - start[i], d = 0;
-    sort_bucket(e, n);
-    for (int64_t k = 0; k < n; k++)
-      if (k == 0 || e[k].col != e[k - 1].col) d++;
-    a->row[i + 1] = d;
+  a->row[0] = 0;
+  int oom_sort = 0;
+#pragma omp parallel reduction(| : oom_sort)
+  {
+    int32_t *tc = NULL, *to = NULL;
+    int64_t cap = 0;
+#pragma omp for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < nv; i++) {
+      int32_t *c = bc + start[i];
+      const int64_t n = start[i + 1] - start[i];
+      if (n > 32 && n > cap) {
+        free(tc);
+        free(to);
+        cap = n;
+        tc = malloc(sizeof *tc * (size_t)cap);
+        to = malloc(sizeof *to * (size_t)cap);
+        if (!tc || !to) {
+          free(tc);
+          free(to);
+          tc = to = NULL;
+          cap = 0;
+          oom_sort = 1;
+        }
+      }
+      sort_bucket(c, tri ? bo + start[i] : NULL, n, tc, to);
+      int64_t d = 0;
+      for (int64_t k = 0; k < n; k++)
+        if (k == 0 || c[k] != c[k - 1]) d++;
+      a->row[i + 1] = d;
+    }
+    free(tc);
+    free(to);
   }
+  if (oom_sort) goto oom;
   for (int64_t i = 0; i < nv; i++) a->row[i + 1] += a->row[i];
   a->nnz = a->row[nv];
 
   /* 3. collapse: neighbours, edge multiplicity, opposite vertices */
   a->col = malloc(sizeof *a->col * (size_t)(a->nnz ? a->nnz : 1));
-  mult = calloc((size_t)(a->nnz ? a->nnz : 1), sizeof *mult);
-  a->on_boundary = calloc((size_t)(nv ? nv : 1), 1);
-  a->brow = calloc((size_t)nv + 1, sizeof *a->brow);
-  if (!a->col || !mult || !a->on_boundary || !a->brow) goto oom;
+  a->on_boundary = malloc((size_t)(nv ? nv : 1));
+  if (!a->col || !a->on_boundary) goto oom;
   if (tri) {
-    a->opp_row = calloc((size_t)a->nnz + 1, sizeof *a->opp_row);
+    a->opp_row = malloc(sizeof *a->opp_row * ((size_t)a->nnz + 1));
     a->opp = malloc(sizeof *a->opp * (size_t)(nent ? nent : 1));
     if (!a->opp_row || !a->opp) goto oom;
+    a->opp_row[0] = 0;
   }
 #pragma omp parallel for schedule(dynamic, 1024)
   for (int64_t i = 0; i < nv; i++) {
-    const entry *e = ent + start[i];
+    const int32_t *c = bc + start[i];
     int64_t n = start[i + 1] - start[i], k = a->row[i] - 1, nb = 0;
     for (int64_t t = 0; t < n; t++) {
-      if (t == 0 || e[t].col != e[t - 1].col) a->col[++k] = e[t].col;
-      mult[k]++;
-      if (tri) a->opp[start[i] + t] = e[t].opp;
+      if (t == 0 || c[t] != c[t - 1]) a->col[++k] = c[t];
+      else a->col[k] |= SHARED;
+      if (tri) {
+        a->opp[start[i] + t] = bo[start[i] + t];
+        a->opp_row[k + 1] = start[i] + t + 1; /* the end of this edge's opposite vertices */
+      }
     }
     for (int64_t q = a->row[i]; q < a->row[i + 1]; q++)
-      if (mult[q] == 1) nb++;
+      if (!(a->col[q] & SHARED)) nb++;
     a->on_boundary[i] = nb > 0;
+  }
+  free(bc);
+  free(bo);
+  bc = bo = NULL;
+  free(start);
+  start = NULL;
+
+  /* 4. the boundary lists, once the buckets are gone */
+  a->brow = malloc(sizeof *a->brow * ((size_t)nv + 1));
+  if (!a->brow) goto oom;
+  a->brow[0] = 0;
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (int64_t i = 0; i < nv; i++) {
+    int64_t nb = 0;
+    for (int64_t q = a->row[i]; q < a->row[i + 1]; q++)
+      if (!(a->col[q] & SHARED)) nb++;
     a->brow[i + 1] = nb;
   }
-  if (tri) /* entries were stored bucket by bucket: opp_row follows multiplicities */
-    for (int64_t k = 0; k < a->nnz; k++) a->opp_row[k + 1] = a->opp_row[k] + mult[k];
   for (int64_t i = 0; i < nv; i++) a->brow[i + 1] += a->brow[i];
   a->bcol = malloc(sizeof *a->bcol * (size_t)(a->brow[nv] ? a->brow[nv] : 1));
   if (!a->bcol) goto oom;
+#pragma omp parallel for schedule(dynamic, 1024)
   for (int64_t i = 0; i < nv; i++) {
     int64_t p = a->brow[i];
-    for (int64_t q = a->row[i]; q < a->row[i + 1]; q++)
-      if (mult[q] == 1) a->bcol[p++] = a->col[q];
+    for (int64_t q = a->row[i]; q < a->row[i + 1]; q++) {
+      if (!(a->col[q] & SHARED)) a->bcol[p++] = a->col[q];
+      a->col[q] &= ~SHARED;
+    }
   }
-  free(start);
-  free(fill);
-  free(mult);
-  free(ent);
   *out = a;
-  return ierr;
+  return MB_SUCCESS;
 
 oom:
   free(start);
-  free(fill);
-  free(mult);
-  free(ent);
+  free(bc);
+  free(bo);
   mb_adjacency_free(a);
   MB_FAIL(MB_ERR_MEMORY, "out of memory building the adjacency of '%s' (%lld vertices)",
           m->name ? m->name : "mesh", (long long)nv);

@@ -35,9 +35,22 @@ typedef struct mb_adjacency {
   int64_t *bcol;        /* [brow[nv]] neighbours along boundary edges, ascending */
 } mb_adjacency;
 
-/* Build the adjacency of a validated mesh (see mb_mesh_validate). The result
- * is owned by the caller; free it with mb_adjacency_free. Not collective.
- * Errors: MB_ERR_MEMORY. Cost: O(sum of face sizes) time and memory. */
+/* What mb_adjacency_build_opts builds besides the neighbours and the
+ * boundary. */
+enum { MB_ADJ_OPPOSITE = 1 /* opp_row/opp of a triangle mesh (cotangent weights) */ };
+
+/* Build the adjacency of a validated mesh (see mb_mesh_validate) with
+ * fewer than 2^31 vertices; with MB_ADJ_OPPOSITE in flags, also the
+ * opposite vertices of a triangle mesh (else opp_row and opp are NULL). The
+ * result is owned by the caller; free it with mb_adjacency_free. Not
+ * collective. Memory: 8 bytes per (vertex, face edge) entry and 8 per
+ * vertex while building, then the result: 8 (nv + 1) + 8 nnz + nv + 8 (nv +
+ * 1) + 8 boundary entries bytes, and with opposites 8 (nnz + 1) + 8 nent
+ * (docs/architecture.md). Errors: MB_ERR_MEMORY, MB_ERR_ARG (2^31 vertices
+ * or more). Cost: O(sum of face sizes) time. */
+mb_error mb_adjacency_build_opts(const mb_mesh *mesh, unsigned flags, mb_adjacency **adj);
+
+/* mb_adjacency_build_opts with MB_ADJ_OPPOSITE. */
 mb_error mb_adjacency_build(const mb_mesh *mesh, mb_adjacency **adj);
 
 /* Free an adjacency; NULL is allowed. */

@@ -84,7 +84,10 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   mb_adjacency *adj = NULL;
   mb_error e;
   MB_CALL(smooth_stages(stages, n, &st));
-  MB_CALL_GOTO(e, done, mb_adjacency_build(*mesh, &adj));
+  unsigned need = 0; /* opposite vertices only for cotangent weights */
+  for (int k = 0; k < n; k++)
+    if (st[k].weights == MB_WEIGHTS_COTANGENT) need |= MB_ADJ_OPPOSITE;
+  MB_CALL_GOTO(e, done, mb_adjacency_build_opts(*mesh, need, &adj));
   for (int k = 0; k < n; k++) MB_CALL_GOTO(e, done, mb_smooth_check(&st[k], adj));
   MB_CALL_GOTO(e, done, mb_smooth_backend_run(ctx->backend, adj, st, n, ctx->precision,
                                               (*mesh)->xyz));
