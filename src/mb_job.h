@@ -39,6 +39,7 @@ typedef struct mb_job {
   int nstages;
   mb_stage *stages;      /* [nstages] ops of the registry with their parameters (owned);
                             the kind one writes is the kind the next reads */
+  int timings;           /* not a job key: `meshbatch run --timings` sets it */
 } mb_job;
 
 /* Load and validate a job file. Not collective (every rank may load it).

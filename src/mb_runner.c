@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "mb_adjacency.h"
@@ -28,6 +29,7 @@ typedef struct mesh_result {
   int rank;
   int ok;
   double seconds;
+  double read_s;         /* of seconds: reading the input (per-mesh runs) */
   char backend[64];
   char message[512];
 } mesh_result;
@@ -46,6 +48,7 @@ typedef struct rank_state {
   int nresults;
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
+  double setup_s, write_s; /* --timings: backend and inputs; the output's collective write */
 } rank_state;
 
 /* ------------------------------------------------------------- assignment */
@@ -170,6 +173,7 @@ static mb_error process_one(rank_state *st, int64_t s, mb_mesh **out, mesh_resul
   mb_error e;
   double t0 = mb_wtime();
   MB_CALL_GOTO(e, done, mb_inputs_read(st->inputs, s, &m));
+  res->read_s = mb_wtime() - t0;
   res->nv = m->nv;
   res->nf = m->nf;
   if (st->import_kind != MB_KIND_NONE)
@@ -691,9 +695,40 @@ static mb_error setup(rank_state *st) {
   return MB_SUCCESS;
 }
 
+/* --timings (after PETSc's -log_view): where the run's time went, summed
+ * over meshes, the slowest rank's and the mean; peak host memory per rank
+ * (getrusage). Collective; rank 0 prints. */
+static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
+  double read = 0, total = 0;
+  for (int i = 0; i < st->nresults; i++) {
+    read += st->results[i].read_s;
+    total += st->results[i].seconds;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  enum { N = 6 };
+  double mine[N] = {st->setup_s, read, total - read, st->write_s, sum->wall_s,
+                    (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
+  MB_CALL_MPI(MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
+  MB_CALL_MPI(MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
+  if (st->rank != 0) return MB_SUCCESS;
+  static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
+                                      "write (collective)", "wall", "peak host memory"};
+  mb_log(MB_LOG_NORMAL, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
+         "mean");
+  for (int k = 0; k < N; k++) {
+    if (k == N - 1)
+      mb_log(MB_LOG_NORMAL, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
+    else
+      mb_log(MB_LOG_NORMAL, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
+  }
+  return MB_SUCCESS;
+}
+
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
   MB_CALL(setup(st));
+  st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
     mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s", MESHBATCH_VERSION,
            (long long)st->inputs->nsources, st->size, st->size == 1 ? "" : "s",
@@ -704,9 +739,11 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
   MB_CALL(mb_agree(st->comm, e));
+  const double tw = mb_wtime();
   e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
                                 st->slabs);
   MB_CALL(mb_agree(st->comm, e));
+  st->write_s = mb_wtime() - tw;
 
   int64_t failed = 0;
   for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;
@@ -727,6 +764,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
     mb_log(MB_LOG_NORMAL, "output: %s (open the .xdmf beside it in ParaView)", st->job->output);
   }
   free(all);
+  if (st->job->timings) MB_CALL(print_timings(st, sum));
   return MB_SUCCESS;
 }
 

@@ -9,7 +9,7 @@
 #include "mb_runner.h"
 
 static const char run_help[] =
-    "usage: meshbatch run JOB.yaml [--quiet | --verbose]\n"
+    "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings]\n"
     "       mpirun -np N meshbatch run JOB.yaml\n\n"
     "Run a job file: read the input meshes, run every stage on the chosen\n"
     "backend, write the output collection (HDF5 + XDMF) through all ranks.\n"
@@ -17,6 +17,8 @@ static const char run_help[] =
     "options:\n"
     "  -q, --quiet     errors only\n"
     "  -v, --verbose   also backend choice per rank and error tracebacks\n"
+    "  --timings       at the end, where the time went (setup, read, compute,\n"
+    "                  write, wall: slowest rank and mean) and peak host memory\n"
     "  -h, --help      this text\n\n"
     "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
     "their keys. Exit codes: 0 all meshes done,\n"
@@ -32,12 +34,17 @@ static int run_and_report(const mb_job *job) {
 
 int mb_cmd_run(int argc, char **argv) {
   const char *path = NULL;
+  int timings = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       if (mb_cli_rank() == 0) fputs(run_help, stdout);
       return MB_EXIT_OK;
     }
     if (mb_cli_log_option(argv[i])) continue;
+    if (!strcmp(argv[i], "--timings")) {
+      timings = 1;
+      continue;
+    }
     if (argv[i][0] == '-') return mb_cli_usage_error("run", "unknown option '%s'", argv[i]);
     if (path) return mb_cli_usage_error("run", "one job file expected, got '%s' too", argv[i]);
     path = argv[i];
@@ -45,6 +52,7 @@ int mb_cmd_run(int argc, char **argv) {
   if (!path) return mb_cli_usage_error("run", "missing JOB.yaml");
   mb_job *job = NULL;
   if (mb_job_load(path, &job) != MB_SUCCESS) return mb_cli_report(MB_EXIT_USAGE);
+  job->timings = timings;
   int code = run_and_report(job);
   mb_job_free(job);
   return code;

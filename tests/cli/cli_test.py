@@ -218,9 +218,14 @@ def case_ranks(a):
         out = os.path.join(d, f"np{np}.h5")
         jp = job(os.path.join(d, f"np{np}.yaml"), files, out, stages=rules, backend="cpu",
                  schedule=a.schedule)
-        p = run(["run", jp], np=np)
+        p = run(["run", jp, "--timings"], np=np)
         if "max/mean" not in p.stdout:
             fail("no busy-time summary")
+        for row in ("setup (backend, inputs)", "read", "compute (setup + stages)",
+                    "write (collective)", "wall", "peak host memory"):
+            if not any(ln.strip().startswith(row) and (" s " in ln + " " or "MB" in ln)
+                       for ln in p.stdout.splitlines()):
+                fail(f"--timings on {np} ranks: no '{row}' row")
         outs[np] = out
     for np in outs:
         same_datasets(outs[1], outs[np])
