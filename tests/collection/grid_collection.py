@@ -161,8 +161,42 @@ def check_bad_inputs(d, paths):
     p = run(["run", job], expect=1)
     if "exceeds the stability limit" not in p.stdout + p.stderr:
         fail("an unstable heat step is not refused with its limit")
-    print("bad grid inputs: a NaN and an unstable dt refused with the dataset and reason; "
-          "the rest of the batch written")
+    # a field of the wrong shape, a grid without fields, a surface mesh: each
+    # refused with its file and dataset named, the good grid written
+    import shutil as sh
+    wrong = os.path.join(d, "wrong_shape.h5")
+    sh.copy(paths["float64"], wrong)
+    with h5py.File(wrong, "r+") as f:
+        del f["meshes/g_float64/fields/u"]
+        f["meshes/g_float64/fields/u"] = np.zeros((SHAPE[0], SHAPE[1], SHAPE[2] - 1))
+    empty = os.path.join(d, "no_field.h5")
+    sh.copy(paths["float32"], empty)
+    with h5py.File(empty, "r+") as f:
+        for n in list(f["meshes/g_float32/fields"]):
+            del f[f"meshes/g_float32/fields/{n}"]
+    surface = os.path.join(d, "tri.obj")
+    with open(surface, "w") as f:
+        f.write("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    good = os.path.join(d, "good.npy")
+    np.save(good, np.ones((4, 5, 6)))
+    job = os.path.join(d, "bad_kinds.yaml")
+    with open(job, "w") as f:
+        f.write(f"input:\n  - {wrong}\n  - {empty}\n  - {surface}\n  - {good}\n"
+                f"output: {d}/bad_kinds.h5\nbackend: cpu\nstages:\n  - {{op: grid_laplacian}}\n")
+    p = run(["run", job], expect=1)
+    text = p.stdout + p.stderr
+    for want in (f"wrong_shape ({wrong}): {wrong}: /meshes/g_float64/fields/u is not a float32 or "
+                 f"float64 dataset of shape [{SHAPE[0]}, {SHAPE[1]}, {SHAPE[2]}]",
+                 f"g_float32 ({empty}): grid 'g_float32' has no field for grid_laplacian",
+                 "reads grid3d datasets, and " + surface + " is a surface dataset"):
+        if want not in text:
+            fail(f"bad grid inputs: expected the message '{want}' in\n{text[-3000:]}")
+    with h5py.File(os.path.join(d, "bad_kinds.h5"), "r") as f:
+        if sorted(f["meshes"]) != ["good"]:
+            fail(f"written {sorted(f['meshes'])}, expected the good grid only")
+    print("bad grid inputs: a NaN, an unstable dt, a field of the wrong shape, a grid without "
+          "fields and a surface mesh refused with the file, dataset and reason; the rest of the "
+          "batch written")
 
 
 PV_SCRIPT = r"""
