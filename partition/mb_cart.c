@@ -45,6 +45,22 @@ static mb_error face_types(mb_cart *c) {
   return MB_SUCCESS;
 }
 
+mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]) {
+  /* MPI_Dims_create gives non-increasing factors: the most to the longest
+   * axis (ties: z before y before x), the same on every rank */
+  int d[3] = {0, 0, 0}, order[3] = {0, 1, 2};
+  MB_CALL_MPI(MPI_Dims_create(size, 3, d));
+  for (int p = 0; p < 3; p++)
+    for (int q = p + 1; q < 3; q++)
+      if (n[order[q]] > n[order[p]]) {
+        int t = order[p];
+        order[p] = order[q];
+        order[q] = t;
+      }
+  for (int p = 0; p < 3; p++) dims[order[p]] = d[p];
+  return MB_SUCCESS;
+}
+
 mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int ghost,
                         mb_cart **cart) {
   *cart = NULL;
@@ -62,18 +78,7 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
   c->periodic = periodic;
   c->ghost = ghost;
   MB_CALL_MPI(MPI_Comm_size(comm, &c->size));
-  /* MPI_Dims_create gives non-increasing factors: the most to the longest
-   * axis (ties: z before y before x), the same on every rank */
-  int d[3] = {0, 0, 0}, order[3] = {0, 1, 2};
-  MB_CALL_MPI(MPI_Dims_create(c->size, 3, d));
-  for (int p = 0; p < 3; p++)
-    for (int q = p + 1; q < 3; q++)
-      if (n[order[q]] > n[order[p]]) {
-        int t = order[p];
-        order[p] = order[q];
-        order[q] = t;
-      }
-  for (int p = 0; p < 3; p++) c->dims[order[p]] = d[p];
+  MB_CALL(mb_cart_dims(c->size, n, c->dims));
   mb_error e = MB_SUCCESS;
   static const char axis_name[3] = {'z', 'y', 'x'};
   for (int a = 0; a < 3 && !e; a++) {

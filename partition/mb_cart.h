@@ -48,6 +48,12 @@ typedef struct mb_cart {
   int nreq;
 } mb_cart;
 
+/* The blocks per axis (z, y, x) of a grid of n[3] points over `size`
+ * ranks, as mb_cart_create cuts it: MPI_Dims_create's factors, the most to
+ * the longest axis (ties: z before y before x). Not collective.
+ * Errors: MB_ERR_MPI. */
+mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]);
+
 /* Split a grid of n[3] points (z, y, x) over the ranks of comm with `ghost`
  * planes per face (1 <= ghost). Every block must be at least `ghost`
  * planes thick along every cut axis (else MB_ERR_ARG naming the axis, the

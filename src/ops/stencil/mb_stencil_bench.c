@@ -125,16 +125,9 @@ static mb_error heat_run(mb_cart *c, const part_opts *o, const double h[3],
 /* The whole grid of a weak-scaling run: each axis of the per-rank block
  * times the blocks along it, the rank grid as mb_cart_create makes it. */
 static void weak_grid(const int64_t block[3], int size, int64_t n[3]) {
-  int d[3] = {0, 0, 0}, order[3] = {0, 1, 2};
-  MPI_Dims_create(size, 3, d);
-  for (int p = 0; p < 3; p++)
-    for (int q = p + 1; q < 3; q++)
-      if (block[order[q]] > block[order[p]]) {
-        int t = order[p];
-        order[p] = order[q];
-        order[q] = t;
-      }
-  for (int p = 0; p < 3; p++) n[order[p]] = block[order[p]] * d[p];
+  int d[3] = {1, 1, 1};
+  (void)mb_cart_dims(size, block, d);
+  for (int a = 0; a < 3; a++) n[a] = block[a] * d[a];
 }
 
 /* --distribute partitioned: one rank alone, then all ranks. */
