@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -677,6 +679,30 @@ static mb_error make_parent_folder(const char *path) {
   return MB_SUCCESS;
 }
 
+/* Before any work (rank 0): the output is none of the inputs (compared
+ * by device and inode, so links and ./ spellings count), and its folder
+ * takes a new file (a probe created and removed). */
+static mb_error check_output(const char *output, const mb_inputs *in) {
+  struct stat so;
+  if (stat(output, &so) == 0)
+    for (int64_t k = 0; k < in->nsources; k++) {
+      struct stat si;
+      MB_CHECK(stat(in->sources[k].path, &si) != 0 || si.st_dev != so.st_dev ||
+                   si.st_ino != so.st_ino,
+               MB_ERR_ARG,
+               "the output %s is the input %s: the run would replace its own input; choose "
+               "another output", output, in->sources[k].path);
+    }
+  char probe[4200];
+  snprintf(probe, sizeof probe, "%s.probe-%ld", output, (long)getpid());
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  MB_CHECK(fd >= 0, MB_ERR_IO, "cannot write the output %s: %s (nothing was computed)", output,
+           strerror(errno));
+  close(fd);
+  unlink(probe);
+  return MB_SUCCESS;
+}
+
 static mb_error setup(rank_state *st) {
   MPI_Comm node;
   int local_rank;
@@ -691,6 +717,7 @@ static mb_error setup(rank_state *st) {
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
   e = st->rank == 0 ? make_parent_folder(st->job->output) : MB_SUCCESS;
+  if (!e && st->rank == 0) e = check_output(st->job->output, st->inputs);
   MB_CALL(mb_agree(st->comm, e));
   return MB_SUCCESS;
 }

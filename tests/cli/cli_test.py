@@ -136,6 +136,30 @@ def case_job_errors(a):
     run(["run", os.path.join(d, "missing.yaml")], expect=2)
     if os.path.exists(os.path.join(d, "o.h5")):
         fail("an invalid job wrote output")
+    # the output is an input: refused before any work, the input untouched
+    coll = os.path.join(d, "in.h5")
+    run(["import", good, "-o", coll])
+    before = open(coll, "rb").read()
+    same = write(os.path.join(d, "same.yaml"), f"input: {coll}\noutput: {d}/./in.h5\nbackend: cpu\n"
+                 "stages:\n  - {op: laplacian, iterations: 1}\n")
+    p = run(["run", same], expect=1)
+    if "is the input" not in p.stderr or open(coll, "rb").read() != before:
+        fail("an output equal to the input is not refused before work, or the input changed")
+    # an output folder that takes no file: refused before any work
+    ro = os.path.join(d, "readonly")
+    os.makedirs(ro, exist_ok=True)
+    os.chmod(ro, 0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            print("the read-only folder is writable here (root): that check is skipped")
+        else:
+            job_ro = write(os.path.join(d, "ro.yaml"), f"input: {coll}\noutput: {ro}/o.h5\n"
+                           "backend: cpu\nstages:\n  - {op: laplacian, iterations: 1}\n")
+            p = run(["run", job_ro], expect=1)
+            if "cannot write the output" not in p.stderr or "nothing was computed" not in p.stderr:
+                fail("an unwritable output folder is not reported before work")
+    finally:
+        os.chmod(ro, 0o755)
 
 
 def case_bad_inputs(a):
