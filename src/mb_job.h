@@ -39,7 +39,9 @@ typedef struct mb_job {
   int nstages;
   mb_stage *stages;      /* [nstages] ops of the registry with their parameters (owned);
                             the kind one writes is the kind the next reads */
-  int timings;           /* not a job key: `meshbatch run --timings` sets it */
+  int timings;           /* not job keys: `meshbatch run --timings`, */
+  int checkpoint;        /* --checkpoint (keep every finished mesh in OUTPUT.ckpt/), */
+  int resume;            /* --resume (take the finished meshes from there) set them */
 } mb_job;
 
 /* Load and validate a job file. Not collective (every rank may load it).

@@ -1,6 +1,9 @@
 /* meshbatch: the job runner (see mb_runner.h). */
 #include "mb_runner.h"
 
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +54,35 @@ typedef struct rank_state {
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
   double setup_s, write_s; /* --timings: backend and inputs; the output's collective write */
+  char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
+  int64_t resumed;       /* meshes this rank took from the checkpoint */
 } rank_state;
+
+/* ------------------------------------------------------------- stopping */
+
+/* SIGTERM (what SLURM sends before the walltime kill, and what mpirun
+ * forwards): finish the current mesh, take no other. */
+static volatile sig_atomic_t stop_requested;
+static void on_sigterm(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+/* Fault injection for the tests (docs/guide.md, "Checkpoints"):
+ * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
+ * kill itself (SIGKILL) or send itself SIGTERM after finishing its K-th
+ * mesh. */
+static void inject_fault(int rank, int64_t finished) {
+  const char *f = getenv("MESHBATCH_FAULT");
+  char what[8] = "";
+  int r = -1;
+  long long after = -1;
+  if (!f || sscanf(f, "%7[a-z]:%d:%lld", what, &r, &after) != 3 || (r >= 0 && r != rank) ||
+      finished != after)
+    return;
+  if (!strcmp(what, "kill")) raise(SIGKILL);
+  if (!strcmp(what, "term")) raise(SIGTERM);
+}
 
 /* ------------------------------------------------------------- assignment */
 
@@ -194,6 +225,31 @@ done:
   return MB_SUCCESS;
 }
 
+static mb_error keep_mesh(rank_state *st, mb_mesh *m) {
+  mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
+  if (!k) {
+    mb_mesh_free(m);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory");
+  }
+  st->kept = k;
+  st->kept[st->nkept++] = m;
+  return MB_SUCCESS;
+}
+
+/* A finished mesh from the checkpoint: the one dataset of ck, as source s. */
+static mb_error read_checkpoint(const char *ck, int64_t s, mb_mesh **m) {
+  mb_collection *c = NULL;
+  MB_CALL(mb_collection_open(MPI_COMM_SELF, ck, &c));
+  mb_error e = mb_collection_count(c) == 1
+                   ? mb_collection_read(c, 0, m)
+                   : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                                  "%s: a checkpoint holds one dataset", ck);
+  mb_collection_close(c);
+  MB_CALL(e);
+  (*m)->index = s;
+  return MB_SUCCESS;
+}
+
 static mb_error take_source(rank_state *st, int64_t s) {
   mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
   MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
@@ -207,11 +263,28 @@ static mb_error take_source(rank_state *st, int64_t s) {
   const mb_source *src = &st->inputs->sources[s];
   mb_mesh *m = NULL;
   double t0 = mb_wtime();
+  char ck[4400] = "";
+  if (st->ckpt[0]) snprintf(ck, sizeof ck, "%s/%lld.h5", st->ckpt, (long long)s);
+  if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
+    MB_CALL(read_checkpoint(ck, s, &m));
+    res->nv = m->nv;
+    res->nf = m->nf;
+    snprintf(res->backend, sizeof res->backend, "resumed");
+    MB_CALL(keep_mesh(st, m));
+    res->ok = 1;
+    st->resumed++;
+    mb_log(MB_LOG_NORMAL, "[rank %d] %s: from the checkpoint (%s)", st->rank, src->name, ck);
+    return MB_SUCCESS;
+  }
   if (process_one(st, s, &m, res) == MB_SUCCESS) {
-    mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
-    if (!k) { mb_mesh_free(m); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
-    st->kept = k;
-    st->kept[st->nkept++] = m;
+    if (ck[0]) { /* durable before it counts as finished: written whole, then renamed */
+      mb_error ce = mb_collection_write(MPI_COMM_SELF, ck, 1, &m);
+      if (ce) {
+        mb_mesh_free(m);
+        return ce;
+      }
+    }
+    MB_CALL(keep_mesh(st, m));
     res->ok = 1;
     mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
            src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
@@ -221,6 +294,7 @@ static mb_error take_source(rank_state *st, int64_t s) {
     if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", mb_error_traceback());
   }
   st->busy_s += mb_wtime() - t0;
+  inject_fault(st->rank, st->nresults);
   return MB_SUCCESS;
 }
 
@@ -234,7 +308,7 @@ static mb_error run_static(rank_state *st) {
   for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
   mb_assign_lpt(n, cost, st->size, owner);
   mb_error e = MB_SUCCESS;
-  for (int64_t i = 0; i < n && !e; i++)
+  for (int64_t i = 0; i < n && !e && !stop_requested; i++)
     if (owner[i] == st->rank) e = take_source(st, i);
   free(cost);
   free(owner);
@@ -263,7 +337,7 @@ static mb_error run_dynamic(rank_state *st) {
     int64_t one = 1, next = 0;
     MB_CALL_MPI(MPI_Fetch_and_op(&one, &next, MPI_INT64_T, 0, 0, MPI_SUM, win));
     MB_CALL_MPI(MPI_Win_flush(0, win));
-    if (next >= n || e) break;
+    if (next >= n || e || stop_requested) break;
     e = take_source(st, order[next].index);
   }
   MB_CALL_MPI(MPI_Win_unlock_all(win));
@@ -703,6 +777,64 @@ static mb_error check_output(const char *output, const mb_inputs *in) {
   return MB_SUCCESS;
 }
 
+/* FNV-1a of the job file and the list of sources: what a checkpoint must
+ * have been made by to be resumed. */
+static uint64_t job_fingerprint(const rank_state *st) {
+  uint64_t h = 1469598103934665603ull;
+  FILE *f = fopen(st->job->path, "rb");
+  for (int c; f && (c = fgetc(f)) != EOF;) h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ull;
+  if (f) fclose(f);
+  for (int64_t k = 0; k < st->inputs->nsources; k++)
+    for (const char *p = st->inputs->sources[k].path; *p; p++)
+      h = (h ^ (uint64_t)(unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+/* Remove the files of a folder (a checkpoint holds no subfolder). */
+static void clear_folder(const char *dir) {
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] != '.') {
+      char q[4600];
+      snprintf(q, sizeof q, "%s/%s", dir, e->d_name);
+      unlink(q);
+    }
+  if (d) closedir(d);
+}
+
+/* Rank 0: the checkpoint folder OUTPUT.ckpt. Without --resume any earlier
+ * one is emptied; with it, its fingerprint must be this job's. */
+static mb_error open_checkpoint(const rank_state *st, const char *dir) {
+  char id[4400], want[64], have[64] = "";
+  snprintf(id, sizeof id, "%s/job.id", dir);
+  snprintf(want, sizeof want, "%016llx", (unsigned long long)job_fingerprint(st));
+  FILE *f = fopen(id, "r");
+  if (f) {
+    if (!fgets(have, sizeof have, f)) have[0] = '\0';
+    fclose(f);
+    have[strcspn(have, "\n")] = '\0';
+  }
+  if (st->job->resume && f)
+    MB_CHECK(!strcmp(have, want), MB_ERR_ARG,
+             "%s was made by another job or other inputs (fingerprint %s, this job %s): remove "
+             "it, or run without --resume to start again", dir, have, want);
+  if (st->job->resume && !f)
+    mb_log(MB_LOG_NORMAL, "resume: no checkpoint at %s: every mesh is computed", dir);
+  if (!st->job->resume) clear_folder(dir); /* a fresh start: no stale mesh may be taken later */
+  MB_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, MB_ERR_IO, "cannot create %s: %s", dir,
+           strerror(errno));
+  f = fopen(id, "w");
+  MB_CHECK(f && fprintf(f, "%s\n", want) > 0 && fclose(f) == 0, MB_ERR_IO,
+           "cannot write %s: %s", id, strerror(errno));
+  return MB_SUCCESS;
+}
+
+/* Rank 0, after the output is written: the checkpoint is no longer needed. */
+static void remove_checkpoint(const char *dir) {
+  clear_folder(dir);
+  rmdir(dir);
+}
+
 static mb_error setup(rank_state *st) {
   MPI_Comm node;
   int local_rank;
@@ -719,6 +851,14 @@ static mb_error setup(rank_state *st) {
   e = st->rank == 0 ? make_parent_folder(st->job->output) : MB_SUCCESS;
   if (!e && st->rank == 0) e = check_output(st->job->output, st->inputs);
   MB_CALL(mb_agree(st->comm, e));
+  if (st->job->checkpoint || st->job->resume) {
+    MB_CHECK(st->job->distribute != MB_DISTRIBUTE_PARTITIONED, MB_ERR_ARG,
+             "--checkpoint and --resume work for per-mesh runs; a partitioned run is one "
+             "collective pass over each mesh and starts again from the first");
+    snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
+    e = st->rank == 0 ? open_checkpoint(st, st->ckpt) : MB_SUCCESS;
+    MB_CALL(mb_agree(st->comm, e));
+  }
   return MB_SUCCESS;
 }
 
@@ -754,6 +894,12 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
 
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
+  stop_requested = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
   MB_CALL(setup(st));
   st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
@@ -766,11 +912,27 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
   MB_CALL(mb_agree(st->comm, e));
+  int stopped = stop_requested;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
+  if (stopped) { /* SIGTERM: no output that could pass for a finished one */
+    int64_t kept = st->nkept;
+    MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
+    MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
+            (long long)kept, (long long)st->inputs->nsources,
+            st->ckpt[0] ? "they are kept in the checkpoint: run the same command with --resume"
+                        : "nothing was written (run with --checkpoint to keep finished meshes)");
+  }
   const double tw = mb_wtime();
   e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
                                 st->slabs);
   MB_CALL(mb_agree(st->comm, e));
   st->write_s = mb_wtime() - tw;
+  if (st->ckpt[0] && st->rank == 0) remove_checkpoint(st->ckpt);
+  int64_t resumed = st->resumed;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  if (st->job->resume && st->rank == 0)
+    mb_log(MB_LOG_NORMAL, "resume: %lld meshes taken from the checkpoint, %lld computed",
+           (long long)resumed, (long long)(st->inputs->nsources - resumed));
 
   int64_t failed = 0;
   for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;

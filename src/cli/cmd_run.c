@@ -9,7 +9,7 @@
 #include "mb_runner.h"
 
 static const char run_help[] =
-    "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings]\n"
+    "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings] [--checkpoint | --resume]\n"
     "       mpirun -np N meshbatch run JOB.yaml\n\n"
     "Run a job file: read the input meshes, run every stage on the chosen\n"
     "backend, write the output collection (HDF5 + XDMF) through all ranks.\n"
@@ -19,6 +19,14 @@ static const char run_help[] =
     "  -v, --verbose   also backend choice per rank and error tracebacks\n"
     "  --timings       at the end, where the time went (setup, read, compute,\n"
     "                  write, wall: slowest rank and mean) and peak host memory\n"
+    "  --checkpoint    keep every finished mesh in OUTPUT.ckpt/ (per-mesh runs), so\n"
+    "                  that a run stopped by SIGTERM, a killed rank or a lost node\n"
+    "                  can go on with --resume; removed once OUTPUT is written\n"
+    "  --resume        take the meshes finished in OUTPUT.ckpt/ by an interrupted\n"
+    "                  run of the same job, compute the rest (and checkpoint them)\n"
+    "SIGTERM (SLURM's warning before the walltime) stops the run after the\n"
+    "current mesh, without writing OUTPUT; with --checkpoint the finished\n"
+    "meshes are kept for --resume.\n"
     "  -h, --help      this text\n\n"
     "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
     "their keys. Exit codes: 0 all meshes done,\n"
@@ -34,7 +42,7 @@ static int run_and_report(const mb_job *job) {
 
 int mb_cmd_run(int argc, char **argv) {
   const char *path = NULL;
-  int timings = 0;
+  int timings = 0, checkpoint = 0, resume = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       if (mb_cli_rank() == 0) fputs(run_help, stdout);
@@ -45,6 +53,11 @@ int mb_cmd_run(int argc, char **argv) {
       timings = 1;
       continue;
     }
+    if (!strcmp(argv[i], "--checkpoint") || !strcmp(argv[i], "--resume")) {
+      checkpoint = 1;
+      resume |= !strcmp(argv[i], "--resume");
+      continue;
+    }
     if (argv[i][0] == '-') return mb_cli_usage_error("run", "unknown option '%s'", argv[i]);
     if (path) return mb_cli_usage_error("run", "one job file expected, got '%s' too", argv[i]);
     path = argv[i];
@@ -53,6 +66,8 @@ int mb_cmd_run(int argc, char **argv) {
   mb_job *job = NULL;
   if (mb_job_load(path, &job) != MB_SUCCESS) return mb_cli_report(MB_EXIT_USAGE);
   job->timings = timings;
+  job->checkpoint = checkpoint;
+  job->resume = resume;
   int code = run_and_report(job);
   mb_job_free(job);
   return code;

@@ -10,6 +10,7 @@ import argparse
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, TMP, compare, cuda_devices, datasets,  # noqa: E402,F401
@@ -459,6 +460,62 @@ def case_gpu(a):
     f32 = go("cuda32", 1, backend="cuda", precision="float32")
     compare(f32, go("cuda32_partitioned", a.np, backend="cuda", precision="float32",
                     distribute="partitioned"), 0)
+
+
+def case_resume(a):
+    """A batch of 9 meshes on a.np ranks, interrupted and resumed: one rank
+    killed with SIGKILL after its second mesh (MESHBATCH_FAULT), then every
+    rank sent SIGTERM after its first; each rerun with --resume takes the
+    checkpointed meshes (from the log), computes the rest, and writes the
+    output of an uninterrupted run bit for bit; the stopped run leaves no
+    output; a checkpoint of another job is refused."""
+    d = fresh(f"resume_{a.np}_{a.schedule}")
+    files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
+    out = os.path.join(d, "out.h5")
+    jp = job(os.path.join(d, "job.yaml"), files, out, stages=ALL_RULES, backend="cpu",
+             schedule=a.schedule)
+    run(["run", jp], np=a.np)
+    ref = os.path.join(d, "ref.h5")
+    shutil.move(out, ref)
+    n = len(files)
+    env = dict(os.environ)
+    try:
+        for fault, code in ((f"kill:{min(1, a.np - 1)}:2", None), ("term:-1:1", 1)):
+            os.environ["MESHBATCH_FAULT"] = fault
+            p = run(["run", jp, "--checkpoint"], np=a.np, expect=code)
+            os.environ.pop("MESHBATCH_FAULT")
+            if os.path.exists(out):
+                fail(f"{fault}: the interrupted run left an output")
+            if fault.startswith("term") and "stopped by SIGTERM" not in p.stderr:
+                fail("SIGTERM: no message saying the run stopped and how to go on")
+            time.sleep(1)  # ranks that outlive a killed one are stopped by the launcher
+            kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")])
+            least = 2 if fault.startswith("kill") else a.np  # the faulty rank's, or one per rank
+            if not least <= kept <= n or (fault.startswith("term") and kept == n):
+                fail(f"{fault}: {kept} meshes checkpointed of {n}")
+            p = run(["run", jp, "--resume"], np=a.np)
+            taken = sum(1 for ln in p.stdout.splitlines() if ln.startswith("[rank") and ": from the checkpoint" in ln)
+            if taken != kept or f"resume: {kept} meshes taken from the checkpoint, {n - kept} computed" \
+                    not in p.stdout:
+                fail(f"{fault}: {taken} meshes taken from the checkpoint, expected {kept}")
+            if os.path.exists(out + ".ckpt"):
+                fail("the checkpoint is left after the output was written")
+            same_datasets(ref, out)
+            os.remove(out)
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+    # a checkpoint made by another job is not taken
+    os.environ["MESHBATCH_FAULT"] = "term:-1:1"
+    try:
+        run(["run", jp, "--checkpoint"], np=a.np, expect=1)
+    finally:
+        os.environ.pop("MESHBATCH_FAULT")
+    with open(jp, "a") as f:
+        f.write("# edited\n")
+    p = run(["run", jp, "--resume"], np=a.np, expect=1)
+    if "was made by another job" not in p.stderr:
+        fail("a checkpoint of another job is resumed")
 
 
 def main():
