@@ -56,6 +56,7 @@ typedef struct rank_state {
   double setup_s, write_s; /* --timings: backend and inputs; the output's collective write */
   char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
   int64_t resumed;       /* meshes this rank took from the checkpoint */
+  int locked;            /* rank 0 holds OUTPUT.lock */
 } rank_state;
 
 /* ------------------------------------------------------------- stopping */
@@ -835,6 +836,51 @@ static void remove_checkpoint(const char *dir) {
   rmdir(dir);
 }
 
+/* Rank 0: OUTPUT.lock, created exclusively, says which run writes OUTPUT
+ * ("HOST PID"). A lock of a process that no longer runs on this host is
+ * stale and taken over; any other refuses the run. Removed at the end. */
+static mb_error take_lock(const char *output) {
+  char lock[4200], host[256] = "", line[512] = "";
+  snprintf(lock, sizeof lock, "%s.lock", output);
+  gethostname(host, sizeof host - 1);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      char mine[400];
+      int n = snprintf(mine, sizeof mine, "%s %ld\n", host, (long)getpid());
+      const int ok = write(fd, mine, (size_t)n) == n;
+      close(fd);
+      MB_CHECK(ok, MB_ERR_IO, "cannot write %s: %s", lock, strerror(errno));
+      return MB_SUCCESS;
+    }
+    MB_CHECK(errno == EEXIST, MB_ERR_IO, "cannot create %s: %s (nothing was computed)", lock,
+             strerror(errno));
+    FILE *f = fopen(lock, "r");
+    if (f) {
+      if (!fgets(line, sizeof line, f)) line[0] = '\0';
+      fclose(f);
+    }
+    char other[256] = "";
+    long pid = 0;
+    const int parsed = sscanf(line, "%255s %ld", other, &pid) == 2;
+    const int stale = parsed && !strcmp(other, host) && pid > 0 && kill((pid_t)pid, 0) != 0 &&
+                      errno == ESRCH;
+    MB_CHECK(stale, MB_ERR_IO,
+             "%s is being written by another run (%s: host and process id); wait for it, "
+             "choose another output, or remove %s if that run is gone",
+             output, parsed ? line : "unreadable lock", lock);
+    mb_log(MB_LOG_NORMAL, "taking over %s of a run that is gone (%s %ld)", lock, other, pid);
+    unlink(lock);
+  }
+  MB_FAIL(MB_ERR_IO, "cannot take %s", lock);
+}
+
+static void drop_lock(const char *output) {
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s.lock", output);
+  unlink(lock);
+}
+
 static mb_error setup(rank_state *st) {
   MPI_Comm node;
   int local_rank;
@@ -850,6 +896,8 @@ static mb_error setup(rank_state *st) {
   MB_CALL(mb_agree(st->comm, e));
   e = st->rank == 0 ? make_parent_folder(st->job->output) : MB_SUCCESS;
   if (!e && st->rank == 0) e = check_output(st->job->output, st->inputs);
+  if (!e && st->rank == 0) e = take_lock(st->job->output);
+  if (!e) st->locked = st->rank == 0;
   MB_CALL(mb_agree(st->comm, e));
   if (st->job->checkpoint || st->job->resume) {
     MB_CHECK(st->job->distribute != MB_DISTRIBUTE_PARTITIONED, MB_ERR_ARG,
@@ -963,6 +1011,7 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  if (st->locked) drop_lock(st->job->output);
   for (int i = 0; i < st->nkept; i++) mb_mesh_free(st->kept[i]);
   free(st->kept);
   for (int i = 0; i < st->nslabs; i++) mb_mesh_free(st->slabs[i].rows);

@@ -146,6 +146,30 @@ def case_job_errors(a):
     p = run(["run", same], expect=1)
     if "is the input" not in p.stderr or open(coll, "rb").read() != before:
         fail("an output equal to the input is not refused before work, or the input changed")
+    # another run writing the same output (its lock names this live process)
+    # is refused; the lock of a process that is gone is taken over
+    import socket
+    busy = os.path.join(d, "busy.h5")
+    write(busy + ".lock", f"{socket.gethostname()} {os.getpid()}\n")
+    job_busy = write(os.path.join(d, "busy.yaml"), f"input: {coll}\noutput: {busy}\nbackend: cpu\n"
+                     "stages:\n  - {op: laplacian, iterations: 1}\n")
+    p = run(["run", job_busy], expect=1)
+    if "is being written by another run" not in p.stderr or os.path.exists(busy):
+        fail("a second run on the same output is not refused")
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    write(busy + ".lock", f"{socket.gethostname()} {gone}\n")
+    p = run(["run", job_busy])
+    if "taking over" not in p.stdout or os.path.exists(busy + ".lock") or not os.path.exists(busy):
+        fail("the stale lock of a run that is gone is not taken over, or the lock is left")
+    # an output path through a regular file (ENOTDIR, even for root)
+    job_nd = write(os.path.join(d, "nd.yaml"), f"input: {coll}\noutput: {same}/o.h5\nbackend: cpu\n"
+                   "stages:\n  - {op: laplacian, iterations: 1}\n")
+    p = run(["run", job_nd], expect=1)
+    if "o.h5" not in p.stderr or "Not a directory" not in p.stderr:
+        fail("an output below a regular file is not reported with the reason")
     # an output folder that takes no file: refused before any work
     ro = os.path.join(d, "readonly")
     os.makedirs(ro, exist_ok=True)
@@ -488,7 +512,16 @@ def case_resume(a):
                 fail(f"{fault}: the interrupted run left an output")
             if fault.startswith("term") and "stopped by SIGTERM" not in p.stderr:
                 fail("SIGTERM: no message saying the run stopped and how to go on")
-            time.sleep(1)  # ranks that outlive a killed one are stopped by the launcher
+            # ranks that outlive a killed one are stopped by the launcher, some
+            # after it returns: wait until rank 0, which holds the lock, is gone
+            for _ in range(100):
+                try:
+                    pid = int(open(out + ".lock").read().split()[1])
+                    os.kill(pid, 0)
+                except (OSError, IndexError, ValueError):
+                    break
+                time.sleep(0.1)
+            time.sleep(0.5)
             kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")])
             least = 2 if fault.startswith("kill") else a.np  # the faulty rank's, or one per rank
             if not least <= kept <= n or (fault.startswith("term") and kept == n):
