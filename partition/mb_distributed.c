@@ -63,8 +63,8 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *g, const doubl
   MB_CALL(mb_agree(comm, e));
   dm->comm = comm;
   dm->nv = g->nv;
-  MPI_Comm_rank(comm, &dm->rank);
-  MPI_Comm_size(comm, &dm->size);
+  MB_CALL_MPI(MPI_Comm_rank(comm, &dm->rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &dm->size));
   MB_CALL_GOTO(e, fail, share_parts(dm, g, part));
   MB_CALL_GOTO(e, fail, mb_agree(comm, block_slabs(dm)));
   e = build_local(dm, g, xyz, depth);

@@ -491,8 +491,8 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
   MB_CALL(mb_agree(comm, e));
   dm->comm = comm;
   dm->nv = slab->nv;
-  MPI_Comm_rank(comm, &dm->rank);
-  MPI_Comm_size(comm, &dm->size);
+  MB_CALL_MPI(MPI_Comm_rank(comm, &dm->rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &dm->size));
   slab_build b = {.comm = comm, .rank = dm->rank, .size = dm->size, .slab = slab};
   double t[5];
   MB_CALL_GOTO(e, fail, mb_agree(comm, slab_vtxdist(dm, slab)));

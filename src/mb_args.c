@@ -12,8 +12,8 @@
 
 int mb_cli_rank(void) {
   int init = 0, rank = 0;
-  MPI_Initialized(&init);
-  if (init) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (MPI_Initialized(&init) != MPI_SUCCESS || !init) return 0;
+  if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS) return 0;
   return rank;
 }
 

@@ -31,3 +31,23 @@ mb_error mb_idle_barrier(MPI_Comm comm) {
     nanosleep(&ts, NULL);
   }
 }
+
+mb_error mb_local_rank(MPI_Comm comm, int *local) {
+  int rank;
+  MPI_Comm node;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  MB_CALL_MPI(MPI_Comm_rank(node, local));
+  MB_CALL_MPI(MPI_Comm_free(&node));
+  return MB_SUCCESS;
+}
+
+mb_error mb_all_min_int(MPI_Comm comm, int *v) {
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MIN, comm));
+  return MB_SUCCESS;
+}
+
+mb_error mb_all_max_int(MPI_Comm comm, int *v) {
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, comm));
+  return MB_SUCCESS;
+}

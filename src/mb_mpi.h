@@ -21,6 +21,15 @@ mb_error mb_agree(MPI_Comm comm, mb_error local);
  * the others wait). Collective. Errors: MB_ERR_MPI. */
 mb_error mb_idle_barrier(MPI_Comm comm);
 
+/* This rank's index among the ranks of its node (MPI_COMM_TYPE_SHARED),
+ * which picks its GPU. Collective over comm. Errors: MB_ERR_MPI. */
+mb_error mb_local_rank(MPI_Comm comm, int *local);
+
+/* The same value of an int on every rank: the minimum (all_min) or the
+ * maximum over comm, in place. Collective. Errors: MB_ERR_MPI. */
+mb_error mb_all_min_int(MPI_Comm comm, int *v);
+mb_error mb_all_max_int(MPI_Comm comm, int *v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -882,11 +882,8 @@ static void drop_lock(const char *output) {
 }
 
 static mb_error setup(rank_state *st) {
-  MPI_Comm node;
   int local_rank;
-  MB_CALL_MPI(MPI_Comm_split_type(st->comm, MPI_COMM_TYPE_SHARED, st->rank, MPI_INFO_NULL, &node));
-  MB_CALL_MPI(MPI_Comm_rank(node, &local_rank));
-  MB_CALL_MPI(MPI_Comm_free(&node));
+  MB_CALL(mb_local_rank(st->comm, &local_rank));
   char why[600] = "";
   mb_error e = mb_backend_choose(st->job->backend, local_rank, &st->backend, why, sizeof why);
   MB_CALL(mb_agree(st->comm, e));

@@ -61,11 +61,18 @@ int main(int argc, char **argv) {
   }
   /* PT-Scotch (behind partitioner: parmetis) runs threads that call MPI. */
   int provided;
-  MPI_Init_thread(&argc, &argv, MESHBATCH_HAVE_PARMETIS ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
-                  &provided);
+  if (MPI_Init_thread(&argc, &argv,
+                      MESHBATCH_HAVE_PARMETIS ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                      &provided) != MPI_SUCCESS) {
+    fprintf(stderr, "meshbatch: error: MPI_Init_thread failed (is the MPI library installed "
+                    "and the launcher's environment intact?)\n");
+    return MB_EXIT_FAILED;
+  }
   int code = cmd->fn(argc - 1, argv + 1);
   /* every rank leaves with the worst code, so mpirun reports it */
-  MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
+  if (MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS &&
+      code == MB_EXIT_OK)
+    code = MB_EXIT_FAILED;
+  if (MPI_Finalize() != MPI_SUCCESS && code == MB_EXIT_OK) code = MB_EXIT_FAILED;
   return code;
 }

@@ -293,16 +293,14 @@ static int bench_partitioned(const bench_opts *o) {
   for (int cuda = 0; !code && cuda < 2; cuda++) {
     if (!(cuda ? o->cuda : o->cpu)) continue;
     if (cuda) {
-      MPI_Comm node;
       int local = 0;
-      MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-      MPI_Comm_rank(node, &local);
-      MPI_Comm_free(&node);
       mb_backend be;
-      char why[512];
-      e = mb_backend_choose(o->cpu ? MB_BACKEND_AUTO : MB_BACKEND_CUDA, local, &be, why, sizeof why);
-      int have = !e && be.kind == MB_BACKEND_CUDA, all = have;
-      MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
+      char why[512] = "";
+      e = mb_local_rank(comm, &local);
+      if (!e)
+        e = mb_backend_choose(o->cpu ? MB_BACKEND_AUTO : MB_BACKEND_CUDA, local, &be, why, sizeof why);
+      int all = !e && be.kind == MB_BACKEND_CUDA;
+      if (!e) e = mb_all_min_int(comm, &all);
       if (mb_agree(comm, e)) { code = mb_cli_report(MB_EXIT_FAILED); break; }
       if (!all) {
         if (rank == 0) printf("cuda: skipped (not every rank has a device: %s)\n", why);

@@ -240,11 +240,8 @@ static int bench_partitioned(const bench_opts *o) {
   mb_backend be;
   char why[512];
   int code = MB_EXIT_OK, local_rank = 0;
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_free(&node);
-  mb_error e = mb_inputs_open(MPI_COMM_WORLD, 1, patterns, &in);
+  mb_error e = mb_local_rank(MPI_COMM_WORLD, &local_rank);
+  if (!e) e = mb_inputs_open(MPI_COMM_WORLD, 1, patterns, &in);
   int64_t s = 0;
   for (int64_t k = 0; !e && o->only && k < in->nsources; k++)
     if (!strcmp(in->sources[k].name, o->only)) s = k;
@@ -261,7 +258,7 @@ static int bench_partitioned(const bench_opts *o) {
       code = be.kind == MB_BACKEND_CUDA ? bench_cuda(adj, m->xyz, o, &r1)
                                         : bench_cpu(adj, m->xyz, o->weights, o->boundary,
                                                     (int)o->warmup, (int)o->repeats, &r1);
-    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (mb_all_max_int(MPI_COMM_WORLD, &code)) code = mb_cli_report(MB_EXIT_FAILED);
     mb_pass_timing t;
     if (!code && (mb_distributed_create(MPI_COMM_WORLD, adj, m->xyz, NULL, 1, &dm) ||
                   time_partitioned(dm, &be, o, &t)))

@@ -136,16 +136,13 @@ static int bench_partitioned(part_opts *o) {
   int rank, size, local = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  MPI_Comm node;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
   mb_backend be;
-  char why[512];
-  mb_error e = mb_backend_choose(o->cpu ? MB_BACKEND_CPU : MB_BACKEND_AUTO, local, &be, why,
-                                 sizeof why);
-  int gpu = !e && be.kind == MB_BACKEND_CUDA, all_gpu = 0;
-  MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, comm);
+  char why[512] = "";
+  mb_error e = mb_local_rank(comm, &local);
+  if (!e)
+    e = mb_backend_choose(o->cpu ? MB_BACKEND_CPU : MB_BACKEND_AUTO, local, &be, why, sizeof why);
+  int all_gpu = !e && be.kind == MB_BACKEND_CUDA;
+  if (!e) e = mb_all_min_int(comm, &all_gpu);
   if (mb_agree(comm, e)) return mb_cli_report(MB_EXIT_FAILED);
   if (!all_gpu) {
     if (!o->cpu && rank == 0) printf("stencil: not every rank has a GPU (%s): timing the CPU ranks\n", why);
@@ -177,7 +174,11 @@ static int bench_partitioned(part_opts *o) {
                      fn.shell_ms,        fn.exchange_ms,      fn.wait_ms,         fn.step_ms,
                      fn.halo_bytes,      copyn,               (double)fn.transport};
   double *all = rank == 0 ? malloc(sizeof mine * (size_t)size) : NULL;
-  MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, comm);
+  if (MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
+    free(all);
+    mb_cart_free(c);
+    return mb_cli_report(MB_EXIT_FAILED);
+  }
   if (rank == 0 && all) {
     const double w = o->f32 ? 4.0 : 8.0;
     double tn = 0;
