@@ -641,6 +641,41 @@ static mb_error keep_slab(rank_state *st, mb_mesh_slab *slab) {
   return MB_SUCCESS;
 }
 
+/* This rank's slab of a checkpointed mesh, read back from ck: a block of
+ * a grid (the blocks mb_cart_dims gives), else even blocks of vertex and
+ * face rows. Collective (it opens the file on every rank). */
+static mb_error read_checkpoint_slab(const rank_state *st, const char *ck, int64_t s,
+                                     mb_mesh_slab *slab) {
+  mb_collection *c = NULL;
+  MB_CALL(mb_collection_open(st->comm, ck, &c));
+  const mb_mesh_info *in = mb_collection_count(c) == 1 ? mb_collection_info(c, 0) : NULL;
+  mb_error e = in ? MB_SUCCESS
+                  : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                                 "%s: a checkpoint holds one dataset", ck);
+  if (!e && in->kind == MB_KIND_GRID3D) {
+    int dims[3] = {1, 1, 1}, coord[3];
+    e = mb_cart_dims(st->size, in->shape, dims);
+    coord[0] = st->rank / (dims[1] * dims[2]);
+    coord[1] = st->rank / dims[2] % dims[1];
+    coord[2] = st->rank % dims[2];
+    int64_t lo[3], n[3];
+    for (int a = 0; a < 3; a++) {
+      lo[a] = in->shape[a] * coord[a] / dims[a];
+      n[a] = in->shape[a] * (coord[a] + 1) / dims[a] - lo[a];
+    }
+    if (!e) e = mb_collection_read_grid_block(c, 0, lo, n, slab);
+  } else if (!e) {
+    int64_t v0, nv, f0, nf;
+    block_rows(st, in->nv, &v0, &nv);
+    block_rows(st, in->nf, &f0, &nf);
+    e = mb_collection_read_slab(c, 0, v0, nv, f0, nf, slab);
+  }
+  mb_collection_close(c);
+  MB_CALL(e);
+  slab->rows->index = s;
+  return MB_SUCCESS;
+}
+
 static mb_error run_partitioned(rank_state *st) {
   for (int64_t s = 0; s < st->inputs->nsources; s++) {
     mesh_result res = {.index = s, .rank = 0};
@@ -649,6 +684,32 @@ static mb_error run_partitioned(rank_state *st) {
     mb_mesh_slab slab = {0};
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
+    char ck[4400] = "";
+    if (st->ckpt[0]) snprintf(ck, sizeof ck, "%s/%lld.h5", st->ckpt, (long long)s);
+    int from_ckpt = st->job->resume && ck[0] && access(ck, F_OK) == 0;
+    MB_CALL(mb_all_min_int(st->comm, &from_ckpt)); /* the same choice on every rank */
+    if (from_ckpt) { /* finished before: this rank's slab of it, read back */
+      mb_error e = mb_agree(st->comm, read_checkpoint_slab(st, ck, s, &slab));
+      if (!e) e = keep_slab(st, &slab);
+      MB_CALL(e);
+      res.ok = 1;
+      res.nv = slab.nv;
+      res.nf = slab.nf;
+      snprintf(res.backend, sizeof res.backend, "resumed");
+      st->resumed += st->rank == 0;
+      if (st->rank == 0) {
+        mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
+        MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
+        st->results = r;
+        st->results[st->nresults++] = res;
+        mb_log(MB_LOG_NORMAL, "[rank 0] %s: from the checkpoint (%s)", st->inputs->sources[s].name,
+               ck);
+      }
+      continue;
+    }
+    int stop = stop_requested; /* every rank stops before the same mesh */
+    MB_CALL(mb_all_max_int(st->comm, &stop));
+    if (stop) break;
     mb_error e = process_partitioned(st, s, &slab, &t);
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
@@ -656,6 +717,8 @@ static mb_error run_partitioned(rank_state *st) {
       res.nv = slab.nv;
       res.nf = slab.nf;
       e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds));
+      if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
+        e = mb_agree(st->comm, mb_collection_write_slabs(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);
     }
     if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
@@ -675,6 +738,7 @@ static mb_error run_partitioned(rank_state *st) {
     }
     mb_mesh_free(slab.rows);
     st->busy_s += mb_wtime() - t0;
+    inject_fault(st->rank, st->nslabs);
   }
   return MB_SUCCESS;
 }
@@ -897,9 +961,6 @@ static mb_error setup(rank_state *st) {
   if (!e) st->locked = st->rank == 0;
   MB_CALL(mb_agree(st->comm, e));
   if (st->job->checkpoint || st->job->resume) {
-    MB_CHECK(st->job->distribute != MB_DISTRIBUTE_PARTITIONED, MB_ERR_ARG,
-             "--checkpoint and --resume work for per-mesh runs; a partitioned run is one "
-             "collective pass over each mesh and starts again from the first");
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
     e = st->rank == 0 ? open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
@@ -960,8 +1021,10 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   int stopped = stop_requested;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
   if (stopped) { /* SIGTERM: no output that could pass for a finished one */
-    int64_t kept = st->nkept;
+    int64_t kept = st->nkept; /* per mesh: whole meshes over the ranks; partitioned: the slabs
+                                 every rank holds of each finished mesh */
     MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
+    if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
     MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
             (long long)kept, (long long)st->inputs->nsources,
             st->ckpt[0] ? "they are kept in the checkpoint: run the same command with --resume"

@@ -19,7 +19,7 @@ static const char run_help[] =
     "  -v, --verbose   also backend choice per rank and error tracebacks\n"
     "  --timings       at the end, where the time went (setup, read, compute,\n"
     "                  write, wall: slowest rank and mean) and peak host memory\n"
-    "  --checkpoint    keep every finished mesh in OUTPUT.ckpt/ (per-mesh runs), so\n"
+    "  --checkpoint    keep every finished mesh in OUTPUT.ckpt/, so\n"
     "                  that a run stopped by SIGTERM, a killed rank or a lost node\n"
     "                  can go on with --resume; removed once OUTPUT is written\n"
     "  --resume        take the meshes finished in OUTPUT.ckpt/ by an interrupted\n"

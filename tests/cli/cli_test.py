@@ -493,11 +493,12 @@ def case_resume(a):
     checkpointed meshes (from the log), computes the rest, and writes the
     output of an uninterrupted run bit for bit; the stopped run leaves no
     output; a checkpoint of another job is refused."""
-    d = fresh(f"resume_{a.np}_{a.schedule}")
+    d = fresh(f"resume_{a.np}_{a.schedule}_{a.distribute}")
     files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
     out = os.path.join(d, "out.h5")
-    jp = job(os.path.join(d, "job.yaml"), files, out, stages=ALL_RULES, backend="cpu",
-             schedule=a.schedule)
+    keys = {"distribute": "partitioned", "partitioner": "blocks"} \
+        if a.distribute == "partitioned" else {"schedule": a.schedule}
+    jp = job(os.path.join(d, "job.yaml"), files, out, stages=ALL_RULES, backend="cpu", **keys)
     run(["run", jp], np=a.np)
     ref = os.path.join(d, "ref.h5")
     shutil.move(out, ref)
@@ -523,7 +524,8 @@ def case_resume(a):
                 time.sleep(0.1)
             time.sleep(0.5)
             kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")])
-            least = 2 if fault.startswith("kill") else a.np  # the faulty rank's, or one per rank
+            # the faulty rank's two; one per rank (per mesh) or one in all (partitioned)
+            least = 2 if fault.startswith("kill") else 1 if a.distribute == "partitioned" else a.np
             if not least <= kept <= n or (fault.startswith("term") and kept == n):
                 fail(f"{fault}: {kept} meshes checkpointed of {n}")
             p = run(["run", jp, "--resume"], np=a.np)
@@ -556,6 +558,7 @@ def main():
     ap.add_argument("case")
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--schedule", default="static")
+    ap.add_argument("--distribute", default="per-mesh", choices=["per-mesh", "partitioned"])
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--parmetis", action="store_true", help="also run partitioner: parmetis")
     ap.add_argument("--halo", default="auto", choices=["auto", "mpi", "nccl"])
