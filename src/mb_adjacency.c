@@ -278,15 +278,22 @@ mb_error mb_adjacency_rcm(const mb_adjacency *a, int64_t *perm) {
   return MB_SUCCESS;
 }
 
-/* Rows of src CSR (row, col) in the order perm, columns mapped by inv. */
+/* Rows of src CSR (row, col) in the order perm, columns mapped by inv
+ * (NULL: copied). Row lengths and the rows' copies in parallel (OpenMP). */
 static mb_error permute_csr(int64_t nv, const int64_t *perm, const int64_t *inv,
                             const int64_t *row, const int64_t *col, int64_t **nrow, int64_t **ncol) {
-  MB_CALLOC(*nrow, nv + 1);
-  MB_CALLOC(*ncol, row[nv]);
-  for (int64_t v = 0; v < nv; v++) (*nrow)[v + 1] = (*nrow)[v] + row[perm[v] + 1] - row[perm[v]];
+  *nrow = malloc(sizeof **nrow * ((size_t)nv + 1));
+  *ncol = malloc(sizeof **ncol * (size_t)(row[nv] ? row[nv] : 1));
+  MB_CHECK(*nrow && *ncol, MB_ERR_MEMORY, "out of memory for a renumbered adjacency");
+  int64_t *nr = *nrow, *nc = *ncol;
+  nr[0] = 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t v = 0; v < nv; v++) nr[v + 1] = row[perm[v] + 1] - row[perm[v]];
+  for (int64_t v = 0; v < nv; v++) nr[v + 1] += nr[v];
+#pragma omp parallel for schedule(dynamic, 4096)
   for (int64_t v = 0; v < nv; v++)
-    for (int64_t k = row[perm[v]], q = (*nrow)[v]; k < row[perm[v] + 1]; k++, q++)
-      (*ncol)[q] = inv ? inv[col[k]] : col[k];
+    for (int64_t k = row[perm[v]], q = nr[v]; k < row[perm[v] + 1]; k++, q++)
+      nc[q] = inv ? inv[col[k]] : col[k];
   return MB_SUCCESS;
 }
 
@@ -299,13 +306,16 @@ mb_error mb_adjacency_permute(const mb_adjacency *a, const int64_t *perm, mb_adj
   if (!e) {
     p->nv = nv;
     p->nnz = a->nnz;
+#pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nv; v++) inv[perm[v]] = v;
     e = permute_csr(nv, perm, inv, a->row, a->col, &p->row, &p->col);
   }
   if (!e) e = permute_csr(nv, perm, inv, a->brow, a->bcol, &p->brow, &p->bcol);
   if (!e && !(p->on_boundary = malloc((size_t)(nv ? nv : 1))))
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  for (int64_t v = 0; !e && v < nv; v++) p->on_boundary[v] = a->on_boundary[perm[v]];
+  if (!e)
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nv; v++) p->on_boundary[v] = a->on_boundary[perm[v]];
   if (!e && a->opp) { /* opposite vertices follow their directed edge */
     int64_t *edge_perm = malloc(sizeof *edge_perm * (size_t)(a->nnz ? a->nnz : 1));
     if (!edge_perm) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");

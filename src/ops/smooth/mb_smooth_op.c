@@ -30,7 +30,10 @@ mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, in
                                              "out of memory for %lld vertices", (long long)nv);
   if (!e) e = mb_adjacency_rcm(adj, *perm);
   if (!e) e = mb_adjacency_permute(adj, *perm, padj);
-  for (int64_t v = 0; !e && v < nv; v++) memcpy(*pxyz + 3 * v, xyz + 3 * (*perm)[v], 3 * sizeof(double));
+  if (!e)
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nv; v++)
+      memcpy(*pxyz + 3 * v, xyz + 3 * (*perm)[v], 3 * sizeof(double));
   if (e) {
     free(*perm);
     free(*pxyz);
@@ -51,7 +54,10 @@ static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stag
   double *pxyz;
   MB_CALL(mb_smooth_locality_order(adj, xyz, &perm, &padj, &pxyz));
   mb_error e = mb_cuda_smooth(padj, stages, nstages, precision, pxyz);
-  for (int64_t v = 0; !e && v < adj->nv; v++) memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  if (!e)
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < adj->nv; v++)
+      memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
   free(perm);
   free(pxyz);
   mb_adjacency_free(padj);
