@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mb_mpi.h"
 #include "mb_xdmf.h"
 
 enum { MB_NAME_MAX = 256, MB_PATH_MAX = 4096 };
@@ -1042,10 +1044,48 @@ static mb_error put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb_
   return MB_SUCCESS;
 }
 
+/* Bytes of the arrays the file will hold (every piece of every mesh):
+ * positions, faces and their offsets, the XDMF connectivity, and every
+ * field, at 8 bytes a value (float32 fields counted at 8: a bound). */
+static double estimated_bytes(const mb_wset *w) {
+  double b = 0;
+  for (int64_t k = 0; k < w->np; k++) {
+    const mb_wpiece *p = &w->p[k];
+    double fv = 0, ff = 0;
+    for (int f = 0; f < p->nfields; f++) fv += p->fields[f].ncomp;
+    for (int f = 0; f < p->nface_fields; f++) ff += p->face_fields[f].ncomp;
+    const double rows = p->kind == MB_KIND_GRID3D ? (double)p->gn[0] * p->gn[1] * p->gn[2]
+                                                  : (double)p->nvrows;
+    b += 8.0 * (rows * (3 + fv) + (double)p->nfrows * (1 + ff) + (double)p->nidx +
+                (double)p->mixed_len);
+  }
+  return b;
+}
+
+/* Refuse to start a file the folder has no room for (statvfs; where it
+ * cannot tell, go on): a clear error instead of a failed write. */
+static mb_error check_space(const char *tmp, double need) {
+  char dir[MB_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", tmp);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  struct statvfs v;
+  if (statvfs(dir, &v) != 0) return MB_SUCCESS;
+  const double avail = (double)v.f_bavail * (double)v.f_frsize;
+  MB_CHECK(avail >= need, MB_ERR_IO,
+           "no room for the output in %s: it needs about %.1f MB, %.1f MB are free (the disk "
+           "or quota is full); nothing was written", dir, need / 1e6, avail / 1e6);
+  return MB_SUCCESS;
+}
+
 /* Create tmp through MPI-IO with collective metadata, write everything and
  * close. Returns the collective outcome; local raw-data failures in *lerr. */
 static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
                          mb_error *lerr) {
+  int rank = 0;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL(mb_agree(comm, rank == 0 ? check_space(tmp, estimated_bytes(w)) : MB_SUCCESS));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
   if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||

@@ -553,6 +553,38 @@ def case_resume(a):
         fail("a checkpoint of another job is resumed")
 
 
+def case_full_disk(a):
+    """An output on a full file system (a 1 MB tmpfs, mounted where the test
+    may: else skipped with a message): refused with the sizes before the
+    file is started, nothing left there, the input untouched."""
+    import subprocess
+    d = fresh("full_disk")
+    mnt = os.path.join(d, "full")
+    os.makedirs(mnt, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        print("SKIP: cannot mount a small tmpfs here (needs root and mount rights)")
+        sys.exit(SKIP)
+    try:
+        src = os.path.join(d, "big.ply")  # about 4 MB of output: more than the 1 MB there is
+        run(["generate", "sphere", "--vertices", 40000, "--seed", 5, "-o", src])
+        coll = os.path.join(d, "in.h5")
+        run(["import", src, "-o", coll])
+        before = open(coll, "rb").read()
+        jp = job(os.path.join(d, "full.yaml"), [coll], os.path.join(mnt, "o.h5"), backend="cpu",
+                 stages=[dict(op="laplacian", iterations=1)])
+        p = run(["run", jp], expect=1)
+        if "no room for the output" not in p.stderr or "MB are free" not in p.stderr:
+            fail("a full disk is not reported with the sizes")
+        left = [f for f in os.listdir(mnt)]
+        if left:
+            fail(f"files left on the full disk: {left}")
+        if open(coll, "rb").read() != before:
+            fail("the input changed")
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
