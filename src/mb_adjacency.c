@@ -71,6 +71,36 @@ void mb_adjacency_free(mb_adjacency *a) {
     }                                                                          \
   }
 
+/* The bucket sizes (fill = 0) or the buckets' neighbours (fill = 1, start
+ * the cursor) of every face edge, faces spread over the OpenMP threads:
+ * the order within a bucket is then arbitrary (the buckets are sorted and
+ * collapsed after), so this serves the build without opposite vertices. */
+static void face_edges_parallel(const mb_mesh *m, int fill, int64_t *start, int32_t *bc) {
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t s = m->face_offsets[f], k = m->face_offsets[f + 1] - s;
+    const int64_t *v = m->face_indices + s;
+    for (int64_t t = 0; t < k; t++) {
+      const int64_t a = v[t], b = v[(t + 1) % k];
+      if (a == b) continue;
+      if (!fill) {
+#pragma omp atomic update
+        start[a + 2]++;
+#pragma omp atomic update
+        start[b + 2]++;
+        continue;
+      }
+      int64_t pa, pb;
+#pragma omp atomic capture
+      pa = start[a + 1]++;
+#pragma omp atomic capture
+      pb = start[b + 1]++;
+      bc[pa] = (int32_t)b;
+      bc[pb] = (int32_t)a;
+    }
+  }
+}
+
 mb_error mb_adjacency_build(const mb_mesh *m, mb_adjacency **out) {
   return mb_adjacency_build_opts(m, MB_ADJ_OPPOSITE, out);
 }
@@ -98,18 +128,26 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
    * cursor: afterwards start[i] and start[i + 1] bound bucket i) */
   start = calloc((size_t)nv + 2, sizeof *start);
   if (!start) goto oom;
-  MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 2]++; start[b + 2]++; });
+  if (tri) { /* opposite vertices keep face order within a bucket: one thread */
+    MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 2]++; start[b + 2]++; });
+  } else {
+    face_edges_parallel(m, 0, start, NULL);
+  }
   for (int64_t i = 0; i < nv; i++) start[i + 2] += start[i + 1];
   const int64_t nent = start[nv + 1];
   bc = malloc(sizeof *bc * (size_t)(nent ? nent : 1));
   if (!bc) goto oom;
   if (tri && !(bo = malloc(sizeof *bo * (size_t)(nent ? nent : 1)))) goto oom;
-  MB_FOR_EACH_FACE_EDGE(m, tri, {
-    const int64_t pa = start[a + 1]++, pb = start[b + 1]++;
-    bc[pa] = (int32_t)b;
-    bc[pb] = (int32_t)a;
-    if (tri) bo[pa] = bo[pb] = (int32_t)o;
-  });
+  if (tri) {
+    MB_FOR_EACH_FACE_EDGE(m, tri, {
+      const int64_t pa = start[a + 1]++, pb = start[b + 1]++;
+      bc[pa] = (int32_t)b;
+      bc[pb] = (int32_t)a;
+      bo[pa] = bo[pb] = (int32_t)o;
+    });
+  } else {
+    face_edges_parallel(m, 1, start, bc);
+  }
 
   /* 2. sort buckets, count distinct neighbours */
   a->row = malloc(sizeof *a->row * ((size_t)nv + 1));
