@@ -285,6 +285,17 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
     MB_CALL(step<T>(&b, op, b.p(0), nullptr, b.p(1), T(0), nullptr));
     return frame_copy<T>(b.f, b.p(1), out, false, b.comp);
   }
+  if (op == 6) { /* one halo, three derivatives: z overlapped with it, then y and x */
+    const size_t n = (size_t)b.f.nz * (size_t)b.f.ny * (size_t)b.f.nx;
+    MB_CALL(step<T>(&b, OP_DZ, b.p(0), nullptr, b.p(1), T(0), nullptr));
+    MB_CALL(frame_copy<T>(b.f, b.p(1), out, false, b.comp));
+    for (int k = 1; k < 3; k++) {
+      MB_CALL(apply_box<T>(k == 1 ? OP_DY : OP_DX, b.f, whole(b.f), g->h, b.p(0), nullptr,
+                           b.p(1), T(0), b.comp));
+      MB_CALL(frame_copy<T>(b.f, b.p(1), static_cast<T *>(out) + k * n, false, b.comp));
+    }
+    return MB_SUCCESS;
+  }
   T *cur = b.p(0), *nxt = b.p(1), *prev = op == 5 ? b.p(2) : nullptr;
   if (op == 5) /* from rest: prev = u + (c dt)^2 / 2 lap(u), a heat step with half the coefficient */
     MB_CALL(step<T>(&b, OP_HEAT, cur, nullptr, prev, (T)(0.5 * coef), nullptr));
@@ -340,7 +351,7 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
 extern "C" mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart,
                                           int halo, int op, double coef, int64_t nsteps, void *u,
                                           void *out, mb_stencil_block_figures *fig) {
-  MB_CHECK(blk && cart && op >= 0 && op <= 5 && nsteps >= 0 && blk->ghost == 0, MB_ERR_ARG,
+  MB_CHECK(blk && cart && op >= 0 && op <= 6 && nsteps >= 0 && blk->ghost == 0, MB_ERR_ARG,
            "mb_stencil_cuda_block: bad arguments");
   for (int a = 0; a < 3; a++)
     MB_CHECK(blk->n[a] == cart->nloc[a] && blk->n[a] < (1 << 24), MB_ERR_ARG,

@@ -71,7 +71,9 @@ typedef struct mb_stencil_block_figures {
  * array of n[0] x n[1] x n[2] values, float32 when f32, in and out). op
  * 0-2: the derivative along z, y, x into out (same shape as u); 3 the
  * Laplacian into out; 4 nsteps heat steps of u (coef = alpha dt); 5 nsteps
- * wave steps of u from rest (coef = (c dt)^2; out unused). The block lives
+ * wave steps of u from rest (coef = (c dt)^2; out unused); 6 the three
+ * derivatives (z, y, x) after one halo exchange, into out[3][n] (n the
+ * block's points). The block lives
  * on the current device for the whole call. Each stencil fills the ghost
  * faces shared with other ranks through the halo transport `halo`
  * (mb_halo_transport: MPI through pinned host buffers, NCCL device to

@@ -447,12 +447,21 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
     mb_field *fd = &m->fields[f];
     const int f32 = fd->dtype == MB_FLOAT32;
     void *u = f32 ? (void *)fd->data32 : (void *)fd->data, *out = NULL;
-    if (is_deriv || is_lap) {
+    if (is_deriv && p->axis == 3) { /* all three after one halo exchange */
+      static const char *const suffix[3] = {"_dz", "_dy", "_dx"};
+      const size_t w = f32 ? sizeof(float) : sizeof(double), n = (size_t)m->nv;
+      out = malloc(3 * w * (n ? n : 1));
+      MB_CHECK(out, MB_ERR_MEMORY, "out of memory for the derivatives of grid '%s'", m->name);
+      mb_error e = mb_stencil_cuda_block(&blk, f32, cart, halo, 6, 0, 0, u, out, NULL);
+      for (int a = 0; a < 3 && !e; a++) e = add_field(m, f, suffix[a], (char *)out + a * w * n);
+      free(out);
+      MB_CALL(e);
+    } else if (is_deriv || is_lap) {
       static const char *const suffix[4] = {"_dz", "_dy", "_dx", "_lap"};
       MB_CALL(alloc_like(m, f, &out));
       mb_error e = MB_SUCCESS;
       for (int a = 0; a < 4 && !e; a++) {
-        if (is_deriv ? (a == 3 || (p->axis != 3 && p->axis != a)) : a != 3) continue;
+        if (is_deriv ? (a == 3 || p->axis != a) : a != 3) continue;
         e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL);
         if (!e) e = add_field(m, f, suffix[a], out);
       }
