@@ -237,14 +237,26 @@ static mb_error keep_mesh(rank_state *st, mb_mesh *m) {
   return MB_SUCCESS;
 }
 
+/* The checkpoint file of source s ("" without --checkpoint). */
+static void checkpoint_path(const rank_state *st, int64_t s, char *ck, size_t len) {
+  ck[0] = '\0';
+  if (st->ckpt[0]) snprintf(ck, len, "%s/%lld.h5", st->ckpt, (long long)s);
+}
+
+/* Open a checkpoint file: a collection of one dataset. Collective over comm. */
+static mb_error open_checkpoint_mesh(MPI_Comm comm, const char *ck, mb_collection **c) {
+  MB_CALL(mb_collection_open(comm, ck, c));
+  if (mb_collection_count(*c) == 1) return MB_SUCCESS;
+  mb_collection_close(*c);
+  *c = NULL;
+  MB_FAIL(MB_ERR_FORMAT, "%s: a checkpoint holds one dataset", ck);
+}
+
 /* A finished mesh from the checkpoint: the one dataset of ck, as source s. */
 static mb_error read_checkpoint(const char *ck, int64_t s, mb_mesh **m) {
   mb_collection *c = NULL;
-  MB_CALL(mb_collection_open(MPI_COMM_SELF, ck, &c));
-  mb_error e = mb_collection_count(c) == 1
-                   ? mb_collection_read(c, 0, m)
-                   : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
-                                  "%s: a checkpoint holds one dataset", ck);
+  MB_CALL(open_checkpoint_mesh(MPI_COMM_SELF, ck, &c));
+  mb_error e = mb_collection_read(c, 0, m);
   mb_collection_close(c);
   MB_CALL(e);
   (*m)->index = s;
@@ -264,8 +276,8 @@ static mb_error take_source(rank_state *st, int64_t s) {
   const mb_source *src = &st->inputs->sources[s];
   mb_mesh *m = NULL;
   double t0 = mb_wtime();
-  char ck[4400] = "";
-  if (st->ckpt[0]) snprintf(ck, sizeof ck, "%s/%lld.h5", st->ckpt, (long long)s);
+  char ck[4400];
+  checkpoint_path(st, s, ck, sizeof ck);
   if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
     MB_CALL(read_checkpoint(ck, s, &m));
     res->nv = m->nv;
@@ -647,24 +659,15 @@ static mb_error keep_slab(rank_state *st, mb_mesh_slab *slab) {
 static mb_error read_checkpoint_slab(const rank_state *st, const char *ck, int64_t s,
                                      mb_mesh_slab *slab) {
   mb_collection *c = NULL;
-  MB_CALL(mb_collection_open(st->comm, ck, &c));
-  const mb_mesh_info *in = mb_collection_count(c) == 1 ? mb_collection_info(c, 0) : NULL;
-  mb_error e = in ? MB_SUCCESS
-                  : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
-                                 "%s: a checkpoint holds one dataset", ck);
-  if (!e && in->kind == MB_KIND_GRID3D) {
-    int dims[3] = {1, 1, 1}, coord[3];
-    e = mb_cart_dims(st->size, in->shape, dims);
-    coord[0] = st->rank / (dims[1] * dims[2]);
-    coord[1] = st->rank / dims[2] % dims[1];
-    coord[2] = st->rank % dims[2];
-    int64_t lo[3], n[3];
-    for (int a = 0; a < 3; a++) {
-      lo[a] = in->shape[a] * coord[a] / dims[a];
-      n[a] = in->shape[a] * (coord[a] + 1) / dims[a] - lo[a];
-    }
-    if (!e) e = mb_collection_read_grid_block(c, 0, lo, n, slab);
-  } else if (!e) {
+  MB_CALL(open_checkpoint_mesh(st->comm, ck, &c));
+  const mb_mesh_info *in = mb_collection_info(c, 0);
+  mb_error e = MB_SUCCESS;
+  if (in->kind == MB_KIND_GRID3D) { /* this rank's block of the Cartesian plan */
+    mb_cart *cart = NULL;
+    e = mb_cart_create(st->comm, in->shape, 0, 1, &cart);
+    if (!e) e = mb_collection_read_grid_block(c, 0, cart->lo, cart->nloc, slab);
+    mb_cart_free(cart);
+  } else {
     int64_t v0, nv, f0, nf;
     block_rows(st, in->nv, &v0, &nv);
     block_rows(st, in->nf, &f0, &nf);
@@ -684,8 +687,8 @@ static mb_error run_partitioned(rank_state *st) {
     mb_mesh_slab slab = {0};
     double t0 = mb_wtime();
     mb_pass_timing t = {0};
-    char ck[4400] = "";
-    if (st->ckpt[0]) snprintf(ck, sizeof ck, "%s/%lld.h5", st->ckpt, (long long)s);
+    char ck[4400];
+    checkpoint_path(st, s, ck, sizeof ck);
     int from_ckpt = st->job->resume && ck[0] && access(ck, F_OK) == 0;
     MB_CALL(mb_all_min_int(st->comm, &from_ckpt)); /* the same choice on every rank */
     if (from_ckpt) { /* finished before: this rank's slab of it, read back */
