@@ -126,7 +126,7 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
 
   /* 1. bucket sizes, then the buckets in face order (start[] is the fill
    * cursor: afterwards start[i] and start[i + 1] bound bucket i) */
-  start = calloc((size_t)nv + 2, sizeof *start);
+  start = mb_zalloc((size_t)nv + 2, sizeof *start);
   if (!start) goto oom;
   if (tri) { /* opposite vertices keep face order within a bucket: one thread */
     MB_FOR_EACH_FACE_EDGE(m, tri, { (void)o; start[a + 2]++; start[b + 2]++; });
@@ -135,9 +135,9 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
   }
   for (int64_t i = 0; i < nv; i++) start[i + 2] += start[i + 1];
   const int64_t nent = start[nv + 1];
-  bc = malloc(sizeof *bc * (size_t)(nent ? nent : 1));
+  bc = mb_alloc(sizeof *bc * (size_t)(nent ? nent : 1));
   if (!bc) goto oom;
-  if (tri && !(bo = malloc(sizeof *bo * (size_t)(nent ? nent : 1)))) goto oom;
+  if (tri && !(bo = mb_alloc(sizeof *bo * (size_t)(nent ? nent : 1)))) goto oom;
   if (tri) {
     MB_FOR_EACH_FACE_EDGE(m, tri, {
       const int64_t pa = start[a + 1]++, pb = start[b + 1]++;
@@ -150,7 +150,7 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
   }
 
   /* 2. sort buckets, count distinct neighbours */
-  a->row = malloc(sizeof *a->row * ((size_t)nv + 1));
+  a->row = mb_alloc(sizeof *a->row * ((size_t)nv + 1));
   if (!a->row) goto oom;
   a->row[0] = 0;
   int oom_sort = 0;
@@ -166,8 +166,8 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
         free(tc);
         free(to);
         cap = n;
-        tc = malloc(sizeof *tc * (size_t)cap);
-        to = malloc(sizeof *to * (size_t)cap);
+        tc = mb_alloc(sizeof *tc * (size_t)cap);
+        to = mb_alloc(sizeof *to * (size_t)cap);
         if (!tc || !to) {
           free(tc);
           free(to);
@@ -190,12 +190,12 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
   a->nnz = a->row[nv];
 
   /* 3. collapse: neighbours, edge multiplicity, opposite vertices */
-  a->col = malloc(sizeof *a->col * (size_t)(a->nnz ? a->nnz : 1));
-  a->on_boundary = malloc((size_t)(nv ? nv : 1));
+  a->col = mb_alloc(sizeof *a->col * (size_t)(a->nnz ? a->nnz : 1));
+  a->on_boundary = mb_alloc((size_t)(nv ? nv : 1));
   if (!a->col || !a->on_boundary) goto oom;
   if (tri) {
-    a->opp_row = malloc(sizeof *a->opp_row * ((size_t)a->nnz + 1));
-    a->opp = malloc(sizeof *a->opp * (size_t)(nent ? nent : 1));
+    a->opp_row = mb_alloc(sizeof *a->opp_row * ((size_t)a->nnz + 1));
+    a->opp = mb_alloc(sizeof *a->opp * (size_t)(nent ? nent : 1));
     if (!a->opp_row || !a->opp) goto oom;
     a->opp_row[0] = 0;
   }
@@ -222,7 +222,7 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
   start = NULL;
 
   /* 4. the boundary lists, once the buckets are gone */
-  a->brow = malloc(sizeof *a->brow * ((size_t)nv + 1));
+  a->brow = mb_alloc(sizeof *a->brow * ((size_t)nv + 1));
   if (!a->brow) goto oom;
   a->brow[0] = 0;
 #pragma omp parallel for schedule(dynamic, 1024)
@@ -233,7 +233,7 @@ mb_error mb_adjacency_build_opts(const mb_mesh *m, unsigned flags, mb_adjacency 
     a->brow[i + 1] = nb;
   }
   for (int64_t i = 0; i < nv; i++) a->brow[i + 1] += a->brow[i];
-  a->bcol = malloc(sizeof *a->bcol * (size_t)(a->brow[nv] ? a->brow[nv] : 1));
+  a->bcol = mb_alloc(sizeof *a->bcol * (size_t)(a->brow[nv] ? a->brow[nv] : 1));
   if (!a->bcol) goto oom;
 #pragma omp parallel for schedule(dynamic, 1024)
   for (int64_t i = 0; i < nv; i++) {
@@ -261,8 +261,8 @@ static int64_t degree(const mb_adjacency *a, int64_t i) { return a->row[i + 1] -
 
 mb_error mb_adjacency_rcm(const mb_adjacency *a, int64_t *perm) {
   const int64_t nv = a->nv;
-  uint8_t *seen = calloc((size_t)(nv ? nv : 1), 1);
-  int64_t *by_degree = malloc(sizeof *by_degree * (size_t)(nv ? nv : 1));
+  uint8_t *seen = mb_zalloc((size_t)(nv ? nv : 1), 1);
+  int64_t *by_degree = mb_alloc(sizeof *by_degree * (size_t)(nv ? nv : 1));
   if (!seen || !by_degree) {
     free(seen);
     free(by_degree);
@@ -272,7 +272,7 @@ mb_error mb_adjacency_rcm(const mb_adjacency *a, int64_t *perm) {
   int64_t maxdeg = 0;
   for (int64_t i = 0; i < nv; i++)
     if (degree(a, i) > maxdeg) maxdeg = degree(a, i);
-  int64_t *start = calloc((size_t)maxdeg + 2, sizeof *start);
+  int64_t *start = mb_zalloc((size_t)maxdeg + 2, sizeof *start);
   if (!start) {
     free(seen);
     free(by_degree);
@@ -320,8 +320,8 @@ mb_error mb_adjacency_rcm(const mb_adjacency *a, int64_t *perm) {
  * (NULL: copied). Row lengths and the rows' copies in parallel (OpenMP). */
 static mb_error permute_csr(int64_t nv, const int64_t *perm, const int64_t *inv,
                             const int64_t *row, const int64_t *col, int64_t **nrow, int64_t **ncol) {
-  *nrow = malloc(sizeof **nrow * ((size_t)nv + 1));
-  *ncol = malloc(sizeof **ncol * (size_t)(row[nv] ? row[nv] : 1));
+  *nrow = mb_alloc(sizeof **nrow * ((size_t)nv + 1));
+  *ncol = mb_alloc(sizeof **ncol * (size_t)(row[nv] ? row[nv] : 1));
   MB_CHECK(*nrow && *ncol, MB_ERR_MEMORY, "out of memory for a renumbered adjacency");
   int64_t *nr = *nrow, *nc = *ncol;
   nr[0] = 0;
@@ -337,8 +337,8 @@ static mb_error permute_csr(int64_t nv, const int64_t *perm, const int64_t *inv,
 
 mb_error mb_adjacency_permute(const mb_adjacency *a, const int64_t *perm, mb_adjacency **out) {
   const int64_t nv = a->nv;
-  mb_adjacency *p = calloc(1, sizeof *p);
-  int64_t *inv = malloc(sizeof *inv * (size_t)(nv ? nv : 1));
+  mb_adjacency *p = mb_zalloc(1, sizeof *p);
+  int64_t *inv = mb_alloc(sizeof *inv * (size_t)(nv ? nv : 1));
   mb_error e = p && inv ? MB_SUCCESS : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
                                                     "out of memory");
   if (!e) {
@@ -349,13 +349,13 @@ mb_error mb_adjacency_permute(const mb_adjacency *a, const int64_t *perm, mb_adj
     e = permute_csr(nv, perm, inv, a->row, a->col, &p->row, &p->col);
   }
   if (!e) e = permute_csr(nv, perm, inv, a->brow, a->bcol, &p->brow, &p->bcol);
-  if (!e && !(p->on_boundary = malloc((size_t)(nv ? nv : 1))))
+  if (!e && !(p->on_boundary = mb_alloc((size_t)(nv ? nv : 1))))
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   if (!e)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nv; v++) p->on_boundary[v] = a->on_boundary[perm[v]];
   if (!e && a->opp) { /* opposite vertices follow their directed edge */
-    int64_t *edge_perm = malloc(sizeof *edge_perm * (size_t)(a->nnz ? a->nnz : 1));
+    int64_t *edge_perm = mb_alloc(sizeof *edge_perm * (size_t)(a->nnz ? a->nnz : 1));
     if (!edge_perm) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
     for (int64_t v = 0, q = 0; !e && v < nv; v++)
       for (int64_t k = a->row[perm[v]]; k < a->row[perm[v] + 1]; k++) edge_perm[q++] = k;

@@ -10,6 +10,8 @@
 
 #include <stdarg.h>
 
+#include "mb_alloc.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -87,7 +89,7 @@ void mb_error_clear(void);
 #define MB_CALLOC(ptr, n)                                                      \
   do {                                                                         \
     size_t mb_n_ = (size_t)(n);                                                \
-    (ptr) = calloc(mb_n_ ? mb_n_ : 1, sizeof(*(ptr)));                         \
+    (ptr) = mb_zalloc(mb_n_ ? mb_n_ : 1, sizeof(*(ptr)));                      \
     if (!(ptr))                                                                \
       return mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,         \
                           "out of memory allocating %zu elements", mb_n_);     \

@@ -28,9 +28,9 @@ mb_error mb_mesh_create(const char *name, int64_t nv, int64_t nf, int64_t nidx,
   m->nv = nv;
   m->nf = nf;
   m->name = mb_strdup(name);
-  m->xyz = calloc((size_t)(nv ? nv : 1) * 3, sizeof(double));
-  m->face_offsets = calloc((size_t)nf + 1, sizeof(int64_t));
-  m->face_indices = calloc((size_t)(nidx ? nidx : 1), sizeof(int64_t));
+  m->xyz = mb_zalloc((size_t)(nv ? nv : 1) * 3, sizeof(double));
+  m->face_offsets = mb_zalloc((size_t)nf + 1, sizeof(int64_t));
+  m->face_indices = mb_zalloc((size_t)(nidx ? nidx : 1), sizeof(int64_t));
   if (!m->name || !m->xyz || !m->face_offsets || !m->face_indices) {
     mb_mesh_free(m);
     MB_FAIL(MB_ERR_MEMORY, "out of memory for mesh '%s' (%lld vertices, %lld faces)",
@@ -215,7 +215,7 @@ static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const
   for (int i = 0; i < *nfields; i++)
     if (!strcmp((*fields)[i].name, name)) slot = i;
   const size_t width = dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
-  void *copy = malloc(width * (size_t)ncomp * (size_t)(n ? n : 1));
+  void *copy = mb_alloc(width * (size_t)ncomp * (size_t)(n ? n : 1));
   MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
   memcpy(copy, data, width * (size_t)ncomp * (size_t)n);
   if (slot == *nfields) {
@@ -355,7 +355,7 @@ mb_error mb_grid_block_cut(const mb_mesh *g, const int64_t lo[3], const int64_t 
   for (int f = 0; f < g->nfields && !e; f++) {
     const mb_field *fd = &g->fields[f];
     const size_t w = (fd->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double)) * (size_t)fd->ncomp;
-    char *buf = malloc(w * (size_t)b->nv);
+    char *buf = mb_alloc(w * (size_t)b->nv);
     if (!buf) {
       e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
       break;

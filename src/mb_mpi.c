@@ -2,7 +2,17 @@
 #include "mb_mpi.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+
+void mb_singleton_defaults(void) {
+  static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                         "PMI_SIZE", "SLURM_STEP_ID", "MPI_LOCALNRANKS"};
+  for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
+    if (getenv(launched[i])) return;
+  setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  setenv("OMPI_MCA_pml", "ob1", 0);
+}
 
 mb_error mb_agree(MPI_Comm comm, mb_error local) {
   int rank, in[2], out[2];

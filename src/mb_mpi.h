@@ -10,6 +10,17 @@
 extern "C" {
 #endif
 
+/* Before MPI_Init: where no launcher started this process (none of the
+ * variables that mpirun, srun or PMIx set is present), it runs as an MPI
+ * singleton, one rank alone. Open MPI then starts a helper daemon and
+ * probes its network transports, about 0.45 s of every run on a small
+ * machine; for one rank neither is of use. This sets, only where the user
+ * has not set them, OMPI_MCA_ess_singleton_isolated=1 (no daemon; such a
+ * process cannot MPI_Comm_spawn, which meshbatch never does) and
+ * OMPI_MCA_pml=ob1 (shared-memory and self transports): 0.05 s. Other MPI
+ * libraries ignore these variables. Not collective; call before MPI_Init. */
+void mb_singleton_defaults(void);
+
 /* Agree on an error across ranks. Collective over comm: every rank passes
  * its local result; if any rank failed, every rank returns the error code
  * and message of the lowest failing rank, so all ranks leave the same way.

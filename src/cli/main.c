@@ -10,6 +10,7 @@
 #include "mb_cuda.h"
 #include "mb_error.h"
 #include "mb_log.h"
+#include "mb_mpi.h"
 
 typedef struct command {
   const char *name;
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
     usage(stderr);
     return MB_EXIT_USAGE;
   }
+  mb_singleton_defaults();
   /* PT-Scotch (behind partitioner: parmetis) runs threads that call MPI. */
   int provided;
   if (MPI_Init_thread(&argc, &argv,

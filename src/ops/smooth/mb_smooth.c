@@ -37,7 +37,7 @@ mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, i
                        double *xyz) {
   for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], adj));
   const size_t bytes = sizeof(double) * 3 * (size_t)(adj->nv ? adj->nv : 1);
-  double *tmp = malloc(bytes);
+  double *tmp = mb_alloc(bytes);
   MB_CHECK(tmp, MB_ERR_MEMORY, "out of memory for %lld vertices", (long long)adj->nv);
   double *cur = xyz, *next = tmp;
   for (int s = 0; s < nstages; s++) {

@@ -1,0 +1,40 @@
+/* meshbatch: allocation of large arrays (meshes, adjacency, buffers).
+ *
+ * Every new page of a large array costs a page fault when it is first
+ * touched; on virtual machines a fault costs several microseconds, and a
+ * mesh of 2 M vertices touches about 100 000 pages of 4 KiB. These
+ * functions allocate with the C library and advise the kernel to back
+ * arrays of MB_ALLOC_HUGE_MIN bytes or more with transparent huge pages
+ * (madvise(MADV_HUGEPAGE): 2 MiB per fault on x86-64), where the kernel
+ * has them in "madvise" or "always" mode. The memory is released with
+ * free(); the advice is only a hint and never an error.
+ */
+#ifndef MB_ALLOC_H
+#define MB_ALLOC_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Arrays from this size on are advised to use huge pages (bytes). */
+#define MB_ALLOC_HUGE_MIN ((size_t)4 << 20)
+
+/* malloc(bytes) with the huge-page advice for large sizes. Not collective;
+ * thread-safe. Returns NULL when out of memory (bytes == 0 gives a valid
+ * pointer to at least one byte). The caller owns the memory: free(). */
+void *mb_alloc(size_t bytes);
+
+/* calloc(n, size) with the same advice: n x size zeroed bytes, NULL when
+ * out of memory or when n x size overflows. The caller frees it. */
+void *mb_zalloc(size_t n, size_t size);
+
+/* realloc(p, bytes) with the same advice for the grown array; NULL (and
+ * p untouched) when out of memory. */
+void *mb_realloc(void *p, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

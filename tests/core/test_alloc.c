@@ -1,0 +1,109 @@
+/* meshbatch test: large arrays (src/mb_alloc.h): sizes, zeroing of reused
+ * memory, overflow, growth that keeps the contents, and the huge-page
+ * advice seen by the kernel (/proc/self/smaps, where transparent huge
+ * pages are offered in "madvise" or "always" mode). */
+#include "mb_testutil.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_alloc.h"
+
+static void test_zalloc_zeroes_reused_memory(void **state) {
+  (void)state;
+  const size_t n = 3 * MB_ALLOC_HUGE_MIN; /* past the advice threshold */
+  for (int round = 0; round < 3; round++) {
+    unsigned char *p = mb_zalloc(n, 1);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i += 4093) assert_int_equal(p[i], 0);
+    assert_int_equal(p[n - 1], 0);
+    memset(p, 0xab, n); /* dirty it for the next round's block */
+    free(p);
+  }
+  unsigned char *small = mb_zalloc(10, 3);
+  assert_non_null(small);
+  for (int i = 0; i < 30; i++) assert_int_equal(small[i], 0);
+  free(small);
+}
+
+static void test_zero_sizes_and_overflow(void **state) {
+  (void)state;
+  void *p = mb_alloc(0), *q = mb_zalloc(0, 8);
+  assert_non_null(p);
+  assert_non_null(q);
+  free(p);
+  free(q);
+  assert_null(mb_zalloc(SIZE_MAX / 2, 4));
+}
+
+static void test_realloc_keeps_contents(void **state) {
+  (void)state;
+  int64_t *a = mb_alloc(1000 * sizeof *a);
+  assert_non_null(a);
+  for (int64_t i = 0; i < 1000; i++) a[i] = 7 * i;
+  const size_t big = 2 * MB_ALLOC_HUGE_MIN / sizeof *a;
+  int64_t *b = mb_realloc(a, big * sizeof *b);
+  assert_non_null(b);
+  for (int64_t i = 0; i < 1000; i++) assert_int_equal(b[i], 7 * i);
+  b[big - 1] = 1;
+  free(b);
+}
+
+/* Kilobytes of anonymous huge pages in the mapping that holds p. */
+static long huge_kb_at(const void *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  char line[512];
+  int inside = 0;
+  long kb = -1;
+  while (fgets(line, sizeof line, f)) {
+    uintptr_t lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+      continue;
+    }
+    if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) break;
+  }
+  fclose(f);
+  return kb;
+}
+
+static void test_huge_pages_advised(void **state) {
+  (void)state;
+  char mode[128] = "";
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f) {
+    if (!fgets(mode, sizeof mode, f)) mode[0] = 0;
+    fclose(f);
+  }
+  if (!strstr(mode, "[madvise]") && !strstr(mode, "[always]")) {
+    printf("transparent huge pages not offered here (%s): advice not checked\n",
+           mode[0] ? mode : "no /sys/kernel/mm/transparent_hugepage");
+    skip();
+  }
+  const size_t n = 8 * MB_ALLOC_HUGE_MIN;
+  char *p = mb_alloc(n);
+  assert_non_null(p);
+  memset(p, 1, n);
+  const long kb = huge_kb_at(p + n / 2);
+  printf("%zu MiB block: %ld kB in huge pages (kernel mode %s)", n >> 20, kb, mode);
+  if (kb == 0) { /* none free at this moment (fragmented memory): a hint, not a promise */
+    printf("no huge page could be had now: advice not checked\n");
+    free(p);
+    skip();
+  }
+  assert_true(kb > 0);
+  free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_zalloc_zeroes_reused_memory),
+      cmocka_unit_test(test_zero_sizes_and_overflow),
+      cmocka_unit_test(test_realloc_keeps_contents),
+      cmocka_unit_test(test_huge_pages_advised),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
