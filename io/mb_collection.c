@@ -4,6 +4,7 @@
 #include "mb_collection.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <math.h>
@@ -51,6 +52,58 @@ static void h5_close_id(hid_t id) {
 }
 
 /* "[a,b]" for an error message. */
+/* ------------------------------------------------------------ large transfers */
+
+/* MPI-IO, under parallel HDF5, moves at most 2^31 - 1 bytes in one call, so
+ * a dataset of 2 GiB or more must be read and written in pieces: slices
+ * along the first (slowest) axis of at most this many bytes. Settable by
+ * MESHBATCH_IO_PIECE_BYTES (tests use small pieces to reach every path). */
+static size_t io_piece_bytes(void) {
+  static size_t bytes = 0;
+  if (!bytes) {
+    const char *v = getenv("MESHBATCH_IO_PIECE_BYTES");
+    long long b = v ? atoll(v) : 0;
+    bytes = b > 0 ? (size_t)b : (size_t)1 << 30;
+  }
+  return bytes;
+}
+
+/* Read (write = 0) or write the block start[0..rank) + count[0..rank) of
+ * dataset d from or into buf, whose memory is an array of mem_dims
+ * (mem_dims[a] >= count[a]; the block lies at its origin), values of
+ * memory type mt. Independent transfer, in slices of the first axis of at
+ * most io_piece_bytes() (a single slice may be larger). Returns < 0 on
+ * the first failing call. */
+static herr_t h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_t *start,
+                                const hsize_t *count, const hsize_t *mem_dims, void *buf) {
+  if (count[0] == 0) return 0;
+  hsize_t slice = H5Tget_size(mt);
+  for (int a = 1; a < rank; a++) slice *= count[a];
+  hsize_t step = slice ? io_piece_bytes() / slice : count[0];
+  if (step < 1) step = 1;
+  hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, mem_dims, NULL);
+  herr_t st = fs >= 0 && ms >= 0 ? 0 : -1;
+  for (hsize_t k = 0; st >= 0 && k < count[0]; k += step) {
+    hsize_t fstart[4], mstart[4] = {0, 0, 0, 0}, n[4];
+    for (int a = 0; a < rank; a++) {
+      fstart[a] = start[a];
+      n[a] = count[a];
+    }
+    fstart[0] += k;
+    mstart[0] = k;
+    n[0] = count[0] - k < step ? count[0] - k : step;
+    st = H5Sselect_hyperslab(fs, H5S_SELECT_SET, fstart, NULL, n, NULL);
+    if (st >= 0) st = H5Sselect_hyperslab(ms, H5S_SELECT_SET, mstart, NULL, n, NULL);
+    if (st >= 0)
+      st = write ? H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, buf) : H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
+  }
+  h5_close_id(fs);
+  h5_close_id(ms);
+  return st;
+}
+
+/* ------------------------------------------------------------ small helpers */
+
 static const char *shape_str(int rank, const hsize_t *dims, char *buf, size_t len) {
   int k = snprintf(buf, len, "[");
   for (int i = 0; i < rank && k < (int)len; i++)
@@ -730,33 +783,13 @@ typedef struct mb_rows {
   int64_t mcols;
 } mb_rows;
 
-/* A memory dataspace of n rows of mcols values (rank 1 if mcols = 0) with
- * the first cols columns of every row selected. */
-static hid_t mem_rows_space(int64_t n, int64_t cols, int64_t mcols) {
-  hsize_t dims[2] = {(hsize_t)n, (hsize_t)(mcols ? mcols : cols)};
-  hid_t ms = H5Screate_simple(cols ? 2 : 1, dims, NULL);
-  if (ms >= 0 && cols && mcols > cols) {
-    hsize_t start[2] = {0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
-    if (H5Sselect_hyperslab(ms, H5S_SELECT_SET, start, NULL, count, NULL) < 0) {
-      H5Sclose(ms);
-      return -1;
-    }
-  }
-  return ms;
-}
-
-/* Write rows r of dataset d ([d0] if rank 1, [d0, d1] if rank 2) by hyperslab.
- * Independent transfer. */
+/* Write rows r of dataset d ([d0] if rank 1, [d0, d1] if rank 2) by hyperslab
+ * (rows of r->mcols values in memory, 0: d1). Independent transfer, in
+ * pieces below MPI-IO's 2 GiB limit. */
 static herr_t write_rows(hid_t d, hid_t mt, int rank, int64_t d1, const mb_rows *r) {
-  hsize_t start[2] = {(hsize_t)r->start, 0}, count[2] = {(hsize_t)r->n, (hsize_t)d1};
-  hid_t fs = H5Dget_space(d), ms = mem_rows_space(r->n, rank == 2 ? d1 : 0, r->mcols);
-  herr_t st = fs >= 0 && ms >= 0
-                  ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
-                  : -1;
-  if (st >= 0) st = H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, r->buf);
-  h5_close_id(fs);
-  h5_close_id(ms);
-  return st;
+  const hsize_t start[2] = {(hsize_t)r->start, 0}, count[2] = {(hsize_t)r->n, (hsize_t)d1};
+  const hsize_t mem[2] = {(hsize_t)r->n, (hsize_t)(r->mcols ? r->mcols : d1)};
+  return h5_block_transfer(d, mt, 1, rank, start, count, mem, (void *)r->buf);
 }
 
 /* Create a dataset (collective), let this rank write its rows r if it holds
@@ -961,15 +994,9 @@ static mb_error put_grid_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p
       hsize_t start[4] = {(hsize_t)p->glo[0], (hsize_t)p->glo[1], (hsize_t)p->glo[2], 0};
       hsize_t count[4] = {(hsize_t)p->gn[0], (hsize_t)p->gn[1], (hsize_t)p->gn[2],
                           (hsize_t)xf->ncomp};
-      hid_t fs = H5Dget_space(d), ms = H5Screate_simple(rank, count, NULL);
-      herr_t st = fs >= 0 && ms >= 0
-                      ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
-                      : -1;
-      if (st >= 0)
-        st = H5Dwrite(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT,
-                      f32 ? (const void *)mf->data32 : (const void *)mf->data);
-      h5_close_id(fs);
-      h5_close_id(ms);
+      const herr_t st = h5_block_transfer(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, 1, rank,
+                                          start, count, count,
+                                          f32 ? (void *)mf->data32 : (void *)mf->data);
       if (st < 0)
         *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                              "H5Dwrite of field '%s' of grid '%s' failed", xf->name, w->x.name);
@@ -1100,7 +1127,8 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
   hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl >= 0 ? fcpl : H5P_DEFAULT, fapl);
   h5_close_id(fcpl);
   H5Pclose(fapl);
-  MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5)", tmp);
+  MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5): %s", tmp,
+           rank == 0 ? mb_create_reason(tmp) : "see rank 0");
   mb_error e = put_contents(file, w, h, lerr);
   if (H5Fclose(file) < 0 && !e)
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
@@ -1196,8 +1224,9 @@ static mb_error check_folder(const char *path) {
   if (!slash) return MB_SUCCESS;
   if (slash == dir) slash[1] = '\0'; else *slash = '\0';
   struct stat st;
-  MB_CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), MB_ERR_IO,
-           "cannot write %s: folder %s does not exist", path, dir);
+  MB_CHECK(stat(dir, &st) == 0, MB_ERR_IO, "cannot write %s: folder %s: %s", path, dir,
+           strerror(errno));
+  MB_CHECK(S_ISDIR(st.st_mode), MB_ERR_IO, "cannot write %s: %s is not a folder", path, dir);
   return MB_SUCCESS;
 }
 
@@ -1757,7 +1786,12 @@ const mb_mesh_info *mb_collection_info(const mb_collection *coll, int64_t i) {
 static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt, void *buf) {
   hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
-  herr_t st = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+  hid_t fs = H5Dget_space(d);
+  const int rank = fs >= 0 ? H5Sget_simple_extent_ndims(fs) : -1;
+  hsize_t dims[4] = {0, 0, 0, 0}, start[4] = {0, 0, 0, 0};
+  herr_t st = rank >= 1 && rank <= 4 ? H5Sget_simple_extent_dims(fs, dims, NULL) : -1;
+  h5_close_id(fs);
+  if (st >= 0) st = h5_block_transfer(d, mt, 0, rank, start, dims, dims, buf);
   H5Dclose(d);
   MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread failed", src, dset);
   return MB_SUCCESS;
@@ -1773,13 +1807,9 @@ static mb_error read_rows_into(hid_t loc, const char *src, const char *dset, hid
   if (n == 0) return MB_SUCCESS;
   hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
-  hsize_t off[2] = {(hsize_t)start, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
-  hid_t fs = H5Dget_space(d), ms = mem_rows_space(n, cols, mcols);
-  herr_t st = fs >= 0 && ms >= 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, count, NULL)
-                                 : -1;
-  if (st >= 0) st = H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
-  h5_close_id(fs);
-  h5_close_id(ms);
+  const hsize_t off[2] = {(hsize_t)start, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
+  const hsize_t mem[2] = {(hsize_t)n, (hsize_t)(mcols ? mcols : cols)};
+  herr_t st = h5_block_transfer(d, mt, 0, cols ? 2 : 1, off, count, mem, buf);
   H5Dclose(d);
   MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread of rows [%lld, %lld) failed", src, dset,
            (long long)start, (long long)(start + n));
@@ -1813,7 +1843,7 @@ static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, const char *gr
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s/%s/%s: expected shape [%s,k] with %s = %lld", src, group, l.v[i],
                        face ? "M" : "N", face ? "M" : "N", (long long)total);
-    double *data = e ? NULL : malloc(sizeof(double) * (size_t)n * dims[1] + 1);
+    double *data = e ? NULL : mb_alloc(sizeof(double) * (size_t)n * dims[1] + 1);
     if (!e && !data) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
     if (!e) e = read_rows(fg, src, l.v[i], H5T_NATIVE_DOUBLE, r0, n, (int64_t)dims[1], data);
     if (!e)
@@ -1864,10 +1894,12 @@ static mb_error read_grid_fields(hid_t g, const char *src, mb_mesh *m) {
     int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
     if (r == 3 || r == 4) H5Sget_simple_extent_dims(sp, dims, NULL);
     const int f32 = t >= 0 && H5Tget_size(t) == 4, ncomp = r == 4 ? (int)dims[3] : 1;
-    void *buf = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
-    herr_t st = buf && d >= 0 ? H5Dread(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL,
-                                        H5S_ALL, H5P_DEFAULT, buf)
-                              : -1;
+    void *buf = mb_alloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
+    const hsize_t start[4] = {0, 0, 0, 0};
+    herr_t st = buf && d >= 0 && (r == 3 || r == 4)
+                    ? h5_block_transfer(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, 0, r, start,
+                                        dims, dims, buf)
+                    : -1;
     h5_close_id(t);
     h5_close_id(sp);
     h5_close_id(d);
@@ -2070,14 +2102,11 @@ mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int
     const int f32 = t >= 0 && H5Tget_size(t) == 4, ncomp = r == 4 ? (int)dims[3] : 1;
     hsize_t start[4] = {(hsize_t)lo[0], (hsize_t)lo[1], (hsize_t)lo[2], 0};
     hsize_t count[4] = {(hsize_t)n[0], (hsize_t)n[1], (hsize_t)n[2], (hsize_t)ncomp};
-    void *buf = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
-    hid_t mspace = r > 0 ? H5Screate_simple(r, count, NULL) : -1;
-    herr_t st = buf && mspace >= 0 && fs >= 0
-                    ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
+    void *buf = mb_alloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)m->nv * (size_t)ncomp);
+    herr_t st = buf && fs >= 0 && (r == 3 || r == 4)
+                    ? h5_block_transfer(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, 0, r, start,
+                                        count, count, buf)
                     : -1;
-    if (st >= 0)
-      st = H5Dread(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, mspace, fs, H5P_DEFAULT, buf);
-    h5_close_id(mspace);
     h5_close_id(t);
     h5_close_id(fs);
     h5_close_id(d);

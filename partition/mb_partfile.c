@@ -1,6 +1,7 @@
 /* meshbatch: partition files (see mb_partfile.h). */
 #include "mb_partfile.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,8 @@ mb_error mb_partfile_write(const char *path, const mb_partfile *p) {
   snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  MB_CHECK(f >= 0, MB_ERR_IO, "%s: cannot create the partition file", path);
+  MB_CHECK(f >= 0, MB_ERR_IO, "%s: cannot create the partition file: %s", path,
+           mb_create_reason(tmp));
   int version = MB_PARTFILE_FORMAT_VERSION;
   long long cut = p->quality.edge_cut;
   herr_t rc = put_string(f, "format", MB_PARTFILE_FORMAT);
@@ -63,9 +65,11 @@ mb_error mb_partfile_write(const char *path, const mb_partfile *p) {
   if (rc >= 0) rc = put_parts(f, "vertex_part", p->nv, p->vertex_part);
   if (rc >= 0) rc = put_parts(f, "face_part", p->nf, p->face_part);
   if (H5Fclose(f) < 0) rc = -1;
-  if (rc < 0 || rename(tmp, path) != 0) {
+  const int renamed = rc >= 0 && rename(tmp, path) == 0;
+  if (!renamed) {
+    const char *why = rc < 0 ? "HDF5 could not write it (is the disk full?)" : strerror(errno);
     remove(tmp);
-    MB_FAIL(MB_ERR_IO, "%s: cannot write the partition file", path);
+    MB_FAIL(MB_ERR_IO, "%s: cannot write the partition file: %s", path, why);
   }
   return MB_SUCCESS;
 }
@@ -128,7 +132,8 @@ static mb_error read_quality(hid_t f, mb_partfile *p) {
 
 mb_error mb_partfile_read(const char *path, mb_partfile **out) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  MB_CHECK(access(path, R_OK) == 0, MB_ERR_IO, "%s: cannot open the partition file", path);
+  MB_CHECK(access(path, R_OK) == 0, MB_ERR_IO, "%s: cannot open the partition file: %s", path,
+           strerror(errno));
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   MB_CHECK(f >= 0, MB_ERR_FORMAT, "%s: not an HDF5 file", path);
   mb_partfile *p = calloc(1, sizeof *p);

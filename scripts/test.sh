@@ -6,4 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cd "${MB_BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"
+# Tests labelled `large` (datasets over 2 GiB, about 10 minutes on 2 cores)
+# run on demand: MB_TEST_LARGE=1, or `ctest -L large` in the build folder.
+skip_large=(-LE large)
+[ "${MB_TEST_LARGE:-0}" = 1 ] && skip_large=()
+ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "${skip_large[@]}" "$@"

@@ -1,8 +1,11 @@
 /* meshbatch: thread-local error message and traceback (see mb_error.h). */
 #include "mb_error.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MB_MSG_LEN = 2048, MB_TRACE_LEN = 4096 };
 
@@ -55,4 +58,17 @@ const char *mb_error_traceback(void) { return mb_trace; }
 void mb_error_clear(void) {
   mb_msg[0] = '\0';
   mb_trace[0] = '\0';
+}
+
+const char *mb_create_reason(const char *path) {
+  int made = 1, fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0 && errno == EEXIST) { /* left by the failed create: can it be written? */
+    made = 0;
+    fd = open(path, O_WRONLY);
+  }
+  if (fd < 0) return strerror(errno);
+  close(fd);
+  if (made) unlink(path);
+  return "the folder takes the file, but the library could not create it (for MPI-IO: a file "
+         "system without MPI-IO support, or a launcher problem)";
 }

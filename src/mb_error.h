@@ -52,6 +52,13 @@ const char *mb_error_message(void);
 /* The traceback lines of the last recorded error, or "". */
 const char *mb_error_traceback(void);
 
+/* Why the file path cannot be created, for a message after a library
+ * (HDF5, MPI-IO) failed to create it: the system's reason for a plain
+ * open(2) (strerror text), or, where that works (the probe file is then
+ * removed again), a sentence saying that the folder takes files but the
+ * library refused. Not collective; the text is static or strerror's. */
+const char *mb_create_reason(const char *path);
+
 /* Forget the recorded error. Not collective. */
 void mb_error_clear(void);
 

@@ -821,11 +821,45 @@ static mb_error make_parent_folder(const char *path) {
   return MB_SUCCESS;
 }
 
-/* Before any work (rank 0): the output is none of the inputs (compared
- * by device and inode, so links and ./ spellings count), and its folder
- * takes a new file (a probe created and removed). */
+/* Every file name the output will need fits its folder's limit (NAME_MAX):
+ * OUTPUT's own temporary name and, for each mesh, OUTPUT_STEM.MESH.xdmf
+ * under its temporary name (docs/format.md, "XDMF companions"). */
+static mb_error check_output_names(const char *output, const mb_inputs *in) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", output);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? output + (slash - dir) + 1 : output;
+  if (slash) slash[slash == dir] = '\0'; else snprintf(dir, sizeof dir, ".");
+  long max = pathconf(dir, _PC_NAME_MAX);
+  if (max <= 0) max = 255;
+  const size_t tmp = strlen(".tmp-") + 20; /* the temporary suffix: .tmp-PID */
+  size_t stem = strlen(base);
+  if (stem > 3 && !strcmp(base + stem - 3, ".h5")) stem -= 3;
+  MB_CHECK(strlen(base) + tmp <= (size_t)max, MB_ERR_ARG,
+           "the output name %s is too long: with its temporary suffix it passes the %ld "
+           "bytes the folder allows in a file name", base, max);
+  for (int64_t k = 0; k < in->nsources; k++) {
+    const size_t need = stem + 1 + strlen(in->sources[k].name) + strlen(".xdmf") + tmp;
+    MB_CHECK(need <= (size_t)max, MB_ERR_ARG,
+             "mesh '%s' (%s): its XDMF file %.*s.%s.xdmf would need %zu bytes of file name, the "
+             "folder allows %ld: rename the mesh or shorten the output name",
+             in->sources[k].name, in->sources[k].path, (int)stem, base, in->sources[k].name,
+             need, max);
+  }
+  return MB_SUCCESS;
+}
+
+/* Before any work (rank 0): the output is a file name, not a folder; the
+ * names it needs fit the folder; it is none of the inputs (compared by
+ * device and inode, so links and ./ spellings count); and its folder takes
+ * a new file (a probe created and removed). */
 static mb_error check_output(const char *output, const mb_inputs *in) {
   struct stat so;
+  const size_t len = strlen(output);
+  MB_CHECK(len > 0 && output[len - 1] != '/' && (stat(output, &so) != 0 || !S_ISDIR(so.st_mode)),
+           MB_ERR_ARG, "the output %s is a folder: give the file to write, e.g. %s%sout.h5",
+           output, output, len && output[len - 1] == '/' ? "" : "/");
+  MB_CALL(check_output_names(output, in));
   if (stat(output, &so) == 0)
     for (int64_t k = 0; k < in->nsources; k++) {
       struct stat si;
@@ -1023,22 +1057,25 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL(mb_agree(st->comm, e));
   int stopped = stop_requested;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
-  if (stopped) { /* SIGTERM: no output that could pass for a finished one */
-    int64_t kept = st->nkept; /* per mesh: whole meshes over the ranks; partitioned: the slabs
-                                 every rank holds of each finished mesh */
-    MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
-    if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
+  /* meshes finished: per mesh, whole meshes over the ranks; partitioned,
+   * the slabs every rank holds of each finished mesh */
+  int64_t kept = st->nkept;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
+  if (stopped) /* SIGTERM: no output that could pass for a finished one */
     MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
             (long long)kept, (long long)st->inputs->nsources,
             st->ckpt[0] ? "they are kept in the checkpoint: run the same command with --resume"
                         : "nothing was written (run with --checkpoint to keep finished meshes)");
-  }
+  const int nothing = kept == 0 && st->inputs->nsources > 0;
   const double tw = mb_wtime();
-  e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
-                                st->slabs);
-  MB_CALL(mb_agree(st->comm, e));
+  if (!nothing) { /* a job in which every mesh failed leaves any earlier output as it was */
+    e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
+                                  st->slabs);
+    MB_CALL(mb_agree(st->comm, e));
+  }
   st->write_s = mb_wtime() - tw;
-  if (st->ckpt[0] && st->rank == 0) remove_checkpoint(st->ckpt);
+  if (st->ckpt[0] && st->rank == 0 && !nothing) remove_checkpoint(st->ckpt);
   int64_t resumed = st->resumed;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->resume && st->rank == 0)
@@ -1061,7 +1098,12 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL(gather_results(st, &all, &nall));
   if (st->rank == 0) {
     print_summary(st, all, nall, sum);
-    mb_log(MB_LOG_NORMAL, "output: %s (open the .xdmf beside it in ParaView)", st->job->output);
+    if (nothing)
+      mb_log(MB_LOG_NORMAL, "output: none written, as no mesh succeeded; %s",
+             access(st->job->output, F_OK) == 0 ? "the earlier output there is left as it was"
+                                                : "nothing was created");
+    else
+      mb_log(MB_LOG_NORMAL, "output: %s (open the .xdmf beside it in ParaView)", st->job->output);
   }
   free(all);
   if (st->job->timings) MB_CALL(print_timings(st, sum));

@@ -555,6 +555,77 @@ def case_resume(a):
         fail("a checkpoint of another job is resumed")
 
 
+def case_early_checks(a):
+    """Output problems found before any computing (on rank 0, agreed by all
+    ranks; one case on 2 ranks, the others on one; the job here would
+    smooth for a minute): an output that is a
+    folder (`.` or a trailing slash), below a regular file, in a folder
+    that takes no file (a read-only tmpfs where the test may mount one:
+    root writes anywhere else), and a mesh name too long for its XDMF file
+    name. Each run prints no mesh line (nothing computed), names the
+    reason, and leaves the input and the earlier output byte-identical. A
+    job in which every mesh fails keeps the earlier output as it was."""
+    import subprocess
+    import time
+    d = fresh("early_checks")
+    spot = os.path.join(SRC, "data", "meshes", "spot.obj")
+    coll = os.path.join(d, "in.h5")
+    run(["import", spot, "-o", coll])
+    earlier = os.path.join(d, "earlier.h5")
+    run(["run", job(os.path.join(d, "first.yaml"), [coll], earlier, backend="cpu",
+                    stages=[dict(op="laplacian", iterations=1)])])
+    kept = {p: open(p, "rb").read() for p in (coll, earlier, earlier[:-3] + ".xdmf")}
+
+    def refused(name, output, words, inputs=(coll,), np=None):
+        jp = job(os.path.join(d, name + ".yaml"), list(inputs), output, backend="cpu",
+                 stages=[dict(op="taubin", **{"lambda": 0.5}, mu=-0.53, iterations=200000)])
+        t0 = time.monotonic()
+        p = run(["run", jp], np=np, expect=1)
+        took = time.monotonic() - t0
+        print(f"{name}: refused after {took:.2f} s")
+        for w in words:
+            if w not in p.stderr:
+                fail(f"{name}: the message does not say '{w}'")
+        if "spot" in p.stdout and "vertices" in p.stdout:
+            fail(f"{name}: a mesh was computed before the refusal")
+        if took > 20:  # the job itself smooths for over a minute
+            fail(f"{name}: the refusal came after {took:.1f} s, so after computing")
+        for path, data in kept.items():
+            if open(path, "rb").read() != data:
+                fail(f"{name}: {path} changed")
+
+    refused("dot", ".", ["is a folder"], np=2)  # agreed by both ranks
+    refused("dot_1", ".", ["is a folder"])
+    refused("slash", d + "/", ["is a folder"])
+    refused("below_file", os.path.join(coll, "o.h5"), ["Not a directory"])
+    long_mesh = os.path.join(d, "m" * 240 + ".obj")
+    shutil.copy(spot, long_mesh)
+    refused("long_name", earlier, ["XDMF file", "rename the mesh"], inputs=(coll, long_mesh))
+    ro = os.path.join(d, "ro")
+    os.makedirs(ro)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro],
+                      capture_output=True).returncode == 0:
+        try:
+            refused("read_only", os.path.join(ro, "o.h5"), ["cannot write the output",
+                                                            "Read-only file system",
+                                                            "nothing was computed"])
+        finally:
+            subprocess.run(["umount", ro], capture_output=True)
+    else:
+        print("read_only: cannot mount a read-only tmpfs here: that check is skipped")
+
+    bad = write(os.path.join(d, "broken.obj"), "v 0 0 0\nv 1 0 0\nf 1 2 9\n")
+    jp = job(os.path.join(d, "all_fail.yaml"), [bad], earlier, backend="cpu",
+             stages=[dict(op="laplacian", iterations=1)])
+    p = run(["run", jp], np=2, expect=1)
+    if "none written" not in p.stdout or "left as it was" not in p.stdout:
+        fail("an all-failing job does not say that the earlier output is kept")
+    for path, data in kept.items():
+        if open(path, "rb").read() != data:
+            fail(f"all-failing job: {path} changed")
+    print("early checks: every refusal before computing, inputs and earlier output unchanged")
+
+
 def case_full_disk(a):
     """An output on a full file system (a 1 MB tmpfs, mounted where the test
     may: else skipped with a message): refused with the sizes before the
