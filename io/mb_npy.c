@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mb_meshfile.h"
@@ -34,7 +35,7 @@ typedef struct npy_type {
 } npy_type;
 
 static int parse_descr(const char *v, npy_type *t) {
-  if (!v || *v != '\'') return 1;
+  if (!v || *v != '\'' || !v[1] || !v[2]) return 1; /* a header may end anywhere */
   char order = v[1], kind = v[2];
   int size = 0, used = 0;
   if (sscanf(v + 3, "%d%n", &size, &used) != 1 || v[3 + used] != '\'') return 1;
@@ -171,7 +172,16 @@ mb_error mb_npy_read_grid(const char *path, mb_mesh **grid) {
     count *= shape[a];
   }
   const size_t bytes = (size_t)count * (size_t)t.size;
-  raw = malloc(bytes);
+  const long here = ftell(fp); /* the shape must fit the file before anything is allocated */
+  struct stat st;
+  if (here < 0 || fstat(fileno(fp), &st) != 0 || (uint64_t)st.st_size < (uint64_t)here ||
+      (uint64_t)st.st_size - (uint64_t)here < bytes) {
+    e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                     "%s: the header's shape needs %zu bytes of data, the file has %lld", path,
+                     bytes, here < 0 ? 0LL : (long long)st.st_size - here);
+    goto done;
+  }
+  raw = mb_alloc(bytes);
   if (!raw) {
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "%s: out of memory", path);
     goto done;

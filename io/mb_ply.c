@@ -361,6 +361,7 @@ static int64_t mb_ply_left(const mb_ply *r) {
 static mb_error mb_ply_body(mb_ply *r, mb_mf_builder *b) {
   for (r->cur_elem = 0; r->cur_elem < r->nelems; r->cur_elem++) {
     const mb_ply_elem *e = &r->elems[r->cur_elem];
+    if (e->nprops == 0) continue; /* its instances hold no bytes and no tokens: nothing to read */
     int64_t cap = e->count < mb_ply_left(r) ? e->count : mb_ply_left(r);
     if (r->cur_elem == r->vertex_elem) MB_CALL(mb_mf_builder_reserve(b, cap, 0, 0));
     if (r->cur_elem == r->face_elem) MB_CALL(mb_mf_builder_reserve(b, 0, cap, 3 * cap));
