@@ -1177,43 +1177,98 @@ static mb_error write_xdmf_tmps(const char *stem, const char *h5name, const char
   return MB_SUCCESS;
 }
 
-/* Rank 0: write the XDMF companions, rename the HDF5 file and then the XDMF
- * files into place. On failure nothing new is left at path. */
+/* One file put into place by publish: its temporary and final names, and
+ * a hard link that keeps an earlier file at the final name until the end. */
+typedef struct mb_pub {
+  char tmp[MB_PATH_MAX], final[MB_PATH_MAX], bak[MB_PATH_MAX];
+  int had, moved; /* an earlier file stood there (and is linked at bak); tmp renamed */
+} mb_pub;
+
+/* Put back what publish had moved: the earlier files where there were any,
+ * nothing new where there were none; remove the temporaries and links. */
+static void publish_undo(mb_pub *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    if (p[i].moved) {
+      if (p[i].had) rename(p[i].bak, p[i].final);
+      else unlink(p[i].final);
+    } else {
+      unlink(p[i].tmp);
+      if (p[i].had) unlink(p[i].bak);
+    }
+  }
+}
+
+/* Rank 0: write the XDMF companions under temporary names, then put the
+ * HDF5 file and the XDMF files into place (docs/format.md, "Writing"):
+ * every final name is checked first (a folder or other non-file there
+ * stops the publication before anything is moved), an earlier file at each
+ * name is kept by a hard link, and if any rename fails every earlier file
+ * is put back and nothing new stays: the previous output is left whole. */
 static mb_error publish(const char *path, const char *tmp, const char *suffix,
                         const mb_wset *w) {
   char stem[MB_PATH_MAX];
   xdmf_stem(path, stem, sizeof stem);
   const char *slash = strrchr(path, '/');
   const char *h5name = slash ? slash + 1 : path;
-  int64_t total = w->n + 1;
+  const int64_t total = w->n + 1;
   char **tmps = calloc((size_t)total, sizeof *tmps);
   mb_xdmf_mesh *xm = calloc((size_t)total, sizeof *xm);
-  if (!tmps || !xm) {
+  mb_pub *p = calloc((size_t)total + 1, sizeof *p);
+  if (!tmps || !xm || !p) {
     free(tmps);
     free(xm);
+    free(p);
     MB_FAIL(MB_ERR_MEMORY, "out of memory");
   }
   mb_error e = write_xdmf_tmps(stem, h5name, suffix, w, tmps, xm);
   free(xm);
-  if (e) { drop_tmps(tmps, total, total); MB_CALL(e); }
-  if (rename(tmp, path) != 0) {
-    int err = errno;
-    drop_tmps(tmps, total, total);
-    MB_FAIL(MB_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(err));
-  }
-  size_t slen = strlen(suffix);
+  const size_t slen = strlen(suffix);
+  snprintf(p[0].tmp, sizeof p[0].tmp, "%s", tmp);
+  snprintf(p[0].final, sizeof p[0].final, "%s", path);
   for (int64_t i = 0; i < total; i++) {
-    char final[MB_PATH_MAX];
-    snprintf(final, sizeof final, "%.*s", (int)(strlen(tmps[i]) - slen), tmps[i]);
-    if (rename(tmps[i], final) != 0) {
-      int err = errno;
-      unlink(path);
-      drop_tmps(tmps, total, total);
-      MB_FAIL(MB_ERR_IO, "cannot rename %s to %s: %s", tmps[i], final, strerror(err));
-    }
+    if (!tmps[i]) continue;
+    snprintf(p[i + 1].tmp, sizeof p[i + 1].tmp, "%s", tmps[i]);
+    snprintf(p[i + 1].final, sizeof p[i + 1].final, "%.*s", (int)(strlen(tmps[i]) - slen), tmps[i]);
   }
-  drop_tmps(tmps, 0, total);
-  return MB_SUCCESS;
+  drop_tmps(tmps, e ? total : 0, total); /* names copied; files removed only on failure */
+  MB_CALL_GOTO(e, fail, e);
+  for (int64_t i = 0; i <= total && !e; i++) { /* what stands at each final name */
+    struct stat st;
+    if (lstat(p[i].final, &st) != 0) continue;
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+      e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
+                       "cannot publish %s: %s is in the way (%s, not a file); nothing was "
+                       "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : "");
+      break;
+    }
+    snprintf(p[i].bak, sizeof p[i].bak, "%s%s.bak", p[i].final, suffix);
+    if (link(p[i].final, p[i].bak) != 0) {
+      e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
+                       "cannot publish %s: cannot keep the earlier %s while replacing it: %s; "
+                       "nothing was replaced", path, p[i].final, strerror(errno));
+      break;
+    }
+    p[i].had = 1;
+  }
+  for (int64_t i = 0; i <= total && !e; i++) {
+    if (rename(p[i].tmp, p[i].final) != 0) {
+      e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
+                       "cannot rename %s to %s: %s; the earlier output was put back", p[i].tmp,
+                       p[i].final, strerror(errno));
+      break;
+    }
+    p[i].moved = 1;
+  }
+fail:
+  if (e) {
+    publish_undo(p, total + 1);
+  } else {
+    for (int64_t i = 0; i <= total; i++)
+      if (p[i].had) unlink(p[i].bak);
+  }
+  free(p);
+  if (e) mb_error_trace(__FILE__, __LINE__, __func__);
+  return e;
 }
 
 /* Rank 0: the folder of path must exist. */

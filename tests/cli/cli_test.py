@@ -626,6 +626,43 @@ def case_early_checks(a):
     print("early checks: every refusal before computing, inputs and earlier output unchanged")
 
 
+def case_publish(a):
+    """Publishing is all or nothing: a run whose per-mesh XDMF name is taken
+    by a folder fails before anything is replaced (exit 1, the reason
+    named); the earlier output (HDF5 and every XDMF file) and the inputs
+    stay byte-identical, and no temporary file is left. A second run then
+    replaces the earlier output whole."""
+    d = fresh("publish")
+    spot = os.path.join(SRC, "data", "meshes", "spot.obj")
+    bob = os.path.join(SRC, "data", "meshes", "bob.obj")
+    out = os.path.join(d, "out.h5")
+    run(["run", job(os.path.join(d, "first.yaml"), [spot], out, backend="cpu",
+                    stages=[dict(op="laplacian", iterations=1)])])
+    files = sorted(os.listdir(d))
+    kept = {f: open(os.path.join(d, f), "rb").read() for f in files if f.startswith("out")}
+    inputs = {p: open(p, "rb").read() for p in (spot, bob)}
+    os.makedirs(os.path.join(d, "out.bob.xdmf"))  # in the way of bob's XDMF file
+    jp = job(os.path.join(d, "second.yaml"), [spot, bob], out, backend="cpu",
+             stages=[dict(op="laplacian", iterations=3)])
+    p = run(["run", jp], np=2, expect=1)
+    if "out.bob.xdmf is in the way" not in p.stderr:
+        fail("a folder at an XDMF name is not reported")
+    for f, data in kept.items():
+        if open(os.path.join(d, f), "rb").read() != data:
+            fail(f"the earlier output file {f} changed")
+    for path, data in inputs.items():
+        if open(path, "rb").read() != data:
+            fail(f"the input {path} changed")
+    left = sorted(set(os.listdir(d)) - set(files) - {"out.bob.xdmf", "second.yaml"})
+    if left:
+        fail(f"files left behind: {left}")
+    os.rmdir(os.path.join(d, "out.bob.xdmf"))
+    run(["run", jp], np=2)
+    if mesh_names(out) != ["bob", "spot"] or not os.path.isfile(os.path.join(d, "out.bob.xdmf")):
+        fail("the second run did not replace the earlier output")
+    print("publish: refused whole with the earlier output intact, then replaced whole")
+
+
 def case_full_disk(a):
     """An output on a full file system (a 1 MB tmpfs, mounted where the test
     may: else skipped with a message): refused with the sizes before the
