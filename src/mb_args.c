@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mb_error.h"
 #include "mb_log.h"
@@ -35,6 +36,15 @@ int mb_cli_report(int code) {
     if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", mb_error_traceback());
   }
   return code;
+}
+
+int mb_cli_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int mb_cli_report_run(int error) {
+  return mb_cli_report(error == MB_ERR_ARG ? MB_EXIT_USAGE : MB_EXIT_FAILED);
 }
 
 int mb_cli_parse_int64(const char *s, int64_t *out) {

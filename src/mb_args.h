@@ -31,6 +31,16 @@ int mb_cli_usage_error(const char *cmd, const char *fmt, ...)
  * verbose) and return `code`. Not collective. */
 int mb_cli_report(int code);
 
+/* 1 if paths a and b name the same existing file (same device and inode,
+ * however spelled: links, ./, ..), else 0. Not collective. */
+int mb_cli_same_file(const char *a, const char *b);
+
+/* The exit code of a failed run of the runner (mb_run_job, mb_run_import):
+ * MB_EXIT_USAGE for an invalid argument (an output that is an input or a
+ * folder, a name too long, another job's checkpoint), MB_EXIT_FAILED for
+ * the rest. Reports the recorded error like mb_cli_report. */
+int mb_cli_report_run(int error);
+
 /* Parse a whole decimal integer / finite double; 0 on success, -1 otherwise. */
 int mb_cli_parse_int64(const char *s, int64_t *out);
 int mb_cli_parse_double(const char *s, double *out);

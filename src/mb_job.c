@@ -32,6 +32,8 @@
 /* ------------------------------------------------------------ limits */
 
 enum { MB_JOB_MAX_DEPTH = 32, MB_JOB_MSG_LEN = 1024, MB_JOB_LOG_LEN = 4096 };
+/* A job's stages at most (docs/guide.md, "Keys"); loading is linear in them. */
+enum { MB_JOB_MAX_STAGES = 10000 };
 
 
 /* ------------------------------------------------------------ messages */
@@ -133,10 +135,20 @@ typedef struct scan_node {
   bool null;   /* a plain scalar meaning null: "", "~", "null" */
 } scan_node;
 
+/* Nodes in document order, and a hash table of their paths (open
+ * addressing, linear probing; slots hold node number + 1, 0 = empty) so
+ * that loading is linear in the file's size. */
 typedef struct scan_index {
   scan_node *nodes;
   size_t n, cap;
+  size_t *slots, nslots; /* nslots: a power of two >= 2 cap */
 } scan_index;
+
+static size_t path_hash(const char *p) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return (size_t)h;
+}
 
 typedef struct scan_frame {
   bool is_map;
@@ -153,13 +165,24 @@ static void scan_index_free(scan_index *idx) {
     free(idx->nodes[i].text);
   }
   free(idx->nodes);
+  free(idx->slots);
   memset(idx, 0, sizeof *idx);
 }
 
 static const scan_node *scan_find(const scan_index *idx, const char *path) {
-  for (size_t i = 0; i < idx->n; i++)
-    if (strcmp(idx->nodes[i].path, path) == 0) return &idx->nodes[i];
-  return NULL;
+  if (!idx->nslots) return NULL;
+  for (size_t h = path_hash(path) & (idx->nslots - 1);; h = (h + 1) & (idx->nslots - 1)) {
+    if (!idx->slots[h]) return NULL;
+    const scan_node *node = &idx->nodes[idx->slots[h] - 1];
+    if (!strcmp(node->path, path)) return node;
+  }
+}
+
+/* Enter node i in the hash table (which has room). */
+static void scan_slot(scan_index *idx, size_t i) {
+  size_t h = path_hash(idx->nodes[i].path) & (idx->nslots - 1);
+  while (idx->slots[h]) h = (h + 1) & (idx->nslots - 1);
+  idx->slots[h] = i + 1;
 }
 
 /* Line of a key path, or 0 if the file does not have it. */
@@ -175,12 +198,18 @@ static mb_error scan_add(scan_index *idx, char *path, int line, scan_kind kind,
   if (idx->n == idx->cap) {
     size_t cap = idx->cap ? 2 * idx->cap : 32;
     scan_node *grown = realloc(idx->nodes, cap * sizeof *grown);
-    if (!grown) {
+    size_t *slots = grown ? calloc(4 * cap, sizeof *slots) : NULL;
+    if (!slots) {
+      if (grown) idx->nodes = grown;
       free(path);
       MB_FAIL(MB_ERR_MEMORY, "out of memory scanning the job file");
     }
     idx->nodes = grown;
     idx->cap = cap;
+    free(idx->slots);
+    idx->slots = slots;
+    idx->nslots = 4 * cap;
+    for (size_t i = 0; i < idx->n; i++) scan_slot(idx, i);
   }
   scan_node *node = &idx->nodes[idx->n++];
   node->path = path;
@@ -188,6 +217,7 @@ static mb_error scan_add(scan_index *idx, char *path, int line, scan_kind kind,
   node->kind = kind;
   node->null = null;
   node->text = text ? job_strdup(text) : NULL;
+  scan_slot(idx, idx->n - 1);
   if (text && !node->text) MB_FAIL(MB_ERR_MEMORY, "out of memory scanning the job file");
   return MB_SUCCESS;
 }
@@ -723,9 +753,13 @@ static mb_error job_stage(const job_ctx *c, int s, mb_stage *st) {
   mb_op_defaults(op, st->params);
   unsigned char given[64] = {0};
   MB_CHECK(op->nparams <= (int)sizeof given, MB_ERR_ARG, "op %s has too many keys", op->name);
-  for (size_t i = 0; i < c->idx->n; i++)
-    if (stage_child(spath, c->idx->nodes[i].path))
-      MB_CALL(stage_key(c, spath, &c->idx->nodes[i], op, st->params, given));
+  /* the stage's keys follow its node in document order, before the next stage */
+  const size_t plen = strlen(spath);
+  for (size_t i = (size_t)(entry - c->idx->nodes) + 1; i < c->idx->n; i++) {
+    const char *q = c->idx->nodes[i].path;
+    if (strncmp(q, spath, plen) || (q[plen] != '.' && q[plen] != '[')) break;
+    if (stage_child(spath, q)) MB_CALL(stage_key(c, spath, &c->idx->nodes[i], op, st->params, given));
+  }
   for (int k = 0; k < op->nparams; k++)
     if (op->params[k].required && !given[k])
       return job_fail(MB_ERR_JOB, c->file, entry->line, spath, "missing required key '%s'",
@@ -753,6 +787,10 @@ static mb_error job_stages(const job_ctx *c, mb_job *job) {
     char spath[64];
     snprintf(spath, sizeof spath, "stages[%d]", n);
     if (!scan_find(c->idx, spath)) break;
+    if (n == MB_JOB_MAX_STAGES)
+      return job_fail(MB_ERR_JOB, c->file, node->line, "stages",
+                      "more than %d stages: split the job, or raise iterations of one stage",
+                      MB_JOB_MAX_STAGES);
   }
   if (n == 0)
     return job_fail(MB_ERR_JOB, c->file, node->line, "stages", "at least one stage is required");

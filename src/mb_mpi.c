@@ -12,6 +12,9 @@ void mb_singleton_defaults(void) {
     if (getenv(launched[i])) return;
   setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
+  /* without the daemon there is no session folder for the shared-memory
+   * shared file pointers of MPI-IO (unused by HDF5): not the sm component */
+  setenv("OMPI_MCA_sharedfp", "^sm", 0);
 }
 
 mb_error mb_agree(MPI_Comm comm, mb_error local) {

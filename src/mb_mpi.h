@@ -17,7 +17,9 @@ extern "C" {
  * machine; for one rank neither is of use. This sets, only where the user
  * has not set them, OMPI_MCA_ess_singleton_isolated=1 (no daemon; such a
  * process cannot MPI_Comm_spawn, which meshbatch never does) and
- * OMPI_MCA_pml=ob1 (shared-memory and self transports): 0.05 s. Other MPI
+ * OMPI_MCA_pml=ob1 (shared-memory and self transports), and
+ * OMPI_MCA_sharedfp=^sm (MPI-IO's shared-memory file pointers want the
+ * daemon's session folder; HDF5 does not use them): 0.05 s. Other MPI
  * libraries ignore these variables. Not collective; call before MPI_Init. */
 void mb_singleton_defaults(void);
 

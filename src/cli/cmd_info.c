@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "mb_collection.h"
@@ -70,6 +71,7 @@ static int for_each_mesh(const char *cmd, const char *path, const char *only,
     int rc = fn(m, ctx);
     if (rc > code) code = rc;
     mb_mesh_free(m);
+    if (rc == MB_EXIT_USAGE) break; /* a refused output: nothing more is written */
   }
   mb_collection_close(c);
   if (only && !found) return mb_cli_usage_error(cmd, "no mesh named '%s' in %s", only, path);
@@ -107,7 +109,7 @@ int mb_cmd_info(int argc, char **argv) {
 
 static const char export_help[] =
     "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH\n"
-    "                        [--format obj|off|ply|node|npy|vtk]\n\n"
+    "                        [--format obj|off|ply|node|npy|vtk] [--force]\n\n"
     "Export datasets with full double precision. With one dataset (or --mesh)\n"
     "and a PATH ending in .obj, .off, .ply, .node or .ele, that file is written\n"
     "(.node/.ele: Triangle's .node, .ele and .neigh, for planar triangulations);\n"
@@ -118,14 +120,33 @@ static const char export_help[] =
     "the folder per field (shape nz, ny, nx; float32 or float64 as stored), or\n"
     "PATH.npy for a grid of one field; with --format vtk (or PATH.vtk) as legacy\n"
     "VTK structured points, all fields in one NAME.vtk, which meshio and ParaView\n"
-    "read (meshio does not read the collection's XDMF view of grids).\n";
+    "read (meshio does not read the collection's XDMF view of grids).\n\n"
+    "A file that exists already is not replaced (exit code 2, before it is\n"
+    "written) unless --force is given; the collection itself is never replaced.\n";
 
 typedef struct export_ctx {
   const char *out;
   const char *format;
+  const char *collection; /* the input, never replaced */
   int folder;
   int written;
+  int force;              /* replace existing files */
 } export_ctx;
+
+/* MB_EXIT_USAGE (reported) if path may not be written: it is the input
+ * collection, or it exists and --force was not given; else MB_EXIT_OK. */
+static int export_target(const export_ctx *x, const char *path) {
+  if (mb_cli_same_file(path, x->collection)) {
+    mb_log_error("%s is the collection being exported: it is never replaced", path);
+    return MB_EXIT_USAGE;
+  }
+  if (!x->force && access(path, F_OK) == 0) {
+    mb_log_error("%s exists: export does not replace files (give --force to replace it, or "
+                 "another -o)", path);
+    return MB_EXIT_USAGE;
+  }
+  return MB_EXIT_OK;
+}
 
 static int export_one(const mb_mesh *m, void *p) {
   export_ctx *x = p;
@@ -137,6 +158,7 @@ static int export_one(const mb_mesh *m, void *p) {
     char path[4096];
     if (x->folder) snprintf(path, sizeof path, "%s/%s.vtk", x->out, m->name);
     else snprintf(path, sizeof path, "%s", x->out);
+    if (export_target(x, path)) return MB_EXIT_USAGE;
     if (mb_vtk_write_grid(path, m) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
     mb_log(MB_LOG_NORMAL, "%s -> %s", m->name, path);
     return MB_EXIT_OK;
@@ -156,6 +178,7 @@ static int export_one(const mb_mesh *m, void *p) {
                      m->nfields);
         return MB_EXIT_USAGE;
       }
+      if (export_target(x, path)) return MB_EXIT_USAGE;
       if (mb_npy_write_field(path, m, f) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
       mb_log(MB_LOG_NORMAL, "%s field %s -> %s", m->name, m->fields[f].name, path);
     }
@@ -168,6 +191,19 @@ static int export_one(const mb_mesh *m, void *p) {
   char path[4096];
   if (x->folder) snprintf(path, sizeof path, "%s/%s.%s", x->out, m->name, x->format);
   else snprintf(path, sizeof path, "%s", x->out);
+  if (!strcmp(x->format, "node") || mb_meshfile_format_of(path) == MB_MESHFILE_NODE ||
+      mb_meshfile_format_of(path) == MB_MESHFILE_ELE) { /* Triangle: three files of one stem */
+    const char *dot = strrchr(path, '.');
+    const int stem = dot && !strchr(dot, '/') ? (int)(dot - path) : (int)strlen(path);
+    static const char *const ext[] = {".node", ".ele", ".neigh"};
+    for (int k = 0; k < 3; k++) {
+      char q[4200];
+      snprintf(q, sizeof q, "%.*s%s", stem, path, ext[k]);
+      if (export_target(x, q)) return MB_EXIT_USAGE;
+    }
+  } else if (export_target(x, path)) {
+    return MB_EXIT_USAGE;
+  }
   if (mb_meshfile_write(path, m) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
   mb_log(MB_LOG_NORMAL, "%s -> %s", m->name, path);
   return MB_EXIT_OK;
@@ -186,12 +222,14 @@ int mb_cmd_export(int argc, char **argv) {
     if (!strcmp(argv[i], "--mesh") && has_value) { only = argv[++i]; continue; }
     if (!strcmp(argv[i], "-o") && has_value) { x.out = argv[++i]; continue; }
     if (!strcmp(argv[i], "--format") && has_value) { x.format = argv[++i]; continue; }
+    if (!strcmp(argv[i], "--force")) { x.force = 1; continue; }
     if (argv[i][0] == '-') return mb_cli_usage_error("export", "unknown option or missing value '%s'", argv[i]);
     if (path) return mb_cli_usage_error("export", "one collection expected");
     path = argv[i];
   }
   if (!path) return mb_cli_usage_error("export", "missing COLLECTION.h5");
   if (!x.out) return mb_cli_usage_error("export", "missing -o PATH");
+  x.collection = path;
   if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply") &&
       strcmp(x.format, "node") && strcmp(x.format, "npy") && strcmp(x.format, "vtk"))
     return mb_cli_usage_error("export", "--format must be obj, off, ply, node, npy or vtk");

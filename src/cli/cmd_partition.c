@@ -60,6 +60,9 @@ int mb_cmd_partition(int argc, char **argv) {
   if (!input) return mb_cli_usage_error("partition", "missing INPUT");
   if (!parts) return mb_cli_usage_error("partition", "missing --parts K");
   if (!out) return mb_cli_usage_error("partition", "missing -o PART.h5");
+  if (mb_cli_same_file(input, out))
+    return mb_cli_usage_error("partition", "the output %s is the input %s: it would replace the "
+                              "mesh with its partition; choose another output", out, input);
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* a serial tool */
   char *patterns[] = {(char *)input};
   mb_inputs *in = NULL;

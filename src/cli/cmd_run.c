@@ -30,13 +30,14 @@ static const char run_help[] =
     "  -h, --help      this text\n\n"
     "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
     "their keys. Exit codes: 0 all meshes done,\n"
-    "1 some meshes failed (the others are written), 2 usage or job-file error.\n";
+    "1 some meshes failed (the others are written), 2 usage or job-file error\n"
+    "(also an output that is an input or a folder: refused before any work).\n";
 
 /* Run `job` and turn the outcome into an exit code. */
 static int run_and_report(const mb_job *job) {
   mb_run_summary sum;
-  if (mb_run_job(MPI_COMM_WORLD, job, &sum) != MB_SUCCESS)
-    return mb_cli_report(MB_EXIT_FAILED);
+  const mb_error e = mb_run_job(MPI_COMM_WORLD, job, &sum);
+  if (e != MB_SUCCESS) return mb_cli_report_run(e);
   return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }
 
@@ -115,7 +116,7 @@ int mb_cmd_import(int argc, char **argv) {
   if (!ninputs) return mb_cli_usage_error("import", "no input files");
   if (!output) return mb_cli_usage_error("import", "missing -o COLLECTION.h5");
   mb_run_summary sum;
-  if (mb_run_import(MPI_COMM_WORLD, ninputs, inputs, output, kind, &sum) != MB_SUCCESS)
-    return mb_cli_report(MB_EXIT_FAILED);
+  const mb_error e = mb_run_import(MPI_COMM_WORLD, ninputs, inputs, output, kind, &sum);
+  if (e != MB_SUCCESS) return mb_cli_report_run(e);
   return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }

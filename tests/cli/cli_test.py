@@ -143,7 +143,7 @@ def case_job_errors(a):
     before = open(coll, "rb").read()
     same = write(os.path.join(d, "same.yaml"), f"input: {coll}\noutput: {d}/./in.h5\nbackend: cpu\n"
                  "stages:\n  - {op: laplacian, iterations: 1}\n")
-    p = run(["run", same], expect=1)
+    p = run(["run", same], expect=2)
     if "is the input" not in p.stderr or open(coll, "rb").read() != before:
         fail("an output equal to the input is not refused before work, or the input changed")
     # another run writing the same output (its lock names this live process)
@@ -558,7 +558,8 @@ def case_resume(a):
 def case_early_checks(a):
     """Output problems found before any computing (on rank 0, agreed by all
     ranks; one case on 2 ranks, the others on one; the job here would
-    smooth for a minute): an output that is a
+    smooth for a minute; exit 2 for an output path that is wrong in itself,
+    1 for a file system that refuses it): an output that is a
     folder (`.` or a trailing slash), below a regular file, in a folder
     that takes no file (a read-only tmpfs where the test may mount one:
     root writes anywhere else), and a mesh name too long for its XDMF file
@@ -576,11 +577,11 @@ def case_early_checks(a):
                     stages=[dict(op="laplacian", iterations=1)])])
     kept = {p: open(p, "rb").read() for p in (coll, earlier, earlier[:-3] + ".xdmf")}
 
-    def refused(name, output, words, inputs=(coll,), np=None):
+    def refused(name, output, words, inputs=(coll,), np=None, code=2):
         jp = job(os.path.join(d, name + ".yaml"), list(inputs), output, backend="cpu",
                  stages=[dict(op="taubin", **{"lambda": 0.5}, mu=-0.53, iterations=200000)])
         t0 = time.monotonic()
-        p = run(["run", jp], np=np, expect=1)
+        p = run(["run", jp], np=np, expect=code)
         took = time.monotonic() - t0
         print(f"{name}: refused after {took:.2f} s")
         for w in words:
@@ -597,7 +598,7 @@ def case_early_checks(a):
     refused("dot", ".", ["is a folder"], np=2)  # agreed by both ranks
     refused("dot_1", ".", ["is a folder"])
     refused("slash", d + "/", ["is a folder"])
-    refused("below_file", os.path.join(coll, "o.h5"), ["Not a directory"])
+    refused("below_file", os.path.join(coll, "o.h5"), ["Not a directory"], code=1)
     long_mesh = os.path.join(d, "m" * 240 + ".obj")
     shutil.copy(spot, long_mesh)
     refused("long_name", earlier, ["XDMF file", "rename the mesh"], inputs=(coll, long_mesh))
@@ -608,7 +609,7 @@ def case_early_checks(a):
         try:
             refused("read_only", os.path.join(ro, "o.h5"), ["cannot write the output",
                                                             "Read-only file system",
-                                                            "nothing was computed"])
+                                                            "nothing was computed"], code=1)
         finally:
             subprocess.run(["umount", ro], capture_output=True)
     else:
@@ -661,6 +662,78 @@ def case_publish(a):
     if mesh_names(out) != ["bob", "spot"] or not os.path.isfile(os.path.join(d, "out.bob.xdmf")):
         fail("the second run did not replace the earlier output")
     print("publish: refused whole with the earlier output intact, then replaced whole")
+
+
+def case_hostile(a):
+    """The cases of hostile input and precious files: `import -o` onto its
+    own input and `partition -o` onto the collection are refused (exit 2)
+    with the input byte-identical; `export` into the folder the meshes came
+    from refuses to replace them (exit 2) unless --force; a collection
+    whose face offsets point past its index array, and a binary PLY that
+    declares 4e9 instances of an element without properties, give a clear
+    error (exit 1) at once; a job of 10 000 stages loads and runs, and jobs
+    of 10 001 and 1 000 000 stages are refused (exit 2) after a load that
+    is linear in the file's size."""
+    import time
+    d = fresh("hostile")
+    spot = shutil.copy(os.path.join(SRC, "data", "meshes", "spot.obj"), d)
+    coll = os.path.join(d, "spot.h5")
+    run(["import", spot, "-o", coll])
+    keep = {p: open(p, "rb").read() for p in (spot, coll)}
+
+    def unchanged(what):
+        for path, data in keep.items():
+            if open(path, "rb").read() != data:
+                fail(f"{what}: {path} changed")
+
+    p = run(["import", coll, "-o", os.path.join(d, ".", "spot.h5")], expect=2)
+    if "is the input" not in p.stderr:
+        fail("import onto its own input: no reason given")
+    unchanged("import onto its input")
+    p = run(["partition", coll, "--parts", 2, "-o", coll], expect=2)
+    if "is the input" not in p.stderr:
+        fail("partition onto the collection: no reason given")
+    unchanged("partition onto the collection")
+    p = run(["export", coll, "-o", d, "--format", "obj"], expect=2)
+    if "exists" not in p.stderr or "--force" not in p.stderr:
+        fail("export over an existing file: no reason given")
+    unchanged("export into the input folder")
+    out = os.path.join(d, "copy")
+    os.makedirs(out)
+    shutil.copy(spot, out)
+    run(["export", coll, "-o", out, "--format", "obj", "--force"])
+    h5py = need_module("h5py")
+    np = need_module("numpy")
+    bad = os.path.join(d, "bad_offsets.h5")
+    with h5py.File(bad, "w") as f:
+        f.attrs["format"] = np.bytes_("meshbatch-collection")
+        f.attrs["format_version"] = np.int64(2)
+        g = f.create_group("meshes").create_group("p")
+        g.attrs["index"] = np.int64(0)
+        g.attrs["kind"] = np.bytes_("surface")
+        g["vertices"] = np.zeros((4, 3))
+        g["face_offsets"] = np.array([0, 3, 1000], dtype="i8")
+        g["face_indices"] = np.array([0, 1, 2, 1, 2, 3], dtype="i8")
+    for cmd in (["info", bad], ["export", bad, "-o", os.path.join(d, "p.obj")]):
+        p = run(cmd, expect=1)
+        if "face_offsets" not in p.stderr or "last offset is 1000" not in p.stderr:
+            fail(f"{cmd[0]} of offsets past the index array: no clear error")
+    ply = os.path.join(SRC, "tests", "fuzz", "regressions", "ply", "huge-element-without-properties")
+    shutil.copy(ply, os.path.join(d, "huge.ply"))
+    t0 = time.monotonic()
+    run(["import", os.path.join(d, "huge.ply"), "-o", os.path.join(d, "huge.h5")], expect=0)
+    print(f"the PLY with 4e9 property-less instances imported in {time.monotonic() - t0:.2f} s")
+    for n, code in ((10000, 0), (10001, 2), (1000000, 2)):
+        jp = os.path.join(d, f"stages_{n}.yaml")
+        with open(jp, "w") as f:
+            f.write(f"input: {spot}\noutput: {d}/many.h5\nbackend: cpu\nstages:\n")
+            f.write("  - {op: laplacian, iterations: 1}\n" * n)
+        t0 = time.monotonic()
+        p = run(["run", jp, "-q"], expect=code)
+        print(f"{n} stages: exit {p.returncode} after {time.monotonic() - t0:.1f} s")
+    if "more than 10000 stages" not in p.stderr:
+        fail("a job of too many stages: no clear error")
+    print("hostile input: every case refused or read with a clear error, inputs unchanged")
 
 
 def case_full_disk(a):
