@@ -1103,7 +1103,12 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
              access(st->job->output, F_OK) == 0 ? "the earlier output there is left as it was"
                                                 : "nothing was created");
     else
-      mb_log(MB_LOG_NORMAL, "output: %s (open the .xdmf beside it in ParaView)", st->job->output);
+      /* the XDMF companion: the output without ".h5", then ".xdmf" (io/mb_collection.c) */
+      mb_log(MB_LOG_NORMAL, "output: %s (in ParaView: paraview %.*s.xdmf)", st->job->output,
+             (int)strlen(st->job->output) -
+                 (strlen(st->job->output) > 3 &&
+                  !strcmp(st->job->output + strlen(st->job->output) - 3, ".h5") ? 3 : 0),
+             st->job->output);
   }
   free(all);
   if (st->job->timings) MB_CALL(print_timings(st, sum));

@@ -768,6 +768,144 @@ def case_full_disk(a):
         subprocess.run(["umount", mnt], capture_output=True)
 
 
+def check_xdmf_refs(xdmf, h5py):
+    """Every HDF DataItem of an XDMF file names a dataset of the .h5 beside it
+    with the DataItem's dimensions; returns the names of its Uniform grids."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(xdmf).getroot()
+    items = [e for e in root.iter("DataItem") if e.get("Format") == "HDF"]
+    if not items:
+        fail(f"{xdmf}: no HDF data items")
+    for e in items:
+        fname, dset = e.text.strip().split(":", 1)
+        with h5py.File(os.path.join(os.path.dirname(xdmf), fname), "r") as f:
+            if dset not in f:
+                fail(f"{xdmf}: {fname}:{dset} does not exist")
+            dims = tuple(int(x) for x in e.get("Dimensions").split())
+            if f[dset].shape != dims:
+                fail(f"{xdmf}: {dset} has shape {f[dset].shape}, the XDMF says {dims}")
+    return [g.get("Name") for g in root.iter("Grid") if g.get("GridType", "Uniform") == "Uniform"]
+
+
+def case_demo_hints(a):
+    """scripts/demo.sh on this build, then every command it prints for the
+    user to copy: the run's `output: ... (in ParaView: paraview X.xdmf)`, the
+    ParaView, meshio and OBJ-export lines of its summary, and a `reconfigure
+    with -D...` of the backend line. Each is run from the repository root as
+    printed and its result checked; ParaView's GUI command is not run: its
+    file is checked against the HDF5 file and, where pvpython is on PATH,
+    opened with ParaView's XDMF readers (tests/collection/test_xdmf_paraview.py).
+    The demo must print fewer than 40 lines."""
+    import re
+    import subprocess
+    h5py = need_module("h5py")
+    need_module("meshio")
+    env = dict(os.environ, MB_BUILD_DIR=os.path.dirname(EXE))
+    env.pop("CI", None)  # CI=true would refresh the apt lists
+    demo = subprocess.run(["bash", os.path.join(SRC, "scripts", "demo.sh")], cwd=SRC, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3000)
+    print(f"$ MB_BUILD_DIR={env['MB_BUILD_DIR']} bash scripts/demo.sh -> {demo.returncode}")
+    print(demo.stdout)
+    if demo.returncode != 0:
+        fail(f"the demo exited with {demo.returncode}")
+    lines = demo.stdout.splitlines()
+    if len(lines) >= 40:
+        fail(f"the demo printed {len(lines)} lines (fewer than 40 expected)")
+    print(f"the demo printed {len(lines)} lines")
+
+    def shell(cmd):
+        p = subprocess.run(["bash", "-c", cmd], cwd=SRC, env=env, capture_output=True, text=True,
+                           timeout=600)
+        print(f"$ {cmd} -> {p.returncode}")
+        print(p.stdout, p.stderr, sep="")
+        if p.returncode != 0:
+            fail(f"the printed command exits with {p.returncode}: {cmd}")
+        return p
+
+    def paraview(path, where):
+        path = os.path.join(SRC, path)
+        if not path.endswith(".xdmf") or not os.path.isfile(path):
+            fail(f"{where}: paraview is given {path}, which is no XDMF file")
+        h5 = path[:-len(".xdmf")] + ".h5"
+        with h5py.File(h5, "r") as f:
+            names = sorted(f["meshes"].keys())
+        grids = check_xdmf_refs(path, h5py)
+        if sorted(grids) != names:
+            fail(f"{where}: {path} shows {grids}, the collection holds {names}")
+        pv = shutil.which(os.environ.get("MESHBATCH_PVPYTHON", "pvpython"))
+        if pv:
+            p = subprocess.run([sys.executable, os.path.join(SRC, "tests", "collection", "test_xdmf_paraview.py"),
+                                "--existing", h5], env=env, capture_output=True, text=True, timeout=1800)
+            print(p.stdout, p.stderr, sep="")
+            if p.returncode != 0:
+                fail(f"{where}: ParaView's readers fail on {path}")
+            print(f"{where}: paraview {path}: opened with ParaView's XDMF readers (pvpython)")
+        else:
+            print(f"{where}: `paraview {path}` not run (a GUI; no pvpython here to try ParaView's "
+                  f"readers); the XDMF's {len(grids)} grids and data items match {h5}")
+
+    ran = set()
+    for ln in lines:
+        m = re.match(r"^output: (\S+) \(in ParaView: paraview (\S+)\)$", ln)
+        if m:
+            if not os.path.isfile(os.path.join(SRC, m.group(1))):
+                fail(f"the run's output {m.group(1)} does not exist")
+            paraview(m.group(2), "run's output line")
+            ran.add("output")
+        m = re.match(r"^  (ParaView|meshio|OBJ files):\s+(.*)$", ln)
+        if m:
+            label, cmd = m.group(1), re.split(r"\s{3,}\(", m.group(2))[0].strip()
+            if label == "ParaView":
+                if not cmd.startswith("paraview "):
+                    fail(f"ParaView line is not a paraview command: {cmd}")
+                paraview(cmd.split(None, 1)[1], "demo's ParaView line")
+            elif label == "meshio":
+                mm = re.search(r'meshio\.read\("([^"]+)"\)', cmd)
+                if not mm:
+                    fail(f"meshio line reads no file: {cmd}")
+                p = shell(cmd)
+                stem, name = re.match(r"(.*)\.([^./]+)\.xdmf$", mm.group(1)).groups()
+                with h5py.File(os.path.join(SRC, stem + ".h5"), "r") as f:
+                    nv = f[f"meshes/{name}/vertices"].shape[0]
+                if not re.search(rf"Number of points: {nv}\b", p.stdout):
+                    fail(f"meshio did not read the {nv} points of {name}")
+            else:
+                out = re.search(r"-o (\S+)", cmd).group(1)
+                shutil.rmtree(os.path.join(SRC, out), ignore_errors=True)
+                shell(cmd)
+                with h5py.File(os.path.join(SRC, re.search(r"(\S+\.h5)", cmd).group(1)), "r") as f:
+                    for name in f["meshes"]:
+                        obj = os.path.join(SRC, out, name + ".obj")
+                        nv = f[f"meshes/{name}/vertices"].shape[0]
+                        if not os.path.isfile(obj):
+                            fail(f"the export wrote no {obj}")
+                        got = sum(1 for t in open(obj) if t.startswith("v "))
+                        if got != nv:
+                            fail(f"{obj}: {got} vertices, the collection has {nv}")
+                print(f"{out}: one OBJ per mesh with its vertices")
+            ran.add(label)
+        m = re.search(r"reconfigure with (-D\w+=\w+)", ln)
+        if m and "reconfigure" not in ran:
+            build = fresh("reconfigure")
+            cmake = os.environ.get("MB_CMAKE", "cmake")
+            p = subprocess.run([cmake, "-S", SRC, "-B", build, m.group(1), "-DMESHBATCH_TESTS=OFF"],
+                               capture_output=True, text=True, timeout=600)
+            print(f"$ cmake -S {SRC} -B {build} {m.group(1)} -DMESHBATCH_TESTS=OFF -> {p.returncode}")
+            said = [t for t in p.stdout.splitlines() + p.stderr.splitlines() if "CUDA" in t]
+            print("\n".join(said))
+            if p.returncode == 0 and "meshbatch CUDA backend: ON" not in p.stdout:
+                fail(f"configured with {m.group(1)}, but the CUDA backend is not on")
+            if p.returncode != 0 and "no CUDA compiler (nvcc) was found" not in p.stdout + p.stderr:
+                fail(f"configure with {m.group(1)} failed without saying that nvcc is missing")
+            print(f"{m.group(1)}: " + ("the CUDA backend configures" if p.returncode == 0 else
+                                       "refused here for want of nvcc, as the hint says (install the CUDA toolkit)"))
+            ran.add("reconfigure")
+    for want in ("output", "ParaView", "meshio", "OBJ files"):
+        if want not in ran:
+            fail(f"the demo printed no {want} hint")
+    print("hints run:", ", ".join(sorted(ran)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
