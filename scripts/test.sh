@@ -10,4 +10,13 @@ cd "${MB_BUILD_DIR:-build}"
 # run on demand: MB_TEST_LARGE=1, or `ctest -L large` in the build folder.
 skip_large=(-LE large)
 [ "${MB_TEST_LARGE:-0}" = 1 ] && skip_large=()
-ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "${skip_large[@]}" "$@"
+rc=0
+ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "${skip_large[@]}" "$@" || rc=$?
+cd - > /dev/null
+# Then the suite under ASan + UBSan and each reader's fuzz harness for a
+# minute (scripts/sanitize.sh; about 25 minutes on 2 cores). CI runs them;
+# MB_TEST_SANITIZE=0 skips them.
+if [ "${MB_TEST_SANITIZE:-1}" = 1 ] && [ $# -eq 0 ]; then
+  bash scripts/sanitize.sh || rc=1
+fi
+exit $rc

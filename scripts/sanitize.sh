@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The CPU test suite under AddressSanitizer and UndefinedBehaviorSanitizer
+# (any report fails the test that triggers it), then the libFuzzer harnesses
+# of every reader for MB_FUZZ_SECONDS each (default 60). Builds into
+# build-asan/ (gcc) and build-fuzz/ (clang); the dependencies must be
+# installed (scripts/setup.sh does it).
+#
+# Left out of the sanitizer run, with the reason:
+#  - gpu, large: no GPU here; datasets over 2 GiB (on demand);
+#  - slurm, install: they test daemons and an installed copy built without
+#    the sanitizers, not meshbatch's memory use;
+#  - conformance_polylla_delaunay_*: 10^6 points, ten times slower under
+#    ASan; the same code paths run in conformance_polylla_* on smaller inputs.
+# LeakSanitizer is off in the MPI suite: Open MPI unloads its plugins at
+# MPI_Finalize, so what they keep cannot be attributed; the fuzz harnesses
+# (no MPI, except the collection's) run with it on.
+# Usage: scripts/sanitize.sh [asan|fuzz|both]   (default both)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-both}
+jobs=$(nproc 2>/dev/null || echo 2)
+rc=0
+step() { echo "meshbatch sanitize: $*"; }
+if [ "$what" != fuzz ]; then
+  step "configuring and building build-asan (ASan + UBSan; log build-asan.build.log)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHBATCH_CUDA=OFF \
+    -DMESHBATCH_SANITIZE=ON > build-asan.configure.log 2>&1 &&
+    cmake --build build-asan -j "$jobs" > build-asan.build.log 2>&1 ||
+    { tail -30 build-asan.configure.log build-asan.build.log; exit 1; }
+  step "the CPU test suite under ASan + UBSan"
+  (cd build-asan &&
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --output-on-failure -j "$jobs" -LE "gpu|large|fuzz|slurm|install" \
+        -E "conformance_polylla_delaunay") || rc=1
+fi
+if [ "$what" != asan ]; then
+  if ! command -v clang > /dev/null; then
+    step "clang not found: the fuzz harnesses are not built (apt-get install clang)"
+  else
+    step "configuring and building build-fuzz (clang, libFuzzer; log build-fuzz.build.log)"
+    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHBATCH_CUDA=OFF \
+      -DMESHBATCH_FUZZ=ON -DMB_FUZZ_SECONDS="${MB_FUZZ_SECONDS:-60}" > build-fuzz.configure.log 2>&1 &&
+      cmake --build build-fuzz -j "$jobs" > build-fuzz.build.log 2>&1 ||
+      { tail -30 build-fuzz.configure.log build-fuzz.build.log; exit 1; }
+    step "each reader's fuzz harness for ${MB_FUZZ_SECONDS:-60} s"
+    (cd build-fuzz && LSAN_OPTIONS=suppressions=$PWD/../tests/fuzz/lsan.supp \
+      ctest --output-on-failure -j "$jobs" -L fuzz) || rc=1
+  fi
+fi
+exit $rc
