@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, TMP, compare, cuda_devices, datasets,  # noqa: E402,F401
-                    fail, need_module, run, same_datasets)
+                    fail, need_module, new_dataset_group, run, same_datasets)
 
 
 def fresh(name):
@@ -706,11 +706,7 @@ def case_hostile(a):
     np = need_module("numpy")
     bad = os.path.join(d, "bad_offsets.h5")
     with h5py.File(bad, "w") as f:
-        f.attrs["format"] = np.bytes_("meshbatch-collection")
-        f.attrs["format_version"] = np.int64(2)
-        g = f.create_group("meshes").create_group("p")
-        g.attrs["index"] = np.int64(0)
-        g.attrs["kind"] = np.bytes_("surface")
+        g = new_dataset_group(f, "p")
         g["vertices"] = np.zeros((4, 3))
         g["face_offsets"] = np.array([0, 3, 1000], dtype="i8")
         g["face_indices"] = np.array([0, 1, 2, 1, 2, 3], dtype="i8")

@@ -23,7 +23,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import SKIP, TMP, fail, need_module, run  # noqa: E402
+from mbtest import SKIP, TMP, fail, need_module, new_dataset_group, run  # noqa: E402
 
 NV = 89_478_486                      # 24 * NV > 2^31 - 1
 TRIS = [[0, 1, 2], [1, 3, 2], [NV - 3, NV - 2, NV - 1]]
@@ -33,11 +33,7 @@ ROWS = 1 << 22                       # rows per h5py block
 
 def write_surface(path, np, h5py):
     with h5py.File(path, "w") as f:
-        f.attrs["format"] = np.bytes_("meshbatch-collection")
-        f.attrs["format_version"] = np.int64(2)
-        g = f.create_group("meshes").create_group("big")
-        g.attrs["index"] = np.int64(0)
-        g.attrs["kind"] = np.bytes_("surface")
+        g = new_dataset_group(f, "big")
         d = g.create_dataset("vertices", (NV, 3), dtype="f8")
         for s in range(0, NV, ROWS):
             i = np.arange(s, min(NV, s + ROWS), dtype=np.float64)

@@ -63,6 +63,20 @@ def need_module(name):
         sys.exit(SKIP)
 
 
+def new_dataset_group(f, name, kind="surface", index=0):
+    """In an h5py file f opened for writing: the collection's root attributes
+    (docs/format.md, version 2) and the group of dataset `name`, returned
+    for the caller to fill with its datasets."""
+    import numpy as np
+    if "format" not in f.attrs:
+        f.attrs["format"] = np.bytes_("meshbatch-collection")
+        f.attrs["format_version"] = np.int64(2)
+    g = f.require_group("meshes").create_group(name)
+    g.attrs["index"] = np.int64(index)
+    g.attrs["kind"] = np.bytes_(kind)
+    return g
+
+
 def datasets(path):
     """All datasets of an HDF5 file as {name: bytes}."""
     h5py = need_module("h5py")
