@@ -550,7 +550,7 @@ def case_resume(a):
         os.environ.pop("MESHBATCH_FAULT")
     with open(jp, "a") as f:
         f.write("# edited\n")
-    p = run(["run", jp, "--resume"], np=a.np, expect=1)
+    p = run(["run", jp, "--resume"], np=a.np, expect=2)  # a usage error: another job's
     if "was made by another job" not in p.stderr:
         fail("a checkpoint of another job is resumed")
 
