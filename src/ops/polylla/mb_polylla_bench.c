@@ -276,8 +276,10 @@ static mb_error bench_partitioned_backend(const bench_opts *o, const mb_mesh *tr
 static int bench_partitioned(const bench_opts *o) {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank, size;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS) {
+    mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Comm_rank/size failed");
+    return mb_cli_report(MB_EXIT_FAILED);
+  }
   mb_mesh *tri = NULL;
   mb_mesh_slab slab = {0};
   mb_error e = bench_input(o, &tri);

@@ -134,8 +134,10 @@ static void weak_grid(const int64_t block[3], int size, int64_t n[3]) {
 static int bench_partitioned(part_opts *o) {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank, size, local = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || MPI_Comm_size(comm, &size) != MPI_SUCCESS) {
+    mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Comm_rank/size failed");
+    return mb_cli_report(MB_EXIT_FAILED);
+  }
   mb_backend be;
   char why[512] = "";
   mb_error e = mb_local_rank(comm, &local);
