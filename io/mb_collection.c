@@ -1139,10 +1139,13 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
 /* ------------------------------------------------------ write: publishing */
 
 /* path without a trailing ".h5" (the XDMF stem). */
+size_t mb_collection_stem_length(const char *path) {
+  const size_t n = strlen(path);
+  return n > 3 && !strcmp(path + n - 3, ".h5") ? n - 3 : n;
+}
+
 static void xdmf_stem(const char *path, char *stem, size_t len) {
-  snprintf(stem, len, "%s", path);
-  size_t n = strlen(stem);
-  if (n > 3 && !strcmp(stem + n - 3, ".h5")) stem[n - 3] = '\0';
+  snprintf(stem, len, "%.*s", (int)mb_collection_stem_length(path), path);
 }
 
 /* Remove the temporary files of the first n entries of tmps; free them all. */

@@ -22,6 +22,7 @@
 #define MB_COLLECTION_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mb_error.h"
@@ -112,6 +113,11 @@ mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int
                                        const int64_t n[3], mb_mesh_slab *slab);
 
 mb_error mb_collection_close(mb_collection *coll);
+
+/* Length of the stem of a collection path that its XDMF companions are
+ * named after: path without a final ".h5" ("out/a.h5" -> 5, "out/a.hdf" -> 9);
+ * the companions are STEM.xdmf and STEM.MESH.xdmf. Not collective. */
+size_t mb_collection_stem_length(const char *path);
 
 /* Write a collection (format version MB_COLLECTION_FORMAT_VERSION).
  * Collective over comm: every rank passes the meshes it holds (nlocal may be

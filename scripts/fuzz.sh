@@ -2,7 +2,7 @@
 # Fuzzing campaigns of meshbatch's readers (tests/fuzz): builds the
 # libFuzzer harnesses with clang, ASan and UBSan in build-fuzz/ and runs
 # each for RUNS executions (default 1000000), one after another, with its
-# seed corpus and dictionary. New inputs gather in build-fuzz/tests/fuzz/work;
+# seed corpus and dictionary. New inputs gather in build-fuzz/tests/fuzz/grown;
 # a crash, hang (over 10 s) or sanitizer report stops that harness and leaves
 # the input in build-fuzz/fuzz-artifacts/ (keep it in
 # tests/fuzz/regressions/NAME/ once fixed). Prints each harness's executions
@@ -24,7 +24,7 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p $build/fuzz-artifacts
 found=0
 for n in "${names[@]}"; do
-  work=$build/tests/fuzz/work/$n
+  work=$build/tests/fuzz/grown/$n
   mkdir -p "$work"
   dict=()
   [ -f tests/fuzz/dict/$n.dict ] && dict=(-dict=tests/fuzz/dict/$n.dict)

@@ -833,8 +833,7 @@ static mb_error check_output_names(const char *output, const mb_inputs *in) {
   long max = pathconf(dir, _PC_NAME_MAX);
   if (max <= 0) max = 255;
   const size_t tmp = strlen(".tmp-") + 20; /* the temporary suffix: .tmp-PID */
-  size_t stem = strlen(base);
-  if (stem > 3 && !strcmp(base + stem - 3, ".h5")) stem -= 3;
+  const size_t stem = mb_collection_stem_length(base);
   MB_CHECK(strlen(base) + tmp <= (size_t)max, MB_ERR_ARG,
            "the output name %s is too long: with its temporary suffix it passes the %ld "
            "bytes the folder allows in a file name", base, max);
@@ -1103,12 +1102,8 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
              access(st->job->output, F_OK) == 0 ? "the earlier output there is left as it was"
                                                 : "nothing was created");
     else
-      /* the XDMF companion: the output without ".h5", then ".xdmf" (io/mb_collection.c) */
       mb_log(MB_LOG_NORMAL, "output: %s (in ParaView: paraview %.*s.xdmf)", st->job->output,
-             (int)strlen(st->job->output) -
-                 (strlen(st->job->output) > 3 &&
-                  !strcmp(st->job->output + strlen(st->job->output) - 3, ".h5") ? 3 : 0),
-             st->job->output);
+             (int)mb_collection_stem_length(st->job->output), st->job->output);
   }
   free(all);
   if (st->job->timings) MB_CALL(print_timings(st, sum));

@@ -36,8 +36,8 @@ mpicc=${MB_MPICC:-mpicc}
 src=$MESHBATCH_SOURCE_DIR
 tmp=$MESHBATCH_TEST_TMP
 prefix=$tmp/prefix
-rm -rf "$prefix" "$tmp/work" "$tmp/cmake-consumer"
-mkdir -p "$tmp/work"
+rm -rf "$prefix" "$tmp/scratch" "$tmp/cmake-consumer"
+mkdir -p "$tmp/scratch"
 
 # ---------------------------------------------------------------- 1. the installed tree
 echo "\$ $cmake --install $MB_BUILD_DIR --prefix $prefix"
@@ -65,15 +65,15 @@ for h in mb_config.h mb_meshfile_private.h mb_cuda.h cli.h mb_distributed.h; do
 done
 nh=0
 for h in "$prefix"/include/meshbatch/*.h; do
-  printf '#include <meshbatch/%s>\nint main(void) { return 0; }\n' "$(basename "$h")" > "$tmp/work/one.c"
-  "$mpicc" -std=c17 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/work/one.c" ||
+  printf '#include <meshbatch/%s>\nint main(void) { return 0; }\n' "$(basename "$h")" > "$tmp/scratch/one.c"
+  "$mpicc" -std=c17 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/scratch/one.c" ||
     fail "installed header $(basename "$h") does not compile alone"
   nh=$((nh + 1))
 done
 echo "$nh installed headers compile alone"
 [ "$nh" -ge 10 ] || fail "only $nh headers installed"
 
-coll=$tmp/work/spot.h5
+coll=$tmp/scratch/spot.h5
 step "$MESHBATCH_EXE" import "$src/data/meshes/spot.obj" -o "$coll" --quiet
 info=$("$prefix/bin/meshbatch" info "$coll")
 echo "\$ $prefix/bin/meshbatch info $coll"
@@ -94,17 +94,17 @@ check_line() {
 # Run one consumer binary (alone, then on 2 ranks) in its own folder.
 run_consumer() {
   local exe=$1 name=$2 out rc
-  mkdir -p "$tmp/work/$name" "$tmp/work/$name-np2"
-  echo "\$ $exe $coll $tmp/work/$name"
-  out=$("$exe" "$coll" "$tmp/work/$name") || { rc=$?; echo "$out"; fail "$name exited with $rc"; }
+  mkdir -p "$tmp/scratch/$name" "$tmp/scratch/$name-np2"
+  echo "\$ $exe $coll $tmp/scratch/$name"
+  out=$("$exe" "$coll" "$tmp/scratch/$name") || { rc=$?; echo "$out"; fail "$name exited with $rc"; }
   echo "$out"
   check_line "$out"
-  echo "\$ $MESHBATCH_MPIEXEC 2 $exe $coll $tmp/work/$name-np2"
-  out=$($MESHBATCH_MPIEXEC 2 "$exe" "$coll" "$tmp/work/$name-np2") ||
+  echo "\$ $MESHBATCH_MPIEXEC 2 $exe $coll $tmp/scratch/$name-np2"
+  out=$($MESHBATCH_MPIEXEC 2 "$exe" "$coll" "$tmp/scratch/$name-np2") ||
     { rc=$?; echo "$out"; fail "$name on 2 ranks exited with $rc"; }
   echo "$out"
   check_line "$out"
-  [ -f "$tmp/work/$name/out.h5" ] || fail "$name wrote no out.h5"
+  [ -f "$tmp/scratch/$name/out.h5" ] || fail "$name wrote no out.h5"
 }
 
 # ---------------------------------------------------------------- 2. CMake package
@@ -133,20 +133,20 @@ flags=$("$pkgconfig" --cflags --libs meshbatch) || fail "pkg-config does not kno
 echo "$flags"
 step "$pkgconfig" --modversion meshbatch
 # shellcheck disable=SC2086 # the flags are words
-step "$mpicc" -std=c17 -o "$tmp/work/consumer_pc" "$src/tests/install/consumer.c" $flags -lm
+step "$mpicc" -std=c17 -o "$tmp/scratch/consumer_pc" "$src/tests/install/consumer.c" $flags -lm
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-grep -q "libmeshbatch.so.* => $libdir/" <<<"$(ldd "$tmp/work/consumer_pc")" ||
+grep -q "libmeshbatch.so.* => $libdir/" <<<"$(ldd "$tmp/scratch/consumer_pc")" ||
   fail "consumer_pc not linked to $libdir/libmeshbatch.so"
-run_consumer "$tmp/work/consumer_pc" pkg-config
+run_consumer "$tmp/scratch/consumer_pc" pkg-config
 # Static: libmeshbatch.a and what `pkg-config --static` says it needs.
 echo "\$ $pkgconfig --static --libs meshbatch"
 static_libs=$("$pkgconfig" --static --libs meshbatch) || fail "pkg-config --static fails"
 echo "$static_libs"
 cflags=$("$pkgconfig" --cflags meshbatch)
 # shellcheck disable=SC2086 # the flags are words
-step "$mpicc" -std=c17 -o "$tmp/work/consumer_pc_static" "$src/tests/install/consumer.c" \
+step "$mpicc" -std=c17 -o "$tmp/scratch/consumer_pc_static" "$src/tests/install/consumer.c" \
   $cflags -Wl,-Bstatic -lmeshbatch -Wl,-Bdynamic ${static_libs//-lmeshbatch/} -lm
-! grep -q libmeshbatch <<<"$(ldd "$tmp/work/consumer_pc_static")" || fail "consumer_pc_static needs libmeshbatch.so"
-run_consumer "$tmp/work/consumer_pc_static" pkg-config-static
+! grep -q libmeshbatch <<<"$(ldd "$tmp/scratch/consumer_pc_static")" || fail "consumer_pc_static needs libmeshbatch.so"
+run_consumer "$tmp/scratch/consumer_pc_static" pkg-config-static
 echo "PASS"
