@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tuning sweep of the stencil kernels' launch shape on one GPU: `meshbatch
-# bench stencil` under MB_STENCIL_TUNE="TY,CHUNK" for each shape given (the
+# bench stencil` under MB_STENCIL_TUNE="TY,CHUNK[,PF]" (PF: L2 prefetch distance
+# in planes) for each shape given (the
 # defaults first). Usage: scripts/gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]
 set -uo pipefail
 exe=${1:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]}

@@ -49,13 +49,13 @@ static mb_error fill(const mb_stencil_grid *g, const frame &f, T *u, cudaStream_
 }
 
 template <typename T>
-static mb_error apply_t(const mb_stencil_grid *g, int op, const void *u, void *out) {
+static mb_error apply_t(const mb_stencil_grid *g, int op, T a, const void *u, void *out) {
   MB_CHECK(g->ghost == 0, MB_ERR_ARG, "stencil (cuda): host arrays must be plain (ghost 0)");
   dev_grid<T> d;
   MB_CALL(grid_alloc<T>(g->n, 2, &d));
   MB_CALL(frame_copy<T>(d.f, d.p(0), const_cast<void *>(u), true, 0));
   MB_CALL(fill<T>(g, d.f, d.p(0)));
-  MB_CALL(apply_box<T>(op, d.f, whole(d.f), g->h, d.p(0), nullptr, d.p(1), T(0), 0));
+  MB_CALL(apply_box<T>(op, d.f, whole(d.f), g->h, d.p(0), nullptr, d.p(1), a, 0));
   return frame_copy<T>(d.f, d.p(1), out, false, 0);
 }
 
@@ -103,7 +103,8 @@ static mb_error wave_t(const mb_stencil_grid *g, double c, double dt, int64_t ns
  * whole x extent per block; y and z, 32 columns of x and the whole extent
  * along the axis per block, the threads striding along it. */
 template <typename T>
-__global__ void pencil_dx(frame f, const T *__restrict__ u, T *__restrict__ out, T r) {
+__global__ void pencil_dx(frame f, const T *__restrict__ u, T *__restrict__ out,
+                          const weights<T> wt) {
   extern __shared__ unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
   const int L = f.nx + 2 * G, row = blockIdx.x * blockDim.y + threadIdx.y;
@@ -112,11 +113,12 @@ __global__ void pencil_dx(frame f, const T *__restrict__ u, T *__restrict__ out,
   T *sr = s + threadIdx.y * L;
   for (int i = threadIdx.x; i < L; i += blockDim.x) sr[i] = u[f.at(z, y, i - G)];
   __syncthreads();
-  for (int i = threadIdx.x; i < f.nx; i += blockDim.x) out[f.at(z, y, i)] = d1of(sr + i, r);
+  for (int i = threadIdx.x; i < f.nx; i += blockDim.x) out[f.at(z, y, i)] = d1of(sr + i, wt.e[2]);
 }
 
 template <typename T, int AXIS /* 0 z, 1 y */>
-__global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out, T r) {
+__global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out,
+                           const weights<T> wt) {
   extern __shared__ unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw); /* [n + 8][32] */
   const int n = AXIS == 0 ? f.nz : f.ny, other = AXIS == 0 ? f.ny : f.nz;
@@ -130,7 +132,7 @@ __global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out
   for (int k = threadIdx.y; k < n; k += blockDim.y) {
     T w[2 * G + 1];
     for (int j = 0; j < 2 * G + 1; j++) w[j] = s[(k + j) * 32 + threadIdx.x];
-    out[AXIS == 0 ? f.at(k, o, x) : f.at(o, k, x)] = d1of(w, r);
+    out[AXIS == 0 ? f.at(k, o, x) : f.at(o, k, x)] = d1of(w, wt.e[AXIS]);
   }
 }
 
@@ -173,6 +175,7 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
   T *out = d.p(1);
   const frame &f = d.f;
   const box all = whole(f);
+  const weights<T> wt = weights_of<T>(g.h);
   const size_t sm_x = sizeof(T) * 4 * (size_t)(f.nx + 2 * G);
   const size_t sm_yz = sizeof(T) * 32 * (size_t)(std::max(f.ny, f.nz) + 2 * G);
   MB_CALL_CUDA(cudaFuncSetAttribute(pencil_dyz<T, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -202,11 +205,11 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
         err = apply_box<T>(row.op, f, all, g.h, in, row.op == OP_WAVE ? prev : nullptr, out,
                            T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v);
       else if (row.op == PENCIL + 0)
-        pencil_dyz<T, 0><<<dim3((f.nx + 31) / 32, f.ny), dim3(32, 8), sm_yz>>>(f, in, out, T(n[0]));
+        pencil_dyz<T, 0><<<dim3((f.nx + 31) / 32, f.ny), dim3(32, 8), sm_yz>>>(f, in, out, wt);
       else if (row.op == PENCIL + 1)
-        pencil_dyz<T, 1><<<dim3((f.nx + 31) / 32, f.nz), dim3(32, 8), sm_yz>>>(f, in, out, T(n[1]));
+        pencil_dyz<T, 1><<<dim3((f.nx + 31) / 32, f.nz), dim3(32, 8), sm_yz>>>(f, in, out, wt);
       else
-        pencil_dx<T><<<(unsigned)((f.ny * f.nz + 3) / 4), dim3(64, 4), sm_x>>>(f, in, out, T(n[2]));
+        pencil_dx<T><<<(unsigned)((f.ny * f.nz + 3) / 4), dim3(64, 4), sm_x>>>(f, in, out, wt);
       if (!err && cudaGetLastError() != cudaSuccess)
         err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "benchmark kernel '%s' failed",
                            row.name);
@@ -236,7 +239,14 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
 extern "C" mb_error mb_stencil_cuda_apply(const mb_stencil_grid *g, int op, int f32,
                                           const void *u, void *out) {
   MB_CHECK(op >= 0 && op <= 3, MB_ERR_ARG, "stencil (cuda): op %d", op);
-  return f32 ? apply_t<float>(g, op, u, out) : apply_t<double>(g, op, u, out);
+  return f32 ? apply_t<float>(g, op, 0.0f, u, out) : apply_t<double>(g, op, 0.0, u, out);
+}
+
+extern "C" mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32, double coef,
+                                              const void *u, void *out) {
+  MB_CHECK(u != out, MB_ERR_ARG, "heat step (cuda): the output must not be the input");
+  return f32 ? apply_t<float>(g, OP_HEAT, (float)coef, u, out)
+             : apply_t<double>(g, OP_HEAT, coef, u, out);
 }
 
 extern "C" mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha,

@@ -39,6 +39,13 @@ extern "C" {
 mb_error mb_stencil_cuda_apply(const mb_stencil_grid *g, int op, int f32, const void *u,
                                void *out);
 
+/* One fused heat step out = fma((T)coef, lap(u), u) on host arrays of the
+ * grid's points (ghost 0), as mb_stencil_heat_step_* (the wave's first
+ * step from rest). Not collective; no stability check.
+ * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32, double coef, const void *u,
+                                   void *out);
+
 /* nsteps heat steps of u in place (host array, ghost 0), as
  * mb_stencil_heat_*. Errors: as mb_stencil_heat_*, MB_ERR_CUDA. */
 mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha, double dt,

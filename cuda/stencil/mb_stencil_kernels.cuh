@@ -4,7 +4,8 @@
  * CPU (mb_stencil.h), with rows padded so that point x = 0 sits on a
  * 128-byte boundary and every row is a whole number of 128-byte lines. The
  * kernels compute the points of a box of the block with the arithmetic of
- * mb_stencil.h (no FMA: --fmad=false), so any split of the block into boxes
+ * mb_stencil.h (its fused multiply-adds written out, __fma_rn; the compiler
+ * fuses nothing else: --fmad=false), so any split of the block into boxes
  * gives the same bits; the split-grid path computes the interior box while
  * the halo travels, then the boundary shell (mb_stencil_block.cu).
  *
@@ -44,7 +45,7 @@ struct frame {
   __host__ __device__ long long at(int z, int y, int x) const {
     return (long long)(z + G) * sz + (long long)(y + G) * sy + (x + xo);
   }
-  size_t points() const { return (size_t)(sz * (nz + 2 * G)); }
+  __host__ __device__ size_t points() const { return (size_t)(sz * (nz + 2 * G)); }
 };
 
 template <typename T> inline frame frame_of(const int64_t n[3]) {
@@ -155,32 +156,51 @@ template <typename T, int V> __device__ __forceinline__ void st(T *p, const vals
   *reinterpret_cast<W *>(p) = w;
 }
 
-/* The stencil's coefficients (mb_stencil.h). */
-template <typename T> struct coef {
-  static constexpr T c1 = T(4.0 / 5.0), c2 = T(-1.0 / 5.0), c3 = T(4.0 / 105.0),
-                     c4 = T(-1.0 / 280.0);
-  static constexpr T d0 = T(-205.0 / 72.0), d1 = T(8.0 / 5.0), d2 = T(-1.0 / 5.0),
-                     d3 = T(8.0 / 315.0), d4 = T(-1.0 / 560.0);
-};
-
-/* first derivative from the 9 values w[0..8] around w[4], times r */
-template <typename T> __device__ __forceinline__ T d1of(const T *w, T r) {
-  using C = coef<T>;
-  T s = C::c1 * (w[5] - w[3]);
-  s = s + C::c2 * (w[6] - w[2]);
-  s = s + C::c3 * (w[7] - w[1]);
-  s = s + C::c4 * (w[8] - w[0]);
-  return s * r;
+/* A hint to bring the 128-byte line of p into L2 (no register, no wait). */
+__device__ __forceinline__ void prefetch_l2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-/* second derivative (unscaled) from the 9 values around w[4] */
-template <typename T> __device__ __forceinline__ T d2of(const T *w) {
-  using C = coef<T>;
-  T s = C::d0 * w[4] + C::d1 * (w[5] + w[3]);
-  s = s + C::d2 * (w[6] + w[2]);
-  s = s + C::d3 * (w[7] + w[1]);
-  s = s + C::d4 * (w[8] + w[0]);
-  return s;
+/* The fused multiply-add of the contract (mb_stencil.h): a b + c rounded once. */
+__device__ __forceinline__ float fmx(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ double fmx(double a, double b, double c) { return __fma_rn(a, b, c); }
+
+/* The stencil weights of a grid in T (mb_stencil_weights_of, rounded once):
+ * e[a][k - 1] of the first derivative along axis a, f[a][k - 1] and f0 of
+ * the Laplacian. */
+template <typename T> struct weights {
+  T e[3][4], f[3][4], f0;
+};
+
+template <typename T> inline weights<T> weights_of(const double h[3]) {
+  mb_stencil_grid g = {};
+  for (int a = 0; a < 3; a++) g.h[a] = h[a];
+  const mb_stencil_weights w = mb_stencil_weights_of(&g);
+  weights<T> t;
+  for (int a = 0; a < 3; a++)
+    for (int k = 0; k < 4; k++) {
+      t.e[a][k] = (T)w.first[a][k];
+      t.f[a][k] = (T)w.second[a][k];
+    }
+  t.f0 = (T)w.center;
+  return t;
+}
+
+/* first derivative from the 9 values w[0..8] around w[4], weights e[0..3] */
+template <typename T> __device__ __forceinline__ T d1of(const T *w, const T *e) {
+  T s = e[0] * (w[5] - w[3]);
+  s = fmx(e[1], w[6] - w[2], s);
+  s = fmx(e[2], w[7] - w[1], s);
+  return fmx(e[3], w[8] - w[0], s);
+}
+
+/* s + the second-difference terms along one axis from the 9 values around
+ * w[4], weights f[0..3] (k = 1..4 in turn) */
+template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f, T s) {
+  s = fmx(f[0], w[5] + w[3], s);
+  s = fmx(f[1], w[6] + w[2], s);
+  s = fmx(f[2], w[7] + w[1], s);
+  return fmx(f[3], w[8] + w[0], s);
 }
 
 /* ------------------------------------------------------------ marching kernel */
@@ -195,7 +215,7 @@ template <typename T> __device__ __forceinline__ T d2of(const T *w) {
 template <typename T, int V, int OP, int MARCH>
 __global__ void __launch_bounds__(TX * 8)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-          T *__restrict__ out, T r0, T r1, T r2, T a) {
+          T *__restrict__ out, const weights<T> wt, T a, int pf) {
   const int lane = threadIdx.x;
   const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
   const int o = b.lo[1 - MARCH] + blockIdx.y * blockDim.y + threadIdx.y; /* y, or z */
@@ -228,16 +248,17 @@ __global__ void __launch_bounds__(TX * 8)
 #pragma unroll
       for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
       if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
+      if (pf) /* the plane pf beyond the queue's into L2, clamped to the array */
+        prefetch_l2(u + min(p + (G + pf) * sm, (long long)f.points() - 1));
     }
     vals<T, V> res;
     if (OP == OP_DZ || OP == OP_DY) {
-      const T r = OP == OP_DZ ? r0 : r1;
 #pragma unroll
       for (int c = 0; c < V; c++) {
         T w[2 * G + 1];
 #pragma unroll
         for (int k = 0; k < 2 * G + 1; k++) w[k] = q[k].c[c];
-        res.c[c] = d1of(w, r);
+        res.c[c] = d1of(w, wt.e[OP == OP_DZ ? 0 : 1]);
       }
     } else {
       /* the x line around this thread's points: xl[G + c] is point x + c */
@@ -269,7 +290,7 @@ __global__ void __launch_bounds__(TX * 8)
       }
       if (OP == OP_DX) {
 #pragma unroll
-        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, r2);
+        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, wt.e[2]);
       } else {
         vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
         if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
@@ -285,11 +306,14 @@ __global__ void __launch_bounds__(TX * 8)
             wz[k] = q[k].c[c];
             wy[k] = k == G ? q[G].c[c] : oth[k].c[c];
           }
-          /* the same association as the CPU: (zz r0 + yy r1) + xx r2 */
-          const T lap = (d2of(wz) * r0 + d2of(wy) * r1) + d2of(xl + c) * r2;
+          /* the CPU's chain: f0 u, then the z, y and x terms */
+          T lap = wt.f0 * q[G].c[c];
+          lap = d2add(wz, wt.f[0], lap);
+          lap = d2add(wy, wt.f[1], lap);
+          lap = d2add(xl + c, wt.f[2], lap);
           if (OP == OP_LAP) res.c[c] = lap;
-          else if (OP == OP_HEAT) res.c[c] = q[G].c[c] + a * lap;
-          else res.c[c] = ((q[G].c[c] + q[G].c[c]) - prev.c[c]) + a * lap;
+          else if (OP == OP_HEAT) res.c[c] = fmx(a, lap, q[G].c[c]);
+          else res.c[c] = fmx(a, lap, (q[G].c[c] + q[G].c[c]) - prev.c[c]);
         }
       }
     }
@@ -308,31 +332,24 @@ inline int chunk_of(const box &b, int march, int V, int ty) {
   return chunk;
 }
 
-/* The scale factors of OP: 1/h for a first derivative, 1/h^2 for the Laplacian. */
-struct scales {
-  double r[3];
-};
-inline scales scales_of(const double h[3], int op) {
-  scales s;
-  for (int a = 0; a < 3; a++) s.r[a] = op >= OP_LAP ? 1.0 / (h[a] * h[a]) : 1.0 / h[a];
-  return s;
-}
-
-/* The launch shape: threads per block along the second axis (4 or 8)
- * and planes per block (0: chunk_of). MB_STENCIL_TUNE="TY,CHUNK" in the
- * environment overrides the defaults (8, 0) for tuning runs of the benchmark
- * (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
+/* The launch shape: threads per block along the second axis (4 or 8),
+ * planes per block (0: chunk_of) and the L2 prefetch distance in planes
+ * beyond the register queue (0: none). MB_STENCIL_TUNE="TY,CHUNK[,PF]" in
+ * the environment overrides the defaults (8, 0, 0) for tuning runs of the
+ * benchmark (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
 struct tuning {
-  int ty = 8, chunk = 0;
+  int ty = 8, chunk = 0, pf = 0;
 };
 inline const tuning &tuning_of() {
   static const tuning t = [] {
     tuning x;
     const char *e = getenv("MB_STENCIL_TUNE");
-    int ty = 0, chunk = 0;
-    if (e && sscanf(e, "%d,%d", &ty, &chunk) == 2 && (ty == 4 || ty == 8) && chunk >= 0) {
+    int ty = 0, chunk = 0, pf = 0;
+    const int got = e ? sscanf(e, "%d,%d,%d", &ty, &chunk, &pf) : 0;
+    if (got >= 2 && (ty == 4 || ty == 8) && chunk >= 0 && pf >= 0 && pf <= 64) {
       x.ty = ty;
       x.chunk = chunk;
+      x.pf = got == 3 ? pf : 0;
     }
     return x;
   }();
@@ -340,7 +357,7 @@ inline const tuning &tuning_of() {
 }
 
 template <typename T, int V, int OP, int MARCH>
-inline mb_error launch_march(const frame &f, const box &b, const scales &s, const T *u,
+inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, const T *u,
                              const T *prev, T *out, T a, cudaStream_t st) {
   const tuning &tn = tuning_of();
   const int ty = tn.ty;
@@ -348,14 +365,13 @@ inline mb_error launch_march(const frame &f, const box &b, const scales &s, cons
                                  : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
-  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, (T)s.r[0],
-                                                 (T)s.r[1], (T)s.r[2], a);
+  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
 
 template <typename T, int V>
-inline mb_error launch_op(int op, const frame &f, const box &b, const scales &s, const T *u,
+inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T> &s, const T *u,
                           const T *prev, T *out, T a, cudaStream_t st) {
   switch (op) {
   case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
@@ -387,7 +403,7 @@ template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
                           const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
   if (b.empty()) return MB_SUCCESS;
-  const scales s = scales_of(h, op);
+  const weights<T> s = weights_of<T>(h);
   if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
   if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
   if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);

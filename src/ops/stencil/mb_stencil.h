@@ -19,20 +19,26 @@
  * grid, including the 4 outer planes, are computed with the same formula.
  *
  * Arithmetic, the contract that every backend and the distributed run
- * reproduce bit for bit (no fused multiply-add; T is float or double):
- *   derivative along axis a at a point, with u[+k] the k-th neighbour:
- *     s = c1 (u[+1] - u[-1]); s = s + c2 (u[+2] - u[-2]);
- *     s = s + c3 (u[+3] - u[-3]); s = s + c4 (u[+4] - u[-4]);
- *     du = s * r, r = (T)(1.0 / h[a]);
- *     c1 = 4/5, c2 = -1/5, c3 = 4/105, c4 = -1/280, each (T)(the double);
- *   second difference along axis a:
- *     s = d0 u[0]; s = s + d1 (u[+1] + u[-1]); ... ; s = s + d4 (u[+4] + u[-4]);
- *     times q_a = (T)(1.0 / (h[a] * h[a]));
+ * reproduce bit for bit. T is float or double; fma(a, b, c) is the fused
+ * multiply-add a b + c rounded once (IEEE 754 fusedMultiplyAdd: C's fma and
+ * fmaf, CUDA's __fma_rn and __fmaf_rn); no other product is fused. The
+ * weights (mb_stencil_weights) are computed in double and rounded to T
+ * once; u[+k] is the k-th neighbour along the axis:
+ *   derivative along axis a:
+ *     s = e1 (u[+1] - u[-1]); s = fma(e2, u[+2] - u[-2], s);
+ *     s = fma(e3, u[+3] - u[-3], s); du = fma(e4, u[+4] - u[-4], s);
+ *     e_k = (T)(c_k / h[a]), c1 = 4/5, c2 = -1/5, c3 = 4/105, c4 = -1/280;
+ *   Laplacian: s = f0 u[0], then for the axes z, y, x in turn and k = 1..4
+ *     within each, s = fma(f_k, u[+k] + u[-k], s) (12 fused steps);
+ *     f_k = (T)(d_k / h[a]^2), f0 = (T)(d0 (1/hz^2 + 1/hy^2 + 1/hx^2)),
  *     d0 = -205/72, d1 = 8/5, d2 = -1/5, d3 = 8/315, d4 = -1/560;
- *   laplacian = (z term + y term) + x term;
- *   heat step: u = u + a * lap(u), a = (T)(alpha * dt);
- *   wave step: u_next = (2 u - u_prev) + b * lap(u), b = (T)(c * c * dt * dt),
- *     2 u computed as u + u.
+ *   heat step: u_next = fma(a, lap(u), u), a = (T)(alpha * dt);
+ *   wave step: u_next = fma(b, lap(u), (u + u) - u_prev), b = (T)(c^2 dt^2).
+ * One rounded chain per point, 13 operations for the Laplacian where the
+ * unfused sums took 42: the GPU kernels issue about half the instructions
+ * (docs/benchmarks.md). On x86-64 the CPU kernels are built twice, for
+ * Haswell and later (hardware FMA, vectorized) and for any x86-64 (C's
+ * fma, the same bits), and the loader picks one (target_clones).
  * Results do not depend on the number of OpenMP threads.
  */
 #ifndef MB_STENCIL_H
@@ -59,8 +65,22 @@ typedef struct mb_stencil_grid {
   int ghost;
 } mb_stencil_grid;
 
+/* The stencil weights of a grid's spacing, in double (each backend rounds
+ * them to its value type once): first[a][k - 1] = c_k / h[a] of the first
+ * derivative along axis a (0 z, 1 y, 2 x), second[a][k - 1] = d_k / h[a]^2
+ * of the second difference, center = d0 (1/hz^2 + 1/hy^2 + 1/hx^2) of the
+ * Laplacian; the coefficients are those of the contract above (Fornberg
+ * 1988, table 1). Units: 1/length and 1/length^2 of the spacing's unit. */
+typedef struct mb_stencil_weights {
+  double first[3][4], second[3][4], center;
+} mb_stencil_weights;
+
+/* The weights of g's spacing. Not collective; no errors (g->h must be
+ * positive and finite, as every kernel checks). */
+mb_stencil_weights mb_stencil_weights_of(const mb_stencil_grid *g);
+
 /* |symbol| of the 1D second difference at the Nyquist wavenumber:
- * |d0 - 2 d1 + 2 d2 - 2 d3 + 2 d4| = 1.4 * 1.4 * ... = 6.5015873... */
+ * |d0 - 2 d1 + 2 d2 - 2 d3 + 2 d4| = 2048/315 = 6.5015873... */
 double mb_stencil_nyquist(void);
 
 /* The largest stable time step of explicit heat steps: the Laplacian's
@@ -97,6 +117,24 @@ mb_error mb_stencil_derivative_f32(const mb_stencil_grid *g, int axis, const flo
  * Not collective. Errors: MB_ERR_ARG. */
 mb_error mb_stencil_laplacian_f64(const mb_stencil_grid *g, const double *u, double *lap);
 mb_error mb_stencil_laplacian_f32(const mb_stencil_grid *g, const float *u, float *lap);
+
+/* One fused step on the block's points:
+ * heat: out = fma(a, lap(u), u), a = (T)(coef) (coef = alpha dt; half of
+ * (c dt)^2 gives the wave's first step from rest);
+ * wave: out = fma(b, lap(u), (u + u) - prev), b = (T)(coef), coef = (c dt)^2.
+ * Framed arrays (ghost 4): the caller has filled u's ghost planes (boundary
+ * rule or halo exchange) and out's frame is left as it is; plain arrays
+ * (ghost 0): a whole grid, the boundary rule applied here. out must not be
+ * u (it may be prev). No stability check (mb_stencil_check_heat/_wave).
+ * Not collective. Errors: MB_ERR_ARG, MB_ERR_MEMORY (ghost 0). */
+mb_error mb_stencil_heat_step_f64(const mb_stencil_grid *g, double coef, const double *u,
+                                  double *out);
+mb_error mb_stencil_heat_step_f32(const mb_stencil_grid *g, double coef, const float *u,
+                                  float *out);
+mb_error mb_stencil_wave_step_f64(const mb_stencil_grid *g, double coef, const double *prev,
+                                  const double *u, double *out);
+mb_error mb_stencil_wave_step_f32(const mb_stencil_grid *g, double coef, const float *prev,
+                                  const float *u, float *out);
 
 /* nsteps explicit heat steps of u in place (framed; with ghost 4 the
  * ghosts are refilled by mb_stencil_fill_ghosts before each step, so u must

@@ -1,7 +1,10 @@
 /* meshbatch: CPU reference kernels of the stencil room (see mb_stencil.h).
  * OpenMP over (z, y) rows, inner x loops the compiler vectorizes; every
  * point's arithmetic is fixed (mb_stencil.h), so results do not depend on
- * the thread count. The plain (ghost 0) entry points copy the grid into a
+ * the thread count. The sweeps use C's fma; on x86-64 each is built twice
+ * (MB_STENCIL_CLONES: for Haswell and later, where fma is one vectorized
+ * instruction, and for any x86-64, where it is the C library's correctly
+ * rounded fma), and the loader picks the clone for the processor. The plain (ghost 0) entry points copy the grid into a
  * framed array with its ghost faces filled by the boundary rule and run the
  * framed kernels, so both paths give the same bits. */
 #include "mb_stencil.h"
@@ -16,6 +19,22 @@ double mb_stencil_nyquist(void) {
   const double d0 = -205.0 / 72.0, d1 = 8.0 / 5.0, d2 = -1.0 / 5.0, d3 = 8.0 / 315.0,
                d4 = -1.0 / 560.0;
   return fabs(d0 - 2 * d1 + 2 * d2 - 2 * d3 + 2 * d4);
+}
+
+mb_stencil_weights mb_stencil_weights_of(const mb_stencil_grid *g) {
+  static const double c[4] = {4.0 / 5.0, -1.0 / 5.0, 4.0 / 105.0, -1.0 / 280.0};
+  static const double d[5] = {-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0};
+  mb_stencil_weights w;
+  double q[3];
+  for (int a = 0; a < 3; a++) {
+    q[a] = 1.0 / (g->h[a] * g->h[a]);
+    for (int k = 0; k < 4; k++) {
+      w.first[a][k] = c[k] / g->h[a];
+      w.second[a][k] = d[k + 1] * q[a];
+    }
+  }
+  w.center = d[0] * (q[0] + q[1] + q[2]);
+  return w;
 }
 
 static double lambda_max(const mb_stencil_grid *g) {
@@ -70,14 +89,38 @@ mb_error mb_stencil_check_wave(const mb_stencil_grid *g, double c, double dt, in
   return MB_SUCCESS;
 }
 
+/* A per-point function inlined into every clone's loop, so that it vectorizes. */
+#if defined(__GNUC__)
+#define MB_STENCIL_INLINE static inline __attribute__((always_inline))
+#else
+#define MB_STENCIL_INLINE static inline
+#endif
+
+/* What a sweep over a block writes at a point, from its Laplacian. */
+enum { SWEEP_LAP, SWEEP_HEAT, SWEEP_WAVE };
+
+/* The sweeps built for Haswell (AVX2 and FMA) and for any x86-64 where
+ * the compiler can clone functions (GCC and clang on x86-64 with ifunc). */
+#if defined(__x86_64__) && defined(__ELF__) && \
+    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
+     (defined(__clang__) && __clang_major__ >= 14))
+#define MB_STENCIL_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define MB_STENCIL_CLONES
+#endif
+
 #define T double
 #define SFX f64
+#define FMA fma
 #include "mb_stencil_tmpl.h"
 #undef T
 #undef SFX
+#undef FMA
 
 #define T float
 #define SFX f32
+#define FMA fmaf
 #include "mb_stencil_tmpl.h"
 #undef T
 #undef SFX
+#undef FMA

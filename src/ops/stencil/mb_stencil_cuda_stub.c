@@ -12,6 +12,12 @@ mb_error mb_stencil_cuda_apply(const mb_stencil_grid *g, int op, int f32, const 
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 
+mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32, double coef, const void *u,
+                                   void *out) {
+  (void)g; (void)f32; (void)coef; (void)u; (void)out;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
+}
+
 mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha, double dt,
                               int64_t nsteps, void *u) {
   (void)g; (void)f32; (void)alpha; (void)dt; (void)nsteps; (void)u;

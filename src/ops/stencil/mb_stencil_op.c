@@ -247,15 +247,12 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       void *prev = NULL, *work = NULL;
       MB_CALL(alloc_like(m, f, &prev));
       mb_error e = alloc_like(m, f, &work);
-      if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u) */
-        e = apply(cuda, &g, 3, fd, prev);
+      if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u), a heat step */
         const double half = 0.5 * (p->c * p->c * p->dt * p->dt);
-        for (int64_t k = 0; !e && k < m->nv; k++) {
-          if (fd->dtype == MB_FLOAT32)
-            ((float *)prev)[k] = fd->data32[k] + (float)half * ((float *)prev)[k];
-          else
-            ((double *)prev)[k] = fd->data[k] + half * ((double *)prev)[k];
-        }
+        const int f32 = fd->dtype == MB_FLOAT32;
+        e = cuda    ? mb_stencil_cuda_heat_step(&g, f32, half, f32 ? (void *)fd->data32 : fd->data, prev)
+            : f32 ? mb_stencil_heat_step_f32(&g, half, fd->data32, prev)
+                  : mb_stencil_heat_step_f64(&g, half, fd->data, prev);
       }
       if (!e) {
         const int f32 = fd->dtype == MB_FLOAT32;
@@ -338,23 +335,16 @@ static mb_error framed_kernel(const framed *fr, int op, const void *u, void *out
                  : mb_stencil_laplacian_f64(&fr->g, u, out);
 }
 
-/* out = a + s * b on the interior, with the arithmetic of mb_stencil.h:
- * heat (twice = 0): u + s lap; wave (twice = 1): ((u + u) - prev) + s lap,
- * prev read from c. */
-static void framed_update(const framed *fr, int twice, double s, const void *u, const void *c,
-                          const void *lap, void *out) {
-  for (int64_t k = 0; k < fr->g.n[0]; k++)
-    for (int64_t j = 0; j < fr->g.n[1]; j++)
-      for (int64_t i = 0; i < fr->g.n[2]; i++) {
-        const int64_t q = ((k + 4) * fr->L[1] + j + 4) * fr->L[2] + i + 4;
-        if (fr->f32) {
-          const float a = (float)s, v = ((const float *)u)[q], l = ((const float *)lap)[q];
-          ((float *)out)[q] = twice ? ((v + v) - ((const float *)c)[q]) + a * l : v + a * l;
-        } else {
-          const double v = ((const double *)u)[q], l = ((const double *)lap)[q];
-          ((double *)out)[q] = twice ? ((v + v) - ((const double *)c)[q]) + s * l : v + s * l;
-        }
-      }
+/* One fused step on the block (mb_stencil_heat_step, mb_stencil_wave_step):
+ * heat (wave = 0): out = fma(coef, lap(u), u); wave: out = fma(coef, lap(u),
+ * (u + u) - prev). */
+static mb_error framed_step(const framed *fr, int wave, double coef, const void *prev,
+                            const void *u, void *out) {
+  if (fr->f32)
+    return wave ? mb_stencil_wave_step_f32(&fr->g, coef, prev, u, out)
+                : mb_stencil_heat_step_f32(&fr->g, coef, u, out);
+  return wave ? mb_stencil_wave_step_f64(&fr->g, coef, prev, u, out)
+              : mb_stencil_heat_step_f64(&fr->g, coef, u, out);
 }
 
 /* One stage on every field of the block. */
@@ -396,8 +386,10 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
       }
       for (int64_t s = 0; s < p->steps && !e; s++) {
         e = framed_halo(&fr, u);
-        if (!e) e = framed_kernel(&fr, 3, u, w);
-        if (!e) framed_update(&fr, 0, p->alpha * p->dt, u, NULL, w, u);
+        if (!e) e = framed_step(&fr, 0, p->alpha * p->dt, NULL, u, w);
+        void *t = u;
+        u = w;
+        w = t;
         if (!e && p->every > 0 && ((s + 1) % p->every == 0 || s + 1 == p->steps)) {
           framed_copy(&fr, u, plain, 0);
           e = add_snapshot(m, f, s + 1, p->dt, plain);
@@ -407,12 +399,10 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
     } else { /* wave from rest: prev = u + (c dt)^2 / 2 lap(u), then leapfrog */
       void *cur = u, *prev = x, *next = w;
       e = framed_halo(&fr, cur);
-      if (!e) e = framed_kernel(&fr, 3, cur, next);
-      if (!e) framed_update(&fr, 0, 0.5 * (p->c * p->c * p->dt * p->dt), cur, NULL, next, prev);
+      if (!e) e = framed_step(&fr, 0, 0.5 * (p->c * p->c * p->dt * p->dt), NULL, cur, prev);
       for (int64_t s = 0; s < p->steps && !e; s++) {
         e = framed_halo(&fr, cur);
-        if (!e) e = framed_kernel(&fr, 3, cur, next);
-        if (!e) framed_update(&fr, 1, p->c * p->c * p->dt * p->dt, cur, prev, next, next);
+        if (!e) e = framed_step(&fr, 1, p->c * p->c * p->dt * p->dt, prev, cur, next);
         void *t = prev;
         prev = cur;
         cur = next;

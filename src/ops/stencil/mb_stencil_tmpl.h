@@ -31,56 +31,90 @@ static void FN(fill_faces)(const mb_stencil_grid *g, const int64_t L[3], T *u) {
 }
 
 /* du on the block's points of framed arrays (strides of L). */
+MB_STENCIL_CLONES
 static void FN(derivative_framed)(const mb_stencil_grid *g, const int64_t L[3], int axis,
                                   const T *restrict u, T *restrict du) {
   const int64_t G = 4, st = axis == 0 ? L[1] * L[2] : axis == 1 ? L[2] : 1;
-  const T c1 = (T)(4.0 / 5.0), c2 = (T)(-1.0 / 5.0), c3 = (T)(4.0 / 105.0),
-          c4 = (T)(-1.0 / 280.0), r = (T)(1.0 / g->h[axis]);
+  const mb_stencil_weights wt = mb_stencil_weights_of(g);
+  const T e1 = (T)wt.first[axis][0], e2 = (T)wt.first[axis][1], e3 = (T)wt.first[axis][2],
+          e4 = (T)wt.first[axis][3];
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t k = 0; k < g->n[0]; k++)
     for (int64_t j = 0; j < g->n[1]; j++) {
       const int64_t row = ((k + G) * L[1] + j + G) * L[2] + G;
       const T *restrict v = u + row;
       T *restrict w = du + row;
+#pragma omp simd
       for (int64_t i = 0; i < g->n[2]; i++) {
-        T s = c1 * (v[i + st] - v[i - st]);
-        s = s + c2 * (v[i + 2 * st] - v[i - 2 * st]);
-        s = s + c3 * (v[i + 3 * st] - v[i - 3 * st]);
-        s = s + c4 * (v[i + 4 * st] - v[i - 4 * st]);
-        w[i] = s * r;
+        T s = e1 * (v[i + st] - v[i - st]);
+        s = FMA(e2, v[i + 2 * st] - v[i - 2 * st], s);
+        s = FMA(e3, v[i + 3 * st] - v[i - 3 * st], s);
+        w[i] = FMA(e4, v[i + 4 * st] - v[i - 4 * st], s);
       }
     }
 }
 
-/* lap on the block's points of framed arrays. */
-static void FN(laplacian_framed)(const mb_stencil_grid *g, const int64_t L[3],
-                                 const T *restrict u, T *restrict lap) {
-  const int64_t G = 4, sz = L[1] * L[2], sy = L[2];
-  const T d0 = (T)(-205.0 / 72.0), d1 = (T)(8.0 / 5.0), d2 = (T)(-1.0 / 5.0),
-          d3 = (T)(8.0 / 315.0), d4 = (T)(-1.0 / 560.0);
-  const T qz = (T)(1.0 / (g->h[0] * g->h[0])), qy = (T)(1.0 / (g->h[1] * g->h[1])),
-          qx = (T)(1.0 / (g->h[2] * g->h[2]));
+/* The Laplacian's weights in T: f[a][k - 1] and the center f0. */
+typedef struct FN(lap_weights) {
+  T f[3][4], f0;
+} FN(lap_weights);
+
+static FN(lap_weights) FN(lap_weights_of)(const mb_stencil_grid *g) {
+  const mb_stencil_weights wt = mb_stencil_weights_of(g);
+  FN(lap_weights) w;
+  for (int a = 0; a < 3; a++)
+    for (int k = 0; k < 4; k++) w.f[a][k] = (T)wt.second[a][k];
+  w.f0 = (T)wt.center;
+  return w;
+}
+
+/* The Laplacian at point v[i] of a framed row (strides sz, sy), the chain
+ * of mb_stencil.h: f0 u, then the z, y and x terms, k = 1..4 each. */
+MB_STENCIL_INLINE T FN(lap_at)(const T *v, int64_t i, int64_t sz, int64_t sy, const FN(lap_weights) *w) {
+  T s = w->f0 * v[i];
+  s = FMA(w->f[0][0], v[i + sz] + v[i - sz], s);
+  s = FMA(w->f[0][1], v[i + 2 * sz] + v[i - 2 * sz], s);
+  s = FMA(w->f[0][2], v[i + 3 * sz] + v[i - 3 * sz], s);
+  s = FMA(w->f[0][3], v[i + 4 * sz] + v[i - 4 * sz], s);
+  s = FMA(w->f[1][0], v[i + sy] + v[i - sy], s);
+  s = FMA(w->f[1][1], v[i + 2 * sy] + v[i - 2 * sy], s);
+  s = FMA(w->f[1][2], v[i + 3 * sy] + v[i - 3 * sy], s);
+  s = FMA(w->f[1][3], v[i + 4 * sy] + v[i - 4 * sy], s);
+  s = FMA(w->f[2][0], v[i + 1] + v[i - 1], s);
+  s = FMA(w->f[2][1], v[i + 2] + v[i - 2], s);
+  s = FMA(w->f[2][2], v[i + 3] + v[i - 3], s);
+  return FMA(w->f[2][3], v[i + 4] + v[i - 4], s);
+}
+
+/* One sweep over the block's points of framed arrays (strides of L):
+ * out = lap(u) (SWEEP_LAP), fma(c, lap(u), u) (SWEEP_HEAT) or
+ * fma(c, lap(u), (u + u) - prev) (SWEEP_WAVE), the arithmetic of
+ * mb_stencil.h. out may alias prev, not u. Each row's loop is one of three,
+ * so that the compiler vectorizes it. */
+MB_STENCIL_CLONES
+static void FN(lap_sweep)(const mb_stencil_grid *g, const int64_t L[3], int what, T c,
+                          const T *u, const T *prev, T *out) {
+  const int64_t G = 4, sz = L[1] * L[2], sy = L[2], nx = g->n[2];
+  const FN(lap_weights) w = FN(lap_weights_of)(g);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t k = 0; k < g->n[0]; k++)
     for (int64_t j = 0; j < g->n[1]; j++) {
       const int64_t row = ((k + G) * L[1] + j + G) * L[2] + G;
       const T *restrict v = u + row;
-      T *restrict w = lap + row;
-      for (int64_t i = 0; i < g->n[2]; i++) {
-        const T c = d0 * v[i];
-        T z = c + d1 * (v[i + sz] + v[i - sz]);
-        z = z + d2 * (v[i + 2 * sz] + v[i - 2 * sz]);
-        z = z + d3 * (v[i + 3 * sz] + v[i - 3 * sz]);
-        z = z + d4 * (v[i + 4 * sz] + v[i - 4 * sz]);
-        T y = c + d1 * (v[i + sy] + v[i - sy]);
-        y = y + d2 * (v[i + 2 * sy] + v[i - 2 * sy]);
-        y = y + d3 * (v[i + 3 * sy] + v[i - 3 * sy]);
-        y = y + d4 * (v[i + 4 * sy] + v[i - 4 * sy]);
-        T x = c + d1 * (v[i + 1] + v[i - 1]);
-        x = x + d2 * (v[i + 2] + v[i - 2]);
-        x = x + d3 * (v[i + 3] + v[i - 3]);
-        x = x + d4 * (v[i + 4] + v[i - 4]);
-        w[i] = (z * qz + y * qy) + x * qx;
+      if (what == SWEEP_LAP) {
+        T *restrict o = out + row;
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++) o[i] = FN(lap_at)(v, i, sz, sy, &w);
+      } else if (what == SWEEP_HEAT) {
+        T *restrict o = out + row;
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++) o[i] = FMA(c, FN(lap_at)(v, i, sz, sy, &w), v[i]);
+      } else {
+        const T *p = prev + row;
+        T *o = out + row;
+#pragma omp simd
+        for (int64_t i = 0; i < nx; i++)
+          o[i] = FMA(c, FN(lap_at)(v, i, sz, sy, &w), (v[i] + v[i]) - p[i]);
       }
     }
 }
@@ -144,43 +178,69 @@ mb_error FN(mb_stencil_derivative)(const mb_stencil_grid *g, int axis, const T *
   return MB_SUCCESS;
 }
 
+/* A sweep (lap_sweep) on plain arrays (ghost 0): u framed with its ghost
+ * faces filled by the boundary rule, prev framed as it is, the result
+ * copied out of the frame. */
+static mb_error FN(plain_sweep)(const mb_stencil_grid *g, const int64_t L[3], int what, T c,
+                                const T *u, const T *prev, T *out) {
+  const size_t size = sizeof(T) * (size_t)(L[0] * L[1] * L[2]);
+  T *fu = NULL, *fo = malloc(size), *fp = what == SWEEP_WAVE ? malloc(size) : NULL;
+  mb_error e = fo && (fp || what != SWEEP_WAVE) ? FN(framed_copy)(g, L, u, &fu) : MB_ERR_MEMORY;
+  if (!e) {
+    if (fp) FN(to_frame)(g, L, prev, fp);
+    FN(lap_sweep)(g, L, what, c, fu, fp, fo);
+    FN(from_frame)(g, L, fo, out);
+  }
+  free(fu);
+  free(fo);
+  free(fp);
+  MB_CHECK(!e, MB_ERR_MEMORY, "out of memory for a grid of %lld x %lld x %lld points",
+           (long long)g->n[0], (long long)g->n[1], (long long)g->n[2]);
+  return MB_SUCCESS;
+}
+
 mb_error FN(mb_stencil_laplacian)(const mb_stencil_grid *g, const T *u, T *lap) {
   int64_t L[3];
   MB_CALL(check_grid(g, 0, L));
   if (g->ghost == 4) {
-    FN(laplacian_framed)(g, L, u, lap);
+    FN(lap_sweep)(g, L, SWEEP_LAP, 0, u, NULL, lap);
     return MB_SUCCESS;
   }
-  T *fu = NULL, *fl = NULL;
-  MB_CALL(FN(framed_copy)(g, L, u, &fu));
-  fl = malloc(sizeof(T) * (size_t)(L[0] * L[1] * L[2]));
-  if (!fl) {
-    free(fu);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for a Laplacian");
+  return FN(plain_sweep)(g, L, SWEEP_LAP, 0, u, NULL, lap);
+}
+
+/* heat steps on a framed whole grid u, fused (mb_stencil_heat_step),
+ * alternating between u and work (framed too); the last step lands in u. */
+static void FN(heat_framed)(const mb_stencil_grid *g, const int64_t L[3], T a, int64_t nsteps,
+                            T *u, T *work) {
+  T *cur = u, *next = work;
+  for (int64_t s = 0; s < nsteps; s++) {
+    FN(fill_faces)(g, L, cur);
+    FN(lap_sweep)(g, L, SWEEP_HEAT, a, cur, NULL, next);
+    T *t = cur;
+    cur = next;
+    next = t;
   }
-  FN(laplacian_framed)(g, L, fu, fl);
-  FN(from_frame)(g, L, fl, lap);
-  free(fu);
-  free(fl);
+  if (cur != u) memcpy(u, cur, sizeof(T) * (size_t)(L[0] * L[1] * L[2]));
+}
+
+mb_error FN(mb_stencil_heat_step)(const mb_stencil_grid *g, double coef, const T *u, T *out) {
+  int64_t L[3];
+  MB_CALL(check_grid(g, 0, L));
+  MB_CHECK(u != out, MB_ERR_ARG, "heat step: the output must not be the input");
+  if (g->ghost == 0) return FN(plain_sweep)(g, L, SWEEP_HEAT, (T)coef, u, NULL, out);
+  FN(lap_sweep)(g, L, SWEEP_HEAT, (T)coef, u, NULL, out);
   return MB_SUCCESS;
 }
 
-/* heat steps on a framed whole grid u (work framed too) */
-static void FN(heat_framed)(const mb_stencil_grid *g, const int64_t L[3], T a, int64_t nsteps,
-                            T *u, T *work) {
-  const int64_t G = 4;
-  for (int64_t s = 0; s < nsteps; s++) {
-    FN(fill_faces)(g, L, u);
-    FN(laplacian_framed)(g, L, u, work);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t k = 0; k < g->n[0]; k++)
-      for (int64_t j = 0; j < g->n[1]; j++) {
-        const int64_t row = ((k + G) * L[1] + j + G) * L[2] + G;
-        T *restrict v = u + row;
-        const T *restrict w = work + row;
-        for (int64_t i = 0; i < g->n[2]; i++) v[i] = v[i] + a * w[i];
-      }
-  }
+mb_error FN(mb_stencil_wave_step)(const mb_stencil_grid *g, double coef, const T *prev,
+                                  const T *u, T *out) {
+  int64_t L[3];
+  MB_CALL(check_grid(g, 0, L));
+  MB_CHECK(u != out, MB_ERR_ARG, "wave step: the output must not be the input");
+  if (g->ghost == 0) return FN(plain_sweep)(g, L, SWEEP_WAVE, (T)coef, u, prev, out);
+  FN(lap_sweep)(g, L, SWEEP_WAVE, (T)coef, u, prev, out);
+  return MB_SUCCESS;
 }
 
 mb_error FN(mb_stencil_heat)(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps,
@@ -212,18 +272,9 @@ mb_error FN(mb_stencil_heat)(const mb_stencil_grid *g, double alpha, double dt, 
 /* leapfrog steps on framed whole grids: prev, cur, and next (= work) */
 static void FN(wave_framed)(const mb_stencil_grid *g, const int64_t L[3], T b, int64_t nsteps,
                             T *prev, T *cur, T *next, T **last_prev, T **last_cur) {
-  const int64_t G = 4;
   for (int64_t s = 0; s < nsteps; s++) {
     FN(fill_faces)(g, L, cur);
-    FN(laplacian_framed)(g, L, cur, next);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t k = 0; k < g->n[0]; k++)
-      for (int64_t j = 0; j < g->n[1]; j++) {
-        const int64_t row = ((k + G) * L[1] + j + G) * L[2] + G;
-        const T *restrict v = cur + row, *restrict p = prev + row;
-        T *restrict w = next + row;
-        for (int64_t i = 0; i < g->n[2]; i++) w[i] = ((v[i] + v[i]) - p[i]) + b * w[i];
-      }
+    FN(lap_sweep)(g, L, SWEEP_WAVE, b, cur, prev, next);
     T *t = prev;
     prev = cur;
     cur = next;
