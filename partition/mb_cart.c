@@ -2,6 +2,8 @@
  * mb_cart.h). */
 #include "mb_cart.h"
 
+#include "mb_nccl.h"
+
 #include <stdlib.h>
 
 /* Index of local point (k, j, i) of a frame of sizes L. */
@@ -166,6 +168,7 @@ void mb_cart_free(mb_cart *c) {
         if (c->send[dt][a][s] != MPI_DATATYPE_NULL) MPI_Type_free(&c->send[dt][a][s]);
         if (c->recv[dt][a][s] != MPI_DATATYPE_NULL) MPI_Type_free(&c->recv[dt][a][s]);
       }
+  mb_nccl_free(c->nccl);
   if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
   free(c);
 }

@@ -46,6 +46,13 @@ typedef struct mb_cart {
   MPI_Datatype send[2][3][2], recv[2][3][2]; /* [dtype][axis][side] face subarrays */
   MPI_Request req[24];
   int nreq;
+  /* The GPU halo of a block op, kept for the plan's later ops (a grid's
+   * every field and stage): the NCCL communicator over comm (owned; made
+   * by the first op that wants it, mb_stencil_cuda_block) and the
+   * transport that op's trial chose per dtype (mb_halo_transport; 0 until
+   * chosen), so that NCCL is set up and timed once per grid, not per call. */
+  struct mb_nccl *nccl;
+  int gpu_transport[2];
 } mb_cart;
 
 /* The blocks per axis (z, y, x) of a grid of n[3] points over `size`

@@ -63,14 +63,13 @@ template <typename T> struct block {
   std::vector<box> shell;
   cudaStream_t comp = nullptr, halo = nullptr;
   cudaEvent_t ready = nullptr, arrived = nullptr;
-  mb_nccl *nccl = nullptr;
+  mb_nccl *nccl = nullptr; /* the plan's (mb_cart.nccl), not owned */
   mb_halo_transport transport = MB_HALO_MPI;
   ~block() {
     if (ready) cudaEventDestroy(ready);
     if (arrived) cudaEventDestroy(arrived);
     if (comp) cudaStreamDestroy(comp);
     if (halo) cudaStreamDestroy(halo);
-    mb_nccl_free(nccl);
   }
   T *p(int k) const { return buf[k].template as<T>(); }
 };
@@ -201,18 +200,31 @@ template <typename T> static mb_error time_halo(block<T> *b, T *u, int count, do
 
 /* The transport (mb_smooth_partitioned's rule): MPI when asked or alone;
  * NCCL when asked (an error where it cannot be set up); auto: NCCL where it
- * can be set up and trial exchanges are faster than with MPI. Collective. */
+ * can be set up and trial exchanges are faster than with MPI. The plan
+ * keeps the communicator and auto's choice per dtype for its later ops
+ * (mb_cart.nccl, .gpu_transport). Collective. */
 template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_transport want, T *u) {
+  mb_cart *c = b->cart;
+  int *chosen = &c->gpu_transport[sizeof(T) == 4 ? 0 : 1];
   b->transport = MB_HALO_MPI;
-  if (b->cart->size == 1 || want == MB_HALO_MPI) return MB_SUCCESS;
-  mb_error e = mb_nccl_create(b->cart->comm, &b->nccl); /* agreed */
-  if (e && want == MB_HALO_NCCL) return e;
-  if (e) {
-    if (b->cart->rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
-    mb_error_clear();
-    b->nccl = nullptr;
+  if (c->size == 1 || want == MB_HALO_MPI) return MB_SUCCESS;
+  if (want == MB_HALO_AUTO && *chosen) { /* the same on every rank */
+    b->transport = (mb_halo_transport)*chosen;
+    b->nccl = c->nccl;
     return MB_SUCCESS;
   }
+  if (!c->nccl) {
+    mb_error e = mb_nccl_create(c->comm, &c->nccl); /* agreed */
+    if (e && want == MB_HALO_NCCL) return e;
+    if (e) {
+      if (c->rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
+      mb_error_clear();
+      c->nccl = nullptr;
+      c->gpu_transport[0] = c->gpu_transport[1] = MB_HALO_MPI;
+      return MB_SUCCESS;
+    }
+  }
+  b->nccl = c->nccl;
   b->transport = MB_HALO_NCCL;
   double connect, t_nccl, t_mpi;
   MB_CALL(time_halo<T>(b, u, 1, &connect)); /* NCCL connects peers at the first exchange */
@@ -222,7 +234,8 @@ template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_tran
   b->transport = MB_HALO_MPI;
   MB_CALL(time_halo<T>(b, u, TRIALS, &t_mpi));
   b->transport = t_nccl <= t_mpi ? MB_HALO_NCCL : MB_HALO_MPI;
-  if (b->cart->rank == 0)
+  *chosen = (int)b->transport;
+  if (c->rank == 0)
     mb_log(MB_LOG_VERBOSE, "[halo] grid block: %d exchanges take %.3f ms with NCCL, %.3f ms with MPI: %s",
            TRIALS, 1e3 * t_nccl, 1e3 * t_mpi, mb_halo_transport_name(b->transport));
   return MB_SUCCESS;
