@@ -212,8 +212,8 @@ template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f,
 /* Blocks of 256 threads. Holding the Laplacian's (95-110 registers, a
  * quarter of the warps resident) to 3 or 4 blocks per SM spilled and ran at
  * a third to a half of the speed on the H100, so registers are not bounded. */
-template <typename T, int V, int OP, int MARCH>
-__global__ void __launch_bounds__(TX * 8)
+template <typename T, int V, int OP, int MARCH, int PRE, int MINB>
+__global__ void __launch_bounds__(TX * 8, MINB)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, const weights<T> wt, T a, int pf) {
   const int lane = threadIdx.x;
@@ -238,16 +238,27 @@ __global__ void __launch_bounds__(TX * 8)
    * that the compiler can unroll the march and issue several planes' loads
    * at once (a per-plane guard, as for an explicit prefetch, measured 0.67
    * of the copy bandwidth for the z derivative against 0.87 without). */
-  vals<T, V> q[2 * G + 1];
-  if (queue && loads)
+  /* PRE = 1: the queue's next plane is loaded one plane ahead, into a
+   * register (the last chunk's last load is clamped into the array and
+   * never used), so that each warp has two planes' loads in flight. */
+  vals<T, V> q[2 * G + 1], nq;
+  const long long last = (long long)f.points() - V;
+  if (queue && loads) {
 #pragma unroll
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
+    if (PRE) nq = ld<T, V>(u + base + G * sm);
+  }
   for (int m = m0; m < m1; m++) {
     const long long p = base + (long long)(m - m0) * sm;
     if (queue) {
 #pragma unroll
       for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
+      if (loads && PRE) {
+        q[2 * G] = nq;
+        nq = ld<T, V>(u + min(p + (G + 1) * sm, last));
+      } else if (loads) {
+        q[2 * G] = ld<T, V>(u + p + G * sm);
+      }
       if (pf) /* the plane pf beyond the queue's into L2, clamped to the array */
         prefetch_l2(u + min(p + (G + pf) * sm, (long long)f.points() - 1));
     }
@@ -333,23 +344,29 @@ inline int chunk_of(const box &b, int march, int V, int ty) {
 }
 
 /* The launch shape: threads per block along the second axis (4 or 8),
- * planes per block (0: chunk_of) and the L2 prefetch distance in planes
- * beyond the register queue (0: none). MB_STENCIL_TUNE="TY,CHUNK[,PF]" in
- * the environment overrides the defaults (8, 0, 0) for tuning runs of the
+ * planes per block (0: chunk_of), the L2 prefetch distance in planes
+ * beyond the register queue (0: none) and the register prefetch of the
+ * queue's next plane (PRE, 0 or 1), and the blocks per SM the registers
+ * are bounded for (MINB: 1, no bound, or 3).
+ * MB_STENCIL_TUNE="TY,CHUNK[,PF[,PRE[,MINB]]]" in the environment
+ * overrides the defaults (8, 0, 0, 0, 1) for tuning runs of the
  * benchmark (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
 struct tuning {
-  int ty = 8, chunk = 0, pf = 0;
+  int ty = 8, chunk = 0, pf = 0, pre = 0, minb = 1;
 };
 inline const tuning &tuning_of() {
   static const tuning t = [] {
     tuning x;
     const char *e = getenv("MB_STENCIL_TUNE");
-    int ty = 0, chunk = 0, pf = 0;
-    const int got = e ? sscanf(e, "%d,%d,%d", &ty, &chunk, &pf) : 0;
-    if (got >= 2 && (ty == 4 || ty == 8) && chunk >= 0 && pf >= 0 && pf <= 64) {
+    int ty = 0, chunk = 0, pf = 0, pre = 0, minb = 1;
+    const int got = e ? sscanf(e, "%d,%d,%d,%d,%d", &ty, &chunk, &pf, &pre, &minb) : 0;
+    if (got >= 2 && (ty == 4 || ty == 8) && chunk >= 0 && pf >= 0 && pf <= 64 &&
+        (pre == 0 || pre == 1) && (minb == 1 || minb == 3)) {
       x.ty = ty;
       x.chunk = chunk;
-      x.pf = got == 3 ? pf : 0;
+      x.pf = got >= 3 ? pf : 0;
+      x.pre = got >= 4 ? pre : 0;
+      x.minb = got == 5 ? minb : 1;
     }
     return x;
   }();
@@ -365,7 +382,9 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
                                  : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
-  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+  auto kernel = tn.pre ? (tn.minb == 3 ? march<T, V, OP, MARCH, 1, 3> : march<T, V, OP, MARCH, 1, 1>)
+                       : (tn.minb == 3 ? march<T, V, OP, MARCH, 0, 3> : march<T, V, OP, MARCH, 0, 1>);
+  kernel<<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
