@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Tuning sweep of the stencil kernels' launch shape on one GPU: `meshbatch
-# bench stencil` under MB_STENCIL_TUNE="TY,CHUNK[,PF[,PRE[,MINB]]]" (PF: L2
-# prefetch distance in planes; PRE: the queue's next plane loaded a plane
-# ahead; MINB: registers bounded for 3 blocks per SM) for
+# bench stencil` under MB_STENCIL_TUNE="TY,CHUNK[,PF]" (PF: L2 prefetch
+# distance in planes; the shape then applies to every op) for
 # each shape given (the defaults first). Usage: scripts/gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]
 set -uo pipefail
 exe=${1:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]}

@@ -209,11 +209,12 @@ template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f,
  * block's second axis); MARCH = 1 (the y derivative only): along y (z is
  * the second axis). The x neighbours: shuffles where V > 1, loads where
  * V = 1. */
-/* Blocks of 256 threads. Holding the Laplacian's (95-110 registers, a
- * quarter of the warps resident) to 3 or 4 blocks per SM spilled and ran at
- * a third to a half of the speed on the H100, so registers are not bounded. */
-template <typename T, int V, int OP, int MARCH, int PRE, int MINB>
-__global__ void __launch_bounds__(TX * 8, MINB)
+/* Blocks of up to 512 threads (tuning_of). Holding the Laplacian's (95-110
+ * registers, a quarter of the warps resident) to 3 or 4 blocks of 256 per
+ * SM spilled and ran at a third to a half of the speed on the H100, so
+ * registers are not bounded further. */
+template <typename T, int V, int OP, int MARCH>
+__global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, const weights<T> wt, T a, int pf) {
   const int lane = threadIdx.x;
@@ -238,27 +239,16 @@ __global__ void __launch_bounds__(TX * 8, MINB)
    * that the compiler can unroll the march and issue several planes' loads
    * at once (a per-plane guard, as for an explicit prefetch, measured 0.67
    * of the copy bandwidth for the z derivative against 0.87 without). */
-  /* PRE = 1: the queue's next plane is loaded one plane ahead, into a
-   * register (the last chunk's last load is clamped into the array and
-   * never used), so that each warp has two planes' loads in flight. */
-  vals<T, V> q[2 * G + 1], nq;
-  const long long last = (long long)f.points() - V;
-  if (queue && loads) {
+  vals<T, V> q[2 * G + 1];
+  if (queue && loads)
 #pragma unroll
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
-    if (PRE) nq = ld<T, V>(u + base + G * sm);
-  }
   for (int m = m0; m < m1; m++) {
     const long long p = base + (long long)(m - m0) * sm;
     if (queue) {
 #pragma unroll
       for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      if (loads && PRE) {
-        q[2 * G] = nq;
-        nq = ld<T, V>(u + min(p + (G + 1) * sm, last));
-      } else if (loads) {
-        q[2 * G] = ld<T, V>(u + p + G * sm);
-      }
+      if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
       if (pf) /* the plane pf beyond the queue's into L2, clamped to the array */
         prefetch_l2(u + min(p + (G + pf) * sm, (long long)f.points() - 1));
     }
@@ -343,48 +333,48 @@ inline int chunk_of(const box &b, int march, int V, int ty) {
   return chunk;
 }
 
-/* The launch shape: threads per block along the second axis (4 or 8),
- * planes per block (0: chunk_of), the L2 prefetch distance in planes
- * beyond the register queue (0: none) and the register prefetch of the
- * queue's next plane (PRE, 0 or 1), and the blocks per SM the registers
- * are bounded for (MINB: 1, no bound, or 3).
- * MB_STENCIL_TUNE="TY,CHUNK[,PF[,PRE[,MINB]]]" in the environment
- * overrides the defaults (8, 0, 0, 0, 1) for tuning runs of the
- * benchmark (scripts/gpu-stencil-tune.sh); the bits do not depend on it. */
+/* The launch shape of an op: threads per block along the second axis
+ * (4, 8 or 16), planes per block (0: chunk_of) and the distance in planes
+ * beyond the register queue at which each thread asks L2 for its next
+ * line (0: none). The defaults come from `meshbatch bench stencil` on the
+ * H100 (docs/benchmarks.md): the derivatives 8 rows and no prefetch; the
+ * Laplacian and the steps 16 rows (half the y halo per row of a block of
+ * 8) and a prefetch 2 planes ahead (0.59-0.64 -> 0.71 of copy in float32).
+ * MB_STENCIL_TUNE="TY,CHUNK[,PF]" in the environment sets one shape for
+ * every op, for tuning runs of the benchmark (scripts/gpu-stencil-tune.sh);
+ * the bits do not depend on the shape. Tried and measured slower: the
+ * queue's next plane loaded a plane ahead into registers (0.57), registers
+ * bounded for 3 blocks per SM (spills: 0.26-0.40). */
 struct tuning {
-  int ty = 8, chunk = 0, pf = 0, pre = 0, minb = 1;
+  int ty, chunk, pf;
 };
-inline const tuning &tuning_of() {
+inline const tuning *tuning_env() {
   static const tuning t = [] {
-    tuning x;
+    tuning x = {0, 0, 0};
     const char *e = getenv("MB_STENCIL_TUNE");
-    int ty = 0, chunk = 0, pf = 0, pre = 0, minb = 1;
-    const int got = e ? sscanf(e, "%d,%d,%d,%d,%d", &ty, &chunk, &pf, &pre, &minb) : 0;
-    if (got >= 2 && (ty == 4 || ty == 8) && chunk >= 0 && pf >= 0 && pf <= 64 &&
-        (pre == 0 || pre == 1) && (minb == 1 || minb == 3)) {
-      x.ty = ty;
-      x.chunk = chunk;
-      x.pf = got >= 3 ? pf : 0;
-      x.pre = got >= 4 ? pre : 0;
-      x.minb = got == 5 ? minb : 1;
-    }
+    int ty = 0, chunk = 0, pf = 0;
+    const int got = e ? sscanf(e, "%d,%d,%d", &ty, &chunk, &pf) : 0;
+    if (got >= 2 && (ty == 4 || ty == 8 || ty == 16) && chunk >= 0 && pf >= 0 && pf <= 64)
+      x = tuning{ty, chunk, got == 3 ? pf : 0};
     return x;
   }();
-  return t;
+  return t.ty ? &t : nullptr;
+}
+inline tuning tuning_of(int op) {
+  if (const tuning *t = tuning_env()) return *t;
+  return op >= OP_LAP ? tuning{16, 0, 2} : tuning{8, 0, 0};
 }
 
 template <typename T, int V, int OP, int MARCH>
 inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, const T *u,
                              const T *prev, T *out, T a, cudaStream_t st) {
-  const tuning &tn = tuning_of();
+  const tuning tn = tuning_of(OP);
   const int ty = tn.ty;
   const int chunk = tn.chunk > 0 ? std::min(tn.chunk, std::max(b.n[MARCH], 1))
                                  : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
-  auto kernel = tn.pre ? (tn.minb == 3 ? march<T, V, OP, MARCH, 1, 3> : march<T, V, OP, MARCH, 1, 1>)
-                       : (tn.minb == 3 ? march<T, V, OP, MARCH, 0, 3> : march<T, V, OP, MARCH, 0, 1>);
-  kernel<<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
