@@ -138,8 +138,7 @@ __global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out
 
 /* The benchmark's rows: the op and its points per thread along x (0: the
  * default, default_v; rows of other widths are printed where they differ
- * from the default; -PD: the pipelined kernel, PD planes ahead), or a
- * pencil kernel (PENCIL + axis). */
+ * from the default), or a pencil kernel (PENCIL + axis). */
 enum { PENCIL = 100 };
 struct bench_row {
   const char *name;
@@ -155,10 +154,6 @@ static const bench_row bench_rows[] = {
     {"derivative x (V=1)", OP_DX, 1},          {"derivative x (V=2)", OP_DX, 2},
     {"derivative x (V=4)", OP_DX, 4},          {"laplacian (V=1)", OP_LAP, 1},
     {"laplacian (V=2)", OP_LAP, 2},            {"laplacian (V=4)", OP_LAP, 4},
-    {"laplacian (pipelined, 1 ahead)", OP_LAP, -1},
-    {"laplacian (pipelined, 2 ahead)", OP_LAP, -2},
-    {"heat step (pipelined, 2 ahead)", OP_HEAT, -2},
-    {"wave step (pipelined, 2 ahead)", OP_WAVE, -2},
     {"derivative z (pencils)", PENCIL + 0, 0}, {"derivative y (pencils)", PENCIL + 1, 0},
     {"derivative x (pencils)", PENCIL + 2, 0}};
 

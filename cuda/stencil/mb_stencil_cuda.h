@@ -97,7 +97,7 @@ mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_ca
 /* Figures of `meshbatch bench stencil`: ms per call (median of repeats)
  * of each kernel on one grid on the current device, and the copy
  * bandwidth measured in the same run. */
-enum { MB_STENCIL_BENCH_MAX = 32 };
+enum { MB_STENCIL_BENCH_MAX = 24 };
 typedef struct mb_stencil_bench_result {
   char device[256];
   int nkernels;

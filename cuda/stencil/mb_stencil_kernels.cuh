@@ -392,173 +392,6 @@ inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T>
   }
 }
 
-/* ------------------------------------------------------------ pipelined kernel */
-
-/* The Laplacian and the time steps with the planes staged in shared memory
- * by asynchronous copies (cp.async), PD planes ahead of the one the queue
- * needs: the memory-level parallelism comes from the copies in flight, not
- * from resident warps or registers. A block of 32 lanes x SY rows (one
- * 16-byte vector of V points per lane) marches along z through a chunk;
- * slot p % S of a ring of S = 6 + PD tiles holds plane p's SY + 8 rows
- * (the rows of the block and 4 above and below). At plane m a thread takes
- * its queue's newest value (plane m + 4) and its y neighbours (plane m)
- * from the ring, its x neighbours by shuffles as `march`; the copy of plane
- * m + 4 + PD goes into the slot of plane m - 2, read last at plane m - 2,
- * before the barrier of plane m - 1, so one barrier per plane suffices. The
- * arithmetic is `march`'s, so the bits are the same. */
-constexpr int SY = 16; /* rows of a pipelined block */
-template <int PD> __host__ __device__ constexpr int ring_slots() { return 6 + PD; }
-template <typename T, int PD> constexpr size_t ring_bytes() {
-  return (size_t)ring_slots<PD>() * (SY + 2 * G) * TX * 16;
-}
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-
-template <typename T, int OP, int PD>
-__global__ void __launch_bounds__(TX * SY)
-    march_pipe(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-               T *__restrict__ out, const weights<T> wt, T a) {
-  constexpr int V = 16 / (int)sizeof(T), S = ring_slots<PD>(), ROWS = SY + 2 * G;
-  using W = typename vec<T, V>::t;
-  extern __shared__ __align__(16) unsigned char ring_raw[];
-  W *ring = reinterpret_cast<W *>(ring_raw); /* [S][ROWS][TX] */
-  const int lane = threadIdx.x, ty = threadIdx.y, tid = ty * TX + lane;
-  const int x0 = b.lo[2] + blockIdx.x * TX * V, x = x0 + lane * V;
-  const int y0 = b.lo[1] + blockIdx.y * SY, y = y0 + ty;
-  const int m0 = b.lo[0] + blockIdx.z * chunk;
-  const int m1 = min(m0 + chunk, b.lo[0] + b.n[0]);
-  const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
-  const long long last = (long long)f.points() - V;
-  /* plane p's tile into its slot: vectors tid and tid + TX * SY of ROWS x TX */
-  auto stage = [&](int p) {
-    const int pz = min(p, f.nz + G - 1); /* past the frame: a copy never read */
-    W *slot = ring + (size_t)(((p % S) + S) % S) * ROWS * TX;
-    for (int j = tid; j < ROWS * TX; j += TX * SY) {
-      const int r = j / TX, l = j % TX;
-      const long long g = min(f.at(pz, y0 - G + r, x0 + l * V), last);
-      cp_async16(slot + j, u + g);
-    }
-    cp_async_commit();
-  };
-  auto tile = [&](int p, int row) -> vals<T, V> {
-    const W w = ring[((size_t)(p % S) * ROWS + row) * TX + lane];
-    vals<T, V> r;
-    const T *c = reinterpret_cast<const T *>(&w);
-#pragma unroll
-    for (int k = 0; k < V; k++) r.c[k] = c[k];
-    return r;
-  };
-  if (m0 >= m1) return;
-  const long long base = f.at(m0, min(y, f.ny + G - 1), x);
-  vals<T, V> q[2 * G + 1];
-#pragma unroll
-  for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + min(base + (k - G) * f.sz, last));
-  for (int p = m0; p < m0 + G + PD; p++) stage(p);
-  for (int m = m0; m < m1; m++) {
-    stage(m + G + PD);
-    cp_async_wait<PD>(); /* the planes up to m + 4 have landed (this thread's copies) */
-    __syncthreads();     /* ... and every thread's */
-    const long long p = base + (long long)(m - m0) * f.sz;
-#pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-    q[2 * G] = tile(m + G, G + ty);
-    T xl[V + 2 * G];
-    const vals<T, V> mine = q[G];
-#pragma unroll
-    for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
-    constexpr int K = G / V;
-#pragma unroll
-    for (int j = 1; j <= K; j++) {
-      vals<T, V> left, right;
-#pragma unroll
-      for (int c = 0; c < V; c++) {
-        left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-        right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-      }
-      if (lane < j) left = ld<T, V>(u + p - j * V);
-      if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
-#pragma unroll
-      for (int c = 0; c < V; c++) {
-        xl[G - j * V + c] = left.c[c];
-        xl[G + (j - 1) * V + V + c] = right.c[c];
-      }
-    }
-    vals<T, V> oth[2 * G + 1], prev = {};
-#pragma unroll
-    for (int k = 0; k < 2 * G + 1; k++)
-      if (k != G) oth[k] = tile(m, G + ty + k - G);
-    if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
-    vals<T, V> res;
-#pragma unroll
-    for (int c = 0; c < V; c++) {
-      T wz[2 * G + 1], wy[2 * G + 1];
-#pragma unroll
-      for (int k = 0; k < 2 * G + 1; k++) {
-        wz[k] = q[k].c[c];
-        wy[k] = k == G ? q[G].c[c] : oth[k].c[c];
-      }
-      T lap = wt.f0 * q[G].c[c];
-      lap = d2add(wz, wt.f[0], lap);
-      lap = d2add(wy, wt.f[1], lap);
-      lap = d2add(xl + c, wt.f[2], lap);
-      if (OP == OP_LAP) res.c[c] = lap;
-      else if (OP == OP_HEAT) res.c[c] = fmx(a, lap, q[G].c[c]);
-      else res.c[c] = fmx(a, lap, (q[G].c[c] + q[G].c[c]) - prev.c[c]);
-    }
-    if (active) st<T, V>(out + p, res);
-  }
-  cp_async_wait<0>();
-}
-
-/* Launch the pipelined kernel for op (OP_LAP, OP_HEAT, OP_WAVE) on box b,
- * whose rows must be whole 16-byte vectors (the caller checks). */
-template <typename T, int OP, int PD>
-inline mb_error launch_pipe(const frame &f, const box &b, const weights<T> &w, const T *u,
-                            const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int V = 16 / (int)sizeof(T);
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      march_pipe<T, OP, PD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ring_bytes<T, PD>());
-  MB_CALL_CUDA(attr);
-  const int chunk = chunk_of(b, 0, V, SY);
-  dim3 block(TX, SY), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + SY - 1) / SY,
-                           (b.n[0] + chunk - 1) / chunk);
-  march_pipe<T, OP, PD><<<grid, block, ring_bytes<T, PD>(), st>>>(f, b, chunk, u, prev, out, w, a);
-  MB_CHECK_LAUNCH("stencil kernel (pipelined)");
-  return MB_SUCCESS;
-}
-
-/* The pipelined kernel's depth (planes copied ahead): 0 = not used.
- * MB_STENCIL_PIPE=PD in the environment (1 or 2) selects it for the
- * Laplacian and the steps, for tuning and testing runs. */
-inline int pipe_depth() {
-  static const int d = [] {
-    const char *e = getenv("MB_STENCIL_PIPE");
-    const int v = e ? atoi(e) : 0;
-    return v == 1 || v == 2 ? v : 0;
-  }();
-  return d;
-}
-
-template <typename T>
-inline mb_error launch_pipe_op(int op, int pd, const frame &f, const box &b, const weights<T> &w,
-                               const T *u, const T *prev, T *out, T a, cudaStream_t st) {
-  if (pd == 1) {
-    if (op == OP_LAP) return launch_pipe<T, OP_LAP, 1>(f, b, w, u, prev, out, a, st);
-    if (op == OP_HEAT) return launch_pipe<T, OP_HEAT, 1>(f, b, w, u, prev, out, a, st);
-    return launch_pipe<T, OP_WAVE, 1>(f, b, w, u, prev, out, a, st);
-  }
-  if (op == OP_LAP) return launch_pipe<T, OP_LAP, 2>(f, b, w, u, prev, out, a, st);
-  if (op == OP_HEAT) return launch_pipe<T, OP_HEAT, 2>(f, b, w, u, prev, out, a, st);
-  return launch_pipe<T, OP_WAVE, 2>(f, b, w, u, prev, out, a, st);
-}
-
 /* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
 template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 
@@ -574,19 +407,14 @@ template <typename T> inline int default_v(int op) {
 /* op (OP_*) at the points of box b of u into out, on stream st. a: the
  * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
  * step. v: the points per thread along x (0: default_v; the benchmark
- * compares the others); a box whose rows are not whole vectors takes v = 1.
- * v = -1 or -2: the pipelined kernel with that depth (the benchmark's
- * rows; MB_STENCIL_PIPE selects it for v = 0). */
+ * compares the others); a box whose rows are not whole vectors takes v = 1. */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
                           const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
   if (b.empty()) return MB_SUCCESS;
   const weights<T> s = weights_of<T>(h);
-  const int pd = v < 0 ? -v : op >= OP_LAP && v == 0 ? pipe_depth() : 0; /* v < 0: pipelined */
   if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
   if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
-  if (pd && op >= OP_LAP && v == vwidth<T>())
-    return launch_pipe_op<T>(op, pd, f, b, s, u, prev, out, a, st);
   if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);
   if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st);
   return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st);
