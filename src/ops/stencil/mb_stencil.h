@@ -113,8 +113,9 @@ mb_error mb_stencil_derivative_f64(const mb_stencil_grid *g, int axis, const dou
                                    double *du);
 mb_error mb_stencil_derivative_f32(const mb_stencil_grid *g, int axis, const float *u, float *du);
 
-/* lap = the 25-point Laplacian of u on the block's points (framed arrays).
- * Not collective. Errors: MB_ERR_ARG. */
+/* lap = the 25-point Laplacian of u on the block's points (framed or
+ * plain arrays, as the derivative; lap must not be u). Not collective.
+ * Errors: MB_ERR_ARG, MB_ERR_MEMORY (ghost 0). */
 mb_error mb_stencil_laplacian_f64(const mb_stencil_grid *g, const double *u, double *lap);
 mb_error mb_stencil_laplacian_f32(const mb_stencil_grid *g, const float *u, float *lap);
 

@@ -199,14 +199,20 @@ static mb_error FN(plain_sweep)(const mb_stencil_grid *g, const int64_t L[3], in
   return MB_SUCCESS;
 }
 
-mb_error FN(mb_stencil_laplacian)(const mb_stencil_grid *g, const T *u, T *lap) {
+/* The entry points of the sweeps: framed arrays (ghost 4) swept as they
+ * are, plain ones (ghost 0) through framed copies. */
+static mb_error FN(sweep_entry)(const mb_stencil_grid *g, int what, T c, const T *u,
+                                const T *prev, T *out) {
   int64_t L[3];
   MB_CALL(check_grid(g, 0, L));
-  if (g->ghost == 4) {
-    FN(lap_sweep)(g, L, SWEEP_LAP, 0, u, NULL, lap);
-    return MB_SUCCESS;
-  }
-  return FN(plain_sweep)(g, L, SWEEP_LAP, 0, u, NULL, lap);
+  MB_CHECK(u != out, MB_ERR_ARG, "stencil: the output array must not be the input");
+  if (g->ghost == 0) return FN(plain_sweep)(g, L, what, c, u, prev, out);
+  FN(lap_sweep)(g, L, what, c, u, prev, out);
+  return MB_SUCCESS;
+}
+
+mb_error FN(mb_stencil_laplacian)(const mb_stencil_grid *g, const T *u, T *lap) {
+  return FN(sweep_entry)(g, SWEEP_LAP, 0, u, NULL, lap);
 }
 
 /* heat steps on a framed whole grid u, fused (mb_stencil_heat_step),
@@ -225,22 +231,12 @@ static void FN(heat_framed)(const mb_stencil_grid *g, const int64_t L[3], T a, i
 }
 
 mb_error FN(mb_stencil_heat_step)(const mb_stencil_grid *g, double coef, const T *u, T *out) {
-  int64_t L[3];
-  MB_CALL(check_grid(g, 0, L));
-  MB_CHECK(u != out, MB_ERR_ARG, "heat step: the output must not be the input");
-  if (g->ghost == 0) return FN(plain_sweep)(g, L, SWEEP_HEAT, (T)coef, u, NULL, out);
-  FN(lap_sweep)(g, L, SWEEP_HEAT, (T)coef, u, NULL, out);
-  return MB_SUCCESS;
+  return FN(sweep_entry)(g, SWEEP_HEAT, (T)coef, u, NULL, out);
 }
 
 mb_error FN(mb_stencil_wave_step)(const mb_stencil_grid *g, double coef, const T *prev,
                                   const T *u, T *out) {
-  int64_t L[3];
-  MB_CALL(check_grid(g, 0, L));
-  MB_CHECK(u != out, MB_ERR_ARG, "wave step: the output must not be the input");
-  if (g->ghost == 0) return FN(plain_sweep)(g, L, SWEEP_WAVE, (T)coef, u, prev, out);
-  FN(lap_sweep)(g, L, SWEEP_WAVE, (T)coef, u, prev, out);
-  return MB_SUCCESS;
+  return FN(sweep_entry)(g, SWEEP_WAVE, (T)coef, u, prev, out);
 }
 
 mb_error FN(mb_stencil_heat)(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps,
