@@ -2,7 +2,9 @@
  * convergence on a periodic field of sines, heat and wave against their
  * analytic solutions, stability limits refused with the limit in the
  * message, Dirichlet values beyond the grid, the plain and framed paths
- * bit for bit, float32 against float64, and thread-count independence. */
+ * bit for bit, float32 against float64, thread-count independence, and the
+ * arithmetic contract of mb_stencil.h (weights, fused chains) bit for bit
+ * against the header's formulas written out here. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -238,11 +240,82 @@ static void test_precision_threads(void **state) {
   free(d32);
 }
 
+/* The header's contract written out for one point of a periodic grid of
+ * shape n (z, y, x) with spacing h: the derivative along each axis, the
+ * Laplacian, a heat step and a wave step, in T, compared bit for bit with
+ * the kernels on every point. */
+#define CONTRACT_TEST(T, SFX, FMA)                                                                 \
+  static void contract_##SFX(void) {                                                               \
+    const int64_t n[3] = {9, 10, 11}, np = n[0] * n[1] * n[2];                                     \
+    mb_stencil_grid g = {.n = {n[0], n[1], n[2]}, .h = {0.3, 0.7, 1.1}};                           \
+    T *u = malloc(sizeof *u * (size_t)np), *p = malloc(sizeof *p * (size_t)np);                    \
+    T *got = malloc(sizeof *got * (size_t)np);                                                     \
+    assert_true(u && p && got);                                                                    \
+    for (int64_t q = 0; q < np; q++) {                                                             \
+      u[q] = (T)sin(0.37 * (double)q) * (T)1.7;                                                    \
+      p[q] = (T)cos(0.11 * (double)q);                                                             \
+    }                                                                                              \
+    const mb_stencil_weights w = mb_stencil_weights_of(&g);                                        \
+    const T a = (T)0.013, b = (T)0.021;                                                            \
+    for (int what = 0; what < 6; what++) {                                                         \
+      mb_error e = what < 3   ? mb_stencil_derivative_##SFX(&g, what, u, got)                      \
+                   : what == 3 ? mb_stencil_laplacian_##SFX(&g, u, got)                            \
+                   : what == 4 ? mb_stencil_heat_step_##SFX(&g, 0.013, u, got)                     \
+                               : mb_stencil_wave_step_##SFX(&g, 0.021, p, u, got);                 \
+      assert_int_equal(e, MB_SUCCESS);                                                             \
+      int64_t bad = 0;                                                                             \
+      for (int64_t z = 0; z < n[0]; z++)                                                           \
+        for (int64_t y = 0; y < n[1]; y++)                                                         \
+          for (int64_t x = 0; x < n[2]; x++) {                                                     \
+            const int64_t at[3] = {z, y, x}, q = (z * n[1] + y) * n[2] + x;                        \
+            /* the k-th neighbour along axis ax, periodic */                                       \
+            T nb[3][9];                                                                            \
+            for (int ax = 0; ax < 3; ax++)                                                         \
+              for (int k = -4; k <= 4; k++) {                                                      \
+                int64_t c[3] = {at[0], at[1], at[2]};                                              \
+                c[ax] = ((c[ax] + k) % n[ax] + n[ax]) % n[ax];                                     \
+                nb[ax][k + 4] = u[(c[0] * n[1] + c[1]) * n[2] + c[2]];                             \
+              }                                                                                    \
+            T want;                                                                                \
+            if (what < 3) {                                                                        \
+              const T *v = nb[what];                                                               \
+              T s = (T)w.first[what][0] * (v[5] - v[3]);                                           \
+              s = FMA((T)w.first[what][1], v[6] - v[2], s);                                        \
+              s = FMA((T)w.first[what][2], v[7] - v[1], s);                                        \
+              want = FMA((T)w.first[what][3], v[8] - v[0], s);                                     \
+            } else {                                                                               \
+              T s = (T)w.center * u[q];                                                            \
+              for (int ax = 0; ax < 3; ax++)                                                       \
+                for (int k = 1; k <= 4; k++)                                                       \
+                  s = FMA((T)w.second[ax][k - 1], nb[ax][4 + k] + nb[ax][4 - k], s);              \
+              want = what == 3 ? s : what == 4 ? FMA(a, s, u[q]) : FMA(b, s, (u[q] + u[q]) - p[q]); \
+            }                                                                                      \
+            bad += memcmp(&want, &got[q], sizeof want) != 0;                                       \
+          }                                                                                        \
+      if (bad) fail_msg(#T " op %d: %lld points differ from the contract", what, (long long)bad);  \
+    }                                                                                              \
+    free(u);                                                                                       \
+    free(p);                                                                                       \
+    free(got);                                                                                     \
+  }
+
+CONTRACT_TEST(double, f64, fma)
+CONTRACT_TEST(float, f32, fmaf)
+
+static void test_contract(void **state) {
+  (void)state;
+  contract_f64();
+  contract_f32();
+  print_message("derivatives, Laplacian, heat and wave steps equal mb_stencil.h's formulas bit "
+                "for bit (float64, float32)\n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_accuracy),  cmocka_unit_test(test_heat),
       cmocka_unit_test(test_wave),      cmocka_unit_test(test_dirichlet),
       cmocka_unit_test(test_paths),     cmocka_unit_test(test_precision_threads),
+      cmocka_unit_test(test_contract),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
