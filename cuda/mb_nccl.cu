@@ -91,24 +91,31 @@ mb_error mb_nccl_exchange(mb_nccl *c, cudaStream_t stream, int ncomp, const doub
                           double *recv, int nneighbors, const int *ranks,
                           const int64_t *send_offset, const int64_t *recv_offset) {
   MB_CALL_NCCL(ncclGroupStart());
-  for (int k = 0; k < nneighbors; k++) {
+  ncclResult_t rc = ncclSuccess; /* the first failure; the group is ended all the same */
+  for (int k = 0; k < nneighbors && rc == ncclSuccess; k++) {
     size_t ns = (size_t)(send_offset[k + 1] - send_offset[k]) * (size_t)ncomp;
     size_t nr = (size_t)(recv_offset[k + 1] - recv_offset[k]) * (size_t)ncomp;
-    if (ns) ncclSend(send + send_offset[k] * ncomp, ns, ncclFloat64, ranks[k], c->comm, stream);
-    if (nr) ncclRecv(recv + recv_offset[k] * ncomp, nr, ncclFloat64, ranks[k], c->comm, stream);
+    if (ns) rc = ncclSend(send + send_offset[k] * ncomp, ns, ncclFloat64, ranks[k], c->comm, stream);
+    if (nr && rc == ncclSuccess)
+      rc = ncclRecv(recv + recv_offset[k] * ncomp, nr, ncclFloat64, ranks[k], c->comm, stream);
   }
-  MB_CALL_NCCL(ncclGroupEnd());
+  const ncclResult_t end = ncclGroupEnd();
+  MB_CALL_NCCL(rc); /* ncclSend / ncclRecv */
+  MB_CALL_NCCL(end);
   return MB_SUCCESS;
 }
 
 mb_error mb_nccl_group(mb_nccl *c, cudaStream_t stream, int n, const mb_nccl_msg *m) {
   MB_CALL_NCCL(ncclGroupStart());
-  for (int k = 0; k < n; k++) {
+  ncclResult_t rc = ncclSuccess; /* the first failure; the group is ended all the same */
+  for (int k = 0; k < n && rc == ncclSuccess; k++) {
     if (!m[k].bytes) continue;
-    if (m[k].send) ncclSend(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream);
-    else ncclRecv(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream);
+    rc = m[k].send ? ncclSend(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream)
+                   : ncclRecv(m[k].buf, m[k].bytes, ncclUint8, m[k].peer, c->comm, stream);
   }
-  MB_CALL_NCCL(ncclGroupEnd());
+  const ncclResult_t end = ncclGroupEnd();
+  MB_CALL_NCCL(rc); /* ncclSend / ncclRecv */
+  MB_CALL_NCCL(end);
   return MB_SUCCESS;
 }
 

@@ -200,7 +200,8 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
     r->bytes[i] = (row.op == OP_WAVE ? 3.0 : 2.0) * sizeof(T) * points;
     std::vector<float> times;
     for (int rep = 0; rep < warmup + repeats && !err; rep++) {
-      cudaEventRecord(e0);
+      if (cudaEventRecord(e0) != cudaSuccess)
+        err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "benchmark timing failed");
       if (row.op < PENCIL)
         err = apply_box<T>(row.op, f, all, g.h, in, row.op == OP_WAVE ? prev : nullptr, out,
                            T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v);
@@ -213,10 +214,11 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
       if (!err && cudaGetLastError() != cudaSuccess)
         err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "benchmark kernel '%s' failed",
                            row.name);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
       float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
+      if (!err && (cudaEventRecord(e1) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+                   cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess))
+        err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,
+                           "benchmark kernel '%s' failed on the device", row.name);
       if (rep >= warmup) times.push_back(ms);
     }
     if (!err) {

@@ -342,10 +342,11 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
     for (int64_t s = 0; s < timed; s++) {
       const cudaEvent_t *x = &ev[(size_t)s * EV_COUNT];
       float ex = 0, in = 0, wait = 0, sh = 0;
-      cudaEventElapsedTime(&ex, x[EV_X0], x[EV_X1]);
-      cudaEventElapsedTime(&in, x[EV_C0], x[EV_C1]);
-      cudaEventElapsedTime(&wait, x[EV_C1], x[EV_C2]);
-      cudaEventElapsedTime(&sh, x[EV_C2], x[EV_C3]);
+      if (cudaEventElapsedTime(&ex, x[EV_X0], x[EV_X1]) != cudaSuccess ||
+          cudaEventElapsedTime(&in, x[EV_C0], x[EV_C1]) != cudaSuccess ||
+          cudaEventElapsedTime(&wait, x[EV_C1], x[EV_C2]) != cudaSuccess ||
+          cudaEventElapsedTime(&sh, x[EV_C2], x[EV_C3]) != cudaSuccess)
+        e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil step timing failed");
       fig->exchange_ms += ex / (double)timed;
       fig->interior_ms += in / (double)timed;
       fig->wait_ms += wait / (double)timed;
