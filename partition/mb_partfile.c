@@ -19,8 +19,9 @@ void mb_partfile_free(mb_partfile *p) {
 
 static herr_t put_string(hid_t loc, const char *name, const char *value) {
   hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
-  H5Tset_size(type, strlen(value) + 1);
-  hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t a = type < 0 || space < 0 || H5Tset_size(type, strlen(value) + 1) < 0
+                ? -1
+                : H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   herr_t rc = a < 0 ? -1 : H5Awrite(a, type, value);
   if (a >= 0) H5Aclose(a);
   H5Sclose(space);
@@ -113,8 +114,9 @@ static mb_error read_quality(hid_t f, mb_partfile *p) {
   long long cut = 0;
   hid_t a = H5Aopen(f, "edge_cut", H5P_DEFAULT);
   if (a >= 0) {
-    H5Aread(a, H5T_NATIVE_LLONG, &cut);
+    const herr_t rc = H5Aread(a, H5T_NATIVE_LLONG, &cut);
     H5Aclose(a);
+    MB_CHECK(rc >= 0, MB_ERR_IO, "partition file: the edge_cut attribute cannot be read");
   }
   int64_t *owned = calloc((size_t)p->nparts, sizeof *owned);
   MB_CHECK(owned, MB_ERR_MEMORY, "out of memory");
