@@ -21,7 +21,8 @@ static const char bench_help[] =
     "                         [--weights uniform|cotangent|inverse_distance]\n"
     "                         [--boundary free|fixed|boundary_curve]\n"
     "                         [--precision float32|float64] [--warmup N] [--repeats N]\n"
-    "                         [--distribute per-mesh|partitioned] [--halo auto|mpi|nccl]\n\n"
+    "                         [--distribute per-mesh|partitioned] [--halo auto|mpi|nccl]\n"
+    "                         [--locality sfc|rcm|none]\n\n"
     "Times single smoothing passes (one Taubin pass = one lambda or mu pass) of\n"
     "the kernel alone on one mesh (a mesh file or a collection; --mesh picks\n"
     "one): warm-up passes, then timed repeats, median reported. Prints vertices,\n"
@@ -32,6 +33,14 @@ static const char bench_help[] =
     "the CPU, counted as bytes read + written), with their ratio.\n"
     "Defaults: backend auto, weights uniform, boundary free, precision float32\n"
     "(float64 on the CPU), warmup 5, repeats 20.\n\n"
+    "--locality: the vertex order of the timed passes: sfc (Hilbert curve of the\n"
+    "positions, parallel), rcm (reverse Cuthill-McKee, serial) or none (the\n"
+    "mesh's order). Default on CUDA: MESHBATCH_LOCALITY, else sfc (what `meshbatch\n"
+    "run` uses); on the CPU: none, unless given. Prints the host time of the\n"
+    "order and of the renumbering, and locality figures of the order: mean\n"
+    "|i - j| over edges, the fraction of neighbours in the same 32-vertex warp\n"
+    "and beyond 65536 vertices, and the 128-byte lines of float32 positions a\n"
+    "warp's neighbour reads touch (3 at best).\n\n"
     "--distribute partitioned (under mpirun -np N): the mesh is split over the\n"
     "N ranks with METIS and every pass exchanges the halo. Prints, per rank and\n"
     "in total, ms per pass split into compute and exchange, halo bytes per pass,\n"
@@ -90,6 +99,8 @@ static int bench_cpu(const mb_adjacency *adj, const double *xyz, mb_weights w, m
 typedef struct bench_opts bench_opts;
 
 struct bench_opts {
+  int locality_given;
+  mb_locality locality;
   const char *input, *only;
   mb_backend_kind backend;
   mb_weights weights;
@@ -100,19 +111,44 @@ struct bench_opts {
   mb_halo_transport halo;
 };
 
-/* The CUDA kernel on the backend's vertex order (reverse Cuthill-McKee). */
-static int bench_cuda(const mb_adjacency *adj, const double *xyz, const bench_opts *o,
-                      mb_cuda_bench_result *r) {
+/* The vertex order of the timed passes (o->locality), its host times and
+ * locality figures in *ord; the backend's kernel timed on it. */
+typedef struct bench_order {
+  double seconds[2]; /* order, renumbering */
+  mb_gather_figures fig;
+} bench_order;
+
+static int bench_ordered(const mb_adjacency *adj, const double *xyz, const bench_opts *o,
+                         int cuda, mb_cuda_bench_result *r, bench_order *ord) {
   int64_t *perm;
   mb_adjacency *padj;
   double *pxyz;
-  if (mb_smooth_locality_order(adj, xyz, &perm, &padj, &pxyz)) return mb_cli_report(MB_EXIT_FAILED);
-  mb_error e = mb_cuda_bench_smooth(padj, pxyz, o->weights, o->boundary, o->precision,
-                                    (int)o->warmup, (int)o->repeats, r);
+  mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary};
+  if (mb_smooth_locality_order(adj, xyz, o->locality, mb_smooth_locality_needs(&st, 1), &perm,
+                               &padj, &pxyz, ord->seconds) ||
+      mb_adjacency_gather_figures(padj ? padj : adj, &ord->fig))
+    return mb_cli_report(MB_EXIT_FAILED);
+  int code = MB_EXIT_OK;
+  if (cuda) {
+    mb_error e = mb_cuda_bench_smooth(padj ? padj : adj, pxyz ? pxyz : xyz, o->weights,
+                                      o->boundary, o->precision, (int)o->warmup, (int)o->repeats, r);
+    if (e) code = mb_cli_report(MB_EXIT_FAILED);
+  } else {
+    code = bench_cpu(padj ? padj : adj, pxyz ? pxyz : xyz, o->weights, o->boundary,
+                     (int)o->warmup, (int)o->repeats, r);
+  }
   free(perm);
   free(pxyz);
   mb_adjacency_free(padj);
-  return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+  return code;
+}
+
+/* The CUDA kernel on the backend's vertex order (the partitioned
+ * benchmark's one-rank reference). */
+static int bench_cuda(const mb_adjacency *adj, const double *xyz, const bench_opts *o,
+                      mb_cuda_bench_result *r) {
+  bench_order ord;
+  return bench_ordered(adj, xyz, o, 1, r, &ord);
 }
 
 static int pick(const char *v, const char *const *names, int n, int *out) {
@@ -127,6 +163,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
   static const char *const bounds[] = {"free", "fixed", "boundary_curve"};
   static const char *const precs[] = {"float64", "float32"};
   static const char *const halos[] = {"auto", "mpi", "nccl"};
+  static const char *const orders[] = {"sfc", "rcm", "none"};
   *o = (bench_opts){.precision = MB_PRECISION_FLOAT32, .warmup = 5, .repeats = 20};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -138,6 +175,11 @@ static int parse(int argc, char **argv, bench_opts *o) {
     else if (!strcmp(a, "--boundary") && v) { bad = pick(v, bounds, 3, &k); o->boundary = (mb_boundary)k; }
     else if (!strcmp(a, "--precision") && v) { bad = pick(v, precs, 2, &k); o->precision = (mb_precision)k; }
     else if (!strcmp(a, "--halo") && v) { bad = pick(v, halos, 3, &k); o->halo = (mb_halo_transport)k; }
+    else if (!strcmp(a, "--locality") && v) {
+      bad = pick(v, orders, 3, &k);
+      o->locality = (mb_locality)k;
+      o->locality_given = 1;
+    }
     else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
     else if (!strcmp(a, "--distribute") && v) {
@@ -154,7 +196,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
 }
 
 static void print_result(const mb_mesh *m, const mb_adjacency *adj, const mb_backend *be,
-                         const bench_opts *o, const mb_cuda_bench_result *r) {
+                         const bench_opts *o, const mb_cuda_bench_result *r,
+                         const bench_order *ord) {
   double s = r->ms_per_pass * 1e-3, gbs = r->bytes_per_pass / s / 1e9;
   int cuda = be->kind == MB_BACKEND_CUDA;
   printf("bench smooth: %s, %lld vertices, %lld directed edges\n", m->name, (long long)m->nv,
@@ -162,7 +205,14 @@ static void print_result(const mb_mesh *m, const mb_adjacency *adj, const mb_bac
   printf("backend      %s, %s, weights %s, boundary %s\n", be->description,
          cuda ? mb_precision_name(o->precision) : "float64", mb_weights_name(o->weights),
          mb_boundary_name(o->boundary));
-  printf("vertex order %s\n", cuda ? "reverse Cuthill-McKee (the CUDA backend's)" : "as in the mesh");
+  static const char *const what[] = {"Hilbert curve of the positions", "reverse Cuthill-McKee",
+                                     "as in the mesh"};
+  printf("vertex order %s: %s; order %.3f s, renumbering %.3f s on the host\n",
+         mb_smooth_locality_name(o->locality), what[o->locality], ord->seconds[0],
+         ord->seconds[1]);
+  printf("locality     mean |i - j| %.0f, same 32-vertex warp %.3f, beyond 65536 %.4f, "
+         "128-byte lines per warp %.1f (3 at best)\n", ord->fig.mean_distance,
+         ord->fig.same_warp, ord->fig.far, ord->fig.lines_per_warp);
   printf("ms/pass      %.4f (median of %lld after %lld warm-up)\n", r->ms_per_pass,
          (long long)o->repeats, (long long)o->warmup);
   printf("vertices/s   %.3e\n", (double)m->nv / s);
@@ -282,6 +332,9 @@ int mb_smooth_bench(int argc, char **argv) {
   bench_opts o;
   int code = parse(argc, argv, &o);
   if (code) return code;
+  if (!o.locality_given && mb_smooth_locality_default(&o.locality) && (mb_error_clear(), 1))
+    return mb_cli_usage_error("bench", "bad MESHBATCH_LOCALITY '%s': use sfc, rcm or none",
+                              getenv("MESHBATCH_LOCALITY"));
   if (o.partitioned) return bench_partitioned(&o);
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */
   char *patterns[] = {(char *)o.input};
@@ -300,12 +353,11 @@ int mb_smooth_bench(int argc, char **argv) {
     code = mb_cli_report(MB_EXIT_FAILED);
   } else {
     mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o.weights, o.boundary};
+    bench_order ord;
+    if (be.kind != MB_BACKEND_CUDA && !o.locality_given) o.locality = MB_LOCALITY_NONE;
     if (mb_smooth_check(&st, adj)) code = mb_cli_report(MB_EXIT_FAILED);
-    else if (be.kind == MB_BACKEND_CUDA)
-      code = bench_cuda(adj, m->xyz, &o, &r);
-    else
-      code = bench_cpu(adj, m->xyz, o.weights, o.boundary, (int)o.warmup, (int)o.repeats, &r);
-    if (!code) print_result(m, adj, &be, &o, &r);
+    else code = bench_ordered(adj, m->xyz, &o, be.kind == MB_BACKEND_CUDA, &r, &ord);
+    if (!code) print_result(m, adj, &be, &o, &r, &ord);
   }
   mb_adjacency_free(adj);
   mb_mesh_free(m);

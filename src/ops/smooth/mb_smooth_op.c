@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_alloc.h"
 #include "mb_smooth_cuda.h"
 #include "mb_distributed.h"
 #include "mb_log.h"
@@ -20,17 +21,59 @@
 
 /* ------------------------------------------------------------ backends */
 
-mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, int64_t **perm,
-                                   mb_adjacency **padj, double **pxyz) {
+static const char *const locality_names[] = {"sfc", "rcm", "none"};
+
+const char *mb_smooth_locality_name(mb_locality kind) {
+  return (unsigned)kind < 3 ? locality_names[kind] : "?";
+}
+
+mb_error mb_smooth_locality_parse(const char *name, mb_locality *kind) {
+  for (int k = 0; k < 3; k++)
+    if (name && !strcmp(name, locality_names[k])) {
+      *kind = (mb_locality)k;
+      return MB_SUCCESS;
+    }
+  MB_FAIL(MB_ERR_ARG, "unknown vertex order '%s': use sfc, rcm or none", name ? name : "(null)");
+}
+
+mb_error mb_smooth_locality_default(mb_locality *kind) {
+  const char *env = getenv("MESHBATCH_LOCALITY");
+  *kind = MB_LOCALITY_SFC;
+  if (env && *env && mb_smooth_locality_parse(env, kind))
+    MB_FAIL(MB_ERR_ARG, "MESHBATCH_LOCALITY='%s': use sfc, rcm or none", env);
+  return MB_SUCCESS;
+}
+
+unsigned mb_smooth_locality_needs(const mb_smooth_stage *stages, int nstages) {
+  unsigned need = 0;
+  for (int k = 0; k < nstages; k++) {
+    if (stages[k].weights == MB_WEIGHTS_COTANGENT) need |= MB_ADJ_OPPOSITE;
+    if (stages[k].boundary != MB_BOUNDARY_FREE) need |= MB_ADJ_BOUNDARY;
+  }
+  return need;
+}
+
+mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb_locality kind,
+                                  unsigned need, int64_t **perm, mb_adjacency **padj,
+                                  double **pxyz, double seconds[2]) {
   const int64_t nv = adj->nv;
+  *perm = NULL;
   *padj = NULL;
-  *perm = malloc(sizeof **perm * (size_t)(nv ? nv : 1));
-  *pxyz = malloc(sizeof **pxyz * 3 * (size_t)(nv ? nv : 1));
+  *pxyz = NULL;
+  if (seconds) seconds[0] = seconds[1] = 0;
+  MB_CHECK(kind == MB_LOCALITY_SFC || kind == MB_LOCALITY_RCM || kind == MB_LOCALITY_NONE,
+           MB_ERR_ARG, "unknown vertex order %d", (int)kind);
+  if (kind == MB_LOCALITY_NONE) return MB_SUCCESS;
+  const double t0 = mb_wtime();
+  *perm = mb_alloc(sizeof **perm * (size_t)(nv ? nv : 1));
+  *pxyz = mb_alloc(sizeof **pxyz * 3 * (size_t)(nv ? nv : 1));
   mb_error e = *perm && *pxyz ? MB_SUCCESS
                               : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
                                              "out of memory for %lld vertices", (long long)nv);
-  if (!e) e = mb_adjacency_rcm(adj, *perm);
-  if (!e) e = mb_adjacency_permute(adj, *perm, padj);
+  if (!e) e = kind == MB_LOCALITY_RCM ? mb_adjacency_rcm(adj, *perm)
+                                      : mb_adjacency_sfc(nv, xyz, *perm);
+  const double t1 = mb_wtime();
+  if (!e) e = mb_adjacency_permute_opts(adj, *perm, need, padj);
   if (!e)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < nv; v++)
@@ -44,22 +87,30 @@ mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, in
     *padj = NULL;
     MB_CALL(e);
   }
+  if (seconds) {
+    seconds[0] = t1 - t0;
+    seconds[1] = mb_wtime() - t1;
+  }
   return MB_SUCCESS;
 }
 
-/* The CUDA backend on the locality order; results put back in mesh order. */
+/* The CUDA backend on the locality order (MESHBATCH_LOCALITY, default the
+ * Hilbert order); results put back in mesh order. */
 static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                             mb_precision precision, double *xyz) {
   int64_t *perm;
   mb_adjacency *padj;
-  double *pxyz;
-  const double t0 = mb_wtime();
-  MB_CALL(mb_smooth_locality_order(adj, xyz, &perm, &padj, &pxyz));
+  double *pxyz, sec[2];
+  mb_locality kind;
+  MB_CALL(mb_smooth_locality_default(&kind));
+  MB_CALL(mb_smooth_locality_order(adj, xyz, kind, mb_smooth_locality_needs(stages, nstages),
+                                   &perm, &padj, &pxyz, sec));
   const double t1 = mb_wtime();
-  mb_error e = mb_cuda_smooth(padj, stages, nstages, precision, pxyz);
-  mb_log(MB_LOG_VERBOSE, "[smooth] %lld vertices: locality order (RCM, renumbering) %.3f s, "
-         "device (upload, passes, download) %.3f s", (long long)adj->nv, t1 - t0, mb_wtime() - t1);
-  if (!e)
+  mb_error e = mb_cuda_smooth(padj ? padj : adj, stages, nstages, precision, pxyz ? pxyz : xyz);
+  mb_log(MB_LOG_VERBOSE, "[smooth] %lld vertices: locality order (%s) %.3f s, renumbering "
+         "%.3f s, device (upload, passes, download) %.3f s", (long long)adj->nv,
+         mb_smooth_locality_name(kind), sec[0], sec[1], mb_wtime() - t1);
+  if (!e && perm)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < adj->nv; v++)
       memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));

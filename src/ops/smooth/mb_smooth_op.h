@@ -19,22 +19,49 @@ extern "C" {
 #endif
 
 /* Run smoothing stages on xyz [nv, 3] (float64, in place) with a resolved
- * backend: the CPU reference, or the CUDA backend on the reverse
- * Cuthill-McKee order (mb_smooth_locality_order), results put back in mesh
- * order. precision applies to CUDA arithmetic. Not collective.
- * Errors: those of mb_smooth_cpu / mb_cuda_smooth. */
+ * backend: the CPU reference, or the CUDA backend on the vertex order of
+ * mb_smooth_locality_default (mb_smooth_locality_order), results put back
+ * in mesh order. precision applies to CUDA arithmetic. Not collective.
+ * Errors: those of mb_smooth_cpu / mb_cuda_smooth, MB_ERR_ARG for a bad
+ * MESHBATCH_LOCALITY. */
 mb_error mb_smooth_backend_run(const mb_backend *backend, const mb_adjacency *adj,
                                const mb_smooth_stage *stages, int nstages,
                                mb_precision precision, double *xyz);
 
-/* The vertex order the CUDA backend works in: reverse Cuthill-McKee
- * (mb_adjacency_rcm), which keeps the neighbours of a vertex close in memory
- * so that the gathers of a pass hit the caches. Returns perm [nv] (new ->
- * old), the permuted adjacency and positions pxyz [nv, 3]; all owned by the
- * caller. Summation order is unchanged (see mb_adjacency_permute). Not
- * collective. Errors: MB_ERR_MEMORY. */
-mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, int64_t **perm,
-                                  mb_adjacency **padj, double **pxyz);
+/* The vertex orders the CUDA backend can work in. */
+typedef enum mb_locality {
+  MB_LOCALITY_SFC = 0,  /* Hilbert curve of the positions (mb_adjacency_sfc): parallel, default */
+  MB_LOCALITY_RCM = 1,  /* reverse Cuthill-McKee (mb_adjacency_rcm): serial */
+  MB_LOCALITY_NONE = 2  /* the mesh's own order, no renumbered copy */
+} mb_locality;
+
+/* "sfc", "rcm", "none" ("?" out of range). */
+const char *mb_smooth_locality_name(mb_locality kind);
+
+/* kind from one of those names. Errors: MB_ERR_ARG (another name). */
+mb_error mb_smooth_locality_parse(const char *name, mb_locality *kind);
+
+/* The order the CUDA backend uses: MESHBATCH_LOCALITY=sfc|rcm|none from the
+ * environment (to compare the kernel under each order), else sfc.
+ * Errors: MB_ERR_ARG (another value). */
+mb_error mb_smooth_locality_default(mb_locality *kind);
+
+/* The arrays a renumbered adjacency needs for these stages: MB_ADJ_OPPOSITE
+ * for cotangent weights, MB_ADJ_BOUNDARY for a rule other than free. */
+unsigned mb_smooth_locality_needs(const mb_smooth_stage *stages, int nstages);
+
+/* The vertex order the CUDA backend works in, which keeps the neighbours of
+ * a vertex close in memory so that the gathers of a pass hit the caches:
+ * perm [nv] (new -> old) by kind, the adjacency renumbered with the arrays
+ * in need (mb_adjacency_permute_opts) and the positions pxyz [nv, 3]; all
+ * owned by the caller. For MB_LOCALITY_NONE all three are NULL: use adj and
+ * xyz as they are. seconds (may be NULL) receives the order's and the
+ * renumbering's wall times. Summation order is unchanged whatever the order
+ * (see mb_adjacency_permute): results are bitwise identical. Not
+ * collective. Errors: MB_ERR_MEMORY, MB_ERR_ARG (a bad kind). */
+mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb_locality kind,
+                                  unsigned need, int64_t **perm, mb_adjacency **padj,
+                                  double **pxyz, double seconds[2]);
 
 /* `meshbatch bench smooth` (mb_smooth_bench.c); argv[0] = "smooth". */
 int mb_smooth_bench(int argc, char **argv);
