@@ -2,6 +2,7 @@
  * polygons2d), parallel writer and independent reader (see mb_collection.h;
  * the layout is specified in docs/format.md). */
 #include "mb_collection.h"
+#include "mb_collection_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1774,14 +1775,23 @@ static mb_error precheck_file(const char *path) {
   return MB_SUCCESS;
 }
 
-/* Open the file collectively and let rank 0 validate it; broadcast the list. */
-static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c) {
-  MB_CALL(sync_error(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
+/* Open the file collectively and let rank 0 validate it; broadcast the list.
+ * image = NULL: the file c->path through MPI-IO; else the file image of size
+ * bytes through the core driver (mb_collection_open_image). */
+static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const void *image,
+                              size_t size) {
+  if (!image) MB_CALL(sync_error(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
-  H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  herr_t st = 0;
+  if (image) { /* in memory, no backing file; HDF5 copies the image */
+    st = H5Pset_fapl_core(fapl, 1 << 16, 0);
+    if (st >= 0) st = H5Pset_file_image(fapl, (void *)image, size);
+  } else {
+    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  }
   H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-  c->file = H5Fopen(c->path, H5F_ACC_RDONLY, fapl);
+  c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
   H5Pclose(fapl);
   mb_error e = c->file >= 0 ? MB_SUCCESS
                             : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
@@ -1807,8 +1817,9 @@ static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c) {
   return MB_SUCCESS;
 }
 
-mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **coll) {
-  MB_CHECK(path && coll, MB_ERR_ARG, "mb_collection_open: NULL argument");
+/* mb_collection_open (image = NULL) and mb_collection_open_image. */
+static mb_error open_collection(MPI_Comm comm, const char *path, const void *image, size_t size,
+                                mb_collection **coll) {
   *coll = NULL;
   int rank;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
@@ -1818,7 +1829,7 @@ mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **col
   c->path = mb_strdup(path);
   if (!c->path) { free(c); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   h5_quiet q = h5_quiet_begin();
-  mb_error e = open_and_scan(comm, rank, c);
+  mb_error e = open_and_scan(comm, rank, c, image, size);
   h5_quiet_end(q);
   if (e) {
     if (c->file >= 0) H5Fclose(c->file); /* collective: every rank reaches here */
@@ -1828,6 +1839,20 @@ mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **col
     MB_CALL(e);
   }
   *coll = c;
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_open(MPI_Comm comm, const char *path, mb_collection **coll) {
+  MB_CHECK(path && coll, MB_ERR_ARG, "mb_collection_open: NULL argument");
+  MB_CALL(open_collection(comm, path, NULL, 0, coll));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_open_image(MPI_Comm comm, const char *name, const void *image,
+                                  size_t size, mb_collection **coll) {
+  MB_CHECK(name && image && size && coll, MB_ERR_ARG,
+           "mb_collection_open_image: NULL argument or empty image");
+  MB_CALL(open_collection(comm, name, image, size, coll));
   return MB_SUCCESS;
 }
 
@@ -1975,6 +2000,24 @@ static mb_error read_grid_fields(hid_t g, const char *src, mb_mesh *m) {
   return MB_SUCCESS;
 }
 
+/* Offsets rows [f0, f0 + n] of a polygon mesh as read (a slab's, or the
+ * whole mesh's with f0 = 0, n = M): inside [0, K], from 0 at the first face,
+ * K after the last face, >= 3 vertices per face (so increasing: every face's
+ * range of face_indices lies inside it). */
+static mb_error check_slab_offsets(const char *src, const mb_mesh_info *info, int64_t f0,
+                                   int64_t n, const int64_t *off) {
+  MB_CHECK(off[0] >= 0 && off[n] <= info->nidx && (f0 > 0 || off[0] == 0) &&
+               (f0 + n < info->nf || off[n] == info->nidx),
+           MB_ERR_FORMAT, "%s/face_offsets: rows %lld..%lld hold %lld..%lld, outside [0, %lld]",
+           src, (long long)f0, (long long)(f0 + n), (long long)off[0], (long long)off[n],
+           (long long)info->nidx);
+  for (int64_t f = 0; f < n; f++)
+    MB_CHECK(off[f + 1] - off[f] >= 3, MB_ERR_FORMAT,
+             "%s: face %lld has %lld vertices (need at least 3)", src, (long long)(f0 + f),
+             (long long)(off[f + 1] - off[f]));
+  return MB_SUCCESS;
+}
+
 /* Arrays, fields and attributes of one mesh group into a new mesh (whose
  * xyz is zeroed: planar kinds keep z = 0). */
 static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_info *info,
@@ -1997,6 +2040,7 @@ static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_
     MB_CHECK(m->face_offsets[m->nf] == info->nidx, MB_ERR_FORMAT,
              "%s/face_offsets: last offset is %lld, expected %lld (length of face_indices)",
              src, (long long)m->face_offsets[m->nf], (long long)info->nidx);
+    MB_CALL(check_slab_offsets(src, info, 0, m->nf, m->face_offsets));
   }
   MB_CALL(read_fields(g, src, m, "fields", 0, m->nv));
   MB_CALL(read_fields(g, src, m, "face_fields", 0, m->nf));
@@ -2029,22 +2073,6 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   h5_quiet_end(q);
   if (e) { mb_mesh_free(m); MB_CALL(e); }
   *mesh = m;
-  return MB_SUCCESS;
-}
-
-/* Offsets rows [f0, f0 + n] of a polygon mesh as read: inside [0, K], from 0
- * at the first face, K after the last face, >= 3 vertices per face. */
-static mb_error check_slab_offsets(const char *src, const mb_mesh_info *info, int64_t f0,
-                                   int64_t n, const int64_t *off) {
-  MB_CHECK(off[0] >= 0 && off[n] <= info->nidx && (f0 > 0 || off[0] == 0) &&
-               (f0 + n < info->nf || off[n] == info->nidx),
-           MB_ERR_FORMAT, "%s/face_offsets: rows %lld..%lld hold %lld..%lld, outside [0, %lld]",
-           src, (long long)f0, (long long)(f0 + n), (long long)off[0], (long long)off[n],
-           (long long)info->nidx);
-  for (int64_t f = 0; f < n; f++)
-    MB_CHECK(off[f + 1] - off[f] >= 3, MB_ERR_FORMAT,
-             "%s: face %lld has %lld vertices (need at least 3)", src, (long long)(f0 + f),
-             (long long)(off[f + 1] - off[f]));
   return MB_SUCCESS;
 }
 

@@ -6,15 +6,22 @@
  * face_offsets/face_indices (counts, offsets and indices out of range,
  * NaN), fields and face fields of any shape, and grids with any shape,
  * origin, spacing and field shapes. The harness writes that file with
- * HDF5 and reads it with mb_collection_open, mb_collection_read of every
- * dataset, a slab of each mesh and a block of each grid. */
+ * HDF5 in memory (core driver) and reads its file image with the reader
+ * (mb_collection_open_image, then mb_collection_read of every dataset, a
+ * slab of each mesh and a block of each grid): the reader's own code as for
+ * a file, without the file system and MPI-IO. MB_FUZZ_COLLECTION_MPIIO=1
+ * writes the file to the scratch folder and opens it with
+ * mb_collection_open through MPI-IO instead (to replay an input through
+ * that path; about half as many runs a second). */
 #include "fuzz_common.h"
 
 #include <hdf5.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_collection.h"
+#include "mb_collection_private.h"
 
 typedef struct cursor {
   const uint8_t *p, *end;
@@ -170,10 +177,16 @@ static void one_dataset(cursor *c, hid_t meshes, int k) {
   H5Gclose(g);
 }
 
-/* Write the collection described by the input; 0 on success. */
-static int write_collection(const char *path, const uint8_t *data, size_t size) {
+/* Write the collection described by the input to path (image = NULL) or,
+ * with the core driver, into *image (malloc'ed, *image_size bytes); 0 on
+ * success. */
+static int write_collection(const char *path, const uint8_t *data, size_t size, void **image,
+                            size_t *image_size) {
   cursor c = {data, data + size};
-  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (image) H5Pset_fapl_core(fapl, 1 << 16, 0); /* in memory only */
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
   if (f < 0) return -1;
   const unsigned root = u8(&c);
   if (!(root & 1)) attr_str(f, "format", root & 2 ? "meshbatch-collection" : "other");
@@ -184,20 +197,45 @@ static int write_collection(const char *path, const uint8_t *data, size_t size) 
   const int n = (int)(root >> 4) % 4;
   for (int k = 0; k < n && meshes >= 0; k++) one_dataset(&c, meshes, k);
   if (meshes >= 0) H5Gclose(meshes);
+  if (image) { /* the image holds what is flushed: everything, after this */
+    const ssize_t len = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0 ? H5Fget_file_image(f, NULL, 0) : -1;
+    *image = len > 0 ? malloc((size_t)len) : NULL;
+    *image_size = *image && H5Fget_file_image(f, *image, (size_t)len) == len ? (size_t)len : 0;
+  }
   H5Fclose(f);
+  if (image && !*image_size) {
+    free(*image);
+    return -1;
+  }
   return 0;
 }
 
 void mb_fuzz_one(const uint8_t *data, size_t size) {
-  static int quiet = 0;
-  if (!quiet) {
+  static int mpiio = -1;
+  if (mpiio < 0) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    quiet = 1;
+    /* Each file open (two a run) allocates a metadata cache of over 512 KiB,
+     * which HDF5's free lists for fixed-size blocks (1 MiB in all, 64 KiB a
+     * list by default) give back to malloc: under ASan a fresh mapping,
+     * zeroed page by page, each time; that was most of a run. Let them keep
+     * it (the other lists keep HDF5's defaults). */
+    H5set_free_list_limits(16 << 20, 4 << 20, 4 << 20, 1 << 18, 16 << 20, 1 << 20);
+    const char *v = getenv("MB_FUZZ_COLLECTION_MPIIO");
+    mpiio = v && *v && strcmp(v, "0") != 0;
   }
-  const char *path = mb_fuzz_file(0, ".h5", NULL, 0);
-  if (write_collection(path, data, size)) return;
   mb_collection *coll = NULL;
-  if (mb_collection_open(MPI_COMM_SELF, path, &coll) != MB_SUCCESS) return;
+  if (mpiio) {
+    const char *path = mb_fuzz_file(0, ".h5", NULL, 0);
+    if (write_collection(path, data, size, NULL, NULL)) return;
+    if (mb_collection_open(MPI_COMM_SELF, path, &coll) != MB_SUCCESS) return;
+  } else {
+    void *image = NULL;
+    size_t bytes = 0;
+    if (write_collection("fuzz.h5", data, size, &image, &bytes)) return;
+    const mb_error e = mb_collection_open_image(MPI_COMM_SELF, "fuzz.h5", image, bytes, &coll);
+    free(image);
+    if (e != MB_SUCCESS) return;
+  }
   for (int64_t i = 0; i < mb_collection_count(coll); i++) {
     mb_mesh *m = NULL;
     if (mb_collection_read(coll, i, &m) == MB_SUCCESS) mb_mesh_free(m);
