@@ -820,10 +820,11 @@ static mb_error put_dataset(hid_t loc, const char *name, hid_t ft, hid_t mt, int
 static mb_error make_group(hid_t loc, const char *name, hid_t *g) {
   hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
   MB_CALL_H5(gcpl);
-  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
-  H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
-  H5Pset_obj_track_times(gcpl, 0);
-  *g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  const int ok =
+      H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0 &&
+      H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) >= 0 &&
+      H5Pset_obj_track_times(gcpl, 0) >= 0;
+  *g = ok ? H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT) : -1;
   H5Pclose(gcpl);
   MB_CALL_H5(*g);
   return MB_SUCCESS;
@@ -1429,19 +1430,18 @@ static mb_error get_str_attr(hid_t a, char **out) {
   if (!is_str) return MB_SUCCESS;
   hid_t mt = H5Tcopy(H5T_C_S1);
   MB_CALL_H5(mt);
-  H5Tset_cset(mt, cset == H5T_CSET_UTF8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
-  herr_t st;
-  if (is_var) {
+  herr_t st = H5Tset_cset(mt, cset == H5T_CSET_UTF8 ? H5T_CSET_UTF8 : H5T_CSET_ASCII);
+  if (st >= 0 && is_var) {
     char *s = NULL;
-    H5Tset_size(mt, H5T_VARIABLE);
-    st = H5Aread(a, mt, &s);
+    st = H5Tset_size(mt, H5T_VARIABLE);
+    if (st >= 0) st = H5Aread(a, mt, &s);
     if (st >= 0) *out = mb_strdup(s ? s : "");
     if (s) H5free_memory(s);
-  } else {
-    H5Tset_size(mt, size + 1);
-    H5Tset_strpad(mt, H5T_STR_NULLTERM);
-    *out = calloc(size + 1, 1);
-    st = *out ? H5Aread(a, mt, *out) : 0;
+  } else if (st >= 0) {
+    st = H5Tset_size(mt, size + 1);
+    if (st >= 0) st = H5Tset_strpad(mt, H5T_STR_NULLTERM);
+    *out = st >= 0 ? calloc(size + 1, 1) : NULL;
+    if (*out) st = H5Aread(a, mt, *out);
   }
   H5Tclose(mt);
   if (st < 0) { free(*out); *out = NULL; }
@@ -1788,9 +1788,9 @@ static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const v
     st = H5Pset_fapl_core(fapl, 1 << 16, 0);
     if (st >= 0) st = H5Pset_file_image(fapl, (void *)image, size);
   } else {
-    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+    st = H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
   }
-  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+  if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
   c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
   H5Pclose(fapl);
   mb_error e = c->file >= 0 ? MB_SUCCESS
