@@ -37,7 +37,7 @@
  * One rounded chain per point, 13 operations for the Laplacian where the
  * unfused sums took 42: the GPU kernels issue about half the instructions
  * (docs/benchmarks.md). On x86-64 the CPU kernels are built twice, for
- * Haswell and later (hardware FMA, vectorized) and for any x86-64 (C's
+ * processors with FMA (hardware FMA, vectorized) and for any x86-64 (C's
  * fma, the same bits), and the loader picks one (target_clones).
  * Results do not depend on the number of OpenMP threads.
  */
