@@ -15,6 +15,11 @@ void mb_singleton_defaults(void) {
   /* without the daemon there is no session folder for the shared-memory
    * shared file pointers of MPI-IO (unused by HDF5): not the sm component */
   setenv("OMPI_MCA_sharedfp", "^sm", 0);
+  /* isolated singletons all use the session folder .../jf.0 of one job
+   * family: one that finishes removes it while another starts there
+   * (seen in CI: "mkdir /tmp/ompi.HOST.UID/jf.0: No such file or directory",
+   * MPI_Init failed); a singleton needs no session folder */
+  setenv("OMPI_MCA_orte_create_session_dirs", "0", 0);
 }
 
 mb_error mb_agree(MPI_Comm comm, mb_error local) {

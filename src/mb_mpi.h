@@ -19,8 +19,11 @@ extern "C" {
  * process cannot MPI_Comm_spawn, which meshbatch never does) and
  * OMPI_MCA_pml=ob1 (shared-memory and self transports), and
  * OMPI_MCA_sharedfp=^sm (MPI-IO's shared-memory file pointers want the
- * daemon's session folder; HDF5 does not use them): 0.05 s. Other MPI
- * libraries ignore these variables. Not collective; call before MPI_Init. */
+ * daemon's session folder; HDF5 does not use them): 0.05 s. And
+ * OMPI_MCA_orte_create_session_dirs=0: isolated singletons share one
+ * session folder, which one that finishes removes under one that starts
+ * (MPI_Init failed in CI when two ran at once). Other MPI libraries ignore
+ * these variables. Not collective; call before MPI_Init. */
 void mb_singleton_defaults(void);
 
 /* Agree on an error across ranks. Collective over comm: every rank passes
