@@ -449,9 +449,9 @@ def expect_in(text, what, job):
 # ------------------------------------------------------------- inputs
 
 def prepare_inputs():
-    """TMP/work/jobs: the job files of jobs/ as they are; TMP/work/data/meshes:
-    the meshes of data/meshes (a link, only read); the outputs of the jobs
-    (../out/..., out/...) thus land under TMP/work."""
+    """W/jobs: the job files of jobs/ as they are; W/data/meshes: the meshes
+    of data/meshes (a link, only read); the outputs of the jobs (../out/...,
+    out/...) thus land under W, the jobs' working folder in TMP."""
     os.makedirs(os.path.join(W, "jobs"))
     os.makedirs(os.path.join(W, "data"))
     os.symlink(os.path.join(SRC, "data", "meshes"), os.path.join(W, "data", "meshes"))

@@ -107,8 +107,10 @@ mb_error mb_stencil_fill_ghosts_f64(const mb_stencil_grid *g, double *u);
 mb_error mb_stencil_fill_ghosts_f32(const mb_stencil_grid *g, float *u);
 
 /* du = d u / d axis (0 z, 1 y, 2 x) on the block's points; u and du are
- * framed arrays of the same layout (du's frame is left as it is).
- * Not collective. Errors: MB_ERR_ARG (axis, ghost, sizes). */
+ * framed arrays of the same layout (ghost 4: du's frame is left as it is)
+ * or plain ones (ghost 0: a whole grid, the boundary rule applied here);
+ * du must not be u. Not collective.
+ * Errors: MB_ERR_ARG (axis, ghost, sizes, du = u), MB_ERR_MEMORY (ghost 0). */
 mb_error mb_stencil_derivative_f64(const mb_stencil_grid *g, int axis, const double *u,
                                    double *du);
 mb_error mb_stencil_derivative_f32(const mb_stencil_grid *g, int axis, const float *u, float *du);

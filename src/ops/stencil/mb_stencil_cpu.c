@@ -96,8 +96,9 @@ mb_error mb_stencil_check_wave(const mb_stencil_grid *g, double c, double dt, in
 #define MB_STENCIL_INLINE static inline
 #endif
 
-/* What a sweep over a block writes at a point, from its Laplacian. */
-enum { SWEEP_LAP, SWEEP_HEAT, SWEEP_WAVE };
+/* What a sweep over a block writes at a point: the first derivative along
+ * z, y or x, or from its Laplacian, the Laplacian, a heat or a wave step. */
+enum { SWEEP_DZ, SWEEP_DY, SWEEP_DX, SWEEP_LAP, SWEEP_HEAT, SWEEP_WAVE };
 
 /* The sweeps built for processors with FMA (and so AVX) and for any x86-64,
  * where the compiler can clone functions (GCC and clang on x86-64 with

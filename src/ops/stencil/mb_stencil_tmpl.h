@@ -156,31 +156,17 @@ static mb_error FN(framed_copy)(const mb_stencil_grid *g, const int64_t L[3], co
   return MB_SUCCESS;
 }
 
-mb_error FN(mb_stencil_derivative)(const mb_stencil_grid *g, int axis, const T *u, T *du) {
-  int64_t L[3];
-  MB_CHECK(axis >= 0 && axis <= 2, MB_ERR_ARG, "derivative axis %d (0 z, 1 y, 2 x)", axis);
-  MB_CALL(check_grid(g, 0, L));
-  if (g->ghost == 4) {
-    FN(derivative_framed)(g, L, axis, u, du);
-    return MB_SUCCESS;
-  }
-  T *fu = NULL, *fd = NULL;
-  MB_CALL(FN(framed_copy)(g, L, u, &fu));
-  fd = malloc(sizeof(T) * (size_t)(L[0] * L[1] * L[2]));
-  if (!fd) {
-    free(fu);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for a derivative");
-  }
-  FN(derivative_framed)(g, L, axis, fu, fd);
-  FN(from_frame)(g, L, fd, du);
-  free(fu);
-  free(fd);
-  return MB_SUCCESS;
+/* One sweep on framed arrays: a derivative along axis `what` (SWEEP_DZ,
+ * _DY, _DX) or lap_sweep's Laplacian, heat or wave step. */
+static void FN(sweep)(const mb_stencil_grid *g, const int64_t L[3], int what, T c, const T *u,
+                      const T *prev, T *out) {
+  if (what <= SWEEP_DX) FN(derivative_framed)(g, L, what, u, out);
+  else FN(lap_sweep)(g, L, what, c, u, prev, out);
 }
 
-/* A sweep (lap_sweep) on plain arrays (ghost 0): u framed with its ghost
- * faces filled by the boundary rule, prev framed as it is, the result
- * copied out of the frame. */
+/* A sweep on plain arrays (ghost 0): u framed with its ghost faces filled
+ * by the boundary rule, prev framed as it is, the result copied out of the
+ * frame. */
 static mb_error FN(plain_sweep)(const mb_stencil_grid *g, const int64_t L[3], int what, T c,
                                 const T *u, const T *prev, T *out) {
   const size_t size = sizeof(T) * (size_t)(L[0] * L[1] * L[2]);
@@ -188,7 +174,7 @@ static mb_error FN(plain_sweep)(const mb_stencil_grid *g, const int64_t L[3], in
   mb_error e = fo && (fp || what != SWEEP_WAVE) ? FN(framed_copy)(g, L, u, &fu) : MB_ERR_MEMORY;
   if (!e) {
     if (fp) FN(to_frame)(g, L, prev, fp);
-    FN(lap_sweep)(g, L, what, c, fu, fp, fo);
+    FN(sweep)(g, L, what, c, fu, fp, fo);
     FN(from_frame)(g, L, fo, out);
   }
   free(fu);
@@ -207,8 +193,13 @@ static mb_error FN(sweep_entry)(const mb_stencil_grid *g, int what, T c, const T
   MB_CALL(check_grid(g, 0, L));
   MB_CHECK(u != out, MB_ERR_ARG, "stencil: the output array must not be the input");
   if (g->ghost == 0) return FN(plain_sweep)(g, L, what, c, u, prev, out);
-  FN(lap_sweep)(g, L, what, c, u, prev, out);
+  FN(sweep)(g, L, what, c, u, prev, out);
   return MB_SUCCESS;
+}
+
+mb_error FN(mb_stencil_derivative)(const mb_stencil_grid *g, int axis, const T *u, T *du) {
+  MB_CHECK(axis >= 0 && axis <= 2, MB_ERR_ARG, "derivative axis %d (0 z, 1 y, 2 x)", axis);
+  return FN(sweep_entry)(g, SWEEP_DZ + axis, 0, u, NULL, du);
 }
 
 mb_error FN(mb_stencil_laplacian)(const mb_stencil_grid *g, const T *u, T *lap) {
