@@ -247,15 +247,14 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       void *prev = NULL, *work = NULL;
       MB_CALL(alloc_like(m, f, &prev));
       mb_error e = alloc_like(m, f, &work);
+      const int f32 = fd->dtype == MB_FLOAT32;
       if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u), a heat step */
         const double half = 0.5 * (p->c * p->c * p->dt * p->dt);
-        const int f32 = fd->dtype == MB_FLOAT32;
-        e = cuda    ? mb_stencil_cuda_heat_step(&g, f32, half, f32 ? (void *)fd->data32 : fd->data, prev)
-            : f32 ? mb_stencil_heat_step_f32(&g, half, fd->data32, prev)
-                  : mb_stencil_heat_step_f64(&g, half, fd->data, prev);
+        if (cuda) e = mb_stencil_cuda_heat_step(&g, f32, half, f32 ? (void *)fd->data32 : fd->data, prev);
+        else if (f32) e = mb_stencil_heat_step_f32(&g, half, fd->data32, prev);
+        else e = mb_stencil_heat_step_f64(&g, half, fd->data, prev);
       }
       if (!e) {
-        const int f32 = fd->dtype == MB_FLOAT32;
         e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, p->steps, prev,
                                         f32 ? (void *)fd->data32 : (void *)fd->data)
             : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
