@@ -138,24 +138,39 @@ __global__ void pencil_dyz(frame f, const T *__restrict__ u, T *__restrict__ out
 
 /* The benchmark's rows: the op and its points per thread along x (0: the
  * default, default_v; rows of other widths are printed where they differ
- * from the default), or a pencil kernel (PENCIL + axis). */
+ * from the default), whether the TMA kernel may run it (where the device
+ * has it; "registers": the marching kernel, for comparison), or a pencil
+ * kernel (PENCIL + axis). */
 enum { PENCIL = 100 };
 struct bench_row {
   const char *name;
   int op, v;
+  bool tma;
 };
 static const bench_row bench_rows[] = {
-    {"derivative z (2.5D)", OP_DZ, 0},         {"derivative y (2.5D)", OP_DY, 0},
-    {"derivative x (2.5D)", OP_DX, 0},         {"laplacian (2.5D)", OP_LAP, 0},
-    {"heat step (fused)", OP_HEAT, 0},         {"wave step (fused)", OP_WAVE, 0},
-    {"derivative z (V=1)", OP_DZ, 1},          {"derivative z (V=2)", OP_DZ, 2},
-    {"derivative z (V=4)", OP_DZ, 4},          {"derivative y (V=1)", OP_DY, 1},
-    {"derivative y (V=2)", OP_DY, 2},          {"derivative y (V=4)", OP_DY, 4},
-    {"derivative x (V=1)", OP_DX, 1},          {"derivative x (V=2)", OP_DX, 2},
-    {"derivative x (V=4)", OP_DX, 4},          {"laplacian (V=1)", OP_LAP, 1},
-    {"laplacian (V=2)", OP_LAP, 2},            {"laplacian (V=4)", OP_LAP, 4},
-    {"derivative z (pencils)", PENCIL + 0, 0}, {"derivative y (pencils)", PENCIL + 1, 0},
-    {"derivative x (pencils)", PENCIL + 2, 0}};
+    {"derivative z (2.5D)", OP_DZ, 0, true},
+    {"derivative y (2.5D)", OP_DY, 0, true},
+    {"derivative x (2.5D)", OP_DX, 0, true},
+    {"laplacian (2.5D)", OP_LAP, 0, true},
+    {"heat step (fused)", OP_HEAT, 0, true},
+    {"wave step (fused)", OP_WAVE, 0, true},
+    {"laplacian (registers)", OP_LAP, 0, false},
+    {"wave step (registers)", OP_WAVE, 0, false},
+    {"derivative z (V=1)", OP_DZ, 1, true},
+    {"derivative z (V=2)", OP_DZ, 2, true},
+    {"derivative z (V=4)", OP_DZ, 4, true},
+    {"derivative y (V=1)", OP_DY, 1, true},
+    {"derivative y (V=2)", OP_DY, 2, true},
+    {"derivative y (V=4)", OP_DY, 4, true},
+    {"derivative x (V=1)", OP_DX, 1, true},
+    {"derivative x (V=2)", OP_DX, 2, true},
+    {"derivative x (V=4)", OP_DX, 4, true},
+    {"laplacian (V=1)", OP_LAP, 1, true},
+    {"laplacian (V=2)", OP_LAP, 2, true},
+    {"laplacian (V=4)", OP_LAP, 4, true},
+    {"derivative z (pencils)", PENCIL + 0, 0, true},
+    {"derivative y (pencils)", PENCIL + 1, 0, true},
+    {"derivative x (pencils)", PENCIL + 2, 0, true}};
 
 template <typename T>
 static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_bench_result *r) {
@@ -195,6 +210,7 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
     const bench_row &row = bench_rows[k];
     if (row.op < PENCIL && row.v && (row.v > vwidth<T>() || row.v == default_v<T>(row.op)))
       continue; /* a width the type lacks, or the default row again */
+    if (!row.tma && !tma_available()) continue; /* the default rows ran the same kernel */
     const int i = r->nkernels++;
     snprintf(r->name[i], sizeof r->name[i], "%s", row.name);
     r->bytes[i] = (row.op == OP_WAVE ? 3.0 : 2.0) * sizeof(T) * points;
@@ -204,7 +220,7 @@ static mb_error bench_t(const int64_t n[3], int warmup, int repeats, mb_stencil_
         err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "benchmark timing failed");
       if (row.op < PENCIL)
         err = apply_box<T>(row.op, f, all, g.h, in, row.op == OP_WAVE ? prev : nullptr, out,
-                           T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v);
+                           T(row.op >= OP_HEAT ? 1e-7 : 0), 0, row.v, row.tma);
       else if (row.op == PENCIL + 0)
         pencil_dyz<T, 0><<<dim3((f.nx + 31) / 32, f.ny), dim3(32, 8), sm_yz>>>(f, in, out, wt);
       else if (row.op == PENCIL + 1)

@@ -19,10 +19,20 @@
  * lanes at the warp's ends load the 4 values beyond), with V = 1 through
  * L1; the neighbours along the third axis through the L1 cache shared by
  * the block. default_v gives each op's width.
+ *
+ * The TMA kernel (tile_tma; compute capability 9.0 and later) runs the
+ * Laplacian and the steps: the same march along z with the column's 9
+ * values in registers, but each plane's tile with its halo is brought into
+ * a ring of shared-memory slots by the tensor memory accelerator a few
+ * planes ahead, and the y and x neighbours are read from there (0.77 of the
+ * copy bandwidth against the marching kernel's 0.69 on the H100,
+ * docs/benchmarks.md). The derivatives stay on the marching kernel.
  */
 #ifndef MB_STENCIL_KERNELS_CUH
 #define MB_STENCIL_KERNELS_CUH
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -322,6 +332,141 @@ __global__ void __launch_bounds__(TX * 16)
   }
 }
 
+/* ------------------------------------------------------------ TMA kernel */
+
+/* The Laplacian and the steps on devices of compute capability 9.0 (2.5D
+ * blocking, Micikevicius 2009, section 3, with the planes brought by the
+ * tensor memory accelerator, TMA). A block of TY warps covers a tile of TY
+ * rows of W = 32 V points and marches along z through a chunk of planes.
+ * Each plane's tile, with its G side columns and its G halo rows above and
+ * below, is copied into a ring of S shared slots by one
+ * cp.async.bulk.tensor instruction of one thread, S - G - 1 planes before
+ * it is needed; each slot has its mbarrier, and the block waits at
+ * one __syncthreads per plane before the slot it has read is filled again.
+ * The copies in flight hold no registers, so a block keeps 2 planes of its
+ * tile (26 KB in float32) on the way, which is what the memory's latency
+ * asks (Little's law); the register version (march) keeps one vector per
+ * thread. Each thread keeps the 9 values of its column in a ring of
+ * registers (the z terms), reading plane m + G's centre from its slot, and
+ * takes the y and x neighbours of plane m from plane m's slot; the march
+ * is unrolled by 9, so no value moves between registers. The arithmetic
+ * is the chain of mb_stencil.h, as in march, so the bits are the same. */
+constexpr int TMA_SLOTS = 7;   /* planes m .. m + 6 */
+constexpr int TMA_TY = 16;     /* rows of a tile */
+constexpr int TMA_CHUNK = 128; /* planes per block (longer chunks re-read fewer halo planes) */
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ bool mbar_done(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+               "selp.u32 %0, 1, 0, p; }"
+               : "=r"(ok)
+               : "r"(bar), "r"(parity)
+               : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigned parity) {
+  while (!mbar_done(smem_addr(bar), parity)) {
+  }
+}
+
+template <typename T, int V, int OP>
+__global__ void __launch_bounds__(TX * TMA_TY)
+    tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
+             const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
+             const weights<T> wt, T a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
+  constexpr int S = TMA_SLOTS, Q = 2 * G + 1;
+  constexpr int W = TX * V, SW = W + 2 * G, SR = TMA_TY + 2 * G, SLOT = SR * SW;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T *s = reinterpret_cast<T *>(smem_raw);
+  __shared__ __align__(8) unsigned long long bar[S];
+  const int lane = threadIdx.x, ty = threadIdx.y;
+  const bool leader = lane == 0 && ty == 0;
+  const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
+  const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
+  const int m0 = b.lo[0] + blockIdx.z * chunk;
+  const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
+  const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
+  /* own: the column lies in the array (its z values are loaded) */
+  const bool own = x + V <= f.nx + G && y < b.lo[1] + b.n[1] + G;
+  const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
+  if (leader) {
+#pragma unroll
+    for (int k = 0; k < S; k++)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  /* plane m0 + k into slot k % S (the leader); the box's corner in the
+   * tensor's (x, row, plane) coordinates of the framed array */
+  auto issue = [&](int k) {
+    const unsigned mb = smem_addr(&bar[k % S]);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
+                 "r"((unsigned)(SLOT * sizeof(T)))
+                 : "memory");
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(s + (k % S) * SLOT)),
+                 "l"(&tm), "r"(f.xo + x0 - G), "r"(y0), "r"(m0 + k + G), "r"(mb)
+                 : "memory");
+  };
+  if (leader)
+    for (int k = 0; k < min(S, fetch); k++) issue(k);
+  const long long sm = f.sz, p0 = f.at(m0, y, x);
+  const T *pv = u_prev + p0;
+  T *o = out + p0;
+  const int mine = (ty + G) * SW + G + lane * V; /* this thread's point in a slot */
+  vals<T, V> q[Q], pn = {};
+  if (own)
+#pragma unroll
+    for (int k = 0; k < 2 * G; k++) q[k] = ld<T, V>(u + p0 + (k - G) * sm);
+  if (OP == OP_WAVE && active) pn = ld<T, V>(pv);
+  for (int i0 = 0; i0 < n; i0 += Q) {
+#pragma unroll
+    for (int r = 0; r < Q; r++) {
+      const int i = i0 + r;
+      if (i >= n) break;
+      const int cur = i % S;
+      mbar_wait(&bar[cur], (unsigned)(i / S) & 1u);
+      const T *t = s + cur * SLOT;
+      const int ahead = (i + G) % S;
+      mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
+      /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
+      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
+      const vals<T, V> prev = pn;
+      if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
+      const vals<T, V> mid = q[(r + G) % Q];
+      vals<T, V> res;
+#pragma unroll
+      for (int cc = 0; cc < V; cc++) {
+        T wz[Q], wy[Q];
+#pragma unroll
+        for (int k = 0; k < Q; k++) {
+          wz[k] = q[(r + k) % Q].c[cc];
+          wy[k] = t[mine - (G - k) * SW + cc];
+        }
+        /* the CPU's chain: f0 u, then the z, y and x terms */
+        T lap = wt.f0 * mid.c[cc];
+        lap = d2add(wz, wt.f[0], lap);
+        lap = d2add(wy, wt.f[1], lap);
+        lap = d2add(t + mine - G + cc, wt.f[2], lap);
+        if (OP == OP_LAP) res.c[cc] = lap;
+        else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
+        else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
+      }
+      if (active) st<T, V>(o, res);
+      o += sm;
+      pv += sm;
+      __syncthreads(); /* slot cur has been read by all: fill it again */
+      if (leader && i + S < fetch) issue(i + S);
+    }
+  }
+#endif
+}
+
 /* Planes per block along the marched axis: enough blocks to fill the
  * device several times over (about 4096; on the H100 more, shorter blocks
  * beat one wave of long ones), at least 16 planes where the box allows. */
@@ -379,16 +524,92 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
   return MB_SUCCESS;
 }
 
+/* cuTensorMapEncodeTiled from the driver (through the runtime, so that
+ * nothing links libcuda), or null where the driver lacks it. */
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void *p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+/* Whether the TMA kernel can run here: a device of compute capability
+ * 9.0 or more (the build's code for it included) and the driver's
+ * encoder. */
+inline bool tma_available() {
+  static const bool t = [] {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+      return false;
+    return major >= 9 && tensor_map_encoder() != nullptr;
+  }();
+  return t;
+}
+
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The
+ * tensor map describes the framed array u as (x, row, plane) with a box of
+ * one plane's tile; it is made on the host for each launch (a few
+ * microseconds). */
+template <typename T, int V, int OP>
+inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st) {
+  constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
+  const size_t smem = sizeof(T) * (size_t)SW * SR * TMA_SLOTS;
+  static bool sized = false; /* the shared-memory attribute, once per kernel */
+  if (!sized) {
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    sized = true;
+  }
+  const tuning tn = tuning_of(OP);
+  const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
+  const dim3 grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + TMA_TY - 1) / TMA_TY,
+                  (b.n[0] + chunk - 1) / chunk);
+  CUtensorMap tm;
+  const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
+  const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
+  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)SR, 1}, estride[3] = {1, 1, 1};
+  const CUresult cr = tensor_map_encoder()(
+      &tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
+      const_cast<T *>(u), dim, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
+           "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
+           f.nx, (int)cr);
+  tile_tma<T, V, OP><<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, f, b, chunk, u, prev, out, w, a);
+  MB_CHECK_LAUNCH("stencil kernel (TMA)");
+  return MB_SUCCESS;
+}
+
+/* op at box b with V points per thread along x: the TMA kernel for the
+ * Laplacian and the steps where tma is set (and V > 1), else the marching
+ * kernel. (A TMA x derivative measured 0.75 of copy in float32 against the
+ * marching kernel's 0.81.) */
 template <typename T, int V>
 inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T> &s, const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st) {
+                          const T *prev, T *out, T a, cudaStream_t st, bool tma) {
+  tma = tma && V > 1;
   switch (op) {
   case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
   case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st);
   case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st);
-  case OP_LAP: return launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st);
-  case OP_HEAT: return launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st);
-  default: return launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st);
+  case OP_LAP:
+    return tma ? launch_tma<T, V, OP_LAP>(f, b, s, u, prev, out, a, st)
+               : launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st);
+  case OP_HEAT:
+    return tma ? launch_tma<T, V, OP_HEAT>(f, b, s, u, prev, out, a, st)
+               : launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st);
+  default:
+    return tma ? launch_tma<T, V, OP_WAVE>(f, b, s, u, prev, out, a, st)
+               : launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st);
   }
 }
 
@@ -407,17 +628,22 @@ template <typename T> inline int default_v(int op) {
 /* op (OP_*) at the points of box b of u into out, on stream st. a: the
  * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
  * step. v: the points per thread along x (0: default_v; the benchmark
- * compares the others); a box whose rows are not whole vectors takes v = 1. */
+ * compares the others); a box whose rows are not whole vectors takes v = 1.
+ * tma: the TMA kernel where the device has it (tma_available); the
+ * benchmark also times the marching kernel (false). */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, int v = 0) {
+                          const T *prev, T *out, T a, cudaStream_t st, int v = 0,
+                          bool tma = true) {
   if (b.empty()) return MB_SUCCESS;
   const weights<T> s = weights_of<T>(h);
   if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
   if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
-  if (v == 4) return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st);
-  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st);
-  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st);
+  tma = tma && tma_available();
+  if (v == 4)
+    return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st, tma);
+  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st, tma);
+  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st, tma);
 }
 
 /* ------------------------------------------------------------ host copies */
