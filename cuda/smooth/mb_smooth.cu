@@ -24,7 +24,9 @@
 #include <string.h>
 #include <vector>
 
+#include "mb_adjacency_cuda.cuh"
 #include "mb_cuda_halo.h"
+#include "mb_log.h"
 #include "mb_smooth_cuda.h"
 #include "mb_cuda_private.cuh"
 #include "mb_smooth_vertex.h"
@@ -127,6 +129,32 @@ static mb_error mb_upload_i32(mb_dbuf *dst, const int64_t *src, int64_t n, mb_db
   return MB_SUCCESS;
 }
 
+/* Upload the positions xyz [nlocal, 3] (float64) into both position
+ * buffers of d, converted to T on the device; stage: a device buffer of at
+ * least 8 x 3 nlocal bytes (the float32 path copies through it). Enqueued
+ * on the default stream; the caller synchronizes before stage is freed. */
+template <typename T>
+static mb_error mb_dev_upload_positions(mb_dev_mesh *d, int64_t nlocal, const double *xyz,
+                                        mb_dbuf *stage) {
+  d->nlocal = nlocal;
+  const size_t xbytes = sizeof(T) * 3 * (size_t)nlocal;
+  MB_CALL(mb_dbuf_alloc(&d->x[0], xbytes, "positions"));
+  MB_CALL(mb_dbuf_alloc(&d->x[1], xbytes, "positions"));
+  d->cur = 0;
+  if (nlocal > 0 && sizeof(T) == sizeof(double)) {
+    MB_CALL_CUDA(cudaMemcpy(d->x[0].p, xyz, xbytes, cudaMemcpyHostToDevice));
+    MB_CALL_CUDA(cudaMemcpy(d->x[1].p, xyz, xbytes, cudaMemcpyHostToDevice));
+  } else if (nlocal > 0) {
+    MB_CALL_CUDA(cudaMemcpy(stage->p, xyz, sizeof(double) * 3 * (size_t)nlocal,
+                            cudaMemcpyHostToDevice));
+    for (int k = 0; k < 2; k++) /* both buffers: ghosts are read from either */
+      mb_convert_kernel<T, double><<<mb_grid(3 * nlocal), MB_CUDA_BLOCK>>>(
+          3 * nlocal, stage->as<double>(), d->x[k].as<T>());
+    MB_CHECK_LAUNCH("positions to working precision");
+  }
+  return MB_SUCCESS;
+}
+
 /* Upload the adjacency (int32) and the positions xyz [nlocal, 3] (converted
  * to T on the device) into d; nlocal >= adj->nv (rows past nv are ghosts).
  * opp arrays only if need_opp, boundary arrays only if need_bnd. */
@@ -160,23 +188,32 @@ static mb_error mb_dev_upload(mb_dev_mesh *d, const mb_adjacency *adj, int64_t n
     MB_CALL(mb_upload_i32(&d->brow, adj->brow, nv + 1, &stage, "boundary offsets"));
     MB_CALL(mb_upload_i32(&d->bcol, adj->bcol, d->nb, &stage, "boundary neighbours"));
   }
-  const size_t xbytes = sizeof(T) * 3 * (size_t)nlocal;
-  MB_CALL(mb_dbuf_alloc(&d->x[0], xbytes, "positions"));
-  MB_CALL(mb_dbuf_alloc(&d->x[1], xbytes, "positions"));
-  d->cur = 0;
-  if (nlocal > 0 && sizeof(T) == sizeof(double)) {
-    MB_CALL_CUDA(cudaMemcpy(d->x[0].p, xyz, xbytes, cudaMemcpyHostToDevice));
-    MB_CALL_CUDA(cudaMemcpy(d->x[1].p, xyz, xbytes, cudaMemcpyHostToDevice));
-  } else if (nlocal > 0) {
-    MB_CALL_CUDA(cudaMemcpy(stage.p, xyz, sizeof(double) * 3 * (size_t)nlocal,
-                            cudaMemcpyHostToDevice));
-    for (int k = 0; k < 2; k++) /* both buffers: ghosts are read from either */
-      mb_convert_kernel<T, double><<<mb_grid(3 * nlocal), MB_CUDA_BLOCK>>>(
-          3 * nlocal, stage.as<double>(), d->x[k].as<T>());
-    MB_CHECK_LAUNCH("positions to working precision");
-  }
+  MB_CALL(mb_dev_upload_positions<T>(d, nlocal, xyz, &stage));
   /* Wait before `stage` is freed (cudaFree synchronizes too; be explicit). */
   MB_CALL_CUDA(cudaDeviceSynchronize());
+  return MB_SUCCESS;
+}
+
+/* Take the arrays of a device adjacency into d (no copy; a is left empty
+ * of them) and upload the positions xyz [nv, 3] in its vertex order. */
+template <typename T>
+static mb_error mb_dev_adopt(mb_dev_mesh *d, mb_dev_adjacency *a, const double *xyz) {
+  d->nv = a->nv;
+  d->nnz = a->nnz;
+  d->nopp = a->has_opp ? a->nopp : 0;
+  d->nb = a->has_bnd ? a->nb : 0;
+  mb_dbuf_swap(&d->row, &a->row);
+  mb_dbuf_swap(&d->col, &a->col);
+  mb_dbuf_swap(&d->opp_row, &a->opp_row);
+  mb_dbuf_swap(&d->opp, &a->opp);
+  mb_dbuf_swap(&d->on_boundary, &a->on_boundary);
+  mb_dbuf_swap(&d->brow, &a->brow);
+  mb_dbuf_swap(&d->bcol, &a->bcol);
+  mb_dbuf stage;
+  if (sizeof(T) != sizeof(double))
+    MB_CALL(mb_dbuf_alloc(&stage, sizeof(double) * 3 * (size_t)a->nv, "staging"));
+  MB_CALL(mb_dev_upload_positions<T>(d, a->nv, xyz, &stage));
+  MB_CALL_CUDA(cudaDeviceSynchronize()); /* before `stage` is freed */
   return MB_SUCCESS;
 }
 
@@ -255,20 +292,28 @@ static mb_error mb_rules_valid(mb_weights w, mb_boundary b) {
   return MB_SUCCESS;
 }
 
+/* Run every pass of the stages on d, then copy the positions back to xyz. */
+template <typename T>
+static mb_error mb_dev_run_stages(mb_dev_mesh *d, const mb_smooth_stage *stages, int nstages,
+                                  double *xyz) {
+  for (int s = 0; s < nstages; s++) {
+    const mb_smooth_stage *st = &stages[s];
+    for (int it = 0; it < st->iterations; it++) {
+      MB_CALL(mb_dev_pass<T>(d, st->weights, st->boundary, st->lambda, 0));
+      if (st->method == MB_SMOOTH_TAUBIN) MB_CALL(mb_dev_pass<T>(d, st->weights, st->boundary, st->mu, 0));
+    }
+  }
+  MB_CALL_CUDA(cudaDeviceSynchronize()); /* execution errors of the passes surface here */
+  MB_CALL(mb_dev_download<T>(d, xyz));
+  return MB_SUCCESS;
+}
+
 template <typename T>
 static mb_error mb_cuda_smooth_t(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                                  double *xyz, bool need_opp, bool need_bnd) {
   mb_dev_mesh d;
   MB_CALL(mb_dev_upload<T>(&d, adj, adj->nv, xyz, need_opp, need_bnd));
-  for (int s = 0; s < nstages; s++) {
-    const mb_smooth_stage *st = &stages[s];
-    for (int it = 0; it < st->iterations; it++) {
-      MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->lambda, 0));
-      if (st->method == MB_SMOOTH_TAUBIN) MB_CALL(mb_dev_pass<T>(&d, st->weights, st->boundary, st->mu, 0));
-    }
-  }
-  MB_CALL_CUDA(cudaDeviceSynchronize()); /* execution errors of the passes surface here */
-  MB_CALL(mb_dev_download<T>(&d, xyz));
+  MB_CALL(mb_dev_run_stages<T>(&d, stages, nstages, xyz));
   return MB_SUCCESS;
 }
 
@@ -302,6 +347,80 @@ extern "C" mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stag
     MB_CALL(mb_cuda_smooth_t<double>(adj, stages, nstages, xyz, need_opp, need_bnd));
   else
     MB_CALL(mb_cuda_smooth_t<float>(adj, stages, nstages, xyz, need_opp, need_bnd));
+  return MB_SUCCESS;
+}
+
+/* The stage checks of mb_cuda_smooth for a mesh without a host adjacency
+ * (mb_smooth_check's rules: iterations >= 0, cotangent weights only on a
+ * triangle mesh, with its messages); the passes to make and the arrays
+ * they read. */
+static mb_error mb_stages_check_mesh(const mb_mesh *mesh, const mb_smooth_stage *stages,
+                                     int nstages, int64_t *passes, bool *need_opp,
+                                     bool *need_bnd) {
+  *passes = 0;
+  *need_opp = *need_bnd = false;
+  const bool tri = mb_mesh_is_triangles(mesh) != 0;
+  for (int s = 0; s < nstages; s++) {
+    const mb_smooth_stage *st = &stages[s];
+    MB_CALL(mb_rules_valid(st->weights, st->boundary));
+    MB_CHECK(st->method == MB_SMOOTH_TAUBIN || st->method == MB_SMOOTH_LAPLACIAN, MB_ERR_ARG,
+             "unsupported smoothing operator %d", (int)st->method);
+    MB_CHECK(st->iterations >= 0, MB_ERR_ARG, "iterations must be >= 0 (got %d)",
+             st->iterations);
+    MB_CHECK(st->weights != MB_WEIGHTS_COTANGENT || tri, MB_ERR_ARG,
+             "cotangent weights need a triangle mesh; this mesh has polygons "
+             "(use uniform or inverse_distance weights)");
+    if (st->iterations == 0) continue;
+    *passes += mb_smooth_passes(st);
+    *need_opp = *need_opp || st->weights == MB_WEIGHTS_COTANGENT;
+    *need_bnd = *need_bnd || st->boundary != MB_BOUNDARY_FREE;
+  }
+  return MB_SUCCESS;
+}
+
+template <typename T>
+static mb_error mb_cuda_smooth_mesh_t(mb_dev_adjacency *a, const mb_smooth_stage *stages,
+                                      int nstages, double *xyz) {
+  mb_dev_mesh d;
+  MB_CALL(mb_dev_adopt<T>(&d, a, xyz));
+  MB_CALL(mb_dev_run_stages<T>(&d, stages, nstages, xyz));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_smooth_mesh(const mb_mesh *mesh, const int64_t *perm,
+                                        const mb_smooth_stage *stages, int nstages,
+                                        mb_precision precision, double *xyz,
+                                        double seconds[2]) {
+  if (seconds) seconds[0] = seconds[1] = 0;
+  MB_CHECK(mesh, MB_ERR_ARG, "mesh is NULL");
+  MB_CHECK(nstages >= 0 && (nstages == 0 || stages), MB_ERR_ARG, "bad stage list (%d stages)",
+           nstages);
+  MB_CHECK(precision == MB_PRECISION_FLOAT64 || precision == MB_PRECISION_FLOAT32, MB_ERR_ARG,
+           "unsupported precision %d", (int)precision);
+  int64_t passes = 0;
+  bool need_opp = false, need_bnd = false;
+  MB_CALL(mb_stages_check_mesh(mesh, stages, nstages, &passes, &need_opp, &need_bnd));
+  /* Nothing to do: leave xyz bit for bit as it is (no float32 round trip). */
+  if (passes == 0 || mesh->nv == 0) return MB_SUCCESS;
+  MB_CHECK(xyz, MB_ERR_ARG, "positions are NULL");
+  const double t0 = mb_wtime();
+  mb_dev_adjacency a;
+  MB_CALL(mb_dev_adjacency_build(mesh, perm,
+                                 (need_opp ? MB_ADJ_OPPOSITE : 0u) |
+                                     (need_bnd ? MB_ADJ_BOUNDARY : 0u),
+                                 &a)); /* ends with a device synchronization */
+  MB_CHECK(!need_opp || a.has_opp, MB_ERR_ARG,
+           "cotangent weights need a triangle mesh; this mesh has polygons "
+           "(use uniform or inverse_distance weights)");
+  const double t1 = mb_wtime();
+  if (precision == MB_PRECISION_FLOAT64)
+    MB_CALL(mb_cuda_smooth_mesh_t<double>(&a, stages, nstages, xyz));
+  else
+    MB_CALL(mb_cuda_smooth_mesh_t<float>(&a, stages, nstages, xyz));
+  if (seconds) {
+    seconds[0] = t1 - t0;
+    seconds[1] = mb_wtime() - t1;
+  }
   return MB_SUCCESS;
 }
 

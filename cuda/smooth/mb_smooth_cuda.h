@@ -14,6 +14,7 @@
 #include "mb_cuda.h"
 #include "mb_error.h"
 #include "mb_halo.h"
+#include "mb_mesh.h"
 #include "mb_nccl.h"
 #include "mb_smooth.h"
 
@@ -28,6 +29,45 @@ extern "C" {
  * Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG (unsupported rule). */
 mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                         mb_precision precision, double *xyz);
+
+/* Run all stages on the current device with the vertex adjacency built on
+ * the device from the mesh's face list (cuda/smooth/mb_adjacency_cuda.cu,
+ * CUB sorts), in the vertex order perm [nv] (new vertex v is old perm[v];
+ * NULL: the mesh's own order): no host adjacency is made. xyz [nv, 3]
+ * float64 holds the positions in that order (row v = mesh vertex perm[v];
+ * mesh->xyz is not read) and receives the results in place. The adjacency
+ * equals mb_adjacency_permute_opts(mb_adjacency_build_opts(mesh, ...),
+ * perm, ...) entry for entry, so results are bitwise those of
+ * mb_cuda_smooth on that host adjacency. Only the arrays the stages read
+ * are built (opposite vertices for cotangent weights, boundary arrays for
+ * a rule other than free). seconds [2] (may be NULL) receives the wall
+ * times of the device build (upload of faces and order included) and of
+ * the rest (positions' upload, passes, download). With no pass to make,
+ * xyz is left as it is and nothing is built. The mesh must be validated
+ * (mb_mesh_validate). Not collective.
+ * Limits: nv < 2^31 and fewer than 2^30 face indices (MB_ERR_ARG).
+ * Errors: MB_ERR_ARG (a rule, cotangent weights on polygons, limits, perm
+ * not a permutation), MB_ERR_MEMORY (device), MB_ERR_CUDA. */
+mb_error mb_cuda_smooth_mesh(const mb_mesh *mesh, const int64_t *perm,
+                             const mb_smooth_stage *stages, int nstages, mb_precision precision,
+                             double *xyz, double seconds[2]);
+
+/* The adjacency built on the current device from the face list of a
+ * validated mesh in the vertex order perm [nv] (NULL: the mesh's own
+ * order), downloaded to the host in int64 (for tests and comparisons with
+ * the host build): row/col always; opp_row/opp with MB_ADJ_OPPOSITE in
+ * flags on an all-triangle mesh (else NULL); on_boundary/brow/bcol with
+ * MB_ADJ_BOUNDARY (else NULL). Every array equals, entry for entry, that
+ * of mb_adjacency_permute_opts(mb_adjacency_build_opts(mesh, flags), perm,
+ * flags), or of mb_adjacency_build_opts(mesh, flags) for perm NULL. perm
+ * and the mesh are only read; *adj is owned by the caller
+ * (mb_adjacency_free). Not collective.
+ * Limits: nv < 2^31 and fewer than 2^30 face indices (MB_ERR_ARG).
+ * Errors: MB_ERR_ARG (limits, perm not a permutation of [0, nv), a face
+ * index out of range), MB_ERR_MEMORY, MB_ERR_CUDA; MB_ERR_UNSUPPORTED in a
+ * build without CUDA. */
+mb_error mb_cuda_adjacency_build(const mb_mesh *mesh, const int64_t *perm, unsigned flags,
+                                 mb_adjacency **adj);
 
 /* Figures printed by `meshbatch bench smooth` for the CUDA backend. */
 typedef struct mb_cuda_bench_result {

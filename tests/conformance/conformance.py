@@ -211,6 +211,25 @@ def partitioned(op):
     return "partitioned: yes" in run(["ops", op]).stdout
 
 
+def adjacency_builds(d, job, np):
+    """The CUDA per-mesh smoothing path builds the adjacency on the device
+    from the face list (the default) or, with MESHBATCH_ADJACENCY=host, on
+    the host: the two runs must agree bit for bit, and -v must say which
+    build ran for every mesh (3 inputs)."""
+    dev = run(["run", job("adjacency_device", "cuda"), "-v"], np=np)
+    os.environ["MESHBATCH_ADJACENCY"] = "host"
+    try:
+        host = run(["run", job("adjacency_host", "cuda"), "-v"], np=np)
+    finally:
+        del os.environ["MESHBATCH_ADJACENCY"]
+    dev_log, host_log = dev.stdout + dev.stderr, host.stdout + host.stderr
+    if dev_log.count(": adjacency on the device ") != 3:
+        fail("the device adjacency build did not run once per mesh (-v lines missing)")
+    if ": adjacency on the device " in host_log or host_log.count(": adjacency ") != 3:
+        fail("MESHBATCH_ADJACENCY=host did not build every adjacency on the host")
+    same_datasets(os.path.join(d, "adjacency_device.h5"), os.path.join(d, "adjacency_host.h5"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("room", choices=sorted(OPS))
@@ -264,6 +283,9 @@ def main():
             fail(f"{name}: exit code {p.returncode}, expected 0")
         same(ref, os.path.join(d, name + ".h5"), rtol)
         done.append(name)
+    if a.room == "smooth" and a.backend == "cuda":
+        adjacency_builds(d, job, a.np)
+        done.append("device vs host adjacency")
     print(f"{a.room} on {a.np} rank(s), {a.backend}: {', '.join(done)} match the reference"
           + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
     return 0

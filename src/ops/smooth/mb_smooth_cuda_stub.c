@@ -14,6 +14,21 @@ mb_error mb_cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, 
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_smooth_mesh(const mb_mesh *mesh, const int64_t *perm,
+                             const mb_smooth_stage *stages, int nstages, mb_precision precision,
+                             double *xyz, double seconds[2]) {
+  (void)mesh; (void)perm; (void)stages; (void)nstages; (void)precision; (void)xyz;
+  if (seconds) seconds[0] = seconds[1] = 0;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_adjacency_build(const mb_mesh *mesh, const int64_t *perm, unsigned flags,
+                                 mb_adjacency **adj) {
+  (void)mesh; (void)perm; (void)flags;
+  if (adj) *adj = NULL;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_weights weights,
                               mb_boundary boundary, mb_precision precision, int warmup,
                               int repeats, mb_cuda_bench_result *result) {

@@ -8,6 +8,7 @@
 #include "mb_smooth_op.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,69 @@ static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stag
   return MB_SUCCESS;
 }
 
+/* ----------------------------------------- the CUDA path's device build */
+
+mb_error mb_smooth_adjacency_default(int *on_device) {
+  const char *env = getenv("MESHBATCH_ADJACENCY");
+  *on_device = 1;
+  if (!env || !*env || !strcmp(env, "device")) return MB_SUCCESS;
+  if (!strcmp(env, "host")) {
+    *on_device = 0;
+    return MB_SUCCESS;
+  }
+  MB_FAIL(MB_ERR_ARG, "MESHBATCH_ADJACENCY='%s': use device or host", env);
+}
+
+/* Whether the device builder takes this mesh in this order: the Hilbert
+ * order or the mesh's own (reverse Cuthill-McKee needs the host
+ * adjacency), fewer than 2^31 vertices and 2^30 face indices (its int32
+ * indices; mb_cuda_smooth_mesh). */
+static int device_build_fits(const mb_mesh *m, mb_locality kind) {
+  const int64_t nidx = m->nf > 0 ? m->face_offsets[m->nf] : 0;
+  return kind != MB_LOCALITY_RCM && m->nv < INT32_MAX && nidx < INT32_MAX / 2;
+}
+
+/* The CUDA backend with the adjacency built on the device from the face
+ * list (mb_cuda_smooth_mesh), in the order of MESHBATCH_LOCALITY (sfc or
+ * none; the Hilbert order is computed here from the positions), results
+ * put back in mesh order. Bitwise the results of the host-built path. */
+static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int nstages,
+                                 mb_precision precision, mb_locality kind) {
+  const int64_t nv = m->nv;
+  int64_t *perm = NULL;
+  double *pxyz = NULL, order_s = 0, gather_s = 0, sec[2] = {0, 0};
+  mb_error e = MB_SUCCESS;
+  if (kind == MB_LOCALITY_SFC && nv > 0) {
+    const double t0 = mb_wtime();
+    perm = mb_alloc(sizeof *perm * (size_t)nv);
+    pxyz = mb_alloc(sizeof *pxyz * 3 * (size_t)nv);
+    if (!perm || !pxyz)
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "out of memory for the vertex order of %lld vertices", (long long)nv);
+    if (!e) e = mb_adjacency_sfc(nv, m->xyz, perm);
+    const double t1 = mb_wtime();
+    if (!e)
+#pragma omp parallel for schedule(static)
+      for (int64_t v = 0; v < nv; v++) memcpy(pxyz + 3 * v, m->xyz + 3 * perm[v], 3 * sizeof(double));
+    order_s = t1 - t0;
+    gather_s = mb_wtime() - t1;
+  }
+  if (!e) e = mb_cuda_smooth_mesh(m, perm, stages, nstages, precision, pxyz ? pxyz : m->xyz, sec);
+  if (!e) {
+    mb_log(MB_LOG_VERBOSE, "[smooth] %s: adjacency on the device %.3f s", m->name, sec[0]);
+    mb_log(MB_LOG_VERBOSE, "[smooth] %lld vertices: locality order (%s) %.3f s, positions "
+           "reordered %.3f s, device (upload, passes, download) %.3f s", (long long)nv,
+           mb_smooth_locality_name(kind), order_s, gather_s, sec[1]);
+  }
+  if (!e && perm)
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < nv; v++) memcpy(m->xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  free(perm);
+  free(pxyz);
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
 mb_error mb_smooth_backend_run(const mb_backend *b, const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                                mb_precision precision, double *xyz) {
   if (b->kind == MB_BACKEND_CUDA)
@@ -146,6 +210,26 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   mb_adjacency *adj = NULL;
   mb_error e;
   MB_CALL(smooth_stages(stages, n, &st));
+  if (ctx->backend->kind == MB_BACKEND_CUDA) {
+    /* the adjacency built on the device from the faces, unless
+     * MESHBATCH_ADJACENCY=host, the order is rcm, or the mesh is too large
+     * for its int32 indices; out of device memory, the host build */
+    int on_device = 0;
+    mb_locality kind;
+    MB_CALL_GOTO(e, done, mb_smooth_adjacency_default(&on_device));
+    MB_CALL_GOTO(e, done, mb_smooth_locality_default(&kind));
+    if (on_device && device_build_fits(*mesh, kind)) {
+      e = cuda_smooth_mesh(*mesh, st, n, ctx->precision, kind);
+      if (e != MB_ERR_MEMORY) goto done;
+      mb_log(MB_LOG_VERBOSE, "[smooth] %s: the device build ran out of memory (%s); building "
+             "the adjacency on the host", (*mesh)->name, mb_error_message());
+      mb_error_clear();
+    } else if (on_device) {
+      mb_log(MB_LOG_VERBOSE, "[smooth] %s: adjacency built on the host (%s)", (*mesh)->name,
+             kind == MB_LOCALITY_RCM ? "the rcm order needs it"
+                                     : "too large for the device builder's int32 indices");
+    }
+  }
   unsigned need = 0; /* opposite vertices only for cotangent weights */
   for (int k = 0; k < n; k++)
     if (st[k].weights == MB_WEIGHTS_COTANGENT) need |= MB_ADJ_OPPOSITE;

@@ -63,6 +63,17 @@ mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb
                                   unsigned need, int64_t **perm, mb_adjacency **padj,
                                   double **pxyz, double seconds[2]);
 
+/* Where a per-mesh job on the CUDA backend builds the vertex adjacency:
+ * MESHBATCH_ADJACENCY=device (the default: from the face list on the GPU,
+ * mb_cuda_smooth_mesh; no host adjacency is made) or host (the host build
+ * and its renumbered copy, mb_adjacency_build_opts and
+ * mb_smooth_locality_order: the reference, for comparisons). The host
+ * build is also used for the rcm order, for meshes past the device
+ * builder's int32 limits, and when the device build runs out of device
+ * memory. *on_device receives 1 for device, 0 for host. Not collective.
+ * Errors: MB_ERR_ARG (another value). */
+mb_error mb_smooth_adjacency_default(int *on_device);
+
 /* `meshbatch bench smooth` (mb_smooth_bench.c); argv[0] = "smooth". */
 int mb_smooth_bench(int argc, char **argv);
 
