@@ -30,6 +30,12 @@ int mb_cuda_device_count(char *why, size_t why_len);
  * Errors: MB_ERR_UNSUPPORTED (no device), MB_ERR_CUDA. */
 mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t name_len);
 
+/* Make device (an index from mb_cuda_select_device) current for the
+ * calling thread: a thread other than the one that selected the device
+ * (the per-mesh pipeline's compute thread) calls it before any CUDA work.
+ * Not collective. Errors: MB_ERR_UNSUPPORTED (no CUDA), MB_ERR_CUDA. */
+mb_error mb_cuda_bind_device(int device);
+
 /* Device-to-device copy bandwidth of the current device, (bytes read +
  * bytes written) / time in GB/s (1e9 bytes), the yardstick of every GPU
  * benchmark: two buffers of max_bytes (halved down to max_bytes / 8 where

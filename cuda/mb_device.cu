@@ -42,6 +42,11 @@ extern "C" mb_error mb_cuda_select_device(int local_rank, int *device, char *nam
   return MB_SUCCESS;
 }
 
+extern "C" mb_error mb_cuda_bind_device(int device) {
+  MB_CALL_CUDA(cudaSetDevice(device));
+  return MB_SUCCESS;
+}
+
 extern "C" mb_error mb_cuda_copy_bandwidth(size_t max_bytes, double *gbs) {
   size_t bytes = max_bytes;
   mb_dbuf a, b;

@@ -20,6 +20,11 @@ mb_error mb_cuda_select_device(int local_rank, int *device, char *name, size_t n
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_bind_device(int device) {
+  (void)device;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 mb_error mb_cuda_copy_bandwidth(size_t max_bytes, double *gbs) {
   (void)max_bytes; (void)gbs;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);

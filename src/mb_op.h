@@ -96,6 +96,8 @@ typedef struct mb_op_ctx {
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
   MPI_Comm comm;                    /* partitioned runs: the ranks sharing the mesh */
   mb_partitioner partitioner;       /* partitioned runs */
+  double *device_s;                 /* per-mesh runs: an op adds the seconds its device was
+                                       busy for the mesh (the GPU busy fraction); may be NULL */
 } mb_op_ctx;
 
 /* Run consecutive stages (all of ops sharing this entry point) on one

@@ -2,6 +2,7 @@
 #include "mb_runner.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include "mb_backend.h"
 #include "mb_collection.h"
 #include "mb_config.h"
+#include "mb_cuda.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
@@ -53,6 +55,8 @@ typedef struct rank_state {
   int nresults;
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
+  double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
   double setup_s, write_s; /* --timings: backend and inputs; the output's collective write */
   char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
   int64_t resumed;       /* meshes this rank took from the checkpoint */
@@ -185,9 +189,10 @@ static mb_error fit_kind(const rank_state *st, mb_mesh *m) {
 
 /* Run the stages on one mesh; consecutive stages of ops that share an entry
  * point run as one group (smoothing keeps its adjacency and device arrays). */
-static mb_error run_stages(rank_state *st, mb_mesh **m) {
+static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s) {
   const mb_job *job = st->job;
-  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo};
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
+                         .device_s = device_s};
   for (int k = 0; k < job->nstages;) {
     const mb_op_info *op = job->stages[k].op;
     mb_op_run_fn fn = mb_op_run_for(op, &st->backend);
@@ -198,31 +203,6 @@ static mb_error run_stages(rank_state *st, mb_mesh **m) {
     MB_CALL(fn(&ctx, &job->stages[k], n, m));
     k += n;
   }
-  return MB_SUCCESS;
-}
-
-/* Read, fit, run the stages. On success *out holds the result. */
-static mb_error process_one(rank_state *st, int64_t s, mb_mesh **out, mesh_result *res) {
-  mb_mesh *m = NULL;
-  mb_error e;
-  double t0 = mb_wtime();
-  MB_CALL_GOTO(e, done, mb_inputs_read(st->inputs, s, &m));
-  res->read_s = mb_wtime() - t0;
-  res->nv = m->nv;
-  res->nf = m->nf;
-  if (st->import_kind != MB_KIND_NONE)
-    MB_CALL_GOTO(e, done, mb_mesh_convert_kind(m, st->import_kind, st->inputs->sources[s].path));
-  MB_CALL_GOTO(e, done, fit_kind(st, m));
-  MB_CALL_GOTO(e, done, run_stages(st, &m));
-  res->seconds = mb_wtime() - t0;
-  MB_CALL_GOTO(e, done, add_provenance(st, m, res->seconds));
-done:
-  if (e) {
-    mb_mesh_free(m);
-    res->seconds = mb_wtime() - t0;
-    return e;
-  }
-  *out = m;
   return MB_SUCCESS;
 }
 
@@ -263,55 +243,242 @@ static mb_error read_checkpoint(const char *ck, int64_t s, mb_mesh **m) {
   return MB_SUCCESS;
 }
 
-static mb_error take_source(rank_state *st, int64_t s) {
+/* ------------------------------------------------------------- per-mesh pipeline */
+
+/* A per-mesh run is a pipeline of three stages per rank: while a compute
+ * thread runs the stages of mesh i (on the GPU, or the CPU's OpenMP
+ * threads), the rank's main thread reads mesh i + 1 and writes the
+ * checkpoint of mesh i - 1, so that the device is busy while the disk
+ * works. The main thread does all HDF5 and MPI calls (the MPI library is
+ * initialized for MPI_THREAD_FUNNELED; HDF5 is not thread-safe); the
+ * compute thread only runs ops, which use neither for a whole mesh.
+ * The pipeline runs on the CUDA backend (on the CPU backend the compute
+ * already takes every core); MESHBATCH_PIPELINE=0 or 1 in the environment
+ * turns it off or on for either backend. */
+typedef struct pending {
+  rank_state *st;
+  int64_t s;          /* the source, -1 for none */
+  int ires;           /* its entry in st->results */
+  int compute;        /* 1: read, its stages to run; 0: finished already (resumed or failed) */
+  mb_mesh *m;         /* the mesh: read, then computed */
+  mb_error e;         /* the stages' error */
+  char message[512];  /* and its message (error messages are per thread) */
+  char trace[2048];   /* and the traceback, for -v */
+  double t0, compute_s, device_s;
+  pthread_t thread;
+  int running;
+} pending;
+
+static int pipeline_enabled(const rank_state *st) {
+  const char *e = getenv("MESHBATCH_PIPELINE");
+  if (e && !strcmp(e, "0")) return 0;
+  if (e && !strcmp(e, "1")) return 1;
+  return st->backend.kind == MB_BACKEND_CUDA;
+}
+
+/* The compute stage: the job's stages and the provenance, on the thread
+ * that runs it (with the rank's device bound to it on the CUDA backend). */
+static void compute_pending(pending *p) {
+  rank_state *st = p->st;
+  const double t0 = mb_wtime();
+  p->e = MB_SUCCESS;
+  if (st->backend.kind == MB_BACKEND_CUDA) p->e = mb_cuda_bind_device(st->backend.device);
+  if (!p->e) p->e = run_stages(st, &p->m, &p->device_s);
+  p->compute_s = mb_wtime() - t0;
+  if (!p->e) p->e = add_provenance(st, p->m, mb_wtime() - p->t0);
+  if (p->e) {
+    snprintf(p->message, sizeof p->message, "%s", mb_error_message());
+    snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
+    mb_mesh_free(p->m);
+    p->m = NULL;
+  }
+}
+
+static void *compute_thread(void *arg) {
+  compute_pending((pending *)arg);
+  return NULL;
+}
+
+/* Start the compute stage of p: on a thread of its own where the pipeline
+ * runs, else at once. */
+static mb_error start_pending(pending *p) {
+  if (!p->compute) return MB_SUCCESS;
+  if (pipeline_enabled(p->st)) {
+    const int rc = pthread_create(&p->thread, NULL, compute_thread, p);
+    MB_CHECK(rc == 0, MB_ERR_MEMORY, "cannot start the compute thread: %s", strerror(rc));
+    p->running = 1;
+  } else {
+    compute_pending(p);
+  }
+  return MB_SUCCESS;
+}
+
+static void join_pending(pending *p) {
+  if (p->running) pthread_join(p->thread, NULL);
+  p->running = 0;
+}
+
+/* The read stage of source s (main thread): a result entry, then the mesh
+ * from the checkpoint (finished before: nothing to compute) or from the
+ * inputs, converted to the kind the first stage reads. A source that
+ * cannot be read is recorded as skipped. */
+static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
+  memset(p, 0, sizeof *p);
+  p->st = st;
+  p->s = s;
   mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
   MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
   st->results = r;
-  mesh_result *res = &r[st->nresults++];
+  p->ires = st->nresults++;
+  mesh_result *res = &r[p->ires];
   memset(res, 0, sizeof *res);
   res->index = s;
   res->rank = st->rank;
   snprintf(res->backend, sizeof res->backend, "%s",
            st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu");
   const mb_source *src = &st->inputs->sources[s];
-  mb_mesh *m = NULL;
-  double t0 = mb_wtime();
+  p->t0 = mb_wtime();
   char ck[4400];
   checkpoint_path(st, s, ck, sizeof ck);
   if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
-    MB_CALL(read_checkpoint(ck, s, &m));
-    res->nv = m->nv;
-    res->nf = m->nf;
+    MB_CALL(read_checkpoint(ck, s, &p->m));
+    res->nv = p->m->nv;
+    res->nf = p->m->nf;
     snprintf(res->backend, sizeof res->backend, "resumed");
-    MB_CALL(keep_mesh(st, m));
-    res->ok = 1;
     st->resumed++;
     mb_log(MB_LOG_NORMAL, "[rank %d] %s: from the checkpoint (%s)", st->rank, src->name, ck);
     return MB_SUCCESS;
   }
-  if (process_one(st, s, &m, res) == MB_SUCCESS) {
-    if (ck[0]) { /* durable before it counts as finished: written whole, then renamed */
-      mb_error ce = mb_collection_write(MPI_COMM_SELF, ck, 1, &m);
+  mb_error e = mb_inputs_read(st->inputs, s, &p->m);
+  if (!e) {
+    res->nv = p->m->nv;
+    res->nf = p->m->nf;
+    if (st->import_kind != MB_KIND_NONE)
+      e = mb_mesh_convert_kind(p->m, st->import_kind, src->path);
+  }
+  if (!e) e = fit_kind(st, p->m);
+  res->read_s = mb_wtime() - p->t0;
+  if (e) {
+    snprintf(p->message, sizeof p->message, "%s", mb_error_message());
+    snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
+    p->e = e;
+    mb_mesh_free(p->m);
+    p->m = NULL;
+    return MB_SUCCESS;
+  }
+  p->compute = 1;
+  return MB_SUCCESS;
+}
+
+/* A source read but not computed (SIGTERM came): as if never taken. */
+static void drop_source(rank_state *st, pending *p) {
+  mb_mesh_free(p->m);
+  p->m = NULL;
+  if (p->ires == st->nresults - 1) st->nresults--;
+  p->s = -1;
+}
+
+/* The write stage (main thread): a computed mesh goes to the checkpoint
+ * (durable before it counts as finished: written whole, then renamed) and
+ * joins the rank's output; a failed one is reported as skipped. */
+static mb_error finish_source(rank_state *st, pending *p) {
+  if (p->s < 0) return MB_SUCCESS;
+  mesh_result *res = &st->results[p->ires];
+  const mb_source *src = &st->inputs->sources[p->s];
+  const int resumed = !p->compute && p->m;
+  if (resumed) {
+    res->ok = 1;
+    return keep_mesh(st, p->m);
+  }
+  const double tw = mb_wtime();
+  if (p->m) {
+    char ck[4400];
+    checkpoint_path(st, p->s, ck, sizeof ck);
+    if (ck[0]) {
+      mb_error ce = mb_collection_write(MPI_COMM_SELF, ck, 1, &p->m);
       if (ce) {
-        mb_mesh_free(m);
+        mb_mesh_free(p->m);
         return ce;
       }
     }
-    MB_CALL(keep_mesh(st, m));
+    res->seconds = res->read_s + p->compute_s;
+    MB_CALL(keep_mesh(st, p->m));
     res->ok = 1;
     mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
            src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
   } else {
-    snprintf(res->message, sizeof res->message, "%s", mb_error_message());
+    res->seconds = res->read_s + p->compute_s;
+    snprintf(res->message, sizeof res->message, "%s", p->message);
     mb_log_error("[rank %d] %s: skipped: %s", st->rank, src->name, res->message);
-    if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", mb_error_traceback());
+    if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", p->trace);
   }
-  st->busy_s += mb_wtime() - t0;
-  inject_fault(st->rank, st->nresults);
+  st->busy_s += res->read_s + p->compute_s + (mb_wtime() - tw);
+  st->device_s += p->device_s;
+  st->finished++;
+  inject_fault(st->rank, st->finished);
   return MB_SUCCESS;
 }
 
 /* ------------------------------------------------------------- scheduling */
+
+/* The next source this rank takes, or -1: the static schedule's list in
+ * turn, or the dynamic schedule's shared counter. */
+typedef struct source_iter {
+  int64_t n;
+  const int *owner;       /* static: the rank of each source */
+  const cost_item *order; /* dynamic: sources in decreasing cost */
+  MPI_Win win;            /* dynamic: the counter on rank 0 */
+  int64_t pos;
+} source_iter;
+
+static mb_error next_source(rank_state *st, source_iter *it, int64_t *s) {
+  *s = -1;
+  if (stop_requested) return MB_SUCCESS;
+  if (it->owner) {
+    while (it->pos < it->n && it->owner[it->pos] != st->rank) it->pos++;
+    if (it->pos < it->n) *s = it->pos++;
+    return MB_SUCCESS;
+  }
+  int64_t one = 1, next = 0;
+  MB_CALL_MPI(MPI_Fetch_and_op(&one, &next, MPI_INT64_T, 0, 0, MPI_SUM, it->win));
+  MB_CALL_MPI(MPI_Win_flush(0, it->win));
+  if (next < it->n) *s = it->order[next].index;
+  return MB_SUCCESS;
+}
+
+/* The pipeline over this rank's sources: read the next while the current
+ * computes; start the next's compute, then write the current. An error of
+ * the rank itself (not of a mesh) stops it after the compute in flight. */
+static mb_error run_sources(rank_state *st, source_iter *it) {
+  /* two slots at fixed places (a compute thread holds a pointer to its
+   * slot), taking turns as the current and the next mesh */
+  pending slot[2] = {{.s = -1}, {.s = -1}}, *cur = &slot[0], *nxt = &slot[1];
+  mb_error e = MB_SUCCESS;
+  if (st->rank == 0 && pipeline_enabled(st))
+    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads its next mesh and writes its "
+           "checkpoint while the current one computes");
+  for (;;) {
+    int64_t s = -1;
+    e = next_source(st, it, &s);
+    *nxt = (pending){.s = -1};
+    if (!e && s >= 0) e = begin_source(st, s, nxt);
+    join_pending(cur);
+    if (!e && nxt->s >= 0 && stop_requested && nxt->compute) drop_source(st, nxt);
+    if (!e && nxt->s >= 0) e = start_pending(nxt);
+    if (!e) e = finish_source(st, cur);
+    else if (cur->s >= 0) mb_mesh_free(cur->m);
+    cur->s = -1;
+    pending *t = cur;
+    cur = nxt;
+    nxt = t;
+    if (e || cur->s < 0) break;
+  }
+  if (e) { /* the rank's own error: let the compute in flight end, keep nothing of it */
+    join_pending(cur);
+    if (cur->s >= 0) mb_mesh_free(cur->m);
+  }
+  return e;
+}
 
 static mb_error run_static(rank_state *st) {
   int64_t n = st->inputs->nsources;
@@ -320,9 +487,8 @@ static mb_error run_static(rank_state *st) {
   if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
   mb_assign_lpt(n, cost, st->size, owner);
-  mb_error e = MB_SUCCESS;
-  for (int64_t i = 0; i < n && !e && !stop_requested; i++)
-    if (owner[i] == st->rank) e = take_source(st, i);
+  source_iter it = {.n = n, .owner = owner};
+  mb_error e = run_sources(st, &it);
   free(cost);
   free(owner);
   return e;
@@ -339,22 +505,15 @@ static mb_error run_dynamic(rank_state *st) {
   free(cost);
   MB_CHECK(order, MB_ERR_MEMORY, "out of memory");
   int64_t *counter = NULL;
-  MPI_Win win;
+  source_iter it = {.n = n, .order = order};
   MB_CALL_MPI(MPI_Win_allocate(st->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t),
-                               MPI_INFO_NULL, st->comm, &counter, &win));
+                               MPI_INFO_NULL, st->comm, &counter, &it.win));
   if (st->rank == 0) *counter = 0;
   MB_CALL_MPI(MPI_Barrier(st->comm));
-  MB_CALL_MPI(MPI_Win_lock_all(0, win));
-  mb_error e = MB_SUCCESS;
-  for (;;) {
-    int64_t one = 1, next = 0;
-    MB_CALL_MPI(MPI_Fetch_and_op(&one, &next, MPI_INT64_T, 0, 0, MPI_SUM, win));
-    MB_CALL_MPI(MPI_Win_flush(0, win));
-    if (next >= n || e || stop_requested) break;
-    e = take_source(st, order[next].index);
-  }
-  MB_CALL_MPI(MPI_Win_unlock_all(win));
-  MB_CALL_MPI(MPI_Win_free(&win));
+  MB_CALL_MPI(MPI_Win_lock_all(0, it.win));
+  mb_error e = run_sources(st, &it);
+  MB_CALL_MPI(MPI_Win_unlock_all(it.win));
+  MB_CALL_MPI(MPI_Win_free(&it.win));
   free(order);
   return e;
 }
@@ -1034,6 +1193,31 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   return MB_SUCCESS;
 }
 
+/* The GPU busy fraction of a per-mesh run on the CUDA backend (rank 0
+ * prints it): the device seconds the ops reported over the seconds every
+ * rank spent in its schedule, summed over ranks, and the least and most
+ * busy rank. loop: this rank's {schedule seconds, device seconds, -}.
+ * Collective over st->comm. */
+static mb_error report_device_busy(rank_state *st, double loop[3], mb_run_summary *sum) {
+  sum->device_busy = -1;
+  if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
+  int cuda = st->backend.kind == MB_BACKEND_CUDA;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
+  if (!cuda) return MB_SUCCESS;
+  loop[2] = loop[0] > 0 ? loop[1] / loop[0] : 0;
+  double total[2], lo, hi;
+  MB_CALL_MPI(MPI_Allreduce(loop, total, 2, MPI_DOUBLE, MPI_SUM, st->comm));
+  MB_CALL_MPI(MPI_Allreduce(&loop[2], &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
+  MB_CALL_MPI(MPI_Allreduce(&loop[2], &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
+  sum->device_busy = total[0] > 0 ? total[1] / total[0] : 0;
+  if (st->rank == 0)
+    mb_log(MB_LOG_NORMAL, "GPU busy: %.1f %% of the time on meshes (%.3f s of %.3f s, over %d "
+           "rank%s; least busy rank %.1f %%, most %.1f %%)%s", 100 * sum->device_busy, total[1],
+           total[0], st->size, st->size == 1 ? "" : "s", 100 * lo, 100 * hi,
+           pipeline_enabled(st) ? "" : "; MESHBATCH_PIPELINE=0: read, compute and write in turn");
+  return MB_SUCCESS;
+}
+
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
   stop_requested = 0;
@@ -1050,10 +1234,13 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
            st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? "partitioned (every mesh split over all ranks)"
            : st->job->schedule == MB_SCHEDULE_DYNAMIC       ? "per-mesh, dynamic schedule"
                                                             : "per-mesh, static cost-balanced schedule");
+  const double tl = mb_wtime();
   mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? run_partitioned(st)
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
+  double loop[3] = {mb_wtime() - tl, st->device_s, 0};
   MB_CALL(mb_agree(st->comm, e));
+  MB_CALL(report_device_busy(st, loop, sum));
   int stopped = stop_requested;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
   /* meshes finished: per mesh, whole meshes over the ranks; partitioned,

@@ -31,6 +31,9 @@ typedef struct mb_run_summary {
   double wall_s;       /* whole run, including I/O */
   double busy_max_s;   /* max over ranks of time spent on meshes */
   double busy_mean_s;  /* mean over ranks */
+  double device_busy;  /* per-mesh runs on the CUDA backend: the seconds the ops kept the
+                          devices busy over the seconds the ranks spent on their meshes
+                          (summed over ranks); -1 otherwise */
 } mb_run_summary;
 
 /* Run a job. Collective over comm. Prints one progress line per finished

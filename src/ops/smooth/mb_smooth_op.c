@@ -98,7 +98,7 @@ mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb
 /* The CUDA backend on the locality order (MESHBATCH_LOCALITY, default the
  * Hilbert order); results put back in mesh order. */
 static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
-                            mb_precision precision, double *xyz) {
+                            mb_precision precision, double *xyz, double *device_s) {
   int64_t *perm;
   mb_adjacency *padj;
   double *pxyz, sec[2];
@@ -111,6 +111,7 @@ static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stag
   mb_log(MB_LOG_VERBOSE, "[smooth] %lld vertices: locality order (%s) %.3f s, renumbering "
          "%.3f s, device (upload, passes, download) %.3f s", (long long)adj->nv,
          mb_smooth_locality_name(kind), sec[0], sec[1], mb_wtime() - t1);
+  if (device_s) *device_s += mb_wtime() - t1;
   if (!e && perm)
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < adj->nv; v++)
@@ -149,7 +150,7 @@ static int device_build_fits(const mb_mesh *m, mb_locality kind) {
  * none; the Hilbert order is computed here from the positions), results
  * put back in mesh order. Bitwise the results of the host-built path. */
 static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int nstages,
-                                 mb_precision precision, mb_locality kind) {
+                                 mb_precision precision, mb_locality kind, double *device_s) {
   const int64_t nv = m->nv;
   int64_t *perm = NULL;
   double *pxyz = NULL, order_s = 0, gather_s = 0, sec[2] = {0, 0};
@@ -171,6 +172,7 @@ static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int 
   }
   if (!e) e = mb_cuda_smooth_mesh(m, perm, stages, nstages, precision, pxyz ? pxyz : m->xyz, sec);
   if (!e) {
+    if (device_s) *device_s += sec[0] + sec[1];
     mb_log(MB_LOG_VERBOSE, "[smooth] %s: adjacency on the device %.3f s", m->name, sec[0]);
     mb_log(MB_LOG_VERBOSE, "[smooth] %lld vertices: locality order (%s) %.3f s, positions "
            "reordered %.3f s, device (upload, passes, download) %.3f s", (long long)nv,
@@ -185,10 +187,11 @@ static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int 
   return MB_SUCCESS;
 }
 
-mb_error mb_smooth_backend_run(const mb_backend *b, const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
-                               mb_precision precision, double *xyz) {
+mb_error mb_smooth_backend_run(const mb_backend *b, const mb_adjacency *adj,
+                               const mb_smooth_stage *stages, int nstages, mb_precision precision,
+                               double *xyz, double *device_s) {
   if (b->kind == MB_BACKEND_CUDA)
-    MB_CALL(cuda_smooth(adj, stages, nstages, precision, xyz));
+    MB_CALL(cuda_smooth(adj, stages, nstages, precision, xyz, device_s));
   else
     MB_CALL(mb_smooth_cpu(adj, stages, nstages, xyz));
   return MB_SUCCESS;
@@ -219,7 +222,7 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
     MB_CALL_GOTO(e, done, mb_smooth_adjacency_default(&on_device));
     MB_CALL_GOTO(e, done, mb_smooth_locality_default(&kind));
     if (on_device && device_build_fits(*mesh, kind)) {
-      e = cuda_smooth_mesh(*mesh, st, n, ctx->precision, kind);
+      e = cuda_smooth_mesh(*mesh, st, n, ctx->precision, kind, ctx->device_s);
       if (e != MB_ERR_MEMORY) goto done;
       mb_log(MB_LOG_VERBOSE, "[smooth] %s: the device build ran out of memory (%s); building "
              "the adjacency on the host", (*mesh)->name, mb_error_message());
@@ -238,7 +241,7 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   mb_log(MB_LOG_VERBOSE, "[smooth] %s: adjacency %.3f s", (*mesh)->name, mb_wtime() - t0);
   for (int k = 0; k < n; k++) MB_CALL_GOTO(e, done, mb_smooth_check(&st[k], adj));
   MB_CALL_GOTO(e, done, mb_smooth_backend_run(ctx->backend, adj, st, n, ctx->precision,
-                                              (*mesh)->xyz));
+                                              (*mesh)->xyz, ctx->device_s));
 done:
   mb_adjacency_free(adj);
   free(st);

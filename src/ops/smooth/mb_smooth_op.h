@@ -22,11 +22,12 @@ extern "C" {
  * backend: the CPU reference, or the CUDA backend on the vertex order of
  * mb_smooth_locality_default (mb_smooth_locality_order), results put back
  * in mesh order. precision applies to CUDA arithmetic. Not collective.
- * Errors: those of mb_smooth_cpu / mb_cuda_smooth, MB_ERR_ARG for a bad
- * MESHBATCH_LOCALITY. */
+ * device_s (may be NULL): the CUDA backend adds the seconds of its device
+ * work (upload, passes, download). Errors: those of mb_smooth_cpu /
+ * mb_cuda_smooth, MB_ERR_ARG for a bad MESHBATCH_LOCALITY. */
 mb_error mb_smooth_backend_run(const mb_backend *backend, const mb_adjacency *adj,
                                const mb_smooth_stage *stages, int nstages,
-                               mb_precision precision, double *xyz);
+                               mb_precision precision, double *xyz, double *device_s);
 
 /* The vertex orders the CUDA backend can work in. */
 typedef enum mb_locality {
