@@ -160,6 +160,18 @@ static mb_error mb_adj_scratch(mb_dbuf *t, size_t bytes) {
   return MB_SUCCESS;
 }
 
+/* out[0..n) = the exclusive prefix sums of in[0..n) (CUB), scratch grown
+ * as needed; what names the step in an error. */
+static mb_error mb_adj_exclusive_sum(const int32_t *in, int32_t *out, int64_t n, mb_dbuf *scratch,
+                                     const char *what) {
+  size_t bytes = 0;
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, (int)n));
+  MB_CALL(mb_adj_scratch(scratch, bytes));
+  MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(scratch->p, bytes, in, out, (int)n));
+  MB_CHECK_LAUNCH(what);
+  return MB_SUCCESS;
+}
+
 static void mb_dev_adjacency_reset(mb_dev_adjacency *a) {
   a->nv = a->nnz = a->nopp = a->nb = 0;
   a->has_opp = a->has_bnd = false;
@@ -362,26 +374,15 @@ static mb_error mb_dev_adjacency_make(const mb_mesh *m, const int64_t *perm, uns
         want_bnd ? bcnt.as<int32_t>() : nullptr);
     MB_CHECK_LAUNCH("adjacency columns");
   }
-  { /* row [nv + 1]: rcnt[nv] is 0, so row[nv] = nnz */
-    size_t bytes = 0;
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, rcnt.as<int32_t>(),
-                                               a->row.as<int32_t>(), (int)(nv + 1)));
-    MB_CALL(mb_adj_scratch(&scratch, bytes));
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(scratch.p, bytes, rcnt.as<int32_t>(),
-                                               a->row.as<int32_t>(), (int)(nv + 1)));
-    MB_CHECK_LAUNCH("row offsets");
-  }
+  /* row [nv + 1]: rcnt[nv] is 0, so row[nv] = nnz */
+  MB_CALL(mb_adj_exclusive_sum(rcnt.as<int32_t>(), a->row.as<int32_t>(), nv + 1, &scratch,
+                               "row offsets"));
   rcnt.release();
 
   /* 6. the boundary lists */
   if (want_bnd) {
-    size_t bytes = 0;
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, bcnt.as<int32_t>(),
-                                               a->brow.as<int32_t>(), (int)(nv + 1)));
-    MB_CALL(mb_adj_scratch(&scratch, bytes));
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(scratch.p, bytes, bcnt.as<int32_t>(),
-                                               a->brow.as<int32_t>(), (int)(nv + 1)));
-    MB_CHECK_LAUNCH("boundary offsets");
+    MB_CALL(mb_adj_exclusive_sum(bcnt.as<int32_t>(), a->brow.as<int32_t>(), nv + 1, &scratch,
+                                 "boundary offsets"));
     if (nv > 0) {
       mb_adj_on_boundary_kernel<<<mb_adj_grid(nv), MB_ADJ_BLOCK>>>(
           nv, a->brow.as<int32_t>(), a->on_boundary.as<uint8_t>());
@@ -398,7 +399,7 @@ static mb_error mb_dev_adjacency_make(const mb_mesh *m, const int64_t *perm, uns
       int selected = -1;
       mb_dbuf nsel;
       MB_CALL(mb_dbuf_alloc(&nsel, sizeof(int), "boundary entry count"));
-      bytes = 0;
+      size_t bytes = 0;
       MB_CALL_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, a->col.as<int32_t>(),
                                               bflag.as<uint8_t>(), a->bcol.as<int32_t>(),
                                               nsel.as<int>(), (int64_t)nnz));
@@ -421,13 +422,8 @@ static mb_error mb_dev_adjacency_make(const mb_mesh *m, const int64_t *perm, uns
     MB_CALL(mb_dbuf_alloc(&a->opp, sizeof(int32_t) * (size_t)nvalid, "opposite vertices"));
     /* len[nnz] (the dropped run's length, or past the runs) to 0: opp_row[nnz] = nvalid */
     MB_CALL_CUDA(cudaMemset(len.as<int>() + nnz, 0, sizeof(int)));
-    size_t bytes = 0;
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, len.as<int>(),
-                                               a->opp_row.as<int32_t>(), (int)(nnz + 1)));
-    MB_CALL(mb_adj_scratch(&scratch, bytes));
-    MB_CALL_CUDA(cub::DeviceScan::ExclusiveSum(scratch.p, bytes, len.as<int>(),
-                                               a->opp_row.as<int32_t>(), (int)(nnz + 1)));
-    MB_CHECK_LAUNCH("opposite-vertex offsets");
+    MB_CALL(mb_adj_exclusive_sum(len.as<int32_t>(), a->opp_row.as<int32_t>(), nnz + 1, &scratch,
+                                 "opposite-vertex offsets"));
     if (nvalid > 0) {
       mb_adj_map_kernel<<<mb_adj_grid(nvalid), MB_ADJ_BLOCK>>>(
           nvalid, val[vcur].as<int32_t>(), inv.as<int32_t>(), a->opp.as<int32_t>());

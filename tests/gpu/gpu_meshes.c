@@ -178,3 +178,17 @@ int mb_gpu_skip_unless_device(const char *test_name) {
          mb_cuda_compiled() ? "yes" : "no");
   return MB_TEST_SKIP;
 }
+
+int mb_gpu_test_begin(const char *test_name, char *name, size_t len) {
+  const int skip = mb_gpu_skip_unless_device(test_name);
+  if (skip) return skip;
+  char own[256] = "";
+  int dev = -1;
+  if (mb_cuda_select_device(0, &dev, own, sizeof own) != MB_SUCCESS) {
+    fprintf(stderr, "%s: mb_cuda_select_device: %s\n", test_name, mb_error_message());
+    return 1;
+  }
+  printf("[ gpu ] device %d: %s\n", dev, own);
+  if (name && len) snprintf(name, len, "%s", own);
+  return 0;
+}

@@ -39,4 +39,10 @@ mb_adjacency *mb_gpu_adjacency(const mb_mesh *mesh);
  * 77 (the CTest skip code): a GPU-less machine, or a build without CUDA. */
 int mb_gpu_skip_unless_device(const char *test_name);
 
+/* The start of a GPU test program: 77 where no device is usable (as
+ * mb_gpu_skip_unless_device), 1 where device 0 cannot be made current
+ * (the message on stderr), else 0 with device 0 current and its name
+ * written to name[len] (may be NULL) and printed as "[ gpu ] device 0: NAME". */
+int mb_gpu_test_begin(const char *test_name, char *name, size_t len);
+
 #endif

@@ -57,14 +57,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  int skip = mb_gpu_skip_unless_device("mb_gpu_bench");
-  if (skip) return skip;
   char name[256];
-  int dev;
-  if (mb_cuda_select_device(0, &dev, name, sizeof name) != MB_SUCCESS) {
-    fprintf(stderr, "%s\n", mb_error_message());
-    return 1;
-  }
+  const int begin = mb_gpu_test_begin("mb_gpu_bench", name, sizeof name);
+  if (begin) return begin;
   mb_mesh *m = mb_gpu_mesh_grid(n, 0.1, 7);
   if (shuffle) shuffle_vertices(m);
   mb_adjacency *adj = mb_gpu_adjacency(m);

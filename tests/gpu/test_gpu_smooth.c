@@ -308,15 +308,8 @@ static void test_spot(void **state) {
 }
 
 int main(void) {
-  int skip = mb_gpu_skip_unless_device("gpu_smooth");
-  if (skip) return skip;
-  int dev = -1;
-  char name[256] = "";
-  if (mb_cuda_select_device(0, &dev, name, sizeof name) != MB_SUCCESS) {
-    fprintf(stderr, "mb_cuda_select_device: %s\n", mb_error_message());
-    return 1;
-  }
-  printf("[ gpu ] device %d: %s\n", dev, name);
+  const int begin = mb_gpu_test_begin("gpu_smooth", NULL, 0);
+  if (begin) return begin;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_grid),      cmocka_unit_test(test_octasphere),
       cmocka_unit_test(test_awkward),   cmocka_unit_test(test_quads),

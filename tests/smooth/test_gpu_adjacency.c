@@ -459,15 +459,8 @@ static void test_errors(void **state) {
 }
 
 int main(void) {
-  int skip = mb_gpu_skip_unless_device("gpu_adjacency");
-  if (skip) return skip;
-  int dev = -1;
-  char name[256] = "";
-  if (mb_cuda_select_device(0, &dev, name, sizeof name) != MB_SUCCESS) {
-    fprintf(stderr, "mb_cuda_select_device: %s\n", mb_error_message());
-    return 1;
-  }
-  printf("[ gpu ] device %d: %s\n", dev, name);
+  const int begin = mb_gpu_test_begin("gpu_adjacency", NULL, 0);
+  if (begin) return begin;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_closed),   cmocka_unit_test(test_boundary),
       cmocka_unit_test(test_polygons), cmocka_unit_test(test_awkward),
