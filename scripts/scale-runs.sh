@@ -19,8 +19,8 @@
 #
 # Usage:  scripts/scale-runs.sh OUTDIR [CUDA_ARCH]        (CUDA_ARCH default 90)
 #   real run:  scripts/scale-runs.sh out/scale
-#   dry run:   DRY=1 scripts/scale-runs.sh out/scale-dry   (2 GPUs: about 3-4 minutes after
-#              the build, estimated from earlier H100 runs, not yet measured)
+#   dry run:   DRY=1 scripts/scale-runs.sh out/scale-dry   (2 H200s: 84 s after the build,
+#              SKIP_CTEST=1; docs/benchmarks.md, "Scale runs")
 #   one part:  ONLY=stencil scripts/scale-runs.sh out/scale   (or SKIP_SMOOTH=1 ... per section)
 #   CPU check: BACKEND=cpu RANKS=2 MESHBATCH=build/meshbatch DRY=1 scripts/scale-runs.sh /tmp/s
 #
