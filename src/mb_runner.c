@@ -263,9 +263,8 @@ typedef struct pending {
   int64_t s;          /* the source, -1 for none */
   int ires;           /* its entry in st->results */
   int compute;        /* 1: read, its stages to run; 0: finished already (resumed or failed) */
-  mb_mesh *m;         /* the mesh: read, then computed */
-  mb_error e;         /* the stages' error */
-  char message[512];  /* and its message (error messages are per thread) */
+  mb_mesh *m;         /* the mesh: read, then computed; NULL where that failed */
+  char message[512];  /* why it failed (error messages are per thread) */
   char trace[2048];   /* and the traceback, for -v */
   double t0, compute_s, device_s;
   pthread_t thread;
@@ -284,12 +283,12 @@ static int pipeline_enabled(const rank_state *st) {
 static void compute_pending(pending *p) {
   rank_state *st = p->st;
   const double t0 = mb_wtime();
-  p->e = MB_SUCCESS;
-  if (st->backend.kind == MB_BACKEND_CUDA) p->e = mb_cuda_bind_device(st->backend.device);
-  if (!p->e) p->e = run_stages(st, &p->m, &p->device_s);
+  mb_error e = MB_SUCCESS;
+  if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
+  if (!e) e = run_stages(st, &p->m, &p->device_s);
   p->compute_s = mb_wtime() - t0;
-  if (!p->e) p->e = add_provenance(st, p->m, mb_wtime() - p->t0);
-  if (p->e) {
+  if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0);
+  if (e) {
     snprintf(p->message, sizeof p->message, "%s", mb_error_message());
     snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
     mb_mesh_free(p->m);
@@ -371,7 +370,6 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
   if (e) {
     snprintf(p->message, sizeof p->message, "%s", mb_error_message());
     snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
-    p->e = e;
     mb_mesh_free(p->m);
     p->m = NULL;
     return MB_SUCCESS;
@@ -1205,21 +1203,20 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
 }
 
 /* The GPU busy fraction of a per-mesh run on the CUDA backend (rank 0
- * prints it): the device seconds the ops reported over the seconds every
- * rank spent in its schedule, summed over ranks, and the least and most
- * busy rank. loop: this rank's {schedule seconds, device seconds, -}.
- * Collective over st->comm. */
-static mb_error report_device_busy(rank_state *st, double loop[3], mb_run_summary *sum) {
+ * prints it): the device seconds the ops reported (st->device_s) over the
+ * seconds every rank spent in its schedule (schedule_s), summed over
+ * ranks, and the least and most busy rank. Collective over st->comm. */
+static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_summary *sum) {
   sum->device_busy = -1;
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
   int cuda = st->backend.kind == MB_BACKEND_CUDA;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
   if (!cuda) return MB_SUCCESS;
-  loop[2] = loop[0] > 0 ? loop[1] / loop[0] : 0;
-  double total[2], lo, hi;
-  MB_CALL_MPI(MPI_Allreduce(loop, total, 2, MPI_DOUBLE, MPI_SUM, st->comm));
-  MB_CALL_MPI(MPI_Allreduce(&loop[2], &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
-  MB_CALL_MPI(MPI_Allreduce(&loop[2], &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
+  const double mine[2] = {schedule_s, st->device_s};
+  double total[2], busy = schedule_s > 0 ? st->device_s / schedule_s : 0, lo, hi;
+  MB_CALL_MPI(MPI_Allreduce(mine, total, 2, MPI_DOUBLE, MPI_SUM, st->comm));
+  MB_CALL_MPI(MPI_Allreduce(&busy, &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
+  MB_CALL_MPI(MPI_Allreduce(&busy, &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
   sum->device_busy = total[0] > 0 ? total[1] / total[0] : 0;
   if (st->rank == 0)
     mb_log(MB_LOG_NORMAL, "GPU busy: %.1f %% of the time on meshes (%.3f s of %.3f s, over %d "
@@ -1249,9 +1246,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? run_partitioned(st)
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? run_dynamic(st)
                                                             : run_static(st);
-  double loop[3] = {mb_wtime() - tl, st->device_s, 0};
+  const double schedule_s = mb_wtime() - tl;
   MB_CALL(mb_agree(st->comm, e));
-  MB_CALL(report_device_busy(st, loop, sum));
+  MB_CALL(report_device_busy(st, schedule_s, sum));
   int stopped = stop_requested;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
   /* meshes finished: per mesh, whole meshes over the ranks; partitioned,

@@ -192,3 +192,16 @@ int mb_gpu_test_begin(const char *test_name, char *name, size_t len) {
   if (name && len) snprintf(name, len, "%s", own);
   return 0;
 }
+
+mb_smooth_stage mb_gpu_stage(mb_smooth_method method, mb_weights weights, mb_boundary boundary,
+                             int iterations) {
+  mb_smooth_stage s;
+  memset(&s, 0, sizeof s);
+  s.method = method;
+  s.lambda = 0.5;
+  s.mu = -0.53;
+  s.iterations = iterations;
+  s.weights = weights;
+  s.boundary = boundary;
+  return s;
+}

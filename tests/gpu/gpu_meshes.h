@@ -11,6 +11,7 @@
 
 #include "mb_adjacency.h"
 #include "mb_mesh.h"
+#include "mb_smooth.h"
 
 /* Open noisy triangulated grid of (n+1) x (n+1) vertices over [-1, 1]^2, a
  * wavy height field plus noise (relative amplitude `noise`), diagonals
@@ -38,6 +39,12 @@ mb_adjacency *mb_gpu_adjacency(const mb_mesh *mesh);
 /* 0 if a CUDA device is usable here, else prints why (to stdout) and returns
  * 77 (the CTest skip code): a GPU-less machine, or a build without CUDA. */
 int mb_gpu_skip_unless_device(const char *test_name);
+
+/* A smoothing stage with the tests' usual parameters: lambda 0.5, mu -0.53
+ * (mu used by Taubin only), the given method, weights, boundary rule and
+ * iterations; the rest zero. */
+mb_smooth_stage mb_gpu_stage(mb_smooth_method method, mb_weights weights, mb_boundary boundary,
+                             int iterations);
 
 /* The start of a GPU test program: 77 where no device is usable (as
  * mb_gpu_skip_unless_device), 1 where device 0 cannot be made current

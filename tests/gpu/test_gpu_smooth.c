@@ -58,17 +58,6 @@ static int allow_f32_drift(const mb_smooth_stage *st, int nst) {
   return uses_weights(st, nst, MB_WEIGHTS_COTANGENT);
 }
 
-static mb_smooth_stage make_stage(mb_smooth_method op, mb_weights w, mb_boundary b, int iterations) {
-  mb_smooth_stage s;
-  memset(&s, 0, sizeof s);
-  s.method = op;
-  s.lambda = 0.5;
-  s.mu = -0.53;
-  s.iterations = iterations;
-  s.weights = w;
-  s.boundary = b;
-  return s;
-}
 
 /* The CPU in float32: MB_SMOOTH_VERTEX expanded with T = float, the same
  * operations the float32 kernels perform (sqrt of a float is rounded to
@@ -159,7 +148,7 @@ static void all_rules(const mb_mesh *mesh) {
       for (size_t o = 0; o < 2; o++)
         for (size_t p = 0; p < 2; p++) {
           if (k_weights[w] == MB_WEIGHTS_COTANGENT && !adj->opp) continue;
-          mb_smooth_stage st = make_stage(k_ops[o], k_weights[w], k_bounds[b], 100);
+          mb_smooth_stage st = mb_gpu_stage(k_ops[o], k_weights[w], k_bounds[b], 100);
           char label[160];
           snprintf(label, sizeof label, "%s/%s/%s/%s/%s", mesh->name, mb_weights_name(st.weights),
                    mb_boundary_name(st.boundary), mb_smooth_method_name(st.method),
@@ -216,7 +205,7 @@ static void test_quads(void **state) {
   all_rules(m);
   /* cotangent needs triangles: same MB_ERR_ARG as the CPU */
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
+  mb_smooth_stage st = mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
   assert_int_equal(mb_cuda_smooth(adj, &st, 1, MB_PRECISION_FLOAT32, m->xyz), MB_ERR_ARG);
   mb_test_assert_message_contains("cotangent");
   mb_adjacency_free(adj);
@@ -229,10 +218,10 @@ static void test_multistage(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_grid(20, 0.2, 4);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_smooth_stage st[4] = {make_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED, 3),
-                    make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE, 4),
-                    make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0),
-                    make_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_INVERSE_DISTANCE, MB_BOUNDARY_FREE, 5)};
+  mb_smooth_stage st[4] = {mb_gpu_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FIXED, 3),
+                    mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_CURVE, 4),
+                    mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0),
+                    mb_gpu_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_INVERSE_DISTANCE, MB_BOUNDARY_FREE, 5)};
   double same;
   for (size_t p = 0; p < 2; p++) compare("grid/multistage", m, adj, st, 4, k_precs[p], &same);
   mb_adjacency_free(adj);
@@ -244,7 +233,7 @@ static void test_zero_iterations(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_octasphere(2, 0.05, 5);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
+  mb_smooth_stage st = mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
   double *x = malloc(sizeof(double) * 3 * (size_t)m->nv);
   assert_non_null(x);
   memcpy(x, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
@@ -262,7 +251,7 @@ static void test_errors(void **state) {
   (void)state;
   mb_mesh *m = mb_gpu_mesh_grid(4, 0.1, 6);
   mb_adjacency *adj = mb_gpu_adjacency(m);
-  mb_smooth_stage st = make_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 1);
+  mb_smooth_stage st = mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 1);
   st.weights = (mb_weights)7;
   assert_int_equal(mb_cuda_smooth(adj, &st, 1, MB_PRECISION_FLOAT64, m->xyz), MB_ERR_ARG);
   st.weights = MB_WEIGHTS_UNIFORM;

@@ -333,17 +333,6 @@ static void test_large(void **state) {
 
 /* ------------------------------------------------------------ end to end */
 
-static mb_smooth_stage stage(mb_smooth_method op, mb_weights w, mb_boundary b, int iterations) {
-  mb_smooth_stage s;
-  memset(&s, 0, sizeof s);
-  s.method = op;
-  s.lambda = 0.5;
-  s.mu = -0.53;
-  s.iterations = iterations;
-  s.weights = w;
-  s.boundary = b;
-  return s;
-}
 
 /* mb_cuda_smooth_mesh == mb_cuda_smooth on the host-built adjacency in the
  * same order, bit for bit, and the positions moved. */
@@ -393,8 +382,8 @@ static void test_smooth_end_to_end(void **state) {
       for (int b = 0; b < 3; b++)
         for (int p = 0; p < 2; p++) {
           /* a Taubin stage then a Laplacian one with the same rules */
-          const mb_smooth_stage st[2] = {stage(MB_SMOOTH_TAUBIN, ws[w], bs[b], 5),
-                                         stage(MB_SMOOTH_LAPLACIAN, ws[w], bs[b], 2)};
+          const mb_smooth_stage st[2] = {mb_gpu_stage(MB_SMOOTH_TAUBIN, ws[w], bs[b], 5),
+                                         mb_gpu_stage(MB_SMOOTH_LAPLACIAN, ws[w], bs[b], 2)};
           smooth_both(m, sfc, st, 2, ps[p]);
           smooth_both(m, NULL, st, 2, ps[p]);
           runs += 2;
@@ -442,7 +431,7 @@ static void test_errors(void **state) {
   double *x = malloc(bytes);
   assert_non_null(x);
   memcpy(x, m->xyz, bytes);
-  const mb_smooth_stage z = stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
+  const mb_smooth_stage z = mb_gpu_stage(MB_SMOOTH_TAUBIN, MB_WEIGHTS_UNIFORM, MB_BOUNDARY_FREE, 0);
   assert_int_equal(mb_cuda_smooth_mesh(m, NULL, &z, 1, MB_PRECISION_FLOAT32, x, NULL),
                    MB_SUCCESS);
   assert_memory_equal(x, m->xyz, bytes);
@@ -451,7 +440,7 @@ static void test_errors(void **state) {
 
   /* cotangent weights on polygons: the host path's message */
   mb_mesh *q = mb_gpu_mesh_quads(4, 0.1, 29);
-  const mb_smooth_stage c = stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
+  const mb_smooth_stage c = mb_gpu_stage(MB_SMOOTH_LAPLACIAN, MB_WEIGHTS_COTANGENT, MB_BOUNDARY_FREE, 1);
   assert_int_equal(mb_cuda_smooth_mesh(q, NULL, &c, 1, MB_PRECISION_FLOAT64, q->xyz, NULL),
                    MB_ERR_ARG);
   mb_test_assert_message_contains("cotangent weights need a triangle mesh");

@@ -54,6 +54,19 @@ unsigned mb_smooth_locality_needs(const mb_smooth_stage *stages, int nstages) {
   return need;
 }
 
+/* Rows of [nv, 3] positions between the mesh order and the order perm
+ * (new vertex v is old perm[v]): to[v] = from[perm[v]] (gather), or
+ * to[perm[v]] = from[v] (scatter). */
+static void gather_rows(int64_t nv, const int64_t *perm, const double *from, double *to) {
+#pragma omp parallel for schedule(static)
+  for (int64_t v = 0; v < nv; v++) memcpy(to + 3 * v, from + 3 * perm[v], 3 * sizeof(double));
+}
+
+static void scatter_rows(int64_t nv, const int64_t *perm, const double *from, double *to) {
+#pragma omp parallel for schedule(static)
+  for (int64_t v = 0; v < nv; v++) memcpy(to + 3 * perm[v], from + 3 * v, 3 * sizeof(double));
+}
+
 mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb_locality kind,
                                   unsigned need, int64_t **perm, mb_adjacency **padj,
                                   double **pxyz, double seconds[2]) {
@@ -75,10 +88,7 @@ mb_error mb_smooth_locality_order(const mb_adjacency *adj, const double *xyz, mb
                                       : mb_adjacency_sfc(nv, xyz, *perm);
   const double t1 = mb_wtime();
   if (!e) e = mb_adjacency_permute_opts(adj, *perm, need, padj);
-  if (!e)
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < nv; v++)
-      memcpy(*pxyz + 3 * v, xyz + 3 * (*perm)[v], 3 * sizeof(double));
+  if (!e) gather_rows(nv, *perm, xyz, *pxyz);
   if (e) {
     free(*perm);
     free(*pxyz);
@@ -112,10 +122,7 @@ static mb_error cuda_smooth(const mb_adjacency *adj, const mb_smooth_stage *stag
          "%.3f s, device (upload, passes, download) %.3f s", (long long)adj->nv,
          mb_smooth_locality_name(kind), sec[0], sec[1], mb_wtime() - t1);
   if (device_s) *device_s += mb_wtime() - t1;
-  if (!e && perm)
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < adj->nv; v++)
-      memcpy(xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  if (!e && perm) scatter_rows(adj->nv, perm, pxyz, xyz);
   free(perm);
   free(pxyz);
   mb_adjacency_free(padj);
@@ -164,9 +171,7 @@ static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int 
                        "out of memory for the vertex order of %lld vertices", (long long)nv);
     if (!e) e = mb_adjacency_sfc(nv, m->xyz, perm);
     const double t1 = mb_wtime();
-    if (!e)
-#pragma omp parallel for schedule(static)
-      for (int64_t v = 0; v < nv; v++) memcpy(pxyz + 3 * v, m->xyz + 3 * perm[v], 3 * sizeof(double));
+    if (!e) gather_rows(nv, perm, m->xyz, pxyz);
     order_s = t1 - t0;
     gather_s = mb_wtime() - t1;
   }
@@ -178,9 +183,7 @@ static mb_error cuda_smooth_mesh(mb_mesh *m, const mb_smooth_stage *stages, int 
            "reordered %.3f s, device (upload, passes, download) %.3f s", (long long)nv,
            mb_smooth_locality_name(kind), order_s, gather_s, sec[1]);
   }
-  if (!e && perm)
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < nv; v++) memcpy(m->xyz + 3 * perm[v], pxyz + 3 * v, 3 * sizeof(double));
+  if (!e && perm) scatter_rows(nv, perm, pxyz, m->xyz);
   free(perm);
   free(pxyz);
   MB_CALL(e);
