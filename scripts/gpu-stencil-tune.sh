@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Tuning sweep of the stencil kernels' launch shape on one GPU: `meshbatch
-# bench stencil` under MB_STENCIL_TUNE="TY,CHUNK[,PF]" (PF: L2 prefetch
-# distance in planes; the shape then applies to every op) for
-# each shape given (the defaults first). Usage: scripts/gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]
+# Tuning sweep of the stencil kernels on one GPU: `meshbatch bench stencil`
+# once with the defaults, then once under each setting given. A setting is
+# one or more environment assignments separated by spaces, e.g.
+# "MB_STENCIL_CLUSTER=4" or "MB_STENCIL_DX_PLANES=8 MB_STENCIL_CLUSTER=1";
+# a bare "TY,CHUNK[,PF]" means MB_STENCIL_TUNE=TY,CHUNK[,PF] (the launch
+# shape of every op; PF: L2 prefetch distance in planes). The knobs are
+# described in cuda/stencil/mb_stencil_kernels.cuh; the bits do not depend
+# on them.
+# Usage: scripts/gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [SETTING ...]
 set -uo pipefail
-exe=${1:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]}
-out=${2:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [TUNE ...]}
+exe=${1:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [SETTING ...]}
+out=${2:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [SETTING ...]}
 shape=${3:-512,512,512}
 shift 3 2>/dev/null || shift $#
 mkdir -p "$out"
 for t in default "$@"; do
-  echo "### MB_STENCIL_TUNE=$t"
-  if [ "$t" = default ]; then "$exe" bench stencil --shape "$shape" --dtype both --repeats 10
-  else MB_STENCIL_TUNE=$t "$exe" bench stencil --shape "$shape" --dtype both --repeats 10; fi
-done 2>&1 | tee "$out/tune.log" | grep -E "^###|copy bandwidth|2.5D|fused|V=" 
+  echo "### $t"
+  if [ "$t" = default ]; then set --
+  elif [[ "$t" == *=* ]]; then read -r -a envs <<< "$t"; set -- "${envs[@]}"
+  else set -- "MB_STENCIL_TUNE=$t"; fi
+  env "$@" "$exe" bench stencil --shape "$shape" --dtype both --repeats "${REPEATS:-10}"
+done 2>&1 | tee "$out/tune.log" | grep -E "^###|copy bandwidth|2.5D|fused|TMA|V=|registers"

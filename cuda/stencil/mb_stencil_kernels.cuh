@@ -215,6 +215,84 @@ template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f,
 
 /* ------------------------------------------------------------ marching kernel */
 
+/* The x derivative of U planes of one row, from p (march's OP_DX): the
+ * loads of all U planes are issued before the first shuffle, so a thread
+ * has U vectors in flight (nothing is carried from plane to plane, and a
+ * plane-by-plane loop kept one in flight: 0.82 of copy in float32 against
+ * the z derivative's 0.90). V > 1: the x neighbours from the warp's
+ * neighbouring lanes, the lanes at its ends loading the G values beyond;
+ * V = 1: the 2 G + 1 values through L1. */
+template <typename T, int V, int U>
+__device__ __forceinline__ void dx_planes(const frame &f, const T *__restrict__ u,
+                                          T *__restrict__ out, long long p, long long sm,
+                                          int lane, int x, bool loads, bool active, const T *e) {
+  if constexpr (V == 1) {
+    T xl[U][2 * G + 1];
+#pragma unroll
+    for (int k = 0; k < U; k++)
+#pragma unroll
+      for (int t = 0; t < 2 * G + 1; t++) xl[k][t] = __ldg(u + p + k * sm + t - G);
+#pragma unroll
+    for (int k = 0; k < U; k++) {
+      vals<T, 1> r;
+      r.c[0] = d1of(xl[k], e);
+      st<T, 1>(out + p + k * sm, r);
+    }
+  } else {
+    constexpr int K = G / V; /* vectors on each side */
+    vals<T, V> mid[U] = {}, edge[U][K] = {};
+#pragma unroll
+    for (int k = 0; k < U; k++) {
+      if (loads) mid[k] = ld<T, V>(u + p + k * sm);
+#pragma unroll
+      for (int j = 1; j <= K; j++) {
+        if (lane < j) edge[k][j - 1] = ld<T, V>(u + p + k * sm - j * V);
+        else if (lane >= TX - j && x + j * V + V <= f.nx + G)
+          edge[k][j - 1] = ld<T, V>(u + p + k * sm + j * V);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < U; k++) {
+      T xl[V + 2 * G]; /* xl[G + c] is point x + c */
+#pragma unroll
+      for (int c = 0; c < V; c++) xl[G + c] = mid[k].c[c];
+#pragma unroll
+      for (int j = 1; j <= K; j++) {
+        vals<T, V> left, right;
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          left.c[c] = __shfl_up_sync(0xffffffffu, mid[k].c[c], j);
+          right.c[c] = __shfl_down_sync(0xffffffffu, mid[k].c[c], j);
+        }
+        if (lane < j) left = edge[k][j - 1];
+        else if (lane >= TX - j && x + j * V + V <= f.nx + G) right = edge[k][j - 1];
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          xl[G - j * V + c] = left.c[c];
+          xl[G + (j - 1) * V + V + c] = right.c[c];
+        }
+      }
+      vals<T, V> r;
+#pragma unroll
+      for (int c = 0; c < V; c++) r.c[c] = d1of(xl + c, e);
+      if (active) st<T, V>(out + p + k * sm, r);
+    }
+  }
+}
+
+/* Planes of the x derivative whose loads are issued together (dx_planes):
+ * MB_STENCIL_DX_PLANES=1, 4 or 8 in the environment (tuning runs), else
+ * DX_PLANES. */
+constexpr int DX_PLANES = 4;
+inline int dx_planes_of() {
+  static const int u = [] {
+    const char *e = getenv("MB_STENCIL_DX_PLANES");
+    const int v = e ? atoi(e) : 0;
+    return v == 1 || v == 4 || v == 8 ? v : DX_PLANES;
+  }();
+  return u;
+}
+
 /* OP at the points of box b. MARCH = 0: threads march along z (y is the
  * block's second axis); MARCH = 1 (the y derivative only): along y (z is
  * the second axis). The x neighbours: shuffles where V > 1, loads where
@@ -223,7 +301,7 @@ template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f,
  * registers, a quarter of the warps resident) to 3 or 4 blocks of 256 per
  * SM spilled and ran at a third to a half of the speed on the H100, so
  * registers are not bounded further. */
-template <typename T, int V, int OP, int MARCH>
+template <typename T, int V, int OP, int MARCH, int U = 1>
 __global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
           T *__restrict__ out, const weights<T> wt, T a, int pf) {
@@ -243,25 +321,32 @@ __global__ void __launch_bounds__(TX * 16)
   const bool loads = !shuffles || x + V <= f.nx + G; /* this thread's vector lies in the row */
   const long long sm = MARCH == 0 ? f.sz : f.sy; /* stride of the marched axis */
   const long long so = MARCH == 0 ? f.sy : f.sz; /* stride of the other axis */
-  const bool queue = OP != OP_DX;
   const long long base = MARCH == 0 ? f.at(m0, o, x) : f.at(o, m0, x);
+  if constexpr (OP == OP_DX) { /* no queue: U planes at a time */
+    int m = m0;
+    for (; m + U <= m1; m += U)
+      dx_planes<T, V, U>(f, u, out, base + (long long)(m - m0) * sm, sm, lane, x, loads, active,
+                         wt.e[2]);
+    for (; m < m1; m++)
+      dx_planes<T, V, 1>(f, u, out, base + (long long)(m - m0) * sm, sm, lane, x, loads, active,
+                         wt.e[2]);
+    return;
+  }
   /* No condition that changes from plane to plane guards the loads, so
    * that the compiler can unroll the march and issue several planes' loads
    * at once (a per-plane guard, as for an explicit prefetch, measured 0.67
    * of the copy bandwidth for the z derivative against 0.87 without). */
   vals<T, V> q[2 * G + 1];
-  if (queue && loads)
+  if (loads)
 #pragma unroll
     for (int k = 0; k < 2 * G; k++) q[k + 1] = ld<T, V>(u + base + (k - G) * sm);
   for (int m = m0; m < m1; m++) {
     const long long p = base + (long long)(m - m0) * sm;
-    if (queue) {
 #pragma unroll
-      for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
-      if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
-      if (pf) /* the plane pf beyond the queue's into L2, clamped to the array */
-        prefetch_l2(u + min(p + (G + pf) * sm, (long long)f.points() - 1));
-    }
+    for (int k = 0; k < 2 * G; k++) q[k] = q[k + 1];
+    if (loads) q[2 * G] = ld<T, V>(u + p + G * sm);
+    if (pf) /* the plane pf beyond the queue's into L2, clamped to the array */
+      prefetch_l2(u + min(p + (G + pf) * sm, (long long)f.points() - 1));
     vals<T, V> res;
     if (OP == OP_DZ || OP == OP_DY) {
 #pragma unroll
@@ -278,7 +363,7 @@ __global__ void __launch_bounds__(TX * 16)
 #pragma unroll
         for (int k = 0; k < 2 * G + 1; k++) xl[k] = loads ? __ldg(u + p + k - G) : T(0);
       } else {
-        const vals<T, V> mine = queue ? q[G] : (loads ? ld<T, V>(u + p) : vals<T, V>{});
+        const vals<T, V> mine = q[G];
 #pragma unroll
         for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
         constexpr int K = G / V; /* vectors on each side */
@@ -299,10 +384,7 @@ __global__ void __launch_bounds__(TX * 16)
           }
         }
       }
-      if (OP == OP_DX) {
-#pragma unroll
-        for (int c = 0; c < V; c++) res.c[c] = d1of(xl + c, wt.e[2]);
-      } else {
+      {
         vals<T, V> oth[2 * G + 1], prev = {}; /* along the other axis (y); the wave's u_prev */
         if (OP == OP_WAVE && active) prev = ld<T, V>(u_prev + p);
         if (active)
@@ -339,21 +421,37 @@ __global__ void __launch_bounds__(TX * 16)
  * tensor memory accelerator, TMA). A block of TY warps covers a tile of TY
  * rows of W = 32 V points and marches along z through a chunk of planes.
  * Each plane's tile, with its G side columns and its G halo rows above and
- * below, is copied into a ring of S shared slots by one
- * cp.async.bulk.tensor instruction of one thread, S - G - 1 planes before
- * it is needed; each slot has its mbarrier, and the block waits at
- * one __syncthreads per plane before the slot it has read is filled again.
+ * below (SR = TY + 2 G rows), is copied into a ring of S shared slots by
+ * cp.async.bulk.tensor instructions of one thread, S - G - 1 planes before
+ * it is needed; each slot has its mbarrier, and the block waits at one
+ * __syncthreads per plane before the slot it has read is filled again.
  * The copies in flight hold no registers, so a block keeps 2 planes of its
  * tile (26 KB in float32) on the way, which is what the memory's latency
- * asks (Little's law); the register version (march) keeps one vector per
- * thread. Each thread keeps the 9 values of its column in a ring of
- * registers (the z terms), reading plane m + G's centre from its slot, and
- * takes the y and x neighbours of plane m from plane m's slot; the march
- * is unrolled by 9, so no value moves between registers. The arithmetic
- * is the chain of mb_stencil.h, as in march, so the bits are the same. */
+ * asks (Little's law). Each thread keeps the 9 values of its column in a
+ * ring of registers (the z terms), reading plane m + G's centre from its
+ * slot, and takes the y and x neighbours of plane m from plane m's slot;
+ * the march is unrolled by 9, so no value moves between registers. The
+ * arithmetic is the chain of mb_stencil.h, as in march, so the bits are
+ * the same.
+ *
+ * Clusters (C > 1 blocks along y, thread block clusters of compute
+ * capability 9.0): neighbouring tiles share 2 G = 8 halo rows, which a
+ * lone block reads from L2 again (the y halo is half a tile's rows, and
+ * L2's throughput bounds the kernel). A plane of the cluster's C tiles is
+ * cut into 2 C + 1 pieces of PR = 2 G rows; block c receives pieces 2c,
+ * 2c + 1 and 2c + 2, and piece 2c, shared with block c - 1, is copied
+ * once and multicast to both (cp.async.bulk.tensor ... multicast::cluster).
+ * A multicast lands at the same offset in every block, so a slot holds
+ * its rows in a rotated order: the cluster's row r (from the first piece)
+ * sits in slot row r mod SR. The reads from L2 fall from SR / TY = 1.5 to
+ * (2 C + 1) PR / (C TY) of the tile's rows. Block c multicasts into block
+ * c - 1's slot only after c - 1 has read it: c - 1 arrives on c's "empty"
+ * mbarrier of the slot after its __syncthreads. */
 constexpr int TMA_SLOTS = 7;   /* planes m .. m + 6 */
 constexpr int TMA_TY = 16;     /* rows of a tile */
+constexpr int TMA_PR = 2 * G;  /* rows of a piece (TMA_TY and the halo 2 G are whole pieces) */
 constexpr int TMA_CHUNK = 128; /* planes per block (longer chunks re-read fewer halo planes) */
+static_assert(TMA_TY % TMA_PR == 0, "a tile is whole pieces");
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -371,23 +469,39 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   while (!mbar_done(smem_addr(bar), parity)) {
   }
 }
+/* Arrive on the mbarrier at the address of bar in block `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_remote(const unsigned long long *bar, unsigned rank) {
+  asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
+               "r"(rank)
+               : "memory");
+}
+/* Every thread of the cluster: memory before it is seen by every block after it. */
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
 
-template <typename T, int V, int OP>
+template <typename T, int V, int OP, int C>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
              const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
              const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  constexpr int S = TMA_SLOTS, Q = 2 * G + 1;
+  static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
+  constexpr int S = TMA_SLOTS, Q = 2 * G + 1, PR = TMA_PR;
   constexpr int W = TX * V, SW = W + 2 * G, SR = TMA_TY + 2 * G, SLOT = SR * SW;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
-  __shared__ __align__(8) unsigned long long bar[S];
+  __shared__ __align__(8) unsigned long long bar[S], empty[S];
   const int lane = threadIdx.x, ty = threadIdx.y;
   const bool leader = lane == 0 && ty == 0;
+  unsigned c = 0; /* this block's rank in the cluster: blockIdx.y % C */
+  if (C > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
   const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
   const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
+  const int yc = y0 - (int)c * TMA_TY; /* the cluster's first row */
   const int m0 = b.lo[0] + blockIdx.z * chunk;
   const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
   const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
@@ -396,29 +510,64 @@ __global__ void __launch_bounds__(TX * TMA_TY)
   const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
   if (leader) {
 #pragma unroll
-    for (int k = 0; k < S; k++)
+    for (int k = 0; k < S; k++) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[k])) : "memory");
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
-  /* plane m0 + k into slot k % S (the leader); the box's corner in the
-   * tensor's (x, row, plane) coordinates of the framed array */
-  auto issue = [&](int k) {
+  if (C > 1) cluster_sync(); /* the cluster's barriers exist before any copy or arrival */
+  else __syncthreads();
+  /* Piece j of plane m0 + k into its rows of slot k % S, to the blocks of
+   * mask (0: this block only); the box's corner in the tensor's (x, row,
+   * plane) coordinates of the framed array. */
+  auto piece = [&](int k, int j, unsigned short mask) {
+    const unsigned dst = smem_addr(s + (k % S) * SLOT + (PR * j) % SR * SW);
     const unsigned mb = smem_addr(&bar[k % S]);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
+    const int cx = f.xo + x0 - G, cy = yc + PR * j, cz = m0 + k + G;
+    if (mask)
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                   ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+                   "l"(&tm), "r"(cx), "r"(cy), "r"(cz), "r"(mb), "h"(mask)
+                   : "memory");
+    else
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                   " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+                   "l"(&tm), "r"(cx), "r"(cy), "r"(cz), "r"(mb)
+                   : "memory");
+  };
+  /* Plane m0 + k (the leader): this block expects its 3 pieces, copies
+   * its own (2c + 1, and 2C for the last block), tells block c + 1 that
+   * plane k - S's slot is read, and multicasts piece 2c to itself and
+   * block c - 1 once c - 1 has read that slot. */
+  auto issue = [&](int k) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     smem_addr(&bar[k % S])),
                  "r"((unsigned)(SLOT * sizeof(T)))
                  : "memory");
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(s + (k % S) * SLOT)),
-                 "l"(&tm), "r"(f.xo + x0 - G), "r"(y0), "r"(m0 + k + G), "r"(mb)
-                 : "memory");
+    piece(k, 2 * c + 1, 0);
+    if (c == C - 1) piece(k, 2 * c + 2, 0);
+    if (c == 0) {
+      piece(k, 0, 0);
+      if (C > 1 && k >= S) mbar_arrive_remote(&empty[k % S], c + 1);
+    } else {
+      if (c + 1 < C && k >= S) mbar_arrive_remote(&empty[k % S], c + 1);
+      if (k >= S) mbar_wait(&empty[k % S], (unsigned)(k / S - 1) & 1u);
+      piece(k, 2 * c, (unsigned short)(3u << (c - 1)));
+    }
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  const int mine = (ty + G) * SW + G + lane * V; /* this thread's point in a slot */
+  /* this thread's rows in a slot: neighbour k (row y - G + k) is slot row
+   * (rb + k) mod SR */
+  const int rb0 = (int)((c * TMA_TY + ty) % SR), col = G + lane * V;
+  int rb = rb0;
+  auto at = [&](int k) {
+    return (C == 1 || rb + k < SR ? rb + k : rb + k - SR) * SW + col; /* a lone block: no wrap */
+  };
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -430,12 +579,16 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       const int i = i0 + r;
       if (i >= n) break;
       const int cur = i % S;
+      /* the 9 rows' offsets again from rb each plane, not 9 registers held
+       * through the march (they pushed the register count to 128) */
+      rb = rb0;
+      if (C > 1) asm volatile("" : "+r"(rb));
       mbar_wait(&bar[cur], (unsigned)(i / S) & 1u);
       const T *t = s + cur * SLOT;
       const int ahead = (i + G) % S;
       mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
       /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
-      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
+      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + at(G));
       const vals<T, V> prev = pn;
       if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
       const vals<T, V> mid = q[(r + G) % Q];
@@ -446,13 +599,13 @@ __global__ void __launch_bounds__(TX * TMA_TY)
 #pragma unroll
         for (int k = 0; k < Q; k++) {
           wz[k] = q[(r + k) % Q].c[cc];
-          wy[k] = t[mine - (G - k) * SW + cc];
+          wy[k] = t[at(k) + cc];
         }
         /* the CPU's chain: f0 u, then the z, y and x terms */
         T lap = wt.f0 * mid.c[cc];
         lap = d2add(wz, wt.f[0], lap);
         lap = d2add(wy, wt.f[1], lap);
-        lap = d2add(t + mine - G + cc, wt.f[2], lap);
+        lap = d2add(t + at(G) - G + cc, wt.f[2], lap);
         if (OP == OP_LAP) res.c[cc] = lap;
         else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
         else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
@@ -464,8 +617,12 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       if (leader && i + S < fetch) issue(i + S);
     }
   }
+  if (C > 1) cluster_sync(); /* no block leaves while another may still copy into it */
 #endif
 }
+
+/* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
+template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 
 /* Planes per block along the marched axis: enough blocks to fill the
  * device several times over (about 4096; on the H100 more, shorter blocks
@@ -519,7 +676,13 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
                                  : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
-  march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+  int dxu = 1;
+  if constexpr (OP == OP_DX) dxu = dx_planes_of();
+  if constexpr (OP == OP_DX) {
+    if (dxu == 8) march<T, V, OP, MARCH, 8><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
+    if (dxu == 4) march<T, V, OP, MARCH, 4><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
+  }
+  if (dxu == 1) march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
@@ -553,29 +716,68 @@ inline bool tma_available() {
   return t;
 }
 
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The
- * tensor map describes the framed array u as (x, row, plane) with a box of
- * one plane's tile; it is made on the host for each launch (a few
- * microseconds). */
-template <typename T, int V, int OP>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
+/* Blocks per cluster of the TMA kernel: MB_STENCIL_CLUSTER=1, 2 or 4 in
+ * the environment (tuning runs of the benchmark), else TMA_CLUSTER. The
+ * bits do not depend on it. */
+constexpr int TMA_CLUSTER = 2;
+inline int tma_cluster() {
+  static const int c = [] {
+    const char *e = getenv("MB_STENCIL_CLUSTER");
+    const int v = e ? atoi(e) : 0;
+    return v == 1 || v == 2 || v == 4 ? v : TMA_CLUSTER;
+  }();
+  return c;
+}
+
+/* tile_tma with clusters of C blocks along y (the tiles along y rounded
+ * up to whole clusters; the blocks past the box copy and store nothing of
+ * their own). */
+template <typename T, int V, int OP, int C>
+inline mb_error launch_tma_cluster(const CUtensorMap &tm, const frame &f, const box &b, int chunk,
+                                   const weights<T> &w, const T *u, const T *prev, T *out, T a,
+                                   cudaStream_t st) {
   constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
   const size_t smem = sizeof(T) * (size_t)SW * SR * TMA_SLOTS;
   static bool sized = false; /* the shared-memory attribute, once per kernel */
   if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
+  const int tiles = (b.n[1] + TMA_TY - 1) / TMA_TY;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((b.n[2] + TX * V - 1) / (TX * V), (tiles + C - 1) / C * C,
+                     (b.n[0] + chunk - 1) / chunk);
+  cfg.blockDim = dim3(TX, TMA_TY);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute cl = {};
+  cl.id = cudaLaunchAttributeClusterDimension;
+  cl.val.clusterDim.x = 1;
+  cl.val.clusterDim.y = C;
+  cl.val.clusterDim.z = 1;
+  cfg.attrs = &cl;
+  cfg.numAttrs = C > 1 ? 1 : 0; /* a lone block: a plain launch */
+  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C>, tm, f, b, chunk, u, prev, out, w, a));
+  MB_CHECK_LAUNCH("stencil kernel (TMA)");
+  return MB_SUCCESS;
+}
+
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The
+ * tensor map describes the framed array u as (x, row, plane) with a box of
+ * one piece (TMA_PR rows of a plane's tile and its side columns); it is
+ * made on the host for each launch (a few microseconds). Clusters
+ * (tma_cluster) for the 16-byte vectors only, to bound the kernels built. */
+template <typename T, int V, int OP>
+inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st) {
+  constexpr int SW = TX * V + 2 * G;
   const tuning tn = tuning_of(OP);
   const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const dim3 grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + TMA_TY - 1) / TMA_TY,
-                  (b.n[0] + chunk - 1) / chunk);
   CUtensorMap tm;
   const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
   const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
-  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)SR, 1}, estride[3] = {1, 1, 1};
+  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)TMA_PR, 1}, estride[3] = {1, 1, 1};
   const CUresult cr = tensor_map_encoder()(
       &tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
       const_cast<T *>(u), dim, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -584,9 +786,12 @@ inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, co
   MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
            "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
            f.nx, (int)cr);
-  tile_tma<T, V, OP><<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, f, b, chunk, u, prev, out, w, a);
-  MB_CHECK_LAUNCH("stencil kernel (TMA)");
-  return MB_SUCCESS;
+  if constexpr (V == vwidth<T>()) {
+    const int c = tma_cluster();
+    if (c == 4) return launch_tma_cluster<T, V, OP, 4>(tm, f, b, chunk, w, u, prev, out, a, st);
+    if (c == 2) return launch_tma_cluster<T, V, OP, 2>(tm, f, b, chunk, w, u, prev, out, a, st);
+  }
+  return launch_tma_cluster<T, V, OP, 1>(tm, f, b, chunk, w, u, prev, out, a, st);
 }
 
 /* op at box b with V points per thread along x: the TMA kernel for the
@@ -613,8 +818,6 @@ inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T>
   }
 }
 
-/* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
-template <typename T> constexpr int vwidth() { return 16 / (int)sizeof(T); }
 
 /* The points per thread along x of each op, after `meshbatch bench
  * stencil` on the H100 (docs/benchmarks.md): 16-byte vectors, except
