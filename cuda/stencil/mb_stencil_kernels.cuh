@@ -472,7 +472,7 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
 /* Arrive on the mbarrier at the address of bar in block `rank` of the cluster. */
 __device__ __forceinline__ void mbar_arrive_remote(const unsigned long long *bar, unsigned rank) {
   asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
+               "mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
                "r"(rank)
                : "memory");
 }
@@ -482,7 +482,7 @@ __device__ __forceinline__ void cluster_sync() {
                    : "memory");
 }
 
-template <typename T, int V, int OP, int C>
+template <typename T, int V, int OP, int C, int S = TMA_SLOTS>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
              const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
@@ -490,7 +490,7 @@ __global__ void __launch_bounds__(TX * TMA_TY)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
   static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
-  constexpr int S = TMA_SLOTS, Q = 2 * G + 1, PR = TMA_PR;
+  constexpr int Q = 2 * G + 1, PR = TMA_PR;
   constexpr int W = TX * V, SW = W + 2 * G, SR = TMA_TY + 2 * G, SLOT = SR * SW;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
@@ -729,18 +729,28 @@ inline int tma_cluster() {
   return c;
 }
 
+/* Slots of the ring in clusters of 2 (tuning runs): MB_STENCIL_SLOTS=9,
+ * else TMA_SLOTS; clusters of 4 take 9. */
+inline int tma_slots() {
+  static const int n = [] {
+    const char *e = getenv("MB_STENCIL_SLOTS");
+    return e && atoi(e) == 9 ? 9 : TMA_SLOTS;
+  }();
+  return n;
+}
+
 /* tile_tma with clusters of C blocks along y (the tiles along y rounded
  * up to whole clusters; the blocks past the box copy and store nothing of
  * their own). */
-template <typename T, int V, int OP, int C>
+template <typename T, int V, int OP, int C, int S = TMA_SLOTS>
 inline mb_error launch_tma_cluster(const CUtensorMap &tm, const frame &f, const box &b, int chunk,
                                    const weights<T> &w, const T *u, const T *prev, T *out, T a,
                                    cudaStream_t st) {
   constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * (size_t)SW * SR * TMA_SLOTS;
+  const size_t smem = sizeof(T) * (size_t)SW * SR * S;
   static bool sized = false; /* the shared-memory attribute, once per kernel */
   if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C>,
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C, S>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
@@ -758,7 +768,7 @@ inline mb_error launch_tma_cluster(const CUtensorMap &tm, const frame &f, const 
   cl.val.clusterDim.z = 1;
   cfg.attrs = &cl;
   cfg.numAttrs = C > 1 ? 1 : 0; /* a lone block: a plain launch */
-  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C>, tm, f, b, chunk, u, prev, out, w, a));
+  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C, S>, tm, f, b, chunk, u, prev, out, w, a));
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
@@ -788,7 +798,9 @@ inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, co
            f.nx, (int)cr);
   if constexpr (V == vwidth<T>()) {
     const int c = tma_cluster();
-    if (c == 4) return launch_tma_cluster<T, V, OP, 4>(tm, f, b, chunk, w, u, prev, out, a, st);
+    if (c == 4) return launch_tma_cluster<T, V, OP, 4, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
+    if (c == 2 && tma_slots() == 9)
+      return launch_tma_cluster<T, V, OP, 2, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
     if (c == 2) return launch_tma_cluster<T, V, OP, 2>(tm, f, b, chunk, w, u, prev, out, a, st);
   }
   return launch_tma_cluster<T, V, OP, 1>(tm, f, b, chunk, w, u, prev, out, a, st);
