@@ -486,7 +486,7 @@ template <typename T, int V, int OP, int C, int S = TMA_SLOTS>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
              const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
-             const weights<T> wt, T a) {
+             const weights<T> wt, T a, bool wr) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
   static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
@@ -512,7 +512,9 @@ __global__ void __launch_bounds__(TX * TMA_TY)
 #pragma unroll
     for (int k = 0; k < S; k++) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[k])) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&empty[k])),
+                   "r"(wr ? TMA_TY * (c > 0 ? 2 : 1) : 1)
+                   : "memory");
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -536,10 +538,9 @@ __global__ void __launch_bounds__(TX * TMA_TY)
                    "l"(&tm), "r"(cx), "r"(cy), "r"(cz), "r"(mb)
                    : "memory");
   };
-  /* Plane m0 + k (the leader): this block expects its 3 pieces, copies
-   * its own (2c + 1, and 2C for the last block), tells block c + 1 that
-   * plane k - S's slot is read, and multicasts piece 2c to itself and
-   * block c - 1 once c - 1 has read that slot. */
+  /* Plane m0 + k (the leader, once its slot is free): this block expects
+   * its 3 pieces, copies its own (2c + 1, and 2C for the last block) and
+   * piece 2c, multicast to block c - 1 too. */
   auto issue = [&](int k) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
                      smem_addr(&bar[k % S])),
@@ -547,14 +548,7 @@ __global__ void __launch_bounds__(TX * TMA_TY)
                  : "memory");
     piece(k, 2 * c + 1, 0);
     if (c == C - 1) piece(k, 2 * c + 2, 0);
-    if (c == 0) {
-      piece(k, 0, 0);
-      if (C > 1 && k >= S) mbar_arrive_remote(&empty[k % S], c + 1);
-    } else {
-      if (c + 1 < C && k >= S) mbar_arrive_remote(&empty[k % S], c + 1);
-      if (k >= S) mbar_wait(&empty[k % S], (unsigned)(k / S - 1) & 1u);
-      piece(k, 2 * c, (unsigned short)(3u << (c - 1)));
-    }
+    piece(k, 2 * c, c > 0 ? (unsigned short)(3u << (c - 1)) : (unsigned short)0);
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
@@ -613,8 +607,26 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       if (active) st<T, V>(o, res);
       o += sm;
       pv += sm;
-      __syncthreads(); /* slot cur has been read by all: fill it again */
-      if (leader && i + S < fetch) issue(i + S);
+      /* Slot cur is free again once this block and block c + 1 (which
+       * multicasts into it) have read it. wr: every warp says so on the
+       * slot's empty barriers, here and in block c + 1, and goes on; else
+       * one __syncthreads, and the leader tells block c + 1. */
+      const bool refill = i + S < fetch;
+      if (wr) {
+        __syncwarp();
+        if (lane == 0 && refill) {
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[cur]))
+                       : "memory");
+          if (c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
+        }
+      } else {
+        __syncthreads();
+        if (leader && refill && c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
+      }
+      if (leader && refill) {
+        if (wr || c > 0) mbar_wait(&empty[cur], (unsigned)(i / S) & 1u);
+        issue(i + S);
+      }
     }
   }
   if (C > 1) cluster_sync(); /* no block leaves while another may still copy into it */
@@ -729,6 +741,18 @@ inline int tma_cluster() {
   return c;
 }
 
+/* How the TMA kernel's warps free a slot: MB_STENCIL_WARP_RELEASE=0 (one
+ * __syncthreads per plane) or 1 (each warp arrives on the slot's empty
+ * barrier and goes on), else TMA_WARP_RELEASE. */
+constexpr bool TMA_WARP_RELEASE = true;
+inline bool tma_warp_release() {
+  static const bool w = [] {
+    const char *e = getenv("MB_STENCIL_WARP_RELEASE");
+    return e && (e[0] == '0' || e[0] == '1') ? e[0] == '1' : TMA_WARP_RELEASE;
+  }();
+  return w;
+}
+
 /* Slots of the ring in clusters of 2 (tuning runs): MB_STENCIL_SLOTS=9,
  * else TMA_SLOTS; clusters of 4 take 9. */
 inline int tma_slots() {
@@ -768,7 +792,8 @@ inline mb_error launch_tma_cluster(const CUtensorMap &tm, const frame &f, const 
   cl.val.clusterDim.z = 1;
   cfg.attrs = &cl;
   cfg.numAttrs = C > 1 ? 1 : 0; /* a lone block: a plain launch */
-  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C, S>, tm, f, b, chunk, u, prev, out, w, a));
+  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C, S>, tm, f, b, chunk, u, prev, out, w, a,
+                                  tma_warp_release()));
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
@@ -801,6 +826,8 @@ inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, co
     if (c == 4) return launch_tma_cluster<T, V, OP, 4, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
     if (c == 2 && tma_slots() == 9)
       return launch_tma_cluster<T, V, OP, 2, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
+    if (c == 1 && tma_slots() == 9)
+      return launch_tma_cluster<T, V, OP, 1, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
     if (c == 2) return launch_tma_cluster<T, V, OP, 2>(tm, f, b, chunk, w, u, prev, out, a, st);
   }
   return launch_tma_cluster<T, V, OP, 1>(tm, f, b, chunk, w, u, prev, out, a, st);
