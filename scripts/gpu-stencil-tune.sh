@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Tuning sweep of the stencil kernels on one GPU: `meshbatch bench stencil`
 # once with the defaults, then once under each setting given. A setting is
-# one or more environment assignments separated by spaces, e.g.
-# "MB_STENCIL_CLUSTER=4" or "MB_STENCIL_DX_PLANES=8 MB_STENCIL_CLUSTER=1";
-# a bare "TY,CHUNK[,PF]" means MB_STENCIL_TUNE=TY,CHUNK[,PF] (the launch
-# shape of every op; PF: L2 prefetch distance in planes). The knobs are
-# described in cuda/stencil/mb_stencil_kernels.cuh; the bits do not depend
-# on them.
+# one or more environment assignments separated by spaces (for a knob
+# added while trying a kernel), or a bare "TY,CHUNK[,PF]", which means
+# MB_STENCIL_TUNE=TY,CHUNK[,PF]: the launch shape of every op (PF: L2
+# prefetch distance in planes; cuda/stencil/mb_stencil_kernels.cuh). The
+# bits do not depend on the shape.
 # Usage: scripts/gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [SETTING ...]
 set -uo pipefail
 exe=${1:?usage: gpu-stencil-tune.sh MESHBATCH OUTDIR [SHAPE] [SETTING ...]}

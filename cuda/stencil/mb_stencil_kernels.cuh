@@ -24,7 +24,7 @@
  * Laplacian and the steps: the same march along z with the column's 9
  * values in registers, but each plane's tile with its halo is brought into
  * a ring of shared-memory slots by the tensor memory accelerator a few
- * planes ahead, and the y and x neighbours are read from there (0.77 of the
+ * planes ahead, and the y and x neighbours are read from there (0.78 of the
  * copy bandwidth against the marching kernel's 0.69 on the H100,
  * docs/benchmarks.md). The derivatives stay on the marching kernel.
  */
@@ -281,17 +281,9 @@ __device__ __forceinline__ void dx_planes(const frame &f, const T *__restrict__ 
 }
 
 /* Planes of the x derivative whose loads are issued together (dx_planes):
- * MB_STENCIL_DX_PLANES=1, 4 or 8 in the environment (tuning runs), else
- * DX_PLANES. */
+ * 4 (0.88 of copy in float32 and 0.89 in float64 on the H100, against
+ * 0.87 and 0.85 plane by plane; 8 spilled registers in float64). */
 constexpr int DX_PLANES = 4;
-inline int dx_planes_of() {
-  static const int u = [] {
-    const char *e = getenv("MB_STENCIL_DX_PLANES");
-    const int v = e ? atoi(e) : 0;
-    return v == 1 || v == 4 || v == 8 ? v : DX_PLANES;
-  }();
-  return u;
-}
 
 /* OP at the points of box b. MARCH = 0: threads march along z (y is the
  * block's second axis); MARCH = 1 (the y derivative only): along y (z is
@@ -421,37 +413,26 @@ __global__ void __launch_bounds__(TX * 16)
  * tensor memory accelerator, TMA). A block of TY warps covers a tile of TY
  * rows of W = 32 V points and marches along z through a chunk of planes.
  * Each plane's tile, with its G side columns and its G halo rows above and
- * below (SR = TY + 2 G rows), is copied into a ring of S shared slots by
- * cp.async.bulk.tensor instructions of one thread, S - G - 1 planes before
- * it is needed; each slot has its mbarrier, and the block waits at one
- * __syncthreads per plane before the slot it has read is filled again.
- * The copies in flight hold no registers, so a block keeps 2 planes of its
- * tile (26 KB in float32) on the way, which is what the memory's latency
- * asks (Little's law). Each thread keeps the 9 values of its column in a
- * ring of registers (the z terms), reading plane m + G's centre from its
- * slot, and takes the y and x neighbours of plane m from plane m's slot;
- * the march is unrolled by 9, so no value moves between registers. The
- * arithmetic is the chain of mb_stencil.h, as in march, so the bits are
- * the same.
- *
- * Clusters (C > 1 blocks along y, thread block clusters of compute
- * capability 9.0): neighbouring tiles share 2 G = 8 halo rows, which a
- * lone block reads from L2 again (the y halo is half a tile's rows, and
- * L2's throughput bounds the kernel). A plane of the cluster's C tiles is
- * cut into 2 C + 1 pieces of PR = 2 G rows; block c receives pieces 2c,
- * 2c + 1 and 2c + 2, and piece 2c, shared with block c - 1, is copied
- * once and multicast to both (cp.async.bulk.tensor ... multicast::cluster).
- * A multicast lands at the same offset in every block, so a slot holds
- * its rows in a rotated order: the cluster's row r (from the first piece)
- * sits in slot row r mod SR. The reads from L2 fall from SR / TY = 1.5 to
- * (2 C + 1) PR / (C TY) of the tile's rows. Block c multicasts into block
- * c - 1's slot only after c - 1 has read it: c - 1 arrives on c's "empty"
- * mbarrier of the slot after its __syncthreads. */
-constexpr int TMA_SLOTS = 7;   /* planes m .. m + 6 */
+ * below, is copied into a ring of S shared slots by one
+ * cp.async.bulk.tensor instruction of one thread, S - G - 1 planes before
+ * it is needed; each slot has its mbarrier, and the block waits at
+ * one __syncthreads per plane before the slot it has read is filled again.
+ * The copies in flight hold no registers, so a block keeps 2 to 4 planes
+ * of its tile (13 KB each in float32) on the way, which is what the
+ * memory's latency asks (Little's law); the register version (march)
+ * keeps one vector per thread. Each thread keeps the 9 values of its column in a ring of
+ * registers (the z terms), reading plane m + G's centre from its slot, and
+ * takes the y and x neighbours of plane m from plane m's slot; the march
+ * is unrolled by 9, so no value moves between registers. The arithmetic
+ * is the chain of mb_stencil.h, as in march, so the bits are the same. */
+/* Slots of the ring: planes m .. m + S - 1, so the copies run S - G - 1
+ * planes ahead. 9 for the Laplacian and the heat step (4 ahead: 0.78 of
+ * copy in float32 and 0.82 in float64 on the H100, against 0.77 with 7);
+ * 7 for the wave step, whose u_prev stream through registers gained
+ * nothing from more (0.83 and 0.82 against 0.81 and 0.79 with 9). */
+__host__ __device__ constexpr int tma_slots(int op) { return op == OP_WAVE ? 7 : 9; }
 constexpr int TMA_TY = 16;     /* rows of a tile */
-constexpr int TMA_PR = 2 * G;  /* rows of a piece (TMA_TY and the halo 2 G are whole pieces) */
 constexpr int TMA_CHUNK = 128; /* planes per block (longer chunks re-read fewer halo planes) */
-static_assert(TMA_TY % TMA_PR == 0, "a tile is whole pieces");
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -469,39 +450,23 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   while (!mbar_done(smem_addr(bar), parity)) {
   }
 }
-/* Arrive on the mbarrier at the address of bar in block `rank` of the cluster. */
-__device__ __forceinline__ void mbar_arrive_remote(const unsigned long long *bar, unsigned rank) {
-  asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
-               "mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
-               "r"(rank)
-               : "memory");
-}
-/* Every thread of the cluster: memory before it is seen by every block after it. */
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-}
 
-template <typename T, int V, int OP, int C, int S = TMA_SLOTS>
+template <typename T, int V, int OP>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
              const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
-             const weights<T> wt, T a, bool wr) {
+             const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
-  constexpr int Q = 2 * G + 1, PR = TMA_PR;
+  constexpr int S = tma_slots(OP), Q = 2 * G + 1;
   constexpr int W = TX * V, SW = W + 2 * G, SR = TMA_TY + 2 * G, SLOT = SR * SW;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
-  __shared__ __align__(8) unsigned long long bar[S], empty[S];
+  __shared__ __align__(8) unsigned long long bar[S];
   const int lane = threadIdx.x, ty = threadIdx.y;
   const bool leader = lane == 0 && ty == 0;
-  unsigned c = 0; /* this block's rank in the cluster: blockIdx.y % C */
-  if (C > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
   const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
   const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
-  const int yc = y0 - (int)c * TMA_TY; /* the cluster's first row */
   const int m0 = b.lo[0] + blockIdx.z * chunk;
   const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
   const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
@@ -510,58 +475,29 @@ __global__ void __launch_bounds__(TX * TMA_TY)
   const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
   if (leader) {
 #pragma unroll
-    for (int k = 0; k < S; k++) {
+    for (int k = 0; k < S; k++)
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&empty[k])),
-                   "r"(wr ? TMA_TY * (c > 0 ? 2 : 1) : 1)
-                   : "memory");
-    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  if (C > 1) cluster_sync(); /* the cluster's barriers exist before any copy or arrival */
-  else __syncthreads();
-  /* Piece j of plane m0 + k into its rows of slot k % S, to the blocks of
-   * mask (0: this block only); the box's corner in the tensor's (x, row,
-   * plane) coordinates of the framed array. */
-  auto piece = [&](int k, int j, unsigned short mask) {
-    const unsigned dst = smem_addr(s + (k % S) * SLOT + (PR * j) % SR * SW);
-    const unsigned mb = smem_addr(&bar[k % S]);
-    const int cx = f.xo + x0 - G, cy = yc + PR * j, cz = m0 + k + G;
-    if (mask)
-      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                   ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
-                   "l"(&tm), "r"(cx), "r"(cy), "r"(cz), "r"(mb), "h"(mask)
-                   : "memory");
-    else
-      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                   " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
-                   "l"(&tm), "r"(cx), "r"(cy), "r"(cz), "r"(mb)
-                   : "memory");
-  };
-  /* Plane m0 + k (the leader, once its slot is free): this block expects
-   * its 3 pieces, copies its own (2c + 1, and 2C for the last block) and
-   * piece 2c, multicast to block c - 1 too. */
+  __syncthreads();
+  /* plane m0 + k into slot k % S (the leader); the box's corner in the
+   * tensor's (x, row, plane) coordinates of the framed array */
   auto issue = [&](int k) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                     smem_addr(&bar[k % S])),
+    const unsigned mb = smem_addr(&bar[k % S]);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
                  "r"((unsigned)(SLOT * sizeof(T)))
                  : "memory");
-    piece(k, 2 * c + 1, 0);
-    if (c == C - 1) piece(k, 2 * c + 2, 0);
-    piece(k, 2 * c, c > 0 ? (unsigned short)(3u << (c - 1)) : (unsigned short)0);
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(s + (k % S) * SLOT)),
+                 "l"(&tm), "r"(f.xo + x0 - G), "r"(y0), "r"(m0 + k + G), "r"(mb)
+                 : "memory");
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  /* this thread's rows in a slot: neighbour k (row y - G + k) is slot row
-   * (rb + k) mod SR */
-  const int rb0 = (int)((c * TMA_TY + ty) % SR), col = G + lane * V;
-  int rb = rb0;
-  auto at = [&](int k) {
-    return (C == 1 || rb + k < SR ? rb + k : rb + k - SR) * SW + col; /* a lone block: no wrap */
-  };
+  const int mine = (ty + G) * SW + G + lane * V; /* this thread's point in a slot */
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -573,16 +509,12 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       const int i = i0 + r;
       if (i >= n) break;
       const int cur = i % S;
-      /* the 9 rows' offsets again from rb each plane, not 9 registers held
-       * through the march (they pushed the register count to 128) */
-      rb = rb0;
-      if (C > 1) asm volatile("" : "+r"(rb));
       mbar_wait(&bar[cur], (unsigned)(i / S) & 1u);
       const T *t = s + cur * SLOT;
       const int ahead = (i + G) % S;
       mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
       /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
-      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + at(G));
+      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
       const vals<T, V> prev = pn;
       if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
       const vals<T, V> mid = q[(r + G) % Q];
@@ -593,13 +525,13 @@ __global__ void __launch_bounds__(TX * TMA_TY)
 #pragma unroll
         for (int k = 0; k < Q; k++) {
           wz[k] = q[(r + k) % Q].c[cc];
-          wy[k] = t[at(k) + cc];
+          wy[k] = t[mine - (G - k) * SW + cc];
         }
         /* the CPU's chain: f0 u, then the z, y and x terms */
         T lap = wt.f0 * mid.c[cc];
         lap = d2add(wz, wt.f[0], lap);
         lap = d2add(wy, wt.f[1], lap);
-        lap = d2add(t + at(G) - G + cc, wt.f[2], lap);
+        lap = d2add(t + mine - G + cc, wt.f[2], lap);
         if (OP == OP_LAP) res.c[cc] = lap;
         else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
         else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
@@ -607,29 +539,10 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       if (active) st<T, V>(o, res);
       o += sm;
       pv += sm;
-      /* Slot cur is free again once this block and block c + 1 (which
-       * multicasts into it) have read it. wr: every warp says so on the
-       * slot's empty barriers, here and in block c + 1, and goes on; else
-       * one __syncthreads, and the leader tells block c + 1. */
-      const bool refill = i + S < fetch;
-      if (wr) {
-        __syncwarp();
-        if (lane == 0 && refill) {
-          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[cur]))
-                       : "memory");
-          if (c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
-        }
-      } else {
-        __syncthreads();
-        if (leader && refill && c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
-      }
-      if (leader && refill) {
-        if (wr || c > 0) mbar_wait(&empty[cur], (unsigned)(i / S) & 1u);
-        issue(i + S);
-      }
+      __syncthreads(); /* slot cur has been read by all: fill it again */
+      if (leader && i + S < fetch) issue(i + S);
     }
   }
-  if (C > 1) cluster_sync(); /* no block leaves while another may still copy into it */
 #endif
 }
 
@@ -688,13 +601,10 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
                                  : chunk_of(b, MARCH, V, ty);
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
-  int dxu = 1;
-  if constexpr (OP == OP_DX) dxu = dx_planes_of();
-  if constexpr (OP == OP_DX) {
-    if (dxu == 8) march<T, V, OP, MARCH, 8><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
-    if (dxu == 4) march<T, V, OP, MARCH, 4><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
-  }
-  if (dxu == 1) march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+  if constexpr (OP == OP_DX)
+    march<T, V, OP, MARCH, DX_PLANES><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
+  else
+    march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
@@ -728,91 +638,29 @@ inline bool tma_available() {
   return t;
 }
 
-/* Blocks per cluster of the TMA kernel: MB_STENCIL_CLUSTER=1, 2 or 4 in
- * the environment (tuning runs of the benchmark), else TMA_CLUSTER. The
- * bits do not depend on it. */
-constexpr int TMA_CLUSTER = 2;
-inline int tma_cluster() {
-  static const int c = [] {
-    const char *e = getenv("MB_STENCIL_CLUSTER");
-    const int v = e ? atoi(e) : 0;
-    return v == 1 || v == 2 || v == 4 ? v : TMA_CLUSTER;
-  }();
-  return c;
-}
-
-/* How the TMA kernel's warps free a slot: MB_STENCIL_WARP_RELEASE=0 (one
- * __syncthreads per plane) or 1 (each warp arrives on the slot's empty
- * barrier and goes on), else TMA_WARP_RELEASE. */
-constexpr bool TMA_WARP_RELEASE = true;
-inline bool tma_warp_release() {
-  static const bool w = [] {
-    const char *e = getenv("MB_STENCIL_WARP_RELEASE");
-    return e && (e[0] == '0' || e[0] == '1') ? e[0] == '1' : TMA_WARP_RELEASE;
-  }();
-  return w;
-}
-
-/* Slots of the ring in clusters of 2 (tuning runs): MB_STENCIL_SLOTS=9,
- * else TMA_SLOTS; clusters of 4 take 9. */
-inline int tma_slots() {
-  static const int n = [] {
-    const char *e = getenv("MB_STENCIL_SLOTS");
-    return e && atoi(e) == 9 ? 9 : TMA_SLOTS;
-  }();
-  return n;
-}
-
-/* tile_tma with clusters of C blocks along y (the tiles along y rounded
- * up to whole clusters; the blocks past the box copy and store nothing of
- * their own). */
-template <typename T, int V, int OP, int C, int S = TMA_SLOTS>
-inline mb_error launch_tma_cluster(const CUtensorMap &tm, const frame &f, const box &b, int chunk,
-                                   const weights<T> &w, const T *u, const T *prev, T *out, T a,
-                                   cudaStream_t st) {
-  constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * (size_t)SW * SR * S;
-  static bool sized = false; /* the shared-memory attribute, once per kernel */
-  if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C, S>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    sized = true;
-  }
-  const int tiles = (b.n[1] + TMA_TY - 1) / TMA_TY;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((b.n[2] + TX * V - 1) / (TX * V), (tiles + C - 1) / C * C,
-                     (b.n[0] + chunk - 1) / chunk);
-  cfg.blockDim = dim3(TX, TMA_TY);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = st;
-  cudaLaunchAttribute cl = {};
-  cl.id = cudaLaunchAttributeClusterDimension;
-  cl.val.clusterDim.x = 1;
-  cl.val.clusterDim.y = C;
-  cl.val.clusterDim.z = 1;
-  cfg.attrs = &cl;
-  cfg.numAttrs = C > 1 ? 1 : 0; /* a lone block: a plain launch */
-  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C, S>, tm, f, b, chunk, u, prev, out, w, a,
-                                  tma_warp_release()));
-  MB_CHECK_LAUNCH("stencil kernel (TMA)");
-  return MB_SUCCESS;
-}
-
 /* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The
  * tensor map describes the framed array u as (x, row, plane) with a box of
- * one piece (TMA_PR rows of a plane's tile and its side columns); it is
- * made on the host for each launch (a few microseconds). Clusters
- * (tma_cluster) for the 16-byte vectors only, to bound the kernels built. */
+ * one plane's tile; it is made on the host for each launch (a few
+ * microseconds). */
 template <typename T, int V, int OP>
 inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
                            const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int SW = TX * V + 2 * G;
+  constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
+  const size_t smem = sizeof(T) * (size_t)SW * SR * tma_slots(OP);
+  static bool sized = false; /* the shared-memory attribute, once per kernel */
+  if (!sized) {
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    sized = true;
+  }
   const tuning tn = tuning_of(OP);
   const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
+  const dim3 grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + TMA_TY - 1) / TMA_TY,
+                  (b.n[0] + chunk - 1) / chunk);
   CUtensorMap tm;
   const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
   const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
-  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)TMA_PR, 1}, estride[3] = {1, 1, 1};
+  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)SR, 1}, estride[3] = {1, 1, 1};
   const CUresult cr = tensor_map_encoder()(
       &tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
       const_cast<T *>(u), dim, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -821,16 +669,9 @@ inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, co
   MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
            "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
            f.nx, (int)cr);
-  if constexpr (V == vwidth<T>()) {
-    const int c = tma_cluster();
-    if (c == 4) return launch_tma_cluster<T, V, OP, 4, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
-    if (c == 2 && tma_slots() == 9)
-      return launch_tma_cluster<T, V, OP, 2, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
-    if (c == 1 && tma_slots() == 9)
-      return launch_tma_cluster<T, V, OP, 1, 9>(tm, f, b, chunk, w, u, prev, out, a, st);
-    if (c == 2) return launch_tma_cluster<T, V, OP, 2>(tm, f, b, chunk, w, u, prev, out, a, st);
-  }
-  return launch_tma_cluster<T, V, OP, 1>(tm, f, b, chunk, w, u, prev, out, a, st);
+  tile_tma<T, V, OP><<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, f, b, chunk, u, prev, out, w, a);
+  MB_CHECK_LAUNCH("stencil kernel (TMA)");
+  return MB_SUCCESS;
 }
 
 /* op at box b with V points per thread along x: the TMA kernel for the
