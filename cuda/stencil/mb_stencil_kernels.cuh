@@ -451,15 +451,20 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   }
 }
 
-template <typename T, int V, int OP>
+template <typename T, int V, int OP, bool SIDE>
 __global__ void __launch_bounds__(TX * TMA_TY)
-    tile_tma(const __grid_constant__ CUtensorMap tm, frame f, box b, int chunk,
+    tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
+             frame f, box b, int chunk,
              const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
              const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
   constexpr int S = tma_slots(OP), Q = 2 * G + 1;
-  constexpr int W = TX * V, SW = W + 2 * G, SR = TMA_TY + 2 * G, SLOT = SR * SW;
+  /* SIDE: a slot holds the tile's SR rows of W points, then its G side
+   * columns on the left and on the right of its TY rows; else SR rows of
+   * W + 2 G points (side columns included) */
+  constexpr int W = TX * V, SW = SIDE ? W : W + 2 * G, XO = SIDE ? 0 : G;
+  constexpr int SR = TMA_TY + 2 * G, SLOT = SR * SW + (SIDE ? 2 * TMA_TY * G : 0);
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
   __shared__ __align__(8) unsigned long long bar[S];
@@ -487,17 +492,25 @@ __global__ void __launch_bounds__(TX * TMA_TY)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
                  "r"((unsigned)(SLOT * sizeof(T)))
                  : "memory");
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(s + (k % S) * SLOT)),
-                 "l"(&tm), "r"(f.xo + x0 - G), "r"(y0), "r"(m0 + k + G), "r"(mb)
-                 : "memory");
+    T *slot = s + (k % S) * SLOT;
+    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy) {
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                   "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+                   "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
+                   : "memory");
+    };
+    copy(&tm, slot, f.xo + x0 - XO, y0);
+    if (SIDE) {
+      copy(&ts, slot + SR * SW, f.xo + x0 - G, y0 + G);
+      copy(&ts, slot + SR * SW + TMA_TY * G, f.xo + x0 + W, y0 + G);
+    }
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  const int mine = (ty + G) * SW + G + lane * V; /* this thread's point in a slot */
+  const int mine = (ty + G) * SW + XO + lane * V; /* this thread's point in a slot */
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -518,6 +531,29 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       const vals<T, V> prev = pn;
       if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
       const vals<T, V> mid = q[(r + G) % Q];
+      /* SIDE: the x line around this thread's points (xl[G + c] is point
+       * x + c), its G neighbours on each side from the row or, past the
+       * tile, from the side columns */
+      T xl[V + 2 * G];
+      if (SIDE) {
+        const T *row = t + (ty + G) * SW, *left = t + SR * SW + ty * G;
+        const T *right = left + TMA_TY * G;
+#pragma unroll
+        for (int c = 0; c < V; c++) xl[G + c] = mid.c[c];
+#pragma unroll
+        for (int j = 1; j <= G / V; j++) {
+          const int pl = (lane - j) * V, pr = (lane + j) * V;
+          const vals<T, V> l =
+              *reinterpret_cast<const vals<T, V> *>(pl >= 0 ? row + pl : left + pl + G);
+          const vals<T, V> rr =
+              *reinterpret_cast<const vals<T, V> *>(pr < W ? row + pr : right + pr - W);
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            xl[G - j * V + c] = l.c[c];
+            xl[G + (j - 1) * V + V + c] = rr.c[c];
+          }
+        }
+      }
       vals<T, V> res;
 #pragma unroll
       for (int cc = 0; cc < V; cc++) {
@@ -531,7 +567,7 @@ __global__ void __launch_bounds__(TX * TMA_TY)
         T lap = wt.f0 * mid.c[cc];
         lap = d2add(wz, wt.f[0], lap);
         lap = d2add(wy, wt.f[1], lap);
-        lap = d2add(t + mine - G + cc, wt.f[2], lap);
+        lap = d2add(SIDE ? xl + cc : t + mine - G + cc, wt.f[2], lap);
         if (OP == OP_LAP) res.c[cc] = lap;
         else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
         else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
@@ -642,36 +678,69 @@ inline bool tma_available() {
  * tensor map describes the framed array u as (x, row, plane) with a box of
  * one plane's tile; it is made on the host for each launch (a few
  * microseconds). */
-template <typename T, int V, int OP>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int SW = TX * V + 2 * G, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * (size_t)SW * SR * tma_slots(OP);
-  static bool sized = false; /* the shared-memory attribute, once per kernel */
-  if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    sized = true;
-  }
-  const tuning tn = tuning_of(OP);
-  const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const dim3 grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1] + TMA_TY - 1) / TMA_TY,
-                  (b.n[0] + chunk - 1) / chunk);
-  CUtensorMap tm;
+/* Whether the TMA kernel copies the tile's side columns apart
+ * (MB_STENCIL_TMA_SIDE=0|1 in the environment, tuning runs; else
+ * TMA_SIDE). */
+constexpr bool TMA_SIDE = true;
+inline bool tma_side() {
+  static const bool v = [] {
+    const char *e = getenv("MB_STENCIL_TMA_SIDE");
+    return e && (e[0] == '0' || e[0] == '1') ? e[0] == '1' : TMA_SIDE;
+  }();
+  return v;
+}
+
+/* A tensor map of the framed array u as (x, row, plane) with boxes of
+ * bx x by x 1 points. */
+template <typename T>
+inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorMap *tm) {
   const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
   const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
-  const cuuint32_t boxdim[3] = {(cuuint32_t)SW, (cuuint32_t)SR, 1}, estride[3] = {1, 1, 1};
+  const cuuint32_t boxdim[3] = {(cuuint32_t)bx, (cuuint32_t)by, 1}, estride[3] = {1, 1, 1};
   const CUresult cr = tensor_map_encoder()(
-      &tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
+      tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
       const_cast<T *>(u), dim, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
            "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
            f.nx, (int)cr);
-  tile_tma<T, V, OP><<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, f, b, chunk, u, prev, out, w, a);
+  return MB_SUCCESS;
+}
+
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
+ * maps (the tile's rows; SIDE: its side columns) are made on the host for
+ * each launch (a few microseconds). */
+template <typename T, int V, int OP, bool SIDE>
+inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st) {
+  constexpr int W = TX * V, SW = SIDE ? W : W + 2 * G, SR = TMA_TY + 2 * G;
+  const size_t slot = (size_t)SW * SR + (SIDE ? 2 * TMA_TY * G : 0);
+  const size_t smem = sizeof(T) * slot * tma_slots(OP);
+  static bool sized = false; /* the shared-memory attribute, once per kernel */
+  if (!sized) {
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, SIDE>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    sized = true;
+  }
+  const tuning tn = tuning_of(OP);
+  const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
+  const dim3 grid((b.n[2] + W - 1) / W, (b.n[1] + TMA_TY - 1) / TMA_TY,
+                  (b.n[0] + chunk - 1) / chunk);
+  CUtensorMap tm, ts;
+  MB_CALL(tensor_map<T>(f, u, SW, SR, &tm));
+  if (SIDE) MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
+  else ts = tm;
+  tile_tma<T, V, OP, SIDE>
+      <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
+}
+template <typename T, int V, int OP>
+inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st) {
+  return tma_side() ? launch_tma<T, V, OP, true>(f, b, w, u, prev, out, a, st)
+                    : launch_tma<T, V, OP, false>(f, b, w, u, prev, out, a, st);
 }
 
 /* op at box b with V points per thread along x: the TMA kernel for the
