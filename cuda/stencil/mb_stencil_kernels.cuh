@@ -412,27 +412,43 @@ __global__ void __launch_bounds__(TX * 16)
  * blocking, Micikevicius 2009, section 3, with the planes brought by the
  * tensor memory accelerator, TMA). A block of TY warps covers a tile of TY
  * rows of W = 32 V points and marches along z through a chunk of planes.
- * Each plane's tile, with its G side columns and its G halo rows above and
- * below, is copied into a ring of S shared slots by one
- * cp.async.bulk.tensor instruction of one thread, S - G - 1 planes before
- * it is needed; each slot has its mbarrier, and the block waits at
- * one __syncthreads per plane before the slot it has read is filled again.
- * The copies in flight hold no registers, so a block keeps 2 to 4 planes
- * of its tile (13 KB each in float32) on the way, which is what the
- * memory's latency asks (Little's law); the register version (march)
- * keeps one vector per thread. Each thread keeps the 9 values of its column in a ring of
+ * Each plane's tile is copied into a ring of S shared slots by
+ * cp.async.bulk.tensor instructions of one thread, S - G - 1 planes before
+ * it is needed: its TY rows with the G halo rows above and below (SR = TY
+ * + 2 G rows of W points: whole 128-byte lines), and the G side columns
+ * left and right of its own TY rows (narrow boxes, read from L2 by 32-byte
+ * sectors; the corners a star stencil does not use are not copied). Each
+ * slot has its mbarrier, and the block waits at one __syncthreads per
+ * plane before the slot it has read is filled again. The copies in flight
+ * hold no registers, so a block keeps 2 to 4 planes of its tile (12 KB
+ * each in float32) on the way, which is what the memory's latency asks
+ * (Little's law); the register version (march) keeps one vector per
+ * thread. Each thread keeps the 9 values of its column in a ring of
  * registers (the z terms), reading plane m + G's centre from its slot, and
  * takes the y and x neighbours of plane m from plane m's slot; the march
  * is unrolled by 9, so no value moves between registers. The arithmetic
- * is the chain of mb_stencil.h, as in march, so the bits are the same. */
+ * is the chain of mb_stencil.h, as in march, so the bits are the same.
+ *
+ * Clusters (C > 1 blocks along y; thread block clusters of compute
+ * capability 9.0): neighbouring tiles share 2 G halo rows, which lone
+ * blocks read from L2 twice. The cluster's SR-row windows are cut into
+ * 2 C + 1 pieces of PR = 2 G rows; block c receives pieces 2c, 2c + 1 and
+ * 2c + 2, and piece 2c, which blocks c - 1 and c both need, is copied once
+ * and multicast to both (.multicast::cluster). A multicast lands at the
+ * same offset in every block, so a slot holds its rows rotated: the
+ * cluster's row r (from its first piece) sits in slot row r mod SR. Block c
+ * multicasts into block c - 1's slot only after c - 1 has read it: c - 1's
+ * leader arrives on c's "empty" mbarrier of the slot after its
+ * __syncthreads. */
+constexpr int TMA_TY = 16;    /* rows of a tile */
+constexpr int TMA_PR = 2 * G; /* rows of a piece: a tile and its halo are whole pieces */
+static_assert(TMA_TY % TMA_PR == 0, "a tile is whole pieces");
+
 /* Slots of the ring: planes m .. m + S - 1, so the copies run S - G - 1
- * planes ahead. 9 for the Laplacian and the heat step (4 ahead: 0.78 of
- * copy in float32 and 0.82 in float64 on the H100, against 0.77 with 7);
- * 7 for the wave step, whose u_prev stream through registers gained
- * nothing from more (0.83 and 0.82 against 0.81 and 0.79 with 9). */
+ * planes ahead. 9 for the Laplacian and the heat step (4 ahead; it also
+ * makes the slot of each step of the 9-fold unrolled march a constant),
+ * 7 for the wave step, whose u_prev stream gained nothing from more. */
 __host__ __device__ constexpr int tma_slots(int op) { return op == OP_WAVE ? 7 : 9; }
-constexpr int TMA_TY = 16;     /* rows of a tile */
-constexpr int TMA_CHUNK = 128; /* planes per block (longer chunks re-read fewer halo planes) */
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -450,28 +466,41 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   while (!mbar_done(smem_addr(bar), parity)) {
   }
 }
+/* Arrive on the mbarrier at bar's address in block `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_remote(const unsigned long long *bar, unsigned rank) {
+  asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
+               "mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
+               "r"(rank)
+               : "memory");
+}
+/* Every thread of the cluster: what was written before is seen after. */
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
 
-template <typename T, int V, int OP, bool SIDE>
+template <typename T, int V, int OP, int C>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
-             frame f, box b, int chunk,
-             const T *__restrict__ u, const T *__restrict__ u_prev, T *__restrict__ out,
-             const weights<T> wt, T a) {
+             frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
+             T *__restrict__ out, const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  constexpr int S = tma_slots(OP), Q = 2 * G + 1;
-  /* SIDE: a slot holds the tile's SR rows of W points, then its G side
-   * columns on the left and on the right of its TY rows; else SR rows of
-   * W + 2 G points (side columns included) */
-  constexpr int W = TX * V, SW = SIDE ? W : W + 2 * G, XO = SIDE ? 0 : G;
-  constexpr int SR = TMA_TY + 2 * G, SLOT = SR * SW + (SIDE ? 2 * TMA_TY * G : 0);
+  static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
+  constexpr int S = tma_slots(OP), Q = 2 * G + 1, PR = TMA_PR;
+  /* a slot: SR rows of W points, then G side columns left and right of
+   * the tile's TY rows */
+  constexpr int W = TX * V, SR = TMA_TY + 2 * G, SLOT = SR * W + 2 * TMA_TY * G;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
-  __shared__ __align__(8) unsigned long long bar[S];
+  __shared__ __align__(8) unsigned long long bar[S], empty[S];
   const int lane = threadIdx.x, ty = threadIdx.y;
   const bool leader = lane == 0 && ty == 0;
+  unsigned c = 0; /* this block's rank in its cluster (blockIdx.y % C) */
+  if (C > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
   const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
   const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
+  const int yc = y0 - (int)c * TMA_TY; /* the cluster's first row */
   const int m0 = b.lo[0] + blockIdx.z * chunk;
   const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
   const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
@@ -480,37 +509,56 @@ __global__ void __launch_bounds__(TX * TMA_TY)
   const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
   if (leader) {
 #pragma unroll
-    for (int k = 0; k < S; k++)
+    for (int k = 0; k < S; k++) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[k])) : "memory");
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
-  /* plane m0 + k into slot k % S (the leader); the box's corner in the
-   * tensor's (x, row, plane) coordinates of the framed array */
+  if (C > 1) cluster_sync(); /* the cluster's barriers exist before any copy or arrival */
+  else __syncthreads();
+  /* Plane m0 + k into slot k % S (the leader, once the slot is free):
+   * this block expects its 3 pieces and its side columns, copies pieces
+   * 2c + 1 (and 2C, the last block) and 2c, multicast to block c - 1 as
+   * well; the boxes' corners in the tensor's (x, row, plane) coordinates
+   * of the framed array. */
   auto issue = [&](int k) {
     const unsigned mb = smem_addr(&bar[k % S]);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
                  "r"((unsigned)(SLOT * sizeof(T)))
                  : "memory");
     T *slot = s + (k % S) * SLOT;
-    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy) {
-      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
-                   "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
-                   "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
-                   : "memory");
+    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy, unsigned short mask) {
+      if (C > 1 && mask)
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                     "bytes.multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(
+                         smem_addr(dst)),
+                     "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb), "h"(mask)
+                     : "memory");
+      else
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                     "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+                     "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
+                     : "memory");
     };
-    copy(&tm, slot, f.xo + x0 - XO, y0);
-    if (SIDE) {
-      copy(&ts, slot + SR * SW, f.xo + x0 - G, y0 + G);
-      copy(&ts, slot + SR * SW + TMA_TY * G, f.xo + x0 + W, y0 + G);
-    }
+    auto piece = [&](int j, unsigned short mask) {
+      copy(&tm, slot + (PR * j) % SR * W, f.xo + x0, yc + PR * j, mask);
+    };
+    piece(2 * c + 1, 0);
+    if (c == C - 1) piece(2 * c + 2, 0);
+    piece(2 * c, c > 0 ? (unsigned short)(3u << (c - 1)) : (unsigned short)0);
+    copy(&ts, slot + SR * W, f.xo + x0 - G, y0 + G, 0);
+    copy(&ts, slot + SR * W + TMA_TY * G, f.xo + x0 + W, y0 + G, 0);
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  const int mine = (ty + G) * SW + XO + lane * V; /* this thread's point in a slot */
+  /* this thread's rows in a slot: its neighbour k (row y - G + k) is slot
+   * row (rb + k) mod SR (a lone block: rb + k) */
+  const int rb = (int)((c * TMA_TY + ty) % SR), col = lane * V;
+  auto at = [&](int k) { return (C == 1 || rb + k < SR ? rb + k : rb + k - SR) * W + col; };
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -527,19 +575,19 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       const int ahead = (i + G) % S;
       mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
       /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
-      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
+      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + at(G));
       const vals<T, V> prev = pn;
       if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
       const vals<T, V> mid = q[(r + G) % Q];
-      /* SIDE: the x line around this thread's points (xl[G + c] is point
-       * x + c), its G neighbours on each side from the row or, past the
-       * tile, from the side columns */
+      /* the x line around this thread's points (xl[G + c] is point x + c):
+       * G neighbours on each side from the row or, past the tile, from the
+       * side columns */
       T xl[V + 2 * G];
-      if (SIDE) {
-        const T *row = t + (ty + G) * SW, *left = t + SR * SW + ty * G;
+      {
+        const T *row = t + at(G) - col, *left = t + SR * W + ty * G;
         const T *right = left + TMA_TY * G;
 #pragma unroll
-        for (int c = 0; c < V; c++) xl[G + c] = mid.c[c];
+        for (int cc = 0; cc < V; cc++) xl[G + cc] = mid.c[cc];
 #pragma unroll
         for (int j = 1; j <= G / V; j++) {
           const int pl = (lane - j) * V, pr = (lane + j) * V;
@@ -548,9 +596,9 @@ __global__ void __launch_bounds__(TX * TMA_TY)
           const vals<T, V> rr =
               *reinterpret_cast<const vals<T, V> *>(pr < W ? row + pr : right + pr - W);
 #pragma unroll
-          for (int c = 0; c < V; c++) {
-            xl[G - j * V + c] = l.c[c];
-            xl[G + (j - 1) * V + V + c] = rr.c[c];
+          for (int cc = 0; cc < V; cc++) {
+            xl[G - j * V + cc] = l.c[cc];
+            xl[G + (j - 1) * V + V + cc] = rr.c[cc];
           }
         }
       }
@@ -561,13 +609,13 @@ __global__ void __launch_bounds__(TX * TMA_TY)
 #pragma unroll
         for (int k = 0; k < Q; k++) {
           wz[k] = q[(r + k) % Q].c[cc];
-          wy[k] = t[mine - (G - k) * SW + cc];
+          wy[k] = t[at(k) + cc];
         }
         /* the CPU's chain: f0 u, then the z, y and x terms */
         T lap = wt.f0 * mid.c[cc];
         lap = d2add(wz, wt.f[0], lap);
         lap = d2add(wy, wt.f[1], lap);
-        lap = d2add(SIDE ? xl + cc : t + mine - G + cc, wt.f[2], lap);
+        lap = d2add(xl + cc, wt.f[2], lap);
         if (OP == OP_LAP) res.c[cc] = lap;
         else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
         else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
@@ -575,10 +623,17 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       if (active) st<T, V>(o, res);
       o += sm;
       pv += sm;
-      __syncthreads(); /* slot cur has been read by all: fill it again */
-      if (leader && i + S < fetch) issue(i + S);
+      /* slot cur is read by all here; block c + 1, which multicasts into
+       * it, is told so */
+      __syncthreads();
+      if (leader && i + S < fetch) {
+        if (c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
+        if (c > 0) mbar_wait(&empty[cur], (unsigned)(i / S) & 1u);
+        issue(i + S);
+      }
     }
   }
+  if (C > 1) cluster_sync(); /* no block leaves while another may still copy into it */
 #endif
 }
 
@@ -678,16 +733,21 @@ inline bool tma_available() {
  * tensor map describes the framed array u as (x, row, plane) with a box of
  * one plane's tile; it is made on the host for each launch (a few
  * microseconds). */
-/* Whether the TMA kernel copies the tile's side columns apart
- * (MB_STENCIL_TMA_SIDE=0|1 in the environment, tuning runs; else
- * TMA_SIDE). */
-constexpr bool TMA_SIDE = true;
-inline bool tma_side() {
-  static const bool v = [] {
-    const char *e = getenv("MB_STENCIL_TMA_SIDE");
-    return e && (e[0] == '0' || e[0] == '1') ? e[0] == '1' : TMA_SIDE;
+/* Planes per block of the TMA kernel: MB_STENCIL_TUNE's CHUNK, else
+ * TMA_CHUNK. */
+constexpr int TMA_CHUNK = 96;
+
+/* Blocks per cluster of the TMA kernel: MB_STENCIL_CLUSTER=1, 2 or 4 in
+ * the environment (tuning runs), else TMA_CLUSTER. The bits do not depend
+ * on it. */
+constexpr int TMA_CLUSTER = 2;
+inline int tma_cluster() {
+  static const int c = [] {
+    const char *e = getenv("MB_STENCIL_CLUSTER");
+    const int v = e ? atoi(e) : 0;
+    return v == 1 || v == 2 || v == 4 ? v : TMA_CLUSTER;
   }();
-  return v;
+  return c;
 }
 
 /* A tensor map of the framed array u as (x, row, plane) with boxes of
@@ -708,39 +768,54 @@ inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorM
   return MB_SUCCESS;
 }
 
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
- * maps (the tile's rows; SIDE: its side columns) are made on the host for
- * each launch (a few microseconds). */
-template <typename T, int V, int OP, bool SIDE>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int W = TX * V, SW = SIDE ? W : W + 2 * G, SR = TMA_TY + 2 * G;
-  const size_t slot = (size_t)SW * SR + (SIDE ? 2 * TMA_TY * G : 0);
-  const size_t smem = sizeof(T) * slot * tma_slots(OP);
+/* tile_tma in clusters of C blocks along y (the tiles along y rounded up
+ * to whole clusters; blocks past the box copy for their neighbours and
+ * store nothing). The tensor maps (pieces of rows, side columns) are made
+ * on the host for each launch (a few microseconds). */
+template <typename T, int V, int OP, int C>
+inline mb_error launch_tma_c(const frame &f, const box &b, const weights<T> &w, const T *u,
+                             const T *prev, T *out, T a, cudaStream_t st) {
+  constexpr int W = TX * V, SR = TMA_TY + 2 * G;
+  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP);
   static bool sized = false; /* the shared-memory attribute, once per kernel */
   if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, SIDE>,
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
   const tuning tn = tuning_of(OP);
   const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const dim3 grid((b.n[2] + W - 1) / W, (b.n[1] + TMA_TY - 1) / TMA_TY,
-                  (b.n[0] + chunk - 1) / chunk);
+  const int tiles = (b.n[1] + TMA_TY - 1) / TMA_TY;
   CUtensorMap tm, ts;
-  MB_CALL(tensor_map<T>(f, u, SW, SR, &tm));
-  if (SIDE) MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
-  else ts = tm;
-  tile_tma<T, V, OP, SIDE>
-      <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
+  MB_CALL(tensor_map<T>(f, u, W, TMA_PR, &tm));
+  MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((b.n[2] + W - 1) / W, (tiles + C - 1) / C * C, (b.n[0] + chunk - 1) / chunk);
+  cfg.blockDim = dim3(TX, TMA_TY);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute cl = {};
+  cl.id = cudaLaunchAttributeClusterDimension;
+  cl.val.clusterDim.x = 1;
+  cl.val.clusterDim.y = C;
+  cl.val.clusterDim.z = 1;
+  cfg.attrs = &cl;
+  cfg.numAttrs = C > 1 ? 1 : 0; /* lone blocks: a plain launch */
+  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C>, tm, ts, f, b, chunk, u, prev, out,
+                                  w, a));
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
+
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. */
 template <typename T, int V, int OP>
 inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
                            const T *prev, T *out, T a, cudaStream_t st) {
-  return tma_side() ? launch_tma<T, V, OP, true>(f, b, w, u, prev, out, a, st)
-                    : launch_tma<T, V, OP, false>(f, b, w, u, prev, out, a, st);
+  if constexpr (V == vwidth<T>()) { /* clusters for the 16-byte vectors only */
+    if (tma_cluster() == 4) return launch_tma_c<T, V, OP, 4>(f, b, w, u, prev, out, a, st);
+    if (tma_cluster() == 2) return launch_tma_c<T, V, OP, 2>(f, b, w, u, prev, out, a, st);
+  }
+  return launch_tma_c<T, V, OP, 1>(f, b, w, u, prev, out, a, st);
 }
 
 /* op at box b with V points per thread along x: the TMA kernel for the
