@@ -428,27 +428,16 @@ __global__ void __launch_bounds__(TX * 16)
  * takes the y and x neighbours of plane m from plane m's slot; the march
  * is unrolled by 9, so no value moves between registers. The arithmetic
  * is the chain of mb_stencil.h, as in march, so the bits are the same.
- *
- * Clusters (C > 1 blocks along y; thread block clusters of compute
- * capability 9.0): neighbouring tiles share 2 G halo rows, which lone
- * blocks read from L2 twice. The cluster's SR-row windows are cut into
- * 2 C + 1 pieces of PR = 2 G rows; block c receives pieces 2c, 2c + 1 and
- * 2c + 2, and piece 2c, which blocks c - 1 and c both need, is copied once
- * and multicast to both (.multicast::cluster). A multicast lands at the
- * same offset in every block, so a slot holds its rows rotated: the
- * cluster's row r (from its first piece) sits in slot row r mod SR. Block c
- * multicasts into block c - 1's slot only after c - 1 has read it: c - 1's
- * leader arrives on c's "empty" mbarrier of the slot after its
- * __syncthreads. */
-constexpr int TMA_TY = 16;    /* rows of a tile */
-constexpr int TMA_PR = 2 * G; /* rows of a piece: a tile and its halo are whole pieces */
-static_assert(TMA_TY % TMA_PR == 0, "a tile is whole pieces");
+ */
+constexpr int TMA_TY = 16; /* rows of a tile */
 
 /* Slots of the ring: planes m .. m + S - 1, so the copies run S - G - 1
  * planes ahead. 9 for the Laplacian and the heat step (4 ahead; it also
  * makes the slot of each step of the 9-fold unrolled march a constant),
  * 7 for the wave step, whose u_prev stream gained nothing from more. */
-__host__ __device__ constexpr int tma_slots(int op) { return op == OP_WAVE ? 7 : 9; }
+__host__ __device__ constexpr int tma_slots(int op, int minb) {
+  return op == OP_WAVE ? 7 : minb == 2 ? 8 : 9;
+}
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -466,41 +455,25 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   while (!mbar_done(smem_addr(bar), parity)) {
   }
 }
-/* Arrive on the mbarrier at bar's address in block `rank` of the cluster. */
-__device__ __forceinline__ void mbar_arrive_remote(const unsigned long long *bar, unsigned rank) {
-  asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
-               "mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(smem_addr(bar)),
-               "r"(rank)
-               : "memory");
-}
-/* Every thread of the cluster: what was written before is seen after. */
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-}
 
-template <typename T, int V, int OP, int C>
-__global__ void __launch_bounds__(TX * TMA_TY)
+template <typename T, int V, int OP, int MINB>
+__global__ void __launch_bounds__(TX * TMA_TY, MINB)
     tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
              frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
              T *__restrict__ out, const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  static_assert(C == 1 || C == 2 || C == 4, "clusters of 1, 2 or 4 blocks along y");
-  constexpr int S = tma_slots(OP), Q = 2 * G + 1, PR = TMA_PR;
+  constexpr int S = tma_slots(OP, MINB), Q = 2 * G + 1;
   /* a slot: SR rows of W points, then G side columns left and right of
    * the tile's TY rows */
   constexpr int W = TX * V, SR = TMA_TY + 2 * G, SLOT = SR * W + 2 * TMA_TY * G;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *s = reinterpret_cast<T *>(smem_raw);
-  __shared__ __align__(8) unsigned long long bar[S], empty[S];
+  __shared__ __align__(8) unsigned long long bar[S];
   const int lane = threadIdx.x, ty = threadIdx.y;
   const bool leader = lane == 0 && ty == 0;
-  unsigned c = 0; /* this block's rank in its cluster (blockIdx.y % C) */
-  if (C > 1) asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(c));
   const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
   const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
-  const int yc = y0 - (int)c * TMA_TY; /* the cluster's first row */
   const int m0 = b.lo[0] + blockIdx.z * chunk;
   const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
   const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
@@ -509,56 +482,38 @@ __global__ void __launch_bounds__(TX * TMA_TY)
   const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
   if (leader) {
 #pragma unroll
-    for (int k = 0; k < S; k++) {
+    for (int k = 0; k < S; k++)
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&empty[k])) : "memory");
-    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  if (C > 1) cluster_sync(); /* the cluster's barriers exist before any copy or arrival */
-  else __syncthreads();
-  /* Plane m0 + k into slot k % S (the leader, once the slot is free):
-   * this block expects its 3 pieces and its side columns, copies pieces
-   * 2c + 1 (and 2C, the last block) and 2c, multicast to block c - 1 as
-   * well; the boxes' corners in the tensor's (x, row, plane) coordinates
-   * of the framed array. */
+  __syncthreads();
+  /* Plane m0 + k into slot k % S (the leader, once the slot is free): the
+   * tile's rows and its side columns; the boxes' corners in the tensor's
+   * (x, row, plane) coordinates of the framed array. */
   auto issue = [&](int k) {
     const unsigned mb = smem_addr(&bar[k % S]);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
                  "r"((unsigned)(SLOT * sizeof(T)))
                  : "memory");
     T *slot = s + (k % S) * SLOT;
-    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy, unsigned short mask) {
-      if (C > 1 && mask)
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
-                     "bytes.multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(
-                         smem_addr(dst)),
-                     "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb), "h"(mask)
-                     : "memory");
-      else
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
-                     "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
-                     "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
-                     : "memory");
+    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy) {
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                   "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+                   "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
+                   : "memory");
     };
-    auto piece = [&](int j, unsigned short mask) {
-      copy(&tm, slot + (PR * j) % SR * W, f.xo + x0, yc + PR * j, mask);
-    };
-    piece(2 * c + 1, 0);
-    if (c == C - 1) piece(2 * c + 2, 0);
-    piece(2 * c, c > 0 ? (unsigned short)(3u << (c - 1)) : (unsigned short)0);
-    copy(&ts, slot + SR * W, f.xo + x0 - G, y0 + G, 0);
-    copy(&ts, slot + SR * W + TMA_TY * G, f.xo + x0 + W, y0 + G, 0);
+    copy(&tm, slot, f.xo + x0, y0);
+    copy(&ts, slot + SR * W, f.xo + x0 - G, y0 + G);
+    copy(&ts, slot + SR * W + TMA_TY * G, f.xo + x0 + W, y0 + G);
   };
   if (leader)
     for (int k = 0; k < min(S, fetch); k++) issue(k);
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  /* this thread's rows in a slot: its neighbour k (row y - G + k) is slot
-   * row (rb + k) mod SR (a lone block: rb + k) */
-  const int rb = (int)((c * TMA_TY + ty) % SR), col = lane * V;
-  auto at = [&](int k) { return (C == 1 || rb + k < SR ? rb + k : rb + k - SR) * W + col; };
+  /* this thread's neighbour k (row y - G + k) in a slot */
+  const int col = lane * V;
+  auto at = [&](int k) { return (ty + k) * W + col; };
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -623,17 +578,10 @@ __global__ void __launch_bounds__(TX * TMA_TY)
       if (active) st<T, V>(o, res);
       o += sm;
       pv += sm;
-      /* slot cur is read by all here; block c + 1, which multicasts into
-       * it, is told so */
-      __syncthreads();
-      if (leader && i + S < fetch) {
-        if (c + 1 < C) mbar_arrive_remote(&empty[cur], c + 1);
-        if (c > 0) mbar_wait(&empty[cur], (unsigned)(i / S) & 1u);
-        issue(i + S);
-      }
+      __syncthreads(); /* slot cur has been read by all: fill it again */
+      if (leader && i + S < fetch) issue(i + S);
     }
   }
-  if (C > 1) cluster_sync(); /* no block leaves while another may still copy into it */
 #endif
 }
 
@@ -737,17 +685,15 @@ inline bool tma_available() {
  * TMA_CHUNK. */
 constexpr int TMA_CHUNK = 96;
 
-/* Blocks per cluster of the TMA kernel: MB_STENCIL_CLUSTER=1, 2 or 4 in
- * the environment (tuning runs), else TMA_CLUSTER. The bits do not depend
- * on it. */
-constexpr int TMA_CLUSTER = 2;
-inline int tma_cluster() {
-  static const int c = [] {
-    const char *e = getenv("MB_STENCIL_CLUSTER");
-    const int v = e ? atoi(e) : 0;
-    return v == 1 || v == 2 || v == 4 ? v : TMA_CLUSTER;
+/* Blocks of the TMA kernel resident per SM (tuning runs):
+ * MB_STENCIL_TMA_MINB=2 holds the registers to 64 for two (8 slots), else
+ * one. */
+inline int tma_minb() {
+  static const int v = [] {
+    const char *e = getenv("MB_STENCIL_TMA_MINB");
+    return e && atoi(e) == 2 ? 2 : 1;
   }();
-  return c;
+  return v;
 }
 
 /* A tensor map of the framed array u as (x, row, plane) with boxes of
@@ -768,54 +714,37 @@ inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorM
   return MB_SUCCESS;
 }
 
-/* tile_tma in clusters of C blocks along y (the tiles along y rounded up
- * to whole clusters; blocks past the box copy for their neighbours and
- * store nothing). The tensor maps (pieces of rows, side columns) are made
- * on the host for each launch (a few microseconds). */
-template <typename T, int V, int OP, int C>
-inline mb_error launch_tma_c(const frame &f, const box &b, const weights<T> &w, const T *u,
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
+ * maps (the tile's rows, its side columns) are made on the host for each
+ * launch (a few microseconds). */
+template <typename T, int V, int OP, int MINB>
+inline mb_error launch_tma_b(const frame &f, const box &b, const weights<T> &w, const T *u,
                              const T *prev, T *out, T a, cudaStream_t st) {
   constexpr int W = TX * V, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP);
+  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP, MINB);
   static bool sized = false; /* the shared-memory attribute, once per kernel */
   if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, C>,
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, MINB>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
   const tuning tn = tuning_of(OP);
   const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const int tiles = (b.n[1] + TMA_TY - 1) / TMA_TY;
+  const dim3 grid((b.n[2] + W - 1) / W, (b.n[1] + TMA_TY - 1) / TMA_TY,
+                  (b.n[0] + chunk - 1) / chunk);
   CUtensorMap tm, ts;
-  MB_CALL(tensor_map<T>(f, u, W, TMA_PR, &tm));
+  MB_CALL(tensor_map<T>(f, u, W, SR, &tm));
   MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((b.n[2] + W - 1) / W, (tiles + C - 1) / C * C, (b.n[0] + chunk - 1) / chunk);
-  cfg.blockDim = dim3(TX, TMA_TY);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = st;
-  cudaLaunchAttribute cl = {};
-  cl.id = cudaLaunchAttributeClusterDimension;
-  cl.val.clusterDim.x = 1;
-  cl.val.clusterDim.y = C;
-  cl.val.clusterDim.z = 1;
-  cfg.attrs = &cl;
-  cfg.numAttrs = C > 1 ? 1 : 0; /* lone blocks: a plain launch */
-  MB_CALL_CUDA(cudaLaunchKernelEx(&cfg, tile_tma<T, V, OP, C>, tm, ts, f, b, chunk, u, prev, out,
-                                  w, a));
+  tile_tma<T, V, OP, MINB>
+      <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
-
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. */
 template <typename T, int V, int OP>
 inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
                            const T *prev, T *out, T a, cudaStream_t st) {
-  if constexpr (V == vwidth<T>()) { /* clusters for the 16-byte vectors only */
-    if (tma_cluster() == 4) return launch_tma_c<T, V, OP, 4>(f, b, w, u, prev, out, a, st);
-    if (tma_cluster() == 2) return launch_tma_c<T, V, OP, 2>(f, b, w, u, prev, out, a, st);
-  }
-  return launch_tma_c<T, V, OP, 1>(f, b, w, u, prev, out, a, st);
+  return tma_minb() == 2 ? launch_tma_b<T, V, OP, 2>(f, b, w, u, prev, out, a, st)
+                         : launch_tma_b<T, V, OP, 1>(f, b, w, u, prev, out, a, st);
 }
 
 /* op at box b with V points per thread along x: the TMA kernel for the
