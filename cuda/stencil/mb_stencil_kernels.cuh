@@ -24,7 +24,7 @@
  * Laplacian and the steps: the same march along z with the column's 9
  * values in registers, but each plane's tile with its halo is brought into
  * a ring of shared-memory slots by the tensor memory accelerator a few
- * planes ahead, and the y and x neighbours are read from there (0.78 of the
+ * planes ahead, and the y and x neighbours are read from there (0.83 of the
  * copy bandwidth against the marching kernel's 0.69 on the H100,
  * docs/benchmarks.md). The derivatives stay on the marching kernel.
  */
@@ -435,9 +435,7 @@ constexpr int TMA_TY = 16; /* rows of a tile */
  * planes ahead. 9 for the Laplacian and the heat step (4 ahead; it also
  * makes the slot of each step of the 9-fold unrolled march a constant),
  * 7 for the wave step, whose u_prev stream gained nothing from more. */
-__host__ __device__ constexpr int tma_slots(int op, int minb) {
-  return op == OP_WAVE ? 7 : minb == 2 ? 8 : 9;
-}
+__host__ __device__ constexpr int tma_slots(int op) { return op == OP_WAVE ? 7 : 9; }
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -456,14 +454,14 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
   }
 }
 
-template <typename T, int V, int OP, int MINB>
-__global__ void __launch_bounds__(TX * TMA_TY, MINB)
+template <typename T, int V, int OP>
+__global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
              frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
              T *__restrict__ out, const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  constexpr int S = tma_slots(OP, MINB), Q = 2 * G + 1;
+  constexpr int S = tma_slots(OP), Q = 2 * G + 1;
   /* a slot: SR rows of W points, then G side columns left and right of
    * the tile's TY rows */
   constexpr int W = TX * V, SR = TMA_TY + 2 * G, SLOT = SR * W + 2 * TMA_TY * G;
@@ -511,9 +509,7 @@ __global__ void __launch_bounds__(TX * TMA_TY, MINB)
   const long long sm = f.sz, p0 = f.at(m0, y, x);
   const T *pv = u_prev + p0;
   T *o = out + p0;
-  /* this thread's neighbour k (row y - G + k) in a slot */
-  const int col = lane * V;
-  auto at = [&](int k) { return (ty + k) * W + col; };
+  const int mine = (ty + G) * W + lane * V; /* this thread's point in a slot */
   vals<T, V> q[Q], pn = {};
   if (own)
 #pragma unroll
@@ -530,7 +526,7 @@ __global__ void __launch_bounds__(TX * TMA_TY, MINB)
       const int ahead = (i + G) % S;
       mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
       /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
-      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + at(G));
+      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
       const vals<T, V> prev = pn;
       if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
       const vals<T, V> mid = q[(r + G) % Q];
@@ -539,7 +535,7 @@ __global__ void __launch_bounds__(TX * TMA_TY, MINB)
        * side columns */
       T xl[V + 2 * G];
       {
-        const T *row = t + at(G) - col, *left = t + SR * W + ty * G;
+        const T *row = t + (ty + G) * W, *left = t + SR * W + ty * G;
         const T *right = left + TMA_TY * G;
 #pragma unroll
         for (int cc = 0; cc < V; cc++) xl[G + cc] = mid.c[cc];
@@ -564,7 +560,7 @@ __global__ void __launch_bounds__(TX * TMA_TY, MINB)
 #pragma unroll
         for (int k = 0; k < Q; k++) {
           wz[k] = q[(r + k) % Q].c[cc];
-          wy[k] = t[at(k) + cc];
+          wy[k] = t[mine - (G - k) * W + cc];
         }
         /* the CPU's chain: f0 u, then the z, y and x terms */
         T lap = wt.f0 * mid.c[cc];
@@ -681,20 +677,15 @@ inline bool tma_available() {
  * tensor map describes the framed array u as (x, row, plane) with a box of
  * one plane's tile; it is made on the host for each launch (a few
  * microseconds). */
-/* Planes per block of the TMA kernel: MB_STENCIL_TUNE's CHUNK, else
- * TMA_CHUNK. */
+/* Planes per block of the TMA kernel (MB_STENCIL_TUNE's CHUNK overrides
+ * it): 96. On the H100 at 512^3, float32, chunks of 16 to 96 planes ran at
+ * 0.83-0.84 of copy, 112-160 at 0.80-0.81 and 128 at 0.78 (the halo
+ * planes of a chunk are read again by the next, but the blocks of
+ * neighbouring chunks run at the same time and find them in L2); float64
+ * 0.83 from 80 to 160, 0.79 at 32. Blocks taken z first (neighbouring
+ * chunks of one tile together) ran at 0.63-0.71: the y halo rows shared by
+ * the tiles of one plane then come from DRAM twice. */
 constexpr int TMA_CHUNK = 96;
-
-/* Blocks of the TMA kernel resident per SM (tuning runs):
- * MB_STENCIL_TMA_MINB=2 holds the registers to 64 for two (8 slots), else
- * one. */
-inline int tma_minb() {
-  static const int v = [] {
-    const char *e = getenv("MB_STENCIL_TMA_MINB");
-    return e && atoi(e) == 2 ? 2 : 1;
-  }();
-  return v;
-}
 
 /* A tensor map of the framed array u as (x, row, plane) with boxes of
  * bx x by x 1 points. */
@@ -717,14 +708,14 @@ inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorM
 /* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
  * maps (the tile's rows, its side columns) are made on the host for each
  * launch (a few microseconds). */
-template <typename T, int V, int OP, int MINB>
-inline mb_error launch_tma_b(const frame &f, const box &b, const weights<T> &w, const T *u,
-                             const T *prev, T *out, T a, cudaStream_t st) {
+template <typename T, int V, int OP>
+inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st) {
   constexpr int W = TX * V, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP, MINB);
+  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP);
   static bool sized = false; /* the shared-memory attribute, once per kernel */
   if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP, MINB>,
+    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
@@ -735,18 +726,11 @@ inline mb_error launch_tma_b(const frame &f, const box &b, const weights<T> &w, 
   CUtensorMap tm, ts;
   MB_CALL(tensor_map<T>(f, u, W, SR, &tm));
   MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
-  tile_tma<T, V, OP, MINB>
+  tile_tma<T, V, OP>
       <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
-template <typename T, int V, int OP>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
-  return tma_minb() == 2 ? launch_tma_b<T, V, OP, 2>(f, b, w, u, prev, out, a, st)
-                         : launch_tma_b<T, V, OP, 1>(f, b, w, u, prev, out, a, st);
-}
-
 /* op at box b with V points per thread along x: the TMA kernel for the
  * Laplacian and the steps where tma is set (and V > 1), else the marching
  * kernel. (A TMA x derivative measured 0.75 of copy in float32 against the
