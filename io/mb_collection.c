@@ -1109,7 +1109,10 @@ static mb_error check_space(const char *tmp, double need) {
 }
 
 /* Create tmp through MPI-IO with collective metadata, write everything and
- * close. Returns the collective outcome; local raw-data failures in *lerr. */
+ * close. Returns the collective outcome; local raw-data failures in *lerr.
+ * MPI-IO on one rank too: it writes at pwrite's speed there, and under sec2
+ * HDF5 places fractal-heap blocks (dense attributes and links) elsewhere:
+ * other bytes (docs/benchmarks.md, "One rank: MPI-IO or sec2"). */
 static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
                          mb_error *lerr) {
   int rank = 0;
@@ -1776,19 +1779,28 @@ static mb_error precheck_file(const char *path) {
 }
 
 /* Open the file collectively and let rank 0 validate it; broadcast the list.
- * image = NULL: the file c->path through MPI-IO; else the file image of size
- * bytes through the core driver (mb_collection_open_image). */
+ * image = NULL: the file c->path through MPI-IO, or sec2 where comm has one
+ * rank; else the file image of size bytes through the core driver
+ * (mb_collection_open_image). */
 static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const void *image,
                               size_t size) {
   if (!image) MB_CALL(sync_error(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
+  int nranks = 1;
+  MB_CALL_MPI(MPI_Comm_size(comm, &nranks));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
   herr_t st = 0;
   if (image) { /* in memory, no backing file; HDF5 copies the image */
     st = H5Pset_fapl_core(fapl, 1 << 16, 0);
     if (st >= 0) st = H5Pset_file_image(fapl, (void *)image, size);
-  } else {
+  } else if (nranks > 1) {
     st = H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+  } else { /* plain pread: MPI_File_open costs 0.4 ms and a lock file beside the input */
+    st = H5Pset_fapl_sec2(fapl);
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+    /* no flock, as under MPI-IO: file systems without it would refuse the open */
+    if (st >= 0) st = H5Pset_file_locking(fapl, 0, 1);
+#endif
   }
   if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
   c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
