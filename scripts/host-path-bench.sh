@@ -2,7 +2,9 @@
 # The host path end to end: one Taubin iteration (uniform weights) of igea
 # subdivided twice (2.1 M vertices) through `meshbatch run`, timed with
 # /usr/bin/time -v, RUNS times; prints each run's wall time and peak RSS
-# against the collection's size on disk, then the median.
+# against the collection's size on disk, then the median. Each run after
+# the first replaces the previous run's output; FRESH=1 removes it first
+# (a first run's write, without the file system's cost of replacing a file).
 # Usage: scripts/host-path-bench.sh IGEA_OBJ [RUNS] [BACKEND] [LEVELS] [ITERATIONS] [PRECISION]
 set -euo pipefail
 igea=${1:?usage: host-path-bench.sh IGEA_OBJ [RUNS] [BACKEND] [LEVELS] [ITERATIONS] [PRECISION]}
@@ -34,6 +36,7 @@ walls=()
 timer=(/usr/bin/time -v)
 [ -x /usr/bin/time ] || timer=()   # then the wall clock here and the run's own peak memory
 for i in $(seq "$runs"); do
+  [ -n "${FRESH:-}" ] && rm -f "$work"/out/*
   t0=$(date +%s.%N)
   "${timer[@]}" "$exe" run "$work/job.yaml" --timings > "$work/log" 2> "$work/time" ||
     { cat "$work/log" "$work/time"; exit 1; }
