@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mb_mpi.h"
@@ -1185,33 +1186,93 @@ static mb_error write_xdmf_tmps(const char *stem, const char *h5name, const char
   return MB_SUCCESS;
 }
 
+/* Swap two names in one step (Linux renameat2 with RENAME_EXCHANGE). Used
+ * rather than rename() over an earlier file: ext4 writes out at once the
+ * delayed blocks of a file renamed over another (auto_da_alloc: 0.33 s for
+ * a 619 MB output), not those of an exchanged one, and the earlier file
+ * stays whole at the temporary name, so it needs no hard link. -1 with
+ * errno ENOSYS where there is no such call. */
+static int exchange(const char *a, const char *b) {
+#ifdef SYS_renameat2
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1) /* <linux/fs.h>; glibc declares it only for _GNU_SOURCE */
+#endif
+  return (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+#else
+  (void)a;
+  (void)b;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* The file system or kernel cannot exchange (NFS, Lustre, kernels before
+ * 3.15): rename with a hard link instead. Any other errno is a real error. */
+static int exchange_unsupported(int err) {
+  return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP || err == ENOTSUP;
+}
+
 /* One file put into place by publish: its temporary and final names, and
- * a hard link that keeps an earlier file at the final name until the end. */
+ * how an earlier file at the final name is kept until the end: swapped to
+ * the temporary name, or (no exchange there) a hard link at bak. */
 typedef struct mb_pub {
   char tmp[MB_PATH_MAX], final[MB_PATH_MAX], bak[MB_PATH_MAX];
-  int had, moved; /* an earlier file stood there (and is linked at bak); tmp renamed */
+  int had;    /* an earlier file stood at final */
+  int linked; /* and bak links to it */
+  enum { PUB_WAITING, PUB_EXCHANGED, PUB_RENAMED } moved;
 } mb_pub;
 
 /* Put back what publish had moved: the earlier files where there were any,
  * nothing new where there were none; remove the temporaries and links. */
 static void publish_undo(mb_pub *p, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
-    if (p[i].moved) {
-      if (p[i].had) rename(p[i].bak, p[i].final);
+    if (p[i].moved == PUB_EXCHANGED) {
+      /* swap back: the temporary name then holds the new file; should that
+       * fail, the earlier file is moved over the new one instead */
+      if (exchange(p[i].tmp, p[i].final) == 0 || rename(p[i].tmp, p[i].final) == 0)
+        unlink(p[i].tmp);
+    } else if (p[i].moved == PUB_RENAMED) {
+      if (p[i].linked) rename(p[i].bak, p[i].final);
       else unlink(p[i].final);
     } else {
       unlink(p[i].tmp);
-      if (p[i].had) unlink(p[i].bak);
+      if (p[i].linked) unlink(p[i].bak);
     }
   }
+}
+
+/* Put one file into place: exchanged with the earlier file, or where there
+ * is none or the file system cannot exchange, renamed (the earlier file
+ * kept by a hard link until the end). */
+static mb_error publish_one(const char *path, mb_pub *p, const char *suffix) {
+  if (p->had) {
+    if (exchange(p->tmp, p->final) == 0) {
+      p->moved = PUB_EXCHANGED;
+      return MB_SUCCESS;
+    }
+    MB_CHECK(exchange_unsupported(errno), MB_ERR_IO,
+             "cannot publish %s: cannot exchange %s and %s: %s; the earlier output was put "
+             "back", path, p->tmp, p->final, strerror(errno));
+    snprintf(p->bak, sizeof p->bak, "%s%s.bak", p->final, suffix);
+    MB_CHECK(link(p->final, p->bak) == 0, MB_ERR_IO,
+             "cannot publish %s: cannot keep the earlier %s while replacing it: %s; the earlier "
+             "output was put back", path, p->final, strerror(errno));
+    p->linked = 1;
+  }
+  MB_CHECK(rename(p->tmp, p->final) == 0, MB_ERR_IO,
+           "cannot rename %s to %s: %s; the earlier output was put back", p->tmp, p->final,
+           strerror(errno));
+  p->moved = PUB_RENAMED;
+  return MB_SUCCESS;
 }
 
 /* Rank 0: write the XDMF companions under temporary names, then put the
  * HDF5 file and the XDMF files into place (docs/format.md, "Writing"):
  * every final name is checked first (a folder or other non-file there
- * stops the publication before anything is moved), an earlier file at each
- * name is kept by a hard link, and if any rename fails every earlier file
- * is put back and nothing new stays: the previous output is left whole. */
+ * stops the publication before anything is moved), each file is exchanged
+ * with the earlier one at its name (or renamed, the earlier one kept by a
+ * hard link), and if any step fails every earlier file is put back and
+ * nothing new stays: the previous output is left whole. */
 static mb_error publish(const char *path, const char *tmp, const char *suffix,
                         const mb_wset *w) {
   char stem[MB_PATH_MAX];
@@ -1249,30 +1310,17 @@ static mb_error publish(const char *path, const char *tmp, const char *suffix,
                        "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : "");
       break;
     }
-    snprintf(p[i].bak, sizeof p[i].bak, "%s%s.bak", p[i].final, suffix);
-    if (link(p[i].final, p[i].bak) != 0) {
-      e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
-                       "cannot publish %s: cannot keep the earlier %s while replacing it: %s; "
-                       "nothing was replaced", path, p[i].final, strerror(errno));
-      break;
-    }
     p[i].had = 1;
   }
-  for (int64_t i = 0; i <= total && !e; i++) {
-    if (rename(p[i].tmp, p[i].final) != 0) {
-      e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
-                       "cannot rename %s to %s: %s; the earlier output was put back", p[i].tmp,
-                       p[i].final, strerror(errno));
-      break;
-    }
-    p[i].moved = 1;
-  }
+  for (int64_t i = 0; i <= total && !e; i++) e = publish_one(path, &p[i], suffix);
 fail:
   if (e) {
     publish_undo(p, total + 1);
   } else {
-    for (int64_t i = 0; i <= total; i++)
-      if (p[i].had) unlink(p[i].bak);
+    for (int64_t i = 0; i <= total; i++) { /* the earlier files, now at these names */
+      if (p[i].moved == PUB_EXCHANGED) unlink(p[i].tmp);
+      if (p[i].linked) unlink(p[i].bak);
+    }
   }
   free(p);
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);

@@ -664,6 +664,96 @@ def case_publish(a):
     print("publish: refused whole with the earlier output intact, then replaced whole")
 
 
+def case_publish_undo(a):
+    """Replacing an earlier output, through a preload (publish_shim.c) that
+    fails the exchange or rename onto one file, or makes the exchange
+    unsupported (ENOSYS: the hard link and rename path). A replacing run
+    exchanges every file (the .h5 included) and leaves no temporary; when
+    the last XDMF file cannot be put into place after the .h5, the
+    collection XDMF and one mesh's were exchanged and a new mesh's renamed
+    into place, the run fails (exit 1) naming both paths and the reason,
+    every earlier file is back byte-identical, the new mesh's file is gone
+    and nothing is left over; the same without the exchange (earlier files
+    kept by hard links, no .bak left); and without the exchange a run
+    replaces the output whole."""
+    shim = os.environ.get("MB_PUBLISH_SHIM", "")
+    if not os.path.isfile(shim):
+        print(f"SKIP: the preload {shim!r} is not built")
+        sys.exit(SKIP)
+    d = fresh("publish_undo")
+    spot = os.path.join(SRC, "data", "meshes", "spot.obj")
+    bob = os.path.join(SRC, "data", "meshes", "bob.obj")
+    sphere = os.path.join(d, "sphere_a.ply")
+    run(["generate", "sphere", "--vertices", 300, "--seed", 3, "-o", sphere])
+    out = os.path.join(d, "out.h5")
+    laplacian = lambda n: [dict(op="laplacian", iterations=n)]  # noqa: E731
+    j1 = job(os.path.join(d, "first.yaml"), [spot, bob], out, backend="cpu", stages=laplacian(1))
+    j2 = job(os.path.join(d, "second.yaml"), [spot, sphere, bob], out, backend="cpu",
+             stages=laplacian(3))
+    run(["run", j1])
+
+    def shim_run(args, expect, **env):
+        old = dict(os.environ)
+        os.environ.update(LD_PRELOAD=shim, **env)
+        try:
+            return run(args, expect=expect)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+    def snapshot():
+        return {f: open(os.path.join(d, f), "rb").read() for f in os.listdir(d) if f.startswith("out")}
+
+    before = snapshot()
+    p = shim_run(["run", j1], 0)
+    if "shim:" not in p.stderr:
+        print("SKIP: the preload is not in effect here (no rename seen)")
+        sys.exit(SKIP)
+    if any(".tmp-" in f or f.endswith(".bak") for f in os.listdir(d)) or \
+            sorted(snapshot()) != sorted(before):
+        fail(f"a replacing run left other files: {sorted(os.listdir(d))}")
+    if snapshot()["out.h5"] == before["out.h5"]:
+        fail("the replacing run did not replace out.h5")
+    h5_line = [ln for ln in p.stderr.splitlines() if ln.startswith("shim: renameat2") and
+               ln.split()[3] == out]
+    exchanges = bool(h5_line) and h5_line[0].split()[7] == "0"
+    if not exchanges:
+        print(f"this file system cannot exchange ({h5_line}): the exchange cases are skipped")
+
+    def refused(what, words, **env):
+        kept = snapshot()
+        files = sorted(os.listdir(d))
+        p = shim_run(["run", j2], 1, MB_SHIM_FAIL_AT="out.bob.xdmf", **env)
+        for w in words + ["Input/output error", "the earlier output was put back"]:
+            if w not in p.stderr:
+                fail(f"{what}: the message does not say '{w}'")
+        moved = [ln.split()[3] for ln in p.stderr.splitlines()
+                 if ln.startswith("shim: rename") and ln.split()[-1] == "0"][:4]
+        if [os.path.basename(m) for m in moved] != ["out.h5", "out.xdmf", "out.spot.xdmf",
+                                                    "out.sphere_a.xdmf"]:
+            fail(f"{what}: not every earlier file was moved before the failure: {moved}")
+        for f, data in kept.items():
+            if open(os.path.join(d, f), "rb").read() != data:
+                fail(f"{what}: the earlier {f} was not put back")
+        if sorted(os.listdir(d)) != files:
+            fail(f"{what}: files left or missing: {sorted(set(os.listdir(d)) ^ set(files))}")
+        print(f"{what}: refused, every earlier file put back, nothing left over")
+
+    final = os.path.join(d, "out.bob.xdmf")
+    if exchanges:
+        refused("exchange", ["cannot exchange", f"{final}.tmp-", f"and {final}:"])
+    refused("no exchange", [f"cannot rename {final}.tmp-", f" to {final}:"], MB_SHIM_NO_EXCHANGE="1")
+    kept = snapshot()
+    p = shim_run(["run", j2], 0, MB_SHIM_NO_EXCHANGE="1")
+    if mesh_names(out) != ["bob", "sphere_a", "spot"] or kept["out.h5"] == snapshot()["out.h5"]:
+        fail("without the exchange the run did not replace the earlier output")
+    left = [f for f in os.listdir(d) if ".tmp-" in f or f.endswith(".bak")]
+    if left:
+        fail(f"files left behind without the exchange: {left}")
+    print("publish undo: exchanged" if exchanges else "publish undo:",
+          "or renamed, put back whole when a later step fails")
+
+
 def case_hostile(a):
     """The cases of hostile input and precious files: `import -o` onto its
     own input and `partition -o` onto the collection are refused (exit 2)
