@@ -156,7 +156,7 @@ extern "C" mb_error mb_cuda_halo_unpack(mb_cuda_halo *h, void *x) {
 
 extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *nccl) {
   if (!h->halo_stream) {
-    MB_CALL_CUDA(cudaStreamCreateWithFlags(&h->halo_stream, cudaStreamNonBlocking));
+    MB_CALL(mb_stream_create_urgent(&h->halo_stream));
     MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
     MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
   }

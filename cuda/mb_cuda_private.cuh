@@ -100,6 +100,18 @@ static inline mb_error mb_dbuf_alloc(mb_dbuf *b, size_t bytes, const char *what)
   return MB_SUCCESS;
 }
 
+/* A non-blocking stream of the device's highest priority, for halo
+ * exchanges: their pack, NCCL and unpack kernels then take SMs ahead of the
+ * waiting blocks of the interior kernel they overlap (without it, a 1024^3
+ * heat step on 2 H200s waited for the exchange: 1.62 ms per step against
+ * 1.29 ms of interior). Caller destroys *s. */
+static inline mb_error mb_stream_create_urgent(cudaStream_t *s) {
+  int least = 0, greatest = 0;
+  MB_CALL_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  MB_CALL_CUDA(cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, greatest));
+  return MB_SUCCESS;
+}
+
 /* Read-only global-memory accessor: a[k] loads through __ldg (ld.global.nc).
  * Valid only for data that no thread writes during the kernel. */
 template <typename T> struct mb_ro {

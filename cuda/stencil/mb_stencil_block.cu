@@ -248,7 +248,7 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   b->f = frame_of<T>(g->n);
   const size_t bytes = sizeof(T) * b->f.points();
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
-  MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->halo, cudaStreamNonBlocking));
+  MB_CALL(mb_stream_create_urgent(&b->halo));
   for (int k = 0; k < nbuf; k++) { /* on the compute stream: it does not wait for the legacy one */
     MB_CALL(mb_dbuf_alloc(&b->buf[k], bytes, "framed grid block"));
     MB_CALL_CUDA(cudaMemsetAsync(b->buf[k].p, 0, bytes, b->comp));
