@@ -95,12 +95,16 @@ __global__ void face_kernel(frame f, int axis, int side, int mode, T value, T *u
   const int n[3] = {f.nz, f.ny, f.nx};
   int cnt[3] = {n[0], n[1], n[2]};
   cnt[axis] = G;
-  const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (q >= (long long)cnt[0] * cnt[1] * cnt[2]) return;
+  /* a plane (z) per grid row, 32-bit index arithmetic within it (64-bit
+   * divisions per point cost about as much as the step's interior on a
+   * split 1024^3 grid) */
+  const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= (unsigned)cnt[1] * (unsigned)cnt[2]) return;
   int i[3];
-  i[2] = (int)(q % cnt[2]);
-  i[1] = (int)(q / cnt[2] % cnt[1]);
-  i[0] = (int)(q / ((long long)cnt[2] * cnt[1]));
+  i[2] = (int)(r % (unsigned)cnt[2]);
+  i[1] = (int)(r / (unsigned)cnt[2]);
+  i[0] = (int)blockIdx.y;
+  const long long q = (long long)i[0] * cnt[1] * cnt[2] + r; /* the point's place in buf */
   const int d = i[axis];
   int ghost[3] = {i[0], i[1], i[2]};
   ghost[axis] = side == 0 ? d - G : n[axis] + d;
@@ -129,8 +133,15 @@ template <typename T>
 inline mb_error face(const frame &f, int axis, int side, face_mode mode, T value, T *u, T *buf,
                      cudaStream_t s) {
   const long long count = face_points(f, axis);
-  face_kernel<T><<<(unsigned)((count + 255) / 256), 256, 0, s>>>(f, axis, side, (int)mode, value,
-                                                                 u, buf);
+  if (count == 0) return MB_SUCCESS;
+  const int n[3] = {f.nz, f.ny, f.nx};
+  const int nz = axis == 0 ? G : n[0];
+  const long long plane = count / nz; /* points of the face in one z plane */
+  MB_CHECK(nz <= 65535 && plane < (1ll << 31), MB_ERR_UNSUPPORTED,
+           "stencil (cuda): a block of %d x %d x %d is beyond the face kernel's grid", f.nz, f.ny,
+           f.nx);
+  face_kernel<T><<<dim3((unsigned)((plane + 255) / 256), (unsigned)nz), 256, 0, s>>>(
+      f, axis, side, (int)mode, value, u, buf);
   MB_CHECK_LAUNCH("stencil ghost face");
   return MB_SUCCESS;
 }
