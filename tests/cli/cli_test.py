@@ -694,7 +694,9 @@ def case_publish_undo(a):
 
     def shim_run(args, expect, **env):
         old = dict(os.environ)
-        os.environ.update(LD_PRELOAD=shim, **env)
+        # under ASan the preload comes before its runtime in the library list
+        asan = ":".join(x for x in [old.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"] if x)
+        os.environ.update(LD_PRELOAD=shim, ASAN_OPTIONS=asan, **env)
         try:
             return run(args, expect=expect)
         finally:
