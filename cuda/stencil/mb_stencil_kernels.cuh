@@ -396,20 +396,10 @@ __global__ void __launch_bounds__(TX * 16)
 #pragma unroll
         for (int c = 0; c < V; c++) xl[G + c] = mine.c[c];
         constexpr int K = G / V; /* vectors on each side */
-        /* the shuffles first, then the end lanes' loads: through x_edge
-         * and x_line_shfl this kernel's Laplacian ran at 0.62 of copy on
-         * the H100 against 0.69 */
 #pragma unroll
         for (int j = 1; j <= K; j++) {
-          vals<T, V> left, right;
-#pragma unroll
-          for (int c = 0; c < V; c++) {
-            left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-            right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-          }
-          if (lane < j) left = ld<T, V>(u + p - j * V);
-          if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
-          x_line_put<T, V>(xl, j, left, right);
+          const bool right_in = x + j * V + V <= f.nx + G;
+          x_line_shfl<T, V>(xl, j, lane, mine, x_edge<T, V>(u, p, lane, j, right_in), right_in);
         }
       }
       {
