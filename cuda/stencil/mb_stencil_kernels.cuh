@@ -226,48 +226,6 @@ template <typename T> __device__ __forceinline__ T d2add(const T *w, const T *f,
 
 /* ------------------------------------------------------------ marching kernel */
 
-/* The x line of a thread's V points, xl[G + c] being point x + c: its
- * j-th vectors to the left and to the right (j = 1 .. G / V) go to
- * xl[G - j V ..] and xl[G + j V ..]. */
-template <typename T, int V>
-__device__ __forceinline__ void x_line_put(T *xl, int j, const vals<T, V> &l,
-                                           const vals<T, V> &r) {
-#pragma unroll
-  for (int c = 0; c < V; c++) {
-    xl[G - j * V + c] = l.c[c];
-    xl[G + (j - 1) * V + V + c] = r.c[c];
-  }
-}
-
-/* The vector that a lane at an end of the warp loads for the j-th vectors
- * of its x line, the others coming by shuffles: j to the left for the
- * first j lanes, j to the right for the last j where right_in (it lies in
- * the framed row); p is the lane's point. */
-template <typename T, int V>
-__device__ __forceinline__ vals<T, V> x_edge(const T *u, long long p, int lane, int j,
-                                             bool right_in) {
-  if (lane < j) return ld<T, V>(u + p - j * V);
-  if (lane >= TX - j && right_in) return ld<T, V>(u + p + j * V);
-  return vals<T, V>{};
-}
-
-/* The j-th vectors of the x line from the warp's neighbouring lanes
- * (shuffles of mine), the lanes at its ends taking edge (x_edge). Every
- * lane of the warp calls it. */
-template <typename T, int V>
-__device__ __forceinline__ void x_line_shfl(T *xl, int j, int lane, const vals<T, V> &mine,
-                                            const vals<T, V> &edge, bool right_in) {
-  vals<T, V> l, r;
-#pragma unroll
-  for (int c = 0; c < V; c++) {
-    l.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
-    r.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
-  }
-  if (lane < j) l = edge;
-  else if (lane >= TX - j && right_in) r = edge;
-  x_line_put<T, V>(xl, j, l, r);
-}
-
 /* The x derivative of U planes of one row, from p (march's OP_DX): the
  * loads of all U planes are issued before the first shuffle, so a thread
  * has U vectors in flight (nothing is carried from plane to plane, and a
@@ -298,8 +256,11 @@ __device__ __forceinline__ void dx_planes(const frame &f, const T *__restrict__ 
     for (int k = 0; k < U; k++) {
       if (loads) mid[k] = ld<T, V>(u + p + k * sm);
 #pragma unroll
-      for (int j = 1; j <= K; j++)
-        edge[k][j - 1] = x_edge<T, V>(u, p + k * sm, lane, j, x + j * V + V <= f.nx + G);
+      for (int j = 1; j <= K; j++) {
+        if (lane < j) edge[k][j - 1] = ld<T, V>(u + p + k * sm - j * V);
+        else if (lane >= TX - j && x + j * V + V <= f.nx + G)
+          edge[k][j - 1] = ld<T, V>(u + p + k * sm + j * V);
+      }
     }
 #pragma unroll
     for (int k = 0; k < U; k++) {
@@ -307,8 +268,21 @@ __device__ __forceinline__ void dx_planes(const frame &f, const T *__restrict__ 
 #pragma unroll
       for (int c = 0; c < V; c++) xl[G + c] = mid[k].c[c];
 #pragma unroll
-      for (int j = 1; j <= K; j++)
-        x_line_shfl<T, V>(xl, j, lane, mid[k], edge[k][j - 1], x + j * V + V <= f.nx + G);
+      for (int j = 1; j <= K; j++) {
+        vals<T, V> left, right;
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          left.c[c] = __shfl_up_sync(0xffffffffu, mid[k].c[c], j);
+          right.c[c] = __shfl_down_sync(0xffffffffu, mid[k].c[c], j);
+        }
+        if (lane < j) left = edge[k][j - 1];
+        else if (lane >= TX - j && x + j * V + V <= f.nx + G) right = edge[k][j - 1];
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+          xl[G - j * V + c] = left.c[c];
+          xl[G + (j - 1) * V + V + c] = right.c[c];
+        }
+      }
       vals<T, V> r;
 #pragma unroll
       for (int c = 0; c < V; c++) r.c[c] = d1of(xl + c, e);
@@ -398,8 +372,19 @@ __global__ void __launch_bounds__(TX * 16)
         constexpr int K = G / V; /* vectors on each side */
 #pragma unroll
         for (int j = 1; j <= K; j++) {
-          const bool right_in = x + j * V + V <= f.nx + G;
-          x_line_shfl<T, V>(xl, j, lane, mine, x_edge<T, V>(u, p, lane, j, right_in), right_in);
+          vals<T, V> left, right;
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            left.c[c] = __shfl_up_sync(0xffffffffu, mine.c[c], j);
+            right.c[c] = __shfl_down_sync(0xffffffffu, mine.c[c], j);
+          }
+          if (lane < j) left = ld<T, V>(u + p - j * V);
+          if (lane >= TX - j && x + j * V + V <= f.nx + G) right = ld<T, V>(u + p + j * V);
+#pragma unroll
+          for (int c = 0; c < V; c++) {
+            xl[G - j * V + c] = left.c[c];
+            xl[G + (j - 1) * V + V + c] = right.c[c];
+          }
         }
       }
       {
@@ -572,7 +557,11 @@ __global__ void __launch_bounds__(TX * TMA_TY)
               *reinterpret_cast<const vals<T, V> *>(pl >= 0 ? row + pl : left + pl + G);
           const vals<T, V> rr =
               *reinterpret_cast<const vals<T, V> *>(pr < W ? row + pr : right + pr - W);
-          x_line_put<T, V>(xl, j, l, rr);
+#pragma unroll
+          for (int cc = 0; cc < V; cc++) {
+            xl[G - j * V + cc] = l.c[cc];
+            xl[G + (j - 1) * V + V + cc] = rr.c[cc];
+          }
         }
       }
       vals<T, V> res;
