@@ -1056,13 +1056,19 @@ static const mb_wpiece *held_piece(const mb_wmesh *w, int rank) {
   return NULL;
 }
 
-/* Root attributes, /meshes and every mesh, in the agreed order. Collective. */
-static mb_error put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb_error *lerr) {
+/* The root attributes and the group /meshes (*meshes, to close). Collective. */
+static mb_error put_root(hid_t file, hid_t *meshes) {
   MB_CALL(put_str_attr(file, "format", MB_COLLECTION_FORMAT));
   int version = MB_COLLECTION_FORMAT_VERSION;
   MB_CALL(put_attr(file, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &version));
+  MB_CALL(make_group(file, "meshes", meshes));
+  return MB_SUCCESS;
+}
+
+/* Root attributes, /meshes and every mesh, in the agreed order. Collective. */
+static mb_error put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb_error *lerr) {
   hid_t meshes;
-  MB_CALL(make_group(file, "meshes", &meshes));
+  MB_CALL(put_root(file, &meshes));
   mb_error e = MB_SUCCESS;
   for (int64_t i = 0; i < w->n && !e; i++) {
     const mb_wpiece *p = held_piece(&w->m[i], h->rank);
@@ -1109,16 +1115,11 @@ static mb_error check_space(const char *tmp, double need) {
   return MB_SUCCESS;
 }
 
-/* Create tmp through MPI-IO with collective metadata, write everything and
- * close. Returns the collective outcome; local raw-data failures in *lerr.
- * MPI-IO on one rank too: it writes at pwrite's speed there, and under sec2
- * HDF5 places fractal-heap blocks (dense attributes and links) elsewhere:
- * other bytes (docs/benchmarks.md, "One rank: MPI-IO or sec2"). */
-static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
-                         mb_error *lerr) {
+/* Create tmp through MPI-IO over comm with collective metadata (on one rank
+ * too: see write_h5), no object times, file format of HDF5 1.8. Collective. */
+static mb_error create_h5(MPI_Comm comm, const char *tmp, hid_t *out) {
   int rank = 0;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
-  MB_CALL(mb_agree(comm, rank == 0 ? check_space(tmp, estimated_bytes(w)) : MB_SUCCESS));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
   if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
@@ -1135,12 +1136,29 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
   H5Pclose(fapl);
   MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5): %s", tmp,
            rank == 0 ? mb_create_reason(tmp) : "see rank 0");
+  *out = file;
+  return MB_SUCCESS;
+}
+
+/* Create tmp through MPI-IO with collective metadata, write everything and
+ * close. Returns the collective outcome; local raw-data failures in *lerr.
+ * MPI-IO on one rank too: it writes at pwrite's speed there, and under sec2
+ * HDF5 places fractal-heap blocks (dense attributes and links) elsewhere:
+ * other bytes (docs/benchmarks.md, "One rank: MPI-IO or sec2"). */
+static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
+                         mb_error *lerr) {
+  int rank = 0;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL(mb_agree(comm, rank == 0 ? check_space(tmp, estimated_bytes(w)) : MB_SUCCESS));
+  hid_t file;
+  MB_CALL(create_h5(comm, tmp, &file));
   mb_error e = put_contents(file, w, h, lerr);
   if (H5Fclose(file) < 0 && !e)
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
   MB_CALL(e);
   return MB_SUCCESS;
 }
+
 
 /* ------------------------------------------------------ write: publishing */
 
@@ -1395,6 +1413,157 @@ mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes) {
   MB_CALL(mb_collection_write_slabs(comm, path, nlocal, local_meshes, 0, NULL));
   return MB_SUCCESS;
+}
+
+/* ------------------------------------------------- write: one mesh at a time */
+
+/* A collection written by one process as its meshes come (per-mesh runs on
+ * one rank): each put creates and fills one group of the temporary file;
+ * finish numbers the groups' `index` attributes in (index, name) order,
+ * writes the XDMF companions and publishes as mb_collection_write does. */
+struct mb_collection_writer {
+  char path[MB_PATH_MAX], tmp[MB_PATH_MAX], suffix[64];
+  hid_t file, meshes;
+  int64_t n, cap;
+  mb_wset *sets;      /* one per mesh written: its metadata (the XDMF description borrows it) */
+};
+
+static void writer_free(mb_collection_writer *w) {
+  h5_quiet q = h5_quiet_begin();
+  h5_close_id(w->meshes);
+  h5_close_id(w->file);
+  h5_quiet_end(q);
+  for (int64_t i = 0; i < w->n; i++) wset_free(&w->sets[i]);
+  free(w->sets);
+  free(w);
+}
+
+mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
+                                    mb_collection_writer **writer) {
+  MB_CHECK(path && *path && writer, MB_ERR_ARG, "mb_collection_writer_begin: empty argument");
+  MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_writer_begin: path too long");
+  *writer = NULL;
+  MB_CALL(check_folder(path));
+  mb_collection_writer *w = calloc(1, sizeof *w);
+  MB_CHECK(w, MB_ERR_MEMORY, "out of memory");
+  w->file = w->meshes = -1;
+  snprintf(w->path, sizeof w->path, "%s", path);
+  snprintf(w->suffix, sizeof w->suffix, ".tmp-%lld", (long long)getpid());
+  snprintf(w->tmp, sizeof w->tmp, "%s%s", path, w->suffix);
+  h5_quiet q = h5_quiet_begin();
+  mb_error e = check_space(w->tmp, expected_bytes);
+  if (!e) e = create_h5(MPI_COMM_SELF, w->tmp, &w->file);
+  if (!e) e = put_root(w->file, &w->meshes);
+  h5_quiet_end(q);
+  if (e) {
+    mb_collection_writer_abort(w);
+    MB_CALL(e);
+  }
+  *writer = w;
+  return MB_SUCCESS;
+}
+
+/* Why a write failed, where the cause is a full disk: a clause for the message. */
+static const char *full_disk_note(const char *tmp) {
+  char dir[MB_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", tmp);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  struct statvfs v;
+  if (statvfs(dir, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < 1e6)
+    return ": the disk or quota is full";
+  return "";
+}
+
+mb_error mb_collection_writer_put(mb_collection_writer *w, const mb_mesh *mesh) {
+  MB_CHECK(w && w->file >= 0 && mesh, MB_ERR_ARG, "mb_collection_writer_put: no writer or mesh");
+  if (w->n == w->cap) {
+    const int64_t cap = w->cap ? 2 * w->cap : 64;
+    mb_wset *s = realloc(w->sets, sizeof *s * (size_t)cap);
+    MB_CHECK(s, MB_ERR_MEMORY, "out of memory");
+    w->sets = s;
+    w->cap = cap;
+  }
+  mb_mesh *const one[1] = {(mb_mesh *)mesh};
+  const mb_held h = {0, 1, 0, one, NULL};
+  mb_buf b = {0};
+  mb_wset *set = &w->sets[w->n];
+  memset(set, 0, sizeof *set);
+  mb_error e = pack_local(&h, &b);
+  if (!e) e = gather_meshes(MPI_COMM_SELF, &b, set);
+  free(b.data);
+  h5_quiet q = h5_quiet_begin();
+  if (!e && H5Lexists(w->meshes, set->m[0].x.name, H5P_DEFAULT) != 0)
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "mb_collection_write: duplicate mesh name '%s'", set->m[0].x.name);
+  mb_error lerr = MB_SUCCESS;
+  /* index: a placeholder of the right type, numbered by finish */
+  if (!e) e = put_mesh(w->meshes, &set->m[0], mesh->index, &set->m[0].p[0], mesh, &lerr);
+  if (!e) e = lerr;
+  h5_quiet_end(q);
+  if (e) {
+    wset_free(set);
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mb_error_message());
+    MB_FAIL(e, "cannot write mesh '%s' to %s: %s%s", mesh->name ? mesh->name : "?", w->tmp, why,
+            full_disk_note(w->tmp));
+  }
+  w->n++;
+  return MB_SUCCESS;
+}
+
+int64_t mb_collection_writer_count(const mb_collection_writer *w) { return w ? w->n : 0; }
+
+/* Number the `index` attributes of the groups 0 .. n-1 in the order of all
+ * (sorted by (index, name)). */
+static mb_error renumber_index(hid_t meshes, const mb_wset *all) {
+  for (int64_t i = 0; i < all->n; i++) {
+    hid_t g = H5Gopen2(meshes, all->m[i].x.name, H5P_DEFAULT);
+    MB_CALL_H5(g);
+    hid_t a = H5Aopen(g, "index", H5P_DEFAULT);
+    herr_t st = a >= 0 ? H5Awrite(a, H5T_NATIVE_INT64, &i) : -1;
+    h5_close_id(a);
+    H5Gclose(g);
+    MB_CALL_H5(st);
+  }
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_writer_finish(mb_collection_writer *w) {
+  MB_CHECK(w && w->file >= 0, MB_ERR_ARG, "mb_collection_writer_finish: no writer");
+  mb_wset all = {.n = w->n};
+  all.m = calloc((size_t)w->n + 1, sizeof *all.m);
+  mb_error e = all.m ? MB_SUCCESS
+                     : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  for (int64_t i = 0; !e && i < w->n; i++) all.m[i] = w->sets[i].m[0];
+  if (!e) qsort(all.m, (size_t)all.n, sizeof *all.m, cmp_wmesh);
+  h5_quiet q = h5_quiet_begin();
+  if (!e) e = renumber_index(w->meshes, &all);
+  H5Gclose(w->meshes);
+  w->meshes = -1;
+  if (H5Fclose(w->file) < 0 && !e)
+    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed%s", w->tmp,
+                     full_disk_note(w->tmp));
+  w->file = -1;
+  h5_quiet_end(q);
+  if (!e) e = publish(w->path, w->tmp, w->suffix, &all);
+  free(all.m);
+  if (e) { /* publish put back whatever it had moved */
+    mb_error_trace(__FILE__, __LINE__, __func__);
+    mb_collection_writer_abort(w);
+    return e;
+  }
+  writer_free(w);
+  return MB_SUCCESS;
+}
+
+void mb_collection_writer_abort(mb_collection_writer *w) {
+  if (!w) return;
+  char tmp[MB_PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s", w->tmp);
+  writer_free(w);
+  unlink(tmp);
 }
 
 /* ------------------------------------------------------------------ reading */

@@ -49,8 +49,9 @@ typedef struct rank_state {
   mb_kind import_kind;   /* import: the kind every dataset is converted to, or NONE */
   mb_inputs *inputs;
   mb_backend backend;
+  mb_collection_writer *out; /* per-mesh runs on one rank: the output, written mesh by mesh */
   int nkept;
-  mb_mesh **kept;        /* processed meshes this rank writes */
+  mb_mesh **kept;        /* otherwise: processed meshes this rank writes at the end */
   int nslabs;
   mb_mesh_slab *slabs;   /* partitioned runs: this rank's rows of every processed mesh */
   int nresults;
@@ -60,7 +61,9 @@ typedef struct rank_state {
   int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
                             takes one fewer) */
-  double setup_s, write_s; /* --timings: backend and inputs; the output's collective write */
+  double setup_s;        /* --timings: backend and inputs */
+  double put_s;          /* meshes written into the output as they finished (st->out) */
+  double write_s;        /* the output's end: the collective write, or the publication */
   char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
   int64_t resumed;       /* meshes this rank took from the checkpoint */
   int locked;            /* rank 0 holds OUTPUT.lock */
@@ -209,7 +212,18 @@ static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s) {
   return MB_SUCCESS;
 }
 
+/* A finished mesh joins the output: written into it at once where the rank
+ * writes the output mesh by mesh (then freed), else kept for the collective
+ * write at the end. Takes m in every case. */
 static mb_error keep_mesh(rank_state *st, mb_mesh *m) {
+  if (st->out) {
+    const double t0 = mb_wtime();
+    mb_error e = mb_collection_writer_put(st->out, m);
+    mb_mesh_free(m);
+    st->put_s += mb_wtime() - t0;
+    MB_CALL(e);
+    return MB_SUCCESS;
+  }
   mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
   if (!k) {
     mb_mesh_free(m);
@@ -1149,6 +1163,37 @@ static void drop_lock(const char *output) {
   unlink(lock);
 }
 
+/* Whether the output is written mesh by mesh as the meshes finish (inside
+ * the per-mesh pipeline) rather than once, collectively, at the end: on
+ * one rank, per mesh, unless MESHBATCH_WRITE=end. Over several ranks the
+ * file's groups and datasets are created collectively (parallel HDF5),
+ * which needs every rank's meshes at once. */
+static int writes_per_mesh(const rank_state *st) {
+  if (st->size != 1 || st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return 0;
+  const char *e = getenv("MESHBATCH_WRITE");
+  return !(e && !strcmp(e, "end"));
+}
+
+/* The bytes the output will take, as far as the inputs tell before any
+ * work: the vertices and face indices of every collection dataset at 8
+ * bytes a value, a mesh file's own size; stages that add fields or faces
+ * make it larger. Used to refuse a disk without room before starting. */
+static double expected_output_bytes(const mb_inputs *in) {
+  double bytes = 0;
+  for (int64_t k = 0; k < in->nsources; k++) {
+    const mb_source *src = &in->sources[k];
+    const mb_collection *c = src->collection >= 0 ? in->collections[src->collection] : NULL;
+    const mb_mesh_info *info = c ? mb_collection_info(c, src->entry) : NULL;
+    struct stat sb;
+    if (info)
+      bytes += 8.0 * (3.0 * (double)info->nv + (double)info->nidx +
+                      (info->triangles ? 0.0 : (double)info->nf + 1.0));
+    else if (src->collection < 0 && stat(src->path, &sb) == 0)
+      bytes += (double)sb.st_size;
+  }
+  return bytes;
+}
+
 static mb_error setup(rank_state *st) {
   int local_rank;
   MB_CALL(mb_local_rank(st->comm, &local_rank));
@@ -1169,6 +1214,9 @@ static mb_error setup(rank_state *st) {
     e = st->rank == 0 ? open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
   }
+  if (writes_per_mesh(st))
+    MB_CALL(mb_collection_writer_begin(st->job->output, expected_output_bytes(st->inputs),
+                                       &st->out));
   return MB_SUCCESS;
 }
 
@@ -1183,14 +1231,15 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  enum { N = 6 };
-  double mine[N] = {st->setup_s, read, total - read, st->write_s, sum->wall_s,
+  enum { N = 7 };
+  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->write_s, sum->wall_s,
                     (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
   MB_CALL_MPI(MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI(MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
-                                      "write (collective)", "wall", "peak host memory"};
+                                      "write (per mesh)", "write (end)", "wall",
+                                      "peak host memory"};
   mb_log(MB_LOG_NORMAL, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
@@ -1253,7 +1302,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
   /* meshes finished: per mesh, whole meshes over the ranks; partitioned,
    * the slabs every rank holds of each finished mesh */
-  int64_t kept = st->nkept;
+  int64_t kept = st->nkept + mb_collection_writer_count(st->out);
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
   if (stopped) /* SIGTERM: no output that could pass for a finished one */
@@ -1263,7 +1312,11 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                         : "nothing was written (run with --checkpoint to keep finished meshes)");
   const int nothing = kept == 0 && st->inputs->nsources > 0;
   const double tw = mb_wtime();
-  if (!nothing) { /* a job in which every mesh failed leaves any earlier output as it was */
+  if (!nothing && st->out) { /* written mesh by mesh: number, publish */
+    e = mb_collection_writer_finish(st->out);
+    st->out = NULL;
+    MB_CALL(mb_agree(st->comm, e));
+  } else if (!nothing) { /* a job in which every mesh failed leaves any earlier output as it was */
     e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
                                   st->slabs);
     MB_CALL(mb_agree(st->comm, e));
@@ -1311,6 +1364,8 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  mb_collection_writer_abort(st->out); /* not published: stopped, failed, or no mesh finished */
+  st->out = NULL;
   if (st->locked) drop_lock(st->job->output);
   for (int i = 0; i < st->nkept; i++) mb_mesh_free(st->kept[i]);
   free(st->kept);

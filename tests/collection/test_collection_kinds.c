@@ -587,6 +587,88 @@ static void test_open_kind_errors(void **state) {
   }
 }
 
+/* The bytes of a small text file, as a new string ("" where absent). */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *s = calloc(1 << 16, 1);
+  if (f) {
+    size_t n = fread(s, 1, (1 << 16) - 1, f);
+    s[n] = '\0';
+    fclose(f);
+  }
+  return s;
+}
+
+/* Written one mesh at a time (mb_collection_writer, puts in reverse index
+ * order) == written at once by mb_collection_write: every dataset bit for
+ * bit, the listing order, the attributes and the XDMF companions byte for
+ * byte. Then the writer's refusals: a name put twice, a folder that does
+ * not exist, a disk without room; abort leaves no file. Rank 0 only (the
+ * writer is not collective). */
+static void test_kinds_one_at_a_time(void **state) {
+  (void)state;
+  char ref[1024], one[1024], a[1024], b[1024];
+  mb_test_tmp_path("kall.h5", ref, sizeof ref);
+  mb_test_tmp_path("kone.h5", one, sizeof one);
+  assert_int_equal(write_kinds(MPI_COMM_WORLD, ref), MB_SUCCESS);
+  if (g_rank == 0) {
+    mb_mesh *m[KINDS_NMESH];
+    kinds_make(m);
+    mb_collection_writer *w = NULL;
+    mb_error e = mb_collection_writer_begin(one, 0, &w);
+    if (e) fail_msg("begin: %s", mb_error_message());
+    for (int i = KINDS_NMESH - 1; i >= 0; i--) {
+      e = mb_collection_writer_put(w, m[i]);
+      if (e) fail_msg("put %d: %s", i, mb_error_message());
+    }
+    assert_int_equal(mb_collection_writer_count(w), KINDS_NMESH);
+    assert_int_equal(mb_collection_writer_put(w, m[1]), MB_ERR_ARG); /* a name put before */
+    mb_test_assert_message_contains("duplicate mesh name 'tri2d'");
+    e = mb_collection_writer_finish(w);
+    if (e) fail_msg("finish: %s", mb_error_message());
+    assert_int_equal(compare_files(ref, one), KINDS_NDATASETS);
+    mb_collection *c = NULL;
+    assert_int_equal(mb_collection_open(MPI_COMM_SELF, one, &c), MB_SUCCESS);
+    assert_int_equal(mb_collection_count(c), KINDS_NMESH);
+    for (int i = 0; i < KINDS_NMESH; i++) {
+      assert_string_equal(mb_collection_info(c, i)->name, m[i]->name);
+      assert_int_equal(mb_collection_info(c, i)->index, i);
+      mb_mesh *r = NULL;
+      assert_int_equal(mb_collection_read(c, i, &r), MB_SUCCESS);
+      assert_same_dataset(m[i], r);
+      mb_mesh_free(r);
+    }
+    assert_int_equal(mb_collection_close(c), MB_SUCCESS);
+    const char *names[] = {"", ".surf", ".tri2d", ".poly2d", ".quad2d", ".tiny2d"};
+    for (int i = 0; i < 6; i++) {
+      char fa[64], fb[64];
+      snprintf(fa, sizeof fa, "kall%s.xdmf", names[i]);
+      snprintf(fb, sizeof fb, "kone%s.xdmf", names[i]);
+      char *xa = slurp(mb_test_tmp_path(fa, a, sizeof a));
+      char *xb = slurp(mb_test_tmp_path(fb, b, sizeof b));
+      assert_true(strlen(xa) > 0);
+      for (char *p = strstr(xa, "kall.h5"); p; p = strstr(p, "kall.h5")) memcpy(p, "kone", 4);
+      assert_string_equal(xa, xb);
+      free(xa);
+      free(xb);
+    }
+    /* refusals: no folder, no room; an aborted writer leaves nothing */
+    assert_int_equal(mb_collection_writer_begin("/no/such/folder/x.h5", 0, &w), MB_ERR_IO);
+    assert_null(w);
+    mb_test_tmp_path("kfull.h5", a, sizeof a);
+    assert_int_equal(mb_collection_writer_begin(a, 1e18, &w), MB_ERR_IO);
+    mb_test_assert_message_contains("no room for the output");
+    assert_null(w);
+    assert_int_equal(mb_collection_writer_begin(a, 0, &w), MB_SUCCESS);
+    assert_int_equal(mb_collection_writer_put(w, m[0]), MB_SUCCESS);
+    mb_collection_writer_abort(w);
+    assert_false(mb_test_file_exists(a));
+    assert_int_equal(mb_test_count_tmp_files(), 0);
+    kinds_free(m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -595,6 +677,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kinds_roundtrip),
       cmocka_unit_test(test_kinds_rank_independence),
+      cmocka_unit_test(test_kinds_one_at_a_time),
       cmocka_unit_test(test_read_version1),
       cmocka_unit_test(test_planar_slabs),
       cmocka_unit_test(test_slabs_disagree),
