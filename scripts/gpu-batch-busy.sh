@@ -6,7 +6,10 @@
 # then a per-mesh Taubin job (uniform weights, float32, CUDA backend) of
 # each ITERATIONS count, run with the read / compute / write pipeline (the
 # default) and without it (MESHBATCH_PIPELINE=0). Each run prints
-# meshbatch's "GPU busy" line, the summary line and --timings.
+# meshbatch's two "GPU busy" lines (of the time on meshes, of the whole
+# wall), the summary line and --timings. SETTINGS replaces the two runs
+# per count: words of environment settings, one run each, settings of one
+# run joined by commas (e.g. "MESHBATCH_WRITE=end,MESHBATCH_PIPELINE=1").
 #
 # Usage: scripts/gpu-batch-busy.sh MESHBATCH OUTDIR [COUNT] [ITERATIONS ...]
 #   MESH_DIR: where igea.obj is (default ../shared/data/meshes; left out
@@ -59,11 +62,14 @@ stages:
     iterations: $it
     weights: uniform
 JOB
-  for pipe in 1 0; do
-    echo "## $it iterations, pipeline $([ $pipe = 1 ] && echo on || echo off)"
-    MESHBATCH_PIPELINE=$pipe "$exe" run "$work/job.yaml" --timings > "$out/run-$it-$pipe.log" 2>&1 ||
-      { tail -5 "$out/run-$it-$pipe.log"; continue; }
-    grep -E "GPU busy|meshes, [0-9]+ written|^  (read|compute|write|wall)" "$out/run-$it-$pipe.log"
+  k=0
+  for setting in ${SETTINGS:-MESHBATCH_PIPELINE=1 MESHBATCH_PIPELINE=0}; do
+    k=$((k + 1))
+    log="$out/run-$it-$k.log"
+    echo "## $it iterations, ${setting//,/ }"
+    env ${setting//,/ } "$exe" run "$work/job.yaml" --timings > "$log" 2>&1 ||
+      { tail -5 "$log"; continue; }
+    grep -E "GPU busy|meshes, [0-9]+ written|^  (read|compute|write|wall)" "$log"
     rm -f "$work"/out.*
   done
 done

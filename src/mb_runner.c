@@ -58,6 +58,7 @@ typedef struct rank_state {
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
   double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  double device_total_s; /* the same, summed over the ranks (after report_device_busy) */
   int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
                             takes one fewer) */
@@ -1256,7 +1257,7 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
  * seconds every rank spent in its schedule (schedule_s), summed over
  * ranks, and the least and most busy rank. Collective over st->comm. */
 static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_summary *sum) {
-  sum->device_busy = -1;
+  sum->device_busy = sum->device_busy_wall = -1;
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
   int cuda = st->backend.kind == MB_BACKEND_CUDA;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
@@ -1267,6 +1268,7 @@ static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_sum
   MB_CALL_MPI(MPI_Allreduce(&busy, &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
   MB_CALL_MPI(MPI_Allreduce(&busy, &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
   sum->device_busy = total[0] > 0 ? total[1] / total[0] : 0;
+  st->device_total_s = total[1];
   if (st->rank == 0)
     mb_log(MB_LOG_NORMAL, "GPU busy: %.1f %% of the time on meshes (%.3f s of %.3f s, over %d "
            "rank%s; least busy rank %.1f %%, most %.1f %%)%s", 100 * sum->device_busy, total[1],
@@ -1339,6 +1341,13 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   sum->nfailed = failed;
   sum->busy_mean_s = busy_sum / st->size;
   sum->wall_s = mb_wtime() - t0;
+  if (sum->device_busy >= 0) {
+    sum->device_busy_wall = sum->wall_s > 0 ? st->device_total_s / (sum->wall_s * st->size) : 0;
+    if (st->rank == 0)
+      mb_log(MB_LOG_NORMAL, "GPU busy: %.1f %% of the run's wall (%.3f s of %.3f s on each of %d "
+             "rank%s: setup, meshes and the output)", 100 * sum->device_busy_wall,
+             st->device_total_s / st->size, sum->wall_s, st->size, st->size == 1 ? "" : "s");
+  }
 
   mesh_result *all = NULL;
   int nall = 0;

@@ -34,6 +34,8 @@ typedef struct mb_run_summary {
   double device_busy;  /* per-mesh runs on the CUDA backend: the seconds the ops kept the
                           devices busy over the seconds the ranks spent on their meshes
                           (summed over ranks); -1 otherwise */
+  double device_busy_wall; /* the same device seconds over the whole run's wall (setup and
+                              the output's end included) times the ranks; -1 otherwise */
 } mb_run_summary;
 
 /* Run a job. Collective over comm. Prints one progress line per finished
