@@ -9,6 +9,7 @@
 #include <hdf5.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -783,12 +784,63 @@ typedef struct mb_rows {
   int64_t start, n;
   const void *buf;
   int64_t mcols;
+  int in_mesh;  /* buf is the mesh's own memory (alive until the mesh is freed) */
 } mb_rows;
+
+/* Raw writes handed to a thread (mb_collection_writer, below): while the
+ * writer puts a mesh, the rows of a contiguous dataset whose file bytes
+ * are the mesh's own memory (same type, same row length) are not written
+ * through HDF5 but recorded as (offset in the file, bytes) from
+ * H5Dget_offset, and the writer's thread writes them with pwrite while
+ * the main thread goes on reading the next mesh (HDF5 itself is not
+ * thread-safe). HDF5 has allocated their space when it created them
+ * (early allocation, the MPI-IO driver's rule), so no metadata changes. */
+typedef struct raw_job {
+  haddr_t offset;
+  const char *buf;
+  size_t bytes;
+} raw_job;
+
+typedef struct raw_batch {
+  mb_mesh *mesh;             /* owned: freed once its jobs are written */
+  raw_job *jobs;
+  int njobs, cap;
+  struct raw_batch *next;
+} raw_batch;
+
+/* The batch put_mesh fills, NULL elsewhere. Used only by the thread that
+ * makes HDF5 calls (the writer's caller). */
+static raw_batch *raw_collect;
+
+/* Record rows r of dataset d for the writer's thread; 0 where they must go
+ * through HDF5 (not contiguous or not allocated, another memory type or
+ * row length, out of memory). */
+static int defer_rows(hid_t d, hid_t mt, int rank, int64_t d1, const mb_rows *r) {
+  if (r->mcols && r->mcols != d1) return 0;
+  const haddr_t off = H5Dget_offset(d);
+  if (off == HADDR_UNDEF) return 0;
+  hid_t ft = H5Dget_type(d);
+  const int same = ft >= 0 && H5Tequal(ft, mt) > 0;
+  h5_close_id(ft);
+  raw_batch *b = raw_collect;
+  if (!same) return 0;
+  if (b->njobs == b->cap) {
+    const int cap = b->cap ? 2 * b->cap : 8;
+    raw_job *j = realloc(b->jobs, sizeof *j * (size_t)cap);
+    if (!j) return 0;
+    b->jobs = j;
+    b->cap = cap;
+  }
+  const size_t row = H5Tget_size(mt) * (size_t)(rank == 2 ? d1 : 1);
+  b->jobs[b->njobs++] = (raw_job){off + (haddr_t)r->start * row, r->buf, row * (size_t)r->n};
+  return 1;
+}
 
 /* Write rows r of dataset d ([d0] if rank 1, [d0, d1] if rank 2) by hyperslab
  * (rows of r->mcols values in memory, 0: d1). Independent transfer, in
- * pieces below MPI-IO's 2 GiB limit. */
+ * pieces below MPI-IO's 2 GiB limit; or recorded for the writer's thread. */
 static herr_t write_rows(hid_t d, hid_t mt, int rank, int64_t d1, const mb_rows *r) {
+  if (raw_collect && r->in_mesh && defer_rows(d, mt, rank, d1, r)) return 0;
   const hsize_t start[2] = {(hsize_t)r->start, 0}, count[2] = {(hsize_t)r->n, (hsize_t)d1};
   const hsize_t mem[2] = {(hsize_t)r->n, (hsize_t)(r->mcols ? r->mcols : d1)};
   return h5_block_transfer(d, mt, 1, rank, start, count, mem, (void *)r->buf);
@@ -847,11 +899,11 @@ static mb_error fill_polygon_rows(const mb_wmesh *w, const mb_wpiece *p, const m
   for (int64_t f = 0; f <= p->nfrows; f++) buf[0][f] = m->face_offsets[f] + p->idx_start;
   mb_xdmf_fill_mixed(m, buf[1]); /* global vertex ids: it only copies face_indices */
   if (nfan) mb_xdmf_fill_fan(m, buf[2]);
-  r[0] = (mb_rows){p->fstart, p->nfrows + last, buf[0], 0};
-  r[1] = (mb_rows){p->idx_start, p->nidx, m->face_indices, 0};
-  r[2] = (mb_rows){p->mixed_start, p->mixed_len, buf[1], 0};
+  r[0] = (mb_rows){p->fstart, p->nfrows + last, buf[0], 0, 0};
+  r[1] = (mb_rows){p->idx_start, p->nidx, m->face_indices, 0, 1};
+  r[2] = (mb_rows){p->mixed_start, p->mixed_len, buf[1], 0, 0};
   /* fan triangles of the earlier faces: sum(n - 2) = idx_start - 2 fstart */
-  r[3] = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf[2], 0};
+  r[3] = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf[2], 0, 0};
   return MB_SUCCESS;
 }
 
@@ -860,7 +912,7 @@ static mb_error fill_polygon_rows(const mb_wmesh *w, const mb_wpiece *p, const m
  * m are this rank's piece and rows, or NULL. Collective. */
 static mb_error put_polygon_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
                                      const mb_mesh *m, mb_error *lerr) {
-  mb_rows r[4] = {{0, 0, NULL, 0}, {0, 0, NULL, 0}, {0, 0, NULL, 0}, {0, 0, NULL, 0}};
+  mb_rows r[4] = {{0, 0, NULL, 0, 0}, {0, 0, NULL, 0, 0}, {0, 0, NULL, 0, 0}, {0, 0, NULL, 0, 0}};
   int64_t *buf[3] = {NULL, NULL, NULL};
   if (m && *lerr == MB_SUCCESS) {
     *lerr = fill_polygon_rows(w, p, m, r, buf);
@@ -891,7 +943,7 @@ static mb_error put_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p, const
   MB_CALL(make_group(g, "fields", &fg));
   mb_error e = MB_SUCCESS;
   for (int f = 0; f < w->x.nfields && !e; f++) {
-    mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->fields[f].data : NULL, 0};
+    mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->fields[f].data : NULL, 0, 1};
     e = put_dataset(fg, w->x.fields[f].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
                     w->x.fields[f].ncomp, &r, lerr);
   }
@@ -915,8 +967,8 @@ static mb_error put_face_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
     for (int f = 0; f < w->x.nface_fields && !e; f++) {
       const mb_xdmf_field *xf = &w->x.face_fields[f];
       double *buf = NULL;
-      mb_rows r = {0, 0, NULL, 0};
-      if (m && !fan) r = (mb_rows){p->fstart, p->nfrows, m->face_fields[f].data, 0};
+      mb_rows r = {0, 0, NULL, 0, 0};
+      if (m && !fan) r = (mb_rows){p->fstart, p->nfrows, m->face_fields[f].data, 0, 1};
       if (m && fan && *lerr == MB_SUCCESS) {
         int64_t nfan = p->nidx - 2 * p->nfrows;
         buf = malloc(sizeof *buf * (size_t)xf->ncomp * (size_t)nfan + 1);
@@ -924,7 +976,7 @@ static mb_error put_face_fields(hid_t g, const mb_wmesh *w, const mb_wpiece *p,
           *lerr = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
         } else {
           mb_xdmf_fill_fan_field(m, &m->face_fields[f], buf);
-          r = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf, 0};
+          r = (mb_rows){p->idx_start - 2 * p->fstart, nfan, buf, 0, 0};
         }
       }
       e = put_dataset(fg, xf->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2,
@@ -1018,11 +1070,11 @@ static mb_error put_mesh_datasets(hid_t g, const mb_wmesh *w, const mb_wpiece *p
                                   const mb_mesh *m, mb_error *lerr) {
   if (w->x.kind == MB_KIND_GRID3D) return put_grid_datasets(g, w, p, m, lerr);
   /* planar kinds: the x, y columns of the xyz rows */
-  mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL, 3};
+  mb_rows r = {m ? p->vstart : 0, m ? p->nvrows : 0, m ? m->xyz : NULL, 3, 1};
   MB_CALL(put_dataset(g, "vertices", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, w->x.nv,
                       kind_vcols(w->x.kind), &r, lerr));
   if (w->x.triangles) {
-    r = (mb_rows){m ? p->fstart : 0, m ? p->nfrows : 0, m ? m->face_indices : NULL, 0};
+    r = (mb_rows){m ? p->fstart : 0, m ? p->nfrows : 0, m ? m->face_indices : NULL, 0, 1};
     MB_CALL(put_dataset(g, "triangles", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, w->x.nf, 3, &r,
                         lerr));
   } else {
@@ -1426,9 +1478,102 @@ struct mb_collection_writer {
   hid_t file, meshes;
   int64_t n, cap;
   mb_wset *sets;      /* one per mesh written: its metadata (the XDMF description borrows it) */
+  /* the raw writes' thread (see raw_job) and its queue of meshes */
+  int fd;             /* tmp opened for pwrite, -1: every write goes through HDF5 */
+  pthread_t thread;
+  int running;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  raw_batch *head, *tail;
+  int queued;         /* batches queued or being written */
+  int cancel;         /* abort: drop the queued batches unwritten */
+  int stop;           /* no more batches */
+  int raw_errno;      /* the first failed pwrite's errno, 0 */
+  char raw_mesh[256]; /* and its mesh */
 };
 
+/* At most this many meshes wait for (or are in) their raw writes: put
+ * waits beyond it, so the memory held stays bounded. */
+enum { RAW_QUEUE_MAX = 2 };
+
+static void raw_batch_free(raw_batch *b) {
+  mb_mesh_free(b->mesh);
+  free(b->jobs);
+  free(b);
+}
+
+/* Write every job of b (pwrite, whole; retried on EINTR); errno or 0. */
+static int raw_batch_write(int fd, const raw_batch *b) {
+  for (int k = 0; k < b->njobs; k++) {
+    const raw_job *j = &b->jobs[k];
+    for (size_t done = 0; done < j->bytes;) {
+      const ssize_t n = pwrite(fd, j->buf + done, j->bytes - done, (off_t)(j->offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return n < 0 ? errno : EIO;
+      done += (size_t)n;
+    }
+  }
+  return 0;
+}
+
+static void *raw_thread(void *arg) {
+  mb_collection_writer *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (!w->head && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+    raw_batch *b = w->head;
+    if (!b) break;
+    w->head = b->next;
+    if (!w->head) w->tail = NULL;
+    const int skip = w->cancel || w->raw_errno;
+    pthread_mutex_unlock(&w->mu);
+    const int err = skip ? 0 : raw_batch_write(w->fd, b);
+    pthread_mutex_lock(&w->mu);
+    if (err && !w->raw_errno) {
+      w->raw_errno = err;
+      snprintf(w->raw_mesh, sizeof w->raw_mesh, "%s", b->mesh->name ? b->mesh->name : "?");
+    }
+    w->queued--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    raw_batch_free(b);
+    pthread_mutex_lock(&w->mu);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Queue b for the thread, waiting while RAW_QUEUE_MAX are queued. */
+static void raw_enqueue(mb_collection_writer *w, raw_batch *b) {
+  pthread_mutex_lock(&w->mu);
+  while (w->queued >= RAW_QUEUE_MAX) pthread_cond_wait(&w->cv, &w->mu);
+  if (w->tail) w->tail->next = b; else w->head = b;
+  w->tail = b;
+  w->queued++;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Let the thread write (cancel = 0) or drop (1) what is queued, and end it. */
+static void raw_stop(mb_collection_writer *w, int cancel) {
+  if (!w->running) return;
+  pthread_mutex_lock(&w->mu);
+  w->cancel |= cancel;
+  w->stop = 1;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  w->running = 0;
+}
+
+/* The first failed raw write as an error of the writer (MB_ERR_IO), or 0. */
+static mb_error raw_error(mb_collection_writer *w);
+
 static void writer_free(mb_collection_writer *w) {
+  raw_stop(w, 1);
+  if (w->fd >= 0) close(w->fd);
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
   h5_quiet q = h5_quiet_begin();
   h5_close_id(w->meshes);
   h5_close_id(w->file);
@@ -1447,6 +1592,9 @@ mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
   mb_collection_writer *w = calloc(1, sizeof *w);
   MB_CHECK(w, MB_ERR_MEMORY, "out of memory");
   w->file = w->meshes = -1;
+  w->fd = -1;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
   snprintf(w->path, sizeof w->path, "%s", path);
   snprintf(w->suffix, sizeof w->suffix, ".tmp-%lld", (long long)getpid());
   snprintf(w->tmp, sizeof w->tmp, "%s%s", path, w->suffix);
@@ -1459,6 +1607,10 @@ mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
     mb_collection_writer_abort(w);
     MB_CALL(e);
   }
+  /* raw writes on a thread of their own; without one (no descriptor, no
+   * thread) they go through HDF5 on the caller's thread */
+  w->fd = open(w->tmp, O_WRONLY | O_CLOEXEC);
+  if (w->fd >= 0 && pthread_create(&w->thread, NULL, raw_thread, w) == 0) w->running = 1;
   *writer = w;
   return MB_SUCCESS;
 }
@@ -1476,21 +1628,47 @@ static const char *full_disk_note(const char *tmp) {
   return "";
 }
 
-mb_error mb_collection_writer_put(mb_collection_writer *w, const mb_mesh *mesh) {
-  MB_CHECK(w && w->file >= 0 && mesh, MB_ERR_ARG, "mb_collection_writer_put: no writer or mesh");
-  if (w->n == w->cap) {
+static mb_error raw_error(mb_collection_writer *w) {
+  pthread_mutex_lock(&w->mu);
+  const int err = w->raw_errno;
+  char mesh[256];
+  snprintf(mesh, sizeof mesh, "%s", w->raw_mesh);
+  pthread_mutex_unlock(&w->mu);
+  MB_CHECK(!err, MB_ERR_IO, "cannot write mesh '%s' to %s: %s%s", mesh, w->tmp, strerror(err),
+           full_disk_note(w->tmp));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_writer_put(mb_collection_writer *w, mb_mesh *mesh) {
+  if (!w || w->file < 0 || !mesh) {
+    mb_mesh_free(mesh);
+    MB_FAIL(MB_ERR_ARG, "mb_collection_writer_put: no writer or mesh");
+  }
+  raw_batch *batch = calloc(1, sizeof *batch);
+  mb_error e = raw_error(w);
+  if (!e && !batch) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e && w->n == w->cap) {
     const int64_t cap = w->cap ? 2 * w->cap : 64;
     mb_wset *s = realloc(w->sets, sizeof *s * (size_t)cap);
-    MB_CHECK(s, MB_ERR_MEMORY, "out of memory");
-    w->sets = s;
-    w->cap = cap;
+    if (s) {
+      w->sets = s;
+      w->cap = cap;
+    } else {
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    }
   }
-  mb_mesh *const one[1] = {(mb_mesh *)mesh};
+  if (e) {
+    free(batch);
+    mb_mesh_free(mesh);
+    MB_CALL(e);
+  }
+  batch->mesh = mesh;
+  mb_mesh *const one[1] = {mesh};
   const mb_held h = {0, 1, 0, one, NULL};
   mb_buf b = {0};
   mb_wset *set = &w->sets[w->n];
   memset(set, 0, sizeof *set);
-  mb_error e = pack_local(&h, &b);
+  e = pack_local(&h, &b);
   if (!e) e = gather_meshes(MPI_COMM_SELF, &b, set);
   free(b.data);
   h5_quiet q = h5_quiet_begin();
@@ -1499,17 +1677,23 @@ mb_error mb_collection_writer_put(mb_collection_writer *w, const mb_mesh *mesh) 
                      "mb_collection_write: duplicate mesh name '%s'", set->m[0].x.name);
   mb_error lerr = MB_SUCCESS;
   /* index: a placeholder of the right type, numbered by finish */
+  raw_collect = w->running ? batch : NULL;
   if (!e) e = put_mesh(w->meshes, &set->m[0], mesh->index, &set->m[0].p[0], mesh, &lerr);
+  raw_collect = NULL;
   if (!e) e = lerr;
   h5_quiet_end(q);
   if (e) {
     wset_free(set);
     char why[1024];
     snprintf(why, sizeof why, "%s", mb_error_message());
-    MB_FAIL(e, "cannot write mesh '%s' to %s: %s%s", mesh->name ? mesh->name : "?", w->tmp, why,
-            full_disk_note(w->tmp));
+    e = mb_error_set(e, __FILE__, __LINE__, __func__, "cannot write mesh '%s' to %s: %s%s",
+                     mesh->name ? mesh->name : "?", w->tmp, why, full_disk_note(w->tmp));
+    raw_batch_free(batch);
+    return e;
   }
   w->n++;
+  if (batch->njobs) raw_enqueue(w, batch);
+  else raw_batch_free(batch);
   return MB_SUCCESS;
 }
 
@@ -1532,10 +1716,11 @@ static mb_error renumber_index(hid_t meshes, const mb_wset *all) {
 
 mb_error mb_collection_writer_finish(mb_collection_writer *w) {
   MB_CHECK(w && w->file >= 0, MB_ERR_ARG, "mb_collection_writer_finish: no writer");
+  raw_stop(w, 0); /* every raw write done */
   mb_wset all = {.n = w->n};
   all.m = calloc((size_t)w->n + 1, sizeof *all.m);
-  mb_error e = all.m ? MB_SUCCESS
-                     : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  mb_error e = raw_error(w);
+  if (!e && !all.m) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   for (int64_t i = 0; !e && i < w->n; i++) all.m[i] = w->sets[i].m[0];
   if (!e) qsort(all.m, (size_t)all.n, sizeof *all.m, cmp_wmesh);
   h5_quiet q = h5_quiet_begin();

@@ -167,7 +167,7 @@ mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
  * dataset for dataset and attribute for attribute (docs/format.md,
  * "Writing one mesh at a time"); only the order of the groups in the file
  * is the order of the puts. None of these functions is collective; they
- * use HDF5's MPI-IO driver on MPI_COMM_SELF. */
+ * use HDF5's MPI-IO driver on MPI_COMM_SELF; call them from one thread. */
 typedef struct mb_collection_writer mb_collection_writer;
 
 /* Start writing a collection to path: refuses a folder of path that does
@@ -181,28 +181,35 @@ typedef struct mb_collection_writer mb_collection_writer;
 mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
                                     mb_collection_writer **writer);
 
-/* Write one mesh (borrowed; not kept) as the group /meshes/<name>, checked
- * as mb_collection_write checks it. Its mesh->index orders it among the
+/* Write one mesh as the group /meshes/<name>, checked as
+ * mb_collection_write checks it. Takes the mesh (owned from the call on,
+ * freed by the writer in every case, also on error): its groups and
+ * datasets are made at once, and the arrays that are the mesh's own memory
+ * (vertices, triangles or face indices, fields) are written by the
+ * writer's thread with pwrite at the offsets HDF5 allocated
+ * (H5Dget_offset), while the caller goes on; at most two meshes wait for
+ * that thread, put blocks beyond. Its mesh->index orders it among the
  * others (ties by name). Errors: MB_ERR_ARG (a name written before, bad
  * kind, names or attributes), MB_ERR_FORMAT (a mesh that fails the checks),
- * MB_ERR_HDF5 or MB_ERR_IO for a failed write (the message names the mesh
- * and says where the disk is full), MB_ERR_MEMORY. After an error the
- * writer holds what was put before; the caller may go on or abort. */
-mb_error mb_collection_writer_put(mb_collection_writer *writer, const mb_mesh *mesh);
+ * MB_ERR_HDF5, or MB_ERR_IO for a failed write of this or an earlier mesh
+ * (the message names the mesh and says where the disk is full),
+ * MB_ERR_MEMORY. After an error the caller should abort the writer. */
+mb_error mb_collection_writer_put(mb_collection_writer *writer, mb_mesh *mesh);
 
 /* Meshes put so far (0 for NULL). */
 int64_t mb_collection_writer_count(const mb_collection_writer *writer);
 
-/* Number the meshes 0 .. n-1 in ascending (mesh->index, name), close the
- * file, write the XDMF companions and publish them with the file at path
+/* Wait for the raw writes, number the meshes 0 .. n-1 in ascending
+ * (mesh->index, name), close the file, write the XDMF companions and publish them with the file at path
  * as mb_collection_write does (an earlier output is replaced in one step
  * or left whole). Frees the writer in every case. Errors: MB_ERR_HDF5,
  * MB_ERR_IO (the publication failed: nothing new is left, an earlier
  * output is put back), MB_ERR_MEMORY. */
 mb_error mb_collection_writer_finish(mb_collection_writer *writer);
 
-/* Stop without publishing: close and remove the temporary file and free
- * the writer. path is left as it was. NULL is allowed. */
+/* Stop without publishing: drop the raw writes not yet done, close and
+ * remove the temporary file and free the writer (and the meshes it still
+ * holds). path is left as it was. NULL is allowed. */
 void mb_collection_writer_abort(mb_collection_writer *writer);
 
 /* The XDMF companions (written by mb_collection_write[_slabs] on rank 0) are produced

@@ -219,8 +219,7 @@ static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s) {
 static mb_error keep_mesh(rank_state *st, mb_mesh *m) {
   if (st->out) {
     const double t0 = mb_wtime();
-    mb_error e = mb_collection_writer_put(st->out, m);
-    mb_mesh_free(m);
+    mb_error e = mb_collection_writer_put(st->out, m); /* takes m */
     st->put_s += mb_wtime() - t0;
     MB_CALL(e);
     return MB_SUCCESS;

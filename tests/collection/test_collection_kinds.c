@@ -617,12 +617,16 @@ static void test_kinds_one_at_a_time(void **state) {
     mb_collection_writer *w = NULL;
     mb_error e = mb_collection_writer_begin(one, 0, &w);
     if (e) fail_msg("begin: %s", mb_error_message());
-    for (int i = KINDS_NMESH - 1; i >= 0; i--) {
-      e = mb_collection_writer_put(w, m[i]);
+    for (int i = KINDS_NMESH - 1; i >= 0; i--) { /* the writer takes each mesh */
+      mb_mesh *copy = NULL;
+      assert_int_equal(mb_mesh_duplicate(m[i], &copy), MB_SUCCESS);
+      e = mb_collection_writer_put(w, copy);
       if (e) fail_msg("put %d: %s", i, mb_error_message());
     }
     assert_int_equal(mb_collection_writer_count(w), KINDS_NMESH);
-    assert_int_equal(mb_collection_writer_put(w, m[1]), MB_ERR_ARG); /* a name put before */
+    mb_mesh *again = NULL;
+    assert_int_equal(mb_mesh_duplicate(m[1], &again), MB_SUCCESS);
+    assert_int_equal(mb_collection_writer_put(w, again), MB_ERR_ARG); /* a name put before */
     mb_test_assert_message_contains("duplicate mesh name 'tri2d'");
     e = mb_collection_writer_finish(w);
     if (e) fail_msg("finish: %s", mb_error_message());
@@ -660,7 +664,8 @@ static void test_kinds_one_at_a_time(void **state) {
     mb_test_assert_message_contains("no room for the output");
     assert_null(w);
     assert_int_equal(mb_collection_writer_begin(a, 0, &w), MB_SUCCESS);
-    assert_int_equal(mb_collection_writer_put(w, m[0]), MB_SUCCESS);
+    assert_int_equal(mb_mesh_duplicate(m[0], &again), MB_SUCCESS);
+    assert_int_equal(mb_collection_writer_put(w, again), MB_SUCCESS);
     mb_collection_writer_abort(w);
     assert_false(mb_test_file_exists(a));
     assert_int_equal(mb_test_count_tmp_files(), 0);
