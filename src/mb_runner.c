@@ -1284,6 +1284,31 @@ static mb_error take_lock(const char *output) {
   MB_FAIL(MB_ERR_IO, "cannot take %s", lock);
 }
 
+/* Rank 0, holding OUTPUT.lock: remove the OUTPUT.tmp-PID files that runs
+ * killed while writing left (a run writing mesh by mesh holds its file
+ * from the start); no live run can own one, as each holds the lock. */
+static void remove_stale_temporaries(const char *output) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", output);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? output + (slash - dir) + 1 : output;
+  if (slash) slash[slash == dir] = '\0'; else snprintf(dir, sizeof dir, ".");
+  char prefix[4300];
+  snprintf(prefix, sizeof prefix, "%s.tmp-", base);
+  const size_t np = strlen(prefix);
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const char *tail = e->d_name + np;
+    if (strncmp(e->d_name, prefix, np) || !*tail || strspn(tail, "0123456789") != strlen(tail))
+      continue;
+    char q[4600];
+    snprintf(q, sizeof q, "%s/%s", dir, e->d_name);
+    if (unlink(q) == 0)
+      mb_log(MB_LOG_NORMAL, "removed %s, left by an earlier run that was stopped", q);
+  }
+  if (d) closedir(d);
+}
+
 static void drop_lock(const char *output) {
   char lock[4200];
   snprintf(lock, sizeof lock, "%s.lock", output);
@@ -1335,6 +1360,7 @@ static mb_error setup(rank_state *st) {
   if (!e && st->rank == 0) e = check_output(st->job->output, st->inputs);
   if (!e && st->rank == 0) e = take_lock(st->job->output);
   if (!e) st->locked = st->rank == 0;
+  if (st->locked) remove_stale_temporaries(st->job->output);
   MB_CALL(mb_agree(st->comm, e));
   if (st->job->checkpoint || st->job->resume) {
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);

@@ -537,6 +537,9 @@ def case_resume(a):
                 fail(f"{fault}: {taken} meshes taken from the checkpoint, expected {kept}")
             if os.path.exists(out + ".ckpt"):
                 fail("the checkpoint is left after the output was written")
+            stray = [f for f in os.listdir(d) if ".tmp-" in f]
+            if stray:
+                fail(f"{fault}: temporary files left after the resumed run: {stray}")
             same_datasets(ref, out)
             os.remove(out)
     finally:
