@@ -366,7 +366,12 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
 static void drop_source(rank_state *st, pending *p) {
   mb_mesh_free(p->m);
   p->m = NULL;
-  if (p->ires == st->nresults - 1) st->nresults--;
+  /* its result entry goes; later entries (meshes taken after it that had
+   * nothing to compute, finished already) move down: no pending one
+   * refers to them, as meshes read later are dropped first */
+  memmove(&st->results[p->ires], &st->results[p->ires + 1],
+          sizeof *st->results * (size_t)(st->nresults - p->ires - 1));
+  st->nresults--;
   p->s = -1;
 }
 
@@ -474,8 +479,8 @@ static pending *queue_pop(pending **head, pending **tail) {
  * and one more to the output's raw-write thread where the output is
  * written mesh by mesh: a team as large as the machine, with those threads
  * beside it, waits at every barrier for the thread that lost its core
- * (measured on the H100 machine, 16 cores: a batch's compute took 5 times
- * as long with the reading thread; 14 % longer with the writing one). */
+ * (16 cores: a batch's compute took 5 times as long with the reading
+ * thread, on the H100 machine; 14 % longer with the writing one, H200). */
 static void *compute_thread(void *arg) {
   mesh_pipe *q = arg;
   const int n = q->st->omp_threads - (q->st->out ? 2 : 1);
