@@ -1198,13 +1198,16 @@ static mb_error create_h5(MPI_Comm comm, const char *tmp, hid_t *out) {
  * HDF5 places fractal-heap blocks (dense attributes and links) elsewhere:
  * other bytes (docs/benchmarks.md, "One rank: MPI-IO or sec2"). */
 static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
-                         mb_error *lerr) {
+                         int durable, mb_error *lerr) {
   int rank = 0;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   MB_CALL(mb_agree(comm, rank == 0 ? check_space(tmp, estimated_bytes(w)) : MB_SUCCESS));
   hid_t file;
   MB_CALL(create_h5(comm, tmp, &file));
   mb_error e = put_contents(file, w, h, lerr);
+  /* durable: every rank's writes to the disk (MPI_File_sync, collective) */
+  if (!e && durable && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+    e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__, "cannot sync %s to the disk", tmp);
   if (H5Fclose(file) < 0 && !e)
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
   MB_CALL(e);
@@ -1336,15 +1339,39 @@ static mb_error publish_one(const char *path, mb_pub *p, const char *suffix) {
   return MB_SUCCESS;
 }
 
+/* fsync a file (or a folder) by name: its data, or its entries, on the disk. */
+static mb_error sync_path(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  MB_CHECK(fd >= 0, MB_ERR_IO, "cannot open %s to sync it: %s", path, strerror(errno));
+  const int ok = fsync(fd) == 0;
+  const int err = errno;
+  close(fd);
+  MB_CHECK(ok, MB_ERR_IO, "cannot sync %s to the disk: %s", path, strerror(err));
+  return MB_SUCCESS;
+}
+
+/* The folder of path, synced: renames into it on the disk. */
+static mb_error sync_folder(const char *path) {
+  char dir[MB_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  MB_CALL(sync_path(dir));
+  return MB_SUCCESS;
+}
+
 /* Rank 0: write the XDMF companions under temporary names, then put the
  * HDF5 file and the XDMF files into place (docs/format.md, "Writing"):
  * every final name is checked first (a folder or other non-file there
  * stops the publication before anything is moved), each file is exchanged
  * with the earlier one at its name (or renamed, the earlier one kept by a
  * hard link), and if any step fails every earlier file is put back and
- * nothing new stays: the previous output is left whole. */
+ * nothing new stays: the previous output is left whole. durable: every
+ * file is synced before the first name changes (the HDF5 file's data
+ * already, by write_h5 or the writer), the folder after the last. */
 static mb_error publish(const char *path, const char *tmp, const char *suffix,
-                        const mb_wset *w) {
+                        const mb_wset *w, int durable) {
   char stem[MB_PATH_MAX];
   xdmf_stem(path, stem, sizeof stem);
   const char *slash = strrchr(path, '/');
@@ -1382,7 +1409,9 @@ static mb_error publish(const char *path, const char *tmp, const char *suffix,
     }
     p[i].had = 1;
   }
+  for (int64_t i = 0; i <= total && !e && durable; i++) e = sync_path(p[i].tmp);
   for (int64_t i = 0; i <= total && !e; i++) e = publish_one(path, &p[i], suffix);
+  if (!e && durable) e = sync_folder(path);
 fail:
   if (e) {
     publish_undo(p, total + 1);
@@ -1436,9 +1465,9 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
   return MB_SUCCESS;
 }
 
-mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
-                                   mb_mesh *const *local, int nslabs,
-                                   const mb_mesh_slab *slabs) {
+static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
+                                 mb_mesh *const *local, int nslabs, const mb_mesh_slab *slabs,
+                                 int durable) {
   MB_CHECK(path && *path, MB_ERR_ARG, "mb_collection_write: empty path");
   MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_write: path too long");
   mb_held h = {0, nlocal, nslabs, local, slabs};
@@ -1450,9 +1479,10 @@ mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
   if (e) goto out;
   snprintf(tmp, sizeof tmp, "%s%s", path, suffix);
   mb_error lerr = MB_SUCCESS;
-  e = write_h5(comm, tmp, &w, &h, &lerr);
+  e = write_h5(comm, tmp, &w, &h, durable, &lerr);
   e = sync_error(comm, e ? e : lerr);
-  if (!e) e = sync_error(comm, h.rank == 0 ? publish(path, tmp, suffix, &w) : MB_SUCCESS);
+  if (!e)
+    e = sync_error(comm, h.rank == 0 ? publish(path, tmp, suffix, &w, durable) : MB_SUCCESS);
   if (e && h.rank == 0) unlink(tmp);
 out:
   wset_free(&w);
@@ -1461,9 +1491,23 @@ out:
   return e;
 }
 
+mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
+                                   mb_mesh *const *local, int nslabs,
+                                   const mb_mesh_slab *slabs) {
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 0));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_write_durable(MPI_Comm comm, const char *path, int nlocal,
+                                     mb_mesh *const *local, int nslabs,
+                                     const mb_mesh_slab *slabs) {
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1));
+  return MB_SUCCESS;
+}
+
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes) {
-  MB_CALL(mb_collection_write_slabs(comm, path, nlocal, local_meshes, 0, NULL));
+  MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0));
   return MB_SUCCESS;
 }
 
@@ -1489,6 +1533,7 @@ struct mb_collection_writer {
   int cancel;         /* abort: drop the queued batches unwritten */
   int stop;           /* no more batches */
   int raw_errno;      /* the first failed pwrite's errno, 0 */
+  int durable;        /* sync the file, its companions and the folder at finish */
   char raw_mesh[256]; /* and its mesh */
 };
 
@@ -1583,7 +1628,7 @@ static void writer_free(mb_collection_writer *w) {
   free(w);
 }
 
-mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
+mb_error mb_collection_writer_begin(const char *path, double expected_bytes, int durable,
                                     mb_collection_writer **writer) {
   MB_CHECK(path && *path && writer, MB_ERR_ARG, "mb_collection_writer_begin: empty argument");
   MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_writer_begin: path too long");
@@ -1593,6 +1638,7 @@ mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
   MB_CHECK(w, MB_ERR_MEMORY, "out of memory");
   w->file = w->meshes = -1;
   w->fd = -1;
+  w->durable = durable;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
   snprintf(w->path, sizeof w->path, "%s", path);
@@ -1732,7 +1778,7 @@ mb_error mb_collection_writer_finish(mb_collection_writer *w) {
                      full_disk_note(w->tmp));
   w->file = -1;
   h5_quiet_end(q);
-  if (!e) e = publish(w->path, w->tmp, w->suffix, &all);
+  if (!e) e = publish(w->path, w->tmp, w->suffix, &all, w->durable);
   free(all.m);
   if (e) { /* publish put back whatever it had moved */
     mb_error_trace(__FILE__, __LINE__, __func__);

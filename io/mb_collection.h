@@ -172,13 +172,14 @@ typedef struct mb_collection_writer mb_collection_writer;
 
 /* Start writing a collection to path: refuses a folder of path that does
  * not exist, or one with less than expected_bytes free (statvfs; 0: no
- * check), then creates "<path>.tmp-<pid>". On success *writer is new; end
+ * check), then creates "<path>.tmp-<pid>". durable: finish syncs the file,
+ * its XDMF companions and the folder as mb_collection_write_durable does. On success *writer is new; end
  * it with mb_collection_writer_finish or mb_collection_writer_abort.
  * Errors: MB_ERR_ARG (NULL or empty argument, path too long), MB_ERR_IO (no
  * folder, no room: "no room for the output ... MB are free", cannot
  * create), MB_ERR_HDF5, MB_ERR_MEMORY; *writer is then NULL and no file is
  * left. */
-mb_error mb_collection_writer_begin(const char *path, double expected_bytes,
+mb_error mb_collection_writer_begin(const char *path, double expected_bytes, int durable,
                                     mb_collection_writer **writer);
 
 /* Write one mesh as the group /meshes/<name>, checked as
@@ -211,6 +212,20 @@ mb_error mb_collection_writer_finish(mb_collection_writer *writer);
  * remove the temporary file and free the writer (and the meshes it still
  * holds). path is left as it was. NULL is allowed. */
 void mb_collection_writer_abort(mb_collection_writer *writer);
+
+/* mb_collection_write_slabs, and the files on the disk before their names
+ * change: every rank's writes synced (H5Fflush, that is MPI_File_sync:
+ * fsync on each rank), then rank 0 syncs the file and each XDMF companion
+ * (fsync) before the first rename or exchange and the folder after the
+ * last. A crash of the machine or the loss of a node then leaves at path
+ * either the earlier file or the whole new one, never a new name over
+ * data that did not reach the disk (the checkpoint of --resume relies on
+ * it). Collective over comm. Errors: those of mb_collection_write_slabs,
+ * and MB_ERR_IO where a sync fails ("cannot sync ... to the disk"); on
+ * error no file exists at path (an earlier one is left whole). */
+mb_error mb_collection_write_durable(MPI_Comm comm, const char *path, int nlocal,
+                                     mb_mesh *const *local, int nslabs,
+                                     const mb_mesh_slab *slabs);
 
 /* The XDMF companions (written by mb_collection_write[_slabs] on rank 0) are produced
  * by the private io/mb_xdmf.h; their layout is in docs/format.md. */

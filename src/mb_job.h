@@ -42,6 +42,7 @@ typedef struct mb_job {
   int timings;           /* not job keys: `meshbatch run --timings`, */
   int checkpoint;        /* --checkpoint (keep every finished mesh in OUTPUT.ckpt/), */
   int resume;            /* --resume (take the finished meshes from there) set them */
+  int sync;              /* --sync: the output on the disk before its name appears */
 } mb_job;
 
 /* Load and validate a job file. Not collective (every rank may load it).

@@ -392,7 +392,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
     char ck[4400];
     checkpoint_path(st, p->s, ck, sizeof ck);
     if (ck[0]) {
-      mb_error ce = mb_collection_write(MPI_COMM_SELF, ck, 1, &p->m);
+      mb_error ce = mb_collection_write_durable(MPI_COMM_SELF, ck, 1, &p->m, 0, NULL);
       if (ce) {
         mb_mesh_free(p->m);
         return ce;
@@ -1035,7 +1035,7 @@ static mb_error run_partitioned(rank_state *st) {
       res.nf = slab.nf;
       e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds));
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
-        e = mb_agree(st->comm, mb_collection_write_slabs(st->comm, ck, 0, NULL, 1, &slab));
+        e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);
     }
     if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
@@ -1374,6 +1374,7 @@ static mb_error setup(rank_state *st) {
   }
   if (writes_per_mesh(st))
     MB_CALL(mb_collection_writer_begin(st->job->output, expected_output_bytes(st->inputs),
+                                       st->job->sync,
                                        &st->out));
   return MB_SUCCESS;
 }
@@ -1476,8 +1477,8 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
     st->out = NULL;
     MB_CALL(mb_agree(st->comm, e));
   } else if (!nothing) { /* a job in which every mesh failed leaves any earlier output as it was */
-    e = mb_collection_write_slabs(st->comm, st->job->output, st->nkept, st->kept, st->nslabs,
-                                  st->slabs);
+    e = (st->job->sync ? mb_collection_write_durable : mb_collection_write_slabs)(
+        st->comm, st->job->output, st->nkept, st->kept, st->nslabs, st->slabs);
     MB_CALL(mb_agree(st->comm, e));
   }
   st->write_s = mb_wtime() - tw;

@@ -10,6 +10,7 @@
 
 static const char run_help[] =
     "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings] [--checkpoint | --resume]\n"
+    "                              [--sync]\n"
     "       mpirun -np N meshbatch run JOB.yaml\n\n"
     "Run a job file: read the input meshes, run every stage on the chosen\n"
     "backend, write the output collection (HDF5 + XDMF) through all ranks.\n"
@@ -24,6 +25,10 @@ static const char run_help[] =
     "                  can go on with --resume; removed once OUTPUT is written\n"
     "  --resume        take the meshes finished in OUTPUT.ckpt/ by an interrupted\n"
     "                  run of the same job, compute the rest (and checkpoint them)\n"
+    "                  (checkpoints are synced to the disk before they count)\n"
+    "  --sync          sync OUTPUT and its XDMF files to the disk before they take\n"
+    "                  their names (after a crash the earlier output or the whole\n"
+    "                  new one, never a part); costs the time of the disk's writes\n"
     "SIGTERM (SLURM's warning before the walltime) stops the run after the\n"
     "current mesh, without writing OUTPUT; with --checkpoint the finished\n"
     "meshes are kept for --resume.\n"
@@ -43,7 +48,7 @@ static int run_and_report(const mb_job *job) {
 
 int mb_cmd_run(int argc, char **argv) {
   const char *path = NULL;
-  int timings = 0, checkpoint = 0, resume = 0;
+  int timings = 0, checkpoint = 0, resume = 0, sync = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       if (mb_cli_rank() == 0) fputs(run_help, stdout);
@@ -52,6 +57,10 @@ int mb_cmd_run(int argc, char **argv) {
     if (mb_cli_log_option(argv[i])) continue;
     if (!strcmp(argv[i], "--timings")) {
       timings = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--sync")) {
+      sync = 1;
       continue;
     }
     if (!strcmp(argv[i], "--checkpoint") || !strcmp(argv[i], "--resume")) {
@@ -69,6 +78,7 @@ int mb_cmd_run(int argc, char **argv) {
   job->timings = timings;
   job->checkpoint = checkpoint;
   job->resume = resume;
+  job->sync = sync;
   int code = run_and_report(job);
   mb_job_free(job);
   return code;

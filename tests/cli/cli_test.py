@@ -667,6 +667,75 @@ def case_publish(a):
     print("publish: refused whole with the earlier output intact, then replaced whole")
 
 
+def case_sync(a):
+    """--checkpoint and --sync, seen through the preload (publish_shim.c),
+    on a.np ranks: every checkpoint file is synced before it takes its name
+    and its folder after; with --sync the output and its XDMF files too,
+    and the output's folder; without --sync the output is not synced."""
+    shim = os.environ.get("MB_PUBLISH_SHIM", "")
+    if not os.path.isfile(shim):
+        print(f"SKIP: the preload {shim!r} is not built")
+        sys.exit(SKIP)
+    d = fresh(f"sync_{a.np}")
+    files = small_meshes(d)
+    out = os.path.join(d, "out.h5")
+    jp = job(os.path.join(d, "job.yaml"), files, out, backend="cpu",
+             stages=[dict(op="laplacian", iterations=1)])
+    old = dict(os.environ)
+    asan = ":".join(x for x in [old.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"] if x)
+    os.environ.update(LD_PRELOAD=shim, ASAN_OPTIONS=asan)
+    try:
+        plain = run(["run", jp, "--checkpoint"], np=a.np)
+        synced = run(["run", jp, "--checkpoint", "--sync"], np=a.np)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    if "shim:" not in plain.stderr:
+        print("SKIP: the preload is not in effect here (no rename seen)")
+        sys.exit(SKIP)
+
+    def events(p):
+        """(what, path) of every fsync and of the target of every rename."""
+        ev = []
+        for ln in p.stderr.splitlines():
+            w = ln.split()
+            if ln.startswith("shim: fsync"):
+                ev.append(("fsync", os.path.realpath(w[2])))
+            elif ln.startswith("shim: rename") and len(w) > 3:
+                ev.append(("rename", os.path.realpath(w[3])))
+        return ev
+
+    ck = os.path.realpath(out + ".ckpt")
+    for name, p in (("without --sync", plain), ("with --sync", synced)):
+        ev = events(p)
+        moved = [path for what, path in ev
+                 if what == "rename" and os.path.dirname(path) == ck and path.endswith(".h5")]
+        if len(moved) != len(files):
+            fail(f"{name}: {len(moved)} checkpoint files put in place, expected {len(files)}")
+        for path in moved:
+            k = ev.index(("rename", path))
+            if not any(w == "fsync" and q.startswith(path + ".tmp-") for w, q in ev[:k]):
+                fail(f"{name}: checkpoint {path} put in place without a sync before")
+            if ("fsync", ck) not in ev[k:]:
+                fail(f"{name}: the checkpoint folder not synced after {path}")
+        final = os.path.realpath(out)
+        k = ev.index(("rename", final)) if ("rename", final) in ev else -1
+        out_synced = any(w == "fsync" and q.startswith(final + ".tmp-") for w, q in ev)
+        if name == "with --sync":
+            if k < 0 or not any(w == "fsync" and q.startswith(final + ".tmp-") for w, q in ev[:k]):
+                fail("--sync: the output put in place without a sync before")
+            if not any(w == "fsync" and q.endswith(".xdmf.tmp-" + q.rsplit("-", 1)[-1])
+                       for w, q in ev[:k]):
+                fail("--sync: no XDMF file synced")
+            if ("fsync", os.path.realpath(d)) not in ev[k:]:
+                fail("--sync: the output's folder not synced after the renames")
+        elif out_synced:
+            fail("without --sync: the output was synced")
+        print(f"{name}: {sum(1 for w, _ in ev if w == 'fsync')} syncs, "
+              f"{len(moved)} checkpoint files synced before their names")
+    same_datasets(out, out)
+
+
 def case_publish_undo(a):
     """Replacing an earlier output, through a preload (publish_shim.c) that
     fails the exchange or rename onto one file, or makes the exchange

@@ -5,7 +5,8 @@
  *                          (last path component) fails with EIO
  *   MB_SHIM_NO_EXCHANGE=1  renameat2 fails with ENOSYS (a kernel or file
  *                          system without RENAME_EXCHANGE)
- * Every renameat2 and rename call is printed to stderr ("shim: ...").
+ * Every renameat2 and rename call is printed to stderr ("shim: ..."), and
+ * every fsync with the path of its descriptor ("shim: fsync PATH").
  * Built without sanitizers; forwards all other system calls unchanged. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -63,5 +64,19 @@ int rename(const char *from, const char *to) {
   }
   fprintf(stderr, "shim: rename %s %s -> %d %s\n", from, to, r, err ? strerror(err) : "");
   if (err) errno = err;
+  return r;
+}
+
+int fsync(int fd) {
+  static int (*real)(int);
+  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, path, sizeof path - 1);
+  path[n > 0 ? n : 0] = '\0';
+  const int r = real(fd);
+  const int err = errno;
+  fprintf(stderr, "shim: fsync %s -> %d\n", path, r);
+  errno = err;
   return r;
 }

@@ -615,7 +615,7 @@ static void test_kinds_one_at_a_time(void **state) {
     mb_mesh *m[KINDS_NMESH];
     kinds_make(m);
     mb_collection_writer *w = NULL;
-    mb_error e = mb_collection_writer_begin(one, 0, &w);
+    mb_error e = mb_collection_writer_begin(one, 0, 1, &w);
     if (e) fail_msg("begin: %s", mb_error_message());
     for (int i = KINDS_NMESH - 1; i >= 0; i--) { /* the writer takes each mesh */
       mb_mesh *copy = NULL;
@@ -657,13 +657,13 @@ static void test_kinds_one_at_a_time(void **state) {
       free(xb);
     }
     /* refusals: no folder, no room; an aborted writer leaves nothing */
-    assert_int_equal(mb_collection_writer_begin("/no/such/folder/x.h5", 0, &w), MB_ERR_IO);
+    assert_int_equal(mb_collection_writer_begin("/no/such/folder/x.h5", 0, 0, &w), MB_ERR_IO);
     assert_null(w);
     mb_test_tmp_path("kfull.h5", a, sizeof a);
-    assert_int_equal(mb_collection_writer_begin(a, 1e18, &w), MB_ERR_IO);
+    assert_int_equal(mb_collection_writer_begin(a, 1e18, 0, &w), MB_ERR_IO);
     mb_test_assert_message_contains("no room for the output");
     assert_null(w);
-    assert_int_equal(mb_collection_writer_begin(a, 0, &w), MB_SUCCESS);
+    assert_int_equal(mb_collection_writer_begin(a, 0, 0, &w), MB_SUCCESS);
     assert_int_equal(mb_mesh_duplicate(m[0], &again), MB_SUCCESS);
     assert_int_equal(mb_collection_writer_put(w, again), MB_SUCCESS);
     mb_collection_writer_abort(w);
