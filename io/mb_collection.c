@@ -1718,7 +1718,11 @@ mb_error mb_collection_writer_put(mb_collection_writer *w, mb_mesh *mesh) {
   if (!e) e = gather_meshes(MPI_COMM_SELF, &b, set);
   free(b.data);
   h5_quiet q = h5_quiet_begin();
-  if (!e && H5Lexists(w->meshes, set->m[0].x.name, H5P_DEFAULT) != 0)
+  const htri_t exists = e ? 0 : H5Lexists(w->meshes, set->m[0].x.name, H5P_DEFAULT);
+  if (exists < 0)
+    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Lexists(%s) failed",
+                     set->m[0].x.name);
+  else if (exists > 0)
     e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                      "mb_collection_write: duplicate mesh name '%s'", set->m[0].x.name);
   mb_error lerr = MB_SUCCESS;
@@ -1771,7 +1775,9 @@ mb_error mb_collection_writer_finish(mb_collection_writer *w) {
   if (!e) qsort(all.m, (size_t)all.n, sizeof *all.m, cmp_wmesh);
   h5_quiet q = h5_quiet_begin();
   if (!e) e = renumber_index(w->meshes, &all);
-  H5Gclose(w->meshes);
+  if (H5Gclose(w->meshes) < 0 && !e)
+    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Gclose(/meshes) of %s failed",
+                     w->tmp);
   w->meshes = -1;
   if (H5Fclose(w->file) < 0 && !e)
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed%s", w->tmp,
