@@ -1150,17 +1150,30 @@ static double estimated_bytes(const mb_wset *w) {
   return b;
 }
 
+/* The folder of path into dir[len]: "." for a bare name, "/" for "/x". */
+static void folder_of(const char *path, char *dir, size_t len) {
+  snprintf(dir, len, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, len, ".");
+}
+
+/* Bytes free to this user in the folder of path (statvfs), -1 where it
+ * cannot tell. */
+static double free_bytes(const char *path) {
+  char dir[MB_PATH_MAX];
+  folder_of(path, dir, sizeof dir);
+  struct statvfs v;
+  return statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : -1;
+}
+
 /* Refuse to start a file the folder has no room for (statvfs; where it
  * cannot tell, go on): a clear error instead of a failed write. */
 static mb_error check_space(const char *tmp, double need) {
   char dir[MB_PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", tmp);
-  char *slash = strrchr(dir, '/');
-  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-  else snprintf(dir, sizeof dir, ".");
-  struct statvfs v;
-  if (statvfs(dir, &v) != 0) return MB_SUCCESS;
-  const double avail = (double)v.f_bavail * (double)v.f_frsize;
+  folder_of(tmp, dir, sizeof dir);
+  const double avail = free_bytes(tmp);
+  if (avail < 0) return MB_SUCCESS;
   MB_CHECK(avail >= need, MB_ERR_IO,
            "no room for the output in %s: it needs about %.1f MB, %.1f MB are free (the disk "
            "or quota is full); nothing was written", dir, need / 1e6, avail / 1e6);
@@ -1353,10 +1366,7 @@ static mb_error sync_path(const char *path) {
 /* The folder of path, synced: renames into it on the disk. */
 static mb_error sync_folder(const char *path) {
   char dir[MB_PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-  else snprintf(dir, sizeof dir, ".");
+  folder_of(path, dir, sizeof dir);
   MB_CALL(sync_path(dir));
   return MB_SUCCESS;
 }
@@ -1663,15 +1673,8 @@ mb_error mb_collection_writer_begin(const char *path, double expected_bytes, int
 
 /* Why a write failed, where the cause is a full disk: a clause for the message. */
 static const char *full_disk_note(const char *tmp) {
-  char dir[MB_PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", tmp);
-  char *slash = strrchr(dir, '/');
-  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-  else snprintf(dir, sizeof dir, ".");
-  struct statvfs v;
-  if (statvfs(dir, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < 1e6)
-    return ": the disk or quota is full";
-  return "";
+  const double avail = free_bytes(tmp);
+  return avail >= 0 && avail < 1e6 ? ": the disk or quota is full" : "";
 }
 
 static mb_error raw_error(mb_collection_writer *w) {

@@ -1135,15 +1135,22 @@ static mb_error make_parent_folder(const char *path) {
   return MB_SUCCESS;
 }
 
+/* The folder of output into dir[len] ("." for a bare name); returns the
+ * file name part of output. */
+static const char *output_folder(const char *output, char *dir, size_t len) {
+  snprintf(dir, len, "%s", output);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? output + (slash - dir) + 1 : output;
+  if (slash) slash[slash == dir] = '\0'; else snprintf(dir, len, ".");
+  return base;
+}
+
 /* Every file name the output will need fits its folder's limit (NAME_MAX):
  * OUTPUT's own temporary name and, for each mesh, OUTPUT_STEM.MESH.xdmf
  * under its temporary name (docs/format.md, "XDMF companions"). */
 static mb_error check_output_names(const char *output, const mb_inputs *in) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", output);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? output + (slash - dir) + 1 : output;
-  if (slash) slash[slash == dir] = '\0'; else snprintf(dir, sizeof dir, ".");
+  const char *base = output_folder(output, dir, sizeof dir);
   long max = pathconf(dir, _PC_NAME_MAX);
   if (max <= 0) max = 255;
   const size_t tmp = strlen(".tmp-") + 20; /* the temporary suffix: .tmp-PID */
@@ -1294,10 +1301,7 @@ static mb_error take_lock(const char *output) {
  * from the start); no live run can own one, as each holds the lock. */
 static void remove_stale_temporaries(const char *output) {
   char dir[4200];
-  snprintf(dir, sizeof dir, "%s", output);
-  char *slash = strrchr(dir, '/');
-  const char *base = slash ? output + (slash - dir) + 1 : output;
-  if (slash) slash[slash == dir] = '\0'; else snprintf(dir, sizeof dir, ".");
+  const char *base = output_folder(output, dir, sizeof dir);
   char prefix[4300];
   snprintf(prefix, sizeof prefix, "%s.tmp-", base);
   const size_t np = strlen(prefix);
