@@ -14,7 +14,51 @@ void mb_distributed_free(mb_distributed_mesh *dm) {
   mb_local_domain_free(dm->domain);
   mb_halo_free(dm->halo);
   free(dm->x);
+  for (int k = 0; k < dm->nfields; k++) {
+    free(dm->fields[k].name);
+    free(dm->fields[k].data);
+  }
+  free(dm->fields);
   free(dm);
+}
+
+int mb_distributed_field_index(const mb_distributed_mesh *dm, const char *name) {
+  for (int k = 0; k < dm->nfields; k++)
+    if (!strcmp(dm->fields[k].name, name)) return k;
+  return -1;
+}
+
+mb_error mb_distributed_add_field(mb_distributed_mesh *dm, const char *name, int ncomp,
+                                  double **data) {
+  MB_CHECK(ncomp >= 1 && name && name[0], MB_ERR_ARG,
+           "mb_distributed_add_field: a field needs a name and ncomp >= 1");
+  const size_t n = (size_t)(dm->domain->nowned + dm->domain->nghost) * (size_t)ncomp;
+  int k = mb_distributed_field_index(dm, name);
+  if (k >= 0 && dm->fields[k].ncomp == ncomp) {
+    memset(dm->fields[k].data, 0, sizeof(double) * n);
+    *data = dm->fields[k].data;
+    return MB_SUCCESS;
+  }
+  double *v = calloc(n ? n : 1, sizeof *v);
+  MB_CHECK(v, MB_ERR_MEMORY, "out of memory for field '%s'", name);
+  if (k < 0) {
+    char *copy = mb_strdup(name);
+    mb_field *f = realloc(dm->fields, sizeof *f * (size_t)(dm->nfields + 1));
+    if (f) dm->fields = f;
+    if (!copy || !f) {
+      free(copy);
+      free(v);
+      MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name);
+    }
+    k = dm->nfields++;
+    dm->fields[k] = (mb_field){.name = copy};
+  }
+  free(dm->fields[k].data);
+  dm->fields[k].data = v;
+  dm->fields[k].ncomp = ncomp;
+  dm->fields[k].dtype = MB_FLOAT64;
+  *data = v;
+  return MB_SUCCESS;
 }
 
 /* Rank 0 decides the parts (given or METIS); everyone receives them. */

@@ -36,6 +36,11 @@ typedef struct mb_distributed_mesh {
   mb_local_domain *domain;  /* this rank's owned and ghost vertices (owned) */
   mb_halo *halo;            /* owner -> ghost exchange of 3 doubles per vertex (owned) */
   double *x;                /* [(nowned + nghost) * 3] local positions (owned) */
+  int nfields;              /* per-vertex fields on the local rows */
+  mb_field *fields;         /* [nfields]: data [(nowned + nghost) * ncomp] float64, owned rows
+                               then ghosts (owned); brought from the slab by
+                               mb_distributed_pull_fields, written back by
+                               mb_distributed_to_slab */
 } mb_distributed_mesh;
 
 /* Distribute a mesh that every rank holds (global adjacency and positions
@@ -70,12 +75,6 @@ mb_error mb_distributed_create(MPI_Comm comm, const mb_adjacency *global, const 
 mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab, int depth,
                                          int blocks, mb_distributed_mesh **dm);
 
-/* Send the owned positions back to the slab that holds their rows:
- * slab->rows->xyz receives the current positions of this rank's vertex rows
- * [vtxdist[rank], vtxdist[rank+1]) (slab->vertex_start must be
- * vtxdist[rank]), so that all ranks can write the mesh together in global
- * vertex order (mb_collection_write_slabs). Collective.
- * Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
 /* A halo plan over this piece's owned and ghost vertices for `ncomp`
  * float64 values per vertex (dm->halo carries the 3 positions; an op that
  * exchanges other values per vertex makes its own). Collective over
@@ -83,7 +82,33 @@ mb_error mb_distributed_create_from_slab(MPI_Comm comm, const mb_mesh_slab *slab
  * Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_distributed_halo(const mb_distributed_mesh *dm, int ncomp, mb_halo **halo);
 
+/* Send the owned values back to the slab that holds their rows:
+ * slab->rows->xyz and every per-vertex field of slab->rows receive the
+ * current positions and fields (dm->fields, by name; a field the op added
+ * is made in the slab) of this rank's vertex rows [vtxdist[rank],
+ * vtxdist[rank+1]) (slab->vertex_start must be vtxdist[rank]), so that all
+ * ranks can write the mesh together in global vertex order
+ * (mb_collection_write_slabs). Per-face fields stay as the slab holds them.
+ * Collective. Errors: MB_ERR_ARG (the slab holds other rows), MB_ERR_MPI,
+ * MB_ERR_MEMORY. */
 mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *slab);
+
+/* Bring every per-vertex field of this rank's slab (rows [vtxdist[rank],
+ * vtxdist[rank+1]), float64) to the owned and ghost rows of dm->fields,
+ * each local row asking the rank whose slab holds it. Collective.
+ * Errors: MB_ERR_ARG (the slab holds other rows), MB_ERR_UNSUPPORTED (a
+ * float32 field), MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_distributed_pull_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab);
+
+/* A per-vertex field of ncomp float64 values on the owned and ghost rows,
+ * zeroed, made (or, by name, reset) for an op to fill: *data [(nowned +
+ * nghost) * ncomp] belongs to dm. Written back by mb_distributed_to_slab.
+ * Not collective. Errors: MB_ERR_ARG, MB_ERR_MEMORY. */
+mb_error mb_distributed_add_field(mb_distributed_mesh *dm, const char *name, int ncomp,
+                                  double **data);
+
+/* Index of dm's field named name, or -1. Not collective. */
+int mb_distributed_field_index(const mb_distributed_mesh *dm, const char *name);
 
 /* Quality of the partition in use: edge cut, owned-vertex imbalance and
  * empty parts, from each rank's owned rows (no global array needed).

@@ -522,30 +522,138 @@ fail:
   return e;
 }
 
+/* Values per vertex row that travel between the domain and the slab:
+ * the position, then every per-vertex field in dm order. */
+static int row_width(const mb_distributed_mesh *dm) {
+  int w = 3;
+  for (int k = 0; k < dm->nfields; k++) w += dm->fields[k].ncomp;
+  return w;
+}
+
+/* Local rows in ascending global id (the order homes answer in). */
+static int by_first(const void *x, const void *y) {
+  const int64_t *a = x, *b = y;
+  return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+mb_error mb_distributed_pull_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
+  const mb_mesh *rows = slab->rows;
+  MB_CHECK(slab->vertex_start == dm->vtxdist[dm->rank] &&
+               rows->nv == dm->vtxdist[dm->rank + 1] - dm->vtxdist[dm->rank],
+           MB_ERR_ARG, "mb_distributed_pull_fields: the slab does not hold rows [%lld, %lld)",
+           (long long)dm->vtxdist[dm->rank], (long long)dm->vtxdist[dm->rank + 1]);
+  if (!rows->nfields) return MB_SUCCESS;
+  const mb_local_domain *d = dm->domain;
+  const int64_t nlocal = d->nowned + d->nghost, first = slab->vertex_start;
+  int width = 0;
+  for (int k = 0; k < rows->nfields; k++) {
+    MB_CHECK(rows->fields[k].dtype == MB_FLOAT64, MB_ERR_UNSUPPORTED,
+             "field '%s' is float32; a split by vertices carries float64 fields",
+             rows->fields[k].name);
+    width += rows->fields[k].ncomp;
+  }
+  int64_t *pairs = malloc(sizeof *pairs * 2 * (size_t)(nlocal ? nlocal : 1));
+  int64_t *ids = malloc(sizeof *ids * (size_t)(nlocal ? nlocal : 1));
+  int64_t *count = calloc((size_t)dm->size, sizeof *count);
+  inbox asked = {0}, answers = {0};
+  outbox reply = {0};
+  mb_error e = pairs && ids && count ? MB_SUCCESS : OOM();
+  for (int64_t l = 0; !e && l < nlocal; l++) {
+    pairs[2 * l] = d->global[l];
+    pairs[2 * l + 1] = l;
+  }
+  if (!e) qsort(pairs, (size_t)nlocal, 2 * sizeof *pairs, by_first);
+  for (int64_t i = 0; !e && i < nlocal; i++) {
+    ids[i] = pairs[2 * i];
+    count[home_of(dm->vtxdist, dm->size, ids[i])]++;
+  }
+  for (int k = 0; !e && k < rows->nfields; k++) {
+    mb_field *f = &rows->fields[k];
+    double *data = NULL;
+    e = mb_distributed_add_field(dm, f->name, f->ncomp, &data);
+  }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, count, ids, &asked));
+  e = outbox_init(&reply, dm->size);
+  for (int r = 0; !e && r < dm->size; r++) outbox_count(&reply, r, width * asked.count[r]);
+  if (!e) e = outbox_open(&reply);
+  const int64_t *id = asked.buf;
+  for (int r = 0; !e && r < dm->size; r++)
+    for (int64_t q = 0; q < asked.count[r]; q++, id++) {
+      const int64_t row = *id - first;
+      int64_t *w = outbox_put(&reply, r, width);
+      for (int k = 0; k < rows->nfields; k++)
+        for (int c = 0; c < rows->fields[k].ncomp; c++)
+          *w++ = word_of(rows->fields[k].data[rows->fields[k].ncomp * row + c]);
+    }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, reply.count, reply.buf, &answers));
+  for (int64_t i = 0; i < nlocal; i++) { /* answers come in home order = ascending ids */
+    const int64_t l = pairs[2 * i + 1], *w = answers.buf + width * i;
+    for (int k = 0; k < rows->nfields; k++) {
+      mb_field *f = &dm->fields[mb_distributed_field_index(dm, rows->fields[k].name)];
+      for (int c = 0; c < f->ncomp; c++) f->data[f->ncomp * l + c] = double_of(*w++);
+    }
+  }
+done:
+  free(pairs);
+  free(ids);
+  free(count);
+  inbox_free(&asked);
+  inbox_free(&answers);
+  outbox_free(&reply);
+  return e;
+}
+
+/* The slab's field named like f, made (zeroed) where the op added it. */
+static mb_error slab_field(mb_mesh *rows, const mb_field *f, mb_field **out) {
+  int k = mb_mesh_field_index(rows, f->name);
+  if (k < 0 || rows->fields[k].ncomp != f->ncomp || rows->fields[k].dtype != MB_FLOAT64) {
+    double *zero = calloc((size_t)(rows->nv ? rows->nv : 1) * (size_t)f->ncomp, sizeof *zero);
+    MB_CHECK(zero, MB_ERR_MEMORY, "out of memory");
+    mb_error e = mb_mesh_set_field(rows, f->name, f->ncomp, zero);
+    free(zero);
+    MB_CALL(e);
+    k = mb_mesh_field_index(rows, f->name);
+  }
+  *out = &rows->fields[k];
+  return MB_SUCCESS;
+}
+
 mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *slab) {
   MB_CHECK(slab->vertex_start == dm->vtxdist[dm->rank] &&
                slab->rows->nv == dm->vtxdist[dm->rank + 1] - dm->vtxdist[dm->rank],
            MB_ERR_ARG, "mb_distributed_to_slab: the slab does not hold rows [%lld, %lld)",
            (long long)dm->vtxdist[dm->rank], (long long)dm->vtxdist[dm->rank + 1]);
   const mb_local_domain *d = dm->domain;
+  const int width = row_width(dm);
+  mb_field **into = calloc((size_t)(dm->nfields ? dm->nfields : 1), sizeof *into);
   outbox ob;
   inbox ib = {0};
-  mb_error e = outbox_init(&ob, dm->size);
+  mb_error e = into ? outbox_init(&ob, dm->size) : OOM();
+  if (!into) ob = (outbox){0};
+  for (int k = 0; !e && k < dm->nfields; k++) e = slab_field(slab->rows, &dm->fields[k], &into[k]);
   for (int64_t l = 0; !e && l < d->nowned; l++)
-    outbox_count(&ob, home_of(dm->vtxdist, dm->size, d->global[l]), 4);
+    outbox_count(&ob, home_of(dm->vtxdist, dm->size, d->global[l]), 1 + width);
   if (!e) e = outbox_open(&ob);
   for (int64_t l = 0; !e && l < d->nowned; l++) {
-    int64_t *w = outbox_put(&ob, home_of(dm->vtxdist, dm->size, d->global[l]), 4);
-    w[0] = d->global[l];
-    for (int c = 0; c < 3; c++) w[1 + c] = word_of(dm->x[3 * l + c]);
+    int64_t *w = outbox_put(&ob, home_of(dm->vtxdist, dm->size, d->global[l]), 1 + width);
+    *w++ = d->global[l];
+    for (int c = 0; c < 3; c++) *w++ = word_of(dm->x[3 * l + c]);
+    for (int k = 0; k < dm->nfields; k++)
+      for (int c = 0; c < dm->fields[k].ncomp; c++)
+        *w++ = word_of(dm->fields[k].data[dm->fields[k].ncomp * l + c]);
   }
   MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
   MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, ob.count, ob.buf, &ib));
-  for (int64_t k = 0; k < ib.n; k += 4) {
-    int64_t row = ib.buf[k] - slab->vertex_start;
-    for (int c = 0; c < 3; c++) slab->rows->xyz[3 * row + c] = double_of(ib.buf[k + 1 + c]);
+  for (int64_t q = 0; q < ib.n; q += 1 + width) {
+    const int64_t row = ib.buf[q] - slab->vertex_start, *w = ib.buf + q + 1;
+    for (int c = 0; c < 3; c++) slab->rows->xyz[3 * row + c] = double_of(*w++);
+    for (int k = 0; k < dm->nfields; k++)
+      for (int c = 0; c < into[k]->ncomp; c++) into[k]->data[into[k]->ncomp * row + c] = double_of(*w++);
   }
 done:
+  free(into);
   outbox_free(&ob);
   inbox_free(&ib);
   return e;

@@ -816,19 +816,16 @@ static mb_error job_check_partitioned(const job_ctx *c, const mb_job *job) {
   if (job->distribute != MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
   for (int s = 0; s < job->nstages; s++) {
     const mb_op_info *op = job->stages[s].op;
-    int how = mb_op_partitioned(op);
-    if (!how)
+    const mb_split how = mb_op_partitioned(op), first = mb_op_partitioned(job->stages[0].op);
+    if (how == MB_SPLIT_NONE)
       return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
                       "stage %d (%s) runs per mesh only; use distribute: per-mesh", s, op->name);
-    if (s > 0 && how != mb_op_partitioned(job->stages[0].op))
+    if (s > 0 && how != first)
       return job_fail(MB_ERR_JOB, c->file, scan_line(c->idx, "distribute"), "distribute",
                       "stage %d (%s) splits the mesh by %s and stage 0 (%s) by %s; a "
                       "partitioned job splits it one way (use two jobs)",
-                      s, op->name, how == 3 ? "grid blocks" : how == 2 ? "faces" : "vertices",
-                      job->stages[0].op->name,
-                      mb_op_partitioned(job->stages[0].op) == 3   ? "grid blocks"
-                      : mb_op_partitioned(job->stages[0].op) == 2 ? "faces"
-                                                                  : "vertices");
+                      s, op->name, mb_split_name(how), job->stages[0].op->name,
+                      mb_split_name(first));
   }
   return MB_SUCCESS;
 }

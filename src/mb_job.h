@@ -56,7 +56,6 @@ mb_error mb_job_load(const char *path, mb_job **job);
 void mb_job_free(mb_job *job);
 
 const char *mb_distribute_name(mb_distribute d);
-const char *mb_partitioner_name(mb_partitioner p);
 
 #ifdef __cplusplus
 }

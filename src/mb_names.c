@@ -8,14 +8,3 @@ const char *mb_distribute_name(mb_distribute d) {
   }
   return "unknown";
 }
-
-const char *mb_partitioner_name(mb_partitioner p) {
-  switch (p) {
-  case MB_PARTITIONER_METIS: return "metis";
-  case MB_PARTITIONER_PARMETIS: return "parmetis";
-  case MB_PARTITIONER_BLOCKS: return "blocks";
-  }
-  return "unknown";
-}
-
-

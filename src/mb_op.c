@@ -147,18 +147,26 @@ mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
   return op->run_partitioned[backend_slot(backend)];
 }
 
-mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *backend) {
-  return op->run_faces[backend_slot(backend)];
-}
-
-mb_op_run_grid_fn mb_op_run_grid_for(const mb_op_info *op, const mb_backend *backend) {
-  return op->run_grid[backend_slot(backend)];
-}
-
-int mb_op_partitioned(const mb_op_info *op) {
+mb_split mb_op_partitioned(const mb_op_info *op) {
   if (op->run_partitioned[MB_BACKEND_SLOT_CPU] || op->run_partitioned[MB_BACKEND_SLOT_CUDA])
-    return 1;
-  if (op->run_faces[MB_BACKEND_SLOT_CPU] || op->run_faces[MB_BACKEND_SLOT_CUDA]) return 2;
-  if (op->run_grid[MB_BACKEND_SLOT_CPU] || op->run_grid[MB_BACKEND_SLOT_CUDA]) return 3;
-  return 0;
+    return op->split;
+  return MB_SPLIT_NONE;
+}
+
+const char *mb_partitioner_name(mb_partitioner p) {
+  switch (p) {
+  case MB_PARTITIONER_METIS: return "metis";
+  case MB_PARTITIONER_PARMETIS: return "parmetis";
+  case MB_PARTITIONER_BLOCKS: return "blocks";
+  }
+  return "unknown";
+}
+
+const char *mb_split_name(mb_split split) {
+  switch (split) {
+  case MB_SPLIT_VERTICES: return "vertices";
+  case MB_SPLIT_FACES: return "faces";
+  case MB_SPLIT_CELLS: return "grid blocks";
+  default: return "none";
+  }
 }

@@ -40,6 +40,9 @@ typedef enum mb_partitioner {
   MB_PARTITIONER_BLOCKS = 2
 } mb_partitioner;
 
+/* Name of a partitioner as written in job files ("metis"). Not collective. */
+const char *mb_partitioner_name(mb_partitioner p);
+
 /* The GPU working precision of a job (the CPU always computes in float64). */
 typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
 
@@ -78,7 +81,6 @@ typedef struct mb_param {
 /* ------------------------------------------------------------ ops */
 
 struct mb_op_info;
-struct mb_distributed_mesh;
 struct mb_pass_timing;
 
 /* One stage of a job: an op and its parameter struct (owned by the job). */
@@ -94,8 +96,6 @@ typedef struct mb_op_ctx {
   mb_precision precision;
   int halo;                         /* partitioned GPU runs: mb_halo_transport */
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
-  MPI_Comm comm;                    /* partitioned runs: the ranks sharing the mesh */
-  mb_partitioner partitioner;       /* partitioned runs */
   double *device_s;                 /* per-mesh runs: an op adds the seconds its device was
                                        busy for the mesh (the GPU busy fraction); may be NULL */
 } mb_op_ctx;
@@ -106,31 +106,38 @@ typedef struct mb_op_ctx {
 typedef mb_error (*mb_op_run_fn)(const mb_op_ctx *ctx, const mb_stage *stages, int nstages,
                                  mb_mesh **mesh);
 
-/* Run consecutive stages on this rank's piece of a mesh split over ranks
- * (partition/mb_distributed.h), updating dm->x. Collective over the piece's
- * communicator. */
+/* How an op's partitioned entry splits a dataset over the ranks (its
+ * mb_op_info.split). The domain (partition/mb_domain.h) is built for it by
+ * the partitioner the job names; the op sees only the domain.
+ *   VERTICES  owned vertices, then ghost vertices up to ghost_depth edges
+ *             away, a halo plan between them; positions and per-vertex
+ *             fields on owned + ghost rows (mb_distributed_mesh)
+ *   FACES     this rank's block of rows of the input; the op partitions
+ *             the faces (the dual graph) itself and returns its block of
+ *             rows of the output (Polylla's terminal-edge regions)
+ *   CELLS     a Cartesian block of a grid with ghost_depth ghost planes per
+ *             face (mb_cart), the block's points and fields */
+typedef enum mb_split {
+  MB_SPLIT_NONE = 0,      /* no partitioned form */
+  MB_SPLIT_VERTICES = 1,
+  MB_SPLIT_FACES = 2,
+  MB_SPLIT_CELLS = 3
+} mb_split;
+
+/* Name of a split for messages and `meshbatch ops`: "vertices", "faces",
+ * "grid blocks", "none". Not collective. */
+const char *mb_split_name(mb_split split);
+
+struct mb_domain;
+
+/* Run consecutive stages (all of ops sharing this entry point) on this
+ * rank's piece of a dataset split over ranks (partition/mb_domain.h): the
+ * op reads and changes the domain's values (positions and fields of owned
+ * rows, ghosts by its halo exchanges, or the domain's slab of rows), and
+ * may add fields; the runner writes the domain back. Collective over the
+ * domain's communicator; the runner agrees the error. */
 typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
-                                             int nstages, struct mb_distributed_mesh *dm);
-
-/* Run consecutive stages on a mesh split over the ranks of ctx->comm by
- * its faces, for ops whose unit of work is the face (they partition the
- * dual graph themselves, as ctx->partitioner says).
- * On entry *slab holds this rank's block of rows of the input (no rank
- * holds the whole mesh); on return this rank's block of rows of the output
- * in the output's order (slab->rows replaced, the old one freed), which
- * the ranks write together. Collective over ctx->comm; errors agreed. */
-typedef mb_error (*mb_op_run_faces_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
-                                       int nstages, mb_mesh_slab *slab);
-
-struct mb_cart;
-
-/* Run consecutive stages on this rank's block of a grid split over the
- * ranks into Cartesian blocks (partition/mb_cart.h: the plan, with 4 ghost
- * planes per face): slab->rows is the block (plain arrays of its points,
- * slab->grid_lo its place in the grid), which the op updates in place.
- * Collective over the plan's communicator; errors agreed. */
-typedef mb_error (*mb_op_run_grid_fn)(const mb_op_ctx *ctx, const mb_stage *stages,
-                                      int nstages, struct mb_cart *cart, mb_mesh_slab *slab);
+                                             int nstages, struct mb_domain *domain);
 
 /* `meshbatch bench ROOM ...`: argv[0] is the room name. Prints figures;
  * returns the process exit code. Collective over MPI_COMM_WORLD. */
@@ -157,10 +164,13 @@ typedef struct mb_op_info {
    * updates, for the per-mesh schedule. */
   double (*cost)(int64_t nv, int64_t nf, const void *params);
   mb_op_run_fn run[MB_NBACKENDS];                      /* NULL: not on this backend */
-  mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS]; /* NULL: no partitioned form */
-  int ghost_depth;       /* partitioned: edges of ghosts around the owned vertices (>= 1) */
-  mb_op_run_faces_fn run_faces[MB_NBACKENDS];  /* NULL: not partitioned by faces */
-  mb_op_run_grid_fn run_grid[MB_NBACKENDS];    /* NULL: not on grid blocks */
+  /* Partitioned form: how the op splits a dataset, the ghost rows it reads
+   * (VERTICES: ghost depth in edges; CELLS: ghost width in planes per face;
+   * >= 1, FACES: unused) and its entry per backend (NULL: not partitioned
+   * on that backend). split MB_SPLIT_NONE: no partitioned form. */
+  mb_split split;
+  int ghost_depth;
+  mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS];
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
 } mb_op_info;
 
@@ -190,13 +200,10 @@ int mb_op_param_index(const mb_op_info *op, const char *key);
 mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend);
 mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
                                                    const mb_backend *backend);
-mb_op_run_faces_fn mb_op_run_faces_for(const mb_op_info *op, const mb_backend *backend);
-mb_op_run_grid_fn mb_op_run_grid_for(const mb_op_info *op, const mb_backend *backend);
 
-/* How an op runs partitioned: 0 not at all, 1 by vertices (run_partitioned),
- * 2 by faces (run_faces), 3 by Cartesian blocks of a grid (run_grid), on
- * some backend. Not collective. */
-int mb_op_partitioned(const mb_op_info *op);
+/* How an op runs partitioned: its split where it has a partitioned entry on
+ * some backend, else MB_SPLIT_NONE. Not collective. */
+mb_split mb_op_partitioned(const mb_op_info *op);
 
 #ifdef __cplusplus
 }

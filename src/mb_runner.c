@@ -15,7 +15,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "mb_adjacency.h"
 #include "mb_backend.h"
 #include "mb_collection.h"
 #include "mb_config.h"
@@ -23,9 +22,7 @@
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
-#include "mb_cart.h"
-#include "mb_distributed.h"
-#include "mb_partfile.h"
+#include "mb_domain.h"
 #include "mb_meshfile.h"
 #include "mb_op.h"
 #include "mb_partition.h"
@@ -194,20 +191,29 @@ static mb_error fit_kind(const rank_state *st, mb_mesh *m) {
           why);
 }
 
-/* Run the stages on one mesh; consecutive stages of ops that share an entry
- * point run as one group (smoothing keeps its adjacency and device arrays). */
-static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s) {
+/* The one stage loop, for a mesh of its own (m, per-mesh runs; d NULL) or
+ * a rank's piece of a dataset split over the ranks (d, partitioned runs; m
+ * NULL). Consecutive stages of ops that share an entry point run as one
+ * group (smoothing keeps its adjacency and device arrays). On a domain the
+ * errors are agreed after each group. */
+static mb_error run_stages(const rank_state *st, const mb_op_ctx *ctx, mb_mesh **m,
+                           mb_domain *d) {
   const mb_job *job = st->job;
-  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .device_s = device_s};
+  const mb_backend *be = &st->backend;
   for (int k = 0; k < job->nstages;) {
     const mb_op_info *op = job->stages[k].op;
-    mb_op_run_fn fn = mb_op_run_for(op, &st->backend);
-    MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no %s backend", job->path,
-             job->stages[k].line, op->name, mb_backend_kind_name(st->backend.kind));
+    const mb_op_run_fn run = d ? NULL : mb_op_run_for(op, be);
+    const mb_op_run_partitioned_fn part = d ? mb_op_run_partitioned_for(op, be) : NULL;
+    MB_CHECK(run || part, MB_ERR_UNSUPPORTED, "%s:%d: %s has no %s%s backend%s", job->path,
+             job->stages[k].line, op->name, d ? "partitioned form on the " : "",
+             mb_backend_kind_name(be->kind), d ? " (use distribute: per-mesh)" : "");
     int n = 1;
-    while (k + n < job->nstages && mb_op_run_for(job->stages[k + n].op, &st->backend) == fn) n++;
-    MB_CALL(fn(&ctx, &job->stages[k], n, m));
+    while (k + n < job->nstages &&
+           (d ? mb_op_run_partitioned_for(job->stages[k + n].op, be) == part
+              : mb_op_run_for(job->stages[k + n].op, be) == run))
+      n++;
+    MB_CALL(d ? mb_agree(d->comm, part(ctx, &job->stages[k], n, d))
+              : run(ctx, &job->stages[k], n, m));
     k += n;
   }
   return MB_SUCCESS;
@@ -300,7 +306,9 @@ static void compute_pending(pending *p) {
   const double t0 = mb_wtime();
   mb_error e = MB_SUCCESS;
   if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
-  if (!e) e = run_stages(st, &p->m, &p->device_s);
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
+                         .halo = st->job->halo, .device_s = &p->device_s};
+  if (!e) e = run_stages(st, &ctx, &p->m, NULL);
   p->compute_s = mb_wtime() - t0;
   if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0);
   if (e) {
@@ -675,55 +683,7 @@ static mb_error run_dynamic(rank_state *st) {
 
 /* ------------------------------------------------------------- partitioned */
 
-/* Rank 0 prints the partition quality and every rank's halo and timings. */
-static mb_error report_partition(rank_state *st, const char *name, const mb_distributed_mesh *dm,
-                                 const mb_pass_timing *t) {
-  mb_partition_quality q;
-  MB_CALL(mb_distributed_quality(dm, &q));
-  mb_rank_figures *all = st->rank == 0 ? malloc(sizeof *all * (size_t)st->size) : NULL;
-  MB_CHECK(st->rank != 0 || all, MB_ERR_MEMORY, "out of memory");
-  mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
-  if (!e && st->rank == 0) {
-    mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts (%s), edge cut %lld, owned imbalance %.3f "
-           "(max/mean), %d empty part%s, halo over %s", name, q.nparts,
-           mb_partitioner_name(st->job->partitioner), (long long)q.edge_cut, q.imbalance, q.nempty,
-           q.nempty == 1 ? "" : "s",
-           st->backend.kind == MB_BACKEND_CUDA ? mb_halo_transport_name(t->transport) : "mpi");
-    for (int r = 0; r < st->size; r++)
-      mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
-             "halo %.0f B/pass, compute %.3f ms/pass, exchange %.3f ms/pass", r, all[r].owned,
-             all[r].ghosts, all[r].neighbors, all[r].halo_bytes, all[r].compute_ms,
-             all[r].exchange_ms);
-  }
-  free(all);
-  MB_CALL(e);
-  return MB_SUCCESS;
-}
-
-/* Rank 0: the parts of a mesh from the job's partition file when it names
- * this mesh (*part, owned by the caller), else NULL for METIS. */
-static mb_error partition_from_file(rank_state *st, const mb_mesh *m, int32_t **part) {
-  *part = NULL;
-  if (!st->job->partition) return MB_SUCCESS;
-  mb_partfile *pf = NULL;
-  MB_CALL(mb_partfile_read(st->job->partition, &pf));
-  mb_error e = MB_SUCCESS;
-  if (!strcmp(pf->mesh, m->name)) {
-    if (pf->nparts != st->size || pf->nv != m->nv)
-      e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                       "partition %s has %d parts for %lld vertices, but mesh '%s' has %lld "
-                       "vertices and the run has %d ranks", st->job->partition, pf->nparts,
-                       (long long)pf->nv, m->name, (long long)m->nv, st->size);
-    else {
-      *part = pf->vertex_part;
-      pf->vertex_part = NULL;
-    }
-  }
-  mb_partfile_free(pf);
-  return e;
-}
-
-/* The deepest ghost ring any stage of the job reads. */
+/* The deepest ghost rows (depth or width) any stage of the job reads. */
 static int ghost_depth(const mb_job *job) {
   int depth = 1;
   for (int s = 0; s < job->nstages; s++)
@@ -731,229 +691,88 @@ static int ghost_depth(const mb_job *job) {
   return depth;
 }
 
-/* This rank's block of n rows: [n * rank / size, n * (rank + 1) / size). */
-static void block_rows(const rank_state *st, int64_t n, int64_t *first, int64_t *count) {
-  *first = n * st->rank / st->size;
-  *count = n * (st->rank + 1) / st->size - *first;
-}
-
-/* Parts of the vertex blocks [nv * r / size, nv * (r + 1) / size): the
- * blocks partitioner on a mesh every rank holds. */
-static mb_error block_parts(const rank_state *st, int64_t nv, int32_t **part) {
-  *part = malloc(sizeof **part * (size_t)(nv ? nv : 1));
-  MB_CHECK(*part, MB_ERR_MEMORY, "out of memory for %lld vertex parts", (long long)nv);
-  for (int r = 0; r < st->size; r++)
-    for (int64_t v = nv * r / st->size; v < nv * (r + 1) / st->size; v++) (*part)[v] = r;
-  return MB_SUCCESS;
-}
-
-/* partitioner: metis (or blocks on a mesh file). Every rank reads the
- * whole mesh (parallel reads of the same file) and rank 0 partitions it
- * with METIS (or takes the job's partition file, or the blocks); the
- * processed values go back to each rank's block of rows for the collective
- * write. */
-static mb_error partition_whole(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                mb_distributed_mesh **dm) {
-  mb_mesh *m = NULL;
-  mb_adjacency *adj = NULL;
-  int32_t *part = NULL;
-  mb_error e = mb_inputs_read(st->inputs, s, &m);
-  if (!e) e = mb_adjacency_build(m, &adj);
-  if (!e && st->rank == 0)
-    e = st->job->partitioner == MB_PARTITIONER_BLOCKS ? block_parts(st, m->nv, &part)
-                                                      : partition_from_file(st, m, &part);
-  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_distributed_create(st->comm, adj, m->xyz, part, ghost_depth(st->job),
-                                              dm));
-  int64_t v0, nvrows, f0, nfrows;
-  block_rows(st, m->nv, &v0, &nvrows);
-  block_rows(st, m->nf, &f0, &nfrows);
-  e = mb_agree(st->comm, mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab));
-done:
-  free(part);
-  mb_adjacency_free(adj);
-  mb_mesh_free(m);
-  return e;
-}
-
 /* Whether source s is a dataset of a collection (readable by slabs). */
 static int from_collection(const rank_state *st, int64_t s) {
   return st->inputs->sources[s].collection >= 0;
 }
 
-/* This rank's block of 1/N of the vertex rows and 1/N of the face rows of
- * source s, by hyperslab from its collection: no rank reads the whole
- * mesh. Collective; errors agreed. */
-static mb_error read_block(rank_state *st, int64_t s, mb_mesh_slab *slab) {
-  const mb_source *src = &st->inputs->sources[s];
-  MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
-  MB_CHECK(src->collection >= 0, MB_ERR_ARG,
-           "%s: partitioner: parmetis reads meshes from an HDF5 collection by slabs, and this "
-           "is a mesh file (convert it first with meshbatch import, or use partitioner: metis)",
-           src->path);
-  mb_collection *c = st->inputs->collections[src->collection];
-  const mb_mesh_info *info = mb_collection_info(c, src->entry);
-  int64_t v0, nvrows, f0, nfrows;
-  block_rows(st, info->nv, &v0, &nvrows);
-  block_rows(st, info->nf, &f0, &nfrows);
-  mb_error e = mb_collection_read_slab(c, src->entry, v0, nvrows, f0, nfrows, slab);
-  MB_CALL(mb_agree(st->comm, e));
-  slab->rows->index = s;
-  mb_log(MB_LOG_VERBOSE, "[rank %d] %s: read vertex rows [%lld, %lld) of %lld, face rows "
-         "[%lld, %lld) of %lld", st->rank, src->name, (long long)v0, (long long)(v0 + nvrows),
-         (long long)info->nv, (long long)f0, (long long)(f0 + nfrows), (long long)info->nf);
-  return MB_SUCCESS;
-}
+/* The domain's reader (mb_domain_source): source s of the inputs. */
+typedef struct source_reader {
+  const rank_state *st;
+  int64_t s;
+} source_reader;
 
-/* The same block of rows cut from the whole mesh, which every rank reads
- * (a mesh file, or partitioner: metis). Collective; errors agreed. */
-static mb_error read_whole_keep_block(rank_state *st, int64_t s, mb_mesh_slab *slab) {
-  mb_mesh *m = NULL;
-  mb_error e = mb_inputs_read(st->inputs, s, &m);
-  if (!e) e = fit_kind(st, m);
-  if (!e) {
-    int64_t v0, nvrows, f0, nfrows;
-    block_rows(st, m->nv, &v0, &nvrows);
-    block_rows(st, m->nf, &f0, &nfrows);
-    e = mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, slab);
+static mb_error read_whole(void *ctx, mb_mesh **m) {
+  const source_reader *r = ctx;
+  MB_CALL(mb_inputs_read(r->st->inputs, r->s, m));
+  mb_error e = fit_kind(r->st, *m);
+  if (e) {
+    mb_mesh_free(*m);
+    *m = NULL;
   }
-  mb_mesh_free(m);
-  MB_CALL(mb_agree(st->comm, e));
-  slab->rows->index = s;
-  return MB_SUCCESS;
-}
-
-/* partitioner: parmetis, or blocks on a collection. No rank reads the
- * whole mesh: each reads its block of rows by hyperslab, and ParMETIS
- * partitions the distributed graph (or the blocks are the parts); faces
- * and vertices migrate to their owners (mb_distributed_create_from_slab). */
-static mb_error partition_slabs(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                mb_distributed_mesh **dm) {
-  MB_CALL(read_block(st, s, slab));
-  MB_CALL(mb_distributed_create_from_slab(st->comm, slab, ghost_depth(st->job),
-                                          st->job->partitioner == MB_PARTITIONER_BLOCKS, dm));
-  return MB_SUCCESS;
-}
-
-/* Ops split by faces (mb_op_info.run_faces): this rank's block of rows
- * (read by hyperslab where the partitioner allows and the input is a
- * collection, else cut from the whole mesh), then the op, which
- * partitions the faces itself and returns its block of the output. */
-static mb_error process_faces(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                              mb_pass_timing *t) {
-  const mb_job *job = st->job;
-  mb_error e = MB_SUCCESS;
-  if (job->partitioner == MB_PARTITIONER_PARMETIS ||
-      (job->partitioner == MB_PARTITIONER_BLOCKS && from_collection(st, s)))
-    MB_CALL(read_block(st, s, slab));
-  else
-    MB_CALL(read_whole_keep_block(st, s, slab));
-  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
-  for (int k = 0; !e && k < job->nstages;) {
-    mb_op_run_faces_fn fn = mb_op_run_faces_for(job->stages[k].op, &st->backend);
-    MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no partitioned form on the %s backend",
-             job->path, job->stages[k].line, job->stages[k].op->name,
-             mb_backend_kind_name(st->backend.kind));
-    int n = 1;
-    while (k + n < job->nstages && mb_op_run_faces_for(job->stages[k + n].op, &st->backend) == fn)
-      n++;
-    e = fn(&ctx, &job->stages[k], n, slab);
-    k += n;
-  }
-  return mb_agree(st->comm, e);
-}
-
-/* Ops on grid blocks (mb_op_info.run_grid): the grid split into Cartesian
- * blocks over all ranks (partition/mb_cart.h); each rank reads its block by
- * hyperslab (from a collection; a grid file is read whole and cut), the
- * stages run with halo exchanges, and the blocks are written together. */
-static mb_error process_grid(rank_state *st, int64_t s, mb_mesh_slab *slab, mb_pass_timing *t) {
-  const mb_job *job = st->job;
-  const mb_source *src = &st->inputs->sources[s];
-  MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
-  mb_mesh *whole = NULL;
-  int64_t shape[3];
-  mb_error e = MB_SUCCESS;
-  if (src->collection >= 0) {
-    const mb_mesh_info *info = mb_collection_info(st->inputs->collections[src->collection], src->entry);
-    e = info->kind == MB_KIND_GRID3D ? MB_SUCCESS
-        : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                       "%s:%d: stage 0 (%s) reads grid3d datasets, and %s is a %s dataset",
-                       job->path, job->stages[0].line, job->stages[0].op->name, src->path,
-                       mb_kind_name(info->kind));
-    for (int a = 0; a < 3; a++) shape[a] = info->shape[a];
-  } else {
-    e = mb_inputs_read(st->inputs, s, &whole);
-    if (!e) e = fit_kind(st, whole);
-    for (int a = 0; !e && a < 3; a++) shape[a] = whole->shape[a];
-  }
-  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  mb_cart *cart = NULL;
-  MB_CALL_GOTO(e, done, mb_cart_create(st->comm, shape, 1, 4, &cart));
-  e = whole ? mb_grid_block_cut(whole, cart->lo, cart->nloc, slab)
-            : mb_collection_read_grid_block(st->inputs->collections[src->collection], src->entry,
-                                            cart->lo, cart->nloc, slab);
-  if (!e) slab->rows->index = s;
-  e = mb_agree(st->comm, e);
-  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
-  for (int k = 0; !e && k < job->nstages;) {
-    mb_op_run_grid_fn fn = mb_op_run_grid_for(job->stages[k].op, &st->backend);
-    if (!fn) {
-      e = mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
-                       "%s:%d: %s has no partitioned form on the %s backend (use backend: cpu, "
-                       "or distribute: per-mesh)",
-                       job->path, job->stages[k].line, job->stages[k].op->name,
-                       mb_backend_kind_name(st->backend.kind));
-      break;
-    }
-    int n = 1;
-    while (k + n < job->nstages && mb_op_run_grid_for(job->stages[k + n].op, &st->backend) == fn)
-      n++;
-    e = mb_agree(st->comm, fn(&ctx, &job->stages[k], n, cart, slab));
-    k += n;
-  }
-  mb_cart_free(cart);
-done:
-  mb_mesh_free(whole);
   return e;
 }
 
+static mb_error read_info(void *ctx, mb_kind *kind, int64_t *nv, int64_t *nf, int64_t shape[3]) {
+  const source_reader *r = ctx;
+  const mb_job *job = r->st->job;
+  const mb_source *src = &r->st->inputs->sources[r->s];
+  MB_CHECK(!src->error[0], MB_ERR_IO, "%s", src->error);
+  const mb_mesh_info *info = mb_collection_info(r->st->inputs->collections[src->collection],
+                                                src->entry);
+  MB_CHECK(info->kind == job->stages[0].op->in, MB_ERR_ARG,
+           "%s:%d: stage 0 (%s) reads %s datasets, and %s is a %s dataset", job->path,
+           job->stages[0].line, job->stages[0].op->name, mb_kind_name(job->stages[0].op->in),
+           src->path, mb_kind_name(info->kind));
+  *kind = info->kind;
+  *nv = info->nv;
+  *nf = info->nf;
+  for (int a = 0; a < 3; a++) shape[a] = info->shape[a];
+  return MB_SUCCESS;
+}
+
+static mb_error read_rows(void *ctx, int64_t v0, int64_t nvrows, int64_t f0, int64_t nfrows,
+                          mb_mesh_slab *slab) {
+  const source_reader *r = ctx;
+  const mb_source *src = &r->st->inputs->sources[r->s];
+  return mb_collection_read_slab(r->st->inputs->collections[src->collection], src->entry, v0,
+                                 nvrows, f0, nfrows, slab);
+}
+
+static mb_error read_block(void *ctx, const int64_t lo[3], const int64_t n[3],
+                           mb_mesh_slab *slab) {
+  const source_reader *r = ctx;
+  const mb_source *src = &r->st->inputs->sources[r->s];
+  return mb_collection_read_grid_block(r->st->inputs->collections[src->collection], src->entry,
+                                       lo, n, slab);
+}
+
+/* One dataset split over all ranks: the domain of the first stage's split
+ * (partition/mb_domain.h), the stages on it, and this rank's rows of the
+ * result in *slab for the collective write. Collective; errors agreed. */
 static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
                                     mb_pass_timing *t) {
-  if (mb_op_partitioned(st->job->stages[0].op) == 2) return process_faces(st, s, slab, t);
-  if (mb_op_partitioned(st->job->stages[0].op) == 3) return process_grid(st, s, slab, t);
-  mb_distributed_mesh *dm = NULL;
-  const mb_partitioner p = st->job->partitioner;
-  mb_error e = p == MB_PARTITIONER_PARMETIS || (p == MB_PARTITIONER_BLOCKS && from_collection(st, s))
-                   ? partition_slabs(st, s, slab, &dm)
-                   : partition_whole(st, s, slab, &dm);
-  if (e) return e;
   const mb_job *job = st->job;
-  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision,
-                         .halo = job->halo, .timing = t};
-  for (int k = 0; !e && k < job->nstages;) {
-    const mb_op_info *op = job->stages[k].op;
-    mb_op_run_partitioned_fn fn = mb_op_run_partitioned_for(op, &st->backend);
-    if (!fn) {
-      e = mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
-                       "%s:%d: %s has no partitioned form on the %s backend", job->path,
-                       job->stages[k].line, op->name, mb_backend_kind_name(st->backend.kind));
-      break;
-    }
-    int n = 1;
-    while (k + n < job->nstages && mb_op_run_partitioned_for(job->stages[k + n].op,
-                                                             &st->backend) == fn)
-      n++;
-    e = fn(&ctx, &job->stages[k], n, dm);
-    k += n;
+  source_reader reader = {.st = st, .s = s};
+  const mb_domain_source src = {.ctx = &reader, .by_rows = from_collection(st, s),
+                                .name = st->inputs->sources[s].path, .read_whole = read_whole,
+                                .read_info = read_info, .read_rows = read_rows,
+                                .read_block = read_block};
+  const mb_domain_spec spec = {.split = mb_op_partitioned(job->stages[0].op),
+                               .depth = ghost_depth(job), .partitioner = job->partitioner,
+                               .partition_file = job->partition};
+  mb_domain *d = NULL;
+  MB_CALL(mb_domain_create(st->comm, &spec, &src, &d));
+  d->slab.rows->index = s;
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
+                         .timing = t};
+  mb_error e = run_stages(st, &ctx, NULL, d);
+  if (!e) e = mb_domain_finish(d);
+  if (!e) {
+    mb_domain_take_slab(d, slab);
+    e = mb_domain_report(d, slab->rows->name, t, st->backend.kind == MB_BACKEND_CUDA);
   }
-  MB_CALL_GOTO(e, done, mb_agree(st->comm, e));
-  MB_CALL_GOTO(e, done, mb_distributed_to_slab(dm, slab));
-  MB_CALL_GOTO(e, done, report_partition(st, slab->rows->name, dm, t));
-done:
-  mb_distributed_free(dm);
+  mb_domain_free(d);
   return e;
 }
 
@@ -968,25 +787,19 @@ static mb_error keep_slab(rank_state *st, mb_mesh_slab *slab) {
 }
 
 /* This rank's slab of a checkpointed mesh, read back from ck: a block of
- * a grid (the blocks mb_cart_dims gives), else even blocks of vertex and
+ * a grid, else even blocks of vertex and
  * face rows. Collective (it opens the file on every rank). */
 static mb_error read_checkpoint_slab(const rank_state *st, const char *ck, int64_t s,
                                      mb_mesh_slab *slab) {
   mb_collection *c = NULL;
   MB_CALL(open_checkpoint_mesh(st->comm, ck, &c));
   const mb_mesh_info *in = mb_collection_info(c, 0);
-  mb_error e = MB_SUCCESS;
-  if (in->kind == MB_KIND_GRID3D) { /* this rank's block of the Cartesian plan */
-    mb_cart *cart = NULL;
-    e = mb_cart_create(st->comm, in->shape, 0, 1, &cart);
-    if (!e) e = mb_collection_read_grid_block(c, 0, cart->lo, cart->nloc, slab);
-    mb_cart_free(cart);
-  } else {
-    int64_t v0, nv, f0, nf;
-    block_rows(st, in->nv, &v0, &nv);
-    block_rows(st, in->nf, &f0, &nf);
-    e = mb_collection_read_slab(c, 0, v0, nv, f0, nf, slab);
-  }
+  int64_t lo[3], n[3], v0, nv, f0, nf;
+  mb_error e = mb_domain_rows(st->comm, in->kind, in->nv, in->nf, in->shape, lo, n, &v0, &nv,
+                              &f0, &nf);
+  if (!e)
+    e = in->kind == MB_KIND_GRID3D ? mb_collection_read_grid_block(c, 0, lo, n, slab)
+                                   : mb_collection_read_slab(c, 0, v0, nv, f0, nf, slab);
   mb_collection_close(c);
   MB_CALL(e);
   slab->rows->index = s;

@@ -38,15 +38,31 @@ static void print_param(const mb_param *p) {
          p->doc);
 }
 
+/* How the op runs partitioned, in words. */
+static void partitioned_text(const mb_op_info *op, char *buf, size_t len) {
+  switch (mb_op_partitioned(op)) {
+  case MB_SPLIT_VERTICES:
+    if (op->ghost_depth > 1)
+      snprintf(buf, len, "yes (split by vertices, halo of ghost vertices %d edges deep)",
+               op->ghost_depth);
+    else
+      snprintf(buf, len, "yes (split by vertices, halo of ghost vertices)");
+    break;
+  case MB_SPLIT_FACES: snprintf(buf, len, "yes (split by triangles on the dual graph)"); break;
+  case MB_SPLIT_CELLS:
+    snprintf(buf, len, "yes (split into Cartesian blocks, halo of %d planes)", op->ghost_depth);
+    break;
+  default: snprintf(buf, len, "no (per-mesh only)");
+  }
+}
+
 static void print_op(const mb_op_info *op) {
+  char partitioned[128];
+  partitioned_text(op, partitioned, sizeof partitioned);
   printf("%s: %s\n", op->name, op->summary);
   printf("    reads %s, writes %s; backends:%s%s; partitioned: %s\n", mb_kind_name(op->in),
          mb_kind_name(op->out), op->run[MB_BACKEND_SLOT_CPU] ? " cpu" : "",
-         op->run[MB_BACKEND_SLOT_CUDA] ? " cuda" : "",
-         mb_op_partitioned(op) == 1   ? "yes (split by vertices, halo of ghost vertices)"
-         : mb_op_partitioned(op) == 2 ? "yes (split by triangles on the dual graph)"
-         : mb_op_partitioned(op) == 3 ? "yes (split into Cartesian blocks, halo of 4 planes)"
-                                      : "no (per-mesh only)");
+         op->run[MB_BACKEND_SLOT_CUDA] ? " cuda" : "", partitioned);
   printf("    method: %s\n", op->source);
   for (int k = 0; k < op->nparams; k++) print_param(&op->params[k]);
   if (!op->nparams) printf("    (no keys besides op)\n");

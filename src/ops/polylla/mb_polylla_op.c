@@ -12,6 +12,7 @@
 #include "mb_mpi.h"
 #include "mb_op.h"
 #include "mb_polylla.h"
+#include "mb_domain.h"
 #include "mb_polylla_partitioned.h"
 
 /* The keys of a polylla stage (mb_polylla_opts, as the job file gives it). */
@@ -61,23 +62,24 @@ static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, i
 
 /* Partitioned by triangles (mb_polylla_partitioned.h); the per-rank
  * figures go to rank 0's log. */
-static mb_error polylla_run_faces(const mb_op_ctx *ctx, const mb_stage *stages, int n,
-                                  mb_mesh_slab *slab, int cuda) {
+static mb_error polylla_run_faces(const mb_stage *stages, int n, mb_domain *d, int cuda) {
   (void)n;
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   mb_polylla_rank_figures fig = {0};
-  MB_CALL(mb_polylla_partitioned(ctx->comm, ctx->partitioner, &o, cuda, slab, &fig));
-  return mb_polylla_figures_report(ctx->comm, slab->rows->name, &fig);
+  MB_CALL(mb_polylla_partitioned(d->comm, d->partitioner, &o, cuda, &d->slab, &fig));
+  return mb_polylla_figures_report(d->comm, d->slab.rows->name, &fig);
 }
 
 static mb_error polylla_run_faces_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
-                                      mb_mesh_slab *slab) {
-  return polylla_run_faces(ctx, stages, n, slab, 0);
+                                      mb_domain *d) {
+  (void)ctx;
+  return polylla_run_faces(stages, n, d, 0);
 }
 
 static mb_error polylla_run_faces_cuda(const mb_op_ctx *ctx, const mb_stage *stages, int n,
-                                       mb_mesh_slab *slab) {
-  return polylla_run_faces(ctx, stages, n, slab, 1);
+                                       mb_domain *d) {
+  (void)ctx;
+  return polylla_run_faces(stages, n, d, 1);
 }
 
 /* triangles */
@@ -103,6 +105,7 @@ const mb_op_info mb_op_polylla = {
     .params_size = sizeof(mb_polylla_params),
     .cost = polylla_cost,
     .run = {polylla_run_cpu, polylla_run_cuda},
-    .run_faces = {polylla_run_faces_cpu, polylla_run_faces_cuda},
+    .split = MB_SPLIT_FACES,
+    .run_partitioned = {polylla_run_faces_cpu, polylla_run_faces_cuda},
     .bench = mb_polylla_bench,
 };

@@ -18,6 +18,7 @@
 #include "mb_distributed.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
+#include "mb_domain.h"
 #include "mb_smooth_partitioned.h"
 
 /* ------------------------------------------------------------ backends */
@@ -252,7 +253,8 @@ done:
 }
 
 static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *stages, int n,
-                                       struct mb_distributed_mesh *dm) {
+                                       mb_domain *domain) {
+  mb_distributed_mesh *dm = domain->dm;
   mb_smooth_stage *st = NULL;
   MB_CALL(smooth_stages(stages, n, &st));
   mb_error e = MB_SUCCESS;
@@ -330,7 +332,8 @@ static int taubin_check(const void *params, const unsigned char *given, int *bad
 #define SMOOTH_ENTRIES                                                                       \
   .in = MB_KIND_SURFACE, .out = MB_KIND_SURFACE, .params_size = sizeof(mb_smooth_stage),    \
   .cost = smooth_cost, .run = {smooth_run, smooth_run},                                      \
-  .run_partitioned = {smooth_run_partitioned, smooth_run_partitioned}, .ghost_depth = 1,    \
+  .split = MB_SPLIT_VERTICES, .ghost_depth = 1,                                             \
+  .run_partitioned = {smooth_run_partitioned, smooth_run_partitioned},    \
   .bench = mb_smooth_bench, .room = "smooth"
 
 const mb_op_info mb_op_taubin = {

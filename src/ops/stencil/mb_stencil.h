@@ -48,6 +48,10 @@
 
 #include "mb_error.h"
 
+/* The stencils' radius: points read on each side along an axis, the ghost
+ * width of a block of a grid split over ranks (mb_op_info.ghost_depth). */
+#define MB_STENCIL_RADIUS 4
+
 #ifdef __cplusplus
 extern "C" {
 #endif

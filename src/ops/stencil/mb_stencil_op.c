@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "mb_cart.h"
+#include "mb_domain.h"
 #include "mb_op.h"
 #include "mb_stencil.h"
 #include "stencil/mb_stencil_cuda.h"
@@ -475,7 +476,9 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
 }
 
 static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, int n,
-                                 struct mb_cart *cart, mb_mesh_slab *slab) {
+                                 mb_domain *d) {
+  mb_cart *cart = d->cart;
+  mb_mesh_slab *slab = &d->slab;
   for (int s = 0; s < n; s++)
     MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, ctx->halo, cart,
                                             slab->rows)
@@ -501,7 +504,9 @@ const mb_op_info mb_op_derivative = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {derivative_run, derivative_run},
-    .run_grid = {stencil_run_grid, stencil_run_grid},
+    .split = MB_SPLIT_CELLS,
+    .ghost_depth = MB_STENCIL_RADIUS,
+    .run_partitioned = {stencil_run_grid, stencil_run_grid},
     .bench = mb_stencil_bench,
 };
 
@@ -517,7 +522,9 @@ const mb_op_info mb_op_grid_laplacian = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {laplacian_run, laplacian_run},
-    .run_grid = {stencil_run_grid, stencil_run_grid},
+    .split = MB_SPLIT_CELLS,
+    .ghost_depth = MB_STENCIL_RADIUS,
+    .run_partitioned = {stencil_run_grid, stencil_run_grid},
 };
 
 const mb_op_info mb_op_heat = {
@@ -532,7 +539,9 @@ const mb_op_info mb_op_heat = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {heat_run, heat_run},
-    .run_grid = {stencil_run_grid, stencil_run_grid},
+    .split = MB_SPLIT_CELLS,
+    .ghost_depth = MB_STENCIL_RADIUS,
+    .run_partitioned = {stencil_run_grid, stencil_run_grid},
 };
 
 const mb_op_info mb_op_wave = {
@@ -547,5 +556,7 @@ const mb_op_info mb_op_wave = {
     .params_size = sizeof(mb_stencil_params),
     .cost = stencil_cost,
     .run = {wave_run, wave_run},
-    .run_grid = {stencil_run_grid, stencil_run_grid},
+    .split = MB_SPLIT_CELLS,
+    .ghost_depth = MB_STENCIL_RADIUS,
+    .run_partitioned = {stencil_run_grid, stencil_run_grid},
 };
