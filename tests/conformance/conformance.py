@@ -198,6 +198,17 @@ GRID_STAGES = ("  - {op: derivative, axis: all}\n"
                "  - {op: heat, alpha: 0.5, dt: 1e-5, steps: 3, every: 2}\n"
                "  - {op: wave, c: 1, dt: 0.001, steps: 3, boundary: dirichlet}\n")
 
+# umbrella computes a per-vertex field from each vertex's neighbours: split by
+# vertices, the field must come back from every rank equal to one rank's, bit
+# for bit; after taubin stages (umbrella_chain) the field is computed from the
+# smoothed positions and travels with them.
+OPS["umbrella"] = dict(inputs=surface_inputs, stages="  - {op: umbrella}\n", op="umbrella",
+                       cuda_rtol=0)
+OPS["umbrella_chain"] = dict(
+    inputs=surface_inputs, op="umbrella", cuda_rtol=1e-12,
+    stages="  - {op: taubin, lambda: 0.5, mu: -0.53, iterations: 3}\n  - {op: umbrella}\n"
+           "  - {op: laplacian, lambda: 0.3, iterations: 1}\n")
+
 OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0)
 
 OPS["polylla_delaunay"] = dict(inputs=delaunay_inputs, stages="  - {op: polylla}\n", op="polylla",
