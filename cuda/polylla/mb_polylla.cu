@@ -36,7 +36,7 @@
 #include "mb_cuda.h"
 #include "mb_cuda_private.cuh"
 #include "mb_polylla.h"
-#include "polylla/mb_polylla_cuda.h"
+#include "mb_polylla_cuda.h"
 #include "mb_polylla_kernels.cuh"
 
 static unsigned mb_pl_grid(int64_t n) {

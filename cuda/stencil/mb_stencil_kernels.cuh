@@ -40,7 +40,7 @@
 #include <stdlib.h>
 
 #include "mb_cuda_private.cuh"
-#include "stencil/mb_stencil_cuda.h"
+#include "mb_stencil_cuda.h"
 
 namespace mbst {
 

@@ -28,7 +28,7 @@
 #include "mb_cuda.h"
 #include "mb_polylla.h"
 #include "mb_testutil.h"
-#include "polylla/mb_polylla_cuda.h"
+#include "mb_polylla_cuda.h"
 #if MB_GPU_TEST_HAVE_GENERATE
 #include "mb_generate.h"
 #endif

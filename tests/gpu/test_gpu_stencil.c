@@ -13,7 +13,7 @@
 #include "gpu_meshes.h"
 #include "mb_stencil.h"
 #include "mb_testutil.h"
-#include "stencil/mb_stencil_cuda.h"
+#include "mb_stencil_cuda.h"
 
 static void check_shape(const int64_t n[3], int bc, int f32) {
   const int64_t np = n[0] * n[1] * n[2];

@@ -17,7 +17,7 @@
 #include "mb_mpi.h"
 #include "mb_polylla.h"
 #include "mb_polylla_partitioned.h"
-#include "polylla/mb_polylla_cuda.h"
+#include "mb_polylla_cuda.h"
 
 /* ------------------------------------------------------------ bench */
 

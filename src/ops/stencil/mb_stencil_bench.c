@@ -14,7 +14,7 @@
 #include "mb_mpi.h"
 #include "mb_op.h"
 #include "mb_stencil.h"
-#include "stencil/mb_stencil_cuda.h"
+#include "mb_stencil_cuda.h"
 
 static const char stencil_bench_help[] =
     "usage: meshbatch bench stencil [--shape NZ,NY,NX] [--dtype float32|float64|both]\n"

@@ -27,7 +27,7 @@
 #include "mb_domain.h"
 #include "mb_op.h"
 #include "mb_stencil.h"
-#include "stencil/mb_stencil_cuda.h"
+#include "mb_stencil_cuda.h"
 
 typedef struct mb_stencil_params {
   int axis;        /* derivative: 0 z, 1 y, 2 x, 3 all */

@@ -1,7 +1,7 @@
 /* meshbatch: the CUDA Polylla backend's stand-in for builds without CUDA
  * (CMake compiles the *_cuda_stub.c files of src/ops/<op>/ only when CUDA is off). */
 #include "mb_polylla.h"
-#include "polylla/mb_polylla_cuda.h"
+#include "mb_polylla_cuda.h"
 
 #define MB_POLYLLA_NO_CUDA_MSG                                                      \
   "this meshbatch was built without the CUDA backend, so Polylla runs on the CPU " \

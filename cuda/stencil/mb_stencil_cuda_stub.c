@@ -1,6 +1,6 @@
 /* meshbatch: the CUDA stencil backend's stand-in for builds without CUDA
  * (CMake compiles the *_cuda_stub.c files of src/ops/<op>/ only when CUDA is off). */
-#include "stencil/mb_stencil_cuda.h"
+#include "mb_stencil_cuda.h"
 
 #define MB_STENCIL_NO_CUDA_MSG                                                       \
   "this meshbatch was built without the CUDA backend, so the stencil ops run on the " \
