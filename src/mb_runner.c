@@ -58,6 +58,8 @@ typedef struct rank_state {
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
   double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  unsigned computed;     /* partitioned runs: MB_COMPUTED_BIT of the precisions the current
+                            mesh's stages computed in (mb_op_ctx.computed) */
   double device_total_s; /* the same, summed over the ranks (after report_device_busy) */
   int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
@@ -148,8 +150,9 @@ static double source_cost(const mb_job *job, double size) {
   return c;
 }
 
-/* Provenance: continue the stage numbering of an input that was processed before. */
-static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
+/* Provenance: continue the stage numbering of an input that was processed
+ * before. computed: the precisions the ops reported (mb_op_ctx.computed). */
+static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed) {
   const mb_job *job = st->job;
   int first = 0;
   char key[64];
@@ -165,9 +168,7 @@ static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
   }
   MB_CALL(mb_attrs_set(&m->attrs, "meshbatch_version", MESHBATCH_VERSION));
   MB_CALL(mb_attrs_set(&m->attrs, "backend", st->backend.description));
-  MB_CALL(mb_attrs_set(&m->attrs, "precision",
-                       st->backend.kind == MB_BACKEND_CUDA ? mb_precision_name(job->precision)
-                                                           : "float64"));
+  MB_CALL(mb_attrs_set(&m->attrs, "precision", mb_computed_name(computed)));
   MB_CALL(mb_attrs_setf(&m->attrs, "ranks", "%d", st->size));
   MB_CALL(mb_attrs_setf(&m->attrs, "rank", "%d", st->rank));
   MB_CALL(mb_attrs_setf(&m->attrs, "wall_time_s", "%.6f", seconds));
@@ -196,10 +197,10 @@ static mb_error fit_kind(const rank_state *st, mb_mesh *m) {
 
 /* Run the stages on one mesh; consecutive stages of ops that share an entry
  * point run as one group (smoothing keeps its adjacency and device arrays). */
-static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s) {
+static mb_error run_stages(rank_state *st, mb_mesh **m, double *device_s, unsigned *computed) {
   const mb_job *job = st->job;
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .device_s = device_s};
+                         .device_s = device_s, .computed = computed};
   for (int k = 0; k < job->nstages;) {
     const mb_op_info *op = job->stages[k].op;
     mb_op_run_fn fn = mb_op_run_for(op, &st->backend);
@@ -283,6 +284,7 @@ typedef struct pending {
   char message[512];  /* why it failed (error messages are per thread) */
   char trace[2048];   /* and the traceback, for -v */
   double t0, compute_s, device_s;
+  unsigned computed;  /* the precisions its stages computed in */
   struct pending *next; /* in a queue of the pipeline */
 } pending;
 
@@ -300,9 +302,9 @@ static void compute_pending(pending *p) {
   const double t0 = mb_wtime();
   mb_error e = MB_SUCCESS;
   if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
-  if (!e) e = run_stages(st, &p->m, &p->device_s);
+  if (!e) e = run_stages(st, &p->m, &p->device_s, &p->computed);
   p->compute_s = mb_wtime() - t0;
-  if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0);
+  if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0, p->computed);
   if (e) {
     snprintf(p->message, sizeof p->message, "%s", mb_error_message());
     snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
@@ -849,7 +851,8 @@ static mb_error process_faces(rank_state *st, int64_t s, mb_mesh_slab *slab,
   else
     MB_CALL(read_whole_keep_block(st, s, slab));
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
+                         .timing = t, .comm = st->comm, .partitioner = job->partitioner,
+                         .computed = &st->computed};
   for (int k = 0; !e && k < job->nstages;) {
     mb_op_run_faces_fn fn = mb_op_run_faces_for(job->stages[k].op, &st->backend);
     MB_CHECK(fn, MB_ERR_UNSUPPORTED, "%s:%d: %s has no partitioned form on the %s backend",
@@ -897,7 +900,8 @@ static mb_error process_grid(rank_state *st, int64_t s, mb_mesh_slab *slab, mb_p
   if (!e) slab->rows->index = s;
   e = mb_agree(st->comm, e);
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .comm = st->comm, .partitioner = job->partitioner};
+                         .timing = t, .comm = st->comm, .partitioner = job->partitioner,
+                         .computed = &st->computed};
   for (int k = 0; !e && k < job->nstages;) {
     mb_op_run_grid_fn fn = mb_op_run_grid_for(job->stages[k].op, &st->backend);
     if (!fn) {
@@ -932,7 +936,7 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
   if (e) return e;
   const mb_job *job = st->job;
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision,
-                         .halo = job->halo, .timing = t};
+                         .halo = job->halo, .timing = t, .computed = &st->computed};
   for (int k = 0; !e && k < job->nstages;) {
     const mb_op_info *op = job->stages[k].op;
     mb_op_run_partitioned_fn fn = mb_op_run_partitioned_for(op, &st->backend);
@@ -1027,13 +1031,14 @@ static mb_error run_partitioned(rank_state *st) {
     int stop = stop_requested; /* every rank stops before the same mesh */
     MB_CALL(mb_all_max_int(st->comm, &stop));
     if (stop) break;
+    st->computed = 0;
     mb_error e = process_partitioned(st, s, &slab, &t);
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
     if (!e) {
       res.nv = slab.nv;
       res.nf = slab.nf;
-      e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds));
+      e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds, st->computed));
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);

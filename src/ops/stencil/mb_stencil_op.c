@@ -150,6 +150,14 @@ static mb_error apply(int cuda, const mb_stencil_grid *g, int op, const mb_field
              : mb_stencil_laplacian_f64(g, fd->data, out);
 }
 
+/* Every op computes each field in its own type, on either backend: the
+ * precisions computed in are the types of m's fields (provenance). */
+static void report_precision(const mb_op_ctx *ctx, const mb_mesh *m) {
+  for (int f = 0; f < m->nfields; f++)
+    mb_op_computed(ctx, m->fields[f].dtype == MB_FLOAT32 ? MB_PRECISION_FLOAT32
+                                                         : MB_PRECISION_FLOAT64);
+}
+
 static int on_cuda(const mb_op_ctx *ctx) {
   return ctx && ctx->backend && ctx->backend->kind == MB_BACKEND_CUDA;
 }
@@ -158,6 +166,7 @@ static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int
                                mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "derivative"));
@@ -182,6 +191,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
                               mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     MB_CALL(check_fields(m, "grid_laplacian"));
     const mb_stencil_grid g = grid_of(m, stages[s].params);
@@ -201,6 +211,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
 static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "heat"));
@@ -238,6 +249,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
 static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "wave"));
@@ -476,6 +488,7 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
 
 static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                  struct mb_cart *cart, mb_mesh_slab *slab) {
+  report_precision(ctx, slab->rows);
   for (int s = 0; s < n; s++)
     MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, ctx->halo, cart,
                                             slab->rows)
