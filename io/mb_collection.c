@@ -2053,7 +2053,7 @@ static mb_error get_kind(hid_t g, const char *path, const char *mesh, int versio
   free(s);
   MB_CHECK(kind_known(*kind), MB_ERR_FORMAT,
            "%s: /meshes/%s has kind '%s', which this build does not read (surface, "
-           "triangulation2d, polygons2d)", path, mesh, shown);
+           "triangulation2d, polygons2d, grid3d)", path, mesh, shown);
   return MB_SUCCESS;
 }
 

@@ -24,6 +24,19 @@ const char *mb_precision_name(mb_precision p) {
   return "unknown";
 }
 
+void mb_op_computed(const mb_op_ctx *ctx, mb_precision p) {
+  if (ctx && ctx->computed) *ctx->computed |= MB_COMPUTED_BIT(p);
+}
+
+const char *mb_computed_name(unsigned bits) {
+  const unsigned f64 = MB_COMPUTED_BIT(MB_PRECISION_FLOAT64);
+  const unsigned f32 = MB_COMPUTED_BIT(MB_PRECISION_FLOAT32);
+  if ((bits & f64) && (bits & f32)) return "float32,float64";
+  if (bits & f64) return "float64";
+  if (bits & f32) return "float32";
+  return "none";
+}
+
 static int *int_at(const mb_param *p, void *params) { return (int *)((char *)params + p->offset); }
 static double *real_at(const mb_param *p, void *params) {
   return (double *)((char *)params + p->offset);

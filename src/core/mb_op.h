@@ -43,7 +43,9 @@ typedef enum mb_partitioner {
 /* Name of a partitioner as written in job files ("metis"). Not collective. */
 const char *mb_partitioner_name(mb_partitioner p);
 
-/* The GPU working precision of a job (the CPU always computes in float64). */
+/* A working precision: the job key `precision` (read by the smoothing ops on
+ * the GPU only; their CPU backend computes in float64), and what an op
+ * reports it computed in (mb_op_ctx.computed). */
 typedef enum mb_precision { MB_PRECISION_FLOAT64 = 0, MB_PRECISION_FLOAT32 = 1 } mb_precision;
 
 /* A backend resolved on one rank (see mb_backend_choose). */
@@ -98,7 +100,23 @@ typedef struct mb_op_ctx {
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
   double *device_s;                 /* per-mesh runs: an op adds the seconds its device was
                                        busy for the mesh (the GPU busy fraction); may be NULL */
+  unsigned *computed;               /* every run: the op ORs in MB_COMPUTED_BIT(p) for each
+                                       precision p it computed in (mb_op_computed), for the
+                                       provenance `precision`; may be NULL */
 } mb_op_ctx;
+
+/* The bit of precision p in mb_op_ctx.computed. */
+#define MB_COMPUTED_BIT(p) (1u << (unsigned)(p))
+
+/* Record that an op computed in precision p: ORs MB_COMPUTED_BIT(p) into
+ * *ctx->computed (nothing where ctx or ctx->computed is NULL). Not
+ * collective; cannot fail. */
+void mb_op_computed(const mb_op_ctx *ctx, mb_precision p);
+
+/* The provenance text of a set of MB_COMPUTED_BIT bits: "float64",
+ * "float32", "float32,float64" (a grid with fields of both types), or
+ * "none" (no op reported). A static string. Not collective. */
+const char *mb_computed_name(unsigned bits);
 
 /* Run consecutive stages (all of ops sharing this entry point) on one
  * mesh. *mesh is replaced when the op makes a new dataset (the old one is

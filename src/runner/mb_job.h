@@ -1,7 +1,8 @@
 /* meshbatch: job files (YAML, validated with libcyaml).
  *
  * A job names its input (a collection .h5, mesh files, or globs), its output
- * collection, how work is distributed, the backend, the GPU working precision
+ * collection, how work is distributed, the backend, the GPU working
+ * precision of the smoothing ops (key `precision`: no other op reads it)
  * and an ordered list of stages, each an op of the registry (src/ops/mb_ops.def)
  * whose keys come from the op's parameter table. docs/guide.md lists every
  * key; `meshbatch ops` lists the ops.
@@ -35,7 +36,9 @@ typedef struct mb_job {
   mb_halo_transport halo; /* partitioned runs on GPUs: MPI, NCCL or auto */
   mb_schedule schedule;  /* per-mesh: static cost-balanced or dynamic queue */
   mb_backend_kind backend;
-  mb_precision precision;
+  mb_precision precision; /* `precision`: the GPU working precision of the smoothing ops
+                            (taubin, laplacian); the CPU smooths in float64, Polylla
+                            computes in float64, the stencil ops in each field's type */
   int nstages;
   mb_stage *stages;      /* [nstages] ops of the registry with their parameters (owned);
                             the kind one writes is the kind the next reads */

@@ -55,6 +55,8 @@ typedef struct rank_state {
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
   double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  unsigned computed;     /* partitioned runs: MB_COMPUTED_BIT of the precisions the current
+                            mesh's stages computed in (mb_op_ctx.computed) */
   double device_total_s; /* the same, summed over the ranks (after report_device_busy) */
   int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
@@ -145,8 +147,9 @@ static double source_cost(const mb_job *job, double size) {
   return c;
 }
 
-/* Provenance: continue the stage numbering of an input that was processed before. */
-static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
+/* Provenance: continue the stage numbering of an input that was processed
+ * before. computed: the precisions the ops reported (mb_op_ctx.computed). */
+static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed) {
   const mb_job *job = st->job;
   int first = 0;
   char key[64];
@@ -162,9 +165,7 @@ static mb_error add_provenance(rank_state *st, mb_mesh *m, double seconds) {
   }
   MB_CALL(mb_attrs_set(&m->attrs, "meshbatch_version", MESHBATCH_VERSION));
   MB_CALL(mb_attrs_set(&m->attrs, "backend", st->backend.description));
-  MB_CALL(mb_attrs_set(&m->attrs, "precision",
-                       st->backend.kind == MB_BACKEND_CUDA ? mb_precision_name(job->precision)
-                                                           : "float64"));
+  MB_CALL(mb_attrs_set(&m->attrs, "precision", mb_computed_name(computed)));
   MB_CALL(mb_attrs_setf(&m->attrs, "ranks", "%d", st->size));
   MB_CALL(mb_attrs_setf(&m->attrs, "rank", "%d", st->rank));
   MB_CALL(mb_attrs_setf(&m->attrs, "wall_time_s", "%.6f", seconds));
@@ -289,6 +290,7 @@ typedef struct pending {
   char message[512];  /* why it failed (error messages are per thread) */
   char trace[2048];   /* and the traceback, for -v */
   double t0, compute_s, device_s;
+  unsigned computed;  /* the precisions its stages computed in */
   struct pending *next; /* in a queue of the pipeline */
 } pending;
 
@@ -307,10 +309,11 @@ static void compute_pending(pending *p) {
   mb_error e = MB_SUCCESS;
   if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
-                         .halo = st->job->halo, .device_s = &p->device_s};
+                         .halo = st->job->halo, .device_s = &p->device_s,
+                         .computed = &p->computed};
   if (!e) e = run_stages(st, &ctx, &p->m, NULL);
   p->compute_s = mb_wtime() - t0;
-  if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0);
+  if (!e) e = add_provenance(st, p->m, mb_wtime() - p->t0, p->computed);
   if (e) {
     snprintf(p->message, sizeof p->message, "%s", mb_error_message());
     snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
@@ -765,7 +768,7 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
   MB_CALL(mb_domain_create(st->comm, &spec, &src, &d));
   d->slab.rows->index = s;
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t};
+                         .timing = t, .computed = &st->computed};
   mb_error e = run_stages(st, &ctx, NULL, d);
   if (!e) e = mb_domain_finish(d);
   if (!e) {
@@ -840,13 +843,14 @@ static mb_error run_partitioned(rank_state *st) {
     int stop = stop_requested; /* every rank stops before the same mesh */
     MB_CALL(mb_all_max_int(st->comm, &stop));
     if (stop) break;
+    st->computed = 0;
     mb_error e = process_partitioned(st, s, &slab, &t);
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
     if (!e) {
       res.nv = slab.nv;
       res.nf = slab.nf;
-      e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds));
+      e = mb_agree(st->comm, add_provenance(st, slab.rows, res.seconds, st->computed));
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);

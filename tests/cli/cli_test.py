@@ -299,6 +299,57 @@ def case_shared_meshes(a):
     same_datasets(outs[1], outs[8])
 
 
+def provenance_attrs(path):
+    """{dataset name: {attribute: value as str}} of a collection."""
+    h5py = need_module("h5py")
+    with h5py.File(path, "r") as f:
+        return {n: {k: v.decode() if isinstance(v, bytes) else v for k, v in g.attrs.items()}
+                for n, g in f["meshes"].items()}
+
+
+def check_provenance(path, precision, stages):
+    """Every dataset of path records `precision` and exactly the stage keys
+    stage_0 .. stage_(stages-1), in the words of docs/format.md."""
+    for name, at in provenance_attrs(path).items():
+        if at.get("precision") != precision:
+            fail(f"{path}: {name} records precision {at.get('precision')!r}, computed in {precision}")
+        keys = sorted(k for k in at if k.startswith("stage"))
+        if keys != [f"stage_{k}" for k in range(stages)]:
+            fail(f"{path}: {name} has stage keys {keys}, expected stage_0 .. stage_{stages - 1}")
+
+
+def case_provenance(a):
+    """The provenance attribute `precision` says what the ops computed in:
+    a float32 grid's stencils float32 (the job's `precision` key is not
+    theirs), a float64 grid's float64, smoothing on the CPU float64 even
+    where the job asks for float32 (the key is the GPU's); per mesh on one
+    rank and partitioned on N. A second run continues stage_N."""
+    d = fresh(f"provenance_{a.np}")
+    g32, g64 = os.path.join(d, "g32.h5"), os.path.join(d, "g64.h5")
+    run(["generate", "grid", "--shape", "12,10,9", "--field", "u=sines", "--field", "v=noise",
+         "--dtype", "float32", "-o", g32])
+    run(["generate", "grid", "--shape", "12,10,9", "--field", "u=gaussian", "-o", g64])
+    lap = [dict(op="grid_laplacian")]
+    heat = [dict(op="heat", alpha=1, dt=1e-4, steps=3)]
+    for grid, want in ((g32, "float32"), (g64, "float64")):
+        stem = os.path.splitext(grid)[0]
+        for dist, np in (("per-mesh", 1), ("partitioned", a.np)):
+            out = f"{stem}_{dist}.h5"
+            run(["run", job(f"{stem}_{dist}.yaml", [grid], out, stages=lap + heat, backend="cpu",
+                            distribute=dist, precision="float64")], np=np)
+            check_provenance(out, want, 2)
+    surf = grid_obj(os.path.join(d, "grid.obj"), 12)
+    for dist, np in (("per-mesh", 1), ("partitioned", a.np)):
+        out = os.path.join(d, f"smooth_{dist}.h5")
+        run(["run", job(os.path.join(d, f"smooth_{dist}.yaml"), [surf], out, backend="cpu",
+                        distribute=dist, precision="float32")], np=np)
+        check_provenance(out, "float64", 1)
+        again = os.path.join(d, f"again_{dist}.h5")  # an output smoothed once more: stage_1
+        run(["run", job(os.path.join(d, f"again_{dist}.yaml"), [out], again, backend="cpu",
+                        distribute=dist)], np=np)
+        check_provenance(again, "float64", 2)
+
+
 def grid_obj(path, n, components=1, seed=1):
     """A noisy open triangulated n x n grid (several copies side by side): has a boundary."""
     import random

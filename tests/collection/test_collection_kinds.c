@@ -568,7 +568,8 @@ static void test_open_kind_errors(void **state) {
   } cases[] = {
       {"knokind.h5", KEDIT_NO_KIND, "knokind.h5: /meshes/tri2d has no 'kind' attribute"},
       {"kunknown.h5", KEDIT_UNKNOWN_KIND,
-       "kunknown.h5: /meshes/tri2d has kind 'tetmesh3d', which this build does not read"},
+       "kunknown.h5: /meshes/tri2d has kind 'tetmesh3d', which this build does not read "
+       "(surface, triangulation2d, polygons2d, grid3d)"},
       {"kgrid.h5", KEDIT_GRID_NO_SHAPE,
        "kgrid.h5: /meshes/tri2d (grid3d) has no 'shape' attribute"},
       {"kxyz.h5", KEDIT_PLANAR_XYZ, "kxyz.h5: /meshes/poly2d/vertices has shape [4,3], expected [N,2]"},

@@ -41,10 +41,12 @@ static mb_error polylla_replace(mb_mesh **mesh, mb_mesh *poly) {
 }
 
 /* Stages of polylla in a row: the second one would read polygons2d, which
- * the job loader already refuses, so n is 1. */
+ * the job loader already refuses, so n is 1. Every backend computes in
+ * float64 (the job's `precision` is not read). */
 static mb_error polylla_run_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                 mb_mesh **mesh) {
-  (void)ctx; (void)n;
+  (void)n;
+  mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   mb_mesh *poly = NULL;
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   MB_CALL(mb_polylla_cpu(*mesh, &o, &poly, NULL));
@@ -53,7 +55,8 @@ static mb_error polylla_run_cpu(const mb_op_ctx *ctx, const mb_stage *stages, in
 
 static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                  mb_mesh **mesh) {
-  (void)ctx; (void)n;
+  (void)n;
+  mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   mb_mesh *poly = NULL;
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   MB_CALL(mb_polylla_cuda(*mesh, &o, &poly, NULL));
@@ -64,6 +67,7 @@ static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, i
  * figures go to rank 0's log. */
 static mb_error polylla_run_faces(const mb_stage *stages, int n, mb_domain *d, int cuda) {
   (void)n;
+  mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   const mb_polylla_opts o = polylla_opts(&stages[0]);
   mb_polylla_rank_figures fig = {0};
   MB_CALL(mb_polylla_partitioned(d->comm, d->partitioner, &o, cuda, &d->slab, &fig));

@@ -203,6 +203,13 @@ mb_error mb_smooth_backend_run(const mb_backend *b, const mb_adjacency *adj,
 
 /* ------------------------------------------------------------ entry points */
 
+/* The precision the passes compute in: the job's on the GPU, float64 on the
+ * CPU (provenance). */
+static void report_precision(const mb_op_ctx *ctx) {
+  mb_op_computed(ctx, ctx->backend->kind == MB_BACKEND_CUDA ? ctx->precision
+                                                            : MB_PRECISION_FLOAT64);
+}
+
 /* The smooth stages of a group, as the room's own struct. */
 static mb_error smooth_stages(const mb_stage *stages, int n, mb_smooth_stage **out) {
   MB_CALLOC(*out, n);
@@ -217,6 +224,7 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   mb_adjacency *adj = NULL;
   mb_error e;
   MB_CALL(smooth_stages(stages, n, &st));
+  report_precision(ctx);
   if (ctx->backend->kind == MB_BACKEND_CUDA) {
     /* the adjacency built on the device from the faces, unless
      * MESHBATCH_ADJACENCY=host, the order is rcm, or the mesh is too large
@@ -257,6 +265,7 @@ static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *sta
   mb_distributed_mesh *dm = domain->dm;
   mb_smooth_stage *st = NULL;
   MB_CALL(smooth_stages(stages, n, &st));
+  report_precision(ctx);
   mb_error e = MB_SUCCESS;
   for (int k = 0; !e && k < n; k++) e = mb_smooth_check(&st[k], dm->domain->adj);
   MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));

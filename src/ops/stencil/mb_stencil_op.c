@@ -151,6 +151,14 @@ static mb_error apply(int cuda, const mb_stencil_grid *g, int op, const mb_field
              : mb_stencil_laplacian_f64(g, fd->data, out);
 }
 
+/* Every op computes each field in its own type, on either backend: the
+ * precisions computed in are the types of m's fields (provenance). */
+static void report_precision(const mb_op_ctx *ctx, const mb_mesh *m) {
+  for (int f = 0; f < m->nfields; f++)
+    mb_op_computed(ctx, m->fields[f].dtype == MB_FLOAT32 ? MB_PRECISION_FLOAT32
+                                                         : MB_PRECISION_FLOAT64);
+}
+
 static int on_cuda(const mb_op_ctx *ctx) {
   return ctx && ctx->backend && ctx->backend->kind == MB_BACKEND_CUDA;
 }
@@ -159,6 +167,7 @@ static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int
                                mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "derivative"));
@@ -183,6 +192,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
                               mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     MB_CALL(check_fields(m, "grid_laplacian"));
     const mb_stencil_grid g = grid_of(m, stages[s].params);
@@ -202,6 +212,7 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
 static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "heat"));
@@ -239,6 +250,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
 static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   const int cuda = on_cuda(ctx);
   mb_mesh *m = *mesh;
+  report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     MB_CALL(check_fields(m, "wave"));
@@ -479,6 +491,7 @@ static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, i
                                  mb_domain *d) {
   mb_cart *cart = d->cart;
   mb_mesh_slab *slab = &d->slab;
+  report_precision(ctx, slab->rows);
   for (int s = 0; s < n; s++)
     MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, ctx->halo, cart,
                                             slab->rows)

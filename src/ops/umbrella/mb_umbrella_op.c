@@ -24,6 +24,7 @@ static int on_cuda(const mb_op_ctx *ctx) { return ctx->backend->kind == MB_BACKE
 /* U on rows [0, nrows) of an adjacency over x [nx, 3], on the backend. */
 static mb_error umbrella(const mb_op_ctx *ctx, int64_t nrows, const int64_t *row,
                          const int64_t *col, int64_t nx, const double *x, double *u) {
+  mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   if (on_cuda(ctx)) return mb_umbrella_rows_cuda(nrows, row, col, nx, x, u);
   mb_umbrella_rows(nrows, row, col, x, u);
   return MB_SUCCESS;
