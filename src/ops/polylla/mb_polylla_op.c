@@ -65,7 +65,8 @@ static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, i
 
 /* Partitioned by triangles (mb_polylla_partitioned.h); the per-rank
  * figures go to rank 0's log. */
-static mb_error polylla_run_faces(const mb_stage *stages, int n, mb_domain *d, int cuda) {
+static mb_error polylla_run_faces(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                  mb_domain *d, int cuda) {
   (void)n;
   mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   const mb_polylla_opts o = polylla_opts(&stages[0]);
@@ -76,14 +77,12 @@ static mb_error polylla_run_faces(const mb_stage *stages, int n, mb_domain *d, i
 
 static mb_error polylla_run_faces_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                       mb_domain *d) {
-  (void)ctx;
-  return polylla_run_faces(stages, n, d, 0);
+  return polylla_run_faces(ctx, stages, n, d, 0);
 }
 
 static mb_error polylla_run_faces_cuda(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                        mb_domain *d) {
-  (void)ctx;
-  return polylla_run_faces(stages, n, d, 1);
+  return polylla_run_faces(ctx, stages, n, d, 1);
 }
 
 /* triangles */
