@@ -6,8 +6,9 @@
  *    nearly cancelling pairs, zeros, subnormals), split unevenly over the
  *    ranks in a permuted order: dot, 2-norm and sum have the bits of the
  *    one-rank serial result of rank 0 in the natural order (also with 3
- *    OpenMP threads), and a naive left-to-right sum differs from it (so the
- *    data can tell);
+ *    OpenMP threads), which are the correctly rounded values (found once
+ *    with Python's math.fsum of the same terms), and a naive left-to-right
+ *    sum differs from them (so the data can tell);
  *  - 10^7 exactly cancelling values around one 3: the dot product is 3.0,
  *    where the naive sum is not;
  *  - the GPU's register-window method, run on the CPU, gives the same bins
@@ -149,6 +150,10 @@ static void test_mixed_1e7(void **state) {
     assert_int_equal(mb_reduce_dot(MPI_COMM_SELF, n, x, y, &ref[0]), MB_SUCCESS);
     assert_int_equal(mb_reduce_norm2(MPI_COMM_SELF, n, x, &ref[1]), MB_SUCCESS);
     assert_int_equal(mb_reduce_sum(MPI_COMM_SELF, n, y, &ref[2]), MB_SUCCESS);
+    /* the correctly rounded values: Python's math.fsum of the same float64 terms */
+    assert_same_bits(ref[0], 0x1.db63a8396e242p+994, "dot, correctly rounded");
+    assert_same_bits(ref[1], 0x1.5fa1433b2cf4bp+506, "norm, correctly rounded");
+    assert_same_bits(ref[2], 0x1.b6bd615568652p+507, "sum, correctly rounded");
     omp_set_num_threads(3);
     double again[3];
     assert_int_equal(mb_reduce_dot(MPI_COMM_SELF, n, x, y, &again[0]), MB_SUCCESS);
