@@ -19,13 +19,17 @@ static const char bench_help[] =
     "(mpirun -np P; one GPU per rank): the reproducible one (mb_reduce_dot: an\n"
     "exact superaccumulator, correctly rounded, the same bits on any number of\n"
     "ranks and on CPU and GPU) and a naive float64 sum (local sum, then\n"
-    "MPI_Allreduce; its last bits depend on the split and the threads). Values\n"
-    "of mixed magnitude (1e-150 .. 1e150, both signs). 2 untimed calls, then R\n"
-    "timed ones (default 10), median of the slowest rank. Prints per backend\n"
-    "and method: ms per dot product, the bytes read per second (16 bytes per\n"
-    "pair), and that as a fraction of the copy bandwidth measured in the same\n"
-    "run: a host memcpy on the CPU (OpenMP threads of the rank: OMP_NUM_THREADS),\n"
-    "device-to-device on the GPU, both counted as bytes read + written.\n"
+    "MPI_Allreduce; its last bits depend on the split and the threads). Two\n"
+    "data sets, both signs: values 2^-8 .. 2^8 (a solver's vectors: on the GPU\n"
+    "the terms stay in each thread's register window) and values 2^-499 ..\n"
+    "2^499, products 1e-300 .. 1e300 (the worst case: every term leaves the\n"
+    "window). 2 untimed calls, then R timed ones (default 10), median of the\n"
+    "slowest rank. Prints per data set, backend and method: ms per dot\n"
+    "product, the bytes read per second (16 bytes per pair), and that as a\n"
+    "fraction of the copy bandwidth measured in the same run: one memcpy per\n"
+    "rank on the CPU (one thread, as the other benchmarks; the dot products use\n"
+    "the rank's OpenMP threads, OMP_NUM_THREADS), device-to-device on the GPU,\n"
+    "both counted as bytes read + written.\n"
     "Default: N = 10^7 and then 10^8; backend all (cuda where a GPU is present).\n";
 
 static int cmp_double(const void *a, const void *b) {
@@ -41,10 +45,12 @@ static uint64_t mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-static double value(uint64_t i) {
+/* wide: magnitudes 2^-499 .. 2^499 (products 1e-300 .. 1e300); else
+ * 2^-8 .. 2^8, like a solver's vectors. Both signs. */
+static double value(uint64_t i, int wide) {
   const uint64_t r = mix(i);
   const double m = 1.0 + (double)(r >> 11) * 0x1p-53;
-  const int e = (int)((r >> 3) % 999) - 499; /* 2^-499 .. 2^499 */
+  const int e = wide ? (int)((r >> 3) % 999) - 499 : (int)((r >> 3) % 17) - 8;
   return (r & 1 ? -1 : 1) * ldexp(m, e);
 }
 
@@ -139,7 +145,7 @@ static void print_row(int rank, const char *backend, const char *method, int64_t
          copy_gbs > 0 ? gbs / copy_gbs : 0, t->last);
 }
 
-static int bench_size(int64_t ntotal, int repeats, int want_cpu, int want_gpu) {
+static int bench_size(int64_t ntotal, int wide, int repeats, int want_cpu, int want_gpu) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -154,13 +160,14 @@ static int bench_size(int64_t ntotal, int repeats, int want_cpu, int want_gpu) {
   }
 #pragma omp parallel for
   for (int64_t i = 0; i < n; i++) {
-    x[i] = value(2 * (uint64_t)(i0 + i));
-    y[i] = value(2 * (uint64_t)(i0 + i) + 1);
+    x[i] = value(2 * (uint64_t)(i0 + i), wide);
+    y[i] = value(2 * (uint64_t)(i0 + i) + 1, wide);
   }
   if (!rank)
-    printf("reduce: N = %lld pairs on %d rank(s) (%lld bytes read per dot product), median of %d\n"
-           "  %-5s %-13s %10s %10s %8s   %s\n",
-           (long long)ntotal, size, (long long)(16 * ntotal), repeats, "where", "method",
+    printf("reduce: N = %lld pairs of %s on %d rank(s) (%lld bytes read per dot product), "
+           "median of %d\n  %-5s %-13s %10s %10s %8s   %s\n",
+           (long long)ntotal, wide ? "products 1e-300 .. 1e300" : "values 2^-8 .. 2^8", size,
+           (long long)(16 * ntotal), repeats, "where", "method",
            "ms/dot", "GB/s read", "of copy", "result");
   bench_ctx c = {n, x, y, NULL, NULL, NULL};
   mb_error e = MB_SUCCESS;
@@ -254,9 +261,11 @@ int mb_reduce_bench(int argc, char **argv) {
     printf("reduce: no GPU figures: %s\n", why[0] ? why : "no CUDA device on some rank");
   }
   const int64_t sizes[2] = {10000000, 100000000};
-  for (int s = 0; s < (n ? 1 : 2); s++) {
-    int code = bench_size(n ? n : sizes[s], (int)repeats, backend != 2, all_gpu && backend != 1);
-    if (code) return code;
-  }
+  for (int s = 0; s < (n ? 1 : 2); s++)
+    for (int wide = 0; wide < 2; wide++) {
+      int code = bench_size(n ? n : sizes[s], wide, (int)repeats, backend != 2,
+                            all_gpu && backend != 1);
+      if (code) return code;
+    }
   return MB_EXIT_OK;
 }
