@@ -72,7 +72,9 @@ void mb_reduce_acc_add_windowed(mb_reduce_acc *acc, int64_t n, const double *x, 
       b[w.base + 2] += w.r2;
       b[w.base + 3] += w.r3;
     }
-    for (int s = 0; s < 3; s++) b[MB_REDUCE_NBINS + s] += w.special[s];
+    b[MB_REDUCE_NBINS] += w.n_nan;
+    b[MB_REDUCE_NBINS + 1] += w.n_pinf;
+    b[MB_REDUCE_NBINS + 2] += w.n_ninf;
     mb_reduce_acc_add_slots(acc, b);
   }
 }
@@ -117,11 +119,11 @@ static int bit_length(uint64_t v) {
 }
 
 double mb_reduce_acc_value(const mb_reduce_acc *acc) {
-  const int64_t nan = acc->slot[MB_REDUCE_NBINS], pinf = acc->slot[MB_REDUCE_NBINS + 1],
-                ninf = acc->slot[MB_REDUCE_NBINS + 2];
-  if (nan || (pinf && ninf)) return NAN;
-  if (pinf) return INFINITY;
-  if (ninf) return -INFINITY;
+  const int64_t n_nan = acc->slot[MB_REDUCE_NBINS], n_pinf = acc->slot[MB_REDUCE_NBINS + 1],
+                n_ninf = acc->slot[MB_REDUCE_NBINS + 2];
+  if (n_nan || (n_pinf && n_ninf)) return NAN;
+  if (n_pinf) return INFINITY;
+  if (n_ninf) return -INFINITY;
   int64_t d[MB_REDUCE_NBINS];
   memcpy(d, acc->slot, sizeof d);
   normalise(d);

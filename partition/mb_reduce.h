@@ -36,7 +36,7 @@
  * otherwise an infinite term gives that infinity; a finite exact sum beyond
  * DBL_MAX rounds to +-Inf; an exact sum of 0 is +0.0 (never -0.0).
  * Products that overflow are infinite terms (|x*y| > DBL_MAX) and products
- * below 2^-1075 are 0, as float64 multiplication gives them; subnormal
+ * of at most 2^-1075 are 0, as float64 multiplication gives them; subnormal
  * terms are summed exactly. 2-norms are sqrt(sum of x[i]*x[i]), one
  * correctly rounded sqrt of the correctly rounded sum of the rounded
  * squares, so |x| above about 1.3e154 overflows to Inf.

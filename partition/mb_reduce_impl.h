@@ -73,14 +73,14 @@ MB_REDUCE_HD int mb_reduce_split(double t, int *k, int64_t *c0, int64_t *c1, int
 typedef struct mb_reduce_win {
   int64_t r0, r1, r2, r3;
   int64_t count;
-  int64_t special[3];
+  int64_t n_nan, n_pinf, n_ninf; /* separate fields, not an array: all stay in registers */
   int base; /* -8: empty (no k equals it or it + 1) */
 } mb_reduce_win;
 
 MB_REDUCE_HD void mb_reduce_win_init(mb_reduce_win *w) {
   w->r0 = w->r1 = w->r2 = w->r3 = 0;
   w->count = 0;
-  w->special[0] = w->special[1] = w->special[2] = 0;
+  w->n_nan = w->n_pinf = w->n_ninf = 0;
   w->base = -8;
 }
 
@@ -93,7 +93,9 @@ MB_REDUCE_HD int mb_reduce_win_add(mb_reduce_win *w, double t, int64_t out[4], i
   const int kind = mb_reduce_split(t, &k, &c0, &c1, &c2);
   if (kind == MB_REDUCE_ZERO) return 0;
   if (kind != MB_REDUCE_FINITE) {
-    w->special[kind - MB_REDUCE_NAN]++;
+    w->n_nan += kind == MB_REDUCE_NAN;
+    w->n_pinf += kind == MB_REDUCE_PINF;
+    w->n_ninf += kind == MB_REDUCE_NINF;
     return 0;
   }
   if (w->count < MB_REDUCE_CHUNK) {

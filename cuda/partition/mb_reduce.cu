@@ -25,7 +25,7 @@
 struct mb_reduce_device {
   mb_dbuf bins;          /* MB_REDUCE_NSLOTS int64, then one double (naive sum) */
   int64_t *host = nullptr; /* pinned, MB_REDUCE_NSLOTS int64 + one double */
-  int blocks = 0;        /* blocks of a launch: enough to fill the device */
+  int blocks = 0;        /* blocks of a launch: one full wave on the device */
   int device = 0;
 };
 
@@ -78,8 +78,9 @@ __global__ void __launch_bounds__(MB_REDUCE_THREADS)
   for (; i < n; i += stride)
     add_term(sb, &w, mode == 0 ? __dmul_rn(__ldg(x + i), __ldg(y + i)) : __ldg(x + i));
   if (w.base >= 0) flush4(sb, w.base, w.r0, w.r1, w.r2, w.r3);
-  for (int s = 0; s < 3; s++)
-    if (w.special[s]) atomicAdd(sb + MB_REDUCE_NBINS + s, (ull)w.special[s]);
+  if (w.n_nan) atomicAdd(sb + MB_REDUCE_NBINS, (ull)w.n_nan);
+  if (w.n_pinf) atomicAdd(sb + MB_REDUCE_NBINS + 1, (ull)w.n_pinf);
+  if (w.n_ninf) atomicAdd(sb + MB_REDUCE_NBINS + 2, (ull)w.n_ninf);
   __syncthreads();
   for (int k = threadIdx.x; k < MB_REDUCE_NSLOTS; k += blockDim.x)
     if (sb[k]) atomicAdd(gbins + k, sb[k]);
@@ -124,6 +125,9 @@ extern "C" mb_error mb_reduce_device_create(mb_reduce_device **rd) {
   int sms = 0;
   cudaError_t ce = cudaGetDevice(&r->device);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->device);
+  int per_sm = 0; /* one wave of blocks: the grid-stride loop gives each the same work */
+  if (ce == cudaSuccess)
+    ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_kernel, MB_REDUCE_THREADS, 0);
   if (ce == cudaSuccess) ce = cudaMallocHost((void **)&r->host, (MB_REDUCE_NSLOTS + 1) * 8);
   if (ce != cudaSuccess) {
     r->host = nullptr;
@@ -136,7 +140,7 @@ extern "C" mb_error mb_reduce_device_create(mb_reduce_device **rd) {
     mb_reduce_device_free(r);
     return e;
   }
-  r->blocks = (sms > 0 ? sms : 1) * (2048 / MB_REDUCE_THREADS);
+  r->blocks = (sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
   *rd = r;
   return MB_SUCCESS;
 }
