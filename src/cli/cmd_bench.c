@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "mb_ops.h"
+#include "mb_reduce.h"
 
 static void bench_usage(FILE *f) {
   fprintf(f, "usage: meshbatch bench NAME INPUT [OPTIONS]\n\n"
@@ -18,6 +19,8 @@ static void bench_usage(FILE *f) {
       if (!strcmp(mb_ops_at(k)->room, op->room)) fprintf(f, " %s", mb_ops_at(k)->name);
     fprintf(f, "\n");
   }
+  fprintf(f, "  %-9s reproducible dot products against naive ones (partition layer; no INPUT)\n",
+          "reduce");
 }
 
 int mb_cmd_bench(int argc, char **argv) {
@@ -25,6 +28,7 @@ int mb_cmd_bench(int argc, char **argv) {
     if (mb_cli_rank() == 0) bench_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? MB_EXIT_USAGE : MB_EXIT_OK;
   }
+  if (!strcmp(argv[1], "reduce")) return mb_reduce_bench(argc - 1, argv + 1);
   const mb_op_info *op = mb_ops_find_bench(argv[1]);
   if (!op) {
     if (mb_cli_rank() == 0) bench_usage(stderr);
