@@ -32,6 +32,7 @@
 #include "mb_config.h"
 #include "mb_cuda.h"
 #include "mb_halo.h"
+#include "mb_nccl.h"
 #include "mb_testutil.h"
 
 #ifdef MB_HALO_TEST_DEVICE
@@ -462,6 +463,67 @@ static void grid_cases(const where *w) {
   agree_no_failures("grid face plan");
 }
 
+/* ------------------------------------------------------------------ transport rule */
+
+/* A stand-in for an op's trial exchanges: each "exchange" with transport t
+ * busy-waits delay[t] seconds; the calls are counted. */
+typedef struct fake_trial {
+  double delay[3];
+  int exchanges[3], settles, wrong_comm;
+} fake_trial;
+
+static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, int n) {
+  fake_trial *f = ctx;
+  if ((t == MB_HALO_NCCL) != (nccl != NULL)) f->wrong_comm++;
+  if (n == 0) f->settles++;
+  f->exchanges[t] += n;
+  const double until = MPI_Wtime() + n * f->delay[t];
+  while (MPI_Wtime() < until) {
+  }
+  return MB_SUCCESS;
+}
+
+/* mb_halo_choose_transport's rule: MPI when asked or alone, with no trial;
+ * auto without NCCL: MPI; with NCCL: 1 connecting exchange, then
+ * MB_HALO_AUTO_TRIALS of each, the faster kept; nccl without NCCL: an
+ * error on every rank. */
+static void transport_rule(void) {
+  for (int want = MB_HALO_AUTO; want <= MB_HALO_NCCL; want++)
+    for (int faster = 0; faster < 2; faster++) { /* 0: NCCL faster, 1: MPI faster */
+      fake_trial f = {{0, faster ? 1e-3 : 5e-3, faster ? 5e-3 : 1e-3}, {0}, 0, 0};
+      mb_nccl *nccl = NULL;
+      mb_halo_transport chosen = MB_HALO_AUTO;
+      mb_error e = mb_halo_choose_transport(MPI_COMM_WORLD, (mb_halo_transport)want, "test",
+                                            fake_exchanges, &f, &nccl, &chosen);
+      const int alone = g_size == 1;
+      if (want == MB_HALO_MPI || alone) {
+        CHECK(e == MB_SUCCESS && chosen == MB_HALO_MPI && !nccl && !f.settles &&
+                  !f.exchanges[MB_HALO_MPI] && !f.exchanges[MB_HALO_NCCL],
+              "rule: want %s on %d ranks gives %s after %d + %d trial exchanges", 
+              mb_halo_transport_name((mb_halo_transport)want), g_size,
+              mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL], f.exchanges[MB_HALO_MPI]);
+      } else if (!nccl) { /* NCCL cannot be had here */
+        if (want == MB_HALO_NCCL) CHECK(e != MB_SUCCESS, "rule: nccl without NCCL succeeded");
+        else
+          CHECK(e == MB_SUCCESS && chosen == MB_HALO_MPI && !f.exchanges[MB_HALO_NCCL] &&
+                    !f.exchanges[MB_HALO_MPI],
+                "rule: auto without NCCL gives %s", mb_halo_transport_name(chosen));
+        mb_error_clear();
+      } else {
+        const int trials = want == MB_HALO_AUTO ? MB_HALO_AUTO_TRIALS : 0;
+        const mb_halo_transport best =
+            want == MB_HALO_NCCL || !faster ? MB_HALO_NCCL : MB_HALO_MPI;
+        CHECK(e == MB_SUCCESS && chosen == best && f.exchanges[MB_HALO_NCCL] == 1 + trials &&
+                  f.exchanges[MB_HALO_MPI] == trials && !f.wrong_comm,
+              "rule: want %s (NCCL %s) gives %s after %d NCCL and %d MPI trial exchanges",
+              mb_halo_transport_name((mb_halo_transport)want), faster ? "slower" : "faster",
+              mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL], f.exchanges[MB_HALO_MPI]);
+      }
+      mb_nccl_free(nccl);
+    }
+  agree_no_failures("transport rule");
+}
+
 /* ------------------------------------------------------------------ tests */
 
 #ifndef MB_HALO_TEST_DEVICE
@@ -476,6 +538,11 @@ static void test_host_grid(void **state) {
   (void)state;
   const where w = {0, MB_HALO_MPI, NULL};
   grid_cases(&w);
+}
+
+static void test_transport_rule(void **state) {
+  (void)state;
+  transport_rule();
 }
 
 /* The plan refuses a second exchange in flight and an end without begin. */
@@ -508,7 +575,8 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_host_mesh),
                                      cmocka_unit_test(test_host_grid),
-                                     cmocka_unit_test(test_misuse)};
+                                     cmocka_unit_test(test_misuse),
+                                     cmocka_unit_test(test_transport_rule)};
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -528,6 +596,12 @@ static void test_device_mpi(void **state) {
   const where w = {1, MB_HALO_MPI, NULL};
   mesh_cases(&w);
   grid_cases(&w);
+}
+
+/* With a device per rank, NCCL can be had: the rule's timed comparison. */
+static void test_device_transport_rule(void **state) {
+  (void)state;
+  transport_rule();
 }
 
 static void test_device_nccl(void **state) {
@@ -558,7 +632,8 @@ int main(int argc, char **argv) {
   assert_int_equal(mb_cuda_select_device(g_rank, &device, name, sizeof name), MB_SUCCESS);
   if (mb_nccl_create(MPI_COMM_WORLD, &g_nccl) != MB_SUCCESS) g_nccl = NULL; /* agreed */
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_device_mpi),
-                                     cmocka_unit_test(test_device_nccl)};
+                                     cmocka_unit_test(test_device_nccl),
+                                     cmocka_unit_test(test_device_transport_rule)};
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
