@@ -11,39 +11,85 @@ static int64_t at(const int64_t L[3], int64_t k, int64_t j, int64_t i) {
   return (k * L[1] + j) * L[2] + i;
 }
 
-/* The subarray of the local frame: `first` and `count` per axis. */
-static mb_error subarray(const int64_t L[3], const int64_t first[3], const int64_t count[3],
-                         MPI_Datatype base, MPI_Datatype *t) {
-  int sizes[3], sub[3], starts[3];
-  for (int a = 0; a < 3; a++) {
-    sizes[a] = (int)L[a];
-    sub[a] = (int)count[a];
-    starts[a] = (int)first[a];
+/* Append the points of the box [first, first + count) of a frame of sizes L
+ * to idx (C order). */
+static void box_rows(const int64_t L[3], const int64_t first[3], const int64_t count[3],
+                     int64_t *idx, int64_t *n) {
+  for (int64_t k = first[0]; k < first[0] + count[0]; k++)
+    for (int64_t j = first[1]; j < first[1] + count[1]; j++)
+      for (int64_t i = first[2]; i < first[2] + count[2]; i++) idx[(*n)++] = at(L, k, j, i);
+}
+
+/* The face of axis a on side s: the `ghost` outermost owned planes sent
+ * that way (ghost_planes 0), or the ghost planes on that side (1); the
+ * owned extent on the other two axes. */
+static void face_box(const mb_cart *c, int a, int s, int ghost_planes, int64_t first[3],
+                     int64_t count[3]) {
+  const int64_t g = c->ghost;
+  for (int e = 0; e < 3; e++) {
+    first[e] = g;
+    count[e] = c->nloc[e];
   }
-  MB_CALL_MPI(MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, base, t));
-  MB_CALL_MPI(MPI_Type_commit(t));
+  count[a] = g;
+  if (ghost_planes) first[a] = s == 0 ? 0 : g + c->nloc[a];
+  else first[a] = s == 0 ? g : c->nloc[a];
+}
+
+/* The face plan: what a rank sends towards side s of axis a arrives in the
+ * neighbour's ghost planes on side 1 - s, so from neighbour r this rank
+ * receives, in r's sending order (a, s), on the sides 1 - s where r is its
+ * neighbour. */
+static mb_error build_plan(mb_cart *c) {
+  const int64_t g = c->ghost;
+  int64_t L[3], face[3];
+  for (int a = 0; a < 3; a++) L[a] = c->nloc[a] + 2 * g;
+  for (int a = 0; a < 3; a++) face[a] = g * c->nloc[(a + 1) % 3] * c->nloc[(a + 2) % 3];
+  int ranks[6], nn = 0;
+  for (int a = 0; a < 3; a++)
+    for (int s = 0; s < 2; s++) {
+      const int r = c->nbr[a][s];
+      if (r == MPI_PROC_NULL) continue;
+      int k = 0;
+      while (k < nn && ranks[k] < r) k++;
+      if (k < nn && ranks[k] == r) continue;
+      for (int m = nn; m > k; m--) ranks[m] = ranks[m - 1];
+      ranks[k] = r;
+      nn++;
+    }
+  int64_t soff[7] = {0}, roff[7] = {0}, ns = 0, nr = 0;
+  int64_t *sidx, *ridx;
+  MB_CALLOC(sidx, 2 * (face[0] + face[1] + face[2]));
+  ridx = calloc((size_t)(2 * (face[0] + face[1] + face[2]) + 1), sizeof *ridx);
+  if (!ridx) {
+    free(sidx);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for a face plan");
+  }
+  for (int k = 0; k < nn; k++) {
+    for (int a = 0; a < 3; a++)
+      for (int s = 0; s < 2; s++) {
+        int64_t first[3], count[3];
+        if (c->nbr[a][s] == ranks[k]) {
+          face_box(c, a, s, 0, first, count);
+          box_rows(L, first, count, sidx, &ns);
+        }
+        if (c->nbr[a][1 - s] == ranks[k]) {
+          face_box(c, a, 1 - s, 1, first, count);
+          box_rows(L, first, count, ridx, &nr);
+        }
+      }
+    soff[k + 1] = ns;
+    roff[k + 1] = nr;
+  }
+  mb_error e = mb_halo_create_lists(c->comm, nn, ranks, soff, sidx, roff, ridx, 1, &c->plan);
+  free(sidx);
+  free(ridx);
+  MB_CALL(e);
   return MB_SUCCESS;
 }
 
-/* The face datatypes: along axis a, the `ghost` planes this rank sends to
- * its neighbour on side s (its own outermost owned planes) and those it
- * receives from it (the ghost planes on that side); the owned extent on the
- * other two axes. */
-static mb_error face_types(mb_cart *c) {
-  const int64_t g = c->ghost;
-  int64_t L[3];
-  for (int a = 0; a < 3; a++) L[a] = c->nloc[a] + 2 * g;
-  const MPI_Datatype base[2] = {MPI_DOUBLE, MPI_FLOAT};
-  for (int dt = 0; dt < 2; dt++)
-    for (int a = 0; a < 3; a++)
-      for (int s = 0; s < 2; s++) {
-        int64_t first[3] = {g, g, g}, count[3] = {c->nloc[0], c->nloc[1], c->nloc[2]};
-        count[a] = g;
-        first[a] = s == 0 ? g : c->nloc[a];
-        MB_CALL(subarray(L, first, count, base[dt], &c->send[dt][a][s]));
-        first[a] = s == 0 ? 0 : g + c->nloc[a];
-        MB_CALL(subarray(L, first, count, base[dt], &c->recv[dt][a][s]));
-      }
+mb_error mb_cart_plan(mb_cart *c, mb_halo **plan) {
+  if (!c->plan) MB_CALL(build_plan(c));
+  *plan = c->plan;
   return MB_SUCCESS;
 }
 
@@ -74,9 +120,6 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
   mb_cart *c = calloc(1, sizeof *c);
   MB_CHECK(c, MB_ERR_MEMORY, "out of memory");
   c->comm = MPI_COMM_NULL;
-  for (int dt = 0; dt < 2; dt++)
-    for (int a = 0; a < 3; a++)
-      for (int s = 0; s < 2; s++) c->send[dt][a][s] = c->recv[dt][a][s] = MPI_DATATYPE_NULL;
   c->periodic = periodic;
   c->ghost = ghost;
   MB_CALL_MPI(MPI_Comm_size(comm, &c->size));
@@ -105,11 +148,6 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
     c->nloc[a] = n[a] * (c->coords[a] + 1) / c->dims[a] - c->lo[a];
     MB_CALL_MPI(MPI_Cart_shift(c->comm, a, 1, &c->nbr[a][0], &c->nbr[a][1]));
   }
-  e = face_types(c);
-  if (e) {
-    mb_cart_free(c);
-    return e;
-  }
   *cart = c;
   return MB_SUCCESS;
 }
@@ -120,24 +158,20 @@ int64_t mb_cart_local_size(const mb_cart *c) {
 }
 
 mb_error mb_cart_exchange_begin(mb_cart *c, mb_cart_dtype dtype, void *u) {
-  MB_CHECK(c->nreq == 0, MB_ERR_ARG, "a halo exchange is already in flight");
-  const int dt = dtype == MB_CART_FLOAT32;
-  /* what a rank sends towards side s carries tag 2 a + s; it arrives in the
-   * neighbour's ghost planes on the other side */
-  for (int a = 0; a < 3; a++)
-    for (int s = 0; s < 2; s++) {
-      MB_CALL_MPI(MPI_Irecv(u, 1, c->recv[dt][a][s], c->nbr[a][s], 2 * a + (1 - s), c->comm,
-                            &c->req[c->nreq++]));
-      MB_CALL_MPI(MPI_Isend(u, 1, c->send[dt][a][s], c->nbr[a][s], 2 * a + s, c->comm,
-                            &c->req[c->nreq++]));
-    }
+  MB_CHECK(!c->inflight, MB_ERR_ARG, "a halo exchange is already in flight");
+  mb_halo *plan;
+  MB_CALL(mb_cart_plan(c, &plan));
+  MB_CALL(mb_halo_forward_begin(plan, dtype == MB_CART_FLOAT32 ? MB_HALO_FLOAT32 : MB_HALO_FLOAT64,
+                                1, u));
+  c->inflight = u;
   return MB_SUCCESS;
 }
 
 mb_error mb_cart_exchange_end(mb_cart *c) {
-  const int n = c->nreq;
-  c->nreq = 0;
-  MB_CALL_MPI(MPI_Waitall(n, c->req, MPI_STATUSES_IGNORE));
+  void *u = c->inflight;
+  MB_CHECK(u, MB_ERR_ARG, "no halo exchange in flight");
+  c->inflight = NULL;
+  MB_CALL(mb_halo_forward_end(c->plan, u));
   return MB_SUCCESS;
 }
 
@@ -162,12 +196,7 @@ void mb_cart_fill_outside(const mb_cart *c, mb_cart_dtype dtype, void *u, double
 
 void mb_cart_free(mb_cart *c) {
   if (!c) return;
-  for (int dt = 0; dt < 2; dt++)
-    for (int a = 0; a < 3; a++)
-      for (int s = 0; s < 2; s++) {
-        if (c->send[dt][a][s] != MPI_DATATYPE_NULL) MPI_Type_free(&c->send[dt][a][s]);
-        if (c->recv[dt][a][s] != MPI_DATATYPE_NULL) MPI_Type_free(&c->recv[dt][a][s]);
-      }
+  mb_halo_free(c->plan);
   mb_nccl_free(c->nccl);
   if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
   free(c);

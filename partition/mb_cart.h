@@ -11,8 +11,10 @@
  * the neighbouring blocks (periodic axes wrap across the grid, a rank being
  * its own neighbour where an axis is not cut); edges and corners of the frame
  * are not filled, as a star stencil (derivatives along one axis, the
- * 25-point Laplacian) never reads them. MPI derived datatypes (subarrays)
- * describe the faces, so nothing is packed on the host.
+ * 25-point Laplacian) never reads them. The faces are a plan of the halo
+ * engine (partition/mb_halo.h, mb_cart_plan): per neighbour rank, the
+ * points of the faces sent to it and of the ghost planes filled from it, so
+ * grid faces and mesh halos are two plans of one engine.
  *
  * After the Cartesian topology of MPI (MPI 3.1, chapter 7) and the halo
  * exchange of block-structured codes (AMReX FillBoundary).
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include "mb_error.h"
+#include "mb_halo.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,9 +46,8 @@ typedef struct mb_cart {
   int64_t nloc[3];     /* this block's points per axis */
   int nbr[3][2];       /* neighbour rank below and above per axis, MPI_PROC_NULL at a
                           non-periodic boundary */
-  MPI_Datatype send[2][3][2], recv[2][3][2]; /* [dtype][axis][side] face subarrays */
-  MPI_Request req[24];
-  int nreq;
+  mb_halo *plan;        /* the face plan (owned; made by mb_cart_plan) */
+  void *inflight;       /* the array of the exchange in flight, or NULL */
   /* The GPU halo of a block op, kept for the plan's later ops (a grid's
    * every field and stage): the NCCL communicator over comm (owned; made
    * by the first op that wants it, mb_stencil_cuda_block) and the
@@ -73,11 +75,23 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
 /* Points of this rank's local array with its ghost frame. Not collective. */
 int64_t mb_cart_local_size(const mb_cart *cart);
 
+/* The face halo of the plan as a plan of the halo engine, made at the first
+ * call and kept (*plan belongs to the cart): local rows are the points of
+ * the framed local array (C order, one row per point); for each neighbour
+ * rank (ascending; this rank itself across a periodic axis it does not
+ * cut), the faces sent to it and the ghost planes filled from it in the
+ * order (axis z, y, x; side below, above) of the faces, each in C order.
+ * Its forward exchange fills the ghost faces (as mb_cart_exchange_begin/end
+ * do); its reverse exchange adds the ghost faces' values into the owned
+ * points they stand for. Not collective. Errors: MB_ERR_MEMORY. */
+mb_error mb_cart_plan(mb_cart *cart, mb_halo **plan);
+
 /* Start filling the ghost faces of u (this rank's local array, of dtype)
  * from the neighbours: receives and sends are posted; u's owned points must
  * not change and its ghost faces not be read until mb_cart_exchange_end.
- * Collective in step over the Cartesian communicator.
- * Errors: MB_ERR_MPI, MB_ERR_ARG (an exchange already in flight). */
+ * Collective in step over the Cartesian communicator (the forward exchange
+ * of mb_cart_plan's plan, one component per point).
+ * Errors: MB_ERR_MPI, MB_ERR_ARG (an exchange already in flight), MB_ERR_MEMORY. */
 mb_error mb_cart_exchange_begin(mb_cart *cart, mb_cart_dtype dtype, void *u);
 
 /* Wait for the exchange begun on u. Errors: MB_ERR_MPI. */

@@ -1,20 +1,31 @@
-/* meshbatch: halo plans and the owner -> ghost exchange (see mb_halo.h). */
+/* meshbatch: the halo engine: plans, forward and reverse exchanges, and
+ * the choice of the GPU transport (see mb_halo.h). */
 #include "mb_halo.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_log.h"
+#include "mb_nccl.h"
+
+enum { TAG_FORWARD = 7, TAG_REVERSE = 8 };
+
 struct mb_halo {
   MPI_Comm comm;
   int ncomp;
   int nneighbors;
-  int *neighbor;          /* [nneighbors] ranks we exchange with */
+  int *neighbor;          /* [nneighbors] ranks we exchange with, ascending */
   int64_t *send_offset;   /* [nneighbors + 1] into send_index */
   int64_t *send_index;    /* owned local indices packed for each neighbour */
   int64_t *recv_offset;   /* [nneighbors + 1] into recv_index */
   int64_t *recv_index;    /* ghost local indices filled from each neighbour */
-  double *send_buf, *recv_buf;
+  void *send_buf, *recv_buf;  /* host staging of mb_halo_forward/reverse_* */
+  size_t send_cap, recv_cap;  /* their bytes */
   MPI_Request *requests;  /* [2 nneighbors] */
+  /* the exchange in flight: 0 none, else 1 + its mb_halo_dir; its dtype and
+   * ncomp, and whether it uses the plan's buffers (begin/end) */
+  int inflight, staged, cur_ncomp;
+  mb_halo_dtype cur_dt;
 };
 
 typedef struct id_pair {
@@ -153,12 +164,9 @@ mb_error mb_halo_create(MPI_Comm comm, int64_t nowned, const int64_t *owned_glob
   if (!e) e = build_send_lists(h, size, nowned, owned_global, ghost_global, count);
   free(count);
   if (!e) {
-    int64_t ns = h->send_offset[h->nneighbors], nr = h->recv_offset[h->nneighbors];
-    h->send_buf = malloc(sizeof(double) * (size_t)(ns * ncomp + 1));
-    h->recv_buf = malloc(sizeof(double) * (size_t)(nr * ncomp + 1));
     h->requests = malloc(sizeof(MPI_Request) * (size_t)(2 * h->nneighbors + 1));
-    if (!h->send_buf || !h->recv_buf || !h->requests)
-      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory for halo buffers");
+    if (!h->requests)
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory for halo requests");
   }
   if (e) {
     mb_halo_free(h);
@@ -168,41 +176,208 @@ mb_error mb_halo_create(MPI_Comm comm, int64_t nowned, const int64_t *owned_glob
   return MB_SUCCESS;
 }
 
-mb_error mb_halo_begin_packed(mb_halo *h, const double *sendbuf, double *recvbuf) {
-  const int c = h->ncomp;
-  for (int k = 0; k < h->nneighbors; k++) {
-    int64_t a = h->recv_offset[k], b = h->recv_offset[k + 1];
-    MB_CALL_MPI(MPI_Irecv(recvbuf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
-                          h->comm, &h->requests[k]));
+mb_error mb_halo_create_lists(MPI_Comm comm, int nneighbors, const int *ranks,
+                              const int64_t *send_offset, const int64_t *send_index,
+                              const int64_t *recv_offset, const int64_t *recv_index, int ncomp,
+                              mb_halo **out) {
+  *out = NULL;
+  MB_CHECK(nneighbors >= 0 && ncomp >= 1, MB_ERR_ARG,
+           "halo lists: %d neighbours, %d components", nneighbors, ncomp);
+  for (int k = 0; k < nneighbors; k++) {
+    MB_CHECK(ranks[k] >= 0 && (k == 0 || ranks[k] > ranks[k - 1]), MB_ERR_ARG,
+             "halo lists: neighbour ranks must be ascending and distinct (%d after %d)", ranks[k],
+             k ? ranks[k - 1] : -1);
+    MB_CHECK(send_offset[k + 1] >= send_offset[k] && recv_offset[k + 1] >= recv_offset[k],
+             MB_ERR_ARG, "halo lists: offsets of neighbour %d decrease", ranks[k]);
   }
-  for (int k = 0; k < h->nneighbors; k++) {
-    int64_t a = h->send_offset[k], b = h->send_offset[k + 1];
-    MB_CALL_MPI(MPI_Isend(sendbuf + a * c, (int)((b - a) * c), MPI_DOUBLE, h->neighbor[k], 7,
-                          h->comm, &h->requests[h->nneighbors + k]));
+  const int64_t ns = nneighbors ? send_offset[nneighbors] : 0;
+  const int64_t nr = nneighbors ? recv_offset[nneighbors] : 0;
+  MB_CHECK(!nneighbors || (send_offset[0] == 0 && recv_offset[0] == 0), MB_ERR_ARG,
+           "halo lists: offsets must start at 0");
+  for (int64_t q = 0; q < ns; q++)
+    MB_CHECK(send_index[q] >= 0, MB_ERR_ARG, "halo lists: negative send row %lld",
+             (long long)send_index[q]);
+  for (int64_t q = 0; q < nr; q++)
+    MB_CHECK(recv_index[q] >= 0, MB_ERR_ARG, "halo lists: negative receive row %lld",
+             (long long)recv_index[q]);
+  mb_halo *h = calloc(1, sizeof *h);
+  MB_CHECK(h, MB_ERR_MEMORY, "out of memory");
+  h->comm = comm;
+  h->ncomp = ncomp;
+  h->nneighbors = nneighbors;
+  h->neighbor = malloc(sizeof(int) * (size_t)(nneighbors + 1));
+  h->send_offset = malloc(sizeof(int64_t) * (size_t)(nneighbors + 1));
+  h->recv_offset = malloc(sizeof(int64_t) * (size_t)(nneighbors + 1));
+  h->send_index = malloc(sizeof(int64_t) * (size_t)(ns + 1));
+  h->recv_index = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+  h->requests = malloc(sizeof(MPI_Request) * (size_t)(2 * nneighbors + 1));
+  if (!h->neighbor || !h->send_offset || !h->recv_offset || !h->send_index || !h->recv_index ||
+      !h->requests) {
+    mb_halo_free(h);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for a halo plan of %lld + %lld rows", (long long)ns,
+            (long long)nr);
   }
+  h->send_offset[0] = h->recv_offset[0] = 0;
+  for (int k = 0; k < nneighbors; k++) {
+    h->neighbor[k] = ranks[k];
+    h->send_offset[k + 1] = send_offset[k + 1];
+    h->recv_offset[k + 1] = recv_offset[k + 1];
+  }
+  if (ns) memcpy(h->send_index, send_index, sizeof(int64_t) * (size_t)ns);
+  if (nr) memcpy(h->recv_index, recv_index, sizeof(int64_t) * (size_t)nr);
+  *out = h;
   return MB_SUCCESS;
 }
 
-mb_error mb_halo_end_packed(mb_halo *h) {
+static size_t dt_bytes(mb_halo_dtype dt) { return dt == MB_HALO_FLOAT32 ? sizeof(float) : sizeof(double); }
+
+mb_error mb_halo_post(mb_halo *h, mb_halo_dir dir, mb_halo_dtype dt, int ncomp,
+                      const void *sendbuf, void *recvbuf) {
+  MB_CHECK(!h->inflight, MB_ERR_ARG, "a halo exchange is already in flight on this plan");
+  MB_CHECK(ncomp >= 1, MB_ERR_ARG, "halo exchange of %d components", ncomp);
+  const MPI_Datatype type = dt == MB_HALO_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE;
+  const size_t row = dt_bytes(dt) * (size_t)ncomp;
+  /* forward: owned rows (send lists) out, ghost rows (receive lists) in;
+   * reverse: the other way round */
+  const int64_t *out_off = dir == MB_HALO_FORWARD ? h->send_offset : h->recv_offset;
+  const int64_t *in_off = dir == MB_HALO_FORWARD ? h->recv_offset : h->send_offset;
+  const int tag = dir == MB_HALO_FORWARD ? TAG_FORWARD : TAG_REVERSE;
+  for (int k = 0; k < h->nneighbors; k++) {
+    int64_t a = in_off[k], b = in_off[k + 1];
+    MB_CALL_MPI(MPI_Irecv((char *)recvbuf + (size_t)a * row, (int)((b - a) * ncomp), type,
+                          h->neighbor[k], tag, h->comm, &h->requests[k]));
+  }
+  for (int k = 0; k < h->nneighbors; k++) {
+    int64_t a = out_off[k], b = out_off[k + 1];
+    MB_CALL_MPI(MPI_Isend((const char *)sendbuf + (size_t)a * row, (int)((b - a) * ncomp), type,
+                          h->neighbor[k], tag, h->comm, &h->requests[h->nneighbors + k]));
+  }
+  h->inflight = 1 + (int)dir;
+  h->cur_dt = dt;
+  h->cur_ncomp = ncomp;
+  h->staged = 0;
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_wait(mb_halo *h) {
+  MB_CHECK(h->inflight, MB_ERR_ARG, "no halo exchange in flight on this plan");
+  h->inflight = 0;
   MB_CALL_MPI(MPI_Waitall(2 * h->nneighbors, h->requests, MPI_STATUSES_IGNORE));
   return MB_SUCCESS;
 }
 
+mb_error mb_halo_begin_packed(mb_halo *h, const double *sendbuf, double *recvbuf) {
+  MB_CALL(mb_halo_post(h, MB_HALO_FORWARD, MB_HALO_FLOAT64, h->ncomp, sendbuf, recvbuf));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_end_packed(mb_halo *h) {
+  MB_CALL(mb_halo_wait(h));
+  return MB_SUCCESS;
+}
+
+/* Grow a staging buffer to `bytes`. */
+static mb_error grow(void **buf, size_t *cap, size_t bytes) {
+  if (bytes <= *cap && *buf) return MB_SUCCESS;
+  void *p = realloc(*buf, bytes ? bytes : 1);
+  MB_CHECK(p, MB_ERR_MEMORY, "out of memory for %zu bytes of halo buffer", bytes);
+  *buf = p;
+  *cap = bytes;
+  return MB_SUCCESS;
+}
+
+/* buf row q = x row idx[q], q < n (rows of `row` bytes). */
+static void gather(const void *x, const int64_t *idx, int64_t n, size_t row, void *buf) {
+  for (int64_t q = 0; q < n; q++)
+    memcpy((char *)buf + (size_t)q * row, (const char *)x + (size_t)idx[q] * row, row);
+}
+
+/* x row idx[q] = buf row q, q < n. */
+static void scatter(const void *buf, const int64_t *idx, int64_t n, size_t row, void *x) {
+  for (int64_t q = 0; q < n; q++)
+    memcpy((char *)x + (size_t)idx[q] * row, (const char *)buf + (size_t)q * row, row);
+}
+
+/* x row idx[q] += buf row q, in ascending q: the engine's fixed order. */
+static void add_rows(mb_halo_dtype dt, int nc, const void *buf, const int64_t *idx, int64_t n,
+                     void *x) {
+  if (dt == MB_HALO_FLOAT32) {
+    const float *b = buf;
+    float *y = x;
+    for (int64_t q = 0; q < n; q++)
+      for (int c = 0; c < nc; c++) y[idx[q] * nc + c] += b[q * nc + c];
+  } else {
+    const double *b = buf;
+    double *y = x;
+    for (int64_t q = 0; q < n; q++)
+      for (int c = 0; c < nc; c++) y[idx[q] * nc + c] += b[q * nc + c];
+  }
+}
+
+/* Start an exchange through the plan's buffers: pack the rows that leave. */
+static mb_error staged_begin(mb_halo *h, mb_halo_dir dir, mb_halo_dtype dt, int ncomp,
+                             const void *x) {
+  MB_CHECK(!h->inflight, MB_ERR_ARG, "a halo exchange is already in flight on this plan");
+  MB_CHECK(ncomp >= 1, MB_ERR_ARG, "halo exchange of %d components", ncomp);
+  const size_t row = dt_bytes(dt) * (size_t)ncomp;
+  const int64_t ns = h->send_offset[h->nneighbors], nr = h->recv_offset[h->nneighbors];
+  MB_CALL(grow(&h->send_buf, &h->send_cap, row * (size_t)ns));
+  MB_CALL(grow(&h->recv_buf, &h->recv_cap, row * (size_t)nr));
+  /* forward: send_buf carries owned rows out, recv_buf takes ghost rows in;
+   * reverse: recv_buf carries the ghost rows out, send_buf takes the owners' */
+  if (dir == MB_HALO_FORWARD) {
+    gather(x, h->send_index, ns, row, h->send_buf);
+    MB_CALL(mb_halo_post(h, dir, dt, ncomp, h->send_buf, h->recv_buf));
+  } else {
+    gather(x, h->recv_index, nr, row, h->recv_buf);
+    MB_CALL(mb_halo_post(h, dir, dt, ncomp, h->recv_buf, h->send_buf));
+  }
+  h->staged = 1;
+  return MB_SUCCESS;
+}
+
+static mb_error staged_end(mb_halo *h, mb_halo_dir dir, void *x) {
+  MB_CHECK(h->inflight == 1 + (int)dir && h->staged, MB_ERR_ARG,
+           "halo %s exchange ended without its begin",
+           dir == MB_HALO_FORWARD ? "forward" : "reverse");
+  const mb_halo_dtype dt = h->cur_dt;
+  const int nc = h->cur_ncomp;
+  MB_CALL(mb_halo_wait(h));
+  if (dir == MB_HALO_FORWARD)
+    scatter(h->recv_buf, h->recv_index, h->recv_offset[h->nneighbors], dt_bytes(dt) * (size_t)nc,
+            x);
+  else
+    add_rows(dt, nc, h->send_buf, h->send_index, h->send_offset[h->nneighbors], x);
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_forward_begin(mb_halo *h, mb_halo_dtype dt, int ncomp, const void *x) {
+  MB_CALL(staged_begin(h, MB_HALO_FORWARD, dt, ncomp, x));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_forward_end(mb_halo *h, void *x) {
+  MB_CALL(staged_end(h, MB_HALO_FORWARD, x));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_reverse_begin(mb_halo *h, mb_halo_dtype dt, int ncomp, const void *x) {
+  MB_CALL(staged_begin(h, MB_HALO_REVERSE, dt, ncomp, x));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_reverse_end(mb_halo *h, void *x) {
+  MB_CALL(staged_end(h, MB_HALO_REVERSE, x));
+  return MB_SUCCESS;
+}
+
 mb_error mb_halo_begin(mb_halo *h, const double *x) {
-  const int c = h->ncomp;
-  const int64_t ns = h->send_offset[h->nneighbors];
-  for (int64_t q = 0; q < ns; q++)
-    memcpy(h->send_buf + q * c, x + h->send_index[q] * c, sizeof(double) * (size_t)c);
-  MB_CALL(mb_halo_begin_packed(h, h->send_buf, h->recv_buf));
+  MB_CALL(staged_begin(h, MB_HALO_FORWARD, MB_HALO_FLOAT64, h->ncomp, x));
   return MB_SUCCESS;
 }
 
 mb_error mb_halo_end(mb_halo *h, double *x) {
-  const int c = h->ncomp;
-  MB_CALL(mb_halo_end_packed(h));
-  int64_t nr = h->recv_offset[h->nneighbors];
-  for (int64_t q = 0; q < nr; q++)
-    memcpy(x + h->recv_index[q] * c, h->recv_buf + q * c, sizeof(double) * (size_t)c);
+  MB_CALL(staged_end(h, MB_HALO_FORWARD, x));
   return MB_SUCCESS;
 }
 
@@ -217,6 +392,8 @@ void mb_halo_recv_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
 }
 
 MPI_Comm mb_halo_comm(const mb_halo *h) { return h->comm; }
+
+int mb_halo_ncomp(const mb_halo *h) { return h->ncomp; }
 
 void mb_halo_neighbors(const mb_halo *h, int *nneighbors, const int **ranks,
                        const int64_t **send_offset, const int64_t **recv_offset) {
@@ -239,4 +416,54 @@ const char *mb_halo_transport_name(mb_halo_transport t) {
   case MB_HALO_NCCL: return "nccl";
   }
   return "unknown";
+}
+
+/* Seconds of n exchanges with transport t on the slowest rank, from a
+ * barrier after the device's earlier work. Collective. */
+static mb_error timed_trial(MPI_Comm comm, mb_halo_trial_fn trial, void *ctx, mb_halo_transport t,
+                            mb_nccl *nccl, int n, double *seconds) {
+  mb_nccl *use = t == MB_HALO_NCCL ? nccl : NULL;
+  MB_CALL(trial(ctx, t, use, 0));
+  MB_CALL_MPI(MPI_Barrier(comm));
+  const double t0 = MPI_Wtime();
+  MB_CALL(trial(ctx, t, use, n));
+  double mine = MPI_Wtime() - t0;
+  MB_CALL_MPI(MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_choose_transport(MPI_Comm comm, mb_halo_transport want, const char *what,
+                                  mb_halo_trial_fn trial, void *ctx, mb_nccl **nccl,
+                                  mb_halo_transport *chosen) {
+  int rank, size;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  *chosen = MB_HALO_MPI;
+  if (want == MB_HALO_MPI || size == 1) return MB_SUCCESS;
+  if (!*nccl) {
+    mb_error e = mb_nccl_create(comm, nccl); /* agreed over comm */
+    if (e) {
+      *nccl = NULL;
+      if (want == MB_HALO_NCCL) MB_CALL(e);
+      if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: MPI: %s", what, mb_error_message());
+      mb_error_clear();
+      return MB_SUCCESS;
+    }
+  }
+  double connect; /* NCCL connects peers at the first exchange: before timing anything */
+  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, 1, &connect));
+  if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: NCCL connected in %.1f ms", what, 1e3 * connect);
+  if (want == MB_HALO_NCCL) {
+    *chosen = MB_HALO_NCCL;
+    return MB_SUCCESS;
+  }
+  double t_nccl, t_mpi;
+  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, MB_HALO_AUTO_TRIALS, &t_nccl));
+  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_MPI, *nccl, MB_HALO_AUTO_TRIALS, &t_mpi));
+  *chosen = t_nccl < t_mpi ? MB_HALO_NCCL : MB_HALO_MPI;
+  if (rank == 0)
+    mb_log(MB_LOG_VERBOSE,
+           "[halo] %s: %d trial exchanges take %.3f ms with NCCL, %.3f ms with MPI: using %s", what,
+           (int)MB_HALO_AUTO_TRIALS, 1e3 * t_nccl, 1e3 * t_mpi, mb_halo_transport_name(*chosen));
+  return MB_SUCCESS;
 }

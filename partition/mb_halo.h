@@ -1,18 +1,37 @@
-/* meshbatch: halo plans, in the spirit of PETSc's star forest (PetscSF).
+/* meshbatch: the halo engine, in the spirit of PETSc's star forest (PetscSF).
  *
- * A rank's local vertices are its owned vertices [0, nowned) followed by its
- * ghosts [nowned, nowned + nghost). Every ghost is a leaf pointing to its
- * root, the owned copy on another rank. mb_halo_create learns, from each
- * ghost's global id and owner rank, which owned values every rank must send
- * to whom; an exchange (a broadcast, root -> leaf) then copies owner values
- * into the ghosts. The plan knows nothing about meshes or smoothing: any job
- * that keeps per-vertex values (ncomp doubles) with ghosts can use it.
+ * A rank's local rows are its owned rows (the roots) and its ghost rows (the
+ * leaves); every ghost row stands for an owned row of another rank (or of
+ * this rank, across a periodic axis that is not cut). A plan lists, per
+ * neighbour rank, the owned rows this rank sends to it and the ghost rows it
+ * fills from it, in an order both sides agree on. One engine serves every
+ * split: a mesh's vertex (or triangle) halo is a plan built from each
+ * ghost's global id and owner (mb_halo_create); a Cartesian grid's face halo
+ * is a plan built from explicit send and receive index lists per neighbour
+ * (mb_halo_create_lists, which mb_cart_plan uses).
  *
- * An exchange is split in two so work can overlap the messages:
- *   mb_halo_begin(h, x)   pack owned values, post receives and sends
- *   ...update vertices that need no ghost value...
- *   mb_halo_end(h, x)     wait, unpack into the ghosts
- * Messages are staged through host buffers (the MPI need not be CUDA-aware).
+ * Two exchanges, each of any number of components per row (ncomp >= 1) and
+ * either precision (MB_HALO_FLOAT64, MB_HALO_FLOAT32):
+ *   forward  (owner -> ghosts, PetscSF broadcast): every ghost row gets its
+ *            owner's value;
+ *   reverse  (ghosts -> owner, PetscSF reduce with MPI_SUM): every owned row
+ *            gets the values of its ghost copies added to it, in a fixed
+ *            order whatever the order messages arrive in: the owned row's
+ *            own value first, then the contributions of the neighbours in
+ *            ascending rank, and within one neighbour in plan order. Ghost
+ *            rows are left as they were.
+ * Each is split in two so that work overlaps the messages:
+ *   mb_halo_forward_begin(h, dt, ncomp, x)   pack owned rows, post messages
+ *   ...update rows that need no ghost value...
+ *   mb_halo_forward_end(h, x)                wait, unpack into the ghosts
+ * (mb_halo_reverse_begin/end alike). Host messages are staged through
+ * buffers of the plan (the MPI need not be CUDA-aware). Device arrays use
+ * the same plan through mb_cuda_halo (cuda/mb_cuda_halo.cu): MPI through
+ * pinned host buffers, or NCCL device to device, the exchange's kernels on
+ * the device's highest-priority stream.
+ *
+ * The GPU transport is chosen in one place for every op,
+ * mb_halo_choose_transport, whose rule is written there.
  */
 #ifndef MB_HALO_H
 #define MB_HALO_H
@@ -27,8 +46,7 @@ extern "C" {
 #endif
 
 /* How the halo travels between GPUs: MPI through pinned host buffers, NCCL
- * device to device, or auto: NCCL where it can be set up (one GPU per rank)
- * and a trial of exchanges at the start finds it faster on the slowest rank. */
+ * device to device, or auto: the rule of mb_halo_choose_transport. */
 typedef enum mb_halo_transport {
   MB_HALO_AUTO = 0,
   MB_HALO_MPI = 1,
@@ -37,34 +55,100 @@ typedef enum mb_halo_transport {
 
 const char *mb_halo_transport_name(mb_halo_transport t);
 
+/* The precision of the values an exchange moves (same values as mb_cart_dtype). */
+typedef enum mb_halo_dtype { MB_HALO_FLOAT64 = 0, MB_HALO_FLOAT32 = 1 } mb_halo_dtype;
+
+/* The direction of an exchange: forward (owner -> ghosts) or reverse
+ * (ghost contributions summed into their owners). */
+typedef enum mb_halo_dir { MB_HALO_FORWARD = 0, MB_HALO_REVERSE = 1 } mb_halo_dir;
+
 typedef struct mb_halo mb_halo; /* opaque */
 
-/* Build a plan. Collective over comm.
+/* An NCCL communicator (mb_nccl.h, partition layer); only passed through here. */
+typedef struct mb_nccl mb_nccl;
+
+/* Build a plan from ghost owners. Collective over comm.
  *   owned_global [nowned]  global ids of the owned vertices, local order
  *   ghost_global [nghost]  global ids of the ghosts, local order
  *   ghost_owner  [nghost]  rank that owns each ghost (!= this rank)
- *   ncomp                  values per vertex exchanged (3 for positions)
- * Arrays are borrowed (copied where kept). Errors: MB_ERR_ARG (a ghost's
- * global id is not owned by the rank named), MB_ERR_MPI, MB_ERR_MEMORY. */
+ *   ncomp                  values per vertex of mb_halo_begin/end (3 for positions)
+ * Owned rows are local rows [0, nowned), ghosts [nowned, nowned + nghost).
+ * Neighbours are in ascending rank; a neighbour's rows in the order of its
+ * ghosts. Arrays are borrowed (copied where kept). Errors: MB_ERR_ARG (a
+ * ghost's global id is not owned by the rank named), MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_halo_create(MPI_Comm comm, int64_t nowned, const int64_t *owned_global,
                         int64_t nghost, const int64_t *ghost_global, const int *ghost_owner,
                         int ncomp, mb_halo **halo);
 
-/* Start an exchange of x [(nowned + nghost) * ncomp]: owned values are read
- * now; ghost values must not be read until mb_halo_end. Not collective in the
- * MPI sense, but every rank of the plan must call begin/end in step.
- * Errors: MB_ERR_MPI. */
+/* Build a plan from explicit index lists: this rank exchanges with
+ * nneighbors ranks ranks[k] (ascending, distinct; this rank itself is
+ * allowed, for a periodic axis it does not share), sends to neighbour k the
+ * owned rows send_index[send_offset[k] .. send_offset[k+1]) and fills from
+ * it the ghost rows recv_index[recv_offset[k] .. recv_offset[k+1]) (local
+ * row numbers; send_offset and recv_offset have nneighbors + 1 entries, the
+ * first 0). What rank A sends to B must be, row for row, what B receives
+ * from A: the lists are not checked against each other here (a length
+ * mismatch fails at the exchange, MB_ERR_MPI). `ncomp` is the default of
+ * mb_halo_begin/end. Arrays are copied. Not collective.
+ * Errors: MB_ERR_ARG (ranks not ascending, negative indices or decreasing
+ * offsets), MB_ERR_MEMORY. */
+mb_error mb_halo_create_lists(MPI_Comm comm, int nneighbors, const int *ranks,
+                              const int64_t *send_offset, const int64_t *send_index,
+                              const int64_t *recv_offset, const int64_t *recv_index, int ncomp,
+                              mb_halo **halo);
+
+/* Forward exchange (owner -> ghosts) of x: local rows of `ncomp` values of
+ * precision dt (row r at x + r * ncomp; x covers every row the plan names).
+ * begin reads the owned rows to send; the ghost rows must not be read until
+ * end, which writes them. Every rank of the plan calls begin and end in step
+ * (not collective in the MPI sense). One exchange per plan at a time.
+ * Errors: MB_ERR_ARG (ncomp < 1, an exchange in flight, end without its
+ * begin), MB_ERR_MPI, MB_ERR_MEMORY (buffers grow to the largest exchange). */
+mb_error mb_halo_forward_begin(mb_halo *halo, mb_halo_dtype dt, int ncomp, const void *x);
+mb_error mb_halo_forward_end(mb_halo *halo, void *x);
+
+/* Reverse exchange (ghost contributions summed into their owners, PetscSF
+ * reduce with MPI_SUM) of x, as above: begin reads the ghost rows to send;
+ * end adds to each owned row the values of its ghost copies, one addition
+ * in dt's precision each, in a fixed order: ascending neighbour rank, then
+ * plan order (for a mesh plan: the order of that neighbour's ghosts), so
+ * the sums do not depend on the order messages arrive in. Owned rows must
+ * not change between begin and end; ghost rows are left unchanged.
+ * Errors: as the forward exchange. */
+mb_error mb_halo_reverse_begin(mb_halo *halo, mb_halo_dtype dt, int ncomp, const void *x);
+mb_error mb_halo_reverse_end(mb_halo *halo, void *x);
+
+/* Post the messages of an exchange of buffers the caller packs and unpacks
+ * (e.g. pinned buffers a GPU fills), `ncomp` values of dt per row. Forward:
+ * sendbuf holds the rows mb_halo_send_indices lists, in that order, and
+ * recvbuf receives those of mb_halo_recv_indices. Reverse: the other way
+ * round (sendbuf in the order of the receive indices, recvbuf in that of
+ * the send indices; the caller adds recvbuf row q into owned row
+ * send_index[q] in ascending q, which is the engine's fixed order). Both
+ * stay in use until mb_halo_wait. Every rank of the plan calls it in step.
+ * Errors: MB_ERR_ARG (an exchange in flight), MB_ERR_MPI. */
+mb_error mb_halo_post(mb_halo *halo, mb_halo_dir dir, mb_halo_dtype dt, int ncomp,
+                      const void *sendbuf, void *recvbuf);
+/* Wait for the messages of mb_halo_post. Errors: MB_ERR_ARG (nothing
+ * posted), MB_ERR_MPI. */
+mb_error mb_halo_wait(mb_halo *halo);
+
+/* The forward exchange of float64 x [(nowned + nghost) * ncomp] with the
+ * plan's ncomp (mb_halo_forward_begin/end with MB_HALO_FLOAT64): owned
+ * values are read now; ghost values must not be read until mb_halo_end.
+ * Every rank of the plan calls begin/end in step.
+ * Errors: MB_ERR_MPI, MB_ERR_ARG, MB_ERR_MEMORY. */
 mb_error mb_halo_begin(mb_halo *halo, const double *x);
 
 /* Finish the exchange: ghosts of x hold their owners' values. Errors: MB_ERR_MPI. */
 mb_error mb_halo_end(mb_halo *halo, double *x);
 
-/* The same exchange on buffers the caller packs and unpacks (for instance
- * pinned buffers filled by GPU kernels): sendbuf [nsend * ncomp] holds the
- * values of the owned rows mb_halo_send_indices lists, in that order;
- * recvbuf [nrecv * ncomp] receives the values of the ghost rows
- * mb_halo_recv_indices lists. Both stay in use until mb_halo_end_packed.
- * Errors: MB_ERR_MPI. */
+/* The forward exchange (float64, the plan's ncomp) on buffers the caller
+ * packs and unpacks (mb_halo_post with MB_HALO_FORWARD): sendbuf
+ * [nsend * ncomp] holds the values of the owned rows mb_halo_send_indices
+ * lists, in that order; recvbuf [nrecv * ncomp] receives the values of the
+ * ghost rows mb_halo_recv_indices lists. Both stay in use until
+ * mb_halo_end_packed. Errors: MB_ERR_MPI, MB_ERR_ARG. */
 mb_error mb_halo_begin_packed(mb_halo *halo, const double *sendbuf, double *recvbuf);
 mb_error mb_halo_end_packed(mb_halo *halo);
 
@@ -84,9 +168,42 @@ void mb_halo_neighbors(const mb_halo *halo, int *nneighbors, const int **ranks,
 /* The communicator of the plan (borrowed). */
 MPI_Comm mb_halo_comm(const mb_halo *halo);
 
+/* The plan's default ncomp (that of mb_halo_begin/end). */
+int mb_halo_ncomp(const mb_halo *halo);
+
 /* Halo statistics of this rank: neighbour ranks, values sent and received
  * per exchange (vertices, not bytes). */
 void mb_halo_stats(const mb_halo *halo, int *nneighbors, int64_t *nsend, int64_t *nrecv);
+
+/* One trial of a GPU halo transport, the op's: run n whole exchanges with
+ * transport t (nccl: the NCCL communicator when t is MB_HALO_NCCL, else
+ * NULL) and return when they are done on the device; n = 0 only waits for
+ * the device's earlier work. Every rank calls it in step. */
+typedef mb_error (*mb_halo_trial_fn)(void *ctx, mb_halo_transport t, mb_nccl *nccl, int n);
+
+/* Trial exchanges per transport of `auto` (see mb_halo_choose_transport). */
+enum { MB_HALO_AUTO_TRIALS = 10 };
+
+/* Choose the GPU halo transport of an op's exchanges: the one rule of every
+ * op (smoothing, stencils). Collective over comm; the choice is the same on
+ * every rank:
+ *  - MPI when asked, or when comm has one rank (no neighbour to reach);
+ *  - otherwise an NCCL communicator over comm is made in *nccl (unless one
+ *    is there already; the caller frees it with mb_nccl_free whatever the
+ *    choice). Where it cannot be made (a build without NCCL, two ranks on
+ *    one GPU), `nccl` fails with that error and `auto` takes MPI;
+ *  - NCCL connects peers at their first exchange: one untimed exchange with
+ *    NCCL (trial n = 1); `nccl` is then chosen;
+ *  - `auto`: MB_HALO_AUTO_TRIALS (10) exchanges with NCCL, then as many
+ *    with MPI, each set timed (MPI_Wtime) from a barrier after the device's
+ *    earlier work, the slowest rank's time (MPI_MAX) compared: NCCL when
+ *    strictly faster, else MPI (a tie keeps MPI, which needs nothing more).
+ * `what` names the op in the verbose log line. The caller keeps the choice
+ * for the plan's later exchanges, so auto is measured once per plan.
+ * Errors: those of mb_nccl_create (for `nccl`), of the trial, MB_ERR_MPI. */
+mb_error mb_halo_choose_transport(MPI_Comm comm, mb_halo_transport want, const char *what,
+                                  mb_halo_trial_fn trial, void *ctx, mb_nccl **nccl,
+                                  mb_halo_transport *chosen);
 
 /* Free the plan; NULL allowed. Not collective. */
 void mb_halo_free(mb_halo *halo);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "mb_cuda_halo.h"
 #include "mb_cuda_private.cuh"
@@ -29,6 +31,23 @@ __global__ void __launch_bounds__(BLOCK)
                   const double *__restrict__ in, T *__restrict__ x) {
   const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (k < n * ncomp) x[(int64_t)ncomp * idx[k / ncomp] + k % ncomp] = (T)in[k];
+}
+
+/* x[c + ncomp row[u]] += in[c + ncomp q[j]] for j in [start[u], start[u+1]),
+ * in ascending j, one addition in T each: the reverse exchange's sums in the
+ * engine's fixed order (ascending neighbour rank, then plan order), one
+ * thread per owned row and component, so no two threads touch one value. */
+template <typename T>
+__global__ void __launch_bounds__(BLOCK)
+    add_kernel(int64_t nrows, int ncomp, const int32_t *__restrict__ row,
+               const int32_t *__restrict__ start, const int32_t *__restrict__ q,
+               const double *__restrict__ in, T *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (k >= nrows * ncomp) return;
+  const int64_t u = k / ncomp, c = k % ncomp, at = (int64_t)ncomp * row[u] + c;
+  T acc = x[at];
+  for (int32_t j = start[u]; j < start[u + 1]; j++) acc = acc + (T)in[(int64_t)ncomp * q[j] + c];
+  x[at] = acc;
 }
 
 __global__ void narrow_kernel(int64_t n, const int64_t *__restrict__ src, int32_t *__restrict__ dst) {
@@ -61,6 +80,14 @@ struct mb_cuda_halo {
   cudaStream_t stream = nullptr;                     /* the caller's */
   cudaStream_t halo_stream = nullptr;                /* NCCL transport only */
   cudaEvent_t rows_done = nullptr, halo_done = nullptr;
+  /* the engine's exchanges (mb_cuda_halo_begin/end): the owned rows that
+   * receive reverse contributions (CSR: rev_row[u] gets the send-buffer rows
+   * rev_q[rev_start[u] .. rev_start[u+1]), ascending), and the exchange in
+   * flight: 0 none, else 1 + its mb_halo_dir; its transport */
+  int64_t rev_nrows = -1;
+  mb_dbuf rev_row, rev_start, rev_q;
+  int inflight = 0;
+  mb_halo_transport transport = MB_HALO_MPI;
   ~mb_cuda_halo() {
     if (host_send) cudaFreeHost(host_send);
     if (host_recv) cudaFreeHost(host_recv);
@@ -178,6 +205,146 @@ extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *n
 extern "C" mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *h) {
   if (!h->halo_done) return MB_SUCCESS;
   MB_CALL_CUDA(cudaEventSynchronize(h->halo_done));
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
+  return MB_SUCCESS;
+}
+
+/* Copy a host int32 array to a new device buffer (synchronously). */
+static mb_error upload_plain(mb_dbuf *dst, const std::vector<int32_t> &v, const char *what) {
+  MB_CALL(mb_dbuf_alloc(dst, sizeof(int32_t) * v.size(), what));
+  if (!v.empty())
+    MB_CALL_CUDA(cudaMemcpy(dst->p, v.data(), sizeof(int32_t) * v.size(), cudaMemcpyHostToDevice));
+  return MB_SUCCESS;
+}
+
+/* The reverse sums' CSR, made at the first reverse exchange. */
+static mb_error reverse_setup(mb_cuda_halo *h) {
+  if (h->rev_nrows >= 0) return MB_SUCCESS;
+  int64_t n;
+  const int64_t *idx;
+  mb_halo_send_indices(h->plan, &n, &idx);
+  std::vector<std::pair<int64_t, int32_t>> by_row((size_t)n);
+  for (int64_t q = 0; q < n; q++) by_row[(size_t)q] = {idx[q], (int32_t)q};
+  std::sort(by_row.begin(), by_row.end()); /* by row, then ascending q */
+  std::vector<int32_t> row, start, qs((size_t)n);
+  for (size_t j = 0; j < by_row.size(); j++) {
+    if (j == 0 || by_row[j].first != by_row[j - 1].first) {
+      row.push_back((int32_t)by_row[j].first);
+      start.push_back((int32_t)j);
+    }
+    qs[j] = by_row[j].second;
+  }
+  start.push_back((int32_t)n);
+  MB_CALL(upload_plain(&h->rev_row, row, "halo reverse rows"));
+  MB_CALL(upload_plain(&h->rev_start, start, "halo reverse row starts"));
+  MB_CALL(upload_plain(&h->rev_q, qs, "halo reverse contributions"));
+  h->rev_nrows = (int64_t)row.size();
+  return MB_SUCCESS;
+}
+
+/* Enqueue on s the gather of the rows that leave in direction dir into
+ * their device stage (forward: owned rows into send_stage; reverse: ghost
+ * rows into recv_stage). */
+static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cudaStream_t s) {
+  if (dir == MB_HALO_FORWARD) {
+    if (h->nsend) MB_CALL(enqueue_pack(h, x, s));
+    return MB_SUCCESS;
+  }
+  if (!h->nrecv) return MB_SUCCESS;
+  const int64_t n = h->nrecv * h->ncomp;
+  if (h->real_bytes == 4)
+    pack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
+                                                     (const float *)x, h->recv_stage.as<double>());
+  else
+    pack_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
+                                                      (const double *)x, h->recv_stage.as<double>());
+  MB_CHECK_LAUNCH("halo reverse pack");
+  return MB_SUCCESS;
+}
+
+/* Enqueue on s what arrived in direction dir into x (forward: scatter into
+ * the ghost rows; reverse: add into the owned rows in the fixed order). */
+static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s) {
+  if (dir == MB_HALO_FORWARD) {
+    if (h->nrecv) MB_CALL(enqueue_unpack(h, x, s));
+    return MB_SUCCESS;
+  }
+  if (!h->rev_nrows) return MB_SUCCESS;
+  const int64_t n = h->rev_nrows * h->ncomp;
+  if (h->real_bytes == 4)
+    add_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(
+        h->rev_nrows, h->ncomp, h->rev_row.as<int32_t>(), h->rev_start.as<int32_t>(),
+        h->rev_q.as<int32_t>(), h->send_stage.as<double>(), (float *)x);
+  else
+    add_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(
+        h->rev_nrows, h->ncomp, h->rev_row.as<int32_t>(), h->rev_start.as<int32_t>(),
+        h->rev_q.as<int32_t>(), h->send_stage.as<double>(), (double *)x);
+  MB_CHECK_LAUNCH("halo reverse add");
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const void *x,
+                                       mb_halo_transport transport, mb_nccl *nccl) {
+  MB_CHECK(!h->inflight, MB_ERR_ARG, "a device halo exchange is already in flight");
+  MB_CHECK(transport == MB_HALO_MPI || (transport == MB_HALO_NCCL && nccl), MB_ERR_ARG,
+           "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
+           transport == MB_HALO_NCCL ? " without an NCCL communicator" : " (choose one first)");
+  if (!h->halo_stream) {
+    MB_CALL(mb_stream_create_urgent(&h->halo_stream));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
+  }
+  if (dir == MB_HALO_REVERSE) MB_CALL(reverse_setup(h));
+  MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
+  MB_CALL(enqueue_out(h, dir, x, h->halo_stream));
+  const size_t row = sizeof(double) * (size_t)h->ncomp;
+  if (transport == MB_HALO_NCCL) {
+    int nn;
+    const int *ranks;
+    const int64_t *soff, *roff;
+    mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+    if (dir == MB_HALO_FORWARD)
+      MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->send_stage.as<double>(),
+                               h->recv_stage.as<double>(), nn, ranks, soff, roff));
+    else
+      MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->recv_stage.as<double>(),
+                               h->send_stage.as<double>(), nn, ranks, roff, soff));
+    MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream));
+    MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
+  } else {
+    /* forward: owned rows leave from host_send, ghosts arrive in host_recv;
+     * reverse: the other way round */
+    double *out = dir == MB_HALO_FORWARD ? h->host_send : h->host_recv;
+    double *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
+    const mb_dbuf &stage = dir == MB_HALO_FORWARD ? h->send_stage : h->recv_stage;
+    const int64_t nout = dir == MB_HALO_FORWARD ? h->nsend : h->nrecv;
+    if (nout)
+      MB_CALL_CUDA(cudaMemcpyAsync(out, stage.p, row * (size_t)nout, cudaMemcpyDeviceToHost,
+                                   h->halo_stream));
+    MB_CALL_CUDA(cudaStreamSynchronize(h->halo_stream));
+    MB_CALL(mb_halo_post((mb_halo *)h->plan, dir, MB_HALO_FLOAT64, h->ncomp, out, in));
+  }
+  h->inflight = 1 + (int)dir;
+  h->transport = transport;
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_end(mb_cuda_halo *h, void *x) {
+  MB_CHECK(h->inflight, MB_ERR_ARG, "no device halo exchange in flight");
+  const mb_halo_dir dir = (mb_halo_dir)(h->inflight - 1);
+  h->inflight = 0;
+  if (h->transport == MB_HALO_MPI) {
+    MB_CALL(mb_halo_wait((mb_halo *)h->plan));
+    const double *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
+    const mb_dbuf &stage = dir == MB_HALO_FORWARD ? h->recv_stage : h->send_stage;
+    const int64_t nin = dir == MB_HALO_FORWARD ? h->nrecv : h->nsend;
+    if (nin)
+      MB_CALL_CUDA(cudaMemcpyAsync(stage.p, in, sizeof(double) * (size_t)h->ncomp * (size_t)nin,
+                                   cudaMemcpyHostToDevice, h->halo_stream));
+    MB_CALL(enqueue_in(h, dir, x, h->halo_stream));
+    MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
+  }
   MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
   return MB_SUCCESS;
 }

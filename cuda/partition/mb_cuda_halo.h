@@ -10,6 +10,8 @@
  * end_packed send (the MPI need not be CUDA-aware); or NCCL, device to device
  * on a second stream that waits for the rows next to the halo and lets the
  * caller's stream update the interior meanwhile. Any op and any ncomp.
+ * mb_cuda_halo_begin/end are the engine's forward and reverse exchanges of
+ * device arrays over either transport, on the device's urgent stream.
  * Builds without CUDA link partition/mb_cuda_halo_cuda_stub.c.
  */
 #ifndef MB_CUDA_HALO_H
@@ -56,6 +58,29 @@ mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *halo, void *x, mb_nccl *nccl);
 /* Wait until the ghosts are filled, and order the stream after them.
  * Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo);
+
+/* The halo engine's exchanges of device array x along the plan (see
+ * mb_halo.h): forward (owned rows -> ghosts) or reverse (ghost rows summed
+ * into their owned rows in the engine's fixed order: ascending neighbour
+ * rank, then plan order, one addition in the array's precision each), of
+ * the halo's ncomp values per row. begin: after the work enqueued so far on
+ * the caller's stream, a stream of the device's highest priority (created
+ * at the first call) gathers the rows that leave; with MPI it copies them
+ * to pinned host buffers, waits and posts the messages (mb_halo_post, values
+ * as float64: exact for float32 arrays); with NCCL (`nccl`, from
+ * mb_halo_choose_transport or mb_nccl_create) it enqueues the device-to-
+ * device exchange and the unpack (forward) or sums (reverse) at once.
+ * end: (MPI) waits for the messages and enqueues the copy to the device and
+ * the unpack or sums on that stream; then the caller's stream waits for them
+ * (no host wait with NCCL). Between begin and end the caller's stream may
+ * run work that neither reads the ghost rows (forward) nor writes rows that
+ * the exchange reads or writes. Every rank of the plan calls both in step.
+ * Errors: MB_ERR_ARG (an exchange in flight, end without begin, NCCL
+ * without a communicator), MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY,
+ * MB_ERR_UNSUPPORTED (NCCL in a build without it). */
+mb_error mb_cuda_halo_begin(mb_cuda_halo *halo, mb_halo_dir dir, const void *x,
+                            mb_halo_transport transport, mb_nccl *nccl);
+mb_error mb_cuda_halo_end(mb_cuda_halo *halo, void *x);
 
 /* Free the halo; NULL allowed. Not collective. */
 void mb_cuda_halo_free(mb_cuda_halo *halo);

@@ -36,4 +36,15 @@ mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo) {
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_halo_begin(mb_cuda_halo *halo, mb_halo_dir dir, const void *x,
+                            mb_halo_transport transport, mb_nccl *nccl) {
+  (void)halo; (void)dir; (void)x; (void)transport; (void)nccl;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_halo_end(mb_cuda_halo *halo, void *x) {
+  (void)halo; (void)x;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 void mb_cuda_halo_free(mb_cuda_halo *halo) { (void)halo; }

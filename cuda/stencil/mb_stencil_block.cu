@@ -183,61 +183,54 @@ template <typename T> static mb_error halo_end(block<T> *b, T *u) {
   return MB_SUCCESS;
 }
 
-/* Wall time of `count` halo exchanges of u, the slowest rank's. */
-template <typename T> static mb_error time_halo(block<T> *b, T *u, int count, double *s) {
-  MB_CALL_CUDA(cudaDeviceSynchronize());
-  MB_CALL_MPI(MPI_Barrier(b->cart->comm));
-  double t0 = MPI_Wtime();
+/* One trial of the halo engine's transport choice: `count` halo exchanges
+ * of u with transport t, waited for on the device; count 0 waits for the
+ * device's earlier work. */
+template <typename T> struct trial_ctx {
+  block<T> *b;
+  T *u;
+};
+
+template <typename T>
+static mb_error trial_halo(void *ctx, mb_halo_transport t, mb_nccl *nccl, int count) {
+  trial_ctx<T> *x = static_cast<trial_ctx<T> *>(ctx);
+  block<T> *b = x->b;
+  if (count == 0) {
+    MB_CALL_CUDA(cudaDeviceSynchronize());
+    return MB_SUCCESS;
+  }
+  b->transport = t;
+  b->nccl = nccl;
   for (int k = 0; k < count; k++) {
-    MB_CALL(halo_begin<T>(b, u));
-    MB_CALL(halo_end<T>(b, u));
+    MB_CALL(halo_begin<T>(b, x->u));
+    MB_CALL(halo_end<T>(b, x->u));
   }
   MB_CALL_CUDA(cudaStreamSynchronize(b->comp));
-  *s = MPI_Wtime() - t0;
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, s, 1, MPI_DOUBLE, MPI_MAX, b->cart->comm));
   return MB_SUCCESS;
 }
 
-/* The transport (mb_smooth_partitioned's rule): MPI when asked or alone;
- * NCCL when asked (an error where it cannot be set up); auto: NCCL where it
- * can be set up and trial exchanges are faster than with MPI. The plan
- * keeps the communicator and auto's choice per dtype for its later ops
- * (mb_cart.nccl, .gpu_transport). Collective. */
+/* The transport by the halo engine's one rule (mb_halo_choose_transport,
+ * also smoothing's). The plan keeps the NCCL communicator and auto's
+ * choice per dtype for its later ops (mb_cart.nccl, .gpu_transport), so
+ * auto is measured once per grid. Collective. */
 template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_transport want, T *u) {
   mb_cart *c = b->cart;
   int *chosen = &c->gpu_transport[sizeof(T) == 4 ? 0 : 1];
   b->transport = MB_HALO_MPI;
+  b->nccl = nullptr;
   if (c->size == 1 || want == MB_HALO_MPI) return MB_SUCCESS;
   if (want == MB_HALO_AUTO && *chosen) { /* the same on every rank */
     b->transport = (mb_halo_transport)*chosen;
-    b->nccl = c->nccl;
+    b->nccl = b->transport == MB_HALO_NCCL ? c->nccl : nullptr;
     return MB_SUCCESS;
   }
-  if (!c->nccl) {
-    mb_error e = mb_nccl_create(c->comm, &c->nccl); /* agreed */
-    if (e && want == MB_HALO_NCCL) return e;
-    if (e) {
-      if (c->rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
-      mb_error_clear();
-      c->nccl = nullptr;
-      c->gpu_transport[0] = c->gpu_transport[1] = MB_HALO_MPI;
-      return MB_SUCCESS;
-    }
-  }
-  b->nccl = c->nccl;
-  b->transport = MB_HALO_NCCL;
-  double connect, t_nccl, t_mpi;
-  MB_CALL(time_halo<T>(b, u, 1, &connect)); /* NCCL connects peers at the first exchange */
-  if (want == MB_HALO_NCCL) return MB_SUCCESS;
-  enum { TRIALS = 10 };
-  MB_CALL(time_halo<T>(b, u, TRIALS, &t_nccl));
-  b->transport = MB_HALO_MPI;
-  MB_CALL(time_halo<T>(b, u, TRIALS, &t_mpi));
-  b->transport = t_nccl <= t_mpi ? MB_HALO_NCCL : MB_HALO_MPI;
-  *chosen = (int)b->transport;
-  if (c->rank == 0)
-    mb_log(MB_LOG_VERBOSE, "[halo] grid block: %d exchanges take %.3f ms with NCCL, %.3f ms with MPI: %s",
-           TRIALS, 1e3 * t_nccl, 1e3 * t_mpi, mb_halo_transport_name(b->transport));
+  trial_ctx<T> ctx = {b, u};
+  mb_halo_transport t = MB_HALO_MPI;
+  MB_CALL(mb_halo_choose_transport(c->comm, want, "grid block", trial_halo<T>, &ctx, &c->nccl, &t));
+  b->transport = t;
+  b->nccl = t == MB_HALO_NCCL ? c->nccl : nullptr;
+  if (want == MB_HALO_AUTO) *chosen = (int)t;
+  if (!c->nccl) c->gpu_transport[0] = c->gpu_transport[1] = MB_HALO_MPI; /* NCCL cannot be had */
   return MB_SUCCESS;
 }
 

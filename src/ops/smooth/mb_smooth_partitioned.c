@@ -136,55 +136,32 @@ static mb_error cuda_swap(void *c) {
   return MB_SUCCESS;
 }
 
-/* Seconds for n exchanges on the slowest rank (ghost values of the next
- * positions only, which every pass rewrites). Collective. */
-static mb_error time_exchanges(cuda_ctx *x, int n, double *seconds) {
-  MB_CALL_MPI(MPI_Barrier(mb_halo_comm(x->h)));
-  double t0 = mb_wtime();
+/* One trial of the engine's transport choice: n exchanges of the next
+ * positions' ghosts (which every pass rewrites) with transport t, each
+ * waited for. Collective. */
+static mb_error trial_exchanges(void *c, mb_halo_transport t, mb_nccl *nccl, int n) {
+  cuda_ctx *x = c;
+  x->nccl = t == MB_HALO_NCCL ? nccl : NULL;
   for (int i = 0; i < n; i++) {
     MB_CALL(cuda_begin(x));
     MB_CALL(cuda_end(x));
     MB_CALL(mb_cuda_domain_sync(x->dev));
   }
-  double t = mb_wtime() - t0;
-  MB_CALL_MPI(MPI_Allreduce(&t, seconds, 1, MPI_DOUBLE, MPI_MAX, mb_halo_comm(x->h)));
   return MB_SUCCESS;
 }
 
-/* Set up the NCCL transport when asked, or in auto mode when NCCL can be
- * set up and 20 trial exchanges are faster than with MPI. Collective; the
- * choice is the same on every rank. */
+/* The transport by the halo engine's one rule (mb_halo_choose_transport).
+ * Collective; the choice is the same on every rank. */
 static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_timing *t) {
-  MPI_Comm comm = mb_halo_comm(x->h);
-  int rank, size;
-  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
-  MB_CALL_MPI(MPI_Comm_size(comm, &size));
-  t->transport = MB_HALO_MPI;
-  if (want == MB_HALO_MPI || (want == MB_HALO_AUTO && size == 1)) return MB_SUCCESS;
-  mb_error e = mb_nccl_create(comm, &x->nccl); /* agreed */
-  if (e && want == MB_HALO_NCCL) return e;
-  if (e) {
-    if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] MPI: %s", mb_error_message());
-    x->nccl = NULL;
-    return MB_SUCCESS;
-  }
-  double connect; /* NCCL connects peers at their first exchange: do it before timing anything */
-  MB_CALL(time_exchanges(x, 1, &connect));
-  if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] NCCL connected in %.1f ms", 1e3 * connect);
-  if (want == MB_HALO_AUTO) {
-    enum { TRIALS = 20 };
-    double t_nccl, t_mpi;
-    MB_CALL(time_exchanges(x, TRIALS, &t_nccl));
-    mb_nccl *nccl = x->nccl;
-    x->nccl = NULL;
-    MB_CALL(time_exchanges(x, TRIALS, &t_mpi));
-    if (rank == 0)
-      mb_log(MB_LOG_VERBOSE, "[halo] trial exchanges: NCCL %.3f ms, MPI %.3f ms: using %s",
-             1e3 * t_nccl / TRIALS, 1e3 * t_mpi / TRIALS, t_nccl < t_mpi ? "NCCL" : "MPI");
-    if (t_nccl < t_mpi) x->nccl = nccl;
-    else mb_nccl_free(nccl);
-  }
-  if (x->nccl) t->transport = MB_HALO_NCCL;
+  mb_nccl *nccl = NULL;
+  mb_halo_transport chosen = MB_HALO_MPI;
+  mb_error e = mb_halo_choose_transport(mb_halo_comm(x->h), want, "smoothing", trial_exchanges, x,
+                                        &nccl, &chosen);
+  x->nccl = NULL;
+  if (!e && chosen == MB_HALO_NCCL) x->nccl = nccl;
+  else mb_nccl_free(nccl);
+  MB_CALL(e);
+  t->transport = chosen;
   return MB_SUCCESS;
 }
 
