@@ -5,7 +5,6 @@
 #include "mb_collection_private.h"
 
 #include <hdf5.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------ HDF5 helpers */
@@ -82,27 +81,6 @@ herr_t mb_h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_
   mb_h5_close_id(ms);
   return st;
 }
-
-/* --------------------------------------------------------- error agreement */
-
-/* Agree on an error over comm: every rank passes its local result; all ranks
- * return the same code. Ranks other than the one whose error is reported get
- * its message with "(on rank r)" appended. Collective. */
-mb_error mb_coll_sync_error(MPI_Comm comm, mb_error local) {
-  int rank, in[2], out[2];
-  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
-  in[0] = (int)local;
-  in[1] = rank;
-  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MAXLOC, comm));
-  if (out[0] == MB_SUCCESS) return MB_SUCCESS;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", mb_error_message());
-  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm));
-  if (rank == out[1]) return (mb_error)out[0];
-  return mb_error_set((mb_error)out[0], __FILE__, __LINE__, __func__, "%s (on rank %d)", msg,
-                      out[1]);
-}
-
 
 /* ------------------------------------------------------------------ kinds */
 

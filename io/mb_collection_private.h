@@ -80,12 +80,6 @@ void mb_h5_close_id(hid_t id);
 herr_t mb_h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_t *start,
                             const hsize_t *count, const hsize_t *mem_dims, void *buf);
 
-/* Agree on an error over comm: every rank passes its local result; all
- * ranks return the same code, the largest (MPI_MAXLOC); ranks other than
- * the one whose error is reported get its message with "(on rank r)"
- * appended. Collective. Errors: the agreed one, MB_ERR_MPI. */
-mb_error mb_coll_sync_error(MPI_Comm comm, mb_error local);
-
 /* Rows [start, start + n) lie inside [0, total). */
 static inline int mb_coll_rows_inside(int64_t start, int64_t n, int64_t total) {
   return start >= 0 && n >= 0 && start <= total - n;

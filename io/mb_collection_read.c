@@ -162,12 +162,29 @@ static mb_error check_root(hid_t file, const char *path, int *version) {
   return MB_SUCCESS;
 }
 
+/* Whether link `name` of loc exists (*yes = 1 or 0). A failure of
+ * H5Lexists (a damaged file) is an error, not an absence, as in the
+ * writer. where: the file (and the mesh, or NULL) for the message.
+ * Errors: MB_ERR_HDF5. */
+static mb_error link_exists(hid_t loc, const char *name, const char *where, const char *mesh,
+                            int *yes) {
+  const htri_t r = H5Lexists(loc, name, H5P_DEFAULT);
+  *yes = r > 0;
+  if (mesh)
+    MB_CHECK(r >= 0, MB_ERR_HDF5, "%s: /meshes/%s: H5Lexists(%s) failed", where, mesh, name);
+  else
+    MB_CHECK(r >= 0, MB_ERR_HDF5, "%s: H5Lexists(%s) failed", where, name);
+  return MB_SUCCESS;
+}
+
 /* Open dataset <mesh>/<dset> (relative to g), check its class and rank <= 2,
  * return its rank and dims. *found = 0 (and no error) if it does not exist. */
 static mb_error probe_dataset(hid_t g, const char *path, const char *mesh, const char *dset,
                               H5T_class_t cls, int *found, int *rank, hsize_t dims[2]) {
   *found = 0;
-  if (H5Lexists(g, dset, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int yes;
+  MB_CALL(link_exists(g, dset, path, mesh, &yes));
+  if (!yes) return MB_SUCCESS;
   hid_t d = H5Dopen2(g, dset, H5P_DEFAULT);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/%s is not a dataset", path, mesh, dset);
   hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
@@ -209,7 +226,9 @@ static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const 
  * (per-vertex fields: group "fields", rows N; per-face: "face_fields", M). */
 static mb_error check_fields(hid_t g, const char *path, const char *mesh, const char *group,
                              int64_t rows) {
-  if (H5Lexists(g, group, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int yes;
+  MB_CALL(link_exists(g, group, path, mesh, &yes));
+  if (!yes) return MB_SUCCESS;
   int face = !strcmp(group, "face_fields");
   hid_t fg = H5Gopen2(g, group, H5P_DEFAULT);
   MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/%s is not a group", path, mesh, group);
@@ -317,7 +336,9 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
   info->nv = nv;
   info->nf = info->nidx = 0;
   info->triangles = 0;
-  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int yes;
+  MB_CALL(link_exists(g, "fields", path, mesh, &yes));
+  if (!yes) return MB_SUCCESS;
   hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
   MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/fields is not a group", path, mesh);
   mb_names l = {0};
@@ -368,15 +389,17 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int versi
   MB_CHECK(!tri || info->kind != MB_KIND_POLYGONS2D, MB_ERR_FORMAT,
            "%s: /meshes/%s (polygons2d) has 'triangles'; its faces are "
            "'face_offsets'/'face_indices'", path, mesh);
+  int offsets;
+  MB_CALL(link_exists(g, "face_offsets", path, mesh, &offsets));
   if (tri) {
-    MB_CHECK(H5Lexists(g, "face_offsets", H5P_DEFAULT) <= 0, MB_ERR_FORMAT,
+    MB_CHECK(!offsets, MB_ERR_FORMAT,
              "%s: /meshes/%s has both triangles and face_offsets", path, mesh);
     MB_CALL(need_dataset(g, path, mesh, "triangles", H5T_INTEGER, 2, 3, "[M,3]", dims));
     info->nf = (int64_t)dims[0];
     info->nidx = 3 * info->nf;
     info->triangles = 1;
   } else {
-    MB_CHECK(H5Lexists(g, "face_offsets", H5P_DEFAULT) > 0, MB_ERR_FORMAT,
+    MB_CHECK(offsets, MB_ERR_FORMAT,
              "%s: /meshes/%s has neither 'triangles' nor 'face_offsets'/'face_indices'", path,
              mesh);
     MB_CALL(need_dataset(g, path, mesh, "face_offsets", H5T_INTEGER, 1, 0, "[M+1]", dims));
@@ -401,8 +424,9 @@ static int cmp_info(const void *a, const void *b) {
 /* Scan /meshes: every mesh group, sorted by index (which must be 0..n-1). */
 static mb_error scan_meshes(hid_t file, const char *path, int version, mb_names *l,
                             mb_mesh_info **infos) {
-  MB_CHECK(H5Lexists(file, "meshes", H5P_DEFAULT) > 0, MB_ERR_FORMAT,
-           "%s: no /meshes group", path);
+  int yes;
+  MB_CALL(link_exists(file, "meshes", path, NULL, &yes));
+  MB_CHECK(yes, MB_ERR_FORMAT, "%s: no /meshes group", path);
   hid_t ms = H5Gopen2(file, "meshes", H5P_DEFAULT);
   MB_CHECK(ms >= 0, MB_ERR_FORMAT, "%s: /meshes is not a group", path);
   mb_error e = list_links(ms, l);
@@ -459,7 +483,7 @@ static mb_error precheck_file(const char *path) {
  * (mb_collection_open_image). */
 static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const void *image,
                               size_t size) {
-  if (!image) MB_CALL(mb_coll_sync_error(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
+  if (!image) MB_CALL(mb_agree(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
   int nranks = 1;
   MB_CALL_MPI(MPI_Comm_size(comm, &nranks));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -483,9 +507,9 @@ static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const v
   mb_error e = c->file >= 0 ? MB_SUCCESS
                             : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                                            "%s: HDF5 cannot open the file", c->path);
-  MB_CALL(mb_coll_sync_error(comm, e));
+  MB_CALL(mb_agree(comm, e));
   e = rank == 0 ? scan_file(c->file, c->path, &c->version, &c->n, &c->infos) : MB_SUCCESS;
-  MB_CALL(mb_coll_sync_error(comm, e));
+  MB_CALL(mb_agree(comm, e));
   long long n = c->n;
   MB_CALL_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm));
   MB_CALL_MPI(MPI_Bcast(&c->version, 1, MPI_INT, 0, comm));
@@ -598,7 +622,9 @@ static mb_error read_rows(hid_t loc, const char *src, const char *dset, hid_t mt
  * is m->nv (vertex) or m->nf (face) rows (r0 = 0, total = n for a whole mesh). */
 static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, const char *group, int64_t r0,
                             int64_t total) {
-  if (H5Lexists(g, group, H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int yes;
+  MB_CALL(link_exists(g, group, src, NULL, &yes));
+  if (!yes) return MB_SUCCESS;
   int face = !strcmp(group, "face_fields");
   int64_t n = face ? m->nf : m->nv;
   hid_t fg = H5Gopen2(g, group, H5P_DEFAULT);
@@ -652,7 +678,9 @@ static mb_error read_attrs(hid_t g, int version, mb_mesh *m) {
 
 /* The fields of a grid3d group, each in its stored precision. */
 static mb_error read_grid_fields(hid_t g, const char *src, mb_mesh *m) {
-  if (H5Lexists(g, "fields", H5P_DEFAULT) <= 0) return MB_SUCCESS;
+  int yes;
+  MB_CALL(link_exists(g, "fields", src, NULL, &yes));
+  if (!yes) return MB_SUCCESS;
   hid_t fg = H5Gopen2(g, "fields", H5P_DEFAULT);
   MB_CHECK(fg >= 0, MB_ERR_FORMAT, "%s/fields: not a group", src);
   mb_names l = {0};
@@ -862,9 +890,14 @@ mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int
   mb_h5_quiet q = mb_h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
-  hid_t fg = g >= 0 && H5Lexists(g, "fields", H5P_DEFAULT) > 0 ? H5Gopen2(g, "fields", H5P_DEFAULT) : -1;
+  hid_t fg = -1;
+  int fields = 0;
   mb_names l = {0};
   if (g < 0) e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "%s: cannot open", src);
+  if (!e) e = link_exists(g, "fields", src, NULL, &fields);
+  if (!e && fields) fg = H5Gopen2(g, "fields", H5P_DEFAULT);
+  if (!e && fields && fg < 0)
+    e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__, "%s/fields: not a group", src);
   if (!e && fg >= 0) e = list_links(fg, &l);
   for (int k = 0; k < l.n && !e; k++) {
     hid_t d = H5Dopen2(fg, l.v[k], H5P_DEFAULT);

@@ -49,16 +49,16 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
   else
     e = mb_coll_pack_local(h, &b);
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);
-  mb_error g = mb_coll_sync_error(comm, e); /* every rank stops here if one failed */
+  mb_error g = mb_agree(comm, e); /* every rank stops here if one failed */
   if (g) { free(b.data); return g; }
   e = mb_coll_gather_meshes(comm, &b, w);
   free(b.data);
-  MB_CALL(mb_coll_sync_error(comm, e));
+  MB_CALL(mb_agree(comm, e));
   long long pid = (long long)getpid();
   e = h->rank == 0 ? mb_coll_check_folder(path) : MB_SUCCESS;
   MB_CALL_MPI(MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm));
   snprintf(suffix, slen, ".tmp-%lld", pid);
-  MB_CALL(mb_coll_sync_error(comm, e));
+  MB_CALL(mb_agree(comm, e));
   return MB_SUCCESS;
 }
 
@@ -77,9 +77,10 @@ static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
   snprintf(tmp, sizeof tmp, "%s%s", path, suffix);
   mb_error lerr = MB_SUCCESS;
   e = write_h5(comm, tmp, &w, &h, durable, &lerr);
-  e = mb_coll_sync_error(comm, e ? e : lerr);
+  e = mb_agree(comm, e ? e : lerr);
   if (!e)
-    e = mb_coll_sync_error(comm, h.rank == 0 ? mb_coll_publish(path, tmp, suffix, &w, durable) : MB_SUCCESS);
+    e = mb_agree(comm, h.rank == 0 ? mb_coll_publish(path, tmp, suffix, &w, durable)
+                                   : MB_SUCCESS);
   if (e && h.rank == 0) unlink(tmp);
 out:
   mb_coll_wset_free(&w);
