@@ -160,8 +160,9 @@ mb_error mb_coll_pack_local(const mb_held *h, mb_buf *b);
  * mb_coll_pack_local), group them into meshes sorted by (index, name) and
  * check them (no duplicate names; slabs agree and tile the rows). w is
  * filled (free with mb_coll_wset_free, also on error). Collective over
- * comm; identical result and error on every rank, except MB_ERR_MEMORY
- * which may be local. Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_MPI. */
+ * comm; identical result and check errors on every rank, but MB_ERR_MEMORY
+ * and metadata over 2 GiB (MB_ERR_ARG) may be local: callers agree with
+ * mb_agree. Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_MPI. */
 mb_error mb_coll_gather_meshes(MPI_Comm comm, const mb_buf *local, mb_wset *w);
 
 /* Free what w owns and zero it (safe on a zeroed set). */
