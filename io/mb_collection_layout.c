@@ -373,7 +373,8 @@ mb_error mb_coll_put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb
 }
 
 /* Create tmp through MPI-IO over comm with collective metadata (on one rank
- * too: see write_h5), no object times, file format of HDF5 1.8. Collective. */
+ * too: see write_h5 in mb_collection_write.c), no object times, file format
+ * of HDF5 1.8. Collective. */
 mb_error mb_coll_create_h5(MPI_Comm comm, const char *tmp, hid_t *out) {
   int rank = 0;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
