@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mb_meshfile.h"
+#include "mb_meshfile_util.h"
 
 #define NPY_HEADER_MAX (1 << 20) /* bytes of header accepted */
 

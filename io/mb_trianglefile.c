@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "mb_trianglefile.h"
-#include "mb_meshfile_private.h"
+#include "mb_meshfile_util.h"
 
 #include <errno.h>
 #include <math.h>

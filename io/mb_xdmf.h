@@ -1,7 +1,7 @@
 /* meshbatch: XDMF 3 companions of HDF5 collections (private to io/).
  *
- * The collection writer (mb_collection.c) describes every mesh with an
- * mb_xdmf_mesh and calls these functions on rank 0 only. The layout of the
+ * The collection writer (mb_collection_publish.c) describes every mesh
+ * with an mb_xdmf_mesh and calls these functions on rank 0 only. The layout of the
  * files is specified in docs/format.md ("XDMF companions").
  */
 #ifndef MB_XDMF_H

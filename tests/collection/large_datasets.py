@@ -1,6 +1,6 @@
 """Datasets over 2 GiB (label `large`): MPI-IO moves at most 2^31 - 1 bytes
 per call, so meshbatch reads and writes such datasets in pieces
-(io/mb_collection.c, h5_block_transfer).
+(io/mb_collection_common.c, mb_h5_block_transfer).
 
 - A surface whose vertices dataset is 2^31 + 5,592 bytes (89,478,486
   vertices in float64, the first count that failed before) with three
