@@ -117,22 +117,10 @@ static const char *shape_str(int rank, const hsize_t *dims, char *buf, size_t le
 
 /* --------------------------------------------------------- error agreement */
 
-/* Agree on an error over comm: every rank passes its local result; all ranks
- * return the same code. Ranks other than the one whose error is reported get
- * its message with "(on rank r)" appended. Collective. */
+/* Agree on an error over comm: mb_agree (the code and message of the lowest
+ * failing rank on every rank). Collective. */
 static mb_error sync_error(MPI_Comm comm, mb_error local) {
-  int rank, in[2], out[2];
-  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
-  in[0] = (int)local;
-  in[1] = rank;
-  MB_CALL_MPI(MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MAXLOC, comm));
-  if (out[0] == MB_SUCCESS) return MB_SUCCESS;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", mb_error_message());
-  MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, out[1], comm));
-  if (rank == out[1]) return (mb_error)out[0];
-  return mb_error_set((mb_error)out[0], __FILE__, __LINE__, __func__, "%s (on rank %d)", msg,
-                      out[1]);
+  return mb_agree(comm, local); /* one error rule (src/mb_mpi.h) */
 }
 
 /* ------------------------------------------------------------ byte buffers */
@@ -513,7 +501,7 @@ static mb_error gather_bytes(MPI_Comm comm, const mb_buf *local, int nranks, int
                              int *displs, mb_wset *w) {
   MB_CHECK(local->len < INT_MAX, MB_ERR_ARG, "mesh metadata too large (%zu bytes)", local->len);
   int mine = (int)local->len;
-  MB_CALL_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
+  MB_CALL_MPI_AGREED(comm, MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
   long long total = 0;
   for (int r = 0; r < nranks; r++) { displs[r] = (int)total; total += counts[r]; }
   MB_CHECK(total < INT_MAX, MB_ERR_ARG, "collection metadata too large (%lld bytes)", total);
@@ -1469,9 +1457,10 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
   MB_CALL(sync_error(comm, e));
   long long pid = (long long)getpid();
   e = h->rank == 0 ? check_folder(path) : MB_SUCCESS;
-  MB_CALL_MPI(MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm));
+  const int rc = MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm);
+  if (rc && !e) e = mb_error_set_mpi(rc, __FILE__, __LINE__, __func__, "MPI_Bcast(&pid)");
   snprintf(suffix, slen, ".tmp-%lld", pid);
-  MB_CALL(sync_error(comm, e));
+  MB_CALL(sync_error(comm, e)); /* the folder's check and the broadcast */
   return MB_SUCCESS;
 }
 
