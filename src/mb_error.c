@@ -64,6 +64,23 @@ mb_error mb_error_set_mpi(int code, const char *file, int line, const char *func
                       file, line, expr, text, code);
 }
 
+static int mb_abort_unagreed; /* process-wide, set once after MPI_Init */
+
+void mb_error_mpi_abort_unagreed(int on) { mb_abort_unagreed = on; }
+
+mb_error mb_error_mpi_failed(int code, const char *file, int line, const char *func,
+                             const char *expr) {
+  const mb_error e = mb_error_set_mpi(code, file, line, func, expr);
+  if (!mb_abort_unagreed) return e;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr, "meshbatch: error: [rank %d] %s\n%smeshbatch: the other ranks cannot learn of "
+          "this error: aborting the job\n", rank, mb_error_message(), mb_error_traceback());
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return e;
+}
+
 void mb_error_trace(const char *file, int line, const char *func) {
   trace_append(file, line, func);
 }

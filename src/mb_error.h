@@ -121,13 +121,30 @@ void mb_error_clear(void);
 mb_error mb_error_set_mpi(int code, const char *file, int line, const char *func,
                           const char *expr);
 
+/* An MPI call failed and no agreement follows (MB_CALL_MPI): records the
+ * error as mb_error_set_mpi does; where mb_error_mpi_abort_unagreed(1) was
+ * called (the meshbatch command does), the other ranks may wait in a
+ * collective this rank will not enter, so it prints the message
+ * ("meshbatch: error: [rank R] MPI call failed at FILE:LINE: ...") and
+ * ends the job with MPI_Abort(MPI_COMM_WORLD, 1) rather than hang. Not
+ * collective. Returns MB_ERR_MPI (when it returns). */
+mb_error mb_error_mpi_failed(int code, const char *file, int line, const char *func,
+                             const char *expr);
+
+/* Whether mb_error_mpi_failed ends the job (on != 0) or returns the error
+ * (0, the default, for programs that embed meshbatch). Not collective;
+ * process-wide; set once after MPI_Init. */
+void mb_error_mpi_abort_unagreed(int on);
+
 /* MPI call wrapper: converts a non-MPI_SUCCESS code into MB_ERR_MPI with
- * file, line, the call and MPI's error text (mb_error_set_mpi). */
+ * file, line, the call and MPI's error text (mb_error_mpi_failed: it ends
+ * the job where the command asked so). For a collective whose failure the
+ * other ranks must learn of, MB_CALL_MPI_AGREED (mb_mpi.h). */
 #define MB_CALL_MPI(expr)                                                      \
   do {                                                                         \
     int mb_mpi_err_ = (expr);                                                  \
     if (mb_mpi_err_ != 0 /* MPI_SUCCESS */)                                    \
-      return mb_error_set_mpi(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
+      return mb_error_mpi_failed(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
   } while (0)
 
 /* Like MB_CHECK and MB_CALL_MPI, but store the error in `ierr` and jump to
@@ -144,7 +161,7 @@ mb_error mb_error_set_mpi(int code, const char *file, int line, const char *func
   do {                                                                         \
     int mb_mpi_err_ = (expr);                                                  \
     if (mb_mpi_err_ != 0 /* MPI_SUCCESS */) {                                  \
-      (ierr) = mb_error_set_mpi(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
+      (ierr) = mb_error_mpi_failed(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
       goto label;                                                              \
     }                                                                          \
   } while (0)

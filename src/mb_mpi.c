@@ -29,9 +29,9 @@ mb_error mb_mpi_errors_return(MPI_Comm comm) {
 
 /* Two rounds of MPI_Allreduce (MINLOC of the failing ranks): a rank whose
  * first round failed tells the others in the second. A rank whose second
- * round failed has no way left to tell them: it returns MB_ERR_MPI, not
- * agreed (the command then aborts the job, src/cli/main.c), rather than
- * hide the failure. */
+ * round failed has no way left to tell them: MB_ERR_MPI, not agreed
+ * (mb_error_mpi_failed: the command aborts the job), rather than hide the
+ * failure. */
 mb_error mb_agree(MPI_Comm comm, mb_error local) {
   enum { NONE = 1 << 30 };
   int rank, in[2], out[2], again[2];
@@ -46,7 +46,8 @@ mb_error mb_agree(MPI_Comm comm, mb_error local) {
   }
   const int r2 = MPI_Allreduce(in, again, 1, MPI_2INT, MPI_MINLOC, comm);
   if (r2 != MPI_SUCCESS) /* the others cannot learn of it: not agreed */
-    return mb_error_set_mpi(r2, __FILE__, __LINE__, __func__, "MPI_Allreduce(agreement, round 2)");
+    return mb_error_mpi_failed(r2, __FILE__, __LINE__, __func__,
+                               "MPI_Allreduce(agreement, round 2)");
   out[0] = again[0];
   out[1] = again[1];
   if (out[0] == NONE) return MB_SUCCESS;

@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
     return MB_EXIT_FAILED;
   }
   /* MPI errors come back as codes that MB_CALL_MPI reports (mb_mpi.h) */
+  mb_error_mpi_abort_unagreed(1); /* an MPI error one rank meets alone ends the job */
   if (mb_mpi_errors_return(MPI_COMM_WORLD) || mb_mpi_errors_return(MPI_COMM_SELF)) {
     mb_log_error("%s", mb_error_message());
     MPI_Abort(MPI_COMM_WORLD, MB_EXIT_FAILED);
@@ -89,11 +90,8 @@ int main(int argc, char **argv) {
   }
   /* every rank leaves with the worst code, so mpirun reports it */
   const int mpi = MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (mpi != MPI_SUCCESS) {
-    mb_error_set_mpi(mpi, __FILE__, __LINE__, __func__, "MPI_Allreduce(exit code)");
-    mb_log_error("%s", mb_error_message());
-    if (code == MB_EXIT_OK) code = MB_EXIT_FAILED;
-  }
+  if (mpi != MPI_SUCCESS) /* the others leave with their code: this one ends the job */
+    mb_error_mpi_failed(mpi, __FILE__, __LINE__, __func__, "MPI_Allreduce(exit code)");
   if (MPI_Finalize() != MPI_SUCCESS && code == MB_EXIT_OK) code = MB_EXIT_FAILED;
   return code;
 }

@@ -14,6 +14,8 @@
  *                          meshbatch program itself
  *   MB_FAULT_COUNT=1       at MPI_Finalize, print how often each function
  *                          was called ("mb_fault: rank R NAME N calls")
+ *   MB_FAULT_BACKTRACE=1   print the failing call's return addresses in
+ *                          the program (for addr2line -f -e meshbatch)
  * The failing call runs the real function first (PMPI_...), so the other
  * ranks are not left waiting in a collective, then calls the handler of
  * the communicator (which aborts the job under MPI's default
@@ -21,6 +23,7 @@
  * MPI_ERR_OTHER. It says so on stderr: "mb_fault: rank R: NAME call K fails".
  * Built without sanitizers. */
 #define _GNU_SOURCE
+#include <execinfo.h>
 #include <link.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -30,7 +33,7 @@
 
 enum { MAX_SEGMENTS = 16 };
 
-static uintptr_t seg_lo[MAX_SEGMENTS], seg_hi[MAX_SEGMENTS];
+static uintptr_t seg_lo[MAX_SEGMENTS], seg_hi[MAX_SEGMENTS], base;
 static int nseg = -1;
 
 /* The loaded segments of the main program: the first object listed. */
@@ -38,6 +41,7 @@ static int main_segments(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
   (void)data;
   nseg = 0;
+  base = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum && nseg < MAX_SEGMENTS; i++)
     if (info->dlpi_phdr[i].p_type == PT_LOAD) {
       seg_lo[nseg] = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
@@ -80,6 +84,14 @@ static int after(int f, const void *ret, MPI_Comm comm, int rc) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank != env_long("MB_FAULT_RANK", 0) || k != env_long("MB_FAULT_AFTER", 0) + 1) return rc;
   fprintf(stderr, "mb_fault: rank %d: %s call %ld fails\n", rank, names[f], k);
+  if (env_long("MB_FAULT_BACKTRACE", 0)) { /* addr2line -f -e meshbatch OFFSETS */
+    void *frames[32];
+    const int n = backtrace(frames, 32);
+    fprintf(stderr, "mb_fault: rank %d: called from", rank);
+    for (int i = 1; i < n; i++)
+      if (from_program(frames[i])) fprintf(stderr, " 0x%lx", (unsigned long)((uintptr_t)frames[i] - base - 1));
+    fprintf(stderr, "\n");
+  }
   fflush(stderr);
   PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
   return MPI_ERR_OTHER;
