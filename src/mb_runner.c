@@ -1039,6 +1039,7 @@ static mb_error run_partitioned(rank_state *st) {
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);
+      res.ok = !e; /* a failure after the compute (agreed) fails the mesh too */
     }
     if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
     if (st->rank == 0) {
