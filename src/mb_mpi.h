@@ -52,10 +52,12 @@ mb_error mb_mpi_errors_return(MPI_Comm comm);
 /* Agree on an error across ranks. Collective over comm: every rank passes
  * its local result; if any rank failed, every rank returns the error code
  * and message of the lowest failing rank, so all ranks leave the same way,
- * and mb_error_agreed() says 1. Errors: the agreed error; MB_ERR_MPI not
- * agreed (mb_error_agreed() 0) when its own MPI calls fail on this rank:
- * the ranks are then out of step, and the meshbatch command aborts the job
- * (src/cli/main.c), since no later collective can be trusted to match. */
+ * and mb_error_agreed() says 1. Two MPI_Allreduce rounds, so a rank whose
+ * first one failed still tells the others (agreed MB_ERR_MPI). Errors: the
+ * agreed error; MB_ERR_MPI not agreed (mb_error_agreed() 0) when the second
+ * round fails on this rank: the ranks are then out of step, and under
+ * mb_error_mpi_abort_unagreed(1) (the meshbatch command) the job ends there
+ * with MPI_Abort, since no later collective can be trusted to match. */
 mb_error mb_agree(MPI_Comm comm, mb_error local);
 
 /* A collective MPI call on comm whose failure every rank must learn of

@@ -63,8 +63,8 @@ def launch(np, jobfile, env, wait_all=True):
     codes = jobfile + ".exit"
     shutil.rmtree(codes, ignore_errors=True)
     os.makedirs(codes)
-    wrapper = ('LD_PRELOAD="$MB_MPI_FAULT_SHIM" "$0" "$@"; c=$?; '
-               f'echo $c > {codes}/' + '${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}; exit $c')
+    wrapper = ('LD_PRELOAD="$MB_MPI_FAULT_SHIM" "$0" "$@"; c=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}; '
+               f'echo $c > {codes}/$r.w && mv {codes}/$r.w {codes}/$r; exit $c')
     cmd = MPIEXEC + [str(np), "sh", "-c", wrapper, EXE, "run", jobfile]
     full = dict(os.environ, **env)
     if wait_all:  # mpirun waits for every rank rather than end the others when one exits 1
@@ -79,7 +79,11 @@ def launch(np, jobfile, env, wait_all=True):
         os.killpg(p.pid, signal.SIGKILL)
         out, _ = p.communicate()
         code = None
-    ranks = {int(r): int(open(os.path.join(codes, r)).read()) for r in os.listdir(codes)}
+    ranks = {}  # a wrapper killed while writing (mpirun ends the others) leaves no code
+    for r in os.listdir(codes):
+        text = open(os.path.join(codes, r)).read().strip()
+        if r.isdigit() and text.isdigit():
+            ranks[int(r)] = int(text)
     shutil.rmtree(codes)
     return code, ranks, out, time.time() - t0
 
