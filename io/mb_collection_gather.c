@@ -312,7 +312,7 @@ static mb_error gather_bytes(MPI_Comm comm, const mb_buf *local, int nranks, int
                              int *displs, mb_wset *w) {
   MB_CHECK(local->len < INT_MAX, MB_ERR_ARG, "mesh metadata too large (%zu bytes)", local->len);
   int mine = (int)local->len;
-  MB_CALL_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
+  MB_CALL_MPI_AGREED(comm, MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
   long long total = 0;
   for (int r = 0; r < nranks; r++) { displs[r] = (int)total; total += counts[r]; }
   MB_CHECK(total < INT_MAX, MB_ERR_ARG, "collection metadata too large (%lld bytes)", total);

@@ -56,7 +56,8 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
   MB_CALL(mb_agree(comm, e));
   long long pid = (long long)getpid();
   e = h->rank == 0 ? mb_coll_check_folder(path) : MB_SUCCESS;
-  MB_CALL_MPI(MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm));
+  const int rc = MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, comm);
+  if (rc && !e) e = mb_error_set_mpi(rc, __FILE__, __LINE__, __func__, "MPI_Bcast(&pid)");
   snprintf(suffix, slen, ".tmp-%lld", pid);
   MB_CALL(mb_agree(comm, e));
   return MB_SUCCESS;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "mb_meshfile.h"
+#include "mb_mpi.h"
 
 /* Bytes of a mesh file per face, roughly (3 vertex lines + 1 face line). */
 #define MB_BYTES_PER_FACE_ESTIMATE 60.0
@@ -93,10 +94,10 @@ static mb_error bcast_paths(MPI_Comm comm, mb_error root_err, path_list *l) {
     for (int i = 0; i < l->n; i++) total += strlen(l->paths[i]) + 1;
     hdr[1] = root_err ? (long long)strlen(mb_error_message()) + 1 : (long long)total;
   }
-  MB_CALL_MPI(MPI_Bcast(hdr, 2, MPI_LONG_LONG, 0, comm));
+  MB_CALL_MPI_AGREED(comm, MPI_Bcast(hdr, 2, MPI_LONG_LONG, 0, comm));
   if (hdr[0]) {
     if (rank == 0) snprintf(msg, sizeof msg, "%s", mb_error_message());
-    MB_CALL_MPI(MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm));
+    MB_CALL_MPI_AGREED(comm, MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, comm));
     if (rank == 0) return (mb_error)hdr[0];
     MB_FAIL((mb_error)hdr[0], "%s", msg);
   }
@@ -106,8 +107,12 @@ static mb_error bcast_paths(MPI_Comm comm, mb_error root_err, path_list *l) {
     char *p = buf;
     for (int i = 0; i < l->n; i++) p = stpcpy(p, l->paths[i]) + 1;
   }
-  MB_CALL_MPI(MPI_Bcast(buf, (int)hdr[1], MPI_CHAR, 0, comm));
-  mb_error e = MB_SUCCESS;
+  const int rc = MPI_Bcast(buf, (int)hdr[1], MPI_CHAR, 0, comm);
+  mb_error e = rc ? mb_error_set_mpi(rc, __FILE__, __LINE__, __func__, "MPI_Bcast(paths)") : 0;
+  if ((e = mb_agree(comm, e))) {
+    free(buf);
+    MB_CALL(e);
+  }
   if (rank != 0)
     for (char *p = buf; p < buf + hdr[1] && !e; p += strlen(p) + 1) e = path_list_add(l, p);
   free(buf);

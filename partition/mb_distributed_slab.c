@@ -107,10 +107,7 @@ static mb_error exchange(MPI_Comm comm, int size, const int64_t *count, const in
     }
   }
   MB_CALL_GOTO(e, done, mb_agree(comm, e));
-  MB_CALL_GOTO(e, done, MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm) == MPI_SUCCESS
-                            ? MB_SUCCESS
-                            : mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__,
-                                           "MPI_Alltoall failed"));
+  MB_CALL_MPI_GOTO(e, done, MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, comm));
   for (int r = 0; r < size; r++) {
     rd[r] = (int)roff; /* bounded like the sends: checked below */
     ib->count[r] = rc[r];
@@ -123,8 +120,8 @@ static mb_error exchange(MPI_Comm comm, int size, const int64_t *count, const in
   if (!e && !(ib->buf = malloc(sizeof *ib->buf * (size_t)(roff ? roff : 1)))) e = OOM();
   MB_CALL_GOTO(e, done, mb_agree(comm, e));
   ib->n = roff;
-  if (MPI_Alltoallv(sbuf, sc, sd, MPI_INT64_T, ib->buf, rc, rd, MPI_INT64_T, comm) != MPI_SUCCESS)
-    e = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Alltoallv failed");
+  MB_CALL_MPI_GOTO(e, done,
+                   MPI_Alltoallv(sbuf, sc, sd, MPI_INT64_T, ib->buf, rc, rd, MPI_INT64_T, comm));
 done:
   free(sc); free(sd); free(rc); free(rd);
   if (e) inbox_free(ib);
@@ -198,9 +195,10 @@ static mb_error slab_vtxdist(mb_distributed_mesh *dm, const mb_mesh_slab *slab) 
   int64_t mine[2] = {slab->vertex_start, slab->rows->nv}, *all;
   MB_CALLOC(all, 2 * (size_t)dm->size);
   MB_CALLOC(dm->vtxdist, (size_t)dm->size + 1);
-  if (MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, dm->comm) != MPI_SUCCESS) {
+  const int rc = MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, dm->comm);
+  if (rc != MPI_SUCCESS) {
     free(all);
-    MB_FAIL(MB_ERR_MPI, "MPI_Allgather failed");
+    return mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__, "MPI_Allgather(vertex ranges)");
   }
   int ok = 1;
   for (int r = 0; r < dm->size; r++) {

@@ -280,8 +280,9 @@ static mb_error match_parts_to_blocks(MPI_Comm comm, int size, int64_t nlocal, i
   }
   for (int64_t f = 0; f < nlocal; f++) overlap[(size_t)part[f] * (size_t)size + (size_t)rank]++;
   mb_error err = MB_SUCCESS;
-  if (MPI_Allreduce(MPI_IN_PLACE, overlap, size * size, MPI_INT64_T, MPI_SUM, comm) != MPI_SUCCESS)
-    err = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allreduce failed");
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, overlap, size * size, MPI_INT64_T, MPI_SUM, comm);
+  if (rc != MPI_SUCCESS)
+    err = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__, "MPI_Allreduce(overlap)");
   for (int k = 0; !err && k < size; k++) { /* the same on every rank: deterministic */
     int64_t best = -1;
     int bp = 0, br = 0;

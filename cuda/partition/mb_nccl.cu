@@ -43,9 +43,10 @@ static mb_error distinct_devices(MPI_Comm comm, int rank, int size) {
   snprintf(mine, sizeof mine, "%s GPU %s", host, bus);
   char *all = new (std::nothrow) char[(size_t)KEY * (size_t)size];
   MB_CHECK(all, MB_ERR_MEMORY, "out of memory");
-  mb_error e = MPI_Allgather(mine, KEY, MPI_CHAR, all, KEY, MPI_CHAR, comm) == MPI_SUCCESS
-                   ? MB_SUCCESS
-                   : mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Allgather failed");
+  const int rc = MPI_Allgather(mine, KEY, MPI_CHAR, all, KEY, MPI_CHAR, comm);
+  mb_error e = rc == MPI_SUCCESS ? MB_SUCCESS
+                                 : mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__,
+                                                       "MPI_Allgather(GPU keys)");
   for (int a = 0; !e && a < size; a++)
     for (int b = a + 1; !e && b < size; b++)
       if (!strcmp(all + (size_t)a * KEY, all + (size_t)b * KEY))

@@ -70,11 +70,28 @@ int main(int argc, char **argv) {
                     "and the launcher's environment intact?)\n");
     return MB_EXIT_FAILED;
   }
+  /* MPI errors come back as codes that MB_CALL_MPI reports (mb_mpi.h) */
+  mb_error_mpi_abort_unagreed(1); /* an MPI error one rank meets alone ends the job */
+  if (mb_mpi_errors_return(MPI_COMM_WORLD) || mb_mpi_errors_return(MPI_COMM_SELF)) {
+    mb_log_error("%s", mb_error_message());
+    MPI_Abort(MPI_COMM_WORLD, MB_EXIT_FAILED);
+  }
   int code = cmd->fn(argc - 1, argv + 1);
+  if (code != MB_EXIT_OK && mb_error_code() == MB_ERR_MPI && !mb_error_agreed()) {
+    /* an MPI error this rank met alone: the others may wait in a collective
+     * it will not enter, so the job ends here, with exit code 1 */
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    fprintf(stderr, "meshbatch: error: [rank %d] %s\n%s"
+            "meshbatch: the ranks could not agree on this error: aborting the job\n",
+            rank, mb_error_message(), mb_error_traceback());
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, MB_EXIT_FAILED);
+  }
   /* every rank leaves with the worst code, so mpirun reports it */
-  if (MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS &&
-      code == MB_EXIT_OK)
-    code = MB_EXIT_FAILED;
+  const int mpi = MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (mpi != MPI_SUCCESS) /* the others leave with their code: this one ends the job */
+    mb_error_mpi_failed(mpi, __FILE__, __LINE__, __func__, "MPI_Allreduce(exit code)");
   if (MPI_Finalize() != MPI_SUCCESS && code == MB_EXIT_OK) code = MB_EXIT_FAILED;
   return code;
 }

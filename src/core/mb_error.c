@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@ enum { MB_MSG_LEN = 2048, MB_TRACE_LEN = 4096 };
 
 static _Thread_local char mb_msg[MB_MSG_LEN];
 static _Thread_local char mb_trace[MB_TRACE_LEN];
+static _Thread_local mb_error mb_code;
+static _Thread_local int mb_agreed;
 
 const char *mb_error_name(mb_error e) {
   switch (e) {
@@ -44,7 +47,37 @@ mb_error mb_error_set(mb_error e, const char *file, int line, const char *func,
   vsnprintf(mb_msg, sizeof mb_msg, fmt, ap);
   va_end(ap);
   mb_trace[0] = '\0';
+  mb_code = e;
+  mb_agreed = 0;
   trace_append(file, line, func);
+  return e;
+}
+
+mb_error mb_error_set_mpi(int code, const char *file, int line, const char *func,
+                          const char *expr) {
+  char text[MPI_MAX_ERROR_STRING + 1] = "";
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS || len <= 0)
+    snprintf(text, sizeof text, "unknown MPI error code");
+  text[len > 0 && len < (int)sizeof text ? len : (int)sizeof text - 1] = '\0';
+  return mb_error_set(MB_ERR_MPI, file, line, func, "MPI call failed at %s:%d: %s: %s (code %d)",
+                      file, line, expr, text, code);
+}
+
+static int mb_abort_unagreed; /* process-wide, set once after MPI_Init */
+
+void mb_error_mpi_abort_unagreed(int on) { mb_abort_unagreed = on; }
+
+mb_error mb_error_mpi_failed(int code, const char *file, int line, const char *func,
+                             const char *expr) {
+  const mb_error e = mb_error_set_mpi(code, file, line, func, expr);
+  if (!mb_abort_unagreed) return e;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr, "meshbatch: error: [rank %d] %s\n%smeshbatch: the other ranks cannot learn of "
+          "this error: aborting the job\n", rank, mb_error_message(), mb_error_traceback());
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
   return e;
 }
 
@@ -55,9 +88,15 @@ void mb_error_trace(const char *file, int line, const char *func) {
 const char *mb_error_message(void) { return mb_msg; }
 const char *mb_error_traceback(void) { return mb_trace; }
 
+mb_error mb_error_code(void) { return mb_code; }
+int mb_error_agreed(void) { return mb_agreed; }
+void mb_error_set_agreed(void) { mb_agreed = 1; }
+
 void mb_error_clear(void) {
   mb_msg[0] = '\0';
   mb_trace[0] = '\0';
+  mb_code = MB_SUCCESS;
+  mb_agreed = 0;
 }
 
 const char *mb_create_reason(const char *path) {

@@ -59,6 +59,17 @@ const char *mb_error_traceback(void);
  * library refused. Not collective; the text is static or strerror's. */
 const char *mb_create_reason(const char *path);
 
+/* The code of the last recorded error (MB_SUCCESS if none). Not collective. */
+mb_error mb_error_code(void);
+
+/* Whether the last recorded error was agreed across the ranks (mb_agree
+ * returned it), so that every rank leaves the same way; 0 for an error
+ * one rank met alone. mb_error_set clears it. Not collective. */
+int mb_error_agreed(void);
+
+/* Note that the last recorded error is agreed (called by mb_agree). */
+void mb_error_set_agreed(void);
+
 /* Forget the recorded error. Not collective. */
 void mb_error_clear(void);
 
@@ -102,13 +113,38 @@ void mb_error_clear(void);
                           "out of memory allocating %zu elements", mb_n_);     \
   } while (0)
 
-/* MPI call wrapper: converts a non-MPI_SUCCESS code into MB_ERR_MPI. */
+/* Record an MPI error: MB_ERR_MPI with the message "MPI call failed at
+ * FILE:LINE: EXPR: TEXT (code N)", TEXT being MPI_Error_string's for code
+ * (or "unknown MPI error code" where MPI cannot say). What MB_CALL_MPI
+ * calls; the checks only run where the communicator's error handler is
+ * MPI_ERRORS_RETURN (see mb_mpi.h). Not collective. Returns MB_ERR_MPI. */
+mb_error mb_error_set_mpi(int code, const char *file, int line, const char *func,
+                          const char *expr);
+
+/* An MPI call failed and no agreement follows (MB_CALL_MPI): records the
+ * error as mb_error_set_mpi does; where mb_error_mpi_abort_unagreed(1) was
+ * called (the meshbatch command does), the other ranks may wait in a
+ * collective this rank will not enter, so it prints the message
+ * ("meshbatch: error: [rank R] MPI call failed at FILE:LINE: ...") and
+ * ends the job with MPI_Abort(MPI_COMM_WORLD, 1) rather than hang. Not
+ * collective. Returns MB_ERR_MPI (when it returns). */
+mb_error mb_error_mpi_failed(int code, const char *file, int line, const char *func,
+                             const char *expr);
+
+/* Whether mb_error_mpi_failed ends the job (on != 0) or returns the error
+ * (0, the default, for programs that embed meshbatch). Not collective;
+ * process-wide; set once after MPI_Init. */
+void mb_error_mpi_abort_unagreed(int on);
+
+/* MPI call wrapper: converts a non-MPI_SUCCESS code into MB_ERR_MPI with
+ * file, line, the call and MPI's error text (mb_error_mpi_failed: it ends
+ * the job where the command asked so). For a collective whose failure the
+ * other ranks must learn of, MB_CALL_MPI_AGREED (mb_mpi.h). */
 #define MB_CALL_MPI(expr)                                                      \
   do {                                                                         \
     int mb_mpi_err_ = (expr);                                                  \
     if (mb_mpi_err_ != 0 /* MPI_SUCCESS */)                                    \
-      return mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__,            \
-                          "MPI call failed (code %d): %s", mb_mpi_err_, #expr);\
+      return mb_error_mpi_failed(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
   } while (0)
 
 /* Like MB_CHECK and MB_CALL_MPI, but store the error in `ierr` and jump to
@@ -125,8 +161,7 @@ void mb_error_clear(void);
   do {                                                                         \
     int mb_mpi_err_ = (expr);                                                  \
     if (mb_mpi_err_ != 0 /* MPI_SUCCESS */) {                                  \
-      (ierr) = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__,          \
-                            "MPI call failed (code %d): %s", mb_mpi_err_, #expr); \
+      (ierr) = mb_error_mpi_failed(mb_mpi_err_, __FILE__, __LINE__, __func__, #expr); \
       goto label;                                                              \
     }                                                                          \
   } while (0)

@@ -26,11 +26,55 @@ extern "C" {
  * these variables. Not collective; call before MPI_Init. */
 void mb_singleton_defaults(void);
 
+/* MPI errors are reported, not fatal. MPI's default error handler,
+ * MPI_ERRORS_ARE_FATAL, aborts every rank inside the failing call, before
+ * MB_CALL_MPI can see its code; with MPI_ERRORS_RETURN the call returns
+ * the code, MB_CALL_MPI turns it into MB_ERR_MPI with file, line and
+ * MPI_Error_string's text, and the ranks agree on it (mb_agree) and leave
+ * with exit code 1.
+ *
+ * The rule: the meshbatch command sets MPI_ERRORS_RETURN on MPI_COMM_WORLD
+ * and MPI_COMM_SELF right after MPI_Init (mb_mpi_errors_return). Every
+ * communicator meshbatch makes from them (MPI_Comm_split_type,
+ * MPI_Cart_create, the duplicates HDF5 and ParMETIS make) inherits the
+ * handler; windows do not (MPI_Win_allocate gives MPI_ERRORS_ARE_FATAL),
+ * so meshbatch sets it on each window it makes. MPI-IO files default to
+ * MPI_ERRORS_RETURN. Library entry points that take the caller's
+ * communicator (mb_run_job, mb_collection_open, ...) use it as it is and
+ * do not duplicate it: a program that embeds meshbatch calls
+ * mb_mpi_errors_return on that communicator first to have MPI errors
+ * reported; otherwise they stay fatal under MPI's default. */
+
+/* Set MPI_ERRORS_RETURN as comm's error handler (see above). Not
+ * collective (local to this rank's handle). Errors: MB_ERR_MPI. */
+mb_error mb_mpi_errors_return(MPI_Comm comm);
+
 /* Agree on an error across ranks. Collective over comm: every rank passes
  * its local result; if any rank failed, every rank returns the error code
- * and message of the lowest failing rank, so all ranks leave the same way.
- * Errors: the agreed error, MB_ERR_MPI. */
+ * and message of the lowest failing rank, so all ranks leave the same way,
+ * and mb_error_agreed() says 1. Two MPI_Allreduce rounds, so a rank whose
+ * first one failed still tells the others (agreed MB_ERR_MPI). Errors: the
+ * agreed error; MB_ERR_MPI not agreed (mb_error_agreed() 0) when the second
+ * round fails on this rank: the ranks are then out of step, and under
+ * mb_error_mpi_abort_unagreed(1) (the meshbatch command) the job ends there
+ * with MPI_Abort, since no later collective can be trusted to match. */
 mb_error mb_agree(MPI_Comm comm, mb_error local);
+
+/* A collective MPI call on comm whose failure every rank must learn of
+ * before the next collective: the call, then mb_agree over comm (one more
+ * MPI_Allreduce), so that a rank whose call failed and the ranks whose
+ * call did not leave the same way, not into different collectives (which
+ * hangs). For calls off the hot path (setup, reading, writing, summaries);
+ * in loops, keep the error and agree once after the loop. Returns the
+ * agreed error from the calling function. */
+#define MB_CALL_MPI_AGREED(comm, expr)                                         \
+  do {                                                                         \
+    int mb_mpi_code_ = (expr);                                                 \
+    mb_error mb_mpi_e_ = MB_SUCCESS;                                           \
+    if (mb_mpi_code_ != MPI_SUCCESS)                                           \
+      mb_mpi_e_ = mb_error_set_mpi(mb_mpi_code_, __FILE__, __LINE__, __func__, #expr); \
+    MB_CALL(mb_agree((comm), mb_mpi_e_));                                      \
+  } while (0)
 
 /* A barrier that does not spin: an MPI_Ibarrier tested every millisecond,
  * the core left to the ranks that work (for timing one rank alone while

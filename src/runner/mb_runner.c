@@ -674,6 +674,8 @@ static mb_error run_dynamic(rank_state *st) {
   source_iter it = {.n = n, .order = order};
   MB_CALL_MPI(MPI_Win_allocate(st->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t),
                                MPI_INFO_NULL, st->comm, &counter, &it.win));
+  /* a window does not inherit the communicator's handler (mb_mpi.h) */
+  MB_CALL_MPI(MPI_Win_set_errhandler(it.win, MPI_ERRORS_RETURN));
   if (st->rank == 0) *counter = 0;
   MB_CALL_MPI(MPI_Barrier(st->comm));
   MB_CALL_MPI(MPI_Win_lock_all(0, it.win));
@@ -854,6 +856,7 @@ static mb_error run_partitioned(rank_state *st) {
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
       if (!e) e = keep_slab(st, &slab);
+      res.ok = !e; /* a failure after the compute (agreed) fails the mesh too */
     }
     if (e) snprintf(res.message, sizeof res.message, "%s", mb_error_message());
     if (st->rank == 0) {
@@ -887,7 +890,7 @@ static mb_error gather_results(rank_state *st, mesh_result **all, int *nall) {
     displs = calloc((size_t)st->size, sizeof *displs);
     MB_CHECK(counts && displs, MB_ERR_MEMORY, "out of memory");
   }
-  MB_CALL_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, st->comm));
   int total = 0;
   if (st->rank == 0)
     for (int r = 0; r < st->size; r++) {
@@ -897,8 +900,8 @@ static mb_error gather_results(rank_state *st, mesh_result **all, int *nall) {
   *nall = total / (int)sizeof(mesh_result);
   *all = st->rank == 0 ? malloc((size_t)(total ? total : 1)) : NULL;
   MB_CHECK(st->rank != 0 || *all, MB_ERR_MEMORY, "out of memory");
-  MB_CALL_MPI(MPI_Gatherv(st->results, mine, MPI_BYTE, *all, counts, displs, MPI_BYTE, 0,
-                          st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Gatherv(st->results, mine, MPI_BYTE, *all, counts, displs,
+                                           MPI_BYTE, 0, st->comm));
   free(counts);
   free(displs);
   return MB_SUCCESS;
@@ -1214,8 +1217,8 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   enum { N = 7 };
   double mine[N] = {st->setup_s, read, total - read, st->put_s, st->write_s, sum->wall_s,
                     (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
-  MB_CALL_MPI(MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
-  MB_CALL_MPI(MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
                                       "write (per mesh)", "write (end)", "wall",
@@ -1239,13 +1242,13 @@ static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_sum
   sum->device_busy = sum->device_busy_wall = -1;
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return MB_SUCCESS;
   int cuda = st->backend.kind == MB_BACKEND_CUDA;
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
   if (!cuda) return MB_SUCCESS;
   const double mine[2] = {schedule_s, st->device_s};
   double total[2], busy = schedule_s > 0 ? st->device_s / schedule_s : 0, lo, hi;
-  MB_CALL_MPI(MPI_Allreduce(mine, total, 2, MPI_DOUBLE, MPI_SUM, st->comm));
-  MB_CALL_MPI(MPI_Allreduce(&busy, &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
-  MB_CALL_MPI(MPI_Allreduce(&busy, &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(mine, total, 2, MPI_DOUBLE, MPI_SUM, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(&busy, &lo, 1, MPI_DOUBLE, MPI_MIN, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(&busy, &hi, 1, MPI_DOUBLE, MPI_MAX, st->comm));
   sum->device_busy = total[0] > 0 ? total[1] / total[0] : 0;
   st->device_total_s = total[1];
   if (st->rank == 0)
@@ -1280,11 +1283,11 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL(mb_agree(st->comm, e));
   MB_CALL(report_device_busy(st, schedule_s, sum));
   int stopped = stop_requested;
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, st->comm));
   /* meshes finished: per mesh, whole meshes over the ranks; partitioned,
    * the slabs every rank holds of each finished mesh */
   int64_t kept = st->nkept + mb_collection_writer_count(st->out);
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
   if (stopped) /* SIGTERM: no output that could pass for a finished one */
     MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
@@ -1305,17 +1308,17 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   st->write_s = mb_wtime() - tw;
   if (st->ckpt[0] && st->rank == 0 && !nothing) remove_checkpoint(st->ckpt);
   int64_t resumed = st->resumed;
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->resume && st->rank == 0)
     mb_log(MB_LOG_NORMAL, "resume: %lld meshes taken from the checkpoint, %lld computed",
            (long long)resumed, (long long)(st->inputs->nsources - resumed));
 
   int64_t failed = 0;
   for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_SUM, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   double busy_sum = 0;
-  MB_CALL_MPI(MPI_Allreduce(&st->busy_s, &sum->busy_max_s, 1, MPI_DOUBLE, MPI_MAX, st->comm));
-  MB_CALL_MPI(MPI_Allreduce(&st->busy_s, &busy_sum, 1, MPI_DOUBLE, MPI_SUM, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(&st->busy_s, &sum->busy_max_s, 1, MPI_DOUBLE, MPI_MAX, st->comm));
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(&st->busy_s, &busy_sum, 1, MPI_DOUBLE, MPI_SUM, st->comm));
   sum->nmeshes = st->inputs->nsources;
   sum->nfailed = failed;
   sum->busy_mean_s = busy_sum / st->size;

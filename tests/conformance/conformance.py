@@ -10,12 +10,19 @@ says whether the op runs partitioned). The reference is the CPU backend,
 per-mesh, on one rank. Checked on N ranks with the chosen backend:
 per-mesh with the static and the dynamic schedule and, where the op has a
 partitioned form, distribute: partitioned with partitioner: metis, blocks
-and parmetis (skipped, with a message, where meshbatch was built without
-ParMETIS). The CPU must match bit for bit; the CUDA backend bit for
+and parmetis. The CPU must match bit for bit; the CUDA backend bit for
 bit or within the op's stated tolerance. Outputs
 are compared dataset by dataset with h5py where it is installed, else with
 `meshbatch compare` (kinds, faces and face fields bitwise, vertices within
-the tolerance). Exit code 0 passes, 77 skips (no CUDA device), other fails.
+the tolerance).
+
+Each row of OPS says on which backends the op must have a partitioned
+entry (`partitioned`): an op that loses one fails, it is not skipped.
+MESHBATCH_HAVE_PARMETIS (set by CMakeLists.txt from the build) says whether
+partitioner: parmetis must run; where the build has no ParMETIS, the run
+must be refused as such, every other run is checked, and the test then
+exits 77 (an optional dependency absent). Exit code 0 passes, 77 skips (no
+CUDA device, or no ParMETIS in the build), other fails.
 """
 import argparse
 import os
@@ -23,8 +30,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import (DATA, SKIP, SRC, TMP, compare, cuda_devices, noisy_grid_obj,  # noqa: E402
-                    run, same_datasets)
+from mbtest import (DATA, SKIP, SRC, TMP, compare, cuda_devices, fail,  # noqa: E402
+                    noisy_grid_obj, run, same_datasets)
 
 
 # ----------------------------------------------------------------- inputs
@@ -130,9 +137,13 @@ SMOOTH_STAGES = "".join(
     for w in ("uniform", "inverse_distance") for b in ("free", "fixed", "boundary_curve"))
 
 # op -> how to test it. cuda_rtol: 0 means bitwise identical to the CPU.
+# partitioned: the backends on which the op must have a partitioned entry.
+BOTH = ("cpu", "cuda")
 OPS = {
-    "smooth": dict(inputs=surface_inputs, stages=SMOOTH_STAGES, op="taubin", cuda_rtol=1e-12),
-    "polylla": dict(inputs=planar_inputs, stages="  - {op: polylla}\n", op="polylla", cuda_rtol=0),
+    "smooth": dict(inputs=surface_inputs, stages=SMOOTH_STAGES, op="taubin", cuda_rtol=1e-12,
+                   partitioned=BOTH),
+    "polylla": dict(inputs=planar_inputs, stages="  - {op: polylla}\n", op="polylla", cuda_rtol=0,
+                    partitioned=BOTH),
 }
 
 
@@ -207,15 +218,15 @@ OPS["umbrella"] = dict(inputs=surface_inputs, stages="  - {op: umbrella}\n", op=
 OPS["umbrella_chain"] = dict(
     inputs=surface_inputs, op="umbrella", cuda_rtol=1e-12,
     stages="  - {op: taubin, lambda: 0.5, mu: -0.53, iterations: 3}\n  - {op: umbrella}\n"
-           "  - {op: laplacian, lambda: 0.3, iterations: 1}\n")
+           "  - {op: laplacian, lambda: 0.3, iterations: 1}\n", partitioned=BOTH)
 
 OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0)
 
 OPS["polylla_delaunay"] = dict(inputs=delaunay_inputs, stages="  - {op: polylla}\n", op="polylla",
-                               cuda_rtol=0)
+                               cuda_rtol=0, partitioned=BOTH)
 
 OPS["polylla_tips"] = dict(inputs=tip_fan_inputs, stages="  - {op: polylla}\n", op="polylla",
-                           cuda_rtol=0)
+                           cuda_rtol=0, partitioned=BOTH)
 
 
 def partitioned(op):
@@ -269,6 +280,11 @@ def main():
     ref = os.path.join(d, "ref.h5")
     rtol = t["cuda_rtol"] if a.backend == "cuda" else 0
     runs = [("static", {}), ("dynamic", {"schedule": "dynamic"})]
+    expect_part = a.backend in t["partitioned"]
+    if partitioned(t["op"]) != bool(t["partitioned"]):
+        fail(f"`meshbatch ops {t['op']}` says partitioned: {partitioned(t['op'])}; this test expects "
+             f"a partitioned entry on {', '.join(t['partitioned']) or 'no backend'}")
+    have_parmetis = os.environ.get("MESHBATCH_HAVE_PARMETIS")  # "1", "0" or unset (by hand)
     if partitioned(t["op"]):
         runs += [("partitioned_metis", {"distribute": "partitioned", "partitioner": "metis"}),
                  ("partitioned_parmetis", {"distribute": "partitioned", "partitioner": "parmetis"}),
@@ -282,23 +298,35 @@ def main():
     done, skipped = [], []
     for name, keys in runs:
         p = run(["run", job(name, a.backend, **keys)], np=a.np, expect=None)
-        if p.returncode != 0 and keys.get("partitioner") == "parmetis" and NO_PARMETIS in p.stdout + p.stderr:
-            print(f"SKIPPED {name}: this meshbatch was built without ParMETIS")
-            skipped.append(name)
-            continue
-        if p.returncode != 0 and f"no partitioned form on the {a.backend} backend" in p.stdout + p.stderr:
-            print(f"SKIPPED {name}: the op has no partitioned form on the {a.backend} backend")
-            skipped.append(name)
+        said = p.stdout + p.stderr
+        if keys.get("partitioner") == "parmetis" and have_parmetis != "1":
+            if p.returncode != 0 and NO_PARMETIS in said:
+                print(f"{name}: refused, this meshbatch was built without ParMETIS")
+                skipped.append(name)
+                continue
+            if have_parmetis == "0":
+                fail(f"{name}: the build has no ParMETIS, but the run was not refused as such "
+                     f"(exit {p.returncode})")
+        if f"no partitioned form on the {a.backend} backend" in said:
+            if expect_part:
+                fail(f"{name}: the op lost its partitioned entry on the {a.backend} backend")
+            print(f"{name}: refused, no partitioned form on the {a.backend} backend, as expected")
             continue
         if p.returncode != 0:
             fail(f"{name}: exit code {p.returncode}, expected 0")
+        if keys.get("distribute") == "partitioned" and not expect_part:
+            fail(f"{name}: ran partitioned on {a.backend}, which this test does not expect: "
+                 "update the op's row in OPS")
         same(ref, os.path.join(d, name + ".h5"), rtol)
         done.append(name)
     if a.room == "smooth" and a.backend == "cuda":
         adjacency_builds(d, job, a.np)
         done.append("device vs host adjacency")
-    print(f"{a.room} on {a.np} rank(s), {a.backend}: {', '.join(done)} match the reference"
-          + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
+    print(f"{a.room} on {a.np} rank(s), {a.backend}: {', '.join(done)} match the reference")
+    if skipped:
+        print(f"SKIP: ParMETIS is absent from this build: {', '.join(skipped)} not checked "
+              "(the runs above passed)")
+        return SKIP
     return 0
 
 

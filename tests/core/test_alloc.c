@@ -1,9 +1,10 @@
 /* meshbatch test: large arrays (src/mb_alloc.h): sizes, zeroing of reused
  * memory, overflow, growth that keeps the contents, and the huge-page
- * advice seen by the kernel (/proc/self/smaps, where transparent huge
+ * advice seen by the kernel (the "hg" flag in /proc/self/smaps, where transparent huge
  * pages are offered in "madvise" or "always" mode). */
 #include "mb_testutil.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,27 +52,54 @@ static void test_realloc_keeps_contents(void **state) {
   free(b);
 }
 
-/* Kilobytes of anonymous huge pages in the mapping that holds p. */
-static long huge_kb_at(const void *p) {
+/* In the mapping that holds p (/proc/self/smaps): *kb, the kilobytes of
+ * anonymous huge pages, and *advised, whether the mapping carries the
+ * kernel's "hg" flag (madvise(MADV_HUGEPAGE) took). 0, or -1 when smaps
+ * cannot be read or holds no such mapping. */
+static int smaps_at(const void *p, long *kb, int *advised) {
   FILE *f = fopen("/proc/self/smaps", "r");
   if (!f) return -1;
-  char line[512];
-  int inside = 0;
-  long kb = -1;
+  char line[1024];
+  int inside = 0, found = 0;
+  *kb = -1;
+  *advised = 0;
   while (fgets(line, sizeof line, f)) {
     uintptr_t lo, hi;
     if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      if (inside) break; /* past the mapping */
       inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+      found |= inside;
       continue;
     }
-    if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) break;
+    if (!inside) continue;
+    long v;
+    if (sscanf(line, "AnonHugePages: %ld kB", &v) == 1) *kb = v;
+    if (!strncmp(line, "VmFlags:", 8)) {
+      for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n"))
+        if (!strcmp(t, "hg")) *advised = 1;
+    }
   }
   fclose(f);
-  return kb;
+  return found ? 0 : -1;
 }
 
+/* What holds everywhere: the large block is usable and aligned for any
+ * type, and the advice reaches the kernel (the mapping's "hg" flag) where
+ * it offers transparent huge pages. Whether the kernel has a free huge
+ * page at this moment is its business (fragmented memory): printed, not
+ * asserted. Only the flag check needs transparent huge pages ("madvise" or
+ * "always" in /sys/kernel/mm/transparent_hugepage/enabled); without them
+ * it is skipped, saying why. */
 static void test_huge_pages_advised(void **state) {
   (void)state;
+  const size_t n = 8 * MB_ALLOC_HUGE_MIN;
+  char *p = mb_alloc(n);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % _Alignof(max_align_t), 0);
+  for (size_t i = 0; i < n; i += 4096) p[i] = (char)(i >> 12);
+  p[n - 1] = 7;
+  for (size_t i = 0; i < n; i += 4096) assert_int_equal(p[i], (char)(i >> 12));
+  assert_int_equal(p[n - 1], 7);
   char mode[128] = "";
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (f) {
@@ -79,22 +107,18 @@ static void test_huge_pages_advised(void **state) {
     fclose(f);
   }
   if (!strstr(mode, "[madvise]") && !strstr(mode, "[always]")) {
-    printf("transparent huge pages not offered here (%s): advice not checked\n",
+    printf("transparent huge pages not offered here (%s): the advice is not checked\n",
            mode[0] ? mode : "no /sys/kernel/mm/transparent_hugepage");
-    skip();
-  }
-  const size_t n = 8 * MB_ALLOC_HUGE_MIN;
-  char *p = mb_alloc(n);
-  assert_non_null(p);
-  memset(p, 1, n);
-  const long kb = huge_kb_at(p + n / 2);
-  printf("%zu MiB block: %ld kB in huge pages (kernel mode %s)", n >> 20, kb, mode);
-  if (kb == 0) { /* none free at this moment (fragmented memory): a hint, not a promise */
-    printf("no huge page could be had now: advice not checked\n");
     free(p);
     skip();
   }
-  assert_true(kb > 0);
+  long kb;
+  int advised;
+  const int found = smaps_at(p + n / 2, &kb, &advised);
+  printf("%zu MiB block: advised %d, %ld kB in huge pages now (kernel mode %s)", n >> 20,
+         advised, kb, mode);
+  assert_int_equal(found, 0);   /* /proc/self/smaps lists the block's mapping */
+  assert_int_equal(advised, 1); /* madvise(MADV_HUGEPAGE) took on it */
   free(p);
 }
 

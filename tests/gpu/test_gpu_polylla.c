@@ -29,12 +29,8 @@
 #include "mb_polylla.h"
 #include "mb_testutil.h"
 #include "mb_polylla_cuda.h"
-#if MB_GPU_TEST_HAVE_GENERATE
 #include "mb_generate.h"
-#endif
-#if MB_GPU_TEST_HAVE_TRIANGLEFILE
 #include "mb_trianglefile.h"
-#endif
 
 /* ------------------------------------------------ serial reference (test) */
 
@@ -285,9 +281,7 @@ static void assert_same_polygons(const mb_mesh *a, const mb_mesh *b) {
 static int g_cpu_only = 0;
 
 static mb_error run_backend(const mb_mesh *m, mb_mesh **out, mb_polylla_stats *st) {
-#if MB_GPU_TEST_HAVE_POLYLLA_CPU
   if (g_cpu_only) return mb_polylla_cpu(m, NULL, out, st);
-#endif
   return mb_polylla_cuda(m, NULL, out, st);
 }
 
@@ -327,7 +321,6 @@ static mb_polylla_stats check_mesh(const mb_mesh *m, const char *what) {
   assert_int_equal(gs.triangles, m->nf);
   ref_free(&r);
 
-#if MB_GPU_TEST_HAVE_POLYLLA_CPU
   mb_mesh *c = NULL;
   mb_polylla_stats cs;
   mb_error ec = mb_polylla_cpu(m, NULL, &c, &cs);
@@ -340,9 +333,6 @@ static mb_polylla_stats check_mesh(const mb_mesh *m, const char *what) {
   assert_int_equal(cs.polygons_repaired, gs.polygons_repaired);
   mb_mesh_free(c);
   const char *cpu = "identical to the CPU";
-#else
-  const char *cpu = "CPU backend not in this build";
-#endif
   printf("[ gpu ] %-28s nv %9lld nt %9lld polygons %8lld frontier %9lld tips %6lld repaired "
          "%6lld: identical to the reference, %s (kernels %.3f ms, total %.1f ms)\n",
          what, (long long)m->nv, (long long)m->nf, (long long)gs.polygons,
@@ -363,20 +353,17 @@ static void check_error(const mb_mesh *m, mb_error want, const char *what) {
     ref_result r;
     assert_int_equal(ref_polylla(m, &r), want);
   }
-#if MB_GPU_TEST_HAVE_POLYLLA_CPU
   mb_mesh *c = NULL;
   mb_error ec = mb_polylla_cpu(m, NULL, &c, NULL);
   printf("[ gpu ] %s: CPU: %s: %s\n", what, mb_error_name(ec), mb_error_message());
   assert_int_equal(ec, eg);
   mb_mesh_free(c);
-#endif
 }
 
 /* ties: corners (the reference code's rule): the GPU gives the CPU's mesh
  * bit for bit, or the same error in the same words. The serial reference
  * above knows the key rule only. */
 static void check_corners(const mb_mesh *m, const char *what) {
-#if MB_GPU_TEST_HAVE_POLYLLA_CPU
   const mb_polylla_opts o = {.ties = MB_POLYLLA_TIES_CORNERS};
   mb_mesh *g = NULL, *c = NULL;
   mb_error eg = g_cpu_only ? mb_polylla_cpu(m, &o, &g, NULL) : mb_polylla_cuda(m, &o, &g, NULL);
@@ -393,10 +380,6 @@ static void check_corners(const mb_mesh *m, const char *what) {
   }
   mb_mesh_free(g);
   mb_mesh_free(c);
-#else
-  (void)m;
-  printf("[ gpu ] %s: ties: corners: CPU backend not in this build, part skipped\n", what);
-#endif
 }
 
 /* ------------------------------------------------------------- meshes */
@@ -487,13 +470,11 @@ static void test_square_grids(void **state) {
     check_mesh(m, name);
     mb_mesh_free(m);
   }
-#if MB_GPU_TEST_HAVE_GENERATE
   mb_mesh *g = NULL;
   assert_int_equal(mb_generate_grid2d(10000, &g), MB_SUCCESS);
   mb_polylla_stats s = check_mesh(g, "mb_generate_grid2d 10k");
   assert_true(s.polygons > 0);
   mb_mesh_free(g);
-#endif
 }
 
 /* Rows y = 2 j with x = i + (j odd ? 0.5 : 0): every triangle is isosceles
@@ -625,7 +606,6 @@ static void test_jittered(void **state) {
 
 static void test_delaunay(void **state) {
   (void)state;
-#if MB_GPU_TEST_HAVE_GENERATE
   const int64_t sizes[] = {10000, 1000000};
   for (int c = 0; c < 2; c++)
     for (int i = 0; i < 2; i++) {
@@ -640,14 +620,10 @@ static void test_delaunay(void **state) {
       assert_true(s.barrier_edge_tips > 0 || sizes[i] < 100000);
       mb_mesh_free(m);
     }
-#else
-  printf("[ gpu ] delaunay: this build has no mb_generate_delaunay, part skipped\n");
-#endif
 }
 
 static void test_pikachu(void **state) {
   (void)state;
-#if MB_GPU_TEST_HAVE_TRIANGLEFILE
   char buf[4096];
   const char *path = mb_test_data_path("triangulations/pikachu.1.node", buf, sizeof buf);
   if (!path || !mb_test_file_exists(path)) {
@@ -661,9 +637,6 @@ static void test_pikachu(void **state) {
   check_mesh(m, "pikachu.1");
   check_corners(m, "pikachu.1");
   mb_mesh_free(m);
-#else
-  printf("[ gpu ] pikachu: this build has no Triangle file reader, part skipped\n");
-#endif
 }
 
 /* Twelve triangles round vertex 12 with spokes of squared length 25 and
@@ -718,16 +691,11 @@ static int run_bench(int64_t n, int delaunay) {
   mb_mesh *m = NULL;
   const char *what = "jittered grid";
   if (delaunay) {
-#if MB_GPU_TEST_HAVE_GENERATE
     if (mb_generate_delaunay(n, 1, 0, &m)) {
       printf("bench: %s\n", mb_error_message());
       return 1;
     }
     what = "uniform Delaunay";
-#else
-    printf("bench: no mb_generate_delaunay in this build\n");
-    return 1;
-#endif
   }
   const int64_t side = (int64_t)ceil(sqrt((double)n));
   uint64_t s = 99;
@@ -783,7 +751,7 @@ static int run_bench(int64_t n, int delaunay) {
 }
 
 int main(int argc, char **argv) {
-  g_cpu_only = argc == 2 && strcmp(argv[1], "--cpu-only") == 0 && MB_GPU_TEST_HAVE_POLYLLA_CPU;
+  g_cpu_only = argc == 2 && strcmp(argv[1], "--cpu-only") == 0;
   int skip = g_cpu_only ? 0 : mb_gpu_skip_unless_device("test_gpu_polylla");
   if (skip) return skip;
   if (argc >= 3 && strcmp(argv[1], "--bench") == 0)
