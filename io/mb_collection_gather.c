@@ -4,6 +4,7 @@
  * identically on every rank (see mb_collection_private.h). */
 #include "mb_collection.h"
 #include "mb_collection_private.h"
+#include "mb_mpi.h"
 
 #include <limits.h>
 #include <stdlib.h>
