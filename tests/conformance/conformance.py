@@ -214,13 +214,14 @@ GRID_STAGES = ("  - {op: derivative, axis: all}\n"
 # for bit; after taubin stages (umbrella_chain) the field is computed from the
 # smoothed positions and travels with them.
 OPS["umbrella"] = dict(inputs=surface_inputs, stages="  - {op: umbrella}\n", op="umbrella",
-                       cuda_rtol=0)
+                       cuda_rtol=0, partitioned=BOTH)
 OPS["umbrella_chain"] = dict(
     inputs=surface_inputs, op="umbrella", cuda_rtol=1e-12,
     stages="  - {op: taubin, lambda: 0.5, mu: -0.53, iterations: 3}\n  - {op: umbrella}\n"
            "  - {op: laplacian, lambda: 0.3, iterations: 1}\n", partitioned=BOTH)
 
-OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0)
+OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0,
+                      partitioned=BOTH)
 
 OPS["polylla_delaunay"] = dict(inputs=delaunay_inputs, stages="  - {op: polylla}\n", op="polylla",
                                cuda_rtol=0, partitioned=BOTH)
