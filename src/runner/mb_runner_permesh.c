@@ -1,0 +1,487 @@
+/* meshbatch: the runner's per-mesh distribution (see mb_runner.h): the
+ * assignment of datasets to ranks (LPT, static and dynamic schedules) and
+ * the pipeline of each rank (read ahead, compute thread, write). */
+#include "mb_runner_private.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mb_collection.h"
+#include "mb_cuda.h"
+#include "mb_log.h"
+#include "mb_meshfile.h"
+#include "mb_mpi.h"
+
+/* ------------------------------------------------------------- assignment */
+
+typedef struct cost_item {
+  int64_t index;
+  double cost;
+} cost_item;
+
+static int by_cost_desc(const void *x, const void *y) {
+  const cost_item *a = x, *b = y;
+  if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+/* Items sorted by decreasing cost, ties by index: the order work is handed out. */
+static cost_item *cost_order(int64_t n, const double *cost) {
+  cost_item *items = malloc(sizeof *items * (size_t)(n ? n : 1));
+  if (!items) return NULL;
+  for (int64_t i = 0; i < n; i++) items[i] = (cost_item){i, cost[i]};
+  qsort(items, (size_t)n, sizeof *items, by_cost_desc);
+  return items;
+}
+
+void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+  cost_item *items = cost_order(n, cost);
+  double *load = calloc((size_t)nranks, sizeof *load);
+  if (!items || !load) { /* fall back to round robin: still a valid assignment */
+    for (int64_t i = 0; i < n; i++) owner[i] = (int)(i % nranks);
+    free(items);
+    free(load);
+    return;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    int best = 0;
+    for (int r = 1; r < nranks; r++)
+      if (load[r] < load[best]) best = r;
+    owner[items[k].index] = best;
+    load[best] += items[k].cost > 0 ? items[k].cost : 1;
+  }
+  free(items);
+  free(load);
+}
+
+/* Estimated work of a source: its size (I/O) plus every stage's cost. */
+static double source_cost(const mb_job *job, double size) {
+  double c = size;
+  for (int s = 0; s < job->nstages; s++)
+    c += job->stages[s].op->cost(0, (int64_t)size, job->stages[s].params);
+  return c;
+}
+
+/* ------------------------------------------------------------- per-mesh pipeline */
+
+/* A per-mesh run is a pipeline of three stages per rank: a compute thread
+ * takes the meshes the main thread has read, in turn, and runs their
+ * stages (on the GPU, or the CPU's OpenMP threads); meanwhile the rank's
+ * main thread reads up to PIPE_AHEAD meshes ahead and writes the meshes
+ * computed (checkpoint, output), so that the device is busy while the disk
+ * works, and a large read or write beside a small compute does not stall
+ * it. The main thread does all HDF5 and MPI calls (the MPI library is
+ * initialized for MPI_THREAD_FUNNELED; HDF5 is not thread-safe); the
+ * compute thread only runs ops, which use neither for a whole mesh.
+ * The pipeline runs on the CUDA backend (on the CPU backend the compute
+ * already takes every core); MESHBATCH_PIPELINE=0 or 1 in the environment
+ * turns it off or on for either backend. */
+typedef struct pending {
+  rank_state *st;
+  int64_t s;          /* the source, -1 for none */
+  int ires;           /* its entry in st->results */
+  int compute;        /* 1: read, its stages to run; 0: finished already (resumed or failed) */
+  mb_mesh *m;         /* the mesh: read, then computed; NULL where that failed */
+  char message[512];  /* why it failed (error messages are per thread) */
+  char trace[2048];   /* and the traceback, for -v */
+  double t0, compute_s, device_s;
+  unsigned computed;  /* the precisions its stages computed in */
+  struct pending *next; /* in a queue of the pipeline */
+} pending;
+
+int runner_pipeline_enabled(const rank_state *st) {
+  const char *e = getenv("MESHBATCH_PIPELINE");
+  if (e && !strcmp(e, "0")) return 0;
+  if (e && !strcmp(e, "1")) return 1;
+  return st->backend.kind == MB_BACKEND_CUDA;
+}
+
+/* The compute stage: the job's stages and the provenance, on the thread
+ * that runs it (with the rank's device bound to it on the CUDA backend). */
+static void compute_pending(pending *p) {
+  rank_state *st = p->st;
+  const double t0 = mb_wtime();
+  mb_error e = MB_SUCCESS;
+  if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
+  const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
+                         .halo = st->job->halo, .device_s = &p->device_s,
+                         .computed = &p->computed};
+  if (!e) e = runner_run_stages(st, &ctx, &p->m, NULL);
+  p->compute_s = mb_wtime() - t0;
+  if (!e) e = runner_add_provenance(st, p->m, mb_wtime() - p->t0, p->computed);
+  if (e) {
+    snprintf(p->message, sizeof p->message, "%s", mb_error_message());
+    snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
+    mb_mesh_free(p->m);
+    p->m = NULL;
+  }
+}
+
+/* The read stage of source s (main thread): a result entry, then the mesh
+ * from the checkpoint (finished before: nothing to compute) or from the
+ * inputs, converted to the kind the first stage reads. A source that
+ * cannot be read is recorded as skipped. */
+static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
+  memset(p, 0, sizeof *p);
+  p->st = st;
+  p->s = s;
+  mesh_result *r = realloc(st->results, sizeof *r * (size_t)(st->nresults + 1));
+  MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
+  st->results = r;
+  p->ires = st->nresults++;
+  mesh_result *res = &r[p->ires];
+  memset(res, 0, sizeof *res);
+  res->index = s;
+  res->rank = st->rank;
+  snprintf(res->backend, sizeof res->backend, "%s",
+           st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu");
+  const mb_source *src = &st->inputs->sources[s];
+  p->t0 = mb_wtime();
+  char ck[4400];
+  runner_checkpoint_path(st, s, ck, sizeof ck);
+  if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
+    MB_CALL(runner_read_checkpoint(ck, s, &p->m));
+    res->nv = p->m->nv;
+    res->nf = p->m->nf;
+    snprintf(res->backend, sizeof res->backend, "resumed");
+    st->resumed++;
+    mb_log(MB_LOG_NORMAL, "[rank %d] %s: from the checkpoint (%s)", st->rank, src->name, ck);
+    return MB_SUCCESS;
+  }
+  mb_error e = mb_inputs_read(st->inputs, s, &p->m);
+  if (!e) {
+    res->nv = p->m->nv;
+    res->nf = p->m->nf;
+    if (st->import_kind != MB_KIND_NONE)
+      e = mb_mesh_convert_kind(p->m, st->import_kind, src->path);
+  }
+  if (!e) e = runner_fit_kind(st, p->m);
+  res->read_s = mb_wtime() - p->t0;
+  if (e) {
+    snprintf(p->message, sizeof p->message, "%s", mb_error_message());
+    snprintf(p->trace, sizeof p->trace, "%s", mb_error_traceback());
+    mb_mesh_free(p->m);
+    p->m = NULL;
+    return MB_SUCCESS;
+  }
+  p->compute = 1;
+  return MB_SUCCESS;
+}
+
+/* A source read but not computed (SIGTERM came): as if never taken. */
+static void drop_source(rank_state *st, pending *p) {
+  mb_mesh_free(p->m);
+  p->m = NULL;
+  /* its result entry goes; later entries (meshes taken after it that had
+   * nothing to compute, finished already) move down: no pending one
+   * refers to them, as meshes read later are dropped first */
+  memmove(&st->results[p->ires], &st->results[p->ires + 1],
+          sizeof *st->results * (size_t)(st->nresults - p->ires - 1));
+  st->nresults--;
+  p->s = -1;
+}
+
+/* The write stage (main thread): a computed mesh goes to the checkpoint
+ * (durable before it counts as finished: written whole, then renamed) and
+ * joins the rank's output; a failed one is reported as skipped. */
+static mb_error finish_source(rank_state *st, pending *p) {
+  if (p->s < 0) return MB_SUCCESS;
+  mesh_result *res = &st->results[p->ires];
+  const mb_source *src = &st->inputs->sources[p->s];
+  const int resumed = !p->compute && p->m;
+  if (resumed) {
+    res->ok = 1;
+    return runner_keep_mesh(st, p->m);
+  }
+  const double tw = mb_wtime();
+  if (p->m) {
+    char ck[4400];
+    runner_checkpoint_path(st, p->s, ck, sizeof ck);
+    if (ck[0]) {
+      mb_error ce = mb_collection_write_durable(MPI_COMM_SELF, ck, 1, &p->m, 0, NULL);
+      if (ce) {
+        mb_mesh_free(p->m);
+        return ce;
+      }
+    }
+    res->seconds = res->read_s + p->compute_s;
+    MB_CALL(runner_keep_mesh(st, p->m));
+    res->ok = 1;
+    mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
+           src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
+  } else {
+    res->seconds = res->read_s + p->compute_s;
+    snprintf(res->message, sizeof res->message, "%s", p->message);
+    mb_log_error("[rank %d] %s: skipped: %s", st->rank, src->name, res->message);
+    if (mb_log_get_level() >= MB_LOG_VERBOSE) fprintf(stderr, "%s", p->trace);
+  }
+  st->busy_s += res->read_s + p->compute_s + (mb_wtime() - tw);
+  st->device_s += p->device_s;
+  st->finished++;
+  runner_inject_fault(st->rank, st->finished);
+  return MB_SUCCESS;
+}
+
+/* ------------------------------------------------------------- scheduling */
+
+/* The next source this rank takes, or -1: the static schedule's list in
+ * turn, or the dynamic schedule's shared counter. */
+typedef struct source_iter {
+  int64_t n;
+  const int *owner;       /* static: the rank of each source */
+  const cost_item *order; /* dynamic: sources in decreasing cost */
+  MPI_Win win;            /* dynamic: the counter on rank 0 */
+  int64_t pos;
+} source_iter;
+
+static mb_error next_source(rank_state *st, source_iter *it, int64_t *s) {
+  *s = -1;
+  if (runner_stop_requested()) return MB_SUCCESS;
+  if (it->owner) {
+    while (it->pos < it->n && it->owner[it->pos] != st->rank) it->pos++;
+    if (it->pos < it->n) *s = it->pos++;
+    return MB_SUCCESS;
+  }
+  int64_t one = 1, next = 0;
+  MB_CALL_MPI(MPI_Fetch_and_op(&one, &next, MPI_INT64_T, 0, 0, MPI_SUM, it->win));
+  MB_CALL_MPI(MPI_Win_flush(0, it->win));
+  if (next < it->n) *s = it->order[next].index;
+  return MB_SUCCESS;
+}
+
+/* Meshes read ahead of the compute: a larger read beside a smaller compute
+ * then does not leave the device waiting, at the memory of these meshes. */
+enum { PIPE_AHEAD = 2 };
+
+/* The queues between the main thread and the compute thread. */
+typedef struct mesh_pipe {
+  rank_state *st;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pending *in, *in_tail;   /* read, their stages to run (FIFO) */
+  pending *out, *out_tail; /* computed, to be written (FIFO) */
+  int nin, busy;           /* queued for the compute; 1 while one computes */
+  int quit;                /* no more meshes: the compute thread ends when in is empty */
+} mesh_pipe;
+
+static void queue_push(pending **head, pending **tail, pending *p) {
+  p->next = NULL;
+  if (*tail) (*tail)->next = p; else *head = p;
+  *tail = p;
+}
+
+static pending *queue_pop(pending **head, pending **tail) {
+  pending *p = *head;
+  if (p) {
+    *head = p->next;
+    if (!*head) *tail = NULL;
+    p->next = NULL;
+  }
+  return p;
+}
+
+/* The compute thread: the stages of each mesh of the in queue, in turn,
+ * into the out queue. Its OpenMP teams leave one core to the main thread,
+ * and one more to the output's raw-write thread where the output is
+ * written mesh by mesh: a team as large as the machine, with those threads
+ * beside it, waits at every barrier for the thread that lost its core
+ * (16 cores: a batch's compute took 5 times as long with the reading
+ * thread, on the H100 machine; 14 % longer with the writing one, H200). */
+static void *compute_thread(void *arg) {
+  mesh_pipe *q = arg;
+  const int n = q->st->omp_threads - (q->st->out ? 2 : 1);
+  omp_set_num_threads(n > 1 ? n : 1);
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->in && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
+    pending *p = queue_pop(&q->in, &q->in_tail);
+    if (!p) break;
+    q->nin--;
+    q->busy = 1;
+    pthread_mutex_unlock(&q->mu);
+    compute_pending(p);
+    pthread_mutex_lock(&q->mu);
+    q->busy = 0;
+    queue_push(&q->out, &q->out_tail, p);
+    pthread_cond_broadcast(&q->cv);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+/* Write (or, after an error of the rank, free) every computed mesh. */
+static mb_error finish_computed(rank_state *st, mesh_pipe *q, mb_error e) {
+  pthread_mutex_lock(&q->mu);
+  pending *done = q->out;
+  q->out = q->out_tail = NULL;
+  pthread_mutex_unlock(&q->mu);
+  while (done) {
+    pending *p = done;
+    done = p->next;
+    if (!e) e = finish_source(st, p);
+    else mb_mesh_free(p->m);
+    free(p);
+  }
+  return e;
+}
+
+/* The meshes read but not started (SIGTERM, or an error of the rank): as
+ * if never taken, the last read first. */
+static void drop_waiting(rank_state *st, mesh_pipe *q) {
+  pthread_mutex_lock(&q->mu);
+  pending *list = q->in, *rev = NULL;
+  q->in = q->in_tail = NULL;
+  q->nin = 0;
+  pthread_mutex_unlock(&q->mu);
+  while (list) {
+    pending *p = list;
+    list = p->next;
+    p->next = rev;
+    rev = p;
+  }
+  while (rev) {
+    pending *p = rev;
+    rev = p->next;
+    drop_source(st, p);
+    free(p);
+  }
+}
+
+/* Read source s and hand it on: to the compute thread, or where there is
+ * nothing to compute (resumed, or the read failed) straight to the write. */
+static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
+  pending *p = calloc(1, sizeof *p);
+  MB_CHECK(p, MB_ERR_MEMORY, "out of memory");
+  mb_error e = begin_source(st, s, p);
+  if (e || !p->compute) {
+    if (!e) e = finish_source(st, p);
+    else mb_mesh_free(p->m);
+    free(p);
+    MB_CALL(e);
+    return MB_SUCCESS;
+  }
+  pthread_mutex_lock(&q->mu);
+  queue_push(&q->in, &q->in_tail, p);
+  q->nin++;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return MB_SUCCESS;
+}
+
+/* The pipeline over this rank's sources (main thread): write what is
+ * computed, read ahead while fewer than PIPE_AHEAD wait, else wait for a
+ * compute to end. SIGTERM drops the meshes read but not started; an error
+ * of the rank itself (not of a mesh) does too, and keeps nothing of the
+ * compute in flight. */
+static mb_error run_pipeline(rank_state *st, source_iter *it) {
+  mesh_pipe q = {.st = st};
+  pthread_mutex_init(&q.mu, NULL);
+  pthread_cond_init(&q.cv, NULL);
+  pthread_t thread;
+  int rc = pthread_create(&thread, NULL, compute_thread, &q);
+  if (rc) {
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
+    MB_FAIL(MB_ERR_MEMORY, "cannot start the compute thread: %s", strerror(rc));
+  }
+  mb_error e = MB_SUCCESS;
+  int more = 1;
+  for (;;) {
+    e = finish_computed(st, &q, e);
+    if (e || runner_stop_requested()) {
+      more = 0;
+      drop_waiting(st, &q);
+    }
+    pthread_mutex_lock(&q.mu);
+    const int room = q.nin < PIPE_AHEAD, flight = q.nin + q.busy + (q.out != NULL);
+    pthread_mutex_unlock(&q.mu);
+    if (more && room) {
+      int64_t s = -1;
+      e = next_source(st, it, &s);
+      if (!e && s >= 0) e = take_source(st, &q, s);
+      more = !e && s >= 0;
+      continue;
+    }
+    if (!more && !flight) break;
+    pthread_mutex_lock(&q.mu);
+    while (!q.out && (q.in || q.busy)) pthread_cond_wait(&q.cv, &q.mu);
+    pthread_mutex_unlock(&q.mu);
+  }
+  pthread_mutex_lock(&q.mu);
+  q.quit = 1;
+  pthread_cond_broadcast(&q.cv);
+  pthread_mutex_unlock(&q.mu);
+  pthread_join(thread, NULL);
+  pthread_mutex_destroy(&q.mu);
+  pthread_cond_destroy(&q.cv);
+  return e;
+}
+
+/* This rank's sources in turn: read, compute, write (the pipeline off). */
+static mb_error run_in_turn(rank_state *st, source_iter *it) {
+  for (;;) {
+    int64_t s = -1;
+    MB_CALL(next_source(st, it, &s));
+    if (s < 0) return MB_SUCCESS;
+    pending p;
+    mb_error e = begin_source(st, s, &p);
+    if (!e && p.compute) compute_pending(&p);
+    if (!e) e = finish_source(st, &p);
+    else mb_mesh_free(p.m);
+    MB_CALL(e);
+  }
+}
+
+static mb_error run_sources(rank_state *st, source_iter *it) {
+  st->omp_threads = omp_get_max_threads();
+  if (!runner_pipeline_enabled(st)) return run_in_turn(st, it);
+  if (st->rank == 0)
+    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead and writes "
+           "the computed ones while the current one computes", PIPE_AHEAD);
+  return run_pipeline(st, it);
+}
+
+mb_error runner_run_static(rank_state *st) {
+  int64_t n = st->inputs->nsources;
+  double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
+  int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
+  if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+  for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
+  mb_assign_lpt(n, cost, st->size, owner);
+  source_iter it = {.n = n, .owner = owner};
+  mb_error e = run_sources(st, &it);
+  free(cost);
+  free(owner);
+  return e;
+}
+
+/* A work queue: rank 0 exposes a counter; every rank fetch-and-adds it to
+ * take the next mesh in decreasing cost order until the queue is empty. */
+mb_error runner_run_dynamic(rank_state *st) {
+  int64_t n = st->inputs->nsources;
+  double *cost = malloc(sizeof *cost * (size_t)(n ? n : 1));
+  MB_CHECK(cost, MB_ERR_MEMORY, "out of memory");
+  for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
+  cost_item *order = cost_order(n, cost);
+  free(cost);
+  MB_CHECK(order, MB_ERR_MEMORY, "out of memory");
+  int64_t *counter = NULL;
+  source_iter it = {.n = n, .order = order};
+  MB_CALL_MPI(MPI_Win_allocate(st->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t),
+                               MPI_INFO_NULL, st->comm, &counter, &it.win));
+  /* a window does not inherit the communicator's handler (mb_mpi.h) */
+  MB_CALL_MPI(MPI_Win_set_errhandler(it.win, MPI_ERRORS_RETURN));
+  if (st->rank == 0) *counter = 0;
+  MB_CALL_MPI(MPI_Barrier(st->comm));
+  MB_CALL_MPI(MPI_Win_lock_all(0, it.win));
+  mb_error e = run_sources(st, &it);
+  MB_CALL_MPI(MPI_Win_unlock_all(it.win));
+  MB_CALL_MPI(MPI_Win_free(&it.win));
+  free(order);
+  return e;
+}

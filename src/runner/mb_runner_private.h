@@ -1,0 +1,131 @@
+/* meshbatch: what the runner's files share (not installed; the public API
+ * is mb_runner.h). The runner is split by concern:
+ *   mb_runner.c             the run (setup, schedule, output's end), SIGTERM,
+ *                           provenance, the one stage loop, the summary;
+ *   mb_runner_permesh.c     per-mesh assignment (LPT, static and dynamic
+ *                           schedules) and the read/compute/write pipeline;
+ *   mb_runner_partitioned.c every dataset split over the ranks (the domain's
+ *                           reader, the stages on it, its checkpoint slabs);
+ *   mb_runner_output.c      output checks, lock, stale temporaries, the
+ *                           checkpoint folder and files, finished meshes kept.
+ * None of these functions is collective unless its comment says so; each
+ * that returns mb_error reports through mb_error.h's message. */
+#ifndef MB_RUNNER_PRIVATE_H
+#define MB_RUNNER_PRIVATE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_backend.h"
+#include "mb_collection.h"
+#include "mb_domain.h"
+#include "mb_error.h"
+#include "mb_inputs.h"
+#include "mb_job.h"
+#include "mb_mesh.h"
+#include "mb_op.h"
+#include "mb_runner.h"
+
+/* What one rank reports about one mesh source, gathered to rank 0. */
+typedef struct mesh_result {
+  int64_t index;
+  int64_t nv, nf;
+  int rank;
+  int ok;
+  double seconds;
+  double read_s;         /* of seconds: reading the input (per-mesh runs) */
+  char backend[64];
+  char message[512];
+} mesh_result;
+
+typedef struct rank_state {
+  MPI_Comm comm;
+  int rank, size;
+  const mb_job *job;     /* the job; for an import, a plan with no stages */
+  mb_kind import_kind;   /* import: the kind every dataset is converted to, or NONE */
+  mb_inputs *inputs;
+  mb_backend backend;
+  mb_collection_writer *out; /* per-mesh runs on one rank: the output, written mesh by mesh */
+  int nkept;
+  mb_mesh **kept;        /* otherwise: processed meshes this rank writes at the end */
+  int nslabs;
+  mb_mesh_slab *slabs;   /* partitioned runs: this rank's rows of every processed mesh */
+  int nresults;
+  mesh_result *results;  /* one per source this rank took */
+  double busy_s;
+  double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  unsigned computed;     /* partitioned runs: MB_COMPUTED_BIT of the precisions the current
+                            mesh's stages computed in (mb_op_ctx.computed) */
+  double device_total_s; /* the same, summed over the ranks (after report_device_busy) */
+  int64_t finished;      /* per-mesh runs: meshes this rank finished (computed or failed) */
+  int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
+                            takes one fewer) */
+  double setup_s;        /* --timings: backend and inputs */
+  double put_s;          /* meshes written into the output as they finished (st->out) */
+  double write_s;        /* the output's end: the collective write, or the publication */
+  char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
+  int64_t resumed;       /* meshes this rank took from the checkpoint */
+  int locked;            /* rank 0 holds OUTPUT.lock */
+} rank_state;
+
+/* ------------------------------------------------------------- mb_runner.c */
+
+/* 1 once SIGTERM came during the run (finish the current mesh, take no other). */
+int runner_stop_requested(void);
+/* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th mesh. */
+void runner_inject_fault(int rank, int64_t finished);
+/* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
+mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed);
+/* Convert m to the kind stage 0 reads where it can; MB_ERR_ARG where it cannot. */
+mb_error runner_fit_kind(const rank_state *st, mb_mesh *m);
+/* The one stage loop: on *m (per mesh, d NULL) or on domain d (partitioned, collective, errors agreed). */
+mb_error runner_run_stages(const rank_state *st, const mb_op_ctx *ctx, mb_mesh **m,
+                           mb_domain *d);
+
+/* ------------------------------------------------------------- mb_runner_permesh.c */
+
+/* Whether the per-mesh pipeline runs (CUDA backend, or MESHBATCH_PIPELINE=0/1). */
+int runner_pipeline_enabled(const rank_state *st);
+/* Per-mesh run, static LPT schedule: this rank's sources through the pipeline. Collective. */
+mb_error runner_run_static(rank_state *st);
+/* Per-mesh run, dynamic schedule: a shared counter on rank 0 (MPI window). Collective. */
+mb_error runner_run_dynamic(rank_state *st);
+
+/* ------------------------------------------------------------- mb_runner_partitioned.c */
+
+/* Partitioned run: every source split over all ranks, slabs kept for the write. Collective. */
+mb_error runner_run_partitioned(rank_state *st);
+
+/* ------------------------------------------------------------- mb_runner_output.c */
+
+/* A finished mesh joins the output (written now, or kept for the end); takes m in every case. */
+mb_error runner_keep_mesh(rank_state *st, mb_mesh *m);
+/* Keep a processed slab for the collective write; takes slab's rows (*slab zeroed). */
+mb_error runner_keep_slab(rank_state *st, mb_mesh_slab *slab);
+/* The checkpoint file of source s into ck[len] ("" without --checkpoint). */
+void runner_checkpoint_path(const rank_state *st, int64_t s, char *ck, size_t len);
+/* Open checkpoint file ck, a collection of one dataset, into *c. Collective over comm. */
+mb_error runner_open_checkpoint_mesh(MPI_Comm comm, const char *ck, mb_collection **c);
+/* Read the one dataset of checkpoint ck as source s into *m (caller frees). */
+mb_error runner_read_checkpoint(const char *ck, int64_t s, mb_mesh **m);
+/* mkdir -p of the folder that will hold path (rank 0). */
+mb_error runner_make_parent_folder(const char *path);
+/* Rank 0, before any work: output is a writable file, not a folder nor an input; names fit. */
+mb_error runner_check_output(const char *output, const mb_inputs *in);
+/* Rank 0: OUTPUT.lock taken exclusively (a stale one of a gone process taken over). */
+mb_error runner_take_lock(const char *output);
+/* Rank 0, holding the lock: remove OUTPUT.tmp-PID files of stopped runs. */
+void runner_remove_stale_temporaries(const char *output);
+/* Rank 0: remove OUTPUT.lock. */
+void runner_drop_lock(const char *output);
+/* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume). */
+mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
+/* Rank 0, after the output is written: remove the checkpoint folder dir. */
+void runner_remove_checkpoint(const char *dir);
+/* Whether the output is written mesh by mesh (one rank, per mesh, not MESHBATCH_WRITE=end). */
+int runner_writes_per_mesh(const rank_state *st);
+/* The bytes the output will take as far as the inputs tell (to refuse a full disk). */
+double runner_expected_output_bytes(const mb_inputs *in);
+
+#endif
