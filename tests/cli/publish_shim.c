@@ -1,5 +1,5 @@
 /* LD_PRELOAD shim for cli_test.py publish_undo: the renames with which
- * meshbatch puts an output into place (io/mb_collection.c, publish), seen
+ * meshbatch puts an output into place (io/mb_collection_publish.c), seen
  * and broken on request.
  *   MB_SHIM_FAIL_AT=NAME   the exchange or rename onto a file named NAME
  *                          (last path component) fails with EIO

@@ -1,4 +1,4 @@
-/* meshbatch test: large arrays (src/mb_alloc.h): sizes, zeroing of reused
+/* meshbatch test: large arrays (src/core/mb_alloc.h): sizes, zeroing of reused
  * memory, overflow, growth that keeps the contents, and the huge-page
  * advice seen by the kernel (the "hg" flag in /proc/self/smaps, where transparent huge
  * pages are offered in "madvise" or "always" mode). */

@@ -1,4 +1,4 @@
-/* meshbatch test: the vertex adjacency (src/mb_adjacency.h) against a
+/* meshbatch test: the vertex adjacency (src/core/mb_adjacency.h) against a
  * brute-force reference on meshes that reach every path of the builder: a
  * fan of 40 triangles round a hub (a bucket of 80 entries: the merge sort),
  * a repeated face (an edge in three faces: neither boundary nor counted
