@@ -40,18 +40,14 @@
 #include <stdint.h>
 
 #include "mb_error.h"
+#include "mb_op.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* How the halo travels between GPUs: MPI through pinned host buffers, NCCL
- * device to device, or auto: the rule of mb_halo_choose_transport. */
-typedef enum mb_halo_transport {
-  MB_HALO_AUTO = 0,
-  MB_HALO_MPI = 1,
-  MB_HALO_NCCL = 2
-} mb_halo_transport;
+/* mb_halo_transport (the job key `halo`) is defined with the other job
+ * settings in src/core/mb_op.h. */
 
 const char *mb_halo_transport_name(mb_halo_transport t);
 

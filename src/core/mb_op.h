@@ -40,6 +40,15 @@ typedef enum mb_partitioner {
   MB_PARTITIONER_BLOCKS = 2
 } mb_partitioner;
 
+/* How the halo travels between GPUs (job key `halo`): MPI through pinned
+ * host buffers, NCCL device to device, or auto: the rule of
+ * mb_halo_choose_transport (partition/mb_halo.h). */
+typedef enum mb_halo_transport {
+  MB_HALO_AUTO = 0,
+  MB_HALO_MPI = 1,
+  MB_HALO_NCCL = 2
+} mb_halo_transport;
+
 /* Name of a partitioner as written in job files ("metis"). Not collective. */
 const char *mb_partitioner_name(mb_partitioner p);
 
@@ -96,7 +105,7 @@ typedef struct mb_stage {
 typedef struct mb_op_ctx {
   const mb_backend *backend;
   mb_precision precision;
-  int halo;                         /* partitioned GPU runs: mb_halo_transport */
+  mb_halo_transport halo;           /* partitioned GPU runs: the job key `halo` */
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
   double *device_s;                 /* per-mesh runs: an op adds the seconds its device was
                                        busy for the mesh (the GPU busy fraction); may be NULL */

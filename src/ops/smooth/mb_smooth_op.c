@@ -271,7 +271,7 @@ static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *sta
   MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
   if (ctx->backend->kind == MB_BACKEND_CUDA)
     e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st, n, ctx->precision,
-                                   (mb_halo_transport)ctx->halo, dm->x, ctx->timing);
+                                   ctx->halo, dm->x, ctx->timing);
   else
     e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st, n, dm->x, ctx->timing);
 done:
