@@ -62,7 +62,7 @@ static mb_error read_block_rows(mb_domain *d, const mb_domain_source *src) {
   MB_CHECK(src->by_rows, MB_ERR_ARG,
            "%s: partitioner: parmetis reads meshes from an HDF5 collection by slabs, and this "
            "is a mesh file (convert it first with meshbatch import, or use partitioner: metis)",
-           src->name);
+           src->path);
   mb_kind kind;
   int64_t nv = 0, nf = 0, shape[3], v0 = 0, nvrows = 0, f0 = 0, nfrows = 0;
   mb_error e = src->read_info(src->ctx, &kind, &nv, &nf, shape);
@@ -136,7 +136,7 @@ static mb_error cells(mb_domain *d, const mb_domain_source *src) {
   if (!e && kind != MB_KIND_GRID3D)
     e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                      "%s is a %s dataset, and a split into grid blocks needs a grid3d",
-                     src->name, mb_kind_name(kind));
+                     src->path, mb_kind_name(kind));
   MB_CALL_GOTO(e, done, mb_agree(d->comm, e));
   MB_CALL_GOTO(e, done, mb_cart_create(d->comm, shape, 1, d->depth, &d->cart));
   e = whole ? mb_grid_block_cut(whole, d->cart->lo, d->cart->nloc, &d->slab)

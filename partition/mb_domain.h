@@ -48,7 +48,8 @@ typedef struct mb_domain_source {
   void *ctx;            /* handed to every callback */
   int by_rows;          /* 1: read_info and read_rows work (an HDF5 collection): no rank needs
                            the whole dataset */
-  const char *name;     /* the dataset's name, for messages (borrowed) */
+  const char *name;     /* the dataset's name, for the log (borrowed) */
+  const char *path;     /* where it is read from, for messages (borrowed) */
   /* The whole dataset, on every rank (owned by the caller after). */
   mb_error (*read_whole)(void *ctx, mb_mesh **whole);
   /* by_rows: its kind, vertices (grid: points) and faces, grid shape. */

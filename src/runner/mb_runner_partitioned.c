@@ -89,7 +89,8 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
   const mb_job *job = st->job;
   source_reader reader = {.st = st, .s = s};
   const mb_domain_source src = {.ctx = &reader, .by_rows = from_collection(st, s),
-                                .name = st->inputs->sources[s].path, .read_whole = read_whole,
+                                .name = st->inputs->sources[s].name,
+                                .path = st->inputs->sources[s].path, .read_whole = read_whole,
                                 .read_info = read_info, .read_rows = read_rows,
                                 .read_block = read_block};
   const mb_domain_spec spec = {.split = mb_op_partitioned(job->stages[0].op),
