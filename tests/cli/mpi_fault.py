@@ -16,7 +16,8 @@ exit-code agreement in main, which has no later agreement to fall back on).
 for finding places that hang, not for CTest).
 
 Exit code 0 passes, 77 skips (the preload is not built or not in effect).
-Environment: as cli_test.py, and MB_MPI_FAULT_SHIM (the preload's path).
+Environment: as cli_test.py, MB_MPI_FAULT_SHIM (the preload's path) and
+MB_MPI_FAULT_PRELOAD_FIRST (the sanitizer runtime, preloaded before it).
 """
 import argparse
 import os
@@ -194,7 +195,11 @@ def main():
     if not os.path.isfile(shim):
         print(f"SKIP: the preload {shim!r} is not built")
         sys.exit(SKIP)
-    os.environ["MB_MPI_FAULT_SHIM"] = shim
+    first = os.environ.get("MB_MPI_FAULT_PRELOAD_FIRST", "")  # the sanitizer runtime, if any
+    if first == "missing":
+        print("SKIP: sanitizer build, and its runtime library (to preload first) was not found")
+        sys.exit(SKIP)
+    os.environ["MB_MPI_FAULT_SHIM"] = f"{first} {shim}".strip()
     problems = []
     for distribute in ("per-mesh", "partitioned"):
         if a.only and a.only != distribute:
