@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The layers depend one way (docs/architecture.md, "Layers, one way"):
 
-    core  <-  io, partition  <-  ops  <-  runner  <-  cli
+    core  <-  io, partition  <-  linalg  <-  ops  <-  runner  <-  cli
 
 Every source file's folder names its layer; every `#include "..."` of a
 meshbatch header must name a header of the same layer or of a layer below
@@ -21,6 +21,7 @@ LAYERS = {
     "src/core": "core", "cuda/core": "core",
     "io": "io",
     "partition": "partition", "cuda/partition": "partition",
+    "linalg": "linalg", "cuda/linalg": "linalg",
     "src/ops": "ops", "cuda": "ops",          # cuda/<room>/ for the op rooms
     "src/runner": "runner",
     "src/cli": "cli",
@@ -29,9 +30,10 @@ BELOW = {  # what each layer may include besides itself
     "core": set(),
     "io": {"core"},
     "partition": {"core"},
-    "ops": {"core", "io", "partition"},
-    "runner": {"core", "io", "partition", "ops"},
-    "cli": {"core", "io", "partition", "ops", "runner"},
+    "linalg": {"core", "partition"},
+    "ops": {"core", "io", "partition", "linalg"},
+    "runner": {"core", "io", "partition", "linalg", "ops"},
+    "cli": {"core", "io", "partition", "linalg", "ops", "runner"},
 }
 GENERATED = {"mb_config.h": "core"}  # made by CMake from src/core/mb_config.h.in
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -49,7 +51,7 @@ def layer_of(rel):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
     files, headers = [], {}
-    for top in ("src", "cuda", "io", "partition"):
+    for top in ("src", "cuda", "io", "partition", "linalg"):
         for d, _, names in os.walk(os.path.join(root, top)):
             for n in names:
                 if n.endswith((".c", ".h", ".cu", ".cuh", ".def")):

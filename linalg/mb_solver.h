@@ -1,0 +1,105 @@
+/* meshbatch: sparse symmetric positive definite solves, one interface for
+ * every backend (linalg layer). The solver ops (implicit fairing, mean-
+ * curvature flow, then Willmore flow and constrained deformation) solve
+ *     A X = B,   A [n, n] SPD (mb_csr), X and B [n, 3] (three coordinates
+ *                together, row-major)
+ * once or more per step, with A's pattern fixed for a mesh and its values
+ * new at every step.
+ *
+ * Methods (mb_solver_method), each with its stopping rule:
+ *   MB_SOLVER_CHOLESKY  sparse Cholesky, direct. CPU: CHOLMOD (Chen, Davis,
+ *                       Hager, Rajamanickam, ACM TOMS 35(3), 2008): symbolic
+ *                       analysis once per pattern (cholmod_analyze, its
+ *                       fill-reducing order), numeric factorization per
+ *                       matrix, solve per right-hand side. GPU: cuSOLVER's
+ *                       low-level csrchol (analysis once per pattern, factor
+ *                       per matrix, solve per column), on the matrix permuted
+ *                       by METIS_NodeND nested dissection (csrchol does no
+ *                       ordering of its own). One rank's whole matrix only.
+ *                       Residual not iterated on; reported after the solve.
+ *   MB_SOLVER_PCG       conjugate gradient (Hestenes & Stiefel 1952) with the
+ *                       Jacobi preconditioner, the three columns advanced
+ *                       together (each its own alpha and beta), warm-started
+ *                       from X on entry, stopped per column when
+ *                       ||b - A x||_2 <= rtol ||b||_2 (recomputed residual
+ *                       norm, not the recurrence's, at the end), dot
+ *                       products exact (partition/mb_reduce.h), so the
+ *                       iterates are the same bits on 1 and N ranks.
+ *                       Distributed: rows are a rank's owned vertices, a
+ *                       forward halo exchange of the search directions
+ *                       before each product.
+ *   MB_SOLVER_AUTO      the op's rule (written where the op documents it).
+ * CUDA versions: cuda/linalg/mb_linalg_cuda.h. A cuDSS back end would be a
+ * third method behind this interface.
+ */
+#ifndef MB_SOLVER_H
+#define MB_SOLVER_H
+
+#include <stdint.h>
+
+#include "mb_csr.h"
+#include "mb_error.h"
+#include "mb_halo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mb_solver_method {
+  MB_SOLVER_AUTO = 0,
+  MB_SOLVER_CHOLESKY = 1,
+  MB_SOLVER_PCG = 2
+} mb_solver_method;
+
+/* "auto", "cholesky", "pcg"; NULL for an unknown value. */
+const char *mb_solver_method_name(mb_solver_method m);
+
+/* What a solve did, for the provenance and `-v`. */
+typedef struct mb_solve_stats {
+  mb_solver_method method; /* the one that ran */
+  int iterations;          /* PCG: the most of the three columns; Cholesky: 0 */
+  double rtol;             /* the tolerance asked (PCG) */
+  double residual;         /* max over columns of ||b - A x||_2 / ||b||_2 after the solve */
+  double analyze_ms, factor_ms, solve_ms; /* wall time of each phase in this call
+                                             (analysis 0 when reused) */
+} mb_solve_stats;
+
+/* CPU sparse Cholesky (CHOLMOD). Collective: no (one rank's matrix). */
+typedef struct mb_cholesky mb_cholesky; /* opaque */
+
+/* Analyse A's pattern (its values are not read). The factor object keeps
+ * the symbolic analysis for later mb_cholesky_factor calls on matrices of
+ * the same pattern. Errors: MB_ERR_ARG (A not square), MB_ERR_MEMORY,
+ * MB_ERR_UNSUPPORTED (CHOLMOD failed, its status named). */
+mb_error mb_cholesky_create(const mb_csr *A, mb_cholesky **chol);
+/* Factor A (same pattern as at creation; values new). Errors: MB_ERR_NUMERIC
+ * (not positive definite: the column where it failed), MB_ERR_MEMORY. */
+mb_error mb_cholesky_factor(mb_cholesky *chol, const mb_csr *A);
+/* Solve A X = B for ncomp columns (row-major [n, ncomp]); X may be B.
+ * Errors: MB_ERR_ARG (not factored), MB_ERR_MEMORY. */
+mb_error mb_cholesky_solve(mb_cholesky *chol, int ncomp, const double *B, double *X);
+void mb_cholesky_free(mb_cholesky *chol);
+
+/* PCG options. */
+typedef struct mb_pcg_opts {
+  double rtol;    /* relative residual per column, e.g. 1e-10 */
+  int max_iter;   /* iteration limit, e.g. 10000 */
+} mb_pcg_opts;
+
+/* Solve A X = B by Jacobi-preconditioned CG for ncomp columns, X warm start
+ * on entry and solution on exit ([ncols, ncomp] with room for the ghost
+ * rows; B [nrows, ncomp]). halo: NULL on one rank; else the forward
+ * exchange plan of A's columns (owned rows, then ghosts, as mb_halo_create
+ * numbers them) with which the search directions' ghost values are
+ * refreshed before each product. comm: the communicator the dot products
+ * reduce over (MPI_COMM_SELF on one rank). Collective over comm.
+ * Errors: MB_ERR_NUMERIC (a column did not reach rtol within max_iter:
+ * stats hold the residual reached; a non-positive curvature p'Ap, i.e. A
+ * not SPD; a non-finite value), MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, const double *B,
+                      double *X, const mb_pcg_opts *opts, mb_solve_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
