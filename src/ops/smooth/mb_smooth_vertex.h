@@ -28,19 +28,7 @@
 
 #include <math.h>
 
-/* cot of the angle at o between (pi - po) and (pj - po); 0 if degenerate. */
-#define MB_COT_AT(T, xin, i, j, o, out)                                         \
-  do {                                                                         \
-    T ax_ = xin[3 * (i)] - xin[3 * (o)], ay_ = xin[3 * (i) + 1] - xin[3 * (o) + 1], \
-      az_ = xin[3 * (i) + 2] - xin[3 * (o) + 2];                               \
-    T bx_ = xin[3 * (j)] - xin[3 * (o)], by_ = xin[3 * (j) + 1] - xin[3 * (o) + 1], \
-      bz_ = xin[3 * (j) + 2] - xin[3 * (o) + 2];                               \
-    T d_ = ax_ * bx_ + ay_ * by_ + az_ * bz_;                                  \
-    T cx_ = ay_ * bz_ - az_ * by_, cy_ = az_ * bx_ - ax_ * bz_,                \
-      cz_ = ax_ * by_ - ay_ * bx_;                                             \
-    T c_ = sqrt(cx_ * cx_ + cy_ * cy_ + cz_ * cz_);                            \
-    (out) = c_ > (T)0 ? d_ / c_ : (T)0;                                        \
-  } while (0)
+#include "mb_cotan.h" /* MB_COT_AT, shared with the linalg layer's assembly */
 
 #define MB_SMOOTH_VERTEX(T, i, row, col, opp_row, opp, on_boundary, brow, bcol, \
                          weights, boundary, f, xin, xout)                     \
