@@ -99,6 +99,8 @@ typedef struct mb_stage {
   const struct mb_op_info *op;
   void *params;   /* the op's parameter struct, params_size bytes */
   int line;       /* line of the stage in the job file, 0 if unknown */
+  int index;      /* position of the stage in the job (0-based): the N of its
+                     provenance key stage_N, counted after an input's earlier stages */
 } mb_stage;
 
 /* What an op's entry point gets besides its stages. */

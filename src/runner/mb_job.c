@@ -749,6 +749,7 @@ static mb_error job_stage(const job_ctx *c, int s, mb_stage *st) {
   MB_CALL(stage_op(c, spath, entry, &st->op));
   const mb_op_info *op = st->op;
   st->line = entry->line;
+  st->index = s;
   MB_CALLOC(st->params, op->params_size);
   mb_op_defaults(op, st->params);
   unsigned char given[64] = {0};

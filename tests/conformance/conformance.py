@@ -220,6 +220,23 @@ OPS["umbrella_chain"] = dict(
     stages="  - {op: taubin, lambda: 0.5, mu: -0.53, iterations: 3}\n  - {op: umbrella}\n"
            "  - {op: laplacian, lambda: 0.3, iterations: 1}\n", partitioned=BOTH)
 
+# The flows solve a sparse system per step. Split by vertices they run the
+# distributed PCG, whose rows, sums and dot products (exact) are those of one
+# rank: with solver: pcg the per-mesh reference is matched bit for bit; the
+# CUDA backend within 1e-8 (PCG to 1e-12 on both).
+def triangle_inputs(d):
+    return [noisy_grid_obj(os.path.join(d, "grid.obj"), 30),
+            os.path.join(SRC, "data", "meshes", "spot.obj")]
+
+
+OPS["flow"] = dict(
+    inputs=triangle_inputs, op="mean_curvature_flow", cuda_rtol=1e-8, partitioned=BOTH,
+    stages="  - {op: mean_curvature_flow, time_step: 1e-4, steps: 2, solver: pcg, tolerance: 1e-12}\n"
+           "  - {op: mean_curvature_flow, variant: classic, time_step: 1e-4, steps: 1, solver: pcg, "
+           "tolerance: 1e-12, boundary: fixed}\n"
+           "  - {op: implicit_fairing, time_step: 0.5, steps: 2, weights: cotangent, solver: pcg, "
+           "tolerance: 1e-12}\n")
+
 OPS["stencil"] = dict(inputs=grid_inputs, stages=GRID_STAGES, op="heat", cuda_rtol=0,
                       partitioned=BOTH)
 

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The flows (implicit_fairing, mean_curvature_flow) against what is known
+of them, through `meshbatch run` and h5py:
+
+    flow_test.py CASE [--backend cpu|cuda]
+
+sphere_classic   a unit icosphere (subdivided 4 times, 2562 vertices) under
+                 classic flow shrinks as r(t) = sqrt(r0^2 - 4 t) (the mean
+                 curvature vector of a sphere is -2 x / r^2): the mean
+                 radius within 1 % of it at every step until r = r0 / 2.
+fixed_point      a round sphere is a fixed point of conformalized flow
+                 with rescale: area: the regular icosahedron (every vertex
+                 alike, so the discrete flow only shrinks it, which the
+                 rescale undoes; a subdivided icosphere's vertices differ
+                 and are not a discrete fixed point) moves <= 1e-10 in 10
+                 steps of dt 1e-3.
+spot_round       conformalized flow with rescale: area takes spot (genus
+                 0, ../shared/data/meshes/spot, scaled to unit area) to a
+                 round sphere: (max - min) / mean distance to the centroid
+                 <= 1e-3 after SPOT_STEPS steps of dt 1e-3 (libigl's
+                 tutorial step).
+fixed_boundary   boundary: fixed keeps every boundary vertex bit for bit
+                 (an open noisy grid), for both ops and both solvers, while
+                 the interior moves.
+bad_inputs       degenerate triangles, a non-manifold edge, isolated
+                 vertices, NaN coordinates, a negative or non-finite time
+                 step, several components, polygons: a clear error for the
+                 mesh (the rest of the batch written) or the documented
+                 handling.
+
+Exit code 0 passes, 77 skips (no CUDA device for --backend cuda; spot
+absent), other fails.
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import DATA, SKIP, TMP, cuda_devices, fail, need_module, run  # noqa: E402
+
+SPOT_STEPS = 60
+
+
+def icosahedron():
+    t = (1 + 5 ** 0.5) / 2
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t),
+         (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    v = [tuple(c / math.sqrt(sum(x * x for x in p)) for c in p) for p in v]
+    return v, f
+
+
+def icosphere(levels):
+    v, f = icosahedron()
+    for _ in range(levels):
+        mid, nf = {}, []
+
+        def m(a, b):
+            k = (min(a, b), max(a, b))
+            if k not in mid:
+                p = [(x + y) / 2 for x, y in zip(v[a], v[b])]
+                r = math.sqrt(sum(c * c for c in p))
+                v.append(tuple(c / r for c in p))
+                mid[k] = len(v) - 1
+            return mid[k]
+        for a, b, c in f:
+            ab, bc, ca = m(a, b), m(b, c), m(c, a)
+            nf += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        f = nf
+    return v, f
+
+
+def write_obj(path, v, f):
+    with open(path, "w") as out:
+        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
+    return path
+
+
+def run_job(name, inputs, stages, backend, np=None, expect=0, distribute="per-mesh"):
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "out.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    job = os.path.join(d, "job.yaml")
+    with open(job, "w") as f:
+        f.write("input:\n" + "".join(f"  - {p}\n" for p in inputs) +
+                f"output: {out}\nbackend: {backend}\ndistribute: {distribute}\nstages:\n{stages}")
+    p = run(["run", "-v", job], np=np, expect=expect)
+    return out, p
+
+
+def positions(out, mesh):
+    h5py = need_module("h5py")
+    with h5py.File(out, "r") as f:
+        return f["meshes"][mesh]["vertices"][()], dict(f["meshes"][mesh].attrs)
+
+
+def mean_radius(x):
+    np = need_module("numpy")
+    return float(np.mean(np.linalg.norm(x, axis=1)))
+
+
+def sphere_classic(backend):
+    v, f = icosphere(4)
+    src = write_obj(os.path.join(TMP, "icosphere.obj"), v, f)
+    r0, dt, t = 1.0, 0.01, 0.0
+    x = None
+    step = 0
+    while True:  # one step at a time, each from the last one's output
+        step += 1
+        out, _ = run_job(f"classic_{step}", [src if x is None else prev],
+                         f"  - {{op: mean_curvature_flow, variant: classic, time_step: {dt}, "
+                         f"steps: 1}}\n", backend)
+        x, _ = positions(out, "icosphere")
+        t += dt
+        r, want = mean_radius(x), math.sqrt(r0 * r0 - 4 * t)
+        print(f"step {step}: t {t:.3f} mean radius {r:.6f}, sqrt(r0^2 - 4t) {want:.6f}, "
+              f"relative difference {abs(r - want) / want:.2e}")
+        if abs(r - want) > 0.01 * want:
+            fail(f"step {step}: radius {r} is more than 1 % from {want}")
+        if want <= r0 / 2:
+            break
+        prev = out
+
+
+def fixed_point(backend):
+    np = need_module("numpy")
+    v, f = icosahedron()
+    src = write_obj(os.path.join(TMP, "icosahedron.obj"), v, f)
+    out, _ = run_job("fixed_point", [src],
+                     "  - {op: mean_curvature_flow, time_step: 1e-3, steps: 10, rescale: area}\n",
+                     backend)
+    x, attrs = positions(out, "icosahedron")
+    moved = float(np.max(np.abs(x - np.array(v))))
+    print(f"icosahedron, 10 conformalized steps with rescale area: moved at most {moved:.3e}")
+    print("provenance:", attrs.get("stage_0_solve"))
+    if not moved <= 1e-10:
+        fail(f"the sphere moved {moved} > 1e-10")
+
+
+def read_obj(path):
+    v, f = [], []
+    for line in open(path):
+        w = line.split()
+        if w and w[0] == "v":
+            v.append(tuple(float(c) for c in w[1:4]))
+        elif w and w[0] == "f":
+            f.append(tuple(int(c.split("/")[0]) - 1 for c in w[1:]))
+    return v, f
+
+
+def unit_area(v, f):
+    """v moved to its centroid and scaled to unit surface area."""
+    np = need_module("numpy")
+    x, t = np.array(v), np.array(f)
+    area = 0.5 * np.linalg.norm(np.cross(x[t[:, 1]] - x[t[:, 0]], x[t[:, 2]] - x[t[:, 0]]),
+                                axis=1).sum()
+    x = (x - x.mean(axis=0)) / math.sqrt(area)
+    return [tuple(p) for p in x.tolist()]
+
+
+def spot_round(backend):
+    np = need_module("numpy")
+    spot = os.path.join(DATA, "meshes", "spot.obj") if DATA else ""
+    if not os.path.isfile(spot):
+        print(f"SKIP: spot is not in the shared data ({spot or 'MESHBATCH_DATA_DIR unset'})")
+        sys.exit(SKIP)
+    v, f = read_obj(spot)
+    src = write_obj(os.path.join(TMP, "spot.obj"), unit_area(v, f), f)
+    out, _ = run_job("spot_round", [src],
+                     f"  - {{op: mean_curvature_flow, time_step: 1e-3, steps: {SPOT_STEPS}, "
+                     "rescale: area}\n", backend)
+    x, attrs = positions(out, "spot")
+    c = x.mean(axis=0)
+    r = np.linalg.norm(x - c, axis=1)
+    var = float((r.max() - r.min()) / r.mean())
+    print(f"spot at unit area: after {SPOT_STEPS} steps of dt 1e-3, radius variation "
+          f"(max - min) / mean = {var:.3e}")
+    print("provenance (last steps):", str(attrs.get("stage_0_solve"))[-200:])
+    if not var <= 1e-3:
+        fail(f"spot is not round after {SPOT_STEPS} steps: variation {var} > 1e-3")
+
+
+def boundary_vertices(faces):
+    from collections import Counter
+    edges = Counter()
+    for face in faces:
+        for k in range(len(face)):
+            a, b = face[k], face[(k + 1) % len(face)]
+            edges[(min(a, b), max(a, b))] += 1
+    return sorted({v for e, n in edges.items() if n == 1 for v in e})
+
+
+def fixed_boundary(backend):
+    np = need_module("numpy")
+    n = 12
+    v, f = [], []
+    for j in range(n):
+        for i in range(n):
+            h = (i * 7919 + j * 104729) % 1000 / 1000.0
+            v.append((i / n + 0.01 * (h - 0.5), j / n, 0.1 * h - 0.05))
+    for j in range(n - 1):
+        for i in range(n - 1):
+            a = j * n + i
+            f += [(a, a + 1, a + n + 1), (a, a + n + 1, a + n)]
+    src = write_obj(os.path.join(TMP, "open.obj"), v, f)
+    bnd = boundary_vertices(f)
+    x0 = np.array(v)
+    for stage in ("{op: mean_curvature_flow, variant: classic, time_step: 1e-3, steps: 3, "
+                  "boundary: fixed, solver: SOLVER}",
+                  "{op: implicit_fairing, time_step: 1.0, steps: 3, weights: cotangent, "
+                  "boundary: fixed, solver: SOLVER}"):
+        for solver in ("pcg", "cholesky"):
+            out, _ = run_job("fixed_boundary", [src], "  - " + stage.replace("SOLVER", solver) + "\n",
+                             backend)
+            x, _ = positions(out, "open")
+            if x[bnd].tobytes() != x0[bnd].tobytes():
+                fail(f"{stage} ({solver}): boundary vertices moved")
+            inner = [i for i in range(len(v)) if i not in set(bnd)]
+            moved = float(np.max(np.abs(x[inner] - x0[inner])))
+            if not moved > 1e-6:
+                fail(f"{stage} ({solver}): the interior did not move ({moved})")
+            print(f"{stage.split(',')[0]} {solver}: {len(bnd)} boundary vertices bitwise in "
+                  f"place; interior moved up to {moved:.3e}")
+
+
+def bad_inputs(backend):
+    np = need_module("numpy")
+    d = os.path.join(TMP, "bad")
+    os.makedirs(d, exist_ok=True)
+    v, f = icosphere(1)
+    good = write_obj(os.path.join(d, "good.obj"), v, f)
+    # NaN coordinates: an error for that mesh, the rest written
+    nan = write_obj(os.path.join(d, "nan.obj"), [(float("nan"), 0.0, 0.0)] + v[1:], f)
+    # polygons: an error for that mesh
+    with open(os.path.join(d, "quad.obj"), "w") as q:
+        q.write("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\n")
+    quad = os.path.join(d, "quad.obj")
+    # a vertex whose triangles are all degenerate (zero area): an error naming it
+    degenerate = write_obj(os.path.join(d, "degenerate.obj"),
+                           [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (2.0, 0.0, 0.0), (0.0, 1.0, 0.0)],
+                           [(0, 1, 2), (0, 3, 1)])
+    # documented handling: isolated vertices stay; a non-manifold edge (three
+    # triangles on one edge) and several components flow
+    iso = write_obj(os.path.join(d, "isolated.obj"), v + [(5.0, 5.0, 5.0)], f)
+    nm = write_obj(os.path.join(d, "nonmanifold.obj"),
+                   [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.5, 1.0, 0.0), (0.5, -1.0, 0.0),
+                    (0.5, 0.0, 1.0)], [(0, 1, 2), (1, 0, 3), (0, 1, 4)])
+    two = write_obj(os.path.join(d, "two.obj"), v + [(x + 3, y, z) for x, y, z in v],
+                    f + [(a + len(v), b + len(v), c + len(v)) for a, b, c in f])
+    stage = "  - {op: mean_curvature_flow, time_step: 1e-3, steps: 2}\n"
+    out, p = run_job("bad_batch", [good, nan, quad, degenerate, iso, nm, two], stage, backend,
+                     expect=None)
+    text = p.stdout + p.stderr
+    for name, words in (("nan", "non-finite"), ("quad", "triangle mesh"),
+                        ("degenerate", "zero area")):
+        if not any(name in line and words in line for line in text.splitlines()):
+            fail(f"no clear error for {name} (expected a line naming it with '{words}')")
+    h5py = need_module("h5py")
+    with h5py.File(out, "r") as h:
+        written = sorted(h["meshes"].keys())
+    want = ["good", "isolated", "nonmanifold", "two"]
+    if written != want:
+        fail(f"written {written}, expected {want}")
+    x, _ = positions(out, "isolated")
+    if x[-1].tolist() != [5.0, 5.0, 5.0]:
+        fail(f"the isolated vertex moved: {x[-1]}")
+    x, _ = positions(out, "two")
+    if not np.all(np.isfinite(x)):
+        fail("two components: non-finite output")
+    print("bad inputs: errors for nan, quad, degenerate; isolated kept; non-manifold and two "
+          "components flowed; the rest written")
+    # time steps out of range: refused by the job check
+    for ts in ("-1e-3", "0", ".inf", ".nan"):
+        _, p = run_job("bad_ts", [good], f"  - {{op: implicit_fairing, time_step: {ts}}}\n",
+                       backend, expect=None)
+        if p.returncode == 0 or "time_step" not in p.stdout + p.stderr:
+            fail(f"time_step {ts} was not refused with a message naming time_step")
+    print("time steps -1e-3, 0, inf, nan refused")
+
+
+CASES = {"sphere_classic": sphere_classic, "fixed_point": fixed_point, "spot_round": spot_round,
+         "fixed_boundary": fixed_boundary, "bad_inputs": bad_inputs}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--backend", default="cpu")
+    a = ap.parse_args()
+    if a.backend == "cuda" and cuda_devices() == 0:
+        print("SKIP: no CUDA device (or a build without the CUDA backend)")
+        sys.exit(SKIP)
+    CASES[a.case](a.backend)
+
+
+if __name__ == "__main__":
+    main()
