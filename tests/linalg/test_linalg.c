@@ -7,6 +7,8 @@
  *  - the barycentric lumped mass sums to the surface area (1e-12 relative);
  *  - CHOLMOD and PCG solve (M - dt L) X = M X (one backward-Euler step of
  *    mean-curvature flow) to their tolerances and agree;
+ *  - a zero-area triangle: cotangents 0, L finite; its lone vertices make
+ *    M - dt L singular, reported by both solvers;
  *  - errors: a singular matrix (isolated vertex), an indefinite one, a
  *    non-finite position, matrix value or right-hand side, and a PCG that
  *    hits its iteration limit.
@@ -328,6 +330,48 @@ static void test_error_singular(void **state) {
   mb_mesh_free(m);
 }
 
+/* A zero-area triangle (1, 4, 5 on a line) beside a square: its
+ * cotangents are 0, so L stays finite and annihilates constants, and
+ * vertices 4 and 5 get no mass and no edge weight: M - dt L has zero rows
+ * there, which both solvers report as not positive definite. */
+static void test_degenerate_triangle(void **state) {
+  (void)state;
+  const double xyz[] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 2, 0, 0, 3, 0, 0};
+  const int64_t tri[] = {0, 1, 2, 0, 2, 3, 1, 4, 5};
+  mb_mesh *m = mb_test_mesh_triangles("degenerate", 6, xyz, 3, tri);
+  mb_adjacency *adj;
+  assert_int_equal(mb_adjacency_build_opts(m, MB_ADJ_OPPOSITE, &adj), MB_SUCCESS);
+  mb_csr *L, *A;
+  assert_int_equal(mb_csr_pattern(adj, 6, 6, NULL, &L), MB_SUCCESS);
+  assert_int_equal(mb_csr_pattern(adj, 6, 6, NULL, &A), MB_SUCCESS);
+  assert_int_equal(mb_csr_cotangent_laplacian(adj, xyz, L), MB_SUCCESS);
+  double mass[6], one[6] = {1, 1, 1, 1, 1, 1}, y[6];
+  assert_int_equal(mb_mass_barycentric(adj, 6, xyz, mass), MB_SUCCESS);
+  mb_csr_spmv(L, 1, one, y);
+  for (int i = 0; i < 6; i++) {
+    assert_true(fabs(y[i]) <= 1e-12);
+    for (int32_t e = L->rowptr[i]; e < L->rowptr[i + 1]; e++) assert_true(isfinite(L->val[e]));
+  }
+  assert_true(mass[4] == 0.0 && mass[5] == 0.0);
+  assert_true(fabs(mass[0] + mass[1] + mass[2] + mass[3] - 1.0) <= 1e-15);
+  assert_int_equal(mb_csr_combine(A, 1.0, mass, -0.01, L), MB_SUCCESS);
+  mb_cholesky *ch;
+  assert_int_equal(mb_cholesky_create(A, &ch), MB_SUCCESS);
+  assert_int_equal(mb_cholesky_factor(ch, A), MB_ERR_NUMERIC);
+  mb_test_assert_message_contains("not positive definite");
+  double B[18], X[18];
+  for (int k = 0; k < 18; k++) B[k] = mass[k / 3] * xyz[k], X[k] = xyz[k];
+  mb_pcg_opts o = {.rtol = 1e-10, .max_iter = 100};
+  mb_solve_stats st;
+  assert_int_equal(mb_pcg_solve(MPI_COMM_SELF, NULL, A, 3, B, X, &o, &st), MB_ERR_NUMERIC);
+  mb_test_assert_message_contains("not positive definite");
+  mb_cholesky_free(ch);
+  mb_csr_free(A);
+  mb_csr_free(L);
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+}
+
 static void test_error_indefinite_pcg(void **state) {
   (void)state;
   /* one triangle, A = [1 2 2; 2 1 2; 2 2 1] (eigenvalues 5, -1, -1) with a
@@ -448,7 +492,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pattern),          cmocka_unit_test(test_laplacian_bob),
       cmocka_unit_test(test_laplacian_spot),   cmocka_unit_test(test_mass_bob),
       cmocka_unit_test(test_mass_spot),        cmocka_unit_test(test_solvers_bob),
-      cmocka_unit_test(test_solvers_spot),     cmocka_unit_test(test_error_singular),
+      cmocka_unit_test(test_solvers_spot),     cmocka_unit_test(test_degenerate_triangle),
+      cmocka_unit_test(test_error_singular),
       cmocka_unit_test(test_error_indefinite_pcg), cmocka_unit_test(test_error_nonfinite),
       cmocka_unit_test(test_error_iteration_limit)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
