@@ -120,6 +120,7 @@ struct flow_gpu {
   mb_cuda_halo *halo = nullptr;     /* device exchange of 3 values per row (split) */
   mb_reduce_device *rd = nullptr;
   mb_dbuf x, X, B, d, fixed, scratch, bad;
+  std::vector<double> hfixed;       /* host copy of the fixed flags [ncols] */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr;            /* dA's device arrays */
   ~flow_gpu() {
@@ -264,19 +265,14 @@ mb_error solve(flow_gpu *g, mb_solve_stats *st) {
   mb_solver_method m = (mb_solver_method)p->solver;
   if (m == MB_SOLVER_AUTO) {
     if (g->split) m = MB_SOLVER_PCG;
-    else { /* the CPU's rule on the host copy of the values */
+    else { /* the CPU's rule on host copies of A and d */
+      std::vector<double> d((size_t)g->nr + 1);
       MB_CALL(mb_cuda_csr_download(g->dA, g->A->val));
-      double hi = 0, lo = INFINITY, lo_diag = INFINITY;
-      for (int32_t i = 0; i < g->A->nrows; i++) {
-        double r = 0, a = g->A->val[g->A->diag[i]];
-        for (int32_t k = g->A->rowptr[i]; k < g->A->rowptr[i + 1]; k++)
-          if (k != g->A->diag[i]) r += fabs(g->A->val[k]);
-        hi = fmax(hi, a + r);
-        lo = fmin(lo, a - r);
-        lo_diag = fmin(lo_diag, a);
-      }
-      if (!(lo > 0)) lo = lo_diag;
-      m = lo > 0 && sqrt(hi / lo) <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
+      MB_CALL_CUDA(cudaMemcpy(d.data(), g->d.p, sizeof(double) * (size_t)g->nr,
+                              cudaMemcpyDeviceToHost));
+      m = mb_flow_sqrt_kappa(g->A, d.data(), g->hfixed.data()) <= MB_FLOW_AUTO_SQRT_KAPPA
+              ? MB_SOLVER_PCG
+              : MB_SOLVER_CHOLESKY;
     }
   }
   MB_CALL_CUDA(cudaMemcpy(g->X.p, g->x.p, sizeof(double) * 3 * (size_t)g->nc,
@@ -321,9 +317,9 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
   MB_CALL(mb_agree(fm->comm, e));
   MB_CALL(mb_flow_refresh(fm, 3, fm->x));
   MB_CALL(mb_agree(fm->comm, setup(g)));
-  std::vector<double> fixed((size_t)g->nc + 1);
-  MB_CALL(mb_flow_mark_fixed(p, fm, fixed.data()));
-  MB_CALL(mb_agree(fm->comm, upload_fixed(g, fixed.data())));
+  g->hfixed.assign((size_t)g->nc + 1, 0.0);
+  MB_CALL(mb_flow_mark_fixed(p, fm, g->hfixed.data()));
+  MB_CALL(mb_agree(fm->comm, upload_fixed(g, g->hfixed.data())));
   double a0 = 0;
   if (p->kind == MB_FLOW_MCF && p->rescale == MB_FLOW_RESCALE_AREA) {
     MB_CALL(mass(g));

@@ -148,53 +148,21 @@ static void assemble_system(const mb_flow_mesh *fm, flow_work *w, double tau) {
   }
 }
 
-/* The Gershgorin bound of A's condition number (see mb_flow.h). */
-static double gershgorin_sqrt_kappa(const mb_csr *A) {
-  double hi = 0, lo = INFINITY, lo_diag = INFINITY;
+/* sqrt of a bound of A's condition number (see mb_flow.h): the largest
+ * eigenvalue is at most max_i (a_ii + sum_j |a_ij|) (Gershgorin), the
+ * smallest at least min_i d_i over the free rows (and 1 where a row is
+ * fixed), since -tau K is positive semi-definite. */
+double mb_flow_sqrt_kappa(const mb_csr *A, const double *d, const double *fixed) {
+  double hi = 0, lo = INFINITY;
   for (int32_t i = 0; i < A->nrows; i++) {
     double r = 0, a = A->val[A->diag[i]];
     for (int32_t k = A->rowptr[i]; k < A->rowptr[i + 1]; k++)
       if (k != A->diag[i]) r += fabs(A->val[k]);
     if (a + r > hi) hi = a + r;
-    if (a - r < lo) lo = a - r;
-    if (a < lo_diag) lo_diag = a;
+    const double low = fixed[i] != 0 ? 1.0 : d[i];
+    if (low < lo) lo = low;
   }
-  if (!(lo > 0)) lo = lo_diag;
   return lo > 0 ? sqrt(hi / lo) : INFINITY;
-}
-
-/* max over columns of ||B - A X|| / ||B|| (exact sums). Collective. */
-static mb_error relative_residual(const mb_flow_mesh *fm, const flow_work *w, double *res) {
-  const int64_t n = fm->nrows;
-  double *r = malloc(sizeof *r * 3 * (size_t)(n ? n : 1));
-  double *col = malloc(sizeof *col * 2 * (size_t)(n ? n : 1));
-  mb_error e = r && col ? MB_SUCCESS
-                        : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  mb_reduce_acc acc[6];
-  if (!e) {
-    mb_csr_spmv(w->A, 3, w->X, r);
-    for (int k = 0; k < 6; k++) mb_reduce_acc_zero(&acc[k]);
-    for (int c = 0; c < 3; c++) {
-      for (int64_t i = 0; i < n; i++) {
-        col[i] = w->B[3 * i + c] - r[3 * i + c];
-        col[n + i] = w->B[3 * i + c];
-      }
-      mb_reduce_acc_add(&acc[c], n, col, col);
-      mb_reduce_acc_add(&acc[3 + c], n, col + n, col + n);
-    }
-    e = mb_reduce_acc_allreduce(fm->comm, 6, acc);
-  }
-  if (!e) {
-    *res = 0;
-    for (int c = 0; c < 3; c++) {
-      const double nb = sqrt(mb_reduce_acc_value(&acc[3 + c]));
-      const double rc = sqrt(mb_reduce_acc_value(&acc[c])) / (nb > 0 ? nb : 1);
-      if (rc > *res) *res = rc;
-    }
-  }
-  free(r);
-  free(col);
-  return e;
 }
 
 /* One solve of A X = B (X warm-started from the positions). */
@@ -202,7 +170,7 @@ static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split
                       mb_solve_stats *st) {
   mb_solver_method m = (mb_solver_method)p->solver;
   if (m == MB_SOLVER_AUTO)
-    m = split || gershgorin_sqrt_kappa(w->A) <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG
+    m = split || mb_flow_sqrt_kappa(w->A, w->d, w->fixed) <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG
                                                                        : MB_SOLVER_CHOLESKY;
   memcpy(w->X, fm->x, sizeof(double) * 3 * (size_t)fm->ncols);
   memset(st, 0, sizeof *st);
@@ -225,7 +193,10 @@ static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split
   st->analyze_ms = 1e3 * (t1 - t0);
   st->factor_ms = 1e3 * (t2 - t1);
   st->solve_ms = 1e3 * (t3 - t2);
-  return relative_residual(fm, w, &st->residual);
+  double res[3];
+  MB_CALL(mb_residual(fm->comm, fm->halo, w->A, 3, w->B, w->X, res));
+  st->residual = fmax(res[0], fmax(res[1], res[2]));
+  return MB_SUCCESS;
 }
 
 /* Move the centroid to the origin and scale to area a0 (rescale: area). */

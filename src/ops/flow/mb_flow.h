@@ -35,11 +35,12 @@
  * positions, to `tolerance` relative residual per coordinate within
  * `max_iterations`), `cholesky` (CHOLMOD on the CPU, cuSOLVER csrchol on
  * the GPU; per mesh only), `auto`: on a split mesh PCG; per mesh
- * Cholesky when the Gershgorin bound of the system's condition number
- * kappa <= max_i (A_ii + sum_j |A_ij|) / min_i (A_ii - sum_j |A_ij|)
- * (the lower bound taken as min_i A_ii where it is not positive) has
- * sqrt(kappa) > MB_FLOW_AUTO_SQRT_KAPPA, i.e. where PCG would need more
- * than about that many iterations per decade of residual; else PCG. The
+ * Cholesky when sqrt(kappa) > MB_FLOW_AUTO_SQRT_KAPPA for the bound
+ * kappa <= max_i (A_ii + sum_j |A_ij|) / min_i d_i of the system's
+ * condition number (Gershgorin above; below, -tau K is positive semi-
+ * definite, so no eigenvalue is under the smallest d_i of a free row), i.e.
+ * where PCG would need more than about that many iterations per decade of
+ * residual; else PCG. The
  * choice is made per step and recorded.
  *
  * Every rank of a split mesh computes its owned rows with the same

@@ -3,6 +3,7 @@
 #ifndef MB_FLOW_PRIVATE_H
 #define MB_FLOW_PRIVATE_H
 
+#include "mb_csr.h"
 #include "mb_flow.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,12 @@ mb_error mb_flow_mark_fixed(const mb_flow_params *p, const mb_flow_mesh *fm, dou
 /* e with "MESH: step S: " before the recorded message (e != MB_SUCCESS),
  * or MB_SUCCESS. */
 mb_error mb_flow_at_step(const mb_flow_mesh *fm, int step, mb_error e);
+
+/* `auto`'s estimate: sqrt of the bound max_i (a_ii + sum_j |a_ij|) /
+ * min_i d_i (free rows; 1 for a fixed row) of A's condition number, A =
+ * diag(d) - tau K after the elimination of the fixed vertices (host
+ * values). Not collective. */
+double mb_flow_sqrt_kappa(const mb_csr *A, const double *d, const double *fixed);
 
 #ifdef __cplusplus
 }
