@@ -12,6 +12,13 @@ files. A first run without a fault counts the calls of each MPI function
 (MB_FAULT_COUNT); the faults are placed at the first, a middle and the last
 but one call of each function the rank makes (the last Allreduce is the
 exit-code agreement in main, which has no later agreement to fall back on).
+The preload also counts the calls per call site (the return address in
+the program, named with addr2line): the first call made at every site
+fails once too, so each place meshbatch calls MPI is covered, not only
+the busiest functions; a partitioned job must have sites in the halo
+exchange (mb_halo_*: MPI_Isend, MPI_Irecv, MPI_Waitall), in the min/max
+helpers (mb_all_min_int, mb_all_max_int) and in both rounds of mb_agree,
+else the test fails (it would cover less than it says).
 `--sweep` tries every call of every function on every rank instead (slow;
 for finding places that hang, not for CTest).
 
@@ -90,30 +97,61 @@ def launch(np, jobfile, env, wait_all=True):
 
 
 def counts(np, jobfile):
-    """{rank: {function: calls}} of a run without a fault, which must pass."""
+    """({rank: {function: calls}}, {rank: {(function, site): calls}}) of a
+    run without a fault, which must pass."""
     code, ranks, out, _ = launch(np, jobfile, {"MB_FAULT_COUNT": "1"})
     if code != 0 or ranks != {r: 0 for r in range(np)}:
         print(out)
         fail(f"the run without a fault exits {code} (ranks {ranks})")
-    c = {}
+    c, s = {}, {}
     for ln in out.splitlines():
         m = re.match(r"mb_fault: rank (\d+) (MPI_\w+) (\d+) calls", ln.strip())
         if m:
             c.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
+        m = re.match(r"mb_fault: rank (\d+) (MPI_\w+) at 0x([0-9a-f]+) (\d+) calls", ln.strip())
+        if m:
+            s.setdefault(int(m.group(1)), {})[(m.group(2), m.group(3))] = int(m.group(4))
     if not c:
         print("SKIP: the preload is not in effect here (no call counted)")
         sys.exit(SKIP)
-    return c
+    if "more call sites than counted" in out:
+        fail("the preload's table of call sites is full: make MAX_SITES larger")
+    return c, s
 
 
-def check(np, d, jobfile, output, fn, rank, after, wait_all=True):
-    """One run with call after+1 of fn failing on rank: a list of what went
-    wrong. wait_all: every rank's exit code is checked (mpirun's is not: it
-    is 0 in that mode); else mpirun's, as users run it."""
+def site_names(offsets):
+    """{offset: the program's function at it} (addr2line; '??' where unknown)."""
+    offsets = sorted(offsets)
+    try:
+        got = subprocess.run(["addr2line", "-f", "-e", EXE] + offsets, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"addr2line cannot name the call sites: {e}")
+        return {o: "??" for o in offsets}
+    return {o: got[2 * i].split(".")[0] if 2 * i < len(got) else "??" for i, o in enumerate(offsets)}
+
+
+# What a job must call, by function of the program and MPI call: the places
+# issue 23 names (a site of each must be among those faulted).
+REQUIRED = {
+    "per-mesh": [("mb_agree", "MPI_Allreduce")],
+    "partitioned": [("mb_agree", "MPI_Allreduce"), ("mb_halo_post", "MPI_Isend"),
+                    ("mb_halo_post", "MPI_Irecv"), ("mb_halo_", "MPI_Waitall"),
+                    ("mb_all_min_int", "MPI_Allreduce"), ("mb_all_max_int", "MPI_Allreduce")],
+}
+
+
+def check(np, d, jobfile, output, fn, rank, after, wait_all=True, site=None):
+    """One run with call after+1 of fn (at site (offset, name) only, when
+    given) failing on rank: a list of what went wrong. wait_all: every
+    rank's exit code is checked (mpirun's is not: it is 0 in that mode);
+    else mpirun's, as users run it."""
     before = sorted(os.listdir(d))
     env = {"MB_FAULT_MPI": fn, "MB_FAULT_RANK": str(rank), "MB_FAULT_AFTER": str(after)}
+    if site:
+        env["MB_FAULT_SITE"] = site[0]
     code, ranks, out, secs = launch(np, jobfile, env, wait_all)
-    what = f"{fn} call {after + 1} on rank {rank} of {np}"
+    what = f"{fn} call {after + 1}{f' in {site[1]} (0x{site[0]})' if site else ''} on rank {rank} of {np}"
     bad = []
     if f"mb_fault: rank {rank}: {fn} call {after + 1} fails" not in out:
         bad.append("the fault was not injected")
@@ -209,7 +247,8 @@ def main():
         os.makedirs(d)
         output = os.path.join(d, "out.h5")
         jobfile = write_job(os.path.join(d, "job.yaml"), output, distribute)
-        c = counts(a.np, jobfile)
+        c, sites = counts(a.np, jobfile)
+        named = site_names({off for r in sites.values() for _, off in r})
         os.rename(output, output + ".ref")  # the whole output, for a failure after it is written
         for f in os.listdir(d):
             if f.endswith(".xdmf"):
@@ -223,11 +262,22 @@ def main():
             calls = sorted({(fn, after) for fn, _, after in cases})
             cases = [(fn, r, after) for k, (fn, after) in enumerate(calls)
                      for r in [next(q % a.np for q in range(k, k + a.np) if (fn, q % a.np, after) in have)]]
+        if not a.sweep:  # the first call at every call site, once, on ranks in turn
+            every = sorted({k for r in sites.values() for k in r})
+            for k, (fn, off) in enumerate(every):
+                rank = next(q % a.np for q in range(k, k + a.np) if (fn, off) in sites.get(q % a.np, {}))
+                cases.append((fn, rank, 0, (off, named[off])))
+        for want, fn in REQUIRED[distribute]:
+            if not any(f == fn and named[off].startswith(want) for r in sites.values() for f, off in r):
+                problems.append(f"{distribute}: no {fn} call in {want}* counted: the faults "
+                                "miss a place they must cover")
         tried = 0
-        for fn, rank, after in cases:
-            bad = check(a.np, d, jobfile, output, fn, rank, after)
+        for fn, rank, after, *site in cases:
+            site = site[0] if site else None
+            bad = check(a.np, d, jobfile, output, fn, rank, after, site=site)
             tried += 1
-            problems += [f"{distribute}: {fn} call {after + 1} on rank {rank}: {b}" for b in bad]
+            where = f" in {site[1]}" if site else ""
+            problems += [f"{distribute}: {fn} call {after + 1}{where} on rank {rank}: {b}" for b in bad]
         # as users run it: mpirun's own exit code
         problems += [f"{distribute}, mpirun's code: {b}"
                      for b in check(a.np, d, jobfile, output, "MPI_Bcast", a.np - 1, 0, wait_all=False)]
@@ -238,7 +288,8 @@ def main():
             print(out)
             problems.append(f"{distribute}: the run after the faults exits {code} (ranks {ranks}), "
                             f"leaves {left}")
-        print(f"{distribute} on {a.np} ranks: {tried} faults injected")
+        print(f"{distribute} on {a.np} ranks: {tried} faults injected, {len(named)} call sites "
+              f"({', '.join(sorted(set(named.values())))})")
     if problems:
         fail(f"{len(problems)} problems:\n  " + "\n  ".join(problems))
     print("PASS")
