@@ -126,8 +126,9 @@ mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *sla
  * follow one another in rank order and cover the mesh's faces): every face
  * row goes, through the home of its lowest-global-id vertex, to that
  * vertex's owner, with the values of every float64 per-face field of the
- * slab (dm->face_fields). Three exchanges of the face rows (an
- * MPI_Alltoallv each) and one of the owned vertex ids. Collective.
+ * slab (dm->face_fields): an MPI_Allgather of the face ranges, one
+ * exchange of the owned vertex ids (to their homes) and two of the face
+ * rows (each an MPI_Alltoall of counts and an MPI_Alltoallv). Collective.
  * Errors (agreed on every rank): MB_ERR_ARG (the slab holds other rows,
  * or the face rows are not in rank order), MB_ERR_UNSUPPORTED (a float32
  * per-vertex field), MB_ERR_MPI, MB_ERR_MEMORY. */
