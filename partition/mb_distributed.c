@@ -19,45 +19,82 @@ void mb_distributed_free(mb_distributed_mesh *dm) {
     free(dm->fields[k].data);
   }
   free(dm->fields);
+  for (int k = 0; k < dm->nface_fields; k++) {
+    free(dm->face_fields[k].name);
+    free(dm->face_fields[k].data);
+  }
+  free(dm->face_fields);
+  free(dm->face_global);
+  free(dm->face_offsets);
+  free(dm->face_vertices);
+  free(dm->face_corners);
+  free(dm->facedist);
   free(dm);
 }
 
-int mb_distributed_field_index(const mb_distributed_mesh *dm, const char *name) {
-  for (int k = 0; k < dm->nfields; k++)
-    if (!strcmp(dm->fields[k].name, name)) return k;
+static int field_index(const mb_field *fields, int nfields, const char *name) {
+  for (int k = 0; k < nfields; k++)
+    if (!strcmp(fields[k].name, name)) return k;
   return -1;
 }
 
-mb_error mb_distributed_add_field(mb_distributed_mesh *dm, const char *name, int ncomp,
-                                  double **data) {
-  MB_CHECK(ncomp >= 1 && name && name[0], MB_ERR_ARG,
-           "mb_distributed_add_field: a field needs a name and ncomp >= 1");
-  const size_t n = (size_t)(dm->domain->nowned + dm->domain->nghost) * (size_t)ncomp;
-  int k = mb_distributed_field_index(dm, name);
-  if (k >= 0 && dm->fields[k].ncomp == ncomp) {
-    memset(dm->fields[k].data, 0, sizeof(double) * n);
-    *data = dm->fields[k].data;
+int mb_distributed_field_index(const mb_distributed_mesh *dm, const char *name) {
+  return field_index(dm->fields, dm->nfields, name);
+}
+
+int mb_distributed_face_field_index(const mb_distributed_mesh *dm, const char *name) {
+  return field_index(dm->face_fields, dm->nface_fields, name);
+}
+
+/* Make (or, by name, reset) a zeroed float64 field of nrows * ncomp values
+ * in the list *fields [*nfields]. */
+static mb_error field_list_add(mb_field **fields, int *nfields, int64_t nrows, const char *name,
+                               int ncomp, double **data) {
+  const size_t n = (size_t)nrows * (size_t)ncomp;
+  int k = field_index(*fields, *nfields, name);
+  if (k >= 0 && (*fields)[k].ncomp == ncomp) {
+    memset((*fields)[k].data, 0, sizeof(double) * n);
+    *data = (*fields)[k].data;
     return MB_SUCCESS;
   }
   double *v = calloc(n ? n : 1, sizeof *v);
   MB_CHECK(v, MB_ERR_MEMORY, "out of memory for field '%s'", name);
   if (k < 0) {
     char *copy = mb_strdup(name);
-    mb_field *f = realloc(dm->fields, sizeof *f * (size_t)(dm->nfields + 1));
-    if (f) dm->fields = f;
+    mb_field *f = realloc(*fields, sizeof *f * (size_t)(*nfields + 1));
+    if (f) *fields = f;
     if (!copy || !f) {
       free(copy);
       free(v);
       MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name);
     }
-    k = dm->nfields++;
-    dm->fields[k] = (mb_field){.name = copy};
+    k = (*nfields)++;
+    (*fields)[k] = (mb_field){.name = copy};
   }
-  free(dm->fields[k].data);
-  dm->fields[k].data = v;
-  dm->fields[k].ncomp = ncomp;
-  dm->fields[k].dtype = MB_FLOAT64;
+  free((*fields)[k].data);
+  (*fields)[k].data = v;
+  (*fields)[k].ncomp = ncomp;
+  (*fields)[k].dtype = MB_FLOAT64;
   *data = v;
+  return MB_SUCCESS;
+}
+
+mb_error mb_distributed_add_field(mb_distributed_mesh *dm, const char *name, int ncomp,
+                                  double **data) {
+  MB_CHECK(ncomp >= 1 && name && name[0], MB_ERR_ARG,
+           "mb_distributed_add_field: a field needs a name and ncomp >= 1");
+  MB_CALL(field_list_add(&dm->fields, &dm->nfields, dm->domain->nowned + dm->domain->nghost,
+                         name, ncomp, data));
+  return MB_SUCCESS;
+}
+
+mb_error mb_distributed_add_face_field(mb_distributed_mesh *dm, const char *name, int ncomp,
+                                       double **data) {
+  MB_CHECK(ncomp >= 1 && name && name[0], MB_ERR_ARG,
+           "mb_distributed_add_face_field: a field needs a name and ncomp >= 1");
+  MB_CHECK(dm->facedist, MB_ERR_ARG, "mb_distributed_add_face_field: the owned faces are not "
+           "made yet (mb_distributed_pull_fields makes them)");
+  MB_CALL(field_list_add(&dm->face_fields, &dm->nface_fields, dm->nfaces, name, ncomp, data));
   return MB_SUCCESS;
 }
 

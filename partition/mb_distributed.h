@@ -41,6 +41,28 @@ typedef struct mb_distributed_mesh {
                                then ghosts (owned); brought from the slab by
                                mb_distributed_pull_fields, written back by
                                mb_distributed_to_slab */
+  /* Owned faces (made by mb_distributed_pull_fields; none before): a face
+   * belongs to the owner of its lowest-global-id vertex, so every face of
+   * the mesh has exactly one owning rank and is written back exactly once. */
+  int64_t nfaces;           /* faces this rank owns */
+  int64_t *face_global;     /* [nfaces] their global face ids (rows of the whole
+                               mesh), ascending (owned) */
+  int64_t *face_offsets;    /* [nfaces + 1] corners of face f: [face_offsets[f],
+                               face_offsets[f+1]) (owned) */
+  int64_t *face_vertices;   /* [face_offsets[nfaces]] local vertex index (owned or
+                               ghost row of x and fields) of each corner, in the
+                               face's order; -1 for a corner that is not on this
+                               rank (a polygon's corner not joined by an edge to
+                               the owned vertex, at ghost depth 1) (owned) */
+  int64_t *face_corners;    /* [face_offsets[nfaces]] global vertex id of each corner (owned) */
+  int64_t *facedist;        /* [size + 1] rank r's slab holds face rows
+                               [facedist[r], facedist[r+1]), or NULL before
+                               mb_distributed_pull_fields (owned) */
+  int nface_fields;         /* per-face fields on the owned faces */
+  mb_field *face_fields;    /* [nface_fields]: data [nfaces * ncomp] float64 (owned);
+                               brought from the slab (its float64 per-face fields)
+                               by mb_distributed_pull_fields, written back by
+                               mb_distributed_to_slab */
 } mb_distributed_mesh;
 
 /* Distribute a mesh that every rank holds (global adjacency and positions
@@ -88,16 +110,28 @@ mb_error mb_distributed_halo(const mb_distributed_mesh *dm, int ncomp, mb_halo *
  * is made in the slab) of this rank's vertex rows [vtxdist[rank],
  * vtxdist[rank+1]) (slab->vertex_start must be vtxdist[rank]), so that all
  * ranks can write the mesh together in global vertex order
- * (mb_collection_write_slabs). Per-face fields stay as the slab holds them.
- * Collective. Errors: MB_ERR_ARG (the slab holds other rows), MB_ERR_MPI,
- * MB_ERR_MEMORY. */
+ * (mb_collection_write_slabs). Likewise, once mb_distributed_pull_fields
+ * made the owned faces, every per-face field of dm->face_fields goes to
+ * the face rows [facedist[rank], facedist[rank+1]) of the slab (by name;
+ * made, zeroed, where the op added it), each face from its one owner; the
+ * slab's other per-face fields (float32) stay as they are. Collective.
+ * Errors (agreed on every rank): MB_ERR_ARG (the slab holds other rows),
+ * MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *slab);
 
 /* Bring every per-vertex field of this rank's slab (rows [vtxdist[rank],
  * vtxdist[rank+1]), float64) to the owned and ghost rows of dm->fields,
- * each local row asking the rank whose slab holds it. Collective.
- * Errors: MB_ERR_ARG (the slab holds other rows), MB_ERR_UNSUPPORTED (a
- * float32 field), MB_ERR_MPI, MB_ERR_MEMORY. */
+ * each local row asking the rank whose slab holds it. Then the owned
+ * faces (dm->nfaces, dm->face_global, ...; the slabs' face rows must
+ * follow one another in rank order and cover the mesh's faces): every face
+ * row goes, through the home of its lowest-global-id vertex, to that
+ * vertex's owner, with the values of every float64 per-face field of the
+ * slab (dm->face_fields): an MPI_Allgather of the face ranges, one
+ * exchange of the owned vertex ids (to their homes) and two of the face
+ * rows (each an MPI_Alltoall of counts and an MPI_Alltoallv). Collective.
+ * Errors (agreed on every rank): MB_ERR_ARG (the slab holds other rows,
+ * or the face rows are not in rank order), MB_ERR_UNSUPPORTED (a float32
+ * per-vertex field), MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_distributed_pull_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab);
 
 /* A per-vertex field of ncomp float64 values on the owned and ghost rows,
@@ -109,6 +143,21 @@ mb_error mb_distributed_add_field(mb_distributed_mesh *dm, const char *name, int
 
 /* Index of dm's field named name, or -1. Not collective. */
 int mb_distributed_field_index(const mb_distributed_mesh *dm, const char *name);
+
+/* A per-face field of ncomp float64 values on the owned faces (dm->nfaces,
+ * in dm->face_global order), zeroed, made (or, by name, reset) for an op to
+ * fill: *data [dm->nfaces * ncomp] belongs to dm. An op reads or changes a
+ * field the input carried through dm->face_fields[mb_distributed_face_field_index]
+ * in place. Written back by mb_distributed_to_slab. Not collective; call
+ * it on every rank (a rank without owned faces gets an empty field), so
+ * that the ranks write the same fields. Errors: MB_ERR_ARG (no name,
+ * ncomp < 1, or no owned faces made yet: mb_distributed_pull_fields),
+ * MB_ERR_MEMORY. */
+mb_error mb_distributed_add_face_field(mb_distributed_mesh *dm, const char *name, int ncomp,
+                                       double **data);
+
+/* Index of dm's per-face field named name, or -1. Not collective. */
+int mb_distributed_face_field_index(const mb_distributed_mesh *dm, const char *name);
 
 /* Quality of the partition in use: edge cut, owned-vertex imbalance and
  * empty parts, from each rank's owned rows (no global array needed).

@@ -157,6 +157,17 @@ static int64_t last_at_or_below(const int64_t *sorted, int64_t n, int64_t x) {
   return lo;
 }
 
+/* The same over (key, value) pairs [n] sorted by key. */
+static int64_t last_at_or_below_pairs(const int64_t *pairs, int64_t n, int64_t x) {
+  int64_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (pairs[2 * mid] <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 static int64_t find_id(const int64_t *ids, int64_t n, int64_t id) {
   return last_at_or_below(ids, n, id);
 }
@@ -534,12 +545,9 @@ static int by_first(const void *x, const void *y) {
   return (a[0] > b[0]) - (a[0] < b[0]);
 }
 
-mb_error mb_distributed_pull_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
+/* Every per-vertex field of the slab to the owned and ghost rows. */
+static mb_error pull_vertex_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
   const mb_mesh *rows = slab->rows;
-  MB_CHECK(slab->vertex_start == dm->vtxdist[dm->rank] &&
-               rows->nv == dm->vtxdist[dm->rank + 1] - dm->vtxdist[dm->rank],
-           MB_ERR_ARG, "mb_distributed_pull_fields: the slab does not hold rows [%lld, %lld)",
-           (long long)dm->vtxdist[dm->rank], (long long)dm->vtxdist[dm->rank + 1]);
   if (!rows->nfields) return MB_SUCCESS;
   const mb_local_domain *d = dm->domain;
   const int64_t nlocal = d->nowned + d->nghost, first = slab->vertex_start;
@@ -603,8 +611,287 @@ done:
   return e;
 }
 
-/* The slab's field named like f, made (zeroed) where the op added it. */
-static mb_error slab_field(mb_mesh *rows, const mb_field *f, mb_field **out) {
+/* ------------------------------------------------------------ owned faces */
+
+/* The lowest global vertex id of a face of n corners. */
+static int64_t lowest(const int64_t *v, int64_t n) {
+  int64_t m = v[0];
+  for (int64_t k = 1; k < n; k++)
+    if (v[k] < m) m = v[k];
+  return m;
+}
+
+/* Local index of global vertex g, or -1: a binary search of the (global,
+ * local) pairs [n] sorted by global id. */
+static int64_t local_of(const int64_t *pairs, int64_t n, int64_t g) {
+  if (n == 0) return -1;
+  const int64_t k = last_at_or_below_pairs(pairs, n, g);
+  return pairs[2 * k] == g ? pairs[2 * k + 1] : -1;
+}
+
+/* facedist from every rank's face rows, which must follow one another in
+ * rank order and cover the mesh's faces. Collective; errors agreed. */
+static mb_error slab_facedist(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
+  int64_t mine[2] = {slab->face_start, slab->rows->nf};
+  int64_t *all = calloc(2 * (size_t)dm->size, sizeof *all);
+  dm->facedist = calloc((size_t)dm->size + 1, sizeof *dm->facedist);
+  mb_error e = all && dm->facedist ? MB_SUCCESS : OOM();
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_MPI_GOTO(e, done, MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, dm->comm));
+  int ok = 1;
+  for (int r = 0; r < dm->size; r++) {
+    ok &= all[2 * r] == dm->facedist[r] && all[2 * r + 1] >= 0;
+    dm->facedist[r + 1] = dm->facedist[r] + all[2 * r + 1];
+  }
+  if (!ok || dm->facedist[dm->size] != slab->nf) /* the same on every rank: agreed */
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__, "the face slabs of the ranks "
+                     "do not cover [0, %lld) in rank order", (long long)slab->nf);
+done:
+  free(all);
+  return e;
+}
+
+/* owner [rows->nv]: the owning rank of every vertex row of this rank's
+ * slab, told by the owners. Collective; errors agreed. */
+static mb_error home_owners(const mb_distributed_mesh *dm, const mb_mesh_slab *slab,
+                            int32_t *owner) {
+  const mb_local_domain *d = dm->domain;
+  int64_t *ids = malloc(sizeof *ids * (size_t)(d->nowned ? d->nowned : 1));
+  int64_t *count = calloc((size_t)dm->size, sizeof *count);
+  inbox ib = {0};
+  mb_error e = ids && count ? MB_SUCCESS : OOM();
+  if (!e) {
+    memcpy(ids, d->global, sizeof *ids * (size_t)d->nowned);
+    qsort(ids, (size_t)d->nowned, sizeof *ids, cmp_i64); /* grouped by home, in rank order */
+    for (int64_t l = 0; l < d->nowned; l++) count[home_of(dm->vtxdist, dm->size, ids[l])]++;
+  }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, count, ids, &ib));
+  for (int64_t r = 0, q = 0; r < dm->size; r++)
+    for (int64_t k = 0; k < ib.count[r]; k++, q++) owner[ib.buf[q] - slab->vertex_start] = (int32_t)r;
+done:
+  free(ids);
+  free(count);
+  inbox_free(&ib);
+  return e;
+}
+
+/* Records of face rows (global face id, corner count n, n global vertex
+ * ids, width words of field values) from ib, each sent on to the owner of
+ * its lowest vertex (owner, indexed by vertex row of this slab).
+ * Collective. */
+static mb_error forward_faces(const mb_distributed_mesh *dm, const mb_mesh_slab *slab,
+                              const int32_t *owner, int width, const inbox *in, inbox *out) {
+  outbox ob;
+  mb_error e = outbox_init(&ob, dm->size);
+  for (int pass = 0; !e && pass < 2; pass++) {
+    if (pass == 1) e = outbox_open(&ob);
+    for (int64_t q = 0; !e && q < in->n; q += 2 + in->buf[q + 1] + width) {
+      const int64_t len = 2 + in->buf[q + 1] + width;
+      const int dest = owner[lowest(in->buf + q + 2, in->buf[q + 1]) - slab->vertex_start];
+      if (pass == 0) outbox_count(&ob, dest, len);
+      else memcpy(outbox_put(&ob, dest, len), in->buf + q, sizeof *in->buf * (size_t)len);
+    }
+  }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, ob.count, ob.buf, out));
+done:
+  outbox_free(&ob);
+  return e;
+}
+
+/* The received face records (see forward_faces) as this rank's owned
+ * faces, in ascending global face id, and the values of the carried
+ * per-face fields. Not collective. */
+static mb_error unpack_owned_faces(mb_distributed_mesh *dm, const mb_mesh *rows, int width,
+                                   const inbox *ib) {
+  const mb_local_domain *d = dm->domain;
+  const int64_t nlocal = d->nowned + d->nghost;
+  int64_t nfo = 0, ncorners = 0;
+  for (int64_t q = 0; q < ib->n; q += 2 + ib->buf[q + 1] + width) {
+    nfo++;
+    ncorners += ib->buf[q + 1];
+  }
+  int64_t *order = malloc(sizeof *order * 2 * (size_t)(nfo ? nfo : 1));     /* (id, word) */
+  int64_t *pairs = malloc(sizeof *pairs * 2 * (size_t)(nlocal ? nlocal : 1)); /* (global, local) */
+  dm->face_global = malloc(sizeof *dm->face_global * (size_t)(nfo ? nfo : 1));
+  dm->face_offsets = malloc(sizeof *dm->face_offsets * (size_t)(nfo + 1));
+  dm->face_vertices = malloc(sizeof *dm->face_vertices * (size_t)(ncorners ? ncorners : 1));
+  dm->face_corners = malloc(sizeof *dm->face_corners * (size_t)(ncorners ? ncorners : 1));
+  mb_error e = order && pairs && dm->face_global && dm->face_offsets && dm->face_vertices &&
+                       dm->face_corners
+                   ? MB_SUCCESS
+                   : OOM();
+  dm->nfaces = nfo;
+  for (int k = 0; !e && k < rows->nface_fields; k++) { /* the carried fields, zeroed */
+    const mb_field *f = &rows->face_fields[k];
+    double *data;
+    if (f->dtype != MB_FLOAT64 || !f->data) continue;
+    e = mb_distributed_add_face_field(dm, f->name, f->ncomp, &data);
+  }
+  if (e) goto done;
+  for (int64_t l = 0; l < nlocal; l++) {
+    pairs[2 * l] = d->global[l];
+    pairs[2 * l + 1] = l;
+  }
+  qsort(pairs, (size_t)nlocal, 2 * sizeof *pairs, by_first);
+  for (int64_t q = 0, f = 0; q < ib->n; q += 2 + ib->buf[q + 1] + width, f++) {
+    order[2 * f] = ib->buf[q];
+    order[2 * f + 1] = q;
+  }
+  qsort(order, (size_t)nfo, 2 * sizeof *order, by_first); /* face ids are distinct */
+  dm->face_offsets[0] = 0;
+  for (int64_t f = 0; f < nfo; f++) {
+    const int64_t *w = ib->buf + order[2 * f + 1], n = w[1];
+    dm->face_global[f] = w[0];
+    dm->face_offsets[f + 1] = dm->face_offsets[f] + n;
+    for (int64_t k = 0; k < n; k++) {
+      dm->face_corners[dm->face_offsets[f] + k] = w[2 + k];
+      dm->face_vertices[dm->face_offsets[f] + k] = local_of(pairs, nlocal, w[2 + k]);
+    }
+    w += 2 + n;
+    for (int k = 0; k < rows->nface_fields; k++) {
+      const mb_field *src = &rows->face_fields[k];
+      if (src->dtype != MB_FLOAT64 || !src->data) continue;
+      mb_field *fd = &dm->face_fields[mb_distributed_face_field_index(dm, src->name)];
+      for (int c = 0; c < fd->ncomp; c++) fd->data[fd->ncomp * f + c] = double_of(*w++);
+    }
+  }
+done:
+  free(order);
+  free(pairs);
+  return e;
+}
+
+/* The owned faces and the slab's float64 per-face fields on them (see
+ * mb_distributed_pull_fields). Collective; errors agreed. */
+static mb_error pull_faces(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
+  const mb_mesh *rows = slab->rows;
+  int width = 0;
+  for (int k = 0; k < rows->nface_fields; k++)
+    if (rows->face_fields[k].dtype == MB_FLOAT64 && rows->face_fields[k].data)
+      width += rows->face_fields[k].ncomp;
+  MB_CALL(slab_facedist(dm, slab));
+  int32_t *owner = malloc(sizeof *owner * (size_t)(rows->nv ? rows->nv : 1));
+  outbox ob = {0};
+  inbox at_home = {0}, at_owner = {0};
+  mb_error e = owner ? MB_SUCCESS : OOM();
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, home_owners(dm, slab, owner));
+  e = outbox_init(&ob, dm->size);
+  for (int pass = 0; !e && pass < 2; pass++) { /* each face row to the home of its lowest vertex */
+    if (pass == 1) e = outbox_open(&ob);
+    for (int64_t f = 0; !e && f < rows->nf; f++) {
+      int64_t n;
+      const int64_t *v = slab_face(rows, f, &n);
+      const int home = home_of(dm->vtxdist, dm->size, lowest(v, n));
+      if (pass == 0) {
+        outbox_count(&ob, home, 2 + n + width);
+        continue;
+      }
+      int64_t *w = outbox_put(&ob, home, 2 + n + width);
+      *w++ = slab->face_start + f;
+      *w++ = n;
+      for (int64_t k = 0; k < n; k++) *w++ = v[k];
+      for (int k = 0; k < rows->nface_fields; k++) {
+        const mb_field *fd = &rows->face_fields[k];
+        if (fd->dtype != MB_FLOAT64 || !fd->data) continue;
+        for (int c = 0; c < fd->ncomp; c++) *w++ = word_of(fd->data[fd->ncomp * f + c]);
+      }
+    }
+  }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, ob.count, ob.buf, &at_home));
+  outbox_free(&ob);
+  MB_CALL_GOTO(e, done, forward_faces(dm, slab, owner, width, &at_home, &at_owner));
+  inbox_free(&at_home);
+  e = mb_agree(dm->comm, unpack_owned_faces(dm, rows, width, &at_owner));
+done:
+  free(owner);
+  outbox_free(&ob);
+  inbox_free(&at_home);
+  inbox_free(&at_owner);
+  return e;
+}
+
+mb_error mb_distributed_pull_fields(mb_distributed_mesh *dm, const mb_mesh_slab *slab) {
+  const mb_mesh *rows = slab->rows;
+  MB_CHECK(slab->vertex_start == dm->vtxdist[dm->rank] &&
+               rows->nv == dm->vtxdist[dm->rank + 1] - dm->vtxdist[dm->rank],
+           MB_ERR_ARG, "mb_distributed_pull_fields: the slab does not hold rows [%lld, %lld)",
+           (long long)dm->vtxdist[dm->rank], (long long)dm->vtxdist[dm->rank + 1]);
+  MB_CALL(pull_vertex_fields(dm, slab));
+  MB_CALL(pull_faces(dm, slab));
+  return MB_SUCCESS;
+}
+
+/* The index of the slab's per-face field named like f, made (zeroed) where
+ * the op added it (an index: making one may move the others). */
+static mb_error slab_face_field(mb_mesh *rows, const mb_field *f, int *out) {
+  int k = -1;
+  for (int i = 0; i < rows->nface_fields && k < 0; i++)
+    if (!strcmp(rows->face_fields[i].name, f->name)) k = i;
+  if (k < 0 || rows->face_fields[k].ncomp != f->ncomp ||
+      rows->face_fields[k].dtype != MB_FLOAT64 || !rows->face_fields[k].data) {
+    double *zero = calloc((size_t)(rows->nf ? rows->nf : 1) * (size_t)f->ncomp, sizeof *zero);
+    MB_CHECK(zero, MB_ERR_MEMORY, "out of memory");
+    mb_error e = mb_mesh_set_face_field(rows, f->name, f->ncomp, zero);
+    free(zero);
+    MB_CALL(e);
+    for (int i = 0; i < rows->nface_fields; i++)
+      if (!strcmp(rows->face_fields[i].name, f->name)) k = i;
+  }
+  *out = k;
+  return MB_SUCCESS;
+}
+
+/* Every per-face field of the owned faces to the slab that holds its face
+ * rows (see mb_distributed_to_slab). Collective; errors agreed. */
+static mb_error push_faces(const mb_distributed_mesh *dm, mb_mesh_slab *slab) {
+  int width = 0;
+  for (int k = 0; k < dm->nface_fields; k++) width += dm->face_fields[k].ncomp;
+  /* every rank must send what the others read: the same fields everywhere */
+  int range[2] = {width, -width};
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, dm->comm));
+  MB_CHECK(range[0] == -range[1], MB_ERR_ARG, "mb_distributed_to_slab: the ranks hold per-face "
+           "fields of %d to %d values per face; an op adds a face field on every rank",
+           -range[1], range[0]);
+  if (!width) return MB_SUCCESS;
+  int *into = calloc((size_t)dm->nface_fields, sizeof *into);
+  outbox ob = {0};
+  inbox ib = {0};
+  mb_error e = into ? outbox_init(&ob, dm->size) : OOM();
+  for (int k = 0; !e && k < dm->nface_fields; k++)
+    e = slab_face_field(slab->rows, &dm->face_fields[k], &into[k]);
+  for (int64_t f = 0; !e && f < dm->nfaces; f++)
+    outbox_count(&ob, home_of(dm->facedist, dm->size, dm->face_global[f]), 1 + width);
+  if (!e) e = outbox_open(&ob);
+  for (int64_t f = 0; !e && f < dm->nfaces; f++) {
+    int64_t *w = outbox_put(&ob, home_of(dm->facedist, dm->size, dm->face_global[f]), 1 + width);
+    *w++ = dm->face_global[f];
+    for (int k = 0; k < dm->nface_fields; k++)
+      for (int c = 0; c < dm->face_fields[k].ncomp; c++)
+        *w++ = word_of(dm->face_fields[k].data[dm->face_fields[k].ncomp * f + c]);
+  }
+  MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_GOTO(e, done, exchange(dm->comm, dm->size, ob.count, ob.buf, &ib));
+  for (int64_t q = 0; q < ib.n; q += 1 + width) {
+    const int64_t row = ib.buf[q] - slab->face_start, *w = ib.buf + q + 1;
+    for (int k = 0; k < dm->nface_fields; k++) {
+      mb_field *to = &slab->rows->face_fields[into[k]];
+      for (int c = 0; c < to->ncomp; c++) to->data[to->ncomp * row + c] = double_of(*w++);
+    }
+  }
+done:
+  free(into);
+  outbox_free(&ob);
+  inbox_free(&ib);
+  return e;
+}
+
+/* The index of the slab's field named like f, made (zeroed) where the op
+ * added it (an index: making one may move the others). */
+static mb_error slab_field(mb_mesh *rows, const mb_field *f, int *out) {
   int k = mb_mesh_field_index(rows, f->name);
   if (k < 0 || rows->fields[k].ncomp != f->ncomp || rows->fields[k].dtype != MB_FLOAT64) {
     double *zero = calloc((size_t)(rows->nv ? rows->nv : 1) * (size_t)f->ncomp, sizeof *zero);
@@ -614,7 +901,7 @@ static mb_error slab_field(mb_mesh *rows, const mb_field *f, mb_field **out) {
     MB_CALL(e);
     k = mb_mesh_field_index(rows, f->name);
   }
-  *out = &rows->fields[k];
+  *out = k;
   return MB_SUCCESS;
 }
 
@@ -625,7 +912,7 @@ mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *sla
            (long long)dm->vtxdist[dm->rank], (long long)dm->vtxdist[dm->rank + 1]);
   const mb_local_domain *d = dm->domain;
   const int width = row_width(dm);
-  mb_field **into = calloc((size_t)(dm->nfields ? dm->nfields : 1), sizeof *into);
+  int *into = calloc((size_t)(dm->nfields ? dm->nfields : 1), sizeof *into);
   outbox ob;
   inbox ib = {0};
   mb_error e = into ? outbox_init(&ob, dm->size) : OOM();
@@ -647,9 +934,12 @@ mb_error mb_distributed_to_slab(const mb_distributed_mesh *dm, mb_mesh_slab *sla
   for (int64_t q = 0; q < ib.n; q += 1 + width) {
     const int64_t row = ib.buf[q] - slab->vertex_start, *w = ib.buf + q + 1;
     for (int c = 0; c < 3; c++) slab->rows->xyz[3 * row + c] = double_of(*w++);
-    for (int k = 0; k < dm->nfields; k++)
-      for (int c = 0; c < into[k]->ncomp; c++) into[k]->data[into[k]->ncomp * row + c] = double_of(*w++);
+    for (int k = 0; k < dm->nfields; k++) {
+      mb_field *to = &slab->rows->fields[into[k]];
+      for (int c = 0; c < to->ncomp; c++) to->data[to->ncomp * row + c] = double_of(*w++);
+    }
   }
+  if (dm->facedist) e = push_faces(dm, slab); /* the owned faces were made: every rank has them */
 done:
   free(into);
   outbox_free(&ob);

@@ -86,7 +86,12 @@ mb_error mb_idle_barrier(MPI_Comm comm);
 mb_error mb_local_rank(MPI_Comm comm, int *local);
 
 /* The same value of an int on every rank: the minimum (all_min) or the
- * maximum over comm, in place. Collective. Errors: MB_ERR_MPI. */
+ * maximum over comm, in place. Collective. Errors: MB_ERR_MPI, not agreed
+ * (the ranks are out of step after it: mb_error_mpi_failed, which ends the
+ * job with MPI_Abort under mb_error_mpi_abort_unagreed(1), the meshbatch
+ * command). The rule for every MPI call of meshbatch: a failure is agreed
+ * by mb_agree on every rank, or ends the job so (docs/architecture.md,
+ * "Errors"). */
 mb_error mb_all_min_int(MPI_Comm comm, int *v);
 mb_error mb_all_max_int(MPI_Comm comm, int *v);
 

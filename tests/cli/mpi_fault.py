@@ -9,9 +9,16 @@ mpirun's), end within a time limit (no rank left waiting in a collective),
 name the failing call's source file and line (src/....c:123) and MPI's
 error text, and leave no output under the output's name and no temporary
 files. A first run without a fault counts the calls of each MPI function
-(MB_FAULT_COUNT); the faults are placed at the first, a middle and the last
-but one call of each function the rank makes (the last Allreduce is the
+(MB_FAULT_COUNT); the faults are placed at a middle and the last but one
+call of each function the rank makes (the last Allreduce is the
 exit-code agreement in main, which has no later agreement to fall back on).
+The preload also counts the calls per call site (the return address in
+the program, named with addr2line): the first call made at every site
+fails once too, so each place meshbatch calls MPI is covered, not only
+the busiest functions; a partitioned job must have sites in the halo
+exchange (mb_halo_*: MPI_Isend, MPI_Irecv, MPI_Waitall), in the min/max
+helpers (mb_all_min_int, mb_all_max_int) and in both rounds of mb_agree,
+else the test fails (it would cover less than it says).
 `--sweep` tries every call of every function on every rank instead (slow;
 for finding places that hang, not for CTest).
 
@@ -90,30 +97,62 @@ def launch(np, jobfile, env, wait_all=True):
 
 
 def counts(np, jobfile):
-    """{rank: {function: calls}} of a run without a fault, which must pass."""
+    """({rank: {function: calls}}, {rank: {(function, site): calls}}) of a
+    run without a fault, which must pass."""
     code, ranks, out, _ = launch(np, jobfile, {"MB_FAULT_COUNT": "1"})
     if code != 0 or ranks != {r: 0 for r in range(np)}:
         print(out)
         fail(f"the run without a fault exits {code} (ranks {ranks})")
-    c = {}
+    c, s = {}, {}
     for ln in out.splitlines():
         m = re.match(r"mb_fault: rank (\d+) (MPI_\w+) (\d+) calls", ln.strip())
         if m:
             c.setdefault(int(m.group(1)), {})[m.group(2)] = int(m.group(3))
+        m = re.match(r"mb_fault: rank (\d+) (MPI_\w+) at 0x([0-9a-f]+) (\d+) calls", ln.strip())
+        if m:
+            s.setdefault(int(m.group(1)), {})[(m.group(2), m.group(3))] = int(m.group(4))
     if not c:
         print("SKIP: the preload is not in effect here (no call counted)")
         sys.exit(SKIP)
-    return c
+    if "more call sites than counted" in out:
+        fail("the preload's table of call sites is full: make MAX_SITES larger")
+    return c, s
 
 
-def check(np, d, jobfile, output, fn, rank, after, wait_all=True):
-    """One run with call after+1 of fn failing on rank: a list of what went
-    wrong. wait_all: every rank's exit code is checked (mpirun's is not: it
-    is 0 in that mode); else mpirun's, as users run it."""
+def site_names(offsets):
+    """{offset: the program's function at it} (addr2line; '??' where unknown)."""
+    offsets = sorted(offsets)
+    try:
+        got = subprocess.run(["addr2line", "-f", "-e", EXE] + offsets, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"addr2line cannot name the call sites: {e}")
+        return {o: "??" for o in offsets}
+    return {o: got[2 * i].split(".")[0] if 2 * i < len(got) else "??" for i, o in enumerate(offsets)}
+
+
+# What a job must call, by function of the program (a prefix), MPI call and
+# how many distinct call sites: the places issue 23 names, which must be
+# among those faulted (mb_agree: both rounds).
+REQUIRED = {
+    "per-mesh": [("mb_agree", "MPI_Allreduce", 2)],
+    "partitioned": [("mb_agree", "MPI_Allreduce", 2), ("mb_halo_post", "MPI_Isend", 1),
+                    ("mb_halo_post", "MPI_Irecv", 1), ("mb_halo_", "MPI_Waitall", 1),
+                    ("mb_all_min_int", "MPI_Allreduce", 1), ("mb_all_max_int", "MPI_Allreduce", 1)],
+}
+
+
+def check(np, d, jobfile, output, fn, rank, after, wait_all=True, site=None):
+    """One run with call after+1 of fn (at site (offset, name) only, when
+    given) failing on rank: a list of what went wrong. wait_all: every
+    rank's exit code is checked (mpirun's is not: it is 0 in that mode);
+    else mpirun's, as users run it."""
     before = sorted(os.listdir(d))
     env = {"MB_FAULT_MPI": fn, "MB_FAULT_RANK": str(rank), "MB_FAULT_AFTER": str(after)}
+    if site:
+        env["MB_FAULT_SITE"] = site[0]
     code, ranks, out, secs = launch(np, jobfile, env, wait_all)
-    what = f"{fn} call {after + 1} on rank {rank} of {np}"
+    what = f"{fn} call {after + 1}{f' in {site[1]} (0x{site[0]})' if site else ''} on rank {rank} of {np}"
     bad = []
     if f"mb_fault: rank {rank}: {fn} call {after + 1} fails" not in out:
         bad.append("the fault was not injected")
@@ -179,10 +218,12 @@ def whole(out, ref, said):
 
 
 def picks(n, sweep):
-    """Which calls of a function called n times on a rank to fail (0-based)."""
+    """Which calls of a function called n times on a rank to fail (0-based):
+    a middle one and the last but one (the first is the first call at one
+    of the call sites, which fail on their own)."""
     if sweep:
         return range(n)
-    return sorted({0, n // 2, max(n - 2, 0)}) if n > 1 else [0]
+    return sorted({n // 2, max(n - 2, 0)} - {0})
 
 
 def main():
@@ -209,7 +250,8 @@ def main():
         os.makedirs(d)
         output = os.path.join(d, "out.h5")
         jobfile = write_job(os.path.join(d, "job.yaml"), output, distribute)
-        c = counts(a.np, jobfile)
+        c, sites = counts(a.np, jobfile)
+        named = site_names({off for r in sites.values() for _, off in r})
         os.rename(output, output + ".ref")  # the whole output, for a failure after it is written
         for f in os.listdir(d):
             if f.endswith(".xdmf"):
@@ -223,11 +265,23 @@ def main():
             calls = sorted({(fn, after) for fn, _, after in cases})
             cases = [(fn, r, after) for k, (fn, after) in enumerate(calls)
                      for r in [next(q % a.np for q in range(k, k + a.np) if (fn, q % a.np, after) in have)]]
+        if not a.sweep:  # the first call at every call site, once, on ranks in turn
+            every = sorted({k for r in sites.values() for k in r})
+            for k, (fn, off) in enumerate(every):
+                rank = next(q % a.np for q in range(k, k + a.np) if (fn, off) in sites.get(q % a.np, {}))
+                cases.append((fn, rank, 0, (off, named[off])))
+        for want, fn, nsites in REQUIRED[distribute]:
+            have = {off for r in sites.values() for f, off in r if f == fn and named[off].startswith(want)}
+            if len(have) < nsites:
+                problems.append(f"{distribute}: {len(have)} call sites of {fn} in {want}* counted, "
+                                f"not {nsites}: the faults miss a place they must cover")
         tried = 0
-        for fn, rank, after in cases:
-            bad = check(a.np, d, jobfile, output, fn, rank, after)
+        for fn, rank, after, *site in cases:
+            site = site[0] if site else None
+            bad = check(a.np, d, jobfile, output, fn, rank, after, site=site)
             tried += 1
-            problems += [f"{distribute}: {fn} call {after + 1} on rank {rank}: {b}" for b in bad]
+            where = f" in {site[1]}" if site else ""
+            problems += [f"{distribute}: {fn} call {after + 1}{where} on rank {rank}: {b}" for b in bad]
         # as users run it: mpirun's own exit code
         problems += [f"{distribute}, mpirun's code: {b}"
                      for b in check(a.np, d, jobfile, output, "MPI_Bcast", a.np - 1, 0, wait_all=False)]
@@ -238,7 +292,8 @@ def main():
             print(out)
             problems.append(f"{distribute}: the run after the faults exits {code} (ranks {ranks}), "
                             f"leaves {left}")
-        print(f"{distribute} on {a.np} ranks: {tried} faults injected")
+        print(f"{distribute} on {a.np} ranks: {tried} faults injected, {len(named)} call sites "
+              f"({', '.join(sorted(set(named.values())))})")
     if problems:
         fail(f"{len(problems)} problems:\n  " + "\n  ".join(problems))
     print("PASS")

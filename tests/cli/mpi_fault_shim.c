@@ -12,8 +12,15 @@
  *   MB_FAULT_ANY_CALLER=1  count the calls of the libraries too (HDF5,
  *                          ParMETIS); by default only those made by the
  *                          meshbatch program itself
+ *   MB_FAULT_SITE=OFFSET   count only the calls of NAME made at this call
+ *                          site: the return address in the program, as a
+ *                          hex offset from its load address (what
+ *                          MB_FAULT_COUNT prints; addr2line -f -e meshbatch
+ *                          OFFSET names the function that calls)
  *   MB_FAULT_COUNT=1       at MPI_Finalize, print how often each function
- *                          was called ("mb_fault: rank R NAME N calls")
+ *                          was called ("mb_fault: rank R NAME N calls") and
+ *                          from each call site ("mb_fault: rank R NAME at
+ *                          0xOFFSET N calls")
  *   MB_FAULT_BACKTRACE=1   print the failing call's return addresses in
  *                          the program (for addr2line -f -e meshbatch)
  * The failing call runs the real function first (PMPI_...), so the other
@@ -73,13 +80,33 @@ static const char *const names[F_COUNT] = {
     "MPI_Exscan",    "MPI_Barrier",  "MPI_Isend",    "MPI_Irecv",   "MPI_Waitall"};
 static long calls[F_COUNT];
 
+/* Calls per (function, call site in the program). */
+enum { MAX_SITES = 1024 };
+static struct site { int f; uintptr_t off; long calls; } sites[MAX_SITES];
+static int nsites;
+
+/* Count one call of f at program offset off; returns the site's count so far. */
+static long site_call(int f, uintptr_t off) {
+  for (int i = 0; i < nsites; i++)
+    if (sites[i].f == f && sites[i].off == off) return ++sites[i].calls;
+  if (nsites == MAX_SITES) return 0; /* not counted: a site past the table */
+  sites[nsites] = (struct site){f, off, 1};
+  return sites[nsites++].calls;
+}
+
 /* After the real call returned rc: the code to return for this call. */
 static int after(int f, const void *ret, MPI_Comm comm, int rc) {
   if (rc != MPI_SUCCESS) return rc;
-  if (!env_long("MB_FAULT_ANY_CALLER", 0) && !from_program(ret)) return rc;
-  const long k = ++calls[f];
-  const char *want = getenv("MB_FAULT_MPI");
+  if (!from_program(ret) && !env_long("MB_FAULT_ANY_CALLER", 0)) return rc;
+  long k = ++calls[f];
+  const uintptr_t off = (uintptr_t)ret - base - 1; /* within the call instruction */
+  const long at_site = site_call(f, off);
+  const char *want = getenv("MB_FAULT_MPI"), *site = getenv("MB_FAULT_SITE");
   if (!want || strcmp(want, names[f])) return rc;
+  if (site && *site) {
+    if (strtoull(site, NULL, 16) != off) return rc;
+    k = at_site;
+  }
   int rank = -1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank != env_long("MB_FAULT_RANK", 0) || k != env_long("MB_FAULT_AFTER", 0) + 1) return rc;
@@ -157,6 +184,10 @@ int MPI_Finalize(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int f = 0; f < F_COUNT; f++)
       if (calls[f]) fprintf(stderr, "mb_fault: rank %d %s %ld calls\n", rank, names[f], calls[f]);
+    for (int i = 0; i < nsites; i++)
+      fprintf(stderr, "mb_fault: rank %d %s at 0x%lx %ld calls\n", rank, names[sites[i].f],
+              (unsigned long)sites[i].off, sites[i].calls);
+    if (nsites == MAX_SITES) fprintf(stderr, "mb_fault: rank %d: more call sites than counted\n", rank);
   }
   return PMPI_Finalize();
 }
