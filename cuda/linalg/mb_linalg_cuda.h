@@ -1,4 +1,4 @@
-/* meshbatch: the linalg layer on the GPU (cuda/linalg/*.cu; builds without
+/* meshbatch: the linalg layer on the GPU (the .cu files of cuda/linalg; builds without
  * CUDA link cuda/linalg/mb_linalg_cuda_stub.c, whose functions return
  * MB_ERR_UNSUPPORTED).
  *
