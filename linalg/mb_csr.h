@@ -71,17 +71,24 @@ mb_error mb_csr_pattern(const mb_adjacency *adj, int64_t nrows, int64_t ncols,
 /* Free a matrix; NULL allowed. */
 void mb_csr_free(mb_csr *A);
 
-/* y[nrows, ncomp] = A x[ncols, ncomp] (row-major, ncomp values per row),
- * each row's products summed in entry order, never fused. OpenMP over
- * rows. Not collective. */
+/* y[nrows, ncomp] = A x[ncols, ncomp] (row-major, ncomp values per row):
+ * per row and component s = 0.0, then s += a_ij x_j in entry order, each
+ * product rounded then added (never fused). OpenMP over rows. Not
+ * collective. */
 void mb_csr_spmv(const mb_csr *A, int ncomp, const double *x, double *y);
 
 /* Assemble the cotangent Laplacian of the triangle mesh with positions
  * xyz [ncols, 3] (length unit of the input; values are dimensionless)
  * into A's pattern, built from adj with MB_ADJ_OPPOSITE. A degenerate
- * triangle (zero area) contributes 0 to its edges' cotangents. Not
- * collective. Errors: MB_ERR_ARG (adj without opposite vertices),
- * MB_ERR_NUMERIC (a non-finite value, naming the row). */
+ * triangle (zero area) contributes 0 to its edges' cotangents. Order (the
+ * GPU's too): an off-diagonal entry of edge k = (i, j) is 0.5 * w, where
+ * w = 0.0, then w += MB_COT_AT(i, j, o) for the opposite vertices o of k
+ * in adj's order; the diagonal is -(s), s = 0.0, then s += each
+ * off-diagonal value of the row in entry order. L_ij and L_ji are the
+ * same bits (the cotangent is symmetric in i, j bit for bit). Not
+ * collective. Errors: MB_ERR_ARG (adj without opposite vertices, A not of
+ * adj's pattern), MB_ERR_NUMERIC (a non-finite value, naming the local
+ * row). */
 mb_error mb_csr_cotangent_laplacian(const mb_adjacency *adj, const double *xyz, mb_csr *A);
 
 /* Assemble the uniform Laplacian (umbrella operator, unnormalized: K_ij = 1,
@@ -90,11 +97,24 @@ mb_error mb_csr_cotangent_laplacian(const mb_adjacency *adj, const double *xyz, 
 mb_error mb_csr_uniform_laplacian(const mb_adjacency *adj, mb_csr *A);
 
 /* The lumped barycentric mass of rows [0, nrows) of adj (triangles, with
- * opposite vertices): mass [nrows] = sum over the triangles around each
- * vertex of area / 3 (length unit squared). Not collective.
- * Errors: MB_ERR_ARG, MB_ERR_NUMERIC (non-finite). */
+ * opposite vertices), positions xyz [at least every local vertex adj
+ * names, 3]: mass [nrows] = sum over the triangles around each vertex of
+ * area / 3 (length unit squared). Order (the GPU's too): for row i,
+ * s = 0.0; for each entry k = (i, j) of adj's row in order, for each
+ * opposite vertex o of k in order, the triangle is counted from the first
+ * of its two edges ij, io in the row (k before o's entry), s +=
+ * MB_TRIANGLE_AREA2(i, j, o); then mass_i = s / 6. Not collective.
+ * Errors: MB_ERR_ARG, MB_ERR_NUMERIC (non-finite, naming the local row). */
 mb_error mb_mass_barycentric(const mb_adjacency *adj, int64_t nrows, const double *xyz,
                              double *mass);
+
+/* Set A's values to alpha D + beta S, S = src (same pattern; src may be
+ * A) and D = diag(d), d [nrows]: the system matrices of the flows, e.g.
+ * M - dt L with alpha = 1, d = mass, beta = -dt. Off-diagonal entries are
+ * beta * s_ij, diagonals alpha * d_i + beta * s_ii (each product rounded,
+ * then one addition; the GPU's mb_cuda_csr_combine the same). Not
+ * collective. Errors: MB_ERR_ARG (patterns differ, NULL). */
+mb_error mb_csr_combine(mb_csr *A, double alpha, const double *d, double beta, const mb_csr *src);
 
 #ifdef __cplusplus
 }

@@ -73,12 +73,24 @@ typedef struct mb_cholesky mb_cholesky; /* opaque */
  * MB_ERR_UNSUPPORTED (CHOLMOD failed, its status named). */
 mb_error mb_cholesky_create(const mb_csr *A, mb_cholesky **chol);
 /* Factor A (same pattern as at creation; values new). Errors: MB_ERR_NUMERIC
- * (not positive definite: the column where it failed), MB_ERR_MEMORY. */
+ * (not positive definite, singular included: the row where it failed; a
+ * non-finite value), MB_ERR_ARG (another pattern), MB_ERR_MEMORY. */
 mb_error mb_cholesky_factor(mb_cholesky *chol, const mb_csr *A);
 /* Solve A X = B for ncomp columns (row-major [n, ncomp]); X may be B.
- * Errors: MB_ERR_ARG (not factored), MB_ERR_MEMORY. */
+ * Errors: MB_ERR_ARG (not factored), MB_ERR_NUMERIC (non-finite B),
+ * MB_ERR_MEMORY. */
 mb_error mb_cholesky_solve(mb_cholesky *chol, int ncomp, const double *B, double *X);
 void mb_cholesky_free(mb_cholesky *chol);
+
+/* The relative residuals of A X = B, per column: res [ncomp] =
+ * ||b_c - A x_c||_2 / ||b_c||_2 (||b_c - A x_c||_2 where b_c = 0), over
+ * all ranks' owned rows, norms exact (mb_reduce), so the same bits on
+ * every rank and every rank count. X [ncols, ncomp]: its ghost rows are
+ * refreshed first by a forward exchange through halo (NULL on one rank);
+ * B [nrows, ncomp]. For the Cholesky path's report (MPI_COMM_SELF, NULL).
+ * Collective over comm. Errors: MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_residual(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, const double *B,
+                     double *X, double *res);
 
 /* PCG options. */
 typedef struct mb_pcg_opts {
@@ -88,14 +100,30 @@ typedef struct mb_pcg_opts {
 
 /* Solve A X = B by Jacobi-preconditioned CG for ncomp columns, X warm start
  * on entry and solution on exit ([ncols, ncomp] with room for the ghost
- * rows; B [nrows, ncomp]). halo: NULL on one rank; else the forward
- * exchange plan of A's columns (owned rows, then ghosts, as mb_halo_create
- * numbers them) with which the search directions' ghost values are
- * refreshed before each product. comm: the communicator the dot products
- * reduce over (MPI_COMM_SELF on one rank). Collective over comm.
+ * rows, which hold their owners' solution on exit; B [nrows, ncomp]).
+ * halo: NULL on one rank; else the forward exchange plan of A's columns
+ * (owned rows, then ghosts, as mb_halo_create numbers them) with which the
+ * ghost values of X and of the search directions are refreshed before each
+ * product (any plan's ncomp: the exchange passes ncomp). comm: the
+ * communicator the dot products reduce over (MPI_COMM_SELF on one rank).
+ * Collective over comm.
+ * Method (linalg/mb_pcg.c; the GPU's the same, so the same bits): per
+ * column, r = b - A x, z = r * dinv (dinv_i = 1 / a_ii), p = z; each
+ * iteration q = A p, alpha = (r.z) / (p.q), x += alpha p, r -= alpha q,
+ * z = r * dinv,
+ * beta = (r.z)_new / (r.z), p = z + beta p. Two allreduces an iteration:
+ * p.q of every column, then r.r and r.z of every column together. A
+ * column stops when sqrt(r.r) <= rtol ||b||; its residual is then
+ * recomputed as b - A x and, if that is above rtol ||b||, CG restarts from
+ * it (the iteration count goes on). A column with b = 0 gets x = 0.
+ * stats: iterations the most of any column, residual the largest
+ * recomputed relative residual (also on failure).
  * Errors: MB_ERR_NUMERIC (a column did not reach rtol within max_iter:
- * stats hold the residual reached; a non-positive curvature p'Ap, i.e. A
- * not SPD; a non-finite value), MB_ERR_MPI, MB_ERR_MEMORY. */
+ * the message and stats hold the residual reached and the limit; a
+ * non-positive diagonal or curvature p'Ap, i.e. A not SPD; a non-finite
+ * value in A, B or X or during the iteration), MB_ERR_ARG, MB_ERR_MPI,
+ * MB_ERR_MEMORY. Every rank returns the same error: decisions are taken on
+ * reduced values only. */
 mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, const double *B,
                       double *X, const mb_pcg_opts *opts, mb_solve_stats *stats);
 
