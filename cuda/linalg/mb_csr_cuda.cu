@@ -24,8 +24,9 @@
 
 /* ------------------------------------------------------------------ kernels */
 
-/* Off-diagonal entries of the cotangent Laplacian: val[k] = (sum over the
- * opposite vertices of cot) / 2, the sum from 0 in face order. */
+/* Off-diagonal entries of the cotangent Laplacian: val[k] = 0.5 w, w = 0.0
+ * plus the cotangents at the opposite vertices of the entry's edge in the
+ * adjacency's order. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     mb_la_cot_entries(int32_t nnz, const int32_t *__restrict__ erow,
                       const int32_t *__restrict__ col, const int32_t *__restrict__ opp_ptr,
@@ -43,12 +44,16 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
     MB_COT_AT(double, xyz, i, j, o, c);
     s += c;
   }
-  val[k] = s / 2.0;
+  val[k] = 0.5 * s;
 }
 
-/* Per row: L_ii = -(sum of the off-diagonal entries in entry order); the
- * barycentric mass, each triangle once (at the entry of its first edge in
- * row order); the first row with a non-finite value into *flag (atomicMin). */
+/* Per row: L_ii = -(sum of the off-diagonal entries in entry order), and
+ * the first row whose own or neighbours' positions are not finite into
+ * flag[0] (MB_COT_AT gives 0 for a NaN triangle, as for a degenerate one,
+ * so the values alone would not show it); with mass, the barycentric mass
+ * (each triangle once, from the first of its two edges ij, io in the row;
+ * areas summed, then / 6) and the first row whose mass is not finite into
+ * flag[1]. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     mb_la_cot_rows(int32_t nrows, const int32_t *__restrict__ rowptr,
                    const int32_t *__restrict__ col, const int32_t *__restrict__ diag,
@@ -63,27 +68,34 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
     if (k != d) s += val[k];
   const double lii = -s;
   val[d] = lii;
-  int bad = !isfinite(lii);
-  if (mass) {
-    double m = 0.0;
-    for (int32_t k = b; k < e; k++) {
-      if (k == d) continue;
-      const int32_t j = col[k];
-      for (int32_t t = opp_ptr[k]; t < opp_ptr[k + 1]; t++) {
-        const int32_t o = opp[t];
-        int32_t po = -1;
-        for (int32_t q = b; q < e; q++)
-          if (col[q] == o) { po = q; break; }
-        if (po <= k) continue; /* counted at o's entry (or o not a neighbour) */
-        double a2;
-        MB_TRIANGLE_AREA2(double, xyz, i, j, o, a2);
-        m += a2 / 6.0;
-      }
-    }
-    mass[i] = m;
-    bad |= !isfinite(m);
+  int finite = isfinite(lii);
+  for (int32_t k = b; k < e; k++) {
+    const double *p = xyz + 3 * (int64_t)col[k];
+    finite &= isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
   }
-  if (bad) atomicMin(flag, (int32_t)i);
+  if (!finite) atomicMin(flag, (int32_t)i);
+  if (!mass) return;
+  double m = 0.0;
+  for (int32_t k = b; k < e; k++) {
+    if (k == d) continue;
+    const int32_t j = col[k];
+    for (int32_t t = opp_ptr[k]; t < opp_ptr[k + 1]; t++) {
+      const int32_t o = opp[t];
+      int32_t po = e; /* o's entry in the row (never absent in a triangle mesh) */
+      for (int32_t q = b; q < e; q++)
+        if (col[q] == o) {
+          po = q;
+          break;
+        }
+      if (k > po) continue; /* counted from o's entry */
+      double a2;
+      MB_TRIANGLE_AREA2(double, xyz, i, j, o, a2);
+      m += a2;
+    }
+  }
+  const double mi = m / 6.0;
+  mass[i] = mi;
+  if (!isfinite(mi)) atomicMin(flag + 1, (int32_t)i);
 }
 
 /* val[k] = beta src[k], and alpha d_i + beta src[k] on the diagonal. */
@@ -272,7 +284,7 @@ extern "C" mb_error mb_cuda_csr_create(const mb_csr *A, const mb_adjacency *adj,
     }
   }
   MB_CALL_GOTO(err, fail, mb_dbuf_alloc(&d->val, 8 * (size_t)nnz, "matrix values"));
-  MB_CALL_GOTO(err, fail, mb_dbuf_alloc(&d->flag, sizeof(int32_t), "assembly flag"));
+  MB_CALL_GOTO(err, fail, mb_dbuf_alloc(&d->flag, 4 * sizeof(int32_t), "error flags"));
   {
     cudaError_t ce = cudaMemset(d->val.p, 0, 8 * (size_t)nnz);
     MB_CHECK_GOTO(err, fail, ce == cudaSuccess, MB_ERR_CUDA, "cudaMemset of values: %s",
@@ -323,8 +335,8 @@ extern "C" mb_error mb_cuda_cotangent_laplacian(mb_cuda_csr *dA, const double *x
   MB_CHECK(dA->has_adj, MB_ERR_ARG,
            "mb_cuda_cotangent_laplacian: the device matrix was made without its adjacency");
   if (dA->nrows == 0) return MB_SUCCESS;
-  const int32_t none = INT32_MAX;
-  MB_CALL_CUDA(cudaMemcpy(dA->flag.p, &none, sizeof none, cudaMemcpyHostToDevice));
+  const int32_t none[2] = {INT32_MAX, INT32_MAX};
+  MB_CALL_CUDA(cudaMemcpy(dA->flag.p, none, sizeof none, cudaMemcpyHostToDevice));
   mb_la_cot_entries<<<mb_la_grid(dA->nnz), MB_LA_BLOCK>>>(
       dA->nnz, dA->erow.as<int32_t>(), dA->col.as<int32_t>(), dA->opp_ptr.as<int32_t>(),
       dA->opp.as<int32_t>(), xyz, dA->val.as<double>());
@@ -334,11 +346,14 @@ extern "C" mb_error mb_cuda_cotangent_laplacian(mb_cuda_csr *dA, const double *x
       dA->opp_ptr.as<int32_t>(), dA->opp.as<int32_t>(), xyz, dA->val.as<double>(), mass,
       dA->flag.as<int32_t>());
   MB_CHECK_LAUNCH("cotangent rows");
-  int32_t bad = none;
-  MB_CALL_CUDA(cudaMemcpy(&bad, dA->flag.p, sizeof bad, cudaMemcpyDeviceToHost));
-  MB_CHECK(bad == none, MB_ERR_NUMERIC,
-           "cotangent Laplacian on the GPU: a non-finite value in row %d (non-finite "
-           "positions?)", bad);
+  int32_t bad[2] = {INT32_MAX, INT32_MAX};
+  MB_CALL_CUDA(cudaMemcpy(bad, dA->flag.p, sizeof bad, cudaMemcpyDeviceToHost));
+  MB_CHECK(bad[0] == INT32_MAX, MB_ERR_NUMERIC,
+           "cotangent Laplacian: non-finite value in row %d (local vertex): non-finite "
+           "coordinates", (int)bad[0]);
+  MB_CHECK(bad[1] == INT32_MAX, MB_ERR_NUMERIC,
+           "lumped mass: non-finite value in row %d (local vertex): non-finite coordinates",
+           (int)bad[1]);
   return MB_SUCCESS;
 }
 

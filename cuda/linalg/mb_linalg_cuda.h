@@ -97,21 +97,23 @@ void mb_cuda_csr_set_halo_transport(mb_cuda_csr *dA, mb_halo_transport t, mb_ncc
 /* Assemble on the device, from device positions xyz [ncols, 3] float64
  * (owned then ghost vertices, length unit of the input):
  *   the cotangent Laplacian into dA's values (dimensionless): per
- *     off-diagonal entry (i, j), s = 0, s += MB_COT_AT(x, i, j, o) for the
- *     opposite vertices o of edge (i, j) in face order, L_ij = s / 2; per
- *     row, s = 0, s += L_ij over the row's off-diagonal entries in entry
- *     order, L_ii = -s;
+ *     off-diagonal entry (i, j), w = 0.0, w += MB_COT_AT(x, i, j, o) for
+ *     the opposite vertices o of edge (i, j) in the adjacency's order,
+ *     L_ij = 0.5 w; per row, s = 0.0, s += L_ij over the row's off-diagonal
+ *     entries in entry order, L_ii = -s;
  *   and (mass non-NULL, device array [nrows]) the barycentric lumped mass
- *     (length unit squared): per row i, m = 0, and for each off-diagonal
+ *     (length unit squared): per row i, s = 0.0, and for each off-diagonal
  *     entry (i, j) in entry order and each opposite vertex o of its edge in
- *     face order, where o's entry in row i comes after j's (each triangle
- *     once, at its first edge in global-id order), m += MB_TRIANGLE_AREA2(x,
- *     i, j, o) / 6.
- * One thread per entry (Laplacian) and per row (diagonal, mass); the same
- * operations in the same order as mb_csr_cotangent_laplacian and
- * mb_mass_barycentric, so the same bits (tests/gpu/test_gpu_linalg.c checks
- * it). Errors: MB_ERR_ARG (dA created without adjacency), MB_ERR_NUMERIC (a
- * non-finite value: the first row that has one), MB_ERR_CUDA. */
+ *     order, where j's entry comes before o's (each triangle once, from the
+ *     first of its two edges in the row), s += MB_TRIANGLE_AREA2(x, i, j, o);
+ *     mass_i = s / 6.
+ * One thread per entry (Laplacian) and per row (diagonal, mass): the
+ * operations and order of mb_csr_cotangent_laplacian and
+ * mb_mass_barycentric (linalg/mb_csr.h), so the same bits, on 1 and N
+ * ranks (tests/gpu/test_gpu_linalg.c, test_gpu_linalg_mpi.c check both).
+ * Errors: MB_ERR_ARG (dA created without adjacency), MB_ERR_NUMERIC (a row
+ * whose own or neighbours' positions are not finite, or whose mass is not:
+ * the first such local row named), MB_ERR_CUDA. */
 mb_error mb_cuda_cotangent_laplacian(mb_cuda_csr *dA, const double *xyz, double *mass);
 
 /* Set dA's values to alpha D + beta L where L is the matrix `src` (same
@@ -129,26 +131,30 @@ mb_error mb_cuda_csr_combine(mb_cuda_csr *dA, double alpha, const double *d, dou
  * MB_ERR_CUDA (cuSPARSE's status named). */
 mb_error mb_cuda_csr_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
 
-/* Device PCG of mb_pcg_solve (same contract; B [nrows, ncomp] and X
- * [ncols, ncomp] device arrays, row-major, 1 <= ncomp <= 4). Jacobi
- * preconditioner (z = r / A_ii); the columns advanced together, each with
- * its own alpha and beta, a converged column frozen; one iteration is one
- * product (by the rule above; halo: a forward exchange of the search
- * directions first, through mb_cuda_halo_begin/end), two reductions of
- * ncomp dot products each (p'Ap; r'z and r'r), each one MPI_Allreduce of
- * exact accumulators (partition/mb_reduce.h), so the iterates are the same
- * bits on 1 and N ranks when the row kernel is used. Stop per column when
- * the recurrence's ||r|| <= rtol ||b||; then the true residual b - A x is
- * recomputed, and a column above rtol restarts from it (r = b - A x, p = z)
- * while iterations remain. A column with b = 0 gets x = 0. stats: method
- * PCG, iterations (most over the columns, restarts included), rtol, the
- * true residual (max over columns), solve_ms (the whole call; analyze_ms and
- * factor_ms 0). Collective over comm (the halo's communicator when halo is
- * non-NULL). Errors: MB_ERR_ARG (ncomp, sizes, NULL, rtol <= 0, max_iter <
- * 1), MB_ERR_NUMERIC (a column did not reach rtol in max_iter iterations:
- * the message gives the residual reached and the limit; a non-positive or
- * non-finite diagonal or curvature p'Ap: A not SPD; non-finite B or X),
- * MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY. */
+/* Device PCG of mb_pcg_solve: the same contract (B [nrows, ncomp] and X
+ * [ncols, ncomp] device arrays, row-major, 1 <= ncomp <= 4) and the same
+ * method, step for step (linalg/mb_solver.h: Jacobi z = r * dinv, dinv_i =
+ * 1 / a_ii; the columns advanced together, each with its own alpha and
+ * beta and iteration count; two reductions an iteration, p.q, then r.r and
+ * r.z, each one MPI_Allreduce of exact accumulators; a column stops when
+ * sqrt(r.r) <= rtol ||b||, its residual b - A x is then recomputed and CG
+ * restarts from it where it is above; b = 0 gives x = 0). Every vector
+ * update is per row and unfused and every dot product exact, so with the
+ * row kernel the iterates are the bits of the CPU's mb_pcg_solve, on 1 and
+ * N ranks; with cuSPARSE's product they agree to rounding. halo: each
+ * product's input (X at the start and at each check, the search
+ * directions) gets its ghost rows by a forward exchange through
+ * mb_cuda_halo_begin/end with dA's transport; X's ghost rows hold their
+ * owners' solution on exit. stats: method PCG, iterations (the most of any
+ * column), rtol, residual (the largest recomputed relative residual, also
+ * on failure), solve_ms (the whole call; analyze_ms and factor_ms 0).
+ * Collective over comm (the halo's communicator when halo is non-NULL).
+ * Errors: MB_ERR_ARG (ncomp, NULL, rtol not positive and finite, max_iter
+ * < 0, ghost columns without a halo), MB_ERR_NUMERIC (a column did not
+ * reach rtol in max_iter iterations: the message gives the residual
+ * reached and the limit; a diagonal entry <= 0 or a curvature p'Ap <= 0: A
+ * not SPD; a non-finite value in A, B, X or during the iteration; every
+ * rank returns the same error), MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr *dA, int ncomp,
                            const double *B, double *X, const mb_pcg_opts *opts,
                            mb_solve_stats *stats);

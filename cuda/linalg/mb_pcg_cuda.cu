@@ -10,9 +10,10 @@
  * accumulator per column, and one mb_reduce_acc_allreduce combines the
  * 2 ncomp accumulators of an iteration over the ranks. alpha and beta are
  * computed on the host from the rounded dots, the same on every rank, and
- * passed to the vector kernels, which do per row what the CPU would do
- * (unfused), so the iterates are the same bits on 1 and N ranks when the
- * product is the row kernel.
+ * passed to the vector kernels, which do per row what linalg/mb_pcg.c does
+ * (unfused), step for step: with the row kernel the iterates are the CPU's
+ * bits, on 1 and N ranks. Every decision is taken on reduced values, so
+ * every rank takes it in step.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -31,15 +32,24 @@ struct colp {
   int on[MB_LA_MAXCOMP];
 };
 
-/* dv[i] = A_ii; the first row whose diagonal is not > 0 and finite into *flag. */
+/* Input checks, first rows into flag: [0] a non-finite matrix value
+ * (entries), [1] a diagonal <= 0 (finite), [2] a non-finite B or X (owned
+ * rows); and dinv[i] = 1 / a_ii. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_diag(int32_t n, const int32_t *__restrict__ diag, const double *__restrict__ val,
-           double *__restrict__ dv, int32_t *__restrict__ flag) {
+    k_check(int32_t n, int nc, int32_t nnz, const int32_t *__restrict__ diag,
+            const double *__restrict__ val, const double *__restrict__ B,
+            const double *__restrict__ X, double *__restrict__ dinv, int32_t *__restrict__ flag) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i < nnz && !isfinite(val[i])) atomicMin(flag, (int32_t)i);
   if (i >= n) return;
   const double d = val[diag[i]];
-  dv[i] = d;
-  if (!(d > 0.0) || !isfinite(d)) atomicMin(flag, (int32_t)i);
+  if (!(d > 0.0) && isfinite(d)) atomicMin(flag + 1, (int32_t)i);
+  dinv[i] = 1.0 / d;
+  for (int c = 0; c < nc; c++)
+    if (!isfinite(B[i * nc + c]) || !isfinite(X[i * nc + c])) {
+      atomicMin(flag + 2, (int32_t)i);
+      break;
+    }
 }
 
 /* t[c n + i] = a[i nc + c] * b[i nc + c] (rounded products, per column contiguous). */
@@ -54,78 +64,75 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   }
 }
 
-/* r = b - q */
+/* Columns on: r = b - q, z = r dinv;
+ * terms: t[c n + i] = r r, t[(nc + c) n + i] = r z (0 for the others). */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_resid(int64_t m, const double *__restrict__ b, const double *__restrict__ q,
-            double *__restrict__ r) {
-  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
-  if (k < m) r[k] = b[k] - q[k];
-}
-
-/* Columns on: z = r / d, p = z, and the terms r z and r r (0 for the others). */
-__global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_restart(int32_t n, int nc, colp on, const double *__restrict__ r,
-              const double *__restrict__ dv, double *__restrict__ z, double *__restrict__ p,
-              double *__restrict__ t) {
+    k_resid(int32_t n, int nc, colp on, const double *__restrict__ b,
+            const double *__restrict__ q, const double *__restrict__ dinv,
+            double *__restrict__ r, double *__restrict__ z, double *__restrict__ t) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (i >= n) return;
-  const double d = dv[i];
+  const double di = dinv[i];
   for (int c = 0; c < nc; c++) {
     const int64_t k = i * nc + c;
+    double rr = 0.0, rz = 0.0;
     if (on.on[c]) {
-      const double zz = r[k] / d;
-      z[k] = zz;
-      p[k] = zz;
+      const double rk = b[k] - q[k];
+      const double zk = rk * di;
+      r[k] = rk;
+      z[k] = zk;
+      rr = rk * rk;
+      rz = rk * zk;
     }
-    double rz = 0.0, rr = 0.0; /* columns off: z may never have been written */
-    if (on.on[c]) {
-      rz = r[k] * z[k];
-      rr = r[k] * r[k];
-    }
-    t[(int64_t)c * n + i] = rz;
-    t[(int64_t)(nc + c) * n + i] = rr;
+    t[(int64_t)c * n + i] = rr;
+    t[(int64_t)(nc + c) * n + i] = rz;
   }
 }
 
-/* Columns on: x += alpha p, r -= alpha q, z = r / d, and the terms r z, r r
+/* Columns on: x += alpha p, r -= alpha q, z = r dinv; terms r r and r z
  * (0 for the others). */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     k_update(int32_t n, int nc, colp al, const double *__restrict__ p,
-             const double *__restrict__ q, const double *__restrict__ dv, double *__restrict__ x,
-             double *__restrict__ r, double *__restrict__ z, double *__restrict__ t) {
+             const double *__restrict__ q, const double *__restrict__ dinv,
+             double *__restrict__ x, double *__restrict__ r, double *__restrict__ z,
+             double *__restrict__ t) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (i >= n) return;
-  const double d = dv[i];
+  const double di = dinv[i];
   for (int c = 0; c < nc; c++) {
     const int64_t k = i * nc + c;
+    double rr = 0.0, rz = 0.0;
     if (al.on[c]) {
       const double a = al.a[c];
       const double ap = a * p[k], aq = a * q[k];
       x[k] = x[k] + ap;
       const double rk = r[k] - aq;
+      const double zk = rk * di;
       r[k] = rk;
-      z[k] = rk / d;
+      z[k] = zk;
+      rr = rk * rk;
+      rz = rk * zk;
     }
-    double rz = 0.0, rr = 0.0; /* columns off: z may never have been written */
-    if (al.on[c]) {
-      rz = r[k] * z[k];
-      rr = r[k] * r[k];
-    }
-    t[(int64_t)c * n + i] = rz;
-    t[(int64_t)(nc + c) * n + i] = rr;
+    t[(int64_t)c * n + i] = rr;
+    t[(int64_t)(nc + c) * n + i] = rz;
   }
 }
 
-/* Columns on: p = z + beta p. */
+/* Columns on: p = z + beta p (beta 0 and on: p = z, exactly). */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_direction(int32_t n, int nc, colp be, const double *__restrict__ z, double *__restrict__ p) {
+    k_direction(int32_t n, int nc, colp be, int copy, const double *__restrict__ z,
+                double *__restrict__ p) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (i >= n) return;
   for (int c = 0; c < nc; c++)
     if (be.on[c]) {
       const int64_t k = i * nc + c;
-      const double bp = be.a[c] * p[k];
-      p[k] = z[k] + bp;
+      if (copy) {
+        p[k] = z[k];
+      } else {
+        const double bp = be.a[c] * p[k];
+        p[k] = z[k] + bp;
+      }
     }
 }
 
@@ -145,9 +152,10 @@ struct pcg {
   mb_cuda_halo *halo; /* NULL on one rank */
   int nc;
   int32_t n;
-  double *r, *z, *p, *q, *dv, *t;
-  mb_reduce_acc acc[2 * MB_LA_MAXCOMP];
+  double *r, *z, *p, *q, *dinv, *t;
+  mb_reduce_acc acc[3 * MB_LA_MAXCOMP];
 
+  unsigned grid() const { return mb_la_grid(n); }
   /* forward exchange of the ghosts of v [ncols, nc] (halo only) */
   mb_error exchange(double *v) {
     if (!halo) return MB_SUCCESS;
@@ -155,23 +163,42 @@ struct pcg {
     MB_CALL(mb_cuda_halo_end(halo, v));
     return MB_SUCCESS;
   }
-  /* the exact sums of the m columns of terms t, over the ranks, into out[m] */
-  mb_error sums(int m, double *out) {
-    for (int c = 0; c < m; c++) {
-      mb_reduce_acc_zero(&acc[c]);
-      MB_CALL(mb_reduce_device_acc(A->rd, NULL, n, t + (int64_t)c * n, NULL, &acc[c]));
-    }
-    MB_CALL(mb_reduce_acc_allreduce(comm, m, acc));
-    for (int c = 0; c < m; c++) out[c] = mb_reduce_acc_value(&acc[c]);
+  /* q = A v after v's ghosts are refreshed */
+  mb_error product(double *v) {
+    MB_CALL(exchange(v));
+    MB_CALL(mb_la_spmv(A, halo != nullptr, nc, v, q));
     return MB_SUCCESS;
   }
-  /* r = b - A x (x's ghosts refreshed first) */
-  mb_error residual(const double *b, double *x) {
-    MB_CALL(exchange(x));
-    MB_CALL(mb_la_spmv(A, halo != nullptr, nc, x, q));
+  /* out[j] = exact sum over the ranks of the terms column j of t (j < m),
+   * for the columns with use[j % nc] (use NULL: all; the others 0); one
+   * allreduce */
+  mb_error sums(int m, const int *use, double *out) {
+    for (int j = 0; j < m; j++) {
+      mb_reduce_acc_zero(&acc[j]);
+      if (use && !use[j % nc]) continue;
+      MB_CALL(mb_reduce_device_acc(A->rd, NULL, n, t + (int64_t)j * n, NULL, &acc[j]));
+    }
+    MB_CALL(mb_reduce_acc_allreduce(comm, m, acc));
+    for (int j = 0; j < m; j++) out[j] = mb_reduce_acc_value(&acc[j]);
+    return MB_SUCCESS;
+  }
+  /* res[c] = ||b - A x|| / ||b|| (||b - A x|| where b = 0) of every column;
+   * r and z are overwritten. */
+  mb_error residuals(const double *B, double *X, double *res) {
+    colp all{};
+    for (int c = 0; c < nc; c++) all.on[c] = 1;
+    MB_CALL(product(X));
+    double v[3 * MB_LA_MAXCOMP];
     if (n) {
-      k_resid<<<mb_la_grid((int64_t)n * nc), MB_LA_BLOCK>>>((int64_t)n * nc, b, q, r);
+      k_resid<<<grid(), MB_LA_BLOCK>>>(n, nc, all, B, q, dinv, r, z, t);
       MB_CHECK_LAUNCH("PCG residual");
+      k_terms<<<grid(), MB_LA_BLOCK>>>(n, nc, B, B, t + (int64_t)nc * n);
+      MB_CHECK_LAUNCH("PCG norms");
+    }
+    MB_CALL(sums(2 * nc, NULL, v));
+    for (int c = 0; c < nc; c++) {
+      const double rn = sqrt(v[c]), bn = sqrt(v[nc + c]);
+      res[c] = bn > 0 ? rn / bn : rn;
     }
     return MB_SUCCESS;
   }
@@ -189,14 +216,14 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   const auto t0 = std::chrono::steady_clock::now();
   MB_CHECK(dA && opts && stats, MB_ERR_ARG, "mb_cuda_pcg_solve: NULL argument");
   MB_CHECK(ncomp >= 1 && ncomp <= MB_LA_MAXCOMP, MB_ERR_ARG,
-           "mb_cuda_pcg_solve: %d columns (1 to %d)", ncomp, MB_LA_MAXCOMP);
-  MB_CHECK(opts->rtol > 0 && isfinite(opts->rtol) && opts->max_iter >= 1, MB_ERR_ARG,
-           "mb_cuda_pcg_solve: rtol %g and max_iter %d (need rtol > 0, max_iter >= 1)",
+           "mb_cuda_pcg_solve: %d columns (1 to %d are solved together)", ncomp,
+           MB_LA_MAXCOMP);
+  MB_CHECK(opts->rtol > 0 && isfinite(opts->rtol) && opts->max_iter >= 0, MB_ERR_ARG,
+           "mb_cuda_pcg_solve: rtol %g must be positive and finite, max_iter %d not negative",
            opts->rtol, opts->max_iter);
-  MB_CHECK((B && X) || !dA->nrows, MB_ERR_ARG, "mb_cuda_pcg_solve: NULL vector");
+  MB_CHECK((B && X) || !dA->nrows, MB_ERR_ARG, "mb_cuda_pcg_solve: NULL B or X");
   MB_CHECK(halo || dA->ncols == dA->nrows, MB_ERR_ARG,
-           "mb_cuda_pcg_solve: %d columns for %d rows without a halo plan", dA->ncols,
-           dA->nrows);
+           "mb_cuda_pcg_solve: a matrix with ghost columns needs a halo plan");
   if (halo) comm = mb_halo_comm(halo);
   *stats = mb_solve_stats{};
   stats->method = MB_SOLVER_PCG;
@@ -205,8 +232,8 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   const int nc = ncomp;
   const int32_t n = dA->nrows;
   const size_t rows = (size_t)n * nc, prow = (size_t)dA->ncols * nc;
-  /* r, z, q [rows]; p [prow]; dv [n]; t [2 nc n] */
-  const size_t need = 8 * (3 * rows + prow + (size_t)n + 2 * (size_t)nc * n);
+  /* r, z, q [rows]; p [prow]; dinv [n]; t [3 nc n] */
+  const size_t need = 8 * (3 * rows + prow + (size_t)n + 3 * (size_t)nc * n);
   if (need > dA->work.bytes) MB_CALL(mb_dbuf_alloc(&dA->work, need, "PCG vectors"));
   if (!dA->rd) MB_CALL(mb_reduce_device_create(&dA->rd));
   if (halo && (dA->halo_plan != halo || dA->halo_ncomp != nc)) {
@@ -228,143 +255,185 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   s.z = s.r + rows;
   s.q = s.z + rows;
   s.p = s.q + rows;
-  s.dv = s.p + prow;
-  s.t = s.dv + n;
-  const unsigned g = mb_la_grid(n);
+  s.dinv = s.p + prow;
+  s.t = s.dinv + n;
+  const unsigned g = s.grid();
+  const double rtol = opts->rtol;
 
-  /* Jacobi: the diagonal, positive and finite on every rank */
-  const int32_t none = INT32_MAX;
-  int32_t bad = none;
-  if (n) {
-    MB_CALL_CUDA(cudaMemcpy(dA->flag.p, &none, sizeof none, cudaMemcpyHostToDevice));
-    k_diag<<<g, MB_LA_BLOCK>>>(n, dA->diag.as<int32_t>(), dA->val.as<double>(), s.dv,
-                               dA->flag.as<int32_t>());
-    MB_CHECK_LAUNCH("PCG diagonal");
-    MB_CALL_CUDA(cudaMemcpy(&bad, dA->flag.p, sizeof bad, cudaMemcpyDeviceToHost));
-  }
-  int anybad = bad != none, allbad = 0;
-  MB_CALL_MPI(MPI_Allreduce(&anybad, &allbad, 1, MPI_INT, MPI_MAX, comm));
-  if (allbad) {
-    if (anybad)
-      MB_FAIL(MB_ERR_NUMERIC,
-              "PCG: the matrix is not positive definite: diagonal entry of row %d is not a "
-              "positive finite number", bad);
-    MB_FAIL(MB_ERR_NUMERIC,
-            "PCG: the matrix is not positive definite: a diagonal entry on another rank is "
-            "not a positive finite number");
+  /* Inputs: A finite with a positive diagonal, B and X's owned rows
+   * finite; agreed over the ranks. dinv = 1 / diag. */
+  {
+    int32_t bad[3] = {INT32_MAX, INT32_MAX, INT32_MAX};
+    if (n) {
+      MB_CALL_CUDA(cudaMemcpy(dA->flag.p, bad, sizeof bad, cudaMemcpyHostToDevice));
+      k_check<<<mb_la_grid(n > dA->nnz ? n : dA->nnz), MB_LA_BLOCK>>>(
+          n, nc, dA->nnz, dA->diag.as<int32_t>(), dA->val.as<double>(), B, X, s.dinv,
+          dA->flag.as<int32_t>());
+      MB_CHECK_LAUNCH("PCG input check");
+      MB_CALL_CUDA(cudaMemcpy(bad, dA->flag.p, sizeof bad, cudaMemcpyDeviceToHost));
+    }
+    int flag[3], any[3];
+    for (int j = 0; j < 3; j++) flag[j] = bad[j] != INT32_MAX;
+    MB_CALL_MPI(MPI_Allreduce(flag, any, 3, MPI_INT, MPI_MAX, comm));
+    MB_CHECK(!any[0], MB_ERR_NUMERIC, "PCG: the matrix has a non-finite value");
+    MB_CHECK(!any[1], MB_ERR_NUMERIC,
+             "PCG: the matrix is not positive definite: a diagonal entry <= 0 (local row %d of "
+             "this rank; -1: another rank's)", flag[1] ? (int)bad[1] : -1);
+    MB_CHECK(!any[2], MB_ERR_NUMERIC,
+             "PCG: a non-finite value in the right-hand side or the start (local row %d of "
+             "this rank; -1: another rank's)", flag[2] ? (int)bad[2] : -1);
   }
 
-  /* norms of the right-hand sides */
-  double bn[MB_LA_MAXCOMP], tmp[2 * MB_LA_MAXCOMP];
-  if (n) {
-    k_terms<<<g, MB_LA_BLOCK>>>(n, nc, B, B, s.t);
-    MB_CHECK_LAUNCH("PCG norms");
+  /* r = b - A x, z = dinv r; ||b||, ||r||, r.z in one allreduce */
+  double bnorm[MB_LA_MAXCOMP], tol[MB_LA_MAXCOMP], rz[MB_LA_MAXCOMP], res[MB_LA_MAXCOMP];
+  int active[MB_LA_MAXCOMP], run[MB_LA_MAXCOMP], check[MB_LA_MAXCOMP], it[MB_LA_MAXCOMP];
+  double v[3 * MB_LA_MAXCOMP];
+  {
+    colp all{};
+    for (int c = 0; c < nc; c++) all.on[c] = 1;
+    MB_CALL(s.product(X));
+    if (n) {
+      /* t: [r r | r z | b b] */
+      k_resid<<<g, MB_LA_BLOCK>>>(n, nc, all, B, s.q, s.dinv, s.r, s.z, s.t);
+      MB_CHECK_LAUNCH("PCG start");
+      k_terms<<<g, MB_LA_BLOCK>>>(n, nc, B, B, s.t + 2 * (int64_t)nc * n);
+      MB_CHECK_LAUNCH("PCG norms");
+    }
+    MB_CALL(s.sums(3 * nc, NULL, v));
   }
-  MB_CALL(s.sums(nc, tmp));
   colp zero{};
-  int nzero = 0;
+  int zero_cols = 0;
   for (int c = 0; c < nc; c++) {
-    bn[c] = sqrt(tmp[c]);
-    MB_CHECK(isfinite(bn[c]), MB_ERR_NUMERIC,
-             "PCG: right-hand side column %d holds a non-finite value", c);
-    zero.on[c] = bn[c] == 0.0;
-    nzero += zero.on[c];
+    bnorm[c] = sqrt(v[2 * nc + c]);
+    tol[c] = rtol * bnorm[c];
+    const double rn = sqrt(v[c]);
+    rz[c] = v[nc + c];
+    it[c] = 0;
+    res[c] = 0;
+    active[c] = 0;
+    if (bnorm[c] == 0) {
+      zero.on[c] = 1; /* the solution is 0 */
+      zero_cols = 1;
+    } else if (rn <= tol[c]) {
+      res[c] = rn / bnorm[c];
+    } else {
+      active[c] = 1;
+    }
   }
-  if (nzero && n) {
+  if (zero_cols && n) {
     k_zero_cols<<<g, MB_LA_BLOCK>>>(n, nc, zero, X);
     MB_CHECK_LAUNCH("PCG zero columns");
   }
+  if (n) MB_CALL_CUDA(cudaMemcpy(s.p, s.z, 8 * rows, cudaMemcpyDeviceToDevice));
 
-  /* r = b - A x0; true residuals decide which columns run */
-  const double rtol = opts->rtol;
-  int it = 0;
-  double res[MB_LA_MAXCOMP] = {0};
   for (;;) {
-    MB_CALL(s.residual(B, X));
-    if (n) {
-      k_terms<<<g, MB_LA_BLOCK>>>(n, nc, s.r, s.r, s.t);
-      MB_CHECK_LAUNCH("PCG residual norms");
-    }
-    MB_CALL(s.sums(nc, tmp));
-    colp on{};
-    int active = 0;
+    int any = 0;
     for (int c = 0; c < nc; c++) {
-      res[c] = zero.on[c] ? 0.0 : sqrt(tmp[c]) / bn[c];
-      MB_CHECK(isfinite(res[c]), MB_ERR_NUMERIC,
-               "PCG: column %d's residual is not finite (non-finite start or matrix)", c);
-      on.on[c] = res[c] > rtol;
-      active += on.on[c];
+      run[c] = active[c] && it[c] < opts->max_iter;
+      check[c] = 0;
+      any |= run[c];
     }
-    if (!active) break;
-    if (it >= opts->max_iter) {
-      double worst = 0;
-      for (int c = 0; c < nc; c++) worst = res[c] > worst ? res[c] : worst;
-      stats->iterations = it;
-      stats->residual = worst;
-      stats->solve_ms = ms_since(t0);
-      MB_FAIL(MB_ERR_NUMERIC,
-              "PCG did not converge: relative residual %.3e after %d iterations (the limit), "
-              "tolerance %.3e", worst, it, rtol);
-    }
-    /* (re)start the active columns from their true residual */
-    double rz[MB_LA_MAXCOMP];
+    if (!any) break;
+    /* q = A p, alpha = r.z / p.q */
+    MB_CALL(s.product(s.p));
     if (n) {
-      k_restart<<<g, MB_LA_BLOCK>>>(n, nc, on, s.r, s.dv, s.z, s.p, s.t);
+      k_terms<<<g, MB_LA_BLOCK>>>(n, nc, s.p, s.q, s.t);
+      MB_CHECK_LAUNCH("PCG curvature");
+    }
+    MB_CALL(s.sums(nc, run, v));
+    colp al{};
+    for (int c = 0; c < nc; c++) {
+      if (!run[c]) continue;
+      const double pq = v[c];
+      MB_CHECK(isfinite(pq), MB_ERR_NUMERIC,
+               "PCG: a non-finite value at iteration %d of column %d (p'Ap = %g)", it[c] + 1, c,
+               pq);
+      MB_CHECK(pq > 0, MB_ERR_NUMERIC,
+               "PCG: the matrix is not positive definite: p'Ap = %g at iteration %d of column "
+               "%d", pq, it[c] + 1, c);
+      al.on[c] = 1;
+      al.a[c] = rz[c] / pq;
+    }
+    /* x += alpha p, r -= alpha q, z = dinv r; r.r and r.z */
+    if (n) {
+      k_update<<<g, MB_LA_BLOCK>>>(n, nc, al, s.p, s.q, s.dinv, X, s.r, s.z, s.t);
+      MB_CHECK_LAUNCH("PCG update");
+    }
+    MB_CALL(s.sums(2 * nc, run, v));
+    int any_check = 0;
+    colp be{};
+    for (int c = 0; c < nc; c++) {
+      if (!run[c]) continue;
+      it[c]++;
+      const double rr = v[c], rzn = v[nc + c];
+      MB_CHECK(isfinite(rr) && isfinite(rzn), MB_ERR_NUMERIC,
+               "PCG: a non-finite residual at iteration %d of column %d", it[c], c);
+      if (sqrt(rr) <= tol[c]) {
+        check[c] = 1;
+        any_check = 1;
+      } else {
+        be.on[c] = 1;
+        be.a[c] = rzn / rz[c];
+        rz[c] = rzn;
+      }
+    }
+    /* p = z + beta p */
+    if (n) {
+      k_direction<<<g, MB_LA_BLOCK>>>(n, nc, be, 0, s.z, s.p);
+      MB_CHECK_LAUNCH("PCG direction");
+    }
+    if (!any_check) continue;
+    /* The recurrence says converged: recompute b - A x for those columns;
+     * stop them if it agrees, else restart CG from the true residual. */
+    colp chk{};
+    for (int c = 0; c < nc; c++) chk.on[c] = check[c];
+    MB_CALL(s.product(X));
+    if (n) {
+      k_resid<<<g, MB_LA_BLOCK>>>(n, nc, chk, B, s.q, s.dinv, s.r, s.z, s.t);
+      MB_CHECK_LAUNCH("PCG check");
+    }
+    MB_CALL(s.sums(2 * nc, check, v));
+    colp restart{};
+    int any_restart = 0;
+    for (int c = 0; c < nc; c++) {
+      if (!check[c]) continue;
+      const double rn = sqrt(v[c]);
+      if (rn <= tol[c]) {
+        active[c] = 0;
+        res[c] = rn / bnorm[c];
+      } else {
+        restart.on[c] = 1;
+        any_restart = 1;
+        rz[c] = v[nc + c];
+      }
+    }
+    if (any_restart && n) {
+      k_direction<<<g, MB_LA_BLOCK>>>(n, nc, restart, 1, s.z, s.p);
       MB_CHECK_LAUNCH("PCG restart");
     }
-    MB_CALL(s.sums(2 * nc, tmp));
-    for (int c = 0; c < nc; c++) rz[c] = tmp[c];
-    while (active && it < opts->max_iter) {
-      MB_CALL(s.exchange(s.p));
-      MB_CALL(mb_la_spmv(dA, halo != nullptr, nc, s.p, s.q));
-      if (n) {
-        k_terms<<<g, MB_LA_BLOCK>>>(n, nc, s.p, s.q, s.t);
-        MB_CHECK_LAUNCH("PCG curvature");
-      }
-      double pq[MB_LA_MAXCOMP];
-      MB_CALL(s.sums(nc, pq));
-      colp al{};
-      for (int c = 0; c < nc; c++) {
-        if (!on.on[c]) continue;
-        MB_CHECK(pq[c] > 0.0 && isfinite(pq[c]) && isfinite(rz[c]), MB_ERR_NUMERIC,
-                 "PCG: the matrix is not positive definite (column %d: p'Ap = %g at iteration "
-                 "%d)", c, pq[c], it + 1);
-        al.on[c] = 1;
-        al.a[c] = rz[c] / pq[c];
-      }
-      if (n) {
-        k_update<<<g, MB_LA_BLOCK>>>(n, nc, al, s.p, s.q, s.dv, X, s.r, s.z, s.t);
-        MB_CHECK_LAUNCH("PCG update");
-      }
-      MB_CALL(s.sums(2 * nc, tmp));
-      it++;
-      colp be{};
-      for (int c = 0; c < nc; c++) {
-        if (!on.on[c]) continue;
-        const double rn = sqrt(tmp[nc + c]);
-        MB_CHECK(isfinite(rn), MB_ERR_NUMERIC, "PCG: column %d's residual is not finite", c);
-        if (rn <= rtol * bn[c]) {
-          on.on[c] = 0;
-          active--;
-          continue;
-        }
-        be.on[c] = 1;
-        be.a[c] = tmp[c] / rz[c];
-        rz[c] = tmp[c];
-      }
-      if (active && n) {
-        k_direction<<<g, MB_LA_BLOCK>>>(n, nc, be, s.z, s.p);
-        MB_CHECK_LAUNCH("PCG direction");
-      }
-    }
   }
-  /* ghosts of the solution current, as on entry */
+  for (int c = 0; c < nc; c++)
+    if (it[c] > stats->iterations) stats->iterations = it[c];
+  int failed = -1;
+  for (int c = 0; c < nc && failed < 0; c++)
+    if (active[c]) failed = c;
+  if (failed >= 0) {
+    /* the residuals reached, for the message and the stats */
+    double fres[MB_LA_MAXCOMP];
+    MB_CALL(s.residuals(B, X, fres));
+    double worst = 0;
+    for (int c = 0; c < nc; c++) worst = fres[c] > worst ? fres[c] : worst;
+    stats->residual = worst;
+    stats->solve_ms = ms_since(t0);
+    MB_FAIL(MB_ERR_NUMERIC,
+            "PCG did not converge: column %d reached a relative residual of %.3e, above the "
+            "tolerance %.3e, in the iteration limit of %d",
+            failed, fres[failed], rtol, opts->max_iter);
+  }
+  /* ghosts of X hold their owners' solution */
   MB_CALL(s.exchange(X));
   MB_CALL_CUDA(cudaDeviceSynchronize());
-  double worst = 0;
-  for (int c = 0; c < nc; c++) worst = res[c] > worst ? res[c] : worst;
-  stats->iterations = it;
-  stats->residual = worst;
+  for (int c = 0; c < nc; c++) stats->residual = res[c] > stats->residual ? res[c] : stats->residual;
   stats->solve_ms = ms_since(t0);
   return MB_SUCCESS;
 }

@@ -1,15 +1,17 @@
 /* meshbatch GPU test of the linalg layer (cuda/linalg/mb_linalg_cuda.h):
  *  - the device cotangent Laplacian, barycentric mass and M - dt L equal
- *    the CPU reference (gpu_linalg_ref.c) bit for bit on a noisy sphere, a
+ *    the CPU layer's (linalg/mb_csr.h) bit for bit on a noisy sphere, a
  *    noisy open grid, a mesh with a non-manifold edge, an isolated vertex
  *    and a degenerate triangle, and spot.obj; L 1 = 0 to 1e-12 and the mass
  *    sums to the area;
- *  - the row product equals the CPU's entry-order product bit for bit, and
+ *  - the row product equals mb_csr_spmv bit for bit, and
  *    cuSPARSE's SpMV/SpMM agree with it to 1e-12;
  *  - (M - dt L) X = M X on spot.obj: PCG (cuSPARSE and row products) and
  *    sparse Cholesky (csrchol, METIS order) reach 1e-10 relative residual,
- *    checked again on the host, and agree with each other within 1e-8;
- *    a warm start from the solution takes 0 iterations;
+ *    checked again on the host (mb_residual), and agree with each other and
+ *    with CHOLMOD within 1e-8; PCG with the row product is the CPU's
+ *    mb_pcg_solve bit for bit, in as many iterations; a warm start from the
+ *    solution takes 0 iterations;
  *  - errors: PCG over its iteration limit, not-SPD matrices (negative
  *    diagonal; positive diagonal but indefinite) for PCG and Cholesky,
  *    non-finite positions and right-hand sides, a partitioned pattern for
@@ -21,18 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_linalg_ref.h"
+#include "gpu_linalg_util.h"
 #include "gpu_meshes.h"
 #include "mb_cotan.h"
 #include "mb_linalg_cuda.h"
 #include "mb_meshfile.h"
+#include "mb_solver.h"
 #include "mb_testutil.h"
 
 typedef struct sys {
   mb_mesh *mesh;
   mb_adjacency *adj;
-  mb_csr *A;           /* pattern; host reference values */
-  double *mass;        /* host reference [nv] */
+  mb_csr *A, *S;       /* host L and M - dt L (the CPU layer's) */
+  double *mass;        /* host mass [nv] */
   mb_cuda_csr *dL, *dS; /* device Laplacian, system matrix */
   double *dxyz, *dmass;
 } sys;
@@ -68,9 +71,13 @@ static void sys_build(sys *s, mb_mesh *mesh, double dt) {
   s->mesh = mesh;
   s->adj = mb_gpu_adjacency(mesh);
   const int64_t nv = mesh->nv;
-  s->A = gl_csr_pattern(s->adj, nv, nv, NULL);
+  assert_int_equal(mb_csr_pattern(s->adj, nv, nv, NULL, &s->A), MB_SUCCESS);
+  assert_int_equal(mb_csr_pattern(s->adj, nv, nv, NULL, &s->S), MB_SUCCESS);
   s->mass = calloc((size_t)nv + 1, sizeof *s->mass);
-  gl_cotangent(s->adj, mesh->xyz, s->A, s->mass);
+  if (mb_csr_cotangent_laplacian(s->adj, mesh->xyz, s->A) != MB_SUCCESS ||
+      mb_mass_barycentric(s->adj, nv, mesh->xyz, s->mass) != MB_SUCCESS ||
+      mb_csr_combine(s->S, 1.0, s->mass, -dt, s->A) != MB_SUCCESS)
+    fail_msg("%s: CPU assembly: %s", mesh->name, mb_error_message());
   assert_int_equal(mb_cuda_csr_create(s->A, s->adj, &s->dL), MB_SUCCESS);
   assert_int_equal(mb_cuda_csr_create(s->A, s->adj, &s->dS), MB_SUCCESS);
   s->dxyz = gl_dev_upload(mesh->xyz, 3 * (size_t)nv);
@@ -107,16 +114,10 @@ static void sys_build(sys *s, mb_mesh *mesh, double dt) {
   /* S = M - dt L, both sides */
   assert_int_equal(mb_cuda_csr_combine(s->dS, 1.0, s->dmass, -dt, s->dL), MB_SUCCESS);
   assert_int_equal(mb_cuda_csr_download(s->dS, val), MB_SUCCESS);
-  for (int32_t i = 0; i < s->A->nrows; i++)
-    for (int32_t k = s->A->rowptr[i]; k < s->A->rowptr[i + 1]; k++) {
-      double want = -dt * s->A->val[k];
-      if (k == s->A->diag[i]) {
-        const double a = 1.0 * s->mass[i];
-        want = a + want;
-      }
-      if (memcmp(&want, &val[k], 8))
-        fail_msg("%s: M - dt L entry %d: GPU %.17g, CPU %.17g", mesh->name, k, val[k], want);
-    }
+  for (int32_t k = 0; k < nnz; k++)
+    if (memcmp(&s->S->val[k], &val[k], 8))
+      fail_msg("%s: M - dt L entry %d: GPU %.17g, CPU %.17g", mesh->name, k, val[k],
+               s->S->val[k]);
   free(val);
   free(mass);
 }
@@ -126,42 +127,18 @@ static void sys_free(sys *s) {
   mb_cuda_csr_free(s->dS);
   gl_dev_free(s->dxyz);
   gl_dev_free(s->dmass);
-  gl_csr_free(s->A);
+  mb_csr_free(s->A);
+  mb_csr_free(s->S);
   free(s->mass);
   mb_adjacency_free(s->adj);
   mb_mesh_free(s->mesh);
 }
 
-/* S's host values (the reference's M - dt L). */
-static double *host_system(const sys *s, double dt) {
-  double *v = calloc((size_t)s->A->nnz + 1, 8);
-  for (int32_t i = 0; i < s->A->nrows; i++)
-    for (int32_t k = s->A->rowptr[i]; k < s->A->rowptr[i + 1]; k++) {
-      v[k] = -dt * s->A->val[k];
-      if (k == s->A->diag[i]) v[k] = 1.0 * s->mass[i] + v[k];
-    }
-  return v;
-}
-
-/* max over columns of ||b - S x|| / ||b||, on the host */
-static double host_residual(const sys *s, const double *sval, const double *b, const double *x) {
-  mb_csr S = *s->A;
-  S.val = (double *)sval;
-  const int64_t n = s->A->nrows;
-  double *y = calloc(3 * (size_t)n + 1, 8);
-  gl_spmv(&S, 3, x, y);
-  double worst = 0;
-  for (int c = 0; c < 3; c++) {
-    double rr = 0, bb = 0;
-    for (int64_t i = 0; i < n; i++) {
-      const double r = b[3 * i + c] - y[3 * i + c];
-      rr += r * r;
-      bb += b[3 * i + c] * b[3 * i + c];
-    }
-    worst = fmax(worst, sqrt(rr / bb));
-  }
-  free(y);
-  return worst;
+/* max over columns of ||b - S x|| / ||b||, on the host (exact norms) */
+static double host_residual(const sys *s, const double *b, double *x) {
+  double res[3];
+  assert_int_equal(mb_residual(MPI_COMM_SELF, NULL, s->S, 3, b, x, res), MB_SUCCESS);
+  return fmax(res[0], fmax(res[1], res[2]));
 }
 
 static void test_assembly(void **state) {
@@ -187,7 +164,7 @@ static void test_products(void **state) {
   for (int64_t k = 0; k < 4 * n; k++) x[k] = sin(0.37 * (double)k) + 0.1;
   for (int nc = 1; nc <= 4; nc++) {
     double *dx = gl_dev_upload(x, (size_t)nc * n), *dy = gl_dev_alloc((size_t)nc * n);
-    gl_spmv(s.A, nc, x, want);
+    mb_csr_spmv(s.A, nc, x, want);
     assert_int_equal(mb_cuda_csr_spmv(s.dL, 1, nc, dx, dy), MB_SUCCESS);
     gl_dev_download(got, dy, (size_t)nc * n);
     if (memcmp(got, want, 8 * (size_t)nc * n))
@@ -220,7 +197,6 @@ static void test_solvers(void **state) {
   double *b = malloc(8 * n3), *xp = malloc(8 * n3), *xr = malloc(8 * n3), *xc = malloc(8 * n3);
   for (int64_t i = 0; i < n; i++)
     for (int c = 0; c < 3; c++) b[3 * i + c] = s.mass[i] * s.mesh->xyz[3 * i + c];
-  double *sval = host_system(&s, dt);
   double *db = gl_dev_upload(b, n3), *dx = gl_dev_upload(s.mesh->xyz, n3);
   mb_pcg_opts o = {.rtol = 1e-10, .max_iter = 10000};
   mb_solve_stats st;
@@ -228,7 +204,7 @@ static void test_solvers(void **state) {
   mb_error e = mb_cuda_pcg_solve(MPI_COMM_SELF, NULL, s.dS, 3, db, dx, &o, &st);
   if (e != MB_SUCCESS) fail_msg("PCG: %s", mb_error_message());
   gl_dev_download(xp, dx, n3);
-  double hr = host_residual(&s, sval, b, xp);
+  double hr = host_residual(&s, b, xp);
   printf("[ gpu ] spot PCG (cuSPARSE): %d iterations, residual %.3e (host %.3e), %.3f ms\n",
          st.iterations, st.residual, hr, st.solve_ms);
   assert_int_equal(st.method, MB_SOLVER_PCG);
@@ -243,10 +219,35 @@ static void test_solvers(void **state) {
   e = mb_cuda_pcg_solve(MPI_COMM_SELF, NULL, s.dS, 3, db, dx, &o, &st);
   if (e != MB_SUCCESS) fail_msg("PCG (rows): %s", mb_error_message());
   gl_dev_download(xr, dx, n3);
-  hr = host_residual(&s, sval, b, xr);
+  hr = host_residual(&s, b, xr);
   printf("[ gpu ] spot PCG (rows): %d iterations, residual %.3e (host %.3e)\n", st.iterations,
          st.residual, hr);
   assert_true(st.residual <= 1e-10 && hr <= 1.001e-10);
+  /* the CPU's PCG: the same bits as the row product's, in as many iterations */
+  {
+    double *xcpu = malloc(8 * n3);
+    memcpy(xcpu, s.mesh->xyz, 8 * n3);
+    mb_solve_stats cst;
+    e = mb_pcg_solve(MPI_COMM_SELF, NULL, s.S, 3, b, xcpu, &o, &cst);
+    if (e != MB_SUCCESS) fail_msg("CPU PCG: %s", mb_error_message());
+    printf("[ gpu ] spot PCG (CPU): %d iterations, residual %.3e\n", cst.iterations,
+           cst.residual);
+    assert_int_equal(cst.iterations, st.iterations);
+    assert_memory_equal(&cst.residual, &st.residual, sizeof st.residual);
+    size_t diff = 0;
+    for (size_t k = 0; k < n3; k++) diff += memcmp(&xcpu[k], &xr[k], 8) != 0;
+    if (diff) fail_msg("GPU PCG (rows) differs from the CPU's in %zu of %zu values", diff, n3);
+    free(xcpu);
+  }
+  /* CHOLMOD, for the CPU-GPU agreement */
+  double *xh = malloc(8 * n3);
+  {
+    mb_cholesky *hc = NULL;
+    if (mb_cholesky_create(s.S, &hc) != MB_SUCCESS || mb_cholesky_factor(hc, s.S) != MB_SUCCESS ||
+        mb_cholesky_solve(hc, 3, b, xh) != MB_SUCCESS)
+      fail_msg("CHOLMOD: %s", mb_error_message());
+    mb_cholesky_free(hc);
+  }
   /* Cholesky */
   mb_cuda_cholesky *ch = NULL;
   e = mb_cuda_cholesky_create(s.A, &ch);
@@ -261,7 +262,7 @@ static void test_solvers(void **state) {
     e = mb_cuda_cholesky_solve(ch, 3, db, dxc, &st);
     if (e != MB_SUCCESS) fail_msg("Cholesky solve: %s", mb_error_message());
     gl_dev_download(xc, dxc, n3);
-    hr = host_residual(&s, sval, b, xc);
+    hr = host_residual(&s, b, xc);
     printf("[ gpu ] spot Cholesky: analysis %.3f ms, factor %.3f ms, solve %.3f ms, residual "
            "%.3e (host %.3e)\n", st.analyze_ms, st.factor_ms, st.solve_ms, st.residual, hr);
     assert_true(st.residual <= 1e-10 && hr <= 1e-10);
@@ -272,22 +273,23 @@ static void test_solvers(void **state) {
   gl_dev_download(xin, dbb, n3);
   assert_memory_equal(xin, xc, 8 * n3);
   /* the three solutions agree */
-  double dpc = 0, drc = 0, mag = 0;
+  double dpc = 0, drc = 0, dhc = 0, mag = 0;
   for (size_t k = 0; k < n3; k++) {
     dpc = fmax(dpc, fabs(xp[k] - xc[k]));
     drc = fmax(drc, fabs(xr[k] - xc[k]));
+    dhc = fmax(dhc, fabs(xh[k] - xc[k]));
     mag = fmax(mag, fabs(xc[k]));
   }
-  printf("[ gpu ] spot: |PCG - Cholesky| %.3e, |PCG rows - Cholesky| %.3e (of %.3e)\n", dpc, drc,
-         mag);
-  assert_true(dpc <= 1e-8 * mag && drc <= 1e-8 * mag);
+  printf("[ gpu ] spot: |PCG - Cholesky| %.3e, |PCG rows - Cholesky| %.3e, |CHOLMOD - "
+         "Cholesky| %.3e (of %.3e)\n", dpc, drc, dhc, mag);
+  assert_true(dpc <= 1e-8 * mag && drc <= 1e-8 * mag && dhc <= 1e-8 * mag);
+  free(xh);
   mb_cuda_cholesky_free(ch);
   gl_dev_free(dbb);
   gl_dev_free(dxc);
   gl_dev_free(db);
   gl_dev_free(dx);
   free(xin);
-  free(sval);
   free(b);
   free(xp);
   free(xr);
