@@ -1,0 +1,68 @@
+/* meshbatch: what the linalg layer's CUDA files share (cuda/linalg/*.cu
+ * only): the device matrix, the cuSPARSE / cuSOLVER error macros, the row
+ * product and a few vector kernels' launch helpers.
+ */
+#ifndef MB_LINALG_CUDA_PRIVATE_CUH
+#define MB_LINALG_CUDA_PRIVATE_CUH
+
+#include <cuda_runtime.h>
+#include <cusparse.h>
+#include <stdint.h>
+
+#include "mb_cuda_private.cuh"
+#include "mb_linalg_cuda.h"
+#include "mb_reduce.h"
+
+/* Threads per block of the linalg kernels. */
+#define MB_LA_BLOCK 256
+/* Most columns solved together (PCG, products). */
+#define MB_LA_MAXCOMP 4
+
+static inline unsigned mb_la_grid(int64_t n) {
+  return (unsigned)((n + MB_LA_BLOCK - 1) / MB_LA_BLOCK);
+}
+
+/* Return MB_ERR_CUDA naming the cuSPARSE call and its status. */
+#define MB_CALL_CUSPARSE(expr)                                                 \
+  do {                                                                         \
+    cusparseStatus_t mb_sp_st_ = (expr);                                       \
+    if (mb_sp_st_ != CUSPARSE_STATUS_SUCCESS)                                  \
+      return mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,           \
+                          "cuSPARSE call failed: %s: %s (status %d)", #expr,   \
+                          cusparseGetErrorString(mb_sp_st_), (int)mb_sp_st_);  \
+  } while (0)
+
+struct mb_cuda_halo;
+
+struct mb_cuda_csr {
+  int32_t nrows = 0, ncols = 0, nnz = 0;
+  mb_dbuf rowptr, col, diag, erow; /* int32: [nrows + 1], [nnz], [nrows], [nnz] row of entry */
+  mb_dbuf val;                     /* double [nnz] */
+  mb_dbuf opp_ptr, opp;            /* int32 [nnz + 1], [opp_ptr[nnz]]: opposites per entry */
+  int has_adj = 0;
+  mb_dbuf flag;                    /* int32 [4]: error flags of the kernels (first rows) */
+  mb_cuda_product product = MB_CUDA_PRODUCT_CUSPARSE;
+  mb_halo_transport transport = MB_HALO_MPI;
+  mb_nccl *nccl = nullptr;
+  /* cuSPARSE state, made at the first cuSPARSE product */
+  cusparseHandle_t sp = nullptr;
+  mb_dbuf spbuf;
+  /* the device halo of the last partitioned PCG (plan and ncomp it was made for) */
+  mb_cuda_halo *halo = nullptr;
+  const mb_halo *halo_plan = nullptr;
+  int halo_ncomp = 0;
+  /* PCG scratch, grown as needed, and the exact reductions' device bins */
+  mb_dbuf work;
+  mb_reduce_device *rd = nullptr;
+  ~mb_cuda_csr();
+};
+
+/* y [nrows, ncomp] = A x by the row kernel on raw device arrays (entry
+ * order, unfused), enqueued on the default stream. Errors: MB_ERR_CUDA. */
+mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
+                         const double *val, int ncomp, const double *x, double *y);
+
+/* y = A x on dA by its product rule (rows != 0: the row kernel). */
+mb_error mb_la_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
+
+#endif
