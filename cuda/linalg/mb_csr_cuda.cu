@@ -306,6 +306,14 @@ extern "C" void mb_cuda_csr_shape(const mb_cuda_csr *dA, int32_t *nrows, int32_t
   if (nnz) *nnz = dA ? dA->nnz : 0;
 }
 
+extern "C" void mb_cuda_csr_arrays(mb_cuda_csr *dA, const int32_t **rowptr, const int32_t **col,
+                                   const int32_t **diag, double **val) {
+  if (rowptr) *rowptr = dA ? dA->rowptr.as<int32_t>() : nullptr;
+  if (col) *col = dA ? dA->col.as<int32_t>() : nullptr;
+  if (diag) *diag = dA ? dA->diag.as<int32_t>() : nullptr;
+  if (val) *val = dA ? dA->val.as<double>() : nullptr;
+}
+
 extern "C" mb_error mb_cuda_csr_download(const mb_cuda_csr *dA, double *val) {
   MB_CHECK(dA && (val || !dA->nnz), MB_ERR_ARG, "mb_cuda_csr_download: NULL argument");
   MB_CALL_CUDA(cudaMemcpy(val, dA->val.p, 8 * (size_t)dA->nnz, cudaMemcpyDeviceToHost));

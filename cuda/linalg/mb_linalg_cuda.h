@@ -73,6 +73,13 @@ void mb_cuda_csr_free(mb_cuda_csr *dA);
 /* Rows (owned vertices), columns (owned then ghost) and entries of dA. */
 void mb_cuda_csr_shape(const mb_cuda_csr *dA, int32_t *nrows, int32_t *ncols, int32_t *nnz);
 
+/* dA's device arrays (any output may be NULL): rowptr [nrows + 1], col
+ * [nnz], diag [nrows] (int32) and val [nnz] (float64), owned by dA, for an
+ * op's own kernels on the same pattern (e.g. the flows' elimination of
+ * fixed vertices). Not collective; cannot fail. */
+void mb_cuda_csr_arrays(mb_cuda_csr *dA, const int32_t **rowptr, const int32_t **col,
+                        const int32_t **diag, double **val);
+
 /* Copy dA's values to the host array val [nnz] (float64, in A's entry
  * order): tests, and ops that keep a host copy. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_csr_download(const mb_cuda_csr *dA, double *val);

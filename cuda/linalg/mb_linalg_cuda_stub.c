@@ -22,6 +22,15 @@ void mb_cuda_csr_shape(const mb_cuda_csr *dA, int32_t *nrows, int32_t *ncols, in
   if (nnz) *nnz = 0;
 }
 
+void mb_cuda_csr_arrays(mb_cuda_csr *dA, const int32_t **rowptr, const int32_t **col,
+                        const int32_t **diag, double **val) {
+  (void)dA;
+  if (rowptr) *rowptr = NULL;
+  if (col) *col = NULL;
+  if (diag) *diag = NULL;
+  if (val) *val = NULL;
+}
+
 mb_error mb_cuda_csr_download(const mb_cuda_csr *dA, double *val) {
   (void)dA; (void)val;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
