@@ -78,6 +78,7 @@ typedef struct where {
   int device;
   mb_halo_transport transport;
   mb_nccl *nccl;
+  int post_at_end; /* device MPI: mb_cuda_halo_set_post_at_end (the stencil blocks' way) */
 } where;
 
 static size_t dt_size(mb_halo_dtype dt) { return dt == MB_HALO_FLOAT32 ? 4 : 8; }
@@ -103,6 +104,7 @@ static void exchange(const where *w, mb_halo *plan, mb_halo_dir dir, mb_halo_dty
                    cudaSuccess);
   mb_cuda_halo *h = NULL;
   assert_int_equal(mb_cuda_halo_create(plan, ncomp, (int)dt_size(dt), NULL, &h), MB_SUCCESS);
+  mb_cuda_halo_set_post_at_end(h, w->post_at_end);
   assert_int_equal(mb_cuda_halo_begin(h, dir, d, w->transport, w->nccl), MB_SUCCESS);
   assert_int_equal(mb_cuda_halo_end(h, d), MB_SUCCESS);
   assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
@@ -711,13 +713,13 @@ static void transport_rule(void) {
 
 static void test_host_mesh(void **state) {
   (void)state;
-  const where w = {0, MB_HALO_MPI, NULL};
+  const where w = {0, MB_HALO_MPI, NULL, 0};
   mesh_cases(&w);
 }
 
 static void test_host_grid(void **state) {
   (void)state;
-  const where w = {0, MB_HALO_MPI, NULL};
+  const where w = {0, MB_HALO_MPI, NULL, 0};
   grid_cases(&w);
 }
 
@@ -728,7 +730,7 @@ static void test_transport_rule(void **state) {
 
 static void test_host_boxes(void **state) {
   (void)state;
-  const where w = {0, MB_HALO_MPI, NULL};
+  const where w = {0, MB_HALO_MPI, NULL, 0};
   box_rows_and_refusals();
   box_cases(&w);
 }
@@ -782,10 +784,12 @@ static mb_nccl *g_nccl;
 
 static void test_device_mpi(void **state) {
   (void)state;
-  const where w = {1, MB_HALO_MPI, NULL};
+  const where w = {1, MB_HALO_MPI, NULL, 0};
   mesh_cases(&w);
   grid_cases(&w);
   box_cases(&w);
+  const where late = {1, MB_HALO_MPI, NULL, 1}; /* messages posted at end */
+  box_cases(&late);
 }
 
 /* With a device per rank, NCCL can be had: the rule's timed comparison. */
@@ -800,7 +804,7 @@ static void test_device_nccl(void **state) {
     if (g_rank == 0) printf("NCCL part skipped: %s\n", mb_error_message());
     skip();
   }
-  const where w = {1, MB_HALO_NCCL, g_nccl};
+  const where w = {1, MB_HALO_NCCL, g_nccl, 0};
   mesh_cases(&w);
   grid_cases(&w);
   box_cases(&w);
