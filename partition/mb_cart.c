@@ -11,44 +11,61 @@ static int64_t at(const int64_t L[3], int64_t k, int64_t j, int64_t i) {
   return (k * L[1] + j) * L[2] + i;
 }
 
-/* Append the points of the box [first, first + count) of a frame of sizes L
- * to idx (C order). */
-static void box_rows(const int64_t L[3], const int64_t first[3], const int64_t count[3],
-                     int64_t *idx, int64_t *n) {
-  for (int64_t k = first[0]; k < first[0] + count[0]; k++)
-    for (int64_t j = first[1]; j < first[1] + count[1]; j++)
-      for (int64_t i = first[2]; i < first[2] + count[2]; i++) idx[(*n)++] = at(L, k, j, i);
+void mb_cart_host_frame(const mb_cart *c, mb_cart_frame *fr) {
+  const int64_t g = c->ghost;
+  int64_t L[3];
+  for (int a = 0; a < 3; a++) L[a] = c->nloc[a] + 2 * g;
+  fr->stride[0] = L[1] * L[2];
+  fr->stride[1] = L[2];
+  fr->stride[2] = 1;
+  fr->origin = at(L, g, g, g);
+  fr->width = c->ghost;
 }
 
-/* The face of axis a on side s: the `ghost` outermost owned planes sent
- * that way (ghost_planes 0), or the ghost planes on that side (1); the
- * owned extent on the other two axes. */
-static void face_box(const mb_cart *c, int a, int s, int ghost_planes, int64_t first[3],
-                     int64_t count[3]) {
-  const int64_t g = c->ghost;
+int mb_cart_face_exchanged(const mb_cart *c, unsigned flags, int a, int s) {
+  if (c->nbr[a][s] == MPI_PROC_NULL) return 0;
+  if ((flags & MB_CART_PLAN_NO_SELF) && c->dims[a] == 1) return 0;
+  if ((flags & MB_CART_PLAN_NO_OUTSIDE) && c->coords[a] == (s == 0 ? 0 : c->dims[a] - 1)) return 0;
+  return 1;
+}
+
+/* The face of axis a on side s as a box of the frame: the `width`
+ * outermost owned planes sent that way (ghost_planes 0), or the ghost
+ * planes on that side (1); the owned extent on the other two axes. */
+static mb_halo_box face_box(const mb_cart *c, const mb_cart_frame *fr, int a, int s,
+                            int ghost_planes) {
+  const int64_t w = fr->width;
+  int64_t first[3] = {0, 0, 0};
+  mb_halo_box b;
   for (int e = 0; e < 3; e++) {
-    first[e] = g;
-    count[e] = c->nloc[e];
+    b.n[e] = c->nloc[e];
+    b.stride[e] = fr->stride[e];
   }
-  count[a] = g;
-  if (ghost_planes) first[a] = s == 0 ? 0 : g + c->nloc[a];
-  else first[a] = s == 0 ? g : c->nloc[a];
+  b.n[a] = w;
+  if (ghost_planes) first[a] = s == 0 ? -w : c->nloc[a];
+  else first[a] = s == 0 ? 0 : c->nloc[a] - w;
+  b.start = fr->origin + first[0] * fr->stride[0] + first[1] * fr->stride[1] + first[2] * fr->stride[2];
+  return b;
 }
 
 /* The face plan: what a rank sends towards side s of axis a arrives in the
  * neighbour's ghost planes on side 1 - s, so from neighbour r this rank
  * receives, in r's sending order (a, s), on the sides 1 - s where r is its
- * neighbour. */
-static mb_error build_plan(mb_cart *c) {
-  const int64_t g = c->ghost;
-  int64_t L[3], face[3];
-  for (int a = 0; a < 3; a++) L[a] = c->nloc[a] + 2 * g;
-  for (int a = 0; a < 3; a++) face[a] = g * c->nloc[(a + 1) % 3] * c->nloc[(a + 2) % 3];
+ * neighbour. The flags drop faces symmetrically: a face this rank does not
+ * send is one its neighbour does not receive. */
+mb_error mb_cart_plan_frame(const mb_cart *c, const mb_cart_frame *fr, unsigned flags,
+                            mb_halo **plan) {
+  *plan = NULL;
+  static const char axis_name[3] = {'z', 'y', 'x'};
+  MB_CHECK(fr->width >= 1, MB_ERR_ARG, "face plan of width %d", fr->width);
   int ranks[6], nn = 0;
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
+      if (!mb_cart_face_exchanged(c, flags, a, s)) continue;
+      MB_CHECK(c->nloc[a] >= fr->width, MB_ERR_ARG,
+               "face plan: a block of %lld planes along %c is thinner than the halo of %d",
+               (long long)c->nloc[a], axis_name[a], fr->width);
       const int r = c->nbr[a][s];
-      if (r == MPI_PROC_NULL) continue;
       int k = 0;
       while (k < nn && ranks[k] < r) k++;
       if (k < nn && ranks[k] == r) continue;
@@ -56,39 +73,30 @@ static mb_error build_plan(mb_cart *c) {
       ranks[k] = r;
       nn++;
     }
-  int64_t soff[7] = {0}, roff[7] = {0}, ns = 0, nr = 0;
-  int64_t *sidx, *ridx;
-  MB_CALLOC(sidx, 2 * (face[0] + face[1] + face[2]));
-  ridx = calloc((size_t)(2 * (face[0] + face[1] + face[2]) + 1), sizeof *ridx);
-  if (!ridx) {
-    free(sidx);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for a face plan");
-  }
+  mb_halo_box sbox[6], rbox[6];
+  int64_t soff[7] = {0}, roff[7] = {0};
+  int ns = 0, nr = 0;
   for (int k = 0; k < nn; k++) {
     for (int a = 0; a < 3; a++)
       for (int s = 0; s < 2; s++) {
-        int64_t first[3], count[3];
-        if (c->nbr[a][s] == ranks[k]) {
-          face_box(c, a, s, 0, first, count);
-          box_rows(L, first, count, sidx, &ns);
-        }
-        if (c->nbr[a][1 - s] == ranks[k]) {
-          face_box(c, a, 1 - s, 1, first, count);
-          box_rows(L, first, count, ridx, &nr);
-        }
+        if (c->nbr[a][s] == ranks[k] && mb_cart_face_exchanged(c, flags, a, s))
+          sbox[ns++] = face_box(c, fr, a, s, 0);
+        if (c->nbr[a][1 - s] == ranks[k] && mb_cart_face_exchanged(c, flags, a, 1 - s))
+          rbox[nr++] = face_box(c, fr, a, 1 - s, 1);
       }
     soff[k + 1] = ns;
     roff[k + 1] = nr;
   }
-  mb_error e = mb_halo_create_lists(c->comm, nn, ranks, soff, sidx, roff, ridx, 1, &c->plan);
-  free(sidx);
-  free(ridx);
-  MB_CALL(e);
+  MB_CALL(mb_halo_create_boxes(c->comm, nn, ranks, soff, sbox, roff, rbox, 1, plan));
   return MB_SUCCESS;
 }
 
 mb_error mb_cart_plan(mb_cart *c, mb_halo **plan) {
-  if (!c->plan) MB_CALL(build_plan(c));
+  if (!c->plan) {
+    mb_cart_frame fr;
+    mb_cart_host_frame(c, &fr);
+    MB_CALL(mb_cart_plan_frame(c, &fr, 0, &c->plan));
+  }
   *plan = c->plan;
   return MB_SUCCESS;
 }

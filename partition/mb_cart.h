@@ -13,8 +13,9 @@
  * are not filled, as a star stencil (derivatives along one axis, the
  * 25-point Laplacian) never reads them. The faces are a plan of the halo
  * engine (partition/mb_halo.h, mb_cart_plan): per neighbour rank, the
- * points of the faces sent to it and of the ghost planes filled from it, so
- * grid faces and mesh halos are two plans of one engine.
+ * boxes of the faces sent to it and of the ghost planes filled from it, so
+ * grid faces and mesh halos are two plans of one engine; the same
+ * description gives the plan of a device layout (mb_cart_plan_frame).
  *
  * After the Cartesian topology of MPI (MPI 3.1, chapter 7) and the halo
  * exchange of block-structured codes (AMReX FillBoundary).
@@ -75,15 +76,59 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
 /* Points of this rank's local array with its ghost frame. Not collective. */
 int64_t mb_cart_local_size(const mb_cart *cart);
 
-/* The face halo of the plan as a plan of the halo engine, made at the first
- * call and kept (*plan belongs to the cart): local rows are the points of
- * the framed local array (C order, one row per point); for each neighbour
- * rank (ascending; this rank itself across a periodic axis it does not
- * cut), the faces sent to it and the ghost planes filled from it in the
- * order (axis z, y, x; side below, above) of the faces, each in C order.
- * Its forward exchange fills the ghost faces (as mb_cart_exchange_begin/end
- * do); its reverse exchange adds the ghost faces' values into the owned
- * points they stand for. Not collective. Errors: MB_ERR_MEMORY. */
+/* Where a block's points lie in a framed local array: owned point
+ * (z, y, x) of the block (0 <= z < nloc[0], ...) is row origin + z
+ * stride[0] + y stride[1] + x stride[2], ghost points at negative or
+ * >= nloc coordinates alike; `width` ghost planes are exchanged per face.
+ * The host layout (mb_cart_host_frame) and a device layout with padded
+ * rows (cuda/stencil's frame) are two frames of one block. */
+typedef struct mb_cart_frame {
+  int64_t origin;    /* row of owned point (0, 0, 0) */
+  int64_t stride[3]; /* rows between neighbouring points along z, y, x */
+  int width;         /* ghost planes per face that the plan fills (1 <= width) */
+} mb_cart_frame;
+
+/* Faces a plan leaves out (mb_cart_plan_frame's flags):
+ *  MB_CART_PLAN_NO_SELF     the faces across an axis that is not cut (the
+ *                           rank is its own neighbour on a periodic axis):
+ *                           the caller wraps them in place;
+ *  MB_CART_PLAN_NO_OUTSIDE  the faces on the grid's boundary (a periodic
+ *                           plan used for a Dirichlet stage): the caller
+ *                           fills them with the boundary value.
+ * Both drop a face on the sending and on the receiving rank alike. */
+enum { MB_CART_PLAN_NO_SELF = 1, MB_CART_PLAN_NO_OUTSIDE = 2 };
+
+/* The host frame of mb_cart_local_size's arrays: (nloc + 2 ghost) points
+ * per axis, C order, width = the cart's ghost. Not collective. */
+void mb_cart_host_frame(const mb_cart *cart, mb_cart_frame *frame);
+
+/* Whether face (axis a: 0 z, 1 y, 2 x; side s: 0 below, 1 above) of this
+ * rank's block travels in a plan of these flags (1), or has no neighbour
+ * or is left to the caller (0): the one rule of the host and device
+ * plans. Not collective. */
+int mb_cart_face_exchanged(const mb_cart *cart, unsigned flags, int a, int s);
+
+/* The face halo of this rank's block in frame `frame` as a box plan of the
+ * halo engine (mb_halo_create_boxes; the caller frees *plan with
+ * mb_halo_free): one row per point of the frame, ncomp 1; for each
+ * neighbour rank (ascending; this rank itself across a periodic axis it
+ * does not cut, unless MB_CART_PLAN_NO_SELF), one box per face sent to it
+ * (the `width` outermost owned planes) and one per ghost face filled from
+ * it (`width` ghost planes, the owned extent on the other two axes: star
+ * stencils read no edge or corner), in the order (axis z, y, x; side
+ * below, above) of the sender's faces, so that where one rank is the
+ * neighbour on both sides of an axis every face lands in the ghost planes
+ * it is for. Not collective. Errors: MB_ERR_ARG (width < 1, a block
+ * thinner than width along an exchanged axis), MB_ERR_MEMORY. */
+mb_error mb_cart_plan_frame(const mb_cart *cart, const mb_cart_frame *frame, unsigned flags,
+                            mb_halo **plan);
+
+/* The face halo of the host frame (mb_cart_plan_frame with
+ * mb_cart_host_frame and no flags), made at the first call and kept
+ * (*plan belongs to the cart). Its forward exchange fills the ghost faces
+ * (as mb_cart_exchange_begin/end do); its reverse exchange adds the ghost
+ * faces' values into the owned points they stand for. Not collective.
+ * Errors: MB_ERR_ARG, MB_ERR_MEMORY. */
 mb_error mb_cart_plan(mb_cart *cart, mb_halo **plan);
 
 /* Start filling the ghost faces of u (this rank's local array, of dtype)

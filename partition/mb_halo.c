@@ -19,6 +19,13 @@ struct mb_halo {
   int64_t *send_index;    /* owned local indices packed for each neighbour */
   int64_t *recv_offset;   /* [nneighbors + 1] into recv_index */
   int64_t *recv_index;    /* ghost local indices filled from each neighbour */
+  /* a box plan (mb_halo_create_boxes): per side (0 send, 1 receive) the
+   * boxes, nbox[side] of them, neighbour k's from box_off[side][k]; the
+   * index lists above are then NULL until mb_halo_send/recv_indices
+   * expands them */
+  int boxed;
+  mb_halo_box *box[2];
+  int64_t *box_off[2], nbox[2];
   void *send_buf, *recv_buf;  /* host staging of mb_halo_forward/reverse_* */
   size_t send_cap, recv_cap;  /* their bytes */
   MPI_Request *requests;  /* [2 nneighbors] */
@@ -45,6 +52,10 @@ void mb_halo_free(mb_halo *h) {
   free(h->send_index);
   free(h->recv_offset);
   free(h->recv_index);
+  for (int side = 0; side < 2; side++) {
+    free(h->box[side]);
+    free(h->box_off[side]);
+  }
   free(h->send_buf);
   free(h->recv_buf);
   free(h->requests);
@@ -229,6 +240,89 @@ mb_error mb_halo_create_lists(MPI_Comm comm, int nneighbors, const int *ranks,
   return MB_SUCCESS;
 }
 
+int64_t mb_halo_box_rows(const mb_halo_box *b) { return b->n[0] * b->n[1] * b->n[2]; }
+
+/* Copy one side's boxes into the plan and its row offsets per neighbour. */
+static mb_error keep_boxes(mb_halo *h, int side, const int64_t *box_off, const mb_halo_box *box,
+                           int64_t *row_off) {
+  const int nn = h->nneighbors;
+  const int64_t nb = nn ? box_off[nn] : 0;
+  MB_CHECK(!nn || box_off[0] == 0, MB_ERR_ARG, "halo boxes: offsets must start at 0");
+  for (int k = 0; k < nn; k++)
+    MB_CHECK(box_off[k + 1] >= box_off[k], MB_ERR_ARG, "halo boxes: offsets of neighbour %d decrease",
+             h->neighbor[k]);
+  for (int64_t b = 0; b < nb; b++) {
+    const mb_halo_box *x = &box[b];
+    MB_CHECK(x->start >= 0 && x->n[0] >= 0 && x->n[1] >= 0 && x->n[2] >= 0 && x->stride[0] >= 0 &&
+                 x->stride[1] >= 0 && x->stride[2] >= 0,
+             MB_ERR_ARG, "halo boxes: %s box %lld has a negative start, extent or stride",
+             side ? "receive" : "send", (long long)b);
+  }
+  MB_CALLOC(h->box[side], nb + 1);
+  MB_CALLOC(h->box_off[side], nn + 1);
+  if (nb) memcpy(h->box[side], box, sizeof *box * (size_t)nb);
+  h->nbox[side] = nb;
+  row_off[0] = 0;
+  for (int k = 0; k < nn; k++) {
+    h->box_off[side][k + 1] = box_off[k + 1];
+    row_off[k + 1] = row_off[k];
+    for (int64_t b = box_off[k]; b < box_off[k + 1]; b++) row_off[k + 1] += mb_halo_box_rows(&box[b]);
+  }
+  return MB_SUCCESS;
+}
+
+mb_error mb_halo_create_boxes(MPI_Comm comm, int nneighbors, const int *ranks,
+                              const int64_t *send_box_offset, const mb_halo_box *send_boxes,
+                              const int64_t *recv_box_offset, const mb_halo_box *recv_boxes,
+                              int ncomp, mb_halo **out) {
+  *out = NULL;
+  MB_CHECK(nneighbors >= 0 && ncomp >= 1, MB_ERR_ARG,
+           "halo boxes: %d neighbours, %d components", nneighbors, ncomp);
+  for (int k = 0; k < nneighbors; k++)
+    MB_CHECK(ranks[k] >= 0 && (k == 0 || ranks[k] > ranks[k - 1]), MB_ERR_ARG,
+             "halo boxes: neighbour ranks must be ascending and distinct (%d after %d)", ranks[k],
+             k ? ranks[k - 1] : -1);
+  mb_halo *h = calloc(1, sizeof *h);
+  MB_CHECK(h, MB_ERR_MEMORY, "out of memory");
+  h->comm = comm;
+  h->ncomp = ncomp;
+  h->nneighbors = nneighbors;
+  h->boxed = 1;
+  h->neighbor = malloc(sizeof(int) * (size_t)(nneighbors + 1));
+  h->send_offset = malloc(sizeof(int64_t) * (size_t)(nneighbors + 1));
+  h->recv_offset = malloc(sizeof(int64_t) * (size_t)(nneighbors + 1));
+  h->requests = malloc(sizeof(MPI_Request) * (size_t)(2 * nneighbors + 1));
+  mb_error e = MB_SUCCESS;
+  if (!h->neighbor || !h->send_offset || !h->recv_offset || !h->requests)
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                     "out of memory for a halo plan of %d neighbours", nneighbors);
+  for (int k = 0; k < nneighbors && !e; k++) h->neighbor[k] = ranks[k];
+  if (!e) e = keep_boxes(h, 0, send_box_offset, send_boxes, h->send_offset);
+  if (!e) e = keep_boxes(h, 1, recv_box_offset, recv_boxes, h->recv_offset);
+  if (e) {
+    mb_halo_free(h);
+    MB_CALL(e);
+  }
+  *out = h;
+  return MB_SUCCESS;
+}
+
+int mb_halo_send_boxes(const mb_halo *h, int64_t *nboxes, const mb_halo_box **boxes,
+                       const int64_t **box_offset) {
+  *nboxes = h->boxed ? h->nbox[0] : 0;
+  *boxes = h->boxed ? h->box[0] : NULL;
+  *box_offset = h->boxed ? h->box_off[0] : NULL;
+  return h->boxed;
+}
+
+int mb_halo_recv_boxes(const mb_halo *h, int64_t *nboxes, const mb_halo_box **boxes,
+                       const int64_t **box_offset) {
+  *nboxes = h->boxed ? h->nbox[1] : 0;
+  *boxes = h->boxed ? h->box[1] : NULL;
+  *box_offset = h->boxed ? h->box_off[1] : NULL;
+  return h->boxed;
+}
+
 static size_t dt_bytes(mb_halo_dtype dt) { return dt == MB_HALO_FLOAT32 ? sizeof(float) : sizeof(double); }
 
 mb_error mb_halo_post(mb_halo *h, mb_halo_dir dir, mb_halo_dtype dt, int ncomp,
@@ -286,32 +380,88 @@ static mb_error grow(void **buf, size_t *cap, size_t bytes) {
   return MB_SUCCESS;
 }
 
-/* buf row q = x row idx[q], q < n (rows of `row` bytes). */
-static void gather(const void *x, const int64_t *idx, int64_t n, size_t row, void *buf) {
-  for (int64_t q = 0; q < n; q++)
-    memcpy((char *)buf + (size_t)q * row, (const char *)x + (size_t)idx[q] * row, row);
-}
+/* The rows of one side of the plan (0: send, 1: receive) in buffer
+ * order: runs of `len` rows, row r0 + i stride for i < len, buffer rows
+ * from q0 on. A box is n[0] n[1] runs along its innermost extent; an
+ * index list is runs of one row. */
+typedef void (*run_fn)(void *ctx, int64_t q0, int64_t r0, int64_t stride, int64_t len);
 
-/* x row idx[q] = buf row q, q < n. */
-static void scatter(const void *buf, const int64_t *idx, int64_t n, size_t row, void *x) {
-  for (int64_t q = 0; q < n; q++)
-    memcpy((char *)x + (size_t)idx[q] * row, (const char *)buf + (size_t)q * row, row);
-}
-
-/* x row idx[q] += buf row q, in ascending q: the engine's fixed order. */
-static void add_rows(mb_halo_dtype dt, int nc, const void *buf, const int64_t *idx, int64_t n,
-                     void *x) {
-  if (dt == MB_HALO_FLOAT32) {
-    const float *b = buf;
-    float *y = x;
-    for (int64_t q = 0; q < n; q++)
-      for (int c = 0; c < nc; c++) y[idx[q] * nc + c] += b[q * nc + c];
-  } else {
-    const double *b = buf;
-    double *y = x;
-    for (int64_t q = 0; q < n; q++)
-      for (int c = 0; c < nc; c++) y[idx[q] * nc + c] += b[q * nc + c];
+static void each_run(const mb_halo *h, int side, run_fn fn, void *ctx) {
+  int64_t q = 0;
+  if (h->boxed) {
+    for (int64_t b = 0; b < h->nbox[side]; b++) {
+      const mb_halo_box *x = &h->box[side][b];
+      if (!x->n[2]) continue;
+      for (int64_t k = 0; k < x->n[0]; k++)
+        for (int64_t j = 0; j < x->n[1]; j++, q += x->n[2])
+          fn(ctx, q, x->start + k * x->stride[0] + j * x->stride[1], x->stride[2], x->n[2]);
+    }
+    return;
   }
+  const int64_t *idx = side ? h->recv_index : h->send_index;
+  const int64_t n = side ? h->recv_offset[h->nneighbors] : h->send_offset[h->nneighbors];
+  for (q = 0; q < n; q++) fn(ctx, q, idx[q], 1, 1);
+}
+
+typedef struct copy_ctx {
+  char *x, *buf;
+  size_t row;
+  int to_buf;
+} copy_ctx;
+
+/* buf rows q0.. <-> x rows r0 + i stride */
+static void copy_run(void *p, int64_t q0, int64_t r0, int64_t stride, int64_t len) {
+  const copy_ctx *c = p;
+  char *b = c->buf + (size_t)q0 * c->row;
+  if (stride == 1) {
+    if (c->to_buf) memcpy(b, c->x + (size_t)r0 * c->row, (size_t)len * c->row);
+    else memcpy(c->x + (size_t)r0 * c->row, b, (size_t)len * c->row);
+    return;
+  }
+  for (int64_t i = 0; i < len; i++) {
+    char *xr = c->x + (size_t)(r0 + i * stride) * c->row, *br = b + (size_t)i * c->row;
+    if (c->to_buf) memcpy(br, xr, c->row);
+    else memcpy(xr, br, c->row);
+  }
+}
+
+/* buf row q = x row of the plan's side, in buffer order (rows of `row` bytes). */
+static void gather(const mb_halo *h, int side, const void *x, size_t row, void *buf) {
+  copy_ctx c = {(char *)x, buf, row, 1};
+  each_run(h, side, copy_run, &c);
+}
+
+/* x row of the plan's side = buf row q. */
+static void scatter(const mb_halo *h, int side, const void *buf, size_t row, void *x) {
+  copy_ctx c = {x, (char *)buf, row, 0};
+  each_run(h, side, copy_run, &c);
+}
+
+typedef struct add_ctx {
+  mb_halo_dtype dt;
+  int nc;
+  const void *buf;
+  void *x;
+} add_ctx;
+
+static void add_run(void *p, int64_t q0, int64_t r0, int64_t stride, int64_t len) {
+  const add_ctx *a = p;
+  const int nc = a->nc;
+  for (int64_t i = 0; i < len; i++) {
+    const int64_t r = r0 + i * stride, q = q0 + i;
+    if (a->dt == MB_HALO_FLOAT32)
+      for (int c = 0; c < nc; c++) ((float *)a->x)[r * nc + c] += ((const float *)a->buf)[q * nc + c];
+    else
+      for (int c = 0; c < nc; c++)
+        ((double *)a->x)[r * nc + c] += ((const double *)a->buf)[q * nc + c];
+  }
+}
+
+/* owned row of buffer row q += buf row q, in ascending q: the engine's
+ * fixed order. */
+static void add_rows(const mb_halo *h, mb_halo_dtype dt, int nc, const void *buf, void *x) {
+  add_ctx a = {dt, nc, buf, x};
+  each_run(h, 0, add_run, &a);
 }
 
 /* Start an exchange through the plan's buffers: pack the rows that leave. */
@@ -326,10 +476,10 @@ static mb_error staged_begin(mb_halo *h, mb_halo_dir dir, mb_halo_dtype dt, int 
   /* forward: send_buf carries owned rows out, recv_buf takes ghost rows in;
    * reverse: recv_buf carries the ghost rows out, send_buf takes the owners' */
   if (dir == MB_HALO_FORWARD) {
-    gather(x, h->send_index, ns, row, h->send_buf);
+    gather(h, 0, x, row, h->send_buf);
     MB_CALL(mb_halo_post(h, dir, dt, ncomp, h->send_buf, h->recv_buf));
   } else {
-    gather(x, h->recv_index, nr, row, h->recv_buf);
+    gather(h, 1, x, row, h->recv_buf);
     MB_CALL(mb_halo_post(h, dir, dt, ncomp, h->recv_buf, h->send_buf));
   }
   h->staged = 1;
@@ -344,10 +494,9 @@ static mb_error staged_end(mb_halo *h, mb_halo_dir dir, void *x) {
   const int nc = h->cur_ncomp;
   MB_CALL(mb_halo_wait(h));
   if (dir == MB_HALO_FORWARD)
-    scatter(h->recv_buf, h->recv_index, h->recv_offset[h->nneighbors], dt_bytes(dt) * (size_t)nc,
-            x);
+    scatter(h, 1, h->recv_buf, dt_bytes(dt) * (size_t)nc, x);
   else
-    add_rows(dt, nc, h->send_buf, h->send_index, h->send_offset[h->nneighbors], x);
+    add_rows(h, dt, nc, h->send_buf, x);
   return MB_SUCCESS;
 }
 
@@ -381,14 +530,38 @@ mb_error mb_halo_end(mb_halo *h, double *x) {
   return MB_SUCCESS;
 }
 
+static void index_run(void *p, int64_t q0, int64_t r0, int64_t stride, int64_t len) {
+  int64_t *idx = p;
+  for (int64_t i = 0; i < len; i++) idx[q0 + i] = r0 + i * stride;
+}
+
+/* A box plan's index list of one side, expanded at the first call and kept
+ * (the plan is otherwise unchanged, so the accessors keep a const plan). */
+static void side_indices(const mb_halo *h, int side, int64_t *n, const int64_t **idx) {
+  mb_halo *m = (mb_halo *)h;
+  int64_t **list = side ? &m->recv_index : &m->send_index;
+  const int64_t rows = side ? h->recv_offset[h->nneighbors] : h->send_offset[h->nneighbors];
+  if (h->boxed && !*list) {
+    *list = malloc(sizeof(int64_t) * (size_t)(rows + 1));
+    if (!*list) {
+      mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                   "out of memory for the index list of %lld halo rows", (long long)rows);
+      *n = 0;
+      *idx = NULL;
+      return;
+    }
+    each_run(h, side, index_run, *list);
+  }
+  *n = rows;
+  *idx = *list;
+}
+
 void mb_halo_send_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
-  *n = h->send_offset[h->nneighbors];
-  *idx = h->send_index;
+  side_indices(h, 0, n, idx);
 }
 
 void mb_halo_recv_indices(const mb_halo *h, int64_t *n, const int64_t **idx) {
-  *n = h->recv_offset[h->nneighbors];
-  *idx = h->recv_index;
+  side_indices(h, 1, n, idx);
 }
 
 MPI_Comm mb_halo_comm(const mb_halo *h) { return h->comm; }

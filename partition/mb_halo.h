@@ -7,8 +7,13 @@
  * fills from it, in an order both sides agree on. One engine serves every
  * split: a mesh's vertex (or triangle) halo is a plan built from each
  * ghost's global id and owner (mb_halo_create); a Cartesian grid's face halo
- * is a plan built from explicit send and receive index lists per neighbour
- * (mb_halo_create_lists, which mb_cart_plan uses).
+ * is a plan built from boxes per neighbour (mb_halo_create_boxes, which
+ * mb_cart_plan uses): a box is a 3D strided block of rows (start, extents,
+ * strides in rows), so the host and the device pack a face with a loop or
+ * a kernel over the box, without an index list, in the array's own
+ * precision (after PetscSF's pack optimisation, which detects that a
+ * neighbour's index list is a 3D strided box and packs it as one). A plan
+ * may also be built from explicit index lists (mb_halo_create_lists).
  *
  * Two exchanges, each of any number of components per row (ncomp >= 1) and
  * either precision (MB_HALO_FLOAT64, MB_HALO_FLOAT32):
@@ -93,6 +98,52 @@ mb_error mb_halo_create_lists(MPI_Comm comm, int nneighbors, const int *ranks,
                               const int64_t *recv_offset, const int64_t *recv_index, int ncomp,
                               mb_halo **halo);
 
+/* A box of rows: the rows start + k stride[0] + j stride[1] + i stride[2]
+ * for k < n[0], j < n[1], i < n[2], in that (C) order, k outermost; the
+ * rows of one box are distinct (strides and extents of a strided 3D block,
+ * e.g. a face of a framed grid: strides of z, y, x in rows). */
+typedef struct mb_halo_box {
+  int64_t start;     /* local row of the box's first point (k = j = i = 0) */
+  int64_t n[3];      /* extents, outermost first (>= 0) */
+  int64_t stride[3]; /* rows between neighbouring points along each extent (>= 0) */
+} mb_halo_box;
+
+/* Rows of a box: n[0] n[1] n[2]. */
+int64_t mb_halo_box_rows(const mb_halo_box *box);
+
+/* Build a plan from boxes: this rank exchanges with nneighbors ranks
+ * ranks[k] (ascending, distinct; this rank itself is allowed, for a
+ * periodic axis it does not cut), sends to neighbour k the owned rows of
+ * the boxes send_boxes[send_box_offset[k] .. send_box_offset[k+1]) and
+ * fills from it the ghost rows of recv_boxes[recv_box_offset[k] ..
+ * recv_box_offset[k+1]), each box in its C order, the boxes in list order
+ * (offsets have nneighbors + 1 entries, the first 0). One message per
+ * neighbour and direction carries all of its boxes, so where one rank is
+ * the neighbour on several faces (two blocks along a periodic axis) every
+ * face lands where the plan's order puts it, over MPI and NCCL alike. What
+ * rank A sends to B must be, row for row, what B receives from A (not
+ * checked here; a length mismatch fails at the exchange, MB_ERR_MPI).
+ * `ncomp` is the default of mb_halo_begin/end. Arrays are copied. Not
+ * collective. The plan's index lists (mb_halo_send/recv_indices) are
+ * expanded from the boxes only when asked for; the host exchanges and
+ * mb_cuda_halo pack boxes directly.
+ * Errors: MB_ERR_ARG (ranks not ascending, a negative start, extent or
+ * stride, decreasing offsets), MB_ERR_MEMORY. */
+mb_error mb_halo_create_boxes(MPI_Comm comm, int nneighbors, const int *ranks,
+                              const int64_t *send_box_offset, const mb_halo_box *send_boxes,
+                              const int64_t *recv_box_offset, const mb_halo_box *recv_boxes,
+                              int ncomp, mb_halo **halo);
+
+/* The boxes of a box plan (mb_halo_create_boxes): *nboxes boxes, those of
+ * neighbour k (k-th of mb_halo_neighbors) are boxes[box_offset[k] ..
+ * box_offset[k+1]), and their rows, in order, are the neighbour's rows of
+ * the packed buffers. Returns 0 (and NULLs) for a plan of index lists.
+ * Arrays belong to the plan. Not collective. */
+int mb_halo_send_boxes(const mb_halo *halo, int64_t *nboxes, const mb_halo_box **boxes,
+                       const int64_t **box_offset);
+int mb_halo_recv_boxes(const mb_halo *halo, int64_t *nboxes, const mb_halo_box **boxes,
+                       const int64_t **box_offset);
+
 /* Forward exchange (owner -> ghosts) of x: local rows of `ncomp` values of
  * precision dt (row r at x + r * ncomp; x covers every row the plan names).
  * begin reads the owned rows to send; the ghost rows must not be read until
@@ -149,7 +200,9 @@ mb_error mb_halo_begin_packed(mb_halo *halo, const double *sendbuf, double *recv
 mb_error mb_halo_end_packed(mb_halo *halo);
 
 /* Local rows this rank packs (owned) and fills (ghosts), in buffer order;
- * the arrays belong to the plan. */
+ * the arrays belong to the plan. A box plan expands them from its boxes at
+ * the first call (and keeps them); where that memory cannot be had, *idx
+ * is NULL and *n 0, with the error recorded (mb_error_message). */
 void mb_halo_send_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 void mb_halo_recv_indices(const mb_halo *halo, int64_t *n, const int64_t **idx);
 

@@ -50,6 +50,61 @@ __global__ void __launch_bounds__(BLOCK)
   x[at] = acc;
 }
 
+/* Box kernels: one box of rows (mb_halo_box) <-> buf, values of the
+ * array's own type T, buffer position q = ((k n1 + j) n2 + i) ncomp + c.
+ * A grid row (blockIdx.y) per k, 32-bit index arithmetic within it (64-bit
+ * divisions per value cost about as much as a stencil step's interior on a
+ * split 1024^3 grid); NC = 1 fixes ncomp at 1 (grid faces), NC = 0 reads
+ * it from ncomp. mode: BOX_PACK x -> buf, BOX_UNPACK buf -> x, BOX_ADD
+ * x += buf (rows of one box are distinct: no two threads touch one value). */
+enum box_mode { BOX_PACK, BOX_UNPACK, BOX_ADD };
+
+template <typename T, int NC, int MODE>
+__global__ void __launch_bounds__(BLOCK)
+    box_kernel(mb_halo_box b, int ncomp_rt, T *__restrict__ x, T *__restrict__ buf) {
+  const unsigned ncomp = NC ? (unsigned)NC : (unsigned)ncomp_rt;
+  const unsigned r = blockIdx.x * BLOCK + threadIdx.x;
+  const unsigned inner = (unsigned)b.n[1] * (unsigned)b.n[2];
+  if (r >= inner * ncomp) return;
+  const unsigned c = NC == 1 ? 0u : r % ncomp, p = NC == 1 ? r : r / ncomp;
+  const unsigned i = p % (unsigned)b.n[2], j = p / (unsigned)b.n[2];
+  const int64_t k = blockIdx.y;
+  const int64_t row = b.start + k * b.stride[0] + (int64_t)j * b.stride[1] + (int64_t)i * b.stride[2];
+  const int64_t at = row * (int64_t)ncomp + c, q = k * (int64_t)inner * ncomp + r;
+  if (MODE == BOX_PACK) buf[q] = x[at];
+  else if (MODE == BOX_UNPACK) x[at] = buf[q];
+  else x[at] = x[at] + buf[q];
+}
+
+template <typename T, int MODE>
+mb_error launch_box(const mb_halo_box &b, int ncomp, T *x, T *buf, cudaStream_t s) {
+  const int64_t inner = b.n[1] * b.n[2] * ncomp;
+  if (!inner || !b.n[0]) return MB_SUCCESS;
+  MB_CHECK(b.n[0] <= 65535 && inner < (1ll << 31), MB_ERR_UNSUPPORTED,
+           "halo box of %lld x %lld x %lld rows of %d values is beyond the box kernel's grid",
+           (long long)b.n[0], (long long)b.n[1], (long long)b.n[2], ncomp);
+  const dim3 grid((unsigned)((inner + BLOCK - 1) / BLOCK), (unsigned)b.n[0]);
+  if (ncomp == 1) box_kernel<T, 1, MODE><<<grid, BLOCK, 0, s>>>(b, 1, x, buf);
+  else box_kernel<T, 0, MODE><<<grid, BLOCK, 0, s>>>(b, ncomp, x, buf);
+  MB_CHECK_LAUNCH(MODE == BOX_PACK ? "halo box pack" : MODE == BOX_UNPACK ? "halo box unpack"
+                                                                          : "halo box add");
+  return MB_SUCCESS;
+}
+
+/* Every box of one side of a box plan, in order, between x and the packed
+ * buffer buf (values of T). The boxes run one after another on s, so the
+ * sums of BOX_ADD follow the engine's fixed order. */
+template <typename T, int MODE>
+mb_error launch_boxes(int64_t nboxes, const mb_halo_box *boxes, int ncomp, T *x, T *buf,
+                      cudaStream_t s) {
+  int64_t q = 0;
+  for (int64_t b = 0; b < nboxes; b++) {
+    MB_CALL((launch_box<T, MODE>(boxes[b], ncomp, x, buf + q * ncomp, s)));
+    q += mb_halo_box_rows(&boxes[b]);
+  }
+  return MB_SUCCESS;
+}
+
 __global__ void narrow_kernel(int64_t n, const int64_t *__restrict__ src, int32_t *__restrict__ dst) {
   const int64_t k = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (k < n) dst[k] = (int32_t)src[k];
@@ -74,11 +129,20 @@ mb_error upload_i32(mb_dbuf *dst, const int64_t *src, int64_t n, cudaStream_t st
 struct mb_cuda_halo {
   const mb_halo *plan = nullptr;
   int ncomp = 3, real_bytes = 8;
+  /* a box plan: boxes packed by box kernels, values staged and sent in the
+   * array's own precision (elem = real_bytes); else index lists, values
+   * staged as float64 (elem = 8) */
+  int boxed = 0, elem = 8;
+  int64_t nbox[2] = {0, 0};
+  const mb_halo_box *box[2] = {nullptr, nullptr};
+  /* MPI: post the messages at end (begin only enqueues the pack and the
+   * copy to the host), mb_cuda_halo_set_post_at_end */
+  int post_at_end = 0, posted = 0;
   int64_t nsend = 0, nrecv = 0;
   mb_dbuf send_idx, recv_idx, send_stage, recv_stage;
-  double *host_send = nullptr, *host_recv = nullptr; /* pinned */
+  void *host_send = nullptr, *host_recv = nullptr; /* pinned, elem bytes per value */
   cudaStream_t stream = nullptr;                     /* the caller's */
-  cudaStream_t halo_stream = nullptr;                /* NCCL transport only */
+  cudaStream_t halo_stream = nullptr;                /* urgent: every exchange's kernels */
   cudaEvent_t rows_done = nullptr, halo_done = nullptr;
   /* the engine's exchanges (mb_cuda_halo_begin/end): the owned rows that
    * receive reverse contributions (CSR: rev_row[u] gets the send-buffer rows
@@ -98,19 +162,36 @@ struct mb_cuda_halo {
 };
 
 static mb_error halo_setup(mb_cuda_halo *h) {
-  const int64_t *send_idx, *recv_idx;
-  mb_halo_send_indices(h->plan, &h->nsend, &send_idx);
-  mb_halo_recv_indices(h->plan, &h->nrecv, &recv_idx);
-  MB_CHECK(h->nsend < INT32_MAX && h->nrecv < INT32_MAX, MB_ERR_ARG,
-           "halo of %lld / %lld rows: the device indexes with int32", (long long)h->nsend,
-           (long long)h->nrecv);
-  const size_t row = sizeof(double) * (size_t)h->ncomp;
-  MB_CALL(upload_i32(&h->send_idx, send_idx, h->nsend, h->stream, "halo send indices"));
-  MB_CALL(upload_i32(&h->recv_idx, recv_idx, h->nrecv, h->stream, "halo receive indices"));
+  const int64_t *boff;
+  h->boxed = mb_halo_send_boxes(h->plan, &h->nbox[0], &h->box[0], &boff);
+  (void)mb_halo_recv_boxes(h->plan, &h->nbox[1], &h->box[1], &boff);
+  if (h->boxed) {
+    int nn;
+    const int *ranks;
+    const int64_t *soff, *roff;
+    mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+    h->nsend = soff[nn];
+    h->nrecv = roff[nn];
+    h->elem = h->real_bytes;
+  } else {
+    const int64_t *send_idx, *recv_idx;
+    mb_halo_send_indices(h->plan, &h->nsend, &send_idx);
+    mb_halo_recv_indices(h->plan, &h->nrecv, &recv_idx);
+    MB_CHECK(h->nsend < INT32_MAX && h->nrecv < INT32_MAX, MB_ERR_ARG,
+             "halo of %lld / %lld rows: the device indexes with int32", (long long)h->nsend,
+             (long long)h->nrecv);
+    MB_CALL(upload_i32(&h->send_idx, send_idx, h->nsend, h->stream, "halo send indices"));
+    MB_CALL(upload_i32(&h->recv_idx, recv_idx, h->nrecv, h->stream, "halo receive indices"));
+    h->elem = 8;
+  }
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   MB_CALL(mb_dbuf_alloc(&h->send_stage, row * (size_t)h->nsend, "halo send buffer"));
   MB_CALL(mb_dbuf_alloc(&h->recv_stage, row * (size_t)h->nrecv, "halo receive buffer"));
-  MB_CALL_CUDA(cudaMallocHost((void **)&h->host_send, row * (size_t)(h->nsend + 1)));
-  MB_CALL_CUDA(cudaMallocHost((void **)&h->host_recv, row * (size_t)(h->nrecv + 1)));
+  MB_CALL_CUDA(cudaMallocHost(&h->host_send, row * (size_t)(h->nsend + 1)));
+  MB_CALL_CUDA(cudaMallocHost(&h->host_recv, row * (size_t)(h->nrecv + 1)));
+  MB_CALL(mb_stream_create_urgent(&h->halo_stream));
+  MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
+  MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
   return MB_SUCCESS;
 }
 
@@ -134,11 +215,32 @@ extern "C" mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real
 }
 
 extern "C" void mb_cuda_halo_buffers(mb_cuda_halo *h, double **send, double **recv) {
-  *send = h->host_send;
-  *recv = h->host_recv;
+  *send = (double *)h->host_send;
+  *recv = (double *)h->host_recv;
+}
+
+extern "C" void mb_cuda_halo_set_post_at_end(mb_cuda_halo *h, int at_end) {
+  h->post_at_end = at_end != 0;
+}
+
+extern "C" void *mb_cuda_halo_stream(mb_cuda_halo *h) { return (void *)h->halo_stream; }
+
+/* One side of a box plan (0: send boxes, 1: receive boxes) between x and
+ * the device stage of that side's rows. */
+template <int MODE>
+static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStream_t s) {
+  void *stage = side ? h->recv_stage.p : h->send_stage.p;
+  if (h->real_bytes == 4)
+    MB_CALL((launch_boxes<float, MODE>(h->nbox[side], h->box[side], h->ncomp, (float *)x,
+                                       (float *)stage, s)));
+  else
+    MB_CALL((launch_boxes<double, MODE>(h->nbox[side], h->box[side], h->ncomp, (double *)x,
+                                        (double *)stage, s)));
+  return MB_SUCCESS;
 }
 
 static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
+  if (h->boxed) return enqueue_boxes<BOX_PACK>(h, 0, x, s);
   const int64_t n = h->nsend * h->ncomp;
   if (h->real_bytes == 4)
     pack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nsend, h->ncomp, h->send_idx.as<int32_t>(),
@@ -151,6 +253,7 @@ static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
 }
 
 static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s) {
+  if (h->boxed) return enqueue_boxes<BOX_UNPACK>(h, 1, x, s);
   const int64_t n = h->nrecv * h->ncomp;
   if (h->real_bytes == 4)
     unpack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
@@ -166,7 +269,7 @@ extern "C" mb_error mb_cuda_halo_pack(mb_cuda_halo *h, const void *x) {
   if (h->nsend == 0) return MB_SUCCESS;
   MB_CALL(enqueue_pack(h, x, h->stream));
   MB_CALL_CUDA(cudaMemcpyAsync(h->host_send, h->send_stage.p,
-                               sizeof(double) * (size_t)(h->ncomp * h->nsend),
+                               (size_t)h->elem * (size_t)(h->ncomp * h->nsend),
                                cudaMemcpyDeviceToHost, h->stream));
   MB_CALL_CUDA(cudaStreamSynchronize(h->stream));
   return MB_SUCCESS;
@@ -175,9 +278,41 @@ extern "C" mb_error mb_cuda_halo_pack(mb_cuda_halo *h, const void *x) {
 extern "C" mb_error mb_cuda_halo_unpack(mb_cuda_halo *h, void *x) {
   if (h->nrecv == 0) return MB_SUCCESS;
   MB_CALL_CUDA(cudaMemcpyAsync(h->recv_stage.p, h->host_recv,
-                               sizeof(double) * (size_t)(h->ncomp * h->nrecv),
+                               (size_t)h->elem * (size_t)(h->ncomp * h->nrecv),
                                cudaMemcpyHostToDevice, h->stream));
   MB_CALL(enqueue_unpack(h, x, h->stream));
+  return MB_SUCCESS;
+}
+
+/* Enqueue on the halo stream the NCCL exchange of direction dir between
+ * the device stages: forward send_stage -> neighbours -> recv_stage,
+ * reverse the other way round. Index plans move float64 values
+ * (mb_nccl_exchange); box plans one message of the array's own precision
+ * per neighbour and direction, carrying its boxes in plan order. */
+static mb_error nccl_exchange(mb_cuda_halo *h, mb_nccl *nccl, mb_halo_dir dir) {
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  const bool fwd = dir == MB_HALO_FORWARD;
+  char *out = (char *)(fwd ? h->send_stage.p : h->recv_stage.p);
+  char *in = (char *)(fwd ? h->recv_stage.p : h->send_stage.p);
+  const int64_t *out_off = fwd ? soff : roff, *in_off = fwd ? roff : soff;
+  if (!h->boxed) {
+    MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, (const double *)out, (double *)in, nn,
+                             ranks, out_off, in_off));
+    return MB_SUCCESS;
+  }
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  std::vector<mb_nccl_msg> m;
+  m.reserve(2 * (size_t)nn);
+  for (int k = 0; k < nn; k++) {
+    m.push_back({ranks[k], 1, out + row * (size_t)out_off[k],
+                 row * (size_t)(out_off[k + 1] - out_off[k])});
+    m.push_back({ranks[k], 0, in + row * (size_t)in_off[k],
+                 row * (size_t)(in_off[k + 1] - in_off[k])});
+  }
+  MB_CALL(mb_nccl_group(nccl, h->halo_stream, (int)m.size(), m.data()));
   return MB_SUCCESS;
 }
 
@@ -187,16 +322,10 @@ extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *n
     MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
     MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
   }
-  int nneighbors;
-  const int *ranks;
-  const int64_t *send_offset, *recv_offset;
-  mb_halo_neighbors(h->plan, &nneighbors, &ranks, &send_offset, &recv_offset);
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* rows next to the halo */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
   if (h->nsend) MB_CALL(enqueue_pack(h, x, h->halo_stream));
-  MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->send_stage.as<double>(),
-                           h->recv_stage.as<double>(), nneighbors, ranks, send_offset,
-                           recv_offset));
+  MB_CALL(nccl_exchange(h, nccl, MB_HALO_FORWARD));
   if (h->nrecv) MB_CALL(enqueue_unpack(h, x, h->halo_stream));
   MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
   return MB_SUCCESS;
@@ -251,6 +380,7 @@ static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cud
     return MB_SUCCESS;
   }
   if (!h->nrecv) return MB_SUCCESS;
+  if (h->boxed) return enqueue_boxes<BOX_PACK>(h, 1, x, s);
   const int64_t n = h->nrecv * h->ncomp;
   if (h->real_bytes == 4)
     pack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
@@ -263,12 +393,15 @@ static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cud
 }
 
 /* Enqueue on s what arrived in direction dir into x (forward: scatter into
- * the ghost rows; reverse: add into the owned rows in the fixed order). */
+ * the ghost rows; reverse: add into the owned rows in the fixed order: a
+ * box plan adds its send boxes one after another on s, each box's rows
+ * being distinct; an index plan runs the CSR of owned rows). */
 static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s) {
   if (dir == MB_HALO_FORWARD) {
     if (h->nrecv) MB_CALL(enqueue_unpack(h, x, s));
     return MB_SUCCESS;
   }
+  if (h->boxed) return enqueue_boxes<BOX_ADD>(h, 0, x, s);
   if (!h->rev_nrows) return MB_SUCCESS;
   const int64_t n = h->rev_nrows * h->ncomp;
   if (h->real_bytes == 4)
@@ -283,47 +416,45 @@ static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream
   return MB_SUCCESS;
 }
 
+/* MPI: the host buffers and dtype of direction dir (forward: owned rows
+ * leave from host_send, ghosts arrive in host_recv; reverse: the other way
+ * round), and the post of the messages. */
+static mb_error mpi_post(mb_cuda_halo *h, mb_halo_dir dir) {
+  void *out = dir == MB_HALO_FORWARD ? h->host_send : h->host_recv;
+  void *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
+  const mb_halo_dtype dt = h->elem == 4 ? MB_HALO_FLOAT32 : MB_HALO_FLOAT64;
+  MB_CALL(mb_halo_post((mb_halo *)h->plan, dir, dt, h->ncomp, out, in));
+  h->posted = 1;
+  return MB_SUCCESS;
+}
+
 extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const void *x,
                                        mb_halo_transport transport, mb_nccl *nccl) {
   MB_CHECK(!h->inflight, MB_ERR_ARG, "a device halo exchange is already in flight");
   MB_CHECK(transport == MB_HALO_MPI || (transport == MB_HALO_NCCL && nccl), MB_ERR_ARG,
            "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
            transport == MB_HALO_NCCL ? " without an NCCL communicator" : " (choose one first)");
-  if (!h->halo_stream) {
-    MB_CALL(mb_stream_create_urgent(&h->halo_stream));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
-  }
-  if (dir == MB_HALO_REVERSE) MB_CALL(reverse_setup(h));
+  if (dir == MB_HALO_REVERSE && !h->boxed) MB_CALL(reverse_setup(h));
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
   MB_CALL(enqueue_out(h, dir, x, h->halo_stream));
-  const size_t row = sizeof(double) * (size_t)h->ncomp;
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  h->posted = 0;
   if (transport == MB_HALO_NCCL) {
-    int nn;
-    const int *ranks;
-    const int64_t *soff, *roff;
-    mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
-    if (dir == MB_HALO_FORWARD)
-      MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->send_stage.as<double>(),
-                               h->recv_stage.as<double>(), nn, ranks, soff, roff));
-    else
-      MB_CALL(mb_nccl_exchange(nccl, h->halo_stream, h->ncomp, h->recv_stage.as<double>(),
-                               h->send_stage.as<double>(), nn, ranks, roff, soff));
+    MB_CALL(nccl_exchange(h, nccl, dir));
     MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream));
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
   } else {
-    /* forward: owned rows leave from host_send, ghosts arrive in host_recv;
-     * reverse: the other way round */
-    double *out = dir == MB_HALO_FORWARD ? h->host_send : h->host_recv;
-    double *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
+    void *out = dir == MB_HALO_FORWARD ? h->host_send : h->host_recv;
     const mb_dbuf &stage = dir == MB_HALO_FORWARD ? h->send_stage : h->recv_stage;
     const int64_t nout = dir == MB_HALO_FORWARD ? h->nsend : h->nrecv;
     if (nout)
       MB_CALL_CUDA(cudaMemcpyAsync(out, stage.p, row * (size_t)nout, cudaMemcpyDeviceToHost,
                                    h->halo_stream));
-    MB_CALL_CUDA(cudaStreamSynchronize(h->halo_stream));
-    MB_CALL(mb_halo_post((mb_halo *)h->plan, dir, MB_HALO_FLOAT64, h->ncomp, out, in));
+    if (!h->post_at_end) {
+      MB_CALL_CUDA(cudaStreamSynchronize(h->halo_stream));
+      MB_CALL(mpi_post(h, dir));
+    }
   }
   h->inflight = 1 + (int)dir;
   h->transport = transport;
@@ -335,12 +466,18 @@ extern "C" mb_error mb_cuda_halo_end(mb_cuda_halo *h, void *x) {
   const mb_halo_dir dir = (mb_halo_dir)(h->inflight - 1);
   h->inflight = 0;
   if (h->transport == MB_HALO_MPI) {
+    if (!h->posted) { /* post_at_end: the pack and the copy to the host first (and the
+                         previous exchange's copy from the host, before it is overwritten) */
+      if (h->nsend || h->nrecv) MB_CALL_CUDA(cudaStreamSynchronize(h->halo_stream));
+      MB_CALL(mpi_post(h, dir));
+    }
+    h->posted = 0;
     MB_CALL(mb_halo_wait((mb_halo *)h->plan));
-    const double *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
+    const void *in = dir == MB_HALO_FORWARD ? h->host_recv : h->host_send;
     const mb_dbuf &stage = dir == MB_HALO_FORWARD ? h->recv_stage : h->send_stage;
     const int64_t nin = dir == MB_HALO_FORWARD ? h->nrecv : h->nsend;
     if (nin)
-      MB_CALL_CUDA(cudaMemcpyAsync(stage.p, in, sizeof(double) * (size_t)h->ncomp * (size_t)nin,
+      MB_CALL_CUDA(cudaMemcpyAsync(stage.p, in, (size_t)h->elem * (size_t)h->ncomp * (size_t)nin,
                                    cudaMemcpyHostToDevice, h->halo_stream));
     MB_CALL(enqueue_in(h, dir, x, h->halo_stream));
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));

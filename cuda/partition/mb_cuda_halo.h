@@ -12,6 +12,14 @@
  * caller's stream update the interior meanwhile. Any op and any ncomp.
  * mb_cuda_halo_begin/end are the engine's forward and reverse exchanges of
  * device arrays over either transport, on the device's urgent stream.
+ *
+ * A box plan (mb_halo_create_boxes: a grid's faces, mb_cart_plan_frame)
+ * needs no index list on the device: box kernels pack and unpack each box
+ * (32-bit index arithmetic within a plane, as the stencils' face kernels),
+ * and the values are staged, copied and sent in the array's own precision
+ * (float32 grids move 4 bytes per value, on the wire too), one message per
+ * neighbour and direction over MPI or NCCL. Index plans (mesh halos) are
+ * staged in float64 as described above.
  * Builds without CUDA link partition/mb_cuda_halo_cuda_stub.c.
  */
 #ifndef MB_CUDA_HALO_H
@@ -38,8 +46,23 @@ mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes, voi
                              mb_cuda_halo **halo);
 
 /* The pinned host buffers the MPI transport sends and receives:
- * send [nsend * ncomp], recv [nrecv * ncomp] float64 (owned by the halo). */
+ * send [nsend * ncomp], recv [nrecv * ncomp] float64 (owned by the halo);
+ * for a box plan, values of the array's precision (real_bytes each). */
 void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv);
+
+/* MPI transport of mb_cuda_halo_begin/end: with at_end 1, begin only
+ * enqueues the pack and the copy to the host on the urgent stream and
+ * returns at once (the host does not wait before the caller enqueues its
+ * overlapping work); end waits for them, posts the messages, waits and
+ * unpacks. With 0 (the default) begin waits for the copy and posts. The
+ * grid blocks of the stencils use 1 (their interior kernel then overlaps
+ * the pack and the copies); mesh halos 0. Not collective. */
+void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end);
+
+/* The halo's urgent stream (a cudaStream_t, owned by the halo), on which
+ * its pack, copies, messages (NCCL) and unpack run: for the caller's
+ * timing events. Not collective. */
+void *mb_cuda_halo_stream(mb_cuda_halo *halo);
 
 /* Pack the send rows of device array x into the pinned send buffer and
  * wait for it (x is read after the stream's earlier work). Errors: MB_ERR_CUDA. */

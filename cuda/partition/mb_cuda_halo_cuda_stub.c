@@ -16,6 +16,15 @@ void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv) {
   *send = *recv = NULL;
 }
 
+void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end) {
+  (void)halo; (void)at_end;
+}
+
+void *mb_cuda_halo_stream(mb_cuda_halo *halo) {
+  (void)halo;
+  return NULL;
+}
+
 mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x) {
   (void)halo; (void)x;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);

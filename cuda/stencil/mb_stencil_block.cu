@@ -1,18 +1,21 @@
 /* meshbatch: one block of a grid split over ranks, on this rank's device
  * (mb_stencil_cuda_block in cuda/stencil/mb_stencil_cuda.h).
  *
- * Each step: the halo stream packs the block's outermost 4 owned planes of
- * every face shared with another rank into a contiguous device buffer,
- * sends them (NCCL device to device, or MPI through pinned host buffers)
- * and unpacks what arrives into the ghost planes; meanwhile the compute
- * stream fills the faces that need no neighbour (periodic wrap of an uncut
- * axis, the Dirichlet value beyond the grid) and computes the interior box,
- * the points whose stencil does not reach a ghost plane still in flight.
- * The shell around the interior follows once the halo has arrived. The
- * boxes split the same per-point arithmetic, so the bits are those of the
- * CPU and of one rank. After the overlapped halo exchange of
- * block-structured GPU codes (e.g. AMReX FillBoundary with CUDA-aware
- * transports). */
+ * Each step: the halo engine's device exchange (mb_cuda_halo, on the
+ * device's urgent stream) packs the block's outermost 4 owned planes of
+ * every face shared with another rank with box kernels, sends them (NCCL
+ * device to device, or MPI through pinned host buffers, in the block's own
+ * precision) and unpacks what arrives into the ghost planes; meanwhile the
+ * compute stream fills the faces that need no neighbour (periodic wrap of
+ * an uncut axis, the Dirichlet value beyond the grid) and computes the
+ * interior box, the points whose stencil does not reach a ghost plane still
+ * in flight. The shell around the interior follows once the halo has
+ * arrived. The faces are a box plan of the halo engine made from the
+ * Cartesian plan for the device frame (mb_cart_plan_frame), so grid faces
+ * and mesh halos go through one engine. The boxes split the same per-point
+ * arithmetic, so the bits are those of the CPU and of one rank. After the
+ * overlapped halo exchange of block-structured GPU codes (e.g. AMReX
+ * FillBoundary with CUDA-aware transports). */
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "mb_cart.h"
+#include "mb_cuda_halo.h"
 #include "mb_halo.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
@@ -32,70 +36,58 @@ using namespace mbst;
 
 namespace {
 
-/* Pinned host memory, freed when it leaves scope. */
-struct pinned {
-  void *p = nullptr;
-  pinned() = default;
-  pinned(const pinned &) = delete;
-  pinned &operator=(const pinned &) = delete;
-  ~pinned() {
-    if (p) cudaFreeHost(p);
-  }
-};
-
 /* How one face of the block gets its ghost planes. */
 struct face_plan {
   int axis, side;
-  face_mode mode;  /* FACE_UNPACK: from the neighbour `peer`; else filled here */
-  int peer;        /* rank in the Cartesian communicator */
-  size_t off, len; /* values in the send and receive buffers */
+  face_mode mode; /* FACE_UNPACK: from a neighbour, through the halo plan; else filled here */
 };
 
 template <typename T> struct block {
   const mb_stencil_grid *g = nullptr;
   mb_cart *cart = nullptr;
   frame f;
-  mb_dbuf buf[3], dsend, drecv;
-  pinned hsend, hrecv;
-  size_t halo_len = 0; /* values sent (= received) per exchange */
+  mb_dbuf buf[3];
+  mb_halo *plan = nullptr;   /* the faces of the device frame (owned) */
+  mb_cuda_halo *dh = nullptr; /* its device exchange (owned) */
+  size_t halo_len = 0;       /* values sent (= received) per exchange */
   std::vector<face_plan> faces;
   box interior;
   std::vector<box> shell;
-  cudaStream_t comp = nullptr, halo = nullptr;
-  cudaEvent_t ready = nullptr, arrived = nullptr;
+  cudaStream_t comp = nullptr;
   mb_nccl *nccl = nullptr; /* the plan's (mb_cart.nccl), not owned */
   mb_halo_transport transport = MB_HALO_MPI;
   ~block() {
-    if (ready) cudaEventDestroy(ready);
-    if (arrived) cudaEventDestroy(arrived);
+    mb_cuda_halo_free(dh);
+    mb_halo_free(plan);
     if (comp) cudaStreamDestroy(comp);
-    if (halo) cudaStreamDestroy(halo);
   }
   T *p(int k) const { return buf[k].template as<T>(); }
 };
 
-/* The face plans, the interior box and the shell around it. */
+/* The faces the halo plan carries: those with a neighbour on a cut axis,
+ * less the grid's boundary faces of a Dirichlet stage (filled here). */
+static unsigned plan_flags(const mb_stencil_grid *g) {
+  return MB_CART_PLAN_NO_SELF | (g->bc == MB_STENCIL_DIRICHLET ? MB_CART_PLAN_NO_OUTSIDE : 0u);
+}
+
+/* The face modes, the interior box and the shell around it. */
 template <typename T> static void plan_faces(block<T> *b) {
   const mb_cart *c = b->cart;
+  const unsigned flags = plan_flags(b->g);
   int n[3] = {b->f.nz, b->f.ny, b->f.nx}, ilo[3], ihi[3];
   for (int a = 0; a < 3; a++) {
     ilo[a] = 0;
     ihi[a] = n[a];
     for (int s = 0; s < 2; s++) {
-      face_plan fp = {a, s, FACE_WRAP, MPI_PROC_NULL, 0, 0};
+      face_plan fp = {a, s, FACE_WRAP};
       const bool at_edge = c->coords[a] == (s == 0 ? 0 : c->dims[a] - 1);
-      if (b->g->bc == MB_STENCIL_DIRICHLET && at_edge) fp.mode = FACE_CONST;
-      else if (c->dims[a] == 1) fp.mode = c->periodic ? FACE_WRAP : FACE_CONST;
-      else if (c->nbr[a][s] == MPI_PROC_NULL) fp.mode = FACE_CONST;
-      else {
+      if (mb_cart_face_exchanged(c, flags, a, s)) {
         fp.mode = FACE_UNPACK;
-        fp.peer = c->nbr[a][s];
-        fp.off = b->halo_len;
-        fp.len = (size_t)face_points(b->f, a);
-        b->halo_len += fp.len;
         if (s == 0) ilo[a] = std::min(G, n[a]);
         else ihi[a] = std::max(ilo[a], n[a] - G);
-      }
+      } else if (b->g->bc == MB_STENCIL_DIRICHLET && at_edge) fp.mode = FACE_CONST;
+      else if (c->dims[a] == 1) fp.mode = c->periodic ? FACE_WRAP : FACE_CONST;
+      else fp.mode = FACE_CONST; /* no neighbour: beyond a non-periodic grid */
       b->faces.push_back(fp);
     }
   }
@@ -118,68 +110,21 @@ template <typename T> static void plan_faces(block<T> *b) {
     }
 }
 
-/* Start the halo of u: pack and (NCCL) send on the halo stream after the
- * compute stream's work so far; the faces that need no neighbour on the
- * compute stream. */
+/* Start the halo of u: the engine's forward exchange (pack, and with NCCL
+ * send and unpack, on its urgent stream after the compute stream's work so
+ * far); the faces that need no neighbour on the compute stream. */
 template <typename T> static mb_error halo_begin(block<T> *b, T *u) {
-  MB_CALL_CUDA(cudaEventRecord(b->ready, b->comp));
-  MB_CALL_CUDA(cudaStreamWaitEvent(b->halo, b->ready, 0));
-  T *send = b->dsend.template as<T>(), *recv = b->drecv.template as<T>();
-  for (const face_plan &fp : b->faces)
-    if (fp.mode == FACE_UNPACK)
-      MB_CALL(face<T>(b->f, fp.axis, fp.side, FACE_PACK, T(0), u, send + fp.off, b->halo));
-  if (b->halo_len && b->transport == MB_HALO_NCCL) {
-    /* per axis: both sends, then the receives in the other order, so that
-     * where one rank is the neighbour on both sides (two blocks along a
-     * periodic axis) the first message lands in the ghosts it is for */
-    std::vector<mb_nccl_msg> m;
-    for (int a = 0; a < 3; a++) {
-      for (int s = 0; s < 2; s++) {
-        const face_plan &fp = b->faces[2 * a + s];
-        if (fp.mode == FACE_UNPACK) m.push_back({fp.peer, 1, send + fp.off, sizeof(T) * fp.len});
-      }
-      for (int s = 1; s >= 0; s--) {
-        const face_plan &fp = b->faces[2 * a + s];
-        if (fp.mode == FACE_UNPACK) m.push_back({fp.peer, 0, recv + fp.off, sizeof(T) * fp.len});
-      }
-    }
-    MB_CALL(mb_nccl_group(b->nccl, b->halo, (int)m.size(), m.data()));
-  } else if (b->halo_len) {
-    MB_CALL_CUDA(cudaMemcpyAsync(b->hsend.p, send, sizeof(T) * b->halo_len,
-                                 cudaMemcpyDeviceToHost, b->halo));
-  }
+  MB_CALL(mb_cuda_halo_begin(b->dh, MB_HALO_FORWARD, u, b->transport, b->nccl));
   for (const face_plan &fp : b->faces)
     if (fp.mode != FACE_UNPACK)
       MB_CALL(face<T>(b->f, fp.axis, fp.side, fp.mode, (T)b->g->outside, u, nullptr, b->comp));
   return MB_SUCCESS;
 }
 
-/* Finish the halo of u: (MPI) exchange through the host; unpack; the
- * compute stream waits for it. */
+/* Finish the halo of u: (MPI) the messages through the host and the
+ * unpack; the compute stream waits for the ghosts. */
 template <typename T> static mb_error halo_end(block<T> *b, T *u) {
-  T *recv = b->drecv.template as<T>();
-  if (b->halo_len && b->transport == MB_HALO_MPI) {
-    MB_CALL_CUDA(cudaStreamSynchronize(b->halo));
-    const MPI_Datatype dt = sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE;
-    MPI_Request req[12];
-    int nreq = 0;
-    for (const face_plan &fp : b->faces) {
-      if (fp.mode != FACE_UNPACK) continue;
-      const int tag = 2 * fp.axis + fp.side, back = 2 * fp.axis + (1 - fp.side);
-      MB_CALL_MPI(MPI_Irecv((T *)b->hrecv.p + fp.off, (int)fp.len, dt, fp.peer, back,
-                            b->cart->comm, &req[nreq++]));
-      MB_CALL_MPI(MPI_Isend((T *)b->hsend.p + fp.off, (int)fp.len, dt, fp.peer, tag,
-                            b->cart->comm, &req[nreq++]));
-    }
-    MB_CALL_MPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
-    MB_CALL_CUDA(cudaMemcpyAsync(recv, b->hrecv.p, sizeof(T) * b->halo_len,
-                                 cudaMemcpyHostToDevice, b->halo));
-  }
-  for (const face_plan &fp : b->faces)
-    if (fp.mode == FACE_UNPACK)
-      MB_CALL(face<T>(b->f, fp.axis, fp.side, FACE_UNPACK, T(0), u, recv + fp.off, b->halo));
-  MB_CALL_CUDA(cudaEventRecord(b->arrived, b->halo));
-  MB_CALL_CUDA(cudaStreamWaitEvent(b->comp, b->arrived, 0));
+  MB_CALL(mb_cuda_halo_end(b->dh, u));
   return MB_SUCCESS;
 }
 
@@ -241,18 +186,25 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   b->f = frame_of<T>(g->n);
   const size_t bytes = sizeof(T) * b->f.points();
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
-  MB_CALL(mb_stream_create_urgent(&b->halo));
   for (int k = 0; k < nbuf; k++) { /* on the compute stream: it does not wait for the legacy one */
     MB_CALL(mb_dbuf_alloc(&b->buf[k], bytes, "framed grid block"));
     MB_CALL_CUDA(cudaMemsetAsync(b->buf[k].p, 0, bytes, b->comp));
   }
   plan_faces<T>(b);
-  MB_CALL(mb_dbuf_alloc(&b->dsend, sizeof(T) * b->halo_len, "halo send buffer"));
-  MB_CALL(mb_dbuf_alloc(&b->drecv, sizeof(T) * b->halo_len, "halo receive buffer"));
-  MB_CALL_CUDA(cudaMallocHost(&b->hsend.p, sizeof(T) * b->halo_len + 1));
-  MB_CALL_CUDA(cudaMallocHost(&b->hrecv.p, sizeof(T) * b->halo_len + 1));
-  MB_CALL_CUDA(cudaEventCreateWithFlags(&b->ready, cudaEventDisableTiming));
-  MB_CALL_CUDA(cudaEventCreateWithFlags(&b->arrived, cudaEventDisableTiming));
+  /* the device frame: owned point (z, y, x) at f.at(z, y, x), rows padded */
+  mb_cart_frame fr;
+  fr.origin = b->f.at(0, 0, 0);
+  fr.stride[0] = b->f.sz;
+  fr.stride[1] = b->f.sy;
+  fr.stride[2] = 1;
+  fr.width = G;
+  MB_CALL(mb_cart_plan_frame(cart, &fr, plan_flags(g), &b->plan));
+  int nn;
+  int64_t nsend, nrecv;
+  mb_halo_stats(b->plan, &nn, &nsend, &nrecv);
+  b->halo_len = (size_t)nsend;
+  MB_CALL(mb_cuda_halo_create(b->plan, 1, (int)sizeof(T), b->comp, &b->dh));
+  mb_cuda_halo_set_post_at_end(b->dh, 1); /* the interior overlaps the pack and the copies */
   return MB_SUCCESS;
 }
 
@@ -270,7 +222,7 @@ static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cu
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C1], b->comp));
   MB_CALL(halo_end<T>(b, cur));
   if (ev) {
-    MB_CALL_CUDA(cudaEventRecord(ev[EV_X1], b->halo));
+    MB_CALL_CUDA(cudaEventRecord(ev[EV_X1], (cudaStream_t)mb_cuda_halo_stream(b->dh)));
     MB_CALL_CUDA(cudaEventRecord(ev[EV_C2], b->comp));
   }
   for (const box &x : b->shell)

@@ -4,8 +4,13 @@
  * of plan:
  *  - a small triangle mesh's vertex halo (mb_halo_create), vertices split
  *    in blocks and scattered, faces owned by one rank each;
- *  - a 3D grid's face plan (mb_cart_plan, mb_halo_create_lists) of widths
- *    1-4, periodic and not.
+ *  - a 3D grid's face plan, a box plan (mb_cart_plan, mb_cart_plan_frame,
+ *    mb_halo_create_boxes) of widths 1-4, periodic and not, in the host
+ *    frame and in a padded frame like the GPU stencils' (rows padded, x
+ *    offset), with the faces across uncut axes or on the grid's boundary
+ *    left out (MB_CART_PLAN_NO_SELF, MB_CART_PLAN_NO_OUTSIDE); each box
+ *    plan's exchanges are also compared bitwise with those of the index
+ *    plan of the same rows (mb_halo_create_lists from its expanded lists).
  * Built twice: host arrays (MPI), and with MB_HALO_TEST_DEVICE device
  * arrays through mb_cuda_halo (MPI through pinned buffers, and NCCL where
  * mb_nccl_create can make a communicator), which exits 77 without a GPU.
@@ -73,6 +78,7 @@ typedef struct where {
   int device;
   mb_halo_transport transport;
   mb_nccl *nccl;
+  int post_at_end; /* device MPI: mb_cuda_halo_set_post_at_end (the stencil blocks' way) */
 } where;
 
 static size_t dt_size(mb_halo_dtype dt) { return dt == MB_HALO_FLOAT32 ? 4 : 8; }
@@ -98,6 +104,7 @@ static void exchange(const where *w, mb_halo *plan, mb_halo_dir dir, mb_halo_dty
                    cudaSuccess);
   mb_cuda_halo *h = NULL;
   assert_int_equal(mb_cuda_halo_create(plan, ncomp, (int)dt_size(dt), NULL, &h), MB_SUCCESS);
+  mb_cuda_halo_set_post_at_end(h, w->post_at_end);
   assert_int_equal(mb_cuda_halo_begin(h, dir, d, w->transport, w->nccl), MB_SUCCESS);
   assert_int_equal(mb_cuda_halo_end(h, d), MB_SUCCESS);
   assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
@@ -333,14 +340,48 @@ static blockgeo geo_of(const mb_cart *cart, int rank) {
  * when the face has no neighbour (beyond a non-periodic grid). */
 typedef void (*ghost_fn)(void *ctx, int64_t frame_index, const int64_t glob[3]);
 
+/* The frame of a block (as mb_cart_frame): the host frame, or a padded
+ * one (pad extra rows per y line, 1 extra line per z plane, x offset
+ * width + 2), for any block's geometry. */
+typedef struct gframe {
+  int padded;
+  int64_t origin, stride[3], rows;
+} gframe;
+
+static gframe frame_for(const blockgeo *b, int width, int padded) {
+  gframe f = {padded, 0, {0, 0, 0}, 0};
+  const int64_t xo = padded ? width + 2 : width, lx = xo + b->nloc[2] + width + (padded ? 3 : 0);
+  const int64_t ly = b->nloc[1] + 2 * width + (padded ? 1 : 0);
+  f.stride[2] = 1;
+  f.stride[1] = lx;
+  f.stride[0] = lx * ly;
+  f.origin = width * f.stride[0] + width * f.stride[1] + xo;
+  f.rows = (b->nloc[0] + 2 * width) * f.stride[0];
+  return f;
+}
+
+static int64_t frame_at(const gframe *f, const int64_t loc[3]) {
+  return f->origin + loc[0] * f->stride[0] + loc[1] * f->stride[1] + loc[2] * f->stride[2];
+}
+
+/* mb_cart_face_exchanged for any block of the plan */
+static int face_travels(const mb_cart *cart, const blockgeo *b, unsigned flags, int a, int s) {
+  const int edge = b->coords[a] == (s == 0 ? 0 : cart->dims[a] - 1);
+  if (edge && !cart->periodic) return 0;
+  if ((flags & MB_CART_PLAN_NO_SELF) && cart->dims[a] == 1) return 0;
+  if ((flags & MB_CART_PLAN_NO_OUTSIDE) && edge) return 0;
+  return 1;
+}
+
+static unsigned g_flags; /* the plan's flags, for each_face_ghost */
+static int g_padded;     /* the plan's frame: padded (1) or the host's */
+
 static void each_face_ghost(const mb_cart *cart, const blockgeo *b, ghost_fn fn, void *ctx) {
   const int64_t g = cart->ghost;
-  int64_t L[3];
-  for (int a = 0; a < 3; a++) L[a] = b->nloc[a] + 2 * g;
+  const gframe fr = frame_for(b, cart->ghost, g_padded);
   for (int a = 0; a < 3; a++)
     for (int s = 0; s < 2; s++) {
-      const int edge = b->coords[a] == (s == 0 ? 0 : cart->dims[a] - 1);
-      if (edge && !cart->periodic) continue;
+      if (!face_travels(cart, b, g_flags, a, s)) continue;
       for (int64_t d = 1; d <= g; d++)
         for (int64_t q = 0; q < b->nloc[(a + 1) % 3]; q++)
           for (int64_t r = 0; r < b->nloc[(a + 2) % 3]; r++) {
@@ -349,7 +390,7 @@ static void each_face_ghost(const mb_cart *cart, const blockgeo *b, ghost_fn fn,
             loc[(a + 1) % 3] = q;
             loc[(a + 2) % 3] = r;
             for (int e = 0; e < 3; e++) glob[e] = wrap(b->lo[e] + loc[e], cart->n[e]);
-            fn(ctx, ((loc[0] + g) * L[1] + loc[1] + g) * L[2] + loc[2] + g, glob);
+            fn(ctx, frame_at(&fr, loc), glob);
           }
     }
 }
@@ -359,7 +400,7 @@ typedef struct grid_ctx {
   void *x;
   mb_halo_dtype dt;
   int nc, from; /* from: the rank whose ghosts are visited */
-  int64_t L[3];
+  gframe fr;    /* this rank's frame */
 } grid_ctx;
 
 static void check_forward_ghost(void *p, int64_t at, const int64_t glob[3]) {
@@ -393,48 +434,95 @@ static void add_expected(void *p, int64_t at, const int64_t glob[3]) {
     loc[a] = glob[a] - cart->lo[a];
     if (loc[a] < 0 || loc[a] >= cart->nloc[a]) return; /* not this rank's point */
   }
-  const int64_t g = cart->ghost;
-  const int64_t me = ((loc[0] + g) * k->L[1] + loc[1] + g) * k->L[2] + loc[2] + g;
+  const int64_t me = frame_at(&k->fr, loc);
   for (int c = 0; c < k->nc; c++)
     add(k->x, k->dt, me * k->nc + c, ghost_value(k->from, cart->n, glob, c));
 }
 
-static void grid_case(const where *w, const int64_t n[3], int periodic, int width) {
+/* The index plan of a box plan's rows (its expanded lists, the same
+ * neighbours and offsets). */
+static mb_halo *list_plan_of(mb_halo *boxes) {
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff, *sidx, *ridx;
+  int64_t ns, nr;
+  mb_halo_neighbors(boxes, &nn, &ranks, &soff, &roff);
+  mb_halo_send_indices(boxes, &ns, &sidx);
+  mb_halo_recv_indices(boxes, &nr, &ridx);
+  assert_true((sidx || !ns) && (ridx || !nr) && ns == soff[nn] && nr == roff[nn]);
+  mb_halo *l = NULL;
+  assert_int_equal(mb_halo_create_lists(MPI_COMM_WORLD, nn, ranks, soff, sidx, roff, ridx, 1, &l),
+                   MB_SUCCESS);
+  return l;
+}
+
+/* x (of `rows` rows) through the box plan and a copy through its index
+ * plan: the same bits. */
+static void exchange_both(const where *w, mb_halo *plan, mb_halo *lists, mb_halo_dir dir,
+                          mb_halo_dtype dt, int nc, void *x, int64_t rows) {
+  const size_t bytes = dt_size(dt) * (size_t)(rows * nc);
+  void *y = malloc(bytes + 8);
+  assert_non_null(y);
+  memcpy(y, x, bytes);
+  exchange(w, plan, dir, dt, nc, x, rows);
+  exchange(w, lists, dir, dt, nc, y, rows);
+  CHECK(memcmp(x, y, bytes) == 0, "box plan and index plan differ (%s, dt %d, ncomp %d)",
+        dir == MB_HALO_FORWARD ? "forward" : "reverse", (int)dt, nc);
+  free(y);
+}
+
+static void grid_case(const where *w, const int64_t n[3], int periodic, int width, int padded,
+                      unsigned flags) {
   mb_cart *cart = NULL;
   assert_int_equal(mb_cart_create(MPI_COMM_WORLD, n, periodic, width, &cart), MB_SUCCESS);
-  mb_halo *plan = NULL;
-  assert_int_equal(mb_cart_plan(cart, &plan), MB_SUCCESS);
-  const int64_t g = width, npts = mb_cart_local_size(cart);
-  int64_t L[3];
-  for (int a = 0; a < 3; a++) L[a] = cart->nloc[a] + 2 * g;
   const blockgeo mine = geo_of(cart, cart->rank);
+  const gframe fr = frame_for(&mine, width, padded);
+  mb_halo *plan = NULL, *own = NULL;
+  if (!padded && !flags) {
+    assert_int_equal(mb_cart_plan(cart, &plan), MB_SUCCESS);
+    assert_int_equal(fr.rows, mb_cart_local_size(cart));
+  } else {
+    mb_cart_frame cf = {fr.origin, {fr.stride[0], fr.stride[1], fr.stride[2]}, width};
+    assert_int_equal(mb_cart_plan_frame(cart, &cf, flags, &own), MB_SUCCESS);
+    plan = own;
+  }
+  int64_t nbox;
+  const mb_halo_box *boxes;
+  const int64_t *boff;
+  assert_true(mb_halo_send_boxes(plan, &nbox, &boxes, &boff));
+  mb_halo *lists = list_plan_of(plan);
+  g_flags = flags;
+  g_padded = padded;
+  const int64_t npts = fr.rows;
   for (int dti = 0; dti < 2; dti++)
     for (int nc = 1; nc <= 4; nc++) {
       const mb_halo_dtype dt = dti ? MB_HALO_FLOAT32 : MB_HALO_FLOAT64;
       void *x = calloc((size_t)(npts + 1) * (size_t)nc, dt_size(dt));
       void *want = calloc((size_t)(npts + 1) * (size_t)nc, dt_size(dt));
       assert_true(x && want);
-      grid_ctx k = {cart, x, dt, nc, cart->rank, {L[0], L[1], L[2]}};
+      grid_ctx k = {cart, x, dt, nc, cart->rank, fr};
       /* forward: owned points carry their value, the rest -1 */
       for (int64_t p = 0; p < npts * nc; p++) set(x, dt, p, -1.0);
       for (int64_t a = 0; a < cart->nloc[0]; a++)
         for (int64_t b = 0; b < cart->nloc[1]; b++)
           for (int64_t c = 0; c < cart->nloc[2]; c++) {
             const int64_t glob[3] = {cart->lo[0] + a, cart->lo[1] + b, cart->lo[2] + c};
-            const int64_t at = ((a + g) * L[1] + b + g) * L[2] + c + g;
+            const int64_t loc[3] = {a, b, c};
+            const int64_t at = frame_at(&fr, loc);
             for (int q = 0; q < nc; q++) set(x, dt, at * nc + q, grid_value(n, glob, q));
           }
       memcpy(want, x, dt_size(dt) * (size_t)(npts * nc));
-      exchange(w, plan, MB_HALO_FORWARD, dt, nc, x, npts);
+      exchange_both(w, plan, lists, MB_HALO_FORWARD, dt, nc, x, npts);
       each_face_ghost(cart, &mine, check_forward_ghost, &k);
-      /* the rest of the frame (edges, corners, faces without a neighbour) untouched */
+      /* the rest of the frame (edges, corners, padding, faces left out) untouched */
       grid_ctx kw = k;
       kw.x = want;
       each_face_ghost(cart, &mine, fill_ghost, &kw); /* mark the face ghosts in want */
       each_face_ghost(cart, &mine, fill_ghost, &k);  /* the same marks in x */
       for (int64_t p = 0; p < npts * nc; p++)
         CHECK(same(get(x, dt, p), get(want, dt, p), dt),
-              "grid forward (width %d): frame value %lld changed", width, (long long)p);
+              "grid forward (width %d, padded %d, flags %u): frame value %lld changed", width,
+              padded, flags, (long long)p);
       /* reverse: x now holds the owned values and this rank's ghost values;
        * want: the owned values plus every rank's ghost copies (exact sums) */
       memcpy(want, x, dt_size(dt) * (size_t)(npts * nc));
@@ -445,22 +533,117 @@ static void grid_case(const where *w, const int64_t n[3], int periodic, int widt
         ke.from = r;
         each_face_ghost(cart, &other, add_expected, &ke);
       }
-      exchange(w, plan, MB_HALO_REVERSE, dt, nc, x, npts);
+      exchange_both(w, plan, lists, MB_HALO_REVERSE, dt, nc, x, npts);
       for (int64_t p = 0; p < npts * nc; p++)
         CHECK(same(get(x, dt, p), get(want, dt, p), dt),
-              "grid reverse (width %d, periodic %d, dt %d, ncomp %d): value %lld is %g, want %g",
-              width, periodic, (int)dt, nc, (long long)p, get(x, dt, p), get(want, dt, p));
+              "grid reverse (width %d, periodic %d, padded %d, flags %u, dt %d, ncomp %d): value "
+              "%lld is %g, want %g",
+              width, periodic, padded, flags, (int)dt, nc, (long long)p, get(x, dt, p),
+              get(want, dt, p));
       free(x);
       free(want);
     }
+  mb_halo_free(lists);
+  mb_halo_free(own);
   mb_cart_free(cart);
 }
 
 static void grid_cases(const where *w) {
   const int64_t n[3] = {12, 13, 14};
   for (int width = 1; width <= 4; width++)
-    for (int periodic = 0; periodic < 2; periodic++) grid_case(w, n, periodic, width);
+    for (int periodic = 0; periodic < 2; periodic++) grid_case(w, n, periodic, width, 0, 0);
   agree_no_failures("grid face plan");
+}
+
+/* Box plans of the frames and flags the GPU stencils use (padded rows,
+ * faces across uncut axes and, for Dirichlet stages, on the boundary left
+ * to the caller), and the host frame with those flags. */
+static void box_cases(const where *w) {
+  const int64_t n[3] = {12, 13, 14};
+  const unsigned flag_sets[4] = {0, MB_CART_PLAN_NO_SELF, MB_CART_PLAN_NO_OUTSIDE,
+                                 MB_CART_PLAN_NO_SELF | MB_CART_PLAN_NO_OUTSIDE};
+  for (int width = 1; width <= 4; width += 3)
+    for (int periodic = 0; periodic < 2; periodic++)
+      for (int padded = 0; padded < 2; padded++)
+        for (int f = 0; f < 4; f++)
+          if (padded || flag_sets[f]) grid_case(w, n, periodic, width, padded, flag_sets[f]);
+  agree_no_failures("grid box plans");
+}
+
+/* mb_halo_create_boxes by hand: a box with strides in every extent (not
+ * a face), its rows listed in C order, and the arguments it refuses. */
+static void box_rows_and_refusals(void) {
+  const int me = g_rank;
+  /* rows 100 + 20 k + 5 j + 2 i, k < 2, j < 3, i < 4: send to and receive
+   * from this rank itself (a periodic axis it does not cut) */
+  const mb_halo_box sb = {100, {2, 3, 4}, {20, 5, 2}}, rb = {1, {1, 1, 24}, {0, 0, 3}};
+  const int64_t off[2] = {0, 1};
+  mb_halo *h = NULL;
+  assert_int_equal(mb_halo_create_boxes(MPI_COMM_WORLD, 1, &me, off, &sb, off, &rb, 1, &h),
+                   MB_SUCCESS);
+  int64_t ns, nr;
+  const int64_t *sidx, *ridx;
+  mb_halo_send_indices(h, &ns, &sidx);
+  mb_halo_recv_indices(h, &nr, &ridx);
+  CHECK(ns == 24 && nr == 24 && mb_halo_box_rows(&sb) == 24, "box rows: %lld and %lld, want 24",
+        (long long)ns, (long long)nr);
+  int64_t q = 0;
+  for (int64_t k = 0; k < 2; k++)
+    for (int64_t j = 0; j < 3; j++)
+      for (int64_t i = 0; i < 4; i++, q++) {
+        CHECK(sidx[q] == 100 + 20 * k + 5 * j + 2 * i, "send row %lld is %lld", (long long)q,
+              (long long)sidx[q]);
+        CHECK(ridx[q] == 1 + 3 * q, "receive row %lld is %lld", (long long)q, (long long)ridx[q]);
+      }
+  /* forward through itself: row 1 + 3 q gets row sidx[q]; reverse adds back */
+  for (int dti = 0; dti < 2; dti++) {
+    const mb_halo_dtype dt = dti ? MB_HALO_FLOAT32 : MB_HALO_FLOAT64;
+    void *x = calloc(200 * 2, dt_size(dt));
+    assert_non_null(x);
+    for (int64_t r = 0; r < 200; r++)
+      for (int c = 0; c < 2; c++) set(x, dt, r * 2 + c, (double)(r * 2 + c) + 0.5);
+    assert_int_equal(mb_halo_forward_begin(h, dt, 2, x), MB_SUCCESS);
+    assert_int_equal(mb_halo_forward_end(h, x), MB_SUCCESS);
+    for (q = 0; q < 24; q++)
+      for (int c = 0; c < 2; c++)
+        CHECK(same(get(x, dt, ridx[q] * 2 + c), (double)(sidx[q] * 2 + c) + 0.5, dt),
+              "box forward (dt %d): row %lld comp %d", (int)dt, (long long)ridx[q], c);
+    assert_int_equal(mb_halo_reverse_begin(h, dt, 2, x), MB_SUCCESS);
+    assert_int_equal(mb_halo_reverse_end(h, x), MB_SUCCESS);
+    for (q = 0; q < 24; q++)
+      for (int c = 0; c < 2; c++)
+        CHECK(same(get(x, dt, sidx[q] * 2 + c), 2.0 * ((double)(sidx[q] * 2 + c) + 0.5), dt),
+              "box reverse (dt %d): row %lld comp %d", (int)dt, (long long)sidx[q], c);
+    free(x);
+  }
+  int64_t nb;
+  const mb_halo_box *bx;
+  const int64_t *bo;
+  CHECK(mb_halo_send_boxes(h, &nb, &bx, &bo) == 1 && nb == 1 && bx[0].start == 100 && bo[1] == 1,
+        "send boxes of a box plan");
+  mb_halo_free(h);
+  /* refused: a negative stride, descending ranks, offsets not from 0 */
+  const mb_halo_box neg = {0, {1, 1, 2}, {0, 0, -1}};
+  assert_int_equal(mb_halo_create_boxes(MPI_COMM_WORLD, 1, &me, off, &neg, off, &rb, 1, &h),
+                   MB_ERR_ARG);
+  assert_null(h);
+  const int two[2] = {1, 0};
+  const int64_t off2[3] = {0, 1, 2}, bad[2] = {1, 1};
+  const mb_halo_box pair[2] = {sb, sb};
+  assert_int_equal(mb_halo_create_boxes(MPI_COMM_WORLD, 2, two, off2, pair, off2, pair, 1, &h),
+                   MB_ERR_ARG);
+  assert_int_equal(mb_halo_create_boxes(MPI_COMM_WORLD, 1, &me, bad, &sb, off, &rb, 1, &h),
+                   MB_ERR_ARG);
+  assert_null(h);
+  /* an index plan has no boxes */
+  mb_halo *l = NULL;
+  const int64_t zero[2] = {0, 0}, none[1] = {0};
+  assert_int_equal(mb_halo_create_lists(MPI_COMM_WORLD, 1, &me, zero, none, zero, none, 1, &l),
+                   MB_SUCCESS);
+  CHECK(mb_halo_send_boxes(l, &nb, &bx, &bo) == 0 && nb == 0 && !bx, "an index plan's boxes");
+  mb_halo_free(l);
+  mb_error_clear();
+  agree_no_failures("box rows");
 }
 
 /* ------------------------------------------------------------------ transport rule */
@@ -530,19 +713,26 @@ static void transport_rule(void) {
 
 static void test_host_mesh(void **state) {
   (void)state;
-  const where w = {0, MB_HALO_MPI, NULL};
+  const where w = {0, MB_HALO_MPI, NULL, 0};
   mesh_cases(&w);
 }
 
 static void test_host_grid(void **state) {
   (void)state;
-  const where w = {0, MB_HALO_MPI, NULL};
+  const where w = {0, MB_HALO_MPI, NULL, 0};
   grid_cases(&w);
 }
 
 static void test_transport_rule(void **state) {
   (void)state;
   transport_rule();
+}
+
+static void test_host_boxes(void **state) {
+  (void)state;
+  const where w = {0, MB_HALO_MPI, NULL, 0};
+  box_rows_and_refusals();
+  box_cases(&w);
 }
 
 /* The plan refuses a second exchange in flight and an end without begin. */
@@ -575,6 +765,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_host_mesh),
                                      cmocka_unit_test(test_host_grid),
+                                     cmocka_unit_test(test_host_boxes),
                                      cmocka_unit_test(test_misuse),
                                      cmocka_unit_test(test_transport_rule)};
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
@@ -593,9 +784,12 @@ static mb_nccl *g_nccl;
 
 static void test_device_mpi(void **state) {
   (void)state;
-  const where w = {1, MB_HALO_MPI, NULL};
+  const where w = {1, MB_HALO_MPI, NULL, 0};
   mesh_cases(&w);
   grid_cases(&w);
+  box_cases(&w);
+  const where late = {1, MB_HALO_MPI, NULL, 1}; /* messages posted at end */
+  box_cases(&late);
 }
 
 /* With a device per rank, NCCL can be had: the rule's timed comparison. */
@@ -610,9 +804,10 @@ static void test_device_nccl(void **state) {
     if (g_rank == 0) printf("NCCL part skipped: %s\n", mb_error_message());
     skip();
   }
-  const where w = {1, MB_HALO_NCCL, g_nccl};
+  const where w = {1, MB_HALO_NCCL, g_nccl, 0};
   mesh_cases(&w);
   grid_cases(&w);
+  box_cases(&w);
 }
 
 int main(int argc, char **argv) {
