@@ -80,6 +80,31 @@ mb_error mb_generate_subdivide(const mb_mesh *m, int levels, mb_mesh **out) {
   return MB_SUCCESS;
 }
 
+mb_error mb_generate_unit_area(mb_mesh *m, double *area_before) {
+  MB_CHECK(m->kind == MB_KIND_SURFACE && mb_mesh_is_triangles(m), MB_ERR_ARG,
+           "unit-area scaling needs a triangle surface; '%s' is not one", m->name);
+  double area = 0, c[3] = {0, 0, 0};
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t *v = m->face_indices + 3 * f;
+    const double *p = m->xyz + 3 * v[0], *q = m->xyz + 3 * v[1], *r = m->xyz + 3 * v[2];
+    double a[3] = {q[0] - p[0], q[1] - p[1], q[2] - p[2]};
+    double b[3] = {r[0] - p[0], r[1] - p[1], r[2] - p[2]};
+    double n[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                   a[0] * b[1] - a[1] * b[0]};
+    double fa = 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    area += fa;
+    for (int d = 0; d < 3; d++) c[d] += fa * ((p[d] + q[d] + r[d]) / 3.0);
+  }
+  MB_CHECK(isfinite(area) && area > 0, MB_ERR_NUMERIC,
+           "%s: surface area is %g; cannot scale it to unit area", m->name, area);
+  for (int d = 0; d < 3; d++) c[d] /= area;
+  double s = 1.0 / sqrt(area);
+  for (int64_t i = 0; i < m->nv; i++)
+    for (int d = 0; d < 3; d++) m->xyz[3 * i + d] = (m->xyz[3 * i + d] - c[d]) * s;
+  if (area_before) *area_before = area;
+  return MB_SUCCESS;
+}
+
 /* splitmix64: a small, well-mixed deterministic generator. */
 static uint64_t splitmix64(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

@@ -21,6 +21,17 @@ extern "C" {
  * Not collective. Errors: MB_ERR_ARG (polygons, levels < 0), MB_ERR_MEMORY. */
 mb_error mb_generate_subdivide(const mb_mesh *mesh, int levels, mb_mesh **out);
 
+/* Normalise a triangle mesh in place the way libigl's tutorial 205 does
+ * after every flow step: translate it so that its area-weighted barycentre
+ * (sum over triangles of area * centroid, divided by the total area) is at
+ * the origin, then scale it about the origin by 1 / sqrt(A) so that its
+ * surface area is 1 (unit: the input's length unit squared becomes 1).
+ * Sums run over the triangles in order, in float64, never fused.
+ * area_before (may be NULL) receives A, the area before scaling. Not
+ * collective. Errors: MB_ERR_ARG (polygons, a planar kind),
+ * MB_ERR_NUMERIC (zero or non-finite total area). */
+mb_error mb_generate_unit_area(mb_mesh *mesh, double *area_before);
+
 /* A noisy sphere: an icosahedron subdivided until it has at least
  * min_vertices vertices (10 * 4^L + 2), projected to the unit sphere, each
  * vertex then moved radially by a uniform random amount in [-noise, noise]
