@@ -12,8 +12,8 @@
 #include "mb_meshfile.h"
 
 static const char generate_help[] =
-    "usage: meshbatch generate subdivide INPUT --levels L [--unit-area] -o OUTPUT [--mesh NAME]\n"
-    "                                    [--name NAME]\n"
+    "usage: meshbatch generate subdivide INPUT --levels L | --vertices N [--unit-area] -o OUTPUT\n"
+    "                                    [--mesh NAME] [--name NAME]\n"
     "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT\n"
     "       meshbatch generate delaunay --points N [--seed S]\n"
     "                                   [--distribution uniform|clustered] -o OUTPUT\n"
@@ -29,6 +29,11 @@ static const char generate_help[] =
     "           the origin and scales the mesh to surface area 1 (libigl's\n"
     "           normalisation in its mean-curvature-flow tutorial). L=0 only\n"
     "           copies (or, with --unit-area, normalises) the mesh.\n"
+    "           --vertices N instead of --levels: whole levels while they fit,\n"
+    "           then the longest edges split at their midpoints (1, 2 or 3 per\n"
+    "           triangle, red-green: still conforming, still on the flat\n"
+    "           triangles) until the mesh has exactly N vertices (the solver\n"
+    "           ops' benchmark: igea --vertices 1000000 --unit-area).\n"
     "           INPUT is a mesh file or a collection (then --mesh picks the mesh).\n"
     "sphere     an icosphere with at least N vertices (10*4^L+2), each vertex\n"
     "           moved radially by a uniform random amount in [-A, A] (default\n"
@@ -209,14 +214,21 @@ int mb_cmd_generate(int argc, char **argv) {
   mb_mesh *m = NULL;
   if (!strcmp(kind, "subdivide")) {
     if (!input) return mb_cli_usage_error("generate", "subdivide needs an INPUT mesh");
-    if (levels < 0 || levels > 12)
+    if ((levels >= 0) == (nverts >= 0))
+      return mb_cli_usage_error("generate", "subdivide needs one of --levels L or --vertices N");
+    if (nverts < 0 && levels > 12)
       return mb_cli_usage_error("generate", "--levels must be in [0, 12]");
     mb_mesh *src = NULL;
     int code = read_input(input, only, &src);
     if (code) return code;
-    mb_error e = mb_generate_subdivide(src, (int)levels, &m);
+    int whole = (int)levels;
+    mb_error e = nverts >= 0 ? mb_generate_subdivide_to(src, nverts, &whole, &m)
+                             : mb_generate_subdivide(src, (int)levels, &m);
     mb_mesh_free(src);
     if (e) return mb_cli_report(MB_EXIT_FAILED);
+    if (nverts >= 0)
+      mb_log(MB_LOG_NORMAL, "%s: %d whole 1-to-4 level%s, then longest edges split to %lld vertices",
+             m->name, whole, whole == 1 ? "" : "s", (long long)m->nv);
     if (unit_area) {
       double area = 0;
       if (mb_generate_unit_area(m, &area)) {

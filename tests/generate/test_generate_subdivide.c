@@ -1,5 +1,6 @@
-/* mb_generate_subdivide and mb_generate_unit_area: counts, midpoints on the
- * flat triangles (the area is kept), the unit-area normalisation (area 1,
+/* mb_generate_subdivide, mb_generate_subdivide_to and mb_generate_unit_area:
+ * counts, midpoints on the flat triangles (the area is kept), a conforming
+ * and consistently oriented partial level, the unit-area normalisation (area 1,
  * area-weighted barycentre at the origin, a similarity of the input) and
  * its errors. The benchmark input of the solver ops is made with these
  * (docs/benchmarks.md, "Reference programs"). */
@@ -63,6 +64,78 @@ static void test_subdivide_counts_and_midpoints(void **state) {
   mb_mesh_free(t);
 }
 
+/* Every undirected edge of a closed mesh in exactly two triangles, once in
+ * each direction (conforming and consistently oriented). */
+static void assert_closed_oriented(const mb_mesh *m) {
+  int64_t n = 3 * m->nf;
+  int64_t *e = malloc(sizeof *e * (size_t)(2 * n));
+  assert_non_null(e);
+  for (int64_t f = 0; f < m->nf; f++)
+    for (int t = 0; t < 3; t++) {
+      e[2 * (3 * f + t)] = m->face_indices[3 * f + t];
+      e[2 * (3 * f + t) + 1] = m->face_indices[3 * f + (t + 1) % 3];
+    }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t a = e[2 * i], b = e[2 * i + 1], twins = 0, same = 0;
+    for (int64_t j = 0; j < n; j++) {
+      twins += e[2 * j] == b && e[2 * j + 1] == a;
+      same += e[2 * j] == a && e[2 * j + 1] == b;
+    }
+    if (twins != 1 || same != 1)
+      fail_msg("edge %lld-%lld: %lld opposite, %lld same direction", (long long)a, (long long)b,
+               (long long)twins, (long long)same);
+  }
+  free(e);
+}
+
+static void test_subdivide_to_vertex_count(void **state) {
+  (void)state;
+  mb_mesh *t = tetrahedron();
+  double c0[3], c1[3], a0 = area_and_barycentre(t, c0);
+  /* 4 -> 10 (one whole level, 24 edges) -> 10 + 13 longest = 23 */
+  for (int64_t target = 4; target <= 40; target++) {
+    mb_mesh *s = NULL;
+    int whole = -1;
+    assert_int_equal(mb_generate_subdivide_to(t, target, &whole, &s), MB_SUCCESS);
+    if (s->nv != target) fail_msg("asked %lld vertices, got %lld", (long long)target, (long long)s->nv);
+    assert_int_equal(whole, target < 10 ? 0 : target < 34 ? 1 : 2);
+    assert_int_equal(mb_mesh_validate(s, "refined"), MB_SUCCESS);
+    assert_closed_oriented(s);
+    /* Euler: a closed genus-0 mesh has F = 2 V - 4 */
+    assert_int_equal(s->nf, 2 * s->nv - 4);
+    double a1 = area_and_barycentre(s, c1);
+    if (fabs(a1 - a0) > 1e-13 * a0) fail_msg("target %lld: area %.17g, was %.17g",
+                                             (long long)target, a1, a0);
+    /* each new vertex is the midpoint of two earlier ones: it lies on a face */
+    mb_mesh_free(s);
+  }
+  /* a whole level gives the same mesh as mb_generate_subdivide */
+  mb_mesh *x = NULL, *y = NULL;
+  assert_int_equal(mb_generate_subdivide_to(t, 34, NULL, &x), MB_SUCCESS);
+  assert_int_equal(mb_generate_subdivide(t, 2, &y), MB_SUCCESS);
+  mb_test_assert_same_geometry(x, y);
+  mb_mesh_free(x);
+  mb_mesh_free(y);
+  /* the longest edge goes first: one split on the tetrahedron */
+  assert_int_equal(mb_generate_subdivide_to(t, 5, NULL, &x), MB_SUCCESS);
+  double best = 0;
+  int64_t bi = -1, bj = -1;
+  for (int64_t i = 0; i < 4; i++)
+    for (int64_t j = i + 1; j < 4; j++) {
+      double l2 = 0;
+      for (int d = 0; d < 3; d++)
+        l2 += (t->xyz[3 * j + d] - t->xyz[3 * i + d]) * (t->xyz[3 * j + d] - t->xyz[3 * i + d]);
+      if (l2 > best) best = l2, bi = i, bj = j;
+    }
+  for (int d = 0; d < 3; d++)
+    assert_true(x->xyz[12 + d] == 0.5 * (t->xyz[3 * bi + d] + t->xyz[3 * bj + d]));
+  mb_mesh_free(x);
+  /* errors */
+  assert_int_equal(mb_generate_subdivide_to(t, 3, NULL, &x), MB_ERR_ARG);
+  mb_test_assert_message_contains("target vertex count 3");
+  mb_mesh_free(t);
+}
+
 static void test_unit_area(void **state) {
   (void)state;
   mb_mesh *t = tetrahedron(), *s = NULL;
@@ -117,6 +190,7 @@ static void test_unit_area_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_subdivide_counts_and_midpoints),
+      cmocka_unit_test(test_subdivide_to_vertex_count),
       cmocka_unit_test(test_unit_area),
       cmocka_unit_test(test_unit_area_errors),
   };
