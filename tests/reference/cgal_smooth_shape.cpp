@@ -3,7 +3,7 @@
 // mean_curvature_flow (compare_flow.py; docs/benchmarks.md, "Reference
 // programs").
 //
-//   cgal_smooth_shape INPUT.obj OUTPUT.npy [--steps N] [--dt DT]
+//   cgal_smooth_shape INPUT.obj OUTPUT.npy [--steps N] [--dt DT] [--repeat R]
 //
 // What smooth_shape computes (CGAL 5.5, curvature_flow_impl.h): the
 // cotangent stiffness K once from the input (K_ij = cot a + cot b, twice
@@ -21,7 +21,8 @@
 //
 // OUTPUT: float64 .npy [nv, 3], the positions after N iterations, in the
 // input's vertex order. Prints the time of smooth_shape (one call with
-// number_of_iterations N) per step, in ms ("cgal_smooth_shape: ...
+// number_of_iterations N, on a mesh built afresh from the input) per step,
+// in ms, the median over --repeat R calls ("cgal_smooth_shape: ...
 // ms/step"). Exit 0, or 1 with a message.
 #include <cstdio>
 #include <vector>
@@ -39,15 +40,23 @@ int main(int argc, char **argv) {
   try {
     mbref::Args args(argc, argv);
     if (args.pos.size() != 2) {
-      std::fprintf(stderr, "usage: cgal_smooth_shape INPUT.obj OUTPUT.npy [--steps N] [--dt DT]\n");
+      std::fprintf(stderr, "usage: cgal_smooth_shape INPUT.obj OUTPUT.npy [--steps N] [--dt DT] "
+                           "[--repeat R]\n");
       return 2;
     }
     const int steps = std::atoi(args.get("--steps", "10"));
     const double dt = std::strtod(args.get("--dt", "0.001"), nullptr);
-    if (steps < 1 || !(dt > 0)) throw std::runtime_error("--steps must be >= 1 and --dt > 0");
+    const int repeat = std::atoi(args.get("--repeat", "1"));
+    if (steps < 1 || !(dt > 0) || repeat < 1)
+      throw std::runtime_error("--steps must be >= 1, --dt > 0 and --repeat >= 1");
     mbref::Mesh mesh = mbref::read_obj(args.pos[0]);
+    const double t = dt / 4.0;
+    std::vector<double> r_ms;
     Surface sm;
     std::vector<Surface::Vertex_index> vid;
+    for (int rep = 0; rep < repeat; rep++) {
+    sm.clear();
+    vid.clear();
     for (std::size_t i = 0; i < mesh.nv(); i++)
       vid.push_back(sm.add_vertex(K::Point_3(mesh.xyz[3 * i], mesh.xyz[3 * i + 1], mesh.xyz[3 * i + 2])));
     for (std::size_t f = 0; f < mesh.nf(); f++) {
@@ -55,11 +64,12 @@ int main(int argc, char **argv) {
       if (fi == Surface::null_face())
         throw std::runtime_error("face " + std::to_string(f) + " is not manifold for a Surface_mesh");
     }
-    const double t = dt / 4.0;
     double t0 = mbref::now_ms();
     CGAL::Polygon_mesh_processing::smooth_shape(
         sm, t, CGAL::parameters::number_of_iterations((unsigned)steps));
-    double ms = mbref::now_ms() - t0;
+    r_ms.push_back(mbref::now_ms() - t0);
+    }
+    const double ms = mbref::median(r_ms);
     std::vector<double> out;
     for (std::size_t i = 0; i < mesh.nv(); i++) {
       const K::Point_3 &p = sm.point(vid[i]);
@@ -68,9 +78,9 @@ int main(int argc, char **argv) {
       out.push_back(p.z());
     }
     mbref::write_npy(args.pos[1], {mesh.nv(), 3}, out.data());
-    std::printf("cgal_smooth_shape: %zu vertices, %zu triangles, %d steps of dt %g (CGAL time %g): "
-                "%.3f ms in all, %.3f ms/step\n",
-                mesh.nv(), mesh.nf(), steps, dt, t, ms, ms / steps);
+    std::printf("cgal_smooth_shape: %zu vertices, %zu triangles, %d steps of dt %g (CGAL time %g), "
+                "median of %d: %.3f ms in all, %.3f ms/step\n",
+                mesh.nv(), mesh.nf(), steps, dt, t, repeat, ms, ms / steps);
     return 0;
   } catch (const std::exception &ex) {
     std::fprintf(stderr, "cgal_smooth_shape: %s\n", ex.what());

@@ -5,7 +5,7 @@
                   [--igl IGL_MCF | --igl-missing WHY]
                   [--cgal CGAL_SMOOTH_SHAPE | --cgal-missing WHY]
                   [--mesh spot] [--steps 10] [--dt 1e-3] [--tol 1e-8]
-                  [--backend cpu|cuda] [--keep DIR]
+                  [--backend cpu|cuda] [--repeat 3] [--keep DIR]
 
 The input is a real mesh of ../shared/data/meshes (MESHBATCH_DATA_DIR),
 normalised first by `meshbatch generate subdivide MESH --levels 0
@@ -119,6 +119,8 @@ def main():
     ap.add_argument("--dt", type=float, default=1e-3)
     ap.add_argument("--tol", type=float, default=1e-8)
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="timed runs of each reference; their median is printed")
     ap.add_argument("--keep", help="write the files here (default: a scratch folder)")
     a = ap.parse_args()
 
@@ -148,7 +150,8 @@ def main():
 
     # libigl: every step
     igl_out = os.path.join(d, "igl.npy")
-    p, _ = run([a.igl, mesh, igl_out, "--steps", str(a.steps), "--dt", repr(a.dt)])
+    p, _ = run([a.igl, mesh, igl_out, "--steps", str(a.steps), "--dt", repr(a.dt),
+                "--repeat", str(a.repeat)])
     print(p.stdout.strip())
     igl_ms = ms_per_step(p.stdout, "igl_mcf")
     igl = np.load(igl_out)
@@ -169,7 +172,8 @@ def main():
         p, _ = run([a.cgal, mesh, one, "--steps", "1", "--dt", repr(a.dt)])
         e1 = rel_diff(normalise(np.load(one), faces), igl[1])
         allsteps = os.path.join(d, "cgal.npy")
-        p, _ = run([a.cgal, mesh, allsteps, "--steps", str(a.steps), "--dt", repr(a.dt)])
+        p, _ = run([a.cgal, mesh, allsteps, "--steps", str(a.steps), "--dt", repr(a.dt),
+                    "--repeat", str(a.repeat)])
         print(p.stdout.strip())
         cgal_ms = ms_per_step(p.stdout, "cgal_smooth_shape")
         en = rel_diff(normalise(np.load(allsteps), faces), igl[a.steps])

@@ -4,7 +4,7 @@
 // conformalized, rescale area) is compared against step by step
 // (compare_flow.py; docs/benchmarks.md, "Reference programs").
 //
-//   igl_mcf INPUT.obj OUTPUT.npy [--steps N] [--dt DT] [--every 1|0]
+//   igl_mcf INPUT.obj OUTPUT.npy [--steps N] [--dt DT] [--every 1|0] [--repeat R]
 //
 // The loop, as the tutorial writes it (Kazhdan, Solomon, Ben-Chen, "Can
 // mean-curvature flow be made non-singular?", SGP 2012):
@@ -22,7 +22,10 @@
 // OUTPUT: float64 .npy of shape [N + 1, nv, 3] (step 0 is the input as
 // read, step k the positions after k steps), or [nv, 3] with --every 0
 // (the last step only). Prints the time of each phase per step, in ms,
-// on one line that compare_flow.py parses ("igl_mcf: ... ms/step").
+// on one line that compare_flow.py parses ("igl_mcf: ... ms/step"): with
+// --repeat R the whole run (cotmatrix and N steps) is made R times from the
+// input and each figure is the median over the R runs (the output is the
+// last run's; every run computes the same bits).
 // Exit 0, or 1 with a message (unreadable input, failed factorization).
 #include <cmath>
 #include <cstdio>
@@ -42,13 +45,16 @@ int main(int argc, char **argv) {
   try {
     mbref::Args args(argc, argv);
     if (args.pos.size() != 2) {
-      std::fprintf(stderr, "usage: igl_mcf INPUT.obj OUTPUT.npy [--steps N] [--dt DT] [--every 1|0]\n");
+      std::fprintf(stderr, "usage: igl_mcf INPUT.obj OUTPUT.npy [--steps N] [--dt DT] [--every 1|0] "
+                           "[--repeat R]\n");
       return 2;
     }
     const int steps = std::atoi(args.get("--steps", "10"));
     const double dt = std::strtod(args.get("--dt", "0.001"), nullptr);
     const bool every = std::atoi(args.get("--every", "1")) != 0;
-    if (steps < 0 || !(dt > 0)) throw std::runtime_error("--steps must be >= 0 and --dt > 0");
+    const int repeat = std::atoi(args.get("--repeat", "1"));
+    if (steps < 0 || !(dt > 0) || repeat < 1)
+      throw std::runtime_error("--steps must be >= 0, --dt > 0 and --repeat >= 1");
     mbref::Mesh mesh = mbref::read_obj(args.pos[0]);
     const Eigen::Index nv = (Eigen::Index)mesh.nv(), nf = (Eigen::Index)mesh.nf();
     Eigen::MatrixXd V(nv, 3);
@@ -59,6 +65,9 @@ int main(int argc, char **argv) {
       for (int d = 0; d < 3; d++) F(f, d) = mesh.tri[3 * f + d];
 
     std::vector<double> out;
+    std::vector<double> r_cot, r_mass, r_factor, r_solve, r_norm, r_step;
+    for (int rep = 0; rep < repeat; rep++) {
+    out.clear();
     auto keep = [&](const Eigen::MatrixXd &U) {
       for (Eigen::Index i = 0; i < nv; i++)
         for (int d = 0; d < 3; d++) out.push_back(U(i, d));
@@ -101,14 +110,22 @@ int main(int argc, char **argv) {
       if (every || s == steps - 1) keep(U);
     }
     if (!every && steps == 0) keep(U);
+    const double n = steps > 0 ? steps : 1;
+    r_cot.push_back(t_cot);
+    r_mass.push_back(t_mass / n);
+    r_factor.push_back(t_factor / n);
+    r_solve.push_back(t_solve / n);
+    r_norm.push_back(t_norm / n);
+    r_step.push_back((t_mass + t_factor + t_solve + t_norm) / n);
+    }
     if (every) mbref::write_npy(args.pos[1], {(std::size_t)steps + 1, (std::size_t)nv, 3}, out.data());
     else mbref::write_npy(args.pos[1], {(std::size_t)nv, 3}, out.data());
-    const double n = steps > 0 ? steps : 1;
-    std::printf("igl_mcf: %lld vertices, %lld triangles, %d steps of dt %g: cotmatrix %.3f ms once; "
-                "per step massmatrix %.3f, LLT factor %.3f, solve %.3f, normalise %.3f; "
-                "%.3f ms/step\n",
-                (long long)nv, (long long)nf, steps, dt, t_cot, t_mass / n, t_factor / n,
-                t_solve / n, t_norm / n, (t_mass + t_factor + t_solve + t_norm) / n);
+    using mbref::median;
+    std::printf("igl_mcf: %lld vertices, %lld triangles, %d steps of dt %g, median of %d: "
+                "cotmatrix %.3f ms once; per step massmatrix %.3f, LLT factor %.3f, solve %.3f, "
+                "normalise %.3f; %.3f ms/step\n",
+                (long long)nv, (long long)nf, steps, dt, repeat, median(r_cot), median(r_mass),
+                median(r_factor), median(r_solve), median(r_norm), median(r_step));
     return 0;
   } catch (const std::exception &ex) {
     std::fprintf(stderr, "igl_mcf: %s\n", ex.what());

@@ -7,6 +7,7 @@
 #ifndef MB_REF_IO_HPP
 #define MB_REF_IO_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -91,6 +92,12 @@ inline void write_npy(const std::string &path, const std::vector<std::size_t> &s
   out.write(header.data(), (std::streamsize)header.size());
   out.write(reinterpret_cast<const char *>(data), (std::streamsize)(count * sizeof(double)));
   if (!out) throw std::runtime_error(path + ": write failed");
+}
+
+// The median of a list of timings (the lower middle one for an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
 }
 
 inline double now_ms() {
