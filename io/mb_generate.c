@@ -24,19 +24,35 @@ static int64_t edge_slot(const mb_adjacency *a, int64_t i, int64_t j) {
   return lo;
 }
 
-static mb_error subdivide_once(const mb_mesh *m, mb_mesh **out) {
-  mb_adjacency *a = NULL;
-  MB_CALL(mb_adjacency_build(m, &a));
-  /* number the undirected edges (i < j) in CSR order: new vertex nv + id */
+/* Split the marked edges of a triangle mesh at their midpoints. split
+ * [a->nnz] marks an undirected edge i < j at its slot (i, j) (NULL: every
+ * edge, the 1-to-4 level). New vertex nv + id for the marked edges in CSR
+ * order. A triangle with 3 split edges becomes 4, with 2 becomes 3 (the
+ * quadrilateral left beside the corner triangle is cut by its shorter
+ * diagonal, the one from the first unsplit-edge vertex on a tie), with 1
+ * becomes 2: the mesh stays conforming and every new point lies on the
+ * input's flat triangles (red-green refinement). Orientation is kept. */
+static mb_error subdivide_marked(const mb_mesh *m, const mb_adjacency *a, const uint8_t *split,
+                                 mb_mesh **out) {
   int64_t *edge_id = malloc(sizeof *edge_id * (size_t)(a->nnz ? a->nnz : 1));
-  if (!edge_id) { mb_adjacency_free(a); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
+  MB_CHECK(edge_id, MB_ERR_MEMORY, "out of memory");
   int64_t ne = 0;
   for (int64_t i = 0; i < a->nv; i++)
     for (int64_t k = a->row[i]; k < a->row[i + 1]; k++)
-      edge_id[k] = a->col[k] > i ? ne++ : -1;
+      edge_id[k] = a->col[k] > i && (!split || split[k]) ? ne++ : -1;
+  /* faces out: 1 + (split edges) per triangle */
+  int64_t nf_out = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t *v = m->face_indices + 3 * f;
+    nf_out++;
+    for (int t = 0; t < 3; t++) {
+      int64_t p = v[t], q = v[(t + 1) % 3], lo = p < q ? p : q, hi = p < q ? q : p;
+      if (edge_id[edge_slot(a, lo, hi)] >= 0) nf_out++;
+    }
+  }
   mb_mesh *s = NULL;
-  mb_error e = mb_mesh_create(m->name, m->nv + ne, 4 * m->nf, 12 * m->nf, &s);
-  if (e) { free(edge_id); mb_adjacency_free(a); MB_CALL(e); }
+  mb_error e = mb_mesh_create(m->name, m->nv + ne, nf_out, 3 * nf_out, &s);
+  if (e) { free(edge_id); MB_CALL(e); }
   s->index = m->index;
   memcpy(s->xyz, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
   for (int64_t i = 0; i < a->nv; i++)
@@ -45,22 +61,64 @@ static mb_error subdivide_once(const mb_mesh *m, mb_mesh **out) {
         for (int d = 0; d < 3; d++)
           s->xyz[3 * (m->nv + edge_id[k]) + d] =
               0.5 * (m->xyz[3 * i + d] + m->xyz[3 * a->col[k] + d]);
+  int64_t *w = s->face_indices;
+#define MB_TRI(A, B, C) (w[0] = (A), w[1] = (B), w[2] = (C), w += 3)
   for (int64_t f = 0; f < m->nf; f++) {
     const int64_t *v = m->face_indices + 3 * f;
-    int64_t mid[3];
+    int64_t mid[3]; /* mid[t]: the midpoint of edge (v[t], v[t+1]), or -1 */
+    int nsplit = 0;
     for (int t = 0; t < 3; t++) {
       int64_t p = v[t], q = v[(t + 1) % 3], lo = p < q ? p : q, hi = p < q ? q : p;
-      mid[t] = m->nv + edge_id[edge_slot(a, lo, hi)];
+      int64_t id = edge_id[edge_slot(a, lo, hi)];
+      mid[t] = id >= 0 ? m->nv + id : -1;
+      nsplit += id >= 0;
     }
-    const int64_t tri[4][3] = {{v[0], mid[0], mid[2]}, {mid[0], v[1], mid[1]},
-                               {mid[2], mid[1], v[2]}, {mid[0], mid[1], mid[2]}};
-    memcpy(s->face_indices + 12 * f, tri, sizeof tri);
+    if (nsplit == 3) {
+      MB_TRI(v[0], mid[0], mid[2]);
+      MB_TRI(mid[0], v[1], mid[1]);
+      MB_TRI(mid[2], mid[1], v[2]);
+      MB_TRI(mid[0], mid[1], mid[2]);
+    } else if (nsplit == 0) {
+      MB_TRI(v[0], v[1], v[2]);
+    } else if (nsplit == 1) {
+      int t = mid[0] >= 0 ? 0 : mid[1] >= 0 ? 1 : 2;
+      int64_t a0 = v[t], b0 = v[(t + 1) % 3], c0 = v[(t + 2) % 3];
+      MB_TRI(a0, mid[t], c0);
+      MB_TRI(mid[t], b0, c0);
+    } else { /* two: edge t = (a0, b0) unsplit, m1 on (b0, c0), m2 on (c0, a0) */
+      int t = mid[0] < 0 ? 0 : mid[1] < 0 ? 1 : 2;
+      int64_t a0 = v[t], b0 = v[(t + 1) % 3], c0 = v[(t + 2) % 3];
+      int64_t m1 = mid[(t + 1) % 3], m2 = mid[(t + 2) % 3];
+      double d1 = 0, d2 = 0;
+      for (int d = 0; d < 3; d++) {
+        double x1 = s->xyz[3 * m1 + d] - s->xyz[3 * a0 + d];
+        double x2 = s->xyz[3 * m2 + d] - s->xyz[3 * b0 + d];
+        d1 += x1 * x1;
+        d2 += x2 * x2;
+      }
+      MB_TRI(m1, c0, m2);
+      if (d1 <= d2) {
+        MB_TRI(a0, b0, m1);
+        MB_TRI(a0, m1, m2);
+      } else {
+        MB_TRI(a0, b0, m2);
+        MB_TRI(b0, m1, m2);
+      }
+    }
   }
-  for (int64_t f = 0; f <= 4 * m->nf; f++) s->face_offsets[f] = 3 * f;
+#undef MB_TRI
+  for (int64_t f = 0; f <= nf_out; f++) s->face_offsets[f] = 3 * f;
   free(edge_id);
-  mb_adjacency_free(a);
   *out = s;
   return MB_SUCCESS;
+}
+
+static mb_error subdivide_once(const mb_mesh *m, mb_mesh **out) {
+  mb_adjacency *a = NULL;
+  MB_CALL(mb_adjacency_build_opts(m, 0, &a));
+  mb_error e = subdivide_marked(m, a, NULL, out);
+  mb_adjacency_free(a);
+  return e;
 }
 
 mb_error mb_generate_subdivide(const mb_mesh *m, int levels, mb_mesh **out) {
@@ -77,6 +135,108 @@ mb_error mb_generate_subdivide(const mb_mesh *m, int levels, mb_mesh **out) {
     cur = next;
   }
   *out = cur;
+  return MB_SUCCESS;
+}
+
+typedef struct edge_len {
+  double len2;
+  int64_t slot;
+} edge_len;
+
+/* Longest first; equal lengths by CSR slot (deterministic). */
+static int edge_len_cmp(const void *x, const void *y) {
+  const edge_len *p = x, *q = y;
+  if (p->len2 != q->len2) return p->len2 > q->len2 ? -1 : 1;
+  return (p->slot > q->slot) - (p->slot < q->slot);
+}
+
+mb_error mb_generate_subdivide_to(const mb_mesh *m, int64_t nv_target, int *levels,
+                                  mb_mesh **out) {
+  MB_CHECK(mb_mesh_is_triangles(m), MB_ERR_ARG,
+           "midpoint subdivision needs a triangle mesh; '%s' has polygons", m->name);
+  MB_CHECK(nv_target >= m->nv && nv_target < ((int64_t)1 << 31), MB_ERR_ARG,
+           "target vertex count %lld must be in [%lld, 2^31) for '%s'", (long long)nv_target,
+           (long long)m->nv, m->name);
+  mb_mesh *cur = NULL;
+  MB_CALL(mb_mesh_duplicate(m, &cur));
+  int full = 0;
+  for (;;) {
+    mb_adjacency *a = NULL;
+    mb_error e = mb_adjacency_build_opts(cur, 0, &a);
+    if (e) { mb_mesh_free(cur); MB_CALL(e); }
+    int64_t ne = a->nnz / 2, k = nv_target - cur->nv;
+    if (ne == 0 && k > 0) {
+      mb_adjacency_free(a);
+      mb_mesh_free(cur);
+      MB_FAIL(MB_ERR_ARG, "'%s' has no edges to split", m->name);
+    }
+    mb_mesh *next = NULL;
+    if (ne > 0 && k >= ne) { /* a whole 1-to-4 level still fits */
+      e = subdivide_marked(cur, a, NULL, &next);
+      full++;
+    } else if (k > 0) { /* the k longest edges */
+      edge_len *el = malloc(sizeof *el * (size_t)(ne ? ne : 1));
+      uint8_t *split = calloc((size_t)(a->nnz ? a->nnz : 1), 1);
+      if (!el || !split) e = MB_ERR_MEMORY;
+      else {
+        int64_t n = 0;
+        for (int64_t i = 0; i < a->nv; i++)
+          for (int64_t s = a->row[i]; s < a->row[i + 1]; s++) {
+            int64_t j = a->col[s];
+            if (j <= i) continue;
+            double l2 = 0;
+            for (int d = 0; d < 3; d++) {
+              double x = cur->xyz[3 * j + d] - cur->xyz[3 * i + d];
+              l2 += x * x;
+            }
+            el[n++] = (edge_len){l2, s};
+          }
+        qsort(el, (size_t)n, sizeof *el, edge_len_cmp);
+        for (int64_t q = 0; q < k && q < n; q++) split[el[q].slot] = 1;
+        e = subdivide_marked(cur, a, split, &next);
+      }
+      free(el);
+      free(split);
+      if (e == MB_ERR_MEMORY && !next) {
+        mb_adjacency_free(a);
+        mb_mesh_free(cur);
+        MB_FAIL(MB_ERR_MEMORY, "out of memory");
+      }
+    }
+    mb_adjacency_free(a);
+    if (e) { mb_mesh_free(cur); MB_CALL(e); }
+    if (!next) break;
+    mb_mesh_free(cur);
+    cur = next;
+    if (cur->nv >= nv_target) break;
+  }
+  if (levels) *levels = full;
+  *out = cur;
+  return MB_SUCCESS;
+}
+
+mb_error mb_generate_unit_area(mb_mesh *m, double *area_before) {
+  MB_CHECK(m->kind == MB_KIND_SURFACE && mb_mesh_is_triangles(m), MB_ERR_ARG,
+           "unit-area scaling needs a triangle surface; '%s' is not one", m->name);
+  double area = 0, c[3] = {0, 0, 0};
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t *v = m->face_indices + 3 * f;
+    const double *p = m->xyz + 3 * v[0], *q = m->xyz + 3 * v[1], *r = m->xyz + 3 * v[2];
+    double a[3] = {q[0] - p[0], q[1] - p[1], q[2] - p[2]};
+    double b[3] = {r[0] - p[0], r[1] - p[1], r[2] - p[2]};
+    double n[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                   a[0] * b[1] - a[1] * b[0]};
+    double fa = 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    area += fa;
+    for (int d = 0; d < 3; d++) c[d] += fa * ((p[d] + q[d] + r[d]) / 3.0);
+  }
+  MB_CHECK(isfinite(area) && area > 0, MB_ERR_NUMERIC,
+           "%s: surface area is %g; cannot scale it to unit area", m->name, area);
+  for (int d = 0; d < 3; d++) c[d] /= area;
+  double s = 1.0 / sqrt(area);
+  for (int64_t i = 0; i < m->nv; i++)
+    for (int d = 0; d < 3; d++) m->xyz[3 * i + d] = (m->xyz[3 * i + d] - c[d]) * s;
+  if (area_before) *area_before = area;
   return MB_SUCCESS;
 }
 

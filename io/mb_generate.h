@@ -21,6 +21,33 @@ extern "C" {
  * Not collective. Errors: MB_ERR_ARG (polygons, levels < 0), MB_ERR_MEMORY. */
 mb_error mb_generate_subdivide(const mb_mesh *mesh, int levels, mb_mesh **out);
 
+/* Midpoint refinement of a triangle mesh to exactly nv_target vertices:
+ * whole 1-to-4 levels (as mb_generate_subdivide) while one more still
+ * fits, then one partial level that splits the k = nv_target - nv longest
+ * edges (squared length in float64; equal lengths by their place in the
+ * vertex adjacency) at their midpoints. A triangle with 3 split edges
+ * becomes 4, with 2 becomes 3 (the quadrilateral beside the split corner
+ * cut by its shorter diagonal), with 1 becomes 2 (red-green refinement):
+ * the result is conforming, keeps the orientation, and every vertex lies
+ * on the input's flat triangles. Used for benchmark inputs of a given
+ * size (igea, 134 345 vertices, to 1 000 000). levels (may be NULL)
+ * receives the number of whole levels. The result is owned by the caller.
+ * Not collective. Errors: MB_ERR_ARG (polygons, nv_target < nv or >= 2^31),
+ * MB_ERR_MEMORY. */
+mb_error mb_generate_subdivide_to(const mb_mesh *mesh, int64_t nv_target, int *levels,
+                                  mb_mesh **out);
+
+/* Normalise a triangle mesh in place the way libigl's tutorial 205 does
+ * after every flow step: translate it so that its area-weighted barycentre
+ * (sum over triangles of area * centroid, divided by the total area) is at
+ * the origin, then scale it about the origin by 1 / sqrt(A) so that its
+ * surface area is 1 (unit: the input's length unit squared becomes 1).
+ * Sums run over the triangles in order, in float64, never fused.
+ * area_before (may be NULL) receives A, the area before scaling. Not
+ * collective. Errors: MB_ERR_ARG (polygons, a planar kind),
+ * MB_ERR_NUMERIC (zero or non-finite total area). */
+mb_error mb_generate_unit_area(mb_mesh *mesh, double *area_before);
+
 /* A noisy sphere: an icosahedron subdivided until it has at least
  * min_vertices vertices (10 * 4^L + 2), projected to the unit sphere, each
  * vertex then moved radially by a uniform random amount in [-noise, noise]

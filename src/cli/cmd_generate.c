@@ -12,7 +12,8 @@
 #include "mb_meshfile.h"
 
 static const char generate_help[] =
-    "usage: meshbatch generate subdivide INPUT --levels L -o OUTPUT [--mesh NAME] [--name NAME]\n"
+    "usage: meshbatch generate subdivide INPUT --levels L | --vertices N [--unit-area] -o OUTPUT\n"
+    "                                    [--mesh NAME] [--name NAME]\n"
     "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT\n"
     "       meshbatch generate delaunay --points N [--seed S]\n"
     "                                   [--distribution uniform|clustered] -o OUTPUT\n"
@@ -21,7 +22,18 @@ static const char generate_help[] =
     "                               [--spacing H | HZ,HY,HX] [--origin OZ,OY,OX]\n"
     "                               [--dtype float64|float32] [--seed S] -o OUTPUT.h5\n\n"
     "subdivide  midpoint subdivision of a triangle mesh, L times (each level\n"
-    "           multiplies the faces by 4; igea with L=2 has 2.1 M vertices).\n"
+    "           multiplies the faces by 4; igea with L=1 has 537 k vertices, with\n"
+    "           L=2 2.1 M). New vertices are edge midpoints: every point stays on\n"
+    "           the input's flat triangles, the shape is not smoothed (no Loop\n"
+    "           weights). --unit-area then moves the area-weighted barycentre to\n"
+    "           the origin and scales the mesh to surface area 1 (libigl's\n"
+    "           normalisation in its mean-curvature-flow tutorial). L=0 only\n"
+    "           copies (or, with --unit-area, normalises) the mesh.\n"
+    "           --vertices N instead of --levels: whole levels while they fit,\n"
+    "           then the longest edges split at their midpoints (1, 2 or 3 per\n"
+    "           triangle, red-green: still conforming, still on the flat\n"
+    "           triangles) until the mesh has exactly N vertices (the solver\n"
+    "           ops' benchmark: igea --vertices 1000000 --unit-area).\n"
     "           INPUT is a mesh file or a collection (then --mesh picks the mesh).\n"
     "sphere     an icosphere with at least N vertices (10*4^L+2), each vertex\n"
     "           moved radially by a uniform random amount in [-A, A] (default\n"
@@ -177,6 +189,7 @@ int mb_cmd_generate(int argc, char **argv) {
   const char *distribution = "uniform";
   int64_t levels = -1, nverts = -1, npoints = -1, seed = 1;
   double noise = 0.01;
+  int unit_area = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (mb_cli_log_option(a)) continue;
@@ -190,22 +203,41 @@ int mb_cmd_generate(int argc, char **argv) {
     else if (!strcmp(a, "--distribution") && v) distribution = argv[++i];
     else if (!strcmp(a, "--seed") && v) bad = mb_cli_parse_int64(argv[++i], &seed);
     else if (!strcmp(a, "--noise") && v) bad = mb_cli_parse_double(argv[++i], &noise);
+    else if (!strcmp(a, "--unit-area")) unit_area = 1;
     else if (a[0] != '-' && !input) input = a;
     else return mb_cli_usage_error("generate", "unexpected argument '%s'", a);
     if (bad) return mb_cli_usage_error("generate", "%s needs a number, got '%s'", a, argv[i]);
   }
   if (!out) return mb_cli_usage_error("generate", "missing -o OUTPUT");
+  if (unit_area && strcmp(kind, "subdivide"))
+    return mb_cli_usage_error("generate", "--unit-area is an option of subdivide only");
   mb_mesh *m = NULL;
   if (!strcmp(kind, "subdivide")) {
     if (!input) return mb_cli_usage_error("generate", "subdivide needs an INPUT mesh");
-    if (levels < 0 || levels > 12)
+    if ((levels >= 0) == (nverts >= 0))
+      return mb_cli_usage_error("generate", "subdivide needs one of --levels L or --vertices N");
+    if (nverts < 0 && levels > 12)
       return mb_cli_usage_error("generate", "--levels must be in [0, 12]");
     mb_mesh *src = NULL;
     int code = read_input(input, only, &src);
     if (code) return code;
-    mb_error e = mb_generate_subdivide(src, (int)levels, &m);
+    int whole = (int)levels;
+    mb_error e = nverts >= 0 ? mb_generate_subdivide_to(src, nverts, &whole, &m)
+                             : mb_generate_subdivide(src, (int)levels, &m);
     mb_mesh_free(src);
     if (e) return mb_cli_report(MB_EXIT_FAILED);
+    if (nverts >= 0)
+      mb_log(MB_LOG_NORMAL, "%s: %d whole 1-to-4 level%s, then longest edges split to %lld vertices",
+             m->name, whole, whole == 1 ? "" : "s", (long long)m->nv);
+    if (unit_area) {
+      double area = 0;
+      if (mb_generate_unit_area(m, &area)) {
+        mb_mesh_free(m);
+        return mb_cli_report(MB_EXIT_FAILED);
+      }
+      mb_log(MB_LOG_NORMAL, "%s: area %.17g scaled to 1, area-weighted barycentre at the origin",
+             m->name, area);
+    }
   } else if (!strcmp(kind, "sphere")) {
     if (nverts < 1) return mb_cli_usage_error("generate", "sphere needs --vertices N (N >= 1)");
     if (mb_generate_sphere(nverts, noise, (uint64_t)seed, &m)) return mb_cli_report(MB_EXIT_FAILED);
