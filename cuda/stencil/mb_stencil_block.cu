@@ -264,8 +264,11 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   mb_error e = MB_SUCCESS;
   for (int64_t s = 0; s < nsteps && !e; s++) {
     if (fig && s == skip) {
-      if (cudaStreamSynchronize(b.comp) != cudaSuccess || MPI_Barrier(cart->comm) != MPI_SUCCESS)
+      if (cudaStreamSynchronize(b.comp) != cudaSuccess)
         e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil steps failed");
+      const int rc = MPI_Barrier(cart->comm); /* unagreed: ends the job (mb_error.h) */
+      if (!e && rc != MPI_SUCCESS)
+        e = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__, "MPI_Barrier(cart->comm)");
       t0 = MPI_Wtime();
     }
     cudaEvent_t *se = fig && s >= skip ? &ev[(size_t)(s - skip) * EV_COUNT] : nullptr;
