@@ -8,23 +8,11 @@
 
 #include "mb_reduce_impl.h"
 
-/* Propagate carries: bins 0 .. NBINS-2 end in [0, 2^32), the top bin holds
- * the signed rest. The value is unchanged. Bins must stay below 2^62 in
- * magnitude on entry. */
-static void normalise(int64_t *b) {
-  for (int i = 0; i < MB_REDUCE_NBINS - 1; i++) {
-    const int64_t lo = (int64_t)((uint64_t)b[i] & 0xffffffffu);
-    const int64_t carry = (b[i] - lo) / ((int64_t)1 << 32); /* exact: b - lo is a multiple */
-    b[i] = lo;
-    b[i + 1] += carry;
-  }
-}
-
 void mb_reduce_acc_zero(mb_reduce_acc *acc) { memset(acc, 0, sizeof *acc); }
 
 void mb_reduce_acc_add_slots(mb_reduce_acc *acc, const int64_t *s) {
   for (int i = 0; i < MB_REDUCE_NSLOTS; i++) acc->slot[i] += s[i];
-  normalise(acc->slot);
+  mb_reduce_normalise(acc->slot);
 }
 
 /* Terms i0 .. i1-1 into bins b[NSLOTS] (at most MB_REDUCE_CHUNK of them,
@@ -56,7 +44,7 @@ static void add_range(int64_t *b, int64_t i0, int64_t i1, const double *x, const
 /* The GPU's method (a register window, see mb_reduce_impl.h) on the CPU,
  * serial, for the tests: the same bins must come out. */
 void mb_reduce_acc_add_windowed(mb_reduce_acc *acc, int64_t n, const double *x, const double *y) {
-  normalise(acc->slot);
+  mb_reduce_normalise(acc->slot);
   for (int64_t c = 0; c < n; c += MB_REDUCE_CHUNK) {
     const int64_t c1 = n - c < MB_REDUCE_CHUNK ? n : c + MB_REDUCE_CHUNK;
     int64_t b[MB_REDUCE_NSLOTS] = {0}, out[4];
@@ -80,7 +68,7 @@ void mb_reduce_acc_add_windowed(mb_reduce_acc *acc, int64_t n, const double *x, 
 }
 
 void mb_reduce_acc_add(mb_reduce_acc *acc, int64_t n, const double *x, const double *y) {
-  normalise(acc->slot);
+  mb_reduce_normalise(acc->slot);
   if (n <= 0) return;
   int nt = omp_get_max_threads();
   if (n < 65536) nt = 1; /* not worth a team */
@@ -91,7 +79,7 @@ void mb_reduce_acc_add(mb_reduce_acc *acc, int64_t n, const double *x, const dou
     int64_t b[MB_REDUCE_NSLOTS] = {0};
     for (int64_t c = i0; c < i1; c += MB_REDUCE_CHUNK) {
       add_range(b, c, i1 - c < MB_REDUCE_CHUNK ? i1 : c + MB_REDUCE_CHUNK, x, y);
-      normalise(b);
+      mb_reduce_normalise(b);
     }
 #pragma omp critical(mb_reduce_acc)
     mb_reduce_acc_add_slots(acc, b); /* integer sums: the order of threads does not matter */
@@ -100,69 +88,15 @@ void mb_reduce_acc_add(mb_reduce_acc *acc, int64_t n, const double *x, const dou
 
 mb_error mb_reduce_acc_allreduce(MPI_Comm comm, int count, mb_reduce_acc *acc) {
   MB_CHECK(count >= 1 && acc, MB_ERR_ARG, "mb_reduce_acc_allreduce: %d accumulators", count);
-  for (int a = 0; a < count; a++) normalise(acc[a].slot); /* bins below 2^32: no overflow
+  for (int a = 0; a < count; a++) mb_reduce_normalise(acc[a].slot); /* bins below 2^32: no overflow
                                                              for fewer than 2^31 ranks */
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, acc, count * MB_REDUCE_NSLOTS, MPI_INT64_T, MPI_SUM,
                             comm));
-  for (int a = 0; a < count; a++) normalise(acc[a].slot);
+  for (int a = 0; a < count; a++) mb_reduce_normalise(acc[a].slot);
   return MB_SUCCESS;
 }
 
-/* Number of significant bits of v > 0. */
-static int bit_length(uint64_t v) {
-  int n = 0;
-  while (v) {
-    n++;
-    v >>= 1;
-  }
-  return n;
-}
-
-double mb_reduce_acc_value(const mb_reduce_acc *acc) {
-  const int64_t n_nan = acc->slot[MB_REDUCE_NBINS], n_pinf = acc->slot[MB_REDUCE_NBINS + 1],
-                n_ninf = acc->slot[MB_REDUCE_NBINS + 2];
-  if (n_nan || (n_pinf && n_ninf)) return NAN;
-  if (n_pinf) return INFINITY;
-  if (n_ninf) return -INFINITY;
-  int64_t d[MB_REDUCE_NBINS];
-  memcpy(d, acc->slot, sizeof d);
-  normalise(d);
-  const int neg = d[MB_REDUCE_NBINS - 1] < 0; /* lower bins are >= 0 and below one unit of it */
-  if (neg) {
-    for (int i = 0; i < MB_REDUCE_NBINS; i++) d[i] = -d[i];
-    normalise(d);
-  }
-  /* now 0 <= d[i] < 2^32 for every i (|sum| < 2^78 DBL_MAX), value = sum d[i] 2^(32 i - 1074) */
-  int t = MB_REDUCE_NBINS - 1;
-  while (t >= 0 && d[t] == 0) t--;
-  if (t < 0) return 0.0; /* exact zero: +0 */
-  const uint64_t dt = (uint64_t)d[t], d1 = t >= 1 ? (uint64_t)d[t - 1] : 0,
-                 d2 = t >= 2 ? (uint64_t)d[t - 2] : 0;
-  const int lt = bit_length(dt), L = 32 * t + lt; /* bits of the integer N = value * 2^1074 */
-  double r;
-  if (L <= 53) { /* N < 2^53, t <= 1: N * 2^-1074 is a float64 as it stands */
-    const uint64_t N = t == 1 ? (dt << 32) | d1 : dt;
-    r = ldexp((double)N, -1074);
-  } else { /* round N to 53 bits: q, the rounding bit, and whether anything below is set */
-    const uint64_t hi = (dt << 32) | d1; /* lt + 32 bits */
-    uint64_t top54;
-    int sticky;
-    if (lt + 32 >= 54) {
-      const int sh = lt + 32 - 54;
-      top54 = hi >> sh;
-      sticky = (hi & (((uint64_t)1 << sh) - 1)) != 0 || d2 != 0;
-    } else {
-      const int sh = 54 - (lt + 32); /* 1 .. 21 */
-      top54 = (hi << sh) | (d2 >> (32 - sh));
-      sticky = (d2 & (((uint64_t)1 << (32 - sh)) - 1)) != 0;
-    }
-    for (int i = t - 3; i >= 0 && !sticky; i--) sticky = d[i] != 0;
-    uint64_t q = top54 >> 1;
-    if ((top54 & 1) && (sticky || (q & 1))) q++; /* nearest, ties to even; q <= 2^53 exact */
-    r = ldexp((double)q, L - 53 - 1074);         /* exact, or Inf past DBL_MAX */
-  }
-  return neg ? -r : r;
-}
+double mb_reduce_acc_value(const mb_reduce_acc *acc) { return mb_reduce_slots_value(acc->slot); }
 
 static mb_error reduce_host(MPI_Comm comm, int64_t n, const double *x, const double *y,
                             double *out, const char *what) {

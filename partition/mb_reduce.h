@@ -132,6 +132,35 @@ mb_error mb_reduce_norm2_device(mb_reduce_device *rd, void *stream, MPI_Comm com
 mb_error mb_reduce_sum_device(mb_reduce_device *rd, void *stream, MPI_Comm comm, int64_t n,
                               const double *x, double *sum);
 
+/* Device-resident sums, for solvers that keep their scalars on the device
+ * (the GPU conjugate gradient): acc is a device array of m accumulators,
+ * acc[j * MB_REDUCE_NSLOTS + k] the slot k of accumulator j, the layout of
+ * mb_reduce_acc. Set accumulator j (j < m) to the exact sum of the terms
+ * t[j * ld + i] (i < n; t a device array, borrowed; ld >= n): kernels
+ * enqueued on `stream` (a cudaStream_t, NULL: the default stream), no
+ * synchronisation, no host copy. The slots afterwards are those
+ * mb_reduce_acc_add gives on the same terms. Not collective.
+ * Errors: MB_ERR_ARG (m < 1 or above 64, n < 0, ld < n, NULL arrays),
+ * MB_ERR_CUDA, MB_ERR_UNSUPPORTED (no CUDA). */
+mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream, int m, int64_t n,
+                                  const double *t, int64_t ld, int64_t *acc);
+
+/* Sum the m device accumulators acc (as above) over the ranks of comm, in
+ * place, as mb_reduce_acc_allreduce does: on one rank nothing is done (no
+ * synchronisation); on several the slots pass through a pinned host buffer
+ * and one MPI_Allreduce, and `stream` is synchronised. The device rounds an
+ * accumulator with mb_reduce_slots_value (mb_reduce_impl.h), the CPU's own
+ * rounding. Collective over comm. Errors: MB_ERR_ARG, MB_ERR_CUDA,
+ * MB_ERR_MPI, MB_ERR_UNSUPPORTED (no CUDA). */
+mb_error mb_reduce_device_allreduce(mb_reduce_device *rd, void *stream, MPI_Comm comm, int m,
+                                    int64_t *acc);
+
+/* Copy the m device accumulators acc to acc_host[m] (host) and wait for
+ * `stream`: for the rare decisions a solver takes on the host. Not
+ * collective. Errors: MB_ERR_ARG, MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
+mb_error mb_reduce_device_download(mb_reduce_device *rd, void *stream, int m,
+                                   const int64_t *acc, mb_reduce_acc *acc_host);
+
 /* For benchmarks only: the naive, NOT reproducible dot product of device
  * arrays x[n], y[n] on this rank (a float64 sum per thread, a tree per
  * block, float64 atomics across blocks: its last bits change from run to

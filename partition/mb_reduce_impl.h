@@ -19,6 +19,7 @@
 #ifndef MB_REDUCE_IMPL_H
 #define MB_REDUCE_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -127,6 +128,79 @@ MB_REDUCE_HD int mb_reduce_win_add(mb_reduce_win *w, double t, int64_t out[4], i
   w->r3 = 0;
   w->count = 1;
   return moved;
+}
+
+/* Propagate carries: bins 0 .. NBINS-2 end in [0, 2^32), the top bin holds
+ * the signed rest. The value is unchanged. Bins must stay below 2^62 in
+ * magnitude on entry. */
+MB_REDUCE_HD void mb_reduce_normalise(int64_t *b) {
+  for (int i = 0; i < MB_REDUCE_NBINS - 1; i++) {
+    const int64_t lo = (int64_t)((uint64_t)b[i] & 0xffffffffu);
+    const int64_t carry = (b[i] - lo) / ((int64_t)1 << 32); /* exact: b - lo is a multiple */
+    b[i] = lo;
+    b[i + 1] += carry;
+  }
+}
+
+/* Number of significant bits of v > 0. */
+MB_REDUCE_HD int mb_reduce_bit_length(uint64_t v) {
+  int n = 0;
+  while (v) {
+    n++;
+    v >>= 1;
+  }
+  return n;
+}
+
+/* The value of the slots s[MB_REDUCE_NSLOTS] (an accumulator's) rounded to
+ * the nearest float64, ties to even, with mb_reduce.h's rule for special
+ * values: the one rounding of the CPU (mb_reduce_acc_value) and of the
+ * device-resident reductions (mb_reduce_device_columns), so both give the
+ * same bits. */
+MB_REDUCE_HD double mb_reduce_slots_value(const int64_t *s) {
+  const int64_t n_nan = s[MB_REDUCE_NBINS], n_pinf = s[MB_REDUCE_NBINS + 1],
+                n_ninf = s[MB_REDUCE_NBINS + 2];
+  if (n_nan || (n_pinf && n_ninf)) return NAN;
+  if (n_pinf) return INFINITY;
+  if (n_ninf) return -INFINITY;
+  int64_t d[MB_REDUCE_NBINS];
+  for (int i = 0; i < MB_REDUCE_NBINS; i++) d[i] = s[i];
+  mb_reduce_normalise(d);
+  const int neg = d[MB_REDUCE_NBINS - 1] < 0; /* lower bins are >= 0 and below one unit of it */
+  if (neg) {
+    for (int i = 0; i < MB_REDUCE_NBINS; i++) d[i] = -d[i];
+    mb_reduce_normalise(d);
+  }
+  /* now 0 <= d[i] < 2^32 for every i (|sum| < 2^78 DBL_MAX), value = sum d[i] 2^(32 i - 1074) */
+  int t = MB_REDUCE_NBINS - 1;
+  while (t >= 0 && d[t] == 0) t--;
+  if (t < 0) return 0.0; /* exact zero: +0 */
+  const uint64_t dt = (uint64_t)d[t], d1 = t >= 1 ? (uint64_t)d[t - 1] : 0,
+                 d2 = t >= 2 ? (uint64_t)d[t - 2] : 0;
+  const int lt = mb_reduce_bit_length(dt), L = 32 * t + lt; /* bits of N = value * 2^1074 */
+  double r;
+  if (L <= 53) { /* N < 2^53, t <= 1: N * 2^-1074 is a float64 as it stands */
+    const uint64_t N = t == 1 ? (dt << 32) | d1 : dt;
+    r = ldexp((double)N, -1074);
+  } else { /* round N to 53 bits: q, the rounding bit, and whether anything below is set */
+    const uint64_t hi = (dt << 32) | d1; /* lt + 32 bits */
+    uint64_t top54;
+    int sticky;
+    if (lt + 32 >= 54) {
+      const int sh = lt + 32 - 54;
+      top54 = hi >> sh;
+      sticky = (hi & (((uint64_t)1 << sh) - 1)) != 0 || d2 != 0;
+    } else {
+      const int sh = 54 - (lt + 32); /* 1 .. 21 */
+      top54 = (hi << sh) | (d2 >> (32 - sh));
+      sticky = (d2 & (((uint64_t)1 << (32 - sh)) - 1)) != 0;
+    }
+    for (int i = t - 3; i >= 0 && !sticky; i--) sticky = d[i] != 0;
+    uint64_t q = top54 >> 1;
+    if ((top54 & 1) && (sticky || (q & 1))) q++; /* nearest, ties to even; q <= 2^53 exact */
+    r = ldexp((double)q, L - 53 - 1074);         /* exact, or Inf past DBL_MAX */
+  }
+  return neg ? -r : r;
 }
 
 /* Internal (mb_reduce.c): add slots s[MB_REDUCE_NSLOTS] (each below 2^62

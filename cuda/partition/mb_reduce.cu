@@ -86,15 +86,41 @@ __global__ void __launch_bounds__(MB_REDUCE_THREADS)
     if (sb[k]) atomicAdd(gbins + k, sb[k]);
 }
 
-/* Carries of the global bins between launches (the CPU's rule; one thread). */
-__global__ void carry_kernel(int64_t *b) {
-  if (threadIdx.x || blockIdx.x) return;
-  for (int i = 0; i < MB_REDUCE_NBINS - 1; i++) {
-    const int64_t lo = (int64_t)((uint64_t)b[i] & 0xffffffffu);
-    const int64_t carry = (b[i] - lo) / ((int64_t)1 << 32);
-    b[i] = lo;
-    b[i + 1] += carry;
+/* Carries of the global bins between launches (the CPU's rule; one thread
+ * per accumulator of `stride` slots). */
+__global__ void carry_kernel(int64_t *b, int m, int stride) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < m) mb_reduce_normalise(b + (int64_t)j * stride);
+}
+
+/* Column blockIdx.y of t (terms t[j ld + i], i < n) into the accumulator
+ * acc + j NSLOTS: reduce_kernel's method, one grid row a column. */
+__global__ void __launch_bounds__(MB_REDUCE_THREADS)
+    columns_kernel(int64_t n, const double *__restrict__ t, int64_t ld, ull *__restrict__ acc) {
+  __shared__ ull sb[MB_REDUCE_NSLOTS];
+  for (int i = threadIdx.x; i < MB_REDUCE_NSLOTS; i += blockDim.x) sb[i] = 0;
+  __syncthreads();
+  const double *x = t + (int64_t)blockIdx.y * ld;
+  mb_reduce_win w;
+  mb_reduce_win_init(&w);
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    double v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) v[u] = __ldg(x + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < 4; u++) add_term(sb, &w, v[u]);
   }
+  for (; i < n; i += stride) add_term(sb, &w, __ldg(x + i));
+  if (w.base >= 0) flush4(sb, w.base, w.r0, w.r1, w.r2, w.r3);
+  if (w.n_nan) atomicAdd(sb + MB_REDUCE_NBINS, (ull)w.n_nan);
+  if (w.n_pinf) atomicAdd(sb + MB_REDUCE_NBINS + 1, (ull)w.n_pinf);
+  if (w.n_ninf) atomicAdd(sb + MB_REDUCE_NBINS + 2, (ull)w.n_ninf);
+  __syncthreads();
+  ull *g = acc + (int64_t)blockIdx.y * MB_REDUCE_NSLOTS;
+  for (int k = threadIdx.x; k < MB_REDUCE_NSLOTS; k += blockDim.x)
+    if (sb[k]) atomicAdd(g + k, sb[k]);
 }
 
 /* The naive sum: a float64 per thread, a tree per block, atomics across blocks. */
@@ -166,13 +192,63 @@ extern "C" mb_error mb_reduce_device_acc(mb_reduce_device *rd, void *stream, int
                                                        y ? 0 : 1, g);
     MB_CHECK_LAUNCH("reproducible reduction");
     if (c + MB_REDUCE_CHUNK < n) {
-      carry_kernel<<<1, 1, 0, s>>>((int64_t *)g);
+      carry_kernel<<<1, 1, 0, s>>>((int64_t *)g, 1, MB_REDUCE_NSLOTS);
       MB_CHECK_LAUNCH("reduction carries");
     }
   }
   MB_CALL_CUDA(cudaMemcpyAsync(rd->host, g, MB_REDUCE_NSLOTS * 8, cudaMemcpyDeviceToHost, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s));
   mb_reduce_acc_add_slots(acc, rd->host);
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream, int m,
+                                             int64_t n, const double *t, int64_t ld,
+                                             int64_t *acc) {
+  MB_CHECK(rd && acc && m >= 1 && m <= 64 && n >= 0 && ld >= n && (n == 0 || t), MB_ERR_ARG,
+           "mb_reduce_device_columns: %d columns of %lld terms (ld %lld)", m, (long long)n,
+           (long long)ld);
+  cudaStream_t s = (cudaStream_t)stream;
+  MB_CALL_CUDA(cudaMemsetAsync(acc, 0, (size_t)m * MB_REDUCE_NSLOTS * 8, s));
+  for (int64_t c = 0; c < n; c += MB_REDUCE_CHUNK) {
+    const int64_t k = n - c < MB_REDUCE_CHUNK ? n - c : MB_REDUCE_CHUNK;
+    const int64_t need = (k + MB_REDUCE_THREADS - 1) / MB_REDUCE_THREADS;
+    int per = rd->blocks / m; /* one wave over all the columns */
+    if (per < 1) per = 1;
+    const dim3 grid(need < per ? (unsigned)need : (unsigned)per, (unsigned)m);
+    columns_kernel<<<grid, MB_REDUCE_THREADS, 0, s>>>(k, t + c, ld, (ull *)acc);
+    MB_CHECK_LAUNCH("reproducible column sums");
+    if (c + MB_REDUCE_CHUNK < n) {
+      carry_kernel<<<(m + 63) / 64, 64, 0, s>>>(acc, m, MB_REDUCE_NSLOTS);
+      MB_CHECK_LAUNCH("reduction carries");
+    }
+  }
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_reduce_device_download(mb_reduce_device *rd, void *stream, int m,
+                                              const int64_t *acc, mb_reduce_acc *acc_host) {
+  MB_CHECK(rd && acc && acc_host && m >= 1, MB_ERR_ARG, "mb_reduce_device_download: bad arguments");
+  cudaStream_t s = (cudaStream_t)stream;
+  MB_CALL_CUDA(cudaMemcpyAsync(acc_host, acc, (size_t)m * sizeof(mb_reduce_acc),
+                               cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_reduce_device_allreduce(mb_reduce_device *rd, void *stream, MPI_Comm comm,
+                                               int m, int64_t *acc) {
+  MB_CHECK(rd && acc && m >= 1 && m <= 64, MB_ERR_ARG,
+           "mb_reduce_device_allreduce: %d accumulators", m);
+  int size = 1;
+  MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  if (size == 1) return MB_SUCCESS;
+  mb_reduce_acc h[64];
+  MB_CALL(mb_reduce_device_download(rd, stream, m, acc, h));
+  MB_CALL(mb_reduce_acc_allreduce(comm, m, h));
+  MB_CALL_CUDA(cudaMemcpyAsync(acc, h, (size_t)m * sizeof(mb_reduce_acc), cudaMemcpyHostToDevice,
+                               (cudaStream_t)stream));
+  MB_CALL_CUDA(cudaStreamSynchronize((cudaStream_t)stream)); /* h is on this stack */
   return MB_SUCCESS;
 }
 

@@ -49,3 +49,21 @@ mb_error mb_reduce_device_upload(int64_t n, const double *host, double **dev) {
 }
 
 void mb_reduce_device_release(double *dev) { (void)dev; }
+
+mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream, int m, int64_t n,
+                                  const double *t, int64_t ld, int64_t *acc) {
+  (void)rd; (void)stream; (void)m; (void)n; (void)t; (void)ld; (void)acc;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_reduce_device_allreduce(mb_reduce_device *rd, void *stream, MPI_Comm comm, int m,
+                                    int64_t *acc) {
+  (void)rd; (void)stream; (void)comm; (void)m; (void)acc;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_reduce_device_download(mb_reduce_device *rd, void *stream, int m,
+                                   const int64_t *acc, mb_reduce_acc *acc_host) {
+  (void)rd; (void)stream; (void)m; (void)acc; (void)acc_host;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}

@@ -20,6 +20,7 @@
 #include "mb_cuda.h"
 #include "mb_mpi.h"
 #include "mb_reduce.h"
+#include "mb_reduce_impl.h"
 #include "mb_testutil.h"
 #include "reduce_testdata.h"
 
@@ -172,6 +173,52 @@ static void test_hand_cases(void **state) {
   mb_reduce_device_release(d1);
 }
 
+/* Device-resident column sums (mb_reduce_device_columns, _allreduce,
+ * _download): three columns of this rank's share, summed over the ranks,
+ * have the CPU's slots and value. */
+static void test_columns(void **state) {
+  (void)state;
+  const int64_t n = 1000003;
+  double *x, *y, *dt = NULL;
+  int64_t m;
+  make_share(n, 0, &x, &y, &m);
+  const int64_t ld = m + 5;
+  double *t = calloc((size_t)(3 * ld), sizeof *t);
+  assert_non_null(t);
+  for (int64_t i = 0; i < m; i++) {
+    t[i] = x[i] * y[i];
+    t[ld + i] = x[i];
+    t[2 * ld + i] = y[i];
+  }
+  mb_reduce_acc cpu[3], got[3], gpu[3];
+  for (int j = 0; j < 3; j++) {
+    mb_reduce_acc_zero(&cpu[j]);
+    mb_reduce_acc_zero(&gpu[j]);
+    mb_reduce_acc_add(&cpu[j], m, t + j * ld, NULL);
+  }
+  assert_int_equal(mb_reduce_acc_allreduce(MPI_COMM_WORLD, 3, cpu), MB_SUCCESS);
+  assert_int_equal(mb_reduce_device_upload(3 * ld, t, &dt), MB_SUCCESS);
+  /* the device accumulators: 3 x MB_REDUCE_NSLOTS int64, uploaded as zeros of the same size */
+  double zeros[3 * MB_REDUCE_NSLOTS] = {0};
+  int64_t *dacc = NULL;
+  assert_int_equal(mb_reduce_device_upload(3 * MB_REDUCE_NSLOTS, zeros, (double **)&dacc),
+                   MB_SUCCESS);
+  assert_int_equal(mb_reduce_device_columns(g_rd, NULL, 3, m, dt, ld, dacc), MB_SUCCESS);
+  assert_int_equal(mb_reduce_device_allreduce(g_rd, NULL, MPI_COMM_WORLD, 3, dacc), MB_SUCCESS);
+  assert_int_equal(mb_reduce_device_download(g_rd, NULL, 3, dacc, got), MB_SUCCESS);
+  for (int j = 0; j < 3; j++) {
+    mb_reduce_acc_add_slots(&gpu[j], got[j].slot); /* normalised, as the CPU's */
+    if (memcmp(&cpu[j], &gpu[j], sizeof cpu[j]))
+      fail_msg("rank %d, column %d: the device-resident slots differ from the CPU's", g_rank, j);
+    assert_same_bits(mb_reduce_acc_value(&got[j]), mb_reduce_acc_value(&cpu[j]), "column value");
+  }
+  mb_reduce_device_release((double *)dacc);
+  mb_reduce_device_release(dt);
+  free(t);
+  free(x);
+  free(y);
+}
+
 /* More terms than one launch takes: carries between launches (one rank). */
 static void test_many_launches(void **state) {
   (void)state;
@@ -216,6 +263,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_hand_cases),
                                      cmocka_unit_test(test_mixed_1e7),
                                      cmocka_unit_test(test_narrow),
+                                     cmocka_unit_test(test_columns),
                                      cmocka_unit_test(test_many_launches)};
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   mb_reduce_device_free(g_rd);
