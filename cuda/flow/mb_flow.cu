@@ -108,6 +108,26 @@ __global__ void recentre_scale(int32_t n, double c0, double c1, double c2, doubl
   x[3 * i + 2] = (x[3 * i + 2] - c2) * s;
 }
 
+/* `auto`'s bounds, as mb_flow_sqrt_kappa on the host (src/ops/flow):
+ * hl[0] = max_i (a_ii + sum_j |a_ij|) (entry order), hl[1] = min_i d_i
+ * (1 for a fixed row), as the bits of non-negative float64 values, whose
+ * integer order is their order (the values are positive once the checks
+ * passed; a NaN is skipped as the host's comparisons skip it). */
+__global__ void kappa_bounds(int32_t n, const int32_t *__restrict__ rowptr,
+                             const int32_t *__restrict__ diag, const double *__restrict__ val,
+                             const double *__restrict__ d, const double *__restrict__ fixed,
+                             unsigned long long *__restrict__ hl) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  double r = 0;
+  const double a = val[diag[i]];
+  for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+    if (k != diag[i]) r += fabs(val[k]);
+  const double hi = a + r, low = fixed[i] != 0 ? 1.0 : d[i];
+  if (hi > 0) atomicMax(hl, (unsigned long long)__double_as_longlong(hi));
+  if (low >= 0) atomicMin(hl + 1, (unsigned long long)__double_as_longlong(low));
+}
+
 /* Everything one run holds on the device and the host. */
 struct flow_gpu {
   const mb_flow_params *p = nullptr;
@@ -119,7 +139,7 @@ struct flow_gpu {
   mb_cuda_cholesky *chol = nullptr;
   mb_cuda_halo *halo = nullptr;     /* device exchange of 3 values per row (split) */
   mb_reduce_device *rd = nullptr;
-  mb_dbuf x, X, B, d, fixed, scratch, bad;
+  mb_dbuf x, X, B, d, fixed, scratch, bad, bounds;
   std::vector<double> hfixed;       /* host copy of the fixed flags [ncols] */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr;            /* dA's device arrays */
@@ -206,6 +226,7 @@ mb_error setup(flow_gpu *g) {
   MB_CALL(mb_dbuf_alloc(&g->fixed, sizeof(double) * nc, "flow fixed flags"));
   MB_CALL(mb_dbuf_alloc(&g->scratch, sizeof(double) * nr, "flow scratch"));
   MB_CALL(mb_dbuf_alloc(&g->bad, sizeof(int32_t), "flow check"));
+  MB_CALL(mb_dbuf_alloc(&g->bounds, 2 * sizeof(unsigned long long), "flow solver bounds"));
   int32_t none = 0;
   MB_CALL(first_bad(g, &none));
   MB_CALL(mb_reduce_device_create(&g->rd));
@@ -260,19 +281,34 @@ mb_error assemble_operator(flow_gpu *g, int step) {
   return agreed_check(g, "has zero area around it (its triangles are degenerate)", step);
 }
 
+/* `auto`'s estimate (mb_flow_sqrt_kappa's value) from the device system. */
+mb_error sqrt_kappa(flow_gpu *g, double *sk) {
+  const unsigned long long init[2] = {0ull, 0x7ff0000000000000ull}; /* 0, +Inf */
+  unsigned long long hl[2];
+  MB_CALL_CUDA(cudaMemcpy(g->bounds.p, init, sizeof init, cudaMemcpyHostToDevice));
+  if (g->nr) {
+    kappa_bounds<<<blocks(g->nr), BLOCK>>>(g->nr, g->rowptr, g->diag, g->val, g->d.as<double>(),
+                                           g->fixed.as<double>(),
+                                           g->bounds.as<unsigned long long>());
+    MB_CHECK_LAUNCH("flow solver bounds");
+  }
+  MB_CALL_CUDA(cudaMemcpy(hl, g->bounds.p, sizeof hl, cudaMemcpyDeviceToHost));
+  double hi, lo;
+  memcpy(&hi, &hl[0], sizeof hi);
+  memcpy(&lo, &hl[1], sizeof lo);
+  *sk = lo > 0 ? sqrt(hi / lo) : INFINITY;
+  return MB_SUCCESS;
+}
+
 mb_error solve(flow_gpu *g, mb_solve_stats *st) {
   const mb_flow_params *p = g->p;
   mb_solver_method m = (mb_solver_method)p->solver;
   if (m == MB_SOLVER_AUTO) {
     if (g->split) m = MB_SOLVER_PCG;
-    else { /* the CPU's rule on host copies of A and d */
-      std::vector<double> d((size_t)g->nr + 1);
-      MB_CALL(mb_cuda_csr_download(g->dA, g->A->val));
-      MB_CALL_CUDA(cudaMemcpy(d.data(), g->d.p, sizeof(double) * (size_t)g->nr,
-                              cudaMemcpyDeviceToHost));
-      m = mb_flow_sqrt_kappa(g->A, d.data(), g->hfixed.data()) <= MB_FLOW_AUTO_SQRT_KAPPA
-              ? MB_SOLVER_PCG
-              : MB_SOLVER_CHOLESKY;
+    else {
+      double sk = 0;
+      MB_CALL(sqrt_kappa(g, &sk));
+      m = sk <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
     }
   }
   MB_CALL_CUDA(cudaMemcpy(g->X.p, g->x.p, sizeof(double) * 3 * (size_t)g->nc,
@@ -344,8 +380,11 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
       MB_CALL(mb_agree(fm->comm, rescale_area(g, a0)));
     MB_CALL(refresh(g));
     const mb_solve_stats *st = &rep->step[s];
-    mb_log(MB_LOG_VERBOSE, "%s: step %d: %s on the GPU, %d iterations, relative residual %.3g",
-           fm->name, s + 1, mb_solver_method_name(st->method), st->iterations, st->residual);
+    mb_log(MB_LOG_VERBOSE,
+           "%s: step %d: %s on the GPU, %d iterations, relative residual %.3g (analysis %.1f ms, "
+           "factor %.1f ms, solve %.1f ms)",
+           fm->name, s + 1, mb_solver_method_name(st->method), st->iterations, st->residual,
+           st->analyze_ms, st->factor_ms, st->solve_ms);
   }
   MB_CALL_CUDA(cudaMemcpy(fm->x, g->x.p, sizeof(double) * 3 * (size_t)g->nc,
                           cudaMemcpyDeviceToHost));

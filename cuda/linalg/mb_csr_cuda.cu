@@ -141,8 +141,21 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
 
 /* ------------------------------------------------------------------ helpers */
 
+static void destroy_dense(mb_cuda_csr::dense_pair *d) {
+  if (d->mx) cusparseDestroyDnMat(d->mx);
+  if (d->my) cusparseDestroyDnMat(d->my);
+  if (d->vx) cusparseDestroyDnVec(d->vx);
+  if (d->vy) cusparseDestroyDnVec(d->vy);
+  *d = mb_cuda_csr::dense_pair{};
+}
+
 mb_cuda_csr::~mb_cuda_csr() {
+  for (auto &d : dense) destroy_dense(&d);
+  if (spA) cusparseDestroySpMat(spA);
   if (sp) cusparseDestroy(sp);
+  if (pcg_host) cudaFreeHost(pcg_host);
+  for (auto &e : pcg_ev)
+    if (e) cudaEventDestroy(e);
   if (halo) mb_cuda_halo_free(halo);
   mb_reduce_device_free(rd);
 }
@@ -162,52 +175,61 @@ mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *co
   return MB_SUCCESS;
 }
 
-/* Descriptors of one cuSPARSE product, destroyed on every return path. */
-struct mb_sp_descr {
-  cusparseSpMatDescr_t A = nullptr;
-  cusparseDnVecDescr_t vx = nullptr, vy = nullptr;
-  cusparseDnMatDescr_t mx = nullptr, my = nullptr;
-  ~mb_sp_descr() {
-    if (A) cusparseDestroySpMat(A);
-    if (vx) cusparseDestroyDnVec(vx);
-    if (vy) cusparseDestroyDnVec(vy);
-    if (mx) cusparseDestroyDnMat(mx);
-    if (my) cusparseDestroyDnMat(my);
+/* The dense descriptors of (x, y, ncomp), made once and kept in a small
+ * ring; a new pair evicts the oldest. */
+static mb_error dense_for(mb_cuda_csr *dA, int ncomp, const double *x, double *y,
+                          mb_cuda_csr::dense_pair **out) {
+  for (auto &d : dA->dense)
+    if (d.x == x && d.y == y && d.ncomp == ncomp && (d.mx || d.vx)) {
+      *out = &d;
+      return MB_SUCCESS;
+    }
+  mb_cuda_csr::dense_pair *d = &dA->dense[dA->dense_next];
+  dA->dense_next = (dA->dense_next + 1) % (int)(sizeof dA->dense / sizeof dA->dense[0]);
+  destroy_dense(d);
+  if (ncomp == 1) {
+    MB_CALL_CUSPARSE(cusparseCreateDnVec(&d->vx, dA->ncols, (void *)x, CUDA_R_64F));
+    MB_CALL_CUSPARSE(cusparseCreateDnVec(&d->vy, dA->nrows, y, CUDA_R_64F));
+  } else {
+    MB_CALL_CUSPARSE(cusparseCreateDnMat(&d->mx, dA->ncols, ncomp, ncomp, (void *)x, CUDA_R_64F,
+                                         CUSPARSE_ORDER_ROW));
+    MB_CALL_CUSPARSE(cusparseCreateDnMat(&d->my, dA->nrows, ncomp, ncomp, y, CUDA_R_64F,
+                                         CUSPARSE_ORDER_ROW));
   }
-};
+  d->x = x;
+  d->y = y;
+  d->ncomp = ncomp;
+  *out = d;
+  return MB_SUCCESS;
+}
 
 static mb_error mb_la_spmv_cusparse(mb_cuda_csr *dA, int ncomp, const double *x, double *y) {
   if (!dA->sp) MB_CALL_CUSPARSE(cusparseCreate(&dA->sp));
-  mb_sp_descr D;
+  if (!dA->spA)
+    MB_CALL_CUSPARSE(cusparseCreateCsr(&dA->spA, dA->nrows, dA->ncols, dA->nnz, dA->rowptr.p,
+                                       dA->col.p, dA->val.p, CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  mb_cuda_csr::dense_pair *D = nullptr;
+  MB_CALL(dense_for(dA, ncomp, x, y, &D));
   const double one = 1.0, zero = 0.0;
-  MB_CALL_CUSPARSE(cusparseCreateCsr(&D.A, dA->nrows, dA->ncols, dA->nnz, dA->rowptr.p,
-                                     dA->col.p, dA->val.p, CUSPARSE_INDEX_32I,
-                                     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
   size_t need = 0;
-  if (ncomp == 1) {
-    MB_CALL_CUSPARSE(cusparseCreateDnVec(&D.vx, dA->ncols, (void *)x, CUDA_R_64F));
-    MB_CALL_CUSPARSE(cusparseCreateDnVec(&D.vy, dA->nrows, y, CUDA_R_64F));
-    MB_CALL_CUSPARSE(cusparseSpMV_bufferSize(dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, D.A,
-                                             D.vx, &zero, D.vy, CUDA_R_64F,
+  if (ncomp == 1)
+    MB_CALL_CUSPARSE(cusparseSpMV_bufferSize(dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
+                                             dA->spA, D->vx, &zero, D->vy, CUDA_R_64F,
                                              CUSPARSE_SPMV_ALG_DEFAULT, &need));
-  } else {
-    MB_CALL_CUSPARSE(cusparseCreateDnMat(&D.mx, dA->ncols, ncomp, ncomp, (void *)x, CUDA_R_64F,
-                                         CUSPARSE_ORDER_ROW));
-    MB_CALL_CUSPARSE(cusparseCreateDnMat(&D.my, dA->nrows, ncomp, ncomp, y, CUDA_R_64F,
-                                         CUSPARSE_ORDER_ROW));
+  else
     MB_CALL_CUSPARSE(cusparseSpMM_bufferSize(
-        dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, D.A,
-        D.mx, &zero, D.my, CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, &need));
-  }
+        dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA->spA,
+        D->mx, &zero, D->my, CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, &need));
   if (need > dA->spbuf.bytes) MB_CALL(mb_dbuf_alloc(&dA->spbuf, need, "cuSPARSE product buffer"));
   if (ncomp == 1)
-    MB_CALL_CUSPARSE(cusparseSpMV(dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, D.A, D.vx,
-                                  &zero, D.vy, CUDA_R_64F, CUSPARSE_SPMV_ALG_DEFAULT,
+    MB_CALL_CUSPARSE(cusparseSpMV(dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA->spA, D->vx,
+                                  &zero, D->vy, CUDA_R_64F, CUSPARSE_SPMV_ALG_DEFAULT,
                                   dA->spbuf.p));
   else
     MB_CALL_CUSPARSE(cusparseSpMM(dA->sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &one, D.A, D.mx, &zero, D.my,
-                                  CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, dA->spbuf.p));
+                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA->spA, D->mx, &zero,
+                                  D->my, CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, dA->spbuf.p));
   return MB_SUCCESS;
 }
 

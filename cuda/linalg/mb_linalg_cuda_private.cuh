@@ -44,9 +44,24 @@ struct mb_cuda_csr {
   mb_cuda_product product = MB_CUDA_PRODUCT_CUSPARSE;
   mb_halo_transport transport = MB_HALO_MPI;
   mb_nccl *nccl = nullptr;
-  /* cuSPARSE state, made at the first cuSPARSE product */
+  /* cuSPARSE state, made at the first cuSPARSE product and kept: the
+   * matrix's descriptor (its arrays never move) and those of the last few
+   * dense operands (x, y, columns), so a solver's products make none */
   cusparseHandle_t sp = nullptr;
+  cusparseSpMatDescr_t spA = nullptr;
+  struct dense_pair {
+    const void *x = nullptr;
+    void *y = nullptr;
+    int ncomp = 0;
+    cusparseDnMatDescr_t mx = nullptr, my = nullptr;
+    cusparseDnVecDescr_t vx = nullptr, vy = nullptr;
+  } dense[4];
+  int dense_next = 0;
   mb_dbuf spbuf;
+  /* the PCG's status, two pinned host copies and their events (made at the
+   * first solve) */
+  void *pcg_host = nullptr;
+  cudaEvent_t pcg_ev[2] = {nullptr, nullptr};
   /* the device halo of the last partitioned PCG (plan and ncomp it was made for) */
   mb_cuda_halo *halo = nullptr;
   const mb_halo *halo_plan = nullptr;

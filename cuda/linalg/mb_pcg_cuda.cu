@@ -6,14 +6,23 @@
  * "Iterative Methods for Sparse Linear Systems", 2nd ed., algorithm 9.1.
  * Vectors are row-major [rows, ncomp] like B and X. Every dot product is
  * exact: a kernel writes the rounded products of each column contiguously
- * (the terms mb_reduce would form), mb_reduce_device_acc adds them into one
- * accumulator per column, and one mb_reduce_acc_allreduce combines the
- * 2 ncomp accumulators of an iteration over the ranks. alpha and beta are
- * computed on the host from the rounded dots, the same on every rank, and
- * passed to the vector kernels, which do per row what linalg/mb_pcg.c does
- * (unfused), step for step: with the row kernel the iterates are the CPU's
- * bits, on 1 and N ranks. Every decision is taken on reduced values, so
- * every rank takes it in step.
+ * (the terms mb_reduce would form), mb_reduce_device_columns adds them into
+ * device accumulators, one per column, and mb_reduce_device_allreduce
+ * combines them over the ranks (nothing to do on one rank).
+ *
+ * The iteration's scalars live on the device: one-thread kernels round the
+ * accumulators (the CPU's rounding, mb_reduce_slots_value), form alpha and
+ * beta, count the iterations and decide per column whether it runs on, all
+ * in a small status record the vector kernels read. The host enqueues
+ * iteration k, then waits only for the status of iteration k - 1 (copied to
+ * pinned memory behind it), so the device always has the next iteration
+ * queued; the host acts when a status shows a failure, a column whose
+ * recurrence says converged (the true residual b - A x is then checked, as
+ * linalg/mb_pcg.c does, after the device has drained) or no column running.
+ * A column that stops waits without changing until the host checks it, so
+ * every column takes the CPU's steps in the CPU's order: with the row
+ * kernel the iterates are the CPU's bits, on 1 and N ranks. Every decision
+ * is taken on reduced values, so every rank takes it in step.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -24,6 +33,7 @@
 #include "mb_cuda_halo.h"
 #include "mb_linalg_cuda_private.cuh"
 #include "mb_reduce.h"
+#include "mb_reduce_impl.h"
 
 namespace {
 
@@ -31,6 +41,77 @@ struct colp {
   double a[MB_LA_MAXCOMP];
   int on[MB_LA_MAXCOMP];
 };
+
+/* The iteration's scalars and decisions, on the device (and copied to
+ * pinned host memory behind every iteration). */
+struct pcg_status {
+  double rz[MB_LA_MAXCOMP];    /* r'z of the current residual */
+  double tol[MB_LA_MAXCOMP];   /* rtol ||b|| */
+  double alpha[MB_LA_MAXCOMP], beta[MB_LA_MAXCOMP];
+  double fail_value;           /* p'Ap at a failure */
+  int32_t run[MB_LA_MAXCOMP];  /* the column takes the next iteration */
+  int32_t step[MB_LA_MAXCOMP]; /* x, r, z updated in this iteration */
+  int32_t dir[MB_LA_MAXCOMP];  /* p updated in this iteration */
+  int32_t check[MB_LA_MAXCOMP]; /* the recurrence says converged: the host checks */
+  int32_t it[MB_LA_MAXCOMP];
+  int32_t fail, fail_col, fail_it; /* 1 p'Ap not finite, 2 p'Ap <= 0, 3 residual not finite */
+};
+
+__device__ void stop_all(int nc, pcg_status *st) {
+  for (int c = 0; c < nc; c++) st->run[c] = st->step[c] = st->dir[c] = 0;
+}
+
+/* alpha = r'z / p'Ap of the running columns (acc: nc accumulators of p'Ap);
+ * the CPU's checks, in column order. One thread. */
+__global__ void k_alpha(int nc, const int64_t *__restrict__ acc, pcg_status *st) {
+  for (int c = 0; c < nc; c++) {
+    st->step[c] = 0;
+    if (!st->run[c]) continue;
+    const double pq = mb_reduce_slots_value(acc + (int64_t)c * MB_REDUCE_NSLOTS);
+    const int f = !isfinite(pq) ? 1 : !(pq > 0) ? 2 : 0;
+    if (f) {
+      st->fail = f;
+      st->fail_col = c;
+      st->fail_it = st->it[c] + 1;
+      st->fail_value = pq;
+      stop_all(nc, st);
+      return;
+    }
+    st->step[c] = 1;
+    st->alpha[c] = st->rz[c] / pq;
+  }
+}
+
+/* After the update (acc: r'r of the nc columns, then r'z): count the
+ * iteration; a column whose ||r|| <= tol stops for the host's check, the
+ * others take beta = r'z_new / r'z and run on below the iteration limit.
+ * One thread. */
+__global__ void k_beta(int nc, const int64_t *__restrict__ acc, int max_iter, pcg_status *st) {
+  for (int c = 0; c < nc; c++) st->dir[c] = 0;
+  for (int c = 0; c < nc; c++) {
+    if (!st->step[c]) continue;
+    st->it[c]++;
+    const double rr = mb_reduce_slots_value(acc + (int64_t)c * MB_REDUCE_NSLOTS);
+    const double rzn = mb_reduce_slots_value(acc + (int64_t)(nc + c) * MB_REDUCE_NSLOTS);
+    if (!isfinite(rr) || !isfinite(rzn)) {
+      st->fail = 3;
+      st->fail_col = c;
+      st->fail_it = st->it[c];
+      st->fail_value = rr;
+      stop_all(nc, st);
+      return;
+    }
+    if (sqrt(rr) <= st->tol[c]) {
+      st->check[c] = 1;
+      st->run[c] = 0;
+    } else {
+      st->dir[c] = 1;
+      st->beta[c] = rzn / st->rz[c];
+      st->rz[c] = rzn;
+      st->run[c] = st->it[c] < max_iter;
+    }
+  }
+}
 
 /* Input checks, first rows into flag: [0] a non-finite matrix value
  * (entries), [1] a diagonal <= 0 (finite), [2] a non-finite B or X (owned
@@ -89,10 +170,10 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   }
 }
 
-/* Columns on: x += alpha p, r -= alpha q, z = r dinv; terms r r and r z
- * (0 for the others). */
+/* Columns stepping (st->step): x += alpha p, r -= alpha q, z = r dinv;
+ * terms r r and r z (0 for the others). */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_update(int32_t n, int nc, colp al, const double *__restrict__ p,
+    k_update(int32_t n, int nc, const pcg_status *__restrict__ st, const double *__restrict__ p,
              const double *__restrict__ q, const double *__restrict__ dinv,
              double *__restrict__ x, double *__restrict__ r, double *__restrict__ z,
              double *__restrict__ t) {
@@ -102,8 +183,8 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   for (int c = 0; c < nc; c++) {
     const int64_t k = i * nc + c;
     double rr = 0.0, rz = 0.0;
-    if (al.on[c]) {
-      const double a = al.a[c];
+    if (st->step[c]) {
+      const double a = st->alpha[c];
       const double ap = a * p[k], aq = a * q[k];
       x[k] = x[k] + ap;
       const double rk = r[k] - aq;
@@ -118,22 +199,27 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   }
 }
 
-/* Columns on: p = z + beta p (beta 0 and on: p = z, exactly). */
+/* Columns with st->dir: p = z + beta p. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_direction(int32_t n, int nc, colp be, int copy, const double *__restrict__ z,
-                double *__restrict__ p) {
+    k_direction_st(int32_t n, int nc, const pcg_status *__restrict__ st,
+                   const double *__restrict__ z, double *__restrict__ p) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (i >= n) return;
   for (int c = 0; c < nc; c++)
-    if (be.on[c]) {
+    if (st->dir[c]) {
       const int64_t k = i * nc + c;
-      if (copy) {
-        p[k] = z[k];
-      } else {
-        const double bp = be.a[c] * p[k];
-        p[k] = z[k] + bp;
-      }
+      const double bp = st->beta[c] * p[k];
+      p[k] = z[k] + bp;
     }
+}
+
+/* Columns on: p = z (a restart from the true residual). */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_restart(int32_t n, int nc, colp on, const double *__restrict__ z, double *__restrict__ p) {
+  const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int c = 0; c < nc; c++)
+    if (on.on[c]) p[i * nc + c] = z[i * nc + c];
 }
 
 /* x = 0 in the columns on (b = 0), owned rows. */
@@ -153,7 +239,9 @@ struct pcg {
   int nc;
   int32_t n;
   double *r, *z, *p, *q, *dinv, *t;
-  mb_reduce_acc acc[3 * MB_LA_MAXCOMP];
+  int64_t *acc;        /* device accumulators [3 nc][MB_REDUCE_NSLOTS] */
+  pcg_status *st;      /* device status */
+  pcg_status *host[2]; /* pinned copies, one per iteration in flight */
 
   unsigned grid() const { return mb_la_grid(n); }
   /* forward exchange of the ghosts of v [ncols, nc] (halo only) */
@@ -169,17 +257,19 @@ struct pcg {
     MB_CALL(mb_la_spmv(A, halo != nullptr, nc, v, q));
     return MB_SUCCESS;
   }
+  /* the m columns of t summed exactly over the ranks into acc, on the device */
+  mb_error device_sums(int m) {
+    MB_CALL(mb_reduce_device_columns(A->rd, nullptr, m, n, t, n, acc));
+    MB_CALL(mb_reduce_device_allreduce(A->rd, nullptr, comm, m, acc));
+    return MB_SUCCESS;
+  }
   /* out[j] = exact sum over the ranks of the terms column j of t (j < m),
-   * for the columns with use[j % nc] (use NULL: all; the others 0); one
-   * allreduce */
-  mb_error sums(int m, const int *use, double *out) {
-    for (int j = 0; j < m; j++) {
-      mb_reduce_acc_zero(&acc[j]);
-      if (use && !use[j % nc]) continue;
-      MB_CALL(mb_reduce_device_acc(A->rd, NULL, n, t + (int64_t)j * n, NULL, &acc[j]));
-    }
-    MB_CALL(mb_reduce_acc_allreduce(comm, m, acc));
-    for (int j = 0; j < m; j++) out[j] = mb_reduce_acc_value(&acc[j]);
+   * on the host (waits for the device) */
+  mb_error sums(int m, double *out) {
+    MB_CALL(device_sums(m));
+    mb_reduce_acc h[3 * MB_LA_MAXCOMP];
+    MB_CALL(mb_reduce_device_download(A->rd, nullptr, m, acc, h));
+    for (int j = 0; j < m; j++) out[j] = mb_reduce_acc_value(&h[j]);
     return MB_SUCCESS;
   }
   /* res[c] = ||b - A x|| / ||b|| (||b - A x|| where b = 0) of every column;
@@ -195,17 +285,56 @@ struct pcg {
       k_terms<<<grid(), MB_LA_BLOCK>>>(n, nc, B, B, t + (int64_t)nc * n);
       MB_CHECK_LAUNCH("PCG norms");
     }
-    MB_CALL(sums(2 * nc, NULL, v));
+    MB_CALL(sums(2 * nc, v));
     for (int c = 0; c < nc; c++) {
       const double rn = sqrt(v[c]), bn = sqrt(v[nc + c]);
       res[c] = bn > 0 ? rn / bn : rn;
     }
     return MB_SUCCESS;
   }
+  /* One iteration, enqueued: q = A p, alpha, the update, beta, the
+   * direction; then the status behind it into host[slot] and its event. */
+  mb_error iteration(int max_iter, int slot) {
+    MB_CALL(product(p));
+    if (n) {
+      k_terms<<<grid(), MB_LA_BLOCK>>>(n, nc, p, q, t);
+      MB_CHECK_LAUNCH("PCG curvature");
+    }
+    MB_CALL(device_sums(nc));
+    k_alpha<<<1, 1>>>(nc, acc, st);
+    MB_CHECK_LAUNCH("PCG alpha");
+    if (n) {
+      k_update<<<grid(), MB_LA_BLOCK>>>(n, nc, st, p, q, dinv, xk, r, z, t);
+      MB_CHECK_LAUNCH("PCG update");
+    }
+    MB_CALL(device_sums(2 * nc));
+    k_beta<<<1, 1>>>(nc, acc, max_iter, st);
+    MB_CHECK_LAUNCH("PCG beta");
+    if (n) {
+      k_direction_st<<<grid(), MB_LA_BLOCK>>>(n, nc, st, z, p);
+      MB_CHECK_LAUNCH("PCG direction");
+    }
+    MB_CALL_CUDA(cudaMemcpyAsync(host[slot], st, sizeof *st, cudaMemcpyDeviceToHost, nullptr));
+    MB_CALL_CUDA(cudaEventRecord(A->pcg_ev[slot], nullptr));
+    return MB_SUCCESS;
+  }
+  double *xk = nullptr; /* the iterate X */
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/* The pinned status copies and their events, made once per matrix. */
+mb_error status_buffers(mb_cuda_csr *dA) {
+  if (!dA->pcg_host) {
+    void *h = nullptr;
+    MB_CALL_CUDA(cudaMallocHost(&h, 2 * sizeof(pcg_status)));
+    dA->pcg_host = h;
+  }
+  for (auto &e : dA->pcg_ev)
+    if (!e) MB_CALL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return MB_SUCCESS;
 }
 
 } // namespace
@@ -232,10 +361,14 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   const int nc = ncomp;
   const int32_t n = dA->nrows;
   const size_t rows = (size_t)n * nc, prow = (size_t)dA->ncols * nc;
-  /* r, z, q [rows]; p [prow]; dinv [n]; t [3 nc n] */
-  const size_t need = 8 * (3 * rows + prow + (size_t)n + 3 * (size_t)nc * n);
+  /* doubles: r, z, q [rows]; p [prow]; dinv [n]; t [3 nc n]; then the
+   * accumulators [3 nc][NSLOTS] int64 and the status */
+  const size_t nd = 3 * rows + prow + (size_t)n + 3 * (size_t)nc * n;
+  const size_t nacc = 3 * (size_t)nc * MB_REDUCE_NSLOTS;
+  const size_t need = 8 * (nd + nacc) + sizeof(pcg_status);
   if (need > dA->work.bytes) MB_CALL(mb_dbuf_alloc(&dA->work, need, "PCG vectors"));
   if (!dA->rd) MB_CALL(mb_reduce_device_create(&dA->rd));
+  MB_CALL(status_buffers(dA));
   if (halo && (dA->halo_plan != halo || dA->halo_ncomp != nc)) {
     if (dA->halo) mb_cuda_halo_free(dA->halo);
     dA->halo = nullptr;
@@ -250,6 +383,7 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   s.halo = halo ? dA->halo : nullptr;
   s.nc = nc;
   s.n = n;
+  s.xk = X;
   double *w = dA->work.as<double>();
   s.r = w;
   s.z = s.r + rows;
@@ -257,6 +391,10 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   s.p = s.q + rows;
   s.dinv = s.p + prow;
   s.t = s.dinv + n;
+  s.acc = (int64_t *)(w + nd);
+  s.st = (pcg_status *)(s.acc + nacc);
+  s.host[0] = (pcg_status *)dA->pcg_host;
+  s.host[1] = s.host[0] + 1;
   const unsigned g = s.grid();
   const double rtol = opts->rtol;
 
@@ -285,8 +423,8 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   }
 
   /* r = b - A x, z = dinv r; ||b||, ||r||, r.z in one allreduce */
-  double bnorm[MB_LA_MAXCOMP], tol[MB_LA_MAXCOMP], rz[MB_LA_MAXCOMP], res[MB_LA_MAXCOMP];
-  int active[MB_LA_MAXCOMP], run[MB_LA_MAXCOMP], check[MB_LA_MAXCOMP], it[MB_LA_MAXCOMP];
+  double bnorm[MB_LA_MAXCOMP], res[MB_LA_MAXCOMP];
+  int active[MB_LA_MAXCOMP];
   double v[3 * MB_LA_MAXCOMP];
   {
     colp all{};
@@ -299,121 +437,111 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
       k_terms<<<g, MB_LA_BLOCK>>>(n, nc, B, B, s.t + 2 * (int64_t)nc * n);
       MB_CHECK_LAUNCH("PCG norms");
     }
-    MB_CALL(s.sums(3 * nc, NULL, v));
+    MB_CALL(s.sums(3 * nc, v));
   }
+  pcg_status cur{};
   colp zero{};
   int zero_cols = 0;
   for (int c = 0; c < nc; c++) {
     bnorm[c] = sqrt(v[2 * nc + c]);
-    tol[c] = rtol * bnorm[c];
+    cur.tol[c] = rtol * bnorm[c];
     const double rn = sqrt(v[c]);
-    rz[c] = v[nc + c];
-    it[c] = 0;
+    cur.rz[c] = v[nc + c];
     res[c] = 0;
     active[c] = 0;
     if (bnorm[c] == 0) {
       zero.on[c] = 1; /* the solution is 0 */
       zero_cols = 1;
-    } else if (rn <= tol[c]) {
+    } else if (rn <= cur.tol[c]) {
       res[c] = rn / bnorm[c];
     } else {
       active[c] = 1;
     }
+    cur.run[c] = active[c] && opts->max_iter > 0;
   }
   if (zero_cols && n) {
     k_zero_cols<<<g, MB_LA_BLOCK>>>(n, nc, zero, X);
     MB_CHECK_LAUNCH("PCG zero columns");
   }
   if (n) MB_CALL_CUDA(cudaMemcpy(s.p, s.z, 8 * rows, cudaMemcpyDeviceToDevice));
+  MB_CALL_CUDA(cudaMemcpy(s.st, &cur, sizeof cur, cudaMemcpyHostToDevice));
 
-  for (;;) {
-    int any = 0;
-    for (int c = 0; c < nc; c++) {
-      run[c] = active[c] && it[c] < opts->max_iter;
-      check[c] = 0;
-      any |= run[c];
+  /* The iterations: enqueue k, look at the status of k - 1. */
+  int running = 0;
+  for (int c = 0; c < nc; c++) running |= cur.run[c];
+  int have_prev = 0, slot = 0;
+  while (running) {
+    MB_CALL(s.iteration(opts->max_iter, slot));
+    int act = 0;
+    if (have_prev) {
+      MB_CALL_CUDA(cudaEventSynchronize(dA->pcg_ev[slot ^ 1]));
+      const pcg_status *prev = s.host[slot ^ 1];
+      int any_run = 0, any_check = 0;
+      for (int c = 0; c < nc; c++) {
+        any_run |= prev->run[c];
+        any_check |= prev->check[c];
+      }
+      act = prev->fail || any_check || !any_run;
     }
-    if (!any) break;
-    /* q = A p, alpha = r.z / p.q */
-    MB_CALL(s.product(s.p));
-    if (n) {
-      k_terms<<<g, MB_LA_BLOCK>>>(n, nc, s.p, s.q, s.t);
-      MB_CHECK_LAUNCH("PCG curvature");
-    }
-    MB_CALL(s.sums(nc, run, v));
-    colp al{};
-    for (int c = 0; c < nc; c++) {
-      if (!run[c]) continue;
-      const double pq = v[c];
-      MB_CHECK(isfinite(pq), MB_ERR_NUMERIC,
-               "PCG: a non-finite value at iteration %d of column %d (p'Ap = %g)", it[c] + 1, c,
-               pq);
-      MB_CHECK(pq > 0, MB_ERR_NUMERIC,
-               "PCG: the matrix is not positive definite: p'Ap = %g at iteration %d of column "
-               "%d", pq, it[c] + 1, c);
-      al.on[c] = 1;
-      al.a[c] = rz[c] / pq;
-    }
-    /* x += alpha p, r -= alpha q, z = dinv r; r.r and r.z */
-    if (n) {
-      k_update<<<g, MB_LA_BLOCK>>>(n, nc, al, s.p, s.q, s.dinv, X, s.r, s.z, s.t);
-      MB_CHECK_LAUNCH("PCG update");
-    }
-    MB_CALL(s.sums(2 * nc, run, v));
+    have_prev = 1;
+    slot ^= 1;
+    if (!act) continue;
+    /* Drain the device: the status after the last iteration enqueued. */
+    MB_CALL_CUDA(cudaEventSynchronize(dA->pcg_ev[slot ^ 1]));
+    cur = *s.host[slot ^ 1];
+    have_prev = 0;
+    MB_CHECK(cur.fail != 1, MB_ERR_NUMERIC,
+             "PCG: a non-finite value at iteration %d of column %d (p'Ap = %g)", cur.fail_it,
+             cur.fail_col, cur.fail_value);
+    MB_CHECK(cur.fail != 2, MB_ERR_NUMERIC,
+             "PCG: the matrix is not positive definite: p'Ap = %g at iteration %d of column "
+             "%d", cur.fail_value, cur.fail_it, cur.fail_col);
+    MB_CHECK(cur.fail != 3, MB_ERR_NUMERIC,
+             "PCG: a non-finite residual at iteration %d of column %d", cur.fail_it,
+             cur.fail_col);
     int any_check = 0;
-    colp be{};
-    for (int c = 0; c < nc; c++) {
-      if (!run[c]) continue;
-      it[c]++;
-      const double rr = v[c], rzn = v[nc + c];
-      MB_CHECK(isfinite(rr) && isfinite(rzn), MB_ERR_NUMERIC,
-               "PCG: a non-finite residual at iteration %d of column %d", it[c], c);
-      if (sqrt(rr) <= tol[c]) {
-        check[c] = 1;
-        any_check = 1;
-      } else {
-        be.on[c] = 1;
-        be.a[c] = rzn / rz[c];
-        rz[c] = rzn;
-      }
-    }
-    /* p = z + beta p */
-    if (n) {
-      k_direction<<<g, MB_LA_BLOCK>>>(n, nc, be, 0, s.z, s.p);
-      MB_CHECK_LAUNCH("PCG direction");
-    }
-    if (!any_check) continue;
-    /* The recurrence says converged: recompute b - A x for those columns;
-     * stop them if it agrees, else restart CG from the true residual. */
     colp chk{};
-    for (int c = 0; c < nc; c++) chk.on[c] = check[c];
-    MB_CALL(s.product(X));
-    if (n) {
-      k_resid<<<g, MB_LA_BLOCK>>>(n, nc, chk, B, s.q, s.dinv, s.r, s.z, s.t);
-      MB_CHECK_LAUNCH("PCG check");
-    }
-    MB_CALL(s.sums(2 * nc, check, v));
-    colp restart{};
-    int any_restart = 0;
     for (int c = 0; c < nc; c++) {
-      if (!check[c]) continue;
-      const double rn = sqrt(v[c]);
-      if (rn <= tol[c]) {
-        active[c] = 0;
-        res[c] = rn / bnorm[c];
-      } else {
-        restart.on[c] = 1;
-        any_restart = 1;
-        rz[c] = v[nc + c];
+      chk.on[c] = cur.check[c];
+      any_check |= cur.check[c];
+    }
+    if (any_check) {
+      /* The recurrence says converged: recompute b - A x for those
+       * columns; stop them if it agrees, else restart CG from the true
+       * residual. */
+      MB_CALL(s.product(X));
+      if (n) {
+        k_resid<<<g, MB_LA_BLOCK>>>(n, nc, chk, B, s.q, s.dinv, s.r, s.z, s.t);
+        MB_CHECK_LAUNCH("PCG check");
       }
+      MB_CALL(s.sums(2 * nc, v));
+      colp restart{};
+      int any_restart = 0;
+      for (int c = 0; c < nc; c++) {
+        if (!cur.check[c]) continue;
+        cur.check[c] = 0;
+        const double rn = sqrt(v[c]);
+        if (rn <= cur.tol[c]) {
+          active[c] = 0;
+          res[c] = rn / bnorm[c];
+        } else {
+          restart.on[c] = 1;
+          any_restart = 1;
+          cur.rz[c] = v[nc + c];
+          cur.run[c] = cur.it[c] < opts->max_iter;
+        }
+      }
+      if (any_restart && n) {
+        k_restart<<<g, MB_LA_BLOCK>>>(n, nc, restart, s.z, s.p);
+        MB_CHECK_LAUNCH("PCG restart");
+      }
+      MB_CALL_CUDA(cudaMemcpy(s.st, &cur, sizeof cur, cudaMemcpyHostToDevice));
     }
-    if (any_restart && n) {
-      k_direction<<<g, MB_LA_BLOCK>>>(n, nc, restart, 1, s.z, s.p);
-      MB_CHECK_LAUNCH("PCG restart");
-    }
+    running = 0;
+    for (int c = 0; c < nc; c++) running |= cur.run[c];
   }
   for (int c = 0; c < nc; c++)
-    if (it[c] > stats->iterations) stats->iterations = it[c];
+    if (cur.it[c] > stats->iterations) stats->iterations = cur.it[c];
   int failed = -1;
   for (int c = 0; c < nc && failed < 0; c++)
     if (active[c]) failed = c;
