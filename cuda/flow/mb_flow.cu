@@ -341,6 +341,14 @@ mb_error rescale_area(flow_gpu *g, double a0) {
   return MB_SUCCESS;
 }
 
+/* Where phases are asked for: wait for the device, then the wall clock (s). */
+mb_error phase_mark(const mb_flow_report *rep, double *t) {
+  if (!rep->phase) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaDeviceSynchronize());
+  *t = mb_wtime();
+  return MB_SUCCESS;
+}
+
 mb_error run(flow_gpu *g, mb_flow_report *rep) {
   const mb_flow_params *p = g->p;
   mb_flow_mesh *fm = g->fm;
@@ -362,6 +370,8 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
     MB_CALL(area_centroid(g, &a0, nullptr));
   }
   for (int s = 0; s < p->steps; s++) {
+    double t[3] = {0, 0, 0};
+    MB_CALL(phase_mark(rep, &t[0]));
     MB_CALL(assemble_operator(g, s));
     MB_CALL(mb_agree(fm->comm, mb_cuda_csr_combine(g->dA, 1.0, g->d.as<double>(), -p->time_step,
                                                     g->dL)));
@@ -372,13 +382,20 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
                                    ? MB_SUCCESS
                                    : mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,
                                                   "flow system kernel failed")));
+    MB_CALL(phase_mark(rep, &t[1]));
     MB_CALL(mb_agree(fm->comm, mb_flow_at_step(fm, s, solve(g, &rep->step[s]))));
+    MB_CALL(phase_mark(rep, &t[2]));
     take_solution<<<blocks(g->nr), BLOCK>>>(g->nr, g->X.as<double>(), g->fixed.as<double>(),
                                             g->x.as<double>(), g->bad.as<int32_t>());
     MB_CALL(agreed_check(g, "became non-finite", s));
     if (p->kind == MB_FLOW_MCF && p->rescale == MB_FLOW_RESCALE_AREA)
       MB_CALL(mb_agree(fm->comm, rescale_area(g, a0)));
     MB_CALL(refresh(g));
+    if (rep->phase) {
+      double t3 = 0;
+      MB_CALL(phase_mark(rep, &t3));
+      rep->phase[s] = mb_flow_phases{1e3 * (t[1] - t[0]), 1e3 * (t[2] - t[1]), 1e3 * (t3 - t[2])};
+    }
     const mb_solve_stats *st = &rep->step[s];
     mb_log(MB_LOG_VERBOSE,
            "%s: step %d: %s on the GPU, %d iterations, relative residual %.3g (analysis %.1f ms, "

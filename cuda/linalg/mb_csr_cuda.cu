@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <new>
+#include <algorithm>
 #include <vector>
 
 #include "mb_cotan.h"
@@ -408,5 +409,49 @@ extern "C" mb_error mb_cuda_csr_spmv(mb_cuda_csr *dA, int rows, int ncomp, const
            "mb_cuda_csr_spmv: NULL argument");
   MB_CALL(mb_la_spmv(dA, rows, ncomp, x, y));
   MB_CALL_CUDA(cudaDeviceSynchronize());
+  return MB_SUCCESS;
+}
+
+namespace {
+__global__ void fill_ones(int64_t n, double *x) {
+  const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i < n) x[i] = 1.0;
+}
+} // namespace
+
+extern "C" mb_error mb_cuda_csr_time_spmv(mb_cuda_csr *dA, int rows, int ncomp, int repeats,
+                                          double *ms, double *bytes) {
+  MB_CHECK(dA && ms && bytes && repeats >= 1 && ncomp >= 1 && ncomp <= MB_LA_MAXCOMP, MB_ERR_ARG,
+           "mb_cuda_csr_time_spmv: bad arguments (%d columns, %d repeats)", ncomp, repeats);
+  const int64_t nx = (int64_t)dA->ncols * ncomp, ny = (int64_t)dA->nrows * ncomp;
+  mb_dbuf x, y;
+  MB_CALL(mb_dbuf_alloc(&x, 8 * (size_t)(nx + 1), "benchmark vector"));
+  MB_CALL(mb_dbuf_alloc(&y, 8 * (size_t)(ny + 1), "benchmark vector"));
+  if (nx) {
+    fill_ones<<<mb_la_grid(nx), MB_LA_BLOCK>>>(nx, x.as<double>());
+    MB_CHECK_LAUNCH("benchmark fill");
+  }
+  MB_CALL(mb_la_spmv(dA, rows, ncomp, x.as<double>(), y.as<double>()));
+  std::vector<double> t((size_t)repeats);
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  mb_error err = MB_SUCCESS;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+    err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "cannot create CUDA events");
+  for (int r = 0; r < repeats && !err; r++) {
+    float f = 0;
+    cudaEventRecord(e0);
+    err = mb_la_spmv(dA, rows, ncomp, x.as<double>(), y.as<double>());
+    cudaEventRecord(e1);
+    if (!err && (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&f, e0, e1) != cudaSuccess))
+      err = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "timing a product failed");
+    t[(size_t)r] = f;
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  MB_CALL(err);
+  std::sort(t.begin(), t.end());
+  *ms = t[(size_t)repeats / 2];
+  *bytes = 12.0 * (double)dA->nnz + 4.0 * ((double)dA->nrows + 1) + 8.0 * (double)nx +
+           8.0 * (double)ny;
   return MB_SUCCESS;
 }

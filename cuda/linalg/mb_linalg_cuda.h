@@ -138,6 +138,16 @@ mb_error mb_cuda_csr_combine(mb_cuda_csr *dA, double alpha, const double *d, dou
  * MB_ERR_CUDA (cuSPARSE's status named). */
 mb_error mb_cuda_csr_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
 
+/* For benchmarks: time `repeats` products y = A x of ncomp columns (1 to
+ * 4; x and y device scratch made here, x filled with ones) by the row
+ * kernel (rows nonzero) or dA's product, after one untimed product; *ms
+ * the median ms per product (CUDA events), *bytes the product's byte
+ * model: values 8 nnz + columns 4 nnz + row pointers 4 (nrows + 1) + x
+ * read once 8 ncomp ncols + y written 8 ncomp nrows. Not collective.
+ * Errors: MB_ERR_ARG, MB_ERR_MEMORY, MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
+mb_error mb_cuda_csr_time_spmv(mb_cuda_csr *dA, int rows, int ncomp, int repeats, double *ms,
+                               double *bytes);
+
 /* Device PCG of mb_pcg_solve: the same contract (B [nrows, ncomp] and X
  * [ncols, ncomp] device arrays, row-major, 1 <= ncomp <= 4) and the same
  * method, step for step (linalg/mb_solver.h: Jacobi z = r * dinv, dinv_i =

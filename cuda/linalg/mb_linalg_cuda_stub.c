@@ -89,3 +89,9 @@ mb_error mb_cuda_cholesky_solve(mb_cuda_cholesky *chol, int ncomp, const double 
 }
 
 void mb_cuda_cholesky_free(mb_cuda_cholesky *chol) { (void)chol; }
+
+mb_error mb_cuda_csr_time_spmv(mb_cuda_csr *dA, int rows, int ncomp, int repeats, double *ms,
+                               double *bytes) {
+  (void)dA; (void)rows; (void)ncomp; (void)repeats; (void)ms; (void)bytes;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}

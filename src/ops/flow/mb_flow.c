@@ -251,9 +251,12 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     MB_CALL(area_centroid(fm, w->d, fm->x, &a0, NULL));
   }
   for (int s = 0; s < p->steps; s++) {
+    const double t0 = mb_wtime();
     MB_CALL(mb_agree(fm->comm, assemble_operator(p, fm, w, s)));
     assemble_system(fm, w, p->time_step);
+    const double t1 = mb_wtime();
     MB_CALL(mb_agree(fm->comm, mb_flow_at_step(fm, s, solve(p, fm, split, w, &rep->step[s]))));
+    const double t2 = mb_wtime();
     e = MB_SUCCESS;
     for (int64_t i = 0; i < nr && !e; i++) {
       for (int k = 0; k < 3; k++)
@@ -267,6 +270,8 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     if (p->kind == MB_FLOW_MCF && p->rescale == MB_FLOW_RESCALE_AREA)
       MB_CALL(mb_agree(fm->comm, rescale_area(fm, w, a0)));
     MB_CALL(mb_flow_refresh(fm, 3, fm->x));
+    if (rep->phase)
+      rep->phase[s] = (mb_flow_phases){1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (mb_wtime() - t2)};
     const mb_solve_stats *st = &rep->step[s];
     mb_log(MB_LOG_VERBOSE, "%s: step %d: %s, %d iterations, relative residual %.3g%s", fm->name,
            s + 1, mb_solver_method_name(st->method), st->iterations, st->residual,

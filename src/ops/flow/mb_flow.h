@@ -98,11 +98,21 @@ typedef struct mb_flow_mesh {
   const char *name;         /* the mesh, for messages */
 } mb_flow_mesh;
 
+/* Wall time of a step's phases, ms (for benchmarks; on the GPU the device
+ * is synchronised between phases when they are asked for). */
+typedef struct mb_flow_phases {
+  double assemble_ms; /* operator and mass, the system, the elimination */
+  double solve_ms;    /* the solver's choice and call (analysis, factor, solve; or PCG) */
+  double finish_ms;   /* the solution taken, rescale, the ghost refresh */
+} mb_flow_phases;
+
 /* What the steps did: one mb_solve_stats per step (owned by the caller,
- * steps entries). */
+ * steps entries) and, where phase is not NULL, the phases' wall times
+ * (phase[steps], owned by the caller). */
 typedef struct mb_flow_report {
   int steps;
   mb_solve_stats *step;
+  mb_flow_phases *phase;
 } mb_flow_report;
 
 /* Run p->steps steps of the flow on fm on the CPU. Collective over

@@ -36,7 +36,7 @@ static mb_error run_stages(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
                            mb_attrs *attrs) {
   for (int s = 0; s < n; s++) {
     const mb_flow_params *p = stages[s].params;
-    mb_flow_report rep = {0, calloc((size_t)p->steps, sizeof(mb_solve_stats))};
+    mb_flow_report rep = {0, calloc((size_t)p->steps, sizeof(mb_solve_stats)), NULL};
     MB_CHECK(rep.step, MB_ERR_MEMORY, "%s: out of memory", fm->name);
     mb_op_computed(ctx, MB_PRECISION_FLOAT64);
     mb_error e = on_cuda(ctx) ? mb_flow_run_cuda(p, fm, &rep) : mb_flow_run_cpu(p, fm, &rep);
@@ -126,8 +126,10 @@ static int mcf_check(const void *params, const unsigned char *given, int *bad, c
   return 1;
 }
 
+int mb_flow_bench(int argc, char **argv); /* mb_flow_bench.c */
+
 #define FLOW_ENTRIES                                                                          \
-  .room = "flow", .in = MB_KIND_SURFACE, .out = MB_KIND_SURFACE,                              \
+  .bench = mb_flow_bench, .room = "flow", .in = MB_KIND_SURFACE, .out = MB_KIND_SURFACE,                              \
   .params_size = sizeof(mb_flow_params), .cost = flow_cost, .run = {flow_run, flow_run},      \
   .split = MB_SPLIT_VERTICES, .ghost_depth = 1,                                               \
   .run_partitioned = {flow_run_partitioned, flow_run_partitioned}
