@@ -61,9 +61,21 @@ __device__ void stop_all(int nc, pcg_status *st) {
   for (int c = 0; c < nc; c++) st->run[c] = st->step[c] = st->dir[c] = 0;
 }
 
+/* The m accumulators acc into shared memory sh, by the whole block (one
+ * thread then rounds them from there, not from global memory). */
+__device__ void stage_acc(int m, const int64_t *__restrict__ acc, int64_t *sh) {
+  for (int k = threadIdx.x; k < m * MB_REDUCE_NSLOTS; k += blockDim.x) sh[k] = acc[k];
+  __syncthreads();
+}
+
+#define MB_PCG_SCALAR_THREADS 128
+
 /* alpha = r'z / p'Ap of the running columns (acc: nc accumulators of p'Ap);
- * the CPU's checks, in column order. One thread. */
-__global__ void k_alpha(int nc, const int64_t *__restrict__ acc, pcg_status *st) {
+ * the CPU's checks, in column order. One block; thread 0 decides. */
+__global__ void k_alpha(int nc, const int64_t *__restrict__ gacc, pcg_status *st) {
+  __shared__ int64_t acc[MB_LA_MAXCOMP * MB_REDUCE_NSLOTS];
+  stage_acc(nc, gacc, acc);
+  if (threadIdx.x) return;
   for (int c = 0; c < nc; c++) {
     st->step[c] = 0;
     if (!st->run[c]) continue;
@@ -85,8 +97,11 @@ __global__ void k_alpha(int nc, const int64_t *__restrict__ acc, pcg_status *st)
 /* After the update (acc: r'r of the nc columns, then r'z): count the
  * iteration; a column whose ||r|| <= tol stops for the host's check, the
  * others take beta = r'z_new / r'z and run on below the iteration limit.
- * One thread. */
-__global__ void k_beta(int nc, const int64_t *__restrict__ acc, int max_iter, pcg_status *st) {
+ * One block; thread 0 decides. */
+__global__ void k_beta(int nc, const int64_t *__restrict__ gacc, int max_iter, pcg_status *st) {
+  __shared__ int64_t acc[2 * MB_LA_MAXCOMP * MB_REDUCE_NSLOTS];
+  stage_acc(2 * nc, gacc, acc);
+  if (threadIdx.x) return;
   for (int c = 0; c < nc; c++) st->dir[c] = 0;
   for (int c = 0; c < nc; c++) {
     if (!st->step[c]) continue;
@@ -301,14 +316,14 @@ struct pcg {
       MB_CHECK_LAUNCH("PCG curvature");
     }
     MB_CALL(device_sums(nc));
-    k_alpha<<<1, 1>>>(nc, acc, st);
+    k_alpha<<<1, MB_PCG_SCALAR_THREADS>>>(nc, acc, st);
     MB_CHECK_LAUNCH("PCG alpha");
     if (n) {
       k_update<<<grid(), MB_LA_BLOCK>>>(n, nc, st, p, q, dinv, xk, r, z, t);
       MB_CHECK_LAUNCH("PCG update");
     }
     MB_CALL(device_sums(2 * nc));
-    k_beta<<<1, 1>>>(nc, acc, max_iter, st);
+    k_beta<<<1, MB_PCG_SCALAR_THREADS>>>(nc, acc, max_iter, st);
     MB_CHECK_LAUNCH("PCG beta");
     if (n) {
       k_direction_st<<<grid(), MB_LA_BLOCK>>>(n, nc, st, z, p);
