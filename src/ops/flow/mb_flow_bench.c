@@ -10,6 +10,7 @@
 #include "mb_args.h"
 #include "mb_csr.h"
 #include "mb_cuda.h"
+#include "mb_distributed.h"
 #include "mb_flow.h"
 #include "mb_inputs.h"
 #include "mb_linalg_cuda.h"
@@ -23,7 +24,8 @@ static const char flow_bench_help[] =
     "                            [--time-step DT[,DT...]] [--steps N]\n"
     "                            [--solver auto|pcg|cholesky[,...]]\n"
     "                            [--variant conformalized|classic] [--rescale none|area]\n"
-    "                            [--tolerance T] [--max-iterations N] [--spmv-repeats N]\n\n"
+    "                            [--tolerance T] [--max-iterations N] [--spmv-repeats N]\n"
+    "                            [--distribute per-mesh|partitioned]\n\n"
     "Times mean_curvature_flow on one triangle mesh (INPUT: a collection or a mesh\n"
     "file; --mesh picks one dataset of a collection), e.g. igea refined to 1 M\n"
     "vertices at unit area (meshbatch generate subdivide igea.obj --vertices 1000000\n"
@@ -39,6 +41,12 @@ static const char flow_bench_help[] =
     "cuSPARSE and by the row kernel, ms and GB/s under the byte model of\n"
     "cuda/linalg/mb_linalg_cuda.h, and the device-to-device copy bandwidth\n"
     "measured in the same run with the fraction of it.\n"
+    "With --distribute partitioned (under mpirun -np N, --solver pcg) the mesh is\n"
+    "split over the ranks by METIS (ghost depth 1, as the op's partitioned run),\n"
+    "on one GPU per rank with --backend cuda (or the CPU ranks with cpu): per\n"
+    "step the slowest rank's phases, and the speed-up against one rank timed in\n"
+    "the same invocation (rank 0 alone on the whole mesh, the others waiting),\n"
+    "both on the first backend given (cuda where every rank has a device).\n"
     "Defaults: backend both (cuda where a device is present), time steps\n"
     "1e-5,1e-4,1e-3, steps 3, solver auto, variant conformalized, rescale none,\n"
     "tolerance 1e-10, max iterations 10000, spmv repeats 20.\n";
@@ -55,6 +63,7 @@ typedef struct bench_opts {
   int64_t steps, max_iter, spmv_repeats;
   int variant, rescale;
   double tolerance;
+  int partitioned;
 } bench_opts;
 
 /* "a,b,c" of reals into v[MAX_LIST]; returns the count, 0 on a bad value. */
@@ -105,6 +114,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       bad = !o->cpu && !o->cuda;
     } else if (!strcmp(a, "--time-step") && v) bad = !(o->ndt = parse_reals(v, o->dt));
     else if (!strcmp(a, "--solver") && v) bad = !(o->nsolver = parse_solvers(v, o->solver));
+    else if (!strcmp(a, "--distribute") && v) {
+      o->partitioned = !strcmp(v, "partitioned");
+      bad = !o->partitioned && strcmp(v, "per-mesh");
+    }
     else if (!strcmp(a, "--variant") && v) {
       o->variant = !strcmp(v, "classic") ? MB_FLOW_CLASSIC : MB_FLOW_CONFORMALIZED;
       bad = o->variant == MB_FLOW_CONFORMALIZED && strcmp(v, "conformalized");
@@ -131,6 +144,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench flow --help)");
+  for (int j = 0; o->partitioned && j < o->nsolver; j++)
+    if (o->solver[j] != MB_SOLVER_PCG)
+      return mb_cli_usage_error("bench", "--distribute partitioned times --solver pcg only (a "
+                                         "split mesh is solved by the conjugate gradient)");
   return MB_EXIT_OK;
 }
 
@@ -167,45 +184,55 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* One backend, time step and solver: --steps steps from the input. */
-static mb_error run_one(const bench_opts *o, const mb_mesh *m, const mb_adjacency *adj, int cuda,
-                        double dt, int solver) {
+/* One backend, time step and solver: --steps steps of fm from x0 (fm->x
+ * is overwritten). Per step the phases' ms, the largest over fm->comm's
+ * ranks; rank 0 of fm->comm prints them under `label`; *per_step the median
+ * step ms (steps after the first). Collective over fm->comm. */
+static mb_error run_one(const bench_opts *o, mb_flow_mesh *fm, const double *x0, int cuda,
+                        double dt, int solver, const char *label, double *per_step) {
   const int steps = (int)o->steps;
+  int rank = 0;
+  MPI_Comm_rank(fm->comm, &rank);
   mb_flow_params p = {.kind = MB_FLOW_MCF, .time_step = dt, .steps = steps,
                       .weights = MB_FLOW_COTANGENT, .variant = o->variant,
                       .boundary = MB_FLOW_FREE, .rescale = o->rescale, .solver = solver,
                       .tolerance = o->tolerance, .max_iterations = (int)o->max_iter};
-  double *x = malloc(sizeof *x * 3 * (size_t)(m->nv + 1));
   mb_solve_stats *st = calloc((size_t)steps, sizeof *st);
-  mb_flow_phases *ph = calloc((size_t)steps, sizeof *ph);
+  mb_flow_phases *ph = calloc((size_t)steps, sizeof *ph), *mx = calloc((size_t)steps, sizeof *mx);
   double *tot = calloc((size_t)steps, sizeof *tot);
-  mb_error e = x && st && ph && tot ? MB_SUCCESS
-                                    : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
-                                                   "out of memory for %d steps", steps);
-  if (!e) {
-    memcpy(x, m->xyz, sizeof *x * 3 * (size_t)m->nv);
-    mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, x, m->name};
-    mb_flow_report rep = {0, st, ph};
-    printf("%s, dt %g, solver %s:\n", cuda ? "cuda" : "cpu", dt, mb_solver_method_name(solver));
+  mb_error e = st && ph && mx && tot ? MB_SUCCESS
+                                     : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                                    "out of memory for %d steps", steps);
+  MB_CALL(mb_agree(fm->comm, e));
+  memcpy(fm->x, x0, sizeof *x0 * 3 * (size_t)fm->ncols);
+  mb_flow_report rep = {0, st, ph};
+  if (rank == 0) {
+    printf("%s, dt %g, solver %s:\n", label, dt, mb_solver_method_name(solver));
     fflush(stdout);
-    e = cuda ? mb_flow_run_cuda(&p, &fm, &rep) : mb_flow_run_cpu(&p, &fm, &rep);
+  }
+  e = cuda ? mb_flow_run_cuda(&p, fm, &rep) : mb_flow_run_cpu(&p, fm, &rep);
+  if (!e) {
+    const int rc = MPI_Allreduce(ph, mx, 3 * steps, MPI_DOUBLE, MPI_MAX, fm->comm);
+    if (rc) e = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__, "MPI_Allreduce(phases)");
   }
   for (int s = 0; !e && s < steps; s++) {
-    tot[s] = ph[s].assemble_ms + ph[s].solve_ms + ph[s].finish_ms;
-    printf("  step %d: %-8s %6d iterations, residual %.2e; assembly %9.3f ms, solve %9.3f ms "
-           "(analysis %.1f, factor %.1f, solve %.1f), finish %8.3f ms; step %9.3f ms\n",
-           s + 1, mb_solver_method_name(st[s].method), st[s].iterations, st[s].residual,
-           ph[s].assemble_ms, ph[s].solve_ms, st[s].analyze_ms, st[s].factor_ms, st[s].solve_ms,
-           ph[s].finish_ms, tot[s]);
+    tot[s] = mx[s].assemble_ms + mx[s].solve_ms + mx[s].finish_ms;
+    if (rank == 0)
+      printf("  step %d: %-8s %6d iterations, residual %.2e; assembly %9.3f ms, solve %9.3f ms "
+             "(analysis %.1f, factor %.1f, solve %.1f), finish %8.3f ms; step %9.3f ms\n",
+             s + 1, mb_solver_method_name(st[s].method), st[s].iterations, st[s].residual,
+             mx[s].assemble_ms, mx[s].solve_ms, st[s].analyze_ms, st[s].factor_ms,
+             st[s].solve_ms, mx[s].finish_ms, tot[s]);
   }
   if (!e) {
     const int first = steps > 1 ? 1 : 0;
-    printf("  per step: %.3f ms (median of steps %d to %d)\n", median(tot + first, steps - first),
-           first + 1, steps);
+    *per_step = median(tot + first, steps - first);
+    if (rank == 0)
+      printf("  per step: %.3f ms (median of steps %d to %d)\n", *per_step, first + 1, steps);
   }
-  free(x);
   free(st);
   free(ph);
+  free(mx);
   free(tot);
   return e;
 }
@@ -237,11 +264,89 @@ static mb_error spmv_figures(const bench_opts *o, const mb_mesh *m, const mb_adj
   return e;
 }
 
+/* --distribute partitioned: every rank reads the mesh, the split is
+ * METIS k-way, one device per rank; the one-rank baseline first. */
+static int bench_partitioned(const bench_opts *o) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0, size = 1, local = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  mb_mesh *m = NULL;
+  mb_adjacency *adj = NULL;
+  mb_distributed_mesh *dm = NULL;
+  double *x = NULL, *x0 = NULL;
+  char why[256] = "";
+  int have = o->cuda && mb_cuda_device_count(why, sizeof why) > 0, all = 0;
+  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, comm);
+  const int cuda = all;
+  if (!cuda && !o->cpu) {
+    mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
+                 "bench flow --backend cuda: not every rank has a CUDA device (%s)",
+                 why[0] ? why : "none");
+    return mb_cli_report(MB_EXIT_FAILED);
+  }
+  mb_error e = mb_local_rank(comm, &local);
+  char name[256] = "";
+  int dev = 0;
+  if (!e && cuda) e = mb_cuda_select_device(local, &dev, name, sizeof name);
+  if (!e) e = load(o, &m);
+  if (!e) e = mb_adjacency_build(m, &adj);
+  if (!e) {
+    x = malloc(sizeof *x * 3 * (size_t)(m->nv + 1));
+    if (!x) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  }
+  e = mb_agree(comm, e);
+  if (!e && rank == 0)
+    printf("bench flow --distribute partitioned: %s, %lld vertices, %lld triangles, %d ranks, "
+           "%s%s%s; mean_curvature_flow %s, rescale %s, tolerance %g\n",
+           m->name, (long long)m->nv, (long long)m->nf, size, cuda ? "cuda (" : "cpu",
+           cuda ? name : "", cuda ? ", one device per rank)" : "",
+           o->variant == MB_FLOW_CLASSIC ? "classic" : "conformalized",
+           o->rescale == MB_FLOW_RESCALE_AREA ? "area" : "none", o->tolerance);
+  double t0 = mb_wtime();
+  if (!e) e = mb_distributed_create(comm, adj, m->xyz, NULL, 1, &dm);
+  if (!e) {
+    const mb_local_domain *loc = dm->domain;
+    const size_t n = 3 * (size_t)(loc->nowned + loc->nghost);
+    x0 = malloc(sizeof *x0 * (n + 1));
+    if (x0) memcpy(x0, dm->x, sizeof *x0 * n);
+    else e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  }
+  e = mb_agree(comm, e);
+  if (!e && rank == 0) printf("split in %.2f s (METIS k-way, ghost depth 1)\n", mb_wtime() - t0);
+  for (int i = 0; i < o->ndt && !e; i++) {
+    double one = 0, many = 0;
+    mb_error eb = MB_SUCCESS;
+    if (rank == 0) {
+      mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, x, m->name};
+      eb = run_one(o, &fm, m->xyz, cuda, o->dt[i], MB_SOLVER_PCG, "one rank", &one);
+    }
+    e = mb_agree(comm, eb);
+    if (e) break;
+    const mb_local_domain *loc = dm->domain;
+    mb_flow_mesh fm = {comm, dm->halo, loc->adj, loc->nowned, loc->nowned + loc->nghost,
+                       loc->global, dm->x, m->name};
+    char label[64];
+    snprintf(label, sizeof label, "%d ranks", size);
+    e = run_one(o, &fm, x0, cuda, o->dt[i], MB_SOLVER_PCG, label, &many);
+    if (!e && rank == 0)
+      printf("  speed-up %.2f on %d ranks (parallel efficiency %.2f)\n", many > 0 ? one / many : 0,
+             size, many > 0 ? one / many / size : 0);
+  }
+  mb_distributed_free(dm);
+  free(x0);
+  free(x);
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+  return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+}
+
 int mb_flow_bench(int argc, char **argv) {
   bench_opts o;
   int rc = bench_parse(argc, argv, &o);
   if (rc < 0) return MB_EXIT_OK;
   if (rc) return rc;
+  if (o.partitioned) return bench_partitioned(&o);
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
   char why[256] = "";
   if (o.cuda && mb_cuda_device_count(why, sizeof why) <= 0) {
@@ -271,11 +376,19 @@ int mb_flow_bench(int argc, char **argv) {
     if (!e) printf("cuda: device %d, %s\n", dev, name);
     if (!e) e = spmv_figures(&o, m, adj);
   }
+  double *x = e ? NULL : malloc(sizeof *x * 3 * (size_t)(m->nv + 1));
+  if (!e && !x) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m ? m->nv : 0, m ? m->nv : 0, NULL, x,
+                     m ? m->name : ""};
   for (int b = 0; b < 2 && !e; b++) {
     if (!(b ? o.cuda : o.cpu)) continue;
     for (int i = 0; i < o.ndt && !e; i++)
-      for (int j = 0; j < o.nsolver && !e; j++) e = run_one(&o, m, adj, b, o.dt[i], o.solver[j]);
+      for (int j = 0; j < o.nsolver && !e; j++) {
+        double ms = 0;
+        e = run_one(&o, &fm, m->xyz, b, o.dt[i], o.solver[j], b ? "cuda" : "cpu", &ms);
+      }
   }
+  free(x);
   mb_adjacency_free(adj);
   mb_mesh_free(m);
   return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
