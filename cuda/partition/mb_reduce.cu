@@ -9,7 +9,10 @@
  * Integer atomics are exact, so their order does not matter. A launch takes
  * at most 2^28 terms; between launches one thread propagates the carries.
  * The 71 bins come back through a pinned host buffer and are added to the
- * caller's accumulator: the rest (MPI, rounding) is the CPU's code.
+ * caller's accumulator: the rest (MPI, rounding) is the CPU's code. The
+ * device-resident sums (mb_reduce_device_columns) run the same kernel over
+ * several columns at once (one grid row a column) and leave the bins on the
+ * device, where the solver's kernels round them with the CPU's rounding.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -46,13 +49,18 @@ __device__ __forceinline__ void add_term(ull *sb, mb_reduce_win *w, double t) {
   if (mb_reduce_win_add(w, t, out, &ob)) flush4(sb, ob, out[0], out[1], out[2], out[3]);
 }
 
-/* mode 0: x[i]*y[i]; 1: x[i] */
+/* mode 0: x[i]*y[i]; 1: x[i]. Grid row blockIdx.y sums column blockIdx.y:
+ * the terms at x + blockIdx.y ld (and y + blockIdx.y ld) into the bins
+ * gbins + blockIdx.y MB_REDUCE_NSLOTS (one row: ld unused). */
 __global__ void __launch_bounds__(MB_REDUCE_THREADS)
     reduce_kernel(int64_t n, const double *__restrict__ x, const double *__restrict__ y,
-                  int mode, ull *__restrict__ gbins) {
+                  int mode, int64_t ld, ull *__restrict__ gbins) {
   __shared__ ull sb[MB_REDUCE_NSLOTS];
   for (int i = threadIdx.x; i < MB_REDUCE_NSLOTS; i += blockDim.x) sb[i] = 0;
   __syncthreads();
+  x += (int64_t)blockIdx.y * ld;
+  if (y) y += (int64_t)blockIdx.y * ld;
+  gbins += (int64_t)blockIdx.y * MB_REDUCE_NSLOTS;
   mb_reduce_win w;
   mb_reduce_win_init(&w);
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
@@ -91,36 +99,6 @@ __global__ void __launch_bounds__(MB_REDUCE_THREADS)
 __global__ void carry_kernel(int64_t *b, int m, int stride) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j < m) mb_reduce_normalise(b + (int64_t)j * stride);
-}
-
-/* Column blockIdx.y of t (terms t[j ld + i], i < n) into the accumulator
- * acc + j NSLOTS: reduce_kernel's method, one grid row a column. */
-__global__ void __launch_bounds__(MB_REDUCE_THREADS)
-    columns_kernel(int64_t n, const double *__restrict__ t, int64_t ld, ull *__restrict__ acc) {
-  __shared__ ull sb[MB_REDUCE_NSLOTS];
-  for (int i = threadIdx.x; i < MB_REDUCE_NSLOTS; i += blockDim.x) sb[i] = 0;
-  __syncthreads();
-  const double *x = t + (int64_t)blockIdx.y * ld;
-  mb_reduce_win w;
-  mb_reduce_win_init(&w);
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    double v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++) v[u] = __ldg(x + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < 4; u++) add_term(sb, &w, v[u]);
-  }
-  for (; i < n; i += stride) add_term(sb, &w, __ldg(x + i));
-  if (w.base >= 0) flush4(sb, w.base, w.r0, w.r1, w.r2, w.r3);
-  if (w.n_nan) atomicAdd(sb + MB_REDUCE_NBINS, (ull)w.n_nan);
-  if (w.n_pinf) atomicAdd(sb + MB_REDUCE_NBINS + 1, (ull)w.n_pinf);
-  if (w.n_ninf) atomicAdd(sb + MB_REDUCE_NBINS + 2, (ull)w.n_ninf);
-  __syncthreads();
-  ull *g = acc + (int64_t)blockIdx.y * MB_REDUCE_NSLOTS;
-  for (int k = threadIdx.x; k < MB_REDUCE_NSLOTS; k += blockDim.x)
-    if (sb[k]) atomicAdd(g + k, sb[k]);
 }
 
 /* The naive sum: a float64 per thread, a tree per block, atomics across blocks. */
@@ -189,7 +167,7 @@ extern "C" mb_error mb_reduce_device_acc(mb_reduce_device *rd, void *stream, int
     int64_t need = (m + MB_REDUCE_THREADS - 1) / MB_REDUCE_THREADS;
     const int blocks = need < rd->blocks ? (int)need : rd->blocks;
     reduce_kernel<<<blocks, MB_REDUCE_THREADS, 0, s>>>(m, x + c, y ? y + c : nullptr,
-                                                       y ? 0 : 1, g);
+                                                       y ? 0 : 1, 0, g);
     MB_CHECK_LAUNCH("reproducible reduction");
     if (c + MB_REDUCE_CHUNK < n) {
       carry_kernel<<<1, 1, 0, s>>>((int64_t *)g, 1, MB_REDUCE_NSLOTS);
@@ -216,7 +194,7 @@ extern "C" mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream,
     int per = rd->blocks / m; /* one wave over all the columns */
     if (per < 1) per = 1;
     const dim3 grid(need < per ? (unsigned)need : (unsigned)per, (unsigned)m);
-    columns_kernel<<<grid, MB_REDUCE_THREADS, 0, s>>>(k, t + c, ld, (ull *)acc);
+    reduce_kernel<<<grid, MB_REDUCE_THREADS, 0, s>>>(k, t + c, nullptr, 1, ld, (ull *)acc);
     MB_CHECK_LAUNCH("reproducible column sums");
     if (c + MB_REDUCE_CHUNK < n) {
       carry_kernel<<<(m + 63) / 64, 64, 0, s>>>(acc, m, MB_REDUCE_NSLOTS);
