@@ -138,8 +138,9 @@ mb_error mb_reduce_sum_device(mb_reduce_device *rd, void *stream, MPI_Comm comm,
  * mb_reduce_acc. Set accumulator j (j < m) to the exact sum of the terms
  * t[j * ld + i] (i < n; t a device array, borrowed; ld >= n): kernels
  * enqueued on `stream` (a cudaStream_t, NULL: the default stream), no
- * synchronisation, no host copy. The slots afterwards are those
- * mb_reduce_acc_add gives on the same terms. Not collective.
+ * synchronisation, no host copy. The slots afterwards hold the exact sum
+ * of the terms (not normalised: their value, mb_reduce_slots_value, is
+ * that of mb_reduce_acc_add's accumulator on the same terms). Not collective.
  * Errors: MB_ERR_ARG (m < 1 or above 64, n < 0, ld < n, NULL arrays),
  * MB_ERR_CUDA, MB_ERR_UNSUPPORTED (no CUDA). */
 mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream, int m, int64_t n,
@@ -147,8 +148,8 @@ mb_error mb_reduce_device_columns(mb_reduce_device *rd, void *stream, int m, int
 
 /* Sum the m device accumulators acc (as above) over the ranks of comm, in
  * place, as mb_reduce_acc_allreduce does: on one rank nothing is done (no
- * synchronisation); on several the slots pass through a pinned host buffer
- * and one MPI_Allreduce, and `stream` is synchronised. The device rounds an
+ * synchronisation); on several the slots pass through a host buffer and one
+ * MPI_Allreduce, and `stream` is synchronised. The device rounds an
  * accumulator with mb_reduce_slots_value (mb_reduce_impl.h), the CPU's own
  * rounding. Collective over comm. Errors: MB_ERR_ARG, MB_ERR_CUDA,
  * MB_ERR_MPI, MB_ERR_UNSUPPORTED (no CUDA). */

@@ -111,8 +111,9 @@ __global__ void recentre_scale(int32_t n, double c0, double c1, double c2, doubl
 /* `auto`'s bounds, as mb_flow_sqrt_kappa on the host (src/ops/flow):
  * hl[0] = max_i (a_ii + sum_j |a_ij|) (entry order), hl[1] = min_i d_i
  * (1 for a fixed row), as the bits of non-negative float64 values, whose
- * integer order is their order (the values are positive once the checks
- * passed; a NaN is skipped as the host's comparisons skip it). */
+ * integer order is their order; a low <= 0 (-0.0 included) counts as 0,
+ * which makes the estimate infinite as on the host, and a NaN is skipped
+ * as the host's comparisons skip it. */
 __global__ void kappa_bounds(int32_t n, const int32_t *__restrict__ rowptr,
                              const int32_t *__restrict__ diag, const double *__restrict__ val,
                              const double *__restrict__ d, const double *__restrict__ fixed,
@@ -125,7 +126,8 @@ __global__ void kappa_bounds(int32_t n, const int32_t *__restrict__ rowptr,
     if (k != diag[i]) r += fabs(val[k]);
   const double hi = a + r, low = fixed[i] != 0 ? 1.0 : d[i];
   if (hi > 0) atomicMax(hl, (unsigned long long)__double_as_longlong(hi));
-  if (low >= 0) atomicMin(hl + 1, (unsigned long long)__double_as_longlong(low));
+  if (low > 0) atomicMin(hl + 1, (unsigned long long)__double_as_longlong(low));
+  else if (!isnan(low)) atomicMin(hl + 1, 0ull); /* low <= 0: the host's lo <= 0, Inf */
 }
 
 /* Everything one run holds on the device and the host. */

@@ -55,6 +55,8 @@ struct pcg_status {
   int32_t check[MB_LA_MAXCOMP]; /* the recurrence says converged: the host checks */
   int32_t it[MB_LA_MAXCOMP];
   int32_t fail, fail_col, fail_it; /* 1 p'Ap not finite, 2 p'Ap <= 0, 3 residual not finite */
+  int32_t hold; /* a check is pending: no column steps until the host has done it, so a
+                   later failure is found in the CPU's order of columns and iterations */
 };
 
 __device__ void stop_all(int nc, pcg_status *st) {
@@ -76,6 +78,10 @@ __global__ void k_alpha(int nc, const int64_t *__restrict__ gacc, pcg_status *st
   __shared__ int64_t acc[MB_LA_MAXCOMP * MB_REDUCE_NSLOTS];
   stage_acc(nc, gacc, acc);
   if (threadIdx.x) return;
+  if (st->hold) {
+    for (int c = 0; c < nc; c++) st->step[c] = 0;
+    return;
+  }
   for (int c = 0; c < nc; c++) {
     st->step[c] = 0;
     if (!st->run[c]) continue;
@@ -119,6 +125,7 @@ __global__ void k_beta(int nc, const int64_t *__restrict__ gacc, int max_iter, p
     if (sqrt(rr) <= st->tol[c]) {
       st->check[c] = 1;
       st->run[c] = 0;
+      st->hold = 1;
     } else {
       st->dir[c] = 1;
       st->beta[c] = rzn / st->rz[c];
@@ -486,7 +493,11 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   for (int c = 0; c < nc; c++) running |= cur.run[c];
   int have_prev = 0, slot = 0;
   while (running) {
-    MB_CALL(s.iteration(opts->max_iter, slot));
+    const mb_error ie = s.iteration(opts->max_iter, slot);
+    if (ie) { /* none of the iterations queued may outlive the call */
+      (void)cudaDeviceSynchronize();
+      return ie;
+    }
     int act = 0;
     if (have_prev) {
       MB_CALL_CUDA(cudaEventSynchronize(dA->pcg_ev[slot ^ 1]));
@@ -550,6 +561,7 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
         k_restart<<<g, MB_LA_BLOCK>>>(n, nc, restart, s.z, s.p);
         MB_CHECK_LAUNCH("PCG restart");
       }
+      cur.hold = 0;
       MB_CALL_CUDA(cudaMemcpy(s.st, &cur, sizeof cur, cudaMemcpyHostToDevice));
     }
     running = 0;

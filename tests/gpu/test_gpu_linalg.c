@@ -297,6 +297,84 @@ static void test_solvers(void **state) {
   sys_free(&s);
 }
 
+/* The GPU PCG (row product) against the CPU's, bit for bit, where the
+ * columns part ways: a zero right-hand side (solution 0), columns that
+ * converge at different iterations, and a tolerance near the rounding
+ * level, where the recurrence's residual and the true one disagree (the
+ * check, restarts, or the iteration limit). Whatever the CPU returns, the
+ * GPU returns: the same error code, iterations, residual and iterate. Then
+ * one column and three on the same matrix (the cached cuSPARSE operands). */
+static void test_pcg_columns(void **state) {
+  (void)state;
+  sys s;
+  sys_build(&s, read_spot(), 1e-2);
+  const int64_t n = s.mesh->nv;
+  const size_t n3 = 3 * (size_t)n;
+  double *b = malloc(8 * n3), *x0 = malloc(8 * n3), *xc = malloc(8 * n3), *xg = malloc(8 * n3);
+  for (int64_t i = 0; i < n; i++) {
+    b[3 * i] = s.mass[i] * s.mesh->xyz[3 * i];
+    b[3 * i + 1] = 0.0;                                   /* solution 0 */
+    b[3 * i + 2] = s.mass[i] * sin(0.37 * (double)i);     /* rough: more iterations */
+    for (int c = 0; c < 3; c++) x0[3 * i + c] = s.mesh->xyz[3 * i + c];
+  }
+  double *db = gl_dev_upload(b, n3);
+  mb_cuda_csr_set_product(s.dS, MB_CUDA_PRODUCT_ROWS);
+  const mb_pcg_opts cases[] = {{1e-10, 10000}, {1e-15, 3000}, {1e-10, 7}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const mb_pcg_opts o = cases[k];
+    mb_solve_stats cs, gs;
+    memcpy(xc, x0, 8 * n3);
+    const mb_error ec = mb_pcg_solve(MPI_COMM_SELF, NULL, s.S, 3, b, xc, &o, &cs);
+    char cmsg[512];
+    snprintf(cmsg, sizeof cmsg, "%s", ec ? mb_error_message() : "");
+    double *dx = gl_dev_upload(x0, n3);
+    const mb_error eg = mb_cuda_pcg_solve(MPI_COMM_SELF, NULL, s.dS, 3, db, dx, &o, &gs);
+    gl_dev_download(xg, dx, n3);
+    gl_dev_free(dx);
+    printf("[ gpu ] PCG columns, rtol %g, limit %d: CPU %d (%d iterations, %.3e%s%s), GPU %d "
+           "(%d iterations, %.3e)\n", o.rtol, o.max_iter, (int)ec, cs.iterations, cs.residual,
+           ec ? "; " : "", cmsg, (int)eg, gs.iterations, gs.residual);
+    assert_int_equal(eg, ec);
+    assert_int_equal(gs.iterations, cs.iterations);
+    assert_memory_equal(&gs.residual, &cs.residual, sizeof cs.residual);
+    size_t diff = 0;
+    for (size_t q = 0; q < n3; q++) diff += memcmp(&xc[q], &xg[q], 8) != 0;
+    if (diff) fail_msg("rtol %g: the GPU's iterate differs from the CPU's in %zu of %zu values",
+                       o.rtol, diff, n3);
+    for (int64_t i = 0; !ec && i < n; i++) assert_true(xg[3 * i + 1] == 0.0);
+  }
+  /* cuSPARSE: three columns, then one, then three again on the same matrix */
+  mb_cuda_csr_set_product(s.dS, MB_CUDA_PRODUCT_CUSPARSE);
+  const mb_pcg_opts o = {1e-10, 10000};
+  for (int round = 0; round < 3; round++) {
+    const int nc = round == 1 ? 1 : 3;
+    double *bb = malloc(8 * (size_t)n * nc), *xx = malloc(8 * (size_t)n * nc);
+    for (int64_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        bb[nc * i + c] = b[3 * i + (nc == 1 ? 2 : c)];
+        xx[nc * i + c] = x0[3 * i + (nc == 1 ? 2 : c)];
+      }
+    double *dbb = gl_dev_upload(bb, (size_t)n * nc), *dxx = gl_dev_upload(xx, (size_t)n * nc);
+    mb_solve_stats gs;
+    mb_error e = mb_cuda_pcg_solve(MPI_COMM_SELF, NULL, s.dS, nc, dbb, dxx, &o, &gs);
+    if (e != MB_SUCCESS) fail_msg("PCG, %d columns: %s", nc, mb_error_message());
+    gl_dev_download(xx, dxx, (size_t)n * nc);
+    double res[3];
+    assert_int_equal(mb_residual(MPI_COMM_SELF, NULL, s.S, nc, bb, xx, res), MB_SUCCESS);
+    for (int c = 0; c < nc; c++) assert_true(res[c] <= 1.001e-10);
+    gl_dev_free(dbb);
+    gl_dev_free(dxx);
+    free(bb);
+    free(xx);
+  }
+  gl_dev_free(db);
+  free(b);
+  free(x0);
+  free(xc);
+  free(xg);
+  sys_free(&s);
+}
+
 static void test_errors(void **state) {
   (void)state;
   sys s;
@@ -395,7 +473,8 @@ int main(int argc, char **argv) {
   if (!rc) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_assembly), cmocka_unit_test(test_products),
-        cmocka_unit_test(test_solvers), cmocka_unit_test(test_errors)};
+        cmocka_unit_test(test_solvers), cmocka_unit_test(test_pcg_columns),
+        cmocka_unit_test(test_errors)};
     rc = cmocka_run_group_tests(tests, NULL, NULL);
   }
   MPI_Finalize();
