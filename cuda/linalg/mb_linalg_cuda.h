@@ -20,18 +20,19 @@
  *                             the library's summation order, which is its
  *                             own and may change between versions, so its
  *                             bits are not those of the CPU nor of N ranks.
- *                             The default where no halo is given (one rank,
- *                             per-mesh runs): the fastest.
- *   MB_CUDA_PRODUCT_ROWS      meshbatch's row kernel: one thread per row,
- *                             y_i = sum_k val[k] x[col[k]] in entry order
- *                             (global-id order, mb_csr.h), one rounded
- *                             product and one rounded add per entry, never
- *                             fused: the bits of mb_csr_spmv on the CPU and
- *                             the same on 1 and N ranks. Always used where a
- *                             halo is given (partitioned runs), and on one
- *                             rank where mb_cuda_csr_set_product asks for it
- *                             (a partitioned job on one rank, whose result
- *                             must equal that of N ranks bit for bit).
+ *                             On one rank where mb_cuda_csr_set_product asks
+ *                             for it. Slower on the flows' matrices: three
+ *                             row-major columns on igea at 1 M vertices
+ *                             took 0.46 ms against the row kernel's 0.094 ms
+ *                             (H100, docs/benchmarks.md).
+ *   MB_CUDA_PRODUCT_ROWS      meshbatch's row kernel (the default): one
+ *                             thread per row, y_i = sum_k val[k] x[col[k]]
+ *                             in entry order (global-id order, mb_csr.h),
+ *                             one rounded product and one rounded add per
+ *                             entry, never fused: the bits of mb_csr_spmv
+ *                             on the CPU and the same on 1 and N ranks.
+ *                             Always used where a halo is given
+ *                             (partitioned runs).
  *
  * The entry points are not collective except mb_cuda_pcg_solve. Device
  * arrays are on the device current at mb_cuda_csr_create; work goes to the
@@ -89,7 +90,7 @@ mb_error mb_cuda_csr_download(const mb_cuda_csr *dA, double *val);
 mb_error mb_cuda_csr_upload(mb_cuda_csr *dA, const double *val);
 
 /* The product mb_cuda_csr_spmv and mb_cuda_pcg_solve use on one rank (see
- * above); with a halo the row kernel is always used. Default CUSPARSE. */
+ * above); with a halo the row kernel is always used. Default ROWS. */
 typedef enum mb_cuda_product {
   MB_CUDA_PRODUCT_CUSPARSE = 0,
   MB_CUDA_PRODUCT_ROWS = 1

@@ -41,7 +41,7 @@ struct mb_cuda_csr {
   mb_dbuf opp_ptr, opp;            /* int32 [nnz + 1], [opp_ptr[nnz]]: opposites per entry */
   int has_adj = 0;
   mb_dbuf flag;                    /* int32 [4]: error flags of the kernels (first rows) */
-  mb_cuda_product product = MB_CUDA_PRODUCT_CUSPARSE;
+  mb_cuda_product product = MB_CUDA_PRODUCT_ROWS;
   mb_halo_transport transport = MB_HALO_MPI;
   mb_nccl *nccl = nullptr;
   /* cuSPARSE state, made at the first cuSPARSE product and kept: the

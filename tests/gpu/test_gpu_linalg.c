@@ -169,7 +169,9 @@ static void test_products(void **state) {
     gl_dev_download(got, dy, (size_t)nc * n);
     if (memcmp(got, want, 8 * (size_t)nc * n))
       fail_msg("row product of %d columns differs from the CPU's", nc);
+    mb_cuda_csr_set_product(s.dL, MB_CUDA_PRODUCT_CUSPARSE);
     assert_int_equal(mb_cuda_csr_spmv(s.dL, 0, nc, dx, dy), MB_SUCCESS);
+    mb_cuda_csr_set_product(s.dL, MB_CUDA_PRODUCT_ROWS);
     gl_dev_download(got, dy, (size_t)nc * n);
     double err = 0, mag = 0;
     for (int64_t k = 0; k < nc * n; k++) {
@@ -181,6 +183,49 @@ static void test_products(void **state) {
     gl_dev_free(dy);
   }
   assert_int_equal(mb_cuda_csr_spmv(s.dL, 1, 5, x, got), MB_ERR_ARG);
+  /* Long rows beside short ones (600 rows of 40 and 3 entries), a matrix
+   * made without a mesh: the row product has the CPU's bits. */
+  {
+    const int32_t nr = 600;
+    mb_csr B = {.nrows = nr, .ncols = nr};
+    B.rowptr = calloc((size_t)nr + 1, sizeof *B.rowptr);
+    B.diag = calloc((size_t)nr, sizeof *B.diag);
+    for (int32_t i = 0; i < nr; i++) B.rowptr[i + 1] = B.rowptr[i] + (i < 300 ? 40 : 3);
+    B.nnz = B.rowptr[nr];
+    B.col = calloc((size_t)B.nnz, sizeof *B.col);
+    B.edge = calloc((size_t)B.nnz, sizeof *B.edge);
+    B.val = calloc((size_t)B.nnz, sizeof *B.val);
+    for (int32_t i = 0; i < nr; i++) {
+      const int32_t len = B.rowptr[i + 1] - B.rowptr[i], first = i - len / 2 < 0 ? 0 : i - len / 2;
+      const int32_t start = first + len > nr ? nr - len : first;
+      for (int32_t t = 0; t < len; t++) {
+        const int32_t k = B.rowptr[i] + t, j = start + t;
+        B.col[k] = j;
+        B.edge[k] = j == i ? -1 : 0;
+        if (j == i) B.diag[i] = k;
+        B.val[k] = cos(0.11 * (double)k) + (j == i ? 50.0 : 0.0);
+      }
+    }
+    mb_cuda_csr *dB = NULL;
+    assert_int_equal(mb_cuda_csr_create(&B, NULL, &dB), MB_SUCCESS);
+    assert_int_equal(mb_cuda_csr_upload(dB, B.val), MB_SUCCESS);
+    for (int nc = 1; nc <= 4; nc += 2) {
+      double *dx = gl_dev_upload(x, (size_t)nc * nr), *dy = gl_dev_alloc((size_t)nc * nr);
+      mb_csr_spmv(&B, nc, x, want);
+      assert_int_equal(mb_cuda_csr_spmv(dB, 1, nc, dx, dy), MB_SUCCESS);
+      gl_dev_download(got, dy, (size_t)nc * nr);
+      if (memcmp(got, want, 8 * (size_t)nc * nr))
+        fail_msg("row product of long rows, %d columns, differs from the CPU's", nc);
+      gl_dev_free(dx);
+      gl_dev_free(dy);
+    }
+    mb_cuda_csr_free(dB);
+    free(B.rowptr);
+    free(B.diag);
+    free(B.col);
+    free(B.edge);
+    free(B.val);
+  }
   free(x);
   free(want);
   free(got);
@@ -201,6 +246,7 @@ static void test_solvers(void **state) {
   mb_pcg_opts o = {.rtol = 1e-10, .max_iter = 10000};
   mb_solve_stats st;
   /* PCG, cuSPARSE product, warm start from the positions */
+  mb_cuda_csr_set_product(s.dS, MB_CUDA_PRODUCT_CUSPARSE);
   mb_error e = mb_cuda_pcg_solve(MPI_COMM_SELF, NULL, s.dS, 3, db, dx, &o, &st);
   if (e != MB_SUCCESS) fail_msg("PCG: %s", mb_error_message());
   gl_dev_download(xp, dx, n3);
