@@ -310,7 +310,7 @@ mb_error solve(flow_gpu *g, mb_solve_stats *st) {
     else {
       double sk = 0;
       MB_CALL(sqrt_kappa(g, &sk));
-      m = sk <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
+      m = sk <= MB_FLOW_AUTO_SQRT_KAPPA_GPU ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
     }
   }
   MB_CALL_CUDA(cudaMemcpy(g->X.p, g->x.p, sizeof(double) * 3 * (size_t)g->nc,

@@ -40,8 +40,13 @@
  * condition number (Gershgorin above; below, -tau K is positive semi-
  * definite, so no eigenvalue is under the smallest d_i of a free row), i.e.
  * where PCG would need more than about that many iterations per decade of
- * residual; else PCG. The
- * choice is made per step and recorded.
+ * residual; else PCG. On the GPU the bound is MB_FLOW_AUTO_SQRT_KAPPA_GPU:
+ * there csrchol's factor and solve of igea at 1 M vertices took ~520 ms a
+ * step (and ~10 s of ordering and analysis at the first), while a PCG
+ * iteration took 0.79 ms and the iterations were about a third of this
+ * estimate (137, 361, 1297 for estimates 391, 1236, 3909 at dt 1e-5,
+ * 1e-4, 1e-3; docs/benchmarks.md), so PCG is the faster below about 2000.
+ * The choice is made per step and recorded.
  *
  * Every rank of a split mesh computes its owned rows with the same
  * operations in the same order as one rank (row sums in global order,
@@ -71,6 +76,7 @@ typedef enum mb_flow_rescale { MB_FLOW_RESCALE_NONE = 0, MB_FLOW_RESCALE_AREA = 
 
 /* sqrt(kappa) above which `auto` takes Cholesky per mesh (see above). */
 #define MB_FLOW_AUTO_SQRT_KAPPA 40.0
+#define MB_FLOW_AUTO_SQRT_KAPPA_GPU 2000.0
 
 /* A stage's keys (the job file's; defaults in mb_flow_op.c). */
 typedef struct mb_flow_params {
