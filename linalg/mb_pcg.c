@@ -22,6 +22,11 @@
 
 /* At most this many columns solved together. */
 #define PCG_MAXCOMP 16
+/* Rows below which the vector loops run on one thread: an OpenMP team
+ * costs more than the loop there, most of all on a loaded machine (each
+ * of the ~10 loops of an iteration waits for every thread). Per-row
+ * arithmetic, so the bits do not depend on it. */
+#define PCG_OMP_MIN_ROWS 32768
 
 static mb_error exchange(mb_halo *halo, int nc, double *x) {
   if (!halo) return MB_SUCCESS;
@@ -37,7 +42,7 @@ static void dots(int64_t n, int nc, const double *x, const double *y, const int 
                  double *tmp, mb_reduce_acc *acc) {
   for (int c = 0; c < nc; c++) {
     if (use && !use[c]) continue;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++) tmp[i] = x[i * nc + c] * y[i * nc + c];
     mb_reduce_acc_add(&acc[c], n, tmp, NULL);
   }
@@ -55,7 +60,7 @@ mb_error mb_residual(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, cons
   MB_CHECK_GOTO(err, done, r && tmp && acc, MB_ERR_MEMORY, "out of memory for a residual");
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, r);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
   for (int64_t q = 0; q < n * nc; q++) r[q] = B[q] - r[q];
   for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, r, r, NULL, tmp, acc);
@@ -73,6 +78,18 @@ done:
   return err;
 }
 
+/* z = P^-1 r: opts->precond on all columns, else Jacobi z = r * dinv on the
+ * columns with use[c] (use NULL: all). */
+static mb_error precondition(const mb_pcg_opts *opts, int64_t n, int nc, const double *dinv,
+                             const int *use, const double *r, double *z) {
+  if (opts->precond) return opts->precond(opts->precond_ctx, n, nc, r, z);
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
+  for (int64_t i = 0; i < n; i++)
+    for (int c = 0; c < nc; c++)
+      if (!use || use[c]) z[i * nc + c] = r[i * nc + c] * dinv[i];
+  return MB_SUCCESS;
+}
+
 mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, const double *B,
                       double *X, const mb_pcg_opts *opts, mb_solve_stats *stats) {
   MB_CHECK(A && opts && stats, MB_ERR_ARG, "mb_pcg_solve: NULL argument");
@@ -84,6 +101,9 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
            opts->rtol, opts->max_iter);
   MB_CHECK(halo || A->ncols == A->nrows, MB_ERR_ARG,
            "mb_pcg_solve: a matrix with ghost columns needs a halo plan");
+  MB_CHECK(!opts->precond || !halo, MB_ERR_ARG,
+           "mb_pcg_solve: a preconditioner other than Jacobi runs on one rank's whole matrix "
+           "only");
   memset(stats, 0, sizeof(*stats));
   stats->method = MB_SOLVER_PCG;
   stats->rtol = opts->rtol;
@@ -137,7 +157,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
                   "%lld of this rank; -1: another rank's)",
                   (long long)where[2]);
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
   for (int64_t i = 0; i < n; i++) dinv[i] = 1.0 / A->val[A->diag[i]];
 
   double bnorm[PCG_MAXCOMP], tol[PCG_MAXCOMP], rz[PCG_MAXCOMP], res[PCG_MAXCOMP];
@@ -147,11 +167,9 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   /* r = b - A x, z = D^-1 r; ||b||, ||r||, r.z in one allreduce. */
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, q);
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < n * nc; k++) {
-    r[k] = B[k] - q[k];
-    z[k] = r[k] * dinv[k / nc];
-  }
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
+  for (int64_t k = 0; k < n * nc; k++) r[k] = B[k] - q[k];
+  MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, NULL, r, z));
   for (int c = 0; c < 3 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, B, B, NULL, tmp, acc);
   dots(n, nc, r, r, NULL, tmp, acc + nc);
@@ -208,15 +226,15 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
       alpha[c] = rz[c] / pq;
     }
     /* x += alpha p, r -= alpha q, z = D^-1 r */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!run[c]) continue;
         const int64_t k = i * nc + c;
         X[k] += alpha[c] * p[k];
         r[k] -= alpha[c] * q[k];
-        z[k] = r[k] * dinv[i];
       }
+    MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, run, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, run, tmp, acc);
     dots(n, nc, r, z, run, tmp, acc + nc);
@@ -237,7 +255,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
       }
     }
     /* p = z + beta p */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!run[c] || check[c]) continue;
@@ -249,14 +267,14 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
      * stop them if it agrees, else restart CG from the true residual. */
     MB_CALL_GOTO(err, done, exchange(halo, nc, X));
     mb_csr_spmv(A, nc, X, q);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!check[c]) continue;
         const int64_t k = i * nc + c;
         r[k] = B[k] - q[k];
-        z[k] = r[k] * dinv[i];
       }
+    MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, check, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, check, tmp, acc);
     dots(n, nc, r, z, check, tmp, acc + nc);
@@ -273,7 +291,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
         rz[c] = mb_reduce_acc_value(&acc[nc + c]);
       }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++)
         if (restart[c]) p[i * nc + c] = z[i * nc + c];
