@@ -177,11 +177,3 @@ mb_error mb_cholesky_solve(mb_cholesky *ch, int ncomp, const double *B, double *
   cholmod_free_dense(&x, &ch->c);
   return MB_SUCCESS;
 }
-
-mb_error mb_cholesky_precond(void *chol, int64_t n, int ncomp, const double *r, double *z) {
-  mb_cholesky *ch = chol;
-  MB_CHECK(ch && n == ch->n, MB_ERR_ARG,
-           "mb_cholesky_precond: %lld rows for a factor of order %d", (long long)n,
-           ch ? ch->n : -1);
-  return mb_cholesky_solve(ch, ncomp, r, z);
-}

@@ -78,18 +78,6 @@ done:
   return err;
 }
 
-/* z = P^-1 r: opts->precond on all columns, else Jacobi z = r * dinv on the
- * columns with use[c] (use NULL: all). */
-static mb_error precondition(const mb_pcg_opts *opts, int64_t n, int nc, const double *dinv,
-                             const int *use, const double *r, double *z) {
-  if (opts->precond) return opts->precond(opts->precond_ctx, n, nc, r, z);
-#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-  for (int64_t i = 0; i < n; i++)
-    for (int c = 0; c < nc; c++)
-      if (!use || use[c]) z[i * nc + c] = r[i * nc + c] * dinv[i];
-  return MB_SUCCESS;
-}
-
 mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, const double *B,
                       double *X, const mb_pcg_opts *opts, mb_solve_stats *stats) {
   MB_CHECK(A && opts && stats, MB_ERR_ARG, "mb_pcg_solve: NULL argument");
@@ -101,9 +89,6 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
            opts->rtol, opts->max_iter);
   MB_CHECK(halo || A->ncols == A->nrows, MB_ERR_ARG,
            "mb_pcg_solve: a matrix with ghost columns needs a halo plan");
-  MB_CHECK(!opts->precond || !halo, MB_ERR_ARG,
-           "mb_pcg_solve: a preconditioner other than Jacobi runs on one rank's whole matrix "
-           "only");
   memset(stats, 0, sizeof(*stats));
   stats->method = MB_SOLVER_PCG;
   stats->rtol = opts->rtol;
@@ -168,8 +153,10 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, q);
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-  for (int64_t k = 0; k < n * nc; k++) r[k] = B[k] - q[k];
-  MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, NULL, r, z));
+  for (int64_t k = 0; k < n * nc; k++) {
+    r[k] = B[k] - q[k];
+    z[k] = r[k] * dinv[k / nc];
+  }
   for (int c = 0; c < 3 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, B, B, NULL, tmp, acc);
   dots(n, nc, r, r, NULL, tmp, acc + nc);
@@ -233,8 +220,8 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
         const int64_t k = i * nc + c;
         X[k] += alpha[c] * p[k];
         r[k] -= alpha[c] * q[k];
+        z[k] = r[k] * dinv[i];
       }
-    MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, run, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, run, tmp, acc);
     dots(n, nc, r, z, run, tmp, acc + nc);
@@ -273,8 +260,8 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
         if (!check[c]) continue;
         const int64_t k = i * nc + c;
         r[k] = B[k] - q[k];
+        z[k] = r[k] * dinv[i];
       }
-    MB_CALL_GOTO(err, done, precondition(opts, n, nc, dinv, check, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, check, tmp, acc);
     dots(n, nc, r, z, check, tmp, acc + nc);

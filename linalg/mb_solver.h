@@ -62,9 +62,6 @@ typedef struct mb_solve_stats {
   double residual;         /* max over columns of ||b - A x||_2 / ||b||_2 after the solve */
   double analyze_ms, factor_ms, solve_ms; /* wall time of each phase in this call
                                              (analysis 0 when reused) */
-  int reused_factor;       /* Cholesky: 0 factored in this call; k > 0: no factorization,
-                              PCG (iterations, rtol) preconditioned by the factor of the
-                              op's step k (the flows' auto, mb_flow.h) */
 } mb_solve_stats;
 
 /* CPU sparse Cholesky (CHOLMOD). Collective: no (one rank's matrix). */
@@ -95,31 +92,13 @@ void mb_cholesky_free(mb_cholesky *chol);
 mb_error mb_residual(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, const double *B,
                      double *X, double *res);
 
-/* A preconditioner z = P^-1 r for mb_pcg_solve: r and z [n, ncomp]
- * row-major (n = A's rows), P symmetric positive definite; returns an
- * mb_error (its failure stops the solve with that error). */
-typedef mb_error (*mb_pcg_precond_fn)(void *ctx, int64_t n, int ncomp, const double *r,
-                                      double *z);
-
 /* PCG options. */
 typedef struct mb_pcg_opts {
   double rtol;    /* relative residual per column, e.g. 1e-10 */
   int max_iter;   /* iteration limit, e.g. 10000 */
-  /* NULL (the default of an initialiser that leaves it out): Jacobi.
-   * Else applied instead of Jacobi, on one rank's whole matrix only
-   * (halo NULL): e.g. mb_cholesky_precond with the factor of a nearby
-   * matrix (the flows' earlier step). CPU only: the CUDA PCG ignores it. */
-  mb_pcg_precond_fn precond;
-  void *precond_ctx; /* its first argument (borrowed) */
 } mb_pcg_opts;
 
-/* mb_pcg_precond_fn of a Cholesky factor: z = L^-T L^-1 r with ctx an
- * mb_cholesky * that holds a factor (mb_cholesky_factor succeeded). Not
- * collective. Errors: those of mb_cholesky_solve, MB_ERR_ARG (n is not the
- * factor's order). */
-mb_error mb_cholesky_precond(void *chol, int64_t n, int ncomp, const double *r, double *z);
-
-/* Solve A X = B by preconditioned CG (Jacobi, or opts->precond) for ncomp columns, X warm start
+/* Solve A X = B by Jacobi-preconditioned CG for ncomp columns, X warm start
  * on entry and solution on exit ([ncols, ncomp] with room for the ghost
  * rows, which hold their owners' solution on exit; B [nrows, ncomp]).
  * halo: NULL on one rank; else the forward exchange plan of A's columns
@@ -131,7 +110,7 @@ mb_error mb_cholesky_precond(void *chol, int64_t n, int ncomp, const double *r, 
  * Method (linalg/mb_pcg.c; the GPU's the same, so the same bits): per
  * column, r = b - A x, z = r * dinv (dinv_i = 1 / a_ii), p = z; each
  * iteration q = A p, alpha = (r.z) / (p.q), x += alpha p, r -= alpha q,
- * z = r * dinv (or z = P^-1 r with opts->precond, all columns at once),
+ * z = r * dinv,
  * beta = (r.z)_new / (r.z), p = z + beta p. Two allreduces an iteration:
  * p.q of every column, then r.r and r.z of every column together. A
  * column stops when sqrt(r.r) <= rtol ||b||; its residual is then

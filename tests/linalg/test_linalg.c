@@ -6,15 +6,12 @@
  *    annihilates constants exactly;
  *  - the barycentric lumped mass sums to the surface area (1e-12 relative);
  *  - CHOLMOD and PCG solve (M - dt L) X = M X (one backward-Euler step of
- *    mean-curvature flow) to their tolerances and agree; PCG preconditioned
- *    by the Cholesky factor of a nearby matrix (M - dt/2 L) agrees too, in
- *    fewer iterations than Jacobi, and in 1 or 2 with A's own factor;
+ *    mean-curvature flow) to their tolerances and agree;
  *  - a zero-area triangle: cotangents 0, L finite; its lone vertices make
  *    M - dt L singular, reported by both solvers;
  *  - errors: a singular matrix (isolated vertex), an indefinite one, a
- *    non-finite position, matrix value or right-hand side, a PCG that
- *    hits its iteration limit, a failing preconditioner, a factor of
- *    another order.
+ *    non-finite position, matrix value or right-hand side, and a PCG that
+ *    hits its iteration limit.
  * Meshes: data/meshes/bob.obj (in the repository); spot.obj from the shared
  * data folder where present (its cases are skipped, and say so, where not). */
 #include <math.h>
@@ -268,31 +265,6 @@ static void check_solvers(fixture *f, double dt_per_area) {
          moved / f->diag);
   assert_true(moved > 0);
   assert_true(dmax / f->diag <= 1e-8);
-
-  /* PCG preconditioned by a factor of a nearby matrix (ch holds
-   * M - dt/2 L, A is M - dt L: the flows' `auto` reusing an earlier
-   * step's factor): to 1e-10 in fewer iterations than Jacobi, the same
-   * solution; with the factor of A itself, in one or two iterations. */
-  memcpy(Xp, f->mesh->xyz, (size_t)n * 3 * sizeof(double));
-  mb_pcg_opts oc = {.rtol = 1e-10, .max_iter = 100, .precond = mb_cholesky_precond,
-                    .precond_ctx = ch};
-  mb_solve_stats sc;
-  assert_int_equal(mb_pcg_solve(MPI_COMM_SELF, NULL, A, 3, B, Xp, &oc, &sc), MB_SUCCESS);
-  assert_true(sc.residual <= 1e-10);
-  assert_true(sc.iterations >= 1 && sc.iterations < st.iterations);
-  dmax = 0;
-  for (int64_t k = 0; k < 3 * n; k++) dmax = fmax(dmax, fabs(Xp[k] - Xc[k]));
-  assert_true(dmax / f->diag <= 1e-8);
-  assert_int_equal(mb_cholesky_factor(ch, A), MB_SUCCESS);
-  memcpy(Xp, f->mesh->xyz, (size_t)n * 3 * sizeof(double));
-  mb_solve_stats se;
-  assert_int_equal(mb_pcg_solve(MPI_COMM_SELF, NULL, A, 3, B, Xp, &oc, &se), MB_SUCCESS);
-  printf("%s: dt = %.3e: PCG with the factor of M - dt/2 L: %d iterations (Jacobi %d), "
-         "residual %.3e, max |X - X_chol| / bbox diagonal = %.3e; with the factor of A: %d\n",
-         f->mesh->name, dt, sc.iterations, st.iterations, sc.residual, dmax / f->diag,
-         se.iterations);
-  assert_true(se.iterations >= 1 && se.iterations <= 2);
-  assert_true(se.residual <= 1e-10);
   mb_cholesky_free(ch);
   mb_csr_free(A);
   free(B);
@@ -318,43 +290,6 @@ static void test_solvers_spot(void **state) {
 }
 
 /* ------------------------------------------------------------------- errors */
-
-static mb_error failing_precond(void *ctx, int64_t n, int ncomp, const double *r, double *z) {
-  (void)ctx, (void)n, (void)ncomp, (void)r, (void)z;
-  return mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__, "preconditioner failed");
-}
-
-/* A preconditioner's error stops the solve with that error; the factor of
- * another order is refused. */
-static void test_error_precond(void **state) {
-  (void)state;
-  fixture f;
-  load_mesh(0, &f);
-  const int64_t n = f.mesh->nv;
-  mb_csr *A;
-  assert_int_equal(mb_csr_pattern(f.adj, n, n, NULL, &A), MB_SUCCESS);
-  assert_int_equal(mb_csr_combine(A, 1.0, f.mass, -1e-3, f.L), MB_SUCCESS);
-  double *B = malloc((size_t)n * 3 * sizeof(double)), *X = malloc((size_t)n * 3 * sizeof(double));
-  assert_non_null(B);
-  assert_non_null(X);
-  for (int64_t i = 0; i < n; i++)
-    for (int c = 0; c < 3; c++) B[3 * i + c] = f.mass[i] * f.mesh->xyz[3 * i + c];
-  memcpy(X, f.mesh->xyz, (size_t)n * 3 * sizeof(double));
-  mb_pcg_opts o = {.rtol = 1e-10, .max_iter = 100, .precond = failing_precond};
-  mb_solve_stats st;
-  assert_int_equal(mb_pcg_solve(MPI_COMM_SELF, NULL, A, 3, B, X, &o, &st), MB_ERR_NUMERIC);
-  mb_test_assert_message_contains("preconditioner failed");
-  mb_cholesky *ch;
-  assert_int_equal(mb_cholesky_create(A, &ch), MB_SUCCESS);
-  assert_int_equal(mb_cholesky_factor(ch, A), MB_SUCCESS);
-  assert_int_equal(mb_cholesky_precond(ch, n - 1, 3, B, X), MB_ERR_ARG);
-  mb_test_assert_message_contains("factor of order");
-  mb_cholesky_free(ch);
-  mb_csr_free(A);
-  free(B);
-  free(X);
-  fixture_free(&f);
-}
 
 /* Two triangles (a square) and an isolated vertex 4. */
 static mb_mesh *square_and_point(void) {
@@ -560,7 +495,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_solvers_spot),     cmocka_unit_test(test_degenerate_triangle),
       cmocka_unit_test(test_error_singular),
       cmocka_unit_test(test_error_indefinite_pcg), cmocka_unit_test(test_error_nonfinite),
-      cmocka_unit_test(test_error_iteration_limit), cmocka_unit_test(test_error_precond)};
+      cmocka_unit_test(test_error_iteration_limit)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   MPI_Finalize();
   return rc;

@@ -26,8 +26,6 @@ typedef struct flow_work {
   double *fixed;       /* [ncols] 1 for a vertex kept in place, else 0 */
   double *B, *X;       /* [nrows, 3], [ncols, 3] */
   mb_cholesky *chol;   /* per mesh, made at the first Cholesky step */
-  int factor_step;     /* the step (from 1) whose matrix chol holds factored; 0: none */
-  int refactor;        /* auto: factor anew at the next Cholesky step */
 } flow_work;
 
 static void work_free(flow_work *w) {
@@ -168,41 +166,9 @@ double mb_flow_sqrt_kappa(const mb_csr *A, const double *d, const double *fixed)
   return lo > 0 ? sqrt(hi / lo) : INFINITY;
 }
 
-/* auto, a Cholesky step after the first (mb_flow.h): PCG preconditioned by
- * the factor of step w->factor_step, at most MB_FLOW_REUSE_MAX_IT
- * iterations. MB_SUCCESS with *done = 1 when it converged; *done = 0 when
- * it did not (X is reset to the warm start, the caller factors anew);
- * other errors (memory, a non-finite value) are returned. */
-static mb_error solve_reused(const mb_flow_params *p, const mb_flow_mesh *fm, flow_work *w,
-                             mb_solve_stats *st, int *done) {
-  *done = 0;
-  const mb_pcg_opts o = {.rtol = p->tolerance,
-                         .max_iter = MB_FLOW_REUSE_MAX_IT,
-                         .precond = mb_cholesky_precond,
-                         .precond_ctx = w->chol};
-  const double t0 = mb_wtime();
-  const mb_error e = mb_pcg_solve(fm->comm, NULL, w->A, 3, w->B, w->X, &o, st);
-  const double t1 = mb_wtime();
-  if (e == MB_SUCCESS) {
-    st->method = MB_SOLVER_CHOLESKY;
-    st->reused_factor = w->factor_step;
-    st->analyze_ms = st->factor_ms = 0;
-    st->solve_ms = 1e3 * (t1 - t0);
-    w->refactor = st->iterations > MB_FLOW_REUSE_REFACTOR_IT;
-    *done = 1;
-    return MB_SUCCESS;
-  }
-  if (e != MB_ERR_NUMERIC) return e;
-  /* not converged in the limit (or the old factor does not fit this
-   * matrix at all): factor this step's matrix instead */
-  memcpy(w->X, fm->x, sizeof(double) * 3 * (size_t)fm->ncols);
-  memset(st, 0, sizeof *st);
-  return MB_SUCCESS;
-}
-
 /* One solve of A X = B (X warm-started from the positions). */
 static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split, flow_work *w,
-                      int step, mb_solve_stats *st) {
+                      mb_solve_stats *st) {
   mb_solver_method m = (mb_solver_method)p->solver;
   if (m == MB_SOLVER_AUTO && split) {
     m = MB_SOLVER_PCG;
@@ -222,18 +188,10 @@ static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split
   }
   MB_CHECK(!split, MB_ERR_UNSUPPORTED,
            "%s: solver cholesky runs on a whole mesh only; a split mesh uses pcg", fm->name);
-  if (p->solver == MB_SOLVER_AUTO && w->factor_step > 0 && !w->refactor) {
-    int done;
-    MB_CALL(solve_reused(p, fm, w, st, &done));
-    if (done) return MB_SUCCESS;
-  }
   double t0 = mb_wtime();
   if (!w->chol) MB_CALL(mb_cholesky_create(w->A, &w->chol));
   double t1 = mb_wtime();
-  w->factor_step = 0;
   MB_CALL(mb_cholesky_factor(w->chol, w->A));
-  w->factor_step = step + 1;
-  w->refactor = 0;
   double t2 = mb_wtime();
   MB_CALL(mb_cholesky_solve(w->chol, 3, w->B, w->X));
   double t3 = mb_wtime();
@@ -311,7 +269,7 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     MB_CALL(mb_agree(fm->comm, assemble_operator(p, fm, w, s)));
     assemble_system(fm, w, p->time_step);
     const double t1 = mb_wtime();
-    MB_CALL(mb_agree(fm->comm, mb_flow_at_step(fm, s, solve(p, fm, split, w, s, &rep->step[s]))));
+    MB_CALL(mb_agree(fm->comm, mb_flow_at_step(fm, s, solve(p, fm, split, w, &rep->step[s]))));
     const double t2 = mb_wtime();
     e = MB_SUCCESS;
     for (int64_t i = 0; i < nr && !e; i++) {
@@ -332,13 +290,7 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
      * and system; the solve (Cholesky: analysis, first step only, factor,
      * triangular solves; PCG: its iterations); the update, rescale and
      * ghost refresh after it. */
-    if (st->method == MB_SOLVER_CHOLESKY && st->reused_factor > 0)
-      mb_log(MB_LOG_VERBOSE,
-             "%s: step %d: cholesky, the factor of step %d as PCG preconditioner, %d iterations, "
-             "relative residual %.3g; %.1f ms (cpu %.1f ms): assembly %.1f, pcg %.1f, update %.1f",
-             fm->name, s + 1, st->reused_factor, st->iterations, st->residual, 1e3 * (t3 - t0),
-             cpu_ms, 1e3 * (t1 - t0), st->solve_ms, 1e3 * (t3 - t2));
-    else if (st->method == MB_SOLVER_CHOLESKY)
+    if (st->method == MB_SOLVER_CHOLESKY)
       mb_log(MB_LOG_VERBOSE,
              "%s: step %d: cholesky, 0 iterations, relative residual %.3g (direct); %.1f ms (cpu "
              "%.1f ms): assembly %.1f, analysis %.1f, factor %.1f, solve %.1f, update %.1f",
@@ -371,12 +323,6 @@ void mb_flow_describe(const mb_flow_report *rep, char *buf, size_t len) {
     int w = st->method == MB_SOLVER_PCG
                 ? snprintf(buf + used, len - used, "%sstep %d: pcg rtol %.3g iterations %d residual %.3g",
                            s ? "; " : "", s + 1, st->rtol, st->iterations, st->residual)
-            : st->reused_factor > 0
-                ? snprintf(buf + used, len - used,
-                           "%sstep %d: cholesky factor of step %d, pcg rtol %.3g iterations %d "
-                           "residual %.3g",
-                           s ? "; " : "", s + 1, st->reused_factor, st->rtol, st->iterations,
-                           st->residual)
                 : snprintf(buf + used, len - used, "%sstep %d: cholesky residual %.3g", s ? "; " : "",
                            s + 1, st->residual);
     if (w < 0 || (size_t)w >= len - used) {

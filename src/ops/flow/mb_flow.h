@@ -71,17 +71,6 @@ typedef enum mb_flow_rescale { MB_FLOW_RESCALE_NONE = 0, MB_FLOW_RESCALE_AREA = 
 
 /* sqrt(kappa) above which `auto` takes Cholesky per mesh (see above). */
 #define MB_FLOW_AUTO_SQRT_KAPPA 40.0
-/* `auto` on the CPU, a Cholesky step after the first: no factorization, but
- * PCG to `tolerance` preconditioned by the factor of the last step that
- * factored (its matrix differs from this one by the new mass matrix, and by
- * L in `classic` and cotangent fairing), at most MB_FLOW_REUSE_MAX_IT
- * iterations, else this step factors anew; more than
- * MB_FLOW_REUSE_REFACTOR_IT iterations make the next Cholesky step factor
- * anew. One iteration costs about one triangular solve pair; a
- * factorization about 20 of them at 1 M vertices on 2 cores (see
- * docs/benchmarks.md, issue 24 point 4). `cholesky` always factors. */
-#define MB_FLOW_REUSE_MAX_IT 20
-#define MB_FLOW_REUSE_REFACTOR_IT 10
 
 /* A stage's keys (the job file's; defaults in mb_flow_op.c). */
 typedef struct mb_flow_params {
