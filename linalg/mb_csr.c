@@ -95,10 +95,14 @@ mb_error mb_csr_pattern(const mb_adjacency *adj, int64_t nrows, int64_t ncols,
   return MB_SUCCESS;
 }
 
+/* Rows below which the product runs on one thread (an OpenMP team costs
+ * more than the product there; each row's sum is the same either way). */
+#define SPMV_OMP_MIN_ROWS 32768
+
 void mb_csr_spmv(const mb_csr *A, int ncomp, const double *x, double *y) {
   const int32_t n = A->nrows;
   if (ncomp == 3) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= SPMV_OMP_MIN_ROWS)
     for (int32_t i = 0; i < n; i++) {
       double s0 = 0.0, s1 = 0.0, s2 = 0.0;
       for (int32_t e = A->rowptr[i]; e < A->rowptr[i + 1]; e++) {
@@ -114,7 +118,7 @@ void mb_csr_spmv(const mb_csr *A, int ncomp, const double *x, double *y) {
     }
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= SPMV_OMP_MIN_ROWS)
   for (int32_t i = 0; i < n; i++) {
     for (int c = 0; c < ncomp; c++) {
       double s = 0.0;

@@ -22,6 +22,11 @@
 
 /* At most this many columns solved together. */
 #define PCG_MAXCOMP 16
+/* Rows below which the vector loops run on one thread: an OpenMP team
+ * costs more than the loop there, most of all on a loaded machine (each
+ * of the ~10 loops of an iteration waits for every thread). Per-row
+ * arithmetic, so the bits do not depend on it. */
+#define PCG_OMP_MIN_ROWS 32768
 
 static mb_error exchange(mb_halo *halo, int nc, double *x) {
   if (!halo) return MB_SUCCESS;
@@ -37,7 +42,7 @@ static void dots(int64_t n, int nc, const double *x, const double *y, const int 
                  double *tmp, mb_reduce_acc *acc) {
   for (int c = 0; c < nc; c++) {
     if (use && !use[c]) continue;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++) tmp[i] = x[i * nc + c] * y[i * nc + c];
     mb_reduce_acc_add(&acc[c], n, tmp, NULL);
   }
@@ -55,7 +60,7 @@ mb_error mb_residual(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, cons
   MB_CHECK_GOTO(err, done, r && tmp && acc, MB_ERR_MEMORY, "out of memory for a residual");
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, r);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
   for (int64_t q = 0; q < n * nc; q++) r[q] = B[q] - r[q];
   for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, r, r, NULL, tmp, acc);
@@ -137,7 +142,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
                   "%lld of this rank; -1: another rank's)",
                   (long long)where[2]);
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
   for (int64_t i = 0; i < n; i++) dinv[i] = 1.0 / A->val[A->diag[i]];
 
   double bnorm[PCG_MAXCOMP], tol[PCG_MAXCOMP], rz[PCG_MAXCOMP], res[PCG_MAXCOMP];
@@ -147,7 +152,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   /* r = b - A x, z = D^-1 r; ||b||, ||r||, r.z in one allreduce. */
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, q);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
   for (int64_t k = 0; k < n * nc; k++) {
     r[k] = B[k] - q[k];
     z[k] = r[k] * dinv[k / nc];
@@ -208,7 +213,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
       alpha[c] = rz[c] / pq;
     }
     /* x += alpha p, r -= alpha q, z = D^-1 r */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!run[c]) continue;
@@ -237,7 +242,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
       }
     }
     /* p = z + beta p */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!run[c] || check[c]) continue;
@@ -249,7 +254,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
      * stop them if it agrees, else restart CG from the true residual. */
     MB_CALL_GOTO(err, done, exchange(halo, nc, X));
     mb_csr_spmv(A, nc, X, q);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++) {
         if (!check[c]) continue;
@@ -273,7 +278,7 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
         rz[c] = mb_reduce_acc_value(&acc[nc + c]);
       }
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
     for (int64_t i = 0; i < n; i++)
       for (int c = 0; c < nc; c++)
         if (restart[c]) p[i * nc + c] = z[i * nc + c];

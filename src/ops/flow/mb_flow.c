@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mb_csr.h"
 #include "mb_log.h"
@@ -169,13 +170,18 @@ double mb_flow_sqrt_kappa(const mb_csr *A, const double *d, const double *fixed)
 static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split, flow_work *w,
                       mb_solve_stats *st) {
   mb_solver_method m = (mb_solver_method)p->solver;
-  if (m == MB_SOLVER_AUTO)
-    m = split || mb_flow_sqrt_kappa(w->A, w->d, w->fixed) <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG
-                                                                       : MB_SOLVER_CHOLESKY;
+  if (m == MB_SOLVER_AUTO && split) {
+    m = MB_SOLVER_PCG;
+  } else if (m == MB_SOLVER_AUTO) {
+    const double sk = mb_flow_sqrt_kappa(w->A, w->d, w->fixed);
+    m = sk <= MB_FLOW_AUTO_SQRT_KAPPA ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
+    mb_log(MB_LOG_VERBOSE, "%s: solver auto: sqrt(kappa) bound %.3g %s %g: %s", fm->name, sk,
+           m == MB_SOLVER_PCG ? "<=" : ">", MB_FLOW_AUTO_SQRT_KAPPA, mb_solver_method_name(m));
+  }
   memcpy(w->X, fm->x, sizeof(double) * 3 * (size_t)fm->ncols);
   memset(st, 0, sizeof *st);
   if (m == MB_SOLVER_PCG) {
-    const mb_pcg_opts o = {p->tolerance, p->max_iterations};
+    const mb_pcg_opts o = {.rtol = p->tolerance, .max_iter = p->max_iterations};
     MB_CALL(mb_pcg_solve(fm->comm, fm->halo, w->A, 3, w->B, w->X, &o, st));
     st->method = MB_SOLVER_PCG;
     return MB_SUCCESS;
@@ -224,6 +230,14 @@ mb_error mb_flow_at_step(const mb_flow_mesh *fm, int step, mb_error e) {
   return e;
 }
 
+/* This process's CPU time (all threads), seconds: beside the wall time in
+ * the -v log, for figures on a machine shared with other work. */
+static double cpu_seconds(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *rep,
                     flow_work *w) {
   const int split = fm->halo != NULL || fm->global != NULL;
@@ -251,7 +265,7 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     MB_CALL(area_centroid(fm, w->d, fm->x, &a0, NULL));
   }
   for (int s = 0; s < p->steps; s++) {
-    const double t0 = mb_wtime();
+    const double t0 = mb_wtime(), c0 = cpu_seconds();
     MB_CALL(mb_agree(fm->comm, assemble_operator(p, fm, w, s)));
     assemble_system(fm, w, p->time_step);
     const double t1 = mb_wtime();
@@ -270,12 +284,26 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     if (p->kind == MB_FLOW_MCF && p->rescale == MB_FLOW_RESCALE_AREA)
       MB_CALL(mb_agree(fm->comm, rescale_area(fm, w, a0)));
     MB_CALL(mb_flow_refresh(fm, 3, fm->x));
+    const double t3 = mb_wtime(), cpu_ms = 1e3 * (cpu_seconds() - c0);
     if (rep->phase)
-      rep->phase[s] = (mb_flow_phases){1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (mb_wtime() - t2)};
+      rep->phase[s] = (mb_flow_phases){1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2)};
     const mb_solve_stats *st = &rep->step[s];
-    mb_log(MB_LOG_VERBOSE, "%s: step %d: %s, %d iterations, relative residual %.3g%s", fm->name,
-           s + 1, mb_solver_method_name(st->method), st->iterations, st->residual,
-           st->method == MB_SOLVER_CHOLESKY ? " (direct)" : "");
+    /* Phase times of this rank (wall, ms): assembly of the operator, mass
+     * and system; the solve (Cholesky: analysis, first step only, factor,
+     * triangular solves; PCG: its iterations); the update, rescale and
+     * ghost refresh after it. */
+    if (st->method == MB_SOLVER_CHOLESKY)
+      mb_log(MB_LOG_VERBOSE,
+             "%s: step %d: cholesky, 0 iterations, relative residual %.3g (direct); %.1f ms (cpu "
+             "%.1f ms): assembly %.1f, analysis %.1f, factor %.1f, solve %.1f, update %.1f",
+             fm->name, s + 1, st->residual, 1e3 * (t3 - t0), cpu_ms, 1e3 * (t1 - t0), st->analyze_ms,
+             st->factor_ms, st->solve_ms, 1e3 * (t3 - t2));
+    else
+      mb_log(MB_LOG_VERBOSE,
+             "%s: step %d: %s, %d iterations, relative residual %.3g; %.1f ms (cpu %.1f ms): "
+             "assembly %.1f, pcg %.1f, update %.1f",
+             fm->name, s + 1, mb_solver_method_name(st->method), st->iterations, st->residual,
+             1e3 * (t3 - t0), cpu_ms, 1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t3 - t2));
   }
   rep->steps = p->steps;
   return MB_SUCCESS;
