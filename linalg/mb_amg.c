@@ -51,7 +51,7 @@ static double now_ms(void) {
 }
 
 mb_amg_opts mb_amg_opts_default(void) {
-  mb_amg_opts o = {.theta = 0.0, .max_levels = 10, .max_coarse = 2000, .degree = 2};
+  mb_amg_opts o = {.theta = 0.08, .max_levels = 10, .max_coarse = 2000, .degree = 2};
   return o;
 }
 
@@ -564,34 +564,41 @@ mb_error mb_amg_update(mb_amg *amg, const mb_csr *A) {
 static void smooth(const amg_level *L, int degree, int nc, const double *b, double *x,
                    int zero) {
   const mb_csr *A = L->A;
-  const int64_t n = A->nrows, nn = n * nc;
+  const int32_t n = A->nrows;
   double *r = L->r, *d = L->d, *q = L->q;
+  const double *dinv = L->dinv;
   const double d0 = L->cheb_d0;
   if (zero) {
 #pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < nn; k++) {
-      r[k] = b[k];
-      d[k] = (L->dinv[k / nc] * b[k]) * d0;
-      x[k] = d[k];
-    }
+    for (int32_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        const size_t k = (size_t)i * nc + c;
+        r[k] = b[k];
+        d[k] = (dinv[i] * b[k]) * d0;
+        x[k] = d[k];
+      }
   } else {
     mb_csr_spmv(A, nc, x, q);
 #pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < nn; k++) {
-      r[k] = b[k] - q[k];
-      d[k] = (L->dinv[k / nc] * r[k]) * d0;
-      x[k] += d[k];
-    }
+    for (int32_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        const size_t k = (size_t)i * nc + c;
+        r[k] = b[k] - q[k];
+        d[k] = (dinv[i] * r[k]) * d0;
+        x[k] += d[k];
+      }
   }
   for (int s = 1; s < degree; s++) {
     const double c1 = L->cheb_c1[s], c2 = L->cheb_c2[s];
     mb_csr_spmv(A, nc, d, q);
 #pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < nn; k++) {
-      r[k] -= q[k];
-      d[k] = c1 * d[k] + c2 * (L->dinv[k / nc] * r[k]);
-      x[k] += d[k];
-    }
+    for (int32_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        const size_t k = (size_t)i * nc + c;
+        r[k] -= q[k];
+        d[k] = c1 * d[k] + c2 * (dinv[i] * r[k]);
+        x[k] += d[k];
+      }
   }
 }
 

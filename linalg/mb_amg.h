@@ -66,7 +66,7 @@ extern "C" {
 
 /* Setup options (mb_amg_opts_default gives the defaults). */
 typedef struct mb_amg_opts {
-  double theta;   /* strength threshold in [0, 1); default 0.0 */
+  double theta;   /* strength threshold in [0, 1); default 0.08 */
   int max_levels; /* 1..MB_AMG_MAX_LEVELS; default 10 */
   int max_coarse; /* rows of a level that is factored directly; default 2000 */
   int degree;     /* Chebyshev smoother degree 1..4 (1: damped Jacobi); default 2 */
