@@ -108,7 +108,8 @@ mb_error mb_amg_update(mb_amg *amg, const mb_csr *A);
 /* z = B^-1 r by one V-cycle for ncomp columns (1..MB_AMG_MAX_COMP),
  * r and z [n, ncomp] row-major (n the matrix's rows; z may not alias r).
  * B is symmetric positive definite: a preconditioner for CG. The same
- * bits for any number of OpenMP threads. Not collective. Errors:
+ * bits for any number of OpenMP threads. One apply at a time per
+ * hierarchy (its work vectors are inside it). Not collective. Errors:
  * MB_ERR_ARG (NULL, ncomp out of range, not usable after a failed
  * update), MB_ERR_NUMERIC (a non-finite value from the coarse solve). */
 mb_error mb_amg_apply(const mb_amg *amg, int ncomp, const double *r, double *z);
