@@ -17,7 +17,8 @@
  *  - fixed vertices eliminated as the flows do (identity rows, explicit
  *    zeros): still converges to CHOLMOD's solution;
  *  - errors: NULL, not square, options out of range, a diagonal <= 0, a
- *    non-finite value, another pattern at update, ncomp out of range, a
+ *    non-finite value, an indefinite matrix with a positive diagonal (the
+ *    coarse levels say so), another pattern at update, ncomp out of range, a
  *    hierarchy of another size given to the PCG. */
 #include <math.h>
 #include <mpi.h>
@@ -412,6 +413,23 @@ static void test_errors(void **state) {
   assert_int_equal(mb_amg_create(A, NULL, &amg), MB_ERR_NUMERIC);
   mb_test_assert_message_contains("non-finite");
   A->val[A->diag[9] + 1] = keep1;
+  /* indefinite with a positive diagonal (A_ii = -L_ii, A_ij = -3 L_ij:
+   * 1'A1 < 0): found on a coarse level or by the coarse factor */
+  {
+    double *d2 = malloc((size_t)F.n * sizeof(double));
+    assert_non_null(d2);
+    for (int64_t i = 0; i < F.n; i++) d2[i] = 2 * F.L->val[F.L->diag[i]];
+    mb_csr *In;
+    assert_int_equal(mb_csr_pattern(F.adj, F.n, F.n, NULL, &In), MB_SUCCESS);
+    assert_int_equal(mb_csr_combine(In, 1.0, d2, -3.0, F.L), MB_SUCCESS);
+    for (int64_t i = 0; i < F.n; i++) assert_true(In->val[In->diag[i]] > 0);
+    assert_int_equal(mb_amg_create(In, NULL, &amg), MB_ERR_NUMERIC);
+    assert_null(amg);
+    printf("indefinite, positive diagonal: %s\n", mb_error_message());
+    mb_test_assert_message_contains("not positive definite");
+    mb_csr_free(In);
+    free(d2);
+  }
   /* update: another pattern; a bad value, then not usable until a good one */
   assert_int_equal(mb_amg_create(A, NULL, &amg), MB_SUCCESS);
   mb_csr *L2;
