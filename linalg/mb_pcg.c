@@ -1,5 +1,6 @@
 /* meshbatch: Jacobi-preconditioned conjugate gradient of several columns
- * together, one code for one rank and N ranks (mb_solver.h).
+ * together, one code for one rank and N ranks (mb_solver.h); on one rank
+ * optionally preconditioned by an AMG V-cycle (mb_amg.h) instead.
  *
  * Hestenes & Stiefel, "Methods of conjugate gradients for solving linear
  * systems", J. Res. NBS 49(6), 1952; the preconditioned form as in Saad,
@@ -89,8 +90,15 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
            opts->rtol, opts->max_iter);
   MB_CHECK(halo || A->ncols == A->nrows, MB_ERR_ARG,
            "mb_pcg_solve: a matrix with ghost columns needs a halo plan");
+  const mb_amg *amg = opts->amg;
+  MB_CHECK(!amg || (!halo && A->ncols == A->nrows && nc <= MB_AMG_MAX_COMP &&
+                    mb_amg_rows(amg) == A->nrows),
+           MB_ERR_ARG,
+           "mb_pcg_solve: the AMG preconditioner takes one rank's whole matrix (no halo, %d "
+           "rows as its hierarchy's %d) and at most %d columns (%d given)",
+           A->nrows, mb_amg_rows(amg), MB_AMG_MAX_COMP, nc);
   memset(stats, 0, sizeof(*stats));
-  stats->method = MB_SOLVER_PCG;
+  stats->method = amg ? MB_SOLVER_AMG : MB_SOLVER_PCG;
   stats->rtol = opts->rtol;
   const double t0 = MPI_Wtime();
 
@@ -152,10 +160,16 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   /* r = b - A x, z = D^-1 r; ||b||, ||r||, r.z in one allreduce. */
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, q);
+  if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-  for (int64_t k = 0; k < n * nc; k++) {
-    r[k] = B[k] - q[k];
-    z[k] = r[k] * dinv[k / nc];
+    for (int64_t k = 0; k < n * nc; k++) {
+      r[k] = B[k] - q[k];
+      z[k] = r[k] * dinv[k / nc];
+    }
+  } else {
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
+    for (int64_t k = 0; k < n * nc; k++) r[k] = B[k] - q[k];
+    MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
   }
   for (int c = 0; c < 3 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, B, B, NULL, tmp, acc);
@@ -212,16 +226,29 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
                     pq, it[c] + 1, c);
       alpha[c] = rz[c] / pq;
     }
-    /* x += alpha p, r -= alpha q, z = D^-1 r */
+    /* x += alpha p, r -= alpha q, z = D^-1 r (or the V-cycle's B^-1 r) */
+    if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-    for (int64_t i = 0; i < n; i++)
-      for (int c = 0; c < nc; c++) {
-        if (!run[c]) continue;
-        const int64_t k = i * nc + c;
-        X[k] += alpha[c] * p[k];
-        r[k] -= alpha[c] * q[k];
-        z[k] = r[k] * dinv[i];
-      }
+      for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < nc; c++) {
+          if (!run[c]) continue;
+          const int64_t k = i * nc + c;
+          X[k] += alpha[c] * p[k];
+          r[k] -= alpha[c] * q[k];
+          z[k] = r[k] * dinv[i];
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
+      for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < nc; c++) {
+          if (!run[c]) continue;
+          const int64_t k = i * nc + c;
+          X[k] += alpha[c] * p[k];
+          r[k] -= alpha[c] * q[k];
+        }
+      /* every column (those stopped are not read again) */
+      MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
+    }
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, run, tmp, acc);
     dots(n, nc, r, z, run, tmp, acc + nc);
@@ -254,14 +281,27 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
      * stop them if it agrees, else restart CG from the true residual. */
     MB_CALL_GOTO(err, done, exchange(halo, nc, X));
     mb_csr_spmv(A, nc, X, q);
+    if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-    for (int64_t i = 0; i < n; i++)
-      for (int c = 0; c < nc; c++) {
-        if (!check[c]) continue;
-        const int64_t k = i * nc + c;
-        r[k] = B[k] - q[k];
-        z[k] = r[k] * dinv[i];
-      }
+      for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < nc; c++) {
+          if (!check[c]) continue;
+          const int64_t k = i * nc + c;
+          r[k] = B[k] - q[k];
+          z[k] = r[k] * dinv[i];
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
+      for (int64_t i = 0; i < n; i++)
+        for (int c = 0; c < nc; c++) {
+          if (!check[c]) continue;
+          const int64_t k = i * nc + c;
+          r[k] = B[k] - q[k];
+        }
+      /* every column: a running column's z is recomputed from its r before
+       * it is read again */
+      MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
+    }
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, check, tmp, acc);
     dots(n, nc, r, z, check, tmp, acc + nc);

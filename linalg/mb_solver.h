@@ -28,6 +28,14 @@
  *                       Distributed: rows are a rank's owned vertices, a
  *                       forward halo exchange of the search directions
  *                       before each product.
+ *   MB_SOLVER_AMG       the same CG on one rank's whole matrix, preconditioned
+ *                       by one V-cycle of smoothed-aggregation AMG (Vanek,
+ *                       Mandel, Brezina, Computing 56, 1996; linalg/mb_amg.h)
+ *                       instead of Jacobi: the hierarchy set up once per
+ *                       pattern, its Galerkin products and coarse factor
+ *                       recomputed per matrix; iterations about independent
+ *                       of the time step and the mesh size. Same stopping
+ *                       rule as PCG. CPU only in this version.
  *   MB_SOLVER_AUTO      the op's rule (written where the op documents it).
  * CUDA versions: cuda/linalg/mb_linalg_cuda.h. A cuDSS back end would be a
  * third method behind this interface.
@@ -37,6 +45,7 @@
 
 #include <stdint.h>
 
+#include "mb_amg.h"
 #include "mb_csr.h"
 #include "mb_error.h"
 #include "mb_halo.h"
@@ -48,10 +57,11 @@ extern "C" {
 typedef enum mb_solver_method {
   MB_SOLVER_AUTO = 0,
   MB_SOLVER_CHOLESKY = 1,
-  MB_SOLVER_PCG = 2
+  MB_SOLVER_PCG = 2,
+  MB_SOLVER_AMG = 3
 } mb_solver_method;
 
-/* "auto", "cholesky", "pcg"; NULL for an unknown value. */
+/* "auto", "cholesky", "pcg", "amg"; NULL for an unknown value. */
 const char *mb_solver_method_name(mb_solver_method m);
 
 /* What a solve did, for the provenance and `-v`. */
@@ -96,9 +106,16 @@ mb_error mb_residual(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, c
 typedef struct mb_pcg_opts {
   double rtol;    /* relative residual per column, e.g. 1e-10 */
   int max_iter;   /* iteration limit, e.g. 10000 */
+  const mb_amg *amg; /* NULL: Jacobi. Else the preconditioner z = B^-1 r is one
+                        V-cycle of this hierarchy (mb_amg.h), built from (or
+                        updated to) the values of A: one rank only (halo NULL,
+                        at most MB_AMG_MAX_COMP columns); stats->method is then
+                        MB_SOLVER_AMG. CPU only in this version (the CUDA
+                        PCG must not be given one). */
 } mb_pcg_opts;
 
-/* Solve A X = B by Jacobi-preconditioned CG for ncomp columns, X warm start
+/* Solve A X = B by Jacobi-preconditioned CG (or AMG-preconditioned:
+ * opts->amg) for ncomp columns, X warm start
  * on entry and solution on exit ([ncols, ncomp] with room for the ghost
  * rows, which hold their owners' solution on exit; B [nrows, ncomp]).
  * halo: NULL on one rank; else the forward exchange plan of A's columns
@@ -111,7 +128,9 @@ typedef struct mb_pcg_opts {
  * column, r = b - A x, z = r * dinv (dinv_i = 1 / a_ii), p = z; each
  * iteration q = A p, alpha = (r.z) / (p.q), x += alpha p, r -= alpha q,
  * z = r * dinv,
- * beta = (r.z)_new / (r.z), p = z + beta p. Two allreduces an iteration:
+ * beta = (r.z)_new / (r.z), p = z + beta p. With opts->amg, every
+ * z = r * dinv above is z = mb_amg_apply(r) of all ncomp columns instead
+ * (the Jacobi path is unchanged bit for bit). Two allreduces an iteration:
  * p.q of every column, then r.r and r.z of every column together. A
  * column stops when sqrt(r.r) <= rtol ||b||; its residual is then
  * recomputed as b - A x and, if that is above rtol ||b||, CG restarts from
@@ -121,7 +140,9 @@ typedef struct mb_pcg_opts {
  * Errors: MB_ERR_NUMERIC (a column did not reach rtol within max_iter:
  * the message and stats hold the residual reached and the limit; a
  * non-positive diagonal or curvature p'Ap, i.e. A not SPD; a non-finite
- * value in A, B or X or during the iteration), MB_ERR_ARG, MB_ERR_MPI,
+ * value in A, B or X or during the iteration; those of mb_amg_apply),
+ * MB_ERR_ARG (also: opts->amg with a halo or ghost columns, more than
+ * MB_AMG_MAX_COMP columns, or a hierarchy of another size), MB_ERR_MPI,
  * MB_ERR_MEMORY. Every rank returns the same error: decisions are taken on
  * reduced values only. */
 mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int ncomp, const double *B,

@@ -6,6 +6,7 @@ const char *mb_solver_method_name(mb_solver_method m) {
   case MB_SOLVER_AUTO: return "auto";
   case MB_SOLVER_CHOLESKY: return "cholesky";
   case MB_SOLVER_PCG: return "pcg";
+  case MB_SOLVER_AMG: return "amg";
   }
   return NULL;
 }

@@ -305,6 +305,8 @@ mb_error sqrt_kappa(flow_gpu *g, double *sk) {
 mb_error solve(flow_gpu *g, mb_solve_stats *st) {
   const mb_flow_params *p = g->p;
   mb_solver_method m = (mb_solver_method)p->solver;
+  MB_CHECK(m != MB_SOLVER_AMG, MB_ERR_UNSUPPORTED,
+           "%s: solver amg runs on the CPU backend in this version", g->fm->name);
   if (m == MB_SOLVER_AUTO) {
     if (g->split) m = MB_SOLVER_PCG;
     else {

@@ -373,6 +373,8 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
            "mb_cuda_pcg_solve: rtol %g must be positive and finite, max_iter %d not negative",
            opts->rtol, opts->max_iter);
   MB_CHECK((B && X) || !dA->nrows, MB_ERR_ARG, "mb_cuda_pcg_solve: NULL B or X");
+  MB_CHECK(!opts->amg, MB_ERR_UNSUPPORTED,
+           "mb_cuda_pcg_solve: the AMG preconditioner runs on the CPU in this version");
   MB_CHECK(halo || dA->ncols == dA->nrows, MB_ERR_ARG,
            "mb_cuda_pcg_solve: a matrix with ghost columns needs a halo plan");
   if (halo) comm = mb_halo_comm(halo);

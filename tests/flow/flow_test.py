@@ -22,6 +22,13 @@ spot_round       conformalized flow with rescale: area takes spot (genus
 fixed_boundary   boundary: fixed keeps every boundary vertex bit for bit
                  (an open noisy grid), for both ops and both solvers, while
                  the interior moves.
+amg              solver: amg (PCG preconditioned by smoothed-aggregation
+                 AMG) on data/meshes/spot.obj at unit area, subdivided once:
+                 10 steps of conformalized flow (dt 0.1, rescale: area)
+                 reach pcg's positions within 1e-8 of the bounding-box
+                 diagonal, in at most a third of pcg's iterations (from
+                 the provenance); a split mesh (2 ranks, partitioned) is a
+                 clear error; with --backend cuda the op refuses amg.
 bad_inputs       degenerate triangles, a non-manifold edge, isolated
                  vertices, NaN coordinates, a negative or non-finite time
                  step, several components, polygons: a clear error for the
@@ -37,7 +44,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import DATA, SKIP, TMP, cuda_devices, fail, need_module, run  # noqa: E402
+from mbtest import DATA, SKIP, SRC, TMP, cuda_devices, fail, need_module, run  # noqa: E402
 
 # spot_round: the limit of the discrete conformalized flow is round only to
 # the discretization's accuracy (measured: variation 9.1e-3 on spot's 2,930
@@ -248,7 +255,7 @@ def fixed_boundary(backend):
                   "boundary: fixed, solver: SOLVER}",
                   "{op: implicit_fairing, time_step: 1.0, steps: 3, weights: cotangent, "
                   "boundary: fixed, solver: SOLVER}"):
-        for solver in ("pcg", "cholesky"):
+        for solver in ("pcg", "cholesky") + (("amg",) if backend == "cpu" else ()):
             out, _ = run_job("fixed_boundary", [src], "  - " + stage.replace("SOLVER", solver) + "\n",
                              backend)
             x, _ = positions(out, "open")
@@ -260,6 +267,56 @@ def fixed_boundary(backend):
                 fail(f"{stage} ({solver}): the interior did not move ({moved})")
             print(f"{stage.split(',')[0]} {solver}: {len(bnd)} boundary vertices bitwise in "
                   f"place; interior moved up to {moved:.3e}")
+
+
+def iterations(attrs):
+    """The iterations of each step from a stage's provenance line."""
+    import re
+    return [int(k) for k in re.findall(r"iterations (\d+)", str(attrs.get("stage_0_solve")))]
+
+
+def amg(backend):
+    np = need_module("numpy")
+    v, f = read_obj(os.path.join(SRC, "data", "meshes", "spot.obj"))
+    v, f = midpoint_subdivide(unit_area(v, f), f)
+    src = write_obj(os.path.join(TMP, "spot.obj"), v, f)
+    stage = ("  - {op: mean_curvature_flow, time_step: 0.1, steps: 10, rescale: area, "
+             "solver: SOLVER}\n")
+    if backend != "cpu":
+        _, p = run_job("amg_cuda", [src], stage.replace("SOLVER", "amg"), backend, expect=None)
+        text = p.stdout + p.stderr
+        if p.returncode == 0 or "solver amg runs on the CPU backend" not in text:
+            fail(f"backend {backend} did not refuse solver amg clearly:\n{text[-2000:]}")
+        print(f"backend {backend}: solver amg refused ('solver amg runs on the CPU backend')")
+        return
+    x = {}
+    its = {}
+    for solver in ("pcg", "amg"):
+        out, _ = run_job("amg_" + solver, [src], stage.replace("SOLVER", solver), backend)
+        x[solver], attrs = positions(out, "spot")
+        its[solver] = iterations(attrs)
+        if solver == "amg" and "amg rtol" not in str(attrs.get("stage_0_solve")):
+            fail(f"the provenance does not record amg: {attrs.get('stage_0_solve')}")
+    diag = float(np.linalg.norm(x["pcg"].max(axis=0) - x["pcg"].min(axis=0)))
+    dev = float(np.max(np.abs(x["amg"] - x["pcg"]))) / diag
+    _, var = sphere_fit(x["amg"])
+    print(f"spot at unit area subdivided once ({len(v)} vertices), 10 steps of dt 0.1: "
+          f"iterations per step pcg {its['pcg']}, amg {its['amg']}; max |x_amg - x_pcg| / "
+          f"bbox diagonal = {dev:.2e}; radius variation {var:.2e}")
+    if len(its["amg"]) != 10 or len(its["pcg"]) != 10:
+        fail("the provenance does not list 10 steps per solver")
+    if not dev <= 1e-8:
+        fail(f"amg and pcg disagree: {dev} > 1e-8")
+    if not 3 * sum(its["amg"]) <= sum(its["pcg"]):
+        fail(f"amg took more than a third of pcg's iterations: {its}")
+    # a split mesh: a clear error
+    _, p = run_job("amg_split", [src], stage.replace("SOLVER", "amg"), backend, np=2,
+                   expect=None, distribute="partitioned")
+    text = p.stdout + p.stderr
+    if p.returncode == 0 or "solver amg runs on a whole mesh only" not in text:
+        fail(f"a split mesh did not refuse solver amg clearly:\n{text[-2000:]}")
+    print("split over 2 ranks: refused ('solver amg runs on a whole mesh only; a split mesh "
+          "uses pcg')")
 
 
 def bad_inputs(backend):
@@ -318,7 +375,7 @@ def bad_inputs(backend):
 
 
 CASES = {"sphere_classic": sphere_classic, "fixed_point": fixed_point, "spot_round": spot_round,
-         "fixed_boundary": fixed_boundary, "bad_inputs": bad_inputs}
+         "fixed_boundary": fixed_boundary, "bad_inputs": bad_inputs, "amg": amg}
 
 
 def main():

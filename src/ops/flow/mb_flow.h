@@ -34,7 +34,12 @@
  * Solvers (mb_solver.h): `pcg` (Jacobi, warm-started from the current
  * positions, to `tolerance` relative residual per coordinate within
  * `max_iterations`), `cholesky` (CHOLMOD on the CPU, cuSOLVER csrchol on
- * the GPU; per mesh only), `auto`: on a split mesh PCG; per mesh
+ * the GPU; per mesh only), `amg` (the same CG preconditioned by one
+ * V-cycle of smoothed-aggregation AMG, linalg/mb_amg.h: the hierarchy set
+ * up at the first step from its matrix and updated with each step's
+ * values; per mesh and on the CPU backend only: a split mesh is
+ * MB_ERR_UNSUPPORTED, as is the CUDA backend, refused by the op),
+ * `auto`: on a split mesh PCG; per mesh
  * Cholesky when sqrt(kappa) > MB_FLOW_AUTO_SQRT_KAPPA for the bound
  * kappa <= max_i (A_ii + sum_j |A_ij|) / min_i d_i of the system's
  * condition number (Gershgorin above; below, -tau K is positive semi-
@@ -127,7 +132,7 @@ typedef struct mb_flow_report {
  * vertices), MB_ERR_NUMERIC (a vertex with no positive weight sum, a
  * non-finite position, a matrix not positive definite, PCG not converged:
  * each message names the mesh, the step, and what was reached),
- * MB_ERR_UNSUPPORTED (cholesky on a split mesh), MB_ERR_MEMORY,
+ * MB_ERR_UNSUPPORTED (cholesky or amg on a split mesh), MB_ERR_MEMORY,
  * MB_ERR_MPI. */
 mb_error mb_flow_run_cpu(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *rep);
 

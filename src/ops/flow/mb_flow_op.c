@@ -36,6 +36,10 @@ static mb_error run_stages(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
                            mb_attrs *attrs) {
   for (int s = 0; s < n; s++) {
     const mb_flow_params *p = stages[s].params;
+    MB_CHECK(!(on_cuda(ctx) && p->solver == MB_SOLVER_AMG), MB_ERR_UNSUPPORTED,
+             "%s: solver amg runs on the CPU backend in this version (use backend: cpu, or "
+             "solver: pcg, cholesky or auto on cuda)",
+             fm->name);
     mb_flow_report rep = {0, calloc((size_t)p->steps, sizeof(mb_solve_stats)), NULL};
     MB_CHECK(rep.step, MB_ERR_MEMORY, "%s: out of memory", fm->name);
     mb_op_computed(ctx, MB_PRECISION_FLOAT64);
@@ -78,7 +82,7 @@ static const char *const weights_names[] = {"uniform", "cotangent", NULL};
 static const char *const variant_names[] = {"conformalized", "classic", NULL};
 static const char *const boundary_names[] = {"free", "fixed", NULL};
 static const char *const rescale_names[] = {"none", "area", NULL};
-static const char *const solver_names[] = {"auto", "cholesky", "pcg", NULL};
+static const char *const solver_names[] = {"auto", "cholesky", "pcg", "amg", NULL};
 
 #define TIME_STEP_PARAM(doc)                                                                  \
   {"time_step", MB_PARAM_REAL, offsetof(mb_flow_params, time_step), 0, 1e300, 1, 0, 1, 0,     \
@@ -89,7 +93,8 @@ static const char *const solver_names[] = {"auto", "cholesky", "pcg", NULL};
   {"boundary", MB_PARAM_NAME, offsetof(mb_flow_params, boundary), 0, 0, 0, 0, 0,              \
    MB_FLOW_FREE, boundary_names, "boundary vertices: free, or fixed (kept in place)"},        \
   {"solver", MB_PARAM_NAME, offsetof(mb_flow_params, solver), 0, 0, 0, 0, 0, MB_SOLVER_AUTO, \
-   solver_names, "auto (see the guide), cholesky (whole meshes) or pcg"},                     \
+   solver_names,                                                                              \
+   "auto (see the guide), cholesky (whole meshes), pcg, or amg (whole meshes, CPU backend)"}, \
   {"tolerance", MB_PARAM_REAL, offsetof(mb_flow_params, tolerance), 0, 1, 1, 1, 0, 1e-10,      \
    NULL, "PCG: relative residual per coordinate, in (0, 1)"},                                  \
   {"max_iterations", MB_PARAM_INT, offsetof(mb_flow_params, max_iterations), 1, 100000000,    \
