@@ -160,17 +160,12 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   /* r = b - A x, z = D^-1 r; ||b||, ||r||, r.z in one allreduce. */
   MB_CALL_GOTO(err, done, exchange(halo, nc, X));
   mb_csr_spmv(A, nc, X, q);
-  if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-    for (int64_t k = 0; k < n * nc; k++) {
-      r[k] = B[k] - q[k];
-      z[k] = r[k] * dinv[k / nc];
-    }
-  } else {
-#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-    for (int64_t k = 0; k < n * nc; k++) r[k] = B[k] - q[k];
-    MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
+  for (int64_t k = 0; k < n * nc; k++) {
+    r[k] = B[k] - q[k];
+    if (!amg) z[k] = r[k] * dinv[k / nc];
   }
+  if (amg) MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
   for (int c = 0; c < 3 * nc; c++) mb_reduce_acc_zero(&acc[c]);
   dots(n, nc, B, B, NULL, tmp, acc);
   dots(n, nc, r, r, NULL, tmp, acc + nc);
@@ -227,28 +222,17 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
       alpha[c] = rz[c] / pq;
     }
     /* x += alpha p, r -= alpha q, z = D^-1 r (or the V-cycle's B^-1 r) */
-    if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-      for (int64_t i = 0; i < n; i++)
-        for (int c = 0; c < nc; c++) {
-          if (!run[c]) continue;
-          const int64_t k = i * nc + c;
-          X[k] += alpha[c] * p[k];
-          r[k] -= alpha[c] * q[k];
-          z[k] = r[k] * dinv[i];
-        }
-    } else {
-#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-      for (int64_t i = 0; i < n; i++)
-        for (int c = 0; c < nc; c++) {
-          if (!run[c]) continue;
-          const int64_t k = i * nc + c;
-          X[k] += alpha[c] * p[k];
-          r[k] -= alpha[c] * q[k];
-        }
-      /* every column (those stopped are not read again) */
-      MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
-    }
+    for (int64_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        if (!run[c]) continue;
+        const int64_t k = i * nc + c;
+        X[k] += alpha[c] * p[k];
+        r[k] -= alpha[c] * q[k];
+        if (!amg) z[k] = r[k] * dinv[i];
+      }
+    /* every column (those stopped are not read again) */
+    if (amg) MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, run, tmp, acc);
     dots(n, nc, r, z, run, tmp, acc + nc);
@@ -281,27 +265,17 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
      * stop them if it agrees, else restart CG from the true residual. */
     MB_CALL_GOTO(err, done, exchange(halo, nc, X));
     mb_csr_spmv(A, nc, X, q);
-    if (!amg) {
 #pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-      for (int64_t i = 0; i < n; i++)
-        for (int c = 0; c < nc; c++) {
-          if (!check[c]) continue;
-          const int64_t k = i * nc + c;
-          r[k] = B[k] - q[k];
-          z[k] = r[k] * dinv[i];
-        }
-    } else {
-#pragma omp parallel for schedule(static) if (n >= PCG_OMP_MIN_ROWS)
-      for (int64_t i = 0; i < n; i++)
-        for (int c = 0; c < nc; c++) {
-          if (!check[c]) continue;
-          const int64_t k = i * nc + c;
-          r[k] = B[k] - q[k];
-        }
-      /* every column: a running column's z is recomputed from its r before
-       * it is read again */
-      MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
-    }
+    for (int64_t i = 0; i < n; i++)
+      for (int c = 0; c < nc; c++) {
+        if (!check[c]) continue;
+        const int64_t k = i * nc + c;
+        r[k] = B[k] - q[k];
+        if (!amg) z[k] = r[k] * dinv[i];
+      }
+    /* AMG: every column; a running column's z is recomputed from its r
+     * before it is read again */
+    if (amg) MB_CALL_GOTO(err, done, mb_amg_apply(amg, nc, r, z));
     for (int c = 0; c < 2 * nc; c++) mb_reduce_acc_zero(&acc[c]);
     dots(n, nc, r, r, check, tmp, acc);
     dots(n, nc, r, z, check, tmp, acc + nc);
