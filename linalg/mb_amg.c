@@ -301,19 +301,21 @@ static mb_error level_values(amg_level *L, int lev, int degree) {
             badrow, lev);
   }
   L->rho = rho;
-  /* Chebyshev semi-iteration on [lo, hi] (Saad, "Iterative methods for
-   * sparse linear systems", 2nd ed., algorithm 12.1, preconditioned by D) */
+  mb_amg_chebyshev(rho, degree, &L->cheb_d0, L->cheb_c1, L->cheb_c2);
+  return MB_SUCCESS;
+}
+
+void mb_amg_chebyshev(double rho, int degree, double *d0, double c1[4], double c2[4]) {
   const double hi = rho, lo = rho / CHEB_RATIO;
   const double theta = 0.5 * (hi + lo), delta = 0.5 * (hi - lo), sigma = theta / delta;
   double rho_old = 1.0 / sigma;
-  L->cheb_d0 = 1.0 / theta;
-  for (int k = 1; k < degree; k++) {
+  *d0 = 1.0 / theta;
+  for (int k = 1; k < degree && k < 4; k++) {
     const double rho_new = 1.0 / (2.0 * sigma - rho_old);
-    L->cheb_c1[k] = rho_new * rho_old;
-    L->cheb_c2[k] = 2.0 * rho_new / delta;
+    c1[k] = rho_new * rho_old;
+    c2[k] = 2.0 * rho_new / delta;
     rho_old = rho_new;
   }
-  return MB_SUCCESS;
 }
 
 /* Aggregates of A (mb_amg.h's three passes): agg [n] = the aggregate of
@@ -628,6 +630,20 @@ mb_error mb_amg_apply(const mb_amg *amg, int nc, const double *r, double *z) {
   MB_CHECK(amg->usable, MB_ERR_ARG,
            "mb_amg_apply: the hierarchy is not usable (its last update failed)");
   MB_CALL(vcycle(amg, 0, nc, r, z));
+  return MB_SUCCESS;
+}
+
+int mb_amg_levels(const mb_amg *amg, mb_amg_opts *opts) {
+  if (!amg) return 0;
+  if (opts) *opts = amg->o;
+  return amg->nlev;
+}
+
+mb_error mb_amg_level(const mb_amg *amg, int l, mb_amg_level_view *v) {
+  MB_CHECK(amg && v && l >= 0 && l < amg->nlev, MB_ERR_ARG,
+           "mb_amg_level: NULL argument or level %d out of range", l);
+  const amg_level *L = &amg->lev[l];
+  *v = (mb_amg_level_view){L->A, L->P, L->R, L->AP, L->sym};
   return MB_SUCCESS;
 }
 

@@ -121,6 +121,36 @@ int32_t mb_amg_rows(const mb_amg *amg);
  * collective. Errors: MB_ERR_ARG (NULL). */
 mb_error mb_amg_get_stats(const mb_amg *amg, mb_amg_stats *stats);
 
+/* One level of a hierarchy, for a port of the cycle to another device
+ * (cuda/linalg/mb_amg_cuda.cu): pointers into the hierarchy, valid until
+ * it is freed; not to be changed. A [n, n] the level's matrix (on the
+ * finest level a copy of the matrix given); towards the next level
+ * (NULL on the coarsest) P [n, n_next] the prolongator, R = P^T and AP =
+ * A P, whose patterns are those of the numeric products of mb_amg_update;
+ * sym [A->nnz] on the coarse levels (NULL on the finest): the position of
+ * each entry's transpose, by which the Galerkin product is made symmetric
+ * bit for bit. Columns ascend within the rows of P, R, AP and the coarse
+ * levels' A. */
+typedef struct mb_amg_level_view {
+  const mb_csr *A, *P, *R, *AP;
+  const int32_t *sym;
+} mb_amg_level_view;
+
+/* The number of levels (>= 1) and the options the hierarchy was built
+ * with; level l's view (0 <= l < levels). Not collective. Errors of
+ * mb_amg_level: MB_ERR_ARG (NULL, l out of range). */
+int mb_amg_levels(const mb_amg *amg, mb_amg_opts *opts);
+mb_error mb_amg_level(const mb_amg *amg, int l, mb_amg_level_view *view);
+
+/* The smoother's coefficients for a level whose bound of the spectral
+ * radius of D^-1 A is rho (> 0): Chebyshev semi-iteration of `degree`
+ * steps on [rho / 30, rho] (Saad, "Iterative methods for sparse linear
+ * systems", 2nd ed., algorithm 12.1, preconditioned by D): d0 = 1 /
+ * theta the first step's factor, c1[k] and c2[k] (1 <= k < degree) the
+ * recurrence's d_k = c1[k] d_{k-1} + c2[k] D^-1 r_k. The same for every
+ * backend. Not collective. */
+void mb_amg_chebyshev(double rho, int degree, double *d0, double c1[4], double c2[4]);
+
 /* Free the hierarchy; NULL allowed. Not collective. */
 void mb_amg_free(mb_amg *amg);
 

@@ -91,6 +91,8 @@ mb_error mb_pcg_solve(MPI_Comm comm, mb_halo *halo, const mb_csr *A, int nc, con
   MB_CHECK(halo || A->ncols == A->nrows, MB_ERR_ARG,
            "mb_pcg_solve: a matrix with ghost columns needs a halo plan");
   const mb_amg *amg = opts->amg;
+  MB_CHECK(!opts->cuda_amg, MB_ERR_ARG,
+           "mb_pcg_solve: a device AMG hierarchy (opts->cuda_amg) was given to the CPU PCG");
   MB_CHECK(!amg || (!halo && A->ncols == A->nrows && nc <= MB_AMG_MAX_COMP &&
                     mb_amg_rows(amg) == A->nrows),
            MB_ERR_ARG,

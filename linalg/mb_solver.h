@@ -35,7 +35,10 @@
  *                       pattern, its Galerkin products and coarse factor
  *                       recomputed per matrix; iterations about independent
  *                       of the time step and the mesh size. Same stopping
- *                       rule as PCG. CPU only in this version.
+ *                       rule as PCG. CPU (mb_pcg_solve) and GPU
+ *                       (mb_cuda_pcg_solve with mb_cuda_amg_*: the host
+ *                       builds the hierarchy, the device updates and
+ *                       applies it).
  *   MB_SOLVER_AUTO      the op's rule (written where the op documents it).
  * CUDA versions: cuda/linalg/mb_linalg_cuda.h. A cuDSS back end would be a
  * third method behind this interface.
@@ -53,6 +56,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct mb_cuda_amg;
 
 typedef enum mb_solver_method {
   MB_SOLVER_AUTO = 0,
@@ -110,8 +115,12 @@ typedef struct mb_pcg_opts {
                         V-cycle of this hierarchy (mb_amg.h), built from (or
                         updated to) the values of A: one rank only (halo NULL,
                         at most MB_AMG_MAX_COMP columns); stats->method is then
-                        MB_SOLVER_AMG. CPU only in this version (the CUDA
-                        PCG must not be given one). */
+                        MB_SOLVER_AMG. The CPU's mb_pcg_solve only (the
+                        CUDA PCG refuses it). */
+  const struct mb_cuda_amg *cuda_amg; /* the CUDA PCG's: NULL, Jacobi; else the
+                        device V-cycle of this hierarchy (mb_cuda_amg_*,
+                        cuda/linalg/mb_linalg_cuda.h), updated to A's values;
+                        the CPU PCG refuses it. */
 } mb_pcg_opts;
 
 /* Solve A X = B by Jacobi-preconditioned CG (or AMG-preconditioned:

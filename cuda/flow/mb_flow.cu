@@ -80,16 +80,25 @@ __global__ void eliminate(int32_t n, const int32_t *__restrict__ rowptr,
   b[3 * i + 2] = b2;
 }
 
-/* x_i = X_i for free rows; first_bad: the first row with a non-finite X. */
+/* x_i = X_i for free rows, v_i = X_i - x_i their displacement (0 for the
+ * fixed: mb_flow_predict's v); first_bad: the first row with a non-finite X. */
 __global__ void take_solution(int32_t n, const double *__restrict__ X,
                               const double *__restrict__ fixed, double *__restrict__ x,
-                              int32_t *__restrict__ first_bad) {
+                              double *__restrict__ v, int32_t *__restrict__ first_bad) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   if (!isfinite(X[3 * i]) || !isfinite(X[3 * i + 1]) || !isfinite(X[3 * i + 2]))
     atomicMin(first_bad, i);
+  for (int c = 0; c < 3; c++) v[3 * i + c] = fixed[i] == 0 ? X[3 * i + c] - x[3 * i + c] : 0.0;
   if (fixed[i] == 0)
     for (int c = 0; c < 3; c++) x[3 * i + c] = X[3 * i + c];
+}
+
+/* X = x + v on the owned rows (mb_flow_predict, src/ops/flow). */
+__global__ void predict(int32_t n, const double *__restrict__ x, const double *__restrict__ v,
+                        double *__restrict__ X) {
+  const int32_t k = blockIdx.x * BLOCK + threadIdx.x;
+  if (k < 3 * n) X[k] = x[k] + v[k];
 }
 
 /* One coordinate of x [n, 3] into xc [n]. */
@@ -98,14 +107,15 @@ __global__ void coordinate(int32_t n, int c, const double *__restrict__ x, doubl
   if (i < n) xc[i] = x[3 * i + c];
 }
 
-/* x = (x - c) s (rescale: area). */
+/* x = (x - c) s and v = v s (rescale: area). */
 __global__ void recentre_scale(int32_t n, double c0, double c1, double c2, double s,
-                               double *__restrict__ x) {
+                               double *__restrict__ x, double *__restrict__ v) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   x[3 * i] = (x[3 * i] - c0) * s;
   x[3 * i + 1] = (x[3 * i + 1] - c1) * s;
   x[3 * i + 2] = (x[3 * i + 2] - c2) * s;
+  for (int c = 0; c < 3; c++) v[3 * i + c] *= s;
 }
 
 /* `auto`'s bounds, as mb_flow_sqrt_kappa on the host (src/ops/flow):
@@ -139,9 +149,12 @@ struct flow_gpu {
   mb_csr *A = nullptr;              /* host pattern (Cholesky's analysis, uniform K) */
   mb_cuda_csr *dA = nullptr, *dL = nullptr;
   mb_cuda_cholesky *chol = nullptr;
+  mb_cuda_amg *amg = nullptr;       /* solver amg: made at its first step */
   mb_cuda_halo *halo = nullptr;     /* device exchange of 3 values per row (split) */
   mb_reduce_device *rd = nullptr;
   mb_dbuf x, X, B, d, fixed, scratch, bad, bounds;
+  mb_dbuf V;                        /* [nrows, 3] the last step's displacement */
+  int have_v = 0;
   std::vector<double> hfixed;       /* host copy of the fixed flags [ncols] */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr;            /* dA's device arrays */
@@ -150,6 +163,7 @@ struct flow_gpu {
     mb_cuda_csr_free(dA);
     mb_cuda_csr_free(dL);
     mb_cuda_cholesky_free(chol);
+    mb_cuda_amg_free(amg);
     mb_cuda_halo_free(halo);
     mb_reduce_device_free(rd);
   }
@@ -224,6 +238,7 @@ mb_error setup(flow_gpu *g) {
   MB_CALL(mb_dbuf_alloc(&g->x, sizeof(double) * 3 * nc, "flow positions"));
   MB_CALL(mb_dbuf_alloc(&g->X, sizeof(double) * 3 * nc, "flow solution"));
   MB_CALL(mb_dbuf_alloc(&g->B, sizeof(double) * 3 * nr, "flow right-hand side"));
+  MB_CALL(mb_dbuf_alloc(&g->V, sizeof(double) * 3 * nr, "flow displacement"));
   MB_CALL(mb_dbuf_alloc(&g->d, sizeof(double) * nr, "flow diagonal"));
   MB_CALL(mb_dbuf_alloc(&g->fixed, sizeof(double) * nc, "flow fixed flags"));
   MB_CALL(mb_dbuf_alloc(&g->scratch, sizeof(double) * nr, "flow scratch"));
@@ -305,23 +320,54 @@ mb_error sqrt_kappa(flow_gpu *g, double *sk) {
 mb_error solve(flow_gpu *g, mb_solve_stats *st) {
   const mb_flow_params *p = g->p;
   mb_solver_method m = (mb_solver_method)p->solver;
-  MB_CHECK(m != MB_SOLVER_AMG, MB_ERR_UNSUPPORTED,
-           "%s: solver amg runs on the CPU backend in this version", g->fm->name);
   if (m == MB_SOLVER_AUTO) {
     if (g->split) m = MB_SOLVER_PCG;
     else {
       double sk = 0;
       MB_CALL(sqrt_kappa(g, &sk));
-      m = sk <= MB_FLOW_AUTO_SQRT_KAPPA_GPU ? MB_SOLVER_PCG : MB_SOLVER_CHOLESKY;
+      m = sk <= MB_FLOW_AUTO_SQRT_KAPPA_GPU ? MB_SOLVER_PCG : MB_SOLVER_AMG;
+      mb_log(MB_LOG_VERBOSE, "%s: solver auto: sqrt(kappa) bound %.3g %s %g: %s", g->fm->name,
+             sk, m == MB_SOLVER_PCG ? "<=" : ">", (double)MB_FLOW_AUTO_SQRT_KAPPA_GPU,
+             mb_solver_method_name(m));
     }
   }
   MB_CALL_CUDA(cudaMemcpy(g->X.p, g->x.p, sizeof(double) * 3 * (size_t)g->nc,
                           cudaMemcpyDeviceToDevice));
+  if (g->have_v && g->nr) {
+    predict<<<blocks(3 * (int64_t)g->nr), BLOCK>>>(g->nr, g->x.as<double>(), g->V.as<double>(),
+                                                   g->X.as<double>());
+    MB_CHECK_LAUNCH("flow predictor");
+  }
   memset(st, 0, sizeof *st);
   if (m == MB_SOLVER_PCG) {
-    const mb_pcg_opts o = {p->tolerance, p->max_iterations};
+    const mb_pcg_opts o = {p->tolerance, p->max_iterations, nullptr, nullptr};
     MB_CALL(mb_cuda_pcg_solve(g->fm->comm, g->fm->halo, g->dA, 3, g->B.as<double>(),
                               g->X.as<double>(), &o, st));
+    return MB_SUCCESS;
+  }
+  if (m == MB_SOLVER_AMG) {
+    MB_CHECK(!g->split, MB_ERR_UNSUPPORTED,
+             "%s: solver amg runs on a whole mesh only; a split mesh uses pcg", g->fm->name);
+    /* the hierarchy's structure from the first step's matrix, on the host;
+     * its values on the device at every step */
+    const double t0 = mb_wtime();
+    const int first = !g->amg;
+    if (first) {
+      MB_CALL(mb_cuda_csr_download(g->dA, g->A->val));
+      mb_amg *h = nullptr;
+      MB_CALL(mb_amg_create(g->A, nullptr, &h));
+      const mb_error e = mb_cuda_amg_create(h, g->dA, &g->amg);
+      mb_amg_free(h);
+      MB_CALL(e);
+    }
+    const double t1 = mb_wtime();
+    MB_CALL(mb_cuda_amg_update(g->amg, g->dA));
+    const double t2 = mb_wtime();
+    const mb_pcg_opts o = {p->tolerance, p->max_iterations, nullptr, g->amg};
+    MB_CALL(mb_cuda_pcg_solve(g->fm->comm, nullptr, g->dA, 3, g->B.as<double>(),
+                              g->X.as<double>(), &o, st));
+    st->analyze_ms = first ? 1e3 * (t1 - t0) : 0.0;
+    st->factor_ms = 1e3 * (t2 - t1);
     return MB_SUCCESS;
   }
   MB_CHECK(!g->split, MB_ERR_UNSUPPORTED,
@@ -332,7 +378,7 @@ mb_error solve(flow_gpu *g, mb_solve_stats *st) {
   return MB_SUCCESS;
 }
 
-mb_error rescale_area(flow_gpu *g, double a0) {
+mb_error rescale_area(flow_gpu *g, double a0) { /* and the displacement v with x */
   MB_CALL(refresh(g));
   MB_CALL(mass(g));
   double area, c[3];
@@ -340,7 +386,7 @@ mb_error rescale_area(flow_gpu *g, double a0) {
   MB_CHECK(area > 0 && isfinite(area), MB_ERR_NUMERIC,
            "%s: the surface's area became %g; rescale: area cannot restore it", g->fm->name, area);
   recentre_scale<<<blocks(g->nr), BLOCK>>>(g->nr, c[0], c[1], c[2], sqrt(a0 / area),
-                                           g->x.as<double>());
+                                           g->x.as<double>(), g->V.as<double>());
   MB_CHECK_LAUNCH("flow rescale");
   return MB_SUCCESS;
 }
@@ -390,8 +436,10 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
     MB_CALL(mb_agree(fm->comm, mb_flow_at_step(fm, s, solve(g, &rep->step[s]))));
     MB_CALL(phase_mark(rep, &t[2]));
     take_solution<<<blocks(g->nr), BLOCK>>>(g->nr, g->X.as<double>(), g->fixed.as<double>(),
-                                            g->x.as<double>(), g->bad.as<int32_t>());
+                                            g->x.as<double>(), g->V.as<double>(),
+                                            g->bad.as<int32_t>());
     MB_CALL(agreed_check(g, "became non-finite", s));
+    g->have_v = 1;
     if (p->kind == MB_FLOW_MCF && p->rescale == MB_FLOW_RESCALE_AREA)
       MB_CALL(mb_agree(fm->comm, rescale_area(g, a0)));
     MB_CALL(refresh(g));

@@ -177,6 +177,43 @@ mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr *dA, int nc
                            const double *B, double *X, const mb_pcg_opts *opts,
                            mb_solve_stats *stats);
 
+/* Device smoothed-aggregation AMG (linalg/mb_amg.h's method and cycle,
+ * cuda/linalg/mb_amg_cuda.cu), the preconditioner of mb_cuda_pcg_solve
+ * with opts->cuda_amg. One rank's whole matrix. Not collective. */
+typedef struct mb_cuda_amg mb_cuda_amg; /* opaque */
+
+/* Upload the hierarchy amg (built on the host by mb_amg_create from the
+ * values of the matrix dA holds, or any matrix of dA's pattern) for the
+ * device matrix dA (square, the pattern amg was built from). dA's arrays
+ * are borrowed (the finest level is dA): dA must outlive *out and keep its
+ * pattern. amg is read, not kept (free it after). Call mb_cuda_amg_update
+ * before the first apply. *out owned by the caller (mb_cuda_amg_free).
+ * Errors: MB_ERR_ARG (NULL, another shape), MB_ERR_MEMORY, MB_ERR_CUDA. */
+mb_error mb_cuda_amg_create(const mb_amg *amg, mb_cuda_csr *dA, mb_cuda_amg **out);
+
+/* New values of dA (the same matrix object as at creation): the Galerkin
+ * products on their fixed patterns (the host's bits), D^-1 and the
+ * smoothers' Chebyshev bounds of every level (one small download), and
+ * the coarsest level's dense inverse (cuSOLVER potrf + potri). Waits for
+ * the device once. Errors: MB_ERR_ARG (another matrix), MB_ERR_NUMERIC (a
+ * level's diagonal <= 0 or non-finite, the row and level named; the
+ * coarsest matrix not positive definite), MB_ERR_CUDA. Until an update
+ * succeeds the hierarchy is not usable. */
+mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA);
+
+/* z = B^-1 r by one V-cycle (the host's mb_amg_apply: Chebyshev smoothing
+ * before and after the coarse correction, the coarsest level by its dense
+ * inverse) for 1 <= ncomp <= MB_AMG_MAX_COMP columns; r and z device
+ * arrays [n, ncomp] row-major, not aliased. Enqueued on the default
+ * stream, no host synchronisation; one apply at a time per hierarchy.
+ * Errors: MB_ERR_ARG (NULL, ncomp, not usable), MB_ERR_CUDA. */
+mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const double *r, double *z);
+
+/* Rows of the finest level; the wall time (ms) of the last update. */
+int32_t mb_cuda_amg_rows(const mb_cuda_amg *g);
+double mb_cuda_amg_update_ms(const mb_cuda_amg *g);
+void mb_cuda_amg_free(mb_cuda_amg *g);
+
 /* Device sparse Cholesky: cuSOLVER's low-level csrchol (cusolverSpXcsrchol-
  * Analysis, cusolverSpDcsrcholBufferInfo, cusolverSpDcsrcholFactor,
  * cusolverSpDcsrcholZeroPivot, cusolverSpDcsrcholSolve) on P A P^T, P the

@@ -95,3 +95,23 @@ mb_error mb_cuda_csr_time_spmv(mb_cuda_csr *dA, int rows, int ncomp, int repeats
   (void)dA; (void)rows; (void)ncomp; (void)repeats; (void)ms; (void)bytes;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
+
+mb_error mb_cuda_amg_create(const mb_amg *amg, mb_cuda_csr *dA, mb_cuda_amg **out) {
+  (void)amg; (void)dA;
+  if (out) *out = NULL;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
+  (void)g; (void)dA;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const double *r, double *z) {
+  (void)g; (void)ncomp; (void)r; (void)z;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+int32_t mb_cuda_amg_rows(const mb_cuda_amg *g) { (void)g; return 0; }
+double mb_cuda_amg_update_ms(const mb_cuda_amg *g) { (void)g; return 0; }
+void mb_cuda_amg_free(mb_cuda_amg *g) { (void)g; }

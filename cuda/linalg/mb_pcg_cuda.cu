@@ -193,12 +193,13 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
 }
 
 /* Columns stepping (st->step): x += alpha p, r -= alpha q, z = r dinv;
- * terms r r and r z (0 for the others). */
+ * terms r r and r z (0 for the others). jacobi 0 (the AMG preconditioner):
+ * z and the r z terms are left to k_rz after the V-cycle. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     k_update(int32_t n, int nc, const pcg_status *__restrict__ st, const double *__restrict__ p,
              const double *__restrict__ q, const double *__restrict__ dinv,
              double *__restrict__ x, double *__restrict__ r, double *__restrict__ z,
-             double *__restrict__ t) {
+             double *__restrict__ t, int jacobi) {
   const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (i >= n) return;
   const double di = dinv[i];
@@ -210,14 +211,30 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
       const double ap = a * p[k], aq = a * q[k];
       x[k] = x[k] + ap;
       const double rk = r[k] - aq;
-      const double zk = rk * di;
       r[k] = rk;
-      z[k] = zk;
       rr = rk * rk;
-      rz = rk * zk;
+      if (jacobi) {
+        const double zk = rk * di;
+        z[k] = zk;
+        rz = rk * zk;
+      }
     }
     t[(int64_t)c * n + i] = rr;
-    t[(int64_t)(nc + c) * n + i] = rz;
+    if (jacobi) t[(int64_t)(nc + c) * n + i] = rz;
+  }
+}
+
+/* The r z terms after the V-cycle: t[(nc + c) n + i] = r z in the columns
+ * stepping (st non-NULL: st->step) or on (st NULL: on), else 0. */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_rz(int32_t n, int nc, const pcg_status *__restrict__ st, colp on,
+         const double *__restrict__ r, const double *__restrict__ z, double *__restrict__ t) {
+  const int64_t i = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int c = 0; c < nc; c++) {
+    const int64_t k = i * nc + c;
+    const int sel = st ? st->step[c] : on.on[c];
+    t[(int64_t)(nc + c) * n + i] = sel ? r[k] * z[k] : 0.0;
   }
 }
 
@@ -258,6 +275,7 @@ struct pcg {
   MPI_Comm comm;
   mb_cuda_csr *A;
   mb_cuda_halo *halo; /* NULL on one rank */
+  const mb_cuda_amg *amg = nullptr; /* NULL: Jacobi */
   int nc;
   int32_t n;
   double *r, *z, *p, *q, *dinv, *t;
@@ -314,6 +332,17 @@ struct pcg {
     }
     return MB_SUCCESS;
   }
+  /* AMG: z = V-cycle(r) of every column, then the r z terms of the
+   * columns selected (st: those stepping; else on). Jacobi: nothing. */
+  mb_error precondition(const pcg_status *sel, colp on) {
+    if (!amg) return MB_SUCCESS;
+    MB_CALL(mb_cuda_amg_apply(amg, nc, r, z));
+    if (n) {
+      k_rz<<<grid(), MB_LA_BLOCK>>>(n, nc, sel, on, r, z, t);
+      MB_CHECK_LAUNCH("PCG r z");
+    }
+    return MB_SUCCESS;
+  }
   /* One iteration, enqueued: q = A p, alpha, the update, beta, the
    * direction; then the status behind it into host[slot] and its event. */
   mb_error iteration(int max_iter, int slot) {
@@ -326,9 +355,10 @@ struct pcg {
     k_alpha<<<1, MB_PCG_SCALAR_THREADS>>>(nc, acc, st);
     MB_CHECK_LAUNCH("PCG alpha");
     if (n) {
-      k_update<<<grid(), MB_LA_BLOCK>>>(n, nc, st, p, q, dinv, xk, r, z, t);
+      k_update<<<grid(), MB_LA_BLOCK>>>(n, nc, st, p, q, dinv, xk, r, z, t, amg == nullptr);
       MB_CHECK_LAUNCH("PCG update");
     }
+    MB_CALL(precondition(st, colp{}));
     MB_CALL(device_sums(2 * nc));
     k_beta<<<1, MB_PCG_SCALAR_THREADS>>>(nc, acc, max_iter, st);
     MB_CHECK_LAUNCH("PCG beta");
@@ -373,13 +403,20 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
            "mb_cuda_pcg_solve: rtol %g must be positive and finite, max_iter %d not negative",
            opts->rtol, opts->max_iter);
   MB_CHECK((B && X) || !dA->nrows, MB_ERR_ARG, "mb_cuda_pcg_solve: NULL B or X");
-  MB_CHECK(!opts->amg, MB_ERR_UNSUPPORTED,
-           "mb_cuda_pcg_solve: the AMG preconditioner runs on the CPU in this version");
+  MB_CHECK(!opts->amg, MB_ERR_ARG,
+           "mb_cuda_pcg_solve: a host AMG hierarchy (opts->amg) was given; the device PCG takes "
+           "its device copy (opts->cuda_amg, mb_cuda_amg_create)");
+  MB_CHECK(!opts->cuda_amg || (!halo && dA->ncols == dA->nrows && ncomp <= MB_AMG_MAX_COMP &&
+                               mb_cuda_amg_rows(opts->cuda_amg) == dA->nrows),
+           MB_ERR_ARG,
+           "mb_cuda_pcg_solve: the AMG preconditioner takes one rank's whole matrix (no halo, "
+           "%d rows, the hierarchy's %d) and at most %d columns (%d given)",
+           dA->nrows, mb_cuda_amg_rows(opts->cuda_amg), MB_AMG_MAX_COMP, ncomp);
   MB_CHECK(halo || dA->ncols == dA->nrows, MB_ERR_ARG,
            "mb_cuda_pcg_solve: a matrix with ghost columns needs a halo plan");
   if (halo) comm = mb_halo_comm(halo);
   *stats = mb_solve_stats{};
-  stats->method = MB_SOLVER_PCG;
+  stats->method = opts->cuda_amg ? MB_SOLVER_AMG : MB_SOLVER_PCG;
   stats->rtol = opts->rtol;
 
   const int nc = ncomp;
@@ -405,6 +442,7 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
   s.comm = comm;
   s.A = dA;
   s.halo = halo ? dA->halo : nullptr;
+  s.amg = opts->cuda_amg;
   s.nc = nc;
   s.n = n;
   s.xk = X;
@@ -461,6 +499,7 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
       k_terms<<<g, MB_LA_BLOCK>>>(n, nc, B, B, s.t + 2 * (int64_t)nc * n);
       MB_CHECK_LAUNCH("PCG norms");
     }
+    MB_CALL(s.precondition(nullptr, all));
     MB_CALL(s.sums(3 * nc, v));
   }
   pcg_status cur{};
@@ -541,6 +580,13 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
       if (n) {
         k_resid<<<g, MB_LA_BLOCK>>>(n, nc, chk, B, s.q, s.dinv, s.r, s.z, s.t);
         MB_CHECK_LAUNCH("PCG check");
+      }
+      {
+        const mb_error pe = s.precondition(nullptr, chk);
+        if (pe) {
+          (void)cudaDeviceSynchronize();
+          return pe;
+        }
       }
       MB_CALL(s.sums(2 * nc, v));
       colp restart{};

@@ -198,7 +198,7 @@ static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split
     if (first) MB_CALL(mb_amg_create(w->A, NULL, &w->amg));
     else MB_CALL(mb_amg_update(w->amg, w->A));
     const double t1 = mb_wtime();
-    const mb_pcg_opts o = {p->tolerance, p->max_iterations, w->amg};
+    const mb_pcg_opts o = {p->tolerance, p->max_iterations, w->amg, NULL};
     MB_CALL(mb_pcg_solve(fm->comm, NULL, w->A, 3, w->B, w->X, &o, st));
     st->method = MB_SOLVER_AMG;
     if (first) st->analyze_ms = 1e3 * (t1 - t0);

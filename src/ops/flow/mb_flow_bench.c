@@ -35,7 +35,7 @@ static const char flow_bench_help[] =
     "relative residual, and ms per phase: assembly (operator, mass, system,\n"
     "elimination), solve (with Cholesky's analysis, factor and solve beside it;\n"
     "the analysis is made once, in the first step; amg: its hierarchy's setup\n"
-    "as the analysis, its update as the factor; amg on the CPU only), finish\n"
+    "as the analysis, its update as the factor), finish\n"
     "(the solution taken, rescale); then the step's ms (the median over the steps\n"
     "after the first, which alone pays the analysis). On the GPU the device is synchronised between\n"
     "phases. Also on the GPU: the sparse product of three columns (the PCG's) by\n"
@@ -387,11 +387,6 @@ int mb_flow_bench(int argc, char **argv) {
     for (int i = 0; i < o.ndt && !e; i++)
       for (int j = 0; j < o.nsolver && !e; j++) {
         double ms = 0;
-        if (b && o.solver[j] == MB_SOLVER_AMG) {
-          printf("cuda, dt %g, solver amg: skipped (solver amg runs on the CPU backend in this "
-                 "version)\n", o.dt[i]);
-          continue;
-        }
         e = run_one(&o, &fm, m->xyz, b, o.dt[i], o.solver[j], b ? "cuda" : "cpu", &ms);
       }
   }

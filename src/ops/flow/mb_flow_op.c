@@ -36,10 +36,6 @@ static mb_error run_stages(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
                            mb_attrs *attrs) {
   for (int s = 0; s < n; s++) {
     const mb_flow_params *p = stages[s].params;
-    MB_CHECK(!(on_cuda(ctx) && p->solver == MB_SOLVER_AMG), MB_ERR_UNSUPPORTED,
-             "%s: solver amg runs on the CPU backend in this version (use backend: cpu, or "
-             "solver: pcg, cholesky or auto on cuda)",
-             fm->name);
     mb_flow_report rep = {0, calloc((size_t)p->steps, sizeof(mb_solve_stats)), NULL};
     MB_CHECK(rep.step, MB_ERR_MEMORY, "%s: out of memory", fm->name);
     mb_op_computed(ctx, MB_PRECISION_FLOAT64);
@@ -94,7 +90,7 @@ static const char *const solver_names[] = {"auto", "cholesky", "pcg", "amg", NUL
    MB_FLOW_FREE, boundary_names, "boundary vertices: free, or fixed (kept in place)"},        \
   {"solver", MB_PARAM_NAME, offsetof(mb_flow_params, solver), 0, 0, 0, 0, 0, MB_SOLVER_AUTO, \
    solver_names,                                                                              \
-   "auto (see the guide), cholesky (whole meshes), pcg, or amg (whole meshes, CPU backend)"}, \
+   "auto (see the guide), cholesky (whole meshes), pcg, or amg (whole meshes)"}, \
   {"tolerance", MB_PARAM_REAL, offsetof(mb_flow_params, tolerance), 0, 1, 1, 1, 0, 1e-10,      \
    NULL, "PCG: relative residual per coordinate, in (0, 1)"},                                  \
   {"max_iterations", MB_PARAM_INT, offsetof(mb_flow_params, max_iterations), 1, 100000000,    \

@@ -1,0 +1,517 @@
+/* meshbatch: the smoothed-aggregation AMG V-cycle on the GPU (linalg
+ * layer; contract: cuda/linalg/mb_linalg_cuda.h, method: linalg/mb_amg.h,
+ * Vanek, Mandel, Brezina, Computing 56, 1996).
+ *
+ * The hierarchy's structure (aggregates, prolongators P and R = P^T, the
+ * patterns of A P and of the Galerkin products) is made once per pattern
+ * on the host by mb_amg_create and uploaded. Per matrix, on the device:
+ *   - the numeric products A_l P_l and R_l (A_l P_l) on their fixed
+ *     patterns, one thread per row, each entry summed in the host's order
+ *     (the left factor's row entries, then the right factor's), so the
+ *     coarse matrices are the host's bits; then the lower triangle copied
+ *     from the upper (the host's symmetrisation);
+ *   - each level's D^-1 and its Gershgorin bound rho (one download of all
+ *     levels' bounds, from which the host forms the Chebyshev
+ *     coefficients, mb_amg_chebyshev);
+ *   - the coarsest matrix (at most max_coarse rows) densified, factored
+ *     (cusolverDnDpotrf) and inverted (cusolverDnDpotri), so that each
+ *     cycle's coarse solve is one dense product instead of two triangular
+ *     solves of little parallelism.
+ * The cycle (mb_cuda_amg_apply) is the host's (linalg/mb_amg.c): Chebyshev
+ * smoothing before and after the coarse correction, row-kernel products
+ * (cuda/linalg/mb_csr_cuda.cu), all enqueued on the default stream with
+ * no host synchronisation, so the PCG can queue it inside its iterations.
+ */
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <chrono>
+#include <vector>
+
+#include "mb_amg.h"
+#include "mb_linalg_cuda_private.cuh"
+
+#define MB_CALL_CUSOLVER_DN(expr)                                                             \
+  do {                                                                                        \
+    cusolverStatus_t mb_dn_st_ = (expr);                                                      \
+    if (mb_dn_st_ != CUSOLVER_STATUS_SUCCESS)                                                 \
+      return mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,                          \
+                          "cuSOLVER call failed: %s (status %d)", #expr, (int)mb_dn_st_);     \
+  } while (0)
+
+namespace {
+
+/* A host CSR matrix's copy on the device. */
+struct dcsr {
+  int32_t nrows = 0, ncols = 0, nnz = 0;
+  mb_dbuf rowptr, col, val;
+  const int32_t *rp() const { return rowptr.as<int32_t>(); }
+  const int32_t *cl() const { return col.as<int32_t>(); }
+  double *v() const { return val.as<double>(); }
+};
+
+mb_error upload(const mb_csr *h, dcsr *d, const char *what) {
+  d->nrows = h->nrows;
+  d->ncols = h->ncols;
+  d->nnz = h->nnz;
+  const size_t nz = (size_t)(h->nnz ? h->nnz : 1);
+  MB_CALL(mb_dbuf_alloc(&d->rowptr, sizeof(int32_t) * ((size_t)h->nrows + 1), what));
+  MB_CALL(mb_dbuf_alloc(&d->col, sizeof(int32_t) * nz, what));
+  MB_CALL(mb_dbuf_alloc(&d->val, sizeof(double) * nz, what));
+  MB_CALL_CUDA(cudaMemcpy(d->rowptr.p, h->rowptr, sizeof(int32_t) * ((size_t)h->nrows + 1),
+                          cudaMemcpyHostToDevice));
+  MB_CALL_CUDA(cudaMemcpy(d->col.p, h->col, sizeof(int32_t) * (size_t)h->nnz,
+                          cudaMemcpyHostToDevice));
+  MB_CALL_CUDA(cudaMemcpy(d->val.p, h->val, sizeof(double) * (size_t)h->nnz,
+                          cudaMemcpyHostToDevice));
+  return MB_SUCCESS;
+}
+
+/* Per level, what the device writes at each update and the host reads. */
+struct level_info {
+  unsigned long long rho; /* bits of the Gershgorin bound (non-negative) */
+  int32_t bad;            /* first row with a diagonal <= 0 or a non-finite sum */
+  int32_t pad;
+};
+
+struct glevel {
+  int32_t n = 0;
+  /* the level's matrix: the finest level's arrays are the PCG matrix's
+   * (borrowed), the coarse levels' are A (owned) */
+  const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
+  const double *val = nullptr;
+  dcsr A, P, R, AP;
+  mb_dbuf diagbuf, sym;
+  mb_dbuf dinv, x, b, r, q, d; /* [n], then work [n, MB_AMG_MAX_COMP] */
+  double d0 = 0, c1[4] = {0, 0, 0, 0}, c2[4] = {0, 0, 0, 0};
+};
+
+/* C = A B on C's fixed pattern (columns ascending within C's rows): one
+ * thread per row, the host's order of sums (linalg/mb_amg.c,
+ * spgemm_numeric). */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_product(int32_t m, const int32_t *__restrict__ arow, const int32_t *__restrict__ acol,
+              const double *__restrict__ aval, const int32_t *__restrict__ brow,
+              const int32_t *__restrict__ bcol, const double *__restrict__ bval,
+              const int32_t *__restrict__ crow, const int32_t *__restrict__ ccol,
+              double *__restrict__ cval) {
+  const int32_t i = blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= m) return;
+  const int32_t c0 = crow[i], c1 = crow[i + 1];
+  for (int32_t e = c0; e < c1; e++) cval[e] = 0.0;
+  for (int32_t e = arow[i]; e < arow[i + 1]; e++) {
+    const double a = aval[e];
+    const int32_t k = acol[e];
+    for (int32_t f = brow[k]; f < brow[k + 1]; f++) {
+      const int32_t j = bcol[f];
+      int32_t lo = c0, hi = c1;
+      while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (ccol[mid] < j) lo = mid + 1;
+        else hi = mid;
+      }
+      const double t = a * bval[f];
+      cval[lo] = cval[lo] + t;
+    }
+  }
+}
+
+/* The lower triangle from the upper (sym: each entry's transpose). */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_symmetrise(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+                 const int32_t *__restrict__ sym, double *__restrict__ val) {
+  const int32_t i = blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++)
+    if (col[e] > i) val[sym[e]] = val[e];
+}
+
+/* dinv = 1 / a_ii and the bound max_i sum_j |a_ij| / a_ii (entry order,
+ * as the host's level_values); the first bad row. */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_level_diag(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ diag,
+                 const double *__restrict__ val, double *__restrict__ dinv,
+                 level_info *__restrict__ info) {
+  const int32_t i = blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  const double a = val[diag[i]];
+  double s = 0.0;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) s += fabs(val[e]);
+  if (!(a > 0) || !isfinite(s)) {
+    atomicMin(&info->bad, i);
+    return;
+  }
+  dinv[i] = 1.0 / a;
+  const double g = s / a;
+  atomicMax(&info->rho, (unsigned long long)__double_as_longlong(g));
+}
+
+/* The coarsest matrix into dense [n, n] (zeroed before). */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_densify(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+              const double *__restrict__ val, double *__restrict__ dense) {
+  const int32_t i = blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) dense[(int64_t)col[e] * n + i] = val[e];
+}
+
+/* The upper triangle of a column-major [n, n] from its lower one. */
+__global__ void __launch_bounds__(MB_LA_BLOCK) k_fill_upper(int32_t n, double *__restrict__ a) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k >= (int64_t)n * n) return;
+  const int32_t i = (int32_t)(k % n), j = (int32_t)(k / n);
+  if (i < j) a[k] = a[(int64_t)i * n + j];
+}
+
+/* y [n, nc] = inv x, inv symmetric [n, n]: one warp per row, the lanes'
+ * partial sums in a fixed order then a fixed butterfly. */
+template <int NC>
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_dense_apply(int32_t n, const double *__restrict__ inv, const double *__restrict__ x,
+                  double *__restrict__ y) {
+  const int64_t w = ((int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  if (w >= n) return;
+  const double *row = inv + w * n; /* column w = row w */
+  double s[NC];
+  for (int c = 0; c < NC; c++) s[c] = 0.0;
+  for (int32_t j = lane; j < n; j += 32) {
+    const double a = row[j];
+    for (int c = 0; c < NC; c++) {
+      const double t = a * x[(int64_t)j * NC + c];
+      s[c] = s[c] + t;
+    }
+  }
+  for (int off = 16; off; off >>= 1)
+    for (int c = 0; c < NC; c++) s[c] = s[c] + __shfl_xor_sync(0xffffffffu, s[c], off);
+  if (lane == 0)
+    for (int c = 0; c < NC; c++) y[w * NC + c] = s[c];
+}
+
+/* Chebyshev smoothing's vector steps (linalg/mb_amg.c, smooth), m = n nc. */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_cheb_zero(int64_t m, int nc, const double *__restrict__ b, const double *__restrict__ dinv,
+                double d0, double *__restrict__ r, double *__restrict__ d,
+                double *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k >= m) return;
+  const double bk = b[k], dk = (dinv[k / nc] * bk) * d0;
+  r[k] = bk;
+  d[k] = dk;
+  x[k] = dk;
+}
+
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_cheb_first(int64_t m, int nc, const double *__restrict__ b, const double *__restrict__ q,
+                 const double *__restrict__ dinv, double d0, double *__restrict__ r,
+                 double *__restrict__ d, double *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k >= m) return;
+  const double rk = b[k] - q[k], dk = (dinv[k / nc] * rk) * d0;
+  r[k] = rk;
+  d[k] = dk;
+  x[k] = x[k] + dk;
+}
+
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_cheb_step(int64_t m, int nc, const double *__restrict__ q, const double *__restrict__ dinv,
+                double c1, double c2, double *__restrict__ r, double *__restrict__ d,
+                double *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k >= m) return;
+  const double rk = r[k] - q[k];
+  const double a = c1 * d[k], b = c2 * (dinv[k / nc] * rk);
+  const double dk = a + b;
+  r[k] = rk;
+  d[k] = dk;
+  x[k] = x[k] + dk;
+}
+
+/* r = b - q; x += q. */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_sub(int64_t m, const double *__restrict__ b, const double *__restrict__ q,
+          double *__restrict__ r) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k < m) r[k] = b[k] - q[k];
+}
+
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_add(int64_t m, const double *__restrict__ q, double *__restrict__ x) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k < m) x[k] = x[k] + q[k];
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+struct mb_cuda_amg {
+  int nlev = 0, degree = 2;
+  int32_t nnz0 = 0;
+  glevel lev[MB_AMG_MAX_LEVELS];
+  mb_dbuf dense;   /* the coarsest level's inverse, column-major [nco, nco] */
+  mb_dbuf info;    /* level_info [nlev], then the potrf/potri info (int32) */
+  mb_dbuf dnwork;  /* cuSOLVER's workspace */
+  int dnwork_len = 0;
+  cusolverDnHandle_t dn = nullptr;
+  int usable = 0;
+  double update_ms = 0;
+  ~mb_cuda_amg() {
+    if (dn) cusolverDnDestroy(dn);
+  }
+};
+
+namespace {
+
+mb_error alloc_work(glevel *L, const char *what) {
+  const size_t n = (size_t)(L->n ? L->n : 1), nn = n * MB_AMG_MAX_COMP;
+  MB_CALL(mb_dbuf_alloc(&L->dinv, sizeof(double) * n, what));
+  mb_dbuf *w[] = {&L->x, &L->b, &L->r, &L->q, &L->d};
+  for (mb_dbuf *b : w) MB_CALL(mb_dbuf_alloc(b, sizeof(double) * nn, what));
+  return MB_SUCCESS;
+}
+
+mb_error create(const mb_amg *h, mb_cuda_csr *dA, mb_cuda_amg *g) {
+  mb_amg_opts o;
+  g->nlev = mb_amg_levels(h, &o);
+  g->degree = o.degree;
+  int32_t nr = 0, nc = 0, nnz = 0;
+  mb_cuda_csr_shape(dA, &nr, &nc, &nnz);
+  mb_amg_level_view v0;
+  MB_CALL(mb_amg_level(h, 0, &v0));
+  MB_CHECK(nr == nc && nr == v0.A->nrows && nnz == v0.A->nnz, MB_ERR_ARG,
+           "mb_cuda_amg_create: the device matrix (%d x %d, %d entries) is not the hierarchy's "
+           "(%d rows, %d entries)",
+           nr, nc, nnz, v0.A->nrows, v0.A->nnz);
+  g->nnz0 = nnz;
+  for (int l = 0; l < g->nlev; l++) {
+    mb_amg_level_view v;
+    MB_CALL(mb_amg_level(h, l, &v));
+    glevel *L = &g->lev[l];
+    L->n = v.A->nrows;
+    if (l == 0) {
+      double *val = nullptr;
+      const int32_t *rp = nullptr, *cl = nullptr, *dd = nullptr;
+      mb_cuda_csr_arrays(dA, &rp, &cl, &dd, &val);
+      L->rowptr = rp;
+      L->col = cl;
+      L->diag = dd;
+      L->val = val;
+    } else {
+      MB_CALL(upload(v.A, &L->A, "AMG level matrix"));
+      MB_CALL(mb_dbuf_alloc(&L->diagbuf, sizeof(int32_t) * (size_t)(L->n ? L->n : 1),
+                            "AMG level diagonal"));
+      MB_CALL_CUDA(cudaMemcpy(L->diagbuf.p, v.A->diag, sizeof(int32_t) * (size_t)L->n,
+                              cudaMemcpyHostToDevice));
+      MB_CALL(mb_dbuf_alloc(&L->sym, sizeof(int32_t) * (size_t)(v.A->nnz ? v.A->nnz : 1),
+                            "AMG transpose map"));
+      MB_CALL_CUDA(cudaMemcpy(L->sym.p, v.sym, sizeof(int32_t) * (size_t)v.A->nnz,
+                              cudaMemcpyHostToDevice));
+      L->rowptr = L->A.rp();
+      L->col = L->A.cl();
+      L->diag = L->diagbuf.as<int32_t>();
+      L->val = L->A.v();
+    }
+    if (v.P) {
+      MB_CALL(upload(v.P, &L->P, "AMG prolongator"));
+      MB_CALL(upload(v.R, &L->R, "AMG restriction"));
+      MB_CALL(upload(v.AP, &L->AP, "AMG product A P"));
+    }
+    MB_CALL(alloc_work(L, "AMG level vectors"));
+  }
+  const int32_t nco = g->lev[g->nlev - 1].n;
+  MB_CALL(mb_dbuf_alloc(&g->dense, sizeof(double) * (size_t)nco * (size_t)nco,
+                        "AMG coarse inverse"));
+  MB_CALL(mb_dbuf_alloc(&g->info, sizeof(level_info) * (size_t)(g->nlev + 1), "AMG level info"));
+  if (!g->dn) MB_CALL_CUSOLVER_DN(cusolverDnCreate(&g->dn));
+  int l1 = 0, l2 = 0;
+  MB_CALL_CUSOLVER_DN(cusolverDnDpotrf_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
+                                                  g->dense.as<double>(), nco, &l1));
+  MB_CALL_CUSOLVER_DN(cusolverDnDpotri_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
+                                                  g->dense.as<double>(), nco, &l2));
+  g->dnwork_len = l1 > l2 ? l1 : l2;
+  MB_CALL(mb_dbuf_alloc(&g->dnwork, sizeof(double) * (size_t)(g->dnwork_len ? g->dnwork_len : 1),
+                        "AMG coarse factor workspace"));
+  return MB_SUCCESS;
+}
+
+mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
+  int32_t nr = 0, nc = 0, nnz = 0;
+  mb_cuda_csr_shape(dA, &nr, &nc, &nnz);
+  MB_CHECK(nr == g->lev[0].n && nnz == g->nnz0, MB_ERR_ARG,
+           "mb_cuda_amg_update: the matrix is not the one the hierarchy was built for");
+  {
+    const int32_t *rp = nullptr, *cl = nullptr, *dd = nullptr;
+    double *val = nullptr;
+    mb_cuda_csr_arrays(const_cast<mb_cuda_csr *>(dA), &rp, &cl, &dd, &val);
+    MB_CHECK(val == g->lev[0].val, MB_ERR_ARG,
+             "mb_cuda_amg_update: the matrix is not the one the hierarchy was built for");
+  }
+  std::vector<level_info> init((size_t)g->nlev + 1);
+  for (auto &x : init) x = level_info{0ull, INT32_MAX, 0};
+  MB_CALL_CUDA(cudaMemcpyAsync(g->info.p, init.data(), sizeof(level_info) * init.size(),
+                               cudaMemcpyHostToDevice, nullptr));
+  level_info *info = g->info.as<level_info>();
+  for (int l = 0; l < g->nlev; l++) {
+    glevel *L = &g->lev[l];
+    if (l > 0) { /* A_l = R (A_{l-1} P) on fixed patterns, then symmetric */
+      glevel *F = &g->lev[l - 1];
+      k_product<<<mb_la_grid(F->n), MB_LA_BLOCK>>>(F->n, F->rowptr, F->col, F->val, F->P.rp(),
+                                                   F->P.cl(), F->P.v(), F->AP.rp(), F->AP.cl(),
+                                                   F->AP.v());
+      MB_CHECK_LAUNCH("AMG product A P");
+      k_product<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, F->R.rp(), F->R.cl(), F->R.v(),
+                                                   F->AP.rp(), F->AP.cl(), F->AP.v(), L->A.rp(),
+                                                   L->A.cl(), L->A.v());
+      MB_CHECK_LAUNCH("AMG Galerkin product");
+      k_symmetrise<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, L->A.rp(), L->A.cl(),
+                                                      L->sym.as<int32_t>(), L->A.v());
+      MB_CHECK_LAUNCH("AMG symmetrise");
+    }
+    k_level_diag<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, L->rowptr, L->diag, L->val,
+                                                    L->dinv.as<double>(), info + l);
+    MB_CHECK_LAUNCH("AMG level diagonal");
+  }
+  /* the coarsest level: dense, factored, inverted */
+  glevel *C = &g->lev[g->nlev - 1];
+  const int32_t nco = C->n;
+  double *dense = g->dense.as<double>();
+  int *dninfo = (int *)(info + g->nlev);
+  MB_CALL_CUDA(cudaMemsetAsync(dense, 0, sizeof(double) * (size_t)nco * nco, nullptr));
+  k_densify<<<mb_la_grid(nco), MB_LA_BLOCK>>>(nco, C->rowptr, C->col, C->val, dense);
+  MB_CHECK_LAUNCH("AMG coarse matrix");
+  MB_CALL_CUSOLVER_DN(cusolverDnDpotrf(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
+                                       g->dnwork.as<double>(), g->dnwork_len, dninfo));
+  std::vector<level_info> got((size_t)g->nlev + 1);
+  MB_CALL_CUDA(cudaMemcpy(got.data(), g->info.p, sizeof(level_info) * got.size(),
+                          cudaMemcpyDeviceToHost));
+  for (int l = 0; l < g->nlev; l++)
+    if (got[(size_t)l].bad != INT32_MAX) {
+      if (l == 0)
+        MB_FAIL(MB_ERR_NUMERIC,
+                "AMG: row %d has a diagonal entry <= 0 or a non-finite value: the matrix is not "
+                "symmetric positive definite",
+                got[0].bad);
+      MB_FAIL(MB_ERR_NUMERIC,
+              "AMG: row %d of level %d (a Galerkin product) has a diagonal entry <= 0 or a "
+              "non-finite value: the matrix is not positive definite",
+              got[(size_t)l].bad, l);
+    }
+  int potrf_info = 0;
+  memcpy(&potrf_info, &got[(size_t)g->nlev], sizeof potrf_info);
+  MB_CHECK(potrf_info == 0, MB_ERR_NUMERIC,
+           "AMG: the coarsest level's matrix (%d rows) is not positive definite (cuSOLVER potrf "
+           "info %d)",
+           nco, potrf_info);
+  MB_CALL_CUSOLVER_DN(cusolverDnDpotri(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
+                                       g->dnwork.as<double>(), g->dnwork_len, dninfo));
+  k_fill_upper<<<mb_la_grid((int64_t)nco * nco), MB_LA_BLOCK>>>(nco, dense);
+  MB_CHECK_LAUNCH("AMG coarse inverse");
+  for (int l = 0; l < g->nlev; l++) {
+    double rho;
+    memcpy(&rho, &got[(size_t)l].rho, sizeof rho);
+    mb_amg_chebyshev(rho, g->degree, &g->lev[l].d0, g->lev[l].c1, g->lev[l].c2);
+  }
+  return MB_SUCCESS;
+}
+
+/* x += S (b - A x) on level L (zero: x = 0 on entry), nc columns. */
+mb_error smooth(const mb_cuda_amg *g, const glevel *L, int nc, const double *b, double *x,
+                int zero) {
+  const int64_t m = (int64_t)L->n * nc;
+  const unsigned grid = mb_la_grid(m);
+  double *r = L->r.as<double>(), *d = L->d.as<double>(), *q = L->q.as<double>();
+  const double *dinv = L->dinv.as<double>();
+  if (zero) {
+    k_cheb_zero<<<grid, MB_LA_BLOCK>>>(m, nc, b, dinv, L->d0, r, d, x);
+  } else {
+    MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, x, q));
+    k_cheb_first<<<grid, MB_LA_BLOCK>>>(m, nc, b, q, dinv, L->d0, r, d, x);
+  }
+  MB_CHECK_LAUNCH("AMG smoother");
+  for (int s = 1; s < g->degree; s++) {
+    MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, d, q));
+    k_cheb_step<<<grid, MB_LA_BLOCK>>>(m, nc, q, dinv, L->c1[s], L->c2[s], r, d, x);
+    MB_CHECK_LAUNCH("AMG smoother");
+  }
+  return MB_SUCCESS;
+}
+
+mb_error coarse_solve(const mb_cuda_amg *g, int nc, const double *b, double *x) {
+  const int32_t n = g->lev[g->nlev - 1].n;
+  const unsigned grid = mb_la_grid((int64_t)n * 32);
+  const double *inv = g->dense.as<double>();
+  switch (nc) {
+  case 1: k_dense_apply<1><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
+  case 2: k_dense_apply<2><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
+  case 3: k_dense_apply<3><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
+  default: k_dense_apply<4><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
+  }
+  MB_CHECK_LAUNCH("AMG coarse solve");
+  return MB_SUCCESS;
+}
+
+mb_error vcycle(const mb_cuda_amg *g, int l, int nc, const double *b, double *x) {
+  if (l == g->nlev - 1) return coarse_solve(g, nc, b, x);
+  const glevel *L = &g->lev[l], *C = &g->lev[l + 1];
+  const int64_t m = (int64_t)L->n * nc;
+  double *q = L->q.as<double>(), *r = L->r.as<double>();
+  MB_CALL(smooth(g, L, nc, b, x, 1));
+  MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, x, q));
+  k_sub<<<mb_la_grid(m), MB_LA_BLOCK>>>(m, b, q, r);
+  MB_CHECK_LAUNCH("AMG residual");
+  MB_CALL(mb_la_spmv_rows(L->R.nrows, L->R.rp(), L->R.cl(), L->R.v(), nc, r, C->b.as<double>()));
+  MB_CALL(vcycle(g, l + 1, nc, C->b.as<double>(), C->x.as<double>()));
+  MB_CALL(mb_la_spmv_rows(L->P.nrows, L->P.rp(), L->P.cl(), L->P.v(), nc, C->x.as<double>(), q));
+  k_add<<<mb_la_grid(m), MB_LA_BLOCK>>>(m, q, x);
+  MB_CHECK_LAUNCH("AMG correction");
+  return smooth(g, L, nc, b, x, 0);
+}
+
+} // namespace
+
+extern "C" mb_error mb_cuda_amg_create(const mb_amg *amg, mb_cuda_csr *dA, mb_cuda_amg **out) {
+  MB_CHECK(amg && dA && out, MB_ERR_ARG, "mb_cuda_amg_create: NULL argument");
+  *out = nullptr;
+  mb_cuda_amg *g = new (std::nothrow) mb_cuda_amg;
+  MB_CHECK(g, MB_ERR_MEMORY, "mb_cuda_amg_create: out of memory");
+  const mb_error e = create(amg, dA, g);
+  if (e) {
+    delete g;
+    return e;
+  }
+  *out = g;
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
+  MB_CHECK(g && dA, MB_ERR_ARG, "mb_cuda_amg_update: NULL argument");
+  const auto t0 = std::chrono::steady_clock::now();
+  g->usable = 0;
+  MB_CALL(update(g, dA));
+  g->usable = 1;
+  g->update_ms = ms_since(t0);
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const double *r,
+                                      double *z) {
+  MB_CHECK(g && r && z && r != z, MB_ERR_ARG, "mb_cuda_amg_apply: NULL or aliased argument");
+  MB_CHECK(ncomp >= 1 && ncomp <= MB_AMG_MAX_COMP, MB_ERR_ARG,
+           "mb_cuda_amg_apply: %d columns (1 to %d are applied together)", ncomp,
+           MB_AMG_MAX_COMP);
+  MB_CHECK(g->usable, MB_ERR_ARG,
+           "mb_cuda_amg_apply: the hierarchy is not usable (no successful update yet)");
+  return vcycle(g, 0, ncomp, r, z);
+}
+
+extern "C" int32_t mb_cuda_amg_rows(const mb_cuda_amg *g) { return g ? g->lev[0].n : 0; }
+
+extern "C" double mb_cuda_amg_update_ms(const mb_cuda_amg *g) { return g ? g->update_ms : 0; }
+
+extern "C" void mb_cuda_amg_free(mb_cuda_amg *g) { delete g; }
