@@ -115,7 +115,9 @@ int mb_smooth_scale_exponent(double maxabs);
  * naming the row. */
 mb_error mb_smooth_scale_rows(int64_t n, double *xyz, int k);
 
-/* Run all stages on the CPU, updating xyz [nv, 3] in place. Not collective.
+/* Run all stages on the CPU, updating xyz [nv, 3] in place, on the
+ * positions as given (the ops apply the power-of-two scale above first;
+ * callers of this function at extreme scales should too). Not collective.
  * Errors: MB_ERR_ARG (unsupported rule), MB_ERR_MEMORY. */
 mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                        double *xyz);
