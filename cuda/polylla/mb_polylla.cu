@@ -641,10 +641,19 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
     MB_CALL(e);
   }
 
-  if (st) {
-    mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
-    st->ms_total = mb_pl_now_ms() - t0;
+  if (st) mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
+  /* every polygon simple: the pinch repair, the same host code as the CPU
+   * backend's last step (mb_polylla.h, "Pinch repair") */
+  e = mb_polylla_split_pinches(tri, &m, heads, st);
+  if (e) {
+    mb_mesh_free(m);
+    if (heads) {
+      free(*heads);
+      *heads = nullptr;
+    }
+    MB_CALL(e);
   }
+  if (st) st->ms_total = mb_pl_now_ms() - t0;
   *poly = m;
   return MB_SUCCESS;
 }

@@ -158,7 +158,7 @@ int polylla_check(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len
   double *comp_area = NULL;
   dedge *tab = NULL;
   seq *sorted = NULL;
-  int64_t *store = NULL;
+  int64_t *store = NULL, *vseen = NULL, *vpos = NULL;
   why[0] = 0;
 
   if (nt <= 0 || np < 0 || tri->nv <= 0) FAIL("empty input or output");
@@ -200,12 +200,23 @@ int polylla_check(const mb_mesh *tri, const mb_mesh *poly, char *why, size_t len
 
   /* Each polygon: a cycle of half-edges, none shared; its head first. */
   used = calloc((size_t)nh, sizeof *used);
+  vseen = calloc((size_t)poly->nv + 1, sizeof *vseen);
+  vpos = calloc((size_t)poly->nv + 1, sizeof *vpos);
   int64_t prev_head = -1;
   if (poly->face_offsets[0] != 0) FAIL("face_offsets[0] != 0");
   for (int64_t p = 0; p < np; p++) {
     int64_t o = poly->face_offsets[p], n = poly->face_offsets[p + 1] - o;
     const int64_t *v = poly->face_indices + o;
     if (n < 3) FAIL("polygon %lld has %lld vertices", (long long)p, (long long)n);
+    for (int64_t i = 0; i < n; i++) { /* simple: no vertex twice (no pinch, no tip) */
+      if (v[i] < 0 || v[i] >= poly->nv)
+        FAIL("polygon %lld: vertex %lld out of range", (long long)p, (long long)v[i]);
+      if (vseen[v[i]] == p + 1)
+        FAIL("polygon %lld is not simple: vertex %lld occurs twice (at %lld and %lld)",
+             (long long)p, (long long)v[i], (long long)vpos[v[i]], (long long)i);
+      vseen[v[i]] = p + 1;
+      vpos[v[i]] = i;
+    }
     int64_t head = -1, head_at = -1;
     for (int64_t i = 0; i < n; i++) {
       int64_t a = v[i], b = v[(i + 1) % n];
@@ -337,6 +348,8 @@ out:
   free(comp_area);
   free(sorted);
   free(store);
+  free(vseen);
+  free(vpos);
   return ok;
 }
 
@@ -452,12 +465,24 @@ int polylla_check_rules_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polylla
       inpoly[h] = 1;
     }
   }
-  for (int64_t h = 0; h < nh; h++)
+  /* the pinch repair's cuts: interior edges in polygons on both sides that
+   * the rules above leave out, as many as the attribute pinches_split */
+  int64_t cuts = 0;
+  for (int64_t h = 0; h < nh; h++) {
+    if (!fr[h] && inpoly[h] && twin[h] >= 0 && !fr[twin[h]] && inpoly[twin[h]]) {
+      cuts += h < twin[h];
+      continue;
+    }
     if (!fr[h] != !inpoly[h])
       FAIL("half-edge %lld (%lld -> %lld) is %sa frontier half-edge by the rules but %sin a "
            "polygon",
            (long long)h, (long long)ov[h], (long long)ov[NXT(h)], fr[h] ? "" : "not ",
            inpoly[h] ? "" : "not ");
+  }
+  const char *ps = mb_attrs_get(&poly->attrs, "pinches_split");
+  if (!ps || strtoll(ps, NULL, 10) != cuts)
+    FAIL("pinches_split is %s, but %lld polygon edges are no frontier edges by the rules",
+         ps ? ps : "missing", (long long)cuts);
   const char *s = mb_attrs_get(&poly->attrs, "barrier_edge_tips");
   if (!s || strtoll(s, NULL, 10) != tips)
     FAIL("barrier_edge_tips is %s, the rules give %lld", s ? s : "missing", (long long)tips);
@@ -515,4 +540,15 @@ mb_mesh *polylla_run_checked_ties(const mb_mesh *tri, mb_polylla_ties ties,
   assert_non_null(poly);
   polylla_assert_valid_ties(tri, poly, ties);
   return poly;
+}
+
+mb_mesh *polylla_pinch_ring(void) {
+  static const double xy[] = {10.0, 0.0,  7.8,  7.8,  0.0,  12.0, -9.2, 9.2,  -14.0, 0.0,
+                              -10.6, -10.6, 0.0, -16.0, 12.0, -12.0, 1.8,  0.8,  0.7,  1.7,
+                              -0.7, 1.6,  -1.4, 0.6,  -1.3, -0.5, -0.5, -1.2, 0.4,  -1.0,
+                              0.9,  -0.4};
+  static const int64_t tri[] = {0,  1,  8,  8,  9,  1,  1,  2,  9,  9,  10, 2,  2,  3,  10, 10,
+                                11, 3,  3,  4,  11, 11, 12, 4,  4,  5,  12, 12, 13, 5,  5,  6,
+                                13, 13, 14, 6,  6,  7,  14, 14, 15, 7,  7,  0,  15, 15, 8,  0};
+  return polylla_test_mesh("ring", 16, xy, 16, tri);
 }

@@ -54,6 +54,11 @@ void polylla_assert_valid_ties(const mb_mesh *tri, const mb_mesh *poly, mb_polyl
 mb_mesh *polylla_test_mesh(const char *name, int64_t nv, const double *xy, int64_t nf,
                            const int64_t *tri);
 
+/* The hand-built keyhole of test_polylla_pinch.c: a ring of 16 triangles
+ * round a hole (outer vertices 0-7, inner 8-15) that is one region, with
+ * the frontier edge (0, 8) inside it: its polygon passes 0 and 8 twice. */
+mb_mesh *polylla_pinch_ring(void);
+
 /* Run mb_polylla_cpu, assert success and validity; returns the output
  * (the _ties form under a tie rule). */
 mb_mesh *polylla_run_checked(const mb_mesh *tri, mb_polylla_stats *stats);

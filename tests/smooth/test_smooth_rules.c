@@ -280,6 +280,39 @@ static void test_permutation_invariance(void **state) {
   mb_mesh_free(m);
 }
 
+/* The scale rule of mb_smooth.h ("Scale"): 1 inside the window, the
+ * bounding box's exponent outside it; non-finite input and overflow on
+ * the way back are MB_ERR_NUMERIC. */
+static void test_scale_rule(void **state) {
+  (void)state;
+  assert_int_equal(mb_smooth_scale_exponent(0.0), 0);
+  assert_int_equal(mb_smooth_scale_exponent(0.9), 0);
+  assert_int_equal(mb_smooth_scale_exponent(60000.0), 0);
+  assert_int_equal(mb_smooth_scale_exponent(1e-5), 0);
+  assert_int_equal(mb_smooth_scale_exponent(65536.0), -17);    /* 2^16 = 0.5 2^17 */
+  assert_int_equal(mb_smooth_scale_exponent(ldexp(1.0, -17)), 0); /* 0.5 2^-16 */
+  assert_int_equal(mb_smooth_scale_exponent(ldexp(0.99, -17)), 17);
+  int e;
+  (void)frexp(1e150, &e);
+  assert_int_equal(mb_smooth_scale_exponent(1e150), -e);
+  double x[6] = {1e150, -3e149, 2e148, 0, 1, -1e150}, maxabs = -1;
+  assert_int_equal(mb_smooth_maxabs(2, x, &maxabs), MB_SUCCESS);
+  assert_true(maxabs == 1e150);
+  const double y0 = x[1];
+  assert_int_equal(mb_smooth_scale_rows(2, x, -e), MB_SUCCESS);
+  assert_true(fabs(x[0]) < 1 && fabs(x[5]) < 1 && fabs(x[0]) >= 0.5);
+  assert_int_equal(mb_smooth_scale_rows(2, x, e), MB_SUCCESS);
+  assert_true(x[1] == y0); /* a power of two: exact both ways */
+  x[4] = NAN;
+  assert_int_equal(mb_smooth_maxabs(2, x, &maxabs), MB_ERR_NUMERIC);
+  assert_non_null(strstr(mb_error_message(), "vertex 1"));
+  mb_error_clear();
+  x[4] = 0.75;
+  assert_int_equal(mb_smooth_scale_rows(2, x, 1024), MB_ERR_NUMERIC);
+  assert_non_null(strstr(mb_error_message(), "overflows"));
+  mb_error_clear();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_adjacency),
@@ -293,6 +326,7 @@ int main(void) {
       cmocka_unit_test(test_isolated_and_nonmanifold),
       cmocka_unit_test(test_cotangent_needs_triangles),
       cmocka_unit_test(test_permutation_invariance),
+      cmocka_unit_test(test_scale_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,6 +96,31 @@
  * cycle, and polygons = triangles - non-frontier (internal) edges, which
  * sizes the output before the traversal.
  *
+ * Pinch repair (after the traversal). The polygons above are disks, but
+ * a polygon may touch itself at a vertex v: its list holds v twice, with
+ * different neighbours (two fans of its triangles round v, "sectors",
+ * separated by other polygons or by frontier edges with this polygon on
+ * both sides, and joined by a path of its triangle tree that leaves v).
+ * No edge at v separates two sectors, so the cut is made on that path.
+ * In rounds: every polygon whose list (canonical order, o_0 ... o_{n-1})
+ * holds a repeated vertex takes the smallest j with o_j = o_i for some
+ * i < j; the sectors of visits i and j are the fans of the polygon's
+ * triangles round v from the half-edges o_i -> o_{i+1} and o_j -> o_{j+1}
+ * (s, twin(prev(s)), ... while prev(s) is not a frontier half-edge); of
+ * the edges on the path of the polygon's tree between the two sectors
+ * (unique: the polygon is a tree), the one of smallest key (squared
+ * length, max vertex index, min vertex index: the neck) among those with
+ * neither end occurring twice or more in the polygon's list (else among
+ * all of them) becomes a frontier edge; so a keyhole, a frontier edge
+ * with the polygon on both sides and both ends on its boundary, takes one
+ * cut that frees both ends. The polygons are then traversed again in canonical order, and the
+ * rounds repeat until no list repeats a vertex, so every output polygon is
+ * simple. Each cut lies inside one polygon, so cuts of one round are
+ * independent; the rule reads only keys and the canonical lists, so it
+ * gives the same cuts in any numbering that keeps the order of the ids
+ * (the partitioned run). Both backends run this step on the host
+ * (mb_polylla_split_pinches), so their outputs stay bitwise equal.
+ *
  * Canonical output. Each cycle's *head* is its smallest half-edge id. The
  * polygons are listed in increasing head id; polygon p lists the origins of
  * its half-edges starting from the head and following successors. The
@@ -105,7 +130,8 @@
  * Figures: frontier_edges counts edges (not half-edges) after repair;
  * barrier_edge_tips counts tips; polygons_repaired counts the label-phase
  * polygons (cycles of label-phase frontier half-edges) that hold at least
- * one tip.
+ * one tip; pinches_split counts the cuts of the pinch repair (frontier
+ * edges and polygons include them).
  *
  * Input: kind MB_KIND_TRIANGULATION2D with every face a triangle and at
  * least one, else MB_ERR_ARG. A backend may refuse (MB_ERR_ARG) a mesh
@@ -145,6 +171,7 @@ typedef struct mb_polylla_stats {
   double ms_copy_out;   /* device -> host (CUDA) */
   double ms_kernels;    /* CUDA: label + repair + traversal, device time alone */
   double ms_total;      /* end to end, host arrays in to host arrays out */
+  int64_t pinches_split; /* cuts of the pinch repair (see above) */
 } mb_polylla_stats;
 
 /* How the label phase breaks ties between equally long edges (above). */
@@ -193,6 +220,22 @@ void mb_polylla_longest_edge(const int64_t v[3], const double xy[6], mb_polylla_
  * edges; the message names the triangle), MB_ERR_MEMORY. */
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
                         mb_polylla_stats *stats);
+
+/* The pinch repair (above), the last step of both backends: where a
+ * polygon of *poly lists a vertex twice, rebuild the frontier from the
+ * polygons over the half-edges of tri, cut every pinched polygon, traverse
+ * again, in rounds, and replace *poly by the repaired mesh (same name,
+ * index, vertices; vertex_count; attributes polygons and frontier_edges
+ * updated, barrier_edge_tips and polygons_repaired kept). Sets the
+ * attribute "pinches_split" (0 where there is no pinch, *poly then kept).
+ * tri: the input triangulation (borrowed); *poly: the backend's output
+ * (owned by the caller, replaced); heads: NULL, or *heads [nf] the
+ * polygons' heads (mb_polylla_opts.heads), replaced by the new ones;
+ * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
+ * collective. Errors: MB_ERR_MEMORY, MB_ERR_NUMERIC (internal
+ * inconsistency), those of mb_halfedge_build; on error *poly is kept. */
+mb_error mb_polylla_split_pinches(const mb_mesh *tri, mb_mesh **poly, int64_t **heads,
+                                  mb_polylla_stats *stats);
 
 /* Polylla on the current CUDA device, same contract and output as
  * mb_polylla_cpu, bit for bit. Builds without CUDA return

@@ -581,6 +581,20 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     *opts->heads = heads;
     heads = NULL;
   }
+  /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
+  t0 = now_ms();
+  err = mb_polylla_split_pinches(tri, poly, opts ? opts->heads : NULL, &st);
+  if (err) {
+    mb_mesh_free(*poly);
+    *poly = NULL;
+    if (opts && opts->heads) {
+      free(*opts->heads);
+      *opts->heads = NULL;
+    }
+    mb_error_trace(__FILE__, __LINE__, __func__);
+    goto done;
+  }
+  st.ms_traversal += now_ms() - t0;
   st.ms_total = now_ms() - t_start;
   if (stats) *stats = st;
 

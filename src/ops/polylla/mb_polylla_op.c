@@ -97,7 +97,7 @@ const mb_op_info mb_op_polylla = {
     .name = "polylla",
     .room = "polylla",
     .summary = "Polylla polygonal meshing: one polygon per terminal-edge region, "
-               "barrier-edge tips repaired",
+               "barrier-edge tips repaired, pinches cut (every polygon simple)",
     .source = "S. Salinas-Fernandez et al., POLYLLA: polygonal meshing algorithm based on "
               "terminal-edge regions, Engineering with Computers 38 (2022), sections 3.1-3.4; "
               "GPolylla (2023)",

@@ -504,6 +504,8 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
                                         (long long)totals[2]));
   MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons_repaired", "%lld",
                                         (long long)totals[3]));
+  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "pinches_split", "%lld",
+                                        (long long)totals[4]));
 done:
   err = mb_agree(comm, err);
   if (!err) {
@@ -608,7 +610,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
 
   /* output: global figures, polygons to their rows */
   int64_t totals[5] = {poly ? poly->nf : 0, (poly ? poly->face_offsets[poly->nf] : 0) + nboundary,
-                       st.barrier_edge_tips, st.polygons_repaired, 0};
+                       st.barrier_edge_tips, st.polygons_repaired, st.pinches_split};
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, totals, 5, MPI_INT64_T, MPI_SUM, comm));
   totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));

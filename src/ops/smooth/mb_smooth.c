@@ -7,6 +7,7 @@
  */
 #include "mb_smooth.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,45 @@ mb_error mb_smooth_check(const mb_smooth_stage *s, const mb_adjacency *adj) {
   MB_CHECK(s->weights != MB_WEIGHTS_COTANGENT || adj->opp, MB_ERR_ARG,
            "cotangent weights need a triangle mesh; this mesh has polygons "
            "(use uniform or inverse_distance weights)");
+  return MB_SUCCESS;
+}
+
+mb_error mb_smooth_maxabs(int64_t n, const double *xyz, double *maxabs) {
+  double m = 0;
+  int64_t bad = -1;
+  for (int64_t k = 0; k < 3 * n; k++) {
+    const double a = fabs(xyz[k]);
+    if (!isfinite(a)) {
+      bad = k / 3;
+      break;
+    }
+    if (a > m) m = a;
+  }
+  MB_CHECK(bad < 0, MB_ERR_NUMERIC,
+           "vertex %lld has a non-finite coordinate (%g, %g, %g): smoothing needs finite "
+           "positions", (long long)bad, xyz[3 * bad], xyz[3 * bad + 1], xyz[3 * bad + 2]);
+  *maxabs = m;
+  return MB_SUCCESS;
+}
+
+int mb_smooth_scale_exponent(double maxabs) {
+  if (!(maxabs > 0) || !isfinite(maxabs)) return 0;
+  int e;
+  (void)frexp(maxabs, &e);
+  return e >= MB_SMOOTH_SCALE_MIN_EXP && e <= MB_SMOOTH_SCALE_MAX_EXP ? 0 : -e;
+}
+
+mb_error mb_smooth_scale_rows(int64_t n, double *xyz, int k) {
+  if (k == 0) return MB_SUCCESS;
+  int64_t bad = -1;
+  for (int64_t r = 0; r < 3 * n; r++) {
+    xyz[r] = ldexp(xyz[r], k);
+    if (bad < 0 && !isfinite(xyz[r])) bad = r / 3;
+  }
+  MB_CHECK(bad < 0, MB_ERR_NUMERIC,
+           "vertex %lld: the smoothed position overflows double precision when scaled back "
+           "by 2^%d (the mesh's coordinates are too close to the largest double)",
+           (long long)bad, k);
   return MB_SUCCESS;
 }
 

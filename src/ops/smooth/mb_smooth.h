@@ -78,7 +78,46 @@ void mb_smooth_pass_cpu(const mb_adjacency *adj, mb_weights weights,
 void mb_smooth_rows_cpu(const mb_adjacency *adj, int64_t begin, int64_t end, mb_weights weights,
                         mb_boundary boundary, double factor, const double *xin, double *xout);
 
-/* Run all stages on the CPU, updating xyz [nv, 3] in place. Not collective.
+/* ---- Scale: power-of-two rescaling of the positions for extreme scales.
+ *
+ * Squared lengths and cross products overflow above about 1e154 and
+ * underflow below about 1e-154, so that cotangent and inverse-distance
+ * weights became 0 (vertices silently unchanged), and the 1e-12 added to
+ * inverse distances swamped the distances of tiny meshes. The smoothing ops
+ * therefore multiply the positions by 2^k before the passes and by 2^-k
+ * after them. A power of two changes no bits (every operation of a pass is
+ * homogeneous of degree 1, or 0 for the cotangents, so uniform and
+ * cotangent results are exactly 2^-k times the scaled ones, and inverse
+ * distances measure their 1e-12 in units of 2^-k). k = 0 for every mesh
+ * whose largest absolute coordinate lies in [2^-17, 2^16) (about 7.6e-6
+ * to 65536): such meshes give the same bits as before. Otherwise k = -e
+ * where maxabs = m 2^e, m in [0.5, 1) (frexp), so the scaled positions lie
+ * in (-1, 1). */
+
+/* The exponent window within which the scale is 1: MB_SMOOTH_SCALE_MIN_EXP
+ * <= e <= MB_SMOOTH_SCALE_MAX_EXP for maxabs = m 2^e, m in [0.5, 1). */
+#define MB_SMOOTH_SCALE_MIN_EXP (-16)
+#define MB_SMOOTH_SCALE_MAX_EXP 16
+
+/* The largest absolute coordinate of xyz [n, 3] (float64) into *maxabs (0
+ * for n = 0). Not collective. Errors: MB_ERR_NUMERIC naming the first
+ * vertex (0-based row) with a NaN or infinite coordinate. */
+mb_error mb_smooth_maxabs(int64_t n, const double *xyz, double *maxabs);
+
+/* The power-of-two exponent k by which positions whose largest absolute
+ * coordinate is maxabs (finite, >= 0) are multiplied before the passes
+ * (see above); 0 within the window. Not collective; pure. */
+int mb_smooth_scale_exponent(double maxabs);
+
+/* xyz [n, 3] (float64) times 2^k in place (ldexp: exact unless a result
+ * leaves the normal range). Not collective. Errors: MB_ERR_NUMERIC if a
+ * result is not finite (the smoothed positions overflow when scaled back),
+ * naming the row. */
+mb_error mb_smooth_scale_rows(int64_t n, double *xyz, int k);
+
+/* Run all stages on the CPU, updating xyz [nv, 3] in place, on the
+ * positions as given (the ops apply the power-of-two scale above first;
+ * callers of this function at extreme scales should too). Not collective.
  * Errors: MB_ERR_ARG (unsupported rule), MB_ERR_MEMORY. */
 mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, int nstages,
                        double *xyz);

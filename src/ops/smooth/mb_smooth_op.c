@@ -225,6 +225,17 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   mb_error e;
   MB_CALL(smooth_stages(stages, n, &st));
   report_precision(ctx);
+  /* positions times 2^k for the passes, 2^-k after (mb_smooth.h, "Scale";
+   * k = 0 at ordinary scales) */
+  double maxabs = 0;
+  int k = 0;
+  MB_CALL_GOTO(e, done, mb_smooth_maxabs((*mesh)->nv, (*mesh)->xyz, &maxabs));
+  k = mb_smooth_scale_exponent(maxabs);
+  if (k) {
+    mb_log(MB_LOG_VERBOSE, "[smooth] %s: largest coordinate %g: positions scaled by 2^%d for "
+           "the passes", (*mesh)->name, maxabs, k);
+    MB_CALL_GOTO(e, done, mb_smooth_scale_rows((*mesh)->nv, (*mesh)->xyz, k));
+  }
   if (ctx->backend->kind == MB_BACKEND_CUDA) {
     /* the adjacency built on the device from the faces, unless
      * MESHBATCH_ADJACENCY=host, the order is rcm, or the mesh is too large
@@ -255,6 +266,10 @@ static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, 
   MB_CALL_GOTO(e, done, mb_smooth_backend_run(ctx->backend, adj, st, n, ctx->precision,
                                               (*mesh)->xyz, ctx->device_s));
 done:
+  if (k) {
+    const mb_error e2 = mb_smooth_scale_rows((*mesh)->nv, (*mesh)->xyz, -k);
+    if (!e) e = e2;
+  }
   mb_adjacency_free(adj);
   free(st);
   return e;
@@ -268,13 +283,26 @@ static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *sta
   report_precision(ctx);
   mb_error e = MB_SUCCESS;
   for (int k = 0; !e && k < n; k++) e = mb_smooth_check(&st[k], dm->domain->adj);
+  /* the scale of the whole mesh: the largest coordinate over all ranks
+   * (MPI_MAX is exact), so every rank and the one-rank run scale alike */
+  const int64_t nlocal = dm->domain->nowned + dm->domain->nghost;
+  double maxabs = 0;
+  if (!e) e = mb_smooth_maxabs(nlocal, dm->x, &maxabs);
   MB_CALL_GOTO(e, done, mb_agree(dm->comm, e));
+  MB_CALL_MPI_AGREED(dm->comm,
+                     MPI_Allreduce(MPI_IN_PLACE, &maxabs, 1, MPI_DOUBLE, MPI_MAX, dm->comm));
+  const int scale = mb_smooth_scale_exponent(maxabs);
+  (void)mb_smooth_scale_rows(nlocal, dm->x, scale); /* finite: |x| <= maxabs, scaled below 1 */
   if (ctx->backend->kind == MB_BACKEND_CUDA)
     e = mb_smooth_partitioned_cuda(dm->domain, dm->halo, st, n, ctx->precision,
                                    ctx->halo, dm->x, ctx->timing);
   else
     e = mb_smooth_partitioned_cpu(dm->domain, dm->halo, st, n, dm->x, ctx->timing);
-done:
+  {
+    const mb_error e2 = mb_smooth_scale_rows(nlocal, dm->x, -scale);
+    if (!e) e = e2;
+  }
+done: /* the runner agrees on the error (mb_runner.c) */
   free(st);
   return e;
 }

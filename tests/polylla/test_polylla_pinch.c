@@ -1,0 +1,163 @@
+/* Polylla's pinch repair (mb_polylla.h, "Pinch repair"): polygons that
+ * touch themselves at a vertex (the boundary passes through the vertex
+ * twice with different neighbours, not a barrier-edge tip) are cut until
+ * every polygon is simple. Cases: a ring built by hand whose one region
+ * touches itself at both ends of a frontier edge (a keyhole), generated
+ * Delaunay triangulations (the first seeds of a fixed size, which include
+ * pinched regions), and the
+ * Delaunay triangulation of 100 k uniform points of issue 28 (`meshbatch
+ * generate delaunay --points 100000`, seed 1). Every output passes the
+ * checker (polylla_check.h: simple polygons, one per region, areas, the
+ * rules with the cuts counted by pinches_split) and the repair's own
+ * properties: a pinched input gives pinches_split > 0 and as many more
+ * polygons and frontier edges.
+ *
+ * `test_polylla_pinch --search N SEEDS` prints the pinched Delaunay inputs
+ * of N points among seeds 1..SEEDS (how the small case was found).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_generate.h"
+#include "mb_testutil.h"
+#include "polylla_check.h"
+
+/* The attribute pinches_split of an output. */
+static long long pinches(const mb_mesh *p) {
+  const char *s = mb_attrs_get(&p->attrs, "pinches_split");
+  assert_non_null(s);
+  return strtoll(s, NULL, 10);
+}
+
+/* Run the CPU backend (checked), assert the figures agree, return the cuts. */
+static long long run_pinch_checked(const mb_mesh *tri, mb_polylla_stats *st) {
+  mb_mesh *p = polylla_run_checked(tri, st);
+  const long long n = pinches(p);
+  assert_int_equal(st->pinches_split, n);
+  assert_int_equal(st->polygons, p->nf);
+  mb_mesh_free(p);
+  return n;
+}
+
+/* A ring by hand: 8 outer vertices (0-7) at radii 10, 11, ..., 17 and 8
+ * inner ones (8-15), staggered, at radii 2, 1.85, ..., 0.95 (rounded to
+ * one decimal), round a hole; 16 triangles. Every triangle's longest edge
+ * is one of its two edges across the ring, and their lengths grow from
+ * (0, 8) round both ways to (7, 15): one terminal edge, so the whole ring
+ * is one region, and (0, 8) is the longest edge of neither neighbour: a
+ * frontier edge with the region on both sides whose ends are both
+ * boundary vertices (no barrier-edge tip). The label-phase polygon is the
+ * keyhole 0 1 ... 7 0 8 15 14 ... 9 8, through 0 and 8 twice. */
+static void test_ring_pinch(void **state) {
+  (void)state;
+  mb_mesh *m = polylla_pinch_ring();
+  mb_polylla_stats st;
+  mb_mesh *p = polylla_run_checked(m, &st);
+  assert_int_equal(pinches(p), 1);
+  assert_int_equal(st.pinches_split, 1);
+  assert_int_equal(st.barrier_edge_tips, 0);
+  /* one cut frees both ends: (1, 9), the shortest path edge with no end
+   * repeated, leaving the quadrilateral 0 1 9 8 and the rest of the ring */
+  static const int64_t off[] = {0, 4, 20};
+  static const int64_t idx[] = {0, 1, 9, 8, 1, 2, 3, 4, 5, 6, 7, 0, 8, 15, 14, 13, 12, 11, 10, 9};
+  assert_int_equal(p->nf, 2);
+  assert_memory_equal(p->face_offsets, off, sizeof off);
+  assert_memory_equal(p->face_indices, idx, sizeof idx);
+  print_message("ring: keyhole cut into %lld polygons (%lld + %lld vertices)\n",
+                (long long)p->nf, (long long)(p->face_offsets[1] - p->face_offsets[0]),
+                (long long)(p->face_offsets[2] - p->face_offsets[1]));
+  mb_mesh_free(p);
+  mb_mesh_free(m);
+}
+
+/* Generated: Delaunay triangulations of 300 clustered points, seeds
+ * 1..120 (seeds 2, 43, 65, 99 and 106 hold pinched regions, found by
+ * --search): every output simple, and at least 4 inputs pinched. */
+static void test_generated(void **state) {
+  (void)state;
+  long long total = 0, pinched = 0;
+  for (uint64_t seed = 1; seed <= 120; seed++) {
+    mb_mesh *m = NULL;
+    assert_int_equal(mb_generate_delaunay(300, seed, 1, &m), MB_SUCCESS);
+    mb_polylla_stats st;
+    const long long n = run_pinch_checked(m, &st);
+    total += n;
+    pinched += n > 0;
+    mb_mesh_free(m);
+  }
+  print_message("120 Delaunay triangulations of 300 clustered points: %lld pinched, %lld "
+                "cuts\n", pinched, total);
+  assert_true(pinched >= 4);
+}
+
+/* Issue 28's case: 100 k uniform points, seed 1 (the CLI's default). */
+static void test_delaunay_100k(void **state) {
+  (void)state;
+  mb_mesh *m = NULL;
+  assert_int_equal(mb_generate_delaunay(100000, 1, 0, &m), MB_SUCCESS);
+  mb_polylla_stats st;
+  const long long n = run_pinch_checked(m, &st);
+  print_message("delaunay 100k: %lld triangles -> %lld polygons, %lld tips, %lld pinches "
+                "split\n", (long long)st.triangles, (long long)st.polygons,
+                (long long)st.barrier_edge_tips, n);
+  assert_true(n >= 1);
+  mb_mesh_free(m);
+}
+
+static int search(int npoints, int seeds) {
+  for (int seed = 1; seed <= seeds; seed++)
+    for (int clustered = 0; clustered <= 1; clustered++) {
+      mb_mesh *m = NULL, *p = NULL;
+      mb_polylla_stats st;
+      if (mb_generate_delaunay(npoints, (uint64_t)seed, clustered, &m) ||
+          mb_polylla_cpu(m, NULL, &p, &st))
+        return 1;
+      if (st.pinches_split)
+        printf("points %d seed %d clustered %d: %lld triangles, %lld pinches split\n",
+               npoints, seed, clustered, (long long)st.triangles,
+               (long long)st.pinches_split);
+      mb_mesh_free(p);
+      mb_mesh_free(m);
+    }
+  return 0;
+}
+
+/* Print one generated input and its polygons (Python literals), to study
+ * a pinch. */
+static int dump(int npoints, int seed, int clustered) {
+  mb_mesh *m = NULL, *p = NULL;
+  mb_polylla_stats st;
+  if (mb_generate_delaunay(npoints, (uint64_t)seed, clustered, &m) ||
+      mb_polylla_cpu(m, NULL, &p, &st))
+    return 1;
+  printf("xy = [");
+  for (int64_t v = 0; v < m->nv; v++) printf("(%.17g, %.17g),", m->xyz[3 * v], m->xyz[3 * v + 1]);
+  printf("]\ntri = [");
+  for (int64_t f = 0; f < m->nf; f++)
+    printf("(%lld, %lld, %lld),", (long long)m->face_indices[3 * f],
+           (long long)m->face_indices[3 * f + 1], (long long)m->face_indices[3 * f + 2]);
+  printf("]\npoly = [");
+  for (int64_t f = 0; f < p->nf; f++) {
+    printf("[");
+    for (int64_t k = p->face_offsets[f]; k < p->face_offsets[f + 1]; k++)
+      printf("%lld,", (long long)p->face_indices[k]);
+    printf("],");
+  }
+  printf("]\n");
+  mb_mesh_free(p);
+  mb_mesh_free(m);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--search")) return search(atoi(argv[2]), atoi(argv[3]));
+  if (argc == 5 && !strcmp(argv[1], "--dump"))
+    return dump(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ring_pinch),
+      cmocka_unit_test(test_generated),
+      cmocka_unit_test(test_delaunay_100k),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
