@@ -77,6 +77,14 @@ struct level_info {
   int32_t pad;
 };
 
+/* A matrix of the cycle on the device and its threads per row. */
+struct op_matrix {
+  int32_t n = 0;
+  const int32_t *rp = nullptr, *cl = nullptr;
+  const double *v = nullptr;
+  int lanes = 1;
+};
+
 struct glevel {
   int32_t n = 0;
   /* the level's matrix: the finest level's arrays are the PCG matrix's
@@ -86,6 +94,7 @@ struct glevel {
   dcsr A, P, R, AP;
   mb_dbuf diagbuf, sym;
   mb_dbuf dinv, x, b, r, q, d; /* [n], then work [n, MB_AMG_MAX_COMP] */
+  op_matrix opA, opR, opP;     /* the products of the cycle */
   double d0 = 0, c1[4] = {0, 0, 0, 0}, c2[4] = {0, 0, 0, 0};
 };
 
@@ -204,48 +213,118 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   x[k] = dk;
 }
 
+/* After r = b - A x (op_residual): d = dinv r d0, x += d. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_cheb_first(int64_t m, int nc, const double *__restrict__ b, const double *__restrict__ q,
-                 const double *__restrict__ dinv, double d0, double *__restrict__ r,
-                 double *__restrict__ d, double *__restrict__ x) {
+    k_cheb_first(int64_t m, int nc, const double *__restrict__ r, const double *__restrict__ dinv,
+                 double d0, double *__restrict__ d, double *__restrict__ x) {
   const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (k >= m) return;
-  const double rk = b[k] - q[k], dk = (dinv[k / nc] * rk) * d0;
-  r[k] = rk;
+  const double dk = (dinv[k / nc] * r[k]) * d0;
   d[k] = dk;
   x[k] = x[k] + dk;
 }
 
+/* After r -= A d (op_minus): d = c1 d + c2 dinv r, x += d. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_cheb_step(int64_t m, int nc, const double *__restrict__ q, const double *__restrict__ dinv,
-                double c1, double c2, double *__restrict__ r, double *__restrict__ d,
-                double *__restrict__ x) {
+    k_cheb_step(int64_t m, int nc, const double *__restrict__ r, const double *__restrict__ dinv,
+                double c1, double c2, double *__restrict__ d, double *__restrict__ x) {
   const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
   if (k >= m) return;
-  const double rk = r[k] - q[k];
-  const double a = c1 * d[k], b = c2 * (dinv[k / nc] * rk);
+  const double a = c1 * d[k], b = c2 * (dinv[k / nc] * r[k]);
   const double dk = a + b;
-  r[k] = rk;
   d[k] = dk;
   x[k] = x[k] + dk;
 }
 
-/* r = b - q; x += q. */
-__global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_sub(int64_t m, const double *__restrict__ b, const double *__restrict__ q,
-          double *__restrict__ r) {
-  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
-  if (k < m) r[k] = b[k] - q[k];
-}
+/* What a product does with s = (M x)_i: set y = s, y = b - s, y += s or
+ * y -= s. */
+enum op_mode { OP_SET = 0, OP_RESIDUAL = 1, OP_ADD = 2, OP_MINUS = 3 };
 
+/* The products of the cycle, M [n, *] CSR times x [*, NC]: LANES threads
+ * per row (1: one thread, entry order, the host's bits; 4 to 32 for the
+ * coarse levels' and R's longer rows: lane l sums entries l, l + LANES,
+ * ..., then a fixed butterfly), the result combined with y (and b) by
+ * MODE in the same kernel. */
+template <int NC, int LANES, int MODE>
 __global__ void __launch_bounds__(MB_LA_BLOCK)
-    k_add(int64_t m, const double *__restrict__ q, double *__restrict__ x) {
-  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
-  if (k < m) x[k] = x[k] + q[k];
+    k_op(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+         const double *__restrict__ val, const double *__restrict__ x,
+         const double *__restrict__ b, double *__restrict__ y) {
+  const int64_t t = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  const int64_t i = t / LANES;
+  const int lane = (int)(t % LANES);
+  double s[NC];
+  for (int c = 0; c < NC; c++) s[c] = 0.0;
+  if (i < n)
+    for (int32_t e = rowptr[i] + lane; e < rowptr[i + 1]; e += LANES) {
+      const double a = val[e];
+      const int64_t j = col[e];
+      for (int c = 0; c < NC; c++) {
+        const double p = a * x[j * NC + c];
+        s[c] = s[c] + p;
+      }
+    }
+  if (LANES > 1)
+    for (int off = LANES / 2; off; off >>= 1)
+      for (int c = 0; c < NC; c++) s[c] = s[c] + __shfl_xor_sync(0xffffffffu, s[c], off);
+  if (i >= n || lane) return;
+  for (int c = 0; c < NC; c++) {
+    const int64_t k = i * NC + c;
+    if (MODE == OP_SET) y[k] = s[c];
+    else if (MODE == OP_RESIDUAL) y[k] = b[k] - s[c];
+    else if (MODE == OP_ADD) y[k] = y[k] + s[c];
+    else y[k] = y[k] - s[c];
+  }
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <int NC, int LANES>
+void launch_op(int mode, int32_t n, const int32_t *rp, const int32_t *cl, const double *v,
+               const double *x, const double *b, double *y) {
+  const unsigned g = mb_la_grid((int64_t)n * LANES);
+  switch (mode) {
+  case OP_SET: k_op<NC, LANES, OP_SET><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
+  case OP_RESIDUAL: k_op<NC, LANES, OP_RESIDUAL><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
+  case OP_ADD: k_op<NC, LANES, OP_ADD><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
+  default: k_op<NC, LANES, OP_MINUS><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
+  }
+}
+
+template <int NC>
+void launch_op_nc(int lanes, int mode, int32_t n, const int32_t *rp, const int32_t *cl,
+                  const double *v, const double *x, const double *b, double *y) {
+  switch (lanes) {
+  case 1: launch_op<NC, 1>(mode, n, rp, cl, v, x, b, y); break;
+  case 4: launch_op<NC, 4>(mode, n, rp, cl, v, x, b, y); break;
+  case 8: launch_op<NC, 8>(mode, n, rp, cl, v, x, b, y); break;
+  case 16: launch_op<NC, 16>(mode, n, rp, cl, v, x, b, y); break;
+  default: launch_op<NC, 32>(mode, n, rp, cl, v, x, b, y); break;
+  }
+}
+
+/* Threads per row for a matrix of nnz entries in n rows: one where rows
+ * are short (the finest level, whose products keep the host's order),
+ * else about half the mean row length, a power of two up to a warp. */
+int lanes_for(int32_t n, int64_t nnz, int finest) {
+  if (finest || n <= 0) return 1;
+  const double mean = (double)nnz / (double)n;
+  return mean < 6 ? 1 : mean < 12 ? 4 : mean < 24 ? 8 : mean < 48 ? 16 : 32;
+}
+
+mb_error apply_op(const op_matrix &M, int mode, int nc, const double *x, const double *b,
+                  double *y) {
+  if (M.n <= 0) return MB_SUCCESS;
+  switch (nc) {
+  case 1: launch_op_nc<1>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
+  case 2: launch_op_nc<2>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
+  case 3: launch_op_nc<3>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
+  default: launch_op_nc<4>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
+  }
+  MB_CHECK_LAUNCH("AMG product");
+  return MB_SUCCESS;
 }
 
 } // namespace
@@ -323,6 +402,14 @@ mb_error create(const mb_amg *h, mb_cuda_csr *dA, mb_cuda_amg *g) {
       MB_CALL(upload(v.AP, &L->AP, "AMG product A P"));
     }
     MB_CALL(alloc_work(L, "AMG level vectors"));
+    L->opA = op_matrix{L->n, L->rowptr, L->col, L->val,
+                       lanes_for(L->n, v.A->nnz, l == 0)};
+    if (v.P) {
+      L->opR = op_matrix{L->R.nrows, L->R.rp(), L->R.cl(), L->R.v(),
+                         lanes_for(L->R.nrows, L->R.nnz, 0)};
+      L->opP = op_matrix{L->P.nrows, L->P.rp(), L->P.cl(), L->P.v(),
+                         lanes_for(L->P.nrows, L->P.nnz, 0)};
+    }
   }
   const int32_t nco = g->lev[g->nlev - 1].n;
   MB_CALL(mb_dbuf_alloc(&g->dense, sizeof(double) * (size_t)nco * (size_t)nco,
@@ -420,23 +507,25 @@ mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
   return MB_SUCCESS;
 }
 
-/* x += S (b - A x) on level L (zero: x = 0 on entry), nc columns. */
+/* x += S (b - A x) on level L (zero: x = 0 on entry), nc columns: the
+ * host's smooth (linalg/mb_amg.c), its products fused with the vector
+ * step that follows them. */
 mb_error smooth(const mb_cuda_amg *g, const glevel *L, int nc, const double *b, double *x,
                 int zero) {
   const int64_t m = (int64_t)L->n * nc;
   const unsigned grid = mb_la_grid(m);
-  double *r = L->r.as<double>(), *d = L->d.as<double>(), *q = L->q.as<double>();
+  double *r = L->r.as<double>(), *d = L->d.as<double>();
   const double *dinv = L->dinv.as<double>();
   if (zero) {
     k_cheb_zero<<<grid, MB_LA_BLOCK>>>(m, nc, b, dinv, L->d0, r, d, x);
   } else {
-    MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, x, q));
-    k_cheb_first<<<grid, MB_LA_BLOCK>>>(m, nc, b, q, dinv, L->d0, r, d, x);
+    MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r));
+    k_cheb_first<<<grid, MB_LA_BLOCK>>>(m, nc, r, dinv, L->d0, d, x);
   }
   MB_CHECK_LAUNCH("AMG smoother");
   for (int s = 1; s < g->degree; s++) {
-    MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, d, q));
-    k_cheb_step<<<grid, MB_LA_BLOCK>>>(m, nc, q, dinv, L->c1[s], L->c2[s], r, d, x);
+    MB_CALL(apply_op(L->opA, OP_MINUS, nc, d, nullptr, r));
+    k_cheb_step<<<grid, MB_LA_BLOCK>>>(m, nc, r, dinv, L->c1[s], L->c2[s], d, x);
     MB_CHECK_LAUNCH("AMG smoother");
   }
   return MB_SUCCESS;
@@ -459,17 +548,13 @@ mb_error coarse_solve(const mb_cuda_amg *g, int nc, const double *b, double *x) 
 mb_error vcycle(const mb_cuda_amg *g, int l, int nc, const double *b, double *x) {
   if (l == g->nlev - 1) return coarse_solve(g, nc, b, x);
   const glevel *L = &g->lev[l], *C = &g->lev[l + 1];
-  const int64_t m = (int64_t)L->n * nc;
-  double *q = L->q.as<double>(), *r = L->r.as<double>();
+  double *r = L->r.as<double>();
   MB_CALL(smooth(g, L, nc, b, x, 1));
-  MB_CALL(mb_la_spmv_rows(L->n, L->rowptr, L->col, L->val, nc, x, q));
-  k_sub<<<mb_la_grid(m), MB_LA_BLOCK>>>(m, b, q, r);
-  MB_CHECK_LAUNCH("AMG residual");
-  MB_CALL(mb_la_spmv_rows(L->R.nrows, L->R.rp(), L->R.cl(), L->R.v(), nc, r, C->b.as<double>()));
+  /* the coarse correction: x += P A_c^-1 R (b - A x) */
+  MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r));
+  MB_CALL(apply_op(L->opR, OP_SET, nc, r, nullptr, C->b.as<double>()));
   MB_CALL(vcycle(g, l + 1, nc, C->b.as<double>(), C->x.as<double>()));
-  MB_CALL(mb_la_spmv_rows(L->P.nrows, L->P.rp(), L->P.cl(), L->P.v(), nc, C->x.as<double>(), q));
-  k_add<<<mb_la_grid(m), MB_LA_BLOCK>>>(m, q, x);
-  MB_CHECK_LAUNCH("AMG correction");
+  MB_CALL(apply_op(L->opP, OP_ADD, nc, C->x.as<double>(), nullptr, x));
   return smooth(g, L, nc, b, x, 0);
 }
 
