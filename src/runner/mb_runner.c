@@ -22,15 +22,30 @@
 
 /* ------------------------------------------------------------- stopping */
 
-/* SIGTERM (what SLURM sends before the walltime kill, and what mpirun
- * forwards): finish the current mesh, take no other. */
+/* SIGTERM or SIGINT (what SLURM sends before the walltime kill, what a
+ * user's Ctrl-C sends, and what mpirun forwards to every rank before it
+ * SIGKILLs them about a second later, Open MPI's odls_base_sigkill_timeout):
+ * take no other mesh, and stop the ops' long loops at their next stop point
+ * (mb_op_should_stop); the flag holds the signal's number. */
 static volatile sig_atomic_t stop_requested;
-static void on_sigterm(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static void on_stop_signal(int sig) { stop_requested = sig; }
 
 int runner_stop_requested(void) { return stop_requested; }
+
+volatile const sig_atomic_t *runner_stop_flag(void) { return &stop_requested; }
+
+/* The stop and progress state of one mesh's stages (mb_op_stop): rank 0
+ * prints progress unless quiet, every MESHBATCH_PROGRESS_S seconds (5). */
+void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name) {
+  memset(stop, 0, sizeof *stop);
+  stop->flag = &stop_requested;
+  stop->comm = comm;
+  stop->name = name;
+  stop->progress = st->rank == 0 && mb_log_get_level() >= MB_LOG_NORMAL;
+  const char *e = getenv("MESHBATCH_PROGRESS_S");
+  stop->interval_s = e ? atof(e) : 5.0;
+  if (!(stop->interval_s > 0)) stop->interval_s = 5.0;
+}
 
 /* Fault injection for the tests (docs/guide.md, "Checkpoints"):
  * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
@@ -195,7 +210,10 @@ static mb_error setup(rank_state *st) {
   if (!e) st->locked = st->rank == 0;
   if (st->locked) runner_remove_stale_temporaries(st->job->output);
   MB_CALL(mb_agree(st->comm, e));
-  if (st->job->checkpoint || st->job->resume) {
+  /* the checkpoint: asked for (--checkpoint, --resume), or by default for a
+   * job over several meshes, unless --no-checkpoint (job->checkpoint -1) */
+  if (st->job->checkpoint > 0 || st->job->resume ||
+      (st->job->checkpoint == 0 && st->job->nstages > 0 && st->inputs->nsources > 1)) {
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
     e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
@@ -227,13 +245,13 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
                                       "write (per mesh)", "write (end)", "wall",
                                       "peak host memory"};
-  mb_log(MB_LOG_NORMAL, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
+  mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
     if (k == N - 1)
-      mb_log(MB_LOG_NORMAL, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
+      mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
     else
-      mb_log(MB_LOG_NORMAL, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
+      mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
   }
   return MB_SUCCESS;
 }
@@ -263,14 +281,64 @@ static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_sum
   return MB_SUCCESS;
 }
 
+/* The program as it was started (for the command that resumes). */
+static void program_name(char *buf, size_t len) {
+  snprintf(buf, len, "meshbatch");
+  FILE *f = fopen("/proc/self/cmdline", "rb");
+  if (!f) return;
+  size_t n = fread(buf, 1, len - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  if (!buf[0]) snprintf(buf, len, "meshbatch");
+}
+
+/* A word of a shell command, quoted where it needs to be. */
+static void shell_word(char *out, size_t len, const char *w) {
+  if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@") ==
+      strlen(w))
+    snprintf(out, len, "%s", w);
+  else
+    snprintf(out, len, "'%s'", w); /* a path with a ' in it is left to the user */
+}
+
+/* Rank 0, after a stop: one line (stderr) saying what was kept and the
+ * exact command that goes on (the launcher as this run's, when over ranks). */
+static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t finished) {
+  char prog[1024], job[4200], launcher[128] = "";
+  program_name(prog, sizeof prog);
+  char qprog[1100];
+  shell_word(qprog, sizeof qprog, prog);
+  shell_word(job, sizeof job, st->job->path);
+  if (st->size > 1)
+    snprintf(launcher, sizeof launcher, "%s %d ",
+             getenv("OMPI_COMM_WORLD_SIZE") || !getenv("SLURM_STEP_ID") ? "mpirun -np" : "srun -n",
+             st->size);
+  const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  const int64_t n = st->inputs->nsources;
+  if (st->ckpt[0] && ok > 0)
+    fprintf(stderr, "meshbatch: stopped by %s: %lld of %lld meshes finished, kept in %s/ (the "
+            "output %s is not written); to go on with the rest, run: %s%s run %s --resume%s\n",
+            name, (long long)ok, (long long)n, st->ckpt, st->job->output, launcher, qprog, job,
+            st->job->sync ? " --sync" : "");
+  else
+    fprintf(stderr, "meshbatch: stopped by %s: %lld of %lld meshes finished, nothing kept%s (the "
+            "output %s is not written); to start again, run: %s%s run %s%s%s\n", name,
+            (long long)finished, (long long)n,
+            ok > 0 ? " (--no-checkpoint)" : " (a mesh stopped in the middle is computed again)",
+            st->job->output, launcher, qprog, job, st->ckpt[0] ? " --resume" : "",
+            st->job->sync ? " --sync" : "");
+  fflush(stderr);
+}
+
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
   stop_requested = 0;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigterm;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
   MB_CALL(setup(st));
   st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
@@ -293,11 +361,21 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   int64_t kept = st->nkept + mb_collection_writer_count(st->out);
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
-  if (stopped) /* SIGTERM: no output that could pass for a finished one */
-    MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
-            (long long)kept, (long long)st->inputs->nsources,
-            st->ckpt[0] ? "they are kept in the checkpoint: run the same command with --resume"
-                        : "nothing was written (run with --checkpoint to keep finished meshes)");
+  /* the sources done (written or failed; one entry each, rank 0's in
+   * partitioned runs): a stop after the last one changes nothing */
+  int64_t done[2] = {st->nresults, 0};
+  for (int i = 0; i < st->nresults; i++) done[1] += st->results[i].ok;
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, done, 2, MPI_INT64_T, MPI_SUM, st->comm));
+  if (stopped && done[0] < st->inputs->nsources) { /* no output that could pass for a whole one */
+    if (st->rank == 0) print_stopped(st, stopped, done[1], done[0]);
+    sum->stopped = stopped;
+    sum->nmeshes = st->inputs->nsources;
+    sum->wall_s = mb_wtime() - t0;
+    return MB_SUCCESS;
+  }
+  if (stopped && st->rank == 0)
+    mb_log(MB_LOG_NORMAL, "%s came after the last mesh: the output is written",
+           stopped == SIGINT ? "SIGINT" : "SIGTERM");
   const int nothing = kept == 0 && st->inputs->nsources > 0;
   const double tw = mb_wtime();
   if (!nothing && st->out) { /* written mesh by mesh: number, publish */

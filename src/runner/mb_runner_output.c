@@ -220,43 +220,57 @@ void runner_remove_checkpoint(const char *dir) {
   rmdir(dir);
 }
 
-/* Rank 0: OUTPUT.lock, created exclusively, says which run writes OUTPUT
- * ("HOST PID"). A lock of a process that no longer runs on this host is
- * stale and taken over; any other refuses the run. Removed at the end. */
+/* Rank 0: OUTPUT.lock, held for the run's life by a write lock of the
+ * kernel (fcntl F_SETLK, which NFS keeps too), says which run writes OUTPUT
+ * ("HOST PID"). The kernel drops the lock when its process ends, however
+ * it ends (a SIGKILL, a crash; a dead process that its parent has not
+ * reaped yet holds none), so a lock file that is there but not locked is
+ * a gone run's and is taken over at once; a locked one refuses the run.
+ * The descriptor stays open until runner_drop_lock. */
+static int lock_fd = -1;
+
 mb_error runner_take_lock(const char *output) {
   char lock[4200], host[256] = "", line[512] = "";
   snprintf(lock, sizeof lock, "%s.lock", output);
   gethostname(host, sizeof host - 1);
-  for (int attempt = 0; attempt < 2; attempt++) {
-    int fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd >= 0) {
-      char mine[400];
-      int n = snprintf(mine, sizeof mine, "%s %ld\n", host, (long)getpid());
-      const int ok = write(fd, mine, (size_t)n) == n;
-      close(fd);
-      MB_CHECK(ok, MB_ERR_IO, "cannot write %s: %s", lock, strerror(errno));
-      return MB_SUCCESS;
-    }
-    MB_CHECK(errno == EEXIST, MB_ERR_IO, "cannot create %s: %s (nothing was computed)", lock,
+  for (int attempt = 0; attempt < 20; attempt++) {
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    MB_CHECK(fd >= 0, MB_ERR_IO, "cannot create %s: %s (nothing was computed)", lock,
              strerror(errno));
-    FILE *f = fopen(lock, "r");
-    if (f) {
-      if (!fgets(line, sizeof line, f)) line[0] = '\0';
-      fclose(f);
+    const ssize_t got = pread(fd, line, sizeof line - 1, 0);
+    line[got > 0 ? got : 0] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+      const int err = errno;
+      close(fd);
+      MB_CHECK(err == EACCES || err == EAGAIN, MB_ERR_IO, "cannot lock %s: %s (nothing was "
+               "computed)", lock, strerror(err));
+      MB_FAIL(MB_ERR_IO,
+              "%s is being written by another run (%s: host and process id); wait for it, "
+              "or choose another output", output, line[0] ? line : "its lock names no process");
     }
-    char other[256] = "";
-    long pid = 0;
-    const int parsed = sscanf(line, "%255s %ld", other, &pid) == 2;
-    const int stale = parsed && !strcmp(other, host) && pid > 0 && kill((pid_t)pid, 0) != 0 &&
-                      errno == ESRCH;
-    MB_CHECK(stale, MB_ERR_IO,
-             "%s is being written by another run (%s: host and process id); wait for it, "
-             "choose another output, or remove %s if that run is gone",
-             output, parsed ? line : "unreadable lock", lock);
-    mb_log(MB_LOG_NORMAL, "taking over %s of a run that is gone (%s %ld)", lock, other, pid);
-    unlink(lock);
+    struct stat a, b; /* still the file of that name (not removed by its last holder) */
+    if (fstat(fd, &a) != 0 || stat(lock, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+      close(fd);
+      continue;
+    }
+    if (pread(fd, line, sizeof line - 1, 0) > 0 && line[0] && line[0] != '\n') {
+      line[strcspn(line, "\n")] = '\0';
+      mb_log(MB_LOG_NORMAL, "taking over %s of a run that is gone (%s)", lock, line);
+    }
+    char mine[400];
+    const int n = snprintf(mine, sizeof mine, "%s %ld\n", host, (long)getpid());
+    const int ok = ftruncate(fd, 0) == 0 && pwrite(fd, mine, (size_t)n, 0) == n;
+    if (!ok) {
+      const int err = errno;
+      close(fd);
+      MB_FAIL(MB_ERR_IO, "cannot write %s: %s", lock, strerror(err));
+    }
+    lock_fd = fd;
+    return MB_SUCCESS;
   }
-  MB_FAIL(MB_ERR_IO, "cannot take %s", lock);
+  MB_FAIL(MB_ERR_IO, "cannot take %s: it is removed and made again by other runs", lock);
 }
 
 /* Rank 0, holding OUTPUT.lock: remove the OUTPUT.tmp-PID files that runs
@@ -281,10 +295,14 @@ void runner_remove_stale_temporaries(const char *output) {
   if (d) closedir(d);
 }
 
+/* Removed while still locked, then closed (a run that opened the old
+ * file meanwhile finds it gone and makes a new one). */
 void runner_drop_lock(const char *output) {
   char lock[4200];
   snprintf(lock, sizeof lock, "%s.lock", output);
   unlink(lock);
+  if (lock_fd >= 0) close(lock_fd);
+  lock_fd = -1;
 }
 
 /* Whether the output is written mesh by mesh as the meshes finish (inside
