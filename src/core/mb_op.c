@@ -33,18 +33,22 @@ void mb_op_computed(const mb_op_ctx *ctx, mb_precision p) {
 
 /* ------------------------------------------------------------ stopping */
 
-/* MESHBATCH_TEST_STEP_DELAY_MS: a sleep per query, for the tests only. */
-static void test_delay(void) {
+/* MESHBATCH_TEST_STEP_DELAY_MS, for the tests only: a sleep of that long
+ * per step done since the last query (at least one, at most 0.2 s in all;
+ * a signal cuts it short). */
+static void test_delay(const mb_op_stop *st, double done) {
   static long ms = -1;
   if (ms < 0) {
     const char *e = getenv("MESHBATCH_TEST_STEP_DELAY_MS");
     ms = e ? strtol(e, NULL, 10) : 0;
     if (ms < 0) ms = 0;
   }
-  if (ms > 0) {
-    const struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-  }
+  if (ms <= 0) return;
+  const double steps = done > st->last_done ? done - st->last_done : 1.0;
+  long total = (long)(steps * (double)ms);
+  if (total > 200) total = 200;
+  const struct timespec t = {total / 1000, (total % 1000) * 1000000L};
+  nanosleep(&t, NULL);
 }
 
 /* Rank 0's progress line: the fraction of the loop done and the time left
@@ -68,7 +72,7 @@ int mb_op_should_stop(const mb_op_ctx *ctx, double done, double total) {
   if (!ctx || !ctx->stop) return 0;
   mb_op_stop *st = ctx->stop;
   if (st->stopped) return 1;
-  test_delay();
+  test_delay(st, done);
   progress(st, done, total);
   const int local = st->flag && *st->flag;
   if (st->comm == MPI_COMM_NULL) return st->stopped = local;

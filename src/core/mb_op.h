@@ -152,8 +152,9 @@ typedef struct mb_op_ctx {
  * prints a line every interval_s with the fraction done and the time left
  * estimated from the loop's rate. Returns 0 where ctx or ctx->stop is NULL.
  * A failed allreduce counts as no stop (the op's own exchanges report it).
- * MESHBATCH_TEST_STEP_DELAY_MS (tests only) sleeps that long per call, to
- * make a run slow enough to be stopped in the middle. */
+ * MESHBATCH_TEST_STEP_DELAY_MS (tests only) sleeps that long per step done
+ * since the last call (0.2 s at most), to make a run slow enough to be
+ * stopped in the middle. */
 int mb_op_should_stop(const mb_op_ctx *ctx, double done, double total);
 
 /* Record the stop as this op's error (MB_ERR_IO, "stopped by a signal")

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 
@@ -28,7 +29,18 @@
  * take no other mesh, and stop the ops' long loops at their next stop point
  * (mb_op_should_stop); the flag holds the signal's number. */
 static volatile sig_atomic_t stop_requested;
-static void on_stop_signal(int sig) { stop_requested = sig; }
+static struct timespec stop_time; /* when the first signal came (CLOCK_MONOTONIC) */
+static void on_stop_signal(int sig) {
+  if (!stop_requested) clock_gettime(CLOCK_MONOTONIC, &stop_time); /* async-signal-safe */
+  stop_requested = sig;
+}
+
+/* Seconds since the stop signal came on this rank. */
+static double since_stop(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - stop_time.tv_sec) + 1e-9 * (double)(now.tv_nsec - stop_time.tv_nsec);
+}
 
 int runner_stop_requested(void) { return stop_requested; }
 
@@ -315,18 +327,16 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
              st->size);
   const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
   const int64_t n = st->inputs->nsources;
+  char what[4400];
   if (st->ckpt[0] && ok > 0)
-    fprintf(stderr, "meshbatch: stopped by %s: %lld of %lld meshes finished, kept in %s/ (the "
-            "output %s is not written); to go on with the rest, run: %s%s run %s --resume%s\n",
-            name, (long long)ok, (long long)n, st->ckpt, st->job->output, launcher, qprog, job,
-            st->job->sync ? " --sync" : "");
+    snprintf(what, sizeof what, ", kept in %s/", st->ckpt);
   else
-    fprintf(stderr, "meshbatch: stopped by %s: %lld of %lld meshes finished, nothing kept%s (the "
-            "output %s is not written); to start again, run: %s%s run %s%s%s\n", name,
-            (long long)finished, (long long)n,
-            ok > 0 ? " (--no-checkpoint)" : " (a mesh stopped in the middle is computed again)",
-            st->job->output, launcher, qprog, job, st->ckpt[0] ? " --resume" : "",
-            st->job->sync ? " --sync" : "");
+    snprintf(what, sizeof what, "%s", ok > 0 ? ", none kept (--no-checkpoint)" : "");
+  fprintf(stderr, "meshbatch: stopped by %s (%.2f s after it came): %lld of %lld meshes "
+          "finished%s; the output %s is not written, and a mesh stopped in the middle starts "
+          "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, since_stop(),
+          (long long)finished, (long long)n, what, st->job->output, launcher, qprog, job,
+          st->ckpt[0] && ok > 0 ? " --resume" : "", st->job->sync ? " --sync" : "");
   fflush(stderr);
 }
 
