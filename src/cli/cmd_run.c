@@ -149,5 +149,6 @@ int mb_cmd_import(int argc, char **argv) {
   mb_run_summary sum;
   const mb_error e = mb_run_import(MPI_COMM_WORLD, ninputs, inputs, output, kind, &sum);
   if (e != MB_SUCCESS) return mb_cli_report_run(e);
+  if (sum.stopped) return MB_EXIT_STOPPED;
   return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }

@@ -189,8 +189,10 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
          "faces", "backend", "time [s]", "status");
   for (int k = 0; k < nall; k++) {
     const mesh_result *r = &all[k];
-    mb_log(MB_LOG_NORMAL, "%-24s %5d %10lld %10lld %-8s %9.3f  %s",
-           st->inputs->sources[r->index].name, r->rank, (long long)r->nv, (long long)r->nf,
+    char faces[32] = "-"; /* a grid has points, no faces (nf -1) */
+    if (r->nf >= 0) snprintf(faces, sizeof faces, "%lld", (long long)r->nf);
+    mb_log(MB_LOG_NORMAL, "%-24s %5d %10lld %10s %-8s %9.3f  %s",
+           st->inputs->sources[r->index].name, r->rank, (long long)r->nv, faces,
            r->backend, r->seconds, r->ok ? "ok" : "FAILED");
   }
   mb_log(MB_LOG_NORMAL, "\n%lld meshes, %lld written, %lld failed; wall %.3f s; rank busy "
@@ -327,14 +329,23 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
              st->size);
   const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
   const int64_t n = st->inputs->nsources;
+  char after[64] = "on another rank"; /* rank 0's own delay, where it got the signal */
+  if (stop_requested) snprintf(after, sizeof after, "%.2f s after it came", since_stop());
+  if (!st->job->nstages) { /* an import: nothing kept, done again as a whole */
+    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld files read; the collection %s "
+            "is not written: run the import again\n", name, after, (long long)finished,
+            (long long)n, st->job->output);
+    fflush(stderr);
+    return;
+  }
   char what[4400];
   if (st->ckpt[0] && ok > 0)
     snprintf(what, sizeof what, ", kept in %s/", st->ckpt);
   else
     snprintf(what, sizeof what, "%s", ok > 0 ? ", none kept (--no-checkpoint)" : "");
-  fprintf(stderr, "meshbatch: stopped by %s (%.2f s after it came): %lld of %lld meshes "
+  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld meshes "
           "finished%s; the output %s is not written, and a mesh stopped in the middle starts "
-          "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, since_stop(),
+          "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, after,
           (long long)finished, (long long)n, what, st->job->output, launcher, qprog, job,
           st->ckpt[0] && ok > 0 ? " --resume" : "", st->job->sync ? " --sync" : "");
   fflush(stderr);

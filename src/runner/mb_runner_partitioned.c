@@ -182,7 +182,7 @@ mb_error runner_run_partitioned(rank_state *st) {
     const int grid = !e && slab.rows && slab.rows->kind == MB_KIND_GRID3D;
     if (!e) {
       res.nv = slab.nv;
-      res.nf = slab.nf;
+      res.nf = grid ? -1 : slab.nf;
       e = mb_agree(st->comm, runner_add_provenance(st, slab.rows, res.seconds, st->computed));
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));

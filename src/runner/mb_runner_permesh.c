@@ -219,6 +219,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
     }
     res->seconds = res->read_s + p->compute_s;
     const int grid = p->m->kind == MB_KIND_GRID3D;
+    if (grid) res->nf = -1;
     MB_CALL(runner_keep_mesh(st, p->m));
     res->ok = 1;
     if (grid)

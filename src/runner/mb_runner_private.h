@@ -31,7 +31,7 @@
 /* What one rank reports about one mesh source, gathered to rank 0. */
 typedef struct mesh_result {
   int64_t index;
-  int64_t nv, nf;
+  int64_t nv, nf;        /* nf -1: a grid (points, no faces) */
   int rank;
   int ok;
   double seconds;
