@@ -229,8 +229,10 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         e = add_snapshot(m, f, 0, p->dt,
                          m->fields[f].dtype == MB_FLOAT32 ? (void *)m->fields[f].data32
                                                           : (void *)m->fields[f].data);
-      int64_t chunk = 1; /* steps per run: grown or shrunk to about 0.1 s between stop
-                            points (the same bits: a run ends where the next begins) */
+      /* steps per run: grown or shrunk to about 0.1 s between stop points (the
+       * same bits: a run ends where the next begins); on the GPU, whose runs
+       * copy the grid in and out, runs end at the snapshots only */
+      int64_t chunk = cuda ? INT64_MAX : 1;
       while (!e && done < p->steps) {
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
           e = mb_op_stopped(ctx);
@@ -250,7 +252,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         done += k;
         const double took = mb_wtime() - t0;
         if (took < 0.05 && chunk < ((int64_t)1 << 30)) chunk *= 2;
-        else if (took > 0.2 && chunk > 1) chunk /= 2;
+        else if (took > 0.2 && chunk > 1 && !cuda) chunk /= 2;
         if (!e && p->every > 0 && (done % p->every == 0 || done == p->steps))
           e = add_snapshot(m, f, done, p->dt, f32 ? (void *)fd->data32 : (void *)fd->data);
       }
@@ -281,11 +283,24 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         else if (f32) e = mb_stencil_heat_step_f32(&g, half, fd->data32, prev);
         else e = mb_stencil_heat_step_f64(&g, half, fd->data, prev);
       }
-      if (!e) {
-        e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, p->steps, prev,
+      /* runs of steps grown or shrunk to about 0.1 s, a stop point between
+       * them (the same bits: each run leaves prev and u where the next goes
+       * on); on the GPU, whose runs copy the grid in and out, one run */
+      for (int64_t done = 0, chunk = cuda ? INT64_MAX : 1; !e && done < p->steps;) {
+        if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
+          e = mb_op_stopped(ctx);
+          break;
+        }
+        const int64_t k = p->steps - done < chunk ? p->steps - done : chunk;
+        const double t0 = mb_wtime();
+        e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, k, prev,
                                         f32 ? (void *)fd->data32 : (void *)fd->data)
-            : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
-                  : mb_stencil_wave_f64(&g, p->c, p->dt, p->steps, prev, fd->data, work);
+            : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, k, prev, fd->data32, work)
+                  : mb_stencil_wave_f64(&g, p->c, p->dt, k, prev, fd->data, work);
+        done += k;
+        const double took = mb_wtime() - t0;
+        if (took < 0.05 && chunk < ((int64_t)1 << 30)) chunk *= 2;
+        else if (took > 0.2 && chunk > 1 && !cuda) chunk /= 2;
       }
       free(prev);
       free(work);
