@@ -13,6 +13,8 @@
   grid    the same for one long grid (`heat`), partitioned over N ranks and on
           one rank: stopped in the middle within a second, nothing kept, the
           command printed computes it again to the uninterrupted run's bits.
+          With --backend cuda (label gpu) the same on the GPU: skips (77)
+          without a CUDA device.
   lock    a rerun right after a crash whose rank 0 is an unreaped zombie takes
           the lock over; a live run's lock refuses a second run ("being
           written by another run"); SIGINT stops a run like SIGTERM (exit 3).
@@ -32,7 +34,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import EXE, MPIEXEC, TMP, fail, run, same_datasets  # noqa: E402
+from mbtest import EXE, MPIEXEC, SKIP, TMP, cuda_devices, fail, run, same_datasets  # noqa: E402
 
 STOPPED = 3  # meshbatch's exit code for a run stopped before its last mesh
 
@@ -50,9 +52,9 @@ def write(path, text):
     return path
 
 
-def smooth_job(path, inputs, output, iterations=30):
+def smooth_job(path, inputs, output, iterations=30, backend="cpu"):
     return write(path, "input:\n" + "".join(f"  - {i}\n" for i in inputs) +
-                 f"output: {output}\nbackend: cpu\nstages:\n"
+                 f"output: {output}\nbackend: {backend}\nstages:\n"
                  f"  - op: taubin\n    lambda: 0.5\n    mu: -0.53\n    iterations: {iterations}\n"
                  "  - op: laplacian\n    iterations: 3\n    weights: cotangent\n")
 
@@ -140,13 +142,17 @@ def expected_command(np, jp, extra=""):
 
 
 def case_batch(a):
-    d = fresh(f"stop_batch_{a.np}")
+    if a.backend == "cuda" and cuda_devices() < 1:
+        print("SKIP: no CUDA device (the stop points of the CUDA smoothing loop are tested "
+              "on a GPU machine)")
+        sys.exit(SKIP)
+    d = fresh(f"stop_batch_{a.np}_{a.backend}")
     files = []
     for k in range(3 * a.np + 3):  # three rounds of meshes and more
         files.append(os.path.join(d, f"s{k}.ply"))
         run(["generate", "sphere", "--vertices", 150 + 40 * k, "--seed", k + 1, "-o", files[-1]])
     out = os.path.join(d, "out.h5")
-    jp = smooth_job(os.path.join(d, "job.yaml"), files, out)
+    jp = smooth_job(os.path.join(d, "job.yaml"), files, out, backend=a.backend)
     run(["run", jp], np=a.np)
     ref = os.path.join(d, "ref.h5")
     shutil.move(out, ref)
@@ -277,6 +283,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["batch", "grid", "lock"])
     ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
+                    help="batch: the backend (cuda: the host-side stop points of its loops)")
     a = ap.parse_args()
     globals()["case_" + a.case](a)
     print("PASS")
