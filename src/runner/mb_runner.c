@@ -458,6 +458,10 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;
+   * one asked for (--checkpoint, --resume) stays, with a note (not another job's: ARG) */
+  if (e && e != MB_ERR_ARG && st->ckpt[0] && st->rank == 0)
+    runner_checkpoint_after_failure(st->ckpt, st->job->checkpoint > 0 || st->job->resume);
   mb_collection_writer_abort(st->out); /* not published: stopped, failed, or no mesh finished */
   st->out = NULL;
   if (st->locked) runner_drop_lock(st->job->output);

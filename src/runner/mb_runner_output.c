@@ -349,6 +349,26 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir) {
   return MB_SUCCESS;
 }
 
+/* Rank 0, after a failed run: the finished meshes stay for --resume. */
+void runner_checkpoint_after_failure(const char *dir, int keep) {
+  int64_t meshes = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const size_t n = strlen(e->d_name);
+    meshes += n > 3 && !strcmp(e->d_name + n - 3, ".h5");
+  }
+  if (d) closedir(d);
+  if (!d) return;
+  if (!meshes || !keep) {
+    runner_remove_checkpoint(dir);
+    return;
+  }
+  fprintf(stderr, "meshbatch: note: the %lld meshes finished are kept in %s/: once the cause "
+          "is fixed, run the same command with --resume to compute only the rest\n",
+          (long long)meshes, dir);
+  fflush(stderr);
+}
+
 /* Rank 0, after the output is written: the checkpoint is no longer needed. */
 void runner_remove_checkpoint(const char *dir) {
   clear_folder(dir);

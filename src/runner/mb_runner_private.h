@@ -130,6 +130,10 @@ void runner_remove_stale_temporaries(const char *output);
 void runner_drop_lock(const char *output);
 /* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume). */
 mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
+/* Rank 0, after a run that failed: a checkpoint dir asked for (keep) with finished meshes is
+ * kept and a note (stderr) says how to go on (--resume); the default one, or one without
+ * any mesh, is removed. */
+void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);
 /* Whether the output is written mesh by mesh (one rank, per mesh, not MESHBATCH_WRITE=end). */
