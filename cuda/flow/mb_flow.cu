@@ -420,6 +420,7 @@ mb_error run(flow_gpu *g, mb_flow_report *rep) {
     MB_CALL(area_centroid(g, &a0, nullptr));
   }
   for (int s = 0; s < p->steps; s++) {
+    if (mb_op_should_stop(fm->ctx, s, p->steps)) return mb_op_stopped(fm->ctx);
     double t[3] = {0, 0, 0};
     MB_CALL(phase_mark(rep, &t[0]));
     MB_CALL(assemble_operator(g, s));

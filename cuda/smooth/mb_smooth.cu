@@ -299,6 +299,7 @@ static mb_error mb_dev_run_stages(mb_dev_mesh *d, const mb_smooth_stage *stages,
   for (int s = 0; s < nstages; s++) {
     const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++) {
+      if (mb_op_should_stop(st->ctx, it, st->iterations)) return mb_op_stopped(st->ctx);
       MB_CALL(mb_dev_pass<T>(d, st->weights, st->boundary, st->lambda, 0));
       if (st->method == MB_SMOOTH_TAUBIN) MB_CALL(mb_dev_pass<T>(d, st->weights, st->boundary, st->mu, 0));
     }

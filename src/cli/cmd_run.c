@@ -9,23 +9,28 @@
 #include "mb_runner.h"
 
 static const char run_help[] =
-    "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings] [--checkpoint | --resume]\n"
-    "                              [--sync]\n"
+    "usage: meshbatch run JOB.yaml [--quiet | --verbose] [--timings]\n"
+    "                              [--checkpoint | --no-checkpoint | --resume] [--sync]\n"
     "       mpirun -np N meshbatch run JOB.yaml\n\n"
     "Run a job file: read the input meshes, run every stage on the chosen\n"
     "backend, write the output collection (HDF5 + XDMF): on one rank mesh by\n"
     "mesh as they finish, over several ranks all together at the end; it takes\n"
     "its name when the run ends. Prints one line per finished mesh and a\n"
-    "summary table.\n\n"
+    "summary table; inside a long mesh or grid, a progress line every few\n"
+    "seconds (MESHBATCH_PROGRESS_S, default 5).\n\n"
     "options:\n"
     "  -q, --quiet     errors only\n"
     "  -v, --verbose   also backend choice per rank and error tracebacks\n"
     "  --timings       at the end, where the time went (setup, read, compute,\n"
     "                  write per mesh and at the end, wall: slowest rank and\n"
-    "                  mean) and peak host memory\n"
+    "                  mean) and peak host memory; printed under --quiet too\n"
     "  --checkpoint    keep every finished mesh in OUTPUT.ckpt/, so\n"
     "                  that a run stopped by SIGTERM, a killed rank or a lost node\n"
-    "                  can go on with --resume; removed once OUTPUT is written\n"
+    "                  can go on with --resume; removed once OUTPUT is written.\n"
+    "                  The default for a job over several meshes; --checkpoint\n"
+    "                  asks for it for a single mesh too\n"
+    "  --no-checkpoint no checkpoint (each finished mesh is not written twice;\n"
+    "                  a stopped run then keeps nothing)\n"
     "  --resume        take the meshes finished in OUTPUT.ckpt/ by an interrupted\n"
     "                  run of the same job, compute the rest (and checkpoint them)\n"
     "                  (checkpoints are synced to the disk before they count)\n"
@@ -33,19 +38,28 @@ static const char run_help[] =
     "                  their names (after a crash the earlier output or the whole\n"
     "                  new one, never a part); costs the time of the disk's writes\n"
     "  -h, --help      this text\n\n"
-    "SIGTERM (SLURM's warning before the walltime) stops the run after the\n"
-    "current mesh, without writing OUTPUT; with --checkpoint the finished\n"
-    "meshes are kept for --resume.\n\n"
+    "SIGTERM or SIGINT (SLURM's warning before the walltime, Ctrl-C, or either\n"
+    "sent to mpirun, which forwards it and kills the ranks a second later)\n"
+    "stops every rank within a second, between meshes or between the steps of\n"
+    "a long mesh or grid, without writing OUTPUT; the finished meshes stay in\n"
+    "the checkpoint and one line prints the command that goes on (--resume).\n"
+    "A mesh stopped in the middle is computed again from its start.\n\n"
     "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
     "their keys. Exit codes: 0 all meshes done,\n"
     "1 some meshes failed (the others are written), 2 usage or job-file error\n"
-    "(also an output that is an input or a folder: refused before any work).\n";
+    "(also an output that is an input or a folder: refused before any work),\n"
+    "3 stopped by SIGTERM or SIGINT before the last mesh finished (nothing\n"
+    "written; the finished meshes kept for --resume).\n";
+
+/* Exit code of a run stopped by SIGTERM or SIGINT before its last mesh. */
+enum { MB_EXIT_STOPPED = 3 };
 
 /* Run `job` and turn the outcome into an exit code. */
 static int run_and_report(const mb_job *job) {
   mb_run_summary sum;
   const mb_error e = mb_run_job(MPI_COMM_WORLD, job, &sum);
   if (e != MB_SUCCESS) return mb_cli_report_run(e);
+  if (sum.stopped) return MB_EXIT_STOPPED;
   return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }
 
@@ -64,6 +78,10 @@ int mb_cmd_run(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--sync")) {
       sync = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--no-checkpoint")) {
+      checkpoint = -1; /* job->checkpoint: -1 none, 0 the default, 1 asked for */
       continue;
     }
     if (!strcmp(argv[i], "--checkpoint") || !strcmp(argv[i], "--resume")) {
@@ -131,5 +149,6 @@ int mb_cmd_import(int argc, char **argv) {
   mb_run_summary sum;
   const mb_error e = mb_run_import(MPI_COMM_WORLD, ninputs, inputs, output, kind, &sum);
   if (e != MB_SUCCESS) return mb_cli_report_run(e);
+  if (sum.stopped) return MB_EXIT_STOPPED;
   return sum.nfailed ? MB_EXIT_FAILED : MB_EXIT_OK;
 }

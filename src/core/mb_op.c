@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "mb_log.h"
 
 const char *mb_backend_kind_name(mb_backend_kind b) {
   switch (b) {
@@ -26,6 +29,76 @@ const char *mb_precision_name(mb_precision p) {
 
 void mb_op_computed(const mb_op_ctx *ctx, mb_precision p) {
   if (ctx && ctx->computed) *ctx->computed |= MB_COMPUTED_BIT(p);
+}
+
+/* ------------------------------------------------------------ stopping */
+
+/* MESHBATCH_TEST_STEP_DELAY_MS, for the tests only: a sleep of that long
+ * per step done since the last query (at least one, at most 0.2 s in all;
+ * a signal cuts it short). */
+static void test_delay(const mb_op_stop *st, double done) {
+  static long ms = -1;
+  if (ms < 0) {
+    const char *e = getenv("MESHBATCH_TEST_STEP_DELAY_MS");
+    ms = e ? strtol(e, NULL, 10) : 0;
+    if (ms < 0) ms = 0;
+  }
+  if (ms <= 0) return;
+  const double steps = done > st->last_done ? done - st->last_done : 1.0;
+  long total = (long)(steps * (double)ms);
+  if (total > 200) total = 200;
+  const struct timespec t = {total / 1000, (total % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* Rank 0's progress line: the fraction of the loop done and the time left
+ * at the loop's rate so far (a loop starts where done falls back). */
+static void progress(mb_op_stop *st, double done, double total) {
+  const double now = mb_wtime();
+  if (st->loop_t0 == 0 || done < st->last_done) {
+    st->loop_t0 = now;
+    if (st->last_print == 0) st->last_print = now;
+  }
+  st->last_done = done;
+  if (!st->progress || total <= 0 || done <= 0 || now - st->last_print < st->interval_s) return;
+  st->last_print = now;
+  const double f = done < total ? done / total : 1.0;
+  const double left = (now - st->loop_t0) * (1.0 - f) / f;
+  mb_log(MB_LOG_NORMAL, "[rank 0] %s: %.1f %% of %.0f steps done, about %.0f s left",
+         st->name ? st->name : "mesh", 100.0 * f, total, left);
+}
+
+int mb_op_should_stop(const mb_op_ctx *ctx, double done, double total) {
+  if (!ctx || !ctx->stop) return 0;
+  mb_op_stop *st = ctx->stop;
+  if (st->stopped) return 1;
+  test_delay(st, done);
+  progress(st, done, total);
+  const int local = st->flag && *st->flag;
+  if (st->comm == MPI_COMM_NULL) return st->stopped = local;
+  /* partitioned: the result of the allreduce started at the last call,
+   * then the next one started with the flag as it is now */
+  if (st->pending) {
+    st->pending = 0;
+    if (MPI_Wait(&st->req, MPI_STATUS_IGNORE) != MPI_SUCCESS) st->agreed = 0;
+    if (st->agreed) return st->stopped = 1;
+  }
+  st->local = local;
+  if (MPI_Iallreduce(&st->local, &st->agreed, 1, MPI_INT, MPI_MAX, st->comm, &st->req) ==
+      MPI_SUCCESS)
+    st->pending = 1;
+  return 0;
+}
+
+mb_error mb_op_stopped(const mb_op_ctx *ctx) {
+  (void)ctx;
+  MB_FAIL(MB_ERR_IO, "stopped by a signal (SIGTERM or SIGINT) in the middle of the mesh");
+}
+
+void mb_op_stop_end(mb_op_stop *st) {
+  if (!st || !st->pending) return;
+  MPI_Wait(&st->req, MPI_STATUS_IGNORE);
+  st->pending = 0;
 }
 
 const char *mb_computed_name(unsigned bits) {

@@ -12,6 +12,7 @@
 #ifndef MB_OP_H
 #define MB_OP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,26 @@ typedef struct mb_stage {
                      provenance key stage_N, counted after an input's earlier stages */
 } mb_stage;
 
+/* Stopping and progress inside an op's long loops (passes, time steps):
+ * the runner's state for one mesh or one split dataset, read through
+ * mb_op_should_stop. The runner fills the first fields; the rest are
+ * mb_op_should_stop's own (zero them). */
+typedef struct mb_op_stop {
+  volatile const sig_atomic_t *flag; /* nonzero once SIGTERM or SIGINT came (the runner's flag) */
+  MPI_Comm comm;            /* partitioned runs: the domain's communicator, over which the
+                               flag is agreed (every rank stops at the same step);
+                               MPI_COMM_NULL per mesh (this rank alone decides) */
+  int progress;             /* 1: this rank prints the progress lines (rank 0, not -q) */
+  const char *name;         /* the mesh or grid, for the progress lines */
+  double interval_s;        /* seconds between progress lines (MESHBATCH_PROGRESS_S) */
+  /* mb_op_should_stop's state */
+  MPI_Request req;          /* the flag's non-blocking allreduce in flight (comm only) */
+  int pending, local, agreed;
+  int stopped;              /* 1 once mb_op_should_stop returned 1 */
+  double loop_t0, last_print;
+  double last_done;
+} mb_op_stop;
+
 /* What an op's entry point gets besides its stages. */
 typedef struct mb_op_ctx {
   const mb_backend *backend;
@@ -114,7 +135,37 @@ typedef struct mb_op_ctx {
   unsigned *computed;               /* every run: the op ORs in MB_COMPUTED_BIT(p) for each
                                        precision p it computed in (mb_op_computed), for the
                                        provenance `precision`; may be NULL */
+  mb_op_stop *stop;                 /* every run: stopping and progress (mb_op_should_stop);
+                                       may be NULL (never stops, prints nothing) */
 } mb_op_ctx;
+
+/* The "should stop" query of an op's long loop, called every iteration or
+ * time step (or every few, at most about 0.1 s apart) with the work done
+ * and the loop's total (any unit: steps, passes); returns 1 where the op
+ * must stop now: return mb_op_stopped(ctx) after freeing what it holds.
+ * Per mesh (ctx->stop->comm MPI_COMM_NULL): not collective, reads the
+ * runner's flag. Partitioned: collective over comm; every rank must call
+ * it at the same steps; the flag is agreed by a non-blocking allreduce
+ * started at one call and completed at the next (it overlaps the op's
+ * halo exchange), so every rank returns 1 at the same step, at most one
+ * step after the signal reached the last rank. Rank 0 (ctx->stop->progress)
+ * prints a line every interval_s with the fraction done and the time left
+ * estimated from the loop's rate. Returns 0 where ctx or ctx->stop is NULL.
+ * A failed allreduce counts as no stop (the op's own exchanges report it).
+ * MESHBATCH_TEST_STEP_DELAY_MS (tests only) sleeps that long per step done
+ * since the last call (0.2 s at most), to make a run slow enough to be
+ * stopped in the middle. */
+int mb_op_should_stop(const mb_op_ctx *ctx, double done, double total);
+
+/* Record the stop as this op's error (MB_ERR_IO, "stopped by a signal")
+ * and return it; the runner tells a stop from a failure by
+ * ctx->stop->stopped. Not collective. */
+mb_error mb_op_stopped(const mb_op_ctx *ctx);
+
+/* After the stages on a domain: complete the allreduce mb_op_should_stop
+ * left in flight (collective over stop->comm: every rank has the same one
+ * in flight). Nothing per mesh or for NULL. Cannot fail. */
+void mb_op_stop_end(mb_op_stop *stop);
 
 /* The bit of precision p in mb_op_ctx.computed. */
 #define MB_COMPUTED_BIT(p) (1u << (unsigned)(p))

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 
@@ -22,15 +23,41 @@
 
 /* ------------------------------------------------------------- stopping */
 
-/* SIGTERM (what SLURM sends before the walltime kill, and what mpirun
- * forwards): finish the current mesh, take no other. */
+/* SIGTERM or SIGINT (what SLURM sends before the walltime kill, what a
+ * user's Ctrl-C sends, and what mpirun forwards to every rank before it
+ * SIGKILLs them about a second later, Open MPI's odls_base_sigkill_timeout):
+ * take no other mesh, and stop the ops' long loops at their next stop point
+ * (mb_op_should_stop); the flag holds the signal's number. */
 static volatile sig_atomic_t stop_requested;
-static void on_sigterm(int sig) {
-  (void)sig;
-  stop_requested = 1;
+static struct timespec stop_time; /* when the first signal came (CLOCK_MONOTONIC) */
+static void on_stop_signal(int sig) {
+  if (!stop_requested) clock_gettime(CLOCK_MONOTONIC, &stop_time); /* async-signal-safe */
+  stop_requested = sig;
+}
+
+/* Seconds since the stop signal came on this rank. */
+static double since_stop(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - stop_time.tv_sec) + 1e-9 * (double)(now.tv_nsec - stop_time.tv_nsec);
 }
 
 int runner_stop_requested(void) { return stop_requested; }
+
+volatile const sig_atomic_t *runner_stop_flag(void) { return &stop_requested; }
+
+/* The stop and progress state of one mesh's stages (mb_op_stop): rank 0
+ * prints progress unless quiet, every MESHBATCH_PROGRESS_S seconds (5). */
+void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name) {
+  memset(stop, 0, sizeof *stop);
+  stop->flag = &stop_requested;
+  stop->comm = comm;
+  stop->name = name;
+  stop->progress = st->rank == 0 && mb_log_get_level() >= MB_LOG_NORMAL;
+  const char *e = getenv("MESHBATCH_PROGRESS_S");
+  stop->interval_s = e ? atof(e) : 5.0;
+  if (!(stop->interval_s > 0)) stop->interval_s = 5.0;
+}
 
 /* Fault injection for the tests (docs/guide.md, "Checkpoints"):
  * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
@@ -162,8 +189,10 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
          "faces", "backend", "time [s]", "status");
   for (int k = 0; k < nall; k++) {
     const mesh_result *r = &all[k];
-    mb_log(MB_LOG_NORMAL, "%-24s %5d %10lld %10lld %-8s %9.3f  %s",
-           st->inputs->sources[r->index].name, r->rank, (long long)r->nv, (long long)r->nf,
+    char faces[32] = "-"; /* a grid has points, no faces (nf -1) */
+    if (r->nf >= 0) snprintf(faces, sizeof faces, "%lld", (long long)r->nf);
+    mb_log(MB_LOG_NORMAL, "%-24s %5d %10lld %10s %-8s %9.3f  %s",
+           st->inputs->sources[r->index].name, r->rank, (long long)r->nv, faces,
            r->backend, r->seconds, r->ok ? "ok" : "FAILED");
   }
   mb_log(MB_LOG_NORMAL, "\n%lld meshes, %lld written, %lld failed; wall %.3f s; rank busy "
@@ -195,7 +224,10 @@ static mb_error setup(rank_state *st) {
   if (!e) st->locked = st->rank == 0;
   if (st->locked) runner_remove_stale_temporaries(st->job->output);
   MB_CALL(mb_agree(st->comm, e));
-  if (st->job->checkpoint || st->job->resume) {
+  /* the checkpoint: asked for (--checkpoint, --resume), or by default for a
+   * job over several meshes, unless --no-checkpoint (job->checkpoint -1) */
+  if (st->job->checkpoint > 0 || st->job->resume ||
+      (st->job->checkpoint == 0 && st->job->nstages > 0 && st->inputs->nsources > 1)) {
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
     e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
@@ -227,13 +259,13 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
                                       "write (per mesh)", "write (end)", "wall",
                                       "peak host memory"};
-  mb_log(MB_LOG_NORMAL, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
+  mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
     if (k == N - 1)
-      mb_log(MB_LOG_NORMAL, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
+      mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
     else
-      mb_log(MB_LOG_NORMAL, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
+      mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
   }
   return MB_SUCCESS;
 }
@@ -263,14 +295,71 @@ static mb_error report_device_busy(rank_state *st, double schedule_s, mb_run_sum
   return MB_SUCCESS;
 }
 
+/* The program as it was started (for the command that resumes). */
+static void program_name(char *buf, size_t len) {
+  snprintf(buf, len, "meshbatch");
+  FILE *f = fopen("/proc/self/cmdline", "rb");
+  if (!f) return;
+  size_t n = fread(buf, 1, len - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  if (!buf[0]) snprintf(buf, len, "meshbatch");
+}
+
+/* A word of a shell command, quoted where it needs to be. */
+static void shell_word(char *out, size_t len, const char *w) {
+  if (strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@") ==
+      strlen(w))
+    snprintf(out, len, "%s", w);
+  else
+    snprintf(out, len, "'%s'", w); /* a path with a ' in it is left to the user */
+}
+
+/* Rank 0, after a stop: one line (stderr) saying what was kept and the
+ * exact command that goes on (the launcher as this run's, when over ranks). */
+static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t finished) {
+  char prog[1024], job[4200], launcher[128] = "";
+  program_name(prog, sizeof prog);
+  char qprog[1100];
+  shell_word(qprog, sizeof qprog, prog);
+  shell_word(job, sizeof job, st->job->path);
+  if (st->size > 1)
+    snprintf(launcher, sizeof launcher, "%s %d ",
+             getenv("OMPI_COMM_WORLD_SIZE") || !getenv("SLURM_STEP_ID") ? "mpirun -np" : "srun -n",
+             st->size);
+  const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  const int64_t n = st->inputs->nsources;
+  char after[64] = "on another rank"; /* rank 0's own delay, where it got the signal */
+  if (stop_requested) snprintf(after, sizeof after, "%.2f s after it came", since_stop());
+  if (!st->job->nstages) { /* an import: nothing kept, done again as a whole */
+    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld files read; the collection %s "
+            "is not written: run the import again\n", name, after, (long long)finished,
+            (long long)n, st->job->output);
+    fflush(stderr);
+    return;
+  }
+  char what[4400];
+  if (st->ckpt[0] && ok > 0)
+    snprintf(what, sizeof what, ", kept in %s/", st->ckpt);
+  else
+    snprintf(what, sizeof what, "%s", ok > 0 ? ", none kept (--no-checkpoint)" : "");
+  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld meshes "
+          "finished%s; the output %s is not written, and a mesh stopped in the middle starts "
+          "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, after,
+          (long long)finished, (long long)n, what, st->job->output, launcher, qprog, job,
+          st->ckpt[0] && ok > 0 ? " --resume" : "", st->job->sync ? " --sync" : "");
+  fflush(stderr);
+}
+
 static mb_error run(rank_state *st, mb_run_summary *sum) {
   double t0 = mb_wtime();
   stop_requested = 0;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigterm;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
   MB_CALL(setup(st));
   st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
@@ -293,11 +382,21 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   int64_t kept = st->nkept + mb_collection_writer_count(st->out);
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &kept, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) kept = st->nslabs;
-  if (stopped) /* SIGTERM: no output that could pass for a finished one */
-    MB_FAIL(MB_ERR_IO, "stopped by SIGTERM with %lld of %lld meshes finished; %s",
-            (long long)kept, (long long)st->inputs->nsources,
-            st->ckpt[0] ? "they are kept in the checkpoint: run the same command with --resume"
-                        : "nothing was written (run with --checkpoint to keep finished meshes)");
+  /* the sources done (written or failed; one entry each, rank 0's in
+   * partitioned runs): a stop after the last one changes nothing */
+  int64_t done[2] = {st->nresults, 0};
+  for (int i = 0; i < st->nresults; i++) done[1] += st->results[i].ok;
+  MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, done, 2, MPI_INT64_T, MPI_SUM, st->comm));
+  if (stopped && done[0] < st->inputs->nsources) { /* no output that could pass for a whole one */
+    if (st->rank == 0) print_stopped(st, stopped, done[1], done[0]);
+    sum->stopped = stopped;
+    sum->nmeshes = st->inputs->nsources;
+    sum->wall_s = mb_wtime() - t0;
+    return MB_SUCCESS;
+  }
+  if (stopped && st->rank == 0)
+    mb_log(MB_LOG_NORMAL, "%s came after the last mesh: the output is written",
+           stopped == SIGINT ? "SIGINT" : "SIGTERM");
   const int nothing = kept == 0 && st->inputs->nsources > 0;
   const double tw = mb_wtime();
   if (!nothing && st->out) { /* written mesh by mesh: number, publish */
@@ -359,6 +458,10 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;
+   * one asked for (--checkpoint, --resume) stays, with a note (not another job's: ARG) */
+  if (e && e != MB_ERR_ARG && st->ckpt[0] && st->rank == 0)
+    runner_checkpoint_after_failure(st->ckpt, st->job->checkpoint > 0 || st->job->resume);
   mb_collection_writer_abort(st->out); /* not published: stopped, failed, or no mesh finished */
   st->out = NULL;
   if (st->locked) runner_drop_lock(st->job->output);

@@ -36,6 +36,9 @@ typedef struct mb_run_summary {
                           (summed over ranks); -1 otherwise */
   double device_busy_wall; /* the same device seconds over the whole run's wall (setup and
                               the output's end included) times the ranks; -1 otherwise */
+  int stopped;         /* the signal (SIGTERM, SIGINT) that stopped the run before its
+                          last mesh finished (no output written; the finished meshes kept
+                          in the checkpoint), else 0 */
 } mb_run_summary;
 
 /* Run a job. Collective over comm. Prints one progress line per finished

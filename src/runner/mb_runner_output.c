@@ -162,17 +162,123 @@ mb_error runner_check_output(const char *output, const mb_inputs *in) {
   return MB_SUCCESS;
 }
 
-/* FNV-1a of the job file and the list of sources: what a checkpoint must
- * have been made by to be resumed. */
-static uint64_t job_fingerprint(const rank_state *st) {
-  uint64_t h = 1469598103934665603ull;
-  FILE *f = fopen(st->job->path, "rb");
-  for (int c; f && (c = fgetc(f)) != EOF;) h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211ull;
-  if (f) fclose(f);
-  for (int64_t k = 0; k < st->inputs->nsources; k++)
-    for (const char *p = st->inputs->sources[k].path; *p; p++)
-      h = (h ^ (uint64_t)(unsigned char)*p) * 1099511628211ull;
-  return h;
+/* The first line of a checkpoint's job.id; what follows it is the list of
+ * what the checkpointed meshes depend on (job_identity). */
+static const char ckpt_magic[] = "meshbatch checkpoint 2";
+
+/* Append a line to a growing text (NULL after an allocation failure). */
+static char *append_line(char *text, size_t *len, const char *line) {
+  if (!text) return NULL;
+  const size_t n = strlen(line);
+  char *t = realloc(text, *len + n + 2);
+  if (!t) {
+    free(text);
+    return NULL;
+  }
+  memcpy(t + *len, line, n);
+  t[*len + n] = '\n';
+  t[*len + n + 1] = '\0';
+  *len += n + 1;
+  return t;
+}
+
+/* What the meshes of a checkpoint depend on, one line each: every source
+ * (its file's real path, size and modification time, and the mesh's name
+ * in it), the distribution, the GPU working precision, and every stage
+ * with all its values (defaults included). Not the job file's text: a
+ * comment, the keys' order or formatting change nothing. Caller frees;
+ * NULL when out of memory. */
+static char *job_identity(const rank_state *st) {
+  size_t len = 0;
+  char *text = calloc(1, 1);
+  char line[9000];
+  for (int64_t k = 0; k < st->inputs->nsources; k++) {
+    const mb_source *src = &st->inputs->sources[k];
+    char real[4096];
+    struct stat sb;
+    if (!realpath(src->path, real)) snprintf(real, sizeof real, "%s", src->path);
+    if (stat(real, &sb) != 0) memset(&sb, 0, sizeof sb);
+    snprintf(line, sizeof line, "input %lld: %s in %s (%lld bytes, modified %lld.%09ld)",
+             (long long)k, src->name, real, (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+             sb.st_mtim.tv_nsec);
+    text = append_line(text, &len, line);
+  }
+  snprintf(line, sizeof line, "distribute: %s", mb_distribute_name(st->job->distribute));
+  text = append_line(text, &len, line);
+  snprintf(line, sizeof line, "precision: %s", mb_precision_name(st->job->precision));
+  text = append_line(text, &len, line);
+  for (int s = 0; s < st->job->nstages; s++) {
+    char d[8000];
+    mb_stage_describe(&st->job->stages[s], d, sizeof d);
+    snprintf(line, sizeof line, "stage %d: %s", s, d);
+    text = append_line(text, &len, line);
+  }
+  return text;
+}
+
+/* The next line of *p into line[len] (without its newline); 0 at the end. */
+static int next_line(const char **p, char *line, size_t len) {
+  if (!*p || !**p) return 0;
+  const char *nl = strchr(*p, '\n');
+  const size_t n = nl ? (size_t)(nl - *p) : strlen(*p);
+  snprintf(line, len, "%.*s", (int)(n < len ? n : len - 1), *p);
+  *p += n + (nl != NULL);
+  return 1;
+}
+
+/* What differs between a checkpoint's line had and this job's line now,
+ * into why[len]: for a stage of the same op, the first key whose value
+ * changed ("stage 0 (taubin): iterations was 10, is 20 now"). */
+static void explain_change(const char *had, const char *now, char *why, size_t len) {
+  int sa = -1, sb = -1, na = 0, nb = 0;
+  char opa[64] = "", opb[64] = "";
+  if (sscanf(had, "stage %d: %63s %n", &sa, opa, &na) == 2 &&
+      sscanf(now, "stage %d: %63s %n", &sb, opb, &nb) == 2 && sa == sb) {
+    if (strcmp(opa, opb)) {
+      snprintf(why, len, "stage %d was %s, is %s now", sa, opa, opb);
+      return;
+    }
+    const char *pa = had + na, *pb = now + nb;
+    for (;;) { /* the same op: the same keys in the same order */
+      char ka[128], kb[128];
+      int ra = 0, rb = 0;
+      if (sscanf(pa, "%127s%n", ka, &ra) != 1 || sscanf(pb, "%127s%n", kb, &rb) != 1) break;
+      if (strcmp(ka, kb)) {
+        char *ea = strchr(ka, '='), *eb = strchr(kb, '=');
+        if (ea && eb) {
+          *ea = *eb = '\0';
+          if (!strcmp(ka, kb)) {
+            snprintf(why, len, "stage %d (%s): %s was %s, is %s now", sa, opa, ka, ea + 1, eb + 1);
+            return;
+          }
+        }
+        break;
+      }
+      pa += ra;
+      pb += rb;
+    }
+  }
+  snprintf(why, len, "it was made with '%s', this job has '%s'", had, now);
+}
+
+/* Compare a checkpoint's job.id text with this job's identity: "" where
+ * they agree, else what changed into why[len]. */
+static void compare_identity(const char *have, const char *want, char *why, size_t len) {
+  why[0] = '\0';
+  char a[9000], b[9000];
+  if (!next_line(&have, a, sizeof a) || strcmp(a, ckpt_magic)) {
+    snprintf(why, len, "it was made by an earlier version of meshbatch");
+    return;
+  }
+  for (;;) {
+    const int ha = next_line(&have, a, sizeof a), hb = next_line(&want, b, sizeof b);
+    if (!ha && !hb) return;
+    if (ha && hb && !strcmp(a, b)) continue;
+    if (ha && hb) explain_change(a, b, why, len);
+    else if (ha) snprintf(why, len, "it was made with '%s', which this job has not", a);
+    else snprintf(why, len, "this job has '%s', which it was not made with", b);
+    return;
+  }
 }
 
 /* Remove the files of a folder (a checkpoint holds no subfolder). */
@@ -188,30 +294,79 @@ static void clear_folder(const char *dir) {
 }
 
 /* Rank 0: the checkpoint folder OUTPUT.ckpt. Without --resume any earlier
- * one is emptied; with it, its fingerprint must be this job's. */
+ * one is emptied; with it, the list of what its meshes depend on
+ * (job.id, job_identity) must be this job's, else the run is refused with
+ * what changed. */
 mb_error runner_open_checkpoint(const rank_state *st, const char *dir) {
-  char id[4400], want[64], have[64] = "";
+  char id[4400];
   snprintf(id, sizeof id, "%s/job.id", dir);
-  snprintf(want, sizeof want, "%016llx", (unsigned long long)job_fingerprint(st));
+  char *want = job_identity(st), *have = NULL;
+  MB_CHECK(want, MB_ERR_MEMORY, "out of memory");
   FILE *f = fopen(id, "r");
   if (f) {
-    if (!fgets(have, sizeof have, f)) have[0] = '\0';
+    size_t len = 0;
+    have = calloc(1, 1);
+    char buf[4096];
+    for (size_t n; have && (n = fread(buf, 1, sizeof buf, f)) > 0;) {
+      char *h = realloc(have, len + n + 1);
+      if (!h) {
+        free(have);
+        have = NULL;
+        break;
+      }
+      have = h;
+      memcpy(have + len, buf, n);
+      len += n;
+      have[len] = '\0';
+    }
     fclose(f);
-    have[strcspn(have, "\n")] = '\0';
+    if (!have) free(want);
+    MB_CHECK(have, MB_ERR_MEMORY, "out of memory");
   }
-  if (st->job->resume && f)
-    MB_CHECK(!strcmp(have, want), MB_ERR_ARG,
-             "%s was made by another job or other inputs (fingerprint %s, this job %s): remove "
-             "it, or run without --resume to start again", dir, have, want);
+  if (st->job->resume && have) {
+    char why[20000];
+    compare_identity(have, want, why, sizeof why);
+    if (why[0]) {
+      free(have);
+      free(want);
+      MB_FAIL(MB_ERR_ARG, "%s was made by another job or other inputs: %s; remove it, or run "
+              "without --resume to start again", dir, why);
+    }
+  }
+  free(have);
   if (st->job->resume && !f)
     mb_log(MB_LOG_NORMAL, "resume: no checkpoint at %s: every mesh is computed", dir);
   if (!st->job->resume) clear_folder(dir); /* a fresh start: no stale mesh may be taken later */
-  MB_CHECK(mkdir(dir, 0777) == 0 || errno == EEXIST, MB_ERR_IO, "cannot create %s: %s", dir,
-           strerror(errno));
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    free(want);
+    MB_FAIL(MB_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+  }
   f = fopen(id, "w");
-  MB_CHECK(f && fprintf(f, "%s\n", want) > 0 && fclose(f) == 0, MB_ERR_IO,
-           "cannot write %s: %s", id, strerror(errno));
+  const int ok = f && fprintf(f, "%s\n%s", ckpt_magic, want) > 0;
+  const int closed = f && fclose(f) == 0;
+  free(want);
+  MB_CHECK(ok && closed, MB_ERR_IO, "cannot write %s: %s", id, strerror(errno));
   return MB_SUCCESS;
+}
+
+/* Rank 0, after a failed run: the finished meshes stay for --resume. */
+void runner_checkpoint_after_failure(const char *dir, int keep) {
+  int64_t meshes = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const size_t n = strlen(e->d_name);
+    meshes += n > 3 && !strcmp(e->d_name + n - 3, ".h5");
+  }
+  if (d) closedir(d);
+  if (!d) return;
+  if (!meshes || !keep) {
+    runner_remove_checkpoint(dir);
+    return;
+  }
+  fprintf(stderr, "meshbatch: note: the %lld meshes finished are kept in %s/: once the cause "
+          "is fixed, run the same command with --resume to compute only the rest\n",
+          (long long)meshes, dir);
+  fflush(stderr);
 }
 
 /* Rank 0, after the output is written: the checkpoint is no longer needed. */
@@ -220,43 +375,57 @@ void runner_remove_checkpoint(const char *dir) {
   rmdir(dir);
 }
 
-/* Rank 0: OUTPUT.lock, created exclusively, says which run writes OUTPUT
- * ("HOST PID"). A lock of a process that no longer runs on this host is
- * stale and taken over; any other refuses the run. Removed at the end. */
+/* Rank 0: OUTPUT.lock, held for the run's life by a write lock of the
+ * kernel (fcntl F_SETLK, which NFS keeps too), says which run writes OUTPUT
+ * ("HOST PID"). The kernel drops the lock when its process ends, however
+ * it ends (a SIGKILL, a crash; a dead process that its parent has not
+ * reaped yet holds none), so a lock file that is there but not locked is
+ * a gone run's and is taken over at once; a locked one refuses the run.
+ * The descriptor stays open until runner_drop_lock. */
+static int lock_fd = -1;
+
 mb_error runner_take_lock(const char *output) {
   char lock[4200], host[256] = "", line[512] = "";
   snprintf(lock, sizeof lock, "%s.lock", output);
   gethostname(host, sizeof host - 1);
-  for (int attempt = 0; attempt < 2; attempt++) {
-    int fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd >= 0) {
-      char mine[400];
-      int n = snprintf(mine, sizeof mine, "%s %ld\n", host, (long)getpid());
-      const int ok = write(fd, mine, (size_t)n) == n;
-      close(fd);
-      MB_CHECK(ok, MB_ERR_IO, "cannot write %s: %s", lock, strerror(errno));
-      return MB_SUCCESS;
-    }
-    MB_CHECK(errno == EEXIST, MB_ERR_IO, "cannot create %s: %s (nothing was computed)", lock,
+  for (int attempt = 0; attempt < 20; attempt++) {
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    MB_CHECK(fd >= 0, MB_ERR_IO, "cannot create %s: %s (nothing was computed)", lock,
              strerror(errno));
-    FILE *f = fopen(lock, "r");
-    if (f) {
-      if (!fgets(line, sizeof line, f)) line[0] = '\0';
-      fclose(f);
+    const ssize_t got = pread(fd, line, sizeof line - 1, 0);
+    line[got > 0 ? got : 0] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+      const int err = errno;
+      close(fd);
+      MB_CHECK(err == EACCES || err == EAGAIN, MB_ERR_IO, "cannot lock %s: %s (nothing was "
+               "computed)", lock, strerror(err));
+      MB_FAIL(MB_ERR_IO,
+              "%s is being written by another run (%s: host and process id); wait for it, "
+              "or choose another output", output, line[0] ? line : "its lock names no process");
     }
-    char other[256] = "";
-    long pid = 0;
-    const int parsed = sscanf(line, "%255s %ld", other, &pid) == 2;
-    const int stale = parsed && !strcmp(other, host) && pid > 0 && kill((pid_t)pid, 0) != 0 &&
-                      errno == ESRCH;
-    MB_CHECK(stale, MB_ERR_IO,
-             "%s is being written by another run (%s: host and process id); wait for it, "
-             "choose another output, or remove %s if that run is gone",
-             output, parsed ? line : "unreadable lock", lock);
-    mb_log(MB_LOG_NORMAL, "taking over %s of a run that is gone (%s %ld)", lock, other, pid);
-    unlink(lock);
+    struct stat a, b; /* still the file of that name (not removed by its last holder) */
+    if (fstat(fd, &a) != 0 || stat(lock, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+      close(fd);
+      continue;
+    }
+    if (pread(fd, line, sizeof line - 1, 0) > 0 && line[0] && line[0] != '\n') {
+      line[strcspn(line, "\n")] = '\0';
+      mb_log(MB_LOG_NORMAL, "taking over %s of a run that is gone (%s)", lock, line);
+    }
+    char mine[400];
+    const int n = snprintf(mine, sizeof mine, "%s %ld\n", host, (long)getpid());
+    const int ok = ftruncate(fd, 0) == 0 && pwrite(fd, mine, (size_t)n, 0) == n;
+    if (!ok) {
+      const int err = errno;
+      close(fd);
+      MB_FAIL(MB_ERR_IO, "cannot write %s: %s", lock, strerror(err));
+    }
+    lock_fd = fd;
+    return MB_SUCCESS;
   }
-  MB_FAIL(MB_ERR_IO, "cannot take %s", lock);
+  MB_FAIL(MB_ERR_IO, "cannot take %s: it is removed and made again by other runs", lock);
 }
 
 /* Rank 0, holding OUTPUT.lock: remove the OUTPUT.tmp-PID files that runs
@@ -281,10 +450,14 @@ void runner_remove_stale_temporaries(const char *output) {
   if (d) closedir(d);
 }
 
+/* Removed while still locked, then closed (a run that opened the old
+ * file meanwhile finds it gone and makes a new one). */
 void runner_drop_lock(const char *output) {
   char lock[4200];
   snprintf(lock, sizeof lock, "%s.lock", output);
   unlink(lock);
+  if (lock_fd >= 0) close(lock_fd);
+  lock_fd = -1;
 }
 
 /* Whether the output is written mesh by mesh as the meshes finish (inside

@@ -85,7 +85,7 @@ static mb_error read_block(void *ctx, const int64_t lo[3], const int64_t n[3],
  * (partition/mb_domain.h), the stages on it, and this rank's rows of the
  * result in *slab for the collective write. Collective; errors agreed. */
 static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                    mb_pass_timing *t) {
+                                    mb_pass_timing *t, int *stopped) {
   const mb_job *job = st->job;
   source_reader reader = {.st = st, .s = s};
   const mb_domain_source src = {.ctx = &reader, .by_rows = from_collection(st, s),
@@ -99,9 +99,13 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
   mb_domain *d = NULL;
   MB_CALL(mb_domain_create(st->comm, &spec, &src, &d));
   d->slab.rows->index = s;
+  mb_op_stop stop;
+  runner_stop_init(st, &stop, d->comm, st->inputs->sources[s].name);
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = job->precision, .halo = job->halo,
-                         .timing = t, .computed = &st->computed};
+                         .timing = t, .computed = &st->computed, .stop = &stop};
   mb_error e = runner_run_stages(st, &ctx, NULL, d);
+  mb_op_stop_end(&stop);
+  *stopped = e && stop.stopped; /* agreed: every rank stopped at the same step */
   if (!e) e = mb_domain_finish(d);
   if (!e) {
     mb_domain_take_slab(d, slab);
@@ -166,12 +170,19 @@ mb_error runner_run_partitioned(rank_state *st) {
     MB_CALL(mb_all_max_int(st->comm, &stop));
     if (stop) break;
     st->computed = 0;
-    mb_error e = process_partitioned(st, s, &slab, &t);
+    int stopped = 0;
+    mb_error e = process_partitioned(st, s, &slab, &t, &stopped);
+    if (stopped) { /* a signal, in the middle of the mesh: not finished, not kept */
+      mb_mesh_free(slab.rows);
+      mb_error_clear();
+      break;
+    }
     res.seconds = mb_wtime() - t0;
     res.ok = !e;
+    const int grid = !e && slab.rows && slab.rows->kind == MB_KIND_GRID3D;
     if (!e) {
       res.nv = slab.nv;
-      res.nf = slab.nf;
+      res.nf = grid ? -1 : slab.nf;
       e = mb_agree(st->comm, runner_add_provenance(st, slab.rows, res.seconds, st->computed));
       if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
         e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
@@ -184,12 +195,17 @@ mb_error runner_run_partitioned(rank_state *st) {
       MB_CHECK(r, MB_ERR_MEMORY, "out of memory");
       st->results = r;
       st->results[st->nresults++] = res;
-      if (res.ok)
-        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, %s, %.3f s "
-               "(%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)", st->size,
+      char passes[160] = ""; /* only where the op timed its passes */
+      if (t.passes > 0)
+        snprintf(passes, sizeof passes, " (%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)",
+                 1e3 * t.compute_s / t.passes, 1e3 * t.exchange_s / t.passes);
+      if (res.ok && grid)
+        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld points, %s, %.3f s%s", st->size,
+               st->inputs->sources[s].name, (long long)res.nv, res.backend, res.seconds, passes);
+      else if (res.ok)
+        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, %s, %.3f s%s", st->size,
                st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.backend,
-               res.seconds,
-               t.passes ? 1e3 * t.compute_s / t.passes : 0, t.passes ? 1e3 * t.exchange_s / t.passes : 0);
+               res.seconds, passes);
       else
         mb_log_error("%s: skipped: %s", st->inputs->sources[s].name, res.message);
     }

@@ -91,6 +91,8 @@ typedef struct pending {
   char trace[2048];   /* and the traceback, for -v */
   double t0, compute_s, device_s;
   unsigned computed;  /* the precisions its stages computed in */
+  mb_op_stop stop;    /* the stop query of its stages (mb_op_should_stop) */
+  int stopped;        /* 1: a signal stopped its stages in the middle (not finished) */
   struct pending *next; /* in a queue of the pipeline */
 } pending;
 
@@ -108,10 +110,12 @@ static void compute_pending(pending *p) {
   const double t0 = mb_wtime();
   mb_error e = MB_SUCCESS;
   if (st->backend.kind == MB_BACKEND_CUDA) e = mb_cuda_bind_device(st->backend.device);
+  runner_stop_init(st, &p->stop, MPI_COMM_NULL, st->inputs->sources[p->s].name);
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
                          .halo = st->job->halo, .device_s = &p->device_s,
-                         .computed = &p->computed};
+                         .computed = &p->computed, .stop = &p->stop};
   if (!e) e = runner_run_stages(st, &ctx, &p->m, NULL);
+  p->stopped = e && p->stop.stopped; /* dropped by finish_source, not a failure */
   p->compute_s = mb_wtime() - t0;
   if (!e) e = runner_add_provenance(st, p->m, mb_wtime() - p->t0, p->computed);
   if (e) {
@@ -191,6 +195,10 @@ static void drop_source(rank_state *st, pending *p) {
  * joins the rank's output; a failed one is reported as skipped. */
 static mb_error finish_source(rank_state *st, pending *p) {
   if (p->s < 0) return MB_SUCCESS;
+  if (p->stopped) { /* a signal stopped it in the middle: as if never taken */
+    drop_source(st, p);
+    return MB_SUCCESS;
+  }
   mesh_result *res = &st->results[p->ires];
   const mb_source *src = &st->inputs->sources[p->s];
   const int resumed = !p->compute && p->m;
@@ -210,10 +218,16 @@ static mb_error finish_source(rank_state *st, pending *p) {
       }
     }
     res->seconds = res->read_s + p->compute_s;
+    const int grid = p->m->kind == MB_KIND_GRID3D;
+    if (grid) res->nf = -1;
     MB_CALL(runner_keep_mesh(st, p->m));
     res->ok = 1;
-    mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
-           src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
+    if (grid)
+      mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld points, %s, %.3f s", st->rank, src->name,
+             (long long)res->nv, res->backend, res->seconds);
+    else
+      mb_log(MB_LOG_NORMAL, "[rank %d] %s: %lld vertices, %lld faces, %s, %.3f s", st->rank,
+             src->name, (long long)res->nv, (long long)res->nf, res->backend, res->seconds);
   } else {
     res->seconds = res->read_s + p->compute_s;
     snprintf(res->message, sizeof res->message, "%s", p->message);

@@ -14,6 +14,7 @@
 #define MB_RUNNER_PRIVATE_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,7 @@
 /* What one rank reports about one mesh source, gathered to rank 0. */
 typedef struct mesh_result {
   int64_t index;
-  int64_t nv, nf;
+  int64_t nv, nf;        /* nf -1: a grid (points, no faces) */
   int rank;
   int ok;
   double seconds;
@@ -71,8 +72,15 @@ typedef struct rank_state {
 
 /* ------------------------------------------------------------- mb_runner.c */
 
-/* 1 once SIGTERM came during the run (finish the current mesh, take no other). */
+/* The signal (SIGTERM, SIGINT) that came during the run, else 0: take no
+ * other mesh; the ops stop at their next stop point (mb_op_should_stop). */
 int runner_stop_requested(void);
+/* The flag the signal handler sets (for mb_op_stop.flag). */
+volatile const sig_atomic_t *runner_stop_flag(void);
+/* *stop for one mesh's stages: the flag, comm (partitioned: the domain's,
+ * else MPI_COMM_NULL), progress lines on rank 0 unless quiet, every
+ * MESHBATCH_PROGRESS_S seconds (default 5), naming name. Not collective. */
+void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name);
 /* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th mesh. */
 void runner_inject_fault(int rank, int64_t finished);
 /* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
@@ -113,14 +121,19 @@ mb_error runner_read_checkpoint(const char *ck, int64_t s, mb_mesh **m);
 mb_error runner_make_parent_folder(const char *path);
 /* Rank 0, before any work: output is a writable file, not a folder nor an input; names fit. */
 mb_error runner_check_output(const char *output, const mb_inputs *in);
-/* Rank 0: OUTPUT.lock taken exclusively (a stale one of a gone process taken over). */
+/* Rank 0: OUTPUT.lock held by a kernel write lock (fcntl) for the run's life; a lock file
+ * no process holds (a run that is gone, even an unreaped zombie) is taken over. */
 mb_error runner_take_lock(const char *output);
 /* Rank 0, holding the lock: remove OUTPUT.tmp-PID files of stopped runs. */
 void runner_remove_stale_temporaries(const char *output);
-/* Rank 0: remove OUTPUT.lock. */
+/* Rank 0: remove OUTPUT.lock and release its kernel lock. */
 void runner_drop_lock(const char *output);
 /* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume). */
 mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
+/* Rank 0, after a run that failed: a checkpoint dir asked for (keep) with finished meshes is
+ * kept and a note (stderr) says how to go on (--resume); the default one, or one without
+ * any mesh, is removed. */
+void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);
 /* Whether the output is written mesh by mesh (one rank, per mesh, not MESHBATCH_WRITE=end). */

@@ -182,12 +182,13 @@ def check(np, d, jobfile, output, fn, rank, after, wait_all=True, site=None):
             bad.append(f"output left under the output's name: {[f for f in now if f.startswith(stem)]}")
     elif any(f.startswith(stem + ".") and f.endswith(".xdmf") for f in now):
         bad.append(f"XDMF files left without the output: {[f for f in now if f.startswith(stem)]}")
-    if aborted:  # as a killed run: its lock and temporary, which the next run clears
-        left = [f for f in left if f != stem + ".h5.lock" and not f.startswith(stem + ".h5.tmp-")]
+    if aborted:  # as a killed run: its lock, temporary and checkpoint, which the next run clears
+        left = [f for f in left if f not in (stem + ".h5.lock", stem + ".h5.ckpt") and
+                not f.startswith(stem + ".h5.tmp-")]
     if left:
         bad.append(f"files left behind: {left}")
     for f in sorted(set(now) - set(before)):
-        if aborted and (f == stem + ".h5.lock" or f.startswith(stem + ".h5.tmp-")):
+        if aborted and (f in (stem + ".h5.lock", stem + ".h5.ckpt") or f.startswith(stem + ".h5.tmp-")):
             continue  # left for the next run to clear (checked at the end)
         p = os.path.join(d, f)
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)

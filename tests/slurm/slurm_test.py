@@ -16,7 +16,7 @@ What it does (docs/cluster.md, "How the templates are tested"):
 - a walltime stop and resume: per-mesh.sbatch on a batch of meshes is
   sent SIGTERM through SLURM (scancel --signal=TERM signals the job steps,
   as --signal=TERM@300 does before the walltime) once a mesh is
-  checkpointed; the job must end FAILED 1:0 with "stopped by SIGTERM" in
+  checkpointed; the job must end FAILED 3:0 with "stopped by SIGTERM" in
   its log, no output and the checkpoint kept; resubmitted with --resume it
   completes, takes the checkpointed meshes, and its output is bitwise the
   one of an uninterrupted job;
@@ -589,7 +589,7 @@ def run_templates(cpus):
         time.sleep(0.05)
     cmd(["scancel", "--signal=TERM", stopped])
     log(f"scancel --signal=TERM {stopped}: {len(glob.glob(os.path.join(ckpt, '*.h5')))} meshes checkpointed then")
-    text = check_job(wait_jobs([stopped])[stopped][0], state="FAILED", code="1:0")
+    text = check_job(wait_jobs([stopped])[stopped][0], state="FAILED", code="3:0")
     expect_in(text, "stopped by SIGTERM", "the stopped job")
     expect_in(text, "--resume", "the stopped job")
     if os.path.exists(out):

@@ -284,6 +284,7 @@ static mb_error run(const mb_flow_params *p, mb_flow_mesh *fm, mb_flow_report *r
     MB_CALL(area_centroid(fm, w->d, fm->x, &a0, NULL));
   }
   for (int s = 0; s < p->steps; s++) {
+    if (mb_op_should_stop(fm->ctx, s, p->steps)) return mb_op_stopped(fm->ctx);
     const double t0 = mb_wtime(), c0 = cpu_seconds();
     MB_CALL(mb_agree(fm->comm, assemble_operator(p, fm, w, s)));
     assemble_system(fm, w, p->time_step);

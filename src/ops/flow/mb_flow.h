@@ -67,6 +67,7 @@
 #include "mb_adjacency.h"
 #include "mb_error.h"
 #include "mb_halo.h"
+#include "mb_op.h"
 #include "mb_solver.h"
 
 #ifdef __cplusplus
@@ -107,6 +108,8 @@ typedef struct mb_flow_mesh {
   double *x;                /* [ncols, 3] positions: in, and out after the steps (owned
                                rows; ghosts refreshed), the input's length unit */
   const char *name;         /* the mesh, for messages */
+  const struct mb_op_ctx *ctx; /* the run's stop query and progress (mb_op_should_stop),
+                               asked before every time step; NULL: never stops */
 } mb_flow_mesh;
 
 /* Wall time of a step's phases, ms (for benchmarks; on the GPU the device

@@ -320,14 +320,14 @@ static int bench_partitioned(const bench_opts *o) {
     double one = 0, many = 0;
     mb_error eb = MB_SUCCESS;
     if (rank == 0) {
-      mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, x, m->name};
+      mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, x, m->name, NULL};
       eb = run_one(o, &fm, m->xyz, cuda, o->dt[i], MB_SOLVER_PCG, "one rank", &one);
     }
     e = mb_agree(comm, eb);
     if (e) break;
     const mb_local_domain *loc = dm->domain;
     mb_flow_mesh fm = {comm, dm->halo, loc->adj, loc->nowned, loc->nowned + loc->nghost,
-                       loc->global, dm->x, m->name};
+                       loc->global, dm->x, m->name, NULL};
     char label[64];
     snprintf(label, sizeof label, "%d ranks", size);
     e = run_one(o, &fm, x0, cuda, o->dt[i], MB_SOLVER_PCG, label, &many);
@@ -381,7 +381,7 @@ int mb_flow_bench(int argc, char **argv) {
   double *x = e ? NULL : malloc(sizeof *x * 3 * (size_t)(m->nv + 1));
   if (!e && !x) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m ? m->nv : 0, m ? m->nv : 0, NULL, x,
-                     m ? m->name : ""};
+                     m ? m->name : "", NULL};
   for (int b = 0; b < 2 && !e; b++) {
     if (!(b ? o.cuda : o.cpu)) continue;
     for (int i = 0; i < o.ndt && !e; i++)

@@ -51,7 +51,7 @@ static mb_error flow_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
   mb_mesh *m = *mesh;
   mb_adjacency *adj = NULL;
   MB_CALL(mb_adjacency_build(m, &adj));
-  mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, m->xyz, m->name};
+  mb_flow_mesh fm = {MPI_COMM_SELF, NULL, adj, m->nv, m->nv, NULL, m->xyz, m->name, ctx};
   mb_error e = run_stages(ctx, stages, n, &fm, &m->attrs);
   mb_adjacency_free(adj);
   return e;
@@ -63,7 +63,7 @@ static mb_error flow_run_partitioned(const mb_op_ctx *ctx, const mb_stage *stage
   mb_distributed_mesh *dm = d->dm;
   const mb_local_domain *loc = dm->domain;
   mb_flow_mesh fm = {d->comm,       dm->halo,    loc->adj, loc->nowned, loc->nowned + loc->nghost,
-                     loc->global, dm->x,       d->slab.rows->name};
+                     loc->global, dm->x,       d->slab.rows->name, ctx};
   return run_stages(ctx, stages, n, &fm, &d->slab.rows->attrs);
 }
 

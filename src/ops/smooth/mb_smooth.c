@@ -83,6 +83,10 @@ mb_error mb_smooth_cpu(const mb_adjacency *adj, const mb_smooth_stage *stages, i
   for (int s = 0; s < nstages; s++) {
     const mb_smooth_stage *st = &stages[s];
     for (int it = 0; it < st->iterations; it++) {
+      if (mb_op_should_stop(st->ctx, it, st->iterations)) {
+        free(tmp);
+        return mb_op_stopped(st->ctx);
+      }
       int npass = st->method == MB_SMOOTH_TAUBIN ? 2 : 1;
       for (int p = 0; p < npass; p++) {
         double f = p == 0 ? st->lambda : st->mu;

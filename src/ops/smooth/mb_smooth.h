@@ -48,6 +48,8 @@ typedef struct mb_smooth_stage {
   int iterations;      /* >= 0 */
   mb_weights weights;
   mb_boundary boundary;
+  const struct mb_op_ctx *ctx; /* the run's stop query and progress (mb_op_should_stop),
+                                  read every iteration; NULL: never stops (not a job key) */
 } mb_smooth_stage;
 
 /* Added to |p_i - p_j| in inverse-distance weights, so coincident points

@@ -123,7 +123,7 @@ static int bench_ordered(const mb_adjacency *adj, const double *xyz, const bench
   int64_t *perm;
   mb_adjacency *padj;
   double *pxyz;
-  mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary};
+  mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary, NULL};
   if (mb_smooth_locality_order(adj, xyz, o->locality, mb_smooth_locality_needs(&st, 1), &perm,
                                &padj, &pxyz, ord->seconds) ||
       mb_adjacency_gather_figures(padj ? padj : adj, &ord->fig))
@@ -229,7 +229,7 @@ static void print_result(const mb_mesh *m, const mb_adjacency *adj, const mb_bac
 /* Time `repeats` partitioned passes after `warmup` ones; t receives this rank's timing. */
 static mb_error time_partitioned(const mb_distributed_mesh *dm, const mb_backend *be,
                                  const bench_opts *o, mb_pass_timing *t) {
-  mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, (int)o->warmup, o->weights, o->boundary};
+  mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, (int)o->warmup, o->weights, o->boundary, NULL};
   mb_pass_timing warm = {.synchronize = 1};
   *t = (mb_pass_timing){.synchronize = 1};
   for (int k = 0; k < 2; k++) {
@@ -298,7 +298,7 @@ static int bench_partitioned(const bench_opts *o) {
   if (!e) e = mb_inputs_read(in, s, &m);
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e) e = mb_backend_choose(o->backend, local_rank, &be, why, sizeof why);
-  mb_smooth_stage check = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary};
+  mb_smooth_stage check = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o->weights, o->boundary, NULL};
   if (!e) e = mb_smooth_check(&check, adj);
   if (mb_agree(MPI_COMM_WORLD, e)) {
     code = mb_cli_report(MB_EXIT_FAILED);
@@ -352,7 +352,7 @@ int mb_smooth_bench(int argc, char **argv) {
       mb_backend_choose(o.backend, 0, &be, why, sizeof why)) {
     code = mb_cli_report(MB_EXIT_FAILED);
   } else {
-    mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o.weights, o.boundary};
+    mb_smooth_stage st = {MB_SMOOTH_LAPLACIAN, 0.5, 0, 1, o.weights, o.boundary, NULL};
     bench_order ord;
     if (be.kind != MB_BACKEND_CUDA && !o.locality_given) o.locality = MB_LOCALITY_NONE;
     if (mb_smooth_check(&st, adj)) code = mb_cli_report(MB_EXIT_FAILED);

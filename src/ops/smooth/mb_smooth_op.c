@@ -217,13 +217,21 @@ static mb_error smooth_stages(const mb_stage *stages, int n, mb_smooth_stage **o
   return MB_SUCCESS;
 }
 
+/* The stages of a group with the run's stop query (mb_smooth_stage.ctx). */
+static mb_error smooth_stages_ctx(const mb_op_ctx *ctx, const mb_stage *stages, int n,
+                                  mb_smooth_stage **out) {
+  MB_CALL(smooth_stages(stages, n, out));
+  for (int k = 0; k < n; k++) (*out)[k].ctx = ctx;
+  return MB_SUCCESS;
+}
+
 /* Per mesh: one adjacency for the whole group of stages, positions kept on
  * the device across stages on the CUDA backend. */
 static mb_error smooth_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   mb_smooth_stage *st = NULL;
   mb_adjacency *adj = NULL;
   mb_error e;
-  MB_CALL(smooth_stages(stages, n, &st));
+  MB_CALL(smooth_stages_ctx(ctx, stages, n, &st));
   report_precision(ctx);
   /* positions times 2^k for the passes, 2^-k after (mb_smooth.h, "Scale";
    * k = 0 at ordinary scales) */
@@ -279,7 +287,7 @@ static mb_error smooth_run_partitioned(const mb_op_ctx *ctx, const mb_stage *sta
                                        mb_domain *domain) {
   mb_distributed_mesh *dm = domain->dm;
   mb_smooth_stage *st = NULL;
-  MB_CALL(smooth_stages(stages, n, &st));
+  MB_CALL(smooth_stages_ctx(ctx, stages, n, &st));
   report_precision(ctx);
   mb_error e = MB_SUCCESS;
   for (int k = 0; !e && k < n; k++) e = mb_smooth_check(&st[k], dm->domain->adj);

@@ -29,11 +29,13 @@ static mb_error run_passes(const mb_local_domain *d, const mb_smooth_stage *stag
                            const mb_step_ops *ops, pass_rule *rule, mb_pass_timing *t) {
   for (int s = 0; s < nstages; s++) {
     const mb_smooth_stage *st = &stages[s];
-    for (int it = 0; it < st->iterations; it++)
+    for (int it = 0; it < st->iterations; it++) {
+      if (mb_op_should_stop(st->ctx, it, st->iterations)) return mb_op_stopped(st->ctx);
       for (int p = 0; p < (st->method == MB_SMOOTH_TAUBIN ? 2 : 1); p++) {
         *rule = (pass_rule){st, p == 0 ? st->lambda : st->mu};
         MB_CALL(mb_overlapped_step(d, ops, rule, t));
       }
+    }
   }
   return MB_SUCCESS;
 }

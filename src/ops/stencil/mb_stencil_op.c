@@ -25,6 +25,7 @@
 
 #include "mb_cart.h"
 #include "mb_domain.h"
+#include "mb_log.h"
 #include "mb_op.h"
 #include "mb_stencil.h"
 #include "mb_stencil_cuda.h"
@@ -228,8 +229,20 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         e = add_snapshot(m, f, 0, p->dt,
                          m->fields[f].dtype == MB_FLOAT32 ? (void *)m->fields[f].data32
                                                           : (void *)m->fields[f].data);
+      /* steps per run: grown or shrunk to about 0.1 s between stop points (the
+       * same bits: a run ends where the next begins); on the GPU, whose runs
+       * copy the grid in and out, runs end at the snapshots only */
+      int64_t chunk = cuda ? INT64_MAX : 1;
       while (!e && done < p->steps) {
-        const int64_t k = next_run(p, done);
+        if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
+          e = mb_op_stopped(ctx);
+          break;
+        }
+        int64_t k = next_run(p, done);
+        if (p->every > 0 && done % p->every && p->every - done % p->every < k)
+          k = p->every - done % p->every; /* up to the next snapshot */
+        if (k > chunk) k = chunk;
+        const double t0 = mb_wtime();
         mb_field *fd = &m->fields[f];
         const int f32 = fd->dtype == MB_FLOAT32;
         e = cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, k,
@@ -237,7 +250,10 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
             : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, k, fd->data32, work)
                   : mb_stencil_heat_f64(&g, p->alpha, p->dt, k, fd->data, work);
         done += k;
-        if (!e && p->every > 0)
+        const double took = mb_wtime() - t0;
+        if (took < 0.05 && chunk < ((int64_t)1 << 30)) chunk *= 2;
+        else if (took > 0.2 && chunk > 1 && !cuda) chunk /= 2;
+        if (!e && p->every > 0 && (done % p->every == 0 || done == p->steps))
           e = add_snapshot(m, f, done, p->dt, f32 ? (void *)fd->data32 : (void *)fd->data);
       }
       free(work);
@@ -267,11 +283,24 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         else if (f32) e = mb_stencil_heat_step_f32(&g, half, fd->data32, prev);
         else e = mb_stencil_heat_step_f64(&g, half, fd->data, prev);
       }
-      if (!e) {
-        e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, p->steps, prev,
+      /* runs of steps grown or shrunk to about 0.1 s, a stop point between
+       * them (the same bits: each run leaves prev and u where the next goes
+       * on); on the GPU, whose runs copy the grid in and out, one run */
+      for (int64_t done = 0, chunk = cuda ? INT64_MAX : 1; !e && done < p->steps;) {
+        if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
+          e = mb_op_stopped(ctx);
+          break;
+        }
+        const int64_t k = p->steps - done < chunk ? p->steps - done : chunk;
+        const double t0 = mb_wtime();
+        e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, k, prev,
                                         f32 ? (void *)fd->data32 : (void *)fd->data)
-            : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, p->steps, prev, fd->data32, work)
-                  : mb_stencil_wave_f64(&g, p->c, p->dt, p->steps, prev, fd->data, work);
+            : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, k, prev, fd->data32, work)
+                  : mb_stencil_wave_f64(&g, p->c, p->dt, k, prev, fd->data, work);
+        done += k;
+        const double took = mb_wtime() - t0;
+        if (took < 0.05 && chunk < ((int64_t)1 << 30)) chunk *= 2;
+        else if (took > 0.2 && chunk > 1 && !cuda) chunk /= 2;
       }
       free(prev);
       free(work);
@@ -360,8 +389,8 @@ static mb_error framed_step(const framed *fr, int wave, double coef, const void 
 }
 
 /* One stage on every field of the block. */
-static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_cart *cart,
-                           mb_mesh *m) {
+static mb_error grid_stage(const mb_op_ctx *ctx, const mb_op_info *op,
+                           const mb_stencil_params *p, mb_cart *cart, mb_mesh *m) {
   MB_CALL(check_fields(m, op->name));
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
@@ -397,7 +426,8 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
         e = add_snapshot(m, f, 0, p->dt, plain);
       }
       for (int64_t s = 0; s < p->steps && !e; s++) {
-        e = framed_halo(&fr, u);
+        if (mb_op_should_stop(ctx, (double)s, (double)p->steps)) e = mb_op_stopped(ctx);
+        if (!e) e = framed_halo(&fr, u);
         if (!e) e = framed_step(&fr, 0, p->alpha * p->dt, NULL, u, w);
         void *t = u;
         u = w;
@@ -413,7 +443,8 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
       e = framed_halo(&fr, cur);
       if (!e) e = framed_step(&fr, 0, 0.5 * (p->c * p->c * p->dt * p->dt), NULL, cur, prev);
       for (int64_t s = 0; s < p->steps && !e; s++) {
-        e = framed_halo(&fr, cur);
+        if (mb_op_should_stop(ctx, (double)s, (double)p->steps)) e = mb_op_stopped(ctx);
+        if (!e) e = framed_halo(&fr, cur);
         if (!e) e = framed_step(&fr, 1, p->c * p->c * p->dt * p->dt, prev, cur, next);
         void *t = prev;
         prev = cur;
@@ -435,8 +466,9 @@ static mb_error grid_stage(const mb_op_info *op, const mb_stencil_params *p, mb_
 
 /* The same stage with the block on the current CUDA device
  * (mb_stencil_cuda_block). */
-static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p, int halo,
-                                mb_cart *cart, mb_mesh *m) {
+static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_op_info *op,
+                                const mb_stencil_params *p, int halo, mb_cart *cart,
+                                mb_mesh *m) {
   MB_CALL(check_fields(m, op->name));
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
@@ -472,6 +504,7 @@ static mb_error grid_stage_cuda(const mb_op_info *op, const mb_stencil_params *p
     } else if (is_heat) {
       if (p->every > 0) MB_CALL(add_snapshot(m, f, 0, p->dt, u));
       for (int64_t done = 0; done < p->steps;) {
+        if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) return mb_op_stopped(ctx);
         const int64_t k = next_run(p, done);
         u = f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data;
         MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, k, u, NULL,
@@ -493,9 +526,9 @@ static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, i
   mb_mesh_slab *slab = &d->slab;
   report_precision(ctx, slab->rows);
   for (int s = 0; s < n; s++)
-    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(stages[s].op, stages[s].params, ctx->halo, cart,
+    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(ctx, stages[s].op, stages[s].params, ctx->halo, cart,
                                             slab->rows)
-                         : grid_stage(stages[s].op, stages[s].params, cart, slab->rows));
+                         : grid_stage(ctx, stages[s].op, stages[s].params, cart, slab->rows));
   return MB_SUCCESS;
 }
 
