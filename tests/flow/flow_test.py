@@ -29,6 +29,8 @@ amg              solver: amg (PCG preconditioned by smoothed-aggregation
                  diagonal, in at most a third of pcg's iterations (from
                  the provenance); a split mesh (2 ranks, partitioned) is a
                  clear error; the same on --backend cuda (the device V-cycle).
+amg_backends     (--backend cuda) solver amg on the GPU within 1e-8 of the
+                 CPU's amg (meshbatch compare), standard library only.
 bad_inputs       degenerate triangles, a non-manifold edge, isolated
                  vertices, NaN coordinates, a negative or non-finite time
                  step, several components, polygons: a clear error for the
@@ -269,6 +271,31 @@ def fixed_boundary(backend):
                   f"place; interior moved up to {moved:.3e}")
 
 
+def amg_backends(backend):
+    """CUDA only, and with no Python module beyond the standard library (the
+    GPU machine may lack numpy and h5py): solver amg on the CUDA backend (the
+    device V-cycle) reaches the CPU backend's amg positions within 1e-8 of
+    the largest coordinate (meshbatch compare) on spot at unit area
+    subdivided to 12,000 vertices, 5 steps of dt 1e-3; -v names amg at every
+    step on both."""
+    if backend != "cuda":
+        print("amg_backends: runs with --backend cuda only")
+        return 0
+    src = os.path.join(TMP, "spot_12k.h5")
+    run(["generate", "subdivide", os.path.join(SRC, "data", "meshes", "spot.obj"),
+         "--vertices", "12000", "--unit-area", "-o", src])
+    stage = "  - {op: mean_curvature_flow, time_step: 1e-3, steps: 5, solver: amg}\n"
+    outs = {}
+    for b in ("cpu", "cuda"):
+        outs[b], p = run_job("amg_backends_" + b, [src], stage, b)
+        text = p.stdout + p.stderr
+        if text.count(": amg") < 5:
+            fail(f"{b}: -v does not name amg at every step:\n{text[-2000:]}")
+    run(["compare", outs["cpu"], outs["cuda"], "--rtol", "1e-8"])
+    print("amg_backends: CUDA amg within 1e-8 of CPU amg (meshbatch compare)")
+    return 0
+
+
 def iterations(attrs):
     """The iterations of each step from a stage's provenance line."""
     import re
@@ -368,7 +395,8 @@ def bad_inputs(backend):
 
 
 CASES = {"sphere_classic": sphere_classic, "fixed_point": fixed_point, "spot_round": spot_round,
-         "fixed_boundary": fixed_boundary, "bad_inputs": bad_inputs, "amg": amg}
+         "fixed_boundary": fixed_boundary, "bad_inputs": bad_inputs, "amg": amg,
+         "amg_backends": amg_backends}
 
 
 def main():
