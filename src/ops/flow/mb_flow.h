@@ -32,25 +32,28 @@
  * right-hand side, so the matrix stays symmetric); `free`: no constraint.
  *
  * Solvers (mb_solver.h): `pcg` (Jacobi, warm-started from the current
- * positions, to `tolerance` relative residual per coordinate within
- * `max_iterations`), `cholesky` (CHOLMOD on the CPU, cuSOLVER csrchol on
- * the GPU; per mesh only), `amg` (the same CG preconditioned by one
- * V-cycle of smoothed-aggregation AMG, linalg/mb_amg.h: the hierarchy set
- * up at the first step from its matrix and updated with each step's
- * values; per mesh and on the CPU backend only: a split mesh is
- * MB_ERR_UNSUPPORTED, as is the CUDA backend, refused by the op),
- * `auto`: on a split mesh PCG; per mesh
+ * positions moved on by the last step's displacement, mb_flow_predict, to
+ * `tolerance` relative residual per coordinate within `max_iterations`),
+ * `cholesky` (CHOLMOD on the CPU, cuSOLVER csrchol on the GPU; per mesh
+ * only), `amg` (the same CG preconditioned by one V-cycle of smoothed-
+ * aggregation AMG, linalg/mb_amg.h: the hierarchy set up on the host at the
+ * first step from its matrix and updated with each step's values, on the
+ * host (CPU backend) or on the device (CUDA backend,
+ * cuda/linalg/mb_amg_cuda.cu); per mesh only: a split mesh is
+ * MB_ERR_UNSUPPORTED), `auto`: on a split mesh PCG; per mesh on the CPU
  * Cholesky when sqrt(kappa) > MB_FLOW_AUTO_SQRT_KAPPA for the bound
  * kappa <= max_i (A_ii + sum_j |A_ij|) / min_i d_i of the system's
  * condition number (Gershgorin above; below, -tau K is positive semi-
  * definite, so no eigenvalue is under the smallest d_i of a free row), i.e.
  * where PCG would need more than about that many iterations per decade of
- * residual; else PCG. On the GPU the bound is MB_FLOW_AUTO_SQRT_KAPPA_GPU:
- * there csrchol's factor and solve of igea at 1 M vertices took ~520 ms a
- * step (and ~10 s of ordering and analysis at the first), while a PCG
- * iteration took 0.79 ms and the iterations were about a third of this
- * estimate (137, 361, 1297 for estimates 391, 1236, 3909 at dt 1e-5,
- * 1e-4, 1e-3; docs/benchmarks.md), so PCG is the faster below about 2000.
+ * residual; else PCG. On the GPU, AMG when sqrt(kappa) >
+ * MB_FLOW_AUTO_SQRT_KAPPA_GPU, else PCG: on igea at 1 M vertices (unit
+ * area; docs/benchmarks.md) a device AMG step took 42-47 ms at dt 1e-5 to
+ * 1e-3 (18-31 iterations) plus about 1 s of host setup at the first step,
+ * a PCG iteration 0.41 ms with about a third of the estimate's iterations
+ * (133, 349, 1226 for estimates 391, 1236, 3909), so PCG is the faster
+ * below an estimate of about 330 per step and, with the setup spread over
+ * ten steps, about 1000.
  * The choice is made per step and recorded.
  *
  * Every rank of a split mesh computes its owned rows with the same
@@ -82,7 +85,7 @@ typedef enum mb_flow_rescale { MB_FLOW_RESCALE_NONE = 0, MB_FLOW_RESCALE_AREA = 
 
 /* sqrt(kappa) above which `auto` takes Cholesky per mesh (see above). */
 #define MB_FLOW_AUTO_SQRT_KAPPA 40.0
-#define MB_FLOW_AUTO_SQRT_KAPPA_GPU 2000.0
+#define MB_FLOW_AUTO_SQRT_KAPPA_GPU 1000.0
 
 /* A stage's keys (the job file's; defaults in mb_flow_op.c). */
 typedef struct mb_flow_params {
