@@ -77,7 +77,9 @@ struct mb_cuda_csr {
 mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
                          const double *val, int ncomp, const double *x, double *y);
 
-/* y = A x on dA by its product rule (rows != 0: the row kernel). */
+/* y = A x on dA by its product rule (rows 1: the row kernel; 2: the row
+ * kernel with the block's entries staged in shared memory, the same bits;
+ * 0: dA's product). */
 mb_error mb_la_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
 
 #endif

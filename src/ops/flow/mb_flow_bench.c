@@ -39,7 +39,7 @@ static const char flow_bench_help[] =
     "(the solution taken, rescale); then the step's ms (the median over the steps\n"
     "after the first, which alone pays the analysis). On the GPU the device is synchronised between\n"
     "phases. Also on the GPU: the sparse product of three columns (the PCG's) by\n"
-    "cuSPARSE and by the row kernel, ms and GB/s under the byte model of\n"
+    "cuSPARSE, by the row kernel and by the row kernel staged in shared memory, ms and GB/s under the byte model of\n"
     "cuda/linalg/mb_linalg_cuda.h, and the device-to-device copy bandwidth\n"
     "measured in the same run with the fraction of it.\n"
     "With --distribute partitioned (under mpirun -np N, --solver pcg) the mesh is\n"
@@ -251,12 +251,13 @@ static mb_error spmv_figures(const bench_opts *o, const mb_mesh *m, const mb_adj
   if (!e) e = mb_cuda_copy_bandwidth((size_t)1 << 30, &copy);
   if (!e) printf("cuda: device-to-device copy %.0f GB/s; the product of 3 columns (%d rows, %d "
                  "entries):\n", copy, A->nrows, A->nnz);
-  for (int k = 0; k < 2 && !e; k++) {
+  static const char *const kname[] = {"cuSPARSE", "rows", "staged"};
+  for (int k = 0; k < 3 && !e; k++) {
     double ms = 0, bytes = 0;
     e = mb_cuda_csr_time_spmv(dA, k, 3, (int)o->spmv_repeats, &ms, &bytes);
     if (!e) {
       const double gbs = bytes / (ms * 1e-3) / 1e9;
-      printf("  %-9s %8.4f ms, %7.0f GB/s, %.2f of copy\n", k ? "rows" : "cuSPARSE", ms, gbs,
+      printf("  %-9s %8.4f ms, %7.0f GB/s, %.2f of copy\n", kname[k], ms, gbs,
              copy > 0 ? gbs / copy : 0);
     }
   }
