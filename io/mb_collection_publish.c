@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,25 @@ double mb_coll_free_bytes(const char *path) {
   folder_of(path, dir, sizeof dir);
   struct statvfs v;
   return statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : -1;
+}
+
+const char *mb_coll_full_note(const char *path) {
+  const double avail = mb_coll_free_bytes(path);
+  return avail >= 0 && avail < 1e6 ? ": no space left on the disk (or the quota is full)" : "";
+}
+
+mb_error mb_coll_close_h5(MPI_Comm comm, hid_t file, const char *tmp, int discard) {
+  int rank = 0;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  int bad = discard || H5Fflush(file, H5F_SCOPE_LOCAL) < 0;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  /* the file is lost: make room for the close's own metadata writes */
+  if (bad && rank == 0 && truncate(tmp, 0) != 0) { /* the close is tried all the same */ }
+  const herr_t st = H5Fclose(file);
+  MB_CHECK(discard || (!bad && st >= 0), MB_ERR_IO, "cannot write %s: %s%s", tmp,
+           bad ? "flushing the file's metadata failed" : "H5Fclose failed",
+           rank == 0 ? mb_coll_full_note(tmp) : "");
+  return MB_SUCCESS;
 }
 
 /* Refuse to start a file the folder has no room for (statvfs; where it
