@@ -53,6 +53,8 @@ typedef struct mb_mesh_info {
                        (version 1 files: always MB_KIND_SURFACE) */
   int64_t shape[3];  /* grid3d: points per axis (z, y, x); nv is their product, nf 0 */
   double origin[3], spacing[3];
+  int64_t nvalues;      /* field components per vertex row (grid point), all fields together */
+  int64_t nface_values; /* field components per face row, all face fields together */
 } mb_mesh_info;
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */

@@ -239,6 +239,11 @@ double mb_coll_free_bytes(const char *path);
  * MB_ERR_IO. */
 mb_error mb_coll_check_space(const char *tmp, double need);
 
+/* 0 where the environment sets MESHBATCH_SPACE_CHECK=0: the free-space
+ * checks before writing are skipped (the full-disk path's tests; file
+ * systems whose statvfs misleads), else 1. Not collective. */
+int mb_coll_space_check_on(void);
+
 /* ": no space left on the disk (or the quota is full)" where the folder of
  * path has less than 1 MB free (statvfs), else "": a clause for the message
  * of a failed write. A static string. Not collective. */

@@ -225,7 +225,8 @@ static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const 
 /* Check the fields in group `group` of a mesh group: float [rows,k] each
  * (per-vertex fields: group "fields", rows N; per-face: "face_fields", M). */
 static mb_error check_fields(hid_t g, const char *path, const char *mesh, const char *group,
-                             int64_t rows) {
+                             int64_t rows, int64_t *ncomp) {
+  *ncomp = 0;
   int yes;
   MB_CALL(link_exists(g, group, path, mesh, &yes));
   if (!yes) return MB_SUCCESS;
@@ -244,6 +245,7 @@ static mb_error check_fields(hid_t g, const char *path, const char *mesh, const 
                        "%s: /meshes/%s/%s has %llu rows, expected %s = %lld (%s)", path, mesh,
                        dset, (unsigned long long)dims[0], face ? "M" : "N", (long long)rows,
                        face ? "faces" : "vertices");
+    if (!e) *ncomp += (int64_t)dims[1];
   }
   names_free(&l);
   H5Gclose(fg);
@@ -357,6 +359,7 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
     mb_h5_close_id(t);
     mb_h5_close_id(sp);
     mb_h5_close_id(d);
+    if (ok) info->nvalues += r == 4 ? (int64_t)dims[3] : 1;
     if (!ok)
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s: /meshes/%s/fields/%s is not a float32 or float64 dataset of shape "
@@ -411,8 +414,8 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int versi
     info->nidx = (int64_t)dims[0];
     info->triangles = 0;
   }
-  MB_CALL(check_fields(g, path, mesh, "fields", info->nv));
-  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf));
+  MB_CALL(check_fields(g, path, mesh, "fields", info->nv, &info->nvalues));
+  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf, &info->nface_values));
   return MB_SUCCESS;
 }
 
