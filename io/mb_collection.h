@@ -55,6 +55,10 @@ typedef struct mb_mesh_info {
   double origin[3], spacing[3];
   int64_t nvalues;      /* field components per vertex row (grid point), all fields together */
   int64_t nface_values; /* field components per face row, all face fields together */
+  char problem[384];    /* non-empty: the dataset is refused (external raw storage, a virtual
+                           dataset, or declared sizes its file does not hold), the message
+                           naming it; its sizes are then 0 and reading it fails with
+                           MB_ERR_FORMAT and this message, the other datasets are read */
 } mb_mesh_info;
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */
