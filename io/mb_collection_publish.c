@@ -273,7 +273,9 @@ mb_error mb_coll_publish(const char *path, const char *tmp, const char *suffix,
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
       e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
                        "cannot publish %s: %s is in the way (%s, not a file); nothing was "
-                       "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : "");
+                       "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : "a special file");
       break;
     }
     p[i].had = 1;

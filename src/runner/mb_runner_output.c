@@ -16,6 +16,7 @@
 #include <sys/statvfs.h>
 
 #include "mb_collection.h"
+#include "mb_meshfile.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 
@@ -85,7 +86,8 @@ mb_error runner_make_parent_folder(const char *path) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir) return MB_SUCCESS;
+  /* "o.h5/" names a folder: runner_check_output refuses it, nothing is made first */
+  if (!slash || slash == dir || !slash[1]) return MB_SUCCESS;
   *slash = '\0';
   for (char *p = dir + 1; *p; p++)
     if (*p == '/') {
@@ -143,6 +145,17 @@ mb_error runner_check_output(const char *output, const mb_inputs *in) {
   MB_CHECK(len > 0 && output[len - 1] != '/' && (stat(output, &so) != 0 || !S_ISDIR(so.st_mode)),
            MB_ERR_ARG, "the output %s is a folder: give the file to write, e.g. %s%sout.h5",
            output, output, len && output[len - 1] == '/' ? "" : "/");
+  MB_CHECK(stat(output, &so) != 0 || S_ISREG(so.st_mode), MB_ERR_ARG,
+           "the output %s is %s, not a file: meshbatch writes the output beside it under a "
+           "temporary name and renames it there; give the path of a file, e.g. out.h5", output,
+           S_ISCHR(so.st_mode) ? "a character device" : S_ISBLK(so.st_mode) ? "a block device"
+           : S_ISFIFO(so.st_mode) ? "a FIFO" : S_ISSOCK(so.st_mode) ? "a socket" : "special");
+  const mb_meshfile_format fmt = mb_meshfile_format_of(output);
+  MB_CHECK(fmt == MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
+           "the output %s names a mesh file, but `meshbatch run` writes an HDF5 collection: name "
+           "it %.*s.h5, and `meshbatch export` the result to %s", output,
+           (int)(strrchr(output, '.') ? strrchr(output, '.') - output : (long)strlen(output)),
+           output, strrchr(output, '.') ? strrchr(output, '.') + 1 : "another format");
   MB_CALL(check_output_names(output, in));
   if (stat(output, &so) == 0)
     for (int64_t k = 0; k < in->nsources; k++) {
