@@ -156,36 +156,22 @@ mb_error mb_mf_int(mb_mf_text *t, const char *what, int64_t *v) {
   return MB_SUCCESS;
 }
 
-/* Length of the decimal number at s ([+-] digits [. digits] [e [+-] digits],
- * at least one digit before the exponent), 0 if none: what a mesh file may
- * write as a number. strtod alone also takes hexadecimal floats ("0x1p3"),
- * "inf", "infinity" and "nan", which no mesh format defines. */
-static size_t decimal_len(const char *s) {
-  size_t i = 0, digits = 0;
-  if (s[i] == '+' || s[i] == '-') i++;
-  while (s[i] >= '0' && s[i] <= '9') i++, digits++;
-  if (s[i] == '.') {
-    i++;
-    while (s[i] >= '0' && s[i] <= '9') i++, digits++;
-  }
-  if (!digits) return 0;
-  if (s[i] == 'e' || s[i] == 'E') {
-    size_t j = i + 1, ed = 0;
-    if (s[j] == '+' || s[j] == '-') j++;
-    while (s[j] >= '0' && s[j] <= '9') j++, ed++;
-    if (ed) i = j;
-  }
-  return i;
+/* Whether the token at s is a hexadecimal number ("0x1p3", "-0X.8"):
+ * strtod reads them, no mesh format defines them. ("inf" and "nan", which
+ * strtod also reads, reach the callers as non-finite values: coordinates
+ * refuse them by name.) */
+static int hex_number(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 }
 
 mb_error mb_mf_number(mb_mf_text *t, const char *what, double *x) {
   mb_mf_skip_blanks(t);
   const char *s = t->p;
-  const size_t n = decimal_len(s);
-  if (n && !mb_mf_is_delim(t, *s)) {
+  if (!mb_mf_is_delim(t, *s) && !hex_number(s)) {
     char *e;
     *x = strtod(s, &e);
-    if (e == s + n && mb_mf_is_delim(t, *e)) {
+    if (e != s && mb_mf_is_delim(t, *e)) {
       t->p = e;
       return MB_SUCCESS;
     }

@@ -389,8 +389,9 @@ mb_error runner_check_size(const rank_state *st) {
   const double avail = statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : -1;
   const char *knob = getenv("MESHBATCH_SPACE_CHECK"); /* "0": skipped, as in io's checks */
   MB_CHECK(avail < 0 || total <= avail || (knob && !strcmp(knob, "0")), MB_ERR_IO,
-           "no space for the output %s: the job's stages would write about %.4g MB (their fields "
-           "and time series counted), %.4g MB are free in %s; nothing was computed",
+           "no room for the output %s: the job's stages would write about %.4g MB (their fields "
+           "and time series counted), %.4g MB are free in %s: no space for it; nothing was "
+           "computed",
            st->job->output, total / 1e6, avail / 1e6, dir);
   const char *what = "";
   const double limit = memory_limit(&what);

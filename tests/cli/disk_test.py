@@ -91,8 +91,8 @@ def fill_the_disk(a, d, mnt, small, inputs, stage, small_stage):
     jp = job(os.path.join(d, "big.yaml"), inputs, out, stage, **keys)
     t0 = time.monotonic()
     p = run(["run", jp], np=np_, expect=1)
-    if "no space for the output" not in p.stderr or "MB are free" not in p.stderr \
-            or "nothing was computed" not in p.stderr:
+    if "no room for the output" not in p.stderr or "MB are free" not in p.stderr \
+            or "no space" not in p.stderr or "nothing was computed" not in p.stderr:
         fail("the output larger than the disk is not refused before compute with the figures")
     print(f"refused before compute in {time.monotonic() - t0:.2f} s")
     if snapshot(mnt) != earlier:
@@ -189,7 +189,7 @@ def case_heat_huge(a):
     t0 = time.monotonic()
     p = run(["run", jp], expect=1)
     dt = time.monotonic() - t0
-    if "no space for the output" not in p.stderr or "nothing was computed" not in p.stderr:
+    if "no room for the output" not in p.stderr or "nothing was computed" not in p.stderr:
         fail("heat with 1e8 snapshots is not refused with the estimate")
     if "4.096e+05 MB" not in p.stderr:
         fail("the estimate (8^3 points x 8 bytes x 1e8 + 3 snapshots) is not stated")
