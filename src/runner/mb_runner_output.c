@@ -380,8 +380,11 @@ mb_error runner_check_size(const rank_state *st) {
     double out, in;
     source_estimate(st, k, &out, &in);
     total += out;
-    /* a mesh in memory: its input and output together (a bound) */
-    if (out + in > worst) worst = out + in, wk = k;
+    /* a mesh in memory holds at least its larger form (the output holds the input's
+     * arrays and what the stages add; work arrays come on top): refused only where
+     * even that passes the limit */
+    const double held = out > in ? out : in;
+    if (held > worst) worst = held, wk = k;
   }
   char dir[4096];
   output_folder(st->job->output, dir, sizeof dir);
@@ -398,7 +401,7 @@ mb_error runner_check_size(const rank_state *st) {
   const int split = st->job->distribute == MB_DISTRIBUTE_PARTITIONED;
   const double need = split ? worst / st->size : worst;
   MB_CHECK(limit < 0 || wk < 0 || need <= limit, MB_ERR_MEMORY,
-           "mesh '%s' (%s) would need about %.4g MB of memory%s (its fields and time series "
+           "mesh '%s' (%s) would need at least %.4g MB of memory%s (its fields and time series "
            "counted), more than the %.4g MB of %s; nothing was computed",
            st->inputs->sources[wk].name, st->inputs->sources[wk].path, need / 1e6,
            split ? " on each rank" : "", limit / 1e6, what);
