@@ -53,6 +53,12 @@ typedef struct mb_mesh_info {
                        (version 1 files: always MB_KIND_SURFACE) */
   int64_t shape[3];  /* grid3d: points per axis (z, y, x); nv is their product, nf 0 */
   double origin[3], spacing[3];
+  int64_t nvalues;      /* field components per vertex row (grid point), all fields together */
+  int64_t nface_values; /* field components per face row, all face fields together */
+  char problem[384];    /* non-empty: the dataset is refused (external raw storage, a virtual
+                           dataset, or declared sizes its file does not hold), the message
+                           naming it; its sizes are then 0 and reading it fails with
+                           MB_ERR_FORMAT and this message, the other datasets are read */
 } mb_mesh_info;
 
 typedef struct mb_collection mb_collection; /* opaque reader handle */

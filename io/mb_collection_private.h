@@ -239,6 +239,27 @@ double mb_coll_free_bytes(const char *path);
  * MB_ERR_IO. */
 mb_error mb_coll_check_space(const char *tmp, double need);
 
+/* 0 where the environment sets MESHBATCH_SPACE_CHECK=0: the free-space
+ * checks before writing are skipped (the full-disk path's tests; file
+ * systems whose statvfs misleads), else 1. Not collective. */
+int mb_coll_space_check_on(void);
+
+/* ": no space left on the disk (or the quota is full)" where the folder of
+ * path has less than 1 MB free (statvfs), else "": a clause for the message
+ * of a failed write. A static string. Not collective. */
+const char *mb_coll_full_note(const char *path);
+
+/* Close file (the temporary tmp, created by mb_coll_create_h5 over comm)
+ * safely on a full disk. Unless discard, its metadata is first flushed
+ * (H5Fflush); where that fails on any rank, or discard is set, rank 0
+ * truncates tmp to nothing before the close, so that the close, which
+ * still writes metadata, finds room: a failed H5Fclose leaves HDF5 1.10
+ * with a half-closed file that crashes the library's own close at
+ * MPI_Finalize. The file's contents are lost then: callers remove tmp.
+ * Collective over comm. Errors: MB_ERR_IO (the flush or the close failed,
+ * with "no space" where the disk is full), MB_ERR_MPI. */
+mb_error mb_coll_close_h5(MPI_Comm comm, hid_t file, const char *tmp, int discard);
+
 /* The folder of path must exist. Not collective. Errors: MB_ERR_IO naming
  * the folder. */
 mb_error mb_coll_check_folder(const char *path);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +50,37 @@ double mb_coll_free_bytes(const char *path) {
   return statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : -1;
 }
 
+int mb_coll_space_check_on(void) {
+  const char *e = getenv("MESHBATCH_SPACE_CHECK");
+  return !(e && !strcmp(e, "0"));
+}
+
+const char *mb_coll_full_note(const char *path) {
+  const double avail = mb_coll_free_bytes(path);
+  return avail >= 0 && avail < 1e6 ? ": no space left on the disk (or the quota is full)" : "";
+}
+
+mb_error mb_coll_close_h5(MPI_Comm comm, hid_t file, const char *tmp, int discard) {
+  int rank = 0;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  int bad = discard || H5Fflush(file, H5F_SCOPE_LOCAL) < 0;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  /* the file is lost: make room for the close's own metadata writes */
+  if (bad && rank == 0 && truncate(tmp, 0) != 0) { /* the close is tried all the same */ }
+  const herr_t st = H5Fclose(file);
+  MB_CHECK(discard || (!bad && st >= 0), MB_ERR_IO, "cannot write %s: %s%s", tmp,
+           bad ? "flushing the file's metadata failed" : "H5Fclose failed",
+           rank == 0 ? mb_coll_full_note(tmp) : "");
+  return MB_SUCCESS;
+}
+
 /* Refuse to start a file the folder has no room for (statvfs; where it
  * cannot tell, go on): a clear error instead of a failed write. */
 mb_error mb_coll_check_space(const char *tmp, double need) {
   char dir[MB_PATH_MAX];
   folder_of(tmp, dir, sizeof dir);
   const double avail = mb_coll_free_bytes(tmp);
-  if (avail < 0) return MB_SUCCESS;
+  if (avail < 0 || !mb_coll_space_check_on()) return MB_SUCCESS;
   MB_CHECK(avail >= need, MB_ERR_IO,
            "no room for the output in %s: it needs about %.1f MB, %.1f MB are free (the disk "
            "or quota is full); nothing was written", dir, need / 1e6, avail / 1e6);
@@ -248,7 +273,9 @@ mb_error mb_coll_publish(const char *path, const char *tmp, const char *suffix,
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
       e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__,
                        "cannot publish %s: %s is in the way (%s, not a file); nothing was "
-                       "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : "");
+                       "replaced", path, p[i].final, S_ISDIR(st.st_mode) ? "a folder" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : "a special file");
       break;
     }
     p[i].had = 1;

@@ -225,7 +225,8 @@ static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const 
 /* Check the fields in group `group` of a mesh group: float [rows,k] each
  * (per-vertex fields: group "fields", rows N; per-face: "face_fields", M). */
 static mb_error check_fields(hid_t g, const char *path, const char *mesh, const char *group,
-                             int64_t rows) {
+                             int64_t rows, int64_t *ncomp) {
+  *ncomp = 0;
   int yes;
   MB_CALL(link_exists(g, group, path, mesh, &yes));
   if (!yes) return MB_SUCCESS;
@@ -244,6 +245,7 @@ static mb_error check_fields(hid_t g, const char *path, const char *mesh, const 
                        "%s: /meshes/%s/%s has %llu rows, expected %s = %lld (%s)", path, mesh,
                        dset, (unsigned long long)dims[0], face ? "M" : "N", (long long)rows,
                        face ? "faces" : "vertices");
+    if (!e) *ncomp += (int64_t)dims[1];
   }
   names_free(&l);
   H5Gclose(fg);
@@ -357,6 +359,7 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
     mb_h5_close_id(t);
     mb_h5_close_id(sp);
     mb_h5_close_id(d);
+    if (ok) info->nvalues += r == 4 ? (int64_t)dims[3] : 1;
     if (!ok)
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s: /meshes/%s/fields/%s is not a float32 or float64 dataset of shape "
@@ -370,8 +373,116 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
   return MB_SUCCESS;
 }
 
+/* Deflate, the strongest filter a collection is expected to use, keeps at
+ * most about 1032 bytes of data in one stored byte: a filtered dataset that
+ * declares more than this many bytes per stored byte is not backed. */
+enum { MAX_FILTER_RATIO = 1100 };
+
+/* One dataset `name` of a mesh group (where: its path for messages): no
+ * external raw storage, no virtual layout (data from other files: a
+ * collection comes from other people and must not read the host's files),
+ * and its declared extent held by the file: contiguous data inside the
+ * file, chunked data allocated (with a filter, within MAX_FILTER_RATIO of
+ * what is stored). Metadata only; no raw data is read. Errors:
+ * MB_ERR_FORMAT naming the dataset. */
+static mb_error check_backed(hid_t loc, const char *name, const char *where, haddr_t filesize) {
+  hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+  MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s is not a dataset", where);
+  hid_t dcpl = H5Dget_create_plist(d), t = H5Dget_type(d), sp = H5Dget_space(d);
+  const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+  const int next = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+  char ext[256] = "";
+  off_t eoff = 0;
+  hsize_t esize = 0;
+  if (next > 0) H5Pget_external(dcpl, 0, sizeof ext, ext, &eoff, &esize);
+  const int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1;
+  const hssize_t npoints = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+  const size_t tsize = t >= 0 ? H5Tget_size(t) : 0;
+  const hsize_t stored = H5Dget_storage_size(d);
+  const haddr_t offset = layout == H5D_CONTIGUOUS ? H5Dget_offset(d) : HADDR_UNDEF;
+  mb_h5_close_id(dcpl);
+  mb_h5_close_id(t);
+  mb_h5_close_id(sp);
+  H5Dclose(d);
+  MB_CHECK(next == 0, MB_ERR_FORMAT,
+           "%s stores its data outside the collection (HDF5 external raw storage%s%s%s): "
+           "refused, meshbatch reads data only from the collection file itself", where,
+           next > 0 ? " in file '" : "", ext, next > 0 ? "'" : "");
+  MB_CHECK(layout != H5D_VIRTUAL, MB_ERR_FORMAT,
+           "%s is an HDF5 virtual dataset (its data is mapped from other datasets or files): "
+           "refused, meshbatch reads data only from the collection file itself", where);
+  MB_CHECK(layout >= 0 && npoints >= 0 && tsize > 0 && nfilters >= 0, MB_ERR_FORMAT,
+           "%s: HDF5 cannot tell its layout or extent", where);
+  const double declared = (double)npoints * (double)tsize;
+  if (declared == 0 || layout == H5D_COMPACT) return MB_SUCCESS;
+  const int held =
+      layout == H5D_CONTIGUOUS
+          ? offset != HADDR_UNDEF && (double)offset + declared <= (double)filesize
+          : nfilters == 0 ? (double)stored >= declared
+                          : (double)stored * MAX_FILTER_RATIO >= declared;
+  MB_CHECK(held, MB_ERR_FORMAT,
+           "%s is corrupt: it declares %lld values (%.4g MB) but the file holds %.4g MB of it "
+           "(a %zu-byte file); the dataset is skipped", where, (long long)npoints,
+           declared / 1e6, layout == H5D_CONTIGUOUS && offset == HADDR_UNDEF ? 0.0
+                          : (double)stored / 1e6, (size_t)filesize);
+  return MB_SUCCESS;
+}
+
+/* Every dataset of a mesh group and of its groups fields and face_fields,
+ * checked by check_backed. */
+static mb_error check_storage(hid_t g, const char *path, const char *mesh) {
+  hid_t f = H5Iget_file_id(g);
+  hsize_t fsize = 0;
+  herr_t st = f >= 0 ? H5Fget_filesize(f, &fsize) : -1;
+  mb_h5_close_id(f);
+  MB_CHECK(st >= 0, MB_ERR_HDF5, "%s: cannot tell the file's size", path);
+  static const char *const groups[] = {".", "fields", "face_fields"};
+  mb_error e = MB_SUCCESS;
+  for (int k = 0; k < 3 && !e; k++) {
+    int yes = 1;
+    if (k) MB_CALL(link_exists(g, groups[k], path, mesh, &yes));
+    if (!yes) continue;
+    hid_t sub = H5Gopen2(g, groups[k], H5P_DEFAULT);
+    if (sub < 0) continue; /* not a group: the structural checks say so */
+    mb_names l = {0};
+    e = list_links(sub, &l);
+    for (int i = 0; i < l.n && !e; i++) {
+      H5O_info_t oi;
+      if (H5Oget_info_by_name(sub, l.v[i], &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
+        continue;
+      char where[MB_PATH_MAX + 600];
+      snprintf(where, sizeof where, "%s: dataset /meshes/%s/%s%s%s", path, mesh,
+               k ? groups[k] : "", k ? "/" : "", l.v[i]);
+      e = check_backed(sub, l.v[i], where, (haddr_t)fsize);
+    }
+    names_free(&l);
+    H5Gclose(sub);
+  }
+  MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+/* The structure of a mesh group (scan_structure), then its storage
+ * (check_storage): a dataset its file does not back, or stored outside
+ * it, is kept in the list with its problem (info->problem) and sizes 0,
+ * so that the other datasets of the collection are read. */
+static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int version,
+                               mb_mesh_info *info);
+
 static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int version,
                           mb_mesh_info *info) {
+  MB_CALL(scan_structure(g, path, mesh, version, info));
+  if (check_storage(g, path, mesh) != MB_SUCCESS) {
+    snprintf(info->problem, sizeof info->problem, "%s", mb_error_message());
+    info->nv = info->nf = info->nidx = info->nvalues = info->nface_values = 0;
+    if (info->kind == MB_KIND_GRID3D) info->shape[0] = info->shape[1] = info->shape[2] = 1;
+    info->nv = info->kind == MB_KIND_GRID3D ? 1 : 0;
+  }
+  return MB_SUCCESS;
+}
+
+static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int version,
+                               mb_mesh_info *info) {
   hsize_t dims[2];
   MB_CHECK(strlen(mesh) < sizeof info->name, MB_ERR_FORMAT, "%s: mesh name too long", path);
   snprintf(info->name, sizeof info->name, "%s", mesh);
@@ -411,8 +522,8 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int versi
     info->nidx = (int64_t)dims[0];
     info->triangles = 0;
   }
-  MB_CALL(check_fields(g, path, mesh, "fields", info->nv));
-  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf));
+  MB_CALL(check_fields(g, path, mesh, "fields", info->nv, &info->nvalues));
+  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf, &info->nface_values));
   return MB_SUCCESS;
 }
 
@@ -769,6 +880,7 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   MB_CHECK(i >= 0 && i < coll->n, MB_ERR_ARG, "mb_collection_read: mesh %lld outside [0, %lld)",
            (long long)i, (long long)coll->n);
   const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(!info->problem[0], MB_ERR_FORMAT, "%s", info->problem);
   char src[MB_PATH_MAX];
   snprintf(src, sizeof src, "%s:/meshes/%s", coll->path, info->name);
   mb_mesh *m;
@@ -839,6 +951,7 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
            "mb_collection_read_slab: mesh %lld outside [0, %lld)", (long long)i,
            (long long)coll->n);
   const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(!info->problem[0], MB_ERR_FORMAT, "%s", info->problem);
   MB_CHECK(info->kind != MB_KIND_GRID3D, MB_ERR_UNSUPPORTED,
            "%s: '%s' is a grid3d; grids are read whole (mb_collection_read)", coll->path,
            info->name);
@@ -876,6 +989,7 @@ mb_error mb_collection_read_grid_block(mb_collection *coll, int64_t i, const int
            "mb_collection_read_grid_block: dataset %lld outside [0, %lld)", (long long)i,
            (long long)coll->n);
   const mb_mesh_info *info = &coll->infos[i];
+  MB_CHECK(!info->problem[0], MB_ERR_FORMAT, "%s", info->problem);
   MB_CHECK(info->kind == MB_KIND_GRID3D, MB_ERR_ARG, "%s: '%s' is a %s, not a grid3d", coll->path,
            info->name, mb_kind_name(info->kind));
   for (int a = 0; a < 3; a++)

@@ -31,8 +31,18 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
   /* durable: every rank's writes to the disk (MPI_File_sync, collective) */
   if (!e && durable && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
     e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__, "cannot sync %s to the disk", tmp);
-  if (H5Fclose(file) < 0 && !e)
-    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed", tmp);
+  int failed = e || *lerr; /* a failed write: the file is discarded (closed with room made) */
+  if (failed && mb_coll_full_note(tmp)[0]) { /* the cause, seen before the close frees room */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mb_error_message());
+    const mb_error w = mb_error_set(e ? e : *lerr, __FILE__, __LINE__, __func__,
+                                    "cannot write %s: %s%s", tmp, why, mb_coll_full_note(tmp));
+    if (e) e = w; else *lerr = w;
+  }
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS) failed = 1; /* the same on every rank: an MPI failure aborts */
+  const mb_error ce = mb_coll_close_h5(comm, file, tmp, failed);
+  if (!e) e = ce;
   MB_CALL(e);
   return MB_SUCCESS;
 }

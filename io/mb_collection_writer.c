@@ -116,8 +116,20 @@ static void raw_stop(mb_collection_writer *w, int cancel) {
 /* The first failed raw write as an error of the writer (MB_ERR_IO), or 0. */
 static mb_error raw_error(mb_collection_writer *w);
 
-static void writer_free(mb_collection_writer *w) {
+/* End the writer. discard: the temporary file is abandoned (abort): it is
+ * first truncated to nothing, so that HDF5's close, which still flushes its
+ * metadata cache, finds room on a disk that a failed write had filled. A
+ * failed H5Fclose leaves the file's id half torn down in HDF5 1.10, and the
+ * library's own close at MPI_Finalize then crashes on it (the segfault of
+ * issue 28): the close must succeed, so the room is made before it. */
+static void writer_free(mb_collection_writer *w, int discard) {
   raw_stop(w, 1);
+  if (discard && w->tmp[0]) {
+    if (w->fd >= 0) {
+      if (ftruncate(w->fd, 0) != 0) { /* nothing more to do: the close may still work */ }
+    } else if (truncate(w->tmp, 0) != 0) {
+    }
+  }
   if (w->fd >= 0) close(w->fd);
   pthread_mutex_destroy(&w->mu);
   pthread_cond_destroy(&w->cv);
@@ -164,10 +176,7 @@ mb_error mb_collection_writer_begin(const char *path, double expected_bytes, int
 }
 
 /* Why a write failed, where the cause is a full disk: a clause for the message. */
-static const char *full_disk_note(const char *tmp) {
-  const double avail = mb_coll_free_bytes(tmp);
-  return avail >= 0 && avail < 1e6 ? ": the disk or quota is full" : "";
-}
+static const char *full_disk_note(const char *tmp) { return mb_coll_full_note(tmp); }
 
 static mb_error raw_error(mb_collection_writer *w) {
   pthread_mutex_lock(&w->mu);
@@ -274,9 +283,8 @@ mb_error mb_collection_writer_finish(mb_collection_writer *w) {
     e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Gclose(/meshes) of %s failed",
                      w->tmp);
   w->meshes = -1;
-  if (H5Fclose(w->file) < 0 && !e)
-    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Fclose(%s) failed%s", w->tmp,
-                     full_disk_note(w->tmp));
+  const mb_error ce = mb_coll_close_h5(MPI_COMM_SELF, w->file, w->tmp, e != MB_SUCCESS);
+  if (!e) e = ce;
   w->file = -1;
   mb_h5_quiet_end(q);
   if (!e) e = mb_coll_publish(w->path, w->tmp, w->suffix, &all, w->durable);
@@ -286,7 +294,7 @@ mb_error mb_collection_writer_finish(mb_collection_writer *w) {
     mb_collection_writer_abort(w);
     return e;
   }
-  writer_free(w);
+  writer_free(w, 0);
   return MB_SUCCESS;
 }
 
@@ -294,6 +302,6 @@ void mb_collection_writer_abort(mb_collection_writer *w) {
   if (!w) return;
   char tmp[MB_PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s", w->tmp);
-  writer_free(w);
+  writer_free(w, 1);
   unlink(tmp);
 }

@@ -153,7 +153,8 @@ static mb_error add_collection(MPI_Comm comm, mb_inputs *in, const char *path) {
   in->collections[ci] = coll;
   for (int64_t k = 0; k < mb_collection_count(coll); k++) {
     const mb_mesh_info *info = mb_collection_info(coll, k);
-    MB_CALL(add_source(in, info->name, path, ci, k, (double)info->nf, NULL));
+    MB_CALL(add_source(in, info->name, path, ci, k, (double)info->nf,
+                       info->problem[0] ? info->problem : NULL));
   }
   return MB_SUCCESS;
 }

@@ -156,10 +156,19 @@ mb_error mb_mf_int(mb_mf_text *t, const char *what, int64_t *v) {
   return MB_SUCCESS;
 }
 
+/* Whether the token at s is a hexadecimal number ("0x1p3", "-0X.8"):
+ * strtod reads them, no mesh format defines them. ("inf" and "nan", which
+ * strtod also reads, reach the callers as non-finite values: coordinates
+ * refuse them by name.) */
+static int hex_number(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
 mb_error mb_mf_number(mb_mf_text *t, const char *what, double *x) {
   mb_mf_skip_blanks(t);
   const char *s = t->p;
-  if (!mb_mf_is_delim(t, *s)) {
+  if (!mb_mf_is_delim(t, *s) && !hex_number(s)) {
     char *e;
     *x = strtod(s, &e);
     if (e != s && mb_mf_is_delim(t, *e)) {

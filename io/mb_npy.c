@@ -181,6 +181,13 @@ mb_error mb_npy_read_grid(const char *path, mb_mesh **grid) {
                      bytes, here < 0 ? 0LL : (long long)st.st_size - here);
     goto done;
   }
+  if ((uint64_t)st.st_size - (uint64_t)here != bytes) { /* no room for anything after the data */
+    e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                     "%s: %lld bytes follow the %zu bytes of data the header's shape gives: not "
+                     "a .npy array (a truncated header, or another file appended)", path,
+                     (long long)((uint64_t)st.st_size - (uint64_t)here - bytes), bytes);
+    goto done;
+  }
   raw = mb_alloc(bytes);
   if (!raw) {
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "%s: out of memory", path);

@@ -273,12 +273,18 @@ static const char *xdmf_head =
     "  <Domain>\n";
 static const char *xdmf_tail = "  </Domain>\n</Xdmf>\n";
 
-/* Close fp and turn a write error into MB_ERR_IO naming path. */
+/* Flush and close fp and turn a write error into MB_ERR_IO naming path,
+ * with the errno of the first call that failed (a buffered write's, else
+ * fflush's, else fclose's; each read before the next call can change it):
+ * ENOSPC reads "No space left on device". errno is 0 on entry to the
+ * writes (the callers clear it after fopen). */
 static mb_error finish(FILE *fp, const char *path) {
-  int bad = ferror(fp);
-  int err = errno;
-  if (fclose(fp) != 0 || bad)
-    MB_FAIL(MB_ERR_IO, "%s: cannot write XDMF file: %s", path, strerror(err ? err : EIO));
+  int err = ferror(fp) ? (errno ? errno : EIO) : 0;
+  if (!err && fflush(fp) != 0) err = errno ? errno : EIO;
+  errno = 0;
+  if (fclose(fp) != 0 && !err) err = errno ? errno : EIO;
+  MB_CHECK(!err, MB_ERR_IO, "%s: cannot write XDMF file: %s%s", path, strerror(err),
+           err == ENOSPC || err == EDQUOT ? " (no space left: the disk or quota is full)" : "");
   return MB_SUCCESS;
 }
 
@@ -286,6 +292,7 @@ mb_error mb_xdmf_write_collection(const char *xdmf_path, const char *h5_name, in
                                   const mb_xdmf_mesh *meshes) {
   FILE *fp = fopen(xdmf_path, "w");
   MB_CHECK(fp, MB_ERR_IO, "%s: cannot create XDMF file: %s", xdmf_path, strerror(errno));
+  errno = 0;
   fputs(xdmf_head, fp);
   fputs("    <Grid Name=\"meshes\" GridType=\"Collection\" CollectionType=\"Spatial\">\n", fp);
   for (int64_t i = 0; i < n; i++) put_grid(fp, "      ", h5_name, &meshes[i], 0);
@@ -298,6 +305,7 @@ mb_error mb_xdmf_write_collection(const char *xdmf_path, const char *h5_name, in
 mb_error mb_xdmf_write_mesh(const char *xdmf_path, const char *h5_name, const mb_xdmf_mesh *m) {
   FILE *fp = fopen(xdmf_path, "w");
   MB_CHECK(fp, MB_ERR_IO, "%s: cannot create XDMF file: %s", xdmf_path, strerror(errno));
+  errno = 0;
   fputs(xdmf_head, fp);
   if (m->kind != MB_KIND_GRID3D || !put_grid3d_series(fp, "    ", h5_name, m))
     put_grid(fp, "    ", h5_name, m, 1);

@@ -223,6 +223,16 @@ typedef mb_error (*mb_op_run_partitioned_fn)(const mb_op_ctx *ctx, const mb_stag
  * returns the process exit code. Collective over MPI_COMM_WORLD. */
 typedef int (*mb_op_bench_fn)(int argc, char **argv);
 
+/* A dataset's size for the estimate made before any work (the runner's
+ * check of the output against the free disk and the memory): vertex rows
+ * (grid points), faces, face vertex indices, and the field components
+ * stored per vertex row and per face row (every field together). Counts,
+ * as doubles so that a declared size cannot overflow them. */
+typedef struct mb_size_estimate {
+  double rows, faces, nidx;
+  double row_values, face_values;
+} mb_size_estimate;
+
 typedef struct mb_op_info {
   const char *name;      /* in job files: "taubin" */
   const char *room;      /* its folder under src/ops/ and bench name: "smooth" */
@@ -252,6 +262,11 @@ typedef struct mb_op_info {
   int ghost_depth;
   mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS];
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
+  /* How a stage changes the size of a dataset (fields it adds, snapshots
+   * it keeps): updates *s in place, a bound (never less than the op will
+   * store). NULL: the sizes stay as they are (ops that move values only,
+   * or make no more faces than they read). Not collective; cannot fail. */
+  void (*grow)(const void *params, mb_size_estimate *s);
 } mb_op_info;
 
 /* A parameter's value as text for provenance and help ("0.5", "cotangent").

@@ -220,6 +220,7 @@ static mb_error setup(rank_state *st) {
   MB_CALL(mb_agree(st->comm, e));
   e = st->rank == 0 ? runner_make_parent_folder(st->job->output) : MB_SUCCESS;
   if (!e && st->rank == 0) e = runner_check_output(st->job->output, st->inputs);
+  if (!e && st->rank == 0) e = runner_check_size(st);
   if (!e && st->rank == 0) e = runner_take_lock(st->job->output);
   if (!e) st->locked = st->rank == 0;
   if (st->locked) runner_remove_stale_temporaries(st->job->output);
@@ -233,7 +234,7 @@ static mb_error setup(rank_state *st) {
     MB_CALL(mb_agree(st->comm, e));
   }
   if (runner_writes_per_mesh(st))
-    MB_CALL(mb_collection_writer_begin(st->job->output, runner_expected_output_bytes(st->inputs),
+    MB_CALL(mb_collection_writer_begin(st->job->output, runner_expected_output_bytes(st),
                                        st->job->sync,
                                        &st->out));
   return MB_SUCCESS;

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "mb_collection.h"
+#include "mb_meshfile.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 
@@ -84,7 +86,8 @@ mb_error runner_make_parent_folder(const char *path) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir) return MB_SUCCESS;
+  /* "o.h5/" names a folder: runner_check_output refuses it, nothing is made first */
+  if (!slash || slash == dir || !slash[1]) return MB_SUCCESS;
   *slash = '\0';
   for (char *p = dir + 1; *p; p++)
     if (*p == '/') {
@@ -142,6 +145,17 @@ mb_error runner_check_output(const char *output, const mb_inputs *in) {
   MB_CHECK(len > 0 && output[len - 1] != '/' && (stat(output, &so) != 0 || !S_ISDIR(so.st_mode)),
            MB_ERR_ARG, "the output %s is a folder: give the file to write, e.g. %s%sout.h5",
            output, output, len && output[len - 1] == '/' ? "" : "/");
+  MB_CHECK(stat(output, &so) != 0 || S_ISREG(so.st_mode), MB_ERR_ARG,
+           "the output %s is %s, not a file: meshbatch writes the output beside it under a "
+           "temporary name and renames it there; give the path of a file, e.g. out.h5", output,
+           S_ISCHR(so.st_mode) ? "a character device" : S_ISBLK(so.st_mode) ? "a block device"
+           : S_ISFIFO(so.st_mode) ? "a FIFO" : S_ISSOCK(so.st_mode) ? "a socket" : "special");
+  const mb_meshfile_format fmt = mb_meshfile_format_of(output);
+  MB_CHECK(fmt == MB_MESHFILE_UNKNOWN, MB_ERR_ARG,
+           "the output %s names a mesh file, but `meshbatch run` writes an HDF5 collection: name "
+           "it %.*s.h5, and `meshbatch export` the result to %s", output,
+           (int)(strrchr(output, '.') ? strrchr(output, '.') - output : (long)strlen(output)),
+           output, strrchr(output, '.') ? strrchr(output, '.') + 1 : "another format");
   MB_CALL(check_output_names(output, in));
   if (stat(output, &so) == 0)
     for (int64_t k = 0; k < in->nsources; k++) {
@@ -471,22 +485,98 @@ int runner_writes_per_mesh(const rank_state *st) {
   return !(e && !strcmp(e, "end"));
 }
 
-/* The bytes the output will take, as far as the inputs tell before any
- * work: the vertices and face indices of every collection dataset at 8
- * bytes a value, a mesh file's own size; stages that add fields or faces
- * make it larger. Used to refuse a disk without room before starting. */
-double runner_expected_output_bytes(const mb_inputs *in) {
+/* The estimated size of source k after the job's stages (mb_op_info.grow):
+ * from its collection's declared sizes, or for a mesh file its size in
+ * bytes (counted as rows of 24 bytes). *bytes: its output; *in_bytes: its
+ * input. Corrupt datasets (declared sizes the file does not back) count 0:
+ * they fail when read. */
+static void source_estimate(const rank_state *st, int64_t k, double *bytes, double *in_bytes) {
+  const mb_source *src = &st->inputs->sources[k];
+  const mb_collection *c = src->collection >= 0 ? st->inputs->collections[src->collection] : NULL;
+  const mb_mesh_info *info = c ? mb_collection_info(c, src->entry) : NULL;
+  mb_size_estimate s = {0};
+  double pos = 3; /* position values per row: 2 planar, none for a grid */
+  struct stat sb;
+  if (info) {
+    s = (mb_size_estimate){(double)info->nv, (double)info->nf, (double)info->nidx,
+                           (double)info->nvalues, (double)info->nface_values};
+    pos = info->kind == MB_KIND_GRID3D ? 0 : info->kind == MB_KIND_SURFACE ? 3 : 2;
+    if (!info->triangles) s.nidx += s.faces + 1; /* the offsets */
+  } else if (src->collection < 0 && stat(src->path, &sb) == 0) {
+    s.rows = (double)sb.st_size / 24.0;
+  }
+  const double before = 8.0 * (s.rows * (pos + s.row_values) + s.faces * s.face_values + s.nidx);
+  for (int i = 0; i < st->job->nstages; i++)
+    if (st->job->stages[i].op->grow) st->job->stages[i].op->grow(st->job->stages[i].params, &s);
+  *in_bytes = before;
+  *bytes = 8.0 * (s.rows * (pos + s.row_values) + s.faces * s.face_values + s.nidx);
+}
+
+double runner_expected_output_bytes(const rank_state *st) {
   double bytes = 0;
-  for (int64_t k = 0; k < in->nsources; k++) {
-    const mb_source *src = &in->sources[k];
-    const mb_collection *c = src->collection >= 0 ? in->collections[src->collection] : NULL;
-    const mb_mesh_info *info = c ? mb_collection_info(c, src->entry) : NULL;
-    struct stat sb;
-    if (info)
-      bytes += 8.0 * (3.0 * (double)info->nv + (double)info->nidx +
-                      (info->triangles ? 0.0 : (double)info->nf + 1.0));
-    else if (src->collection < 0 && stat(src->path, &sb) == 0)
-      bytes += (double)sb.st_size;
+  for (int64_t k = 0; k < st->inputs->nsources; k++) {
+    double out, in;
+    source_estimate(st, k, &out, &in);
+    bytes += out;
   }
   return bytes;
+}
+
+/* The memory limit: MESHBATCH_MEMORY_LIMIT (bytes; a number with an
+ * optional k, M, G or T of powers of 1024), else MemAvailable of
+ * /proc/meminfo; -1 where neither tells. *what names it for messages. */
+static double memory_limit(const char **what) {
+  const char *env = getenv("MESHBATCH_MEMORY_LIMIT");
+  if (env && *env) {
+    char *end;
+    double v = strtod(env, &end);
+    const char *units = "kMGT", *u = *end ? strchr(units, *end) : NULL;
+    if (u) v *= (double)(1ull << (10 * (u - units + 1)));
+    *what = "MESHBATCH_MEMORY_LIMIT";
+    if (v > 0) return v;
+  }
+  *what = "MemAvailable of /proc/meminfo";
+  FILE *fp = fopen("/proc/meminfo", "r");
+  if (!fp) return -1;
+  char line[256];
+  double kb = -1;
+  while (fgets(line, sizeof line, fp))
+    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  fclose(fp);
+  return kb > 0 ? kb * 1024.0 : -1;
+}
+
+mb_error runner_check_size(const rank_state *st) {
+  double total = 0, worst = 0;
+  int64_t wk = -1;
+  for (int64_t k = 0; k < st->inputs->nsources; k++) {
+    double out, in;
+    source_estimate(st, k, &out, &in);
+    total += out;
+    /* a mesh in memory holds at least its larger form (the output holds the input's
+     * arrays and what the stages add; work arrays come on top): refused only where
+     * even that passes the limit */
+    const double held = out > in ? out : in;
+    if (held > worst) worst = held, wk = k;
+  }
+  char dir[4096];
+  output_folder(st->job->output, dir, sizeof dir);
+  struct statvfs v;
+  const double avail = statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : -1;
+  const char *knob = getenv("MESHBATCH_SPACE_CHECK"); /* "0": skipped, as in io's checks */
+  MB_CHECK(avail < 0 || total <= avail || (knob && !strcmp(knob, "0")), MB_ERR_IO,
+           "no room for the output %s: the job's stages would write about %.4g MB (their fields "
+           "and time series counted), %.4g MB are free in %s: no space for it; nothing was "
+           "computed",
+           st->job->output, total / 1e6, avail / 1e6, dir);
+  const char *what = "";
+  const double limit = memory_limit(&what);
+  const int split = st->job->distribute == MB_DISTRIBUTE_PARTITIONED;
+  const double need = split ? worst / st->size : worst;
+  MB_CHECK(limit < 0 || wk < 0 || need <= limit, MB_ERR_MEMORY,
+           "mesh '%s' (%s) would need at least %.4g MB of memory%s (its fields and time series "
+           "counted), more than the %.4g MB of %s; nothing was computed",
+           st->inputs->sources[wk].name, st->inputs->sources[wk].path, need / 1e6,
+           split ? " on each rank" : "", limit / 1e6, what);
+  return MB_SUCCESS;
 }

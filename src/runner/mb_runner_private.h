@@ -138,7 +138,12 @@ void runner_checkpoint_after_failure(const char *dir, int keep);
 void runner_remove_checkpoint(const char *dir);
 /* Whether the output is written mesh by mesh (one rank, per mesh, not MESHBATCH_WRITE=end). */
 int runner_writes_per_mesh(const rank_state *st);
-/* The bytes the output will take as far as the inputs tell (to refuse a full disk). */
-double runner_expected_output_bytes(const mb_inputs *in);
+/* The bytes the output will take as far as the inputs and the stages tell
+ * (every op's mb_op_info.grow: added fields, time series), a bound. */
+double runner_expected_output_bytes(const rank_state *st);
+/* Rank 0, before any work: refuse an output larger than the free disk of its
+ * folder (statvfs) or a mesh needing more memory than MESHBATCH_MEMORY_LIMIT
+ * (bytes) or, unset, the node's MemAvailable; the message gives the figures. */
+mb_error runner_check_size(const rank_state *st);
 
 #endif

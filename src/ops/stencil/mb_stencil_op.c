@@ -538,6 +538,24 @@ int mb_stencil_bench(int argc, char **argv); /* mb_stencil_bench.c */
   "8th-order central differences (B. Fornberg, Math. Comp. 51, 1988); NVIDIA, Finite "       \
   "Difference Methods in CUDA C/C++ (2013)"
 
+/* mb_op_info.grow: derivative adds one field per field and axis asked,
+ * grid_laplacian one per field, heat with `every` a snapshot of every field
+ * at steps 0, every, 2 every, ... and the last (at most steps/every + 2). */
+static void derivative_grow(const void *params, mb_size_estimate *s) {
+  const mb_stencil_params *p = params;
+  s->row_values *= p->axis == 3 ? 4 : 2;
+}
+
+static void laplacian_grow(const void *params, mb_size_estimate *s) {
+  (void)params;
+  s->row_values *= 2;
+}
+
+static void heat_grow(const void *params, mb_size_estimate *s) {
+  const mb_stencil_params *p = params;
+  if (p->every > 0) s->row_values *= 1.0 + (double)(p->steps / p->every) + 2.0;
+}
+
 const mb_op_info mb_op_derivative = {
     .name = "derivative",
     .room = "stencil",
@@ -553,6 +571,7 @@ const mb_op_info mb_op_derivative = {
     .split = MB_SPLIT_CELLS,
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
+    .grow = derivative_grow,
     .bench = mb_stencil_bench,
 };
 
@@ -571,6 +590,7 @@ const mb_op_info mb_op_grid_laplacian = {
     .split = MB_SPLIT_CELLS,
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
+    .grow = laplacian_grow,
 };
 
 const mb_op_info mb_op_heat = {
@@ -588,6 +608,7 @@ const mb_op_info mb_op_heat = {
     .split = MB_SPLIT_CELLS,
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
+    .grow = heat_grow,
 };
 
 const mb_op_info mb_op_wave = {

@@ -68,6 +68,12 @@ static double umbrella_cost(int64_t nv, int64_t nf, const void *params) {
   return (double)(nv + nf);
 }
 
+/* mb_op_info.grow: the field `umbrella`, 3 components a vertex. */
+static void umbrella_grow(const void *params, mb_size_estimate *s) {
+  (void)params;
+  s->row_values += 3;
+}
+
 const mb_op_info mb_op_umbrella = {
     .name = "umbrella",
     .room = "umbrella",
@@ -85,4 +91,5 @@ const mb_op_info mb_op_umbrella = {
     .split = MB_SPLIT_VERTICES,
     .ghost_depth = 1,
     .run_partitioned = {umbrella_run_partitioned, umbrella_run_partitioned},
+    .grow = umbrella_grow,
 };
