@@ -304,6 +304,52 @@ def case_threads(a):
     print("wait policy: passive by default (spin count 0), the user's active kept")
 
 
+def case_grid_fields(a):
+    """The stencil ops' `fields` key: heat with `every` steps and snapshots
+    only the named fields (the others unchanged, bitwise); a name the grid
+    lacks fails with the job file and line and the grid's fields; a mapping
+    is a job-file error (exit 2). And heat beyond the stability limit names
+    the job file and line."""
+    h5py = need_module("h5py")
+    d = fresh("grid_fields")
+    g = os.path.join(d, "g.h5")
+    run(["generate", "grid", "--shape", "8,8,8", "--field", "u=sines", "--field", "v=gaussian", "-o", g, "-q"])
+
+    def job(name, fields, dt="0.0001"):
+        return write(os.path.join(d, name), f"input: {g}\noutput: {d}/{name}.h5\nstages:\n  - op: heat\n"
+                     f"    alpha: 1\n    dt: {dt}\n    steps: 4\n    every: 2\n{fields}")
+    run(["run", job("some.yaml", "    fields: [u]\n"), "-q"])
+    run(["run", job("all.yaml", ""), "-q"])
+    with h5py.File(g, "r") as f0, h5py.File(os.path.join(d, "some.yaml.h5"), "r") as f1, \
+            h5py.File(os.path.join(d, "all.yaml.h5"), "r") as f2:
+        k1 = sorted(f1["meshes/grid_8x8x8/fields"].keys())
+        k2 = sorted(f2["meshes/grid_8x8x8/fields"].keys())
+        if k1 != ["u", "u@t=0", "u@t=0.0002", "u@t=0.0004", "v"]:
+            fail(f"fields: [u] kept {k1}")
+        if len(k2) != 8:
+            fail(f"no fields key: {k2}, expected both fields with 3 snapshots each")
+        if (f1["meshes/grid_8x8x8/fields/v"][()] != f0["meshes/grid_8x8x8/fields/v"][()]).any():
+            fail("fields: [u] changed v")
+        if (f1["meshes/grid_8x8x8/fields/u"][()] != f2["meshes/grid_8x8x8/fields/u"][()]).any():
+            fail("fields: [u] stepped u differently from the run on all fields")
+    print("fields: [u]: u stepped and snapshotted, v unchanged; default: every field")
+    part = write(os.path.join(d, "part.yaml"), open(os.path.join(d, "some.yaml")).read()
+                 .replace("some.yaml.h5", "part.h5").replace("stages:", "distribute: partitioned\nstages:"))
+    run(["run", part, "-q"], np=2)
+    run(["compare", os.path.join(d, "part.h5"), os.path.join(d, "some.yaml.h5")])
+    print("partitioned on 2 ranks: the same fields, bitwise")
+    bad = job("bad.yaml", "    fields: [u, w]\n")
+    p = run(["run", bad], expect=1)
+    if "bad.yaml:4: stages[0].fields: 'w' is not a field" not in p.stderr or "u, v" not in p.stderr:
+        fail("an unknown field name is not reported with the job file, line and the grid's fields")
+    p = run(["run", job("map.yaml", "    fields: {u: 1}\n")], expect=2)
+    if "map.yaml:9" not in p.stderr or "a list of names" not in p.stderr:
+        fail("fields given as a mapping is not a job-file error with file:line")
+    p = run(["run", job("unstable.yaml", "", dt="1")], expect=1)
+    if "unstable.yaml:4: stages[0].dt: heat: time step 1 exceeds the stability limit" not in p.stderr:
+        fail("heat beyond the stability limit does not name the job file and line")
+
+
 def case_generate(a):
     d = fresh("generate")
     s = os.path.join(d, "s.obj")
