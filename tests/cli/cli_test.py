@@ -350,6 +350,74 @@ def case_grid_fields(a):
         fail("heat beyond the stability limit does not name the job file and line")
 
 
+def case_ply_properties(a):
+    """import keeps the extra scalar properties of a PLY's vertex and face
+    elements (quality, red green blue, a face's area) as fields, ascii and
+    binary; lists and other elements are named in a warning; export to PLY
+    writes the fields back (colours as uchar) and a re-import gives the same
+    values bitwise."""
+    import struct
+    h5py = need_module("h5py")
+    d = fresh("ply_properties")
+    xyz = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0.25)]
+    quality = [0.5, 1.25, -3.0, 0.1]
+    rgb = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30)]
+    faces = [(0, 1, 2), (1, 3, 2)]
+    area = [0.5, 0.25]
+    head = ("element vertex 4\nproperty double x\nproperty double y\nproperty double z\n"
+            "property double quality\nproperty uchar red\nproperty uchar green\nproperty uchar blue\n"
+            "element face 2\nproperty list uchar int vertex_indices\nproperty double area\n"
+            "property list uchar float texcoord\nelement edge 1\nproperty int vertex1\n"
+            "property int vertex2\nend_header\n")
+    asc = "ply\nformat ascii 1.0\n" + head
+    for p, q, c in zip(xyz, quality, rgb):
+        asc += " ".join(repr(float(v)) for v in p) + f" {q!r} {c[0]} {c[1]} {c[2]}\n"
+    for f, ar in zip(faces, area):
+        asc += f"3 {f[0]} {f[1]} {f[2]} {ar!r} 2 0.5 0.5\n"
+    asc += "0 1\n"
+    write(os.path.join(d, "asc.ply"), asc)
+    binary = ("ply\nformat binary_little_endian 1.0\n" + head).encode()
+    for p, q, c in zip(xyz, quality, rgb):
+        binary += struct.pack("<4d3B", *p, q, *c)
+    for f, ar in zip(faces, area):
+        binary += struct.pack("<B3id", 3, *f, ar) + struct.pack("<B2f", 2, 0.5, 0.5)
+    binary += struct.pack("<2i", 0, 1)
+    with open(os.path.join(d, "bin.ply"), "wb") as out:
+        out.write(binary)
+    coll = os.path.join(d, "c.h5")
+    p = run(["import", os.path.join(d, "asc.ply"), os.path.join(d, "bin.ply"), "-o", coll])
+    if "list property 'texcoord' of the face element is not kept" not in p.stderr or \
+            "element 'edge' (1) is not kept" not in p.stderr:
+        fail("the properties read past are not named in a warning")
+
+    def check(path, name):
+        with h5py.File(path, "r") as f:
+            g = f[f"meshes/{name}"]
+            got = {k: list(g["fields"][k][()].ravel()) for k in g["fields"]}
+            want = {"quality": quality, "red": [c[0] for c in rgb], "green": [c[1] for c in rgb],
+                    "blue": [c[2] for c in rgb]}
+            if got != want:
+                fail(f"{path} {name}: vertex fields {got}, expected {want}")
+            fa = list(g["face_fields"]["area"][()].ravel())
+            if fa != area:
+                fail(f"{path} {name}: face field area {fa}, expected {area}")
+    check(coll, "asc")
+    check(coll, "bin")
+    print("import: quality, red, green, blue per vertex and area per face kept (ascii and binary)")
+    out = os.path.join(d, "out.ply")
+    run(["export", coll, "--mesh", "bin", "-o", out])
+    text = open(out, "rb").read()
+    hdr = text[:text.index(b"end_header")].decode()
+    for line in ("property double quality", "property uchar red", "property uchar blue",
+                 "property double area"):
+        if line not in hdr:
+            fail(f"the exported PLY header lacks '{line}':\n{hdr}")
+    coll2 = os.path.join(d, "c2.h5")
+    run(["import", out, "-o", coll2])
+    check(coll2, "out")
+    print("export to PLY writes the fields back; a re-import gives them bitwise")
+
+
 def case_generate(a):
     d = fresh("generate")
     s = os.path.join(d, "s.obj")
