@@ -282,10 +282,10 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
     const mb_stencil_grid g = grid_of(m, p);
-    MB_CALL(stage_check_heat(&stages[s], &g));
     unsigned char *sel = NULL;
     MB_CALL(select_fields(m, &stages[s], &sel));
     mb_error fe = check_fields(m, "heat", sel);
+    if (!fe) fe = stage_check_heat(&stages[s], &g);
     const int nf = m->nfields; /* snapshots are added behind them */
     for (int f = 0; f < nf && !fe; f++) {
       if (!sel[f]) continue;
