@@ -23,7 +23,31 @@ mb_error mb_mf_builder_init(mb_mf_builder *b) {
   return MB_SUCCESS;
 }
 
+static void mb_mf_free_extra(mb_mf_builder *b) {
+  for (int k = 0; k < b->nextra; k++) free(b->extra[k].data);
+  free(b->extra);
+  b->extra = NULL;
+  b->nextra = 0;
+}
+
+mb_error mb_mf_add_extra(mb_mf_builder *b, const char *name, int on_faces, int64_t cap, int *k) {
+  mb_mf_extra *x = realloc(b->extra, sizeof *x * (size_t)(b->nextra + 1));
+  MB_CHECK(x, MB_ERR_MEMORY, "out of memory");
+  b->extra = x;
+  x = &b->extra[b->nextra];
+  memset(x, 0, sizeof *x);
+  snprintf(x->name, sizeof x->name, "%s", name);
+  x->on_faces = on_faces;
+  x->cap = cap > 0 ? cap : 0;
+  x->data = calloc((size_t)(x->cap ? x->cap : 1), sizeof(double));
+  MB_CHECK(x->data, MB_ERR_MEMORY, "out of memory for property '%s' (%lld values)", name,
+           (long long)cap);
+  *k = b->nextra++;
+  return MB_SUCCESS;
+}
+
 void mb_mf_builder_free(mb_mf_builder *b) {
+  mb_mf_free_extra(b);
   free(b->xyz);
   free(b->offsets);
   free(b->indices);
@@ -93,12 +117,28 @@ mb_error mb_mf_builder_finish(mb_mf_builder *b, const char *path, mb_mesh **mesh
   m->nf = b->nf;
   m->face_offsets = b->offsets;
   m->face_indices = b->indices;
-  memset(b, 0, sizeof *b);
+  b->xyz = NULL;
+  b->offsets = NULL;
+  b->indices = NULL;
   if (!m->xyz) m->xyz = calloc(3, sizeof(double));
   if (!m->face_indices) m->face_indices = calloc(1, sizeof(int64_t));
   if (!m->xyz || !m->face_indices) {
+    mb_mf_builder_free(b);
     mb_mesh_free(m);
     MB_FAIL(MB_ERR_MEMORY, "out of memory");
+  }
+  /* the extra scalars whose counts match become fields */
+  e = MB_SUCCESS;
+  for (int k = 0; k < b->nextra && !e; k++) {
+    const mb_mf_extra *x = &b->extra[k];
+    if (x->on_faces ? x->n != m->nf : x->n != m->nv) continue;
+    e = x->on_faces ? mb_mesh_set_face_field(m, x->name, 1, x->data)
+                    : mb_mesh_set_field(m, x->name, 1, x->data);
+  }
+  mb_mf_builder_free(b);
+  if (e) {
+    mb_mesh_free(m);
+    return e;
   }
   *mesh = m;
   return MB_SUCCESS;

@@ -20,8 +20,19 @@
 
 /* ------------------------------------------------------------ mesh builder */
 
+/* An extra scalar per vertex or per face that a reader keeps (a PLY
+ * property such as quality or red): it becomes a field of the mesh. */
+typedef struct mb_mf_extra {
+  char name[64];
+  int on_faces;      /* 0: per vertex, 1: per face */
+  double *data;      /* [cap] values in file order (owned) */
+  int64_t n, cap;    /* values read, room */
+} mb_mf_extra;
+
 /* Growable vertex and CSR face arrays, turned into an mb_mesh at the end. */
 typedef struct mb_mf_builder {
+  int nextra;
+  mb_mf_extra *extra; /* [nextra] fields to keep (owned); mb_mf_builder_finish sets them */
   double *xyz;       /* [cap_v, 3] */
   int64_t nv, cap_v;
   int64_t *offsets;  /* [cap_f + 1], offsets[0] = 0 */
@@ -79,6 +90,11 @@ static inline mb_error mb_mf_end_face(mb_mf_builder *b) {
   b->offsets[++b->nf] = b->ni;
   return MB_SUCCESS;
 }
+
+/* Add an extra scalar named name per vertex (on_faces 0) or per face (1),
+ * room for cap values; its index in b->extra in *k. Not collective. Errors:
+ * MB_ERR_MEMORY. */
+mb_error mb_mf_add_extra(mb_mf_builder *b, const char *name, int on_faces, int64_t cap, int *k);
 
 /* Move the builder's arrays into a new mesh named after path's file stem
  * (*mesh, owned by the caller); the builder is left empty. Errors:

@@ -2,12 +2,20 @@
  *
  * The header is parsed into a list of elements with their properties; the
  * body is then walked element by element, instance by instance, with one
- * value reader for the ascii and both binary encodings. Only vertex x, y, z
- * and the face list vertex_indices (or vertex_index) are kept; everything
- * else, lists included, is read past.
+ * value reader for the ascii and both binary encodings. Vertex x, y, z and
+ * the face list vertex_indices (or vertex_index) make the mesh; every other
+ * scalar property of the vertex and face elements (quality, red green blue,
+ * nx ny nz, ...) is kept as a one-component field of that name (per vertex
+ * or per face, float64: every PLY type converts exactly). Other lists and
+ * other elements are read past, with a warning that names them.
+ * The writer writes the mesh's one-component fields back as properties
+ * (NAME_0, NAME_1, ... for a field of several components): uchar where
+ * every value is an integer in [0, 255] (colours), int where an integer in
+ * the int32 range, else double.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "mb_log.h"
 #include "mb_meshfile_private.h"
 
 #include <math.h>
@@ -58,6 +66,7 @@ typedef struct mb_ply {
   int vertex_elem, face_elem;   /* element numbers, -1 if absent */
   int xyz[3];                   /* property numbers of x, y, z in the vertex element */
   int face_prop;                /* property number of the face index list */
+  int *keep[2];                 /* vertex (0) and face (1) property -> extra index, -1 */
   int64_t nv;                   /* declared vertex count */
   int cur_elem;                 /* position, for messages */
   int64_t cur_inst;
@@ -245,6 +254,41 @@ static mb_error mb_ply_locate(mb_ply *r) {
   return MB_SUCCESS;
 }
 
+/* Bytes left in the body. */
+static int64_t mb_ply_left(const mb_ply *r);
+
+/* The scalar properties kept as fields: every non-list property of the
+ * vertex element but x, y, z and every non-list one of the face element;
+ * warnings name what is read past (other lists, other elements). */
+static mb_error mb_ply_keep(mb_ply *r, mb_mf_builder *b) {
+  for (int w = 0; w < 2; w++) {
+    const int ei = w ? r->face_elem : r->vertex_elem;
+    if (ei < 0) continue;
+    const mb_ply_elem *e = &r->elems[ei];
+    r->keep[w] = malloc(sizeof(int) * (size_t)(e->nprops ? e->nprops : 1));
+    MB_CHECK(r->keep[w], MB_ERR_MEMORY, "out of memory");
+    /* no more instances than bytes left: a false count allocates nothing big */
+    const int64_t cap = e->count < mb_ply_left(r) ? e->count : mb_ply_left(r);
+    for (int pi = 0; pi < e->nprops; pi++) {
+      const mb_ply_prop *p = &e->props[pi];
+      r->keep[w][pi] = -1;
+      if (!w && (pi == r->xyz[0] || pi == r->xyz[1] || pi == r->xyz[2])) continue;
+      if (w && pi == r->face_prop) continue;
+      if (p->is_list) {
+        mb_log_warning("%s: PLY list property '%s' of the %s element is not kept", r->t.path,
+                       p->name, e->name);
+        continue;
+      }
+      MB_CALL(mb_mf_add_extra(b, p->name, w, cap, &r->keep[w][pi]));
+    }
+  }
+  for (int i = 0; i < r->nelems; i++)
+    if (i != r->vertex_elem && i != r->face_elem && r->elems[i].count > 0)
+      mb_log_warning("%s: PLY element '%s' (%lld) is not kept", r->t.path, r->elems[i].name,
+                     (long long)r->elems[i].count);
+  return MB_SUCCESS;
+}
+
 /* ------------------------------------------------------------ body values */
 
 /* One binary value of type ty at p, in the file's byte order. */
@@ -335,6 +379,14 @@ static mb_error mb_ply_instance(mb_ply *r, int ei, mb_mf_builder *b) {
       MB_CALL(mb_ply_value(r, p->type, &d, &n));
       for (int k = 0; is_vertex && k < 3; k++)
         if (pi == r->xyz[k]) xyz[k] = d;
+      const int x = is_vertex && r->keep[0] ? r->keep[0][pi] : is_face && r->keep[1] ? r->keep[1][pi] : -1;
+      if (x >= 0) {
+        mb_mf_extra *ex = &b->extra[x];
+        MB_CHECK(r->cur_inst < ex->cap, MB_ERR_FORMAT, "%s: more %s than the file holds",
+                 mb_ply_where(r), e->name);
+        ex->data[r->cur_inst] = d;
+        ex->n = r->cur_inst + 1;
+      }
       continue;
     }
     MB_CALL(mb_ply_value(r, p->count_type, &d, &n));
@@ -383,11 +435,18 @@ mb_error mb_ply_read(const char *path, const char *data, size_t len, mb_mf_build
   if (!e) {
     r->p = (const unsigned char *)r->t.p;
     r->end = (const unsigned char *)r->t.end;
+    e = mb_ply_keep(r, b);
+  }
+  if (!e) {
+    r->p = (const unsigned char *)r->t.p;
+    r->end = (const unsigned char *)r->t.end;
     e = mb_ply_body(r, b);
   }
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);
   for (int i = 0; i < r->nelems; i++) free(r->elems[i].props);
   free(r->elems);
+  free(r->keep[0]);
+  free(r->keep[1]);
   free(r);
   return e;
 }
@@ -411,6 +470,75 @@ static void mb_ply_write_face(FILE *f, const mb_mesh *m, int64_t k, int count_si
   }
 }
 
+/* A field's component written as a property: its values, its PLY type. */
+typedef struct mb_ply_out {
+  const mb_field *fd;
+  int comp;
+  mb_ply_type type; /* MB_PLY_UINT8, MB_PLY_INT32 or MB_PLY_FLOAT64 */
+  char name[MB_PLY_NAME + 16];
+} mb_ply_out;
+
+static double mb_ply_field_value(const mb_field *fd, int64_t i, int comp) {
+  const int64_t k = i * fd->ncomp + comp;
+  return fd->dtype == MB_FLOAT32 ? (double)fd->data32[k] : fd->data[k];
+}
+
+/* The properties of n fields over count instances: one per component,
+ * the narrowest type that holds every value exactly. *out owned by the
+ * caller (free). */
+static mb_error mb_ply_outs(const mb_field *fields, int n, int64_t count, mb_ply_out **out,
+                            int *nout) {
+  int total = 0;
+  for (int f = 0; f < n; f++) total += fields[f].ncomp;
+  *out = calloc((size_t)(total ? total : 1), sizeof **out);
+  MB_CHECK(*out, MB_ERR_MEMORY, "out of memory");
+  *nout = 0;
+  for (int f = 0; f < n; f++)
+    for (int c = 0; c < fields[f].ncomp; c++) {
+      mb_ply_out *o = &(*out)[(*nout)++];
+      o->fd = &fields[f];
+      o->comp = c;
+      if (fields[f].ncomp == 1) snprintf(o->name, sizeof o->name, "%.63s", fields[f].name);
+      else snprintf(o->name, sizeof o->name, "%.63s_%d", fields[f].name, c);
+      for (char *q = o->name; *q; q++) /* a PLY name is one token */
+        if (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') *q = '_';
+      int u8 = 1, i32 = 1;
+      for (int64_t i = 0; i < count && (u8 || i32); i++) {
+        const double v = mb_ply_field_value(&fields[f], i, c);
+        const int whole = v == floor(v) && !(v == 0 && signbit(v));
+        u8 = u8 && whole && v >= 0 && v <= 255;
+        i32 = i32 && whole && v >= INT32_MIN && v <= INT32_MAX;
+      }
+      o->type = u8 ? MB_PLY_UINT8 : i32 ? MB_PLY_INT32 : MB_PLY_FLOAT64;
+    }
+  return MB_SUCCESS;
+}
+
+static void mb_ply_header_props(FILE *f, const mb_ply_out *o, int n) {
+  for (int k = 0; k < n; k++)
+    fprintf(f, "property %s %s\n", mb_ply_types[o[k].type].name, o[k].name);
+}
+
+/* Instance i's values of the properties o[0..n). */
+static void mb_ply_write_props(FILE *f, const mb_ply_out *o, int n, int64_t i) {
+  for (int k = 0; k < n; k++) {
+    unsigned char buf[8];
+    const double v = mb_ply_field_value(o[k].fd, i, o[k].comp);
+    if (o[k].type == MB_PLY_UINT8) {
+      buf[0] = (unsigned char)v;
+      fwrite(buf, 1, 1, f);
+    } else if (o[k].type == MB_PLY_INT32) {
+      mb_ply_put_le(buf, (uint64_t)(uint32_t)(int32_t)v, 4);
+      fwrite(buf, 1, 4, f);
+    } else {
+      uint64_t u;
+      memcpy(&u, &v, sizeof u);
+      mb_ply_put_le(buf, u, 8);
+      fwrite(buf, 1, 8, f);
+    }
+  }
+}
+
 mb_error mb_ply_write(FILE *f, const char *path, const mb_mesh *m) {
   MB_CHECK(m->nv <= INT32_MAX, MB_ERR_ARG,
            "%s: cannot write %lld vertices to PLY (int vertex indices)", path, (long long)m->nv);
@@ -420,18 +548,38 @@ mb_error mb_ply_write(FILE *f, const char *path, const mb_mesh *m) {
       maxdeg = m->face_offsets[k + 1] - m->face_offsets[k];
   MB_CHECK(maxdeg <= UINT32_MAX, MB_ERR_ARG, "%s: face too large for PLY", path);
   int count_size = maxdeg > 255 ? 4 : 1;
+  mb_ply_out *vo = NULL, *fo = NULL;
+  int nvo = 0, nfo = 0;
+  mb_error e = mb_ply_outs(m->fields, m->nfields, m->nv, &vo, &nvo);
+  if (!e) e = mb_ply_outs(m->face_fields, m->nface_fields, m->nf, &fo, &nfo);
+  if (e) {
+    free(vo);
+    return e;
+  }
   fprintf(f,
           "ply\nformat binary_little_endian 1.0\ncomment written by meshbatch\n"
-          "element vertex %lld\nproperty double x\nproperty double y\nproperty double z\n"
-          "element face %lld\nproperty list %s int vertex_indices\nend_header\n",
-          (long long)m->nv, (long long)m->nf, count_size == 1 ? "uchar" : "uint");
-  for (int64_t i = 0; i < 3 * m->nv; i++) {
-    unsigned char buf[8];
-    uint64_t u;
-    memcpy(&u, &m->xyz[i], sizeof u);
-    mb_ply_put_le(buf, u, 8);
-    fwrite(buf, 1, 8, f);
+          "element vertex %lld\nproperty double x\nproperty double y\nproperty double z\n",
+          (long long)m->nv);
+  mb_ply_header_props(f, vo, nvo);
+  fprintf(f, "element face %lld\nproperty list %s int vertex_indices\n", (long long)m->nf,
+          count_size == 1 ? "uchar" : "uint");
+  mb_ply_header_props(f, fo, nfo);
+  fprintf(f, "end_header\n");
+  for (int64_t v = 0; v < m->nv; v++) {
+    for (int d = 0; d < 3; d++) {
+      unsigned char buf[8];
+      uint64_t u;
+      memcpy(&u, &m->xyz[3 * v + d], sizeof u);
+      mb_ply_put_le(buf, u, 8);
+      fwrite(buf, 1, 8, f);
+    }
+    mb_ply_write_props(f, vo, nvo, v);
   }
-  for (int64_t k = 0; k < m->nf; k++) mb_ply_write_face(f, m, k, count_size);
+  for (int64_t k = 0; k < m->nf; k++) {
+    mb_ply_write_face(f, m, k, count_size);
+    mb_ply_write_props(f, fo, nfo, k);
+  }
+  free(vo);
+  free(fo);
   return MB_SUCCESS;
 }

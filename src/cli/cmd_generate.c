@@ -14,13 +14,14 @@
 static const char generate_help[] =
     "usage: meshbatch generate subdivide INPUT --levels L | --vertices N [--unit-area] -o OUTPUT\n"
     "                                    [--mesh NAME] [--name NAME]\n"
-    "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT\n"
+    "       meshbatch generate sphere --vertices N [--noise A] [--seed S] -o OUTPUT [--name NAME]\n"
     "       meshbatch generate delaunay --points N [--seed S]\n"
-    "                                   [--distribution uniform|clustered] -o OUTPUT\n"
-    "       meshbatch generate grid2d --vertices N -o OUTPUT\n"
+    "                                   [--distribution uniform|clustered] -o OUTPUT [--name NAME]\n"
+    "       meshbatch generate grid2d --vertices N -o OUTPUT [--name NAME]\n"
     "       meshbatch generate grid --shape NZ,NY,NX --field NAME=sines|gaussian|noise ...\n"
     "                               [--spacing H | HZ,HY,HX] [--origin OZ,OY,OX]\n"
-    "                               [--dtype float64|float32] [--seed S] -o OUTPUT.h5\n\n"
+    "                               [--dtype float64|float32] [--seed S] -o OUTPUT.h5\n"
+    "                               [--name NAME]\n\n"
     "subdivide  midpoint subdivision of a triangle mesh, L times (each level\n"
     "           multiplies the faces by 4; igea with L=1 has 537 k vertices, with\n"
     "           L=2 2.1 M). New vertices are edge midpoints: every point stays on\n"
@@ -40,7 +41,7 @@ static const char generate_help[] =
     "           A=0.01, seed 1).\n"
     "delaunay   the Delaunay triangulation (qhull) of N random points in the unit\n"
     "           square (a triangulation2d, about 2N triangles): uniform (default)\n"
-    "           or clustered (8 Gaussian clusters and a 10%% uniform background),\n"
+    "           or clustered (8 Gaussian clusters and a 10% uniform background),\n"
     "           seed 1 by default. qhull is serial: about 9 s and 0.7 GB per\n"
     "           million points (25 M points: 330 s, 17 GB).\n"
     "grid2d     the uniform grid triangulation of the unit square (a\n"
@@ -55,7 +56,11 @@ static const char generate_help[] =
     "           grid goes into a collection (OUTPUT.h5).\n"
     "OUTPUT is a collection (.h5, with .xdmf beside it) or a mesh file (.obj,\n"
     ".off, .ply; for delaunay and grid2d also Triangle's .node or .ele, which\n"
-    "writes STEM.node, STEM.ele and STEM.neigh). Run it on one rank.\n";
+    "writes STEM.node, STEM.ele and STEM.neigh). Run it on one rank.\n"
+    "The mesh (the dataset in a collection) is named after what was generated,\n"
+    "not after OUTPUT: delaunay_N (N points), grid2d_N (N vertices asked),\n"
+    "grid_NZxNYxNX, sphere, and for subdivide the input mesh's name; --name NAME\n"
+    "names it otherwise (jobs and --mesh pick meshes by name).\n";
 
 /* Write one mesh to a collection or a mesh file, by extension. */
 static int write_output(const char *out, mb_mesh *m) {

@@ -120,7 +120,13 @@ static const char export_help[] =
     "the folder per field (shape nz, ny, nx; float32 or float64 as stored), or\n"
     "PATH.npy for a grid of one field; with --format vtk (or PATH.vtk) as legacy\n"
     "VTK structured points, all fields in one NAME.vtk, which meshio and ParaView\n"
-    "read (meshio does not read the collection's XDMF view of grids).\n\n"
+    "read (meshio does not read the collection's XDMF view of grids: it raises\n"
+    "SystemExit on it and on the collection's XDMF of all meshes).\n"
+    "A file PATH decides the format; a --format that differs from its\n"
+    "extension is refused (exit code 2).\n"
+    "PLY keeps the mesh's extra per-vertex and per-face fields as properties.\n"
+    "meshio reads OFF of triangles only: the polygons of a polylla result are\n"
+    "not readable from OFF by meshio (use PLY, OBJ or the NAME.xdmf view).\n\n"
     "A file that exists already is not replaced (exit code 2, before it is\n"
     "written) unless --force is given; the collection itself is never replaced.\n";
 
@@ -212,6 +218,7 @@ static int export_one(const mb_mesh *m, void *p) {
 int mb_cmd_export(int argc, char **argv) {
   const char *path = NULL, *only = NULL;
   export_ctx x = {.format = "ply"};
+  int format_given = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       if (mb_cli_rank() == 0) fputs(export_help, stdout);
@@ -221,7 +228,11 @@ int mb_cmd_export(int argc, char **argv) {
     int has_value = i + 1 < argc;
     if (!strcmp(argv[i], "--mesh") && has_value) { only = argv[++i]; continue; }
     if (!strcmp(argv[i], "-o") && has_value) { x.out = argv[++i]; continue; }
-    if (!strcmp(argv[i], "--format") && has_value) { x.format = argv[++i]; continue; }
+    if (!strcmp(argv[i], "--format") && has_value) {
+      x.format = argv[++i];
+      format_given = 1;
+      continue;
+    }
     if (!strcmp(argv[i], "--force")) { x.force = 1; continue; }
     if (argv[i][0] == '-') return mb_cli_usage_error("export", "unknown option or missing value '%s'", argv[i]);
     if (path) return mb_cli_usage_error("export", "one collection expected");
@@ -233,7 +244,19 @@ int mb_cmd_export(int argc, char **argv) {
   if (strcmp(x.format, "obj") && strcmp(x.format, "off") && strcmp(x.format, "ply") &&
       strcmp(x.format, "node") && strcmp(x.format, "npy") && strcmp(x.format, "vtk"))
     return mb_cli_usage_error("export", "--format must be obj, off, ply, node, npy or vtk");
-  if (mb_meshfile_format_of(x.out) == MB_MESHFILE_VTK) x.format = "vtk";
+  /* an explicit --format and a file name of another format: refused, not
+   * one of them silently preferred */
+  static const char *const ext_format[] = {
+      [MB_MESHFILE_OBJ] = "obj", [MB_MESHFILE_OFF] = "off", [MB_MESHFILE_PLY] = "ply",
+      [MB_MESHFILE_NODE] = "node", [MB_MESHFILE_ELE] = "node", [MB_MESHFILE_NPY] = "npy",
+      [MB_MESHFILE_VTK] = "vtk"};
+  const mb_meshfile_format of = mb_meshfile_format_of(x.out);
+  if (format_given && of != MB_MESHFILE_UNKNOWN && strcmp(ext_format[of], x.format))
+    return mb_cli_usage_error("export",
+                              "-o %s is a .%s file but --format %s was given: make them agree, "
+                              "or give a folder for -o",
+                              x.out, ext_format[of], x.format);
+  if (of == MB_MESHFILE_VTK) x.format = "vtk";
   x.folder = mb_meshfile_format_of(x.out) == MB_MESHFILE_UNKNOWN;
   if (!x.folder || mb_cli_rank() != 0) return for_each_mesh("export", path, only, export_one, &x);
   mkdir(x.out, 0777);

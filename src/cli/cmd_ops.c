@@ -14,7 +14,8 @@ static const char ops_help[] =
     "only that op.\n";
 
 static const char *type_name(mb_param_type t) {
-  return t == MB_PARAM_INT ? "integer" : t == MB_PARAM_REAL ? "number" : "name";
+  return t == MB_PARAM_INT ? "integer" : t == MB_PARAM_REAL ? "number"
+       : t == MB_PARAM_NAMES ? "names" : "name";
 }
 
 static void print_param(const mb_param *p) {
@@ -25,6 +26,9 @@ static void print_param(const mb_param *p) {
       used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? "|" : "",
                                p->names[i]);
     if (!p->required) snprintf(dflt, sizeof dflt, "%s", p->names[(int)p->dflt]);
+  } else if (p->type == MB_PARAM_NAMES) {
+    snprintf(allowed, sizeof allowed, "[NAME, ...]");
+    if (!p->required) snprintf(dflt, sizeof dflt, "all");
   } else if (p->type == MB_PARAM_INT) {
     snprintf(allowed, sizeof allowed, "%c%lld, %lld%c", p->lo_open ? '(' : '[', (long long)p->lo,
              (long long)p->hi, p->hi_open ? ')' : ']');

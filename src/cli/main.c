@@ -20,12 +20,12 @@ typedef struct command {
 
 static const command commands[] = {
     {"run", mb_cmd_run, "run a job file (under mpirun for several ranks)"},
-    {"import", mb_cmd_import, "import OBJ/OFF/PLY/Triangle files into an HDF5 collection"},
-    {"export", mb_cmd_export, "export datasets of a collection to OBJ/OFF/PLY/Triangle files"},
+    {"import", mb_cmd_import, "import OBJ/OFF/PLY/Triangle meshes and NumPy .npy grids into an HDF5 collection"},
+    {"export", mb_cmd_export, "export meshes to OBJ/OFF/PLY/Triangle files, grids to .npy or legacy .vtk"},
     {"info", mb_cmd_info, "list the datasets of a collection with kinds, sizes and provenance"},
     {"partition", mb_cmd_partition, "split one mesh into parts with METIS, for partitioned jobs"},
     {"compare", mb_cmd_compare, "compare two collections (faces bitwise, vertices bitwise or within a tolerance)"},
-    {"generate", mb_cmd_generate, "make scale-test inputs (subdivision, sphere, Delaunay, grid triangulation)"},
+    {"generate", mb_cmd_generate, "make inputs: subdivision, sphere, Delaunay, grid triangulation, 3D grids"},
     {"bench", mb_cmd_bench, "benchmark the kernels of an op (bench --help lists them)"},
     {"ops", mb_cmd_ops, "list the ops a job can run, with their keys and defaults"},
 };
@@ -34,10 +34,39 @@ enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 static void usage(FILE *f) {
   fprintf(f, "usage: meshbatch COMMAND [OPTIONS]\n"
              "       mpirun -np N meshbatch run JOB.yaml\n\n"
-             "Mesh processing over MPI ranks, one GPU per rank.\n\ncommands:\n");
+             "Mesh processing (triangle and polygon surfaces, planar triangulations) and\n"
+             "finite-difference stencils on 3D grids (grid3d) over MPI ranks, one GPU per rank.\n\n"
+             "commands:\n");
   for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n`meshbatch COMMAND --help` describes each command.\n"
              "Exit codes: 0 success, 1 some meshes failed, 2 usage or job-file error.\n");
+}
+
+/* OpenMP threads per rank (mb_threads_choose), said under -v on rank 0, and
+ * a warning where the ranks' threads exceed the node's cores (unless -q).
+ * The command parses -q and -v later: they are looked for here too.
+ * Collective over MPI_COMM_WORLD. */
+static mb_error choose_threads(int argc, char **argv) {
+  mb_threads t;
+  MB_CALL(mb_threads_choose(MPI_COMM_WORLD, &t));
+  int rank = 0, verbose = 0, quiet = 0;
+  MB_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) verbose = 1, quiet = 0;
+    if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) quiet = 1, verbose = 0;
+  }
+  if (rank != 0) return MB_SUCCESS;
+  char line[512], warn[512];
+  mb_threads_describe(&t, line, sizeof line, warn, sizeof warn);
+  if (verbose) {
+    printf("%s\n", line);
+    fflush(stdout);
+  }
+  if (warn[0] && !quiet) {
+    fprintf(stderr, "meshbatch: warning: %s\n", warn);
+    fflush(stderr);
+  }
+  return MB_SUCCESS;
 }
 
 int main(int argc, char **argv) {
@@ -60,6 +89,9 @@ int main(int argc, char **argv) {
     usage(stderr);
     return MB_EXIT_USAGE;
   }
+  /* a passive OpenMP wait policy unless the user set one: re-executes this
+   * program once with OMP_WAIT_POLICY=passive (mb_mpi.h) */
+  mb_omp_wait_policy_default(argv);
   mb_singleton_defaults();
   /* PT-Scotch (behind partitioner: parmetis) runs threads that call MPI. */
   int provided;
@@ -75,6 +107,11 @@ int main(int argc, char **argv) {
   if (mb_mpi_errors_return(MPI_COMM_WORLD) || mb_mpi_errors_return(MPI_COMM_SELF)) {
     mb_log_error("%s", mb_error_message());
     MPI_Abort(MPI_COMM_WORLD, MB_EXIT_FAILED);
+  }
+  if (choose_threads(argc, argv) != MB_SUCCESS) {
+    mb_log_error("%s", mb_error_message());
+    MPI_Finalize();
+    return MB_EXIT_FAILED;
   }
   int code = cmd->fn(argc - 1, argv + 1);
   if (code != MB_EXIT_OK && mb_error_code() == MB_ERR_MPI && !mb_error_agreed()) {

@@ -1,9 +1,14 @@
 /* meshbatch: small MPI helpers (see mb_mpi.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "mb_mpi.h"
 
+#include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void mb_singleton_defaults(void) {
   static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
@@ -99,4 +104,84 @@ mb_error mb_all_min_int(MPI_Comm comm, int *v) {
 mb_error mb_all_max_int(MPI_Comm comm, int *v) {
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, comm));
   return MB_SUCCESS;
+}
+
+/* ------------------------------------------------ OpenMP threads per rank */
+
+void mb_omp_wait_policy_default(char **argv) {
+  const char *v = getenv("OMP_WAIT_POLICY");
+  if (v && *v) return; /* the user's, or set before an earlier exec of this one */
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) || setenv("MESHBATCH_OMP_WAIT_DEFAULT", "1", 1))
+    return;
+  execv("/proc/self/exe", argv);
+  /* no exec (no /proc): the runtime already read its policy; say so */
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("MESHBATCH_OMP_WAIT_DEFAULT");
+}
+
+mb_error mb_threads_choose(MPI_Comm comm, mb_threads *t) {
+  memset(t, 0, sizeof *t);
+  MPI_Comm node = MPI_COMM_NULL;
+  int rank = 0;
+  MB_CALL_MPI_AGREED(comm, MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI_AGREED(comm, MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  int own = 0;
+  if (sched_getaffinity(0, sizeof mine, &mine) == 0) own = CPU_COUNT(&mine);
+  if (own < 1) { /* no mask: every online CPU */
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    own = n > 0 ? (int)n : 1;
+    for (int c = 0; c < own && c < CPU_SETSIZE; c++) CPU_SET(c, &mine);
+  }
+  mb_error e = MB_SUCCESS;
+  MB_CALL_MPI_GOTO(e, done, MPI_Comm_size(node, &t->node_ranks));
+  MB_CALL_MPI_GOTO(e, done, MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_UNSIGNED_CHAR,
+                                          MPI_BOR, node));
+  t->node_cores = CPU_COUNT(&all) > 0 ? CPU_COUNT(&all) : 1;
+  const char *user = getenv("OMP_NUM_THREADS");
+  t->user_set = user && *user;
+  if (!t->user_set) {
+    int n = t->node_cores / t->node_ranks;
+    if (n > own) n = own;
+    if (n < 1) n = 1;
+    omp_set_num_threads(n);
+  }
+  t->threads = omp_get_max_threads();
+  MB_CALL_MPI_GOTO(e, done, MPI_Allreduce(&t->threads, &t->node_threads, 1, MPI_INT, MPI_SUM, node));
+done:
+  MPI_Comm_free(&node);
+  MB_CALL(mb_agree(comm, e));
+  const char *wp = getenv("OMP_WAIT_POLICY");
+  static char yours[96];
+  if (getenv("MESHBATCH_OMP_WAIT_DEFAULT")) t->wait_policy = "passive (meshbatch's default)";
+  else if (wp && *wp) {
+    snprintf(yours, sizeof yours, "OMP_WAIT_POLICY=%.40s (yours)", wp);
+    t->wait_policy = yours;
+  } else {
+    t->wait_policy = "the OpenMP runtime's (OMP_WAIT_POLICY unset)";
+  }
+  return MB_SUCCESS;
+}
+
+void mb_threads_describe(const mb_threads *t, char *buf, size_t len, char *warn, size_t wlen) {
+  char why[160];
+  if (t->user_set)
+    snprintf(why, sizeof why, "OMP_NUM_THREADS=%s", getenv("OMP_NUM_THREADS"));
+  else
+    snprintf(why, sizeof why, "the node's %d core%s / %d rank%s", t->node_cores,
+             t->node_cores == 1 ? "" : "s", t->node_ranks, t->node_ranks == 1 ? "" : "s");
+  snprintf(buf, len, "threads: %d OpenMP thread%s per rank (%s), wait policy %s", t->threads,
+           t->threads == 1 ? "" : "s", why, t->wait_policy ? t->wait_policy : "unknown");
+  if (!warn || !wlen) return;
+  warn[0] = 0;
+  /* more ranks than cores alone is the user's choice (--oversubscribe), one
+   * thread each: said in the -v line, not warned of */
+  if (t->node_threads > t->node_cores && t->node_threads > t->node_ranks)
+    snprintf(warn, wlen,
+             "%d rank%s x OpenMP threads = %d threads on a node of %d core%s: oversubscribed, "
+             "each thread waits for a core (%s; fewer ranks, or OMP_NUM_THREADS=%d)",
+             t->node_ranks, t->node_ranks == 1 ? "" : "s", t->node_threads, t->node_cores,
+             t->node_cores == 1 ? "" : "s", why,
+             t->node_cores / t->node_ranks > 0 ? t->node_cores / t->node_ranks : 1);
 }

@@ -95,6 +95,60 @@ mb_error mb_local_rank(MPI_Comm comm, int *local);
 mb_error mb_all_min_int(MPI_Comm comm, int *v);
 mb_error mb_all_max_int(MPI_Comm comm, int *v);
 
+/* ------------------------------------------------ OpenMP threads per rank */
+
+/* Before MPI_Init, in the meshbatch command's main: a passive OpenMP wait
+ * policy unless the user chose one. Idle OpenMP threads that spin (the
+ * active policy, and GNU libgomp's default of spinning about 0.3 s before
+ * sleeping) take the cores of the other ranks on a node with as many ranks
+ * as cores or more: a mesh took 2.1-2.6 s with two spinning threads per
+ * rank on two loaded cores, 0.41 s with passive waits. The OpenMP runtime
+ * reads OMP_WAIT_POLICY once, when it is loaded (libgomp's constructor, run
+ * before main), and no OpenMP call changes it; so where OMP_WAIT_POLICY is
+ * unset this sets OMP_WAIT_POLICY=passive and MESHBATCH_OMP_WAIT_DEFAULT=1
+ * (what mb_threads_choose reports) and replaces the process by the same
+ * program with the same arguments (execv of /proc/self/exe; the process id
+ * stays, so mpirun and srun see the same rank): the program's start once
+ * more, tens of milliseconds. Where the
+ * exec fails the run goes on with the runtime's own policy. argv: main's
+ * argv, NULL-terminated, not changed. Not collective; call before MPI_Init
+ * and before any OpenMP region; returns only where no exec was made. */
+void mb_omp_wait_policy_default(char **argv);
+
+/* The OpenMP threads of each rank, as mb_threads_choose set them. */
+typedef struct mb_threads {
+  int threads;       /* OpenMP threads per rank (omp_get_max_threads after the choice), >= 1 */
+  int user_set;      /* 1: OMP_NUM_THREADS was set by the user and kept */
+  int node_ranks;    /* ranks on this rank's node (MPI_COMM_TYPE_SHARED) */
+  int node_cores;    /* CPUs the ranks of this node may run on: the union of their
+                        affinity masks (sched_getaffinity), >= 1 */
+  int node_threads;  /* threads summed over the ranks of this node */
+  const char *wait_policy; /* "passive (meshbatch's default)", "OMP_WAIT_POLICY=X (yours)"
+                              or "the OpenMP runtime's (OMP_WAIT_POLICY unset)": static */
+} mb_threads;
+
+/* Choose the OpenMP threads of each rank: where OMP_NUM_THREADS is unset,
+ * the node's cores divided by the ranks on the node (rounded down, at least
+ * 1, and at most the CPUs of this rank's own affinity mask, where mpirun
+ * binds each rank to a core), set with omp_set_num_threads; where it is
+ * set, the user's number is kept. The node is the ranks of comm that share
+ * memory (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); its cores are the
+ * union of their affinity masks (so a container's or a batch job's CPU set
+ * counts, not the host's). t->node_threads > t->node_cores means the node
+ * is oversubscribed (mb_threads_warning). Collective over comm. Errors:
+ * MB_ERR_MPI (agreed). */
+mb_error mb_threads_choose(MPI_Comm comm, mb_threads *t);
+
+/* Describe the choice in one line ("threads: 1 OpenMP thread per rank
+ * (the node's 2 cores / 2 ranks), wait policy passive (meshbatch's
+ * default)") into buf of len bytes; and where the threads of the node's
+ * ranks exceed its cores because of threads (t->node_threads above both
+ * t->node_cores and t->node_ranks: more ranks than cores with one thread
+ * each is the user's --oversubscribe, not warned of), a warning sentence
+ * into warn of wlen bytes (else warn[0] = 0). Not collective; cannot
+ * fail. */
+void mb_threads_describe(const mb_threads *t, char *buf, size_t len, char *warn, size_t wlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -126,6 +126,12 @@ void mb_param_format(const mb_param *p, const void *params, char *buf, size_t le
     snprintf(buf, len, "%s", v >= 0 && v < n ? p->names[v] : "unknown");
     break;
   }
+  case MB_PARAM_NAMES: { /* "[u,v]", or "all" where not given */
+    const char *t = (const char *)q + p->offset;
+    if (*t) snprintf(buf, len, "[%s]", t);
+    else snprintf(buf, len, "all");
+    break;
+  }
   }
 }
 
@@ -135,7 +141,7 @@ void mb_op_defaults(const mb_op_info *op, void *params) {
     const mb_param *p = &op->params[k];
     if (p->required) continue;
     if (p->type == MB_PARAM_REAL) *real_at(p, params) = p->dflt;
-    else *int_at(p, params) = (int)p->dflt;
+    else if (p->type != MB_PARAM_NAMES) *int_at(p, params) = (int)p->dflt; /* NAMES: "" */
   }
   if (op->init) op->init(params);
 }
@@ -158,6 +164,24 @@ static int in_range(const mb_param *p, double v) {
 int mb_param_parse(const mb_param *p, const char *text, void *params, char *msg, size_t len) {
   char range[96];
   range_text(p, range, sizeof range);
+  if (p->type == MB_PARAM_NAMES) { /* "u,v": names without spaces, none empty */
+    const size_t n = strlen(text);
+    if (n >= MB_PARAM_NAMES_LEN) {
+      snprintf(msg, len, "a list of %zu characters; at most %d", n, MB_PARAM_NAMES_LEN - 1);
+      return 1;
+    }
+    for (const char *a = text;; a++) {
+      const size_t w = strcspn(a, ",");
+      if (!w || strcspn(a, " \t") < w) {
+        snprintf(msg, len, "'%.*s' is not a name (a list of names: [NAME, ...])", (int)w, a);
+        return 1;
+      }
+      a += w;
+      if (!*a) break;
+    }
+    memcpy((char *)params + p->offset, text, n + 1);
+    return 0;
+  }
   if (p->type == MB_PARAM_NAME) {
     for (int i = 0; p->names[i]; i++)
       if (!strcmp(text, p->names[i])) {

@@ -73,8 +73,14 @@ const char *mb_precision_name(mb_precision p);
 typedef enum mb_param_type {
   MB_PARAM_INT = 0,   /* stored as int; written as a decimal integer */
   MB_PARAM_REAL = 1,  /* stored as double */
-  MB_PARAM_NAME = 2   /* one of names[]; stored as int, the index in names */
+  MB_PARAM_NAME = 2,  /* one of names[]; stored as int, the index in names */
+  MB_PARAM_NAMES = 3  /* a list of names (a YAML list, or one name), e.g. field names;
+                         stored as char[MB_PARAM_NAMES_LEN], the names joined by ',',
+                         "" where the key is not given (the op's documented default) */
 } mb_param_type;
+
+/* Bytes of an MB_PARAM_NAMES value in the parameter struct, final 0 included. */
+#define MB_PARAM_NAMES_LEN 512
 
 /* One key of an op's stage in a job file. Ranges apply to INT and REAL:
  * lo <= v <= hi, with lo_open / hi_open excluding the bound. */
@@ -102,6 +108,8 @@ typedef struct mb_stage {
   int line;       /* line of the stage in the job file, 0 if unknown */
   int index;      /* position of the stage in the job (0-based): the N of its
                      provenance key stage_N, counted after an input's earlier stages */
+  const char *file; /* the job file (owned by the job), for FILE:LINE in an op's
+                       messages about its keys; NULL if unknown */
 } mb_stage;
 
 /* Stopping and progress inside an op's long loops (passes, time steps):

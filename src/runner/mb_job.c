@@ -670,7 +670,8 @@ static const char *scan_kind_words(scan_kind k) {
 }
 
 static const char *param_type_words(mb_param_type t) {
-  return t == MB_PARAM_INT ? "an integer" : t == MB_PARAM_REAL ? "a number" : "a name";
+  return t == MB_PARAM_INT ? "an integer" : t == MB_PARAM_REAL ? "a number"
+       : t == MB_PARAM_NAMES ? "a list of names" : "a name";
 }
 
 /* An op other than `op` that takes `key`, or NULL. */
@@ -723,11 +724,29 @@ static mb_error stage_key(const job_ctx *c, const char *spath, const scan_node *
                     key, keys);
   }
   const mb_param *p = &op->params[k];
-  if (node->kind != SCAN_SCALAR)
+  char msg[MB_JOB_MSG_LEN], list[MB_PARAM_NAMES_LEN + 2] = "";
+  const char *text = node->text ? node->text : "";
+  if (p->type == MB_PARAM_NAMES && node->kind == SCAN_SEQUENCE) { /* [u, v]: "u,v" */
+    size_t used = 0;
+    const size_t plen = strlen(node->path);
+    for (size_t i = (size_t)(node - c->idx->nodes) + 1; i < c->idx->n; i++) {
+      const scan_node *item = &c->idx->nodes[i];
+      if (strncmp(item->path, node->path, plen) || item->path[plen] != '[') break;
+      if (item->kind != SCAN_SCALAR || !item->text || !*item->text || strchr(item->text, ','))
+        return job_fail(MB_ERR_JOB, c->file, item->line, item->path, "expected a name");
+      used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s",
+                               used ? "," : "", item->text);
+      if (used >= sizeof list - 1) break; /* too long: mb_param_parse says so */
+    }
+    if (!used)
+      return job_fail(MB_ERR_JOB, c->file, node->line, node->path,
+                      "an empty list (leave the key out for the default)");
+    text = list;
+  } else if (node->kind != SCAN_SCALAR) {
     return job_fail(MB_ERR_JOB, c->file, node->line, node->path, "expected %s, got %s",
                     param_type_words(p->type), scan_kind_words(node->kind));
-  char msg[MB_JOB_MSG_LEN];
-  if (mb_param_parse(p, node->text ? node->text : "", params, msg, sizeof msg))
+  }
+  if (mb_param_parse(p, text, params, msg, sizeof msg))
     return job_fail(MB_ERR_JOB, c->file, node->line, node->path, "%s", msg);
   given[k] = 1;
   return MB_SUCCESS;
@@ -799,6 +818,7 @@ static mb_error job_stages(const job_ctx *c, mb_job *job) {
   job->nstages = n;
   for (int s = 0; s < n; s++) {
     MB_CALL(job_stage(c, s, &job->stages[s]));
+    job->stages[s].file = job->path;
     const mb_op_info *prev = s ? job->stages[s - 1].op : NULL;
     if (prev && prev->out != job->stages[s].op->in) {
       char path[64];

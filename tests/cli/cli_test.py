@@ -72,6 +72,14 @@ def case_help(a):
     for g in ("generate delaunay --points N", "generate grid2d --vertices N", "clustered"):
         if g not in p.stdout:
             fail(f"meshbatch generate --help does not mention '{g}'")
+    if "%%" in p.stdout or "10% uniform" not in p.stdout:
+        fail("meshbatch generate --help prints a doubled '%%' (a format string printed as text)")
+    if "delaunay_N" not in p.stdout or "--name NAME" not in p.stdout:
+        fail("meshbatch generate --help does not say how generated meshes are named")
+    p = run(["--help"])
+    for g in ("grid", "npy", "vtk"):
+        if g not in p.stdout:
+            fail(f"meshbatch --help does not mention '{g}'")
     run(["frobnicate"], expect=2)
     run(["run"], expect=2)
 
@@ -116,6 +124,11 @@ def case_import_export(a):
     run(["export", coll, "-o", os.path.join(d, "objs"), "--format", "obj"])
     run(["export", coll, "--mesh", "bob", "-o", os.path.join(d, "bob.off")])
     run(["export", coll, "-o", os.path.join(d, "x.ply")], expect=2)  # several meshes, one file
+    # an explicit --format that differs from the file's extension is refused, nothing written
+    p = run(["export", coll, "--mesh", "bob", "-o", os.path.join(d, "bob.vtk"), "--format", "npy"], expect=2)
+    if "--format npy" not in p.stderr or os.path.exists(os.path.join(d, "bob.vtk")):
+        fail("export -o bob.vtk --format npy was not refused before writing")
+    run(["export", coll, "--mesh", "bob", "-o", os.path.join(d, "bob2.off"), "--format", "off"])
     # a re-import of the exports gives the same vertices bitwise
     coll2 = os.path.join(d, "c2.h5")
     run(["import", os.path.join(d, "objs", "*.obj"), "-o", coll2])
@@ -226,6 +239,187 @@ def case_bad_inputs(a):
     leftovers = [f for f in os.listdir(d) if ".tmp" in f]
     if leftovers:
         fail(f"temporary files left: {leftovers}")
+
+
+def case_threads(a):
+    """OpenMP threads per rank: without OMP_NUM_THREADS, the node's cores
+    (the union of the ranks' affinity masks) divided by the ranks, at least
+    1, said under -v; the user's OMP_NUM_THREADS kept; a warning where the
+    ranks' threads exceed the cores. The wait policy: passive unless the
+    user set OMP_WAIT_POLICY, checked in the OpenMP runtime itself
+    (OMP_DISPLAY_ENV=verbose: libgomp's GOMP_SPINCOUNT is 0 for passive)."""
+    import re
+    import subprocess
+    d = fresh("threads")
+    coll = os.path.join(d, "s.h5")
+    run(["generate", "sphere", "--vertices", "100", "-o", coll])
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OMP_") and k != "MESHBATCH_OMP_WAIT_DEFAULT"}
+    cores = len(os.sched_getaffinity(0))
+
+    def go(np, extra, args):
+        cmd = (MPIEXEC + [str(np)] if np else []) + [EXE] + args
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(base, **extra))
+        print("$", " ".join(f"{k}={v}" for k, v in extra.items()), " ".join(cmd), f"-> {p.returncode}")
+        print(p.stdout, p.stderr, sep="")
+        if p.returncode != 0:
+            fail(f"exit code {p.returncode}")
+        return p
+
+    job = write(os.path.join(d, "job.yaml"), f"input: {coll}\noutput: {d}/o.h5\nstages:\n  - op: laplacian\n    iterations: 1\n")
+    # np None: a singleton (no launcher), unbound: every core of this process
+    for np in (None, 1, 2, 3):
+        p = go(np, {}, ["run", job, "-v"])
+        m = re.search(r"threads: (\d+) OpenMP threads? per rank \(the node's (\d+) cores? / (\d+) ranks?\), "
+                      r"wait policy passive \(meshbatch's default\)", p.stdout)
+        if not m:
+            fail(f"{np} ranks, -v: no line with the threads per rank and the passive wait policy")
+        t, node_cores, ranks = map(int, m.groups())
+        # mpirun may bind each rank to a core: then the node's cores are those the ranks are bound to
+        if ranks != (np or 1) or not 1 <= node_cores <= cores or not 1 <= t <= max(1, node_cores // ranks):
+            fail(f"{np} ranks: {t} threads per rank for {node_cores} cores / {ranks} ranks")
+        if np is None and (node_cores != cores or t != cores):
+            fail(f"one rank alone, unbound, on {cores} cores: {t} threads for {node_cores} cores")
+        if "warning" in p.stderr:
+            fail(f"{np} ranks with the default threads: a warning ({p.stderr.strip()})")
+        print(f"{np or 'singleton, 1'} rank(s): {t} threads each, {node_cores} cores for the node's ranks")
+    p = go(2, {"OMP_NUM_THREADS": "3"}, ["run", job, "-v"])
+    if "threads: 3 OpenMP threads per rank (OMP_NUM_THREADS=3)" not in p.stdout:
+        fail("OMP_NUM_THREADS=3 is not kept")
+    many = 4 * cores + 1
+    p = go(2, {"OMP_NUM_THREADS": str(many)}, ["run", job])
+    if not re.search(rf"warning: 2 ranks x OpenMP threads = {2 * many} threads on a node of \d+ cores?: oversubscribed",
+                     p.stderr):
+        fail(f"2 ranks x {many} threads on {cores} cores: no warning")
+    p = go(2, {"OMP_NUM_THREADS": str(many)}, ["run", job, "-q"])
+    if "warning" in p.stderr:
+        fail("-q: the oversubscription warning is still printed")
+    # the runtime's own view of the wait policy: the last block it prints is the re-executed program's
+    p = go(None, {"OMP_DISPLAY_ENV": "verbose"}, ["info", coll])
+    spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stderr)
+    if not spin:
+        print("SKIP: this OpenMP runtime does not display GOMP_SPINCOUNT (not GNU libgomp)")
+        sys.exit(SKIP)
+    if spin[-1] != "0":
+        fail(f"OMP_WAIT_POLICY unset: the runtime spins ({spin[-1]}), not passive")
+    p = go(None, {"OMP_DISPLAY_ENV": "verbose", "OMP_WAIT_POLICY": "active"}, ["info", coll])
+    spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stderr)
+    if len(spin) != 1 or spin[0] == "0":
+        fail(f"OMP_WAIT_POLICY=active: not kept (spin counts {spin}), or the program ran twice")
+    print("wait policy: passive by default (spin count 0), the user's active kept")
+
+
+def case_grid_fields(a):
+    """The stencil ops' `fields` key: heat with `every` steps and snapshots
+    only the named fields (the others unchanged, bitwise); a name the grid
+    lacks fails with the job file and line and the grid's fields; a mapping
+    is a job-file error (exit 2). And heat beyond the stability limit names
+    the job file and line."""
+    h5py = need_module("h5py")
+    d = fresh("grid_fields")
+    g = os.path.join(d, "g.h5")
+    run(["generate", "grid", "--shape", "8,8,8", "--field", "u=sines", "--field", "v=gaussian", "-o", g, "-q"])
+
+    def job(name, fields, dt="0.0001"):
+        return write(os.path.join(d, name), f"input: {g}\noutput: {d}/{name}.h5\nstages:\n  - op: heat\n"
+                     f"    alpha: 1\n    dt: {dt}\n    steps: 4\n    every: 2\n{fields}")
+    run(["run", job("some.yaml", "    fields: [u]\n"), "-q"])
+    run(["run", job("all.yaml", ""), "-q"])
+    with h5py.File(g, "r") as f0, h5py.File(os.path.join(d, "some.yaml.h5"), "r") as f1, \
+            h5py.File(os.path.join(d, "all.yaml.h5"), "r") as f2:
+        k1 = sorted(f1["meshes/grid_8x8x8/fields"].keys())
+        k2 = sorted(f2["meshes/grid_8x8x8/fields"].keys())
+        if k1 != ["u", "u@t=0", "u@t=0.0002", "u@t=0.0004", "v"]:
+            fail(f"fields: [u] kept {k1}")
+        if len(k2) != 8:
+            fail(f"no fields key: {k2}, expected both fields with 3 snapshots each")
+        if (f1["meshes/grid_8x8x8/fields/v"][()] != f0["meshes/grid_8x8x8/fields/v"][()]).any():
+            fail("fields: [u] changed v")
+        if (f1["meshes/grid_8x8x8/fields/u"][()] != f2["meshes/grid_8x8x8/fields/u"][()]).any():
+            fail("fields: [u] stepped u differently from the run on all fields")
+    print("fields: [u]: u stepped and snapshotted, v unchanged; default: every field")
+    part = write(os.path.join(d, "part.yaml"), open(os.path.join(d, "some.yaml")).read()
+                 .replace("some.yaml.h5", "part.h5").replace("stages:", "distribute: partitioned\nstages:"))
+    run(["run", part, "-q"], np=2)
+    run(["compare", os.path.join(d, "part.h5"), os.path.join(d, "some.yaml.h5")])
+    print("partitioned on 2 ranks: the same fields, bitwise")
+    bad = job("bad.yaml", "    fields: [u, w]\n")
+    p = run(["run", bad], expect=1)
+    if "bad.yaml:4: stages[0].fields: 'w' is not a field" not in p.stderr or "u, v" not in p.stderr:
+        fail("an unknown field name is not reported with the job file, line and the grid's fields")
+    p = run(["run", job("map.yaml", "    fields: {u: 1}\n")], expect=2)
+    if "map.yaml:9" not in p.stderr or "a list of names" not in p.stderr:
+        fail("fields given as a mapping is not a job-file error with file:line")
+    p = run(["run", job("unstable.yaml", "", dt="1")], expect=1)
+    if "unstable.yaml:4: stages[0].dt: heat: time step 1 exceeds the stability limit" not in p.stderr:
+        fail("heat beyond the stability limit does not name the job file and line")
+
+
+def case_ply_properties(a):
+    """import keeps the extra scalar properties of a PLY's vertex and face
+    elements (quality, red green blue, a face's area) as fields, ascii and
+    binary; lists and other elements are named in a warning; export to PLY
+    writes the fields back (colours as uchar) and a re-import gives the same
+    values bitwise."""
+    import struct
+    h5py = need_module("h5py")
+    d = fresh("ply_properties")
+    xyz = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0.25)]
+    quality = [0.5, 1.25, -3.0, 0.1]
+    rgb = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30)]
+    faces = [(0, 1, 2), (1, 3, 2)]
+    area = [0.5, 0.25]
+    head = ("element vertex 4\nproperty double x\nproperty double y\nproperty double z\n"
+            "property double quality\nproperty uchar red\nproperty uchar green\nproperty uchar blue\n"
+            "element face 2\nproperty list uchar int vertex_indices\nproperty double area\n"
+            "property list uchar float texcoord\nelement edge 1\nproperty int vertex1\n"
+            "property int vertex2\nend_header\n")
+    asc = "ply\nformat ascii 1.0\n" + head
+    for p, q, c in zip(xyz, quality, rgb):
+        asc += " ".join(repr(float(v)) for v in p) + f" {q!r} {c[0]} {c[1]} {c[2]}\n"
+    for f, ar in zip(faces, area):
+        asc += f"3 {f[0]} {f[1]} {f[2]} {ar!r} 2 0.5 0.5\n"
+    asc += "0 1\n"
+    write(os.path.join(d, "asc.ply"), asc)
+    binary = ("ply\nformat binary_little_endian 1.0\n" + head).encode()
+    for p, q, c in zip(xyz, quality, rgb):
+        binary += struct.pack("<4d3B", *p, q, *c)
+    for f, ar in zip(faces, area):
+        binary += struct.pack("<B3id", 3, *f, ar) + struct.pack("<B2f", 2, 0.5, 0.5)
+    binary += struct.pack("<2i", 0, 1)
+    with open(os.path.join(d, "bin.ply"), "wb") as out:
+        out.write(binary)
+    coll = os.path.join(d, "c.h5")
+    p = run(["import", os.path.join(d, "asc.ply"), os.path.join(d, "bin.ply"), "-o", coll])
+    if "list property 'texcoord' of the face element is not kept" not in p.stderr or \
+            "element 'edge' (1) is not kept" not in p.stderr:
+        fail("the properties read past are not named in a warning")
+
+    def check(path, name):
+        with h5py.File(path, "r") as f:
+            g = f[f"meshes/{name}"]
+            got = {k: list(g["fields"][k][()].ravel()) for k in g["fields"]}
+            want = {"quality": quality, "red": [c[0] for c in rgb], "green": [c[1] for c in rgb],
+                    "blue": [c[2] for c in rgb]}
+            if got != want:
+                fail(f"{path} {name}: vertex fields {got}, expected {want}")
+            fa = list(g["face_fields"]["area"][()].ravel())
+            if fa != area:
+                fail(f"{path} {name}: face field area {fa}, expected {area}")
+    check(coll, "asc")
+    check(coll, "bin")
+    print("import: quality, red, green, blue per vertex and area per face kept (ascii and binary)")
+    out = os.path.join(d, "out.ply")
+    run(["export", coll, "--mesh", "bin", "-o", out])
+    text = open(out, "rb").read()
+    hdr = text[:text.index(b"end_header")].decode()
+    for line in ("property double quality", "property uchar red", "property uchar blue",
+                 "property double area"):
+        if line not in hdr:
+            fail(f"the exported PLY header lacks '{line}':\n{hdr}")
+    coll2 = os.path.join(d, "c2.h5")
+    run(["import", out, "-o", coll2])
+    check(coll2, "out")
+    print("export to PLY writes the fields back; a re-import gives them bitwise")
 
 
 def case_generate(a):
@@ -1011,7 +1205,8 @@ def check_xdmf_refs(xdmf, h5py):
 def case_demo_hints(a):
     """scripts/demo.sh on this build, then every command it prints for the
     user to copy: the run's `output: ... (in ParaView: paraview X.xdmf)`, the
-    ParaView, meshio and OBJ-export lines of its summary, and a `reconfigure
+    ParaView, meshio and OBJ-export lines of its summary, the `export PATH=`
+    line (run in a fresh shell, then `meshbatch --version`), and a `reconfigure
     with -D...` of the backend line. Each is run from the repository root as
     printed and its result checked; ParaView's GUI command is not run: its
     file is checked against the HDF5 file and, where pvpython is on PATH,
@@ -1105,6 +1300,23 @@ def case_demo_hints(a):
                             fail(f"{obj}: {got} vertices, the collection has {nv}")
                 print(f"{out}: one OBJ per mesh with its vertices")
             ran.add(label)
+        m = re.match(r"^  PATH:\s+(export PATH=.*)$", ln)
+        if m:  # in a fresh shell: no PATH of this session, no build folder on it
+            fresh_env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin"}
+            for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+                if k in os.environ:
+                    fresh_env[k] = os.environ[k]
+            cmd = f"{m.group(1)}; cd /; command -v meshbatch; meshbatch --version"
+            p = subprocess.run(["bash", "--norc", "--noprofile", "-c", cmd], env=fresh_env,
+                               capture_output=True, text=True, timeout=120)
+            print(f"$ env -i PATH=/usr/bin:/bin bash -c '{cmd}' -> {p.returncode}")
+            print(p.stdout, p.stderr, sep="")
+            found = p.stdout.splitlines()[0] if p.stdout else ""
+            if p.returncode != 0 or os.path.realpath(found) != os.path.realpath(EXE):
+                fail(f"the printed PATH line does not put this build's meshbatch on the PATH: {m.group(1)}")
+            if "meshbatch " not in p.stdout:
+                fail("meshbatch --version printed no version after the PATH line")
+            ran.add("PATH")
         m = re.search(r"reconfigure with (-D\w+=\w+)", ln)
         if m and "reconfigure" not in ran:
             build = fresh("reconfigure")
@@ -1121,7 +1333,7 @@ def case_demo_hints(a):
             print(f"{m.group(1)}: " + ("the CUDA backend configures" if p.returncode == 0 else
                                        "refused here for want of nvcc, as the hint says (install the CUDA toolkit)"))
             ran.add("reconfigure")
-    for want in ("output", "ParaView", "meshio", "OBJ files"):
+    for want in ("output", "ParaView", "meshio", "OBJ files", "PATH"):
         if want not in ran:
             fail(f"the demo printed no {want} hint")
     print("hints run:", ", ".join(sorted(ran)))

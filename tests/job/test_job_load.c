@@ -174,6 +174,22 @@ static void load_example(const char *rel, mb_job **job) {
   if (mb_job_load(path, job) != MB_SUCCESS) fail_msg("%s: %s", path, mb_error_message());
 }
 
+/* Every example job writes under the repository's out/ (job paths are
+ * relative to the job file: ../out/...), none under jobs/out/. */
+static void test_example_outputs(void **state) {
+  (void)state;
+  static const char *const examples[] = {"jobs/demo.yaml", "jobs/polylla.yaml",
+                                         "jobs/smooth_laplacian_cotangent.yaml",
+                                         "jobs/smooth_partitioned.yaml", "jobs/smooth_taubin.yaml"};
+  for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+    mb_job *job = NULL;
+    load_example(examples[i], &job);
+    if (!strstr(job->output, "/jobs/../out/"))
+      fail_msg("%s writes %s, not under the repository's out/", examples[i], job->output);
+    mb_job_free(job);
+  }
+}
+
 static void test_example_files(void **state) {
   (void)state;
   mb_job *job = NULL;
@@ -254,7 +270,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_example),   cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_input_list),     cmocka_unit_test(test_relative_paths),
-      cmocka_unit_test(test_example_files),  cmocka_unit_test(test_names_round_trip),
+      cmocka_unit_test(test_example_files),
+      cmocka_unit_test(test_example_outputs),  cmocka_unit_test(test_names_round_trip),
       cmocka_unit_test(test_stage_passes),   cmocka_unit_test(test_free_null),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -562,7 +562,7 @@ def run_templates(cpus):
         fail(f"array job {array}: tasks {[r.get('ArrayTaskId') for r in tasks]}, expected 0 1 2")
     for r, (path, meshes) in zip(tasks, [("out/demo/smoothed.h5", ["bob", "spot"]),
                                          ("out/smoothed_cotangent.h5", ["bob", "spot"]),
-                                         ("jobs/out/polygons.h5", ["delaunay1", "delaunay2"])]):
+                                         ("out/polygons.h5", ["delaunay1", "delaunay2"])]):
         text = check_job(r)
         expect_in(text, "0 failed", f"array task {r['ArrayTaskId']}")
         info_ok(os.path.join(W, path), meshes)

@@ -8,7 +8,8 @@
  * as in NVIDIA's "Finite Difference Methods in CUDA C/C++" (M. Harris,
  * 2013). The exact arithmetic is in mb_stencil.h.
  *
- * Every op works on every field of the grid, in the field's precision:
+ * Every op works on every field of the grid present before its stage, in
+ * the field's precision, or on those its stage's `fields` key names:
  *   derivative      adds <field>_dz, <field>_dy, <field>_dx (axis all) or one of them
  *   grid_laplacian  adds <field>_lap
  *   heat            steps every field in place: u <- u + alpha dt lap(u), `steps` times
@@ -39,6 +40,7 @@ typedef struct mb_stencil_params {
   double dt;       /* heat, wave: time step */
   int steps;       /* heat, wave: steps */
   int every;       /* heat: a snapshot every `every` steps (0: none) */
+  char fields[MB_PARAM_NAMES_LEN]; /* the fields worked on, "u,v"; "": all */
 } mb_stencil_params;
 
 static const char *const axis_names[] = {"z", "y", "x", "all", NULL};
@@ -54,6 +56,10 @@ static const char *const boundary_names[] = {"periodic", "dirichlet", NULL};
 #define DT_PARAM                                                                              \
   {"dt", MB_PARAM_REAL, offsetof(mb_stencil_params, dt), 0, 1e300, 1, 0, 1, 0, NULL,          \
    "time step (required; refused beyond the stability limit, which the message states)"}
+#define FIELDS_PARAM                                                                          \
+  {"fields", MB_PARAM_NAMES, offsetof(mb_stencil_params, fields), 0, 0, 0, 0, 0, 0, NULL,     \
+   "the fields worked on, e.g. [u] (default: every field present before the stage); "       \
+   "others are kept unchanged; a name the grid lacks is an error"}
 #define STEPS_PARAM                                                                           \
   {"steps", MB_PARAM_INT, offsetof(mb_stencil_params, steps), 0, 100000000, 0, 0, 1, 0, NULL, \
    "number of time steps (required)"}
@@ -61,19 +67,20 @@ static const char *const boundary_names[] = {"periodic", "dirichlet", NULL};
 static const mb_param derivative_params[] = {
     {"axis", MB_PARAM_NAME, offsetof(mb_stencil_params, axis), 0, 0, 0, 0, 0, 3, axis_names,
      "z, y, x, or all (three fields)"},
-    BOUNDARY_PARAM, OUTSIDE_PARAM};
-static const mb_param laplacian_params[] = {BOUNDARY_PARAM, OUTSIDE_PARAM};
+    BOUNDARY_PARAM, OUTSIDE_PARAM, FIELDS_PARAM};
+static const mb_param laplacian_params[] = {BOUNDARY_PARAM, OUTSIDE_PARAM, FIELDS_PARAM};
 static const mb_param heat_params[] = {
     {"alpha", MB_PARAM_REAL, offsetof(mb_stencil_params, alpha), 0, 1e300, 1, 0, 0, 1, NULL,
      "diffusivity, > 0 (length^2 per time unit)"},
     DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM,
     {"every", MB_PARAM_INT, offsetof(mb_stencil_params, every), 0, 100000000, 0, 0, 0, 0, NULL,
      "0, or k: also keep the field at steps 0, k, 2k, ... and the last as fields "
-     "NAME@t=TIME, a time series that ParaView plays from the dataset's own .xdmf"}};
+     "NAME@t=TIME, a time series that ParaView plays from the dataset's own .xdmf"},
+    FIELDS_PARAM};
 static const mb_param wave_params[] = {
     {"c", MB_PARAM_REAL, offsetof(mb_stencil_params, c), 0, 1e300, 1, 0, 0, 1, NULL,
      "wave speed, > 0 (length per time unit)"},
-    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM};
+    DT_PARAM, STEPS_PARAM, BOUNDARY_PARAM, OUTSIDE_PARAM, FIELDS_PARAM};
 
 #define NPARAMS(t) ((int)(sizeof(t) / sizeof((t)[0])))
 
@@ -87,12 +94,48 @@ static mb_stencil_grid grid_of(const mb_mesh *m, const mb_stencil_params *p) {
   return g;
 }
 
-/* The fields a stage works on: those present before it, one component. */
-static mb_error check_fields(const mb_mesh *m, const char *op) {
+/* The fields stage st works on, sel[f] = 1 for f < m->nfields (sel owned
+ * by the caller, freed with free): those its `fields` key names, or every
+ * field present before it. A name the grid lacks: MB_ERR_ARG with the job
+ * file and line of the stage, and the grid's fields. */
+static mb_error select_fields(const mb_mesh *m, const mb_stage *st, unsigned char **sel) {
+  const mb_stencil_params *p = st->params;
+  *sel = calloc((size_t)(m->nfields > 0 ? m->nfields : 1), 1);
+  MB_CHECK(*sel, MB_ERR_MEMORY, "out of memory for the fields of grid '%s'", m->name);
+  if (!p->fields[0]) {
+    memset(*sel, 1, (size_t)m->nfields);
+    return MB_SUCCESS;
+  }
+  for (const char *a = p->fields; *a;) {
+    const size_t w = strcspn(a, ",");
+    int found = -1;
+    for (int f = 0; f < m->nfields && found < 0; f++)
+      if (strlen(m->fields[f].name) == w && !strncmp(m->fields[f].name, a, w)) found = f;
+    if (found < 0) {
+      char have[512] = "";
+      size_t used = 0;
+      for (int f = 0; f < m->nfields && used < sizeof have; f++)
+        used += (size_t)snprintf(have + used, sizeof have - used, "%s%s", f ? ", " : "",
+                                 m->fields[f].name);
+      free(*sel);
+      *sel = NULL;
+      MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].fields: '%.*s' is not a field of grid '%s' (its "
+              "fields before this %s stage: %s)", st->file ? st->file : "job", st->line,
+              st->index, (int)w, a, m->name, st->op->name, m->nfields ? have : "none");
+    }
+    (*sel)[found] = 1;
+    a += w + (a[w] == ',');
+  }
+  return MB_SUCCESS;
+}
+
+/* The fields a stage works on (sel): one component, finite values. */
+static mb_error check_fields(const mb_mesh *m, const char *op, const unsigned char *sel) {
   MB_CHECK(m->kind == MB_KIND_GRID3D, MB_ERR_ARG, "%s: %s works on grid3d datasets, '%s' is a %s",
            m->name, op, m->name, mb_kind_name(m->kind));
   MB_CHECK(m->nfields > 0, MB_ERR_ARG, "grid '%s' has no field for %s", m->name, op);
   for (int f = 0; f < m->nfields; f++) {
+    if (!sel[f]) continue;
     const mb_field *fd = &m->fields[f];
     MB_CHECK(fd->ncomp == 1, MB_ERR_ARG,
              "grid '%s': field '%s' has %d components; %s works on scalar fields", m->name,
@@ -130,6 +173,22 @@ static int64_t next_run(const mb_stencil_params *p, int64_t done) {
   const int64_t left = p->steps - done;
   return p->every > 0 && p->every < left ? p->every : left;
 }
+
+/* The stability limit of stage st's heat steps on grid g: beyond it,
+ * MB_ERR_ARG with the job file and line of the stage before the limit's
+ * message (mb_stencil_check_heat). */
+static mb_error stage_check_heat(const mb_stage *st, const mb_stencil_grid *g) {
+  const mb_stencil_params *p = st->params;
+  if (mb_stencil_check_heat(g, p->alpha, p->dt, p->steps) == MB_SUCCESS) return MB_SUCCESS;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mb_error_message());
+  mb_error_clear();
+  MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].dt: %s", st->file ? st->file : "job", st->line,
+          st->index, msg);
+}
+
+static mb_error grid_stage_cuda_fields(const mb_stage *st, int halo, mb_cart *cart, mb_mesh *m,
+                                       const mb_stencil_grid *blkp, const unsigned char *sel);
 
 static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
   const size_t width = m->fields[f].dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
@@ -171,20 +230,23 @@ static mb_error derivative_run(const mb_op_ctx *ctx, const mb_stage *stages, int
   report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
-    MB_CALL(check_fields(m, "derivative"));
+    unsigned char *sel = NULL;
+    MB_CALL(select_fields(m, &stages[s], &sel));
+    mb_error e = check_fields(m, "derivative", sel);
     const mb_stencil_grid g = grid_of(m, p);
     static const char *const suffix[3] = {"_dz", "_dy", "_dx"};
     const int nf = m->nfields;
-    for (int f = 0; f < nf; f++)
-      for (int a = 0; a < 3; a++) {
+    for (int f = 0; f < nf && !e; f++)
+      for (int a = 0; a < 3 && !e && sel[f]; a++) {
         if (p->axis != 3 && p->axis != a) continue;
         void *du = NULL;
-        MB_CALL(alloc_like(m, f, &du));
-        mb_error e = apply(cuda, &g, a, &m->fields[f], du);
+        e = alloc_like(m, f, &du);
+        if (!e) e = apply(cuda, &g, a, &m->fields[f], du);
         if (!e) e = add_field(m, f, suffix[a], du);
         free(du);
-        MB_CALL(e);
       }
+    free(sel);
+    MB_CALL(e);
   }
   return MB_SUCCESS;
 }
@@ -195,17 +257,21 @@ static mb_error laplacian_run(const mb_op_ctx *ctx, const mb_stage *stages, int 
   mb_mesh *m = *mesh;
   report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
-    MB_CALL(check_fields(m, "grid_laplacian"));
+    unsigned char *sel = NULL;
+    MB_CALL(select_fields(m, &stages[s], &sel));
+    mb_error e = check_fields(m, "grid_laplacian", sel);
     const mb_stencil_grid g = grid_of(m, stages[s].params);
     const int nf = m->nfields;
-    for (int f = 0; f < nf; f++) {
+    for (int f = 0; f < nf && !e; f++) {
+      if (!sel[f]) continue;
       void *lap = NULL;
-      MB_CALL(alloc_like(m, f, &lap));
-      mb_error e = apply(cuda, &g, 3, &m->fields[f], lap);
+      e = alloc_like(m, f, &lap);
+      if (!e) e = apply(cuda, &g, 3, &m->fields[f], lap);
       if (!e) e = add_field(m, f, "_lap", lap);
       free(lap);
-      MB_CALL(e);
     }
+    free(sel);
+    MB_CALL(e);
   }
   return MB_SUCCESS;
 }
@@ -216,14 +282,20 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
   report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
-    MB_CALL(check_fields(m, "heat"));
     const mb_stencil_grid g = grid_of(m, p);
-    MB_CALL(mb_stencil_check_heat(&g, p->alpha, p->dt, p->steps));
+    unsigned char *sel = NULL;
+    MB_CALL(select_fields(m, &stages[s], &sel));
+    mb_error fe = check_fields(m, "heat", sel);
+    if (!fe) fe = stage_check_heat(&stages[s], &g);
     const int nf = m->nfields; /* snapshots are added behind them */
-    for (int f = 0; f < nf; f++) {
+    for (int f = 0; f < nf && !fe; f++) {
+      if (!sel[f]) continue;
       void *work = NULL;
-      MB_CALL(alloc_like(m, f, &work));
-      mb_error e = MB_SUCCESS;
+      mb_error e = alloc_like(m, f, &work);
+      if (e) {
+        fe = e;
+        break;
+      }
       int64_t done = 0;
       if (p->every > 0)
         e = add_snapshot(m, f, 0, p->dt,
@@ -257,8 +329,10 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
           e = add_snapshot(m, f, done, p->dt, f32 ? (void *)fd->data32 : (void *)fd->data);
       }
       free(work);
-      MB_CALL(e);
+      fe = e;
     }
+    free(sel);
+    MB_CALL(fe);
   }
   return MB_SUCCESS;
 }
@@ -269,13 +343,16 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
   report_precision(ctx, m);
   for (int s = 0; s < n; s++) {
     const mb_stencil_params *p = stages[s].params;
-    MB_CALL(check_fields(m, "wave"));
+    unsigned char *sel = NULL;
+    MB_CALL(select_fields(m, &stages[s], &sel));
+    mb_error fe = check_fields(m, "wave", sel);
     const mb_stencil_grid g = grid_of(m, p);
-    for (int f = 0; f < m->nfields; f++) {
+    for (int f = 0; f < m->nfields && !fe; f++) {
+      if (!sel[f]) continue;
       mb_field *fd = &m->fields[f];
       void *prev = NULL, *work = NULL;
-      MB_CALL(alloc_like(m, f, &prev));
-      mb_error e = alloc_like(m, f, &work);
+      mb_error e = alloc_like(m, f, &prev);
+      if (!e) e = alloc_like(m, f, &work);
       const int f32 = fd->dtype == MB_FLOAT32;
       if (!e) { /* from rest, second order: u_prev = u + (c dt)^2 / 2 lap(u), a heat step */
         const double half = 0.5 * (p->c * p->c * p->dt * p->dt);
@@ -304,8 +381,10 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       }
       free(prev);
       free(work);
-      MB_CALL(e);
+      fe = e;
     }
+    free(sel);
+    MB_CALL(fe);
   }
   return MB_SUCCESS;
 }
@@ -389,23 +468,26 @@ static mb_error framed_step(const framed *fr, int wave, double coef, const void 
 }
 
 /* One stage on every field of the block. */
-static mb_error grid_stage(const mb_op_ctx *ctx, const mb_op_info *op,
-                           const mb_stencil_params *p, mb_cart *cart, mb_mesh *m) {
-  MB_CALL(check_fields(m, op->name));
+static mb_error grid_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_cart *cart, mb_mesh *m) {
+  const mb_op_info *op = st->op;
+  const mb_stencil_params *p = st->params;
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid whole = grid_of(m, p); /* the limits depend on the spacing only */
-  if (is_heat) MB_CALL(mb_stencil_check_heat(&whole, p->alpha, p->dt, p->steps));
+  if (is_heat) MB_CALL(stage_check_heat(st, &whole));
   if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&whole, p->c, p->dt, p->steps));
+  unsigned char *sel = NULL;
+  MB_CALL(select_fields(m, st, &sel));
+  mb_error e = check_fields(m, op->name, sel);
   const int nf = m->nfields;
-  mb_error e = MB_SUCCESS;
   for (int f = 0; f < nf && !e; f++) {
+    if (!sel[f]) continue;
     const int f32 = m->fields[f].dtype == MB_FLOAT32;
     framed fr = framed_of(cart, m, p, f32);
     void *u = framed_alloc(&fr), *w = framed_alloc(&fr), *x = framed_alloc(&fr);
     void *plain = NULL;
     if (!u || !w || !x || alloc_like(m, f, &plain)) {
-      free(u); free(w); free(x); free(plain);
+      free(u); free(w); free(x); free(plain); free(sel);
       MB_FAIL(MB_ERR_MEMORY, "out of memory for a block of grid '%s'", m->name);
     }
     framed_copy(&fr, u, f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data, 1);
@@ -461,23 +543,41 @@ static mb_error grid_stage(const mb_op_ctx *ctx, const mb_op_info *op,
     free(x);
     free(plain);
   }
+  free(sel);
   return e;
 }
 
 /* The same stage with the block on the current CUDA device
  * (mb_stencil_cuda_block). */
-static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_op_info *op,
-                                const mb_stencil_params *p, int halo, mb_cart *cart,
+static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_stage *st, int halo, mb_cart *cart,
                                 mb_mesh *m) {
-  MB_CALL(check_fields(m, op->name));
+  const mb_op_info *op = st->op;
+  const mb_stencil_params *p = st->params;
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid blk = grid_of(m, p);
-  if (is_heat) MB_CALL(mb_stencil_check_heat(&blk, p->alpha, p->dt, p->steps));
+  if (is_heat) MB_CALL(stage_check_heat(st, &blk));
   if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&blk, p->c, p->dt, p->steps));
   for (int a = 0; a < 3; a++) blk.n[a] = cart->nloc[a];
+  unsigned char *sel = NULL;
+  MB_CALL(select_fields(m, st, &sel));
+  mb_error e = check_fields(m, op->name, sel);
+  if (!e) e = grid_stage_cuda_fields(st, halo, cart, m, &blk, sel);
+  free(sel);
+  return e;
+}
+
+/* grid_stage_cuda on the selected fields of the block. */
+static mb_error grid_stage_cuda_fields(const mb_stage *st, int halo, mb_cart *cart, mb_mesh *m,
+                                       const mb_stencil_grid *blkp, const unsigned char *sel) {
+  const mb_op_info *op = st->op;
+  const mb_stencil_params *p = st->params;
+  const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
+  const int is_heat = op->run[0] == heat_run;
+  const mb_stencil_grid blk = *blkp;
   const int nf = m->nfields;
   for (int f = 0; f < nf; f++) {
+    if (!sel[f]) continue;
     mb_field *fd = &m->fields[f];
     const int f32 = fd->dtype == MB_FLOAT32;
     void *u = f32 ? (void *)fd->data32 : (void *)fd->data, *out = NULL;
@@ -526,9 +626,8 @@ static mb_error stencil_run_grid(const mb_op_ctx *ctx, const mb_stage *stages, i
   mb_mesh_slab *slab = &d->slab;
   report_precision(ctx, slab->rows);
   for (int s = 0; s < n; s++)
-    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(ctx, stages[s].op, stages[s].params, ctx->halo, cart,
-                                            slab->rows)
-                         : grid_stage(ctx, stages[s].op, stages[s].params, cart, slab->rows));
+    MB_CALL(on_cuda(ctx) ? grid_stage_cuda(ctx, &stages[s], ctx->halo, cart, slab->rows)
+                         : grid_stage(ctx, &stages[s], cart, slab->rows));
   return MB_SUCCESS;
 }
 
