@@ -187,8 +187,9 @@ static mb_error stage_check_heat(const mb_stage *st, const mb_stencil_grid *g) {
           st->index, msg);
 }
 
-static mb_error grid_stage_cuda_fields(const mb_stage *st, int halo, mb_cart *cart, mb_mesh *m,
-                                       const mb_stencil_grid *blkp, const unsigned char *sel);
+static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st, int halo,
+                                       mb_cart *cart, mb_mesh *m, const mb_stencil_grid *blkp,
+                                       const unsigned char *sel);
 
 static mb_error alloc_like(const mb_mesh *m, int f, void **buf) {
   const size_t width = m->fields[f].dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
@@ -562,14 +563,15 @@ static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_stage *st, int ha
   unsigned char *sel = NULL;
   MB_CALL(select_fields(m, st, &sel));
   mb_error e = check_fields(m, op->name, sel);
-  if (!e) e = grid_stage_cuda_fields(st, halo, cart, m, &blk, sel);
+  if (!e) e = grid_stage_cuda_fields(ctx, st, halo, cart, m, &blk, sel);
   free(sel);
   return e;
 }
 
 /* grid_stage_cuda on the selected fields of the block. */
-static mb_error grid_stage_cuda_fields(const mb_stage *st, int halo, mb_cart *cart, mb_mesh *m,
-                                       const mb_stencil_grid *blkp, const unsigned char *sel) {
+static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st, int halo,
+                                       mb_cart *cart, mb_mesh *m, const mb_stencil_grid *blkp,
+                                       const unsigned char *sel) {
   const mb_op_info *op = st->op;
   const mb_stencil_params *p = st->params;
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
