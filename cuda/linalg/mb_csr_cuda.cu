@@ -205,7 +205,7 @@ mb_cuda_csr::~mb_cuda_csr() {
   mb_reduce_device_free(rd);
 }
 
-static mb_error mb_la_spmv_staged(int32_t nrows, const int32_t *rowptr, const int32_t *col,
+mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
                                   const double *val, int ncomp, const double *x, double *y) {
   if (nrows <= 0) return MB_SUCCESS;
   const unsigned g = mb_la_grid(nrows);
@@ -220,8 +220,8 @@ static mb_error mb_la_spmv_staged(int32_t nrows, const int32_t *rowptr, const in
   return MB_SUCCESS;
 }
 
-mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
-                         const double *val, int ncomp, const double *x, double *y) {
+static mb_error mb_la_spmv_plain(int32_t nrows, const int32_t *rowptr, const int32_t *col,
+                                 const double *val, int ncomp, const double *x, double *y) {
   if (nrows <= 0) return MB_SUCCESS;
   const unsigned g = mb_la_grid(nrows);
   switch (ncomp) {
@@ -298,7 +298,7 @@ mb_error mb_la_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, doubl
            ncomp, MB_LA_MAXCOMP);
   if (dA->nrows == 0) return MB_SUCCESS;
   if (rows == 2)
-    return mb_la_spmv_staged(dA->nrows, dA->rowptr.as<int32_t>(), dA->col.as<int32_t>(),
+    return mb_la_spmv_plain(dA->nrows, dA->rowptr.as<int32_t>(), dA->col.as<int32_t>(),
                              dA->val.as<double>(), ncomp, x, y);
   if (rows || dA->product == MB_CUDA_PRODUCT_ROWS)
     return mb_la_spmv_rows(dA->nrows, dA->rowptr.as<int32_t>(), dA->col.as<int32_t>(),

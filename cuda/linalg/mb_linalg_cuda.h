@@ -135,15 +135,16 @@ mb_error mb_cuda_csr_combine(mb_cuda_csr *dA, double alpha, const double *d, dou
 
 /* y [nrows, ncomp] = A x [ncols, ncomp] (device arrays, row-major, 1 <= ncomp
  * <= 4; x's ghost rows must be current), by dA's product (see above; the row
- * kernel where rows is 1, whatever dA's setting; 2: the row kernel with each
- * block's entries staged in shared memory, the same bits). Errors: MB_ERR_ARG,
+ * kernel where rows is 1, whatever dA's setting; 2: the row kernel without
+ * its shared-memory staging, the same bits). Errors: MB_ERR_ARG,
  * MB_ERR_CUDA (cuSPARSE's status named). */
 mb_error mb_cuda_csr_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
 
 /* For benchmarks: time `repeats` products y = A x of ncomp columns (1 to
  * 4; x and y device scratch made here, x filled with ones) by the row
- * kernel (rows 1), the row kernel with each block's entries staged in
- * shared memory (rows 2; the same bits) or dA's product (rows 0), after
+ * kernel (rows 1; each block's entries staged in shared memory), the row
+ * kernel without that staging (rows 2; the same bits) or dA's product
+ * (rows 0), after
  * one untimed product; *ms
  * the median ms per product (CUDA events), *bytes the product's byte
  * model: values 8 nnz + columns 4 nnz + row pointers 4 (nrows + 1) + x

@@ -73,13 +73,14 @@ struct mb_cuda_csr {
 };
 
 /* y [nrows, ncomp] = A x by the row kernel on raw device arrays (entry
- * order, unfused), enqueued on the default stream. Errors: MB_ERR_CUDA. */
+ * order, unfused; each block's column indices and values first staged in
+ * shared memory, coalesced), enqueued on the default stream. Errors: MB_ERR_CUDA. */
 mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
                          const double *val, int ncomp, const double *x, double *y);
 
 /* y = A x on dA by its product rule (rows 1: the row kernel; 2: the row
- * kernel with the block's entries staged in shared memory, the same bits;
- * 0: dA's product). */
+ * kernel without the shared-memory staging, the same bits, for the
+ * benchmark; 0: dA's product). */
 mb_error mb_la_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, double *y);
 
 #endif

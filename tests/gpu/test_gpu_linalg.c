@@ -4,7 +4,7 @@
  *    noisy open grid, a mesh with a non-manifold edge, an isolated vertex
  *    and a degenerate triangle, and spot.obj; L 1 = 0 to 1e-12 and the mass
  *    sums to the area;
- *  - the row product, plain and staged in shared memory, equals
+ *  - the row product, staged in shared memory and not, equals
  *    mb_csr_spmv bit for bit (also on 300 rows of 40 entries), and
  *    cuSPARSE's SpMV/SpMM agree with it to 1e-12;
  *  - (M - dt L) X = M X on spot.obj: PCG (cuSPARSE and row products) and
@@ -180,7 +180,7 @@ static void test_products(void **state) {
     assert_int_equal(mb_cuda_csr_spmv(s.dL, 2, nc, dx, dy), MB_SUCCESS);
     gl_dev_download(got, dy, (size_t)nc * n);
     if (memcmp(got, want, 8 * (size_t)nc * n))
-      fail_msg("staged row product of %d columns differs from the CPU's", nc);
+      fail_msg("unstaged row product of %d columns differs from the CPU's", nc);
     mb_cuda_csr_set_product(s.dL, MB_CUDA_PRODUCT_CUSPARSE);
     assert_int_equal(mb_cuda_csr_spmv(s.dL, 0, nc, dx, dy), MB_SUCCESS);
     mb_cuda_csr_set_product(s.dL, MB_CUDA_PRODUCT_ROWS);
@@ -231,7 +231,7 @@ static void test_products(void **state) {
       assert_int_equal(mb_cuda_csr_spmv(dB, 2, nc, dx, dy), MB_SUCCESS);
       gl_dev_download(got, dy, (size_t)nc * nr);
       if (memcmp(got, want, 8 * (size_t)nc * nr))
-        fail_msg("staged row product of long rows, %d columns, differs from the CPU's", nc);
+        fail_msg("unstaged row product of long rows, %d columns, differs from the CPU's", nc);
       gl_dev_free(dx);
       gl_dev_free(dy);
     }

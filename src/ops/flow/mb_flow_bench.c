@@ -39,8 +39,9 @@ static const char flow_bench_help[] =
     "(the solution taken, rescale); then the step's ms (the median over the steps\n"
     "after the first, which alone pays the analysis). On the GPU the device is\n"
     "synchronised between phases. Also on the GPU: the sparse product of three\n"
-    "columns (the PCG's) by cuSPARSE, by the row kernel and by the row kernel\n"
-    "staged in shared memory, ms and GB/s under the byte model of\n"
+    "columns (the PCG's) by cuSPARSE, by the row kernel (each block's entries\n"
+    "staged in shared memory) and by the row kernel unstaged, ms and GB/s\n"
+    "under the byte model of\n"
     "cuda/linalg/mb_linalg_cuda.h, and the device-to-device copy bandwidth\n"
     "measured in the same run with the fraction of it.\n"
     "With --distribute partitioned (under mpirun -np N, --solver pcg) the mesh is\n"
@@ -252,7 +253,7 @@ static mb_error spmv_figures(const bench_opts *o, const mb_mesh *m, const mb_adj
   if (!e) e = mb_cuda_copy_bandwidth((size_t)1 << 30, &copy);
   if (!e) printf("cuda: device-to-device copy %.0f GB/s; the product of 3 columns (%d rows, %d "
                  "entries):\n", copy, A->nrows, A->nnz);
-  static const char *const kname[] = {"cuSPARSE", "rows", "staged"};
+  static const char *const kname[] = {"cuSPARSE", "rows", "unstaged"};
   for (int k = 0; k < 3 && !e; k++) {
     double ms = 0, bytes = 0;
     e = mb_cuda_csr_time_spmv(dA, k, 3, (int)o->spmv_repeats, &ms, &bytes);
