@@ -249,8 +249,13 @@ int mb_coll_space_check_on(void);
  * of a failed write. A static string. Not collective. */
 const char *mb_coll_full_note(const char *path);
 
+/* Free bytes below which mb_coll_close_h5 flushes before it closes. */
+#define MB_COLL_LOW_SPACE (256.0 * 1024 * 1024)
+
 /* Close file (the temporary tmp, created by mb_coll_create_h5 over comm)
- * safely on a full disk. Unless discard, its metadata is first flushed
+ * safely on a full disk. Unless discard, and where the folder has less
+ * than MB_COLL_LOW_SPACE free (statvfs on rank 0; a flush is a file sync
+ * under MPI-IO, too dear for every output), its metadata is first flushed
  * (H5Fflush); where that fails on any rank, or discard is set, rank 0
  * truncates tmp to nothing before the close, so that the close, which
  * still writes metadata, finds room: a failed H5Fclose leaves HDF5 1.10

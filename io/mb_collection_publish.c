@@ -63,7 +63,13 @@ const char *mb_coll_full_note(const char *path) {
 mb_error mb_coll_close_h5(MPI_Comm comm, hid_t file, const char *tmp, int discard) {
   int rank = 0;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
-  int bad = discard || H5Fflush(file, H5F_SCOPE_LOCAL) < 0;
+  /* The flush is a file sync under MPI-IO (MPI_File_sync), too dear for
+   * every output (`--sync` asks for it): it is made only where the disk is
+   * nearly full, the case it is for. Agreed, since the flush is collective. */
+  const double avail = rank == 0 ? mb_coll_free_bytes(tmp) : 0;
+  int low = rank == 0 && avail >= 0 && avail < MB_COLL_LOW_SPACE;
+  MB_CALL_MPI(MPI_Bcast(&low, 1, MPI_INT, 0, comm));
+  int bad = discard || (low && H5Fflush(file, H5F_SCOPE_LOCAL) < 0);
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   /* the file is lost: make room for the close's own metadata writes */
   if (bad && rank == 0 && truncate(tmp, 0) != 0) { /* the close is tried all the same */ }
