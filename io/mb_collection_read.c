@@ -386,7 +386,12 @@ enum { MAX_FILTER_RATIO = 1100 };
  * what is stored). Metadata only; no raw data is read. Errors:
  * MB_ERR_FORMAT naming the dataset. */
 static mb_error check_backed(hid_t loc, const char *name, const char *where, haddr_t filesize) {
-  hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+  /* a virtual dataset's source files would be opened by H5Dopen (collectively
+   * under MPI-IO, while only rank 0 scans: a hang): point them nowhere */
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  if (dapl >= 0) H5Pset_virtual_prefix(dapl, "/nonexistent-meshbatch-refuses-virtual-sources/");
+  hid_t d = H5Dopen2(loc, name, dapl >= 0 ? dapl : H5P_DEFAULT);
+  mb_h5_close_id(dapl);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s is not a dataset", where);
   hid_t dcpl = H5Dget_create_plist(d), t = H5Dget_type(d), sp = H5Dget_space(d);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;

@@ -13,8 +13,11 @@ their file does not hold.
   (not a false "no room for the output"), exits 1, and the output holds the
   valid datasets, equal to a run on them alone.
 
-Needs h5py and numpy (skipped with 77 where absent).
+`hostile_collections.py [--np N] [--distribute per-mesh|partitioned]`: the
+runs on N ranks (1: without the launcher). Needs h5py and numpy (skipped
+with 77 where absent).
 """
+import argparse
 import os
 import shutil
 import sys
@@ -30,11 +33,19 @@ def fresh(name):
     return d
 
 
+OPT = argparse.Namespace(np=1, distribute="per-mesh")
+
+
 def job(path, inputs, output, stage):
     with open(path, "w") as f:
         f.write("input:\n" + "".join(f"  - {i}\n" for i in inputs))
-        f.write(f"output: {output}\nbackend: cpu\nstages:\n  - {stage}\n")
+        f.write(f"output: {output}\nbackend: cpu\ndistribute: {OPT.distribute}\n")
+        f.write(f"stages:\n  - {stage}\n")
     return path
+
+
+def run_job(jp, expect):
+    return run(["run", jp], np=OPT.np if OPT.np > 1 else None, expect=expect)
 
 
 def tetra(g, np, field=None):
@@ -71,8 +82,8 @@ def outside_storage(d, np, h5py):
         if what not in p.stdout + p.stderr or f"/meshes/{bad}/fields/" not in p.stdout + p.stderr:
             fail(f"info {name}: the {what} of '{bad}' is not named:\n{p.stdout}{p.stderr}")
         out = os.path.join(d, "out_" + name)
-        p = run(["run", job(os.path.join(d, name + ".yaml"), [path], out,
-                            "{op: laplacian, iterations: 1}")], expect=1)
+        p = run_job(job(os.path.join(d, name + ".yaml"), [path], out,
+                        "{op: laplacian, iterations: 1}"), expect=1)
         if what not in p.stderr or f"/meshes/{bad}/fields/" not in p.stderr:
             fail(f"run {name}: the {what} is not refused naming the dataset:\n{p.stderr}")
         with h5py.File(out, "r") as f:
@@ -103,14 +114,14 @@ def declared_sizes(d, np, h5py):
         tetra(new_dataset_group(f, "d_good", index=1), np)
     stage = "{op: laplacian, iterations: 2}"
     out = os.path.join(d, "out.h5")
-    p = run(["run", job(os.path.join(d, "declared.yaml"), [path], out, stage)], expect=1)
+    p = run_job(job(os.path.join(d, "declared.yaml"), [path], out, stage), expect=1)
     for bad in ("/meshes/b_huge/triangles", "/meshes/c_grid/fields/u"):
         if bad not in p.stderr or "corrupt" not in p.stderr:
             fail(f"the corrupt dataset {bad} is not reported:\n{p.stderr}")
     if "no room" in p.stderr or "no space" in p.stderr:
         fail(f"a corrupt dataset is reported as a full disk:\n{p.stderr}")
     ref = os.path.join(d, "ref.h5")
-    run(["run", job(os.path.join(d, "ref.yaml"), [good], ref, stage)])
+    run_job(job(os.path.join(d, "ref.yaml"), [good], ref, stage), expect=0)
     with h5py.File(out, "r") as f, h5py.File(ref, "r") as r:
         if sorted(f["meshes"].keys()) != ["a_good", "d_good"]:
             fail(f"the output holds {sorted(f['meshes'].keys())}, not the two valid datasets")
@@ -122,9 +133,13 @@ def declared_sizes(d, np, h5py):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--np", type=int, default=1)
+    ap.add_argument("--distribute", default="per-mesh", choices=["per-mesh", "partitioned"])
+    ap.parse_args(namespace=OPT)
     np = need_module("numpy")
     h5py = need_module("h5py")
-    d = fresh("hostile_collections")
+    d = fresh(f"hostile_collections_{OPT.np}_{OPT.distribute}")
     outside_storage(d, np, h5py)
     declared_sizes(d, np, h5py)
     print("PASS")
