@@ -28,8 +28,11 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
   hid_t file;
   MB_CALL(mb_coll_create_h5(comm, tmp, &file));
   mb_error e = mb_coll_put_contents(file, w, h, lerr);
-  /* durable: every rank's writes to the disk (MPI_File_sync, collective) */
-  if (!e && durable && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+  /* durable: every rank's writes to the disk (MPI_File_sync, collective: so
+   * only where no rank's write failed, agreed first) */
+  int any = e || *lerr;
+  if (MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) any = 1;
+  if (!any && durable && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
     e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__, "cannot sync %s to the disk", tmp);
   int failed = e || *lerr; /* a failed write: the file is discarded (closed with room made) */
   if (failed && mb_coll_full_note(tmp)[0]) { /* the cause, seen before the close frees room */

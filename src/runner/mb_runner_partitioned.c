@@ -184,8 +184,16 @@ mb_error runner_run_partitioned(rank_state *st) {
       res.nv = slab.nv;
       res.nf = grid ? -1 : slab.nf;
       e = mb_agree(st->comm, runner_add_provenance(st, slab.rows, res.seconds, st->computed));
-      if (!e && ck[0]) /* every rank's slab, one collective write, renamed into place */
-        e = mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
+      if (!e && ck[0]) { /* every rank's slab, one collective write, renamed into place */
+        /* a checkpoint that cannot be written (a full disk) ends the run, as
+         * in a per-mesh run: the output is not written, an earlier one kept */
+        const mb_error ce =
+            mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
+        if (ce) {
+          mb_mesh_free(slab.rows);
+          return ce;
+        }
+      }
       if (!e) e = runner_keep_slab(st, &slab);
       res.ok = !e; /* a failure after the compute (agreed) fails the mesh too */
     }
