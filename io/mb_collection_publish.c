@@ -66,14 +66,23 @@ mb_error mb_coll_close_h5(MPI_Comm comm, hid_t file, const char *tmp, int discar
   /* The flush is a file sync under MPI-IO (MPI_File_sync), too dear for
    * every output (`--sync` asks for it): it is made only where the disk is
    * nearly full, the case it is for. Agreed, since the flush is collective. */
+  /* An MPI failure here is reported after the close, which every rank
+   * must reach (it is collective). */
   const double avail = rank == 0 ? mb_coll_free_bytes(tmp) : 0;
   int low = rank == 0 && avail >= 0 && avail < MB_COLL_LOW_SPACE;
-  MB_CALL_MPI(MPI_Bcast(&low, 1, MPI_INT, 0, comm));
+  const int rc0 = MPI_Bcast(&low, 1, MPI_INT, 0, comm);
   int bad = discard || (low && H5Fflush(file, H5F_SCOPE_LOCAL) < 0);
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
+  const int rc1 = MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm);
+  if (rc1 != MPI_SUCCESS) bad = 1;
   /* the file is lost: make room for the close's own metadata writes */
   if (bad && rank == 0 && truncate(tmp, 0) != 0) { /* the close is tried all the same */ }
   const herr_t st = H5Fclose(file);
+  if (rc0 != MPI_SUCCESS)
+    return mb_error_mpi_failed(rc0, __FILE__, __LINE__, __func__,
+                               "MPI_Bcast(&low, 1, MPI_INT, 0, comm)");
+  if (rc1 != MPI_SUCCESS)
+    return mb_error_mpi_failed(rc1, __FILE__, __LINE__, __func__,
+                               "MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm)");
   MB_CHECK(discard || (!bad && st >= 0), MB_ERR_IO, "cannot write %s: %s%s", tmp,
            bad ? "flushing the file's metadata failed" : "H5Fclose failed",
            rank == 0 ? mb_coll_full_note(tmp) : "");

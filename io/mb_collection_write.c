@@ -31,7 +31,13 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
   /* durable: every rank's writes to the disk (MPI_File_sync, collective: so
    * only where no rank's write failed, agreed first) */
   int any = e || *lerr;
-  if (MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) any = 1;
+  const int rc0 = MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (rc0 != MPI_SUCCESS) { /* reported; the file is discarded below */
+    any = 1;
+    if (!e)
+      e = mb_error_mpi_failed(rc0, __FILE__, __LINE__, __func__,
+                              "MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm)");
+  }
   if (!any && durable && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
     e = mb_error_set(MB_ERR_IO, __FILE__, __LINE__, __func__, "cannot sync %s to the disk", tmp);
   int failed = e || *lerr; /* a failed write: the file is discarded (closed with room made) */
@@ -43,7 +49,12 @@ static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const
     if (e) e = w; else *lerr = w;
   }
   const int rc = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
-  if (rc != MPI_SUCCESS) failed = 1; /* the same on every rank: an MPI failure aborts */
+  if (rc != MPI_SUCCESS) { /* an MPI failure aborts: reported, the file discarded */
+    failed = 1;
+    if (!e)
+      e = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__,
+                              "MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm)");
+  }
   const mb_error ce = mb_coll_close_h5(comm, file, tmp, failed);
   if (!e) e = ce;
   MB_CALL(e);
