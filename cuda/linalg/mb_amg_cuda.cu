@@ -34,13 +34,6 @@
 #include "mb_amg.h"
 #include "mb_linalg_cuda_private.cuh"
 
-#define MB_CALL_CUSOLVER_DN(expr)                                                             \
-  do {                                                                                        \
-    cusolverStatus_t mb_dn_st_ = (expr);                                                      \
-    if (mb_dn_st_ != CUSOLVER_STATUS_SUCCESS)                                                 \
-      return mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,                          \
-                          "cuSOLVER call failed: %s (status %d)", #expr, (int)mb_dn_st_);     \
-  } while (0)
 
 namespace {
 
@@ -415,11 +408,11 @@ mb_error create(const mb_amg *h, mb_cuda_csr *dA, mb_cuda_amg *g) {
   MB_CALL(mb_dbuf_alloc(&g->dense, sizeof(double) * (size_t)nco * (size_t)nco,
                         "AMG coarse inverse"));
   MB_CALL(mb_dbuf_alloc(&g->info, sizeof(level_info) * (size_t)(g->nlev + 1), "AMG level info"));
-  if (!g->dn) MB_CALL_CUSOLVER_DN(cusolverDnCreate(&g->dn));
+  if (!g->dn) MB_CALL_CUSOLVER(cusolverDnCreate(&g->dn));
   int l1 = 0, l2 = 0;
-  MB_CALL_CUSOLVER_DN(cusolverDnDpotrf_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
+  MB_CALL_CUSOLVER(cusolverDnDpotrf_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
                                                   g->dense.as<double>(), nco, &l1));
-  MB_CALL_CUSOLVER_DN(cusolverDnDpotri_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
+  MB_CALL_CUSOLVER(cusolverDnDpotri_bufferSize(g->dn, CUBLAS_FILL_MODE_LOWER, nco,
                                                   g->dense.as<double>(), nco, &l2));
   g->dnwork_len = l1 > l2 ? l1 : l2;
   MB_CALL(mb_dbuf_alloc(&g->dnwork, sizeof(double) * (size_t)(g->dnwork_len ? g->dnwork_len : 1),
@@ -472,7 +465,7 @@ mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
   MB_CALL_CUDA(cudaMemsetAsync(dense, 0, sizeof(double) * (size_t)nco * nco, nullptr));
   k_densify<<<mb_la_grid(nco), MB_LA_BLOCK>>>(nco, C->rowptr, C->col, C->val, dense);
   MB_CHECK_LAUNCH("AMG coarse matrix");
-  MB_CALL_CUSOLVER_DN(cusolverDnDpotrf(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
+  MB_CALL_CUSOLVER(cusolverDnDpotrf(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
                                        g->dnwork.as<double>(), g->dnwork_len, dninfo));
   std::vector<level_info> got((size_t)g->nlev + 1);
   MB_CALL_CUDA(cudaMemcpy(got.data(), g->info.p, sizeof(level_info) * got.size(),
@@ -495,7 +488,7 @@ mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
            "AMG: the coarsest level's matrix (%d rows) is not positive definite (cuSOLVER potrf "
            "info %d)",
            nco, potrf_info);
-  MB_CALL_CUSOLVER_DN(cusolverDnDpotri(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
+  MB_CALL_CUSOLVER(cusolverDnDpotri(g->dn, CUBLAS_FILL_MODE_LOWER, nco, dense, nco,
                                        g->dnwork.as<double>(), g->dnwork_len, dninfo));
   k_fill_upper<<<mb_la_grid((int64_t)nco * nco), MB_LA_BLOCK>>>(nco, dense);
   MB_CHECK_LAUNCH("AMG coarse inverse");

@@ -37,14 +37,6 @@
 #include "mb_linalg_cuda_private.cuh"
 #include "mb_reduce.h"
 
-/* Return MB_ERR_CUDA naming the cuSOLVER call and its status. */
-#define MB_CALL_CUSOLVER(expr)                                                 \
-  do {                                                                         \
-    cusolverStatus_t mb_so_st_ = (expr);                                       \
-    if (mb_so_st_ != CUSOLVER_STATUS_SUCCESS)                                  \
-      return mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,           \
-                          "cuSOLVER call failed: %s: status %d", #expr, (int)mb_so_st_); \
-  } while (0)
 
 struct mb_cuda_cholesky {
   int32_t n = 0, nnz = 0;

@@ -32,6 +32,15 @@ static inline unsigned mb_la_grid(int64_t n) {
                           cusparseGetErrorString(mb_sp_st_), (int)mb_sp_st_);  \
   } while (0)
 
+/* Return MB_ERR_CUDA naming the cuSOLVER call and its status. */
+#define MB_CALL_CUSOLVER(expr)                                                 \
+  do {                                                                         \
+    cusolverStatus_t mb_so_st_ = (expr);                                       \
+    if (mb_so_st_ != CUSOLVER_STATUS_SUCCESS)                                  \
+      return mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__,           \
+                          "cuSOLVER call failed: %s: status %d", #expr, (int)mb_so_st_); \
+  } while (0)
+
 struct mb_cuda_halo;
 
 struct mb_cuda_csr {
