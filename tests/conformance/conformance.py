@@ -179,12 +179,15 @@ def tip_fan_inputs(d):
                            [(0, 1 + i, 1 + (i + 1) % 8) for i in range(8)])]
 
 
+LARGE = False  # --large
+
+
 def delaunay_inputs(d):
-    """Delaunay triangulations of 10 k and 1 M uniform random points (the
-    sizes the partitioned form is checked at; about 2 x 10^4 and 2 x 10^6
-    triangles)."""
+    """Delaunay triangulations of 10 k and 200 k uniform random points (about
+    2 x 10^4 and 4 x 10^5 triangles), or of 10 k and 1 M points with --large
+    (the `large` test, about 2 x 10^6 triangles)."""
     files = []
-    for n in (10000, 1000000):
+    for n in (10000, 1000000 if LARGE else 200000):
         out = os.path.join(d, f"delaunay{n}.node")
         run(["generate", "delaunay", "--points", n, "--seed", 1, "-o", out])
         files.append(out)
@@ -275,7 +278,10 @@ def main():
     ap.add_argument("room", choices=sorted(OPS))
     ap.add_argument("--np", type=int, default=1)
     ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--large", action="store_true", help="the larger inputs (polylla_delaunay: 1 M points)")
     a = ap.parse_args()
+    global LARGE
+    LARGE = a.large
     if a.backend == "cuda" and cuda_devices() == 0:
         print("SKIP: no CUDA device")
         return SKIP
