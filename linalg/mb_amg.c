@@ -55,6 +55,37 @@ mb_amg_opts mb_amg_opts_default(void) {
   return o;
 }
 
+mb_error mb_amg_opts_env(mb_amg_opts *o) {
+  MB_CHECK(o, MB_ERR_ARG, "mb_amg_opts_env: NULL argument");
+  const char *env = getenv("MESHBATCH_AMG");
+  if (!env || !*env) return MB_SUCCESS;
+  mb_amg_opts t = *o;
+  char buf[256];
+  MB_CHECK(strlen(env) < sizeof buf, MB_ERR_ARG, "MESHBATCH_AMG is too long (%zu characters)",
+           strlen(env));
+  strcpy(buf, env);
+  for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(kv, '='), *end = NULL;
+    MB_CHECK(eq && eq[1], MB_ERR_ARG, "MESHBATCH_AMG: '%s' is not key=value", kv);
+    *eq = 0;
+    const char *val = eq + 1;
+    if (!strcmp(kv, "theta")) {
+      t.theta = strtod(val, &end);
+    } else {
+      const long v = strtol(val, &end, 10);
+      if (!strcmp(kv, "max_levels")) t.max_levels = (int)v;
+      else if (!strcmp(kv, "max_coarse")) t.max_coarse = (int)v;
+      else if (!strcmp(kv, "degree")) t.degree = (int)v;
+      else MB_FAIL(MB_ERR_ARG, "MESHBATCH_AMG: unknown key '%s' (theta, max_levels, max_coarse, "
+                   "degree)", kv);
+    }
+    MB_CHECK(end && end != val && !*end, MB_ERR_ARG, "MESHBATCH_AMG: %s=%s is not a number", kv,
+             val);
+  }
+  *o = t;
+  return MB_SUCCESS;
+}
+
 /* ------------------------------------------------------------ matrices */
 
 /* A CSR matrix with nnz entries, rowptr zeroed; edge left NULL (the

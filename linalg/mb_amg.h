@@ -86,6 +86,15 @@ typedef struct mb_amg mb_amg; /* opaque */
 /* The defaults above. Not collective. */
 mb_amg_opts mb_amg_opts_default(void);
 
+/* The options of *o overridden by the environment variable MESHBATCH_AMG,
+ * a comma-separated list of key=value with keys theta, max_levels,
+ * max_coarse, degree (e.g. "max_coarse=500,degree=3"), for tuning runs,
+ * as PETSc's options database does for its preconditioners; unset or
+ * empty: *o unchanged. The values are range-checked by mb_amg_create.
+ * Not collective. Errors: MB_ERR_ARG (an unknown key or a malformed
+ * value, named; *o unchanged). */
+mb_error mb_amg_opts_env(mb_amg_opts *o);
+
 /* Build the hierarchy of A (square: one rank's whole matrix, nrows ==
  * ncols >= 1; symmetric, positive diagonal), its pattern and values
  * read, not kept (*amg holds its own copy). opts NULL: the defaults.

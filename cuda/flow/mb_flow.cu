@@ -355,7 +355,9 @@ mb_error solve(flow_gpu *g, mb_solve_stats *st) {
     if (first) {
       MB_CALL(mb_cuda_csr_download(g->dA, g->A->val));
       mb_amg *h = nullptr;
-      MB_CALL(mb_amg_create(g->A, nullptr, &h));
+      mb_amg_opts ao = mb_amg_opts_default();
+      MB_CALL(mb_amg_opts_env(&ao));
+      MB_CALL(mb_amg_create(g->A, &ao, &h));
       const mb_error e = mb_cuda_amg_create(h, g->dA, &g->amg);
       mb_amg_free(h);
       MB_CALL(e);

@@ -6,21 +6,30 @@
  * patterns of A P and of the Galerkin products) is made once per pattern
  * on the host by mb_amg_create and uploaded. Per matrix, on the device:
  *   - the numeric products A_l P_l and R_l (A_l P_l) on their fixed
- *     patterns, one thread per row, each entry summed in the host's order
- *     (the left factor's row entries, then the right factor's), so the
- *     coarse matrices are the host's bits; then the lower triangle copied
- *     from the upper (the host's symmetrisation);
- *   - each level's D^-1 and its Gershgorin bound rho (one download of all
- *     levels' bounds, from which the host forms the Chebyshev
- *     coefficients, mb_amg_chebyshev);
+ *     patterns, each entry summed in the host's order (the left factor's
+ *     row entries, then the right factor's), so the coarse matrices are
+ *     the host's bits: one thread per row where rows are short, else 4 to
+ *     32 threads per row, each computing whole entries (a thread per row
+ *     of the few long rows of the coarse levels took 10 ms on 550 rows);
+ *     then the lower triangle copied from the upper (the host's
+ *     symmetrisation);
+ *   - each level's D^-1 and its Gershgorin bound rho (the maximum taken
+ *     per block, then one atomic per block; one download of all levels'
+ *     bounds, from which the host forms the Chebyshev coefficients,
+ *     mb_amg_chebyshev);
  *   - the coarsest matrix (at most max_coarse rows) densified, factored
  *     (cusolverDnDpotrf) and inverted (cusolverDnDpotri), so that each
  *     cycle's coarse solve is one dense product instead of two triangular
  *     solves of little parallelism.
  * The cycle (mb_cuda_amg_apply) is the host's (linalg/mb_amg.c): Chebyshev
- * smoothing before and after the coarse correction, row-kernel products
- * (cuda/linalg/mb_csr_cuda.cu), all enqueued on the default stream with
- * no host synchronisation, so the PCG can queue it inside its iterations.
+ * smoothing before and after the coarse correction, the products by the
+ * staged row kernel on the finest level (mb_la_rows_staged, its epilogue
+ * fused with the vector step after it; the degree-2 smoothing from zero
+ * is one product) and by 4 to 32 threads per row on the coarse ones. The
+ * cycle's ~40 kernels are captured once per update as a CUDA graph and
+ * replayed on the default stream with no host synchronisation, so the
+ * PCG can queue it inside its iterations (the graph saved 1-1.5 ms of a
+ * 40 ms step on the H100: the coarse levels' kernels are short).
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -121,6 +130,43 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   }
 }
 
+/* The same product with LANES threads per row of C, for long rows: lane l
+ * computes C's entries l, l + LANES, ... of the row, each as the sum over
+ * A's row entries in order of a_ik b_kj (b_kj found by bisection in B's
+ * row k; a term is absent where B's row has no column j). That is each
+ * entry's order of terms in the host's loop, so the same bits. */
+template <int LANES>
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_product_lanes(int32_t m, const int32_t *__restrict__ arow, const int32_t *__restrict__ acol,
+                    const double *__restrict__ aval, const int32_t *__restrict__ brow,
+                    const int32_t *__restrict__ bcol, const double *__restrict__ bval,
+                    const int32_t *__restrict__ crow, const int32_t *__restrict__ ccol,
+                    double *__restrict__ cval) {
+  const int64_t t = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  const int64_t i = t / LANES;
+  const int lane = (int)(t % LANES);
+  if (i >= m) return;
+  const int32_t a0 = arow[i], a1 = arow[i + 1];
+  for (int32_t c = crow[i] + lane; c < crow[i + 1]; c += LANES) {
+    const int32_t j = ccol[c];
+    double s = 0.0;
+    for (int32_t e = a0; e < a1; e++) {
+      const int32_t k = acol[e];
+      int32_t lo = brow[k], hi = brow[k + 1];
+      while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (bcol[mid] < j) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < brow[k + 1] && bcol[lo] == j) {
+        const double p = aval[e] * bval[lo];
+        s = s + p;
+      }
+    }
+    cval[c] = s;
+  }
+}
+
 /* The lower triangle from the upper (sym: each entry's transpose). */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     k_symmetrise(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
@@ -132,23 +178,37 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
 }
 
 /* dinv = 1 / a_ii and the bound max_i sum_j |a_ij| / a_ii (entry order,
- * as the host's level_values); the first bad row. */
+ * as the host's level_values); the first bad row. The bound's maximum is
+ * taken in the block first (a warp shuffle, then shared memory), then one
+ * atomic per block: a maximum in any order is the same value. */
 __global__ void __launch_bounds__(MB_LA_BLOCK)
     k_level_diag(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ diag,
                  const double *__restrict__ val, double *__restrict__ dinv,
                  level_info *__restrict__ info) {
+  __shared__ unsigned long long wmax[MB_LA_BLOCK / 32];
   const int32_t i = blockIdx.x * MB_LA_BLOCK + threadIdx.x;
-  if (i >= n) return;
-  const double a = val[diag[i]];
-  double s = 0.0;
-  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) s += fabs(val[e]);
-  if (!(a > 0) || !isfinite(s)) {
-    atomicMin(&info->bad, i);
-    return;
+  unsigned long long g = 0; /* bits of a non-negative double order as the value */
+  if (i < n) {
+    const double a = val[diag[i]];
+    double s = 0.0;
+    for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) s += fabs(val[e]);
+    if (!(a > 0) || !isfinite(s)) {
+      atomicMin(&info->bad, i);
+    } else {
+      dinv[i] = 1.0 / a;
+      g = (unsigned long long)__double_as_longlong(s / a);
+    }
   }
-  dinv[i] = 1.0 / a;
-  const double g = s / a;
-  atomicMax(&info->rho, (unsigned long long)__double_as_longlong(g));
+  for (int off = 16; off; off >>= 1) {
+    const unsigned long long o = __shfl_xor_sync(0xffffffffu, g, off);
+    g = o > g ? o : g;
+  }
+  if ((threadIdx.x & 31) == 0) wmax[threadIdx.x / 32] = g;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < MB_LA_BLOCK / 32; w++) g = wmax[w] > g ? wmax[w] : g;
+    if (g) atomicMax(&info->rho, g);
+  }
 }
 
 /* The coarsest matrix into dense [n, n] (zeroed before). */
@@ -229,12 +289,40 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   x[k] = x[k] + dk;
 }
 
-/* What a product does with s = (M x)_i: set y = s, y = b - s, y += s or
- * y -= s. */
-enum op_mode { OP_SET = 0, OP_RESIDUAL = 1, OP_ADD = 2, OP_MINUS = 3 };
+/* Degree-2 Chebyshev smoothing from x = 0 in one product (the host's
+ * smooth with zero start, its steps in its order): with d = d0 D^-1 b
+ * (k_cheb_d), r = b - A d, then d' = c1 d + c2 D^-1 r and x = d + d'. */
+__global__ void __launch_bounds__(MB_LA_BLOCK)
+    k_cheb_d(int64_t m, int nc, const double *__restrict__ b, const double *__restrict__ dinv,
+             double d0, double *__restrict__ d) {
+  const int64_t k = (int64_t)blockIdx.x * MB_LA_BLOCK + threadIdx.x;
+  if (k >= m) return;
+  d[k] = (dinv[k / nc] * b[k]) * d0;
+}
+
+template <int NC> struct cheb_zero_out {
+  const double *__restrict__ b, *__restrict__ dinv, *__restrict__ d;
+  double c1, c2;
+  double *__restrict__ x;
+  __device__ __forceinline__ void operator()(int64_t i, const double *s) const {
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+      const int64_t k = i * NC + c;
+      const double r = b[k] - s[c];
+      const double a = c1 * d[k], e = c2 * (dinv[i] * r);
+      const double dk = a + e;
+      x[k] = d[k] + dk;
+    }
+  }
+};
+
+/* What a product does with s = (M x)_i (mb_la_mode). */
+enum op_mode { OP_SET = MB_LA_SET, OP_RESIDUAL = MB_LA_RESIDUAL, OP_ADD = MB_LA_ADD,
+               OP_MINUS = MB_LA_MINUS };
 
 /* The products of the cycle, M [n, *] CSR times x [*, NC]: LANES threads
- * per row (1: one thread, entry order, the host's bits; 4 to 32 for the
+ * per row (1: the staged row kernel, mb_la_rows_staged, entry order, the
+ * host's bits; 4 to 32 for the
  * coarse levels' and R's longer rows: lane l sums entries l, l + LANES,
  * ..., then a fixed butterfly), the result combined with y (and b) by
  * MODE in the same kernel. */
@@ -276,25 +364,40 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 template <int NC, int LANES>
 void launch_op(int mode, int32_t n, const int32_t *rp, const int32_t *cl, const double *v,
-               const double *x, const double *b, double *y) {
+               const double *x, const double *b, double *y, cudaStream_t st) {
   const unsigned g = mb_la_grid((int64_t)n * LANES);
-  switch (mode) {
-  case OP_SET: k_op<NC, LANES, OP_SET><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
-  case OP_RESIDUAL: k_op<NC, LANES, OP_RESIDUAL><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
-  case OP_ADD: k_op<NC, LANES, OP_ADD><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
-  default: k_op<NC, LANES, OP_MINUS><<<g, MB_LA_BLOCK>>>(n, rp, cl, v, x, b, y); break;
+  if constexpr (LANES == 1) {
+    switch (mode) {
+#define MB_AMG_STAGED(MODE)                                                                    \
+  mb_la_rows_staged<NC, 1><<<g, MB_LA_BLOCK, 0, st>>>(n, rp, cl, v, x,                         \
+                                                      mb_la_out<NC, MODE>{b, y})
+    case OP_SET: MB_AMG_STAGED(MB_LA_SET); break;
+    case OP_RESIDUAL: MB_AMG_STAGED(MB_LA_RESIDUAL); break;
+    case OP_ADD: MB_AMG_STAGED(MB_LA_ADD); break;
+    default: MB_AMG_STAGED(MB_LA_MINUS); break;
+#undef MB_AMG_STAGED
+    }
+  } else {
+    switch (mode) {
+    case OP_SET: k_op<NC, LANES, OP_SET><<<g, MB_LA_BLOCK, 0, st>>>(n, rp, cl, v, x, b, y); break;
+    case OP_RESIDUAL:
+      k_op<NC, LANES, OP_RESIDUAL><<<g, MB_LA_BLOCK, 0, st>>>(n, rp, cl, v, x, b, y);
+      break;
+    case OP_ADD: k_op<NC, LANES, OP_ADD><<<g, MB_LA_BLOCK, 0, st>>>(n, rp, cl, v, x, b, y); break;
+    default: k_op<NC, LANES, OP_MINUS><<<g, MB_LA_BLOCK, 0, st>>>(n, rp, cl, v, x, b, y); break;
+    }
   }
 }
 
 template <int NC>
 void launch_op_nc(int lanes, int mode, int32_t n, const int32_t *rp, const int32_t *cl,
-                  const double *v, const double *x, const double *b, double *y) {
+                  const double *v, const double *x, const double *b, double *y, cudaStream_t st) {
   switch (lanes) {
-  case 1: launch_op<NC, 1>(mode, n, rp, cl, v, x, b, y); break;
-  case 4: launch_op<NC, 4>(mode, n, rp, cl, v, x, b, y); break;
-  case 8: launch_op<NC, 8>(mode, n, rp, cl, v, x, b, y); break;
-  case 16: launch_op<NC, 16>(mode, n, rp, cl, v, x, b, y); break;
-  default: launch_op<NC, 32>(mode, n, rp, cl, v, x, b, y); break;
+  case 1: launch_op<NC, 1>(mode, n, rp, cl, v, x, b, y, st); break;
+  case 4: launch_op<NC, 4>(mode, n, rp, cl, v, x, b, y, st); break;
+  case 8: launch_op<NC, 8>(mode, n, rp, cl, v, x, b, y, st); break;
+  case 16: launch_op<NC, 16>(mode, n, rp, cl, v, x, b, y, st); break;
+  default: launch_op<NC, 32>(mode, n, rp, cl, v, x, b, y, st); break;
   }
 }
 
@@ -308,13 +411,13 @@ int lanes_for(int32_t n, int64_t nnz, int finest) {
 }
 
 mb_error apply_op(const op_matrix &M, int mode, int nc, const double *x, const double *b,
-                  double *y) {
+                  double *y, cudaStream_t st) {
   if (M.n <= 0) return MB_SUCCESS;
   switch (nc) {
-  case 1: launch_op_nc<1>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
-  case 2: launch_op_nc<2>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
-  case 3: launch_op_nc<3>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
-  default: launch_op_nc<4>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y); break;
+  case 1: launch_op_nc<1>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y, st); break;
+  case 2: launch_op_nc<2>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y, st); break;
+  case 3: launch_op_nc<3>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y, st); break;
+  default: launch_op_nc<4>(M.lanes, mode, M.n, M.rp, M.cl, M.v, x, b, y, st); break;
   }
   MB_CHECK_LAUNCH("AMG product");
   return MB_SUCCESS;
@@ -333,7 +436,25 @@ struct mb_cuda_amg {
   cusolverDnHandle_t dn = nullptr;
   int usable = 0;
   double update_ms = 0;
+  /* The cycle as a CUDA graph (made at the first apply after an update, for
+   * the r, z and columns of that call; replayed while they stay), and the
+   * stream the cycle's kernels are enqueued on: the capture stream while
+   * the graph is made, else the default stream. */
+  mutable cudaStream_t cur = nullptr, capture = nullptr;
+  mutable cudaGraphExec_t exec = nullptr;
+  mutable const double *graph_r = nullptr;
+  mutable double *graph_z = nullptr;
+  mutable int graph_nc = 0;
+  void drop_graph() const {
+    if (exec) cudaGraphExecDestroy(exec);
+    exec = nullptr;
+    graph_r = nullptr;
+    graph_z = nullptr;
+    graph_nc = 0;
+  }
   ~mb_cuda_amg() {
+    drop_graph();
+    if (capture) cudaStreamDestroy(capture);
     if (dn) cusolverDnDestroy(dn);
   }
 };
@@ -420,6 +541,26 @@ mb_error create(const mb_amg *h, mb_cuda_csr *dA, mb_cuda_amg *g) {
   return MB_SUCCESS;
 }
 
+/* C = A B (m rows) on C's pattern: one thread per row where C's rows are
+ * short, else 4 to 32 lanes per row (lanes_for). The same bits either way. */
+mb_error product(int32_t m, const int32_t *arow, const int32_t *acol, const double *aval,
+                 const dcsr &B, const dcsr &C, const char *what) {
+  if (m <= 0) return MB_SUCCESS;
+  const int lanes = lanes_for(m, C.nnz, 0);
+  const unsigned g = mb_la_grid((int64_t)m * lanes);
+#define MB_AMG_PRODUCT_ARGS m, arow, acol, aval, B.rp(), B.cl(), B.v(), C.rp(), C.cl(), C.v()
+  switch (lanes) {
+  case 1: k_product<<<g, MB_LA_BLOCK>>>(MB_AMG_PRODUCT_ARGS); break;
+  case 4: k_product_lanes<4><<<g, MB_LA_BLOCK>>>(MB_AMG_PRODUCT_ARGS); break;
+  case 8: k_product_lanes<8><<<g, MB_LA_BLOCK>>>(MB_AMG_PRODUCT_ARGS); break;
+  case 16: k_product_lanes<16><<<g, MB_LA_BLOCK>>>(MB_AMG_PRODUCT_ARGS); break;
+  default: k_product_lanes<32><<<g, MB_LA_BLOCK>>>(MB_AMG_PRODUCT_ARGS); break;
+  }
+#undef MB_AMG_PRODUCT_ARGS
+  MB_CHECK_LAUNCH(what);
+  return MB_SUCCESS;
+}
+
 mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
   int32_t nr = 0, nc = 0, nnz = 0;
   mb_cuda_csr_shape(dA, &nr, &nc, &nnz);
@@ -441,14 +582,8 @@ mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
     glevel *L = &g->lev[l];
     if (l > 0) { /* A_l = R (A_{l-1} P) on fixed patterns, then symmetric */
       glevel *F = &g->lev[l - 1];
-      k_product<<<mb_la_grid(F->n), MB_LA_BLOCK>>>(F->n, F->rowptr, F->col, F->val, F->P.rp(),
-                                                   F->P.cl(), F->P.v(), F->AP.rp(), F->AP.cl(),
-                                                   F->AP.v());
-      MB_CHECK_LAUNCH("AMG product A P");
-      k_product<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, F->R.rp(), F->R.cl(), F->R.v(),
-                                                   F->AP.rp(), F->AP.cl(), F->AP.v(), L->A.rp(),
-                                                   L->A.cl(), L->A.v());
-      MB_CHECK_LAUNCH("AMG Galerkin product");
+      MB_CALL(product(F->n, F->rowptr, F->col, F->val, F->P, F->AP, "AMG product A P"));
+      MB_CALL(product(L->n, F->R.rp(), F->R.cl(), F->R.v(), F->AP, L->A, "AMG Galerkin product"));
       k_symmetrise<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, L->A.rp(), L->A.cl(),
                                                       L->sym.as<int32_t>(), L->A.v());
       MB_CHECK_LAUNCH("AMG symmetrise");
@@ -456,7 +591,7 @@ mb_error update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
     k_level_diag<<<mb_la_grid(L->n), MB_LA_BLOCK>>>(L->n, L->rowptr, L->diag, L->val,
                                                     L->dinv.as<double>(), info + l);
     MB_CHECK_LAUNCH("AMG level diagonal");
-  }
+    }
   /* the coarsest level: dense, factored, inverted */
   glevel *C = &g->lev[g->nlev - 1];
   const int32_t nco = C->n;
@@ -509,16 +644,33 @@ mb_error smooth(const mb_cuda_amg *g, const glevel *L, int nc, const double *b, 
   const unsigned grid = mb_la_grid(m);
   double *r = L->r.as<double>(), *d = L->d.as<double>();
   const double *dinv = L->dinv.as<double>();
+  if (zero && g->degree == 2 && L->opA.lanes == 1) { /* one product, fused */
+    k_cheb_d<<<grid, MB_LA_BLOCK, 0, g->cur>>>(m, nc, b, dinv, L->d0, d);
+    MB_CHECK_LAUNCH("AMG smoother");
+    const unsigned gr = mb_la_grid(L->n);
+    const op_matrix &A = L->opA;
+    switch (nc) {
+#define MB_AMG_CASE(NC)                                                                        \
+  case NC:                                                                                     \
+    mb_la_rows_staged<NC, 1><<<gr, MB_LA_BLOCK, 0, g->cur>>>(                                  \
+        A.n, A.rp, A.cl, A.v, d, cheb_zero_out<NC>{b, dinv, d, L->c1[1], L->c2[1], x});        \
+    break;
+      MB_AMG_CASE(1) MB_AMG_CASE(2) MB_AMG_CASE(3) MB_AMG_CASE(4)
+#undef MB_AMG_CASE
+    }
+    MB_CHECK_LAUNCH("AMG smoother");
+    return MB_SUCCESS;
+  }
   if (zero) {
-    k_cheb_zero<<<grid, MB_LA_BLOCK>>>(m, nc, b, dinv, L->d0, r, d, x);
+    k_cheb_zero<<<grid, MB_LA_BLOCK, 0, g->cur>>>(m, nc, b, dinv, L->d0, r, d, x);
   } else {
-    MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r));
-    k_cheb_first<<<grid, MB_LA_BLOCK>>>(m, nc, r, dinv, L->d0, d, x);
+    MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r, g->cur));
+    k_cheb_first<<<grid, MB_LA_BLOCK, 0, g->cur>>>(m, nc, r, dinv, L->d0, d, x);
   }
   MB_CHECK_LAUNCH("AMG smoother");
   for (int s = 1; s < g->degree; s++) {
-    MB_CALL(apply_op(L->opA, OP_MINUS, nc, d, nullptr, r));
-    k_cheb_step<<<grid, MB_LA_BLOCK>>>(m, nc, r, dinv, L->c1[s], L->c2[s], d, x);
+    MB_CALL(apply_op(L->opA, OP_MINUS, nc, d, nullptr, r, g->cur));
+    k_cheb_step<<<grid, MB_LA_BLOCK, 0, g->cur>>>(m, nc, r, dinv, L->c1[s], L->c2[s], d, x);
     MB_CHECK_LAUNCH("AMG smoother");
   }
   return MB_SUCCESS;
@@ -529,10 +681,10 @@ mb_error coarse_solve(const mb_cuda_amg *g, int nc, const double *b, double *x) 
   const unsigned grid = mb_la_grid((int64_t)n * 32);
   const double *inv = g->dense.as<double>();
   switch (nc) {
-  case 1: k_dense_apply<1><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
-  case 2: k_dense_apply<2><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
-  case 3: k_dense_apply<3><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
-  default: k_dense_apply<4><<<grid, MB_LA_BLOCK>>>(n, inv, b, x); break;
+  case 1: k_dense_apply<1><<<grid, MB_LA_BLOCK, 0, g->cur>>>(n, inv, b, x); break;
+  case 2: k_dense_apply<2><<<grid, MB_LA_BLOCK, 0, g->cur>>>(n, inv, b, x); break;
+  case 3: k_dense_apply<3><<<grid, MB_LA_BLOCK, 0, g->cur>>>(n, inv, b, x); break;
+  default: k_dense_apply<4><<<grid, MB_LA_BLOCK, 0, g->cur>>>(n, inv, b, x); break;
   }
   MB_CHECK_LAUNCH("AMG coarse solve");
   return MB_SUCCESS;
@@ -544,10 +696,10 @@ mb_error vcycle(const mb_cuda_amg *g, int l, int nc, const double *b, double *x)
   double *r = L->r.as<double>();
   MB_CALL(smooth(g, L, nc, b, x, 1));
   /* the coarse correction: x += P A_c^-1 R (b - A x) */
-  MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r));
-  MB_CALL(apply_op(L->opR, OP_SET, nc, r, nullptr, C->b.as<double>()));
+  MB_CALL(apply_op(L->opA, OP_RESIDUAL, nc, x, b, r, g->cur));
+  MB_CALL(apply_op(L->opR, OP_SET, nc, r, nullptr, C->b.as<double>(), g->cur));
   MB_CALL(vcycle(g, l + 1, nc, C->b.as<double>(), C->x.as<double>()));
-  MB_CALL(apply_op(L->opP, OP_ADD, nc, C->x.as<double>(), nullptr, x));
+  MB_CALL(apply_op(L->opP, OP_ADD, nc, C->x.as<double>(), nullptr, x, g->cur));
   return smooth(g, L, nc, b, x, 0);
 }
 
@@ -571,6 +723,7 @@ extern "C" mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA) {
   MB_CHECK(g && dA, MB_ERR_ARG, "mb_cuda_amg_update: NULL argument");
   const auto t0 = std::chrono::steady_clock::now();
   g->usable = 0;
+  g->drop_graph(); /* the cycle's coefficients change */
   MB_CALL(update(g, dA));
   g->usable = 1;
   g->update_ms = ms_since(t0);
@@ -585,7 +738,30 @@ extern "C" mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const dou
            MB_AMG_MAX_COMP);
   MB_CHECK(g->usable, MB_ERR_ARG,
            "mb_cuda_amg_apply: the hierarchy is not usable (no successful update yet)");
-  return vcycle(g, 0, ncomp, r, z);
+  if (!g->exec || g->graph_r != r || g->graph_z != z || g->graph_nc != ncomp) {
+    g->drop_graph();
+    if (!g->capture)
+      MB_CALL_CUDA(cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking));
+    MB_CALL_CUDA(cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal));
+    g->cur = g->capture;
+    const mb_error e = vcycle(g, 0, ncomp, r, z);
+    g->cur = nullptr;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ce = cudaStreamEndCapture(g->capture, &graph);
+    if (e || ce != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      MB_CALL(e);
+      MB_CALL_CUDA(ce);
+    }
+    const cudaError_t ie = cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    MB_CALL_CUDA(ie);
+    g->graph_r = r;
+    g->graph_z = z;
+    g->graph_nc = ncomp;
+  }
+  MB_CALL_CUDA(cudaGraphLaunch(g->exec, nullptr));
+  return MB_SUCCESS;
 }
 
 extern "C" int32_t mb_cuda_amg_rows(const mb_cuda_amg *g) { return g ? g->lev[0].n : 0; }

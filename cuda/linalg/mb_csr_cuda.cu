@@ -140,50 +140,6 @@ __global__ void __launch_bounds__(MB_LA_BLOCK)
   for (int c = 0; c < NC; c++) y[i * NC + c] = s[c];
 }
 
-/* The same sums (each row's in entry order: the same bits) with the
- * block's column indices and values first copied to shared memory by the
- * whole block, coalesced, in chunks of MB_LA_STAGE entries; each thread
- * then reads its row from shared memory. */
-#define MB_LA_STAGE 2048
-template <int NC>
-__global__ void __launch_bounds__(MB_LA_BLOCK)
-    mb_la_rows_staged(int32_t nrows, const int32_t *__restrict__ rowptr,
-                      const int32_t *__restrict__ col, const double *__restrict__ val,
-                      const double *__restrict__ x, double *__restrict__ y) {
-  __shared__ int32_t scol[MB_LA_STAGE];
-  __shared__ double sval[MB_LA_STAGE];
-  const int32_t r0 = blockIdx.x * MB_LA_BLOCK;
-  const int32_t r1 = r0 + MB_LA_BLOCK < nrows ? r0 + MB_LA_BLOCK : nrows;
-  const int32_t i = r0 + (int32_t)threadIdx.x;
-  const int32_t e0 = rowptr[r0], e1 = rowptr[r1];
-  const int32_t kb = i < nrows ? rowptr[i] : 0, ke = i < nrows ? rowptr[i + 1] : 0;
-  double s[NC];
-#pragma unroll
-  for (int c = 0; c < NC; c++) s[c] = 0.0;
-  for (int32_t base = e0; base < e1; base += MB_LA_STAGE) {
-    const int32_t m = e1 - base < MB_LA_STAGE ? e1 - base : MB_LA_STAGE;
-    __syncthreads();
-    for (int32_t t = threadIdx.x; t < m; t += MB_LA_BLOCK) {
-      scol[t] = col[base + t];
-      sval[t] = val[base + t];
-    }
-    __syncthreads();
-    const int32_t lo = kb > base ? kb : base, hi = ke < base + m ? ke : base + m;
-    for (int32_t k = lo; k < hi; k++) {
-      const double a = sval[k - base];
-      const int64_t j = scol[k - base];
-#pragma unroll
-      for (int c = 0; c < NC; c++) {
-        const double p = a * x[j * NC + c];
-        s[c] += p;
-      }
-    }
-  }
-  if (i < nrows)
-#pragma unroll
-    for (int c = 0; c < NC; c++) y[(int64_t)i * NC + c] = s[c];
-}
-
 /* ------------------------------------------------------------------ helpers */
 
 static void destroy_dense(mb_cuda_csr::dense_pair *d) {
@@ -205,19 +161,28 @@ mb_cuda_csr::~mb_cuda_csr() {
   mb_reduce_device_free(rd);
 }
 
-mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
-                                  const double *val, int ncomp, const double *x, double *y) {
+template <int STREAM>
+static mb_error spmv_staged(int32_t nrows, const int32_t *rowptr, const int32_t *col,
+                            const double *val, int ncomp, const double *x, double *y) {
   if (nrows <= 0) return MB_SUCCESS;
   const unsigned g = mb_la_grid(nrows);
   switch (ncomp) {
-  case 1: mb_la_rows_staged<1><<<g, MB_LA_BLOCK>>>(nrows, rowptr, col, val, x, y); break;
-  case 2: mb_la_rows_staged<2><<<g, MB_LA_BLOCK>>>(nrows, rowptr, col, val, x, y); break;
-  case 3: mb_la_rows_staged<3><<<g, MB_LA_BLOCK>>>(nrows, rowptr, col, val, x, y); break;
-  case 4: mb_la_rows_staged<4><<<g, MB_LA_BLOCK>>>(nrows, rowptr, col, val, x, y); break;
+#define MB_LA_CASE(NC)                                                                         \
+  case NC:                                                                                     \
+    mb_la_rows_staged<NC, STREAM><<<g, MB_LA_BLOCK>>>(nrows, rowptr, col, val, x,              \
+                                                      mb_la_out<NC, MB_LA_SET>{nullptr, y});   \
+    break;
+    MB_LA_CASE(1) MB_LA_CASE(2) MB_LA_CASE(3) MB_LA_CASE(4)
+#undef MB_LA_CASE
   default: MB_FAIL(MB_ERR_ARG, "row product of %d columns: 1 to %d", ncomp, MB_LA_MAXCOMP);
   }
   MB_CHECK_LAUNCH("staged row product");
   return MB_SUCCESS;
+}
+
+mb_error mb_la_spmv_rows(int32_t nrows, const int32_t *rowptr, const int32_t *col,
+                         const double *val, int ncomp, const double *x, double *y) {
+  return spmv_staged<1>(nrows, rowptr, col, val, ncomp, x, y);
 }
 
 static mb_error mb_la_spmv_plain(int32_t nrows, const int32_t *rowptr, const int32_t *col,
@@ -297,6 +262,9 @@ mb_error mb_la_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x, doubl
   MB_CHECK(ncomp >= 1 && ncomp <= MB_LA_MAXCOMP, MB_ERR_ARG, "product of %d columns: 1 to %d",
            ncomp, MB_LA_MAXCOMP);
   if (dA->nrows == 0) return MB_SUCCESS;
+  if (rows == 3)
+    return spmv_staged<0>(dA->nrows, dA->rowptr.as<int32_t>(), dA->col.as<int32_t>(),
+                          dA->val.as<double>(), ncomp, x, y);
   if (rows == 2)
     return mb_la_spmv_plain(dA->nrows, dA->rowptr.as<int32_t>(), dA->col.as<int32_t>(),
                              dA->val.as<double>(), ncomp, x, y);

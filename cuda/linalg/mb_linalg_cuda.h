@@ -142,10 +142,10 @@ mb_error mb_cuda_csr_spmv(mb_cuda_csr *dA, int rows, int ncomp, const double *x,
 
 /* For benchmarks: time `repeats` products y = A x of ncomp columns (1 to
  * 4; x and y device scratch made here, x filled with ones) by the row
- * kernel (rows 1; each block's entries staged in shared memory), the row
- * kernel without that staging (rows 2; the same bits) or dA's product
- * (rows 0), after
- * one untimed product; *ms
+ * kernel (rows 1; each block's entries staged in shared memory, the
+ * matrix read with evict-first loads), the row kernel without that
+ * staging (rows 2; the same bits), staged with ordinary loads (rows 3;
+ * the same bits) or dA's product (rows 0), after one untimed product; *ms
  * the median ms per product (CUDA events), *bytes the product's byte
  * model: values 8 nnz + columns 4 nnz + row pointers 4 (nrows + 1) + x
  * read once 8 ncomp ncols + y written 8 ncomp nrows. Not collective.
@@ -209,7 +209,9 @@ mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA);
  * before and after the coarse correction, the coarsest level by its dense
  * inverse) for 1 <= ncomp <= MB_AMG_MAX_COMP columns; r and z device
  * arrays [n, ncomp] row-major, not aliased. Enqueued on the default
- * stream, no host synchronisation; one apply at a time per hierarchy.
+ * stream as a CUDA graph (captured at the first apply after an update for
+ * these r, z and ncomp; recaptured when they change), no host
+ * synchronisation; one apply at a time per hierarchy. Not collective.
  * Errors: MB_ERR_ARG (NULL, ncomp, not usable), MB_ERR_CUDA. */
 mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const double *r, double *z);
 

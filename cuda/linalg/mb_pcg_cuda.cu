@@ -581,14 +581,23 @@ extern "C" mb_error mb_cuda_pcg_solve(MPI_Comm comm, mb_halo *halo, mb_cuda_csr 
         k_resid<<<g, MB_LA_BLOCK>>>(n, nc, chk, B, s.q, s.dinv, s.r, s.z, s.t);
         MB_CHECK_LAUNCH("PCG check");
       }
-      {
-        const mb_error pe = s.precondition(nullptr, chk);
-        if (pe) {
-          (void)cudaDeviceSynchronize();
-          return pe;
+      /* Jacobi: k_resid made the r z terms too. AMG: the norms first; the
+       * V-cycle (z and r z) only where a column restarts. */
+      MB_CALL(s.sums(s.amg ? nc : 2 * nc, v));
+      if (s.amg) {
+        colp restart{};
+        int any_restart = 0;
+        for (int c = 0; c < nc; c++)
+          if (cur.check[c] && !(sqrt(v[c]) <= cur.tol[c])) restart.on[c] = any_restart = 1;
+        if (any_restart) {
+          const mb_error pe = s.precondition(nullptr, restart);
+          if (pe) {
+            (void)cudaDeviceSynchronize();
+            return pe;
+          }
+          MB_CALL(s.sums(2 * nc, v));
         }
       }
-      MB_CALL(s.sums(2 * nc, v));
       colp restart{};
       int any_restart = 0;
       for (int c = 0; c < nc; c++) {

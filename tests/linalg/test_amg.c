@@ -378,6 +378,33 @@ static void test_fixed_rows(void **state) {
 
 /* ---------------------------------------------------------------- errors */
 
+/* MESHBATCH_AMG overrides the options it names, and refuses what it cannot read. */
+static void test_opts_env(void **state) {
+  (void)state;
+  const mb_amg_opts d = mb_amg_opts_default();
+  mb_amg_opts o = d;
+  unsetenv("MESHBATCH_AMG");
+  assert_int_equal(mb_amg_opts_env(&o), MB_SUCCESS);
+  assert_memory_equal(&o, &d, sizeof o);
+  setenv("MESHBATCH_AMG", "max_coarse=500,degree=3,theta=0.25,max_levels=6", 1);
+  assert_int_equal(mb_amg_opts_env(&o), MB_SUCCESS);
+  assert_int_equal(o.max_coarse, 500);
+  assert_int_equal(o.degree, 3);
+  assert_int_equal(o.max_levels, 6);
+  assert_true(o.theta == 0.25);
+  const mb_amg_opts keep = o;
+  setenv("MESHBATCH_AMG", "degree=3,smoother=jacobi", 1);
+  assert_int_equal(mb_amg_opts_env(&o), MB_ERR_ARG);
+  mb_test_assert_message_contains("smoother");
+  assert_memory_equal(&o, &keep, sizeof o);
+  setenv("MESHBATCH_AMG", "degree=two", 1);
+  assert_int_equal(mb_amg_opts_env(&o), MB_ERR_ARG);
+  mb_test_assert_message_contains("not a number");
+  setenv("MESHBATCH_AMG", "degree", 1);
+  assert_int_equal(mb_amg_opts_env(&o), MB_ERR_ARG);
+  unsetenv("MESHBATCH_AMG");
+}
+
 static void test_errors(void **state) {
   (void)state;
   double *B;
@@ -491,7 +518,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_hierarchy),  cmocka_unit_test(test_time_steps),
       cmocka_unit_test(test_symmetric),  cmocka_unit_test(test_threads),
       cmocka_unit_test(test_update),     cmocka_unit_test(test_fixed_rows),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_errors),     cmocka_unit_test(test_opts_env),
   };
   int rc = cmocka_run_group_tests(tests, setup, teardown);
   MPI_Finalize();

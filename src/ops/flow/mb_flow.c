@@ -195,7 +195,11 @@ static mb_error solve(const mb_flow_params *p, const mb_flow_mesh *fm, int split
      * aggregates and prolongators and recompute the coarse matrices */
     const double t0 = mb_wtime();
     const int first = !w->amg;
-    if (first) MB_CALL(mb_amg_create(w->A, NULL, &w->amg));
+    if (first) {
+      mb_amg_opts ao = mb_amg_opts_default();
+      MB_CALL(mb_amg_opts_env(&ao));
+      MB_CALL(mb_amg_create(w->A, &ao, &w->amg));
+    }
     else MB_CALL(mb_amg_update(w->amg, w->A));
     const double t1 = mb_wtime();
     const mb_pcg_opts o = {p->tolerance, p->max_iterations, w->amg, NULL};

@@ -48,12 +48,12 @@
  * where PCG would need more than about that many iterations per decade of
  * residual; else PCG. On the GPU, AMG when sqrt(kappa) >
  * MB_FLOW_AUTO_SQRT_KAPPA_GPU, else PCG: on igea at 1 M vertices (unit
- * area; docs/benchmarks.md) a device AMG step took 42-47 ms at dt 1e-5 to
- * 1e-3 (18-31 iterations) plus about 1 s of host setup at the first step,
- * a PCG iteration 0.41 ms with about a third of the estimate's iterations
- * (133, 349, 1226 for estimates 391, 1236, 3909), so PCG is the faster
- * below an estimate of about 330 per step and, with the setup spread over
- * ten steps, about 1000.
+ * area; docs/benchmarks.md) a device AMG step took 27-36 ms at dt 1e-5 to
+ * 1e-3 (18-31 iterations) plus about 0.5 s of host setup at the first
+ * step, a PCG iteration 0.39 ms with about a third of the estimate's
+ * iterations (133, 349, 1226 for estimates 391, 1236, 3909), so PCG is the
+ * faster below an estimate of about 200-280 per step and, with the setup
+ * spread over ten steps, about 600.
  * The choice is made per step and recorded.
  *
  * Every rank of a split mesh computes its owned rows with the same
@@ -85,7 +85,7 @@ typedef enum mb_flow_rescale { MB_FLOW_RESCALE_NONE = 0, MB_FLOW_RESCALE_AREA = 
 
 /* sqrt(kappa) above which `auto` takes Cholesky per mesh (see above). */
 #define MB_FLOW_AUTO_SQRT_KAPPA 40.0
-#define MB_FLOW_AUTO_SQRT_KAPPA_GPU 1000.0
+#define MB_FLOW_AUTO_SQRT_KAPPA_GPU 600.0
 
 /* A stage's keys (the job file's; defaults in mb_flow_op.c). */
 typedef struct mb_flow_params {

@@ -40,7 +40,8 @@ static const char flow_bench_help[] =
     "after the first, which alone pays the analysis). On the GPU the device is\n"
     "synchronised between phases. Also on the GPU: the sparse product of three\n"
     "columns (the PCG's) by cuSPARSE, by the row kernel (each block's entries\n"
-    "staged in shared memory) and by the row kernel unstaged, ms and GB/s\n"
+    "staged in shared memory, the matrix read with evict-first loads), unstaged,\n"
+    "and staged with ordinary loads (cached), ms and GB/s\n"
     "under the byte model of\n"
     "cuda/linalg/mb_linalg_cuda.h, and the device-to-device copy bandwidth\n"
     "measured in the same run with the fraction of it.\n"
@@ -253,8 +254,8 @@ static mb_error spmv_figures(const bench_opts *o, const mb_mesh *m, const mb_adj
   if (!e) e = mb_cuda_copy_bandwidth((size_t)1 << 30, &copy);
   if (!e) printf("cuda: device-to-device copy %.0f GB/s; the product of 3 columns (%d rows, %d "
                  "entries):\n", copy, A->nrows, A->nnz);
-  static const char *const kname[] = {"cuSPARSE", "rows", "unstaged"};
-  for (int k = 0; k < 3 && !e; k++) {
+  static const char *const kname[] = {"cuSPARSE", "rows", "unstaged", "cached"};
+  for (int k = 0; k < 4 && !e; k++) {
     double ms = 0, bytes = 0;
     e = mb_cuda_csr_time_spmv(dA, k, 3, (int)o->spmv_repeats, &ms, &bytes);
     if (!e) {
