@@ -176,6 +176,11 @@ typedef struct mb_pass_timing {
                           neighbours: the time to enqueue them) */
   double exchange_s;   /* packing, posting and waiting (not hidden by the interior work) */
   mb_halo_transport transport; /* out (GPU): MPI or NCCL, the one used */
+  int pipelined;       /* out (GPU): the passes were not waited for one by one
+                          (synchronize 0): compute_s and exchange_s are the host's
+                          enqueue and exchange times, wall_s is what the passes took */
+  double wall_s;       /* out: wall time of the passes, the device drained at the end
+                          (0 where the op does not measure it) */
 } mb_pass_timing;
 
 /* What one rank reports about a partitioned run, per pass. */

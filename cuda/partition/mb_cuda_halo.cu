@@ -267,11 +267,19 @@ static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s) {
 
 extern "C" mb_error mb_cuda_halo_pack(mb_cuda_halo *h, const void *x) {
   if (h->nsend == 0) return MB_SUCCESS;
-  MB_CALL(enqueue_pack(h, x, h->stream));
+  MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* the rows next to the halo */
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
+  MB_CALL(enqueue_pack(h, x, h->halo_stream));
   MB_CALL_CUDA(cudaMemcpyAsync(h->host_send, h->send_stage.p,
                                (size_t)h->elem * (size_t)(h->ncomp * h->nsend),
-                               cudaMemcpyDeviceToHost, h->stream));
-  MB_CALL_CUDA(cudaStreamSynchronize(h->stream));
+                               cudaMemcpyDeviceToHost, h->halo_stream));
+  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *h) {
+  if (h->nsend == 0) return MB_SUCCESS;
+  MB_CALL_CUDA(cudaEventSynchronize(h->halo_done));
   return MB_SUCCESS;
 }
 
@@ -279,8 +287,10 @@ extern "C" mb_error mb_cuda_halo_unpack(mb_cuda_halo *h, void *x) {
   if (h->nrecv == 0) return MB_SUCCESS;
   MB_CALL_CUDA(cudaMemcpyAsync(h->recv_stage.p, h->host_recv,
                                (size_t)h->elem * (size_t)(h->ncomp * h->nrecv),
-                               cudaMemcpyHostToDevice, h->stream));
-  MB_CALL(enqueue_unpack(h, x, h->stream));
+                               cudaMemcpyHostToDevice, h->halo_stream));
+  MB_CALL(enqueue_unpack(h, x, h->halo_stream));
+  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
+  MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
   return MB_SUCCESS;
 }
 
@@ -333,7 +343,7 @@ extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *n
 
 extern "C" mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *h) {
   if (!h->halo_done) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaEventSynchronize(h->halo_done));
+  /* the caller's stream waits on the device; the host does not */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
   return MB_SUCCESS;
 }

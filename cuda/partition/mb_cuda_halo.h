@@ -64,12 +64,19 @@ void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end);
  * timing events. Not collective. */
 void *mb_cuda_halo_stream(mb_cuda_halo *halo);
 
-/* Pack the send rows of device array x into the pinned send buffer and
- * wait for it (x is read after the stream's earlier work). Errors: MB_ERR_CUDA. */
+/* Enqueue on the halo's stream, after the caller's stream's work so far,
+ * the packing of the send rows of device array x into the pinned send
+ * buffer; does not wait (mb_cuda_halo_pack_wait does), so the caller can
+ * enqueue the interior's work meanwhile. Not collective. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x);
 
-/* Enqueue on the stream the copy of the pinned receive buffer into the
- * ghost rows of device array x. Errors: MB_ERR_CUDA. */
+/* Wait until the pinned send buffer holds what mb_cuda_halo_pack packed.
+ * Not collective. Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *halo);
+
+/* Enqueue on the halo's stream the copy of the pinned receive buffer into
+ * the ghost rows of device array x, and order the caller's stream after
+ * it (no host wait). Not collective. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x);
 
 /* NCCL transport: record the point after the rows next to the halo on the

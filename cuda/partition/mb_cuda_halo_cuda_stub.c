@@ -30,6 +30,11 @@ mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x) {
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *halo) {
+  (void)halo;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x) {
   (void)halo; (void)x;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);

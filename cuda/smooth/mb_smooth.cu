@@ -591,6 +591,11 @@ extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
   return MB_SUCCESS;
 }
 
+extern "C" mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *c) {
+  MB_CALL(mb_cuda_halo_pack_wait(c->halo));
+  return MB_SUCCESS;
+}
+
 extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
   MB_CALL(mb_cuda_halo_unpack(c->halo, mb_domain_next(c)));
   return MB_SUCCESS;

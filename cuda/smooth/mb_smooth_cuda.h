@@ -110,13 +110,18 @@ mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const do
  * owned by the domain. */
 void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv);
 
-/* Pack the send rows of the next positions (the pass being computed; its
- * rows next to the halo must be enqueued already) into the send buffer and
- * wait for it. Errors: MB_ERR_CUDA. */
+/* Enqueue, on the halo's stream after the rows enqueued so far (those next
+ * to the halo), the packing of the next positions' send rows into the
+ * pinned send buffer; does not wait. Not collective. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_domain_pack(mb_cuda_domain *domain);
 
+/* Wait until the send buffer holds the packed rows. Not collective.
+ * Errors: MB_ERR_CUDA. */
+mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *domain);
+
 /* Enqueue: copy the recv buffer to the device and scatter it into the
- * ghost rows of the next positions. Errors: MB_ERR_CUDA. */
+ * ghost rows of the next positions; the domain's stream waits for it on
+ * the device. Not collective. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain);
 
 /* Enqueue the update of owned rows [begin, end) from the current positions

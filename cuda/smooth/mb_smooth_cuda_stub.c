@@ -55,6 +55,11 @@ mb_error mb_cuda_domain_pack(mb_cuda_domain *domain) {
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain) {
   (void)domain;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
