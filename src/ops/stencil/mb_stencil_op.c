@@ -174,17 +174,41 @@ static int64_t next_run(const mb_stencil_params *p, int64_t done) {
   return p->every > 0 && p->every < left ? p->every : left;
 }
 
-/* The stability limit of stage st's heat steps on grid g: beyond it,
- * MB_ERR_ARG with the job file and line of the stage before the limit's
- * message (mb_stencil_check_heat). */
-static mb_error stage_check_heat(const mb_stage *st, const mb_stencil_grid *g) {
+/* The stability limit of stage st's steps (heat: wave = 0; wave: 1) on
+ * grid g (its spacing), of the dataset `grid`: beyond it, MB_ERR_ARG with
+ * the job file and line of the stage before the limit's message
+ * (mb_stencil_check_heat, mb_stencil_check_wave) and the grid named. Not
+ * collective. */
+static mb_error stage_check_dt(const mb_stage *st, int wave, const mb_stencil_grid *g,
+                               const char *grid) {
   const mb_stencil_params *p = st->params;
-  if (mb_stencil_check_heat(g, p->alpha, p->dt, p->steps) == MB_SUCCESS) return MB_SUCCESS;
+  if ((wave ? mb_stencil_check_wave(g, p->c, p->dt, p->steps)
+            : mb_stencil_check_heat(g, p->alpha, p->dt, p->steps)) == MB_SUCCESS)
+    return MB_SUCCESS;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", mb_error_message());
   mb_error_clear();
-  MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].dt: %s", st->file ? st->file : "job", st->line,
-          st->index, msg);
+  MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].dt: %s; grid '%s'", st->file ? st->file : "job",
+          st->line, st->index, msg, grid);
+}
+
+/* mb_op_info.check_spacing of heat and wave: the stability limit on a grid
+ * of spacing h (z, y, x), before any work. */
+static mb_error check_spacing(const mb_stage *st, int wave, const char *grid, const double h[3]) {
+  mb_stencil_grid g = {.bc = MB_STENCIL_PERIODIC};
+  for (int a = 0; a < 3; a++) {
+    g.n[a] = 1;
+    g.h[a] = h[a];
+  }
+  return stage_check_dt(st, wave, &g, grid);
+}
+
+static mb_error heat_check_spacing(const mb_stage *st, const char *grid, const double h[3]) {
+  return check_spacing(st, 0, grid, h);
+}
+
+static mb_error wave_check_spacing(const mb_stage *st, const char *grid, const double h[3]) {
+  return check_spacing(st, 1, grid, h);
 }
 
 static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st, int halo,
@@ -287,7 +311,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     unsigned char *sel = NULL;
     MB_CALL(select_fields(m, &stages[s], &sel));
     mb_error fe = check_fields(m, "heat", sel);
-    if (!fe) fe = stage_check_heat(&stages[s], &g);
+    if (!fe) fe = stage_check_dt(&stages[s], 0, &g, m->name);
     const int nf = m->nfields; /* snapshots are added behind them */
     for (int f = 0; f < nf && !fe; f++) {
       if (!sel[f]) continue;
@@ -348,6 +372,7 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     MB_CALL(select_fields(m, &stages[s], &sel));
     mb_error fe = check_fields(m, "wave", sel);
     const mb_stencil_grid g = grid_of(m, p);
+    if (!fe) fe = stage_check_dt(&stages[s], 1, &g, m->name);
     for (int f = 0; f < m->nfields && !fe; f++) {
       if (!sel[f]) continue;
       mb_field *fd = &m->fields[f];
@@ -475,8 +500,7 @@ static mb_error grid_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_cart *ca
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid whole = grid_of(m, p); /* the limits depend on the spacing only */
-  if (is_heat) MB_CALL(stage_check_heat(st, &whole));
-  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&whole, p->c, p->dt, p->steps));
+  if (!is_deriv && !is_lap) MB_CALL(stage_check_dt(st, !is_heat, &whole, m->name));
   unsigned char *sel = NULL;
   MB_CALL(select_fields(m, st, &sel));
   mb_error e = check_fields(m, op->name, sel);
@@ -557,8 +581,7 @@ static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_stage *st, int ha
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid blk = grid_of(m, p);
-  if (is_heat) MB_CALL(stage_check_heat(st, &blk));
-  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&blk, p->c, p->dt, p->steps));
+  if (!is_deriv && !is_lap) MB_CALL(stage_check_dt(st, !is_heat, &blk, m->name));
   for (int a = 0; a < 3; a++) blk.n[a] = cart->nloc[a];
   unsigned char *sel = NULL;
   MB_CALL(select_fields(m, st, &sel));
@@ -710,6 +733,7 @@ const mb_op_info mb_op_heat = {
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
     .grow = heat_grow,
+    .check_spacing = heat_check_spacing,
 };
 
 const mb_op_info mb_op_wave = {
@@ -727,4 +751,5 @@ const mb_op_info mb_op_wave = {
     .split = MB_SPLIT_CELLS,
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
+    .check_spacing = wave_check_spacing,
 };
