@@ -414,6 +414,50 @@ def case_grid_stability(a):
     print(".npy grid: refused when read (exit 1, file:line, grid named), the stable grid written")
 
 
+def case_grid_verbose(a):
+    """`-v` on a partitioned grid prints, as for surfaces, the split and one
+    line per rank: owned and ghost points, neighbours, halo bytes per step
+    (1-4 ranks). The figures add up: owned points sum to the grid's; ghosts
+    are 4 planes of every face across a cut axis (summed over the ranks:
+    2 x 4 x points / n_axis x blocks_axis per cut axis); bytes = 16 per ghost
+    (sent and received, float64). Without -v none of these lines."""
+    import re
+    d = fresh("grid_verbose")
+    g = os.path.join(d, "g.h5")
+    shape = (12, 10, 9)
+    total = shape[0] * shape[1] * shape[2]
+    run(["generate", "grid", "--shape", ",".join(map(str, shape)), "--field", "u=sines", "-o", g, "-q"])
+    for nranks in (1, 2, 3, 4):
+        jp = write(os.path.join(d, f"job{nranks}.yaml"),
+                   f"input: {g}\noutput: {d}/out{nranks}.h5\nbackend: cpu\ndistribute: partitioned\n"
+                   "stages:\n  - {op: heat, alpha: 1, dt: 0.0001, steps: 2}\n")
+        p = run(["run", jp, "-v"], np=nranks if nranks > 1 else None)
+        m = re.search(r"^\[partition\] grid_12x10x9: (\d+) blocks \((\d+) x (\d+) x (\d+) along z, y, x\), "
+                      r"4 ghost planes per face, halo over mpi$", p.stdout, re.M)
+        if not m or int(m.group(1)) != nranks:
+            fail(f"{nranks} ranks: no line with the grid's blocks under -v:\n{p.stdout}")
+        dims = [int(m.group(k)) for k in (2, 3, 4)]
+        if dims[0] * dims[1] * dims[2] != nranks:
+            fail(f"{nranks} ranks: blocks {dims} do not multiply to the rank count")
+        rows = re.findall(r"^\[partition\]   rank (\d+): (\d+) owned, (\d+) ghosts, (\d+) neighbours, "
+                          r"halo (\d+) B/step \(a float64 field\)$", p.stdout, re.M)
+        if sorted(int(r[0]) for r in rows) != list(range(nranks)):
+            fail(f"{nranks} ranks: per-rank halo lines for ranks {[r[0] for r in rows]}")
+        owned = sum(int(r[1]) for r in rows)
+        ghosts = sum(int(r[2]) for r in rows)
+        want = sum(2 * 4 * (total // shape[k]) * dims[k] for k in range(3) if dims[k] > 1)
+        if owned != total or ghosts != want:
+            fail(f"{nranks} ranks: {owned} owned (grid {total}), {ghosts} ghosts (expected {want})")
+        for r in rows:
+            nb, gh, by = int(r[3]), int(r[2]), int(r[4])
+            if by != 16 * gh or (nranks == 1) != (nb == 0) or nb > 6:
+                fail(f"{nranks} ranks, rank {r[0]}: {gh} ghosts, {nb} neighbours, {by} B/step")
+        q = run(["run", jp], np=nranks if nranks > 1 else None)
+        if "[partition]" in q.stdout:
+            fail(f"{nranks} ranks: halo figures printed without -v")
+        print(f"{nranks} ranks: blocks {dims}, {ghosts} ghosts in all, the figures add up")
+
+
 def case_ply_properties(a):
     """import keeps the extra scalar properties of a PLY's vertex and face
     elements (quality, red green blue, a face's area) as fields, ascii and

@@ -342,8 +342,9 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         const double t0 = mb_wtime();
         mb_field *fd = &m->fields[f];
         const int f32 = fd->dtype == MB_FLOAT32;
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         e = cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, k,
-                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+                                        f32 ? (void *)fd->data32 : (void *)fd->data, &cs)
             : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, k, fd->data32, work)
                   : mb_stencil_heat_f64(&g, p->alpha, p->dt, k, fd->data, work);
         done += k;
@@ -396,8 +397,9 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         }
         const int64_t k = p->steps - done < chunk ? p->steps - done : chunk;
         const double t0 = mb_wtime();
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, k, prev,
-                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+                                        f32 ? (void *)fd->data32 : (void *)fd->data, &cs)
             : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, k, prev, fd->data32, work)
                   : mb_stencil_wave_f64(&g, p->c, p->dt, k, prev, fd->data, work);
         done += k;
@@ -611,7 +613,7 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
       const size_t w = f32 ? sizeof(float) : sizeof(double), n = (size_t)m->nv;
       out = malloc(3 * w * (n ? n : 1));
       MB_CHECK(out, MB_ERR_MEMORY, "out of memory for the derivatives of grid '%s'", m->name);
-      mb_error e = mb_stencil_cuda_block(&blk, f32, cart, halo, 6, 0, 0, u, out, NULL);
+      mb_error e = mb_stencil_cuda_block(&blk, f32, cart, halo, 6, 0, 0, u, out, NULL, NULL);
       for (int a = 0; a < 3 && !e; a++) e = add_field(m, f, suffix[a], (char *)out + a * w * n);
       free(out);
       MB_CALL(e);
@@ -621,7 +623,7 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
       mb_error e = MB_SUCCESS;
       for (int a = 0; a < 4 && !e; a++) {
         if (is_deriv ? (a == 3 || p->axis != a) : a != 3) continue;
-        e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL);
+        e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL, NULL);
         if (!e) e = add_field(m, f, suffix[a], out);
       }
       free(out);
@@ -632,14 +634,16 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) return mb_op_stopped(ctx);
         const int64_t k = next_run(p, done);
         u = f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data;
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, k, u, NULL,
-                                      NULL));
+                                      NULL, &cs));
         done += k;
         if (p->every > 0) MB_CALL(add_snapshot(m, f, done, p->dt, u));
       }
     } else {
+      const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = 0, .total = p->steps};
       MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 5, p->c * p->c * p->dt * p->dt,
-                                    p->steps, u, NULL, NULL));
+                                    p->steps, u, NULL, NULL, &cs));
     }
   }
   return MB_SUCCESS;
