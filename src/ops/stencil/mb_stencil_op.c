@@ -328,7 +328,8 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
                                                           : (void *)m->fields[f].data);
       /* steps per run: grown or shrunk to about 0.1 s between stop points (the
        * same bits: a run ends where the next begins); on the GPU, whose runs
-       * copy the grid in and out, runs end at the snapshots only */
+       * copy the grid in and out, runs end at the snapshots only and stop
+       * inside at their own stop points (mb_stencil_cuda_stop) */
       int64_t chunk = cuda ? INT64_MAX : 1;
       while (!e && done < p->steps) {
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
@@ -389,7 +390,8 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       }
       /* runs of steps grown or shrunk to about 0.1 s, a stop point between
        * them (the same bits: each run leaves prev and u where the next goes
-       * on); on the GPU, whose runs copy the grid in and out, one run */
+       * on); on the GPU, whose runs copy the grid in and out, one run with
+       * its own stop points (mb_stencil_cuda_stop) */
       for (int64_t done = 0, chunk = cuda ? INT64_MAX : 1; !e && done < p->steps;) {
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
           e = mb_op_stopped(ctx);
