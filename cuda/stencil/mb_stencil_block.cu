@@ -257,13 +257,13 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   T *cur = b.p(0), *nxt = b.p(1), *prev = op == 5 ? b.p(2) : nullptr;
   if (op == 5) /* from rest: prev = u + (c dt)^2 / 2 lap(u), a heat step with half the coefficient */
     MB_CALL(step<T>(&b, OP_HEAT, cur, nullptr, prev, (T)(0.5 * coef), nullptr));
-  const int64_t skip = fig ? std::min<int64_t>(std::max(fig->warmup, 0), nsteps) : 0;
-  std::vector<cudaEvent_t> ev(fig ? (size_t)(nsteps - skip) * EV_COUNT : 0);
-  for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
   /* stop points at the same steps on every rank: from the whole grid's points */
   stop_points sp;
   MB_CALL(sp.init(stop, (double)cart->n[0] * (double)cart->n[1] * (double)cart->n[2] /
                             (double)cart->size));
+  const int64_t skip = fig ? std::min<int64_t>(std::max(fig->warmup, 0), nsteps) : 0;
+  std::vector<cudaEvent_t> ev(fig ? (size_t)(nsteps - skip) * EV_COUNT : 0);
+  for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
   double t0 = 0;
   mb_error e = MB_SUCCESS;
   for (int64_t s = 0; s < nsteps && !e; s++) {
