@@ -388,8 +388,8 @@ enum { MAX_FILTER_RATIO = 1100 };
  * what is stored). Metadata only; no raw data is read. Errors:
  * MB_ERR_FORMAT naming the dataset. */
 static mb_error check_backed(hid_t loc, const char *name, const char *where, haddr_t filesize) {
-  /* a virtual dataset's source files would be opened by H5Dopen (collectively
-   * under MPI-IO, while only rank 0 scans: a hang): point them nowhere */
+  /* a virtual dataset's source files must never be opened (they may be any
+   * file of the host): point them nowhere */
   hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
   if (dapl >= 0) H5Pset_virtual_prefix(dapl, "/nonexistent-meshbatch-refuses-virtual-sources/");
   hid_t d = H5Dopen2(loc, name, dapl >= 0 ? dapl : H5P_DEFAULT);
@@ -595,39 +595,72 @@ static mb_error precheck_file(const char *path) {
   return MB_SUCCESS;
 }
 
-/* Open the file collectively and let rank 0 validate it; broadcast the list.
+/* Open path through the sec2 driver (plain pread, this process alone): the
+ * file of one rank, and rank 0's validation copy on several. -1 where HDF5
+ * cannot open it. Not collective. */
+static hid_t open_serial(const char *path) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0) return -1;
+  herr_t st = H5Pset_fapl_sec2(fapl); /* MPI_File_open costs 0.4 ms and a lock file beside the input */
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+  /* no flock, as under MPI-IO: file systems without it would refuse the open */
+  if (st >= 0) st = H5Pset_file_locking(fapl, 0, 1);
+#endif
+  if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+  const hid_t f = st >= 0 ? H5Fopen(path, H5F_ACC_RDONLY, fapl) : -1;
+  H5Pclose(fapl);
+  return f;
+}
+
+static mb_error cannot_open(const char *path) {
+  return mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
+                      "%s: HDF5 cannot open the file", path);
+}
+
+/* Open the file on every rank and let rank 0 validate it; broadcast the list.
  * image = NULL: the file c->path through MPI-IO, or sec2 where comm has one
  * rank; else the file image of size bytes through the core driver
- * (mb_collection_open_image). */
+ * (mb_collection_open_image). On several ranks rank 0 validates its own
+ * sec2 copy of the file, opened and closed before the collective MPI-IO
+ * open: the validation opens every dataset, and HDF5 calls that are
+ * collective on an MPI-IO file (a virtual dataset's H5Dopen duplicates the
+ * file's communicator) would wait for the other ranks forever. */
 static mb_error open_and_scan(MPI_Comm comm, int rank, mb_collection *c, const void *image,
                               size_t size) {
   if (!image) MB_CALL(mb_agree(comm, rank == 0 ? precheck_file(c->path) : MB_SUCCESS));
   int nranks = 1;
   MB_CALL_MPI(MPI_Comm_size(comm, &nranks));
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  MB_CALL_H5(fapl);
-  herr_t st = 0;
-  if (image) { /* in memory, no backing file; HDF5 copies the image */
-    st = H5Pset_fapl_core(fapl, 1 << 16, 0);
-    if (st >= 0) st = H5Pset_file_image(fapl, (void *)image, size);
-  } else if (nranks > 1) {
-    st = H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
-  } else { /* plain pread: MPI_File_open costs 0.4 ms and a lock file beside the input */
-    st = H5Pset_fapl_sec2(fapl);
-#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
-    /* no flock, as under MPI-IO: file systems without it would refuse the open */
-    if (st >= 0) st = H5Pset_file_locking(fapl, 0, 1);
-#endif
+  mb_error e = MB_SUCCESS;
+  if (!image && nranks > 1) { /* rank 0's validation, no MPI-IO file open yet */
+    if (rank == 0) {
+      const hid_t f = open_serial(c->path);
+      e = f >= 0 ? scan_file(f, c->path, &c->version, &c->n, &c->infos) : cannot_open(c->path);
+      if (f >= 0) H5Fclose(f);
+    }
+    MB_CALL(mb_agree(comm, e));
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    MB_CALL_H5(fapl);
+    herr_t st = H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+    if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
+    H5Pclose(fapl);
+    MB_CALL(mb_agree(comm, c->file >= 0 ? MB_SUCCESS : cannot_open(c->path)));
+  } else {
+    if (image) { /* in memory, no backing file; HDF5 copies the image (per rank) */
+      hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+      MB_CALL_H5(fapl);
+      herr_t st = H5Pset_fapl_core(fapl, 1 << 16, 0);
+      if (st >= 0) st = H5Pset_file_image(fapl, (void *)image, size);
+      if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+      c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
+      H5Pclose(fapl);
+    } else {
+      c->file = open_serial(c->path);
+    }
+    MB_CALL(mb_agree(comm, c->file >= 0 ? MB_SUCCESS : cannot_open(c->path)));
+    e = rank == 0 ? scan_file(c->file, c->path, &c->version, &c->n, &c->infos) : MB_SUCCESS;
+    MB_CALL(mb_agree(comm, e));
   }
-  if (st >= 0) st = H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-  c->file = st >= 0 ? H5Fopen(c->path, H5F_ACC_RDONLY, fapl) : -1;
-  H5Pclose(fapl);
-  mb_error e = c->file >= 0 ? MB_SUCCESS
-                            : mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
-                                           "%s: HDF5 cannot open the file", c->path);
-  MB_CALL(mb_agree(comm, e));
-  e = rank == 0 ? scan_file(c->file, c->path, &c->version, &c->n, &c->infos) : MB_SUCCESS;
-  MB_CALL(mb_agree(comm, e));
   long long n = c->n;
   MB_CALL_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm));
   MB_CALL_MPI(MPI_Bcast(&c->version, 1, MPI_INT, 0, comm));

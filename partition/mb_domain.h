@@ -116,8 +116,9 @@ mb_error mb_domain_finish(mb_domain *domain);
 void mb_domain_take_slab(mb_domain *domain, mb_mesh_slab *slab);
 
 /* Log the split's figures on rank 0 (VERTICES: partition quality and
- * every rank's halo and timings, as `[partition] ...` lines; other splits
- * log their own from the op). name: the dataset's. timing: what the op
+ * every rank's halo and timings, as `[partition] ...` lines; CELLS, under
+ * -v only: the blocks and every rank's owned and ghost points, neighbours
+ * and halo bytes per time step; FACES: nothing). name: the dataset's. timing: what the op
  * filled (may be NULL). gpu: the halo travelled between GPUs (its
  * transport is named). Collective. Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_domain_report(const mb_domain *domain, const char *name,

@@ -61,13 +61,18 @@ static mb_error apply_t(const mb_stencil_grid *g, int op, T a, const void *u, vo
 
 template <typename T>
 static mb_error heat_t(const mb_stencil_grid *g, double alpha, double dt, int64_t nsteps,
-                       void *u) {
+                       void *u, const mb_stencil_cuda_stop *stop) {
   MB_CHECK(g->ghost == 0, MB_ERR_ARG, "stencil (cuda): host arrays must be plain (ghost 0)");
   dev_grid<T> d;
   MB_CALL(grid_alloc<T>(g->n, 2, &d));
   MB_CALL(frame_copy<T>(d.f, d.p(0), u, true, 0));
+  stop_points sp;
+  MB_CALL(sp.init(stop, (double)g->n[0] * (double)g->n[1] * (double)g->n[2]));
   T *cur = d.p(0), *next = d.p(1);
   for (int64_t s = 0; s < nsteps; s++) {
+    int halt;
+    MB_CALL(sp.at(s, 0, &halt));
+    if (halt) return sp.stopped(0);
     MB_CALL(fill<T>(g, d.f, cur));
     MB_CALL(apply_box<T>(OP_HEAT, d.f, whole(d.f), g->h, cur, nullptr, next, (T)(alpha * dt), 0));
     std::swap(cur, next);
@@ -77,7 +82,7 @@ static mb_error heat_t(const mb_stencil_grid *g, double alpha, double dt, int64_
 
 template <typename T>
 static mb_error wave_t(const mb_stencil_grid *g, double c, double dt, int64_t nsteps,
-                       void *u_prev, void *u) {
+                       void *u_prev, void *u, const mb_stencil_cuda_stop *stop) {
   MB_CHECK(g->ghost == 0, MB_ERR_ARG, "stencil (cuda): host arrays must be plain (ghost 0)");
   dev_grid<T> d;
   MB_CALL(grid_alloc<T>(g->n, 3, &d));
@@ -85,7 +90,12 @@ static mb_error wave_t(const mb_stencil_grid *g, double c, double dt, int64_t ns
   MB_CALL(frame_copy<T>(d.f, d.p(1), u, true, 0));
   T *prev = d.p(0), *cur = d.p(1), *next = d.p(2);
   const T b = (T)(c * c * dt * dt);
+  stop_points sp;
+  MB_CALL(sp.init(stop, (double)g->n[0] * (double)g->n[1] * (double)g->n[2]));
   for (int64_t s = 0; s < nsteps; s++) {
+    int halt;
+    MB_CALL(sp.at(s, 0, &halt));
+    if (halt) return sp.stopped(0);
     MB_CALL(fill<T>(g, d.f, cur));
     MB_CALL(apply_box<T>(OP_WAVE, d.f, whole(d.f), g->h, cur, prev, next, b, 0));
     T *t = prev;
@@ -268,16 +278,19 @@ extern "C" mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32,
 }
 
 extern "C" mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha,
-                                         double dt, int64_t nsteps, void *u) {
+                                         double dt, int64_t nsteps, void *u,
+                                         const mb_stencil_cuda_stop *stop) {
   MB_CALL(mb_stencil_check_heat(g, alpha, dt, nsteps));
-  return f32 ? heat_t<float>(g, alpha, dt, nsteps, u) : heat_t<double>(g, alpha, dt, nsteps, u);
+  return f32 ? heat_t<float>(g, alpha, dt, nsteps, u, stop)
+             : heat_t<double>(g, alpha, dt, nsteps, u, stop);
 }
 
 extern "C" mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, double dt,
-                                         int64_t nsteps, void *u_prev, void *u) {
+                                         int64_t nsteps, void *u_prev, void *u,
+                                         const mb_stencil_cuda_stop *stop) {
   MB_CALL(mb_stencil_check_wave(g, c, dt, nsteps));
-  return f32 ? wave_t<float>(g, c, dt, nsteps, u_prev, u)
-             : wave_t<double>(g, c, dt, nsteps, u_prev, u);
+  return f32 ? wave_t<float>(g, c, dt, nsteps, u_prev, u, stop)
+             : wave_t<double>(g, c, dt, nsteps, u_prev, u, stop);
 }
 
 extern "C" mb_error mb_stencil_cuda_bench(const int64_t n[3], int f32, int warmup, int repeats,

@@ -234,7 +234,7 @@ static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cu
 template <typename T>
 static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transport want, int op,
                         double coef, int64_t nsteps, void *u, void *out,
-                        mb_stencil_block_figures *fig) {
+                        mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop) {
   block<T> b;
   MB_CALL(block_setup<T>(&b, g, cart, op == 5 ? 3 : 2));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
@@ -257,12 +257,22 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   T *cur = b.p(0), *nxt = b.p(1), *prev = op == 5 ? b.p(2) : nullptr;
   if (op == 5) /* from rest: prev = u + (c dt)^2 / 2 lap(u), a heat step with half the coefficient */
     MB_CALL(step<T>(&b, OP_HEAT, cur, nullptr, prev, (T)(0.5 * coef), nullptr));
+  /* stop points at the same steps on every rank: from the whole grid's points */
+  stop_points sp;
+  MB_CALL(sp.init(stop, (double)cart->n[0] * (double)cart->n[1] * (double)cart->n[2] /
+                            (double)cart->size));
   const int64_t skip = fig ? std::min<int64_t>(std::max(fig->warmup, 0), nsteps) : 0;
   std::vector<cudaEvent_t> ev(fig ? (size_t)(nsteps - skip) * EV_COUNT : 0);
   for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
   double t0 = 0;
   mb_error e = MB_SUCCESS;
   for (int64_t s = 0; s < nsteps && !e; s++) {
+    int halt = 0;
+    e = sp.at(s, b.comp, &halt);
+    if (!e && halt) {
+      for (cudaEvent_t &x : ev) cudaEventDestroy(x);
+      return sp.stopped(b.comp);
+    }
     if (fig && s == skip) {
       if (cudaStreamSynchronize(b.comp) != cudaSuccess)
         e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil steps failed");
@@ -312,15 +322,16 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
 
 extern "C" mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart,
                                           int halo, int op, double coef, int64_t nsteps, void *u,
-                                          void *out, mb_stencil_block_figures *fig) {
+                                          void *out, mb_stencil_block_figures *fig,
+                                          const mb_stencil_cuda_stop *stop) {
   MB_CHECK(blk && cart && op >= 0 && op <= 6 && nsteps >= 0 && blk->ghost == 0, MB_ERR_ARG,
            "mb_stencil_cuda_block: bad arguments");
   for (int a = 0; a < 3; a++)
     MB_CHECK(blk->n[a] == cart->nloc[a] && blk->n[a] < (1 << 24), MB_ERR_ARG,
              "mb_stencil_cuda_block: the block's shape is not the plan's");
   const mb_halo_transport want = (mb_halo_transport)halo;
-  mb_error e = f32 ? block_t<float>(blk, cart, want, op, coef, nsteps, u, out, fig)
-                   : block_t<double>(blk, cart, want, op, coef, nsteps, u, out, fig);
+  mb_error e = f32 ? block_t<float>(blk, cart, want, op, coef, nsteps, u, out, fig, stop)
+                   : block_t<double>(blk, cart, want, op, coef, nsteps, u, out, fig, stop);
   if (e) (void)cudaGetLastError();
   return e;
 }

@@ -33,6 +33,24 @@
 extern "C" {
 #endif
 
+struct mb_op_ctx;
+
+/* The stop points of a CUDA time loop (heat, wave; issue 28): ctx is the
+ * op's context, whose mb_op_should_stop the loop asks every few steps
+ * (about 2^28 point updates apart: 1 to 32 steps, from the grid's points,
+ * so the same steps on every rank of a split grid; the host waits there for
+ * the device to finish the steps enqueued up to the stop point before, so
+ * it runs at most two intervals ahead and the device never idles); done
+ * and total place the call's steps in the op's whole loop (the progress
+ * line's fraction). A loop told to stop waits for the device and returns
+ * mb_op_stopped(ctx)'s error (MB_ERR_IO, "stopped by a signal"). NULL, or
+ * ctx NULL: the loop never stops. */
+typedef struct mb_stencil_cuda_stop {
+  const struct mb_op_ctx *ctx;
+  int64_t done;  /* steps of the op's loop done before this call */
+  int64_t total; /* steps of the op's whole loop */
+} mb_stencil_cuda_stop;
+
 /* op: 0, 1, 2 the derivative along z, y, x; 3 the Laplacian. u and out are
  * host arrays of the grid's points (g->ghost must be 0), float32 when f32.
  * Not collective. Errors: MB_ERR_CUDA, MB_ERR_MEMORY, MB_ERR_ARG. */
@@ -47,14 +65,19 @@ mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32, double coe
                                    void *out);
 
 /* nsteps heat steps of u in place (host array, ghost 0), as
- * mb_stencil_heat_*. Errors: as mb_stencil_heat_*, MB_ERR_CUDA. */
+ * mb_stencil_heat_*, with the stop points of stop (NULL: none; a stopped
+ * call leaves u as it was). Not collective. Errors: as mb_stencil_heat_*,
+ * MB_ERR_CUDA, and the stop's (mb_stencil_cuda_stop). */
 mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha, double dt,
-                              int64_t nsteps, void *u);
+                              int64_t nsteps, void *u, const mb_stencil_cuda_stop *stop);
 
-/* nsteps leapfrog steps, as mb_stencil_wave_* (host arrays, ghost 0).
- * Errors: as mb_stencil_wave_*, MB_ERR_CUDA. */
+/* nsteps leapfrog steps, as mb_stencil_wave_* (host arrays, ghost 0), with
+ * the stop points of stop (NULL: none; a stopped call leaves u_prev and u
+ * as they were). Not collective. Errors: as mb_stencil_wave_*,
+ * MB_ERR_CUDA, and the stop's (mb_stencil_cuda_stop). */
 mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, double dt,
-                              int64_t nsteps, void *u_prev, void *u);
+                              int64_t nsteps, void *u_prev, void *u,
+                              const mb_stencil_cuda_stop *stop);
 
 struct mb_cart;
 
@@ -86,13 +109,17 @@ typedef struct mb_stencil_block_figures {
  * (mb_halo_transport: MPI through pinned host buffers, NCCL device to
  * device, or auto: NCCL where it is set up and faster in trial exchanges)
  * while the interior is computed, then the shell next to those faces. fig
- * (NULL allowed) receives the figures of the heat/wave steps. Collective
- * over the plan's communicator. Same bits as the CPU and as one rank.
- * Errors: MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_ARG,
- * MB_ERR_UNSUPPORTED (halo NCCL where it cannot be set up). */
+ * (NULL allowed) receives the figures of the heat/wave steps. stop (NULL
+ * allowed) gives the heat/wave steps their stop points (mb_stencil_cuda_stop;
+ * its ctx's query is collective over its communicator, asked at the same
+ * steps on every rank: every rank stops at the same step; u is then left as
+ * it was). Collective over the plan's communicator. Same bits as the CPU
+ * and as one rank. Errors: MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY,
+ * MB_ERR_ARG, MB_ERR_UNSUPPORTED (halo NCCL where it cannot be set up), and
+ * the stop's. */
 mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int halo,
                                int op, double coef, int64_t nsteps, void *u, void *out,
-                               mb_stencil_block_figures *fig);
+                               mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop);
 
 /* Figures of `meshbatch bench stencil`: ms per call (median of repeats)
  * of each kernel on one grid on the current device, and the copy

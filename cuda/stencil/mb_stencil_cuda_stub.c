@@ -19,22 +19,23 @@ mb_error mb_stencil_cuda_heat_step(const mb_stencil_grid *g, int f32, double coe
 }
 
 mb_error mb_stencil_cuda_heat(const mb_stencil_grid *g, int f32, double alpha, double dt,
-                              int64_t nsteps, void *u) {
-  (void)g; (void)f32; (void)alpha; (void)dt; (void)nsteps; (void)u;
+                              int64_t nsteps, void *u, const mb_stencil_cuda_stop *stop) {
+  (void)g; (void)f32; (void)alpha; (void)dt; (void)nsteps; (void)u; (void)stop;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 
 mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, double dt,
-                              int64_t nsteps, void *u_prev, void *u) {
-  (void)g; (void)f32; (void)c; (void)dt; (void)nsteps; (void)u_prev; (void)u;
+                              int64_t nsteps, void *u_prev, void *u,
+                              const mb_stencil_cuda_stop *stop) {
+  (void)g; (void)f32; (void)c; (void)dt; (void)nsteps; (void)u_prev; (void)u; (void)stop;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 
 mb_error mb_stencil_cuda_block(const mb_stencil_grid *blk, int f32, struct mb_cart *cart, int halo,
                                int op, double coef, int64_t nsteps, void *u, void *out,
-                               mb_stencil_block_figures *fig) {
+                               mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop) {
   (void)blk; (void)f32; (void)cart; (void)halo; (void)op; (void)coef; (void)nsteps; (void)u;
-  (void)out; (void)fig;
+  (void)out; (void)fig; (void)stop;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_STENCIL_NO_CUDA_MSG);
 }
 

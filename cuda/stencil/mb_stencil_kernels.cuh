@@ -40,9 +40,61 @@
 #include <stdlib.h>
 
 #include "mb_cuda_private.cuh"
+#include "mb_op.h"
 #include "mb_stencil_cuda.h"
 
 namespace mbst {
+
+/* Steps between the stop points of a time loop over `points` grid points
+ * (a split grid: the whole grid's points over the ranks, the same on every
+ * rank): about 2^28 point updates (milliseconds on a GPU), 1 to 32 steps;
+ * a query costs microseconds, so nothing measurable. */
+inline int64_t stop_every(double points) {
+  const double k = (double)(1 << 28) / (points > 1 ? points : 1);
+  return k >= 32 ? 32 : k <= 1 ? 1 : (int64_t)k;
+}
+
+/* The stop points of a time loop on a stream (mb_stencil_cuda_stop): at
+ * step s > 0, a multiple of `every`, an event is recorded, the host waits
+ * for the one of the stop point before (the device keeps the steps since
+ * queued, so it does not idle; the host runs at most two intervals ahead)
+ * and asks mb_op_should_stop. */
+struct stop_points {
+  const mb_stencil_cuda_stop *stop = nullptr;
+  int64_t every = 1;
+  cudaEvent_t ev[2] = {nullptr, nullptr};
+  int k = 0;
+  stop_points() = default;
+  stop_points(const stop_points &) = delete;
+  stop_points &operator=(const stop_points &) = delete;
+  ~stop_points() {
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
+  }
+  mb_error init(const mb_stencil_cuda_stop *s, double points) {
+    stop = s && s->ctx ? s : nullptr;
+    every = stop_every(points);
+    if (stop)
+      for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return MB_SUCCESS;
+  }
+  /* Before step s, on stream st: *halt = 1 where the loop must stop now
+   * (every rank of a split grid at the same step). */
+  mb_error at(int64_t s, cudaStream_t st, int *halt) {
+    *halt = 0;
+    if (!stop || s <= 0 || s % every) return MB_SUCCESS;
+    MB_CALL_CUDA(cudaEventRecord(ev[k], st));
+    k ^= 1;
+    if (s > every) MB_CALL_CUDA(cudaEventSynchronize(ev[k]));
+    *halt = mb_op_should_stop(stop->ctx, (double)(stop->done + s), (double)stop->total);
+    return MB_SUCCESS;
+  }
+  /* The error of a stopped loop, after the device finished what st holds. */
+  mb_error stopped(cudaStream_t st) const {
+    (void)cudaStreamSynchronize(st);
+    return mb_op_stopped(stop->ctx);
+  }
+};
 
 constexpr int G = 4;   /* ghost planes per face: the stencil's half-width */
 constexpr int TX = 32; /* threads of a block along x: one warp */

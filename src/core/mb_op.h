@@ -275,6 +275,15 @@ typedef struct mb_op_info {
    * store). NULL: the sizes stay as they are (ops that move values only,
    * or make no more faces than they read). Not collective; cannot fail. */
   void (*grow)(const void *params, mb_size_estimate *s);
+  /* The rules of a stage that need only a grid's spacing (heat's and
+   * wave's stability limits), checked by the runner before any work on
+   * every grid3d input whose spacing is declared (collection datasets):
+   * h[3] the spacing along z, y, x (length units), grid the dataset's name
+   * for the message. MB_ERR_ARG with the stage's job file and line (a job
+   * error, exit code 2), else MB_SUCCESS. The op checks again per grid
+   * when it runs (mesh files, whose spacing is known only once read).
+   * NULL: none. Not collective. */
+  mb_error (*check_spacing)(const mb_stage *st, const char *grid, const double h[3]);
 } mb_op_info;
 
 /* A parameter's value as text for provenance and help ("0.5", "cotangent").

@@ -218,7 +218,8 @@ static mb_error setup(rank_state *st) {
          st->backend.description, why);
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
-  e = st->rank == 0 ? runner_make_parent_folder(st->job->output) : MB_SUCCESS;
+  e = st->rank == 0 ? runner_check_grids(st) : MB_SUCCESS; /* a job error: nothing made */
+  if (!e && st->rank == 0) e = runner_make_parent_folder(st->job->output);
   if (!e && st->rank == 0) e = runner_check_output(st->job->output, st->inputs);
   if (!e && st->rank == 0) e = runner_check_size(st);
   if (!e && st->rank == 0) e = runner_take_lock(st->job->output);

@@ -580,3 +580,18 @@ mb_error runner_check_size(const rank_state *st) {
            split ? " on each rank" : "", limit / 1e6, what);
   return MB_SUCCESS;
 }
+
+mb_error runner_check_grids(const rank_state *st) {
+  for (int64_t k = 0; k < st->inputs->nsources; k++) {
+    const mb_source *src = &st->inputs->sources[k];
+    const mb_collection *c = src->collection >= 0 ? st->inputs->collections[src->collection] : NULL;
+    const mb_mesh_info *info = c ? mb_collection_info(c, src->entry) : NULL;
+    if (!info || info->kind != MB_KIND_GRID3D || info->problem[0]) continue;
+    for (int i = 0; i < st->job->nstages; i++) {
+      const mb_stage *stage = &st->job->stages[i];
+      if (stage->op->check_spacing)
+        MB_CALL(stage->op->check_spacing(stage, src->name, info->spacing));
+    }
+  }
+  return MB_SUCCESS;
+}

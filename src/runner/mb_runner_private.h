@@ -145,5 +145,11 @@ double runner_expected_output_bytes(const rank_state *st);
  * folder (statvfs) or a mesh needing more memory than MESHBATCH_MEMORY_LIMIT
  * (bytes) or, unset, the node's MemAvailable; the message gives the figures. */
 mb_error runner_check_size(const rank_state *st);
+/* Rank 0, before any work: every stage's mb_op_info.check_spacing (heat's
+ * and wave's stability limits) on every grid3d dataset of the inputs'
+ * collections (their spacing is declared); MB_ERR_ARG, a job error with
+ * the stage's file and line, at the first grid that breaks one. Mesh files
+ * are checked by the op when read. */
+mb_error runner_check_grids(const rank_state *st);
 
 #endif

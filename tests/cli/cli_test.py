@@ -349,9 +349,113 @@ def case_grid_fields(a):
     p = run(["run", job("map.yaml", "    fields: {u: 1}\n")], expect=2)
     if "map.yaml:9" not in p.stderr or "a list of names" not in p.stderr:
         fail("fields given as a mapping is not a job-file error with file:line")
-    p = run(["run", job("unstable.yaml", "", dt="1")], expect=1)
+    p = run(["run", job("unstable.yaml", "", dt="1")], expect=2)  # a job error (grid_stability)
     if "unstable.yaml:4: stages[0].dt: heat: time step 1 exceeds the stability limit" not in p.stderr:
         fail("heat beyond the stability limit does not name the job file and line")
+
+
+def case_grid_stability(a):
+    """heat and wave beyond the stability limit: on a collection's grids,
+    whose spacing is declared, a job error before any work (exit 2, the job
+    file and the stage's line, the grid named, no output and no folder made),
+    on 1 and 2 ranks, per mesh and partitioned; the limit is checked on every
+    grid of the batch (a stable grid beside an unstable one does not run).
+    On a .npy grid, whose spacing (1) is known only once read, that grid
+    fails with the same message (exit 1) and the others are written."""
+    np_ = need_module("numpy")
+    d = fresh("grid_stability")
+    fine = os.path.join(d, "fine.h5")  # spacing 1/32: heat limit 1.0e-4, wave 5.5e-3
+    coarse = os.path.join(d, "coarse.h5")  # spacing 1: heat limit 0.1025, wave 0.453
+    run(["generate", "grid", "--shape", "8,8,8", "--spacing", "0.03125", "--field", "u=sines",
+         "--name", "fine", "-o", fine, "-q"])
+    run(["generate", "grid", "--shape", "8,8,8", "--spacing", "1", "--field", "u=sines",
+         "--name", "coarse", "-o", coarse, "-q"])
+
+    def job_file(name, inputs, stage, distribute="per-mesh"):
+        out = os.path.join(d, "out_" + name, "o.h5")
+        return write(os.path.join(d, name + ".yaml"),
+                     "input:\n" + "".join(f"  - {i}\n" for i in inputs) +
+                     f"output: {out}\nbackend: cpu\ndistribute: {distribute}\nstages:\n"
+                     f"  - {{op: derivative, axis: z}}\n  - {stage}\n"), os.path.dirname(out)
+
+    cases = [("heat", "{op: heat, alpha: 1, dt: 0.01, steps: 2}", "heat: time step 0.01 exceeds "
+              "the stability limit"),
+             ("wave", "{op: wave, c: 1, dt: 0.1, steps: 2}", "wave: time step 0.1 exceeds the CFL "
+              "limit")]
+    for op, stage, what in cases:
+        for nranks, distribute in ((1, "per-mesh"), (2, "per-mesh"), (2, "partitioned")):
+            name = f"{op}_{nranks}_{distribute}"
+            jp, outdir = job_file(name, [coarse, fine], stage, distribute)
+            p = run(["run", jp], np=nranks if nranks > 1 else None, expect=2)
+            if f"{name}.yaml:9: stages[1].dt: {what}" not in p.stderr or "grid 'fine'" not in p.stderr:
+                fail(f"{name}: not a job error naming the file, the stage's line and the grid:\n{p.stderr}")
+            if "grid 'coarse'" in p.stderr or " ok" in p.stdout or os.path.exists(outdir):
+                fail(f"{name}: something ran or was made before the refusal:\n{p.stdout}")
+        print(f"{op}: refused before any work on 1 and 2 ranks (exit 2, file:line, grid named)")
+        jp, outdir = job_file(op + "_stable", [coarse], stage)
+        run(["run", jp, "-q"], expect=0)  # stable on the coarse grid alone
+    # a .npy grid (spacing 1: heat limit 0.1025) beside a collection grid of
+    # spacing 4 (limit 1.64): dt 0.5 passes the check before work, and the
+    # .npy grid fails when read, with the same message; the other is written
+    wide = os.path.join(d, "wide.h5")
+    run(["generate", "grid", "--shape", "8,8,8", "--spacing", "4", "--field", "u=sines",
+         "--name", "wide", "-o", wide, "-q"])
+    npy = os.path.join(d, "g.npy")
+    np_.save(npy, np_.ones((8, 8, 8)))
+    jp, outdir = job_file("npy", [npy, wide], "{op: heat, alpha: 1, dt: 0.5, steps: 2}")
+    p = run(["run", jp], expect=1)
+    if "npy.yaml:9: stages[1].dt: heat: time step 0.5 exceeds the stability limit" not in p.stderr \
+            or "grid 'g'" not in p.stderr:
+        fail(f"the .npy grid's instability is not reported with file:line and the grid:\n{p.stderr}")
+    h5py = need_module("h5py")
+    with h5py.File(os.path.join(outdir, "o.h5"), "r") as f:
+        if sorted(f["meshes"]) != ["wide"]:
+            fail(f"written {sorted(f['meshes'])}, expected the stable grid 'wide' only")
+    print(".npy grid: refused when read (exit 1, file:line, grid named), the stable grid written")
+
+
+def case_grid_verbose(a):
+    """`-v` on a partitioned grid prints, as for surfaces, the split and one
+    line per rank: owned and ghost points, neighbours, halo bytes per step
+    (1-4 ranks). The figures add up: owned points sum to the grid's; ghosts
+    are 4 planes of every face across a cut axis (summed over the ranks:
+    2 x 4 x points / n_axis x blocks_axis per cut axis); bytes = 16 per ghost
+    (sent and received, float64). Without -v none of these lines."""
+    import re
+    d = fresh("grid_verbose")
+    g = os.path.join(d, "g.h5")
+    shape = (12, 10, 9)
+    total = shape[0] * shape[1] * shape[2]
+    run(["generate", "grid", "--shape", ",".join(map(str, shape)), "--field", "u=sines", "-o", g, "-q"])
+    for nranks in (1, 2, 3, 4):
+        jp = write(os.path.join(d, f"job{nranks}.yaml"),
+                   f"input: {g}\noutput: {d}/out{nranks}.h5\nbackend: cpu\ndistribute: partitioned\n"
+                   "stages:\n  - {op: heat, alpha: 1, dt: 0.0001, steps: 2}\n")
+        p = run(["run", jp, "-v"], np=nranks if nranks > 1 else None)
+        m = re.search(r"^\[partition\] grid_12x10x9: (\d+) blocks \((\d+) x (\d+) x (\d+) along z, y, x\), "
+                      r"4 ghost planes per face, halo over mpi$", p.stdout, re.M)
+        if not m or int(m.group(1)) != nranks:
+            fail(f"{nranks} ranks: no line with the grid's blocks under -v:\n{p.stdout}")
+        dims = [int(m.group(k)) for k in (2, 3, 4)]
+        if dims[0] * dims[1] * dims[2] != nranks:
+            fail(f"{nranks} ranks: blocks {dims} do not multiply to the rank count")
+        rows = re.findall(r"^\[partition\]   rank (\d+): (\d+) owned, (\d+) ghosts, (\d+) neighbours, "
+                          r"halo (\d+) B/step \(a float64 field\)$", p.stdout, re.M)
+        if sorted(int(r[0]) for r in rows) != list(range(nranks)):
+            fail(f"{nranks} ranks: per-rank halo lines for ranks {[r[0] for r in rows]}")
+        owned = sum(int(r[1]) for r in rows)
+        ghosts = sum(int(r[2]) for r in rows)
+        want = sum(2 * 4 * (total // shape[k]) * dims[k] for k in range(3) if dims[k] > 1)
+        if owned != total or ghosts != want:
+            fail(f"{nranks} ranks: {owned} owned (grid {total}), {ghosts} ghosts (expected {want})")
+        for r in rows:
+            nb, gh, by = int(r[3]), int(r[2]), int(r[4])
+            if by != 16 * gh or (nranks == 1) != (nb == 0) or nb > 6:
+                fail(f"{nranks} ranks, rank {r[0]}: {gh} ghosts, {nb} neighbours, {by} B/step")
+        q = run(["run", jp], np=nranks if nranks > 1 else None)
+        if "[partition]" in q.stdout:
+            fail(f"{nranks} ranks: halo figures printed without -v")
+        print(f"{nranks} ranks: blocks {dims}, {ghosts} ghosts in all, the figures add up")
 
 
 def case_ply_properties(a):

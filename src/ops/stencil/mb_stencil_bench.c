@@ -98,7 +98,7 @@ static mb_error heat_block_gpu(mb_cart *c, const part_opts *o, const double h[3]
   const double coef = 0.1 * mb_stencil_heat_dt_limit(&g, 1.0);
   fig->warmup = (int)o->warmup;
   mb_error e = mb_stencil_cuda_block(&g, o->f32, c, o->halo, 4, coef, o->warmup + o->steps, u,
-                                     NULL, fig);
+                                     NULL, fig, NULL);
   if (!e) e = mb_cuda_copy_bandwidth((size_t)np * w, copy_gbs);
   free(u);
   return e;

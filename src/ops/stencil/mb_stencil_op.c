@@ -174,17 +174,41 @@ static int64_t next_run(const mb_stencil_params *p, int64_t done) {
   return p->every > 0 && p->every < left ? p->every : left;
 }
 
-/* The stability limit of stage st's heat steps on grid g: beyond it,
- * MB_ERR_ARG with the job file and line of the stage before the limit's
- * message (mb_stencil_check_heat). */
-static mb_error stage_check_heat(const mb_stage *st, const mb_stencil_grid *g) {
+/* The stability limit of stage st's steps (heat: wave = 0; wave: 1) on
+ * grid g (its spacing), of the dataset `grid`: beyond it, MB_ERR_ARG with
+ * the job file and line of the stage before the limit's message
+ * (mb_stencil_check_heat, mb_stencil_check_wave) and the grid named. Not
+ * collective. */
+static mb_error stage_check_dt(const mb_stage *st, int wave, const mb_stencil_grid *g,
+                               const char *grid) {
   const mb_stencil_params *p = st->params;
-  if (mb_stencil_check_heat(g, p->alpha, p->dt, p->steps) == MB_SUCCESS) return MB_SUCCESS;
+  if ((wave ? mb_stencil_check_wave(g, p->c, p->dt, p->steps)
+            : mb_stencil_check_heat(g, p->alpha, p->dt, p->steps)) == MB_SUCCESS)
+    return MB_SUCCESS;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", mb_error_message());
   mb_error_clear();
-  MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].dt: %s", st->file ? st->file : "job", st->line,
-          st->index, msg);
+  MB_FAIL(MB_ERR_ARG, "%s:%d: stages[%d].dt: %s; grid '%s'", st->file ? st->file : "job",
+          st->line, st->index, msg, grid);
+}
+
+/* mb_op_info.check_spacing of heat and wave: the stability limit on a grid
+ * of spacing h (z, y, x), before any work. */
+static mb_error check_spacing(const mb_stage *st, int wave, const char *grid, const double h[3]) {
+  mb_stencil_grid g = {.bc = MB_STENCIL_PERIODIC};
+  for (int a = 0; a < 3; a++) {
+    g.n[a] = 1;
+    g.h[a] = h[a];
+  }
+  return stage_check_dt(st, wave, &g, grid);
+}
+
+static mb_error heat_check_spacing(const mb_stage *st, const char *grid, const double h[3]) {
+  return check_spacing(st, 0, grid, h);
+}
+
+static mb_error wave_check_spacing(const mb_stage *st, const char *grid, const double h[3]) {
+  return check_spacing(st, 1, grid, h);
 }
 
 static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st, int halo,
@@ -287,7 +311,7 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     unsigned char *sel = NULL;
     MB_CALL(select_fields(m, &stages[s], &sel));
     mb_error fe = check_fields(m, "heat", sel);
-    if (!fe) fe = stage_check_heat(&stages[s], &g);
+    if (!fe) fe = stage_check_dt(&stages[s], 0, &g, m->name);
     const int nf = m->nfields; /* snapshots are added behind them */
     for (int f = 0; f < nf && !fe; f++) {
       if (!sel[f]) continue;
@@ -304,7 +328,8 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
                                                           : (void *)m->fields[f].data);
       /* steps per run: grown or shrunk to about 0.1 s between stop points (the
        * same bits: a run ends where the next begins); on the GPU, whose runs
-       * copy the grid in and out, runs end at the snapshots only */
+       * copy the grid in and out, runs end at the snapshots only and stop
+       * inside at their own stop points (mb_stencil_cuda_stop) */
       int64_t chunk = cuda ? INT64_MAX : 1;
       while (!e && done < p->steps) {
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
@@ -318,8 +343,9 @@ static mb_error heat_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         const double t0 = mb_wtime();
         mb_field *fd = &m->fields[f];
         const int f32 = fd->dtype == MB_FLOAT32;
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         e = cuda ? mb_stencil_cuda_heat(&g, f32, p->alpha, p->dt, k,
-                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+                                        f32 ? (void *)fd->data32 : (void *)fd->data, &cs)
             : f32 ? mb_stencil_heat_f32(&g, p->alpha, p->dt, k, fd->data32, work)
                   : mb_stencil_heat_f64(&g, p->alpha, p->dt, k, fd->data, work);
         done += k;
@@ -348,6 +374,7 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
     MB_CALL(select_fields(m, &stages[s], &sel));
     mb_error fe = check_fields(m, "wave", sel);
     const mb_stencil_grid g = grid_of(m, p);
+    if (!fe) fe = stage_check_dt(&stages[s], 1, &g, m->name);
     for (int f = 0; f < m->nfields && !fe; f++) {
       if (!sel[f]) continue;
       mb_field *fd = &m->fields[f];
@@ -363,7 +390,8 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
       }
       /* runs of steps grown or shrunk to about 0.1 s, a stop point between
        * them (the same bits: each run leaves prev and u where the next goes
-       * on); on the GPU, whose runs copy the grid in and out, one run */
+       * on); on the GPU, whose runs copy the grid in and out, one run with
+       * its own stop points (mb_stencil_cuda_stop) */
       for (int64_t done = 0, chunk = cuda ? INT64_MAX : 1; !e && done < p->steps;) {
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) {
           e = mb_op_stopped(ctx);
@@ -371,8 +399,9 @@ static mb_error wave_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb
         }
         const int64_t k = p->steps - done < chunk ? p->steps - done : chunk;
         const double t0 = mb_wtime();
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         e = cuda ? mb_stencil_cuda_wave(&g, f32, p->c, p->dt, k, prev,
-                                        f32 ? (void *)fd->data32 : (void *)fd->data)
+                                        f32 ? (void *)fd->data32 : (void *)fd->data, &cs)
             : f32 ? mb_stencil_wave_f32(&g, p->c, p->dt, k, prev, fd->data32, work)
                   : mb_stencil_wave_f64(&g, p->c, p->dt, k, prev, fd->data, work);
         done += k;
@@ -475,8 +504,7 @@ static mb_error grid_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_cart *ca
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid whole = grid_of(m, p); /* the limits depend on the spacing only */
-  if (is_heat) MB_CALL(stage_check_heat(st, &whole));
-  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&whole, p->c, p->dt, p->steps));
+  if (!is_deriv && !is_lap) MB_CALL(stage_check_dt(st, !is_heat, &whole, m->name));
   unsigned char *sel = NULL;
   MB_CALL(select_fields(m, st, &sel));
   mb_error e = check_fields(m, op->name, sel);
@@ -557,8 +585,7 @@ static mb_error grid_stage_cuda(const mb_op_ctx *ctx, const mb_stage *st, int ha
   const int is_deriv = op->run[0] == derivative_run, is_lap = op->run[0] == laplacian_run;
   const int is_heat = op->run[0] == heat_run;
   mb_stencil_grid blk = grid_of(m, p);
-  if (is_heat) MB_CALL(stage_check_heat(st, &blk));
-  if (!is_deriv && !is_lap && !is_heat) MB_CALL(mb_stencil_check_wave(&blk, p->c, p->dt, p->steps));
+  if (!is_deriv && !is_lap) MB_CALL(stage_check_dt(st, !is_heat, &blk, m->name));
   for (int a = 0; a < 3; a++) blk.n[a] = cart->nloc[a];
   unsigned char *sel = NULL;
   MB_CALL(select_fields(m, st, &sel));
@@ -588,7 +615,7 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
       const size_t w = f32 ? sizeof(float) : sizeof(double), n = (size_t)m->nv;
       out = malloc(3 * w * (n ? n : 1));
       MB_CHECK(out, MB_ERR_MEMORY, "out of memory for the derivatives of grid '%s'", m->name);
-      mb_error e = mb_stencil_cuda_block(&blk, f32, cart, halo, 6, 0, 0, u, out, NULL);
+      mb_error e = mb_stencil_cuda_block(&blk, f32, cart, halo, 6, 0, 0, u, out, NULL, NULL);
       for (int a = 0; a < 3 && !e; a++) e = add_field(m, f, suffix[a], (char *)out + a * w * n);
       free(out);
       MB_CALL(e);
@@ -598,7 +625,7 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
       mb_error e = MB_SUCCESS;
       for (int a = 0; a < 4 && !e; a++) {
         if (is_deriv ? (a == 3 || p->axis != a) : a != 3) continue;
-        e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL);
+        e = mb_stencil_cuda_block(&blk, f32, cart, halo, a, 0, 0, u, out, NULL, NULL);
         if (!e) e = add_field(m, f, suffix[a], out);
       }
       free(out);
@@ -609,14 +636,16 @@ static mb_error grid_stage_cuda_fields(const mb_op_ctx *ctx, const mb_stage *st,
         if (mb_op_should_stop(ctx, (double)done, (double)p->steps)) return mb_op_stopped(ctx);
         const int64_t k = next_run(p, done);
         u = f32 ? (void *)m->fields[f].data32 : (void *)m->fields[f].data;
+        const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = done, .total = p->steps};
         MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 4, p->alpha * p->dt, k, u, NULL,
-                                      NULL));
+                                      NULL, &cs));
         done += k;
         if (p->every > 0) MB_CALL(add_snapshot(m, f, done, p->dt, u));
       }
     } else {
+      const mb_stencil_cuda_stop cs = {.ctx = ctx, .done = 0, .total = p->steps};
       MB_CALL(mb_stencil_cuda_block(&blk, f32, cart, halo, 5, p->c * p->c * p->dt * p->dt,
-                                    p->steps, u, NULL, NULL));
+                                    p->steps, u, NULL, NULL, &cs));
     }
   }
   return MB_SUCCESS;
@@ -710,6 +739,7 @@ const mb_op_info mb_op_heat = {
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
     .grow = heat_grow,
+    .check_spacing = heat_check_spacing,
 };
 
 const mb_op_info mb_op_wave = {
@@ -727,4 +757,5 @@ const mb_op_info mb_op_wave = {
     .split = MB_SPLIT_CELLS,
     .ghost_depth = MB_STENCIL_RADIUS,
     .run_partitioned = {stencil_run_grid, stencil_run_grid},
+    .check_spacing = wave_check_spacing,
 };
