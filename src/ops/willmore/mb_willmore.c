@@ -330,7 +330,23 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
     *eigenvalue = g;
     *residual = norm2(m, y) / dmax;
     *iterations = it;
-    if (*residual <= tolerance) goto done;
+    if (*residual <= tolerance) {
+      /* the eigenspace holds lambda q for every quaternion q (a rotation of
+       * the whole surface): take the q that makes the mean of lambda real
+       * and positive, so no rotation is left to the solver's rounding */
+      double mq[4] = {0.0, 0.0, 0.0, 0.0};
+      for (int64_t i = 0; i < m; i++) mq[i % 4] += lambda[i];
+      const double mn = norm2(4, mq);
+      if (mn > 0) {
+        const double q[4] = {mq[0] / mn, -mq[1] / mn, -mq[2] / mn, -mq[3] / mn};
+        for (int64_t i = 0; i < m; i += 4) {
+          double r[4];
+          qmul(lambda + i, q, r);
+          memcpy(lambda + i, r, sizeof r);
+        }
+      }
+      goto done;
+    }
   }
   err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
                      "inverse iteration did not converge: residual %.3g after %d solves "

@@ -57,7 +57,12 @@
  *     Rayleigh quotient gamma = lambda' (D - rho) lambda; it stops when
  *         ||(D - rho) lambda - gamma lambda||_2 / max_i (D - rho)_ii
  *     is at most `tolerance`, and is an error for the mesh when that takes
- *     more than `max_iterations` solves.
+ *     more than `max_iterations` solves. The eigenvector is defined up to a
+ *     quaternion factor on the right (lambda q: a rotation of the whole
+ *     surface); lambda is multiplied by the unit q that makes its mean real
+ *     and positive, so that no rotation comes from the solver's rounding
+ *     (near a singular D - rho it is of the order of eps times the
+ *     condition number).
  *  4. New positions (CPS11, the discrete edge transformation and the
  *     Poisson problem for the positions): every edge ij is
  *     transformed as
