@@ -84,8 +84,8 @@ const mb_op_info mb_op_willmore_flow = {
     .name = "willmore_flow",
     .room = "willmore",
     .summary = "conformal Willmore flow by spin transformations: curvature change, Dirac "
-               "eigenvector and Poisson solve per step (closed surfaces; very large steps, "
-               "angles kept)",
+               "eigenvector and Poisson solve per step (closed surfaces; triangle angles "
+               "kept)",
     .source = "K. Crane, U. Pinkall, P. Schroeder, Robust fairing via conformal curvature "
               "flow, SIGGRAPH 2013; Spin transformations of discrete surfaces, SIGGRAPH 2011",
     .in = MB_KIND_SURFACE,
