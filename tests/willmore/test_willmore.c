@@ -225,7 +225,7 @@ static void test_fixed_point(void **state) {
   memcpy(x0, m->xyz, sizeof(double) * 36);
   const double diag = mb_mesh_bbox_diagonal(m);
   mb_willmore_step st[5];
-  mb_willmore_report rep = {0, 0, st};
+  mb_willmore_report rep = {.step = st};
   assert_int_equal(run_mesh(m, 0.5, 5, &rep), MB_SUCCESS);
   assert_int_equal(rep.steps, 5);
   double mv = 0.0;
@@ -253,7 +253,7 @@ static void expect_error(const char *name, int64_t nv, const double *xyz, int64_
   mb_mesh *m = mb_test_mesh_triangles(name, nv, xyz, nf, tri);
   assert_non_null(m);
   mb_willmore_step st[2];
-  mb_willmore_report rep = {0, 0, st};
+  mb_willmore_report rep = {.step = st};
   const mb_error e = run_mesh(m, tau, 2, &rep);
   printf("bad input %s: %s\n", name, mb_error_message());
   assert_int_equal(e, code);
@@ -300,7 +300,7 @@ static void test_bad_inputs(void **state) {
   const double rx[12] = {1, 1, 1, 1, -1, -1, -1, 1, -1, -1, -1, 1};
   mb_mesh *tet = mb_test_mesh_triangles("tet", 4, rx, 4, tt);
   mb_willmore_step st[2];
-  mb_willmore_report rep = {0, 0, st};
+  mb_willmore_report rep = {.step = st};
   assert_int_equal(run_mesh(tet, 0.1, 2, &rep), MB_SUCCESS);
   mb_mesh_free(tet);
   free(x);

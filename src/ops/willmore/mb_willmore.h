@@ -148,6 +148,8 @@ typedef struct mb_willmore_step {
 typedef struct mb_willmore_report {
   int steps;                /* filled: steps done */
   double energy0;           /* Willmore energy of the input */
+  double setup_ms;          /* wall time before the steps: the checks, the Dirac
+                               operator's pattern and its symbolic analysis */
   mb_willmore_step *step;
 } mb_willmore_report;
 
@@ -199,7 +201,7 @@ mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int
 mb_error mb_willmore_dirac_assemble(mb_willmore_dirac *d, const double *x, const double *rho);
 
 /* The assembled matrix (borrowed; 4 nv rows, quaternion components w, x, y,
- * z of vertex i in rows 4i..4i+3). */
+ * z of vertex i in rows 4i..4i+3). Not collective; cannot fail. */
 const mb_csr *mb_willmore_dirac_matrix(const mb_willmore_dirac *d);
 
 /* Step 3 on the assembled matrix: lambda [nv, 4] (w, x, y, z; 2-norm 1 over

@@ -44,7 +44,7 @@ static mb_error willmore_run(const mb_op_ctx *ctx, const mb_stage *stages, int n
   mb_error e = MB_SUCCESS;
   for (int s = 0; s < n && !e; s++) {
     const mb_willmore_params *p = stages[s].params;
-    mb_willmore_report rep = {0, 0.0, calloc((size_t)p->steps, sizeof(mb_willmore_step))};
+    mb_willmore_report rep = {.step = calloc((size_t)p->steps, sizeof(mb_willmore_step))};
     if (!rep.step) {
       e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "%s: out of memory",
                        m->name);
@@ -62,6 +62,8 @@ static mb_error willmore_run(const mb_op_ctx *ctx, const mb_stage *stages, int n
 
 /* Per step: the Dirac factor of 4 nv rows (about 16x the Laplacian's
  * entries), a few solves, the Laplacian's factor and solve. */
+int mb_willmore_bench(int argc, char **argv); /* mb_willmore_bench.c */
+
 static double willmore_cost(int64_t nv, int64_t nf, const void *params) {
   const mb_willmore_params *p = params;
   return 400.0 * (double)(nv + nf) * (double)p->steps;
@@ -95,4 +97,5 @@ const mb_op_info mb_op_willmore_flow = {
     .params_size = sizeof(mb_willmore_params),
     .cost = willmore_cost,
     .run = {willmore_run, NULL}, /* no CUDA entry yet: the runner refuses backend: cuda */
+    .bench = mb_willmore_bench,
 };
