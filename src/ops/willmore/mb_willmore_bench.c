@@ -1,0 +1,178 @@
+/* meshbatch: `meshbatch bench willmore` (the willmore room's benchmark):
+ * steps of willmore_flow on one mesh on the CPU, per phase. Prints figures;
+ * asserts nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_adjacency.h"
+#include "mb_args.h"
+#include "mb_inputs.h"
+#include "mb_log.h"
+#include "mb_meshfile.h"
+#include "mb_willmore.h"
+
+static const char willmore_bench_help[] =
+    "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
+    "                                [--tolerance T] [--max-iterations N]\n\n"
+    "Times willmore_flow on one closed triangle mesh on the CPU (INPUT: a collection\n"
+    "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
+    "it runs --steps steps from the input's positions and prints per step the\n"
+    "Willmore energy, the inverse iteration's solves, the step's largest quasi-\n"
+    "conformal distortion and ms per phase: curvature (normals, H, the projection)\n"
+    "and the Dirac operator's assembly; the eigenvector (the numeric factor of the\n"
+    "4n x 4n operator and the inverse iteration's solves); the positions (the\n"
+    "edges, the Laplacian's factor, with its symbolic analysis in the first step,\n"
+    "and solve); the update (rescale, the next step's Laplacian and mass, the\n"
+    "energy, the distortion); then the median step after the first. The setup\n"
+    "before the steps (the checks, the Dirac operator's pattern and its symbolic\n"
+    "analysis, made once per mesh) is printed on its own.\n"
+    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100.\n";
+
+#define MAX_LIST 8
+
+typedef struct bench_opts {
+  const char *input, *only;
+  double dt[MAX_LIST];
+  int ndt;
+  long steps, max_iter;
+  double tolerance;
+} bench_opts;
+
+static int usage(const char *msg) {
+  if (mb_cli_rank() == 0) fprintf(stderr, "meshbatch bench willmore: %s\n", msg);
+  return MB_EXIT_USAGE;
+}
+
+/* -1: help printed; 0: parsed; else the exit code. */
+static int bench_parse(int argc, char **argv, bench_opts *o) {
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      if (mb_cli_rank() == 0) fputs(willmore_bench_help, stdout);
+      return -1;
+    }
+    if (a[0] != '-') {
+      if (o->input) return usage("one INPUT only");
+      o->input = a;
+      continue;
+    }
+    if (!v) return usage("an option without its value");
+    i++;
+    char *end = NULL;
+    if (!strcmp(a, "--mesh")) {
+      o->only = v;
+    } else if (!strcmp(a, "--time-step")) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%s", v);
+      o->ndt = 0;
+      for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        const double x = strtod(tok, &end);
+        if (o->ndt == MAX_LIST || end == tok || *end || !(x > 0) || !isfinite(x))
+          return usage("--time-step: up to 8 numbers > 0, separated by commas");
+        o->dt[o->ndt++] = x;
+      }
+    } else if (!strcmp(a, "--steps")) {
+      o->steps = strtol(v, &end, 10);
+      if (*end || o->steps < 1 || o->steps > 100000) return usage("--steps: 1 to 100000");
+    } else if (!strcmp(a, "--max-iterations")) {
+      o->max_iter = strtol(v, &end, 10);
+      if (*end || o->max_iter < 1 || o->max_iter > 100000)
+        return usage("--max-iterations: 1 to 100000");
+    } else if (!strcmp(a, "--tolerance")) {
+      o->tolerance = strtod(v, &end);
+      if (*end || !(o->tolerance > 0 && o->tolerance < 1)) return usage("--tolerance: in (0, 1)");
+    } else {
+      return usage("unknown option (see --help)");
+    }
+  }
+  if (!o->input) return usage("no INPUT (see --help)");
+  return 0;
+}
+
+static mb_error load(const bench_opts *o, mb_mesh **mesh) {
+  char *patterns[] = {(char *)o->input};
+  mb_inputs *in = NULL;
+  MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
+  int64_t s = 0;
+  int found = !o->only;
+  for (int64_t k = 0; o->only && k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, o->only)) {
+      s = k;
+      found = 1;
+    }
+  mb_error e = found ? MB_SUCCESS
+                     : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                                    "%s has no mesh named '%s'", o->input, o->only);
+  if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
+                               : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                                              "%s holds no mesh", o->input);
+  if (!e) e = mb_mesh_convert_kind(*mesh, MB_KIND_SURFACE, in->sources[s].path);
+  if (!e && !mb_mesh_is_triangles(*mesh))
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "%s: willmore_flow needs a triangle mesh", (*mesh)->name);
+  mb_inputs_close(in);
+  return e;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int mb_willmore_bench(int argc, char **argv) {
+  bench_opts o;
+  int rc = bench_parse(argc, argv, &o);
+  if (rc < 0) return MB_EXIT_OK;
+  if (rc) return rc;
+  if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
+  mb_mesh *m = NULL;
+  mb_adjacency *adj = NULL;
+  const double t0 = mb_wtime();
+  mb_error e = load(&o, &m);
+  if (!e) e = mb_adjacency_build(m, &adj);
+  if (!e)
+    printf("bench willmore: %s, %lld vertices, %lld triangles (read in %.2f s); cpu, "
+           "tolerance %g\n",
+           m->name, (long long)m->nv, (long long)m->nf, mb_wtime() - t0, o.tolerance);
+  double *x = e ? NULL : malloc(sizeof *x * 3 * (size_t)m->nv);
+  mb_willmore_step *st = calloc((size_t)o.steps, sizeof *st);
+  double *tot = calloc((size_t)o.steps, sizeof *tot);
+  if (!e && !(x && st && tot))
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  for (int k = 0; k < o.ndt && !e; k++) {
+    memcpy(x, m->xyz, sizeof *x * 3 * (size_t)m->nv);
+    mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter};
+    mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, x, m->name, NULL};
+    mb_willmore_report rep = {.step = st};
+    printf("cpu, time step %g:\n", o.dt[k]);
+    fflush(stdout);
+    e = mb_willmore_run_cpu(&p, &wm, &rep);
+    if (e) break;
+    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern and analysis)\n",
+           rep.energy0, rep.setup_ms);
+    for (int s = 0; s < rep.steps; s++) {
+      const mb_willmore_step *q = &st[s];
+      tot[s] = q->assemble_ms + q->eigen_ms + q->poisson_ms + q->finish_ms;
+      printf("  step %d: energy %.10g, %d solves, residual %.2e, distortion %.4f; curvature and "
+             "assembly %8.3f ms, eigenvector %9.3f ms, positions %8.3f ms, update %8.3f ms; "
+             "step %9.3f ms\n",
+             s + 1, q->energy, q->iterations, q->residual, q->qc_max, q->assemble_ms,
+             q->eigen_ms, q->poisson_ms, q->finish_ms, tot[s]);
+    }
+    const int first = rep.steps > 1 ? 1 : 0;
+    qsort(tot + first, (size_t)(rep.steps - first), sizeof *tot, cmp_double);
+    const int nm = rep.steps - first;
+    const double med = nm % 2 ? tot[first + nm / 2]
+                              : 0.5 * (tot[first + nm / 2 - 1] + tot[first + nm / 2]);
+    printf("  per step: %.3f ms (median of steps %d to %d)\n", med, first + 1, rep.steps);
+  }
+  free(x);
+  free(st);
+  free(tot);
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+  return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+}
