@@ -420,7 +420,9 @@ def case_grid_verbose(a):
     (1-4 ranks). The figures add up: owned points sum to the grid's; ghosts
     are 4 planes of every face across a cut axis (summed over the ranks:
     2 x 4 x points / n_axis x blocks_axis per cut axis); bytes = 16 per ghost
-    (sent and received, float64). Without -v none of these lines."""
+    (sent and received, float64). Without -v none of these lines; the
+    grid's lines show points and '-' for faces, no '0.000 ms/pass'; under
+    -q, --timings still prints its table."""
     import re
     d = fresh("grid_verbose")
     g = os.path.join(d, "g.h5")
@@ -455,6 +457,18 @@ def case_grid_verbose(a):
         q = run(["run", jp], np=nranks if nranks > 1 else None)
         if "[partition]" in q.stdout:
             fail(f"{nranks} ranks: halo figures printed without -v")
+        # a grid's lines count points, not faces, and print no empty figures
+        if " 0 faces" in q.stdout or "0.000 ms/pass" in q.stdout:
+            fail(f"{nranks} ranks: '0 faces' or '0.000 ms/pass' in the output:\n{q.stdout}")
+        if not re.search(r"^grid_12x10x9\s+0\s+1080\s+-\s", q.stdout, re.M):
+            fail(f"{nranks} ranks: the summary row of the grid shows no '-' for faces:\n{q.stdout}")
+        # -q --timings: the timings table and nothing of the run's progress
+        os.remove(os.path.join(d, f"out{nranks}.h5"))
+        t = run(["run", jp, "-q", "--timings"], np=nranks if nranks > 1 else None)
+        if "timings," not in t.stdout or not re.search(r"^\s+wall\s+[0-9.]+ s", t.stdout, re.M):
+            fail(f"{nranks} ranks: -q --timings printed no timings table:\n{t.stdout}")
+        if "grid_12x10x9" in t.stdout or "ranks]" in t.stdout:
+            fail(f"{nranks} ranks: -q printed the run's lines:\n{t.stdout}")
         print(f"{nranks} ranks: blocks {dims}, {ghosts} ghosts in all, the figures add up")
 
 
