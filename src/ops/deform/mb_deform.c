@@ -270,24 +270,32 @@ static void spmv_part(const mb_csr *H, const double *v, const double *pin, int w
   }
 }
 
-/* Residuals of x: planarity and regularity (max over faces, length unit);
- * each face's planarity into w->fres. */
-static void residuals(const mb_deform_mesh *dm, deform_work *w, const double *x, double *plan,
-                      double *reg) {
+/* Residuals of x (max over faces, length unit): the planarity and, with
+ * reg non-NULL, the regularity, or (which >= 0) only the residual of that
+ * constraint into *plan; each face's planarity into w->fres when it is
+ * computed. */
+static void residuals(const mb_deform_mesh *dm, deform_work *w, const double *x, int which,
+                      double *plan, double *reg) {
   const int64_t *fo = dm->face_offsets;
   centred(dm, x, NULL, w->q);
+  const int want_p = which != MB_DEFORM_REGULAR, want_r = which == MB_DEFORM_REGULAR || reg;
   double pm = 0, rm = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : pm, rm)
   for (int64_t f = 0; f < dm->nf; f++) {
     const int n = (int)(fo[f + 1] - fo[f]);
-    const double a = mb_deform_planarity(n, &w->q[3 * fo[f]]);
-    const double b = mb_deform_regularity(n, &w->q[3 * fo[f]]);
-    w->fres[f] = a;
-    if (a > pm) pm = a;
-    if (b > rm) rm = b;
+    if (want_p) {
+      const double a = mb_deform_planarity(n, &w->q[3 * fo[f]]);
+      w->fres[f] = a;
+      if (a > pm) pm = a;
+    }
+    if (want_r) {
+      const double b = mb_deform_regularity(n, &w->q[3 * fo[f]]);
+      if (b > rm) rm = b;
+    }
   }
-  *plan = pm;
-  *reg = rm;
+  if (which == MB_DEFORM_REGULAR) *plan = rm;
+  else *plan = pm;
+  if (reg) *reg = rm;
 }
 
 /* E(p) of mb_deform.h (soft mode), for the history. */
@@ -433,9 +441,8 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   spmv_part(H, w->face, w->pin, 1, x, w->gF);
 
   const int which = p->constraint;
-  double plan, reg;
-  residuals(dm, w, x, &plan, &reg);
-  double res = which == MB_DEFORM_PLANAR ? plan : reg;
+  double res;
+  residuals(dm, w, x, which, &res, NULL);
   if (rep->history) rep->history[0] = res / l;
   if (rep->energy) rep->energy[0] = hard ? 0 : energy(p, dm, w, p0, x);
   rep->iterations = 0;
@@ -506,8 +513,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         at_mu = 0;
       }
     }
-    residuals(dm, w, x, &plan, &reg);
-    res = which == MB_DEFORM_PLANAR ? plan : reg;
+    residuals(dm, w, x, which, &res, NULL);
     if (rep->history) rep->history[it + 1] = res / l;
     if (rep->energy) rep->energy[it + 1] = hard ? 0 : energy(p, dm, w, p0, x);
     const double t3 = mb_wtime();
@@ -518,6 +524,8 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   }
   free(p0);
   MB_CALL(err);
+  double plan, reg;
+  residuals(dm, w, x, -1, &plan, &reg);
   rep->planarity = plan / l;
   rep->regularity = reg / l;
   rep->handle_error = handle_error(dm, x);
