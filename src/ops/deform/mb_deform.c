@@ -100,8 +100,9 @@ static mb_error build_incidence(const mb_deform_mesh *dm, deform_work *w) {
 }
 
 /* The pattern of H: per row the vertex, its neighbours up to 2 edges away
- * (K^T K) and every vertex sharing a face with it; ascending columns. */
-static mb_error build_pattern(const mb_deform_mesh *dm, deform_work *w) {
+ * (K^T K; with fair 0 only its 1-ring) and every vertex sharing a face
+ * with it; ascending columns. */
+static mb_error build_pattern(const mb_deform_mesh *dm, int fair, deform_work *w) {
   const mb_adjacency *adj = dm->adj;
   const int64_t nv = dm->nv;
   MB_CHECK(nv < INT32_MAX, MB_ERR_ARG, "%s: %lld vertices (at most 2^31 - 2)", dm->name,
@@ -132,7 +133,7 @@ static mb_error build_pattern(const mb_deform_mesh *dm, deform_work *w) {
     for (int64_t e = adj->row[i]; e < adj->row[i + 1]; e++) {
       const int64_t k = adj->col[e];
       ADD(k);
-      for (int64_t e2 = adj->row[k]; e2 < adj->row[k + 1]; e2++) ADD(adj->col[e2]);
+      for (int64_t e2 = adj->row[k]; fair && e2 < adj->row[k + 1]; e2++) ADD(adj->col[e2]);
     }
     for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
       const int64_t f = w->slot_face[w->vf_slot[a]];
@@ -168,7 +169,7 @@ static mb_error build_pattern(const mb_deform_mesh *dm, deform_work *w) {
 
 /* K^T K and sum_f A_f^T A_f into the pattern, row by row (gathers, fixed
  * order). K_kj: 1 for an edge, -degree on the diagonal. */
-static mb_error assemble_parts(const mb_deform_mesh *dm, deform_work *w) {
+static mb_error assemble_parts(const mb_deform_mesh *dm, int fair, deform_work *w) {
   const mb_adjacency *adj = dm->adj;
   const mb_csr *H = w->H;
   int32_t *pos;
@@ -176,7 +177,7 @@ static mb_error assemble_parts(const mb_deform_mesh *dm, deform_work *w) {
   for (int64_t i = 0; i < dm->nv; i++) {
     for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) pos[H->col[e]] = e;
     /* (K^T K)_ij = sum over k in N[i] of K_ki K_kj, k and j in closed 1-rings */
-    for (int64_t a = adj->row[i] - 1; a < adj->row[i + 1]; a++) {
+    for (int64_t a = adj->row[i] - 1; fair && a < adj->row[i + 1]; a++) {
       const int64_t k = a < adj->row[i] ? i : adj->col[a];
       const double kki = k == i ? -(double)(adj->row[i + 1] - adj->row[i]) : 1.0;
       const double kkk = -(double)(adj->row[k + 1] - adj->row[k]);
@@ -225,15 +226,26 @@ static void centred(const mb_deform_mesh *dm, const double *x, const double *u, 
   }
 }
 
-/* z = P_f(q) per face. */
-static void project(const mb_deform_mesh *dm, int constraint, const double *q, double *z) {
+/* z = P_f(q) per face; returns max over slots of |q_s - z_s| (for centred
+ * coordinates of p: the residual of p's chosen constraint). */
+static double project(const mb_deform_mesh *dm, int constraint, const double *q, double *z) {
   const int64_t *fo = dm->face_offsets;
-#pragma omp parallel for schedule(dynamic, 256)
+  double worst = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
   for (int64_t f = 0; f < dm->nf; f++) {
     const int n = (int)(fo[f + 1] - fo[f]);
-    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, &q[3 * fo[f]], &z[3 * fo[f]]);
-    else mb_deform_project_regular(n, &q[3 * fo[f]], &z[3 * fo[f]]);
+    const double *qf = &q[3 * fo[f]];
+    double *zf = &z[3 * fo[f]];
+    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
+    else mb_deform_project_regular(n, qf, zf);
+    for (int k = 0; k < n; k++) {
+      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
+                   dz = qf[3 * k + 2] - zf[3 * k + 2];
+      const double r = sqrt(dx * dx + dy * dy + dz * dz);
+      if (r > worst) worst = r;
+    }
   }
+  return worst;
 }
 
 /* out [nv, 3] = sum_f A_f^T y_f: per vertex, over its slots, y_s minus the
@@ -368,8 +380,8 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
     MB_CHECK(isfinite(x[i]), MB_ERR_NUMERIC, "%s: vertex %lld has a non-finite coordinate",
              dm->name, (long long)(i / 3));
   MB_CALL(build_incidence(dm, w));
-  MB_CALL(build_pattern(dm, w));
-  MB_CALL(assemble_parts(dm, w));
+  MB_CALL(build_pattern(dm, p->w_fair > 0, w));
+  MB_CALL(assemble_parts(dm, p->w_fair > 0, w));
   MB_CALLOC(w->d, nv);
   MB_CALLOC(w->t, 3 * nv);
   MB_CALLOC(w->pin, nv);
@@ -441,8 +453,8 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   spmv_part(H, w->face, w->pin, 1, x, w->gF);
 
   const int which = p->constraint;
-  double res;
-  residuals(dm, w, x, which, &res, NULL);
+  double res = INFINITY;
+  if (hard || rep->history) residuals(dm, w, x, which, &res, NULL);
   if (rep->history) rep->history[0] = res / l;
   if (rep->energy) rep->energy[0] = hard ? 0 : energy(p, dm, w, p0, x);
   rep->iterations = 0;
@@ -460,7 +472,16 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
     }
     double t0 = mb_wtime();
     centred(dm, x, hard ? w->u : NULL, w->q);
-    project(dm, which, w->q, w->z);
+    const double dist = project(dm, which, w->q, w->z);
+    if (!hard) { /* the projection of p measured p's residual */
+      res = dist;
+      if (rep->history) rep->history[it] = res / l;
+      if (res / l <= p->tolerance) {
+        rep->converged = 1;
+        rep->project_ms += 1e3 * (mb_wtime() - t0);
+        break;
+      }
+    }
     if (hard)
       for (int64_t s = 0; s < 3 * w->nidx; s++) w->q[s] = w->z[s] - w->u[s];
     double t1 = mb_wtime();
@@ -512,20 +533,29 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         }
         at_mu = 0;
       }
+      /* the constraint's residual: only near convergence (the primal
+       * residual, a distance of each vertex to a point set meeting the
+       * constraint, then small), at the cap, or for the history */
+      if (prim <= 10 * p->tolerance * l || it + 1 == p->iterations || rep->history) {
+        residuals(dm, w, x, which, &res, NULL);
+        if (rep->history) rep->history[it + 1] = res / l;
+        if (res / l <= p->tolerance) rep->converged = 1;
+      }
+    } else {
+      if (rep->energy) rep->energy[it + 1] = energy(p, dm, w, p0, x);
+      if (moved <= p->tolerance * l) rep->converged = 1;
     }
-    residuals(dm, w, x, which, &res, NULL);
-    if (rep->history) rep->history[it + 1] = res / l;
-    if (rep->energy) rep->energy[it + 1] = hard ? 0 : energy(p, dm, w, p0, x);
     const double t3 = mb_wtime();
     rep->project_ms += 1e3 * (t1 - t0);
     rep->solve_ms += 1e3 * (t2 - t1);
     rep->update_ms += 1e3 * (t3 - t2);
-    if (res / l <= p->tolerance || (!hard && moved <= p->tolerance * l)) rep->converged = 1;
   }
   free(p0);
   MB_CALL(err);
   double plan, reg;
   residuals(dm, w, x, -1, &plan, &reg);
+  res = which == MB_DEFORM_REGULAR ? reg : plan;
+  if (rep->history) rep->history[rep->iterations] = res / l;
   rep->planarity = plan / l;
   rep->regularity = reg / l;
   rep->handle_error = handle_error(dm, x);

@@ -225,6 +225,8 @@ static int deform_check(const void *params, const unsigned char *given, int *bad
   return 1;
 }
 
+int mb_deform_bench(int argc, char **argv); /* mb_deform_bench.c */
+
 const mb_op_info mb_op_deform = {
     .name = "deform",
     .room = "deform",
@@ -241,4 +243,5 @@ const mb_op_info mb_op_deform = {
     .check = deform_check,
     .cost = deform_cost,
     .run = {deform_run, NULL},
+    .bench = mb_deform_bench,
     .grow = deform_grow};

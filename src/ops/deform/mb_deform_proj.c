@@ -14,7 +14,7 @@ void mb_deform_eigen3(const double S[9], double w[3], double V[9]) {
   for (int sweep = 0; sweep < 64; sweep++) {
     const double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
     const double scale = fabs(a[0][0]) + fabs(a[1][1]) + fabs(a[2][2]);
-    if (off == 0 || off <= 1e-300 || (sweep > 3 && off <= 1e-18 * scale)) break;
+    if (off <= 1e-300 || off <= 1e-17 * scale) break;
     for (int p = 0; p < 2; p++)
       for (int q = p + 1; q < 3; q++) {
         if (a[p][q] == 0) continue;
