@@ -10,7 +10,8 @@ op          generate panels (a lifted 20 x 20 quad grid, its `handle`
             (recomputed here with numpy's SVD, and the output's face field
             `planarity`), the handles exactly at their targets; the same
             job with `handles: FILE` (relative to the job file) gives the
-            same bits as the field; soft planar with the handles in place
+            same bits as the field; solver: pcg meets the same
+            constraints; soft planar with the handles in place
             lowers the planarity below half the input's; hard regular on a saddle without handles: every
             face regular to 1e-8 (recomputed here); backend: cuda and
             distribute: partitioned are refused with a message naming
@@ -162,6 +163,16 @@ def case_op():
     if not np.array_equal(x, x2):
         fail("the handles file and the handle field give different positions")
     print("handles file == handle field, bit for bit")
+    # solver: pcg (warm-started CG instead of CHOLMOD) meets the same constraints
+    out5, _, _ = job("op_pcg", [src], hard.replace("}", ", solver: pcg}"))
+    x5, _, _, _, _, a5 = read(out5, "panels_dome_400")
+    p5 = planarity(x5, off, idx, ell)
+    print(f"solver pcg: planarity {p5:.3g}, max distance from cholesky's result "
+          f"{float(np.max(np.abs(x5 - x))):.3g} ({a5.get('stage_0_deform')})")
+    if not p5 <= 1e-8 or "pcg_iterations 0" in a5.get("stage_0_deform", ""):
+        fail("solver pcg: not planar to 1e-8, or no CG iterations recorded")
+    if not np.array_equal(x5[hv], h[hv]):
+        fail("solver pcg: handles not at their targets")
     # soft, the handles where they are: lower planarity than the input's
     still = panels(os.path.join(d, "still.h5"), 400, lift=0.0)
     out3, _, _ = job("op_soft", [still], "  - {op: deform, w_constraint: 1000, iterations: 200}\n")

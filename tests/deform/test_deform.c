@@ -201,6 +201,10 @@ static void test_projections(void **state) {
   double line[12] = {0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0};
   mb_deform_project_regular(4, line, z);
   for (int k = 0; k < 12; k++) assert_true(isfinite(z[k]));
+  /* collinear points lie on many planes (two zero eigenvalues: the Jacobi
+   * path): they are their own projection */
+  mb_deform_project_planar(4, line, z);
+  for (int k = 0; k < 12; k++) assert_true(fabs(z[k] - line[k]) <= 1e-15);
   assert_true(sqdist(4, line, z) <= brute_regular(4, line) + 1e-9 * spread(4, line));
 }
 

@@ -351,8 +351,11 @@ static double handle_error(const mb_deform_mesh *dm, const double *x) {
 }
 
 /* Analysis (first call) and numeric factorization of H at c. */
-static mb_error factor(const mb_deform_mesh *dm, deform_work *w, double c, mb_deform_report *rep) {
+static mb_error factor(const mb_deform_params *p, const mb_deform_mesh *dm, deform_work *w,
+                       double c, mb_deform_report *rep) {
   assemble_H(w, c);
+  rep->mu = c;
+  if (p->solver == MB_DEFORM_PCG) return MB_SUCCESS; /* the PCG reads H as it is */
   const double t0 = mb_wtime();
   if (!w->chol) MB_CALL(mb_cholesky_create(w->H, &w->chol));
   const double t1 = mb_wtime();
@@ -367,7 +370,6 @@ static mb_error factor(const mb_deform_mesh *dm, deform_work *w, double c, mb_de
   rep->analyze_ms += 1e3 * (t1 - t0);
   rep->factor_ms += 1e3 * (t2 - t1);
   rep->factorizations++;
-  rep->mu = c;
   return MB_SUCCESS;
 }
 
@@ -463,7 +465,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   double c = p->w_constraint, prim_ref = INFINITY;
   if (hard && !handles_moved && res / l <= p->tolerance)
     rep->converged = 1; /* already met, handles at their targets: nothing to do */
-  else MB_CALL(factor(dm, w, c, rep));
+  else MB_CALL(factor(p, dm, w, c, rep));
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
     if (mb_op_should_stop(dm->ctx, it, p->iterations)) {
@@ -492,7 +494,15 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         w->b[k] = w->pin[i] != 0 ? x[k]
                                  : (w->r0[k] - w->g0[k]) + c * (w->b[k] - w->gF[k]);
       }
-    err = mb_cholesky_solve(w->chol, 3, w->b, w->xn);
+    if (p->solver == MB_DEFORM_PCG) { /* warm start: the current positions */
+      memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
+      const mb_pcg_opts o = {.rtol = MB_DEFORM_PCG_RTOL, .max_iter = 100000};
+      mb_solve_stats st;
+      err = mb_pcg_solve(MPI_COMM_SELF, NULL, w->H, 3, w->b, w->xn, &o, &st);
+      rep->pcg_iterations += st.iterations;
+    } else {
+      err = mb_cholesky_solve(w->chol, 3, w->b, w->xn);
+    }
     if (err) break;
     double moved = 0;
     for (int64_t i = 0; i < nv; i++) {
@@ -527,7 +537,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
           mu_k++;
           rep->update_ms += 1e3 * (mb_wtime() - t2);
           const double tf = mb_wtime();
-          err = factor(dm, w, c, rep);
+          err = factor(p, dm, w, c, rep);
           if (err) break;
           t2 += mb_wtime() - tf; /* the factorization is its own phase */
         }

@@ -26,8 +26,11 @@
  *   planar   the closest points on a common plane: the plane through the
  *            centroid whose normal is the eigenvector of the smallest
  *            eigenvalue of the 3x3 scatter matrix sum_k q_k q_k^T (the
- *            smallest singular vector of the centred points; cyclic Jacobi
- *            in float64), each point moved along the normal onto it;
+ *            smallest singular vector of the centred points; float64: the
+ *            closed form of Smith's trigonometric eigenvalue and a cross
+ *            product of two rows of S - lambda I, or cyclic Jacobi where
+ *            the smallest eigenvalue is not well separated), each point
+ *            moved along the normal onto it;
  *   regular  the best similarity transform s R r_k + c of the regular
  *            n-gon r_k = (cos 2 pi k/n, sin 2 pi k/n, 0) onto the face
  *            (vertex k to vertex k): orthogonal Procrustes of the 3x2
@@ -38,8 +41,11 @@
  * over faces of mixed sizes through the face offsets), then one SPD solve
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
- * of the three coordinates together (CHOLMOD: analysis once per mesh,
- * numeric factor once per value of c). Soft: c = w_constraint, y_f =
+ * of the three coordinates together (solver `cholesky`, the default:
+ * CHOLMOD, analysis once per mesh, numeric factor once per value of c;
+ * `pcg`: the linalg layer's Jacobi-preconditioned CG warm-started from the
+ * current positions to relative residual MB_DEFORM_PCG_RTOL per
+ * coordinate, as the chapter's GPU solver, no factorization). Soft: c = w_constraint, y_f =
  * P_f(A_f p); E decreases at every iteration (alternating minimisation).
  * Hard (`hard: yes`, section 2.2.2.2): the constraints A_f p = z_f, z_f in
  * the constraint set, by the augmented Lagrangian in its scaled form
@@ -94,6 +100,10 @@ typedef enum mb_deform_constraint {
 
 /* Steps of the hard mode's penalty sequence mu = w_constraint * 10^k. */
 #define MB_DEFORM_MU_STEPS 8
+/* Solvers of the global step (key `solver`). */
+typedef enum mb_deform_solver { MB_DEFORM_CHOLESKY = 0, MB_DEFORM_PCG = 1 } mb_deform_solver;
+/* The PCG's relative residual per coordinate (solver: pcg). */
+#define MB_DEFORM_PCG_RTOL 1e-12
 /* Iterations at one mu before the hard mode may step it up. */
 #define MB_DEFORM_MU_WINDOW 100
 
@@ -109,6 +119,7 @@ typedef struct mb_deform_params {
   double w_constraint; /* soft: the constraints' weight; hard: the first mu; > 0 */
   char handles[MB_PARAM_NAMES_LEN]; /* handles file ("" : the `handle` field) */
   int fix_boundary;    /* 0 no, 1 yes */
+  int solver;          /* mb_deform_solver */
 } mb_deform_params;
 
 /* One mesh (per mesh on one rank; borrowed arrays). */
@@ -129,7 +140,8 @@ typedef struct mb_deform_mesh {
 typedef struct mb_deform_report {
   int iterations;       /* local-global iterations done */
   int converged;        /* 1: stopped by the tolerance */
-  int factorizations;   /* numeric factorizations (values of c) */
+  int factorizations;   /* numeric factorizations (values of c; 0 with pcg) */
+  long long pcg_iterations; /* solver pcg: the CG iterations of every solve together */
   double mu;            /* the last c (hard: mu) */
   double planarity, regularity; /* final residuals (relative to l) */
   double handle_error;  /* final, length unit; 0 without handles */

@@ -16,7 +16,8 @@
 static const char deform_bench_help[] =
     "usage: meshbatch bench deform INPUT [--mesh NAME] [--iterations N]\n"
     "                              [--constraint planar|regular] [--hard no|yes]\n"
-    "                              [--w-fair W] [--w-constraint W] [--repeats R]\n\n"
+    "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
+    "                              [--solver cholesky|pcg]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -27,7 +28,7 @@ static const char deform_bench_help[] =
     "projections, the solves (right-hand side and the triangular solves), the\n"
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
-    "0.1, w_constraint 10, 3 repeats. Wall times of this process (the machine's\n"
+    "0.1, w_constraint 10, solver cholesky, 3 repeats. Wall times of this process (the machine's\n"
     "other load counts).\n";
 
 typedef struct bench_opts {
@@ -67,6 +68,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--hard") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->p.hard = !strcmp(v, "yes");
+    } else if (!strcmp(a, "--solver") && v) {
+      bad = strcmp(v, "cholesky") && strcmp(v, "pcg");
+      o->p.solver = !strcmp(v, "pcg") ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
     } else if (!strcmp(a, "--w-fair") && v)
       bad = mb_cli_parse_double(v, &o->p.w_fair) || !(o->p.w_fair >= 0);
     else if (!strcmp(a, "--w-constraint") && v)
@@ -119,10 +123,11 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
   mb_error e = x0 && tot ? MB_SUCCESS
                          : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   if (!e) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
-  printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, w_fair %g, "
-         "w_constraint %g%s\n",
+  printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, solver %s, "
+         "w_fair %g, w_constraint %g%s\n",
          m->name, (long long)m->nv, (long long)m->nf, o->p.hard ? "hard" : "soft",
          o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
+         o->p.solver ? "pcg" : "cholesky",
          o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles");
   const double per = 50.0 / o->p.iterations;
   for (int64_t r = 0; r < o->repeats && !e; r++) {
@@ -140,11 +145,13 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
     if (e) break;
     const double it = rep.iterations ? rep.iterations : 1;
     tot[r] = ms;
-    printf("repeat %lld: %d iterations, %d factorizations, planarity %.3g; total %.1f ms: "
+    printf("repeat %lld: %d iterations, %d factorizations, %lld pcg iterations, planarity %.3g; "
+           "total %.1f ms: "
            "analysis %.1f, factor %.1f; per iteration: projection %.3f, solve %.3f, ALM "
            "updates %.3f, all %.3f ms; per 50-iteration frame: projection %.1f, solve %.1f, "
            "ALM updates %.1f, factor %.1f, frame %.1f ms\n",
-           (long long)r + 1, rep.iterations, rep.factorizations, rep.planarity, ms,
+           (long long)r + 1, rep.iterations, rep.factorizations, rep.pcg_iterations,
+           rep.planarity, ms,
            rep.analyze_ms, rep.factor_ms, rep.project_ms / it, rep.solve_ms / it,
            rep.update_ms / it, (ms - rep.analyze_ms - rep.factor_ms) / it, rep.project_ms * per,
            rep.solve_ms * per, rep.update_ms * per, rep.factor_ms * per,

@@ -150,11 +150,11 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
   char text[512];
   snprintf(text, sizeof text,
            "%s %s: iterations %d converged %s planarity %.3g regularity %.3g handle_error %.3g "
-           "handles %lld pinned %lld weight %g factorizations %d",
+           "handles %lld pinned %lld weight %g factorizations %d pcg_iterations %lld",
            p->hard ? "hard" : "soft", p->constraint == MB_DEFORM_PLANAR ? "planar" : "regular",
            rep.iterations, rep.converged ? "yes" : "no", rep.planarity, rep.regularity,
            rep.handle_error, (long long)rep.handles, (long long)rep.pinned, rep.mu,
-           rep.factorizations);
+           rep.factorizations, rep.pcg_iterations);
   mb_log(MB_LOG_VERBOSE,
          "%s: deform %s; %.1f ms: analysis %.1f, factor %.1f, projections %.1f, solves %.1f, "
          "updates %.1f",
@@ -191,6 +191,7 @@ static void deform_grow(const void *params, mb_size_estimate *s) {
 
 static const char *const constraint_names[] = {"planar", "regular", NULL};
 static const char *const yes_no[] = {"no", "yes", NULL};
+static const char *const solver_names[] = {"cholesky", "pcg", NULL};
 
 static const mb_param deform_params[] = {
     {"constraint", MB_PARAM_NAME, offsetof(mb_deform_params, constraint), 0, 0, 0, 0, 0,
@@ -212,7 +213,10 @@ static const mb_param deform_params[] = {
     {"handles", MB_PARAM_NAMES, offsetof(mb_deform_params, handles), 0, 0, 0, 0, 0, 0, NULL,
      "a handles file (lines MESH VERTEX X Y Z, 0-based); default: the field `handle`"},
     {"fix_boundary", MB_PARAM_NAME, offsetof(mb_deform_params, fix_boundary), 0, 0, 0, 0, 0, 0,
-     yes_no, "yes: boundary vertices keep their input positions"}};
+     yes_no, "yes: boundary vertices keep their input positions"},
+    {"solver", MB_PARAM_NAME, offsetof(mb_deform_params, solver), 0, 0, 0, 0, 0,
+     MB_DEFORM_CHOLESKY, solver_names,
+     "cholesky (CHOLMOD, factored once per penalty) or pcg (Jacobi CG, warm-started)"}};
 
 /* handles: one path, not a list. */
 static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,

@@ -60,6 +60,46 @@ static void centroid(int n, const double *q, double c[3]) {
   for (int d = 0; d < 3; d++) c[d] /= n;
 }
 
+/* The eigenvector of the smallest eigenvalue of the symmetric S (row-
+ * major, 9 values) by the closed form: the eigenvalue from the
+ * trigonometric solution of the characteristic cubic (O. K. Smith, "Eigen-
+ * values of a symmetric 3 x 3 matrix", CACM 4(4), 1961), the vector as the
+ * longest cross product of two rows of S - lambda I. Returns 0 (nrm
+ * unset) where the smallest eigenvalue is not well separated from the
+ * others (the product of its two gaps below 1e-4 of the spread squared):
+ * the caller then uses the Jacobi rotations. */
+static int smallest_closed_form(const double S[9], double nrm[3]) {
+  const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
+  const double q = (a + b + c) / 3;
+  const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
+                    2 * (d * d + e * e + f * f);
+  const double p = sqrt(p2 / 6);
+  if (!(p > 0)) return 0;
+  const double A = (a - q) / p, B = (b - q) / p, C = (c - q) / p, D = d / p, E = e / p,
+               F = f / p;
+  double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
+  r = r < -1 ? -1 : r > 1 ? 1 : r;
+  const double phi = acos(r) / 3;
+  const double lam = q + 2 * p * cos(phi + 2.0 * M_PI / 3.0);
+  const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
+  const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
+  double best[3] = {0, 0, 0}, bn = 0;
+  for (int k = 0; k < 3; k++) {
+    const double *u = rows[k][0], *v = rows[k][1];
+    const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                         u[0] * v[1] - u[1] * v[0]};
+    const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    if (m > bn) {
+      bn = m;
+      best[0] = x[0], best[1] = x[1], best[2] = x[2];
+    }
+  }
+  if (!(bn > 1e-8 * (p2 * p2))) return 0;
+  const double len = sqrt(bn);
+  for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;
+  return 1;
+}
+
 /* The unit normal of the best plane through the centroid c of q. */
 static void best_normal(int n, const double *q, const double c[3], double nrm[3]) {
   double S[9] = {0};
@@ -71,6 +111,7 @@ static void best_normal(int n, const double *q, const double c[3], double nrm[3]
   S[3] = S[1];
   S[6] = S[2];
   S[7] = S[5];
+  if (smallest_closed_form(S, nrm)) return;
   double w[3], V[9];
   mb_deform_eigen3(S, w, V);
   for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
