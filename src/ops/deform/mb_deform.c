@@ -32,6 +32,7 @@ typedef struct deform_work {
   double *q;          /* [nidx, 3] scratch: a face's centred coordinates (+ u) */
   double *b, *xn;     /* [nv, 3] right-hand side, solution */
   double *fres;       /* [nf] per-face residual scratch */
+  double *p0;         /* [nv, 3] the input positions */
   mb_cholesky *chol;
 } deform_work;
 
@@ -55,6 +56,7 @@ static void work_free(deform_work *w) {
   free(w->b);
   free(w->xn);
   free(w->fres);
+  free(w->p0);
   mb_cholesky_free(w->chol);
 }
 
@@ -396,9 +398,9 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   MB_CALLOC(w->b, 3 * nv);
   MB_CALLOC(w->xn, 3 * nv);
   MB_CALLOC(w->fres, dm->nf);
-  double *p0;
-  MB_CALLOC(p0, 3 * nv);
-  memcpy(p0, x, sizeof(double) * 3 * (size_t)nv);
+  MB_CALLOC(w->p0, 3 * nv);
+  const double *p0 = w->p0;
+  memcpy(w->p0, x, sizeof(double) * 3 * (size_t)nv);
 
   /* weights, targets, pinned vertices */
   rep->handles = rep->pinned = 0;
@@ -406,13 +408,11 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   for (int64_t i = 0; i < nv; i++) {
     const double *tg = dm->target ? &dm->target[3 * i] : NULL;
     const int nan = tg ? isnan(tg[0]) + isnan(tg[1]) + isnan(tg[2]) : 3;
-    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2]))) {
-      free(p0);
+    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2])))
       MB_FAIL(MB_ERR_NUMERIC,
               "%s: handle target of vertex %lld is (%g, %g, %g): a handle needs three finite "
               "coordinates (NaN in all three marks a free vertex)",
               dm->name, (long long)i, tg[0], tg[1], tg[2]);
-    }
     const int handle = nan == 0;
     rep->handles += handle;
     w->d[i] = handle ? p->w_handle : p->w_close;
@@ -468,10 +468,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   else MB_CALL(factor(p, dm, w, c, rep));
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
-    if (mb_op_should_stop(dm->ctx, it, p->iterations)) {
-      free(p0);
-      return mb_op_stopped(dm->ctx);
-    }
+    if (mb_op_should_stop(dm->ctx, it, p->iterations)) return mb_op_stopped(dm->ctx);
     double t0 = mb_wtime();
     centred(dm, x, hard ? w->u : NULL, w->q);
     const double dist = project(dm, which, w->q, w->z);
@@ -560,7 +557,6 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
     rep->solve_ms += 1e3 * (t2 - t1);
     rep->update_ms += 1e3 * (t3 - t2);
   }
-  free(p0);
   MB_CALL(err);
   double plan, reg;
   residuals(dm, w, x, -1, &plan, &reg);
