@@ -481,8 +481,14 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         break;
       }
     }
-    if (hard)
-      for (int64_t s = 0; s < 3 * w->nidx; s++) w->q[s] = w->z[s] - w->u[s];
+    if (hard) { /* over-relaxation: h = alpha z + (1 - alpha) A p_old */
+      const double al = MB_DEFORM_RELAX;
+      for (int64_t s = 0; s < 3 * w->nidx; s++) {
+        const double ap = w->q[s] - w->u[s];
+        w->z[s] = al * w->z[s] + (1.0 - al) * ap; /* z holds h from here */
+        w->q[s] = w->z[s] - w->u[s];
+      }
+    }
     double t1 = mb_wtime();
     gather_At(dm, w, hard ? w->q : w->z, w->b);
     for (int64_t i = 0; i < nv; i++)
@@ -517,7 +523,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
       break;
     }
     rep->iterations = it + 1;
-    if (hard) { /* dual update u += A p - z; primal residual */
+    if (hard) { /* dual update u += A p - h; primal residual */
       centred(dm, x, NULL, w->q);
       double prim = 0;
       for (int64_t s = 0; s < 3 * w->nidx; s++) {

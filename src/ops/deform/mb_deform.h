@@ -49,8 +49,11 @@
  * P_f(A_f p); E decreases at every iteration (alternating minimisation).
  * Hard (`hard: yes`, section 2.2.2.2): the constraints A_f p = z_f, z_f in
  * the constraint set, by the augmented Lagrangian in its scaled form
- * (ADMM): z_f = P_f(A_f p + u_f), c = mu, y_f = z_f - u_f, then the dual
- * update u_f += A_f p - z_f (u_f = lambda_f / mu); mu runs through the
+ * (ADMM, over-relaxed as in Boyd et al., "Distributed optimization and
+ * statistical learning via ADMM", 2011, section 3.4.3): z_f = P_f(A_f p +
+ * u_f), h_f = alpha z_f + (1 - alpha) A_f p (alpha = MB_DEFORM_RELAX, p
+ * before the solve), c = mu, y_f = h_f - u_f, then the dual update u_f +=
+ * A_f p - h_f (u_f = lambda_f / mu); mu runs through the
  * predefined sequence w_constraint * 10^k, k = 0 .. MB_DEFORM_MU_STEPS - 1,
  * one step up when a window of MB_DEFORM_MU_WINDOW iterations at one mu
  * did not halve the primal residual max_f |A_f p - z_f| (u_f rescaled by
@@ -104,6 +107,10 @@ typedef enum mb_deform_constraint {
 typedef enum mb_deform_solver { MB_DEFORM_CHOLESKY = 0, MB_DEFORM_PCG = 1 } mb_deform_solver;
 /* The PCG's relative residual per coordinate (solver: pcg). */
 #define MB_DEFORM_PCG_RTOL 1e-12
+/* The hard mode's over-relaxation (1: plain ADMM). Measured: 601 -> 395
+ * iterations to 1e-10 on a lifted 20 x 20 dome with 13 handles, 1455 ->
+ * 1117 on a lifted Polylla mesh; 1.8 was slower on both (2318, 2174). */
+#define MB_DEFORM_RELAX 1.5
 /* Iterations at one mu before the hard mode may step it up. */
 #define MB_DEFORM_MU_WINDOW 100
 
