@@ -462,7 +462,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   rep->iterations = 0;
   rep->converged = 0;
   int mu_k = 0, at_mu = 0;
-  double c = p->w_constraint, prim_ref = INFINITY;
+  double c = p->w_constraint, prim_ref = INFINITY, prim_last = INFINITY;
   if (hard && !handles_moved && res / l <= p->tolerance)
     rep->converged = 1; /* already met, handles at their targets: nothing to do */
   else MB_CALL(factor(p, dm, w, c, rep));
@@ -482,7 +482,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
       }
     }
     if (hard) { /* over-relaxation: h = alpha z + (1 - alpha) A p_old */
-      const double al = MB_DEFORM_RELAX;
+      const double al = prim_last <= MB_DEFORM_RELAX_BELOW * l ? MB_DEFORM_RELAX : 1.0;
       for (int64_t s = 0; s < 3 * w->nidx; s++) {
         const double ap = w->q[s] - w->u[s];
         w->z[s] = al * w->z[s] + (1.0 - al) * ap; /* z holds h from here */
@@ -531,6 +531,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         w->u[s] += r;
         if (fabs(r) > prim) prim = fabs(r);
       }
+      prim_last = prim;
       if (++at_mu == 1) prim_ref = prim;
       if (at_mu > MB_DEFORM_MU_WINDOW) { /* a window of iterations at this mu */
         if (prim > 0.5 * prim_ref && mu_k + 1 < MB_DEFORM_MU_STEPS) {
