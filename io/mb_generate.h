@@ -141,6 +141,31 @@ mb_error mb_generate_grid3d(const int64_t shape[3], const double origin[3],
                             const mb_grid_field_kind *kinds, mb_dtype dtype, uint64_t seed,
                             mb_mesh **out);
 
+/* Shapes of mb_generate_panels. */
+#define MB_PANELS_DOME 0
+#define MB_PANELS_SADDLE 1
+
+/* Test and benchmark inputs of the deform op: an n x n quad grid (n =
+ * ceil(sqrt(min_vertices)), at least 3) over [-1, 1]^2, vertex j n + i at
+ * x = -1 + 2 i / (n - 1), y = -1 + 2 j / (n - 1), lifted onto a height field
+ * whose quads are not planar: dome z = height (sqrt(4 - x^2 - y^2) -
+ * sqrt(2)) / (2 - sqrt(2)) (a spherical cap of radius 2, 0 at the corners,
+ * height at the centre) or saddle z = height x y (a hyperbolic paraboloid:
+ * every quad twisted by height h^2). Quads (v00, v10, v11, v01), counter-
+ * clockwise seen from +z, row-major. The per-vertex field `handle` [nv,
+ * 3]: the four corners and the four sides' midpoints have their positions
+ * as targets (a whole boundary held in place leaves a planar-quad mesh
+ * almost no freedom: its equations are hyperbolic); with
+ * interior_handles >= 1 the centre vertex, and with 5 also the four
+ * vertices at the quarter points (i, j in {n/4, 3n/4}), get a target
+ * lifted by `lift` in z; NaN elsewhere. Kind MB_KIND_SURFACE, named
+ * "panels_dome_N" or "panels_saddle_N" (N = n * n). Not collective.
+ * Errors: MB_ERR_ARG (min_vertices outside [9, 2^31 - 1], shape,
+ * interior_handles not 0, 1 or 5, non-finite height or lift),
+ * MB_ERR_MEMORY. */
+mb_error mb_generate_panels(int64_t min_vertices, int shape, double height, int interior_handles,
+                            double lift, mb_mesh **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,10 @@ static const char generate_help[] =
     "       meshbatch generate grid --shape NZ,NY,NX --field NAME=sines|gaussian|noise ...\n"
     "                               [--spacing H | HZ,HY,HX] [--origin OZ,OY,OX]\n"
     "                               [--dtype float64|float32] [--seed S] -o OUTPUT.h5\n"
-    "                               [--name NAME]\n\n"
+    "                               [--name NAME]\n"
+    "       meshbatch generate panels --vertices N [--surface dome|saddle] [--height H]\n"
+    "                                 [--interior 0|1|5] [--lift L] [--handles FILE]\n"
+    "                                 -o OUTPUT [--name NAME]\n\n"
     "subdivide  midpoint subdivision of a triangle mesh, L times (each level\n"
     "           multiplies the faces by 4; igea with L=1 has 537 k vertices, with\n"
     "           L=2 2.1 M). New vertices are edge midpoints: every point stays on\n"
@@ -54,6 +57,16 @@ static const char generate_help[] =
     "           gaussian (exp(-r^2/2s^2) about the centre, s = min(L)/10) or noise\n"
     "           (uniform in [-1,1), --seed); float64 unless --dtype float32. A\n"
     "           grid goes into a collection (OUTPUT.h5).\n"
+    "panels     the deform op's inputs: an n x n quad grid (n = ceil(sqrt(N))) over\n"
+    "           [-1,1]^2 lifted onto a dome (a spherical cap of height H, default\n"
+    "           0.5) or a saddle (z = H x y): its quads are not planar. The vertex\n"
+    "           field `handle` holds the targets (NaN where free): the corners and\n"
+    "           the sides' midpoints in place, and the centre (--interior 1) or\n"
+    "           the centre and the quarter points (5, the default) lifted by L\n"
+    "           (default 0.2) in z. --handles FILE also writes them as a handles\n"
+    "           file (MESH VERTEX X Y Z per line). The chapter's Roof1 and Roof2\n"
+    "           sizes: --vertices 20464 and 80352. Needs a collection (.h5) to\n"
+    "           keep the field.\n"
     "OUTPUT is a collection (.h5, with .xdmf beside it) or a mesh file (.obj,\n"
     ".off, .ply; for delaunay and grid2d also Triangle's .node or .ele, which\n"
     "writes STEM.node, STEM.ele and STEM.neigh). Run it on one rank.\n"
@@ -172,6 +185,58 @@ static int generate_grid(int argc, char **argv, mb_mesh **m, const char **out) {
   return MB_EXIT_OK;
 }
 
+/* generate panels: the options after the kind. */
+static int generate_panels(int argc, char **argv, mb_mesh **m, const char **out) {
+  int64_t nverts = -1, interior = 5;
+  double height = 0.5, lift = 0.2;
+  int surface = MB_PANELS_DOME;
+  const char *rename = NULL, *handles = NULL;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (mb_cli_log_option(a)) continue;
+    if (!v) return mb_cli_usage_error("generate", "%s needs a value", a);
+    i++;
+    int bad = 0;
+    if (!strcmp(a, "-o")) *out = v;
+    else if (!strcmp(a, "--name")) rename = v;
+    else if (!strcmp(a, "--handles")) handles = v;
+    else if (!strcmp(a, "--vertices")) bad = mb_cli_parse_int64(v, &nverts);
+    else if (!strcmp(a, "--interior")) bad = mb_cli_parse_int64(v, &interior);
+    else if (!strcmp(a, "--height")) bad = mb_cli_parse_double(v, &height);
+    else if (!strcmp(a, "--lift")) bad = mb_cli_parse_double(v, &lift);
+    else if (!strcmp(a, "--surface")) {
+      if (strcmp(v, "dome") && strcmp(v, "saddle"))
+        return mb_cli_usage_error("generate", "--surface must be dome or saddle, got '%s'", v);
+      surface = !strcmp(v, "dome") ? MB_PANELS_DOME : MB_PANELS_SADDLE;
+    } else {
+      return mb_cli_usage_error("generate", "unexpected argument '%s'", a);
+    }
+    if (bad) return mb_cli_usage_error("generate", "%s needs a number, got '%s'", a, v);
+  }
+  if (!*out) return mb_cli_usage_error("generate", "missing -o OUTPUT");
+  if (nverts < 9) return mb_cli_usage_error("generate", "panels needs --vertices N (N >= 9)");
+  if (interior != 0 && interior != 1 && interior != 5)
+    return mb_cli_usage_error("generate", "--interior must be 0, 1 or 5");
+  if (mb_generate_panels(nverts, surface, height, (int)interior, lift, m))
+    return mb_cli_report(MB_EXIT_FAILED);
+  if (rename) {
+    free((*m)->name);
+    (*m)->name = mb_strdup(rename);
+  }
+  if (handles) {
+    FILE *f = fopen(handles, "w");
+    if (!f) return mb_cli_usage_error("generate", "cannot write %s", handles);
+    const double *h = (*m)->fields[mb_mesh_field_index(*m, "handle")].data;
+    fprintf(f, "# handles of %s: MESH VERTEX X Y Z (0-based vertex)\n", (*m)->name);
+    for (int64_t v = 0; v < (*m)->nv; v++)
+      if (h[3 * v] == h[3 * v]) /* not NaN */
+        fprintf(f, "%s %lld %.17g %.17g %.17g\n", (*m)->name, (long long)v, h[3 * v],
+                h[3 * v + 1], h[3 * v + 2]);
+    if (fclose(f)) return mb_cli_usage_error("generate", "cannot write %s", handles);
+  }
+  return MB_EXIT_OK;
+}
+
 int mb_cmd_generate(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     if (mb_cli_rank() == 0) fputs(generate_help, argc < 2 ? stderr : stdout);
@@ -187,6 +252,16 @@ int mb_cmd_generate(int argc, char **argv) {
     if (mb_meshfile_format_of(gout) != MB_MESHFILE_UNKNOWN)
       code = mb_cli_usage_error("generate", "a grid goes into a collection (.h5), not %s", gout);
     else code = write_output(gout, g);
+    mb_mesh_free(g);
+    return code;
+  }
+  if (!strcmp(argv[1], "panels")) {
+    mb_mesh *g = NULL;
+    const char *gout = NULL;
+    int code = generate_panels(argc, argv, &g, &gout);
+    if (code) return code;
+    g->index = 0;
+    code = write_output(gout, g);
     mb_mesh_free(g);
     return code;
   }
@@ -265,8 +340,8 @@ int mb_cmd_generate(int argc, char **argv) {
     mb_log(MB_LOG_NORMAL, "grid2d: built in %.2f s", mb_wtime() - t0);
   } else {
     return mb_cli_usage_error("generate",
-                              "unknown generator '%s' (subdivide, sphere, delaunay, grid2d or "
-                              "grid)",
+                              "unknown generator '%s' (subdivide, sphere, delaunay, grid2d, "
+                              "grid or panels)",
                               kind);
   }
   if (name) {

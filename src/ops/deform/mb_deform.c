@@ -1,0 +1,602 @@
+/* meshbatch: the deform op's CPU solver (see mb_deform.h): local-global
+ * iterations, soft or hard (augmented Lagrangian) face constraints, one
+ * CHOLMOD factorization per value of the constraint weight. */
+#include "mb_deform.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_csr.h"
+#include "mb_log.h"
+#include "mb_mpi.h"
+#include "mb_solver.h"
+
+/* The arrays of one run. */
+typedef struct deform_work {
+  int64_t nv, nf, nidx;
+  int32_t *vf_row;    /* [nv + 1] vertex -> its face slots */
+  int64_t *vf_slot;   /* [nidx] slot s (face_indices[s] is the vertex) */
+  int64_t *slot_face; /* [nidx] face of slot s */
+  mb_csr *H;          /* the system matrix (pattern: 2-ring by edges and face co-vertices) */
+  double *base;       /* [nnz] D + w_fair K^T K */
+  double *face;       /* [nnz] sum_f A_f^T A_f */
+  double *KtK;        /* [nnz] K^T K */
+  double *d;          /* [nv] closeness / soft handle weights */
+  double *t;          /* [nv, 3] targets (handles, else p0) */
+  double *pin;        /* [nv] 1 for a pinned vertex */
+  double *r0;         /* [nv, 3] D t + w_fair K^T K p0 */
+  double *g0, *gF;    /* [nv, 3] pinned columns times positions: base part, face part */
+  double *z, *u;      /* [nidx, 3] projections; scaled duals (hard) */
+  double *q;          /* [nidx, 3] scratch: a face's centred coordinates (+ u) */
+  double *b, *xn;     /* [nv, 3] right-hand side, solution */
+  double *fres;       /* [nf] per-face residual scratch */
+  double *p0;         /* [nv, 3] the input positions */
+  mb_cholesky *chol;
+} deform_work;
+
+static void work_free(deform_work *w) {
+  free(w->vf_row);
+  free(w->vf_slot);
+  free(w->slot_face);
+  mb_csr_free(w->H);
+  free(w->base);
+  free(w->face);
+  free(w->KtK);
+  free(w->d);
+  free(w->t);
+  free(w->pin);
+  free(w->r0);
+  free(w->g0);
+  free(w->gF);
+  free(w->z);
+  free(w->u);
+  free(w->q);
+  free(w->b);
+  free(w->xn);
+  free(w->fres);
+  free(w->p0);
+  mb_cholesky_free(w->chol);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Faces checked (>= 3 distinct vertices in range) and the vertex -> face
+ * slot map. */
+static mb_error build_incidence(const mb_deform_mesh *dm, deform_work *w) {
+  const int64_t nv = dm->nv, nf = dm->nf;
+  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
+  w->nidx = fo[nf];
+  MB_CALLOC(w->vf_row, nv + 1);
+  MB_CALLOC(w->vf_slot, w->nidx);
+  MB_CALLOC(w->slot_face, w->nidx);
+  for (int64_t f = 0; f < nf; f++) {
+    const int64_t n = fo[f + 1] - fo[f];
+    MB_CHECK(n >= 3, MB_ERR_ARG, "%s: face %lld has %lld vertices (at least 3)", dm->name,
+             (long long)f, (long long)n);
+    for (int64_t s = fo[f]; s < fo[f + 1]; s++) {
+      MB_CHECK(fi[s] >= 0 && fi[s] < nv, MB_ERR_ARG,
+               "%s: face %lld names vertex %lld of %lld", dm->name, (long long)f,
+               (long long)fi[s], (long long)nv);
+      for (int64_t r = fo[f]; r < s; r++)
+        MB_CHECK(fi[r] != fi[s], MB_ERR_ARG,
+                 "%s: face %lld has vertex %lld twice (repeated vertices)", dm->name,
+                 (long long)f, (long long)fi[s]);
+      w->slot_face[s] = f;
+      w->vf_row[fi[s] + 1]++;
+    }
+  }
+  for (int64_t i = 0; i < nv; i++) w->vf_row[i + 1] += w->vf_row[i];
+  int32_t *fill;
+  MB_CALLOC(fill, nv);
+  for (int64_t s = 0; s < w->nidx; s++) { /* slots ascending within a vertex */
+    const int64_t v = fi[s];
+    w->vf_slot[w->vf_row[v] + fill[v]++] = s;
+  }
+  free(fill);
+  return MB_SUCCESS;
+}
+
+/* The pattern of H: per row the vertex, its neighbours up to 2 edges away
+ * (K^T K; with fair 0 only its 1-ring) and every vertex sharing a face
+ * with it; ascending columns. */
+static mb_error build_pattern(const mb_deform_mesh *dm, int fair, deform_work *w) {
+  const mb_adjacency *adj = dm->adj;
+  const int64_t nv = dm->nv;
+  MB_CHECK(nv < INT32_MAX, MB_ERR_ARG, "%s: %lld vertices (at most 2^31 - 2)", dm->name,
+           (long long)nv);
+  int32_t *mark, *list;
+  MB_CALLOC(mark, nv);
+  MB_CALLOC(list, nv);
+  for (int64_t i = 0; i < nv; i++) mark[i] = -1;
+  mb_csr *H;
+  MB_CALLOC(H, 1);
+  w->H = H;
+  H->nrows = H->ncols = (int32_t)nv;
+  MB_CALLOC(H->rowptr, nv + 1);
+  MB_CALLOC(H->diag, nv);
+  int64_t cap = 16 * nv + 16, nnz = 0;
+  MB_CALLOC(H->col, cap);
+  for (int64_t i = 0; i < nv; i++) {
+    int32_t n = 0;
+#define ADD(j)                                                                                \
+  do {                                                                                        \
+    const int64_t j_ = (j);                                                                   \
+    if (mark[j_] != (int32_t)i) {                                                             \
+      mark[j_] = (int32_t)i;                                                                  \
+      list[n++] = (int32_t)j_;                                                                \
+    }                                                                                         \
+  } while (0)
+    ADD(i);
+    for (int64_t e = adj->row[i]; e < adj->row[i + 1]; e++) {
+      const int64_t k = adj->col[e];
+      ADD(k);
+      for (int64_t e2 = adj->row[k]; fair && e2 < adj->row[k + 1]; e2++) ADD(adj->col[e2]);
+    }
+    for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
+      const int64_t f = w->slot_face[w->vf_slot[a]];
+      for (int64_t s = dm->face_offsets[f]; s < dm->face_offsets[f + 1]; s++)
+        ADD(dm->face_indices[s]);
+    }
+#undef ADD
+    qsort(list, (size_t)n, sizeof *list, cmp_i32);
+    if (nnz + n > cap) {
+      while (nnz + n > cap) cap *= 2;
+      int32_t *c = realloc(H->col, sizeof *c * (size_t)cap);
+      MB_CHECK(c, MB_ERR_MEMORY, "%s: out of memory for the matrix pattern", dm->name);
+      H->col = c;
+    }
+    MB_CHECK(nnz + n < INT32_MAX, MB_ERR_ARG, "%s: more than 2^31 - 1 matrix entries",
+             dm->name);
+    for (int32_t k = 0; k < n; k++) {
+      if (list[k] == (int32_t)i) H->diag[i] = (int32_t)(nnz + k);
+      H->col[nnz + k] = list[k];
+    }
+    nnz += n;
+    H->rowptr[i + 1] = (int32_t)nnz;
+  }
+  free(mark);
+  free(list);
+  H->nnz = (int32_t)nnz;
+  MB_CALLOC(H->val, nnz);
+  MB_CALLOC(w->base, nnz);
+  MB_CALLOC(w->face, nnz);
+  MB_CALLOC(w->KtK, nnz);
+  return MB_SUCCESS;
+}
+
+/* K^T K and sum_f A_f^T A_f into the pattern, row by row (gathers, fixed
+ * order). K_kj: 1 for an edge, -degree on the diagonal. */
+static mb_error assemble_parts(const mb_deform_mesh *dm, int fair, deform_work *w) {
+  const mb_adjacency *adj = dm->adj;
+  const mb_csr *H = w->H;
+  int32_t *pos;
+  MB_CALLOC(pos, dm->nv);
+  for (int64_t i = 0; i < dm->nv; i++) {
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) pos[H->col[e]] = e;
+    /* (K^T K)_ij = sum over k in N[i] of K_ki K_kj, k and j in closed 1-rings */
+    for (int64_t a = adj->row[i] - 1; fair && a < adj->row[i + 1]; a++) {
+      const int64_t k = a < adj->row[i] ? i : adj->col[a];
+      const double kki = k == i ? -(double)(adj->row[i + 1] - adj->row[i]) : 1.0;
+      const double kkk = -(double)(adj->row[k + 1] - adj->row[k]);
+      w->KtK[pos[k]] += kki * kkk;
+      for (int64_t e2 = adj->row[k]; e2 < adj->row[k + 1]; e2++)
+        w->KtK[pos[adj->col[e2]]] += kki * 1.0;
+    }
+    for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
+      const int64_t f = w->slot_face[w->vf_slot[a]];
+      const int64_t s0 = dm->face_offsets[f], s1 = dm->face_offsets[f + 1];
+      const double inv = 1.0 / (double)(s1 - s0);
+      for (int64_t s = s0; s < s1; s++) {
+        const int64_t j = dm->face_indices[s];
+        w->face[pos[j]] += (j == i ? 1.0 : 0.0) - inv;
+      }
+    }
+  }
+  free(pos);
+  return MB_SUCCESS;
+}
+
+/* H = base + c face, pinned rows and columns eliminated (identity rows). */
+static void assemble_H(deform_work *w, double c) {
+  mb_csr *H = w->H;
+  for (int32_t i = 0; i < H->nrows; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
+      const int32_t j = H->col[e];
+      if (w->pin[i] != 0 || w->pin[j] != 0) H->val[e] = i == j ? 1.0 : 0.0;
+      else H->val[e] = w->base[e] + c * w->face[e];
+    }
+}
+
+/* The face slots' centred coordinates of x (+ u where u is not NULL) into q. */
+static void centred(const mb_deform_mesh *dm, const double *x, const double *u, double *q) {
+  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < dm->nf; f++) {
+    const int64_t s0 = fo[f], s1 = fo[f + 1];
+    double c[3] = {0, 0, 0};
+    for (int64_t s = s0; s < s1; s++)
+      for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
+    for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
+    for (int64_t s = s0; s < s1; s++)
+      for (int d = 0; d < 3; d++)
+        q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+  }
+}
+
+/* z = P_f(q) per face; returns max over slots of |q_s - z_s| (for centred
+ * coordinates of p: the residual of p's chosen constraint). */
+static double project(const mb_deform_mesh *dm, int constraint, const double *q, double *z) {
+  const int64_t *fo = dm->face_offsets;
+  double worst = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
+  for (int64_t f = 0; f < dm->nf; f++) {
+    const int n = (int)(fo[f + 1] - fo[f]);
+    const double *qf = &q[3 * fo[f]];
+    double *zf = &z[3 * fo[f]];
+    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
+    else mb_deform_project_regular(n, qf, zf);
+    for (int k = 0; k < n; k++) {
+      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
+                   dz = qf[3 * k + 2] - zf[3 * k + 2];
+      const double r = sqrt(dx * dx + dy * dy + dz * dz);
+      if (r > worst) worst = r;
+    }
+  }
+  return worst;
+}
+
+/* out [nv, 3] = sum_f A_f^T y_f: per vertex, over its slots, y_s minus the
+ * mean of its face's y (gathers in slot order). */
+static void gather_At(const mb_deform_mesh *dm, const deform_work *w, const double *y,
+                      double *out) {
+  const int64_t *fo = dm->face_offsets;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < dm->nv; i++) {
+    double acc[3] = {0, 0, 0};
+    for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
+      const int64_t s = w->vf_slot[a], f = w->slot_face[s];
+      double m[3] = {0, 0, 0};
+      for (int64_t r = fo[f]; r < fo[f + 1]; r++)
+        for (int d = 0; d < 3; d++) m[d] += y[3 * r + d];
+      for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - m[d] / (double)(fo[f + 1] - fo[f]);
+    }
+    for (int d = 0; d < 3; d++) out[3 * i + d] = acc[d];
+  }
+}
+
+/* y [nv, 3] = S x over the rows of the pattern for values v [nnz] (K^T K
+ * or a part), only columns with pin = want (want < 0: every column). */
+static void spmv_part(const mb_csr *H, const double *v, const double *pin, int want,
+                      const double *x, double *y) {
+  for (int32_t i = 0; i < H->nrows; i++) {
+    double s[3] = {0, 0, 0};
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
+      const int32_t j = H->col[e];
+      if (want >= 0 && (pin[j] != 0) != want) continue;
+      for (int d = 0; d < 3; d++) s[d] += v[e] * x[3 * j + d];
+    }
+    for (int d = 0; d < 3; d++) y[3 * i + d] = s[d];
+  }
+}
+
+/* Residuals of x (max over faces, length unit): the planarity and, with
+ * reg non-NULL, the regularity, or (which >= 0) only the residual of that
+ * constraint into *plan; each face's planarity into w->fres when it is
+ * computed. */
+static void residuals(const mb_deform_mesh *dm, deform_work *w, const double *x, int which,
+                      double *plan, double *reg) {
+  const int64_t *fo = dm->face_offsets;
+  centred(dm, x, NULL, w->q);
+  const int want_p = which != MB_DEFORM_REGULAR, want_r = which == MB_DEFORM_REGULAR || reg;
+  double pm = 0, rm = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : pm, rm)
+  for (int64_t f = 0; f < dm->nf; f++) {
+    const int n = (int)(fo[f + 1] - fo[f]);
+    if (want_p) {
+      const double a = mb_deform_planarity(n, &w->q[3 * fo[f]]);
+      w->fres[f] = a;
+      if (a > pm) pm = a;
+    }
+    if (want_r) {
+      const double b = mb_deform_regularity(n, &w->q[3 * fo[f]]);
+      if (b > rm) rm = b;
+    }
+  }
+  if (which == MB_DEFORM_REGULAR) *plan = rm;
+  else *plan = pm;
+  if (reg) *reg = rm;
+}
+
+/* E(p) of mb_deform.h (soft mode), for the history. */
+static double energy(const mb_deform_params *p, const mb_deform_mesh *dm, deform_work *w,
+                     const double *p0, const double *x) {
+  double e = 0;
+  for (int64_t i = 0; i < dm->nv; i++)
+    for (int d = 0; d < 3; d++) {
+      const double r = x[3 * i + d] - w->t[3 * i + d];
+      e += w->d[i] * r * r;
+    }
+  if (p->w_fair > 0) { /* |K (x - p0)|^2, K row by row */
+    const mb_adjacency *adj = dm->adj;
+    for (int64_t i = 0; i < dm->nv; i++) {
+      double s[3];
+      const double deg = (double)(adj->row[i + 1] - adj->row[i]);
+      for (int d = 0; d < 3; d++) s[d] = -deg * (x[3 * i + d] - p0[3 * i + d]);
+      for (int64_t a = adj->row[i]; a < adj->row[i + 1]; a++)
+        for (int d = 0; d < 3; d++) s[d] += x[3 * adj->col[a] + d] - p0[3 * adj->col[a] + d];
+      e += p->w_fair * (s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
+    }
+  }
+  centred(dm, x, NULL, w->q);
+  project(dm, p->constraint, w->q, w->z);
+  double c = 0;
+  for (int64_t s = 0; s < 3 * w->nidx; s++) c += (w->q[s] - w->z[s]) * (w->q[s] - w->z[s]);
+  return e + p->w_constraint * c;
+}
+
+static double handle_error(const mb_deform_mesh *dm, const double *x) {
+  double worst = 0;
+  if (!dm->target) return 0;
+  for (int64_t i = 0; i < dm->nv; i++) {
+    if (isnan(dm->target[3 * i])) continue;
+    double r2 = 0;
+    for (int d = 0; d < 3; d++)
+      r2 += (x[3 * i + d] - dm->target[3 * i + d]) * (x[3 * i + d] - dm->target[3 * i + d]);
+    if (sqrt(r2) > worst) worst = sqrt(r2);
+  }
+  return worst;
+}
+
+/* Analysis (first call) and numeric factorization of H at c. */
+static mb_error factor(const mb_deform_params *p, const mb_deform_mesh *dm, deform_work *w,
+                       double c, mb_deform_report *rep) {
+  assemble_H(w, c);
+  rep->mu = c;
+  if (p->solver == MB_DEFORM_PCG) return MB_SUCCESS; /* the PCG reads H as it is */
+  const double t0 = mb_wtime();
+  if (!w->chol) MB_CALL(mb_cholesky_create(w->H, &w->chol));
+  const double t1 = mb_wtime();
+  mb_error e = mb_cholesky_factor(w->chol, w->H);
+  if (e) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", mb_error_message());
+    return mb_error_set(e, __FILE__, __LINE__, __func__,
+                        "%s: the system matrix at weight %g: %s", dm->name, c, msg);
+  }
+  const double t2 = mb_wtime();
+  rep->analyze_ms += 1e3 * (t1 - t0);
+  rep->factor_ms += 1e3 * (t2 - t1);
+  rep->factorizations++;
+  return MB_SUCCESS;
+}
+
+static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
+                    deform_work *w) {
+  const int64_t nv = dm->nv;
+  const int hard = p->hard != 0;
+  double *x = dm->x;
+  for (int64_t i = 0; i < 3 * nv; i++)
+    MB_CHECK(isfinite(x[i]), MB_ERR_NUMERIC, "%s: vertex %lld has a non-finite coordinate",
+             dm->name, (long long)(i / 3));
+  MB_CALL(build_incidence(dm, w));
+  MB_CALL(build_pattern(dm, p->w_fair > 0, w));
+  MB_CALL(assemble_parts(dm, p->w_fair > 0, w));
+  MB_CALLOC(w->d, nv);
+  MB_CALLOC(w->t, 3 * nv);
+  MB_CALLOC(w->pin, nv);
+  MB_CALLOC(w->r0, 3 * nv);
+  MB_CALLOC(w->g0, 3 * nv);
+  MB_CALLOC(w->gF, 3 * nv);
+  MB_CALLOC(w->z, 3 * w->nidx);
+  MB_CALLOC(w->u, 3 * w->nidx);
+  MB_CALLOC(w->q, 3 * w->nidx);
+  MB_CALLOC(w->b, 3 * nv);
+  MB_CALLOC(w->xn, 3 * nv);
+  MB_CALLOC(w->fres, dm->nf);
+  MB_CALLOC(w->p0, 3 * nv);
+  const double *p0 = w->p0;
+  memcpy(w->p0, x, sizeof(double) * 3 * (size_t)nv);
+
+  /* weights, targets, pinned vertices */
+  rep->handles = rep->pinned = 0;
+  int handles_moved = 0;
+  for (int64_t i = 0; i < nv; i++) {
+    const double *tg = dm->target ? &dm->target[3 * i] : NULL;
+    const int nan = tg ? isnan(tg[0]) + isnan(tg[1]) + isnan(tg[2]) : 3;
+    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2])))
+      MB_FAIL(MB_ERR_NUMERIC,
+              "%s: handle target of vertex %lld is (%g, %g, %g): a handle needs three finite "
+              "coordinates (NaN in all three marks a free vertex)",
+              dm->name, (long long)i, tg[0], tg[1], tg[2]);
+    const int handle = nan == 0;
+    rep->handles += handle;
+    w->d[i] = handle ? p->w_handle : p->w_close;
+    for (int d = 0; d < 3; d++) w->t[3 * i + d] = handle ? tg[d] : x[3 * i + d];
+    if ((handle && hard) || (p->fix_boundary && dm->adj->on_boundary[i])) {
+      w->pin[i] = 1;
+      rep->pinned++;
+      if (handle && hard)
+        for (int d = 0; d < 3; d++) {
+          handles_moved |= x[3 * i + d] != tg[d];
+          x[3 * i + d] = tg[d];
+        }
+    }
+  }
+  /* mean edge length of the input */
+  double lsum = 0;
+  int64_t ne = 0;
+  for (int64_t i = 0; i < nv; i++)
+    for (int64_t a = dm->adj->row[i]; a < dm->adj->row[i + 1]; a++) {
+      const int64_t j = dm->adj->col[a];
+      if (j <= i) continue;
+      double r2 = 0;
+      for (int d = 0; d < 3; d++) r2 += (p0[3 * i + d] - p0[3 * j + d]) * (p0[3 * i + d] - p0[3 * j + d]);
+      lsum += sqrt(r2);
+      ne++;
+    }
+  const double l = ne && lsum > 0 ? lsum / (double)ne : 1.0;
+  rep->edge_length = l;
+
+  /* base = D + w_fair K^T K; r0 = D t + w_fair K^T K p0; pinned columns */
+  const mb_csr *H = w->H;
+  for (int32_t i = 0; i < H->nrows; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
+      w->base[e] = (e == H->diag[i] ? w->d[i] : 0.0) + p->w_fair * w->KtK[e];
+  spmv_part(H, w->KtK, w->pin, -1, p0, w->r0);
+  for (int64_t i = 0; i < nv; i++)
+    for (int d = 0; d < 3; d++)
+      w->r0[3 * i + d] = w->d[i] * w->t[3 * i + d] + p->w_fair * w->r0[3 * i + d];
+  spmv_part(H, w->base, w->pin, 1, x, w->g0);
+  spmv_part(H, w->face, w->pin, 1, x, w->gF);
+
+  const int which = p->constraint;
+  double res = INFINITY;
+  if (hard || rep->history) residuals(dm, w, x, which, &res, NULL);
+  if (rep->history) rep->history[0] = res / l;
+  if (rep->energy) rep->energy[0] = hard ? 0 : energy(p, dm, w, p0, x);
+  rep->iterations = 0;
+  rep->converged = 0;
+  int mu_k = 0, at_mu = 0;
+  double c = p->w_constraint, prim_ref = INFINITY, prim_last = INFINITY;
+  if (hard && !handles_moved && res / l <= p->tolerance)
+    rep->converged = 1; /* already met, handles at their targets: nothing to do */
+  else MB_CALL(factor(p, dm, w, c, rep));
+  mb_error err = MB_SUCCESS;
+  for (int it = 0; it < p->iterations && !rep->converged; it++) {
+    if (mb_op_should_stop(dm->ctx, it, p->iterations)) return mb_op_stopped(dm->ctx);
+    double t0 = mb_wtime();
+    centred(dm, x, hard ? w->u : NULL, w->q);
+    const double dist = project(dm, which, w->q, w->z);
+    if (!hard) { /* the projection of p measured p's residual */
+      res = dist;
+      if (rep->history) rep->history[it] = res / l;
+      if (res / l <= p->tolerance) {
+        rep->converged = 1;
+        rep->project_ms += 1e3 * (mb_wtime() - t0);
+        break;
+      }
+    }
+    if (hard) { /* over-relaxation: h = alpha z + (1 - alpha) A p_old */
+      const double al = prim_last <= MB_DEFORM_RELAX_BELOW * l ? MB_DEFORM_RELAX : 1.0;
+      for (int64_t s = 0; s < 3 * w->nidx; s++) {
+        const double ap = w->q[s] - w->u[s];
+        w->z[s] = al * w->z[s] + (1.0 - al) * ap; /* z holds h from here */
+        w->q[s] = w->z[s] - w->u[s];
+      }
+    }
+    double t1 = mb_wtime();
+    gather_At(dm, w, hard ? w->q : w->z, w->b);
+    for (int64_t i = 0; i < nv; i++)
+      for (int d = 0; d < 3; d++) {
+        const int64_t k = 3 * i + d;
+        w->b[k] = w->pin[i] != 0 ? x[k]
+                                 : (w->r0[k] - w->g0[k]) + c * (w->b[k] - w->gF[k]);
+      }
+    if (p->solver == MB_DEFORM_PCG) { /* warm start: the current positions */
+      memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
+      const mb_pcg_opts o = {.rtol = MB_DEFORM_PCG_RTOL, .max_iter = 100000};
+      mb_solve_stats st;
+      err = mb_pcg_solve(MPI_COMM_SELF, NULL, w->H, 3, w->b, w->xn, &o, &st);
+      rep->pcg_iterations += st.iterations;
+    } else {
+      err = mb_cholesky_solve(w->chol, 3, w->b, w->xn);
+    }
+    if (err) break;
+    double moved = 0;
+    for (int64_t i = 0; i < nv; i++) {
+      if (w->pin[i] != 0) continue;
+      for (int d = 0; d < 3; d++) {
+        const double dx = fabs(w->xn[3 * i + d] - x[3 * i + d]);
+        if (!(dx <= moved)) moved = dx; /* NaN propagates */
+        x[3 * i + d] = w->xn[3 * i + d];
+      }
+    }
+    double t2 = mb_wtime();
+    if (!isfinite(moved)) {
+      err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                         "%s: iteration %d: a position became non-finite", dm->name, it + 1);
+      break;
+    }
+    rep->iterations = it + 1;
+    if (hard) { /* dual update u += A p - h; primal residual */
+      centred(dm, x, NULL, w->q);
+      double prim = 0;
+      for (int64_t s = 0; s < 3 * w->nidx; s++) {
+        const double r = w->q[s] - w->z[s];
+        w->u[s] += r;
+        if (fabs(r) > prim) prim = fabs(r);
+      }
+      prim_last = prim;
+      if (++at_mu == 1) prim_ref = prim;
+      if (at_mu > MB_DEFORM_MU_WINDOW) { /* a window of iterations at this mu */
+        if (prim > 0.5 * prim_ref && mu_k + 1 < MB_DEFORM_MU_STEPS) {
+          const double cn = c * 10.0;
+          for (int64_t s = 0; s < 3 * w->nidx; s++) w->u[s] *= c / cn;
+          c = cn;
+          mu_k++;
+          rep->update_ms += 1e3 * (mb_wtime() - t2);
+          const double tf = mb_wtime();
+          err = factor(p, dm, w, c, rep);
+          if (err) break;
+          t2 += mb_wtime() - tf; /* the factorization is its own phase */
+        }
+        at_mu = 0;
+      }
+      /* the constraint's residual: only near convergence (the primal
+       * residual, a distance of each vertex to a point set meeting the
+       * constraint, then small), at the cap, or for the history */
+      if (prim <= 10 * p->tolerance * l || it + 1 == p->iterations || rep->history) {
+        residuals(dm, w, x, which, &res, NULL);
+        if (rep->history) rep->history[it + 1] = res / l;
+        if (res / l <= p->tolerance) rep->converged = 1;
+      }
+    } else {
+      if (rep->energy) rep->energy[it + 1] = energy(p, dm, w, p0, x);
+      if (moved <= p->tolerance * l) rep->converged = 1;
+    }
+    const double t3 = mb_wtime();
+    rep->project_ms += 1e3 * (t1 - t0);
+    rep->solve_ms += 1e3 * (t2 - t1);
+    rep->update_ms += 1e3 * (t3 - t2);
+  }
+  MB_CALL(err);
+  double plan, reg;
+  residuals(dm, w, x, -1, &plan, &reg);
+  res = which == MB_DEFORM_REGULAR ? reg : plan;
+  if (rep->history) rep->history[rep->iterations] = res / l;
+  rep->planarity = plan / l;
+  rep->regularity = reg / l;
+  rep->handle_error = handle_error(dm, x);
+  if (rep->face_planarity)
+    for (int64_t f = 0; f < dm->nf; f++) rep->face_planarity[f] = w->fres[f] / l;
+  if (hard && !rep->converged)
+    MB_FAIL(MB_ERR_NUMERIC,
+            "%s: the hard %s constraints were not met: residual %.3g (tolerance %g) after %d "
+            "iterations, mu %g; handle error %.3g (the handles may admit no %s mesh)",
+            dm->name, which == MB_DEFORM_PLANAR ? "planar" : "regular", res / l, p->tolerance,
+            rep->iterations, c, rep->handle_error,
+            which == MB_DEFORM_PLANAR ? "planar" : "regular");
+  return MB_SUCCESS;
+}
+
+mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep) {
+  MB_CHECK(p && dm && rep && dm->x && dm->adj && dm->face_offsets && dm->face_indices &&
+               p->iterations >= 1,
+           MB_ERR_ARG, "mb_deform_run_cpu: bad arguments");
+  double *history = rep->history, *en = rep->energy, *fp = rep->face_planarity;
+  memset(rep, 0, sizeof *rep);
+  rep->history = history;
+  rep->energy = en;
+  rep->face_planarity = fp;
+  deform_work w = {0};
+  w.nv = dm->nv;
+  w.nf = dm->nf;
+  mb_error e = run(p, dm, rep, &w);
+  work_free(&w);
+  return e;
+}

@@ -1,0 +1,182 @@
+/* meshbatch: `meshbatch bench deform` (the deform room's benchmark): the
+ * local-global iterations of one mesh on the CPU, per phase. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_adjacency.h"
+#include "mb_args.h"
+#include "mb_deform.h"
+#include "mb_inputs.h"
+#include "mb_log.h"
+#include "mb_meshfile.h"
+#include "mb_mpi.h"
+
+static const char deform_bench_help[] =
+    "usage: meshbatch bench deform INPUT [--mesh NAME] [--iterations N]\n"
+    "                              [--constraint planar|regular] [--hard no|yes]\n"
+    "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
+    "                              [--solver cholesky|pcg]\n\n"
+    "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
+    "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
+    "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
+    "local-global iterations (default 50, the chapter's frame) from the input's\n"
+    "positions with the tolerance so small that every iteration runs (hard mode\n"
+    "that has not met its constraints is timed all the same), and prints ms per\n"
+    "phase: the analysis (once per mesh) and the numeric factorizations, the\n"
+    "projections, the solves (right-hand side and the triangular solves), the\n"
+    "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
+    "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
+    "0.1, w_constraint 10, solver cholesky, 3 repeats. Wall times of this process (the machine's\n"
+    "other load counts).\n";
+
+typedef struct bench_opts {
+  const char *input, *only;
+  mb_deform_params p;
+  int64_t repeats;
+} bench_opts;
+
+static int bench_parse(int argc, char **argv, bench_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->p.constraint = MB_DEFORM_PLANAR;
+  o->p.iterations = 50;
+  o->p.tolerance = 1e-300;
+  o->p.w_handle = 100;
+  o->p.w_close = 1;
+  o->p.w_fair = 0.1;
+  o->p.w_constraint = 10;
+  o->repeats = 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      if (mb_cli_rank() == 0) fputs(deform_bench_help, stdout);
+      return -1;
+    }
+    if (mb_cli_log_option(a)) continue;
+    int64_t n = 0;
+    if (!strcmp(a, "--mesh") && v) o->only = v;
+    else if (!strcmp(a, "--iterations") && v) {
+      bad = mb_cli_parse_int64(v, &n) || n < 1 || n > 1000000;
+      o->p.iterations = (int)n;
+    } else if (!strcmp(a, "--repeats") && v)
+      bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1 || o->repeats > 1000;
+    else if (!strcmp(a, "--constraint") && v) {
+      bad = strcmp(v, "planar") && strcmp(v, "regular");
+      o->p.constraint = !strcmp(v, "regular") ? MB_DEFORM_REGULAR : MB_DEFORM_PLANAR;
+    } else if (!strcmp(a, "--hard") && v) {
+      bad = strcmp(v, "yes") && strcmp(v, "no");
+      o->p.hard = !strcmp(v, "yes");
+    } else if (!strcmp(a, "--solver") && v) {
+      bad = strcmp(v, "cholesky") && strcmp(v, "pcg");
+      o->p.solver = !strcmp(v, "pcg") ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+    } else if (!strcmp(a, "--w-fair") && v)
+      bad = mb_cli_parse_double(v, &o->p.w_fair) || !(o->p.w_fair >= 0);
+    else if (!strcmp(a, "--w-constraint") && v)
+      bad = mb_cli_parse_double(v, &o->p.w_constraint) || !(o->p.w_constraint > 0);
+    else if (a[0] != '-' && !o->input) {
+      o->input = a;
+      continue;
+    } else
+      return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
+    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+    i++;
+  }
+  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
+  return MB_EXIT_OK;
+}
+
+static mb_error load(const bench_opts *o, mb_mesh **mesh) {
+  char *patterns[] = {(char *)o->input};
+  mb_inputs *in = NULL;
+  MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
+  int64_t s = 0;
+  int found = !o->only;
+  for (int64_t k = 0; o->only && k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, o->only)) {
+      s = k;
+      found = 1;
+    }
+  mb_error e = found ? MB_SUCCESS
+                     : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                                    "%s has no mesh named '%s'", o->input, o->only);
+  if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
+                               : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                                              "%s holds no mesh", o->input);
+  mb_inputs_close(in);
+  return e;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static mb_error bench(const bench_opts *o, mb_mesh *m) {
+  mb_adjacency *adj = NULL;
+  MB_CALL(mb_adjacency_build_opts(m, 0, &adj));
+  const int k = mb_mesh_field_index(m, "handle");
+  const double *target = k >= 0 && m->fields[k].ncomp == 3 ? m->fields[k].data : NULL;
+  double *x0 = malloc(sizeof(double) * 3 * (size_t)m->nv);
+  double *tot = calloc((size_t)o->repeats, sizeof(double));
+  mb_error e = x0 && tot ? MB_SUCCESS
+                         : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
+  printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, solver %s, "
+         "w_fair %g, w_constraint %g%s\n",
+         m->name, (long long)m->nv, (long long)m->nf, o->p.hard ? "hard" : "soft",
+         o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
+         o->p.solver ? "pcg" : "cholesky",
+         o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles");
+  const double per = 50.0 / o->p.iterations;
+  for (int64_t r = 0; r < o->repeats && !e; r++) {
+    memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
+    mb_deform_mesh dm = {m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
+                         adj, target, NULL};
+    mb_deform_report rep = {0};
+    const double t0 = mb_wtime();
+    e = mb_deform_run_cpu(&o->p, &dm, &rep);
+    const double ms = 1e3 * (mb_wtime() - t0);
+    if (e == MB_ERR_NUMERIC && o->p.hard && rep.iterations == o->p.iterations) {
+      mb_error_clear(); /* not met within the iterations: timed all the same */
+      e = MB_SUCCESS;
+    }
+    if (e) break;
+    const double it = rep.iterations ? rep.iterations : 1;
+    tot[r] = ms;
+    printf("repeat %lld: %d iterations, %d factorizations, %lld pcg iterations, planarity %.3g; "
+           "total %.1f ms: "
+           "analysis %.1f, factor %.1f; per iteration: projection %.3f, solve %.3f, ALM "
+           "updates %.3f, all %.3f ms; per 50-iteration frame: projection %.1f, solve %.1f, "
+           "ALM updates %.1f, factor %.1f, frame %.1f ms\n",
+           (long long)r + 1, rep.iterations, rep.factorizations, rep.pcg_iterations,
+           rep.planarity, ms,
+           rep.analyze_ms, rep.factor_ms, rep.project_ms / it, rep.solve_ms / it,
+           rep.update_ms / it, (ms - rep.analyze_ms - rep.factor_ms) / it, rep.project_ms * per,
+           rep.solve_ms * per, rep.update_ms * per, rep.factor_ms * per,
+           (ms - rep.analyze_ms) * per);
+  }
+  if (!e) {
+    qsort(tot, (size_t)o->repeats, sizeof *tot, cmp_double);
+    printf("median repeat: %.1f ms (%d iterations, analysis included)\n",
+           tot[o->repeats / 2], o->p.iterations);
+  }
+  free(x0);
+  free(tot);
+  mb_adjacency_free(adj);
+  return e;
+}
+
+int mb_deform_bench(int argc, char **argv) {
+  bench_opts o;
+  int rc = bench_parse(argc, argv, &o);
+  if (rc < 0) return MB_EXIT_OK;
+  if (rc) return rc;
+  if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
+  mb_mesh *m = NULL;
+  mb_error e = load(&o, &m);
+  if (!e) e = bench(&o, m);
+  mb_mesh_free(m);
+  return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+}

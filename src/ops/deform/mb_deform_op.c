@@ -1,0 +1,251 @@
+/* meshbatch: the op deform (registration, keys, handles, provenance; the
+ * method is in mb_deform.h). Per mesh on the CPU; no CUDA entry yet (a job
+ * with backend: cuda is refused by the runner: "deform has no cuda
+ * backend") and no partitioned form. Each stage records
+ * `stage_N_deform` in the provenance (N: the stage's provenance number):
+ * iterations, converged, planarity, regularity, handle error, the last
+ * constraint weight; `-v` prints the same and the phases' times. The
+ * output gains the per-face field `planarity` (each face's residual / the
+ * mean edge length). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_adjacency.h"
+#include "mb_deform.h"
+#include "mb_log.h"
+#include "mb_op.h"
+
+/* ------------------------------------------------------------ handles file */
+
+mb_error mb_deform_read_handles(const char *path, const char *mesh, int64_t nv, double *target,
+                                int64_t *count) {
+  FILE *fp = fopen(path, "r");
+  MB_CHECK(fp, MB_ERR_IO, "cannot open the handles file %s: %s", path, strerror(errno));
+  for (int64_t i = 0; i < 3 * nv; i++) target[i] = NAN;
+  *count = 0;
+  char line[4096];
+  mb_error err = MB_SUCCESS;
+  for (int ln = 1; fgets(line, sizeof line, fp); ln++) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *tok[6];
+    int nt = 0;
+    for (char *s = strtok(line, " \t\r\n"); s && nt < 6; s = strtok(NULL, " \t\r\n")) tok[nt++] = s;
+    if (nt == 0) continue;
+    MB_CHECK_GOTO(err, done, nt == 5, MB_ERR_FORMAT,
+                  "%s:%d: %s fields; a handle line is MESH VERTEX X Y Z", path, ln,
+                  nt > 5 ? "more than 5" : (nt == 1 ? "1" : nt == 2 ? "2" : nt == 3 ? "3" : "4"));
+    char *end;
+    errno = 0;
+    const long long v = strtoll(tok[1], &end, 10);
+    MB_CHECK_GOTO(err, done, *end == '\0' && errno == 0 && v >= 0 && isdigit((unsigned char)tok[1][0]),
+                  MB_ERR_FORMAT, "%s:%d: vertex '%s' is not a non-negative integer", path, ln,
+                  tok[1]);
+    double c[3];
+    for (int d = 0; d < 3; d++) {
+      c[d] = strtod(tok[2 + d], &end);
+      MB_CHECK_GOTO(err, done, *end == '\0' && end != tok[2 + d], MB_ERR_FORMAT,
+                    "%s:%d: coordinate '%s' is not a number", path, ln, tok[2 + d]);
+      MB_CHECK_GOTO(err, done, isfinite(c[d]), MB_ERR_FORMAT,
+                    "%s:%d: coordinate '%s' is not finite (NaN or infinite target)", path, ln,
+                    tok[2 + d]);
+    }
+    if (strcmp(tok[0], mesh) != 0) continue;
+    MB_CHECK_GOTO(err, done, v < nv, MB_ERR_FORMAT,
+                  "%s:%d: vertex %lld is past the vertex count of %s (%lld vertices, 0-based)",
+                  path, ln, v, mesh, (long long)nv);
+    MB_CHECK_GOTO(err, done, isnan(target[3 * v]), MB_ERR_FORMAT,
+                  "%s:%d: vertex %lld of %s is given twice", path, ln, v, mesh);
+    for (int d = 0; d < 3; d++) target[3 * v + d] = c[d];
+    (*count)++;
+  }
+done:
+  fclose(fp);
+  return err;
+}
+
+/* ------------------------------------------------------------ running */
+
+/* The provenance key of a stage: stage_N_deform with N counted as the
+ * runner counts stage_N (after an input's earlier stages). */
+static mb_error record(mb_attrs *attrs, const mb_stage *stage, const char *text) {
+  int first = 0;
+  char key[64];
+  for (;; first++) {
+    snprintf(key, sizeof key, "stage_%d", first);
+    if (!mb_attrs_get(attrs, key)) break;
+  }
+  snprintf(key, sizeof key, "stage_%d_deform", first + stage->index);
+  return mb_attrs_set(attrs, key, text);
+}
+
+/* A relative handles path is read from the job file's folder. */
+static void handles_path(const mb_stage *st, const char *h, char *buf, size_t len) {
+  const char *slash = st->file ? strrchr(st->file, '/') : NULL;
+  if (h[0] == '/' || !slash) snprintf(buf, len, "%s", h);
+  else snprintf(buf, len, "%.*s/%s", (int)(slash - st->file), st->file, h);
+}
+
+/* The handle targets of mesh m for stage st: the file, or the field
+ * `handle`, or none (*target NULL). */
+static mb_error targets(const mb_stage *st, const mb_mesh *m, double **target) {
+  const mb_deform_params *p = st->params;
+  *target = NULL;
+  if (p->handles[0]) {
+    char path[4096];
+    handles_path(st, p->handles, path, sizeof path);
+    double *t;
+    MB_CALLOC(t, 3 * m->nv);
+    int64_t count = 0;
+    mb_error e = mb_deform_read_handles(path, m->name, m->nv, t, &count);
+    if (e) {
+      free(t);
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", mb_error_message());
+      return mb_error_set(e, __FILE__, __LINE__, __func__, "%s: %s", m->name, msg);
+    }
+    *target = t;
+    return MB_SUCCESS;
+  }
+  const int k = mb_mesh_field_index(m, "handle");
+  if (k < 0) return MB_SUCCESS;
+  MB_CHECK(m->fields[k].ncomp == 3 && m->fields[k].data, MB_ERR_FORMAT,
+           "%s: the field `handle` has %d components (3: the target, NaN where free)", m->name,
+           m->fields[k].ncomp);
+  double *t;
+  MB_CALLOC(t, 3 * m->nv);
+  memcpy(t, m->fields[k].data, sizeof(double) * 3 * (size_t)m->nv);
+  *target = t;
+  return MB_SUCCESS;
+}
+
+static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
+                          const mb_adjacency *adj) {
+  const mb_deform_params *p = st->params;
+  double *target = NULL, *fp = NULL;
+  MB_CALL(targets(st, m, &target));
+  fp = calloc((size_t)(m->nf ? m->nf : 1), sizeof *fp);
+  if (!fp) {
+    free(target);
+    MB_FAIL(MB_ERR_MEMORY, "%s: out of memory", m->name);
+  }
+  mb_deform_mesh dm = {m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
+                       adj, target, ctx};
+  mb_deform_report rep = {0};
+  rep.face_planarity = fp;
+  mb_op_computed(ctx, MB_PRECISION_FLOAT64);
+  const double t0 = mb_wtime();
+  mb_error e = mb_deform_run_cpu(p, &dm, &rep);
+  const double ms = 1e3 * (mb_wtime() - t0);
+  free(target);
+  if (e) {
+    free(fp);
+    return e;
+  }
+  char text[512];
+  snprintf(text, sizeof text,
+           "%s %s: iterations %d converged %s planarity %.3g regularity %.3g handle_error %.3g "
+           "handles %lld pinned %lld weight %g factorizations %d pcg_iterations %lld",
+           p->hard ? "hard" : "soft", p->constraint == MB_DEFORM_PLANAR ? "planar" : "regular",
+           rep.iterations, rep.converged ? "yes" : "no", rep.planarity, rep.regularity,
+           rep.handle_error, (long long)rep.handles, (long long)rep.pinned, rep.mu,
+           rep.factorizations, rep.pcg_iterations);
+  mb_log(MB_LOG_VERBOSE,
+         "%s: deform %s; %.1f ms: analysis %.1f, factor %.1f, projections %.1f, solves %.1f, "
+         "updates %.1f",
+         m->name, text, ms, rep.analyze_ms, rep.factor_ms, rep.project_ms, rep.solve_ms,
+         rep.update_ms);
+  e = record(&m->attrs, st, text);
+  if (!e) e = mb_mesh_set_face_field(m, "planarity", 1, fp);
+  free(fp);
+  return e;
+}
+
+static mb_error deform_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
+  mb_mesh *m = *mesh;
+  mb_adjacency *adj = NULL;
+  MB_CALL(mb_adjacency_build_opts(m, 0, &adj));
+  mb_error e = MB_SUCCESS;
+  for (int s = 0; s < n && !e; s++) e = run_stage(ctx, &stages[s], m, adj);
+  mb_adjacency_free(adj);
+  return e;
+}
+
+static double deform_cost(int64_t nv, int64_t nf, const void *params) {
+  const mb_deform_params *p = params;
+  return 30.0 * (double)(nv + nf) * (double)p->iterations;
+}
+
+/* The output gains the face field `planarity`. */
+static void deform_grow(const void *params, mb_size_estimate *s) {
+  (void)params;
+  s->face_values += 1;
+}
+
+/* ------------------------------------------------------------ parameters */
+
+static const char *const constraint_names[] = {"planar", "regular", NULL};
+static const char *const yes_no[] = {"no", "yes", NULL};
+static const char *const solver_names[] = {"cholesky", "pcg", NULL};
+
+static const mb_param deform_params[] = {
+    {"constraint", MB_PARAM_NAME, offsetof(mb_deform_params, constraint), 0, 0, 0, 0, 0,
+     MB_DEFORM_PLANAR, constraint_names, "planar (faces on a plane) or regular (regular n-gons)"},
+    {"hard", MB_PARAM_NAME, offsetof(mb_deform_params, hard), 0, 0, 0, 0, 0, 0, yes_no,
+     "no: weighted (soft) constraints; yes: exact, by the augmented Lagrangian (handles pinned)"},
+    {"iterations", MB_PARAM_INT, offsetof(mb_deform_params, iterations), 1, 100000000, 0, 0, 0,
+     50, NULL, "cap of local-global iterations (the chapter's M_max)"},
+    {"tolerance", MB_PARAM_REAL, offsetof(mb_deform_params, tolerance), 0, 1, 1, 1, 0, 1e-8,
+     NULL, "constraint residual (distance / mean edge length) to stop at, in (0, 1)"},
+    {"w_handle", MB_PARAM_REAL, offsetof(mb_deform_params, w_handle), 0, 1e12, 1, 0, 0, 100,
+     NULL, "weight of the handles (soft mode), > 0"},
+    {"w_close", MB_PARAM_REAL, offsetof(mb_deform_params, w_close), 0, 1e12, 1, 0, 0, 1, NULL,
+     "weight of closeness to the input, > 0"},
+    {"w_fair", MB_PARAM_REAL, offsetof(mb_deform_params, w_fair), 0, 1e12, 0, 0, 0, 0.1, NULL,
+     "weight of fairness |K (p - p0)|^2, uniform graph Laplacian K, >= 0"},
+    {"w_constraint", MB_PARAM_REAL, offsetof(mb_deform_params, w_constraint), 0, 1e12, 1, 0, 0,
+     10, NULL, "weight of the face constraints (soft); the first penalty mu (hard); > 0"},
+    {"handles", MB_PARAM_NAMES, offsetof(mb_deform_params, handles), 0, 0, 0, 0, 0, 0, NULL,
+     "a handles file (lines MESH VERTEX X Y Z, 0-based); default: the field `handle`"},
+    {"fix_boundary", MB_PARAM_NAME, offsetof(mb_deform_params, fix_boundary), 0, 0, 0, 0, 0, 0,
+     yes_no, "yes: boundary vertices keep their input positions"},
+    {"solver", MB_PARAM_NAME, offsetof(mb_deform_params, solver), 0, 0, 0, 0, 0,
+     MB_DEFORM_CHOLESKY, solver_names,
+     "cholesky (CHOLMOD, factored once per penalty) or pcg (Jacobi CG, warm-started)"}};
+
+/* handles: one path, not a list. */
+static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,
+                        size_t len) {
+  const mb_deform_params *p = params;
+  (void)given;
+  if (!strchr(p->handles, ',')) return 0;
+  *bad = 8; /* handles */
+  snprintf(msg, len, "one handles file, not a list");
+  return 1;
+}
+
+int mb_deform_bench(int argc, char **argv); /* mb_deform_bench.c */
+
+const mb_op_info mb_op_deform = {
+    .name = "deform",
+    .room = "deform",
+    .summary = "constrained deformation: planar or regular faces under handles, local-global "
+               "iterations with soft or hard (augmented Lagrangian) constraints",
+    .source = "C. Kaspar, B. Deng, Real-Time Deformation of Constrained Meshes Using GPU, eq. "
+              "(2.2), sections 2.2.2.1-2.2.2.2; B. Deng et al., Exploring local modifications "
+              "for constrained meshes, Eurographics 2013",
+    .in = MB_KIND_SURFACE,
+    .out = MB_KIND_SURFACE,
+    .params = deform_params,
+    .nparams = (int)(sizeof deform_params / sizeof deform_params[0]),
+    .params_size = sizeof(mb_deform_params),
+    .check = deform_check,
+    .cost = deform_cost,
+    .run = {deform_run, NULL},
+    .bench = mb_deform_bench,
+    .grow = deform_grow};

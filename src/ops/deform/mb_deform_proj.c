@@ -1,0 +1,239 @@
+/* meshbatch: the per-face projections of the deform op (see mb_deform.h,
+ * Kaspar & Deng section 2.2.2.1): planar (best plane through the centroid,
+ * normal of the smallest eigenvalue of the scatter matrix) and regular
+ * (best similarity transform of the regular n-gon). float64 throughout. */
+#include "mb_deform.h"
+
+#include <math.h>
+#include <string.h>
+
+void mb_deform_eigen3(const double S[9], double w[3], double V[9]) {
+  double a[3][3], v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) a[r][c] = 0.5 * (S[3 * r + c] + S[3 * c + r]);
+  for (int sweep = 0; sweep < 64; sweep++) {
+    const double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
+    const double scale = fabs(a[0][0]) + fabs(a[1][1]) + fabs(a[2][2]);
+    if (off <= 1e-300 || off <= 1e-17 * scale) break;
+    for (int p = 0; p < 2; p++)
+      for (int q = p + 1; q < 3; q++) {
+        if (a[p][q] == 0) continue;
+        /* the rotation that zeroes a[p][q] (Golub & Van Loan, Alg. 8.4.1) */
+        const double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+        const double c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; k++) { /* a = a J */
+          const double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; k++) { /* a = J^T a */
+          const double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; k++) {
+          const double vkp = v[k][p], vkq = v[k][q];
+          v[k][p] = c * vkp - s * vkq;
+          v[k][q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  int order[3] = {0, 1, 2};
+  for (int i = 0; i < 3; i++) /* ascending, ties in index order */
+    for (int j = i + 1; j < 3; j++)
+      if (a[order[j]][order[j]] < a[order[i]][order[i]]) {
+        const int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  for (int k = 0; k < 3; k++) {
+    w[k] = a[order[k]][order[k]];
+    for (int r = 0; r < 3; r++) V[3 * r + k] = v[r][order[k]];
+  }
+}
+
+static void centroid(int n, const double *q, double c[3]) {
+  c[0] = c[1] = c[2] = 0;
+  for (int k = 0; k < n; k++)
+    for (int d = 0; d < 3; d++) c[d] += q[3 * k + d];
+  for (int d = 0; d < 3; d++) c[d] /= n;
+}
+
+/* The eigenvector of the smallest eigenvalue of the symmetric S (row-
+ * major, 9 values) by the closed form: the eigenvalue from the
+ * trigonometric solution of the characteristic cubic (O. K. Smith, "Eigen-
+ * values of a symmetric 3 x 3 matrix", CACM 4(4), 1961), the vector as the
+ * longest cross product of two rows of S - lambda I. Returns 0 (nrm
+ * unset) where the smallest eigenvalue is not well separated from the
+ * others (the product of its two gaps below 1e-4 of the spread squared):
+ * the caller then uses the Jacobi rotations. */
+static int smallest_closed_form(const double S[9], double nrm[3]) {
+  const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
+  const double q = (a + b + c) / 3;
+  const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
+                    2 * (d * d + e * e + f * f);
+  const double p = sqrt(p2 / 6);
+  if (!(p > 0)) return 0;
+  const double A = (a - q) / p, B = (b - q) / p, C = (c - q) / p, D = d / p, E = e / p,
+               F = f / p;
+  double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
+  r = r < -1 ? -1 : r > 1 ? 1 : r;
+  const double phi = acos(r) / 3;
+  const double lam = q + 2 * p * cos(phi + 2.0 * M_PI / 3.0);
+  const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
+  const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
+  double best[3] = {0, 0, 0}, bn = 0;
+  for (int k = 0; k < 3; k++) {
+    const double *u = rows[k][0], *v = rows[k][1];
+    const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                         u[0] * v[1] - u[1] * v[0]};
+    const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    if (m > bn) {
+      bn = m;
+      best[0] = x[0], best[1] = x[1], best[2] = x[2];
+    }
+  }
+  if (!(bn > 1e-8 * (p2 * p2))) return 0;
+  const double len = sqrt(bn);
+  for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;
+  return 1;
+}
+
+/* The unit normal of the best plane through the centroid c of q. */
+static void best_normal(int n, const double *q, const double c[3], double nrm[3]) {
+  double S[9] = {0};
+  for (int k = 0; k < n; k++) {
+    const double e[3] = {q[3 * k] - c[0], q[3 * k + 1] - c[1], q[3 * k + 2] - c[2]};
+    for (int r = 0; r < 3; r++)
+      for (int s = r; s < 3; s++) S[3 * r + s] += e[r] * e[s];
+  }
+  S[3] = S[1];
+  S[6] = S[2];
+  S[7] = S[5];
+  if (smallest_closed_form(S, nrm)) return;
+  double w[3], V[9];
+  mb_deform_eigen3(S, w, V);
+  for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
+}
+
+void mb_deform_project_planar(int n, const double *q, double *z) {
+  double c[3], nrm[3];
+  centroid(n, q, c);
+  best_normal(n, q, c, nrm);
+  for (int k = 0; k < n; k++) {
+    const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
+                     (q[3 * k + 2] - c[2]) * nrm[2];
+    for (int d = 0; d < 3; d++) z[3 * k + d] = q[3 * k + d] - h * nrm[d];
+  }
+}
+
+double mb_deform_planarity(int n, const double *q) {
+  double c[3], nrm[3], worst = 0;
+  centroid(n, q, c);
+  best_normal(n, q, c, nrm);
+  for (int k = 0; k < n; k++) {
+    const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
+                     (q[3 * k + 2] - c[2]) * nrm[2];
+    if (fabs(h) > worst) worst = fabs(h);
+  }
+  return worst;
+}
+
+static double dot3(const double *a, const double *b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* A unit vector orthogonal to the unit vector u (deterministic). */
+static void orthogonal(const double u[3], double o[3]) {
+  int k = 0; /* the axis least aligned with u */
+  if (fabs(u[1]) < fabs(u[k])) k = 1;
+  if (fabs(u[2]) < fabs(u[k])) k = 2;
+  double e[3] = {0, 0, 0};
+  e[k] = 1;
+  const double d = dot3(e, u);
+  for (int i = 0; i < 3; i++) o[i] = e[i] - d * u[i];
+  const double len = sqrt(dot3(o, o));
+  for (int i = 0; i < 3; i++) o[i] /= len;
+}
+
+/* sE [3, 2] (columns e1, e2 scaled by s): the similarity's linear part
+ * taking the template (cos, sin) to centred space, and the centroid c. */
+static void regular_fit(int n, const double *q, double c[3], double sE[6]) {
+  centroid(n, q, c);
+  double a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    for (int d = 0; d < 3; d++) {
+      const double e = q[3 * k + d] - c[d];
+      a[d] += ck * e;
+      b[d] += sk * e;
+    }
+  }
+  /* S = M^T M = [[aa, ab], [ab, bb]], sqrt(det S) = |a x b| */
+  const double aa = dot3(a, a), bb = dot3(b, b), ab = dot3(a, b);
+  const double x[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                       a[0] * b[1] - a[1] * b[0]};
+  const double delta = sqrt(dot3(x, x)), tr = aa + bb;
+  memset(sE, 0, 6 * sizeof(double));
+  if (!(tr > 0)) return; /* every point at the centroid */
+  if (delta > 1e-12 * tr) {
+    /* s E = M adj(S + delta I) / (n delta): see mb_deform.h */
+    const double m00 = bb + delta, m01 = -ab, m11 = aa + delta;
+    for (int d = 0; d < 3; d++) {
+      sE[2 * d] = (a[d] * m00 + b[d] * m01) / ((double)n * delta);
+      sE[2 * d + 1] = (a[d] * m01 + b[d] * m11) / ((double)n * delta);
+    }
+    return;
+  }
+  /* rank one: M = sigma u v^T; E = u v^T + u' v'^T with u' orthogonal to u */
+  double v[2];
+  if (aa >= bb) {
+    const double l = sqrt(aa * aa + ab * ab);
+    v[0] = aa / l;
+    v[1] = ab / l;
+  } else {
+    const double l = sqrt(ab * ab + bb * bb);
+    v[0] = ab / l;
+    v[1] = bb / l;
+  }
+  double u[3];
+  for (int d = 0; d < 3; d++) u[d] = a[d] * v[0] + b[d] * v[1];
+  const double sigma = sqrt(dot3(u, u));
+  if (!(sigma > 0)) return;
+  for (int d = 0; d < 3; d++) u[d] /= sigma;
+  double up[3];
+  orthogonal(u, up);
+  const double vp[2] = {-v[1], v[0]}, s = sigma / (double)n;
+  for (int d = 0; d < 3; d++) {
+    sE[2 * d] = s * (u[d] * v[0] + up[d] * vp[0]);
+    sE[2 * d + 1] = s * (u[d] * v[1] + up[d] * vp[1]);
+  }
+}
+
+void mb_deform_project_regular(int n, const double *q, double *z) {
+  double c[3], sE[6];
+  regular_fit(n, q, c, sE);
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    for (int d = 0; d < 3; d++) z[3 * k + d] = c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk);
+  }
+}
+
+double mb_deform_regularity(int n, const double *q) {
+  double c[3], sE[6], worst = 0;
+  regular_fit(n, q, c, sE);
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    double r2 = 0;
+    for (int d = 0; d < 3; d++) {
+      const double e = q[3 * k + d] - (c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk));
+      r2 += e * e;
+    }
+    if (sqrt(r2) > worst) worst = sqrt(r2);
+  }
+  return worst;
+}
