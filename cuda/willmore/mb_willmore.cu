@@ -209,10 +209,11 @@ __global__ void k_shift(int32_t m, const int32_t *__restrict__ diag, double sigm
   if (i < m) val[diag[i]] += sigma;
 }
 
-/* lambda: 1 on every real component, normalised (the CPU's start). */
-__global__ void k_lambda0(int32_t m, double inv, double *__restrict__ l) {
+/* lambda: 1 on every real component divided by nl, the 2-norm of that
+ * vector (sqrt(n)): the CPU's start. */
+__global__ void k_lambda0(int32_t m, double nl, double *__restrict__ l) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i < m) l[i] = i % 4 == 0 ? 1.0 / inv : 0.0;
+  if (i < m) l[i] = i % 4 == 0 ? 1.0 / nl : 0.0;
 }
 
 /* t = a b. */
