@@ -189,16 +189,15 @@ static mb_error csr_clone(const mb_csr *A, mb_csr **out) {
   return MB_SUCCESS;
 }
 
-static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
-                            mb_willmore_dirac *d) {
+mb_error mb_willmore_dirac_pattern(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
+                                   mb_csr **D, int32_t *slot, int32_t *rowlen) {
+  MB_CHECK(adj && D && slot && rowlen && (tri || nf == 0) && nf >= 0, MB_ERR_ARG,
+           "mb_willmore_dirac_pattern: bad arguments");
+  *D = NULL;
   mb_csr *L = NULL;
   MB_CALL(mb_csr_pattern(adj, adj->nv, adj->nv, NULL, &L));
   mb_error err = MB_SUCCESS;
-  d->slot = malloc(sizeof(int32_t) * 9 * (size_t)(nf ? nf : 1));
-  d->rowlen = malloc(sizeof(int32_t) * (size_t)(adj->nv ? adj->nv : 1));
-  MB_CHECK_GOTO(err, done, d->slot && d->rowlen, MB_ERR_MEMORY,
-                "out of memory for the Dirac operator's block positions");
-  for (int64_t i = 0; i < adj->nv; i++) d->rowlen[i] = L->rowptr[i + 1] - L->rowptr[i];
+  for (int64_t i = 0; i < adj->nv; i++) rowlen[i] = L->rowptr[i + 1] - L->rowptr[i];
   for (int64_t f = 0; f < nf; f++)
     for (int a = 0; a < 3; a++)
       for (int b = 0; b < 3; b++) {
@@ -207,15 +206,25 @@ static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *
         MB_CHECK_GOTO(err, done, e >= 0, MB_ERR_ARG,
                       "Dirac operator: triangle %lld's edge %lld-%lld is not in the adjacency",
                       (long long)f, (long long)i, (long long)j);
-        d->slot[9 * f + 3 * a + b] =
+        slot[9 * f + 3 * a + b] =
             16 * L->rowptr[i] + 4 * (e - L->rowptr[i]); /* row 4i + 0, column 4j + 0 */
       }
-  MB_CALL_GOTO(err, done, block_pattern(L, &d->D));
-  MB_CALL_GOTO(err, done, csr_clone(d->D, &d->S));
-  MB_CALL_GOTO(err, done, mb_cholesky_create(d->S, &d->chol));
+  MB_CALL_GOTO(err, done, block_pattern(L, D));
 done:
   mb_csr_free(L);
   return err;
+}
+
+static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
+                            mb_willmore_dirac *d) {
+  d->slot = malloc(sizeof(int32_t) * 9 * (size_t)(nf ? nf : 1));
+  d->rowlen = malloc(sizeof(int32_t) * (size_t)(adj->nv ? adj->nv : 1));
+  MB_CHECK(d->slot && d->rowlen, MB_ERR_MEMORY,
+           "out of memory for the Dirac operator's block positions");
+  MB_CALL(mb_willmore_dirac_pattern(adj, nf, tri, &d->D, d->slot, d->rowlen));
+  MB_CALL(csr_clone(d->D, &d->S));
+  MB_CALL(mb_cholesky_create(d->S, &d->chol));
+  return MB_SUCCESS;
 }
 
 mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
@@ -651,15 +660,38 @@ static mb_error one_step(const mb_willmore_params *p, mb_willmore_mesh *wm, wm_w
   return MB_SUCCESS;
 }
 
+mb_error mb_willmore_check(const mb_willmore_params *p, const mb_willmore_mesh *wm) {
+  MB_CHECK(p && wm && wm->adj && wm->x && p->steps >= 1, MB_ERR_ARG,
+           "willmore_flow: bad arguments");
+  MB_CHECK(p->time_step > 0 && isfinite(p->time_step), MB_ERR_ARG,
+           "%s: time_step %g: it must be a finite number > 0", wm->name, p->time_step);
+  MB_CHECK(p->max_iterations >= 1 && p->tolerance > 0, MB_ERR_ARG,
+           "%s: max_iterations %d, tolerance %g: they must be >= 1 and > 0", wm->name,
+           p->max_iterations, p->tolerance);
+  MB_CHECK(wm->adj->opp && wm->tri, MB_ERR_ARG,
+           "%s: willmore_flow needs a triangle mesh (this one has polygons)", wm->name);
+  MB_CHECK(wm->nv >= 4 && wm->nf >= 4, MB_ERR_ARG, "%s: willmore_flow needs a closed surface (%lld "
+           "vertices, %lld triangles)", wm->name, (long long)wm->nv, (long long)wm->nf);
+  MB_CALL(check_surface(wm));
+  return MB_SUCCESS;
+}
+
+void mb_willmore_log_step(const char *name, int s, const mb_willmore_step *st) {
+  mb_log(MB_LOG_VERBOSE,
+         "%s: step %d: willmore energy %.10g, eigenvalue %.3g, inverse iteration %d solves "
+         "residual %.3g, poisson residual %.3g, quasi-conformal distortion max %.6f mean "
+         "%.6f (stage so far: max %.6f mean %.6f); %.1f ms: assembly %.1f, eigenvector %.1f, positions %.1f, update %.1f",
+         name, s + 1, st->energy, st->eigenvalue, st->iterations, st->residual,
+         st->poisson_residual, st->qc_max, st->qc_mean, st->qc_total_max, st->qc_total_mean,
+         st->assemble_ms + st->eigen_ms + st->poisson_ms + st->finish_ms, st->assemble_ms,
+         st->eigen_ms, st->poisson_ms, st->finish_ms);
+}
+
 static mb_error run(const mb_willmore_params *p, mb_willmore_mesh *wm, mb_willmore_report *rep,
                     wm_work *w) {
   const int64_t n = wm->nv;
   const double t0 = mb_wtime();
-  MB_CHECK(wm->adj->opp && wm->tri, MB_ERR_ARG,
-           "%s: willmore_flow needs a triangle mesh (this one has polygons)", wm->name);
-  MB_CHECK(n >= 4 && wm->nf >= 4, MB_ERR_ARG, "%s: willmore_flow needs a closed surface (%lld "
-           "vertices, %lld triangles)", wm->name, (long long)n, (long long)wm->nf);
-  MB_CALL(check_surface(wm));
+  MB_CALL(mb_willmore_check(p, wm));
   MB_CALL(mb_csr_pattern(wm->adj, n, n, NULL, &w->L));
   MB_CALL(mb_csr_pattern(wm->adj, n, n, NULL, &w->P));
   const size_t sn = (size_t)n;
@@ -685,14 +717,7 @@ static mb_error run(const mb_willmore_params *p, mb_willmore_mesh *wm, mb_willmo
     memset(st, 0, sizeof *st);
     MB_CALL(at_step(wm, s, one_step(p, wm, w, a0, c0, st)));
     rep->steps = s + 1;
-    mb_log(MB_LOG_VERBOSE,
-           "%s: step %d: willmore energy %.10g, eigenvalue %.3g, inverse iteration %d solves "
-           "residual %.3g, poisson residual %.3g, quasi-conformal distortion max %.6f mean "
-           "%.6f (stage so far: max %.6f mean %.6f); %.1f ms: assembly %.1f, eigenvector %.1f, positions %.1f, update %.1f",
-           wm->name, s + 1, st->energy, st->eigenvalue, st->iterations, st->residual,
-           st->poisson_residual, st->qc_max, st->qc_mean, st->qc_total_max, st->qc_total_mean,
-           st->assemble_ms + st->eigen_ms + st->poisson_ms + st->finish_ms, st->assemble_ms,
-           st->eigen_ms, st->poisson_ms, st->finish_ms);
+    mb_willmore_log_step(wm->name, s, st);
   }
   return MB_SUCCESS;
 }
@@ -701,11 +726,6 @@ mb_error mb_willmore_run_cpu(const mb_willmore_params *p, mb_willmore_mesh *wm,
                              mb_willmore_report *rep) {
   MB_CHECK(p && wm && wm->adj && wm->x && rep && rep->step && p->steps >= 1,
            MB_ERR_ARG, "mb_willmore_run_cpu: bad arguments");
-  MB_CHECK(p->time_step > 0 && isfinite(p->time_step), MB_ERR_ARG,
-           "%s: time_step %g: it must be a finite number > 0", wm->name, p->time_step);
-  MB_CHECK(p->max_iterations >= 1 && p->tolerance > 0, MB_ERR_ARG,
-           "%s: max_iterations %d, tolerance %g: they must be >= 1 and > 0", wm->name,
-           p->max_iterations, p->tolerance);
   wm_work w = {0};
   mb_error e = run(p, wm, rep, &w);
   work_free(&w);

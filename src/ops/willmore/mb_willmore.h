@@ -166,6 +166,45 @@ typedef struct mb_willmore_report {
 mb_error mb_willmore_run_cpu(const mb_willmore_params *p, mb_willmore_mesh *wm,
                              mb_willmore_report *rep);
 
+/* The same steps on the GPU (cuda/willmore/mb_willmore.cu; builds without
+ * CUDA link cuda/willmore/mb_willmore_cuda_stub.c, which returns
+ * MB_ERR_UNSUPPORTED): the checks of mb_willmore_check on the host, then
+ * every step on the current device in float64, positions kept there: the
+ * curvature change and its projection (kernels and the exact device sums
+ * of partition/mb_reduce.h), D - rho assembled by one thread per triangle
+ * into the block positions of mb_willmore_dirac_pattern (float64 atomic
+ * adds: the order of a slot's additions varies, so the values agree with
+ * the CPU's to rounding, not bit for bit), the inverse iteration with
+ * cuda/linalg's device Cholesky (METIS order and csrchol analysis once
+ * per mesh, factor once per step, one solve and one download of three
+ * numbers per iteration), the edges, the pinned Poisson solve (device
+ * Cholesky, factor per step), recentring and rescaling, the energy and
+ * the distortion. The same contract, report and messages as
+ * mb_willmore_run_cpu (one rank, not collective; the phase times are wall
+ * times with the device synchronised between phases); MB_ERR_CUDA too. */
+mb_error mb_willmore_run_cuda(const mb_willmore_params *p, mb_willmore_mesh *wm,
+                              mb_willmore_report *rep);
+
+/* For both backends: the arguments (p, wm), then the surface checks above
+ * (closed, manifold, consistently oriented, no degenerate triangle, every
+ * vertex on a triangle, finite coordinates) on the host, before any step.
+ * Not collective. Errors: those of mb_willmore_run_cpu before its steps. */
+mb_error mb_willmore_check(const mb_willmore_params *p, const mb_willmore_mesh *wm);
+
+/* The -v line of step s (0-based) of mesh `name` (both backends). */
+void mb_willmore_log_step(const char *name, int s, const mb_willmore_step *st);
+
+/* The Dirac operator's pattern for both backends: *D (a new real 4 nv x
+ * 4 nv mb_csr, values 0, owned by the caller: mb_csr_free) with 4x4
+ * blocks on adj's vertex pattern, slot [nf, 9] (caller's) the position in
+ * D's values of block (a, b)'s (0, 0) entry of triangle f (row
+ * 4 tri[f][a], column 4 tri[f][b]; the block's row r is 4 rowlen[i] r
+ * further), rowlen [nv] (caller's) the entries of each vertex row of
+ * adj's pattern. Not collective. Errors: MB_ERR_ARG (bad arguments, a
+ * triangle whose edge adj lacks, 16 nnz over 2^31), MB_ERR_MEMORY. */
+mb_error mb_willmore_dirac_pattern(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
+                                   mb_csr **D, int32_t *slot, int32_t *rowlen);
+
 /* Step 1's projection: remove from rho [n] its components along the
  * basis {1, N_x, N_y, N_z} (N [n, 3], any lengths), orthonormalised in the
  * inner product <a, b>_M = sum_i mass_i a_i b_i (mass [n] > 0), by

@@ -1,6 +1,6 @@
 /* meshbatch: `meshbatch bench willmore` (the willmore room's benchmark):
- * steps of willmore_flow on one mesh on the CPU, per phase. Prints figures;
- * asserts nothing. */
+ * steps of willmore_flow on one mesh on the CPU and/or the GPU, per phase.
+ * Prints figures; asserts nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "mb_adjacency.h"
 #include "mb_args.h"
+#include "mb_cuda.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
@@ -15,8 +16,10 @@
 
 static const char willmore_bench_help[] =
     "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
-    "                                [--tolerance T] [--max-iterations N]\n\n"
-    "Times willmore_flow on one closed triangle mesh on the CPU (INPUT: a collection\n"
+    "                                [--tolerance T] [--max-iterations N]\n"
+    "                                [--backend cpu|cuda|both]\n\n"
+    "Times willmore_flow on one closed triangle mesh on the CPU and/or the GPU (--backend;\n"
+    "cuda is skipped, saying so, where there is no device; INPUT: a collection\n"
     "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
     "it runs --steps steps from the input's positions and prints per step the\n"
     "Willmore energy, the inverse iteration's solves, the step's largest quasi-\n"
@@ -27,8 +30,10 @@ static const char willmore_bench_help[] =
     "and solve); the update (rescale, the next step's Laplacian and mass, the\n"
     "energy, the distortion); then the median step after the first. The setup\n"
     "before the steps (the checks, the Dirac operator's pattern and its symbolic\n"
-    "analysis, made once per mesh) is printed on its own.\n"
-    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100.\n";
+    "analysis, made once per mesh; on the GPU also the uploads and the device\n"
+    "Cholesky's analyses) is printed on its own. On the GPU the device is\n"
+    "synchronised between phases.\n"
+    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu.\n";
 
 #define MAX_LIST 8
 
@@ -38,6 +43,7 @@ typedef struct bench_opts {
   int ndt;
   long steps, max_iter;
   double tolerance;
+  int cpu, cuda;
 } bench_opts;
 
 static int usage(const char *msg) {
@@ -47,7 +53,7 @@ static int usage(const char *msg) {
 
 /* -1: help printed; 0: parsed; else the exit code. */
 static int bench_parse(int argc, char **argv, bench_opts *o) {
-  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10};
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -81,6 +87,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->max_iter = strtol(v, &end, 10);
       if (*end || o->max_iter < 1 || o->max_iter > 100000)
         return usage("--max-iterations: 1 to 100000");
+    } else if (!strcmp(a, "--backend")) {
+      o->cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
+      o->cuda = !strcmp(v, "cuda") || !strcmp(v, "both");
+      if (!o->cpu && !o->cuda) return usage("--backend: cpu, cuda or both");
     } else if (!strcmp(a, "--tolerance")) {
       o->tolerance = strtod(v, &end);
       if (*end || !(o->tolerance > 0 && o->tolerance < 1)) return usage("--tolerance: in (0, 1)");
@@ -130,29 +140,42 @@ int mb_willmore_bench(int argc, char **argv) {
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
   mb_mesh *m = NULL;
   mb_adjacency *adj = NULL;
+  char why[256] = "", dev_name[256] = "";
+  if (o.cuda && mb_cuda_device_count(why, sizeof why) < 1) {
+    printf("cuda: skipped (%s)\n", why[0] ? why : "no CUDA device");
+    o.cuda = 0;
+    if (!o.cpu) return MB_EXIT_OK;
+  }
   const double t0 = mb_wtime();
-  mb_error e = load(&o, &m);
+  mb_error e = MB_SUCCESS;
+  int dev = 0;
+  if (o.cuda) e = mb_cuda_select_device(0, &dev, dev_name, sizeof dev_name);
+  if (!e) e = load(&o, &m);
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e)
-    printf("bench willmore: %s, %lld vertices, %lld triangles (read in %.2f s); cpu, "
+    printf("bench willmore: %s, %lld vertices, %lld triangles (read in %.2f s); %s%s%s%s, "
            "tolerance %g\n",
-           m->name, (long long)m->nv, (long long)m->nf, mb_wtime() - t0, o.tolerance);
+           m->name, (long long)m->nv, (long long)m->nf, mb_wtime() - t0, o.cpu ? "cpu" : "",
+           o.cpu && o.cuda ? " and " : "", o.cuda ? "cuda on " : "", o.cuda ? dev_name : "",
+           o.tolerance);
   double *x = e ? NULL : malloc(sizeof *x * 3 * (size_t)m->nv);
   mb_willmore_step *st = calloc((size_t)o.steps, sizeof *st);
   double *tot = calloc((size_t)o.steps, sizeof *tot);
   if (!e && !(x && st && tot))
     e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  for (int k = 0; k < o.ndt && !e; k++) {
+  for (int kk = 0; kk < 2 * o.ndt && !e; kk++) {
+    const int cuda = kk >= o.ndt, k = kk % o.ndt;
+    if ((cuda && !o.cuda) || (!cuda && !o.cpu)) continue;
     memcpy(x, m->xyz, sizeof *x * 3 * (size_t)m->nv);
     mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter};
     mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, x, m->name, NULL};
     mb_willmore_report rep = {.step = st};
-    printf("cpu, time step %g:\n", o.dt[k]);
+    printf("%s, time step %g:\n", cuda ? "cuda" : "cpu", o.dt[k]);
     fflush(stdout);
-    e = mb_willmore_run_cpu(&p, &wm, &rep);
+    e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
     if (e) break;
-    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern and analysis)\n",
-           rep.energy0, rep.setup_ms);
+    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern and analysis%s)\n",
+           rep.energy0, rep.setup_ms, cuda ? ", uploads" : "");
     for (int s = 0; s < rep.steps; s++) {
       const mb_willmore_step *q = &st[s];
       tot[s] = q->assemble_ms + q->eigen_ms + q->poisson_ms + q->finish_ms;

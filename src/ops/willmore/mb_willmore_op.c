@@ -1,8 +1,8 @@
 /* meshbatch: the op willmore_flow (registration, keys, entry; the method is
- * in mb_willmore.h). Per mesh on the CPU. It has no CUDA entry yet: a job
- * with backend: cuda is refused by the runner for every mesh ("willmore_flow
- * has no cuda backend"), and no partitioned form (distribute: partitioned
- * is refused likewise). Each stage records its steps in the provenance as
+ * in mb_willmore.h). Per mesh, on the CPU (mb_willmore_run_cpu) or, with
+ * backend: cuda, on the rank's GPU (mb_willmore_run_cuda,
+ * cuda/willmore/). It has no partitioned form (distribute: partitioned is
+ * refused by the runner). Each stage records its steps in the provenance as
  * `stage_N_willmore` (N: the stage's provenance number) and in `-v`
  * output. */
 #include <stddef.h>
@@ -51,7 +51,8 @@ static mb_error willmore_run(const mb_op_ctx *ctx, const mb_stage *stages, int n
       break;
     }
     mb_op_computed(ctx, MB_PRECISION_FLOAT64);
-    e = mb_willmore_run_cpu(p, &wm, &rep);
+    e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_willmore_run_cuda(p, &wm, &rep)
+                                              : mb_willmore_run_cpu(p, &wm, &rep);
     if (!e) e = record(&m->attrs, &stages[s], &rep);
     free(rep.step);
   }
@@ -96,6 +97,6 @@ const mb_op_info mb_op_willmore_flow = {
     .nparams = (int)(sizeof willmore_params / sizeof willmore_params[0]),
     .params_size = sizeof(mb_willmore_params),
     .cost = willmore_cost,
-    .run = {willmore_run, NULL}, /* no CUDA entry yet: the runner refuses backend: cuda */
+    .run = {willmore_run, willmore_run}, /* the backend is chosen in willmore_run */
     .bench = mb_willmore_bench,
 };
