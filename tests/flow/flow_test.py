@@ -46,7 +46,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import DATA, SKIP, SRC, TMP, cuda_devices, fail, need_module, run  # noqa: E402
+from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron,  # noqa: E402
+                    icosphere, need_module, run, write_obj)
 
 # spot_round: the limit of the discrete conformalized flow is round only to
 # the discretization's accuracy (measured: variation 9.1e-3 on spot's 2,930
@@ -58,42 +59,6 @@ SPOT_DT = 0.1
 SPOT_STEPS = 40
 
 
-def icosahedron():
-    t = (1 + 5 ** 0.5) / 2
-    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t),
-         (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
-    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
-         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
-         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
-    v = [tuple(c / math.sqrt(sum(x * x for x in p)) for c in p) for p in v]
-    return v, f
-
-
-def icosphere(levels):
-    v, f = icosahedron()
-    for _ in range(levels):
-        mid, nf = {}, []
-
-        def m(a, b):
-            k = (min(a, b), max(a, b))
-            if k not in mid:
-                p = [(x + y) / 2 for x, y in zip(v[a], v[b])]
-                r = math.sqrt(sum(c * c for c in p))
-                v.append(tuple(c / r for c in p))
-                mid[k] = len(v) - 1
-            return mid[k]
-        for a, b, c in f:
-            ab, bc, ca = m(a, b), m(b, c), m(c, a)
-            nf += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        f = nf
-    return v, f
-
-
-def write_obj(path, v, f):
-    with open(path, "w") as out:
-        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
-        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
-    return path
 
 
 def run_job(name, inputs, stages, backend, np=None, expect=0, distribute="per-mesh"):

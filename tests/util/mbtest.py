@@ -4,6 +4,7 @@ Environment set by mb_add_test: MESHBATCH_EXE, MESHBATCH_SOURCE_DIR,
 MESHBATCH_DATA_DIR (may be absent), MESHBATCH_TEST_TMP, MESHBATCH_MPIEXEC.
 A test script adds this folder to sys.path and imports what it needs.
 """
+import math
 import os
 import shlex
 import subprocess
@@ -116,3 +117,44 @@ def cuda_devices():
         if line.startswith("CUDA devices:"):
             return int(line.split(":")[1].split()[0])
     return 0
+
+
+def icosahedron():
+    """The regular icosahedron on the unit sphere: (vertices, faces), 0-based."""
+    t = (1 + 5 ** 0.5) / 2
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t),
+         (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    v = [tuple(c / math.sqrt(sum(x * x for x in p)) for c in p) for p in v]
+    return v, f
+
+
+def icosphere(levels):
+    """The icosahedron subdivided `levels` times, new vertices on the unit sphere."""
+    v, f = icosahedron()
+    for _ in range(levels):
+        mid, nf = {}, []
+
+        def m(a, b):
+            k = (min(a, b), max(a, b))
+            if k not in mid:
+                p = [(x + y) / 2 for x, y in zip(v[a], v[b])]
+                r = math.sqrt(sum(c * c for c in p))
+                v.append(tuple(c / r for c in p))
+                mid[k] = len(v) - 1
+            return mid[k]
+        for a, b, c in f:
+            ab, bc, ca = m(a, b), m(b, c), m(c, a)
+            nf += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        f = nf
+    return v, f
+
+
+def write_obj(path, v, f):
+    """Write vertices v and 0-based faces f as an OBJ file at path; returns path."""
+    with open(path, "w") as out:
+        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
+    return path
