@@ -107,7 +107,34 @@ typedef struct pp_state {
   const char *name;
   mb_polylla_ties ties;
   mb_polylla_rank_figures fig;
+  double mark_wall, mark_cpu, mark_minflt; /* where the current step began */
 } pp_state;
+
+/* The clocks of a step: wall (s), process CPU (s), minor faults. */
+static void pp_clocks(double *wall, double *cpu, double *minflt) {
+  struct rusage ru;
+  *wall = mb_wtime();
+  *cpu = 0;
+  *minflt = 0;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    *cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+    *minflt = (double)ru.ru_minflt;
+  }
+}
+
+/* End step k (MB_PP_STEP_*): its figures add what passed since the mark;
+ * the next step begins now. */
+static void pp_step_end(pp_state *s, int k) {
+  double w, c, f;
+  pp_clocks(&w, &c, &f);
+  s->fig.step_ms[k] += 1e3 * (w - s->mark_wall);
+  s->fig.step_cpu_ms[k] += 1e3 * (c - s->mark_cpu);
+  s->fig.step_minflt[k] += f - s->mark_minflt;
+  s->mark_wall = w;
+  s->mark_cpu = c;
+  s->mark_minflt = f;
+}
 
 /* distribute: this rank's owned triangles, by global id. */
 static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitioner partitioner,
@@ -155,6 +182,7 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitio
                 s->name, (long long)degenerate);
   double tr0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_dual(comm, slab, vstarts, nbr, &s->fig.bytes));
+  pp_step_end(s, MB_PP_STEP_DUAL);
   double tr1 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, partitioner, part, &s->fig.bytes));
   double tr2 = mb_wtime();
@@ -272,6 +300,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     }
   double t1 = mb_wtime();
   s->fig.ms_label = 1e3 * (t1 - t0);
+  pp_step_end(s, MB_PP_STEP_LABEL);
 
   /* regions: union-find here, then (smallest id, its owner) over the cut */
   for (int64_t i = 0; i < n; i++) parent[i] = i;
@@ -322,6 +351,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     own[i].crossing = crossing[r];
   }
   s->fig.ms_regions = 1e3 * (mb_wtime() - t1);
+  pp_step_end(s, MB_PP_STEP_REGIONS);
 done:
   mb_halo_free(halo);
   free(gid); free(ghost); free(ghost_owner); free(parent); free(label); free(lab_owner);
@@ -552,8 +582,10 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   int64_t nown = 0, nboundary = 0, ngot = 0, *heads = NULL;
   mb_mesh *poly = NULL;
   mb_polylla_stats st;
-  double t0 = mb_wtime();
+  pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
+  double t0 = s.mark_wall;
   MB_CALL_GOTO(err, done, pp_distribute(&s, slab, partitioner, &own, &nown, &nboundary));
+  pp_step_end(&s, MB_PP_STEP_DISTRIBUTE);
   s.fig.owned = (double)nown;
   double t1 = mb_wtime();
   s.fig.ms_distribute = 1e3 * (t1 - t0);
@@ -588,12 +620,14 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   s.fig.meshed = (double)nmine;
   double t3 = mb_wtime();
   s.fig.ms_stitch = 1e3 * (t3 - t2);
+  pp_step_end(&s, MB_PP_STEP_STITCH);
 
   /* mesh: the backend on whole regions */
   err = pp_mesh(&s, mine, nmine, slab->nv, opts, cuda, &poly, &heads, &st);
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
   double t4 = mb_wtime();
   s.fig.ms_mesh = 1e3 * (t4 - t3);
+  pp_step_end(&s, MB_PP_STEP_MESH);
   s.fig.ms_phases = cuda ? st.ms_kernels : st.ms_label + st.ms_repair + st.ms_traversal;
   if (poly)
     for (int64_t q = 0; q < poly->nf; q++) {
@@ -615,6 +649,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
   s.fig.ms_output = 1e3 * (mb_wtime() - t4);
+  pp_step_end(&s, MB_PP_STEP_OUTPUT);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
   if (fig) *fig = s.fig;
@@ -648,6 +683,19 @@ mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
              f->migrated, f->polygons_local + f->polygons_stitched, f->polygons_stitched,
              f->cc_rounds, f->bytes / 1e6, f->ms_distribute, f->ms_label, f->ms_regions,
              f->ms_stitch, f->ms_mesh, f->ms_output, f->peak_rss_mb);
+    }
+    mb_log(MB_LOG_NORMAL, "  host steps per rank: wall ms / CPU ms (user + system) / thousands "
+           "of minor page faults\n"
+           "  rank          dual graph          distribute               label             "
+           "regions              stitch                mesh              output");
+    for (int r = 0; r < size; r++) {
+      const mb_polylla_rank_figures *f = (const mb_polylla_rank_figures *)all + r;
+      char line[512];
+      int at = snprintf(line, sizeof line, "  %4d", r);
+      for (int k = 0; k < MB_PP_NSTEPS && at > 0 && at < (int)sizeof line; k++)
+        at += snprintf(line + at, sizeof line - (size_t)at, " %7.1f/%6.1f/%5.0f",
+                       f->step_ms[k], f->step_cpu_ms[k], 1e-3 * f->step_minflt[k]);
+      mb_log(MB_LOG_NORMAL, "%s", line);
     }
   }
   free(all);
