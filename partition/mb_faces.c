@@ -42,26 +42,32 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
   MB_CALL_MPI(MPI_Comm_rank(comm, &me));
   mb_error err = MB_SUCCESS;
   /* counts and displacements in records of one contiguous datatype, so a
-   * message may exceed INT_MAX bytes (up to INT_MAX records in all) */
+   * message may exceed INT_MAX bytes (up to INT_MAX records in all). A
+   * rank's records to itself never enter MPI nor the send buffer: they are
+   * copied once, straight to their place in the receive buffer. */
   MPI_Datatype rec = MPI_DATATYPE_NULL;
   int *scount = calloc((size_t)size, sizeof *scount), *rcount = calloc((size_t)size, sizeof *rcount);
   int *sdispl = calloc((size_t)size + 1, sizeof *sdispl), *rdispl = calloc((size_t)size + 1, sizeof *rdispl);
   int64_t *pos = calloc((size_t)size + 1, sizeof *pos);
-  char *sbuf = malloc(width * (size_t)(n ? n : 1));
-  char *rbuf = NULL;
+  char *sbuf = NULL, *rbuf = NULL;
   int *src = NULL;
-  int bad = !scount || !rcount || !sdispl || !rdispl || !pos || !sbuf || width > INT_MAX;
+  int bad = !scount || !rcount || !sdispl || !rdispl || !pos || width > INT_MAX;
   for (int64_t i = 0; !bad && i < n; i++) pos[dest[i]]++;
+  const int64_t nself = bad ? 0 : pos[me];
   int64_t total = 0;
   for (int r = 0; !bad && r < size; r++) {
-    int64_t c = pos[r];
+    int64_t c = r == me ? 0 : pos[r];
     pos[r] = total;
     total += c;
-    if (total > INT_MAX) bad = 2;
+    if (total > INT_MAX || nself > INT_MAX) bad = 2;
     else {
       scount[r] = (int)c;
       sdispl[r] = (int)pos[r];
     }
+  }
+  if (!bad) {
+    sbuf = malloc(width * (size_t)(total ? total : 1));
+    if (!sbuf) bad = 1;
   }
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   if (bad) {
@@ -72,8 +78,10 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
     goto done;
   }
   for (int64_t i = 0; i < n; i++)
-    memcpy(sbuf + width * (size_t)pos[dest[i]]++, (const char *)recs + width * (size_t)i, width);
+    if (dest[i] != me)
+      memcpy(sbuf + width * (size_t)pos[dest[i]]++, (const char *)recs + width * (size_t)i, width);
   MB_CALL_MPI_GOTO(err, done, MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, comm));
+  rcount[me] = (int)nself; /* not through MPI: rcount[me] was 0 */
   int64_t rtotal = 0;
   for (int r = 0; r < size; r++) {
     if (rtotal + rcount[r] > INT_MAX) bad = 2;
@@ -81,23 +89,31 @@ mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t w
     rtotal += rcount[r];
   }
   rbuf = malloc(width * (size_t)(rtotal ? rtotal : 1));
-  src = malloc(sizeof *src * (size_t)(rtotal + 1));
-  if (!rbuf || !src) bad = bad ? bad : 1;
+  if (from) src = malloc(sizeof *src * (size_t)(rtotal + 1));
+  if (!rbuf || (from && !src)) bad = bad ? bad : 1;
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   if (bad) {
     err = mb_error_set(bad == 2 ? MB_ERR_ARG : MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
                        "cannot receive an exchange of %lld records", (long long)rtotal);
     goto done;
   }
+  { /* this rank's own records, in their send order */
+    char *to = rbuf + width * (size_t)rdispl[me];
+    for (int64_t i = 0, k = 0; i < n && k < nself; i++)
+      if (dest[i] == me) memcpy(to + width * (size_t)k++, (const char *)recs + width * (size_t)i, width);
+  }
+  rcount[me] = 0;
   MB_CALL_MPI_GOTO(err, done, MPI_Type_contiguous((int)width, MPI_BYTE, &rec));
   MB_CALL_MPI_GOTO(err, done, MPI_Type_commit(&rec));
   MB_CALL_MPI_GOTO(err, done, MPI_Alltoallv(sbuf, scount, sdispl, rec, rbuf, rcount, rdispl, rec,
                                             comm));
+  rcount[me] = (int)nself;
   *nrecv = rtotal;
-  for (int r = 0; r < size; r++)
-    for (int64_t k = rdispl[r]; k < (int64_t)rdispl[r] + rcount[r]; k++) src[k] = r;
+  if (src)
+    for (int r = 0; r < size; r++)
+      for (int64_t k = rdispl[r]; k < (int64_t)rdispl[r] + rcount[r]; k++) src[k] = r;
   if (bytes) /* to and from other ranks: a rank's records to itself are copied */
-    *bytes += (double)width * (double)((n - scount[me]) + (rtotal - rcount[me]));
+    *bytes += (double)width * (double)((n - nself) + (rtotal - nself));
   *recv = rbuf;
   rbuf = NULL;
   if (from) {
@@ -167,86 +183,140 @@ done:
   return err;
 }
 
-/* An edge of a triangle at its rendezvous rank. */
+/* An edge of a triangle sent to its rendezvous rank. */
 typedef struct edge_rec {
   int64_t lo, hi; /* vertex pair, lo < hi */
   int64_t he;     /* 3 * face row + k */
 } edge_rec;
 
-static int cmp_edge(const void *a, const void *b) {
-  const edge_rec *x = a, *y = b;
-  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
-  if (x->hi != y->hi) return x->hi < y->hi ? -1 : 1;
-  return (x->he > y->he) - (x->he < y->he);
+/* A half-edge in its rendezvous vertex's bucket: the larger vertex, the
+ * global half-edge id, and where it came from (x < nh: this rank's
+ * half-edge x; else record x - nh of those received). */
+typedef struct edge_key {
+  int64_t hi, he, x;
+} edge_key;
+
+static int cmp_edge_key(const void *a, const void *b) {
+  const edge_key *p = a, *q = b;
+  if (p->hi != q->hi) return p->hi < q->hi ? -1 : 1;
+  return (p->he > q->he) - (p->he < q->he);
 }
 
 mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *vstarts,
                        int64_t *nbr, double *bytes) {
-  int size;
+  int size, rank;
   MB_CALL_MPI(MPI_Comm_size(comm, &size));
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   const mb_mesh *m = slab->rows;
-  const int64_t nf = m->nf, nh = 3 * nf;
+  const int64_t nf = m->nf, nh = 3 * nf, h0 = 3 * slab->face_start;
+  const int64_t v0 = vstarts[rank], v1 = vstarts[rank + 1], nblock = v1 - v0;
+  const int64_t *fi = m->face_indices;
   mb_error err = MB_SUCCESS;
-  edge_rec *e = malloc(sizeof *e * (size_t)(nh ? nh : 1)), *got = NULL;
-  int *dest = malloc(sizeof *dest * (size_t)(nh ? nh : 1)), *from = NULL;
+  edge_rec *e = NULL, *got = NULL;
+  int *dest = NULL, *from = NULL;
   int64_t (*reply)[2] = NULL, (*back)[2] = NULL;
-  int64_t ngot = 0, nback = 0, nonmanifold = INT64_MAX;
+  int64_t *start = NULL, *entry = NULL;
+  edge_key *key = NULL;
+  int64_t ngot = 0, nback = 0, nonmanifold = INT64_MAX, nkey = 0;
+  /* Half-edges whose smaller vertex lies in this rank's block are matched
+   * here from the face rows, with no record; only the others travel, to
+   * the rank holding their smaller vertex. Every buffer is sized by this
+   * rank's rows, its block and what it receives. */
+  int64_t nsend = 0;
+  for (int64_t h = 0; h < nh; h++) {
+    int64_t a = fi[h], b = fi[h - h % 3 + (h % 3 + 1) % 3], lo = a < b ? a : b;
+    nsend += lo < v0 || lo >= v1;
+  }
+  e = malloc(sizeof *e * (size_t)(nsend ? nsend : 1));
+  dest = malloc(sizeof *dest * (size_t)(nsend ? nsend : 1));
   int bad = !e || !dest;
-  for (int64_t f = 0; !bad && f < nf; f++)
-    for (int k = 0; k < 3; k++) {
-      int64_t a = m->face_indices[3 * f + k], b = m->face_indices[3 * f + (k + 1) % 3];
-      e[3 * f + k] = (edge_rec){a < b ? a : b, a < b ? b : a, 3 * (slab->face_start + f) + k};
-      dest[3 * f + k] = mb_block_owner(vstarts, size, a < b ? a : b);
-    }
+  for (int64_t h = 0, q = 0; !bad && h < nh; h++) {
+    int64_t a = fi[h], b = fi[h - h % 3 + (h % 3 + 1) % 3], lo = a < b ? a : b;
+    if (lo >= v0 && lo < v1) continue;
+    e[q] = (edge_rec){lo, a < b ? b : a, h0 + h};
+    dest[q++] = mb_block_owner(vstarts, size, lo);
+  }
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
-  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nh, dest, sizeof *e, e, &ngot, (void **)&got,
-                                              &from, bytes));
-  /* pair the half-edges of each vertex pair; answer each with its partner.
-   * Sorted by a counting sort on the smaller vertex (this rank's block),
-   * then within each vertex's few edges by (hi, arrival). */
-  int rank;
-  MB_CALL_MPI_GOTO(err, done, MPI_Comm_rank(comm, &rank));
-  const int64_t v0 = vstarts[rank], nblock = vstarts[rank + 1] - v0;
-  int64_t *order = calloc((size_t)nblock + 2, sizeof *order);
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsend, dest, sizeof *e, e, &ngot,
+                                              (void **)&got, &from, bytes));
+  free(e);
+  e = NULL;
+  free(dest);
+  dest = NULL;
+  /* buckets by the smaller vertex (a counting sort over this rank's block);
+   * within each, sorted by (larger vertex, half-edge): pairs are neighbours */
+  start = calloc((size_t)nblock + 2, sizeof *start);
+  entry = malloc(sizeof *entry * (size_t)(nh - nsend + ngot + 1));
   reply = malloc(sizeof *reply * (size_t)(ngot ? ngot : 1));
-  edge_rec *sorted = malloc(sizeof *sorted * (size_t)(ngot ? ngot : 1));
-  bad = !order || !reply || !sorted;
+  bad = !start || !entry || !reply;
   if (!bad) {
-    for (int64_t i = 0; i < ngot; i++) order[got[i].lo - v0 + 1]++;
-    for (int64_t v = 0; v < nblock; v++) order[v + 1] += order[v];
-    for (int64_t i = 0; i < ngot; i++) sorted[order[got[i].lo - v0]++] = (edge_rec){got[i].lo, got[i].hi, i};
-    for (int64_t v = 0; v < nblock; v++) { /* now order[v] ends vertex v's run */
-      int64_t b = v ? order[v - 1] : 0, e = order[v];
-      if (e - b > 16) {
-        qsort(sorted + b, (size_t)(e - b), sizeof *sorted, cmp_edge);
-        continue;
-      }
-      for (int64_t i = b + 1; i < e; i++) { /* a vertex's few edges */
-        edge_rec x = sorted[i];
-        int64_t j = i;
-        for (; j > b && cmp_edge(&sorted[j - 1], &x) > 0; j--) sorted[j] = sorted[j - 1];
-        sorted[j] = x;
+    for (int64_t h = 0; h < nh; h++) {
+      int64_t a = fi[h], b = fi[h - h % 3 + (h % 3 + 1) % 3], lo = a < b ? a : b;
+      if (lo >= v0 && lo < v1) start[lo - v0 + 1]++;
+    }
+    for (int64_t i = 0; i < ngot; i++) start[got[i].lo - v0 + 1]++;
+    for (int64_t v = 0; v < nblock; v++) start[v + 1] += start[v];
+    for (int64_t h = 0; h < nh; h++) {
+      int64_t a = fi[h], b = fi[h - h % 3 + (h % 3 + 1) % 3], lo = a < b ? a : b;
+      if (lo >= v0 && lo < v1) entry[start[lo - v0]++] = h;
+    }
+    for (int64_t i = 0; i < ngot; i++) entry[start[got[i].lo - v0]++] = nh + i;
+    /* now start[v] ends vertex v's bucket */
+  }
+  for (int64_t v = 0; !bad && v < nblock; v++) {
+    int64_t b = v ? start[v - 1] : 0, en = start[v], len = en - b;
+    if (len > nkey) {
+      free(key);
+      nkey = 2 * len;
+      key = malloc(sizeof *key * (size_t)nkey);
+      if (!key) {
+        bad = 1;
+        break;
       }
     }
-    for (int64_t i = 0; i < ngot;) {
-      int64_t j = i;
-      while (j < ngot && sorted[j].lo == sorted[i].lo && sorted[j].hi == sorted[i].hi) j++;
-      if (j - i > 2) { /* name the triangle of the smallest half-edge */
-        for (int64_t q = i; q < j; q++)
-          if (got[sorted[q].he].he / 3 < nonmanifold) nonmanifold = got[sorted[q].he].he / 3;
+    for (int64_t t = 0; t < len; t++) {
+      int64_t x = entry[b + t];
+      if (x < nh) {
+        int64_t a = fi[x], c = fi[x - x % 3 + (x % 3 + 1) % 3];
+        key[t] = (edge_key){a < c ? c : a, h0 + x, x};
+      } else {
+        key[t] = (edge_key){got[x - nh].hi, got[x - nh].he, x};
       }
+    }
+    if (len > 16) {
+      qsort(key, (size_t)len, sizeof *key, cmp_edge_key);
+    } else {
+      for (int64_t i = 1; i < len; i++) { /* a vertex's few edges */
+        edge_key y = key[i];
+        int64_t j = i;
+        for (; j > 0 && cmp_edge_key(&key[j - 1], &y) > 0; j--) key[j] = key[j - 1];
+        key[j] = y;
+      }
+    }
+    for (int64_t i = 0; i < len;) {
+      int64_t j = i;
+      while (j < len && key[j].hi == key[i].hi) j++;
+      if (j - i > 2) /* name the triangle of the smallest half-edge */
+        for (int64_t q = i; q < j; q++)
+          if (key[q].he / 3 < nonmanifold) nonmanifold = key[q].he / 3;
       for (int64_t q = i; q < j; q++) {
-        int64_t me = sorted[q].he;
-        int64_t other = j - i == 2 ? got[sorted[q == i ? i + 1 : i].he].he / 3 : -1;
-        reply[me][0] = got[me].he;
-        reply[me][1] = j - i == 2 ? other : -1;
+        int64_t other = j - i == 2 ? key[q == i ? i + 1 : i].he / 3 : -1;
+        int64_t x = key[q].x;
+        if (x < nh) {
+          nbr[x] = other;
+        } else {
+          reply[x - nh][0] = got[x - nh].he;
+          reply[x - nh][1] = other;
+        }
       }
       i = j;
     }
   }
-  free(order);
-  free(sorted);
+  free(start);
+  start = NULL;
+  free(entry);
+  entry = NULL;
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm));
   MB_CHECK_GOTO(err, done, !bad, MB_ERR_MEMORY, "out of memory for the dual graph");
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &nonmanifold, 1, MPI_INT64_T, MPI_MIN,
@@ -257,9 +327,10 @@ mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *v
                 m->name ? m->name : "", (long long)nonmanifold);
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ngot, from, sizeof *reply, reply, &nback,
                                               (void **)&back, NULL, bytes));
-  for (int64_t i = 0; i < nback; i++) nbr[back[i][0] - 3 * slab->face_start] = back[i][1];
+  for (int64_t i = 0; i < nback; i++) nbr[back[i][0] - h0] = back[i][1];
 done:
-  free(e); free(got); free(dest); free(from); free(reply); free(back);
+  free(e); free(got); free(dest); free(from); free(reply); free(back); free(start); free(entry);
+  free(key);
   return err;
 }
 

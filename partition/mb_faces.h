@@ -48,7 +48,9 @@ int mb_block_owner(const int64_t *starts, int size, int64_t g);
  * the *nrecv records sent to this rank, by source rank, each source's in
  * its send order; from[] (may be NULL; else malloc'd [*nrecv], owned by the
  * caller) the source rank of each. *bytes (may be NULL) adds the bytes this
- * rank sent to and received from other ranks. Collective (MPI_Alltoall + MPI_Alltoallv).
+ * rank sent to and received from other ranks. Records to this rank itself
+ * are copied once into the receive buffer, never through MPI. Collective
+ * (MPI_Alltoall + MPI_Alltoallv).
  * Errors: MB_ERR_MEMORY, MB_ERR_MPI, MB_ERR_ARG (over INT_MAX records). */
 mb_error mb_records_exchange(MPI_Comm comm, int64_t n, const int *dest, size_t width,
                              const void *recs, int64_t *nrecv, void **recv, int **from,
@@ -67,7 +69,10 @@ mb_error mb_block_fetch(MPI_Comm comm, const int64_t *starts, size_t width, cons
  * receives the global face row across edge (v_k, v_{k+1 mod 3}) of each,
  * -1 on the boundary. Edges are matched by their vertex pair (either
  * direction) at the rank whose vertex block (vstarts) holds the smaller
- * vertex. Collective. Errors (agreed on every rank): MB_ERR_FORMAT (an edge
+ * vertex: a rank's half-edges whose smaller vertex is in its own block are
+ * matched in place (no record), only the others are sent; memory and work
+ * are proportional to the rank's face rows, vertex block and what it
+ * receives. Collective. Errors (agreed on every rank): MB_ERR_FORMAT (an edge
  * in more than two triangles, naming a triangle by its 0-based row),
  * MB_ERR_MEMORY, MB_ERR_MPI. */
 mb_error mb_faces_dual(MPI_Comm comm, const mb_mesh_slab *slab, const int64_t *vstarts,

@@ -107,9 +107,69 @@ typedef struct pp_state {
   const char *name;
   mb_polylla_ties ties;
   mb_polylla_rank_figures fig;
+  double mark_wall, mark_cpu, mark_minflt; /* where the current step began */
 } pp_state;
 
-/* distribute: this rank's owned triangles, by global id. */
+/* The clocks of a step: wall (s), process CPU (s), minor faults. */
+static void pp_clocks(double *wall, double *cpu, double *minflt) {
+  struct rusage ru;
+  *wall = mb_wtime();
+  *cpu = 0;
+  *minflt = 0;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    *cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+    *minflt = (double)ru.ru_minflt;
+  }
+}
+
+/* End step k (MB_PP_STEP_*): its figures add what passed since the mark;
+ * the next step begins now. */
+static void pp_step_end(pp_state *s, int k) {
+  double w, c, f;
+  pp_clocks(&w, &c, &f);
+  s->fig.step_ms[k] += 1e3 * (w - s->mark_wall);
+  s->fig.step_cpu_ms[k] += 1e3 * (c - s->mark_cpu);
+  s->fig.step_minflt[k] += f - s->mark_minflt;
+  s->mark_wall = w;
+  s->mark_cpu = c;
+  s->mark_minflt = f;
+}
+
+/* What pp_fill reads: the slab, its blocks, the corners' coordinates and
+ * the neighbours' owners fetched from other ranks (in row order). */
+typedef struct pp_rows {
+  const mb_mesh *m;
+  int64_t f0, f1, v0, v1; /* this rank's face rows and vertex block */
+  const int64_t *nbr;     /* [3 nf] dual graph */
+  const int32_t *part;    /* [nf] owners of this rank's faces */
+  const double *rxyz;     /* [3 x] corners in other ranks' blocks, in row order */
+  const int32_t *rpart;   /* owners of neighbours in other ranks' face rows, in row order */
+} pp_rows;
+
+/* Triangle f of the slab as a record (t may be NULL: only the cursors of
+ * rxyz (*qc) and rpart (*qn) move past it). */
+static void pp_fill(const pp_rows *r, int64_t f, pp_tri *t, int64_t *qc, int64_t *qn) {
+  if (t) memset(t, 0, sizeof *t);
+  for (int k = 0; k < 3; k++) {
+    const int64_t g = r->m->face_indices[3 * f + k], q = r->nbr[3 * f + k];
+    const double *c = g >= r->v0 && g < r->v1 ? r->m->xyz + 3 * (g - r->v0) : r->rxyz + 3 * (*qc)++;
+    const int32_t o = q < 0 ? -1 : q >= r->f0 && q < r->f1 ? r->part[q - r->f0] : r->rpart[(*qn)++];
+    if (!t) continue;
+    t->v[k] = g;
+    t->xy[2 * k] = c[0];
+    t->xy[2 * k + 1] = c[1];
+    t->nbr[k] = q;
+    t->nbr_owner[k] = o;
+  }
+  if (t) t->gid = r->f0 + f;
+}
+
+/* distribute: this rank's owned triangles, by global id. Every buffer is
+ * sized by this rank's rows and what crosses to or from other ranks: the
+ * corners and neighbour owners of this rank's own blocks are read in
+ * place, and the triangles that stay are written once, straight into the
+ * owned array. */
 static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitioner partitioner,
                               pp_tri **owned, int64_t *nowned, int64_t *nboundary) {
   MPI_Comm comm = s->comm;
@@ -118,34 +178,46 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitio
   mb_error err = MB_SUCCESS;
   int bad = 0;
   int64_t *vstarts = NULL, *fstarts = NULL, *nbr = NULL, *ask = NULL;
-  double *cxyz = NULL;
-  int32_t *part = NULL, *nbr_part = NULL;
-  pp_tri *send = NULL;
+  double *rxyz = NULL;
+  int32_t *part = NULL, *rpart = NULL;
+  pp_tri *send = NULL, *got = NULL, *own = NULL;
   int *dest = NULL;
+  int64_t ngot = 0;
+  *owned = NULL;
+  *nowned = 0;
   PP_ALLOC(vstarts, s->size + 1);
   PP_ALLOC(fstarts, s->size + 1);
-  PP_ALLOC(cxyz, 9 * nf);
   PP_ALLOC(nbr, 3 * nf);
   PP_ALLOC(part, nf);
-  PP_ALLOC(ask, 3 * nf);
-  PP_ALLOC(nbr_part, 3 * nf);
-  PP_ALLOC(send, nf);
-  PP_ALLOC(dest, nf);
   PP_AGREE("out of memory for the partitioned triangulation");
   double tc0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->vertex_start, m->nv, vstarts));
   MB_CALL_GOTO(err, done, mb_block_starts(comm, slab->face_start, nf, fstarts));
-  MB_CALL_GOTO(err, done, mb_block_fetch(comm, vstarts, 3 * sizeof(double), m->xyz, 3 * nf,
-                                         m->face_indices, cxyz, &s->fig.bytes));
+  pp_rows rows = {m, fstarts[s->rank], fstarts[s->rank + 1], vstarts[s->rank],
+                  vstarts[s->rank + 1], nbr, part, NULL, NULL};
+  /* coordinates of the corners in other ranks' vertex blocks */
+  int64_t nask = 0;
+  for (int64_t h = 0; h < 3 * nf; h++)
+    nask += m->face_indices[h] < rows.v0 || m->face_indices[h] >= rows.v1;
+  PP_ALLOC(ask, nask);
+  PP_ALLOC(rxyz, 3 * nask);
+  PP_AGREE("out of memory for the partitioned triangulation");
+  for (int64_t h = 0, q = 0; h < 3 * nf; h++)
+    if (m->face_indices[h] < rows.v0 || m->face_indices[h] >= rows.v1) ask[q++] = m->face_indices[h];
+  MB_CALL_GOTO(err, done, mb_block_fetch(comm, vstarts, 3 * sizeof(double), m->xyz, nask, ask,
+                                         rxyz, &s->fig.bytes));
+  rows.rxyz = rxyz;
   /* degenerate triangles, with the one-rank rule and words */
   int64_t degenerate = INT64_MAX;
-  for (int64_t f = 0; f < nf; f++) {
-    const double *a = cxyz + 9 * f, *b = a + 3, *c = a + 6;
-    double o = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
-    if (!(o < 0 || o > 0)) {
-      degenerate = slab->face_start + f;
-      break;
+  for (int64_t f = 0, q = 0; f < nf && degenerate == INT64_MAX; f++) {
+    const double *c[3];
+    for (int k = 0; k < 3; k++) {
+      const int64_t g = m->face_indices[3 * f + k];
+      c[k] = g >= rows.v0 && g < rows.v1 ? m->xyz + 3 * (g - rows.v0) : rxyz + 3 * q++;
     }
+    const double *a = c[0], *b = c[1], *d = c[2];
+    double o = (b[0] - a[0]) * (d[1] - a[1]) - (b[1] - a[1]) * (d[0] - a[0]);
+    if (!(o < 0 || o > 0)) degenerate = slab->face_start + f;
   }
   MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, &degenerate, 1, MPI_INT64_T, MPI_MIN,
                                             comm));
@@ -155,48 +227,74 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitio
                 s->name, (long long)degenerate);
   double tr0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_dual(comm, slab, vstarts, nbr, &s->fig.bytes));
+  pp_step_end(s, MB_PP_STEP_DUAL);
   double tr1 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, partitioner, part, &s->fig.bytes));
   double tr2 = mb_wtime();
-  /* the owners of the neighbours */
-  int64_t nask = 0;
-  for (int64_t h = 0; h < 3 * nf; h++)
-    if (nbr[h] >= 0) ask[nask++] = nbr[h];
-  MB_CALL_GOTO(err, done, mb_block_fetch(comm, fstarts, sizeof(int32_t), part, nask, ask,
-                                         nbr_part, &s->fig.bytes));
+  /* the owners of the neighbours in other ranks' face rows */
+  free(ask);
+  ask = NULL;
+  nask = 0;
   int64_t nb = 0;
-  for (int64_t f = 0, q = 0; f < nf; f++) {
-    pp_tri *t = &send[f];
-    memset(t, 0, sizeof *t);
-    t->gid = slab->face_start + f;
-    for (int k = 0; k < 3; k++) {
-      t->v[k] = m->face_indices[3 * f + k];
-      t->xy[2 * k] = cxyz[9 * f + 3 * k];
-      t->xy[2 * k + 1] = cxyz[9 * f + 3 * k + 1];
-      t->nbr[k] = nbr[3 * f + k];
-      t->nbr_owner[k] = nbr[3 * f + k] >= 0 ? nbr_part[q++] : -1;
-      nb += nbr[3 * f + k] < 0;
-    }
-    dest[f] = part[f];
+  for (int64_t h = 0; h < 3 * nf; h++) {
+    nb += nbr[h] < 0;
+    nask += nbr[h] >= 0 && (nbr[h] < rows.f0 || nbr[h] >= rows.f1);
   }
   *nboundary = nb;
+  PP_ALLOC(ask, nask);
+  PP_ALLOC(rpart, nask);
+  PP_AGREE("out of memory for the partitioned triangulation");
+  for (int64_t h = 0, q = 0; h < 3 * nf; h++)
+    if (nbr[h] >= 0 && (nbr[h] < rows.f0 || nbr[h] >= rows.f1)) ask[q++] = nbr[h];
+  MB_CALL_GOTO(err, done, mb_block_fetch(comm, fstarts, sizeof(int32_t), part, nask, ask, rpart,
+                                         &s->fig.bytes));
+  rows.rpart = rpart;
+  /* the triangles owned elsewhere go there */
+  int64_t nsend = 0;
+  for (int64_t f = 0; f < nf; f++) nsend += part[f] != s->rank;
+  PP_ALLOC(send, nsend);
+  PP_ALLOC(dest, nsend);
+  PP_AGREE("out of memory for the partitioned triangulation");
+  for (int64_t f = 0, qc = 0, qn = 0, q = 0; f < nf; f++) {
+    const int go = part[f] != s->rank;
+    pp_fill(&rows, f, go ? &send[q] : NULL, &qc, &qn);
+    if (go) dest[q++] = part[f];
+  }
   double tr3 = mb_wtime();
-  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nf, dest, sizeof *send, send, nowned,
-                                              (void **)owned, NULL, &s->fig.bytes));
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsend, dest, sizeof *send, send, &ngot,
+                                              (void **)&got, NULL, &s->fig.bytes));
+  free(send);
+  send = NULL;
+  /* those received arrive by source rank, each in its row order: the face
+   * blocks follow the ranks, so they are sorted by id, those of lower
+   * ranks before this rank's rows, the others after */
+  const int64_t nkeep = nf - nsend, n = nkeep + ngot;
+  PP_ALLOC(own, n);
+  PP_AGREE("out of memory for the partitioned triangulation");
+  int64_t nlow = 0;
+  while (nlow < ngot && got[nlow].gid < rows.f0) nlow++;
+  memcpy(own, got, sizeof *own * (size_t)nlow);
+  for (int64_t f = 0, qc = 0, qn = 0, q = nlow; f < nf; f++) {
+    const int keep = part[f] == s->rank;
+    pp_fill(&rows, f, keep ? &own[q] : NULL, &qc, &qn);
+    q += keep;
+  }
+  memcpy(own + nlow + nkeep, got + nlow, sizeof *own * (size_t)(ngot - nlow));
   if (getenv("MB_POLYLLA_TRACE"))
     fprintf(stderr, "[rank %d] distribute: coordinates %.1f ms, dual graph %.1f ms, partition "
             "%.1f ms, neighbour owners %.1f ms, to owners %.1f ms\n", s->rank, 1e3 * (tr0 - tc0),
             1e3 * (tr1 - tr0), 1e3 * (tr2 - tr1), 1e3 * (tr3 - tr2), 1e3 * (mb_wtime() - tr3));
-  /* by source rank, each in its row order: the face blocks follow the ranks,
-   * so they arrive sorted by id */
-  for (int64_t i = 1; i < *nowned; i++)
-    if ((*owned)[i].gid <= (*owned)[i - 1].gid) {
-      qsort(*owned, (size_t)*nowned, sizeof **owned, cmp_tri);
+  for (int64_t i = 1; i < n; i++)
+    if (own[i].gid <= own[i - 1].gid) {
+      qsort(own, (size_t)n, sizeof *own, cmp_tri);
       break;
     }
+  *owned = own;
+  *nowned = n;
+  own = NULL;
 done:
-  free(vstarts); free(fstarts); free(nbr); free(ask); free(cxyz); free(part); free(nbr_part);
-  free(send); free(dest);
+  free(vstarts); free(fstarts); free(nbr); free(ask); free(rxyz); free(part); free(rpart);
+  free(send); free(got); free(own); free(dest);
   return err;
 }
 
@@ -272,6 +370,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     }
   double t1 = mb_wtime();
   s->fig.ms_label = 1e3 * (t1 - t0);
+  pp_step_end(s, MB_PP_STEP_LABEL);
 
   /* regions: union-find here, then (smallest id, its owner) over the cut */
   for (int64_t i = 0; i < n; i++) parent[i] = i;
@@ -322,6 +421,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     own[i].crossing = crossing[r];
   }
   s->fig.ms_regions = 1e3 * (mb_wtime() - t1);
+  pp_step_end(s, MB_PP_STEP_REGIONS);
 done:
   mb_halo_free(halo);
   free(gid); free(ghost); free(ghost_owner); free(parent); free(label); free(lab_owner);
@@ -344,16 +444,13 @@ static mb_error whole_mesh_words(mb_error err, const pp_tri *tri, int64_t n) {
   return mb_error_set(err, __FILE__, __LINE__, __func__, "%s", buf);
 }
 
-/* mesh: the backend on whole regions (tri sorted by id, nv_total vertices
- * in the whole mesh); polygons with their global heads (heads [poly->nf])
+/* mesh: the backend on whole regions (tri sorted by id); polygons with their global heads (heads [poly->nf])
  * and global vertex ids. The local numbering keeps the global order of
  * triangles and vertices, so every comparison of ids Polylla makes (keys of
  * tied edges, the largest half-edge at a tip, heads) goes the same way. */
-static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, int64_t nv_total,
-                        const mb_polylla_opts *opts, int cuda, mb_mesh **poly, int64_t **heads,
-                        mb_polylla_stats *st) {
+static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_opts *opts,
+                        int cuda, mb_mesh **poly, int64_t **heads, mb_polylla_stats *st) {
   mb_error err = MB_SUCCESS;
-  const int64_t nw = nv_total / 64 + 1;
   uint64_t *used = NULL;
   int64_t *below = NULL, *vid = NULL;
   mb_mesh *sub = NULL;
@@ -361,28 +458,55 @@ static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, int64_t nv_to
   *heads = NULL;
   memset(st, 0, sizeof *st);
   if (n == 0) return MB_SUCCESS;
-  /* the vertices used, as a bit set over the global ids; local id = rank in it */
-  used = calloc((size_t)nw, sizeof *used);
-  below = malloc(sizeof *below * (size_t)(nw + 1));
-  MB_CHECK_GOTO(err, done, used && below, MB_ERR_MEMORY, "out of memory for %lld triangles",
-                (long long)n);
+  /* the vertices used, in id order; local id = rank among them. A bit set
+   * over the span [vmin, vmax] of this rank's ids where it is no larger
+   * than the ids themselves (blocks: always), else the ids sorted: never
+   * sized by the whole mesh. */
+  int64_t vmin = INT64_MAX, vmax = INT64_MIN, nv = 0;
   for (int64_t i = 0; i < n; i++)
-    for (int k = 0; k < 3; k++) used[tri[i].v[k] >> 6] |= 1ull << (tri[i].v[k] & 63);
-  below[0] = 0;
-  for (int64_t w = 0; w < nw; w++) below[w + 1] = below[w] + __builtin_popcountll(used[w]);
-  const int64_t nv = below[nw];
-  vid = malloc(sizeof *vid * (size_t)nv);
-  MB_CHECK_GOTO(err, done, vid, MB_ERR_MEMORY, "out of memory for %lld vertices", (long long)nv);
-  for (int64_t w = 0, l = 0; w < nw; w++)
-    for (uint64_t b = used[w]; b; b &= b - 1) vid[l++] = 64 * w + __builtin_ctzll(b);
+    for (int k = 0; k < 3; k++) {
+      vmin = tri[i].v[k] < vmin ? tri[i].v[k] : vmin;
+      vmax = tri[i].v[k] > vmax ? tri[i].v[k] : vmax;
+    }
+  const int64_t nw = (vmax - vmin) / 64 + 1;
+  const int bits = nw <= 3 * n;
+  if (bits) {
+    used = calloc((size_t)nw, sizeof *used);
+    below = malloc(sizeof *below * (size_t)(nw + 1));
+    MB_CHECK_GOTO(err, done, used && below, MB_ERR_MEMORY, "out of memory for %lld triangles",
+                  (long long)n);
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) {
+        int64_t g = tri[i].v[k] - vmin;
+        used[g >> 6] |= 1ull << (g & 63);
+      }
+    below[0] = 0;
+    for (int64_t w = 0; w < nw; w++) below[w + 1] = below[w] + __builtin_popcountll(used[w]);
+    nv = below[nw];
+    vid = malloc(sizeof *vid * (size_t)nv);
+    MB_CHECK_GOTO(err, done, vid, MB_ERR_MEMORY, "out of memory for %lld vertices", (long long)nv);
+    for (int64_t w = 0, l = 0; w < nw; w++)
+      for (uint64_t b = used[w]; b; b &= b - 1) vid[l++] = vmin + 64 * w + __builtin_ctzll(b);
+  } else {
+    vid = malloc(sizeof *vid * (size_t)(3 * n));
+    MB_CHECK_GOTO(err, done, vid, MB_ERR_MEMORY, "out of memory for %lld triangles", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) vid[3 * i + k] = tri[i].v[k];
+    qsort(vid, (size_t)(3 * n), sizeof *vid, cmp_i64);
+    for (int64_t i = 0; i < 3 * n; i++)
+      if (nv == 0 || vid[i] != vid[nv - 1]) vid[nv++] = vid[i];
+  }
   /* the regions as one triangulation: vertices and triangles in id order */
   MB_CALL_GOTO(err, done, mb_mesh_create(s->name, nv, n, 3 * n, &sub));
   sub->kind = MB_KIND_TRIANGULATION2D;
   for (int64_t i = 0; i < n; i++) {
     sub->face_offsets[i + 1] = 3 * (i + 1);
     for (int k = 0; k < 3; k++) {
-      int64_t g = tri[i].v[k];
-      int64_t l = below[g >> 6] + __builtin_popcountll(used[g >> 6] & ((1ull << (g & 63)) - 1));
+      int64_t g = tri[i].v[k] - vmin, l;
+      if (bits)
+        l = below[g >> 6] + __builtin_popcountll(used[g >> 6] & ((1ull << (g & 63)) - 1));
+      else
+        l = find_i64(vid, nv, g + vmin);
       sub->face_indices[3 * i + k] = l;
       sub->xyz[3 * l] = tri[i].xy[2 * k];
       sub->xyz[3 * l + 1] = tri[i].xy[2 * k + 1];
@@ -483,10 +607,10 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
   MB_CALL_MPI_GOTO(err, done, MPI_Exscan(&ngot, &first, 1, MPI_INT64_T, MPI_SUM, comm));
   if (s->rank == 0) first = 0;
   const mb_mesh *in = slab->rows;
-  MB_CALL_GOTO(err, done, mb_mesh_create(in->name, in->nv, ngot, ngidx, &out));
+  MB_CALL_GOTO(err, done, mb_mesh_create(in->name, 0, ngot, ngidx, &out));
+  /* its vertex rows are the input's, moved over on success */
   out->kind = MB_KIND_POLYGONS2D;
   out->index = in->index;
-  memcpy(out->xyz, in->xyz, sizeof(double) * 3 * (size_t)in->nv);
   int64_t pos = 0;
   for (int64_t r = 0; r < ngot; r++) {
     int64_t q = order[2 * r + 1];
@@ -508,7 +632,12 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
                                         (long long)totals[4]));
 done:
   err = mb_agree(comm, err);
-  if (!err) {
+  if (!err) { /* the vertex rows move over as they are */
+    double *xyz = out->xyz;
+    out->xyz = slab->rows->xyz;
+    out->nv = slab->rows->nv;
+    slab->rows->xyz = xyz;
+    slab->rows->nv = 0;
     mb_mesh_free(slab->rows);
     slab->rows = out;
     out = NULL;
@@ -552,8 +681,10 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   int64_t nown = 0, nboundary = 0, ngot = 0, *heads = NULL;
   mb_mesh *poly = NULL;
   mb_polylla_stats st;
-  double t0 = mb_wtime();
+  pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
+  double t0 = s.mark_wall;
   MB_CALL_GOTO(err, done, pp_distribute(&s, slab, partitioner, &own, &nown, &nboundary));
+  pp_step_end(&s, MB_PP_STEP_DISTRIBUTE);
   s.fig.owned = (double)nown;
   double t1 = mb_wtime();
   s.fig.ms_distribute = 1e3 * (t1 - t0);
@@ -561,15 +692,19 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   PP_AGREE("out of memory for the regions");
   MB_CALL_GOTO(err, done, pp_regions(&s, own, nown, region_owner));
 
-  /* stitch: triangles of regions owned elsewhere go to that owner */
+  /* stitch: triangles of regions owned elsewhere go to that owner; those
+   * received are merged into the kept ones in place, from the back */
   double t2 = mb_wtime();
   int64_t nkeep = 0, ngo = 0;
-  PP_ALLOC(go, nown);
-  PP_ALLOC(dest, nown);
+  for (int64_t i = 0; i < nown; i++) ngo += region_owner[i] != s.rank;
+  PP_ALLOC(go, ngo);
+  PP_ALLOC(dest, ngo);
   PP_AGREE("out of memory for the regions");
+  ngo = 0;
   for (int64_t i = 0; i < nown; i++) {
     if (region_owner[i] == s.rank) {
-      own[nkeep++] = own[i]; /* in place: nkeep <= i */
+      if (nkeep != i) own[nkeep] = own[i]; /* in place: nkeep <= i */
+      nkeep++;
     } else {
       go[ngo] = own[i];
       go[ngo].crossing = 1;
@@ -579,21 +714,28 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   s.fig.migrated = (double)ngo;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ngo, dest, sizeof *go, go, &ngot,
                                               (void **)&got, NULL, &s.fig.bytes));
-  PP_ALLOC(mine, nkeep + ngot);
-  PP_AGREE("out of memory for the regions");
   const int64_t nmine = nkeep + ngot;
+  if (ngot > 0) {
+    pp_tri *grown = realloc(own, sizeof *own * (size_t)nmine);
+    if (grown) own = grown;
+    else bad = 1;
+  }
+  PP_AGREE("out of memory for the regions");
   qsort(got, (size_t)ngot, sizeof *got, cmp_tri); /* the few that crossed, from many ranks */
-  for (int64_t i = 0, j = 0, k = 0; k < nmine; k++) /* merge: both sorted by id */
-    mine[k] = j == ngot || (i < nkeep && own[i].gid < got[j].gid) ? own[i++] : got[j++];
+  for (int64_t i = nkeep - 1, j = ngot - 1, k = nmine - 1; j >= 0; k--) /* both sorted by id */
+    own[k] = i >= 0 && own[i].gid > got[j].gid ? own[i--] : got[j--];
+  mine = own;
   s.fig.meshed = (double)nmine;
   double t3 = mb_wtime();
   s.fig.ms_stitch = 1e3 * (t3 - t2);
+  pp_step_end(&s, MB_PP_STEP_STITCH);
 
   /* mesh: the backend on whole regions */
-  err = pp_mesh(&s, mine, nmine, slab->nv, opts, cuda, &poly, &heads, &st);
+  err = pp_mesh(&s, mine, nmine, opts, cuda, &poly, &heads, &st);
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
   double t4 = mb_wtime();
   s.fig.ms_mesh = 1e3 * (t4 - t3);
+  pp_step_end(&s, MB_PP_STEP_MESH);
   s.fig.ms_phases = cuda ? st.ms_kernels : st.ms_label + st.ms_repair + st.ms_traversal;
   if (poly)
     for (int64_t q = 0; q < poly->nf; q++) {
@@ -615,11 +757,12 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
   s.fig.ms_output = 1e3 * (mb_wtime() - t4);
+  pp_step_end(&s, MB_PP_STEP_OUTPUT);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
   if (fig) *fig = s.fig;
 done:
-  free(own); free(got); free(mine); free(go); free(region_owner); free(dest); free(heads);
+  free(own); free(got); free(go); free(region_owner); free(dest); free(heads);
   mb_mesh_free(poly);
   return err;
 }
@@ -648,6 +791,19 @@ mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
              f->migrated, f->polygons_local + f->polygons_stitched, f->polygons_stitched,
              f->cc_rounds, f->bytes / 1e6, f->ms_distribute, f->ms_label, f->ms_regions,
              f->ms_stitch, f->ms_mesh, f->ms_output, f->peak_rss_mb);
+    }
+    mb_log(MB_LOG_NORMAL, "  host steps per rank: wall ms / CPU ms (user + system) / thousands "
+           "of minor page faults\n"
+           "  rank          dual graph          distribute               label             "
+           "regions              stitch                mesh              output");
+    for (int r = 0; r < size; r++) {
+      const mb_polylla_rank_figures *f = (const mb_polylla_rank_figures *)all + r;
+      char line[512];
+      int at = snprintf(line, sizeof line, "  %4d", r);
+      for (int k = 0; k < MB_PP_NSTEPS && at > 0 && at < (int)sizeof line; k++)
+        at += snprintf(line + at, sizeof line - (size_t)at, " %7.1f/%6.1f/%5.0f",
+                       f->step_ms[k], f->step_cpu_ms[k], 1e-3 * f->step_minflt[k]);
+      mb_log(MB_LOG_NORMAL, "%s", line);
     }
   }
   free(all);

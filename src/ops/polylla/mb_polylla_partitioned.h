@@ -14,7 +14,23 @@
 extern "C" {
 #endif
 
-/* What one rank did in a partitioned Polylla run. Times in ms. */
+/* The host steps of a partitioned run, in order: coordinates and dual graph;
+ * partition and triangles to their owners; label; regions; stitch (regions
+ * that cross the cut to their owner); mesh (the backend); output (polygons
+ * merged into their rows). Indices of the step_* figures. */
+enum {
+  MB_PP_STEP_DUAL,
+  MB_PP_STEP_DISTRIBUTE,
+  MB_PP_STEP_LABEL,
+  MB_PP_STEP_REGIONS,
+  MB_PP_STEP_STITCH,
+  MB_PP_STEP_MESH,
+  MB_PP_STEP_OUTPUT,
+  MB_PP_NSTEPS
+};
+
+/* What one rank did in a partitioned Polylla run. Times in ms. Every
+ * member is a double (the report gathers the struct as doubles). */
 typedef struct mb_polylla_rank_figures {
   double owned;          /* triangles owned after partitioning */
   double ghosts;         /* ghost triangles across the cut (the halo) */
@@ -32,6 +48,10 @@ typedef struct mb_polylla_rank_figures {
   double ms_phases;      /* of which label + repair + traversal (CUDA: the kernels) */
   double peak_rss_mb;    /* the process's peak resident memory so far, MB */
   double ms_output;      /* global heads, polygons to their rows of the output */
+  double step_ms[MB_PP_NSTEPS];     /* wall time of each host step (ms) */
+  double step_cpu_ms[MB_PP_NSTEPS]; /* the process's user + system CPU time in it
+                                       (getrusage; all its threads), ms */
+  double step_minflt[MB_PP_NSTEPS]; /* minor page faults in it (getrusage) */
 } mb_polylla_rank_figures;
 
 /* Polylla on a triangulation held in slabs by the ranks of comm. On entry
@@ -59,7 +79,8 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
                                 mb_polylla_rank_figures *fig);
 
 /* Gather every rank's figures to rank 0 and log them there, a line per
- * rank (MB_LOG_NORMAL). Collective. Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
+ * rank (MB_LOG_NORMAL), then a line per rank of the host steps (wall ms,
+ * CPU ms, thousands of minor page faults). Collective. Errors: MB_ERR_MPI, MB_ERR_MEMORY. */
 mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
                                    const mb_polylla_rank_figures *fig);
 
