@@ -1,7 +1,7 @@
 /* meshbatch: the collection reader (mb_collection_open, _info, _read,
  * _read_slab, _read_grid_block, _close; see mb_collection.h): rank 0
  * validates the whole file, every rank reads by independent transfers.
- * Kept whole (about 1,070 lines): the validation and the reads share the
+ * Kept whole (about 1,110 lines): the validation and the reads share the
  * file's layout walk and its private helpers; splitting is next when it grows. */
 #include "mb_collection.h"
 #include "mb_collection_private.h"

@@ -45,21 +45,13 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import TMP, fail, need_module, run, same_datasets  # noqa: E402
+from mbtest import TMP, fail, need_module, run, run_job, same_datasets  # noqa: E402
 
 
 def job(name, inputs, stages, np=None, expect=0, backend="cpu", distribute="per-mesh"):
-    d = os.path.join(TMP, name)
-    os.makedirs(d, exist_ok=True)
-    out = os.path.join(d, "out.h5")
-    if os.path.exists(out):
-        os.remove(out)
-    path = os.path.join(d, "job.yaml")
-    with open(path, "w") as f:
-        f.write("input:\n" + "".join(f"  - {p}\n" for p in inputs) +
-                f"output: {out}\nbackend: {backend}\ndistribute: {distribute}\nstages:\n{stages}")
-    p = run(["run", "-v", path], np=np, expect=expect)
-    return out, p, d
+    out, p = run_job(name, inputs, stages, backend=backend, np=np, expect=expect,
+                     distribute=distribute)
+    return out, p, os.path.dirname(out)
 
 
 def panels(path, n, surface="dome", interior=5, lift=0.2, height=0.5, handles=None):

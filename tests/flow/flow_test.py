@@ -47,7 +47,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron,  # noqa: E402
-                    icosphere, need_module, run, write_obj)
+                    icosphere, need_module, run, run_job, write_obj)
 
 # spot_round: the limit of the discrete conformalized flow is round only to
 # the discretization's accuracy (measured: variation 9.1e-3 on spot's 2,930
@@ -61,18 +61,6 @@ SPOT_STEPS = 40
 
 
 
-def run_job(name, inputs, stages, backend, np=None, expect=0, distribute="per-mesh"):
-    d = os.path.join(TMP, name)
-    os.makedirs(d, exist_ok=True)
-    out = os.path.join(d, "out.h5")
-    if os.path.exists(out):
-        os.remove(out)
-    job = os.path.join(d, "job.yaml")
-    with open(job, "w") as f:
-        f.write("input:\n" + "".join(f"  - {p}\n" for p in inputs) +
-                f"output: {out}\nbackend: {backend}\ndistribute: {distribute}\nstages:\n{stages}")
-    p = run(["run", "-v", job], np=np, expect=expect)
-    return out, p
 
 
 def positions(out, mesh):

@@ -158,3 +158,20 @@ def write_obj(path, v, f):
         out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
         out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
     return path
+
+
+def run_job(name, inputs, stages, backend="cpu", np=None, expect=0, distribute="per-mesh"):
+    """Write TMP/name/job.yaml (inputs, output TMP/name/out.h5 removed first,
+    backend, distribute, the stages' YAML text), run it with -v on np ranks
+    and check its exit code (expect; None: any). Returns (out, process)."""
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "out.h5")
+    if os.path.exists(out):
+        os.remove(out)
+    job = os.path.join(d, "job.yaml")
+    with open(job, "w") as f:
+        f.write("input:\n" + "".join(f"  - {p}\n" for p in inputs) +
+                f"output: {out}\nbackend: {backend}\ndistribute: {distribute}\nstages:\n{stages}")
+    p = run(["run", "-v", job], np=np, expect=expect)
+    return out, p

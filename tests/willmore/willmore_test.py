@@ -57,7 +57,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, SKIP, TMP, cuda_devices, fail, icosahedron, icosphere,  # noqa: E402
-                    need_module, run, write_obj)
+                    need_module, run, run_job, write_obj)
 
 # spot: a short stage of small steps (the largest per-step distortion, 1.034,
 # is at the first step of 0.05; a first step of 0.1 gives 1.067), then larger
@@ -81,18 +81,6 @@ CUDA_AGREE = 1e-8
 
 
 
-def run_job(name, inputs, stages, backend="cpu", np=None, expect=0):
-    d = os.path.join(TMP, name)
-    os.makedirs(d, exist_ok=True)
-    out = os.path.join(d, "out.h5")
-    if os.path.exists(out):
-        os.remove(out)
-    job = os.path.join(d, "job.yaml")
-    with open(job, "w") as f:
-        f.write("input:\n" + "".join(f"  - {p}\n" for p in inputs) +
-                f"output: {out}\nbackend: {backend}\nstages:\n{stages}")
-    p = run(["run", "-v", job], np=np, expect=expect)
-    return out, p
 
 
 def stage(tau, steps, extra=""):
