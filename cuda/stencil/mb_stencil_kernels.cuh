@@ -736,10 +736,6 @@ inline bool tma_available() {
   return t;
 }
 
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The
- * tensor map describes the framed array u as (x, row, plane) with a box of
- * one plane's tile; it is made on the host for each launch (a few
- * microseconds). */
 /* Planes per block of the TMA kernel (MB_STENCIL_TUNE's CHUNK overrides
  * it): 96. On the H100 at 512^3, float32, chunks of 16 to 96 planes ran at
  * 0.83-0.84 of copy, 112-160 at 0.80-0.81 and 128 at 0.78 (the halo
@@ -754,9 +750,34 @@ constexpr int TMA_CHUNK = 96;
  * bx x by x 1 points. No L2 promotion: the Laplacian ran at 0.86 of copy
  * in float32 on the H100 without it, 0.84 with 256-byte and 0.83 with
  * 128-byte promotion (float64 0.83 in all three); an L2 evict-first
- * policy on the stores gained nothing. */
+ * policy on the stores gained nothing.
+ * The maps are cached per host thread, keyed by everything the encoding
+ * reads (the array's address, element size, frame and box), so a step's
+ * launches (up to 14 per split step) encode each map once per array and
+ * frame instead of at every launch; an entry can never be stale: the same
+ * key encodes the same map. Sixteen entries, replaced round robin. */
+struct tensor_map_key {
+  const void *u;
+  long long sy, sz;
+  int ny, nz, bx, by, esize;
+  bool operator==(const tensor_map_key &o) const {
+    return u == o.u && sy == o.sy && sz == o.sz && ny == o.ny && nz == o.nz && bx == o.bx &&
+           by == o.by && esize == o.esize;
+  }
+};
+constexpr int TENSOR_MAP_CACHE = 16;
+
 template <typename T>
 inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorMap *tm) {
+  thread_local tensor_map_key keys[TENSOR_MAP_CACHE] = {};
+  thread_local CUtensorMap maps[TENSOR_MAP_CACHE];
+  thread_local int next = 0;
+  const tensor_map_key key = {u, f.sy, f.sz, f.ny, f.nz, bx, by, (int)sizeof(T)};
+  for (int i = 0; i < TENSOR_MAP_CACHE; i++)
+    if (keys[i].u && keys[i] == key) {
+      *tm = maps[i];
+      return MB_SUCCESS;
+    }
   const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
   const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
   const cuuint32_t boxdim[3] = {(cuuint32_t)bx, (cuuint32_t)by, 1}, estride[3] = {1, 1, 1};
@@ -768,12 +789,14 @@ inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorM
   MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
            "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
            f.nx, (int)cr);
+  keys[next] = key;
+  maps[next] = *tm;
+  next = (next + 1) % TENSOR_MAP_CACHE;
   return MB_SUCCESS;
 }
 
 /* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
- * maps (the tile's rows, its side columns) are made on the host for each
- * launch (a few microseconds). */
+ * maps (the tile's rows, its side columns) come from tensor_map's cache. */
 template <typename T, int V, int OP>
 inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
                            const T *prev, T *out, T a, cudaStream_t st) {
