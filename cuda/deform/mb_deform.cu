@@ -13,7 +13,7 @@
  *   k_project  one thread per face over faces of mixed sizes by the face
  *              offsets (the chapter's offset-array scheme): the centred
  *              coordinates (+ the scaled duals, hard), the projection
- *              (mb_deform_face.cuh: the CPU's float64 formulas), the
+ *              (mb_deform_face.h: the CPU's float64 formulas), the
  *              largest |q - z|, the over-relaxation (hard) and the face
  *              means of y (the A_f^T gather's second term);
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
@@ -49,7 +49,7 @@
 #include "mb_cuda_private.cuh"
 #include "mb_deform.h"
 #include "mb_deform_cuda.h"
-#include "mb_deform_face.cuh"
+#include "mb_deform_face.h"
 #include "mb_deform_private.h"
 #include "mb_linalg_cuda.h"
 #include "mb_log.h"
@@ -119,8 +119,8 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
     const int n = (int)(s1 - s0);
     centre_face(s0, s1, fi, x, hard ? u : nullptr, q);
     double *qf = q + 3 * s0, *zf = z + 3 * s0;
-    if (planar) mb_deform_dev::project_planar(n, qf, zf);
-    else mb_deform_dev::project_regular(n, qf, zf);
+    if (planar) mb_dface_project_planar(n, qf, zf);
+    else mb_dface_project_regular(n, qf, zf);
     for (int k = 0; k < n; k++) {
       const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
                    dz = qf[3 * k + 2] - zf[3 * k + 2];
@@ -220,8 +220,8 @@ k_resid(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict__ 
   if (f < nf) {
     const int64_t s0 = fo[f], s1 = fo[f + 1];
     centre_face(s0, s1, fi, x, nullptr, q);
-    r = planar ? mb_deform_dev::planarity((int)(s1 - s0), q + 3 * s0)
-               : mb_deform_dev::regularity((int)(s1 - s0), q + 3 * s0);
+    r = planar ? mb_dface_planarity((int)(s1 - s0), q + 3 * s0)
+               : mb_dface_regularity((int)(s1 - s0), q + 3 * s0);
   }
   max_bits(&ctl->res, r);
 }

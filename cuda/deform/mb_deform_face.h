@@ -1,21 +1,29 @@
-/* meshbatch: the deform op's per-face math on the device (cuda/deform only):
- * the projections and residuals of src/ops/deform/mb_deform_proj.c, mirrored
+/* meshbatch: the deform op's per-face math for the device (cuda/deform): the
+ * projections and residuals of src/ops/deform/mb_deform_proj.c, mirrored
  * operation for operation in float64 (the same formulas in the same order;
  * built with --fmad=false, so products and sums round as on the CPU, which is
  * built with -ffp-contract=off; only the library functions sqrt, acos, cos and
- * sin may differ from the host's libm in the last bit). A face is its n
- * centred points q [n, 3] (row-major, the slots of the face in order),
- * length unit of the input. See mb_deform.h for the method (Kaspar & Deng,
- * section 2.2.2.1). Keep in step with mb_deform_proj.c. */
-#ifndef MB_DEFORM_FACE_CUH
-#define MB_DEFORM_FACE_CUH
+ * sin may differ from the host's libm in the last bit). Plain C17 as well
+ * (static inline, __host__ __device__ under nvcc), so that
+ * tests/deform/test_deform_face.c compiles it on the host and checks it
+ * bit for bit against mb_deform_proj.c. A face is its n centred points q
+ * [n, 3] (row-major, the slots of the face in order), length unit of the
+ * input. See mb_deform.h for the method (Kaspar & Deng, section
+ * 2.2.2.1). Keep in step with mb_deform_proj.c. Not collective; none
+ * fails. */
+#ifndef MB_DEFORM_FACE_H
+#define MB_DEFORM_FACE_H
 
 #include <math.h>
 
-namespace mb_deform_dev {
+#ifdef __CUDACC__
+#define MB_DFACE static inline __host__ __device__
+#else
+#define MB_DFACE static inline
+#endif
 
 /* mb_deform_eigen3: cyclic Jacobi rotations (Golub & Van Loan, Alg. 8.4.1). */
-__device__ inline void eigen3(const double S[9], double w[3], double V[9]) {
+MB_DFACE void mb_dface_eigen3(const double S[9], double w[3], double V[9]) {
   double a[3][3], v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) a[r][c] = 0.5 * (S[3 * r + c] + S[3 * c + r]);
@@ -60,7 +68,7 @@ __device__ inline void eigen3(const double S[9], double w[3], double V[9]) {
   }
 }
 
-__device__ inline void centroid(int n, const double *q, double c[3]) {
+MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
   c[0] = c[1] = c[2] = 0;
   for (int k = 0; k < n; k++)
     for (int d = 0; d < 3; d++) c[d] += q[3 * k + d];
@@ -70,7 +78,7 @@ __device__ inline void centroid(int n, const double *q, double c[3]) {
 /* smallest_closed_form of mb_deform_proj.c (Smith's trigonometric solution,
  * the longest cross product of two rows of S - lambda I); 0 where the
  * smallest eigenvalue is not well separated. */
-__device__ inline int smallest_closed_form(const double S[9], double nrm[3]) {
+MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
   const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
   const double q = (a + b + c) / 3;
   const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
@@ -102,7 +110,7 @@ __device__ inline int smallest_closed_form(const double S[9], double nrm[3]) {
   return 1;
 }
 
-__device__ inline void best_normal(int n, const double *q, const double c[3], double nrm[3]) {
+MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], double nrm[3]) {
   double S[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (int k = 0; k < n; k++) {
     const double e[3] = {q[3 * k] - c[0], q[3 * k + 1] - c[1], q[3 * k + 2] - c[2]};
@@ -112,17 +120,17 @@ __device__ inline void best_normal(int n, const double *q, const double c[3], do
   S[3] = S[1];
   S[6] = S[2];
   S[7] = S[5];
-  if (smallest_closed_form(S, nrm)) return;
+  if (mb_dface_smallest_closed_form(S, nrm)) return;
   double w[3], V[9];
-  eigen3(S, w, V);
+  mb_dface_eigen3(S, w, V);
   for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
 }
 
 /* mb_deform_project_planar; z may be q. */
-__device__ inline void project_planar(int n, const double *q, double *z) {
+MB_DFACE void mb_dface_project_planar(int n, const double *q, double *z) {
   double c[3], nrm[3];
-  centroid(n, q, c);
-  best_normal(n, q, c, nrm);
+  mb_dface_centroid(n, q, c);
+  mb_dface_best_normal(n, q, c, nrm);
   for (int k = 0; k < n; k++) {
     const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
                      (q[3 * k + 2] - c[2]) * nrm[2];
@@ -131,10 +139,10 @@ __device__ inline void project_planar(int n, const double *q, double *z) {
 }
 
 /* mb_deform_planarity: max distance of a point from the best plane. */
-__device__ inline double planarity(int n, const double *q) {
+MB_DFACE double mb_dface_planarity(int n, const double *q) {
   double c[3], nrm[3], worst = 0;
-  centroid(n, q, c);
-  best_normal(n, q, c, nrm);
+  mb_dface_centroid(n, q, c);
+  mb_dface_best_normal(n, q, c, nrm);
   for (int k = 0; k < n; k++) {
     const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
                      (q[3 * k + 2] - c[2]) * nrm[2];
@@ -143,25 +151,25 @@ __device__ inline double planarity(int n, const double *q) {
   return worst;
 }
 
-__device__ inline double dot3(const double *a, const double *b) {
+MB_DFACE double mb_dface_dot3(const double *a, const double *b) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
-__device__ inline void orthogonal(const double u[3], double o[3]) {
+MB_DFACE void mb_dface_orthogonal(const double u[3], double o[3]) {
   int k = 0;
   if (fabs(u[1]) < fabs(u[k])) k = 1;
   if (fabs(u[2]) < fabs(u[k])) k = 2;
   double e[3] = {0, 0, 0};
   e[k] = 1;
-  const double d = dot3(e, u);
+  const double d = mb_dface_dot3(e, u);
   for (int i = 0; i < 3; i++) o[i] = e[i] - d * u[i];
-  const double len = sqrt(dot3(o, o));
+  const double len = sqrt(mb_dface_dot3(o, o));
   for (int i = 0; i < 3; i++) o[i] /= len;
 }
 
 /* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c. */
-__device__ inline void regular_fit(int n, const double *q, double c[3], double sE[6]) {
-  centroid(n, q, c);
+MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6]) {
+  mb_dface_centroid(n, q, c);
   double a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
   for (int k = 0; k < n; k++) {
     const double th = 2.0 * M_PI * (double)k / (double)n;
@@ -172,10 +180,10 @@ __device__ inline void regular_fit(int n, const double *q, double c[3], double s
       b[d] += sk * e;
     }
   }
-  const double aa = dot3(a, a), bb = dot3(b, b), ab = dot3(a, b);
+  const double aa = mb_dface_dot3(a, a), bb = mb_dface_dot3(b, b), ab = mb_dface_dot3(a, b);
   const double x[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                        a[0] * b[1] - a[1] * b[0]};
-  const double delta = sqrt(dot3(x, x)), tr = aa + bb;
+  const double delta = sqrt(mb_dface_dot3(x, x)), tr = aa + bb;
   for (int k = 0; k < 6; k++) sE[k] = 0;
   if (!(tr > 0)) return;
   if (delta > 1e-12 * tr) {
@@ -198,11 +206,11 @@ __device__ inline void regular_fit(int n, const double *q, double c[3], double s
   }
   double u[3];
   for (int d = 0; d < 3; d++) u[d] = a[d] * v[0] + b[d] * v[1];
-  const double sigma = sqrt(dot3(u, u));
+  const double sigma = sqrt(mb_dface_dot3(u, u));
   if (!(sigma > 0)) return;
   for (int d = 0; d < 3; d++) u[d] /= sigma;
   double up[3];
-  orthogonal(u, up);
+  mb_dface_orthogonal(u, up);
   const double vp[2] = {-v[1], v[0]}, s = sigma / (double)n;
   for (int d = 0; d < 3; d++) {
     sE[2 * d] = s * (u[d] * v[0] + up[d] * vp[0]);
@@ -211,9 +219,9 @@ __device__ inline void regular_fit(int n, const double *q, double c[3], double s
 }
 
 /* mb_deform_project_regular; z may be q (the fit reads q first). */
-__device__ inline void project_regular(int n, const double *q, double *z) {
+MB_DFACE void mb_dface_project_regular(int n, const double *q, double *z) {
   double c[3], sE[6];
-  regular_fit(n, q, c, sE);
+  mb_dface_regular_fit(n, q, c, sE);
   for (int k = 0; k < n; k++) {
     const double th = 2.0 * M_PI * (double)k / (double)n;
     const double ck = cos(th), sk = sin(th);
@@ -222,9 +230,9 @@ __device__ inline void project_regular(int n, const double *q, double *z) {
 }
 
 /* mb_deform_regularity: max distance of a point from the regular projection. */
-__device__ inline double regularity(int n, const double *q) {
+MB_DFACE double mb_dface_regularity(int n, const double *q) {
   double c[3], sE[6], worst = 0;
-  regular_fit(n, q, c, sE);
+  mb_dface_regular_fit(n, q, c, sE);
   for (int k = 0; k < n; k++) {
     const double th = 2.0 * M_PI * (double)k / (double)n;
     const double ck = cos(th), sk = sin(th);
@@ -237,7 +245,5 @@ __device__ inline double regularity(int n, const double *q) {
   }
   return worst;
 }
-
-} // namespace mb_deform_dev
 
 #endif
