@@ -19,7 +19,9 @@
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x;
  *   the solve  pcg: the linalg layer's device CG (Jacobi, the row-kernel
- *              product: the CPU PCG's method step for step), the three
+ *              product: the CPU PCG's method step for step, its checks on
+ *              the host), or with opts->device_cg this room's CG (below:
+ *              no host round trip inside a chunk of iterations), the three
  *              columns together, warm-started from the last iterate, to
  *              MB_DEFORM_PCG_RTOL; cholesky: csrchol's triangular solves;
  *   k_take     one thread per vertex: x = X for free vertices, the largest
@@ -231,23 +233,237 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
   if (k < n) u[k] *= s;
 }
 
+/* ------------------------------------------------------------ device CG
+ * (mb_deform_cuda_opts.device_cg): Jacobi-preconditioned CG of the three
+ * columns together with no host round trip inside a chunk of
+ * MB_DEFORM_CG_CHUNK iterations: every scalar (alpha, beta, the column's
+ * stop) lives on the device, each dot product is a fixed-order two-pass
+ * sum (per-block partials, then one block; the same bits on every run),
+ * and a column that has stopped is skipped by every kernel. The host reads
+ * the state once per chunk. The method of mb_pcg_solve (z = r / a_ii, a
+ * column stops when sqrt(r.r) <= rtol ||b||, b = 0 gives x = 0) without
+ * its recomputed-residual restart and with rounded (not exact) dot
+ * products, so its iterates agree with the CPU's to rounding only. */
+constexpr int CG_CHUNK = 8;
+
+struct cg_t {
+  double rz[3], bb[3], alpha[3], beta[3], rr[3];
+  int done[3], all_done, bad, iters;
+};
+
+/* The block's sum of v at thread 0 (tree order, fixed). sh [BLOCK]. */
+__device__ inline double block_sum(double v, double *sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int o = BLOCK / 2; o > 0; o >>= 1) {
+    if ((int)threadIdx.x < o) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + o];
+    __syncthreads();
+  }
+  const double r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+/* part[blk, 9]: per block and column c the values a (3 c), b (3 c + 1), e (3 c + 2). */
+__device__ inline void block_parts(const double v[9], double *part, double *sh) {
+  for (int k = 0; k < 9; k++) {
+    const double t = block_sum(v[k], sh);
+    if (threadIdx.x == 0) part[9 * blockIdx.x + k] = t;
+  }
+}
+
+/* sums[9] = the partials of nblk blocks, summed in a fixed order (one block). */
+__device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
+  for (int k = 0; k < 9; k++) {
+    double v = 0;
+    for (int b = threadIdx.x; b < nblk; b += BLOCK) v += part[9 * b + k];
+    sums[k] = block_sum(v, sh);
+  }
+}
+
+__global__ void __launch_bounds__(BLOCK)
+k_cg_dinv(int32_t n, const int32_t *__restrict__ diag, const double *__restrict__ val,
+          double *__restrict__ dinv, cg_t *st) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  const double a = val[diag[i]];
+  if (!(a > 0) || !isfinite(a)) st->bad = 1;
+  dinv[i] = 1.0 / a;
+}
+
+/* r = b - A x, z = dinv r, p = z; partials r.z, r.r, b.b per column. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_init(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+          const double *__restrict__ val, const double *__restrict__ dinv,
+          const double *__restrict__ b, const double *__restrict__ x, double *__restrict__ r,
+          double *__restrict__ z, double *__restrict__ p, double *__restrict__ part) {
+  __shared__ double sh[BLOCK];
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (i < n) {
+    double ax[3] = {0, 0, 0};
+    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+      for (int c = 0; c < 3; c++) ax[c] += val[k] * x[3 * col[k] + c];
+    for (int c = 0; c < 3; c++) {
+      const double ri = b[3 * i + c] - ax[c], zi = dinv[i] * ri;
+      r[3 * i + c] = ri;
+      z[3 * i + c] = zi;
+      p[3 * i + c] = zi;
+      v[3 * c] = ri * zi;
+      v[3 * c + 1] = ri * ri;
+      v[3 * c + 2] = b[3 * i + c] * b[3 * i + c];
+    }
+  }
+  block_parts(v, part, sh);
+}
+
+__global__ void __launch_bounds__(BLOCK)
+k_cg_start(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
+  __shared__ double sh[BLOCK];
+  double s[9];
+  finish_parts(nblk, part, s, sh);
+  if (threadIdx.x != 0) return;
+  int all = 1;
+  for (int c = 0; c < 3; c++) {
+    st->rz[c] = s[3 * c];
+    st->rr[c] = s[3 * c + 1];
+    st->bb[c] = s[3 * c + 2];
+    st->done[c] = st->bb[c] == 0 || sqrt(st->rr[c]) <= rtol * sqrt(st->bb[c]);
+    if (!isfinite(st->rr[c]) || !isfinite(st->bb[c])) st->bad = 1;
+    all &= st->done[c];
+  }
+  st->iters = 0;
+  st->all_done = all || st->bad;
+}
+
+/* q = A p for the columns still running; partials p.q. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+          const double *__restrict__ val, const double *__restrict__ p, double *__restrict__ q,
+          double *__restrict__ part, const cg_t *st) {
+  __shared__ double sh[BLOCK];
+  if (st->all_done) return; /* uniform over the grid */
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
+  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (i < n) {
+    double aq[3] = {0, 0, 0};
+    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+      for (int c = 0; c < 3; c++)
+        if (run[c]) aq[c] += val[k] * p[3 * col[k] + c];
+    for (int c = 0; c < 3; c++)
+      if (run[c]) {
+        q[3 * i + c] = aq[c];
+        v[3 * c] = p[3 * i + c] * aq[c];
+      }
+  }
+  block_parts(v, part, sh);
+}
+
+__global__ void __launch_bounds__(BLOCK) k_cg_alpha(int nblk, const double *__restrict__ part,
+                                                    cg_t *st) {
+  __shared__ double sh[BLOCK];
+  if (st->all_done) return;
+  double s[9];
+  finish_parts(nblk, part, s, sh);
+  if (threadIdx.x != 0) return;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      if (!(s[3 * c] > 0) || !isfinite(s[3 * c])) st->bad = 1; /* p'Ap <= 0: not SPD */
+      st->alpha[c] = st->rz[c] / s[3 * c];
+    }
+  if (st->bad) st->all_done = 1;
+}
+
+/* x += alpha p, r -= alpha q, z = dinv r; partials r.z and r.r. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_update(int32_t n, const double *__restrict__ dinv, const double *__restrict__ p,
+            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
+            double *__restrict__ z, double *__restrict__ part, const cg_t *st) {
+  __shared__ double sh[BLOCK];
+  if (st->all_done) return;
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (i < n)
+    for (int c = 0; c < 3; c++)
+      if (!st->done[c]) {
+        const double a = st->alpha[c];
+        const int64_t k = 3 * (int64_t)i + c;
+        x[k] = x[k] + a * p[k];
+        const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
+        r[k] = ri;
+        z[k] = zi;
+        v[3 * c] = ri * zi;
+        v[3 * c + 1] = ri * ri;
+      }
+  block_parts(v, part, sh);
+}
+
+__global__ void __launch_bounds__(BLOCK)
+k_cg_beta(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
+  __shared__ double sh[BLOCK];
+  if (st->all_done) return;
+  double s[9];
+  finish_parts(nblk, part, s, sh);
+  if (threadIdx.x != 0) return;
+  int all = 1;
+  st->iters++;
+  for (int c = 0; c < 3; c++) {
+    if (!st->done[c]) {
+      const double rz = s[3 * c], rr = s[3 * c + 1];
+      if (!isfinite(rr) || !isfinite(rz)) st->bad = 1;
+      st->rr[c] = rr;
+      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
+      else {
+        st->beta[c] = rz / st->rz[c];
+        st->rz[c] = rz;
+      }
+    }
+    all &= st->done[c];
+  }
+  st->all_done = all || st->bad;
+}
+
+/* p = z + beta p for the columns still running. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_dir(int32_t n, const double *__restrict__ z, double *__restrict__ p, const cg_t *st) {
+  if (st->all_done) return;
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      const int64_t k = 3 * (int64_t)i + c;
+      p[k] = z[k] + st->beta[c] * p[k];
+    }
+}
+
+/* b = 0 columns: x = 0 (mb_pcg_solve's rule). */
+__global__ void k_cg_zero(int32_t n, double *__restrict__ x, const cg_t *st) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int c = 0; c < 3; c++)
+    if (st->bb[c] == 0) x[3 * (int64_t)i + c] = 0;
+}
+
 /* Everything one run holds. */
 struct deform_gpu {
   const mb_deform_params *p = nullptr;
   mb_deform_mesh *dm = nullptr;
   mb_deform_report *rep = nullptr;
-  int sync = 0;
+  int sync = 0, device_cg = 0;
   mb_deform_system sys{};
   std::vector<double> d, t, pin, base, rg, gF, p0, scratch;
   mb_cuda_csr *dH = nullptr;
   mb_cuda_cholesky *chol = nullptr;
   mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
-  ctl_t *hctl = nullptr; /* pinned host copy */
+  mb_dbuf cr, cz, cp, cq, cdinv, cpart, cst; /* device CG */
+  const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
+  double *val = nullptr; /* dH's device arrays */
+  ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
   ~deform_gpu() {
     mb_deform_system_free(&sys);
     mb_cuda_csr_free(dH);
     mb_cuda_cholesky_free(chol);
-    if (hctl) cudaFreeHost(hctl);
   }
 };
 
@@ -323,6 +539,12 @@ mb_error factor(deform_gpu *g, double c) {
   mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
   g->rep->mu = c;
   MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
+  if (g->p->solver == MB_DEFORM_PCG && g->device_cg && g->dm->nv) {
+    MB_CALL_CUDA(cudaMemset(g->cst.p, 0, sizeof(cg_t)));
+    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->diag, g->val,
+                                            g->cdinv.as<double>(), g->cst.as<cg_t>());
+    MB_CHECK_LAUNCH("deform CG diagonal");
+  }
   if (g->p->solver == MB_DEFORM_PCG) return MB_SUCCESS;
   const double t0 = mb_wtime();
   mb_solve_stats st{};
@@ -435,15 +657,69 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   MB_CALL(mb_dbuf_alloc(&g->ym, sizeof(double) * 3 * (nf ? nf : 1), "deform face means"));
   MB_CALL(mb_dbuf_alloc(&g->ctl, sizeof(ctl_t), "deform maxima"));
   MB_CALL_CUDA(cudaMemset(g->u.p, 0, g->u.bytes));
-  MB_CALL_CUDA(cudaMallocHost((void **)&g->hctl, sizeof(ctl_t)));
   MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
   mb_cuda_csr_set_product(g->dH, MB_CUDA_PRODUCT_ROWS);
+  mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
+  if (p->solver == MB_DEFORM_PCG && g->device_cg) {
+    const size_t nb = blocks(nv) + 1;
+    MB_CALL(mb_dbuf_alloc(&g->cr, sizeof(double) * (n3 ? n3 : 1), "deform CG residual"));
+    MB_CALL(mb_dbuf_alloc(&g->cz, sizeof(double) * (n3 ? n3 : 1), "deform CG preconditioned"));
+    MB_CALL(mb_dbuf_alloc(&g->cp, sizeof(double) * (n3 ? n3 : 1), "deform CG direction"));
+    MB_CALL(mb_dbuf_alloc(&g->cq, sizeof(double) * (n3 ? n3 : 1), "deform CG product"));
+    MB_CALL(mb_dbuf_alloc(&g->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
+    MB_CALL(mb_dbuf_alloc(&g->cpart, sizeof(double) * 9 * nb, "deform CG partial sums"));
+    MB_CALL(mb_dbuf_alloc(&g->cst, sizeof(cg_t), "deform CG state"));
+  }
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
   return MB_SUCCESS;
 }
 
+/* The device CG (above) of H X = B, warm-started from X; *iters += its
+ * iterations. Errors: MB_ERR_NUMERIC (a breakdown: H not positive definite
+ * or a non-finite value; no convergence in 100,000 iterations), MB_ERR_CUDA. */
+mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) {
+  const int32_t n = (int32_t)g->dm->nv;
+  if (n == 0) return MB_SUCCESS;
+  const int nb = (int)blocks(n);
+  double *r = g->cr.as<double>(), *z = g->cz.as<double>(), *pp = g->cp.as<double>(),
+         *q = g->cq.as<double>(), *dinv = g->cdinv.as<double>(), *part = g->cpart.as<double>();
+  cg_t *st = g->cst.as<cg_t>();
+  const double rtol = MB_DEFORM_PCG_RTOL;
+  k_cg_init<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, dinv, B, X, r, z, pp, part);
+  k_cg_start<<<1, BLOCK>>>(nb, part, rtol, st);
+  MB_CHECK_LAUNCH("deform CG start");
+  cg_t h{};
+  for (;;) {
+    for (int j = 0; j < CG_CHUNK; j++) {
+      k_cg_spmv<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
+      k_cg_alpha<<<1, BLOCK>>>(nb, part, st);
+      k_cg_update<<<nb, BLOCK>>>(n, dinv, pp, q, X, r, z, part, st);
+      k_cg_beta<<<1, BLOCK>>>(nb, part, rtol, st);
+      k_cg_dir<<<nb, BLOCK>>>(n, z, pp, st);
+    }
+    MB_CHECK_LAUNCH("deform CG iterations");
+    MB_CALL_CUDA(cudaMemcpy(&h, st, sizeof h, cudaMemcpyDeviceToHost));
+    if (h.bad)
+      MB_FAIL(MB_ERR_NUMERIC, "%s: the device CG broke down (a diagonal entry or a curvature "
+              "p'Ap <= 0, or a non-finite value: the system matrix is not positive definite)",
+              g->dm->name);
+    if (h.all_done) break;
+    if (h.iters >= 100000) {
+      double worst = 0;
+      for (int c = 0; c < 3; c++)
+        if (!h.done[c]) worst = fmax(worst, sqrt(h.rr[c] / h.bb[c]));
+      MB_FAIL(MB_ERR_NUMERIC, "%s: the device CG reached relative residual %.3g, not %g, in "
+              "%d iterations", g->dm->name, worst, rtol, h.iters);
+    }
+  }
+  k_cg_zero<<<nb, BLOCK>>>(n, X, st);
+  MB_CHECK_LAUNCH("deform CG zero columns");
+  *iters += h.iters;
+  return MB_SUCCESS;
+}
+
 mb_error read_ctl(deform_gpu *g) {
-  MB_CALL_CUDA(cudaMemcpy(g->hctl, g->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
+  MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
   return MB_SUCCESS;
 }
 
@@ -500,7 +776,9 @@ mb_error run(deform_gpu *g) {
       MB_CHECK_LAUNCH("deform right-hand side");
     }
     mb_solve_stats st{};
-    if (p->solver == MB_DEFORM_PCG) {
+    if (p->solver == MB_DEFORM_PCG && g->device_cg) {
+      err = device_cg(g, db, dX, &rep->pcg_iterations);
+    } else if (p->solver == MB_DEFORM_PCG) {
       mb_pcg_opts o{};
       o.rtol = MB_DEFORM_PCG_RTOL;
       o.max_iter = 100000;
@@ -521,7 +799,7 @@ mb_error run(deform_gpu *g) {
       MB_CHECK_LAUNCH("deform dual update");
     }
     MB_CALL(read_ctl(g));
-    const ctl_t h = *g->hctl;
+    const ctl_t h = g->hctl;
     if (!hard) { /* the projection of p measured p's residual */
       res = from_bits(h.dist);
       if (rep->history) rep->history[it] = res / l;
@@ -568,7 +846,7 @@ mb_error run(deform_gpu *g) {
           MB_CHECK_LAUNCH("deform residual");
         }
         MB_CALL(read_ctl(g));
-        res = from_bits(g->hctl->res);
+        res = from_bits(g->hctl.res);
         if (rep->history) rep->history[it + 1] = res / l;
         if (res / l <= p->tolerance) rep->converged = 1;
       }
@@ -604,7 +882,7 @@ mb_error run(deform_gpu *g) {
 } // namespace
 
 extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm,
-                                       mb_deform_report *rep, int sync_phases) {
+                                       mb_deform_report *rep, const mb_deform_cuda_opts *o) {
   MB_CHECK(p && dm && rep && dm->x && dm->adj && dm->face_offsets && dm->face_indices &&
                p->iterations >= 1,
            MB_ERR_ARG, "mb_deform_run_cuda: bad arguments");
@@ -619,7 +897,8 @@ extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh
     g.p = p;
     g.dm = dm;
     g.rep = rep;
-    g.sync = sync_phases != 0;
+    g.sync = o && o->sync_phases;
+    g.device_cg = o && o->device_cg;
     e = run(&g);
   }
   if (e) (void)cudaGetLastError();

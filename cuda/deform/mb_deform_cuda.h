@@ -11,6 +11,21 @@
 extern "C" {
 #endif
 
+/* How mb_deform_run_cuda runs (NULL: every field 0). */
+typedef struct mb_deform_cuda_opts {
+  int sync_phases; /* 1: wait for the device at each phase boundary, so that
+                      project_ms, solve_ms and update_ms are the phases' own
+                      times; 0: the device pipelined (the phase times are then
+                      the host's enqueue times; the total is the frame) */
+  int device_cg;   /* solver pcg: 0 the linalg layer's device PCG
+                      (mb_cuda_pcg_solve: the CPU PCG's iterates, bit for bit,
+                      its convergence checks on the host every iteration); 1
+                      this room's CG (mb_deform.cu: the same method with
+                      rounded, fixed-order dot products and its scalars on the
+                      device, the host reading its state once per 8
+                      iterations) */
+} mb_deform_cuda_opts;
+
 /* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device:
  * the same iterations, stopping rules, report and errors (the same messages
  * for bad inputs; they are found on the host before any device work). The
@@ -19,15 +34,13 @@ extern "C" {
  * the ALM updates run on the device (cuda/deform/mb_deform.cu says how).
  * Differences: rep->energy (if non-NULL) is filled with NaN (the energy is
  * the CPU's only); rep->analyze_ms is the whole setup (host pattern and
- * parts, uploads, csrchol's analysis); solver pcg's CG runs on the device
- * (Jacobi, warm-started, MB_DEFORM_PCG_RTOL). sync_phases: 1 waits for the
- * device at each phase boundary so that project_ms, solve_ms and update_ms
- * are the phases' own times; 0 leaves the device pipelined (the phase
- * times are then the host's enqueue times; the total is the frame).
- * Not collective. Errors: those of mb_deform_run_cpu, MB_ERR_CUDA,
- * MB_ERR_UNSUPPORTED (a build without CUDA). */
+ * parts, uploads, csrchol's analysis); the positions agree with the CPU's
+ * to rounding (tests/deform/test_gpu_deform.c: within 1e-8 of the bounding
+ * box). o: NULL or the options above (borrowed). Not collective.
+ * Errors: those of mb_deform_run_cpu, MB_ERR_CUDA, MB_ERR_UNSUPPORTED (a
+ * build without CUDA). */
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
-                            int sync_phases);
+                            const mb_deform_cuda_opts *o);
 
 #ifdef __cplusplus
 }

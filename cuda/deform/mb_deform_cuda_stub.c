@@ -3,10 +3,10 @@
 #include "mb_deform_cuda.h"
 
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
-                            int sync_phases) {
+                            const mb_deform_cuda_opts *o) {
   (void)p;
   (void)rep;
-  (void)sync_phases;
+  (void)o;
   MB_FAIL(MB_ERR_UNSUPPORTED, "%s: the CUDA backend is not built in (configure with "
           "-DMESHBATCH_CUDA=ON)", dm && dm->name ? dm->name : "mesh");
 }

@@ -24,4 +24,6 @@ run
 run --sync-phases
 run --hard yes --iterations 20
 run --solver pcg --sync-phases
+run --solver pcg --cg device
+run --solver pcg --cg device --hard yes --iterations 20
 exit 0

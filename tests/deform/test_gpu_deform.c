@@ -2,11 +2,13 @@
  * CPU solver (src/ops/deform/mb_deform.h), on the first CUDA device; exits
  * 77 (skipped, with the reason) where there is none:
  *  - a lifted 20 x 20 quad grid (dome, 13 handles): soft planar (50
- *    iterations) and hard planar (to 1e-10), each with solver cholesky and
- *    pcg; hard regular on a 6 x 6 saddle without handles;
+ *    iterations) and hard planar (to 1e-10), each with solver cholesky, pcg
+ *    (the linalg layer's device PCG) and pcg by the room's device CG; hard
+ *    regular on a 6 x 6 saddle without handles; a flat 10 x 10 grid (a
+ *    zero right-hand side column) in soft planar with each solver;
  *  - a lifted Polylla mesh (300 random points, faces of 3 to 20-odd
  *    vertices, on a dome of height 0.01): hard planar without handles to
- *    1e-10, and soft planar;
+ *    1e-10 (cholesky, and the device CG), and soft planar (both PCGs);
  *  each: the CUDA positions within 1e-8 of the bounding box's diagonal of
  *  the CPU's, the same convergence flag, the hard runs' planarity or
  *  regularity <= 1e-8 (recomputed here face by face), the handles exactly at
@@ -109,8 +111,10 @@ static double max_residual(const mb_mesh *m, const double *x, int constraint, do
   return worst / l;
 }
 
-/* Run p on c from its input on the CPU and on the GPU; compare. */
-static void compare(const char *what, case_mesh *c, int with_handles, const mb_deform_params *p) {
+/* Run p on c from its input on the CPU and on the GPU (device_cg: the
+ * room's CG for solver pcg); compare. */
+static void compare(const char *what, case_mesh *c, int with_handles, const mb_deform_params *p,
+                    int device_cg) {
   const int64_t nv = c->m->nv;
   const size_t bytes = sizeof(double) * 3 * (size_t)nv;
   double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -126,7 +130,8 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   rg.face_planarity = fp;
   mb_error ec = mb_deform_run_cpu(p, &dc, &rc);
   if (ec) fail_msg("%s: CPU: %s", what, mb_error_message());
-  mb_error eg = mb_deform_run_cuda(p, &dg, &rg, 0);
+  const mb_deform_cuda_opts co = {0, device_cg};
+  mb_error eg = mb_deform_run_cuda(p, &dg, &rg, &co);
   if (eg) fail_msg("%s: CUDA: %s", what, mb_error_message());
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   double dev = 0;
@@ -145,7 +150,7 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   printf("%s (%s): CPU %d iterations, converged %d, residual %.3g; CUDA %d iterations, "
          "converged %d, residual %.3g (recomputed %.3g), %d factorizations, %lld CG "
          "iterations; max distance %.3g = %.3g of the box %.3g\n",
-         what, p->solver == MB_DEFORM_PCG ? "pcg" : "cholesky", rc.iterations, rc.converged,
+         what, p->solver == MB_DEFORM_PCG ? (device_cg ? "pcg, device CG" : "pcg") : "cholesky", rc.iterations, rc.converged,
          p->constraint == MB_DEFORM_PLANAR ? rc.planarity : rc.regularity, rg.iterations,
          rg.converged, p->constraint == MB_DEFORM_PLANAR ? rg.planarity : rg.regularity, res,
          rg.factorizations, rg.pcg_iterations, dev, dev / box, box);
@@ -173,17 +178,26 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
 
 static void test_quad_grid(void **state) {
   (void)state;
-  for (int solver = 0; solver < 2; solver++) {
+  /* cholesky; pcg by the linalg layer; pcg by the room's device CG */
+  const int solver[3] = {MB_DEFORM_CHOLESKY, MB_DEFORM_PCG, MB_DEFORM_PCG}, dcg[3] = {0, 0, 1};
+  for (int k = 0; k < 3; k++) {
     case_mesh c = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
-    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, solver);
-    compare("quad grid, soft planar", &c, 1, &soft);
-    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, solver);
-    compare("quad grid, hard planar", &c, 1, &hard);
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, solver[k]);
+    compare("quad grid, soft planar", &c, 1, &soft, dcg[k]);
+    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, solver[k]);
+    compare("quad grid, hard planar", &c, 1, &hard, dcg[k]);
     case_free(&c);
   }
   case_mesh s = panels(36, MB_PANELS_SADDLE, 0.3, 0, 0);
   mb_deform_params reg = params(MB_DEFORM_REGULAR, 1, 3000, 1e-10, MB_DEFORM_CHOLESKY);
-  compare("saddle, hard regular", &s, 0, &reg);
+  compare("saddle, hard regular", &s, 0, &reg, 0);
+  /* a flat grid (z = 0: a zero right-hand side column) stays put */
+  case_mesh f = panels(100, MB_PANELS_DOME, 0.0, 1, 0.0);
+  for (int k = 0; k < 3; k++) {
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 20, 1e-12, solver[k]);
+    compare("flat grid, soft planar", &f, 1, &soft, dcg[k]);
+  }
+  case_free(&f);
   case_free(&s);
 }
 
@@ -191,9 +205,12 @@ static void test_polylla(void **state) {
   (void)state;
   case_mesh c = polylla();
   mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_CHOLESKY);
-  compare("Polylla, hard planar", &c, 0, &hard);
+  compare("Polylla, hard planar", &c, 0, &hard, 0);
   mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_PCG);
-  compare("Polylla, soft planar", &c, 0, &soft);
+  compare("Polylla, soft planar", &c, 0, &soft, 0);
+  compare("Polylla, soft planar", &c, 0, &soft, 1);
+  mb_deform_params hpcg = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_PCG);
+  compare("Polylla, hard planar", &c, 0, &hpcg, 1);
   case_free(&c);
 }
 
@@ -209,7 +226,7 @@ static void same_error(const char *what, mb_deform_mesh *dm, const double *x0,
   assert_int_equal(mb_deform_run_cpu(p, dm, &rep), want);
   snprintf(cpu, sizeof cpu, "%s", mb_error_message());
   memcpy(dm->x, x0, bytes);
-  assert_int_equal(mb_deform_run_cuda(p, dm, &rep, 0), want);
+  assert_int_equal(mb_deform_run_cuda(p, dm, &rep, NULL), want);
   printf("%s: %s\n", what, mb_error_message());
   mb_test_assert_message_contains(part);
   const char *r = strstr(cpu, "residual");

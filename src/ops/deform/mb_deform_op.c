@@ -140,7 +140,7 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
   rep.face_planarity = fp;
   mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   const double t0 = mb_wtime();
-  mb_error e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, 0)
+  mb_error e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, NULL)
                                                      : mb_deform_run_cpu(p, &dm, &rep);
   const double ms = 1e3 * (mb_wtime() - t0);
   free(target);
