@@ -239,8 +239,9 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
  * MB_DEFORM_CG_CHUNK iterations: every scalar (alpha, beta, the column's
  * stop) lives on the device, each dot product is a fixed-order two-pass
  * sum (per-block partials, then one block; the same bits on every run),
- * and a column that has stopped is skipped by every kernel. The host reads
- * the state once per chunk. The method of mb_pcg_solve (z = r / a_ii, a
+ * and a column that has stopped is skipped by every kernel. A chunk (5
+ * kernels an iteration) is captured once per run as a CUDA graph and
+ * launched whole; the host reads the state once per chunk. The method of mb_pcg_solve (z = r / a_ii, a
  * column stops when sqrt(r.r) <= rtol ||b||, b = 0 gives x = 0) without
  * its recomputed-residual restart and with rounded (not exact) dot
  * products, so its iterates agree with the CPU's to rounding only. */
@@ -459,8 +460,13 @@ struct deform_gpu {
   mb_dbuf cr, cz, cp, cq, cdinv, cpart, cst; /* device CG */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr; /* dH's device arrays */
+  cudaStream_t capture = nullptr; /* the device CG's chunk, captured once per run */
+  cudaGraphExec_t chunk = nullptr;
+  int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
   ~deform_gpu() {
+    if (chunk) cudaGraphExecDestroy(chunk);
+    if (capture) cudaStreamDestroy(capture);
     mb_deform_system_free(&sys);
     mb_cuda_csr_free(dH);
     mb_cuda_cholesky_free(chol);
@@ -688,15 +694,42 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
   k_cg_init<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, dinv, B, X, r, z, pp, part);
   k_cg_start<<<1, BLOCK>>>(nb, part, rtol, st);
   MB_CHECK_LAUNCH("deform CG start");
+  /* CG_CHUNK iterations, 5 kernels each, on stream s */
+  auto chunk = [&](cudaStream_t s) {
+    for (int j = 0; j < CG_CHUNK; j++) {
+      k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
+      k_cg_alpha<<<1, BLOCK, 0, s>>>(nb, part, st);
+      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, X, r, z, part, st);
+      k_cg_beta<<<1, BLOCK, 0, s>>>(nb, part, rtol, st);
+      k_cg_dir<<<nb, BLOCK, 0, s>>>(n, z, pp, st);
+    }
+  };
+  /* captured once per run as a CUDA graph (its arguments are fixed: the
+   * same B and X buffers at every solve), launched on the default stream
+   * as cuda/linalg's AMG cycle is; where capture fails, kernel by kernel */
+  if (!g->chunk && !g->chunk_failed) {
+    cudaGraph_t graph = nullptr;
+    cudaError_t ce = g->capture ? cudaSuccess
+                                : cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking);
+    if (ce == cudaSuccess) ce = cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal);
+    if (ce == cudaSuccess) {
+      chunk(g->capture);
+      ce = cudaStreamEndCapture(g->capture, &graph);
+    }
+    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&g->chunk, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (ce != cudaSuccess) {
+      (void)cudaGetLastError();
+      g->chunk = nullptr;
+      g->chunk_failed = 1;
+      mb_log(MB_LOG_VERBOSE, "%s: the device CG's graph could not be captured (%s); its "
+             "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
+    }
+  }
   cg_t h{};
   for (;;) {
-    for (int j = 0; j < CG_CHUNK; j++) {
-      k_cg_spmv<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
-      k_cg_alpha<<<1, BLOCK>>>(nb, part, st);
-      k_cg_update<<<nb, BLOCK>>>(n, dinv, pp, q, X, r, z, part, st);
-      k_cg_beta<<<1, BLOCK>>>(nb, part, rtol, st);
-      k_cg_dir<<<nb, BLOCK>>>(n, z, pp, st);
-    }
+    if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
+    else chunk(nullptr);
     MB_CHECK_LAUNCH("deform CG iterations");
     MB_CALL_CUDA(cudaMemcpy(&h, st, sizeof h, cudaMemcpyDeviceToHost));
     if (h.bad)

@@ -22,8 +22,8 @@ typedef struct mb_deform_cuda_opts {
                       its convergence checks on the host every iteration); 1
                       this room's CG (mb_deform.cu: the same method with
                       rounded, fixed-order dot products and its scalars on the
-                      device, the host reading its state once per 8
-                      iterations) */
+                      device, 8 iterations a CUDA graph, the host reading its
+                      state once per graph) */
 } mb_deform_cuda_opts;
 
 /* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device:
