@@ -31,12 +31,12 @@
  *   k_dual     (hard) one thread per face: u += A_f p - h, the primal residual;
  *   k_resid    (hard, near convergence, at the cap, or for the history) one
  *              thread per face: the constraint's residual.
- * Jacobi, not the device AMG: the CPU's `pcg` and the chapter's GPU solver
- * are Jacobi CG, so both backends run one method (AMG's setup per mu and
- * V-cycle pay off on stiffer systems than these, whose diagonal is
- * dominated by closeness and c). Each iteration ends with one small read of
- * the maxima (the stopping rules need them); the device CG waits for its
- * own convergence checks. The final residuals, the per-face planarity and
+ * Jacobi, not the device AMG (chosen without measuring): the CPU's `pcg`
+ * and the chapter's GPU solver are Jacobi CG, so both backends run one
+ * method, and AMG would need a hierarchy built on the host at every
+ * penalty value. Each iteration ends with one small read of the maxima
+ * (the stopping rules need them); the linalg PCG reads its state every CG
+ * iteration, the room's CG once per 8. The final residuals, the per-face planarity and
  * the handle error are computed on the host from the downloaded positions
  * by mb_deform_proj.c's functions, the CPU's very numbers. */
 #include <cuda_runtime.h>
