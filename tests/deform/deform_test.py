@@ -13,9 +13,10 @@ op          generate panels (a lifted 20 x 20 quad grid, its `handle`
             same bits as the field; solver: pcg meets the same
             constraints; soft planar with the handles in place
             lowers the planarity below half the input's; hard regular on a saddle without handles: every
-            face regular to 1e-8 (recomputed here); backend: cuda and
-            distribute: partitioned are refused with a message naming
-            deform.
+            face regular to 1e-8 (recomputed here); backend: cuda
+            within 1e-8 of the bounding box of the CPU's result (where a
+            device is present); distribute: partitioned is refused with a
+            message naming deform.
 polylla     a Polylla polygon mesh (300 random points, faces of 3-24
             vertices) lifted onto a low dome (height 0.01 over [-1, 1]^2), as
             an OBJ file: hard planar without handles reaches planarity <=
@@ -36,6 +37,11 @@ bad_inputs  a batch: a handle index past the vertex count (handles file),
 ranks       a batch of 6 panels meshes (dome and saddle, 100-900
             vertices) on 1, 2, 3 and 4 ranks: every dataset bitwise equal
             to one rank's.
+cuda        (exits 77 where no CUDA device can be used) the ranks case's
+            batch, soft then hard planar (solver pcg), with backend: cuda
+            on 1 and 2 ranks: every mesh within 1e-8 of its bounding box of
+            the CPU's result; the bad_inputs case's batch with backend:
+            cuda: the same per-mesh errors, exit 1, the good mesh written.
 
 Exit code 0 passes, 77 skips (h5py or numpy missing), other fails.
 """
@@ -186,18 +192,28 @@ def case_op():
     print(f"hard regular: regularity {rg:.3g} ({a4.get('stage_0_deform')})")
     if not rg <= 1e-8:
         fail(f"regularity {rg} > 1e-8")
-    # refused: the cuda backend (no CUDA entry yet), a partitioned run
-    _, p, _ = job("op_cuda", [src], "  - {op: deform}\n", backend="cuda", expect=None)
+    # backend: cuda (on a machine with a device) agrees with the CPU within
+    # 1e-8 of the bounding box; a partitioned run is refused
+    outg, p, _ = job("op_cuda", [src], "  - {op: deform}\n", backend="cuda", expect=None)
     text = p.stdout + p.stderr
-    no_device = "no CUDA device can be used" in text  # a build or machine without CUDA
-    if p.returncode == 0 or not (no_device or "deform has no cuda backend" in text):
-        fail("backend: cuda was not refused with 'deform has no cuda backend'")
+    if "no CUDA device can be used" in text:  # a build or machine without CUDA
+        print("backend cuda: no device here (test_gpu_deform checks it where there is one)")
+    else:
+        if p.returncode != 0:
+            fail(f"backend: cuda failed: {text}")
+        outc, _, _ = job("op_cuda_cpu", [src], "  - {op: deform}\n")
+        xg, xc = read(outg, "panels_dome_400")[0], read(outc, "panels_dome_400")[0]
+        box = float(np.linalg.norm(np.max(xc, axis=0) - np.min(xc, axis=0)))
+        dev = float(np.max(np.abs(xg - xc)))
+        print(f"backend cuda: max distance from the CPU's result {dev:.3g} (box {box:.3g})")
+        if not dev <= 1e-8 * box:
+            fail(f"backend cuda: {dev} from the CPU's result (> 1e-8 of the box {box})")
     _, p, _ = job("op_part", [src], "  - {op: deform}\n", distribute="partitioned", np=2,
                   expect=None)
     text = p.stdout + p.stderr
     if p.returncode == 0 or "deform" not in text:
         fail("distribute: partitioned was not refused with a message naming deform")
-    print("cuda and partitioned refused")
+    print("partitioned refused")
 
 
 def write_obj(path, v, f):
@@ -346,7 +362,76 @@ def case_polylla():
     print(f"fix_boundary: {len(bnd)} boundary vertices kept bit for bit, the interior moved")
 
 
-CASES = {"polylla": case_polylla, "op": case_op, "bad_inputs": case_bad_inputs, "ranks": case_ranks}
+def case_cuda():
+    np = need_module("numpy")
+    h5py = need_module("h5py")
+    d = os.path.join(TMP, "cuda")
+    os.makedirs(d, exist_ok=True)
+    inputs = []
+    for k, (n, surface) in enumerate(((100, "dome"), (400, "saddle"), (900, "dome"),
+                                      (225, "saddle"), (144, "dome"), (625, "saddle"))):
+        inputs.append(panels(os.path.join(d, f"m{k}.h5"), n, surface=surface, lift=0.1 * k))
+    stages = ("  - {op: deform, iterations: 30}\n"
+              "  - {op: deform, constraint: planar, hard: yes, iterations: 3000, "
+              "tolerance: 1e-9, solver: pcg}\n")
+    outg, p, _ = job("cuda_batch", inputs, stages, backend="cuda", expect=None)
+    text = p.stdout + p.stderr
+    if "no CUDA device can be used" in text:
+        print("deform_cuda: skipped, no CUDA device here")
+        sys.exit(77)
+    if p.returncode != 0:
+        fail(f"backend cuda: exit {p.returncode}: {text}")
+    outc, _, _ = job("cuda_batch_cpu", inputs, stages)
+    outg2, _, _ = job("cuda_batch_np2", inputs, stages, backend="cuda", np=2)
+    with h5py.File(outc, "r") as hc, h5py.File(outg, "r") as hg, h5py.File(outg2, "r") as h2:
+        names = sorted(hc["meshes"].keys())
+        if sorted(hg["meshes"].keys()) != names or sorted(h2["meshes"].keys()) != names:
+            fail("backend cuda wrote other meshes than the CPU")
+        for name in names:
+            xc = hc["meshes"][name]["vertices"][()]
+            box = float(np.linalg.norm(np.max(xc, axis=0) - np.min(xc, axis=0)))
+            for h in (hg, h2):
+                xg = h["meshes"][name]["vertices"][()]
+                dev = float(np.max(np.abs(xg - xc)))
+                if not dev <= 1e-8 * box:
+                    fail(f"{name}: backend cuda is {dev} from the CPU (box {box})")
+            print(f"{name}: cuda within {dev:.3g} of the CPU (box {box:.3g}); "
+                  f"{hg['meshes'][name].attrs.get('stage_1_deform')}")
+    print("a batch of 6 meshes, soft then hard: cuda (1 and 2 ranks) within 1e-8 of the box")
+    # bad inputs: the same per-mesh errors on cuda, the good mesh written
+    grid_v = [(i, j, 0.1 * ((i * 7 + j * 3) % 5)) for j in range(4) for i in range(4)]
+    grid_f = [(j * 4 + i, j * 4 + i + 1, j * 4 + i + 5, j * 4 + i + 4) for j in range(3)
+              for i in range(3)]
+    good = write_obj(os.path.join(d, "good.obj"), grid_v, grid_f)
+    past = write_obj(os.path.join(d, "past.obj"), grid_v, grid_f)
+    rep_f = [list(f) for f in grid_f]
+    rep_f[4] = [5, 6, 6, 9]
+    repeated = write_obj(os.path.join(d, "repeated.obj"), grid_v, rep_f)
+    quad = write_obj(os.path.join(d, "quad.obj"),
+                     [(0, 0, 0), (1, 0, 0), (1, 1, 0.5), (0, 1, 0)], [(0, 1, 2, 3)])
+    with open(os.path.join(d, "h.txt"), "w") as f:
+        f.write("good 0 0 0 0\npast 16 0 0 0\n"
+                "quad 0 0 0 0\nquad 1 1 0 0\nquad 2 1 1 0.5\nquad 3 0 1 0\n")
+    stage = ("  - {op: deform, hard: yes, iterations: 200, tolerance: 1e-8, "
+             f"handles: {os.path.join(d, 'h.txt')}}}\n")
+    out, p, _ = job("cuda_bad", [good, past, repeated, quad], stage, backend="cuda",
+                    expect=None)
+    text = p.stdout + p.stderr
+    if p.returncode != 1:
+        fail(f"backend cuda, bad inputs: exit code {p.returncode}, expected 1")
+    for name, words in (("past", "past the vertex count"), ("repeated", "repeated"),
+                        ("quad", "not met: residual")):
+        if not any(name in line and words in line for line in text.splitlines()):
+            fail(f"backend cuda: no clear error for {name} (a line naming it with '{words}')")
+    with h5py.File(out, "r") as h:
+        written = sorted(h["meshes"].keys())
+    if written != ["good"]:
+        fail(f"backend cuda: written {written}, expected ['good']")
+    print("backend cuda: past, repeated, infeasible: errors naming the mesh; good written")
+
+
+CASES = {"polylla": case_polylla, "op": case_op, "bad_inputs": case_bad_inputs, "ranks": case_ranks,
+         "cuda": case_cuda}
 
 
 def main():

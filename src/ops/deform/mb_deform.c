@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mb_csr.h"
+#include "mb_deform_private.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 #include "mb_solver.h"
@@ -599,4 +600,44 @@ mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_def
   mb_error e = run(p, dm, rep, &w);
   work_free(&w);
   return e;
+}
+
+/* ------------------------------------------ for the CUDA backend
+ * (mb_deform_private.h): the system parts by the functions above. */
+
+mb_error mb_deform_system_build(const mb_deform_mesh *dm, int fair, mb_deform_system *s) {
+  memset(s, 0, sizeof *s);
+  deform_work w = {0};
+  w.nv = s->nv = dm->nv;
+  w.nf = s->nf = dm->nf;
+  mb_error e = build_incidence(dm, &w);
+  if (!e) e = build_pattern(dm, fair, &w);
+  if (!e) e = assemble_parts(dm, fair, &w);
+  s->nidx = w.nidx;
+  s->vf_row = w.vf_row, s->vf_slot = w.vf_slot, s->slot_face = w.slot_face;
+  s->H = w.H, s->KtK = w.KtK, s->face = w.face;
+  w.vf_row = NULL, w.vf_slot = NULL, w.slot_face = NULL, w.H = NULL, w.KtK = NULL, w.face = NULL;
+  work_free(&w);
+  return e;
+}
+
+void mb_deform_system_matrix(mb_deform_system *s, const double *base, const double *pin,
+                             double c) {
+  deform_work w = {0};
+  w.H = s->H;
+  w.base = (double *)base;
+  w.face = s->face;
+  w.pin = (double *)pin;
+  assemble_H(&w, c);
+}
+
+void mb_deform_system_free(mb_deform_system *s) {
+  if (!s) return;
+  free(s->vf_row);
+  free(s->vf_slot);
+  free(s->slot_face);
+  mb_csr_free(s->H);
+  free(s->KtK);
+  free(s->face);
+  memset(s, 0, sizeof *s);
 }

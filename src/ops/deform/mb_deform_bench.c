@@ -7,7 +7,9 @@
 
 #include "mb_adjacency.h"
 #include "mb_args.h"
+#include "mb_cuda.h"
 #include "mb_deform.h"
+#include "mb_deform_cuda.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
@@ -17,7 +19,8 @@ static const char deform_bench_help[] =
     "usage: meshbatch bench deform INPUT [--mesh NAME] [--iterations N]\n"
     "                              [--constraint planar|regular] [--hard no|yes]\n"
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
-    "                              [--solver cholesky|pcg]\n\n"
+    "                              [--solver cholesky|pcg] [--backend cpu|cuda]\n"
+    "                              [--sync-phases] [--cg linalg|device]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -29,12 +32,21 @@ static const char deform_bench_help[] =
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
     "0.1, w_constraint 10, solver cholesky, 3 repeats. Wall times of this process (the machine's\n"
-    "other load counts).\n";
+    "other load counts).\n"
+    "--backend cuda runs the CUDA backend (mb_deform_cuda.h) on the first device:\n"
+    "its analysis is the whole setup (host pattern, uploads, csrchol analysis);\n"
+    "without --sync-phases the device is pipelined and only the frame is its time\n"
+    "(the phases are the host's enqueue times); with it the device is waited for\n"
+    "at each phase boundary, which gives the phases and slows the frame. --cg\n"
+    "(solver pcg on cuda): linalg, the linalg layer's device PCG (the CPU's\n"
+    "iterates, host checks every iteration; the default), or device, the deform\n"
+    "room's CG (scalars on the device, the host reads once per 8 iterations).\n";
 
 typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats;
+  int cuda, sync_phases, device_cg;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -71,6 +83,15 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--solver") && v) {
       bad = strcmp(v, "cholesky") && strcmp(v, "pcg");
       o->p.solver = !strcmp(v, "pcg") ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+    } else if (!strcmp(a, "--backend") && v) {
+      bad = strcmp(v, "cpu") && strcmp(v, "cuda");
+      o->cuda = !strcmp(v, "cuda");
+    } else if (!strcmp(a, "--cg") && v) {
+      bad = strcmp(v, "linalg") && strcmp(v, "device");
+      o->device_cg = !strcmp(v, "device");
+    } else if (!strcmp(a, "--sync-phases")) {
+      o->sync_phases = 1;
+      continue;
     } else if (!strcmp(a, "--w-fair") && v)
       bad = mb_cli_parse_double(v, &o->p.w_fair) || !(o->p.w_fair >= 0);
     else if (!strcmp(a, "--w-constraint") && v)
@@ -124,11 +145,14 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   if (!e) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
   printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, solver %s, "
-         "w_fair %g, w_constraint %g%s\n",
+         "w_fair %g, w_constraint %g%s; backend %s%s%s\n",
          m->name, (long long)m->nv, (long long)m->nf, o->p.hard ? "hard" : "soft",
          o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
          o->p.solver ? "pcg" : "cholesky",
-         o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles");
+         o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles",
+         o->cuda ? "cuda" : "cpu", o->cuda && o->sync_phases ? " (phases synchronised)" : "",
+         o->cuda && o->p.solver == MB_DEFORM_PCG ? (o->device_cg ? ", cg device" : ", cg linalg")
+                                                 : "");
   const double per = 50.0 / o->p.iterations;
   for (int64_t r = 0; r < o->repeats && !e; r++) {
     memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
@@ -136,7 +160,9 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          adj, target, NULL};
     mb_deform_report rep = {0};
     const double t0 = mb_wtime();
-    e = mb_deform_run_cpu(&o->p, &dm, &rep);
+    const mb_deform_cuda_opts co = {o->sync_phases, o->device_cg};
+    e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, &rep, &co)
+                : mb_deform_run_cpu(&o->p, &dm, &rep);
     const double ms = 1e3 * (mb_wtime() - t0);
     if (e == MB_ERR_NUMERIC && o->p.hard && rep.iterations == o->p.iterations) {
       mb_error_clear(); /* not met within the iterations: timed all the same */
@@ -174,8 +200,19 @@ int mb_deform_bench(int argc, char **argv) {
   if (rc < 0) return MB_EXIT_OK;
   if (rc) return rc;
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
+  mb_error e = MB_SUCCESS;
+  if (o.cuda) { /* the first device, named */
+    char why[256] = "", name[256] = "";
+    int dev = 0;
+    if (mb_cuda_device_count(why, sizeof why) <= 0)
+      e = mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__,
+                       "bench deform --backend cuda: no CUDA device (%s)", why[0] ? why : "none");
+    if (!e) e = mb_cuda_select_device(0, &dev, name, sizeof name);
+    if (!e) printf("cuda: device %d, %s\n", dev, name);
+    if (e) return mb_cli_report(MB_EXIT_FAILED);
+  }
   mb_mesh *m = NULL;
-  mb_error e = load(&o, &m);
+  e = load(&o, &m);
   if (!e) e = bench(&o, m);
   mb_mesh_free(m);
   return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;

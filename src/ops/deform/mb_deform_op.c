@@ -1,7 +1,6 @@
 /* meshbatch: the op deform (registration, keys, handles, provenance; the
- * method is in mb_deform.h). Per mesh on the CPU; no CUDA entry yet (a job
- * with backend: cuda is refused by the runner: "deform has no cuda
- * backend") and no partitioned form. Each stage records
+ * method is in mb_deform.h). Per mesh on the CPU or the GPU
+ * (cuda/deform/mb_deform_cuda.h); no partitioned form. Each stage records
  * `stage_N_deform` in the provenance (N: the stage's provenance number):
  * iterations, converged, planarity, regularity, handle error, the last
  * constraint weight; `-v` prints the same and the phases' times. The
@@ -17,6 +16,7 @@
 
 #include "mb_adjacency.h"
 #include "mb_deform.h"
+#include "mb_deform_cuda.h"
 #include "mb_log.h"
 #include "mb_op.h"
 
@@ -140,7 +140,8 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
   rep.face_planarity = fp;
   mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   const double t0 = mb_wtime();
-  mb_error e = mb_deform_run_cpu(p, &dm, &rep);
+  mb_error e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, NULL)
+                                                     : mb_deform_run_cpu(p, &dm, &rep);
   const double ms = 1e3 * (mb_wtime() - t0);
   free(target);
   if (e) {
@@ -246,6 +247,6 @@ const mb_op_info mb_op_deform = {
     .params_size = sizeof(mb_deform_params),
     .check = deform_check,
     .cost = deform_cost,
-    .run = {deform_run, NULL},
+    .run = {deform_run, deform_run},
     .bench = mb_deform_bench,
     .grow = deform_grow};

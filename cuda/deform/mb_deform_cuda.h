@@ -1,0 +1,48 @@
+/* meshbatch: the deform op's CUDA backend (cuda/deform/mb_deform.cu; builds
+ * without CUDA link mb_deform_cuda_stub.c, which returns MB_ERR_UNSUPPORTED).
+ * The method and the report are mb_deform.h's; this header only adds the
+ * entry point. */
+#ifndef MB_DEFORM_CUDA_H
+#define MB_DEFORM_CUDA_H
+
+#include "mb_deform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How mb_deform_run_cuda runs (NULL: every field 0). */
+typedef struct mb_deform_cuda_opts {
+  int sync_phases; /* 1: wait for the device at each phase boundary, so that
+                      project_ms, solve_ms and update_ms are the phases' own
+                      times; 0: the device pipelined (the phase times are then
+                      the host's enqueue times; the total is the frame) */
+  int device_cg;   /* solver pcg: 0 the linalg layer's device PCG
+                      (mb_cuda_pcg_solve: the CPU PCG's iterates, bit for bit,
+                      its convergence checks on the host every iteration); 1
+                      this room's CG (mb_deform.cu: the same method with
+                      rounded, fixed-order dot products and its scalars on the
+                      device, 8 iterations a CUDA graph, the host reading its
+                      state once per graph) */
+} mb_deform_cuda_opts;
+
+/* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device:
+ * the same iterations, stopping rules, report and errors (the same messages
+ * for bad inputs; they are found on the host before any device work). The
+ * system is assembled on the host by the CPU's functions once per penalty
+ * value and uploaded; the projections, the right-hand side, the solve and
+ * the ALM updates run on the device (cuda/deform/mb_deform.cu says how).
+ * Differences: rep->energy (if non-NULL) is filled with NaN (the energy is
+ * the CPU's only); rep->analyze_ms is the whole setup (host pattern and
+ * parts, uploads, csrchol's analysis); the positions agree with the CPU's
+ * to rounding (tests/deform/test_gpu_deform.c: within 1e-8 of the bounding
+ * box). o: NULL or the options above (borrowed). Not collective.
+ * Errors: those of mb_deform_run_cpu, MB_ERR_CUDA, MB_ERR_UNSUPPORTED (a
+ * build without CUDA). */
+mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
+                            const mb_deform_cuda_opts *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,249 @@
+/* meshbatch: the deform op's per-face math for the device (cuda/deform): the
+ * projections and residuals of src/ops/deform/mb_deform_proj.c, mirrored
+ * operation for operation in float64 (the same formulas in the same order;
+ * built with --fmad=false, so products and sums round as on the CPU, which is
+ * built with -ffp-contract=off; only the library functions sqrt, acos, cos and
+ * sin may differ from the host's libm in the last bit). Plain C17 as well
+ * (static inline, __host__ __device__ under nvcc), so that
+ * tests/deform/test_deform_face.c compiles it on the host and checks it
+ * bit for bit against mb_deform_proj.c. A face is its n centred points q
+ * [n, 3] (row-major, the slots of the face in order), length unit of the
+ * input. See mb_deform.h for the method (Kaspar & Deng, section
+ * 2.2.2.1). Keep in step with mb_deform_proj.c. Not collective; none
+ * fails. */
+#ifndef MB_DEFORM_FACE_H
+#define MB_DEFORM_FACE_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define MB_DFACE static inline __host__ __device__
+#else
+#define MB_DFACE static inline
+#endif
+
+/* mb_deform_eigen3: cyclic Jacobi rotations (Golub & Van Loan, Alg. 8.4.1). */
+MB_DFACE void mb_dface_eigen3(const double S[9], double w[3], double V[9]) {
+  double a[3][3], v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) a[r][c] = 0.5 * (S[3 * r + c] + S[3 * c + r]);
+  for (int sweep = 0; sweep < 64; sweep++) {
+    const double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
+    const double scale = fabs(a[0][0]) + fabs(a[1][1]) + fabs(a[2][2]);
+    if (off <= 1e-300 || off <= 1e-17 * scale) break;
+    for (int p = 0; p < 2; p++)
+      for (int q = p + 1; q < 3; q++) {
+        if (a[p][q] == 0) continue;
+        const double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+        const double c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; k++) {
+          const double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; k++) {
+          const double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; k++) {
+          const double vkp = v[k][p], vkq = v[k][q];
+          v[k][p] = c * vkp - s * vkq;
+          v[k][q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  int order[3] = {0, 1, 2};
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (a[order[j]][order[j]] < a[order[i]][order[i]]) {
+        const int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  for (int k = 0; k < 3; k++) {
+    w[k] = a[order[k]][order[k]];
+    for (int r = 0; r < 3; r++) V[3 * r + k] = v[r][order[k]];
+  }
+}
+
+MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
+  c[0] = c[1] = c[2] = 0;
+  for (int k = 0; k < n; k++)
+    for (int d = 0; d < 3; d++) c[d] += q[3 * k + d];
+  for (int d = 0; d < 3; d++) c[d] /= n;
+}
+
+/* smallest_closed_form of mb_deform_proj.c (Smith's trigonometric solution,
+ * the longest cross product of two rows of S - lambda I); 0 where the
+ * smallest eigenvalue is not well separated. */
+MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
+  const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
+  const double q = (a + b + c) / 3;
+  const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
+                    2 * (d * d + e * e + f * f);
+  const double p = sqrt(p2 / 6);
+  if (!(p > 0)) return 0;
+  const double A = (a - q) / p, B = (b - q) / p, C = (c - q) / p, D = d / p, E = e / p,
+               F = f / p;
+  double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
+  r = r < -1 ? -1 : r > 1 ? 1 : r;
+  const double phi = acos(r) / 3;
+  const double lam = q + 2 * p * cos(phi + 2.0 * M_PI / 3.0);
+  const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
+  const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
+  double best[3] = {0, 0, 0}, bn = 0;
+  for (int k = 0; k < 3; k++) {
+    const double *u = rows[k][0], *v = rows[k][1];
+    const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                         u[0] * v[1] - u[1] * v[0]};
+    const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    if (m > bn) {
+      bn = m;
+      best[0] = x[0], best[1] = x[1], best[2] = x[2];
+    }
+  }
+  if (!(bn > 1e-8 * (p2 * p2))) return 0;
+  const double len = sqrt(bn);
+  for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;
+  return 1;
+}
+
+MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], double nrm[3]) {
+  double S[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < n; k++) {
+    const double e[3] = {q[3 * k] - c[0], q[3 * k + 1] - c[1], q[3 * k + 2] - c[2]};
+    for (int r = 0; r < 3; r++)
+      for (int s = r; s < 3; s++) S[3 * r + s] += e[r] * e[s];
+  }
+  S[3] = S[1];
+  S[6] = S[2];
+  S[7] = S[5];
+  if (mb_dface_smallest_closed_form(S, nrm)) return;
+  double w[3], V[9];
+  mb_dface_eigen3(S, w, V);
+  for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
+}
+
+/* mb_deform_project_planar; z may be q. */
+MB_DFACE void mb_dface_project_planar(int n, const double *q, double *z) {
+  double c[3], nrm[3];
+  mb_dface_centroid(n, q, c);
+  mb_dface_best_normal(n, q, c, nrm);
+  for (int k = 0; k < n; k++) {
+    const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
+                     (q[3 * k + 2] - c[2]) * nrm[2];
+    for (int d = 0; d < 3; d++) z[3 * k + d] = q[3 * k + d] - h * nrm[d];
+  }
+}
+
+/* mb_deform_planarity: max distance of a point from the best plane. */
+MB_DFACE double mb_dface_planarity(int n, const double *q) {
+  double c[3], nrm[3], worst = 0;
+  mb_dface_centroid(n, q, c);
+  mb_dface_best_normal(n, q, c, nrm);
+  for (int k = 0; k < n; k++) {
+    const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
+                     (q[3 * k + 2] - c[2]) * nrm[2];
+    if (fabs(h) > worst) worst = fabs(h);
+  }
+  return worst;
+}
+
+MB_DFACE double mb_dface_dot3(const double *a, const double *b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+MB_DFACE void mb_dface_orthogonal(const double u[3], double o[3]) {
+  int k = 0;
+  if (fabs(u[1]) < fabs(u[k])) k = 1;
+  if (fabs(u[2]) < fabs(u[k])) k = 2;
+  double e[3] = {0, 0, 0};
+  e[k] = 1;
+  const double d = mb_dface_dot3(e, u);
+  for (int i = 0; i < 3; i++) o[i] = e[i] - d * u[i];
+  const double len = sqrt(mb_dface_dot3(o, o));
+  for (int i = 0; i < 3; i++) o[i] /= len;
+}
+
+/* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c. */
+MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6]) {
+  mb_dface_centroid(n, q, c);
+  double a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    for (int d = 0; d < 3; d++) {
+      const double e = q[3 * k + d] - c[d];
+      a[d] += ck * e;
+      b[d] += sk * e;
+    }
+  }
+  const double aa = mb_dface_dot3(a, a), bb = mb_dface_dot3(b, b), ab = mb_dface_dot3(a, b);
+  const double x[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                       a[0] * b[1] - a[1] * b[0]};
+  const double delta = sqrt(mb_dface_dot3(x, x)), tr = aa + bb;
+  for (int k = 0; k < 6; k++) sE[k] = 0;
+  if (!(tr > 0)) return;
+  if (delta > 1e-12 * tr) {
+    const double m00 = bb + delta, m01 = -ab, m11 = aa + delta;
+    for (int d = 0; d < 3; d++) {
+      sE[2 * d] = (a[d] * m00 + b[d] * m01) / ((double)n * delta);
+      sE[2 * d + 1] = (a[d] * m01 + b[d] * m11) / ((double)n * delta);
+    }
+    return;
+  }
+  double v[2];
+  if (aa >= bb) {
+    const double l = sqrt(aa * aa + ab * ab);
+    v[0] = aa / l;
+    v[1] = ab / l;
+  } else {
+    const double l = sqrt(ab * ab + bb * bb);
+    v[0] = ab / l;
+    v[1] = bb / l;
+  }
+  double u[3];
+  for (int d = 0; d < 3; d++) u[d] = a[d] * v[0] + b[d] * v[1];
+  const double sigma = sqrt(mb_dface_dot3(u, u));
+  if (!(sigma > 0)) return;
+  for (int d = 0; d < 3; d++) u[d] /= sigma;
+  double up[3];
+  mb_dface_orthogonal(u, up);
+  const double vp[2] = {-v[1], v[0]}, s = sigma / (double)n;
+  for (int d = 0; d < 3; d++) {
+    sE[2 * d] = s * (u[d] * v[0] + up[d] * vp[0]);
+    sE[2 * d + 1] = s * (u[d] * v[1] + up[d] * vp[1]);
+  }
+}
+
+/* mb_deform_project_regular; z may be q (the fit reads q first). */
+MB_DFACE void mb_dface_project_regular(int n, const double *q, double *z) {
+  double c[3], sE[6];
+  mb_dface_regular_fit(n, q, c, sE);
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    for (int d = 0; d < 3; d++) z[3 * k + d] = c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk);
+  }
+}
+
+/* mb_deform_regularity: max distance of a point from the regular projection. */
+MB_DFACE double mb_dface_regularity(int n, const double *q) {
+  double c[3], sE[6], worst = 0;
+  mb_dface_regular_fit(n, q, c, sE);
+  for (int k = 0; k < n; k++) {
+    const double th = 2.0 * M_PI * (double)k / (double)n;
+    const double ck = cos(th), sk = sin(th);
+    double r2 = 0;
+    for (int d = 0; d < 3; d++) {
+      const double e = q[3 * k + d] - (c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk));
+      r2 += e * e;
+    }
+    if (sqrt(r2) > worst) worst = sqrt(r2);
+  }
+  return worst;
+}
+
+#endif

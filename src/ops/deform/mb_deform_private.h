@@ -1,0 +1,49 @@
+/* meshbatch: the deform room's private interface between the CPU solver
+ * (mb_deform.c) and its CUDA backend (cuda/deform/mb_deform.cu): the
+ * host-side system of mb_deform.h, built by the CPU's own functions so both
+ * backends solve with the same matrix. Not for other rooms. */
+#ifndef MB_DEFORM_PRIVATE_H
+#define MB_DEFORM_PRIVATE_H
+
+#include <stdint.h>
+
+#include "mb_csr.h"
+#include "mb_deform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The parts of the system H = D + w_fair K^T K + c sum_f A_f^T A_f of one
+ * mesh, pinned rows and columns not yet eliminated (mb_deform.h). */
+typedef struct mb_deform_system {
+  int64_t nv, nf, nidx; /* vertices, faces, face slots (face_offsets[nf]) */
+  int32_t *vf_row;      /* [nv + 1] vertex -> its face slots (CSR rows) */
+  int64_t *vf_slot;     /* [nidx] the slots of each vertex, ascending */
+  int64_t *slot_face;   /* [nidx] the face of each slot */
+  mb_csr *H;            /* the pattern (ascending columns, diag set, edge NULL), val [nnz] */
+  double *KtK;          /* [nnz] K^T K (zero where fair is 0) */
+  double *face;         /* [nnz] sum_f A_f^T A_f */
+} mb_deform_system;
+
+/* Check dm's faces and build its system parts by the CPU solver's
+ * functions (the same incidence, pattern and values as mb_deform_run_cpu;
+ * fair: w_fair > 0). *s is filled (the caller frees it with
+ * mb_deform_system_free, also after an error). Not collective.
+ * Errors: MB_ERR_ARG (a face with fewer than 3 or repeated vertices, a
+ * vertex index out of range, too many vertices or entries: the CPU's
+ * messages), MB_ERR_MEMORY. */
+mb_error mb_deform_system_build(const mb_deform_mesh *dm, int fair, mb_deform_system *s);
+
+/* H->val = base + c face with the pinned (pin[i] != 0) rows and columns
+ * eliminated (identity rows), as the CPU solver's assembly: base [nnz]
+ * (D + w_fair K^T K), pin [nv]. Not collective; cannot fail. */
+void mb_deform_system_matrix(mb_deform_system *s, const double *base, const double *pin,
+                             double c);
+
+void mb_deform_system_free(mb_deform_system *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

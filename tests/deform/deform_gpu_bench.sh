@@ -1,0 +1,29 @@
+#!/bin/sh
+# `meshbatch bench deform --backend cuda` on a generated 1,600-vertex dome:
+# exits 77 where no CUDA device can be used; else each run must print its
+# phases per iteration and its 50-iteration frame (no speed asserted).
+set -u
+p="$MESHBATCH_TEST_TMP/p.h5"
+"$MESHBATCH_EXE" generate panels --vertices 1600 -o "$p" || exit 1
+run() {
+  out=$("$MESHBATCH_EXE" bench deform "$p" --backend cuda --repeats 2 "$@" 2>&1)
+  rc=$?
+  echo "$out"
+  if echo "$out" | grep -q "no CUDA device"; then
+    echo "deform_gpu_bench: skipped, no CUDA device"
+    exit 77
+  fi
+  [ $rc -eq 0 ] || { echo "bench deform $* failed ($rc)"; exit 1; }
+  echo "$out" | grep -Eq "backend cuda.*" || { echo "no backend line"; exit 1; }
+  echo "$out" | grep -Eq "per iteration: projection [0-9.]+, solve [0-9.]+, ALM updates [0-9.]+" ||
+    { echo "no per-iteration phases"; exit 1; }
+  echo "$out" | grep -Eq "per 50-iteration frame: .*frame [0-9.]+ ms" ||
+    { echo "no frame line"; exit 1; }
+}
+run
+run --sync-phases
+run --hard yes --iterations 20
+run --solver pcg --sync-phases
+run --solver pcg --cg device
+run --solver pcg --cg device --hard yes --iterations 20
+exit 0

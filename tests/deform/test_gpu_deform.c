@@ -1,0 +1,304 @@
+/* The deform op's CUDA backend (cuda/deform/mb_deform_cuda.h) against its
+ * CPU solver (src/ops/deform/mb_deform.h), on the first CUDA device; exits
+ * 77 (skipped, with the reason) where there is none:
+ *  - a lifted 20 x 20 quad grid (dome, 13 handles): soft planar (50
+ *    iterations) and hard planar (to 1e-10), each with solver cholesky, pcg
+ *    (the linalg layer's device PCG) and pcg by the room's device CG; hard
+ *    regular on a 6 x 6 saddle without handles; a flat 10 x 10 grid (a
+ *    zero right-hand side column) in soft planar with each solver;
+ *  - a lifted Polylla mesh (300 random points, faces of 3 to 20-odd
+ *    vertices, on a dome of height 0.01): hard planar without handles to
+ *    1e-10 (cholesky, and the device CG), and soft planar (both PCGs);
+ *  each: the CUDA positions within 1e-8 of the bounding box's diagonal of
+ *  the CPU's, the same convergence flag, the hard runs' planarity or
+ *  regularity <= 1e-8 (recomputed here face by face), the handles exactly at
+ *  their targets (hard);
+ *  - bad inputs give the CPU's error codes and messages: a face with a
+ *    repeated vertex, four pinned non-coplanar corners of a quad (hard: the
+ *    residual reached), a target with one NaN component, a non-finite
+ *    position, a vertex index past the count. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_adjacency.h"
+#include "mb_cuda.h"
+#include "mb_deform.h"
+#include "mb_deform_cuda.h"
+#include "mb_generate.h"
+#include "mb_polylla.h"
+#include "mb_testutil.h"
+
+typedef struct case_mesh {
+  mb_mesh *m;
+  mb_adjacency *adj;
+  double *target; /* the field `handle`, copied, or NULL */
+} case_mesh;
+
+static case_mesh panels(int64_t nv, int shape, double height, int interior, double lift) {
+  case_mesh c = {0};
+  assert_int_equal(mb_generate_panels(nv, shape, height, interior, lift, &c.m), MB_SUCCESS);
+  assert_int_equal(mb_adjacency_build_opts(c.m, 0, &c.adj), MB_SUCCESS);
+  const int k = mb_mesh_field_index(c.m, "handle");
+  assert_true(k >= 0);
+  c.target = malloc(sizeof(double) * 3 * (size_t)c.m->nv);
+  memcpy(c.target, c.m->fields[k].data, sizeof(double) * 3 * (size_t)c.m->nv);
+  return c;
+}
+
+/* Polylla's polygons of the Delaunay triangulation of 300 random points,
+ * lifted onto z = 0.01 (sqrt(4 - x^2 - y^2) - sqrt 2) / (2 - sqrt 2) over
+ * [-1, 1]^2 (deform_test.py's polylla case); no handles. */
+static case_mesh polylla(void) {
+  case_mesh c = {0};
+  mb_mesh *tri = NULL;
+  assert_int_equal(mb_generate_delaunay(300, 3, 0, &tri), MB_SUCCESS);
+  assert_int_equal(mb_polylla_cpu(tri, NULL, &c.m, NULL), MB_SUCCESS);
+  mb_mesh_free(tri);
+  for (int64_t i = 0; i < c.m->nv; i++) {
+    double *p = &c.m->xyz[3 * i];
+    const double x = 2 * p[0] - 1, y = 2 * p[1] - 1;
+    p[0] = x;
+    p[1] = y;
+    p[2] = 0.01 * (sqrt(4 - x * x - y * y) - sqrt(2.0)) / (2 - sqrt(2.0));
+  }
+  int64_t most = 0;
+  for (int64_t f = 0; f < c.m->nf; f++)
+    if (c.m->face_offsets[f + 1] - c.m->face_offsets[f] > most)
+      most = c.m->face_offsets[f + 1] - c.m->face_offsets[f];
+  printf("polylla: %lld vertices, %lld faces, the largest of %lld vertices\n",
+         (long long)c.m->nv, (long long)c.m->nf, (long long)most);
+  assert_true(most >= 5);
+  assert_int_equal(mb_adjacency_build_opts(c.m, 0, &c.adj), MB_SUCCESS);
+  return c;
+}
+
+static void case_free(case_mesh *c) {
+  mb_adjacency_free(c->adj);
+  mb_mesh_free(c->m);
+  free(c->target);
+}
+
+static mb_deform_params params(int constraint, int hard, int iterations, double tol,
+                               int solver) {
+  mb_deform_params p = {0};
+  p.constraint = constraint;
+  p.hard = hard;
+  p.iterations = iterations;
+  p.tolerance = tol;
+  p.w_handle = 100;
+  p.w_close = 1;
+  p.w_fair = 0.1;
+  p.w_constraint = 10;
+  p.solver = solver;
+  return p;
+}
+
+/* The largest face residual of positions x, recomputed here, / l. */
+static double max_residual(const mb_mesh *m, const double *x, int constraint, double l) {
+  double worst = 0, q[3 * 64];
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int n = (int)(m->face_offsets[f + 1] - m->face_offsets[f]);
+    assert_true(n <= 64);
+    for (int k = 0; k < n; k++)
+      for (int d = 0; d < 3; d++) q[3 * k + d] = x[3 * m->face_indices[m->face_offsets[f] + k] + d];
+    const double r =
+        constraint == MB_DEFORM_PLANAR ? mb_deform_planarity(n, q) : mb_deform_regularity(n, q);
+    if (r > worst) worst = r;
+  }
+  return worst / l;
+}
+
+/* Run p on c from its input on the CPU and on the GPU (device_cg: the
+ * room's CG for solver pcg); compare. */
+static void compare(const char *what, case_mesh *c, int with_handles, const mb_deform_params *p,
+                    int device_cg) {
+  const int64_t nv = c->m->nv;
+  const size_t bytes = sizeof(double) * 3 * (size_t)nv;
+  double *xc = malloc(bytes), *xg = malloc(bytes);
+  memcpy(xc, c->m->xyz, bytes);
+  memcpy(xg, c->m->xyz, bytes);
+  const double *target = with_handles ? c->target : NULL;
+  mb_deform_mesh dc = {c->m->name, nv, c->m->nf, xc, c->m->face_offsets, c->m->face_indices,
+                       c->adj, target, NULL};
+  mb_deform_mesh dg = dc;
+  dg.x = xg;
+  mb_deform_report rc = {0}, rg = {0};
+  double *fp = calloc((size_t)c->m->nf, sizeof *fp);
+  rg.face_planarity = fp;
+  mb_error ec = mb_deform_run_cpu(p, &dc, &rc);
+  if (ec) fail_msg("%s: CPU: %s", what, mb_error_message());
+  const mb_deform_cuda_opts co = {0, device_cg};
+  mb_error eg = mb_deform_run_cuda(p, &dg, &rg, &co);
+  if (eg) fail_msg("%s: CUDA: %s", what, mb_error_message());
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  double dev = 0;
+  for (int64_t i = 0; i < nv; i++)
+    for (int d = 0; d < 3; d++) {
+      lo[d] = fmin(lo[d], xc[3 * i + d]);
+      hi[d] = fmax(hi[d], xc[3 * i + d]);
+      const double e = fabs(xg[3 * i + d] - xc[3 * i + d]);
+      if (!(e <= dev)) dev = e;
+    }
+  const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                          (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  const double res = max_residual(c->m, xg, p->constraint, rg.edge_length);
+  double fpmax = 0;
+  for (int64_t f = 0; f < c->m->nf; f++) fpmax = fmax(fpmax, fp[f]);
+  printf("%s (%s): CPU %d iterations, converged %d, residual %.3g; CUDA %d iterations, "
+         "converged %d, residual %.3g (recomputed %.3g), %d factorizations, %lld CG "
+         "iterations; max distance %.3g = %.3g of the box %.3g\n",
+         what, p->solver == MB_DEFORM_PCG ? (device_cg ? "pcg, device CG" : "pcg") : "cholesky", rc.iterations, rc.converged,
+         p->constraint == MB_DEFORM_PLANAR ? rc.planarity : rc.regularity, rg.iterations,
+         rg.converged, p->constraint == MB_DEFORM_PLANAR ? rg.planarity : rg.regularity, res,
+         rg.factorizations, rg.pcg_iterations, dev, dev / box, box);
+  assert_true(box > 0);
+  if (!(dev <= 1e-8 * box)) fail_msg("%s: CUDA is %.3g from the CPU (box %.3g)", what, dev, box);
+  assert_int_equal(rg.converged, rc.converged);
+  assert_int_equal(rg.handles, rc.handles);
+  assert_int_equal(rg.pinned, rc.pinned);
+  assert_true(fabs(rg.edge_length - rc.edge_length) <= 1e-14 * rc.edge_length);
+  assert_true(fabs(fpmax - rg.planarity) <= 1e-15 + 1e-12 * rg.planarity);
+  if (p->hard) {
+    assert_true(rg.converged);
+    assert_true(res <= 1e-8);
+    if (target)
+      for (int64_t i = 0; i < nv; i++)
+        if (!isnan(target[3 * i]))
+          for (int d = 0; d < 3; d++) assert_true(xg[3 * i + d] == target[3 * i + d]);
+  } else {
+    assert_int_equal(rg.iterations, rc.iterations);
+  }
+  free(fp);
+  free(xc);
+  free(xg);
+}
+
+static void test_quad_grid(void **state) {
+  (void)state;
+  /* cholesky; pcg by the linalg layer; pcg by the room's device CG */
+  const int solver[3] = {MB_DEFORM_CHOLESKY, MB_DEFORM_PCG, MB_DEFORM_PCG}, dcg[3] = {0, 0, 1};
+  for (int k = 0; k < 3; k++) {
+    case_mesh c = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, solver[k]);
+    compare("quad grid, soft planar", &c, 1, &soft, dcg[k]);
+    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, solver[k]);
+    compare("quad grid, hard planar", &c, 1, &hard, dcg[k]);
+    case_free(&c);
+  }
+  case_mesh s = panels(36, MB_PANELS_SADDLE, 0.3, 0, 0);
+  mb_deform_params reg = params(MB_DEFORM_REGULAR, 1, 3000, 1e-10, MB_DEFORM_CHOLESKY);
+  compare("saddle, hard regular", &s, 0, &reg, 0);
+  /* a flat grid (z = 0: a zero right-hand side column) stays put */
+  case_mesh f = panels(100, MB_PANELS_DOME, 0.0, 1, 0.0);
+  for (int k = 0; k < 3; k++) {
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 20, 1e-12, solver[k]);
+    compare("flat grid, soft planar", &f, 1, &soft, dcg[k]);
+  }
+  case_free(&f);
+  case_free(&s);
+}
+
+static void test_polylla(void **state) {
+  (void)state;
+  case_mesh c = polylla();
+  mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_CHOLESKY);
+  compare("Polylla, hard planar", &c, 0, &hard, 0);
+  mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_PCG);
+  compare("Polylla, soft planar", &c, 0, &soft, 0);
+  compare("Polylla, soft planar", &c, 0, &soft, 1);
+  mb_deform_params hpcg = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_PCG);
+  compare("Polylla, hard planar", &c, 0, &hpcg, 1);
+  case_free(&c);
+}
+
+/* Both backends on dm (positions restored from x0 before each): the same
+ * error code and message (up to "residual" where a residual reached is
+ * printed: its third digit may round differently). */
+static void same_error(const char *what, mb_deform_mesh *dm, const double *x0,
+                       const mb_deform_params *p, mb_error want, const char *part) {
+  const size_t bytes = sizeof(double) * 3 * (size_t)dm->nv;
+  char cpu[2048];
+  mb_deform_report rep = {0};
+  memcpy(dm->x, x0, bytes);
+  assert_int_equal(mb_deform_run_cpu(p, dm, &rep), want);
+  snprintf(cpu, sizeof cpu, "%s", mb_error_message());
+  memcpy(dm->x, x0, bytes);
+  assert_int_equal(mb_deform_run_cuda(p, dm, &rep, NULL), want);
+  printf("%s: %s\n", what, mb_error_message());
+  mb_test_assert_message_contains(part);
+  const char *r = strstr(cpu, "residual");
+  const size_t len = r ? (size_t)(r - cpu) : strlen(cpu) + 1;
+  if (strncmp(cpu, mb_error_message(), len) != 0)
+    fail_msg("%s: CPU said \"%s\", CUDA \"%s\"", what, cpu, mb_error_message());
+  memcpy(dm->x, x0, bytes);
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  {
+    case_mesh c = panels(16, MB_PANELS_DOME, 0.2, 0, 0);
+    double *x0 = malloc(sizeof(double) * 3 * (size_t)c.m->nv);
+    memcpy(x0, c.m->xyz, sizeof(double) * 3 * (size_t)c.m->nv);
+    mb_deform_mesh dm = {c.m->name, c.m->nv, c.m->nf, c.m->xyz, c.m->face_offsets,
+                         c.m->face_indices, c.adj, NULL, NULL};
+    mb_deform_params p = params(MB_DEFORM_PLANAR, 0, 5, 1e-8, MB_DEFORM_CHOLESKY);
+    const int64_t keep = c.m->face_indices[2];
+    c.m->face_indices[2] = c.m->face_indices[0];
+    same_error("repeated vertex", &dm, x0, &p, MB_ERR_ARG, "repeated vertices");
+    c.m->face_indices[2] = c.m->nv;
+    same_error("index past the count", &dm, x0, &p, MB_ERR_ARG, "names vertex");
+    c.m->face_indices[2] = keep;
+    free(x0);
+    case_free(&c);
+  }
+  const double xyz[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0.5, 0, 1, 0};
+  mb_mesh *m = NULL;
+  assert_int_equal(mb_mesh_create("quad", 4, 1, 4, &m), MB_SUCCESS);
+  memcpy(m->xyz, xyz, sizeof xyz);
+  for (int k = 0; k < 4; k++) m->face_indices[k] = k;
+  m->face_offsets[1] = 4;
+  mb_adjacency *adj = NULL;
+  assert_int_equal(mb_adjacency_build_opts(m, 0, &adj), MB_SUCCESS);
+  mb_deform_mesh dm = {"quad", 4, 1, m->xyz, m->face_offsets, m->face_indices, adj, xyz, NULL};
+  for (int solver = 0; solver < 2; solver++) {
+    mb_deform_params p = params(MB_DEFORM_PLANAR, 1, 20, 1e-8, solver);
+    same_error("infeasible hard set", &dm, xyz, &p, MB_ERR_NUMERIC, "not met: residual");
+  }
+  mb_deform_params p = params(MB_DEFORM_PLANAR, 1, 20, 1e-8, MB_DEFORM_CHOLESKY);
+  double bad[12];
+  memcpy(bad, xyz, sizeof bad);
+  bad[4] = NAN;
+  dm.target = bad;
+  same_error("NaN target component", &dm, xyz, &p, MB_ERR_NUMERIC, "three finite");
+  dm.target = NULL;
+  double inf[12];
+  memcpy(inf, xyz, sizeof inf);
+  inf[5] = INFINITY;
+  same_error("non-finite position", &dm, inf, &p, MB_ERR_NUMERIC, "non-finite");
+  mb_adjacency_free(adj);
+  mb_mesh_free(m);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  char why[512] = "", name[256] = "";
+  int dev = 0, rc = MB_TEST_SKIP;
+  if (mb_cuda_device_count(why, sizeof why) <= 0) {
+    printf("test_gpu_deform: skipped, no usable CUDA device (%s; CUDA backend compiled: %s)\n",
+           why[0] ? why : "none", mb_cuda_compiled() ? "yes" : "no");
+  } else if (mb_cuda_select_device(0, &dev, name, sizeof name) != MB_SUCCESS) {
+    printf("test_gpu_deform: cannot select a device: %s\n", mb_error_message());
+    rc = 1;
+  } else {
+    printf("test_gpu_deform: device %d, %s\n", dev, name);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_quad_grid),
+                                       cmocka_unit_test(test_polylla),
+                                       cmocka_unit_test(test_errors)};
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+  }
+  MPI_Finalize();
+  return rc;
+}
