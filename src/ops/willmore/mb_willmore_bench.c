@@ -17,7 +17,8 @@
 static const char willmore_bench_help[] =
     "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
     "                                [--tolerance T] [--max-iterations N]\n"
-    "                                [--backend cpu|cuda|both]\n\n"
+    "                                [--backend cpu|cuda|both]\n"
+    "                                [--solver auto|cholesky|iterative]\n\n"
     "Times willmore_flow on one closed triangle mesh on the CPU and/or the GPU (--backend;\n"
     "cuda is skipped, saying so, where there is no device; INPUT: a collection\n"
     "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
@@ -33,7 +34,12 @@ static const char willmore_bench_help[] =
     "analysis, made once per mesh; on the GPU also the uploads and the device\n"
     "Cholesky's analyses) is printed on its own. On the GPU the device is\n"
     "synchronised between phases.\n"
-    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu.\n";
+    "--solver is the stage key `solver` (auto: iterative from 20000 vertices); with the\n"
+    "iterative solver each step also prints its PCG iterations (all the inverse\n"
+    "iteration's solves; the Poisson solve). For a mesh of about 100 k or 1 M vertices,\n"
+    "subdivide one first: meshbatch generate subdivide MESH --vertices 1000000 --unit-area.\n"
+    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu,\n"
+    "solver auto.\n";
 
 #define MAX_LIST 8
 
@@ -44,6 +50,7 @@ typedef struct bench_opts {
   long steps, max_iter;
   double tolerance;
   int cpu, cuda;
+  int solver;
 } bench_opts;
 
 static int usage(const char *msg) {
@@ -53,7 +60,7 @@ static int usage(const char *msg) {
 
 /* -1: help printed; 0: parsed; else the exit code. */
 static int bench_parse(int argc, char **argv, bench_opts *o) {
-  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0};
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0, MB_WILLMORE_AUTO};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -91,6 +98,11 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
       o->cuda = !strcmp(v, "cuda") || !strcmp(v, "both");
       if (!o->cpu && !o->cuda) return usage("--backend: cpu, cuda or both");
+    } else if (!strcmp(a, "--solver")) {
+      if (!strcmp(v, "auto")) o->solver = MB_WILLMORE_AUTO;
+      else if (!strcmp(v, "cholesky")) o->solver = MB_WILLMORE_CHOLESKY;
+      else if (!strcmp(v, "iterative")) o->solver = MB_WILLMORE_ITERATIVE;
+      else return usage("--solver: auto, cholesky or iterative");
     } else if (!strcmp(a, "--tolerance")) {
       o->tolerance = strtod(v, &end);
       if (*end || !(o->tolerance > 0 && o->tolerance < 1)) return usage("--tolerance: in (0, 1)");
@@ -167,10 +179,12 @@ int mb_willmore_bench(int argc, char **argv) {
     const int cuda = kk >= o.ndt, k = kk % o.ndt;
     if ((cuda && !o.cuda) || (!cuda && !o.cpu)) continue;
     memcpy(x, m->xyz, sizeof *x * 3 * (size_t)m->nv);
-    mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter};
+    mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter, o.solver};
     mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, x, m->name, NULL};
     mb_willmore_report rep = {.step = st};
-    printf("%s, time step %g:\n", cuda ? "cuda" : "cpu", o.dt[k]);
+    printf("%s, time step %g, solver %s:\n", cuda ? "cuda" : "cpu", o.dt[k],
+           mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE ? "iterative"
+                                                                            : "cholesky");
     fflush(stdout);
     e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
     if (e) break;
@@ -184,6 +198,10 @@ int mb_willmore_bench(int argc, char **argv) {
              "step %9.3f ms\n",
              s + 1, q->energy, q->iterations, q->residual, q->qc_max, q->assemble_ms,
              q->eigen_ms, q->poisson_ms, q->finish_ms, tot[s]);
+      if (q->iterative)
+        printf("          PCG iterations: %d in the inverse iteration's solves, %d in the "
+               "Poisson solve\n",
+               q->inner_iterations, q->poisson_iterations);
     }
     const int first = rep.steps > 1 ? 1 : 0;
     qsort(tot + first, (size_t)(rep.steps - first), sizeof *tot, cmp_double);
