@@ -30,7 +30,15 @@
  *      factor and solve; recentre to the input's area-weighted centroid
  *      and rescale to its area; the next L and mass, the energy and the
  *      distortions (the largest by an atomic maximum of the bits of
- *      positive float64, the mean by exact sums). */
+ *      positive float64, the mean by exact sums).
+ * Solver iterative (mb_willmore.h, Solvers): no Cholesky analysis, no
+ * shifted copy of D. Per mesh one AMG hierarchy of the pinned Poisson
+ * matrix (built on the host from the first step's values, linalg/mb_amg.h),
+ * per step its device update (cuda/linalg, mb_cuda_amg_update) in the
+ * assembly phase; step 3's solves by this file's PCG on the 4n system
+ * (inner_pcg: D's row-kernel product plus sigma, the V-cycle on [n, 4],
+ * exact device sums, one download of three numbers per iteration); step
+ * 4 by mb_cuda_pcg_solve with the same hierarchy, warm-started. */
 #include <cuda_runtime.h>
 
 #include <math.h>
