@@ -285,16 +285,12 @@ __global__ void k_warm(int32_t m, double sigma, const double *__restrict__ sc,
   if (i < m) y[i] = l[i] / (sc[SC_RAYLEIGH] + sigma);
 }
 
-/* r = b - (q + sigma y) (q = D y); t [2, m]: r r and y y. */
+/* r = b - (q + sigma y) (q = D y). */
 __global__ void k_start(int32_t m, double sigma, const double *__restrict__ b,
                         const double *__restrict__ q, const double *__restrict__ y,
-                        double *__restrict__ r, double *__restrict__ t) {
+                        double *__restrict__ r) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= m) return;
-  const double ri = b[i] - (q[i] + sigma * y[i]);
-  r[i] = ri;
-  t[i] = ri * ri;
-  t[(int64_t)m + i] = y[i] * y[i];
+  if (i < m) r[i] = b[i] - (q[i] + sigma * y[i]);
 }
 
 /* q += sigma p (q = D p: q = (D + sigma I) p); t = p q. */
@@ -307,39 +303,99 @@ __global__ void k_shifted(int32_t m, double sigma, const double *__restrict__ p,
   t[i] = p[i] * qi;
 }
 
-/* alpha = rz / pq (pq the accumulator), pq kept for the host's check. */
+/* alpha = rz / pq (pq the accumulator), pq kept for the host's check;
+ * alpha 0 where pq is not > 0 (the host then fails on pq, except after the
+ * iteration that converged, whose successor it never reads: no NaN there). */
 __global__ void k_alpha(const int64_t *__restrict__ acc, double *__restrict__ sc) {
   const double pq = mb_reduce_slots_value(acc);
-  sc[SC_ALPHA] = sc[SC_RZ] / pq;
+  sc[SC_ALPHA] = pq > 0 ? sc[SC_RZ] / pq : 0.0;
   sc[SC_PQ] = pq;
 }
 
-/* y += alpha p, r -= alpha q; t [2, m]: r r and y y. */
+/* y += alpha p, r -= alpha q. */
 __global__ void k_update(int32_t m, const double *__restrict__ sc, const double *__restrict__ p,
                          const double *__restrict__ q, double *__restrict__ y,
-                         double *__restrict__ r, double *__restrict__ t) {
+                         double *__restrict__ r) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= m) return;
   const double alpha = sc[SC_ALPHA];
-  const double yi = y[i] + alpha * p[i], ri = r[i] - alpha * q[i];
-  y[i] = yi;
-  r[i] = ri;
+  y[i] = y[i] + alpha * p[i];
+  r[i] = r[i] - alpha * q[i];
+}
+
+/* t [3, m]: r r, y y, r z (the terms of the iteration's one 3-column sum). */
+__global__ void k_terms(int32_t m, const double *__restrict__ r, const double *__restrict__ z,
+                        const double *__restrict__ y, double *__restrict__ t) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= m) return;
+  const double ri = r[i], yi = y[i];
   t[i] = ri * ri;
   t[(int64_t)m + i] = yi * yi;
+  t[2 * (int64_t)m + i] = ri * z[i];
 }
 
-/* sc[SC_RR], sc[SC_YY] = the two accumulators' values (r r, y y). */
-__global__ void k_check(const int64_t *__restrict__ acc, double *__restrict__ sc) {
+/* From the 3 accumulators (r r, y y, r z): sc[SC_RR], sc[SC_YY], rz, and
+ * beta = rz / rz_old (0 where first), kept in the alpha slot for
+ * k_direction (k_alpha overwrites it after). */
+__global__ void k_rz(const int64_t *__restrict__ acc, int first, double *__restrict__ sc) {
   sc[SC_RR] = mb_reduce_slots_value(acc);
   sc[SC_YY] = mb_reduce_slots_value(acc + MB_REDUCE_NSLOTS);
+  const double rz = mb_reduce_slots_value(acc + 2 * MB_REDUCE_NSLOTS);
+  sc[SC_ALPHA] = first || sc[SC_RZ] == 0.0 ? 0.0 : rz / sc[SC_RZ];
+  sc[SC_RZ] = rz;
 }
 
-/* rz = the accumulator's value; beta = rz / rz_old (0 where first), kept in
- * the alpha slot for k_direction (k_alpha overwrites it after). */
-__global__ void k_rz(const int64_t *__restrict__ acc, int first, double *__restrict__ sc) {
-  const double rz = mb_reduce_slots_value(acc);
-  sc[SC_ALPHA] = first ? 0.0 : rz / sc[SC_RZ]; /* beta, in the alpha slot until k_alpha */
-  sc[SC_RZ] = rz;
+/* Q [nnz of L, 4]: each block's quaternion, the first column of its 4x4
+ * left-multiplication block in D's values (rows 4 len apart). */
+__global__ void k_quat(int32_t n, const int32_t *__restrict__ rowptr,
+                       const double *__restrict__ val, double *__restrict__ Q) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  const int32_t r0 = rowptr[i], len = rowptr[i + 1] - r0, w = 4 * len;
+  for (int32_t e = r0; e < r0 + len; e++) {
+    const int64_t s = 16 * (int64_t)r0 + 4 * (int64_t)(e - r0);
+    Q[4 * (int64_t)e] = val[s];
+    Q[4 * (int64_t)e + 1] = val[s + w];
+    Q[4 * (int64_t)e + 2] = val[s + 2 * w];
+    Q[4 * (int64_t)e + 3] = val[s + 3 * w];
+  }
+}
+
+/* y = D x from the quaternions: per vertex row, its 4 rows' sums over the
+ * blocks in entry order and each block's 4 columns in order (the CSR row
+ * kernel's terms and order: the entries are +-a, +-b, +-c, +-d exactly). */
+__global__ void k_qspmv(int32_t n, const int32_t *__restrict__ rowptr,
+                        const int32_t *__restrict__ col, const double *__restrict__ Q,
+                        const double *__restrict__ x, double *__restrict__ y) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
+    const double a = Q[4 * (int64_t)e], b = Q[4 * (int64_t)e + 1], c = Q[4 * (int64_t)e + 2],
+                 d = Q[4 * (int64_t)e + 3];
+    const double *v = x + 4 * (int64_t)col[e];
+    const double x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3];
+    s0 += a * x0;
+    s0 += (-b) * x1;
+    s0 += (-c) * x2;
+    s0 += (-d) * x3;
+    s1 += b * x0;
+    s1 += a * x1;
+    s1 += (-d) * x2;
+    s1 += c * x3;
+    s2 += c * x0;
+    s2 += d * x1;
+    s2 += a * x2;
+    s2 += (-b) * x3;
+    s3 += d * x0;
+    s3 += (-c) * x1;
+    s3 += b * x2;
+    s3 += a * x3;
+  }
+  y[4 * (int64_t)i] = s0;
+  y[4 * (int64_t)i + 1] = s1;
+  y[4 * (int64_t)i + 2] = s2;
+  y[4 * (int64_t)i + 3] = s3;
 }
 
 __global__ void k_direction(int32_t m, const double *__restrict__ sc,
@@ -487,6 +543,9 @@ struct wm_gpu {
   mb_dbuf tri, vf_row, vf, slot, rowlen;
   mb_dbuf x, x0, xs, xn, N, y, mass, rho, u, lambda, ly, b, t, t2, bad, umax, acc, sc;
   mb_dbuf cr, cz, cp, cq; /* solver iterative: the inner PCG's vectors [4 n] */
+  mb_dbuf Q;              /* solver iterative: D's blocks as quaternions [nnz of L, 4] */
+  double *hpin = nullptr; /* solver iterative: pinned [2, 3], the PCG's checks */
+  cudaEvent_t ev[2] = {nullptr, nullptr};
   ~wm_gpu() {
     mb_csr_free(Lh);
     mb_csr_free(Dh);
@@ -498,6 +557,9 @@ struct wm_gpu {
     mb_cuda_cholesky_free(pchol);
     mb_cuda_amg_free(amg);
     mb_reduce_device_free(rd);
+    if (hpin) cudaFreeHost(hpin);
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
   }
   double *d(mb_dbuf &bf) { return bf.as<double>(); }
 };
@@ -566,10 +628,14 @@ mb_error setup(wm_gpu *g) {
   } else {
     for (mb_dbuf *bf : {&g->cr, &g->cz, &g->cp, &g->cq})
       MB_CALL(mb_dbuf_alloc(bf, sizeof(double) * 4 * n, "willmore PCG vectors"));
+    MB_CALL(mb_dbuf_alloc(&g->Q, sizeof(double) * 4 * (size_t)g->Lh->nnz,
+                          "willmore Dirac quaternions"));
+    MB_CALL_CUDA(cudaMallocHost((void **)&g->hpin, 6 * sizeof(double)));
+    for (cudaEvent_t &e : g->ev) MB_CALL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
   MB_CALL(mb_reduce_device_create(&g->rd));
-  /* t holds 2 m terms (the inner PCG's two sums) */
-  const size_t tn = 2 * (size_t)g->m > nf ? 2 * (size_t)g->m : nf;
+  /* t holds 3 m terms (the inner PCG's 3-column sum) */
+  const size_t tn = 3 * (size_t)g->m > nf ? 3 * (size_t)g->m : nf;
   struct {
     mb_dbuf *b;
     size_t bytes;
@@ -596,7 +662,7 @@ mb_error setup(wm_gpu *g) {
       {&g->t2, sizeof(double) * tn, "willmore terms"},
       {&g->bad, sizeof(int32_t), "willmore checks"},
       {&g->umax, sizeof(unsigned long long), "willmore maximum"},
-      {&g->acc, sizeof(int64_t) * 5 * MB_REDUCE_NSLOTS, "willmore sums"},
+      {&g->acc, sizeof(int64_t) * 6 * MB_REDUCE_NSLOTS, "willmore sums"},
       {&g->sc, sizeof(double) * SC_N, "willmore scalars"},
   };
   for (auto &bf : bufs) MB_CALL(mb_dbuf_alloc(bf.b, bf.bytes, bf.what));
@@ -726,6 +792,8 @@ mb_error assemble(wm_gpu *g, double *dmax) {
   k_pinned<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->lval, g->pval);
   MB_CHECK_LAUNCH("willmore pinned Poisson matrix");
   if (g->iterative) {
+    k_quat<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->dval, g->d(g->Q));
+    MB_CHECK_LAUNCH("willmore Dirac quaternions");
     if (!g->amg) { /* the hierarchy's structure from the first step's matrix, on the host */
       MB_CALL(mb_cuda_csr_download(g->dP, g->Lh->val));
       mb_amg *h = nullptr;
@@ -751,71 +819,85 @@ mb_error assemble(wm_gpu *g, double *dmax) {
 constexpr double INNER_RTOL = 1e-3;
 constexpr int INNER_MAXIT = 2000;
 
+/* q = D x by the quaternions Q (4 doubles a block instead of 16 and one
+ * column index: the product reads about a sixth of the CSR's bytes). */
+mb_error qspmv(wm_gpu *g, const double *x, double *q) {
+  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q);
+  MB_CHECK_LAUNCH("willmore quaternion product");
+  return MB_SUCCESS;
+}
+
 /* (D + sigma I) y = b by CG preconditioned by the V-cycle on [n, 4], y warm
- * start on entry (mb_willmore.c's inner_pcg, step for step): stops when
- * ||b - A y|| <= eta ||y|| (one download of two numbers per iteration). */
+ * start on entry (mb_willmore.c's inner_pcg; the same iterates to rounding,
+ * its steps rearranged so that the device never waits for the host):
+ * stops when ||b - A y|| <= eta ||y||. An iteration: the product, one
+ * exact sum (p'Ap), alpha, the update, the V-cycle, one exact sum of three
+ * columns (r r, y y, r z), beta and the direction, enqueued without
+ * synchronisation; its three numbers (r r, y y, p'Ap) are copied to pinned
+ * host memory behind an event, and the host reads iteration k's while
+ * iteration k + 1 runs (so one iteration more than the CPU's is done; the
+ * residual is then recomputed, and CG restarts from it where it is above,
+ * as on the CPU). */
 mb_error inner_pcg(wm_gpu *g, double sigma, const double *b, double *y, double eta, int *its) {
   const int32_t m = g->m;
   double *r = g->d(g->cr), *z = g->d(g->cz), *pp = g->d(g->cp), *q = g->d(g->cq);
   double *t = g->d(g->t), *sc = g->d(g->sc);
-  int64_t *acc = g->acc.as<int64_t>() + 3 * MB_REDUCE_NSLOTS; /* 3 .. 4: the checks */
-  int64_t *acc1 = g->acc.as<int64_t>(); /* pq, then rz */
+  int64_t *acc1 = g->acc.as<int64_t>();                        /* p'Ap */
+  int64_t *acc3 = g->acc.as<int64_t>() + 3 * MB_REDUCE_NSLOTS; /* r r, y y, r z */
   int k = 0;
-  double h[2];
+  double h[3] = {INFINITY, 0.0, 1.0};
   for (int restart = 0;; restart++) {
-    MB_CALL(mb_cuda_csr_spmv(g->dD, 1, 1, y, q));
-    k_start<<<blocks(m), BLOCK>>>(m, sigma, b, q, y, r, t);
+    MB_CALL(qspmv(g, y, q));
+    k_start<<<blocks(m), BLOCK>>>(m, sigma, b, q, y, r);
     MB_CHECK_LAUNCH("willmore PCG residual");
-    MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 2, m, t, m, acc));
-    k_check<<<1, 1>>>(acc, sc);
-    MB_CHECK_LAUNCH("willmore PCG check");
-    MB_CALL_CUDA(cudaMemcpy(h, sc + SC_RR, sizeof h, cudaMemcpyDeviceToHost));
+    MB_CALL(mb_cuda_amg_apply(g->amg, 4, r, z));
+    k_terms<<<blocks(m), BLOCK>>>(m, r, z, y, t);
+    MB_CHECK_LAUNCH("willmore PCG terms");
+    MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 3, m, t, m, acc3));
+    k_rz<<<1, 1>>>(acc3, 1, sc);
+    MB_CHECK_LAUNCH("willmore PCG rz");
+    MB_CALL_CUDA(cudaMemcpy(h, sc + SC_RR, 2 * sizeof(double), cudaMemcpyDeviceToHost));
     if (sqrt(h[0]) <= eta * sqrt(h[1])) return MB_SUCCESS;
     MB_CHECK(restart < 3, MB_ERR_NUMERIC,
              "inverse iteration: a PCG solve's recomputed residual %.3g stays above %.3g",
              sqrt(h[0]), eta * sqrt(h[1]));
-    MB_CALL(mb_cuda_amg_apply(g->amg, 4, r, z));
-    k_prod<<<blocks(m), BLOCK>>>(m, r, z, t);
-    MB_CHECK_LAUNCH("willmore PCG rz terms");
-    MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc1));
-    k_rz<<<1, 1>>>(acc1, 1, sc);
-    MB_CHECK_LAUNCH("willmore PCG rz");
     MB_CALL_CUDA(cudaMemcpy(pp, z, sizeof(double) * (size_t)m, cudaMemcpyDeviceToDevice));
-    for (;;) {
+    for (int pass = 0;; pass++) {
       MB_CHECK(k < INNER_MAXIT, MB_ERR_NUMERIC,
                "inverse iteration: a PCG solve did not converge in %d iterations (residual "
                "%.3g, asked %.3g)",
                INNER_MAXIT, sqrt(h[0]), eta * sqrt(h[1]));
-      MB_CALL(mb_cuda_csr_spmv(g->dD, 1, 1, pp, q));
+      MB_CALL(qspmv(g, pp, q));
       k_shifted<<<blocks(m), BLOCK>>>(m, sigma, pp, q, t);
       MB_CHECK_LAUNCH("willmore PCG product");
       MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc1));
       k_alpha<<<1, 1>>>(acc1, sc);
       MB_CHECK_LAUNCH("willmore PCG alpha");
-      k_update<<<blocks(m), BLOCK>>>(m, sc, pp, q, y, r, t);
+      k_update<<<blocks(m), BLOCK>>>(m, sc, pp, q, y, r);
       MB_CHECK_LAUNCH("willmore PCG update");
-      MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 2, m, t, m, acc));
-      k_check<<<1, 1>>>(acc, sc);
-      MB_CHECK_LAUNCH("willmore PCG check");
-      k++;
-      (*its)++;
-      double h3[3]; /* the iteration's one download: r r, y y, p'Ap */
-      MB_CALL_CUDA(cudaMemcpy(h3, sc + SC_RR, sizeof h3, cudaMemcpyDeviceToHost));
-      MB_CHECK(h3[2] > 0 && isfinite(h3[2]), MB_ERR_NUMERIC,
-               "inverse iteration: PCG curvature p'Ap = %g (the shifted operator is not "
-               "positive definite)",
-               h3[2]);
-      h[0] = h3[0];
-      h[1] = h3[1];
-      if (sqrt(h[0]) <= eta * sqrt(h[1])) break; /* then recomputed above */
       MB_CALL(mb_cuda_amg_apply(g->amg, 4, r, z));
-      k_prod<<<blocks(m), BLOCK>>>(m, r, z, t);
-      MB_CHECK_LAUNCH("willmore PCG rz terms");
-      MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc1));
-      k_rz<<<1, 1>>>(acc1, 0, sc);
+      k_terms<<<blocks(m), BLOCK>>>(m, r, z, y, t);
+      MB_CHECK_LAUNCH("willmore PCG terms");
+      MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 3, m, t, m, acc3));
+      k_rz<<<1, 1>>>(acc3, 0, sc);
       MB_CHECK_LAUNCH("willmore PCG beta");
       k_direction<<<blocks(m), BLOCK>>>(m, sc, z, pp);
       MB_CHECK_LAUNCH("willmore PCG direction");
+      double *hp = g->hpin + 3 * (pass & 1);
+      MB_CALL_CUDA(cudaMemcpyAsync(hp, sc + SC_RR, 3 * sizeof(double), cudaMemcpyDeviceToHost,
+                                   0));
+      MB_CALL_CUDA(cudaEventRecord(g->ev[pass & 1], 0));
+      k++;
+      (*its)++;
+      if (pass == 0) continue;
+      /* the previous iteration's numbers, read while this one runs */
+      MB_CALL_CUDA(cudaEventSynchronize(g->ev[(pass - 1) & 1]));
+      memcpy(h, g->hpin + 3 * ((pass - 1) & 1), sizeof h);
+      MB_CHECK(h[2] > 0 && isfinite(h[2]), MB_ERR_NUMERIC,
+               "inverse iteration: PCG curvature p'Ap = %g (the shifted operator is not "
+               "positive definite)",
+               h[2]);
+      if (sqrt(h[0]) <= eta * sqrt(h[1])) break; /* then recomputed above */
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "mb_adjacency.h"
 #include "mb_args.h"
 #include "mb_cuda.h"
+#include "mb_generate.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
@@ -18,7 +19,7 @@ static const char willmore_bench_help[] =
     "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
     "                                [--tolerance T] [--max-iterations N]\n"
     "                                [--backend cpu|cuda|both]\n"
-    "                                [--solver auto|cholesky|iterative]\n\n"
+    "                                [--solver auto|cholesky|iterative] [--vertices N]\n\n"
     "Times willmore_flow on one closed triangle mesh on the CPU and/or the GPU (--backend;\n"
     "cuda is skipped, saying so, where there is no device; INPUT: a collection\n"
     "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
@@ -36,8 +37,9 @@ static const char willmore_bench_help[] =
     "synchronised between phases.\n"
     "--solver is the stage key `solver` (auto: iterative from 20000 vertices); with the\n"
     "iterative solver each step also prints its PCG iterations (all the inverse\n"
-    "iteration's solves; the Poisson solve). For a mesh of about 100 k or 1 M vertices,\n"
-    "subdivide one first: meshbatch generate subdivide MESH --vertices 1000000 --unit-area.\n"
+    "iteration's solves; the Poisson solve). --vertices N refines the mesh first to\n"
+    "exactly N vertices by midpoint subdivision (as meshbatch generate subdivide MESH\n"
+    "--vertices N: the shape kept), for runs at about 100 k or 1 M vertices.\n"
     "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu,\n"
     "solver auto.\n";
 
@@ -51,6 +53,7 @@ typedef struct bench_opts {
   double tolerance;
   int cpu, cuda;
   int solver;
+  long long vertices; /* 0: the mesh as read */
 } bench_opts;
 
 static int usage(const char *msg) {
@@ -60,7 +63,7 @@ static int usage(const char *msg) {
 
 /* -1: help printed; 0: parsed; else the exit code. */
 static int bench_parse(int argc, char **argv, bench_opts *o) {
-  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0, MB_WILLMORE_AUTO};
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0, MB_WILLMORE_AUTO, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -98,6 +101,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
       o->cuda = !strcmp(v, "cuda") || !strcmp(v, "both");
       if (!o->cpu && !o->cuda) return usage("--backend: cpu, cuda or both");
+    } else if (!strcmp(a, "--vertices")) {
+      o->vertices = strtoll(v, &end, 10);
+      if (*end || o->vertices < 4 || o->vertices > 2000000000LL)
+        return usage("--vertices: 4 to 2000000000");
     } else if (!strcmp(a, "--solver")) {
       if (!strcmp(v, "auto")) o->solver = MB_WILLMORE_AUTO;
       else if (!strcmp(v, "cholesky")) o->solver = MB_WILLMORE_CHOLESKY;
@@ -163,6 +170,18 @@ int mb_willmore_bench(int argc, char **argv) {
   int dev = 0;
   if (o.cuda) e = mb_cuda_select_device(0, &dev, dev_name, sizeof dev_name);
   if (!e) e = load(&o, &m);
+  if (!e && o.vertices > m->nv) {
+    mb_mesh *fine = NULL;
+    int levels = 0;
+    e = mb_generate_subdivide_to(m, o.vertices, &levels, &fine);
+    if (!e) {
+      printf("bench willmore: %s refined to %lld vertices (%d whole levels, then the longest "
+             "edges split)\n",
+             m->name, (long long)fine->nv, levels);
+      mb_mesh_free(m);
+      m = fine;
+    }
+  }
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e)
     printf("bench willmore: %s, %lld vertices, %lld triangles (read in %.2f s); %s%s%s%s, "
