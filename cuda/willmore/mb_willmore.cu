@@ -293,16 +293,6 @@ __global__ void k_start(int32_t m, double sigma, const double *__restrict__ b,
   if (i < m) r[i] = b[i] - (q[i] + sigma * y[i]);
 }
 
-/* q += sigma p (q = D p: q = (D + sigma I) p); t = p q. */
-__global__ void k_shifted(int32_t m, double sigma, const double *__restrict__ p,
-                          double *__restrict__ q, double *__restrict__ t) {
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= m) return;
-  const double qi = q[i] + sigma * p[i];
-  q[i] = qi;
-  t[i] = p[i] * qi;
-}
-
 /* alpha = rz / pq (pq the accumulator), pq kept for the host's check;
  * alpha 0 where pq is not > 0 (the host then fails on pq, except after the
  * iteration that converged, whose successor it never reads: no NaN there). */
@@ -363,10 +353,13 @@ __global__ void k_quat(int32_t n, const int32_t *__restrict__ rowptr,
 
 /* y = D x from the quaternions: per vertex row, its 4 rows' sums over the
  * blocks in entry order and each block's 4 columns in order (the CSR row
- * kernel's terms and order: the entries are +-a, +-b, +-c, +-d exactly). */
+ * kernel's terms and order: the entries are +-a, +-b, +-c, +-d exactly);
+ * t non-NULL: y = (D + sigma I) x (the shift added after the row's sum, as
+ * the CPU's shifted_product does) and t = x y, the terms of x'(D + sigma I)x. */
 __global__ void k_qspmv(int32_t n, const int32_t *__restrict__ rowptr,
                         const int32_t *__restrict__ col, const double *__restrict__ Q,
-                        const double *__restrict__ x, double *__restrict__ y) {
+                        const double *__restrict__ x, double *__restrict__ y, double sigma,
+                        double *__restrict__ t) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
@@ -392,10 +385,22 @@ __global__ void k_qspmv(int32_t n, const int32_t *__restrict__ rowptr,
     s3 += b * x2;
     s3 += a * x3;
   }
-  y[4 * (int64_t)i] = s0;
-  y[4 * (int64_t)i + 1] = s1;
-  y[4 * (int64_t)i + 2] = s2;
-  y[4 * (int64_t)i + 3] = s3;
+  const int64_t o = 4 * (int64_t)i;
+  if (t) {
+    const double x0 = x[o], x1 = x[o + 1], x2 = x[o + 2], x3 = x[o + 3];
+    s0 = s0 + sigma * x0;
+    s1 = s1 + sigma * x1;
+    s2 = s2 + sigma * x2;
+    s3 = s3 + sigma * x3;
+    t[o] = x0 * s0;
+    t[o + 1] = x1 * s1;
+    t[o + 2] = x2 * s2;
+    t[o + 3] = x3 * s3;
+  }
+  y[o] = s0;
+  y[o + 1] = s1;
+  y[o + 2] = s2;
+  y[o + 3] = s3;
 }
 
 __global__ void k_direction(int32_t m, const double *__restrict__ sc,
@@ -822,16 +827,23 @@ constexpr int INNER_MAXIT = 2000;
 /* q = D x by the quaternions Q (4 doubles a block instead of 16 and one
  * column index: the product reads about a sixth of the CSR's bytes). */
 mb_error qspmv(wm_gpu *g, const double *x, double *q) {
-  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q);
+  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q, 0.0, nullptr);
   MB_CHECK_LAUNCH("willmore quaternion product");
+  return MB_SUCCESS;
+}
+
+/* q = (D + sigma I) x and t = x q (the terms of x'(D + sigma I)x), one pass. */
+mb_error qspmv_shifted(wm_gpu *g, double sigma, const double *x, double *q, double *t) {
+  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q, sigma, t);
+  MB_CHECK_LAUNCH("willmore shifted quaternion product");
   return MB_SUCCESS;
 }
 
 /* (D + sigma I) y = b by CG preconditioned by the V-cycle on [n, 4], y warm
  * start on entry (mb_willmore.c's inner_pcg; the same iterates to rounding,
  * its steps rearranged so that the device never waits for the host):
- * stops when ||b - A y|| <= eta ||y||. An iteration: the product, one
- * exact sum (p'Ap), alpha, the update, the V-cycle, one exact sum of three
+ * stops when ||b - A y|| <= eta ||y||. An iteration: the shifted product
+ * with its p'Ap terms (one kernel), one exact sum (p'Ap), alpha, the update, the V-cycle, one exact sum of three
  * columns (r r, y y, r z), beta and the direction, enqueued without
  * synchronisation; its three numbers (r r, y y, p'Ap) are copied to pinned
  * host memory behind an event, and the host reads iteration k's while
@@ -867,9 +879,7 @@ mb_error inner_pcg(wm_gpu *g, double sigma, const double *b, double *y, double e
                "inverse iteration: a PCG solve did not converge in %d iterations (residual "
                "%.3g, asked %.3g)",
                INNER_MAXIT, sqrt(h[0]), eta * sqrt(h[1]));
-      MB_CALL(qspmv(g, pp, q));
-      k_shifted<<<blocks(m), BLOCK>>>(m, sigma, pp, q, t);
-      MB_CHECK_LAUNCH("willmore PCG product");
+      MB_CALL(qspmv_shifted(g, sigma, pp, q, t));
       MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc1));
       k_alpha<<<1, 1>>>(acc1, sc);
       MB_CHECK_LAUNCH("willmore PCG alpha");
