@@ -127,17 +127,18 @@ def need_device():
         sys.exit(SKIP)
 
 
-def fixed_point(backend="cpu"):
+def fixed_point(backend="cpu", solver=None):
+    extra, tag = (f", solver: {solver}", f"_{solver}") if solver else ("", "")
     v, f = icosahedron()
     src = write_obj(os.path.join(TMP, "icosahedron.obj"), v, f)
     try:
         import h5py  # noqa: F401
     except ImportError:  # GPU machines often lack h5py: the input imported, then compared
-        coll = os.path.join(TMP, f"icosahedron_{backend}.h5")
+        coll = os.path.join(TMP, f"icosahedron_{backend}{tag}.h5")
         if os.path.exists(coll):
             os.remove(coll)
         run(["import", src, "-o", coll])
-        out, _ = run_job(f"fixed_point_{backend}", [coll], stage(0.5, 5), backend=backend)
+        out, _ = run_job(f"fixed_point_{backend}{tag}", [coll], stage(0.5, 5, extra), backend=backend)
         c = run(["compare", coll, out, "--rtol", "1e-9"], expect=None)
         print(c.stdout.strip())
         if c.returncode != 0:
@@ -145,7 +146,7 @@ def fixed_point(backend="cpu"):
         print(f"icosahedron, 5 steps of 0.5 ({backend}): within 1e-9 (h5py absent: meshbatch compare)")
         return
     np = need_module("numpy")
-    out, _ = run_job(f"fixed_point_{backend}", [src], stage(0.5, 5), backend=backend)
+    out, _ = run_job(f"fixed_point_{backend}{tag}", [src], stage(0.5, 5, extra), backend=backend)
     x, attrs = mesh_result(out, "icosahedron")
     x0 = np.array(v)
     diag = float(np.linalg.norm(x0.max(0) - x0.min(0)))
@@ -451,6 +452,9 @@ def main():
              "cuda_fixed_point": lambda: (need_device(), fixed_point("cuda")),
              "cuda_sphere": cuda_sphere, "cuda_spot": cuda_spot,
              "cuda_spot_iterative": cuda_spot_iterative, "solver_key": solver_key,
+             "fixed_point_iterative": lambda: fixed_point("cpu", "iterative"),
+             "cuda_fixed_point_iterative": lambda: (need_device(),
+                                                    fixed_point("cuda", "iterative")),
              "cuda_bad_inputs": lambda: (need_device(), bad_inputs("cuda")),
              "batch": lambda: batch(a.np)}
     cases[a.case]()
