@@ -843,8 +843,9 @@ mb_error qspmv_shifted(wm_gpu *g, double sigma, const double *x, double *q, doub
  * start on entry (mb_willmore.c's inner_pcg; the same iterates to rounding,
  * its steps rearranged so that the device never waits for the host):
  * stops when ||b - A y|| <= eta ||y||. An iteration: the shifted product
- * with its p'Ap terms (one kernel), one exact sum (p'Ap), alpha, the update, the V-cycle, one exact sum of three
- * columns (r r, y y, r z), beta and the direction, enqueued without
+ * with its p'Ap terms (one kernel), one exact sum (p'Ap), alpha, the
+ * update, the V-cycle, one exact sum of three columns (r r, y y, r z),
+ * beta and the direction, enqueued without
  * synchronisation; its three numbers (r r, y y, p'Ap) are copied to pinned
  * host memory behind an event, and the host reads iteration k's while
  * iteration k + 1 runs (so one iteration more than the CPU's is done; the

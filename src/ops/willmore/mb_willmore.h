@@ -217,7 +217,13 @@ mb_error mb_willmore_run_cpu(const mb_willmore_params *p, mb_willmore_mesh *wm,
  * per mesh, factor once per step, one solve and one download of three
  * numbers per iteration), the edges, the pinned Poisson solve (device
  * Cholesky, factor per step), recentring and rescaling, the energy and
- * the distortion. The same contract, report and messages as
+ * the distortion. With solver iterative (the default from
+ * MB_WILLMORE_AUTO_VERTICES vertices) no Cholesky at all: one AMG hierarchy
+ * of the pinned Poisson matrix per mesh (host setup, device updates per
+ * step), the inverse iteration's solves by a device PCG on the 4n system
+ * (D's blocks read as quaternions; mb_willmore_dirac_eigen_pcg's method) and
+ * the Poisson solve by mb_cuda_pcg_solve with that hierarchy. The same
+ * contract, report and messages as
  * mb_willmore_run_cpu (one rank, not collective; the phase times are wall
  * times with the device synchronised between phases); MB_ERR_CUDA too. */
 mb_error mb_willmore_run_cuda(const mb_willmore_params *p, mb_willmore_mesh *wm,
