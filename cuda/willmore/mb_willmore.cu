@@ -932,7 +932,7 @@ mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
   st->eigenvalue = NAN;
   double gamma = 0.0;
   if (g->iterative) { /* the start's Rayleigh quotient: the first warm start */
-    MB_CALL(g->iterative ? qspmv(g, l, y) : mb_cuda_csr_spmv(g->dD, 1, 1, l, y));
+    MB_CALL(qspmv(g, l, y));
     k_prod<<<blocks(m), BLOCK>>>(m, l, y, t);
     MB_CHECK_LAUNCH("willmore Rayleigh terms");
     MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc + MB_REDUCE_NSLOTS));
