@@ -26,10 +26,11 @@ static const char willmore_bench_help[] =
     "it runs --steps steps from the input's positions and prints per step the\n"
     "Willmore energy, the inverse iteration's solves, the step's largest quasi-\n"
     "conformal distortion and ms per phase: curvature (normals, H, the projection)\n"
-    "and the Dirac operator's assembly; the eigenvector (the numeric factor of the\n"
-    "4n x 4n operator and the inverse iteration's solves); the positions (the\n"
-    "edges, the Laplacian's factor, with its symbolic analysis in the first step,\n"
-    "and solve); the update (rescale, the next step's Laplacian and mass, the\n"
+    "and the Dirac operator's assembly (solver iterative: also the AMG hierarchy's\n"
+    "update, its setup in the first step); the eigenvector (the numeric factor of the\n"
+    "4n x 4n operator and the inverse iteration's solves, or their PCGs); the positions\n"
+    "(the edges, the Laplacian's factor, with its symbolic analysis in the first step,\n"
+    "and solve, or its PCG); the update (rescale, the next step's Laplacian and mass, the\n"
     "energy, the distortion); then the median step after the first. The setup\n"
     "before the steps (the checks, the Dirac operator's pattern and its symbolic\n"
     "analysis, made once per mesh; on the GPU also the uploads and the device\n"
@@ -207,8 +208,9 @@ int mb_willmore_bench(int argc, char **argv) {
     fflush(stdout);
     e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
     if (e) break;
-    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern and analysis%s)\n",
-           rep.energy0, rep.setup_ms, cuda ? ", uploads" : "");
+    const int iterative = mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE;
+    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern%s%s)\n", rep.energy0,
+           rep.setup_ms, iterative ? "" : " and analysis", cuda ? ", uploads" : "");
     for (int s = 0; s < rep.steps; s++) {
       const mb_willmore_step *q = &st[s];
       tot[s] = q->assemble_ms + q->eigen_ms + q->poisson_ms + q->finish_ms;
