@@ -30,7 +30,15 @@
  *      factor and solve; recentre to the input's area-weighted centroid
  *      and rescale to its area; the next L and mass, the energy and the
  *      distortions (the largest by an atomic maximum of the bits of
- *      positive float64, the mean by exact sums). */
+ *      positive float64, the mean by exact sums).
+ * Solver iterative (mb_willmore.h, Solvers): no Cholesky analysis, no
+ * shifted copy of D. Per mesh one AMG hierarchy of the pinned Poisson
+ * matrix (built on the host from the first step's values, linalg/mb_amg.h),
+ * per step its device update (cuda/linalg, mb_cuda_amg_update) in the
+ * assembly phase; step 3's solves by this file's PCG on the 4n system
+ * (inner_pcg: D's row-kernel product plus sigma, the V-cycle on [n, 4],
+ * exact device sums, one download of three numbers per iteration); step
+ * 4 by mb_cuda_pcg_solve with the same hierarchy, warm-started. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -263,20 +271,174 @@ __global__ void k_right(int32_t n, double q0, double q1, double q2, double q3,
   for (int k = 0; k < 4; k++) l[4 * i + k] = r[k];
 }
 
+/* ---- the iterative solver's inverse iteration (mb_willmore_dirac_eigen_pcg):
+ * conjugate gradient on (D + sigma I) y = lambda, preconditioned by the
+ * pinned Poisson matrix's device V-cycle on the [n, 4] view; its scalars
+ * stay on the device, sc[SC_*]. */
+enum { SC_NORM = 0, SC_RAYLEIGH = 1, SC_RESIDUAL = 2, SC_RZ = 3, SC_ALPHA = 4, SC_RR = 5,
+       SC_YY = 6, SC_PQ = 7, SC_N = 8 };
+
+/* y = lambda / (gamma + sigma), gamma = sc[SC_RAYLEIGH]: the warm start. */
+__global__ void k_warm(int32_t m, double sigma, const double *__restrict__ sc,
+                       const double *__restrict__ l, double *__restrict__ y) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < m) y[i] = l[i] / (sc[SC_RAYLEIGH] + sigma);
+}
+
+/* r = b - (q + sigma y) (q = D y). */
+__global__ void k_start(int32_t m, double sigma, const double *__restrict__ b,
+                        const double *__restrict__ q, const double *__restrict__ y,
+                        double *__restrict__ r) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < m) r[i] = b[i] - (q[i] + sigma * y[i]);
+}
+
+/* alpha = rz / pq (pq the accumulator), pq kept for the host's check;
+ * alpha 0 where pq is not > 0 (the host then fails on pq, except after the
+ * iteration that converged, whose successor it never reads: no NaN there). */
+__global__ void k_alpha(const int64_t *__restrict__ acc, double *__restrict__ sc) {
+  const double pq = mb_reduce_slots_value(acc);
+  sc[SC_ALPHA] = pq > 0 ? sc[SC_RZ] / pq : 0.0;
+  sc[SC_PQ] = pq;
+}
+
+/* y += alpha p, r -= alpha q. */
+__global__ void k_update(int32_t m, const double *__restrict__ sc, const double *__restrict__ p,
+                         const double *__restrict__ q, double *__restrict__ y,
+                         double *__restrict__ r) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= m) return;
+  const double alpha = sc[SC_ALPHA];
+  y[i] = y[i] + alpha * p[i];
+  r[i] = r[i] - alpha * q[i];
+}
+
+/* t [3, m]: r r, y y, r z (the terms of the iteration's one 3-column sum). */
+__global__ void k_terms(int32_t m, const double *__restrict__ r, const double *__restrict__ z,
+                        const double *__restrict__ y, double *__restrict__ t) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= m) return;
+  const double ri = r[i], yi = y[i];
+  t[i] = ri * ri;
+  t[(int64_t)m + i] = yi * yi;
+  t[2 * (int64_t)m + i] = ri * z[i];
+}
+
+/* From the 3 accumulators (r r, y y, r z): sc[SC_RR], sc[SC_YY], rz, and
+ * beta = rz / rz_old (0 where first), kept in the alpha slot for
+ * k_direction (k_alpha overwrites it after). */
+__global__ void k_rz(const int64_t *__restrict__ acc, int first, double *__restrict__ sc) {
+  sc[SC_RR] = mb_reduce_slots_value(acc);
+  sc[SC_YY] = mb_reduce_slots_value(acc + MB_REDUCE_NSLOTS);
+  const double rz = mb_reduce_slots_value(acc + 2 * MB_REDUCE_NSLOTS);
+  sc[SC_ALPHA] = first || sc[SC_RZ] == 0.0 ? 0.0 : rz / sc[SC_RZ];
+  sc[SC_RZ] = rz;
+}
+
+/* Q [nnz of L, 4]: each block's quaternion, the first column of its 4x4
+ * left-multiplication block in D's values (rows 4 len apart). */
+__global__ void k_quat(int32_t n, const int32_t *__restrict__ rowptr,
+                       const double *__restrict__ val, double *__restrict__ Q) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  const int32_t r0 = rowptr[i], len = rowptr[i + 1] - r0, w = 4 * len;
+  for (int32_t e = r0; e < r0 + len; e++) {
+    const int64_t s = 16 * (int64_t)r0 + 4 * (int64_t)(e - r0);
+    Q[4 * (int64_t)e] = val[s];
+    Q[4 * (int64_t)e + 1] = val[s + w];
+    Q[4 * (int64_t)e + 2] = val[s + 2 * w];
+    Q[4 * (int64_t)e + 3] = val[s + 3 * w];
+  }
+}
+
+/* y = D x from the quaternions: per vertex row, its 4 rows' sums over the
+ * blocks in entry order and each block's 4 columns in order (the CSR row
+ * kernel's terms and order: the entries are +-a, +-b, +-c, +-d exactly);
+ * t non-NULL: y = (D + sigma I) x (the shift added after the row's sum, as
+ * the CPU's shifted_product does) and t = x y, the terms of x'(D + sigma I)x. */
+__global__ void k_qspmv(int32_t n, const int32_t *__restrict__ rowptr,
+                        const int32_t *__restrict__ col, const double *__restrict__ Q,
+                        const double *__restrict__ x, double *__restrict__ y, double sigma,
+                        double *__restrict__ t) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
+    const double a = Q[4 * (int64_t)e], b = Q[4 * (int64_t)e + 1], c = Q[4 * (int64_t)e + 2],
+                 d = Q[4 * (int64_t)e + 3];
+    const double *v = x + 4 * (int64_t)col[e];
+    const double x0 = v[0], x1 = v[1], x2 = v[2], x3 = v[3];
+    s0 += a * x0;
+    s0 += (-b) * x1;
+    s0 += (-c) * x2;
+    s0 += (-d) * x3;
+    s1 += b * x0;
+    s1 += a * x1;
+    s1 += (-d) * x2;
+    s1 += c * x3;
+    s2 += c * x0;
+    s2 += d * x1;
+    s2 += a * x2;
+    s2 += (-b) * x3;
+    s3 += d * x0;
+    s3 += (-c) * x1;
+    s3 += b * x2;
+    s3 += a * x3;
+  }
+  const int64_t o = 4 * (int64_t)i;
+  if (t) {
+    const double x0 = x[o], x1 = x[o + 1], x2 = x[o + 2], x3 = x[o + 3];
+    s0 = s0 + sigma * x0;
+    s1 = s1 + sigma * x1;
+    s2 = s2 + sigma * x2;
+    s3 = s3 + sigma * x3;
+    t[o] = x0 * s0;
+    t[o + 1] = x1 * s1;
+    t[o + 2] = x2 * s2;
+    t[o + 3] = x3 * s3;
+  }
+  y[o] = s0;
+  y[o + 1] = s1;
+  y[o + 2] = s2;
+  y[o + 3] = s3;
+}
+
+__global__ void k_direction(int32_t m, const double *__restrict__ sc,
+                            const double *__restrict__ z, double *__restrict__ p) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < m) p[i] = z[i] + sc[SC_ALPHA] * p[i];
+}
+
+/* xn = (x - x_0) / n: the Poisson solve's warm start. */
+__global__ void k_poisson_start(int32_t n, const double *__restrict__ x, double *__restrict__ xn) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int k = 0; k < 3; k++) xn[3 * i + k] = (x[3 * i + k] - x[k]) / (double)n;
+}
+
+/* P = -L with vertex 0's row and column the identity's. */
+__global__ void k_pinned(int32_t n, const int32_t *__restrict__ rowptr,
+                         const int32_t *__restrict__ col, const double *__restrict__ L,
+                         double *__restrict__ P) {
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i >= n) return;
+  for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
+    const int32_t j = col[e];
+    P[e] = i == 0 || j == 0 ? (i == j ? 1.0 : 0.0) : -L[e];
+  }
+}
+
 /* Step 4: b_i = -sum_j L_ij e~_ij (0 at the pinned vertex 0), the CPU's
- * spin_positions row by row; P = -L with vertex 0's row and column the
- * identity's. */
+ * spin_positions row by row. */
 __global__ void k_edges(int32_t n, const int32_t *__restrict__ rowptr,
                         const int32_t *__restrict__ col, const int32_t *__restrict__ diag,
                         const double *__restrict__ L, const double *__restrict__ x,
-                        const double *__restrict__ l, double *__restrict__ b,
-                        double *__restrict__ P) {
+                        const double *__restrict__ l, double *__restrict__ b) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   double s[3] = {0.0, 0.0, 0.0};
   for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
     const int32_t j = col[e];
-    P[e] = i == 0 || j == 0 ? (i == j ? 1.0 : 0.0) : -L[e];
     if (e == diag[i]) continue;
     const double ed[4] = {0.0, x[3 * j] - x[3 * i], x[3 * j + 1] - x[3 * i + 1],
                           x[3 * j + 2] - x[3 * i + 2]};
@@ -376,13 +538,19 @@ struct wm_gpu {
   int64_t nf = 0;
   mb_csr *Lh = nullptr, *Dh = nullptr; /* host patterns */
   mb_cuda_csr *dL = nullptr, *dP = nullptr, *dD = nullptr, *dS = nullptr;
-  mb_cuda_cholesky *dchol = nullptr, *pchol = nullptr;
+  mb_cuda_cholesky *dchol = nullptr, *pchol = nullptr; /* solver cholesky */
+  mb_cuda_amg *amg = nullptr;  /* solver iterative: the pinned Poisson matrix's hierarchy */
+  int iterative = 0;
   mb_reduce_device *rd = nullptr;
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr; /* dL's */
   double *lval = nullptr, *pval = nullptr, *dval = nullptr, *sval = nullptr;
   const int32_t *ddiag = nullptr, *sdiag = nullptr;
   mb_dbuf tri, vf_row, vf, slot, rowlen;
   mb_dbuf x, x0, xs, xn, N, y, mass, rho, u, lambda, ly, b, t, t2, bad, umax, acc, sc;
+  mb_dbuf cr, cz, cp, cq; /* solver iterative: the inner PCG's vectors [4 n] */
+  mb_dbuf Q;              /* solver iterative: D's blocks as quaternions [nnz of L, 4] */
+  double *hpin = nullptr; /* solver iterative: pinned [2, 3], the PCG's checks */
+  cudaEvent_t ev[2] = {nullptr, nullptr};
   ~wm_gpu() {
     mb_csr_free(Lh);
     mb_csr_free(Dh);
@@ -392,7 +560,11 @@ struct wm_gpu {
     mb_cuda_csr_free(dS);
     mb_cuda_cholesky_free(dchol);
     mb_cuda_cholesky_free(pchol);
+    mb_cuda_amg_free(amg);
     mb_reduce_device_free(rd);
+    if (hpin) cudaFreeHost(hpin);
+    for (cudaEvent_t e : ev)
+      if (e) cudaEventDestroy(e);
   }
   double *d(mb_dbuf &bf) { return bf.as<double>(); }
 };
@@ -447,17 +619,28 @@ mb_error setup(wm_gpu *g) {
   MB_CALL(mb_cuda_csr_create(g->Lh, wm->adj, &g->dL));
   MB_CALL(mb_cuda_csr_create(g->Lh, nullptr, &g->dP));
   MB_CALL(mb_cuda_csr_create(g->Dh, nullptr, &g->dD));
-  MB_CALL(mb_cuda_csr_create(g->Dh, nullptr, &g->dS));
   mb_cuda_csr_set_product(g->dL, MB_CUDA_PRODUCT_ROWS);
   mb_cuda_csr_set_product(g->dD, MB_CUDA_PRODUCT_ROWS);
   mb_cuda_csr_arrays(g->dL, &g->rowptr, &g->col, &g->diag, &g->lval);
   mb_cuda_csr_arrays(g->dP, nullptr, nullptr, nullptr, &g->pval);
   mb_cuda_csr_arrays(g->dD, nullptr, nullptr, &g->ddiag, &g->dval);
-  mb_cuda_csr_arrays(g->dS, nullptr, nullptr, &g->sdiag, &g->sval);
-  MB_CALL(mb_cuda_cholesky_create(g->Dh, &g->dchol));
-  MB_CALL(mb_cuda_cholesky_create(g->Lh, &g->pchol));
+  g->iterative = mb_willmore_solver_for(g->p->solver, wm->nv) == MB_WILLMORE_ITERATIVE;
+  if (!g->iterative) { /* the shifted copy and both devices' Cholesky analyses */
+    MB_CALL(mb_cuda_csr_create(g->Dh, nullptr, &g->dS));
+    mb_cuda_csr_arrays(g->dS, nullptr, nullptr, &g->sdiag, &g->sval);
+    MB_CALL(mb_cuda_cholesky_create(g->Dh, &g->dchol));
+    MB_CALL(mb_cuda_cholesky_create(g->Lh, &g->pchol));
+  } else {
+    for (mb_dbuf *bf : {&g->cr, &g->cz, &g->cp, &g->cq})
+      MB_CALL(mb_dbuf_alloc(bf, sizeof(double) * 4 * n, "willmore PCG vectors"));
+    MB_CALL(mb_dbuf_alloc(&g->Q, sizeof(double) * 4 * (size_t)g->Lh->nnz,
+                          "willmore Dirac quaternions"));
+    MB_CALL_CUDA(cudaMallocHost((void **)&g->hpin, 6 * sizeof(double)));
+    for (cudaEvent_t &e : g->ev) MB_CALL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
   MB_CALL(mb_reduce_device_create(&g->rd));
-  const size_t tn = (size_t)g->m > nf ? (size_t)g->m : nf;
+  /* t holds 3 m terms (the inner PCG's 3-column sum) */
+  const size_t tn = 3 * (size_t)g->m > nf ? 3 * (size_t)g->m : nf;
   struct {
     mb_dbuf *b;
     size_t bytes;
@@ -484,8 +667,8 @@ mb_error setup(wm_gpu *g) {
       {&g->t2, sizeof(double) * tn, "willmore terms"},
       {&g->bad, sizeof(int32_t), "willmore checks"},
       {&g->umax, sizeof(unsigned long long), "willmore maximum"},
-      {&g->acc, sizeof(int64_t) * 4 * MB_REDUCE_NSLOTS, "willmore sums"},
-      {&g->sc, sizeof(double) * 3, "willmore scalars"},
+      {&g->acc, sizeof(int64_t) * 6 * MB_REDUCE_NSLOTS, "willmore sums"},
+      {&g->sc, sizeof(double) * SC_N, "willmore scalars"},
   };
   for (auto &bf : bufs) MB_CALL(mb_dbuf_alloc(bf.b, bf.bytes, bf.what));
   MB_CALL_CUDA(cudaMemcpy(g->tri.p, wm->tri, sizeof(int64_t) * 3 * nf, cudaMemcpyHostToDevice));
@@ -611,6 +794,24 @@ mb_error assemble(wm_gpu *g, double *dmax) {
   memcpy(dmax, &bits, sizeof *dmax);
   MB_CHECK(*dmax > 0 && isfinite(*dmax), MB_ERR_NUMERIC,
            "Dirac operator: largest diagonal entry %g", *dmax);
+  k_pinned<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->lval, g->pval);
+  MB_CHECK_LAUNCH("willmore pinned Poisson matrix");
+  if (g->iterative) {
+    k_quat<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->dval, g->d(g->Q));
+    MB_CHECK_LAUNCH("willmore Dirac quaternions");
+    if (!g->amg) { /* the hierarchy's structure from the first step's matrix, on the host */
+      MB_CALL(mb_cuda_csr_download(g->dP, g->Lh->val));
+      mb_amg *h = nullptr;
+      mb_amg_opts ao = mb_amg_opts_default();
+      MB_CALL(mb_amg_opts_env(&ao));
+      MB_CALL(mb_amg_create(g->Lh, &ao, &h));
+      const mb_error e = mb_cuda_amg_create(h, g->dP, &g->amg);
+      mb_amg_free(h);
+      MB_CALL(e);
+    }
+    MB_CALL(mb_cuda_amg_update(g->amg, g->dP));
+    return MB_SUCCESS;
+  }
   MB_CALL_CUDA(cudaMemcpy(g->sval, g->dval, sizeof(double) * (size_t)nnz,
                           cudaMemcpyDeviceToDevice));
   k_shift<<<blocks(g->m), BLOCK>>>(g->m, g->sdiag, 1e-12 * *dmax, g->sval);
@@ -618,22 +819,140 @@ mb_error assemble(wm_gpu *g, double *dmax) {
   return MB_SUCCESS;
 }
 
-/* Step 3: lambda by inverse iteration (mb_willmore_dirac_eigen's method). */
+/* The inner solves' stopping test relative to the eigen tolerance and their
+ * iteration limit: mb_willmore.c's (mb_willmore_dirac_eigen_pcg). */
+constexpr double INNER_RTOL = 1e-3;
+constexpr int INNER_MAXIT = 2000;
+
+/* q = D x by the quaternions Q (4 doubles a block instead of 16 and one
+ * column index: the product reads about a sixth of the CSR's bytes). */
+mb_error qspmv(wm_gpu *g, const double *x, double *q) {
+  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q, 0.0, nullptr);
+  MB_CHECK_LAUNCH("willmore quaternion product");
+  return MB_SUCCESS;
+}
+
+/* q = (D + sigma I) x and t = x q (the terms of x'(D + sigma I)x), one pass. */
+mb_error qspmv_shifted(wm_gpu *g, double sigma, const double *x, double *q, double *t) {
+  k_qspmv<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->d(g->Q), x, q, sigma, t);
+  MB_CHECK_LAUNCH("willmore shifted quaternion product");
+  return MB_SUCCESS;
+}
+
+/* (D + sigma I) y = b by CG preconditioned by the V-cycle on [n, 4], y warm
+ * start on entry (mb_willmore.c's inner_pcg; the same iterates to rounding,
+ * its steps rearranged so that the device never waits for the host):
+ * stops when ||b - A y|| <= eta ||y||. An iteration: the shifted product
+ * with its p'Ap terms (one kernel), one exact sum (p'Ap), alpha, the
+ * update, the V-cycle, one exact sum of three columns (r r, y y, r z),
+ * beta and the direction, enqueued without
+ * synchronisation; its three numbers (r r, y y, p'Ap) are copied to pinned
+ * host memory behind an event, and the host reads iteration k's while
+ * iteration k + 1 runs (so one iteration more than the CPU's is done; the
+ * residual is then recomputed, and CG restarts from it where it is above,
+ * as on the CPU). */
+mb_error inner_pcg(wm_gpu *g, double sigma, const double *b, double *y, double eta, int *its) {
+  const int32_t m = g->m;
+  double *r = g->d(g->cr), *z = g->d(g->cz), *pp = g->d(g->cp), *q = g->d(g->cq);
+  double *t = g->d(g->t), *sc = g->d(g->sc);
+  int64_t *acc1 = g->acc.as<int64_t>();                        /* p'Ap */
+  int64_t *acc3 = g->acc.as<int64_t>() + 3 * MB_REDUCE_NSLOTS; /* r r, y y, r z */
+  int k = 0;
+  double h[3] = {INFINITY, 0.0, 1.0};
+  for (int restart = 0;; restart++) {
+    MB_CALL(qspmv(g, y, q));
+    k_start<<<blocks(m), BLOCK>>>(m, sigma, b, q, y, r);
+    MB_CHECK_LAUNCH("willmore PCG residual");
+    MB_CALL(mb_cuda_amg_apply(g->amg, 4, r, z));
+    k_terms<<<blocks(m), BLOCK>>>(m, r, z, y, t);
+    MB_CHECK_LAUNCH("willmore PCG terms");
+    MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 3, m, t, m, acc3));
+    k_rz<<<1, 1>>>(acc3, 1, sc);
+    MB_CHECK_LAUNCH("willmore PCG rz");
+    MB_CALL_CUDA(cudaMemcpy(h, sc + SC_RR, 2 * sizeof(double), cudaMemcpyDeviceToHost));
+    if (sqrt(h[0]) <= eta * sqrt(h[1])) return MB_SUCCESS;
+    MB_CHECK(restart < 3, MB_ERR_NUMERIC,
+             "inverse iteration: a PCG solve's recomputed residual %.3g stays above %.3g",
+             sqrt(h[0]), eta * sqrt(h[1]));
+    MB_CALL_CUDA(cudaMemcpy(pp, z, sizeof(double) * (size_t)m, cudaMemcpyDeviceToDevice));
+    for (int pass = 0;; pass++) {
+      MB_CHECK(k < INNER_MAXIT, MB_ERR_NUMERIC,
+               "inverse iteration: a PCG solve did not converge in %d iterations (residual "
+               "%.3g, asked %.3g)",
+               INNER_MAXIT, sqrt(h[0]), eta * sqrt(h[1]));
+      MB_CALL(qspmv_shifted(g, sigma, pp, q, t));
+      MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc1));
+      k_alpha<<<1, 1>>>(acc1, sc);
+      MB_CHECK_LAUNCH("willmore PCG alpha");
+      k_update<<<blocks(m), BLOCK>>>(m, sc, pp, q, y, r);
+      MB_CHECK_LAUNCH("willmore PCG update");
+      MB_CALL(mb_cuda_amg_apply(g->amg, 4, r, z));
+      k_terms<<<blocks(m), BLOCK>>>(m, r, z, y, t);
+      MB_CHECK_LAUNCH("willmore PCG terms");
+      MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 3, m, t, m, acc3));
+      k_rz<<<1, 1>>>(acc3, 0, sc);
+      MB_CHECK_LAUNCH("willmore PCG beta");
+      k_direction<<<blocks(m), BLOCK>>>(m, sc, z, pp);
+      MB_CHECK_LAUNCH("willmore PCG direction");
+      double *hp = g->hpin + 3 * (pass & 1);
+      MB_CALL_CUDA(cudaMemcpyAsync(hp, sc + SC_RR, 3 * sizeof(double), cudaMemcpyDeviceToHost,
+                                   0));
+      MB_CALL_CUDA(cudaEventRecord(g->ev[pass & 1], 0));
+      k++;
+      (*its)++;
+      if (pass == 0) continue;
+      /* the previous iteration's numbers, read while this one runs */
+      MB_CALL_CUDA(cudaEventSynchronize(g->ev[(pass - 1) & 1]));
+      memcpy(h, g->hpin + 3 * ((pass - 1) & 1), sizeof h);
+      MB_CHECK(h[2] > 0 && isfinite(h[2]), MB_ERR_NUMERIC,
+               "inverse iteration: PCG curvature p'Ap = %g (the shifted operator is not "
+               "positive definite)",
+               h[2]);
+      if (sqrt(h[0]) <= eta * sqrt(h[1])) break; /* then recomputed above */
+    }
+  }
+}
+
+/* Step 3: lambda by inverse iteration (mb_willmore_dirac_eigen's method;
+ * solver iterative: mb_willmore_dirac_eigen_pcg's). */
 mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
   const mb_willmore_params *p = g->p;
   const int32_t m = g->m, n = g->n;
   double *l = g->d(g->lambda), *y = g->d(g->ly), *t = g->d(g->t), *sc = g->d(g->sc);
   int64_t *acc = g->acc.as<int64_t>();
+  const double sigma = 1e-12 * dmax;
   mb_solve_stats ss;
   memset(&ss, 0, sizeof ss);
-  MB_CALL(mb_cuda_cholesky_factor(g->dchol, g->dS, &ss));
+  if (!g->iterative) MB_CALL(mb_cuda_cholesky_factor(g->dchol, g->dS, &ss));
   k_lambda0<<<blocks(m), BLOCK>>>(m, sqrt((double)n), l);
   MB_CHECK_LAUNCH("willmore start vector");
   st->iterations = 0;
+  st->inner_iterations = 0;
   st->residual = INFINITY;
   st->eigenvalue = NAN;
+  double gamma = 0.0;
+  if (g->iterative) { /* the start's Rayleigh quotient: the first warm start */
+    MB_CALL(qspmv(g, l, y));
+    k_prod<<<blocks(m), BLOCK>>>(m, l, y, t);
+    MB_CHECK_LAUNCH("willmore Rayleigh terms");
+    MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc + MB_REDUCE_NSLOTS));
+    k_value<<<1, 1>>>(acc + MB_REDUCE_NSLOTS, 0, sc + SC_RAYLEIGH);
+    MB_CHECK_LAUNCH("willmore Rayleigh quotient");
+    MB_CALL_CUDA(cudaMemcpy(&gamma, sc + SC_RAYLEIGH, sizeof gamma, cudaMemcpyDeviceToHost));
+  }
   for (int it = 1; it <= p->max_iterations; it++) {
-    MB_CALL(mb_cuda_cholesky_solve(g->dchol, 1, l, y, &ss));
+    if (g->iterative) {
+      MB_CHECK(gamma + sigma > 0 && isfinite(gamma + sigma), MB_ERR_NUMERIC,
+               "inverse iteration: Rayleigh quotient %g (the operator is not positive "
+               "semi-definite)",
+               gamma);
+      k_warm<<<blocks(m), BLOCK>>>(m, sigma, sc, l, y);
+      MB_CHECK_LAUNCH("willmore warm start");
+      MB_CALL(inner_pcg(g, sigma, l, y, INNER_RTOL * p->tolerance * dmax,
+                        &st->inner_iterations));
+    } else {
+      MB_CALL(mb_cuda_cholesky_solve(g->dchol, 1, l, y, &ss));
+    }
     k_prod<<<blocks(m), BLOCK>>>(m, y, y, t);
     MB_CHECK_LAUNCH("willmore norm terms");
     MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc));
@@ -641,7 +960,7 @@ mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
     MB_CHECK_LAUNCH("willmore norm");
     k_normalise<<<blocks(m), BLOCK>>>(m, sc, y, l);
     MB_CHECK_LAUNCH("willmore normalise");
-    MB_CALL(mb_cuda_csr_spmv(g->dD, 1, 1, l, y));
+    MB_CALL(g->iterative ? qspmv(g, l, y) : mb_cuda_csr_spmv(g->dD, 1, 1, l, y));
     k_prod<<<blocks(m), BLOCK>>>(m, l, y, t);
     MB_CHECK_LAUNCH("willmore Rayleigh terms");
     MB_CALL(mb_reduce_device_columns(g->rd, nullptr, 1, m, t, m, acc + MB_REDUCE_NSLOTS));
@@ -657,6 +976,7 @@ mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
     MB_CHECK(h[0] > 0 && isfinite(h[0]), MB_ERR_NUMERIC,
              "inverse iteration: the iterate's norm became %g", h[0]);
     st->eigenvalue = h[1];
+    gamma = h[1];
     st->residual = h[2] / dmax;
     st->iterations = it;
     if (st->residual <= p->tolerance) {
@@ -683,15 +1003,28 @@ mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
           st->residual, p->max_iterations, p->tolerance, p->max_iterations);
 }
 
-/* Step 4: the new positions into xn (pinned Poisson solve). */
+/* The Poisson solve's PCG (solver iterative): mb_willmore.c's. */
+constexpr double POISSON_RTOL = 1e-12;
+constexpr int POISSON_MAXIT = 2000;
+
+/* Step 4: the new positions into xn (pinned Poisson solve; P made in assemble). */
 mb_error positions(wm_gpu *g, mb_willmore_step *st) {
   k_edges<<<blocks(g->n), BLOCK>>>(g->n, g->rowptr, g->col, g->diag, g->lval, g->d(g->x),
-                                   g->d(g->lambda), g->d(g->b), g->pval);
+                                   g->d(g->lambda), g->d(g->b));
   MB_CHECK_LAUNCH("willmore edges");
   mb_solve_stats ss;
   memset(&ss, 0, sizeof ss);
-  MB_CALL(mb_cuda_cholesky_factor(g->pchol, g->dP, &ss));
-  MB_CALL(mb_cuda_cholesky_solve(g->pchol, 3, g->d(g->b), g->d(g->xn), &ss));
+  if (g->iterative) {
+    k_poisson_start<<<blocks(g->n), BLOCK>>>(g->n, g->d(g->x), g->d(g->xn));
+    MB_CHECK_LAUNCH("willmore Poisson warm start");
+    const mb_pcg_opts o = {POISSON_RTOL, POISSON_MAXIT, nullptr, g->amg};
+    MB_CALL(mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dP, 3, g->d(g->b), g->d(g->xn), &o,
+                              &ss));
+    st->poisson_iterations = ss.iterations;
+  } else {
+    MB_CALL(mb_cuda_cholesky_factor(g->pchol, g->dP, &ss));
+    MB_CALL(mb_cuda_cholesky_solve(g->pchol, 3, g->d(g->b), g->d(g->xn), &ss));
+  }
   st->poisson_residual = ss.residual;
   return MB_SUCCESS;
 }
@@ -752,6 +1085,7 @@ mb_error one_step(wm_gpu *g, double a0, const double *c0, mb_willmore_step *st) 
                           cudaMemcpyDeviceToDevice));
   MB_CALL(curvature(g, st));
   double dmax;
+  st->iterative = g->iterative;
   MB_CALL(assemble(g, &dmax));
   MB_CALL(mark(&t[1]));
   MB_CALL(eigen(g, dmax, st));

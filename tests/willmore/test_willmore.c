@@ -204,11 +204,23 @@ static void test_dirac_sphere(void **state) {
   mb_mesh_free(m);
 }
 
+static mb_error run_solver(mb_mesh *m, double tau, int steps, int solver,
+                           mb_willmore_report *rep) {
+  mb_adjacency *adj = NULL;
+  mb_error e = mb_adjacency_build(m, &adj);
+  if (e) return e;
+  mb_willmore_params p = {tau, steps, 1e-10, 100, solver};
+  mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, m->xyz, m->name, NULL};
+  e = mb_willmore_run_cpu(&p, &wm, rep);
+  mb_adjacency_free(adj);
+  return e;
+}
+
 static mb_error run_mesh(mb_mesh *m, double tau, int steps, mb_willmore_report *rep) {
   mb_adjacency *adj = NULL;
   mb_error e = mb_adjacency_build(m, &adj);
   if (e) return e;
-  mb_willmore_params p = {tau, steps, 1e-10, 100};
+  mb_willmore_params p = {tau, steps, 1e-10, 100, MB_WILLMORE_CHOLESKY};
   mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, m->xyz, m->name, NULL};
   e = mb_willmore_run_cpu(&p, &wm, rep);
   mb_adjacency_free(adj);
@@ -308,6 +320,69 @@ static void test_bad_inputs(void **state) {
   mb_mesh_free(ico);
 }
 
+/* 5 steps of tau on m by the Cholesky and the iterative solver: positions
+ * within 1e-9 of the bounding-box diagonal, energies within 1e-9 relative. */
+static void agree(mb_mesh *m, double tau) {
+  const int64_t n = m->nv;
+  const double diag = mb_mesh_bbox_diagonal(m);
+  double *x0 = malloc(sizeof(double) * 3 * (size_t)n), *xc = malloc(sizeof(double) * 3 * (size_t)n);
+  assert_true(x0 && xc);
+  memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)n);
+  mb_willmore_step sc[5], si[5];
+  mb_willmore_report rc = {.step = sc}, ri = {.step = si};
+  assert_int_equal(run_solver(m, tau, 5, MB_WILLMORE_CHOLESKY, &rc), MB_SUCCESS);
+  memcpy(xc, m->xyz, sizeof(double) * 3 * (size_t)n);
+  memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)n);
+  assert_int_equal(run_solver(m, tau, 5, MB_WILLMORE_ITERATIVE, &ri), MB_SUCCESS);
+  assert_int_equal(rc.steps, 5);
+  assert_int_equal(ri.steps, 5);
+  double dx = 0.0, mv = 0.0;
+  for (int64_t i = 0; i < 3 * n; i++) {
+    dx = fmax(dx, fabs(m->xyz[i] - xc[i]));
+    mv = fmax(mv, fabs(xc[i] - x0[i]));
+  }
+  printf("solvers: %s (%lld vertices), 5 steps of %g: cholesky against iterative: largest "
+         "difference %.3g (%.3g of the diagonal %.4g; the flow moved a vertex %.3g); energy "
+         "%.12g and %.12g\n",
+         m->name, (long long)n, tau, dx, dx / diag, diag, mv, sc[4].energy, si[4].energy);
+  for (int s = 0; s < 5; s++) {
+    printf("  step %d: inverse iterations %d and %d, PCG iterations %d (eigen) %d (Poisson), "
+           "eigenvalue %.9g and %.9g\n",
+           s + 1, sc[s].iterations, si[s].iterations, si[s].inner_iterations,
+           si[s].poisson_iterations, sc[s].eigenvalue, si[s].eigenvalue);
+    assert_false(sc[s].iterative);
+    assert_true(si[s].iterative && si[s].inner_iterations > 0 && si[s].poisson_iterations > 0);
+    assert_true(fabs(sc[s].energy - si[s].energy) <= 1e-9 * fabs(sc[s].energy));
+  }
+  assert_true(dx <= 1e-9 * diag);
+  free(x0);
+  free(xc);
+}
+
+static void test_solvers_agree(void **state) {
+  (void)state;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/data/meshes/spot.obj", getenv("MESHBATCH_SOURCE_DIR"));
+  mb_mesh *m = NULL;
+  assert_int_equal(mb_meshfile_read(path, &m), MB_SUCCESS);
+  agree(m, 0.05);
+  mb_mesh_free(m);
+  /* an icosphere, round and with radial bumps */
+  assert_int_equal(mb_generate_sphere(2562, 0.0, 1, &m), MB_SUCCESS);
+  agree(m, 0.1);
+  for (int64_t i = 0; i < m->nv; i++)
+    for (int k = 0; k < 3; k++) m->xyz[3 * i + k] *= 1.0 + 0.05 * sin(7.0 * (double)i);
+  agree(m, 0.1);
+  mb_mesh_free(m);
+  /* auto: cholesky below MB_WILLMORE_AUTO_VERTICES vertices, iterative from there */
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES - 1),
+                   MB_WILLMORE_CHOLESKY);
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES),
+                   MB_WILLMORE_ITERATIVE);
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_CHOLESKY, 10000000), MB_WILLMORE_CHOLESKY);
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_ITERATIVE, 12), MB_WILLMORE_ITERATIVE);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const struct CMUnitTest tests[] = {
@@ -315,6 +390,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_dirac_sphere),
       cmocka_unit_test(test_fixed_point),
       cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_solvers_agree),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   MPI_Finalize();

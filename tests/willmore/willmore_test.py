@@ -56,7 +56,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import (DATA, SKIP, TMP, cuda_devices, fail, icosahedron, icosphere,  # noqa: E402
+from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron, icosphere,  # noqa: E402
                     need_module, run, run_job, write_obj)
 
 # spot: a short stage of small steps (the largest per-step distortion, 1.034,
@@ -127,17 +127,18 @@ def need_device():
         sys.exit(SKIP)
 
 
-def fixed_point(backend="cpu"):
+def fixed_point(backend="cpu", solver=None):
+    extra, tag = (f", solver: {solver}", f"_{solver}") if solver else ("", "")
     v, f = icosahedron()
     src = write_obj(os.path.join(TMP, "icosahedron.obj"), v, f)
     try:
         import h5py  # noqa: F401
     except ImportError:  # GPU machines often lack h5py: the input imported, then compared
-        coll = os.path.join(TMP, f"icosahedron_{backend}.h5")
+        coll = os.path.join(TMP, f"icosahedron_{backend}{tag}.h5")
         if os.path.exists(coll):
             os.remove(coll)
         run(["import", src, "-o", coll])
-        out, _ = run_job(f"fixed_point_{backend}", [coll], stage(0.5, 5), backend=backend)
+        out, _ = run_job(f"fixed_point_{backend}{tag}", [coll], stage(0.5, 5, extra), backend=backend)
         c = run(["compare", coll, out, "--rtol", "1e-9"], expect=None)
         print(c.stdout.strip())
         if c.returncode != 0:
@@ -145,7 +146,7 @@ def fixed_point(backend="cpu"):
         print(f"icosahedron, 5 steps of 0.5 ({backend}): within 1e-9 (h5py absent: meshbatch compare)")
         return
     np = need_module("numpy")
-    out, _ = run_job(f"fixed_point_{backend}", [src], stage(0.5, 5), backend=backend)
+    out, _ = run_job(f"fixed_point_{backend}{tag}", [src], stage(0.5, 5, extra), backend=backend)
     x, attrs = mesh_result(out, "icosahedron")
     x0 = np.array(v)
     diag = float(np.linalg.norm(x0.max(0) - x0.min(0)))
@@ -295,7 +296,7 @@ def bad_inputs(backend="cpu"):
     print("time steps -0.1, 0, inf, nan refused")
 
 
-def cpu_cuda_agree_compare(name, src, tau, steps):
+def cpu_cuda_agree_compare(name, src, tau, steps, extra=None):
     """cpu_cuda_agree where h5py is absent (GPU machines often lack it):
     positions by `meshbatch compare --rtol` (relative to the mesh's largest
     coordinate magnitude, no larger than its diagonal here: the meshes are
@@ -303,7 +304,8 @@ def cpu_cuda_agree_compare(name, src, tau, steps):
     import re
     outs, energies = {}, {}
     for backend in ("cpu", "cuda"):
-        out, p = run_job(f"{name}_{backend}", [src], stage(tau, steps), backend=backend)
+        out, p = run_job(f"{name}_{backend}", [src], stage(tau, steps, (extra or {}).get(backend, "")),
+                         backend=backend)
         outs[backend] = out
         energies[backend] = [float(e) for e in
                              re.findall(r": step \d+: willmore energy ([0-9.eE+-]+),", p.stdout + p.stderr)]
@@ -320,17 +322,19 @@ def cpu_cuda_agree_compare(name, src, tau, steps):
           f"cuda {energies['cuda'][-1]:.10g} (h5py absent: compared by meshbatch compare)")
 
 
-def cpu_cuda_agree(name, src, tau, steps):
+def cpu_cuda_agree(name, src, tau, steps, extra=None):
     """Run the same stage on both backends; positions within CUDA_AGREE of
-    the diagonal, every step's energy and eigenvalue within CUDA_AGREE."""
+    the diagonal, every step's energy and eigenvalue within CUDA_AGREE.
+    extra: per backend, more keys of the stage (e.g. the solver)."""
     try:
         import h5py  # noqa: F401
     except ImportError:
-        return cpu_cuda_agree_compare(name, src, tau, steps)
+        return cpu_cuda_agree_compare(name, src, tau, steps, extra)
     np = need_module("numpy")
     res = {}
     for backend in ("cpu", "cuda"):
-        out, _ = run_job(f"{name}_{backend}", [src], stage(tau, steps), backend=backend)
+        out, _ = run_job(f"{name}_{backend}", [src],
+                         stage(tau, steps, (extra or {}).get(backend, "")), backend=backend)
         x, attrs = mesh_result(out, name)
         texts = stage_texts(attrs)
         if len(texts) != 1:
@@ -375,6 +379,52 @@ def cuda_spot():
     cpu_cuda_agree("spot", path, 0.05, 10)
 
 
+def cuda_spot_iterative():
+    """The CUDA backend's iterative solver (device AMG-preconditioned PCG for
+    the inverse iteration and the Poisson solve) against the CPU's Cholesky
+    path: 10 steps on spot within CUDA_AGREE of the diagonal; the provenance
+    shows the iterative solver ran (its PCG iteration counts)."""
+    need_device()
+    path = os.path.join(DATA, "meshes", "spot.obj") if DATA else ""
+    if not path or not os.path.exists(path):
+        print(f"{path or '../shared/data'} absent: skipped")
+        sys.exit(SKIP)
+    cpu_cuda_agree("spot", path, 0.05, 10,
+                   {"cpu": ", solver: cholesky", "cuda": ", solver: iterative"})
+    out, p = run_job("spot_iterative_v", [path], stage(0.05, 1, ", solver: iterative"),
+                     backend="cuda")
+    if "iterative solver:" not in p.stdout + p.stderr:
+        fail("cuda, solver iterative: no -v line of the iterative solver's PCG iterations")
+
+
+def solver_key():
+    """The stage key solver through the CLI on the CPU: iterative and
+    cholesky agree on spot after 3 steps within 1e-9 of the diagonal, the
+    iterative one says so in -v and the provenance, an unknown name is
+    refused naming the key."""
+    np = need_module("numpy")
+    path = os.path.join(SRC, "data", "meshes", "spot.obj")
+    xs = {}
+    for solver in ("cholesky", "iterative"):
+        out, p = run_job(f"solver_{solver}", [path], stage(0.05, 3, f", solver: {solver}"))
+        x, attrs = mesh_result(out, "spot")
+        text = stage_texts(attrs)[0]
+        said = "iterative solver:" in p.stdout + p.stderr and "poisson_iterations" in text
+        if said != (solver == "iterative"):
+            fail(f"solver {solver}: the iterative solver's -v line / provenance "
+                 f"{'missing' if not said else 'present'}")
+        xs[solver] = x
+    diag = float(np.linalg.norm(xs["cholesky"].max(0) - xs["cholesky"].min(0)))
+    dx = float(np.abs(xs["cholesky"] - xs["iterative"]).max())
+    print(f"spot, 3 steps of 0.05: cholesky against iterative {dx:.3g} ({dx / diag:.3g} of the diagonal)")
+    if not dx <= 1e-9 * diag:
+        fail(f"solvers differ by {dx} > 1e-9 x diagonal {diag}")
+    _, p = run_job("solver_bad", [path], stage(0.05, 1, ", solver: lu"), expect=None)
+    if p.returncode == 0 or "solver" not in p.stdout + p.stderr:
+        fail("solver: lu was not refused with a message naming solver")
+    print("solver: lu refused")
+
+
 def batch(np_):
     numpy = need_module("numpy")
     meshes = []
@@ -401,6 +451,10 @@ def main():
              "bad_inputs": bad_inputs,
              "cuda_fixed_point": lambda: (need_device(), fixed_point("cuda")),
              "cuda_sphere": cuda_sphere, "cuda_spot": cuda_spot,
+             "cuda_spot_iterative": cuda_spot_iterative, "solver_key": solver_key,
+             "fixed_point_iterative": lambda: fixed_point("cpu", "iterative"),
+             "cuda_fixed_point_iterative": lambda: (need_device(),
+                                                    fixed_point("cuda", "iterative")),
              "cuda_bad_inputs": lambda: (need_device(), bad_inputs("cuda")),
              "batch": lambda: batch(a.np)}
     cases[a.case]()

@@ -216,19 +216,21 @@ done:
 }
 
 static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
-                            mb_willmore_dirac *d) {
+                            int analyse, mb_willmore_dirac *d) {
   d->slot = malloc(sizeof(int32_t) * 9 * (size_t)(nf ? nf : 1));
   d->rowlen = malloc(sizeof(int32_t) * (size_t)(adj->nv ? adj->nv : 1));
   MB_CHECK(d->slot && d->rowlen, MB_ERR_MEMORY,
            "out of memory for the Dirac operator's block positions");
   MB_CALL(mb_willmore_dirac_pattern(adj, nf, tri, &d->D, d->slot, d->rowlen));
   MB_CALL(csr_clone(d->D, &d->S));
-  MB_CALL(mb_cholesky_create(d->S, &d->chol));
+  if (analyse) MB_CALL(mb_cholesky_create(d->S, &d->chol));
   return MB_SUCCESS;
 }
 
-mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
-                                  mb_willmore_dirac **out) {
+/* mb_willmore_dirac_create, the CHOLMOD analysis only where analyse (the
+ * iterative solver does without it: at a million vertices it is large). */
+static mb_error dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
+                             int analyse, mb_willmore_dirac **out) {
   MB_CHECK(adj && out && (tri || nf == 0) && nf >= 0, MB_ERR_ARG,
            "mb_willmore_dirac_create: bad arguments");
   *out = NULL;
@@ -237,13 +239,24 @@ mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int
   d->nv = adj->nv;
   d->nf = nf;
   d->tri = tri;
-  mb_error e = dirac_build(adj, nf, tri, d);
+  mb_error e = dirac_build(adj, nf, tri, analyse, d);
   if (e) {
     mb_willmore_dirac_free(d);
     MB_CALL(e);
   }
   *out = d;
   return MB_SUCCESS;
+}
+
+mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
+                                  mb_willmore_dirac **out) {
+  return dirac_create(adj, nf, tri, 1, out);
+}
+
+mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv) {
+  if (solver == MB_WILLMORE_CHOLESKY || solver == MB_WILLMORE_ITERATIVE)
+    return (mb_willmore_solver)solver;
+  return nv >= MB_WILLMORE_AUTO_VERTICES ? MB_WILLMORE_ITERATIVE : MB_WILLMORE_CHOLESKY;
 }
 
 const mb_csr *mb_willmore_dirac_matrix(const mb_willmore_dirac *d) { return d->D; }
@@ -298,6 +311,23 @@ static double norm2(int64_t n, const double *v) {
   return sqrt(s);
 }
 
+/* The eigenspace holds lambda q for every quaternion q (a rotation of the
+ * whole surface): take the q that makes the mean of lambda [m / 4, 4] real
+ * and positive, so no rotation is left to the solver's rounding. */
+static void right_factor(int64_t m, double *lambda) {
+  double mq[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t i = 0; i < m; i++) mq[i % 4] += lambda[i];
+  const double mn = norm2(4, mq);
+  if (mn > 0) {
+    const double q[4] = {mq[0] / mn, -mq[1] / mn, -mq[2] / mn, -mq[3] / mn};
+    for (int64_t i = 0; i < m; i += 4) {
+      double r[4];
+      qmul(lambda + i, q, r);
+      memcpy(lambda + i, r, sizeof r);
+    }
+  }
+}
+
 /* Relative shift of the factored matrix (see mb_willmore.h, step 3). */
 #define MB_WILLMORE_SHIFT 1e-12
 
@@ -316,6 +346,7 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
   memcpy(S->val, D->val, sizeof(double) * (size_t)D->nnz);
   const double sigma = MB_WILLMORE_SHIFT * dmax;
   for (int32_t i = 0; i < S->nrows; i++) S->val[S->diag[i]] += sigma;
+  if (!d->chol) MB_CALL(mb_cholesky_create(S, &d->chol)); /* made without analysis */
   MB_CALL(mb_cholesky_factor(d->chol, S));
   double *y = malloc(sizeof(double) * (size_t)(m ? m : 1));
   MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
@@ -340,20 +371,135 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
     *residual = norm2(m, y) / dmax;
     *iterations = it;
     if (*residual <= tolerance) {
-      /* the eigenspace holds lambda q for every quaternion q (a rotation of
-       * the whole surface): take the q that makes the mean of lambda real
-       * and positive, so no rotation is left to the solver's rounding */
-      double mq[4] = {0.0, 0.0, 0.0, 0.0};
-      for (int64_t i = 0; i < m; i++) mq[i % 4] += lambda[i];
-      const double mn = norm2(4, mq);
-      if (mn > 0) {
-        const double q[4] = {mq[0] / mn, -mq[1] / mn, -mq[2] / mn, -mq[3] / mn};
-        for (int64_t i = 0; i < m; i += 4) {
-          double r[4];
-          qmul(lambda + i, q, r);
-          memcpy(lambda + i, r, sizeof r);
-        }
+      right_factor(m, lambda);
+      goto done;
+    }
+  }
+  err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                     "inverse iteration did not converge: residual %.3g after %d solves "
+                     "(tolerance %.3g, max_iterations %d)",
+                     *residual, max_iterations, tolerance, max_iterations);
+done:
+  free(y);
+  return err;
+}
+
+/* The inner solves' stopping test relative to the eigen tolerance, and
+ * their iteration limit (mb_willmore.h, mb_willmore_dirac_eigen_pcg). */
+#define MB_WILLMORE_INNER_RTOL 1e-3
+#define MB_WILLMORE_INNER_MAXIT 2000
+
+static double dot(int64_t n, const double *a, const double *b) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* y = (D + sigma I) x. */
+static void shifted_product(const mb_csr *D, double sigma, const double *x, double *y) {
+  mb_csr_spmv(D, 1, x, y);
+  for (int32_t i = 0; i < D->nrows; i++) y[i] += sigma * x[i];
+}
+
+/* (D + sigma I) y = b by CG preconditioned by amg (x) I_4, y warm start on
+ * entry; stops when ||b - A y|| <= eta ||y||. w: 4 work vectors [m]. */
+static mb_error inner_pcg(const mb_csr *D, double sigma, const mb_amg *amg, const double *b,
+                          double *y, double eta, double *w, int *its) {
+  const int64_t m = D->nrows;
+  double *r = w, *z = w + m, *p = w + 2 * m, *q = w + 3 * m;
+  int k = 0;
+  for (int restart = 0;; restart++) {
+    shifted_product(D, sigma, y, q);
+    for (int64_t i = 0; i < m; i++) r[i] = b[i] - q[i];
+    double rr = dot(m, r, r), yy = dot(m, y, y);
+    if (sqrt(rr) <= eta * sqrt(yy)) return MB_SUCCESS;
+    MB_CHECK(restart < 3, MB_ERR_NUMERIC,
+             "inverse iteration: a PCG solve's recomputed residual %.3g stays above %.3g",
+             sqrt(rr), eta * sqrt(yy));
+    MB_CALL(mb_amg_apply(amg, 4, r, z));
+    memcpy(p, z, sizeof(double) * (size_t)m);
+    double rz = dot(m, r, z);
+    for (;;) {
+      MB_CHECK(k < MB_WILLMORE_INNER_MAXIT, MB_ERR_NUMERIC,
+               "inverse iteration: a PCG solve did not converge in %d iterations (residual "
+               "%.3g, asked %.3g)",
+               MB_WILLMORE_INNER_MAXIT, sqrt(rr), eta * sqrt(yy));
+      shifted_product(D, sigma, p, q);
+      const double pq = dot(m, p, q);
+      MB_CHECK(pq > 0 && isfinite(pq), MB_ERR_NUMERIC,
+               "inverse iteration: PCG curvature p'Ap = %g (the shifted operator is not "
+               "positive definite)",
+               pq);
+      const double alpha = rz / pq;
+      for (int64_t i = 0; i < m; i++) {
+        y[i] += alpha * p[i];
+        r[i] -= alpha * q[i];
       }
+      k++;
+      (*its)++;
+      rr = dot(m, r, r);
+      yy = dot(m, y, y);
+      if (sqrt(rr) <= eta * sqrt(yy)) break; /* then recomputed above */
+      MB_CALL(mb_amg_apply(amg, 4, r, z));
+      const double rz1 = dot(m, r, z), beta = rz1 / rz;
+      rz = rz1;
+      for (int64_t i = 0; i < m; i++) p[i] = z[i] + beta * p[i];
+    }
+  }
+}
+
+mb_error mb_willmore_dirac_eigen_pcg(mb_willmore_dirac *d, const mb_amg *amg,
+                                     double tolerance, int max_iterations, double *lambda,
+                                     double *eigenvalue, int *iterations, double *residual,
+                                     int *inner) {
+  MB_CHECK(d && amg && lambda && eigenvalue && iterations && residual && inner &&
+               max_iterations >= 1,
+           MB_ERR_ARG, "mb_willmore_dirac_eigen_pcg: bad arguments");
+  const mb_csr *D = d->D;
+  const int64_t m = D->nrows;
+  MB_CHECK(4 * (int64_t)mb_amg_rows(amg) == m, MB_ERR_ARG,
+           "mb_willmore_dirac_eigen_pcg: a hierarchy of %d rows for %lld vertices",
+           mb_amg_rows(amg), (long long)(m / 4));
+  double dmax = 0.0;
+  for (int32_t i = 0; i < D->nrows; i++) dmax = fmax(dmax, D->val[D->diag[i]]);
+  MB_CHECK(dmax > 0 && isfinite(dmax), MB_ERR_NUMERIC,
+           "Dirac operator: largest diagonal entry %g", dmax);
+  const double sigma = MB_WILLMORE_SHIFT * dmax;
+  double *y = malloc(sizeof(double) * 5 * (size_t)(m ? m : 1));
+  MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
+  double *w = y + m;
+  for (int64_t i = 0; i < m; i++) lambda[i] = i % 4 == 0 ? 1.0 : 0.0;
+  double nl = norm2(m, lambda);
+  for (int64_t i = 0; i < m; i++) lambda[i] /= nl;
+  mb_csr_spmv(D, 1, lambda, y);
+  double g = dot(m, lambda, y); /* the start's Rayleigh quotient: the first warm start */
+  mb_error err = MB_SUCCESS;
+  *iterations = 0;
+  *inner = 0;
+  *residual = INFINITY;
+  *eigenvalue = NAN;
+  for (int it = 1; it <= max_iterations; it++) {
+    const double gs = g + sigma;
+    MB_CHECK_GOTO(err, done, gs > 0 && isfinite(gs), MB_ERR_NUMERIC,
+                  "inverse iteration: Rayleigh quotient %g (the operator is not positive "
+                  "semi-definite)",
+                  g);
+    for (int64_t i = 0; i < m; i++) y[i] = lambda[i] / gs;
+    MB_CALL_GOTO(err, done,
+                 inner_pcg(D, sigma, amg, lambda, y, MB_WILLMORE_INNER_RTOL * tolerance * dmax,
+                           w, inner));
+    nl = norm2(m, y);
+    MB_CHECK_GOTO(err, done, nl > 0 && isfinite(nl), MB_ERR_NUMERIC,
+                  "inverse iteration: the iterate's norm became %g", nl);
+    for (int64_t i = 0; i < m; i++) lambda[i] = y[i] / nl;
+    mb_csr_spmv(D, 1, lambda, y);
+    g = dot(m, lambda, y);
+    for (int64_t i = 0; i < m; i++) y[i] -= g * lambda[i];
+    *eigenvalue = g;
+    *residual = norm2(m, y) / dmax;
+    *iterations = it;
+    if (*residual <= tolerance) {
+      right_factor(m, lambda);
       goto done;
     }
   }
@@ -426,7 +572,9 @@ void mb_willmore_distortion(int64_t nf, const int64_t *tri, const double *x0, co
 typedef struct wm_work {
   mb_csr *L;            /* cotangent Laplacian of the current positions */
   mb_csr *P;            /* -L with vertex 0 pinned */
-  mb_cholesky *pchol;   /* P's factor: analysis once per mesh */
+  mb_cholesky *pchol;   /* P's factor: analysis once per mesh (solver cholesky) */
+  mb_amg *amg;          /* P's AMG hierarchy: made once per mesh (solver iterative) */
+  int iterative;        /* the solver: mb_willmore_solver_for(p->solver, nv) */
   mb_willmore_dirac *dirac;
   double *mass, *N, *H, *rho, *lambda, *b, *xn, *x0, *xs, *y;
 } wm_work;
@@ -435,6 +583,7 @@ static void work_free(wm_work *w) {
   mb_csr_free(w->L);
   mb_csr_free(w->P);
   mb_cholesky_free(w->pchol);
+  mb_amg_free(w->amg);
   mb_willmore_dirac_free(w->dirac);
   free(w->mass);
   free(w->N);
@@ -564,8 +713,35 @@ static mb_error measure(const mb_willmore_mesh *wm, wm_work *w, double *energy) 
   return MB_SUCCESS;
 }
 
+/* The pinned Poisson matrix P = -L, vertex 0's row and column the
+ * identity's, of this step's L; its AMG hierarchy made (first step) or
+ * updated (solver iterative). */
+static mb_error pinned_poisson(wm_work *w) {
+  const mb_csr *L = w->L;
+  mb_csr *P = w->P;
+  for (int64_t i = 0; i < P->nrows; i++)
+    for (int32_t e = P->rowptr[i]; e < P->rowptr[i + 1]; e++) {
+      const int32_t j = P->col[e];
+      P->val[e] = i == 0 || j == 0 ? (i == j ? 1.0 : 0.0) : -L->val[e];
+    }
+  if (!w->iterative) return MB_SUCCESS;
+  if (!w->amg) {
+    mb_amg_opts ao = mb_amg_opts_default();
+    MB_CALL(mb_amg_opts_env(&ao));
+    MB_CALL(mb_amg_create(P, &ao, &w->amg));
+  } else {
+    MB_CALL(mb_amg_update(w->amg, P));
+  }
+  return MB_SUCCESS;
+}
+
+/* The Poisson solve's PCG (solver iterative): relative residual per
+ * coordinate, iteration limit. */
+#define MB_WILLMORE_POISSON_RTOL 1e-12
+#define MB_WILLMORE_POISSON_MAXIT 2000
+
 /* Step 4: the transformed edges' divergence b [nv, 3], the pinned Poisson
- * solve into w->xn. */
+ * solve into w->xn (P made by pinned_poisson). */
 static mb_error spin_positions(const mb_willmore_mesh *wm, wm_work *w, mb_willmore_step *st) {
   const mb_csr *L = w->L;
   const double *x = wm->x, *l = w->lambda;
@@ -592,14 +768,20 @@ static mb_error spin_positions(const mb_willmore_mesh *wm, wm_work *w, mb_willmo
     for (int k = 0; k < 3; k++) w->b[3 * i + k] = i == 0 ? 0.0 : -s[k];
   }
   mb_csr *P = w->P;
-  for (int64_t i = 0; i < n; i++)
-    for (int32_t e = P->rowptr[i]; e < P->rowptr[i + 1]; e++) {
-      const int32_t j = P->col[e];
-      P->val[e] = i == 0 || j == 0 ? (i == j ? 1.0 : 0.0) : -L->val[e];
-    }
-  if (!w->pchol) MB_CALL(mb_cholesky_create(P, &w->pchol)); /* once per mesh */
-  MB_CALL(mb_cholesky_factor(w->pchol, P));
-  MB_CALL(mb_cholesky_solve(w->pchol, 3, w->b, w->xn));
+  if (w->iterative) {
+    /* warm start: the current positions with vertex 0 at the origin, scaled
+     * by the mean |lambda_i|^2 = 1 / nv (the edges' scale factor) */
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) w->xn[3 * i + k] = (x[3 * i + k] - x[k]) / (double)n;
+    const mb_pcg_opts o = {MB_WILLMORE_POISSON_RTOL, MB_WILLMORE_POISSON_MAXIT, w->amg, NULL};
+    mb_solve_stats ss;
+    MB_CALL(mb_pcg_solve(MPI_COMM_SELF, NULL, P, 3, w->b, w->xn, &o, &ss));
+    st->poisson_iterations = ss.iterations;
+  } else {
+    if (!w->pchol) MB_CALL(mb_cholesky_create(P, &w->pchol)); /* once per mesh */
+    MB_CALL(mb_cholesky_factor(w->pchol, P));
+    MB_CALL(mb_cholesky_solve(w->pchol, 3, w->b, w->xn));
+  }
   double res[3];
   MB_CALL(mb_residual(MPI_COMM_SELF, NULL, P, 3, w->b, w->xn, res));
   st->poisson_residual = fmax(res[0], fmax(res[1], res[2]));
@@ -631,10 +813,17 @@ static mb_error one_step(const mb_willmore_params *p, mb_willmore_mesh *wm, wm_w
   st->rho_norm = sqrt(dot_m(n, w->mass, w->rho, w->rho));
   /* 2. D - rho */
   MB_CALL(mb_willmore_dirac_assemble(w->dirac, wm->x, w->rho));
+  MB_CALL(pinned_poisson(w)); /* step 4's matrix: step 3's preconditioner too */
   const double t1 = mb_wtime();
   /* 3. lambda */
-  MB_CALL(mb_willmore_dirac_eigen(w->dirac, p->tolerance, p->max_iterations, w->lambda,
-                                  &st->eigenvalue, &st->iterations, &st->residual));
+  st->iterative = w->iterative;
+  if (w->iterative)
+    MB_CALL(mb_willmore_dirac_eigen_pcg(w->dirac, w->amg, p->tolerance, p->max_iterations,
+                                        w->lambda, &st->eigenvalue, &st->iterations,
+                                        &st->residual, &st->inner_iterations));
+  else
+    MB_CALL(mb_willmore_dirac_eigen(w->dirac, p->tolerance, p->max_iterations, w->lambda,
+                                    &st->eigenvalue, &st->iterations, &st->residual));
   const double t2 = mb_wtime();
   /* 4. positions */
   MB_CALL(spin_positions(wm, w, st));
@@ -668,6 +857,8 @@ mb_error mb_willmore_check(const mb_willmore_params *p, const mb_willmore_mesh *
   MB_CHECK(p->max_iterations >= 1 && p->tolerance > 0, MB_ERR_ARG,
            "%s: max_iterations %d, tolerance %g: they must be >= 1 and > 0", wm->name,
            p->max_iterations, p->tolerance);
+  MB_CHECK(p->solver >= MB_WILLMORE_AUTO && p->solver <= MB_WILLMORE_ITERATIVE, MB_ERR_ARG,
+           "%s: solver %d: auto (0), cholesky (1) or iterative (2)", wm->name, p->solver);
   MB_CHECK(wm->adj->opp && wm->tri, MB_ERR_ARG,
            "%s: willmore_flow needs a triangle mesh (this one has polygons)", wm->name);
   MB_CHECK(wm->nv >= 4 && wm->nf >= 4, MB_ERR_ARG, "%s: willmore_flow needs a closed surface (%lld "
@@ -677,6 +868,10 @@ mb_error mb_willmore_check(const mb_willmore_params *p, const mb_willmore_mesh *
 }
 
 void mb_willmore_log_step(const char *name, int s, const mb_willmore_step *st) {
+  if (st->iterative)
+    mb_log(MB_LOG_VERBOSE, "%s: step %d: iterative solver: %d PCG iterations in the inverse "
+           "iteration's solves, %d in the Poisson solve", name, s + 1, st->inner_iterations,
+           st->poisson_iterations);
   mb_log(MB_LOG_VERBOSE,
          "%s: step %d: willmore energy %.10g, eigenvalue %.3g, inverse iteration %d solves "
          "residual %.3g, poisson residual %.3g, quasi-conformal distortion max %.6f mean "
@@ -705,7 +900,8 @@ static mb_error run(const mb_willmore_params *p, mb_willmore_mesh *wm, mb_willmo
                (w->y = malloc(sizeof(double) * 3 * sn)),
            MB_ERR_MEMORY, "%s: out of memory for willmore_flow's arrays", wm->name);
   memcpy(w->x0, wm->x, sizeof(double) * 3 * sn);
-  MB_CALL(mb_willmore_dirac_create(wm->adj, wm->nf, wm->tri, &w->dirac));
+  w->iterative = mb_willmore_solver_for(p->solver, n) == MB_WILLMORE_ITERATIVE;
+  MB_CALL(dirac_create(wm->adj, wm->nf, wm->tri, !w->iterative, &w->dirac));
   MB_CALL(measure(wm, w, &rep->energy0));
   double c0[3];
   const double a0 = area_centroid(n, w->mass, wm->x, c0);
@@ -744,6 +940,9 @@ void mb_willmore_describe(const mb_willmore_report *rep, char *buf, size_t len) 
                      s + 1, st->energy, st->eigenvalue, st->iterations, st->residual,
                      st->poisson_residual, st->qc_max, st->qc_mean, st->qc_total_max,
                      st->qc_total_mean);
+    if (w >= 0 && (size_t)w < len - used && st->iterative)
+      w += snprintf(buf + used + w, len - used - (size_t)w, " inner %d poisson_iterations %d",
+                    st->inner_iterations, st->poisson_iterations);
     if (w < 0 || (size_t)w >= len - used) {
       if (len >= 4) memcpy(buf + len - 4, "...", 4);
       return;

@@ -9,6 +9,7 @@
 #include "mb_adjacency.h"
 #include "mb_args.h"
 #include "mb_cuda.h"
+#include "mb_generate.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
@@ -17,23 +18,31 @@
 static const char willmore_bench_help[] =
     "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
     "                                [--tolerance T] [--max-iterations N]\n"
-    "                                [--backend cpu|cuda|both]\n\n"
+    "                                [--backend cpu|cuda|both]\n"
+    "                                [--solver auto|cholesky|iterative] [--vertices N]\n\n"
     "Times willmore_flow on one closed triangle mesh on the CPU and/or the GPU (--backend;\n"
     "cuda is skipped, saying so, where there is no device; INPUT: a collection\n"
     "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
     "it runs --steps steps from the input's positions and prints per step the\n"
     "Willmore energy, the inverse iteration's solves, the step's largest quasi-\n"
     "conformal distortion and ms per phase: curvature (normals, H, the projection)\n"
-    "and the Dirac operator's assembly; the eigenvector (the numeric factor of the\n"
-    "4n x 4n operator and the inverse iteration's solves); the positions (the\n"
-    "edges, the Laplacian's factor, with its symbolic analysis in the first step,\n"
-    "and solve); the update (rescale, the next step's Laplacian and mass, the\n"
+    "and the Dirac operator's assembly (solver iterative: also the AMG hierarchy's\n"
+    "update, its setup in the first step); the eigenvector (the numeric factor of the\n"
+    "4n x 4n operator and the inverse iteration's solves, or their PCGs); the positions\n"
+    "(the edges, the Laplacian's factor, with its symbolic analysis in the first step,\n"
+    "and solve, or its PCG); the update (rescale, the next step's Laplacian and mass, the\n"
     "energy, the distortion); then the median step after the first. The setup\n"
     "before the steps (the checks, the Dirac operator's pattern and its symbolic\n"
     "analysis, made once per mesh; on the GPU also the uploads and the device\n"
     "Cholesky's analyses) is printed on its own. On the GPU the device is\n"
     "synchronised between phases.\n"
-    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu.\n";
+    "--solver is the stage key `solver` (auto: iterative from 20000 vertices); with the\n"
+    "iterative solver each step also prints its PCG iterations (all the inverse\n"
+    "iteration's solves; the Poisson solve). --vertices N refines the mesh first to\n"
+    "exactly N vertices by midpoint subdivision (as meshbatch generate subdivide MESH\n"
+    "--vertices N: the shape kept), for runs at about 100 k or 1 M vertices.\n"
+    "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu,\n"
+    "solver auto.\n";
 
 #define MAX_LIST 8
 
@@ -44,6 +53,8 @@ typedef struct bench_opts {
   long steps, max_iter;
   double tolerance;
   int cpu, cuda;
+  int solver;
+  long long vertices; /* 0: the mesh as read */
 } bench_opts;
 
 static int usage(const char *msg) {
@@ -53,7 +64,7 @@ static int usage(const char *msg) {
 
 /* -1: help printed; 0: parsed; else the exit code. */
 static int bench_parse(int argc, char **argv, bench_opts *o) {
-  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0};
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0, MB_WILLMORE_AUTO, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -91,6 +102,15 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->cpu = !strcmp(v, "cpu") || !strcmp(v, "both");
       o->cuda = !strcmp(v, "cuda") || !strcmp(v, "both");
       if (!o->cpu && !o->cuda) return usage("--backend: cpu, cuda or both");
+    } else if (!strcmp(a, "--vertices")) {
+      o->vertices = strtoll(v, &end, 10);
+      if (*end || o->vertices < 4 || o->vertices > 2000000000LL)
+        return usage("--vertices: 4 to 2000000000");
+    } else if (!strcmp(a, "--solver")) {
+      if (!strcmp(v, "auto")) o->solver = MB_WILLMORE_AUTO;
+      else if (!strcmp(v, "cholesky")) o->solver = MB_WILLMORE_CHOLESKY;
+      else if (!strcmp(v, "iterative")) o->solver = MB_WILLMORE_ITERATIVE;
+      else return usage("--solver: auto, cholesky or iterative");
     } else if (!strcmp(a, "--tolerance")) {
       o->tolerance = strtod(v, &end);
       if (*end || !(o->tolerance > 0 && o->tolerance < 1)) return usage("--tolerance: in (0, 1)");
@@ -151,6 +171,18 @@ int mb_willmore_bench(int argc, char **argv) {
   int dev = 0;
   if (o.cuda) e = mb_cuda_select_device(0, &dev, dev_name, sizeof dev_name);
   if (!e) e = load(&o, &m);
+  if (!e && o.vertices > m->nv) {
+    mb_mesh *fine = NULL;
+    int levels = 0;
+    e = mb_generate_subdivide_to(m, o.vertices, &levels, &fine);
+    if (!e) {
+      printf("bench willmore: %s refined to %lld vertices (%d whole levels, then the longest "
+             "edges split)\n",
+             m->name, (long long)fine->nv, levels);
+      mb_mesh_free(m);
+      m = fine;
+    }
+  }
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e)
     printf("bench willmore: %s, %lld vertices, %lld triangles (read in %.2f s); %s%s%s%s, "
@@ -167,15 +199,18 @@ int mb_willmore_bench(int argc, char **argv) {
     const int cuda = kk >= o.ndt, k = kk % o.ndt;
     if ((cuda && !o.cuda) || (!cuda && !o.cpu)) continue;
     memcpy(x, m->xyz, sizeof *x * 3 * (size_t)m->nv);
-    mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter};
+    mb_willmore_params p = {o.dt[k], (int)o.steps, o.tolerance, (int)o.max_iter, o.solver};
     mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, x, m->name, NULL};
     mb_willmore_report rep = {.step = st};
-    printf("%s, time step %g:\n", cuda ? "cuda" : "cpu", o.dt[k]);
+    printf("%s, time step %g, solver %s:\n", cuda ? "cuda" : "cpu", o.dt[k],
+           mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE ? "iterative"
+                                                                            : "cholesky");
     fflush(stdout);
     e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
     if (e) break;
-    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern and analysis%s)\n",
-           rep.energy0, rep.setup_ms, cuda ? ", uploads" : "");
+    const int iterative = mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE;
+    printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern%s%s)\n", rep.energy0,
+           rep.setup_ms, iterative ? "" : " and analysis", cuda ? ", uploads" : "");
     for (int s = 0; s < rep.steps; s++) {
       const mb_willmore_step *q = &st[s];
       tot[s] = q->assemble_ms + q->eigen_ms + q->poisson_ms + q->finish_ms;
@@ -184,6 +219,10 @@ int mb_willmore_bench(int argc, char **argv) {
              "step %9.3f ms\n",
              s + 1, q->energy, q->iterations, q->residual, q->qc_max, q->assemble_ms,
              q->eigen_ms, q->poisson_ms, q->finish_ms, tot[s]);
+      if (q->iterative)
+        printf("          PCG iterations: %d in the inverse iteration's solves, %d in the "
+               "Poisson solve\n",
+               q->inner_iterations, q->poisson_iterations);
     }
     const int first = rep.steps > 1 ? 1 : 0;
     qsort(tot + first, (size_t)(rep.steps - first), sizeof *tot, cmp_double);

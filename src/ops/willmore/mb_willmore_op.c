@@ -24,7 +24,7 @@ static mb_error record(mb_attrs *attrs, const mb_stage *stage, const mb_willmore
     if (!mb_attrs_get(attrs, key)) break;
   }
   snprintf(key, sizeof key, "stage_%d_willmore", first + stage->index);
-  const size_t len = 256 + 256 * (size_t)rep->steps;
+  const size_t len = 256 + 320 * (size_t)rep->steps;
   char *text = malloc(len);
   MB_CHECK(text, MB_ERR_MEMORY, "out of memory for the provenance");
   mb_willmore_describe(rep, text, len);
@@ -70,6 +70,8 @@ static double willmore_cost(int64_t nv, int64_t nf, const void *params) {
   return 400.0 * (double)(nv + nf) * (double)p->steps;
 }
 
+static const char *const solver_names[] = {"auto", "cholesky", "iterative", NULL};
+
 static const mb_param willmore_params[] = {
     {"time_step", MB_PARAM_REAL, offsetof(mb_willmore_params, time_step), 0, 1e300, 1, 0, 1, 0,
      NULL,
@@ -81,6 +83,10 @@ static const mb_param willmore_params[] = {
      NULL, "inverse iteration: eigen-residual relative to the largest diagonal, in (0, 1)"},
     {"max_iterations", MB_PARAM_INT, offsetof(mb_willmore_params, max_iterations), 1, 100000,
      0, 0, 0, 100, NULL, "inverse iteration: solves per step at most (then an error)"},
+    {"solver", MB_PARAM_NAME, offsetof(mb_willmore_params, solver), 0, 0, 0, 0, 0,
+     MB_WILLMORE_AUTO, solver_names,
+     "cholesky (factor per step), iterative (AMG-preconditioned PCG), or auto (iterative "
+     "from 20000 vertices)"},
 };
 
 const mb_op_info mb_op_willmore_flow = {
