@@ -710,7 +710,9 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   if (hard && !rep->converged)
     MB_FAIL(MB_ERR_NUMERIC,
             "%s: the hard %s constraints were not met: residual %.3g (tolerance %g) after %d "
-            "iterations, mu %g; handle error %.3g (the handles may admit no %s mesh)",
+            "iterations, mu %g; handle error %.3g (the handles may admit no %s mesh, or more "
+            "iterations are needed: a tolerance of 1e-8 takes hundreds to thousands, see "
+            "mb_deform.h)",
             dm->name, which == MB_DEFORM_PLANAR ? "planar" : "regular", res / l, p->tolerance,
             rep->iterations, c, rep->handle_error,
             which == MB_DEFORM_PLANAR ? "planar" : "regular");
