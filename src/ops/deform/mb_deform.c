@@ -8,11 +8,138 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cholmod.h>
+
 #include "mb_csr.h"
 #include "mb_deform_private.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 #include "mb_solver.h"
+
+/* The global step's sparse Cholesky: CHOLMOD called directly, not through
+ * linalg's mb_cholesky, for two choices measured on generated domes
+ * (process CPU time, reference BLAS, one thread; docs/benchmarks.md):
+ * the simplicial LL' factor (the supernodal one's triangular solves go
+ * through dtrsm/dgemm of the reference BLAS for the 3 right-hand sides and
+ * took twice as long: 80,656 vertices 50 against 26 ms a solve; the
+ * factorization is about as fast either way), AMD ordering alone (METIS or
+ * nested dissection saved 5-20 % of the fill but cost 0.2-0.8 s of
+ * analysis), and dense right-hand side, solution and workspace allocated
+ * once (cholmod_solve2). */
+typedef struct deform_chol {
+  cholmod_common c;
+  int started, factored;
+  cholmod_sparse *U; /* upper triangle of H, CSC (CSR row i = CSC column i) */
+  int32_t *src;      /* [U's nnz] position of each entry of U in H->val */
+  cholmod_factor *L;
+  cholmod_dense *B, *X, *Y, *E; /* [n, 3] column-major; solve2's workspace */
+} deform_chol;
+
+static void chol_free(deform_chol *ch) {
+  if (!ch) return;
+  if (ch->started) {
+    cholmod_free_dense(&ch->B, &ch->c);
+    cholmod_free_dense(&ch->X, &ch->c);
+    cholmod_free_dense(&ch->Y, &ch->c);
+    cholmod_free_dense(&ch->E, &ch->c);
+    cholmod_free_factor(&ch->L, &ch->c);
+    cholmod_free_sparse(&ch->U, &ch->c);
+    cholmod_finish(&ch->c);
+  }
+  free(ch->src);
+  free(ch);
+}
+
+/* Symbolic analysis of H's pattern (values not read). */
+static mb_error chol_create(const mb_deform_mesh *dm, const mb_csr *H, deform_chol **out) {
+  deform_chol *ch;
+  MB_CALLOC(ch, 1);
+  *out = ch;
+  cholmod_start(&ch->c);
+  ch->started = 1;
+  ch->c.print = 0;
+  ch->c.supernodal = CHOLMOD_SIMPLICIAL;
+  ch->c.final_ll = 1; /* LL': a pivot <= 0 stops it (not positive definite) */
+  ch->c.quick_return_if_not_posdef = 1;
+  ch->c.nmethods = 1;
+  ch->c.method[0].ordering = CHOLMOD_AMD;
+  ch->c.postorder = 1;
+  int64_t nu = 0;
+  for (int32_t i = 0; i < H->nrows; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) nu += H->col[e] <= i;
+  const size_t n = (size_t)H->nrows;
+  ch->U = cholmod_allocate_sparse(n, n, (size_t)(nu ? nu : 1), 1, 1, 1, CHOLMOD_REAL, &ch->c);
+  MB_CALLOC(ch->src, nu ? nu : 1);
+  MB_CHECK(ch->U, MB_ERR_MEMORY, "%s: out of memory for the system matrix (%lld entries)",
+           dm->name, (long long)nu);
+  int *Up = ch->U->p, *Ui = ch->U->i;
+  int64_t q = 0;
+  Up[0] = 0;
+  for (int32_t i = 0; i < H->nrows; i++) { /* H's columns ascend per row */
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
+      if (H->col[e] <= i) {
+        Ui[q] = H->col[e];
+        ch->src[q++] = e;
+      }
+    Up[i + 1] = (int)q;
+  }
+  ch->L = cholmod_analyze(ch->U, &ch->c);
+  ch->B = cholmod_allocate_dense(n, 3, n, CHOLMOD_REAL, &ch->c);
+  MB_CHECK(ch->L && ch->B && ch->c.status >= CHOLMOD_OK,
+           ch->c.status == CHOLMOD_OUT_OF_MEMORY ? MB_ERR_MEMORY : MB_ERR_UNSUPPORTED,
+           "%s: CHOLMOD's analysis of the %lld-row system matrix failed (status %d)", dm->name,
+           (long long)n, ch->c.status);
+  return MB_SUCCESS;
+}
+
+/* Numeric factorization of H (the analysed pattern) at weight c. */
+static mb_error chol_factor(const mb_deform_mesh *dm, deform_chol *ch, const mb_csr *H,
+                            double c) {
+  ch->factored = 0;
+  double *Ux = ch->U->x;
+  const int64_t nu = ((int *)ch->U->p)[H->nrows];
+  for (int64_t q = 0; q < nu; q++) Ux[q] = H->val[ch->src[q]];
+  const int ok = cholmod_factorize(ch->U, ch->L, &ch->c);
+  if (ch->c.status == CHOLMOD_NOT_POSDEF || (ok && ch->L->minor < (size_t)H->nrows)) {
+    const size_t minor = ch->L->minor;
+    const int *perm = ch->L->Perm;
+    MB_FAIL(MB_ERR_NUMERIC,
+            "%s: the system matrix at weight %g is not positive definite: the factorization "
+            "failed at row %ld (pivot %zu of %d)",
+            dm->name, c, perm && minor < (size_t)H->nrows ? (long)perm[minor] : (long)minor,
+            minor, H->nrows);
+  }
+  MB_CHECK(ok && ch->c.status >= CHOLMOD_OK,
+           ch->c.status == CHOLMOD_OUT_OF_MEMORY ? MB_ERR_MEMORY : MB_ERR_UNSUPPORTED,
+           "%s: CHOLMOD's factorization at weight %g failed (status %d)", dm->name, c,
+           ch->c.status);
+  ch->factored = 1;
+  return MB_SUCCESS;
+}
+
+/* X [n, 3] = H^-1 B [n, 3] (row-major; X may be B), the three columns in
+ * one pass of each triangular solve. */
+static mb_error chol_solve(const mb_deform_mesh *dm, deform_chol *ch, const double *B,
+                           double *X) {
+  const size_t n = ch->B->nrow;
+  double *bx = ch->B->x;
+  for (size_t i = 0; i < n; i++) {
+    bx[i] = B[3 * i];
+    bx[n + i] = B[3 * i + 1];
+    bx[2 * n + i] = B[3 * i + 2];
+  }
+  const int ok = cholmod_solve2(CHOLMOD_A, ch->L, ch->B, NULL, &ch->X, NULL, &ch->Y, &ch->E,
+                                &ch->c);
+  MB_CHECK(ok && ch->X, ch->c.status == CHOLMOD_OUT_OF_MEMORY ? MB_ERR_MEMORY : MB_ERR_UNSUPPORTED,
+           "%s: CHOLMOD's solve failed (status %d)", dm->name, ch->c.status);
+  const double *xx = ch->X->x;
+  for (size_t i = 0; i < n; i++) {
+    X[3 * i] = xx[i];
+    X[3 * i + 1] = xx[n + i];
+    X[3 * i + 2] = xx[2 * n + i];
+  }
+  return MB_SUCCESS;
+}
 
 /* The arrays of one run. */
 typedef struct deform_work {
@@ -34,7 +161,8 @@ typedef struct deform_work {
   double *b, *xn;     /* [nv, 3] right-hand side, solution */
   double *fres;       /* [nf] per-face residual scratch */
   double *p0;         /* [nv, 3] the input positions */
-  mb_cholesky *chol;
+  double *fmean;      /* [nf, 3] scratch: each face's mean of a slot array */
+  deform_chol *chol;
 } deform_work;
 
 static void work_free(deform_work *w) {
@@ -58,7 +186,8 @@ static void work_free(deform_work *w) {
   free(w->xn);
   free(w->fres);
   free(w->p0);
-  mb_cholesky_free(w->chol);
+  free(w->fmean);
+  chol_free(w->chol);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -251,22 +380,31 @@ static double project(const mb_deform_mesh *dm, int constraint, const double *q,
   return worst;
 }
 
-/* out [nv, 3] = sum_f A_f^T y_f: per vertex, over its slots, y_s minus the
- * mean of its face's y (gathers in slot order). */
+/* out [nv, 3] = sum_f A_f^T y_f: each face's mean of y once (w->fmean),
+ * then per vertex, over its slots, y_s minus its face's mean (gathers in
+ * slot order: the sparse product by the A_f^T, no scatter). */
 static void gather_At(const mb_deform_mesh *dm, const deform_work *w, const double *y,
                       double *out) {
   const int64_t *fo = dm->face_offsets;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < dm->nv; i++) {
-    double acc[3] = {0, 0, 0};
-    for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
-      const int64_t s = w->vf_slot[a], f = w->slot_face[s];
+  double *fm = w->fmean;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int64_t f = 0; f < dm->nf; f++) {
       double m[3] = {0, 0, 0};
       for (int64_t r = fo[f]; r < fo[f + 1]; r++)
         for (int d = 0; d < 3; d++) m[d] += y[3 * r + d];
-      for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - m[d] / (double)(fo[f + 1] - fo[f]);
+      for (int d = 0; d < 3; d++) fm[3 * f + d] = m[d] / (double)(fo[f + 1] - fo[f]);
     }
-    for (int d = 0; d < 3; d++) out[3 * i + d] = acc[d];
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < dm->nv; i++) {
+      double acc[3] = {0, 0, 0};
+      for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
+        const int64_t s = w->vf_slot[a], f = w->slot_face[s];
+        for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - fm[3 * f + d];
+      }
+      for (int d = 0; d < 3; d++) out[3 * i + d] = acc[d];
+    }
   }
 }
 
@@ -360,15 +498,9 @@ static mb_error factor(const mb_deform_params *p, const mb_deform_mesh *dm, defo
   rep->mu = c;
   if (p->solver == MB_DEFORM_PCG) return MB_SUCCESS; /* the PCG reads H as it is */
   const double t0 = mb_wtime();
-  if (!w->chol) MB_CALL(mb_cholesky_create(w->H, &w->chol));
+  if (!w->chol) MB_CALL(chol_create(dm, w->H, &w->chol));
   const double t1 = mb_wtime();
-  mb_error e = mb_cholesky_factor(w->chol, w->H);
-  if (e) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", mb_error_message());
-    return mb_error_set(e, __FILE__, __LINE__, __func__,
-                        "%s: the system matrix at weight %g: %s", dm->name, c, msg);
-  }
+  MB_CALL(chol_factor(dm, w->chol, w->H, c));
   const double t2 = mb_wtime();
   rep->analyze_ms += 1e3 * (t1 - t0);
   rep->factor_ms += 1e3 * (t2 - t1);
@@ -400,6 +532,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   MB_CALLOC(w->xn, 3 * nv);
   MB_CALLOC(w->fres, dm->nf);
   MB_CALLOC(w->p0, 3 * nv);
+  MB_CALLOC(w->fmean, 3 * dm->nf);
   const double *p0 = w->p0;
   memcpy(w->p0, x, sizeof(double) * 3 * (size_t)nv);
 
@@ -505,7 +638,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
       err = mb_pcg_solve(MPI_COMM_SELF, NULL, w->H, 3, w->b, w->xn, &o, &st);
       rep->pcg_iterations += st.iterations;
     } else {
-      err = mb_cholesky_solve(w->chol, 3, w->b, w->xn);
+      err = chol_solve(dm, w->chol, w->b, w->xn);
     }
     if (err) break;
     double moved = 0;
@@ -578,7 +711,9 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   if (hard && !rep->converged)
     MB_FAIL(MB_ERR_NUMERIC,
             "%s: the hard %s constraints were not met: residual %.3g (tolerance %g) after %d "
-            "iterations, mu %g; handle error %.3g (the handles may admit no %s mesh)",
+            "iterations, mu %g; handle error %.3g (the handles may admit no %s mesh, or more "
+            "iterations are needed: a tolerance of 1e-8 takes hundreds to thousands, see "
+            "mb_deform.h)",
             dm->name, which == MB_DEFORM_PLANAR ? "planar" : "regular", res / l, p->tolerance,
             rep->iterations, c, rep->handle_error,
             which == MB_DEFORM_PLANAR ? "planar" : "regular");

@@ -42,7 +42,10 @@
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
  * of the three coordinates together (solver `cholesky`, the default:
- * CHOLMOD, analysis once per mesh, numeric factor once per value of c;
+ * CHOLMOD's simplicial LL' with AMD ordering, analysis once per mesh,
+ * numeric factor once per value of c, the three columns in one pass of
+ * each triangular solve (measured on the reference BLAS: the supernodal
+ * factor's solves took twice as long; docs/benchmarks.md);
  * `pcg`: the linalg layer's Jacobi-preconditioned CG warm-started from the
  * current positions to relative residual MB_DEFORM_PCG_RTOL per
  * coordinate, as the chapter's GPU solver, no factorization). Soft: c = w_constraint, y_f =
@@ -75,6 +78,16 @@
  * plane / l; regularity = max over its vertices of the distance to the
  * regular projection / l; the mesh's values are the maxima over faces.
  * Handle error = max over handles of |p_i - t_i| (length unit).
+ * Iterations the hard mode needs (planarity 1e-8, lifted domes of
+ * `generate panels` with 13 handles, measured): 400 vertices 304, 1,600
+ * vertices 1,632; 6,400 vertices still 4.3e-6 after 20,000 (mu at 1e8).
+ * After the default cap of 50 (the chapter's M_max, a frame of an
+ * interactive session that warm-starts the next) the planarity is
+ * 8e-4, 1.6e-3 and 4.7e-3 on the same inputs: the chapter's frame reaches
+ * a visually planar mesh, not 1e-8. A hard run to 1e-8 needs `iterations`
+ * in the thousands (the tests use 5,000) and more the larger the mesh: the
+ * ADMM's rate falls with the mesh size (local projections, a global
+ * coupling).
  * Stopping: hard mode stops when the residual of its constraint is <=
  * tolerance (MB_ERR_NUMERIC after `iterations` iterations otherwise: the
  * constraints could not be met, e.g. handles that admit no planar face);
