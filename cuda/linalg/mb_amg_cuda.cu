@@ -436,21 +436,27 @@ struct mb_cuda_amg {
   cusolverDnHandle_t dn = nullptr;
   int usable = 0;
   double update_ms = 0;
-  /* The cycle as a CUDA graph (made at the first apply after an update, for
-   * the r, z and columns of that call; replayed while they stay), and the
-   * stream the cycle's kernels are enqueued on: the capture stream while
-   * the graph is made, else the default stream. */
+  /* The cycle as CUDA graphs (made at the first apply after an update for
+   * the r, z and columns of that call; replayed while they recur; two kept,
+   * so a caller alternating two solves, e.g. 4 columns then 3, captures
+   * each once per update), and the stream the cycle's kernels are enqueued
+   * on: the capture stream while a graph is made, else the default stream. */
+  static constexpr int NGRAPH = 2;
   mutable cudaStream_t cur = nullptr, capture = nullptr;
-  mutable cudaGraphExec_t exec = nullptr;
-  mutable const double *graph_r = nullptr;
-  mutable double *graph_z = nullptr;
-  mutable int graph_nc = 0;
+  mutable cudaGraphExec_t exec[NGRAPH] = {};
+  mutable const double *graph_r[NGRAPH] = {};
+  mutable double *graph_z[NGRAPH] = {};
+  mutable int graph_nc[NGRAPH] = {};
+  mutable int graph_next = 0;
   void drop_graph() const {
-    if (exec) cudaGraphExecDestroy(exec);
-    exec = nullptr;
-    graph_r = nullptr;
-    graph_z = nullptr;
-    graph_nc = 0;
+    for (int i = 0; i < NGRAPH; i++) {
+      if (exec[i]) cudaGraphExecDestroy(exec[i]);
+      exec[i] = nullptr;
+      graph_r[i] = nullptr;
+      graph_z[i] = nullptr;
+      graph_nc[i] = 0;
+    }
+    graph_next = 0;
   }
   ~mb_cuda_amg() {
     drop_graph();
@@ -738,8 +744,15 @@ extern "C" mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const dou
            MB_AMG_MAX_COMP);
   MB_CHECK(g->usable, MB_ERR_ARG,
            "mb_cuda_amg_apply: the hierarchy is not usable (no successful update yet)");
-  if (!g->exec || g->graph_r != r || g->graph_z != z || g->graph_nc != ncomp) {
-    g->drop_graph();
+  int k = 0;
+  while (k < mb_cuda_amg::NGRAPH &&
+         !(g->exec[k] && g->graph_r[k] == r && g->graph_z[k] == z && g->graph_nc[k] == ncomp))
+    k++;
+  if (k == mb_cuda_amg::NGRAPH) { /* not captured yet: into the next slot */
+    k = g->graph_next;
+    g->graph_next = (k + 1) % mb_cuda_amg::NGRAPH;
+    if (g->exec[k]) cudaGraphExecDestroy(g->exec[k]);
+    g->exec[k] = nullptr;
     if (!g->capture)
       MB_CALL_CUDA(cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking));
     MB_CALL_CUDA(cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal));
@@ -753,14 +766,15 @@ extern "C" mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const dou
       MB_CALL(e);
       MB_CALL_CUDA(ce);
     }
-    const cudaError_t ie = cudaGraphInstantiate(&g->exec, graph, 0);
+    const cudaError_t ie = cudaGraphInstantiate(&g->exec[k], graph, 0);
     cudaGraphDestroy(graph);
+    if (ie != cudaSuccess) g->exec[k] = nullptr;
     MB_CALL_CUDA(ie);
-    g->graph_r = r;
-    g->graph_z = z;
-    g->graph_nc = ncomp;
+    g->graph_r[k] = r;
+    g->graph_z[k] = z;
+    g->graph_nc[k] = ncomp;
   }
-  MB_CALL_CUDA(cudaGraphLaunch(g->exec, nullptr));
+  MB_CALL_CUDA(cudaGraphLaunch(g->exec[k], nullptr));
   return MB_SUCCESS;
 }
 

@@ -210,7 +210,8 @@ mb_error mb_cuda_amg_update(mb_cuda_amg *g, const mb_cuda_csr *dA);
  * inverse) for 1 <= ncomp <= MB_AMG_MAX_COMP columns; r and z device
  * arrays [n, ncomp] row-major, not aliased. Enqueued on the default
  * stream as a CUDA graph (captured at the first apply after an update for
- * these r, z and ncomp; recaptured when they change), no host
+ * these r, z and ncomp; the graphs of the last two such triples are kept,
+ * others recaptured), no host
  * synchronisation; one apply at a time per hierarchy. Not collective.
  * Errors: MB_ERR_ARG (NULL, ncomp, not usable), MB_ERR_CUDA. */
 mb_error mb_cuda_amg_apply(const mb_cuda_amg *g, int ncomp, const double *r, double *z);

@@ -1003,8 +1003,8 @@ mb_error eigen(wm_gpu *g, double dmax, mb_willmore_step *st) {
           st->residual, p->max_iterations, p->tolerance, p->max_iterations);
 }
 
-/* The Poisson solve's PCG (solver iterative): mb_willmore.c's. */
-constexpr double POISSON_RTOL = 1e-12;
+/* The Poisson solve's PCG (solver iterative): mb_willmore.c's limit; its
+ * tolerance is mb_willmore_poisson_rtol. */
 constexpr int POISSON_MAXIT = 2000;
 
 /* Step 4: the new positions into xn (pinned Poisson solve; P made in assemble). */
@@ -1017,7 +1017,7 @@ mb_error positions(wm_gpu *g, mb_willmore_step *st) {
   if (g->iterative) {
     k_poisson_start<<<blocks(g->n), BLOCK>>>(g->n, g->d(g->x), g->d(g->xn));
     MB_CHECK_LAUNCH("willmore Poisson warm start");
-    const mb_pcg_opts o = {POISSON_RTOL, POISSON_MAXIT, nullptr, g->amg};
+    const mb_pcg_opts o = {mb_willmore_poisson_rtol(g->n), POISSON_MAXIT, nullptr, g->amg};
     MB_CALL(mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dP, 3, g->d(g->b), g->d(g->xn), &o,
                               &ss));
     st->poisson_iterations = ss.iterations;

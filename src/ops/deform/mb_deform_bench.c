@@ -42,8 +42,7 @@ static const char deform_bench_help[] =
     "at each phase boundary, which gives the phases and slows the frame. --cg\n"
     "(solver pcg on cuda): linalg, the linalg layer's device PCG (the CPU's\n"
     "iterates, host checks every iteration; the default), or device, the deform\n"
-    "room's CG (scalars on the device, the host reads once per 8 iterations).
-";
+    "room's CG (scalars on the device, the host reads once per 8 iterations).\n";
 
 typedef struct bench_opts {
   const char *input, *only;

@@ -5,6 +5,7 @@
  * values and the numeric factors once per step. */
 #include "mb_willmore.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -735,10 +736,14 @@ static mb_error pinned_poisson(wm_work *w) {
   return MB_SUCCESS;
 }
 
-/* The Poisson solve's PCG (solver iterative): relative residual per
- * coordinate, iteration limit. */
-#define MB_WILLMORE_POISSON_RTOL 1e-12
+/* The Poisson solve's PCG (solver iterative): iteration limit (the
+ * relative residual: mb_willmore_poisson_rtol). */
 #define MB_WILLMORE_POISSON_MAXIT 2000
+
+double mb_willmore_poisson_rtol(int64_t nv) {
+  const double floor = 100.0 * DBL_EPSILON * sqrt((double)(nv > 0 ? nv : 1));
+  return floor > 1e-12 ? floor : 1e-12;
+}
 
 /* Step 4: the transformed edges' divergence b [nv, 3], the pinned Poisson
  * solve into w->xn (P made by pinned_poisson). */
@@ -773,7 +778,8 @@ static mb_error spin_positions(const mb_willmore_mesh *wm, wm_work *w, mb_willmo
      * by the mean |lambda_i|^2 = 1 / nv (the edges' scale factor) */
     for (int64_t i = 0; i < n; i++)
       for (int k = 0; k < 3; k++) w->xn[3 * i + k] = (x[3 * i + k] - x[k]) / (double)n;
-    const mb_pcg_opts o = {MB_WILLMORE_POISSON_RTOL, MB_WILLMORE_POISSON_MAXIT, w->amg, NULL};
+    const mb_pcg_opts o = {mb_willmore_poisson_rtol(wm->nv), MB_WILLMORE_POISSON_MAXIT, w->amg,
+                           NULL};
     mb_solve_stats ss;
     MB_CALL(mb_pcg_solve(MPI_COMM_SELF, NULL, P, 3, w->b, w->xn, &o, &ss));
     st->poisson_iterations = ss.iterations;

@@ -146,6 +146,15 @@ typedef enum mb_willmore_solver {
 /* The solver that runs for nv vertices (p's choice; auto resolved). */
 mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv);
 
+/* The relative residual the iterative solver's Poisson PCG (step 4)
+ * stops at, per coordinate, for a mesh of nv vertices:
+ * max(1e-12, 100 eps sqrt(nv)), eps = DBL_EPSILON. The floor of the
+ * recomputed residual ||b - A x|| / ||b|| grows with the mesh (on igea
+ * refined to 1 M vertices the device PCG stalled at 1.23e-12 for 2000
+ * iterations); 1e-12 up to about 2 000 vertices, 3.1e-12 at 20 000,
+ * 2.2e-11 at 1 M. Both backends use it. Not collective; no errors. */
+double mb_willmore_poisson_rtol(int64_t nv);
+
 /* A stage's keys (the job file's; defaults in mb_willmore_op.c). */
 typedef struct mb_willmore_params {
   double time_step;   /* tau > 0, dimensionless */
