@@ -1,13 +1,13 @@
 #!/bin/sh
-# Remake docs/guide.md's pictures of willmore_flow and deform (docs/images/)
-# with pvpython (scripts/render-pvpython.sh; Debian: paraview xvfb
+# Remake docs/guide.md's pictures (docs/images/: mean_curvature_flow,
+# implicit_fairing, willmore_flow, deform) with pvpython (scripts/render-pvpython.sh; Debian: paraview xvfb
 # python3-h5py python3-pil):
 #
 #   scripts/guide-pictures.sh MESHBATCH SPOT.obj [WORKDIR]
 #
 # MESHBATCH: the meshbatch program; SPOT.obj: Crane's spot (2,930 vertices);
 # WORKDIR (default: a new temporary folder) receives the collections.
-# About a minute on one CPU rank.
+# About two minutes on one CPU rank.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 MESHBATCH SPOT.obj [WORKDIR]" >&2; exit 2; }
 mb=$(realpath "$1"); spot=$(realpath "$2")
@@ -39,6 +39,24 @@ render spot.h5 out/spot_10.h5 out/spot_40.h5 out/spot_140.h5 -o "$images/willmor
 render out/spot_40.h5 out/mcf_3.h5 out/mcf_40.h5 -o "$images/willmore-vs-flow.png" \
     --up y --edges --panel-size 240 240 \
     --title "willmore_flow, 40 steps" "mean_curvature_flow, 3 steps" "mean_curvature_flow, 40 steps"
+# mean_curvature_flow and implicit_fairing: the guide's examples
+"$mb" generate subdivide "$spot" --levels 1 --unit-area -o spot_unit.h5 > /dev/null
+for n in 1 3 40; do
+  printf 'input: spot_unit.h5\noutput: out/flow_%s.h5\nbackend: cpu\nstages:\n  - %s\n' "$n" \
+      "{op: mean_curvature_flow, time_step: 0.01, steps: $n, rescale: area}" > flow.yaml
+  "$mb" run flow.yaml > /dev/null
+done
+render spot_unit.h5 out/flow_1.h5 out/flow_3.h5 out/flow_40.h5 -o "$images/flow-spot.png" \
+    --up y --panel-size 240 240 \
+    --title "spot, unit area" "1 step" "3 steps" "40 steps: round"
+"$mb" generate sphere --vertices 10000 --noise 0.02 -o noisy.h5 > /dev/null
+for n in 1 3; do
+  printf 'input: noisy.h5\noutput: out/fair_%s.h5\nbackend: cpu\nstages:\n  - %s\n' "$n" \
+      "{op: implicit_fairing, weights: cotangent, time_step: 10, steps: $n}" > fair.yaml
+  "$mb" run fair.yaml > /dev/null
+done
+render noisy.h5 out/fair_1.h5 out/fair_3.h5 -o "$images/fairing-sphere.png" --panel-size 240 240 \
+    --title "noisy sphere" "1 step" "3 steps"
 # deform: the guide's roof, planarised with hard constraints
 "$mb" generate panels --vertices 400 --surface dome --lift 0.2 --handles roof_handles.txt \
     -o roof.h5 > /dev/null
