@@ -73,7 +73,8 @@ mb_build() {
 # ParaView's pvpython, for the ParaView tests (ctest -L paraview), which skip
 # without it: installed in CI (CI=true) or with MB_PARAVIEW=1 (MB_PARAVIEW=0:
 # never), where the distribution packages it (Debian: python3-paraview, which
-# brings paraview: about 140 packages, 0.8 GB, 5 minutes on a small machine).
+# brings paraview: about 140 packages, 0.8 GB, 5 minutes on a small machine;
+# and xvfb, for scripts/render-pvpython.sh, which renders under xvfb-run).
 # Optional: where it is not packaged or its install fails, setup goes on.
 mb_install_paraview() {
   if [ "${MB_PARAVIEW:-}" != 1 ] && { [ "${CI:-}" != "true" ] || [ "${MB_PARAVIEW:-}" = 0 ]; }; then
@@ -89,7 +90,7 @@ mb_install_paraview() {
   fi
   printf 'meshbatch setup: installing ParaView (python3-paraview; log: %s) ...' "$log"
   if DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
-       python3-paraview >"$log" 2>&1 && command -v pvpython >/dev/null 2>&1; then
+       python3-paraview xvfb >"$log" 2>&1 && command -v pvpython >/dev/null 2>&1; then
     echo " done in $((SECONDS - t0)) s"
   else
     echo " failed (see $log): the ParaView tests will skip"

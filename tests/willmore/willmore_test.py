@@ -18,14 +18,28 @@ spot          ../shared/data/meshes/spot (2,930 vertices; skipped, 77, where
               SPOT_ENERGY_GAP of the discrete energy of a round icosphere of
               2,562 vertices (the same formula; within 1 % of 4 pi itself),
               and the surface is round: (max - min) / mean distance to the
-              best-fit sphere's centre <= SPOT_ROUND.
+              best-fit sphere's centre <= SPOT_ROUND. Then the final
+              vertices are projected onto that best-fit sphere and the
+              energy of this round surface with spot's triangles is
+              computed (a one-step job's energy0): it is within
+              SPOT_SPHERE_GAP of the icosphere's (so spot's conformally
+              mapped triangles are not what keeps the flow above 1 %), and
+              below the flow's final energy (the flow stops short of it:
+              see SPOT_STAGES).
 armadillo     ../shared/data/meshes/armadillo (43,243 vertices; skipped where
               absent; label `large`): 20 steps of 0.01, the energy decreasing
               at every step and every step's distortion <= 1.05. The round
-              sphere is not asserted: its energy, 2,318 at the input, falls
-              about 1 % a step at 0.01 (2,318 -> 1,870 in 20 steps; a step
-              of 0.02 distorts by 1.053), so the sphere is hundreds of
-              steps of 2-3 s away here.
+              sphere is not asserted: armadillo is far from converged in any
+              test's budget here. Measured (one CPU rank, loaded 2-core
+              machine): stages of (0.01, 20), (0.02, 30), (0.03, 30),
+              (0.05, 30), (0.1, 30), (0.2, 30), (0.5, 30), 200 steps, take
+              the energy 2,318 -> 1,870 (20) -> 1,032 (50) -> 529 (80) ->
+              287 (110) -> 174 (140) -> 113 (170) -> 70.2 (200), decreasing
+              at every step, every step's distortion <= 1.043 (a step of
+              0.05 right after the first 20 distorts by 1.11), in 1,362 s;
+              the last steps of 0.5 still lower it 1.1 % each, so a round
+              sphere (12.6) is hundreds of steps further. Whether it then
+              stops above 1 % as on spot (see SPOT_STAGES) is not known.
 bad_inputs    one batch: a good mesh, NaN coordinates, a degenerate triangle,
               a non-manifold edge, an open mesh, polygons: a clear error for
               each bad mesh, the good one written; an inverse iteration that
@@ -63,14 +77,26 @@ from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron, icosp
 # is at the first step of 0.05; a first step of 0.1 gives 1.067), then larger
 # steps once the ears and legs are gone. Measured here (2,930 vertices):
 # energy 133.9 -> 21.06 after the first stage -> 12.837 after the second,
-# 2.3 % above the round icosphere's 12.552; the limit of the discrete flow on spot's
-# triangulation stays about 1.4 % above it (12.73 after 100 more steps of
-# 1.0) while the surface is round to 6e-3 (the irregular triangle sizes of a
-# conformal map of spot raise the discrete energy of a round sphere): the
-# 1 % of the issue is not reached at this resolution, and the gap asserted is
-# SPOT_ENERGY_GAP.
+# 2.27 % above the round icosphere's 12.552, round to 6.0e-3. Issue 25 asks
+# 1 %; it is not reached, and not because of the discretisation:
+# - the same vertices projected onto their best-fit sphere (spot's
+#   conformally mapped, very unequal triangles on a perfect sphere) have
+#   the discrete energy 12.625, 0.58 % above the icosphere's;
+# - the flow does not get there: after the 140 steps the energy still
+#   falls, slowly (2e-3 a step at 0.5); 100 more steps of 1.0 reach a
+#   minimum of 12.742 (1.51 % above; its sphere projection 12.624) at the
+#   62nd and then rise again (12.771 at the 100th, round to 6.9e-3), and
+#   longer runs of 1.0 or 2.0 collapse a triangle (zero area) in the
+#   shrunken ears' patch; 5.0 fails at its second step.
+# So the discrete flow's limit on spot's triangulation is a near-sphere
+# whose vertex-scale radial ripple (6e-3) keeps the energy about 1 %
+# above its own sphere projection: the spin transformation is conformal
+# only to the mesh's resolution, and the tiny triangles where the ears
+# were cannot be made round. Asserted: SPOT_ENERGY_GAP after the stated
+# 140 steps, and SPOT_SPHERE_GAP for the projection.
 SPOT_STAGES = [(0.05, 40), (0.5, 100)]
 SPOT_ENERGY_GAP = 0.025
+SPOT_SPHERE_GAP = 0.01
 SPOT_ROUND = 0.01
 QC_STEP_MAX = 1.05
 # CPU and CUDA agree to rounding (the device sums exactly and assembles with
@@ -228,6 +254,28 @@ def fair_to_round(name, path, stages, gap):
              f"{100 * gap} %")
     if roundness > SPOT_ROUND:
         fail(f"not round: {roundness} > {SPOT_ROUND}")
+    # the same triangles on the best-fit sphere: the discretisation's share
+    sol = np.linalg.lstsq(A, (x * x).sum(1), rcond=None)[0]
+    radius = math.sqrt(sol[3] + sol[:3] @ sol[:3])
+    xs = c + (x - c) * (radius / r)[:, None]
+    h5py = need_module("h5py")
+    with h5py.File(out, "r") as f:
+        tri = f["meshes"][name]["triangles"][()]
+    proj = f"{name}_on_sphere"
+    src = write_obj(os.path.join(TMP, proj + ".obj"), [tuple(p) for p in xs],
+                    [tuple(int(i) for i in t) for t in tri])
+    pout, _ = run_job(proj, [src], stage(0.1, 1))
+    _, pattrs = mesh_result(pout, proj)
+    e_sphere, _ = parse_steps(stage_texts(pattrs)[0])
+    srel = e_sphere / target - 1
+    print(f"{name}'s final vertices on their best-fit sphere: energy {e_sphere:.6g}, "
+          f"{100 * srel:.2f} % above the icosphere's (the discretisation's share); the flow's "
+          f"{energies[-1]:.6g} is {100 * (energies[-1] / e_sphere - 1):.2f} % above that")
+    if srel > SPOT_SPHERE_GAP:
+        fail(f"spot's triangles on a round sphere have the energy {e_sphere}, "
+             f"{100 * srel:.2f} % above the icosphere's, more than {100 * SPOT_SPHERE_GAP} %")
+    if not e_sphere < energies[-1]:
+        fail(f"the sphere projection's energy {e_sphere} is not below the flow's {energies[-1]}")
 
 
 def spot():

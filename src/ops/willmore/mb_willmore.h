@@ -4,11 +4,16 @@
  * Method: K. Crane, U. Pinkall, P. Schroeder, "Spin transformations of
  * discrete surfaces", ACM Trans. Graph. 30(4) (SIGGRAPH 2011) [CPS11], and
  * "Robust fairing via conformal curvature flow", ACM Trans. Graph. 32(4)
- * (SIGGRAPH 2013) [CPS13]. A surface is changed by prescribing a change rho
- * of its mean-curvature half-density (CPS11: the Dirac equation
- * (D - rho) lambda = 0 and its discretisation; CPS13: curvature-space
- * flows); the surface whose
- * curvature changed so is found by one eigenvector and one Poisson solve.
+ * (SIGGRAPH 2013) [CPS13] (project pages with the papers:
+ * www.cs.cmu.edu/~kmcrane/Projects/SpinTransformations/ and
+ * .../Projects/ConformalWillmoreFlow/). The citations below name the
+ * papers' constructs, not their section and equation numbers: those could
+ * not be checked against the papers' text (neither flo's README nor the
+ * project pages give them), so none is stated. A surface is changed by
+ * prescribing a change rho of its mean-curvature half-density (CPS11: the
+ * Dirac equation (D - rho) lambda = 0 and its discretisation; CPS13:
+ * curvature-space flows); the surface whose curvature changed so is found
+ * by one eigenvector and one Poisson solve.
  * One step of willmore_flow on the current positions x [nv, 3] (float64
  * throughout, the input's length unit):
  *

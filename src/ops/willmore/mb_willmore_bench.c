@@ -19,7 +19,8 @@ static const char willmore_bench_help[] =
     "usage: meshbatch bench willmore INPUT [--mesh NAME] [--time-step T[,T...]] [--steps N]\n"
     "                                [--tolerance T] [--max-iterations N]\n"
     "                                [--backend cpu|cuda|both]\n"
-    "                                [--solver auto|cholesky|iterative] [--vertices N]\n\n"
+    "                                [--solver auto|cholesky|iterative] [--vertices N]\n"
+    "       meshbatch bench willmore --batch N [--time-step T] [--steps N] [--backend ...]\n\n"
     "Times willmore_flow on one closed triangle mesh on the CPU and/or the GPU (--backend;\n"
     "cuda is skipped, saying so, where there is no device; INPUT: a collection\n"
     "or a mesh file; --mesh picks one dataset of a collection). For each time step\n"
@@ -41,6 +42,13 @@ static const char willmore_bench_help[] =
     "iteration's solves; the Poisson solve). --vertices N refines the mesh first to\n"
     "exactly N vertices by midpoint subdivision (as meshbatch generate subdivide MESH\n"
     "--vertices N: the shape kept), for runs at about 100 k or 1 M vertices.\n"
+    "With --batch N (no INPUT): a batch of N generated meshes of mixed sizes, noisy\n"
+    "spheres of 162, 642, 2562 and 10242 vertices in turn (radial noise 0.01, seed the\n"
+    "mesh's index), made before the clock starts; each runs --steps steps of the first\n"
+    "time step, one mesh after the other as a rank runs a batch. Printed per backend:\n"
+    "the wall time of the batch, the summed setup and the summed step phases (on the\n"
+    "GPU: device work, the device synchronised between phases) and their fraction of\n"
+    "the wall; the rest is the host's part between meshes.\n"
     "Defaults: time step 0.05, steps 3, tolerance 1e-10, max iterations 100, backend cpu,\n"
     "solver auto.\n";
 
@@ -50,7 +58,7 @@ typedef struct bench_opts {
   const char *input, *only;
   double dt[MAX_LIST];
   int ndt;
-  long steps, max_iter;
+  long steps, max_iter, batch;
   double tolerance;
   int cpu, cuda;
   int solver;
@@ -64,7 +72,7 @@ static int usage(const char *msg) {
 
 /* -1: help printed; 0: parsed; else the exit code. */
 static int bench_parse(int argc, char **argv, bench_opts *o) {
-  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 1e-10, 1, 0, MB_WILLMORE_AUTO, 0};
+  *o = (bench_opts){NULL, NULL, {0.05}, 1, 3, 100, 0, 1e-10, 1, 0, MB_WILLMORE_AUTO, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -111,6 +119,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       else if (!strcmp(v, "cholesky")) o->solver = MB_WILLMORE_CHOLESKY;
       else if (!strcmp(v, "iterative")) o->solver = MB_WILLMORE_ITERATIVE;
       else return usage("--solver: auto, cholesky or iterative");
+    } else if (!strcmp(a, "--batch")) {
+      o->batch = strtol(v, &end, 10);
+      if (*end || o->batch < 1 || o->batch > 100000) return usage("--batch: 1 to 100000");
     } else if (!strcmp(a, "--tolerance")) {
       o->tolerance = strtod(v, &end);
       if (*end || !(o->tolerance > 0 && o->tolerance < 1)) return usage("--tolerance: in (0, 1)");
@@ -118,7 +129,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       return usage("unknown option (see --help)");
     }
   }
-  if (!o->input) return usage("no INPUT (see --help)");
+  if (o->batch && (o->input || o->only)) return usage("--batch takes no INPUT and no --mesh");
+  if (!o->input && !o->batch) return usage("no INPUT (see --help)");
   return 0;
 }
 
@@ -152,12 +164,94 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* --batch: o->batch generated meshes of mixed sizes, each o->steps steps of
+ * o->dt[0] on each backend asked, one after the other; prints the wall and
+ * the summed phases. */
+static mb_error bench_batch(const bench_opts *o) {
+  static const int64_t sizes[] = {162, 642, 2562, 10242};
+  const int64_t n = o->batch;
+  mb_mesh **m = calloc((size_t)n, sizeof *m);
+  mb_adjacency **adj = calloc((size_t)n, sizeof *adj);
+  mb_willmore_step *st = calloc((size_t)o->steps, sizeof *st);
+  double **x = calloc((size_t)n, sizeof *x);
+  mb_error e = m && adj && st && x ? MB_SUCCESS
+                                   : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                                  "out of memory");
+  int64_t nv = 0;
+  for (int64_t k = 0; k < n && !e; k++) {
+    e = mb_generate_sphere(sizes[k % 4], 0.01, (uint64_t)k + 1, &m[k]);
+    if (!e) e = mb_adjacency_build(m[k], &adj[k]);
+    if (!e && !(x[k] = malloc(sizeof **x * 3 * (size_t)m[k]->nv)))
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    if (!e) nv += m[k]->nv;
+  }
+  if (!e)
+    printf("bench willmore --batch: %lld noisy spheres of 162 to 10242 vertices (%lld in all), "
+           "%ld steps of %g each, tolerance %g\n",
+           (long long)n, (long long)nv, o->steps, o->dt[0], o->tolerance);
+  for (int cuda = 0; cuda < 2 && !e; cuda++) {
+    if ((cuda && !o->cuda) || (!cuda && !o->cpu)) continue;
+    for (int64_t k = 0; k < n; k++) memcpy(x[k], m[k]->xyz, sizeof **x * 3 * (size_t)m[k]->nv);
+    double setup = 0, phase[4] = {0, 0, 0, 0};
+    long solves = 0;
+    const double t0 = mb_wtime();
+    for (int64_t k = 0; k < n && !e; k++) {
+      char name[32];
+      snprintf(name, sizeof name, "sphere_%lld", (long long)k);
+      mb_willmore_params p = {o->dt[0], (int)o->steps, o->tolerance, (int)o->max_iter,
+                              o->solver};
+      mb_willmore_mesh wm = {m[k]->nv, m[k]->nf, m[k]->face_indices, adj[k], x[k], name, NULL};
+      mb_willmore_report rep = {.step = st};
+      e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
+      setup += rep.setup_ms;
+      for (int s = 0; s < rep.steps; s++) {
+        phase[0] += st[s].assemble_ms;
+        phase[1] += st[s].eigen_ms;
+        phase[2] += st[s].poisson_ms;
+        phase[3] += st[s].finish_ms;
+        solves += st[s].iterations;
+      }
+    }
+    if (e) break;
+    const double wall = 1e3 * (mb_wtime() - t0), steps = phase[0] + phase[1] + phase[2] + phase[3];
+    printf("%s: wall %.3f s for %lld meshes (%.3f ms a mesh); setup %.3f s; step phases %.3f s "
+           "(curvature and assembly %.3f, eigenvector %.3f, positions %.3f, update %.3f; %ld "
+           "solves); step phases %.1f %% of the wall, with the setup %.1f %%\n",
+           cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, wall / (double)n, 1e-3 * setup,
+           1e-3 * steps, 1e-3 * phase[0], 1e-3 * phase[1], 1e-3 * phase[2], 1e-3 * phase[3],
+           solves, 100 * steps / wall, 100 * (steps + setup) / wall);
+  }
+  for (int64_t k = 0; k < n && m && adj && x; k++) {
+    free(x[k]);
+    mb_adjacency_free(adj[k]);
+    mb_mesh_free(m[k]);
+  }
+  free(x);
+  free(adj);
+  free(m);
+  free(st);
+  return e;
+}
+
 int mb_willmore_bench(int argc, char **argv) {
   bench_opts o;
   int rc = bench_parse(argc, argv, &o);
   if (rc < 0) return MB_EXIT_OK;
   if (rc) return rc;
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one rank's benchmark */
+  if (o.batch) {
+    char why[256] = "", dev_name[256] = "";
+    int dev = 0;
+    if (o.cuda && mb_cuda_device_count(why, sizeof why) < 1) {
+      printf("cuda: skipped (%s)\n", why[0] ? why : "no CUDA device");
+      o.cuda = 0;
+      if (!o.cpu) return MB_EXIT_OK;
+    }
+    mb_error e = o.cuda ? mb_cuda_select_device(0, &dev, dev_name, sizeof dev_name) : MB_SUCCESS;
+    if (!e && o.cuda) printf("cuda on %s\n", dev_name);
+    if (!e) e = bench_batch(&o);
+    return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
+  }
   mb_mesh *m = NULL;
   mb_adjacency *adj = NULL;
   char why[256] = "", dev_name[256] = "";
