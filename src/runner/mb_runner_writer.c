@@ -202,10 +202,11 @@ typedef struct warray {
   size_t bytes;
 } warray;
 
-static int whole_arrays(const mb_mesh *m, warray *a, int max) {
+/* nidx: the vertex indices of its faces (the receiver's offsets are not
+ * there yet when it lays out the arrays). */
+static int whole_arrays(const mb_mesh *m, int64_t nidx, warray *a, int max) {
   int n = 0;
   const int grid = m->kind == MB_KIND_GRID3D;
-  const int64_t nidx = grid ? 0 : m->face_offsets[m->nf];
   if (!grid) {
     a[n++] = (warray){m->xyz, sizeof(double) * 3 * (size_t)m->nv};
     a[n++] = (warray){m->face_offsets, sizeof(int64_t) * ((size_t)m->nf + 1)};
@@ -283,7 +284,8 @@ static mb_error hand_on(rank_state *st, wput *p) {
     pack_shell(p->m, &b);
     const int max = 3 + p->m->nfields + p->m->nface_fields;
     a = malloc(sizeof *a * (size_t)max);
-    na = a ? whole_arrays(p->m, a, max) : 0;
+    na = a ? whole_arrays(p->m, p->m->kind == MB_KIND_GRID3D ? 0 : p->m->face_offsets[p->m->nf],
+                          a, max) : 0;
     for (int k = 0; k < na; k++) pieces += (int64_t)pieces_of(a[k].bytes);
     p->type = REQ_WHOLE;
     p->payload = b.oom || !a ? NULL : make_request(REQ_WHOLE, b.d, b.len, 0, pieces);
@@ -459,7 +461,7 @@ static const char *rd_str(rd *r) {
   return s;
 }
 
-static mb_error unpack_shell(const char *buf, size_t len, mb_mesh **out) {
+static mb_error unpack_shell(const char *buf, size_t len, mb_mesh **out, int64_t *nidx) {
   rd r = {buf, buf + len, 0};
   const char *name = rd_str(&r);
   int64_t h[11];
@@ -511,6 +513,7 @@ static mb_error unpack_shell(const char *buf, size_t len, mb_mesh **out) {
     MB_CALL(e);
   }
   *out = m;
+  *nidx = h[0] == MB_KIND_GRID3D ? 0 : h[4];
   return MB_SUCCESS;
 }
 
@@ -561,13 +564,14 @@ static mb_error serve(rank_state *st, int src, const int64_t hdr[4], const char 
     return MB_SUCCESS;
   }
   mb_mesh *m = NULL;
-  mb_error e = hdr[0] == REQ_WHOLE ? unpack_shell(payload, len, &m)
+  int64_t nidx = 0;
+  mb_error e = hdr[0] == REQ_WHOLE ? unpack_shell(payload, len, &m, &nidx)
                : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__, "the writer rank got a "
                               "request it does not know (%lld) from rank %d", (long long)hdr[0],
                               src);
   const int max = m ? 3 + m->nfields + m->nface_fields : 0;
   warray *a = m ? malloc(sizeof *a * (size_t)max) : NULL;
-  const int na = a ? whole_arrays(m, a, max) : 0;
+  const int na = a ? whole_arrays(m, nidx, a, max) : 0;
   int64_t pieces = 0;
   for (int k = 0; k < na; k++) pieces += (int64_t)pieces_of(a[k].bytes);
   if (!e && (!a || pieces != hdr[3]))
@@ -698,7 +702,7 @@ mb_error runner_writer_report(const rank_state *st) {
     for (int r = 0; r < st->size; r++) {
       const double *x = &all[5 * r];
       if (!st->wr)
-        mb_log(level, "[rank %d] busy %.3f s, write %.3f s", r, x[0], x[1]);
+        mb_log(level, "[rank %d] busy %.3f s, write %.3f s, wait %.3f s", r, x[0], x[1], x[2]);
       else if (r == 0)
         mb_log(level, "[rank %d] busy %.3f s, write %.3f s (its meshes, and %.0f "
                "described and %.0f whole from the other ranks), wait %.3f s (for the other "
