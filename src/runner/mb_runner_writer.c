@@ -1,5 +1,5 @@
 /* meshbatch: the writer rank of per-mesh runs on several ranks (see
- * mb_runner_private.h and docs/architecture.md, "The runner"): every mesh
+ * mb_runner_private.h and docs/architecture.md, "Per-mesh distribution"): every mesh
  * goes into the output as it finishes, whichever rank computed it.
  *
  * Rank 0 holds the output (mb_collection_writer, HDF5 on MPI_COMM_SELF):
@@ -349,8 +349,8 @@ static void complete(rank_state *st, wput *p) {
 }
 
 /* Other ranks: write every mesh whose requests completed (wait: wait for
- * all of them). A failed wait or test drops that mesh (its error is
- * returned, the others go on). */
+ * all of them, idle between tests). A failed test drops that mesh (its
+ * error is returned, the others go on). */
 static mb_error progress_sent(rank_state *st, int wait) {
   runner_writer *w = st->wr;
   wput **link = &w->head, *last = NULL;
@@ -367,7 +367,7 @@ static mb_error progress_sent(rank_state *st, int wait) {
     if (wait) st->wait_s += mb_wtime() - t0;
     if (rc != MPI_SUCCESS) {
       if (!e) e = mb_error_set_mpi(rc, __FILE__, __LINE__, __func__,
-                                   wait ? "MPI_Waitall" : "MPI_Testall");
+                                   "MPI_Testall");
       w->failed = 1;
     } else if (!flag) {
       last = p;
