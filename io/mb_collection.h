@@ -219,6 +219,58 @@ mb_error mb_collection_writer_finish(mb_collection_writer *writer);
  * holds). path is left as it was. NULL is allowed. */
 void mb_collection_writer_abort(mb_collection_writer *writer);
 
+/* Several processes writing through one writer (per-mesh runs on several
+ * ranks write each mesh as it finishes): the process that holds the writer
+ * (the writer rank) makes a mesh's group and datasets from a description
+ * another process (the mesh's holder) sends it, and hands back where each
+ * dataset's bytes lie in the file (the extents); the holder then writes
+ * them itself with pwrite, beside the other holders. The file is the one
+ * mb_collection_writer_put would make of the mesh. The transport of the
+ * description and the extents is the caller's; none of these functions is
+ * collective. Meshes that cannot be written so (grid3d, faces other than
+ * triangles, float32 fields, a big-endian host) are put whole by the
+ * writer's process (mb_collection_writer_put). */
+typedef struct mb_collection_extent {
+  int64_t offset; /* byte offset of the dataset's first value in the file (-1: none) */
+  int64_t bytes;  /* its size in bytes */
+} mb_collection_extent;
+
+/* The holder: check mesh as mb_collection_writer_put checks it and describe
+ * it into *meta (new, *len bytes; the caller frees it with free()).
+ * *nextents: how many datasets the holder will write itself with
+ * mb_collection_write_extents (vertices, triangles, every field, every face
+ * field, in that order), or 0 where the mesh must be put whole (then *meta
+ * is NULL). The mesh is borrowed. Errors: MB_ERR_ARG (NULL argument, bad
+ * kind, names or attributes), MB_ERR_FORMAT (a mesh that fails the checks),
+ * MB_ERR_MEMORY. */
+mb_error mb_collection_describe(const mb_mesh *mesh, char **meta, size_t *len, int *nextents);
+
+/* The writer's process: create the group and datasets of the mesh that
+ * meta[len] (from mb_collection_describe) describes, without its values,
+ * and return in ext[0 .. nextents) where each dataset lies (HDF5 allocates
+ * a dataset's space when it creates it under the MPI-IO driver; the values
+ * are never filled). The mesh counts as put (numbered by finish).
+ * Errors: MB_ERR_ARG (no writer, a name written before, a description that
+ * does not give nextents datasets), MB_ERR_FORMAT (a description that does
+ * not parse), MB_ERR_HDF5 (a dataset with no place in the file), MB_ERR_IO,
+ * MB_ERR_MEMORY. After an error the caller should abort the writer. */
+mb_error mb_collection_writer_put_described(mb_collection_writer *writer, const char *meta,
+                                            size_t len, int nextents,
+                                            mb_collection_extent *ext);
+
+/* The temporary file the writer fills ("<path>.tmp-<pid>"; borrowed, valid
+ * until finish or abort), for the holders to open (open(2), O_WRONLY). */
+const char *mb_collection_writer_temporary(const mb_collection_writer *writer);
+
+/* The holder: write the values of mesh (the one described) into fd, the
+ * writer's temporary file (path names it in messages), at the extents
+ * ext[0 .. n) the writer returned: pwrite, planar vertices packed to their
+ * x, y columns. Errors: MB_ERR_ARG (n or a size that is not the mesh's: a
+ * description of another mesh), MB_ERR_IO (a failed write, with a note
+ * where the disk is full), MB_ERR_MEMORY. */
+mb_error mb_collection_write_extents(int fd, const char *path, const mb_mesh *mesh, int n,
+                                     const mb_collection_extent *ext);
+
 /* mb_collection_write_slabs, and the files on the disk before their names
  * change: every rank's writes synced (H5Fflush, that is MPI_File_sync:
  * fsync on each rank), then rank 0 syncs the file and each XDMF companion

@@ -52,6 +52,26 @@ typedef struct mb_rows {
 
 /* See mb_collection_private.h. */
 mb_raw_batch *mb_coll_raw_collect;
+mb_coll_extents *mb_coll_extent_collect;
+
+/* Record where dataset d (d0 x d1 values of file type ft; rank 1: d1 unused)
+ * lies in the file, for a put from a description (mb_coll_extents). */
+static void collect_extent(hid_t d, hid_t ft, int rank, int64_t d0, int64_t d1) {
+  mb_coll_extents *x = mb_coll_extent_collect;
+  if (x->n == x->cap) {
+    const int cap = x->cap ? 2 * x->cap : 8;
+    mb_collection_extent *e = realloc(x->e, sizeof *e * (size_t)cap);
+    if (!e) {
+      x->oom = 1;
+      return;
+    }
+    x->e = e;
+    x->cap = cap;
+  }
+  const int64_t bytes = d0 * (rank == 2 ? d1 : 1) * (int64_t)H5Tget_size(ft);
+  const haddr_t off = bytes > 0 ? H5Dget_offset(d) : HADDR_UNDEF;
+  x->e[x->n++] = (mb_collection_extent){off == HADDR_UNDEF ? -1 : (int64_t)off, bytes};
+}
 
 /* Record rows r of dataset d for the writer's thread; 0 where they must go
  * through HDF5 (not contiguous or not allocated, another memory type or
@@ -102,6 +122,7 @@ static mb_error put_dataset(hid_t loc, const char *name, hid_t ft, hid_t mt, int
   H5Sclose(sp);
   if (dcpl >= 0) H5Pclose(dcpl);
   MB_CALL_H5(d);
+  if (mb_coll_extent_collect) collect_extent(d, ft, rank, d0, d1);
   if (r->n > 0 && *lerr == MB_SUCCESS && write_rows(d, mt, rank, d1, r) < 0)
     *lerr = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                          "H5Dwrite of rows [%lld, %lld) of dataset '%s' failed",

@@ -198,6 +198,17 @@ typedef struct mb_raw_batch {
  * that makes HDF5 calls (the writer's caller). */
 extern mb_raw_batch *mb_coll_raw_collect;
 
+/* Where each dataset created by put_dataset lies in the file, in creation
+ * order (offset -1: not allocated), while mb_coll_extent_collect points at
+ * one (mb_collection_writer_put_described); oom set when a growth failed. */
+typedef struct mb_coll_extents {
+  mb_collection_extent *e;
+  int n, cap, oom;
+} mb_coll_extents;
+
+/* The list put_dataset fills, NULL elsewhere (the HDF5 thread only). */
+extern mb_coll_extents *mb_coll_extent_collect;
+
 /* Create tmp through MPI-IO over comm with collective metadata (on one
  * rank too), no object times, file format of HDF5 1.8; *out is the open
  * file. Collective over comm. Errors: MB_ERR_HDF5, MB_ERR_IO (with the

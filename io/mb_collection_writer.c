@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,4 +305,183 @@ void mb_collection_writer_abort(mb_collection_writer *w) {
   snprintf(tmp, sizeof tmp, "%s", w->tmp);
   writer_free(w, 1);
   unlink(tmp);
+}
+
+/* ------------------------------------------------- write: meshes described by other processes */
+
+static int host_little_endian(void) {
+  const uint16_t one = 1;
+  uint8_t first;
+  memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+/* Whether the holder of m can write its values itself: every dataset of
+ * its group is one contiguous array whose bytes it holds (or packs, planar
+ * vertices): a surface of triangles or a triangulation2d with float64
+ * fields, on a little-endian host (the file's types are little-endian). */
+static int holder_writes(const mb_mesh *m) {
+  if (!host_little_endian() || !mb_mesh_is_triangles(m)) return 0;
+  if (m->kind != MB_KIND_SURFACE && m->kind != MB_KIND_TRIANGULATION2D) return 0;
+  for (int f = 0; f < m->nfields; f++)
+    if (m->fields[f].dtype != MB_FLOAT64) return 0;
+  for (int f = 0; f < m->nface_fields; f++)
+    if (m->face_fields[f].dtype != MB_FLOAT64) return 0;
+  return 1;
+}
+
+mb_error mb_collection_describe(const mb_mesh *mesh, char **meta, size_t *len, int *nextents) {
+  MB_CHECK(mesh && meta && len && nextents, MB_ERR_ARG, "mb_collection_describe: NULL argument");
+  *meta = NULL;
+  *len = 0;
+  *nextents = 0;
+  mb_mesh *const one[1] = {(mb_mesh *)mesh};
+  const mb_held h = {0, 1, 0, one, NULL};
+  mb_buf b = {0};
+  mb_error e = mb_coll_pack_local(&h, &b); /* the checks of a put */
+  if (e) {
+    free(b.data);
+    MB_CALL(e);
+  }
+  if (!holder_writes(mesh)) {
+    free(b.data);
+    return MB_SUCCESS;
+  }
+  *meta = b.data;
+  *len = b.len;
+  *nextents = 2 + mesh->nfields + mesh->nface_fields;
+  return MB_SUCCESS;
+}
+
+const char *mb_collection_writer_temporary(const mb_collection_writer *w) {
+  return w ? w->tmp : NULL;
+}
+
+mb_error mb_collection_writer_put_described(mb_collection_writer *w, const char *meta,
+                                            size_t len, int nextents,
+                                            mb_collection_extent *ext) {
+  MB_CHECK(w && w->file >= 0 && meta && len >= sizeof(int64_t) && nextents >= 2 && ext,
+           MB_ERR_ARG, "mb_collection_writer_put_described: no writer or description");
+  int64_t count = 0;
+  memcpy(&count, meta, sizeof count);
+  MB_CHECK(count == 1, MB_ERR_FORMAT, "mb_collection_writer_put_described: a description of "
+           "%lld meshes, not one", (long long)count);
+  MB_CALL(raw_error(w));
+  if (w->n == w->cap) {
+    const int64_t cap = w->cap ? 2 * w->cap : 64;
+    mb_wset *s = realloc(w->sets, sizeof *s * (size_t)cap);
+    MB_CHECK(s, MB_ERR_MEMORY, "out of memory");
+    w->sets = s;
+    w->cap = cap;
+  }
+  mb_wset *set = &w->sets[w->n];
+  memset(set, 0, sizeof *set);
+  const mb_buf b = {(char *)meta, len, len, 0};
+  mb_error e = mb_coll_gather_meshes(MPI_COMM_SELF, &b, set); /* copies meta */
+  const mb_wmesh *wm = e ? NULL : &set->m[0];
+  if (!e && (set->n != 1 || !wm->x.triangles || wm->x.fan_ntri ||
+             (wm->x.kind != MB_KIND_SURFACE && wm->x.kind != MB_KIND_TRIANGULATION2D) ||
+             2 + wm->x.nfields + wm->x.nface_fields != nextents))
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "mb_collection_writer_put_described: the description of '%s' does not "
+                     "give %d datasets of triangles", wm->x.name, nextents);
+  mb_h5_quiet q = mb_h5_quiet_begin();
+  const htri_t exists = e ? 0 : H5Lexists(w->meshes, wm->x.name, H5P_DEFAULT);
+  if (exists < 0)
+    e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__, "H5Lexists(%s) failed",
+                     wm->x.name);
+  else if (exists > 0)
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "mb_collection_write: duplicate mesh name '%s'", wm->x.name);
+  mb_coll_extents x = {0};
+  mb_error lerr = MB_SUCCESS;
+  mb_coll_extent_collect = &x;
+  /* no rows: the holder writes them; index a placeholder, numbered by finish */
+  if (!e) e = mb_coll_put_mesh(w->meshes, wm, wm->index, &wm->p[0], NULL, &lerr);
+  mb_coll_extent_collect = NULL;
+  if (!e) e = lerr;
+  mb_h5_quiet_end(q);
+  if (!e && x.oom)
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  if (!e && x.n != nextents)
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "mesh '%s': %d datasets made, its holder writes %d", wm->x.name, x.n,
+                     nextents);
+  for (int k = 0; !e && k < x.n; k++)
+    if (x.e[k].bytes > 0 && x.e[k].offset < 0)
+      e = mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                       "mesh '%s': dataset %d has no place in %s yet (not allocated at its "
+                       "creation)", wm->x.name, k, w->tmp);
+  if (!e) memcpy(ext, x.e, sizeof *ext * (size_t)nextents);
+  free(x.e);
+  if (e) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mb_error_message());
+    e = mb_error_set(e, __FILE__, __LINE__, __func__, "cannot write mesh '%s' to %s: %s%s",
+                     wm ? wm->x.name : "?", w->tmp, why, full_disk_note(w->tmp));
+    mb_coll_wset_free(set);
+    return e;
+  }
+  w->n++;
+  return MB_SUCCESS;
+}
+
+/* pwrite bytes of buf at offset, whole (retried on EINTR); errno or 0. */
+static int pwrite_all(int fd, const void *buf, size_t bytes, int64_t offset) {
+  const char *p = buf;
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t n = pwrite(fd, p + done, bytes - done, (off_t)(offset + (int64_t)done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+mb_error mb_collection_write_extents(int fd, const char *path, const mb_mesh *m, int n,
+                                     const mb_collection_extent *ext) {
+  MB_CHECK(m && ext && path, MB_ERR_ARG, "mb_collection_write_extents: NULL argument");
+  MB_CHECK(holder_writes(m) && n == 2 + m->nfields + m->nface_fields, MB_ERR_ARG,
+           "mb_collection_write_extents: %d extents for mesh '%s', which has %d datasets", n,
+           m->name, 2 + m->nfields + m->nface_fields);
+  const int planar = mb_coll_kind_planar(m->kind);
+  const int64_t vcols = planar ? 2 : 3;
+  /* the arrays in the order of the datasets: vertices, triangles, fields, face fields */
+  for (int k = 0; k < n; k++) {
+    const void *buf;
+    int64_t bytes;
+    if (k == 0) {
+      buf = m->xyz;
+      bytes = m->nv * vcols * 8;
+    } else if (k == 1) {
+      buf = m->face_indices;
+      bytes = m->nf * 3 * 8;
+    } else if (k < 2 + m->nfields) {
+      buf = m->fields[k - 2].data;
+      bytes = m->nv * m->fields[k - 2].ncomp * 8;
+    } else {
+      const mb_field *f = &m->face_fields[k - 2 - m->nfields];
+      buf = f->data;
+      bytes = m->nf * f->ncomp * 8;
+    }
+    MB_CHECK(ext[k].bytes == bytes, MB_ERR_ARG, "mesh '%s': dataset %d of %lld bytes in %s, "
+             "the mesh holds %lld: the extents of another mesh", m->name, k,
+             (long long)ext[k].bytes, path, (long long)bytes);
+    if (!bytes) continue;
+    double *packed = NULL;
+    if (k == 0 && planar) { /* the x, y columns of the xyz rows */
+      packed = malloc((size_t)bytes);
+      MB_CHECK(packed, MB_ERR_MEMORY, "out of memory");
+      for (int64_t i = 0; i < m->nv; i++) {
+        packed[2 * i] = m->xyz[3 * i];
+        packed[2 * i + 1] = m->xyz[3 * i + 1];
+      }
+      buf = packed;
+    }
+    const int err = pwrite_all(fd, buf, (size_t)bytes, ext[k].offset);
+    free(packed);
+    MB_CHECK(!err, MB_ERR_IO, "cannot write mesh '%s' to %s: %s%s", m->name, path,
+             strerror(err), full_disk_note(path));
+  }
+  return MB_SUCCESS;
 }

@@ -234,10 +234,14 @@ static mb_error setup(rank_state *st) {
     e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
   }
-  if (runner_writes_per_mesh(st))
-    MB_CALL(mb_collection_writer_begin(st->job->output, runner_expected_output_bytes(st),
-                                       st->job->sync,
-                                       &st->out));
+  if (runner_writes_per_mesh(st)) { /* rank 0 holds the output; the others write through it */
+    e = st->rank == 0 ? mb_collection_writer_begin(st->job->output,
+                                                   runner_expected_output_bytes(st),
+                                                   st->job->sync, &st->out)
+                      : MB_SUCCESS;
+    MB_CALL(mb_agree(st->comm, e));
+    if (st->size > 1) MB_CALL(runner_writer_open(st));
+  }
   return MB_SUCCESS;
 }
 
@@ -252,14 +256,15 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  enum { N = 7 };
-  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->write_s, sum->wall_s,
-                    (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
+  enum { N = 8 };
+  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->wait_s, st->write_s,
+                    sum->wall_s, (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
-                                      "write (per mesh)", "write (end)", "wall",
+                                      "write (per mesh)", "wait (writer rank, end)",
+                                      "write (end)", "wall",
                                       "peak host memory"};
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
@@ -374,6 +379,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? runner_run_partitioned(st)
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? runner_run_dynamic(st)
                                                             : runner_run_static(st);
+  e = runner_writer_drain(st, e); /* every mesh handed to the writer rank written */
   const double schedule_s = mb_wtime() - tl;
   MB_CALL(mb_agree(st->comm, e));
   MB_CALL(report_device_busy(st, schedule_s, sum));
@@ -401,8 +407,8 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
            stopped == SIGINT ? "SIGINT" : "SIGTERM");
   const int nothing = kept == 0 && st->inputs->nsources > 0;
   const double tw = mb_wtime();
-  if (!nothing && st->out) { /* written mesh by mesh: number, publish */
-    e = mb_collection_writer_finish(st->out);
+  if (!nothing && runner_writes_per_mesh(st)) { /* written mesh by mesh: number, publish */
+    e = st->out ? mb_collection_writer_finish(st->out) : MB_SUCCESS;
     st->out = NULL;
     MB_CALL(mb_agree(st->comm, e));
   } else if (!nothing) { /* a job in which every mesh failed leaves any earlier output as it was */
@@ -450,6 +456,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
              (int)mb_collection_stem_length(st->job->output), st->job->output);
   }
   free(all);
+  if (st->job->distribute != MB_DISTRIBUTE_PARTITIONED) MB_CALL(runner_writer_report(st));
   if (st->job->timings) MB_CALL(print_timings(st, sum));
   return MB_SUCCESS;
 }
@@ -466,6 +473,7 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
     runner_checkpoint_after_failure(st->ckpt, st->job->checkpoint > 0 || st->job->resume);
   mb_collection_writer_abort(st->out); /* not published: stopped, failed, or no mesh finished */
   st->out = NULL;
+  runner_writer_close(st);
   if (st->locked) runner_drop_lock(st->job->output);
   for (int i = 0; i < st->nkept; i++) mb_mesh_free(st->kept[i]);
   free(st->kept);

@@ -22,15 +22,21 @@
 
 /* ------------------------------------------------------------- finished meshes */
 
-/* A finished mesh joins the output: written into it at once where the rank
- * writes the output mesh by mesh (then freed), else kept for the collective
- * write at the end. Takes m in every case. */
+/* A finished mesh joins the output: written into it at once where the
+ * output is written mesh by mesh (rank 0 puts it, another rank hands it to
+ * rank 0, the writer rank; then freed), else kept for the collective write
+ * at the end. Takes m in every case. */
 mb_error runner_keep_mesh(rank_state *st, mb_mesh *m) {
   if (st->out) {
     const double t0 = mb_wtime();
     mb_error e = mb_collection_writer_put(st->out, m); /* takes m */
     st->put_s += mb_wtime() - t0;
     MB_CALL(e);
+    MB_CALL(runner_writer_poll(st));
+    return MB_SUCCESS;
+  }
+  if (st->wr) {
+    MB_CALL(runner_writer_put(st, m)); /* takes m */
     return MB_SUCCESS;
   }
   mb_mesh **k = realloc(st->kept, sizeof *k * (size_t)(st->nkept + 1));
@@ -475,12 +481,13 @@ void runner_drop_lock(const char *output) {
 }
 
 /* Whether the output is written mesh by mesh as the meshes finish (inside
- * the per-mesh pipeline) rather than once, collectively, at the end: on
- * one rank, per mesh, unless MESHBATCH_WRITE=end. Over several ranks the
- * file's groups and datasets are created collectively (parallel HDF5),
- * which needs every rank's meshes at once. */
+ * the per-mesh pipeline) rather than once, collectively, at the end: per
+ * mesh, unless MESHBATCH_WRITE=end. Over several ranks rank 0 makes every
+ * mesh's groups and datasets (parallel HDF5 makes metadata collectively,
+ * so one process holds the file) and the others write their meshes'
+ * values at the offsets it hands out (mb_runner_writer.c). */
 int runner_writes_per_mesh(const rank_state *st) {
-  if (st->size != 1 || st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return 0;
+  if (st->job->distribute == MB_DISTRIBUTE_PARTITIONED) return 0;
   const char *e = getenv("MESHBATCH_WRITE");
   return !(e && !strcmp(e, "end"));
 }

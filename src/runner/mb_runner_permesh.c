@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mb_collection.h"
@@ -255,6 +256,7 @@ typedef struct source_iter {
 
 static mb_error next_source(rank_state *st, source_iter *it, int64_t *s) {
   *s = -1;
+  MB_CALL(runner_writer_poll(st)); /* the writer rank serves, the others write */
   if (runner_stop_requested()) return MB_SUCCESS;
   if (it->owner) {
     while (it->pos < it->n && it->owner[it->pos] != st->rank) it->pos++;
@@ -271,6 +273,10 @@ static mb_error next_source(rank_state *st, source_iter *it, int64_t *s) {
 /* Meshes read ahead of the compute: a larger read beside a smaller compute
  * then does not leave the device waiting, at the memory of these meshes. */
 enum { PIPE_AHEAD = 2 };
+
+/* While the compute thread runs, the main thread serves the writer rank's
+ * exchange (several ranks writing mesh by mesh) this often: 1 ms. */
+#define WRITER_POLL_NS 1000000L
 
 /* The queues between the main thread and the compute thread. */
 typedef struct mesh_pipe {
@@ -423,7 +429,24 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
     }
     if (!more && !flight) break;
     pthread_mutex_lock(&q.mu);
-    while (!q.out && (q.in || q.busy)) pthread_cond_wait(&q.cv, &q.mu);
+    while (!q.out && (q.in || q.busy)) {
+      if (!st->wr) {
+        pthread_cond_wait(&q.cv, &q.mu);
+        continue;
+      }
+      /* several ranks: serve the writer's exchange while the mesh computes */
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += WRITER_POLL_NS;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&q.cv, &q.mu, &until);
+      pthread_mutex_unlock(&q.mu);
+      if (!e) e = runner_writer_poll(st);
+      pthread_mutex_lock(&q.mu);
+    }
     pthread_mutex_unlock(&q.mu);
   }
   pthread_mutex_lock(&q.mu);

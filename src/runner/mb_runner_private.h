@@ -7,7 +7,10 @@
  *   mb_runner_partitioned.c every dataset split over the ranks (the domain's
  *                           reader, the stages on it, its checkpoint slabs);
  *   mb_runner_output.c      output checks, lock, stale temporaries, the
- *                           checkpoint folder and files, finished meshes kept.
+ *                           checkpoint folder and files, finished meshes kept;
+ *   mb_runner_writer.c      per-mesh runs on several ranks: the writer rank
+ *                           (rank 0) makes each mesh's metadata, the others
+ *                           write its values at the offsets it hands out.
  * None of these functions is collective unless its comment says so; each
  * that returns mb_error reports through mb_error.h's message. */
 #ifndef MB_RUNNER_PRIVATE_H
@@ -40,6 +43,8 @@ typedef struct mesh_result {
   char message[512];
 } mesh_result;
 
+typedef struct runner_writer runner_writer; /* mb_runner_writer.c */
+
 typedef struct rank_state {
   MPI_Comm comm;
   int rank, size;
@@ -47,7 +52,8 @@ typedef struct rank_state {
   mb_kind import_kind;   /* import: the kind every dataset is converted to, or NONE */
   mb_inputs *inputs;
   mb_backend backend;
-  mb_collection_writer *out; /* per-mesh runs on one rank: the output, written mesh by mesh */
+  mb_collection_writer *out; /* per-mesh runs, rank 0: the output, written mesh by mesh */
+  runner_writer *wr;     /* per-mesh runs on several ranks: the writer rank's exchange */
   int nkept;
   mb_mesh **kept;        /* otherwise: processed meshes this rank writes at the end */
   int nslabs;
@@ -63,7 +69,10 @@ typedef struct rank_state {
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
                             takes one fewer) */
   double setup_s;        /* --timings: backend and inputs */
-  double put_s;          /* meshes written into the output as they finished (st->out) */
+  double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
+                            on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
+  double wait_s;         /* st->wr: at the schedule's end, waiting for the writer rank (other
+                            ranks) or for the other ranks to finish (rank 0) */
   double write_s;        /* the output's end: the collective write, or the publication */
   char ckpt[4200];       /* --checkpoint: the folder of finished meshes, "" without */
   int64_t resumed;       /* meshes this rank took from the checkpoint */
@@ -99,6 +108,36 @@ int runner_pipeline_enabled(const rank_state *st);
 mb_error runner_run_static(rank_state *st);
 /* Per-mesh run, dynamic schedule: a shared counter on rank 0 (MPI window). Collective. */
 mb_error runner_run_dynamic(rank_state *st);
+
+/* ------------------------------------------------------------- mb_runner_writer.c */
+
+/* Per-mesh runs on several ranks writing mesh by mesh: st->wr, after rank
+ * 0's st->out is begun (the temporary file's name is sent to the others,
+ * which open it). Collective; errors agreed. */
+mb_error runner_writer_open(rank_state *st);
+/* A rank other than 0: hand finished mesh m on to the writer rank (its
+ * description, or m whole); its values are written once the extents come
+ * back (runner_writer_poll, _drain). Takes m. Not blocking. Errors:
+ * those of mb_collection_describe (a mesh that fails the output's checks),
+ * MB_ERR_MPI, MB_ERR_MEMORY. */
+mb_error runner_writer_put(rank_state *st, mb_mesh *m);
+/* Progress without blocking (the main thread, between meshes and while
+ * the compute thread runs): rank 0 serves the requests that came, the
+ * others write the meshes whose extents came. Errors: MB_ERR_MPI (the
+ * writes' own errors are kept for the drain). */
+mb_error runner_writer_poll(rank_state *st);
+/* The end of the schedule, on every rank (e: this rank's outcome so far):
+ * the others finish their writes (synced under --sync), close the file and
+ * say done; rank 0 serves until every rank has. Returns e, else the first
+ * error of this rank's writes (rank 0: or MB_ERR_IO where another rank's
+ * failed). No-op (returns e) without st->wr. Not collective, but every
+ * rank must call it before the next collective call. */
+mb_error runner_writer_drain(rank_state *st, mb_error e);
+/* Free st->wr (its communicator: every rank calls it). */
+void runner_writer_close(rank_state *st);
+/* With -v or --timings, rank 0 prints each rank's busy, write and wait
+ * seconds and the meshes it handed on or served. Collective. */
+mb_error runner_writer_report(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_partitioned.c */
 
@@ -136,7 +175,8 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
 void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);
-/* Whether the output is written mesh by mesh (one rank, per mesh, not MESHBATCH_WRITE=end). */
+/* Whether the output is written mesh by mesh as they finish (per mesh, not MESHBATCH_WRITE=end;
+ * on several ranks through the writer rank, mb_runner_writer.c). */
 int runner_writes_per_mesh(const rank_state *st);
 /* The bytes the output will take as far as the inputs and the stages tell
  * (every op's mb_op_info.grow: added fields, time series), a bound. */

@@ -738,6 +738,85 @@ def quad_obj(path, n, seed=2):
     return path
 
 
+def planar_obj(path, n, seed=3):
+    """A noisy planar (z = 0) triangulated n x n grid: a triangulation2d once imported."""
+    import random
+    rnd = random.Random(seed)
+    v = [(i + rnd.uniform(-.2, .2), j + rnd.uniform(-.2, .2)) for j in range(n) for i in range(n)]
+    f = []
+    for j in range(n - 1):
+        for i in range(n - 1):
+            a = j * n + i
+            f += [(a, a + 1, a + n + 1), (a, a + n + 1, a + n)]
+    with open(path, "w") as out:
+        out.writelines(f"v {x!r} {y!r} 0.0\n" for x, y in v)
+        out.writelines(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in f)
+    return path
+
+
+def writer_report(p, np):
+    """The -v lines of the writer rank's exchange: {rank: line}; each rank has one."""
+    lines = {}
+    for ln in p.stdout.splitlines():
+        if ln.startswith("[rank ") and "] busy " in ln and " wait " in ln:
+            lines[int(ln.split()[1].rstrip("]"))] = ln
+    if sorted(lines) != list(range(np)):
+        fail(f"-v on {np} ranks: busy/write/wait lines for ranks {sorted(lines)}")
+    return lines
+
+
+def case_writer(a):
+    """Per-mesh batches on several ranks write each mesh as it finishes: rank 0
+    (the writer rank) makes every mesh's groups and datasets, the others write
+    their meshes' values at the offsets it hands out, or send meshes of other
+    layouts (polygons) whole. Outputs bitwise equal to one rank's: a batch in
+    which one mesh fails (the rest written, exit 1), and batches of fewer
+    meshes than ranks, triangulation2d (values packed by their holder) and
+    polygons2d (sent whole); per-rank busy/write/wait lines under -v; no
+    temporary file left."""
+    d = fresh(f"writer_{a.np}")
+    files = small_meshes(d) + [grid_obj(os.path.join(d, "grid.obj"), 15),
+                               quad_obj(os.path.join(d, "quads.obj"), 9),
+                               write(os.path.join(d, "nan.obj"), "v 0 0 0\nv nan 0 0\nv 0 1 0\nf 1 2 3\n")]
+    good = sorted(["spot", "bob", "sphere_a", "sphere_b", "sphere_c", "grid", "quads"])
+    outs = {}
+    for np in (1, a.np):
+        out = os.path.join(d, f"np{np}.h5")
+        jp = job(os.path.join(d, f"np{np}.yaml"), files, out, stages=ALL_RULES[:3], backend="cpu")
+        p = run(["run", jp, "-v", "--timings"], np=np, expect=1)
+        if "nan.obj" not in p.stderr or "1 failed" not in p.stdout:
+            fail(f"{np} ranks: the failed mesh is not reported")
+        if mesh_names(out) != good:
+            fail(f"{np} ranks: output holds {mesh_names(out)}, expected {good}")
+        if not any(ln.strip().startswith("wait (writer rank, end)") for ln in p.stdout.splitlines()):
+            fail("--timings: no 'wait (writer rank, end)' row")
+        lines = writer_report(p, np)
+        if np > 1:
+            # the meshes other ranks finished all went through rank 0
+            rows = [ln.split() for ln in p.stdout.splitlines()]
+            elsewhere = sum(1 for r in rows if len(r) == 7 and r[0] in good and r[6] == "ok" and r[1] != "0")
+            w = lines[0].split("(its meshes, and ")[1].split()
+            if int(w[0]) + int(w[3]) != elsewhere or elsewhere == 0:
+                fail(f"rank 0 served {w[0]} described and {w[3]} whole meshes; {elsewhere} "
+                     "finished on the other ranks")
+        outs[np] = out
+    same_datasets(outs[1], outs[a.np])
+    # fewer meshes than ranks (two meshes on np + 2 ranks), no stages (an import)
+    planar = [planar_obj(os.path.join(d, "p1.obj"), 12), planar_obj(os.path.join(d, "p2.obj"), 7, seed=4)]
+    for kind in ("triangulation2d", "polygons2d"):
+        ref = None
+        for np in (1, a.np + 2):
+            out = os.path.join(d, f"{kind}_{np}.h5")
+            run(["import"] + planar + ["-o", out, "--kind", kind, "--verbose"], np=np)
+            if mesh_names(out) != ["p1", "p2"]:
+                fail(f"import of {kind} on {np} ranks holds {mesh_names(out)}")
+            ref = ref or out
+        same_datasets(ref, out)
+    stray = [f for f in os.listdir(d) if ".tmp-" in f]
+    if stray:
+        fail(f"temporary files left: {stray}")
+
+
 def case_parmetis(a):
     """partitioner: parmetis on N ranks, each rank reading only its slab of
     the collection, == partitioner: metis == one rank, bitwise."""

@@ -1,13 +1,16 @@
 /* meshbatch: collections of every dataset kind (surface, triangulation2d,
  * polygons2d) and per-face fields: bitwise round trips of a mixed collection,
  * rank-count independence, the on-disk layout of each kind, files of format
- * version 1, slabs of planar kinds, and the errors of the kind rules.
+ * version 1, slabs of planar kinds, the errors of the kind rules, and the
+ * one-process writer (meshes put, or described and written by a holder).
  * Run with 1 to 4 MPI ranks. */
+#include <fcntl.h>
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll_kinds.h"
 #include "mb_collection.h"
@@ -675,6 +678,66 @@ static void test_kinds_one_at_a_time(void **state) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Written through the writer by a "holder" (per-mesh runs on several
+ * ranks): each mesh that can be is described (mb_collection_describe),
+ * its group and datasets made from the description
+ * (mb_collection_writer_put_described) and its values written at the
+ * extents handed back (mb_collection_write_extents, pwrite on the
+ * temporary file); the others are put whole. The file == written at once
+ * by mb_collection_write, every dataset bit for bit. Extents of another
+ * mesh are refused. Rank 0 only (nothing here is collective). */
+static void test_kinds_described(void **state) {
+  (void)state;
+  char ref[1024], out[1024];
+  mb_test_tmp_path("kref.h5", ref, sizeof ref);
+  mb_test_tmp_path("kdesc.h5", out, sizeof out);
+  assert_int_equal(write_kinds(MPI_COMM_WORLD, ref), MB_SUCCESS);
+  if (g_rank == 0) {
+    mb_mesh *m[KINDS_NMESH];
+    kinds_make(m);
+    mb_collection_writer *w = NULL;
+    if (mb_collection_writer_begin(out, 0, 0, &w)) fail_msg("begin: %s", mb_error_message());
+    const int fd = open(mb_collection_writer_temporary(w), O_WRONLY);
+    assert_true(fd >= 0);
+    int described = 0;
+    for (int i = KINDS_NMESH - 1; i >= 0; i--) {
+      char *meta = NULL;
+      size_t len = 0;
+      int n = -1;
+      assert_int_equal(mb_collection_describe(m[i], &meta, &len, &n), MB_SUCCESS);
+      if (n == 0) { /* polygons: put whole */
+        assert_null(meta);
+        assert_true(m[i]->kind == MB_KIND_POLYGONS2D || !mb_mesh_is_triangles(m[i]));
+        mb_mesh *copy = NULL;
+        assert_int_equal(mb_mesh_duplicate(m[i], &copy), MB_SUCCESS);
+        if (mb_collection_writer_put(w, copy)) fail_msg("put %d: %s", i, mb_error_message());
+        continue;
+      }
+      assert_int_equal(n, 2 + m[i]->nfields + m[i]->nface_fields);
+      mb_collection_extent *ext = calloc((size_t)n, sizeof *ext);
+      assert_non_null(ext);
+      if (mb_collection_writer_put_described(w, meta, len, n, ext))
+        fail_msg("put_described %d: %s", i, mb_error_message());
+      for (int k = 0; k < n; k++) assert_true(ext[k].bytes == 0 || ext[k].offset > 0);
+      /* the extents of another shape are refused, nothing written */
+      ext[0].bytes += 8;
+      assert_int_equal(mb_collection_write_extents(fd, out, m[i], n, ext), MB_ERR_ARG);
+      ext[0].bytes -= 8;
+      assert_int_equal(mb_collection_write_extents(fd, out, m[i], n, ext), MB_SUCCESS);
+      free(ext);
+      free(meta);
+      described++;
+    }
+    assert_int_equal(described, 2); /* tri2d and tiny2d; the others have polygons */
+    assert_int_equal(close(fd), 0);
+    assert_int_equal(mb_collection_writer_count(w), KINDS_NMESH);
+    if (mb_collection_writer_finish(w)) fail_msg("finish: %s", mb_error_message());
+    assert_int_equal(compare_files(ref, out), KINDS_NDATASETS);
+    kinds_free(m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -684,6 +747,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_kinds_roundtrip),
       cmocka_unit_test(test_kinds_rank_independence),
       cmocka_unit_test(test_kinds_one_at_a_time),
+      cmocka_unit_test(test_kinds_described),
       cmocka_unit_test(test_read_version1),
       cmocka_unit_test(test_planar_slabs),
       cmocka_unit_test(test_slabs_disagree),
