@@ -288,9 +288,10 @@ mb_error mb_coll_check_folder(const char *path);
  * link; if any step fails every earlier file is put back and nothing new
  * stays. suffix: the temporary names' suffix (".tmp-<pid>"). durable:
  * every file is synced before the first name changes, the folder after
- * the last. Called by one rank (rank 0). Errors: MB_ERR_IO, MB_ERR_MEMORY,
- * those of the XDMF writer. */
+ * the last. xdmf 0: the HDF5 file alone, no companions (checkpoints, read
+ * back by meshbatch only). Called by one rank (rank 0). Errors: MB_ERR_IO,
+ * MB_ERR_MEMORY, those of the XDMF writer. */
 mb_error mb_coll_publish(const char *path, const char *tmp, const char *suffix,
-                         const mb_wset *w, int durable);
+                         const mb_wset *w, int durable, int xdmf);
 
 #endif

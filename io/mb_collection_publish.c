@@ -253,16 +253,17 @@ static mb_error sync_folder(const char *path) {
  * hard link), and if any step fails every earlier file is put back and
  * nothing new stays: the previous output is left whole. durable: every
  * file is synced before the first name changes (the HDF5 file's data
- * already, by write_h5 or the writer), the folder after the last. */
+ * already, by write_h5 or the writer), the folder after the last. xdmf 0:
+ * the HDF5 file alone. */
 mb_error mb_coll_publish(const char *path, const char *tmp, const char *suffix,
-                         const mb_wset *w, int durable) {
+                         const mb_wset *w, int durable, int xdmf) {
   char stem[MB_PATH_MAX];
   xdmf_stem(path, stem, sizeof stem);
   const char *slash = strrchr(path, '/');
   const char *h5name = slash ? slash + 1 : path;
-  const int64_t total = w->n + 1;
-  char **tmps = calloc((size_t)total, sizeof *tmps);
-  mb_xdmf_mesh *xm = calloc((size_t)total, sizeof *xm);
+  const int64_t total = xdmf ? w->n + 1 : 0; /* XDMF files: the collection's and each mesh's */
+  char **tmps = calloc((size_t)total + 1, sizeof *tmps);
+  mb_xdmf_mesh *xm = calloc((size_t)total + 1, sizeof *xm);
   mb_pub *p = calloc((size_t)total + 1, sizeof *p);
   if (!tmps || !xm || !p) {
     free(tmps);
@@ -270,7 +271,7 @@ mb_error mb_coll_publish(const char *path, const char *tmp, const char *suffix,
     free(p);
     MB_FAIL(MB_ERR_MEMORY, "out of memory");
   }
-  mb_error e = write_xdmf_tmps(stem, h5name, suffix, w, tmps, xm);
+  mb_error e = xdmf ? write_xdmf_tmps(stem, h5name, suffix, w, tmps, xm) : MB_SUCCESS;
   free(xm);
   const size_t slen = strlen(suffix);
   snprintf(p[0].tmp, sizeof p[0].tmp, "%s", tmp);

@@ -89,7 +89,7 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
 
 static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
                                  mb_mesh *const *local, int nslabs, const mb_mesh_slab *slabs,
-                                 int durable) {
+                                 int durable, int xdmf) {
   MB_CHECK(path && *path, MB_ERR_ARG, "mb_collection_write: empty path");
   MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_write: path too long");
   mb_held h = {0, nlocal, nslabs, local, slabs};
@@ -104,7 +104,7 @@ static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
   e = write_h5(comm, tmp, &w, &h, durable, &lerr);
   e = mb_agree(comm, e ? e : lerr);
   if (!e)
-    e = mb_agree(comm, h.rank == 0 ? mb_coll_publish(path, tmp, suffix, &w, durable)
+    e = mb_agree(comm, h.rank == 0 ? mb_coll_publish(path, tmp, suffix, &w, durable, xdmf)
                                    : MB_SUCCESS);
   if (e && h.rank == 0) unlink(tmp);
 out:
@@ -117,19 +117,26 @@ out:
 mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
                                    mb_mesh *const *local, int nslabs,
                                    const mb_mesh_slab *slabs) {
-  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 0));
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 0, 1));
   return MB_SUCCESS;
 }
 
 mb_error mb_collection_write_durable(MPI_Comm comm, const char *path, int nlocal,
                                      mb_mesh *const *local, int nslabs,
                                      const mb_mesh_slab *slabs) {
-  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1));
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 1));
+  return MB_SUCCESS;
+}
+
+mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlocal,
+                                        mb_mesh *const *local, int nslabs,
+                                        const mb_mesh_slab *slabs) {
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 0));
   return MB_SUCCESS;
 }
 
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes) {
-  MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0));
+  MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0, 1));
   return MB_SUCCESS;
 }

@@ -288,7 +288,7 @@ mb_error mb_collection_writer_finish(mb_collection_writer *w) {
   if (!e) e = ce;
   w->file = -1;
   mb_h5_quiet_end(q);
-  if (!e) e = mb_coll_publish(w->path, w->tmp, w->suffix, &all, w->durable);
+  if (!e) e = mb_coll_publish(w->path, w->tmp, w->suffix, &all, w->durable, 1);
   free(all.m);
   if (e) { /* publish put back whatever it had moved */
     mb_error_trace(__FILE__, __LINE__, __func__);

@@ -70,7 +70,8 @@
 #              (sphere:N = icosphere of N vertices; NAME:L = NAME.obj beside MESH
 #              or in data/meshes, subdivided L levels; missing ones are left out)
 #            PERMESH_ITERATIONS=100 Taubin iterations, PERMESH_SCHEDULE=static,
-#            PERMESH_RANKS (default RANK_LIST)
+#            PERMESH_RANKS (default RANK_LIST), PERMESH_RUN_ARGS (more words for
+#            `meshbatch run`, e.g. --no-checkpoint)
 #   polylla: POLYLLA_STRONG=100000000 [dry: 25000000] vertices (strong, one grid)
 #            POLYLLA_WEAK=25000000 [dry: 12500000] vertices per GPU (weak; 1 GPU is
 #              the plain `bench polylla` on that size, R GPUs the partitioned bench
@@ -417,7 +418,8 @@ section_permesh() {
     job=$work/permesh-np$R.yaml log=$logdir/permesh-np$R.log
     printf 'input: %s\noutput: %s\ndistribute: per-mesh\nschedule: %s\nbackend: %s\n%s\nstages:\n  - op: taubin\n    lambda: 0.5\n    mu: -0.53\n    iterations: %s\n    weights: uniform\n    boundary: fixed\n' \
       "$coll" "$work/permesh-out-np$R.h5" "$permesh_schedule" "$backend" "$precline" "$permesh_iter" > "$job"
-    mpi "$R" "$log" "$exe" run "$job" --timings
+    # shellcheck disable=SC2086 # PERMESH_RUN_ARGS: words for `meshbatch run`
+    mpi "$R" "$log" "$exe" run "$job" --timings ${PERMESH_RUN_ARGS:-}
     rm -f "$work/permesh-out-np$R".*
     local line; line=$(grep -E '[0-9]+ meshes, [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
     [ -n "$line" ] || { note "permesh, $R ranks: no summary line (see $log)"; continue; }

@@ -256,14 +256,15 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  enum { N = 8 };
-  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->wait_s, st->write_s,
-                    sum->wall_s, (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
+  enum { N = 9 };
+  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->ckpt_s, st->wait_s,
+                    st->write_s, sum->wall_s, (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
-                                      "write (per mesh)", "wait (writer rank, end)",
+                                      "write (per mesh)", "checkpoint (per mesh)",
+                                      "wait (writer rank, end)",
                                       "write (end)", "wall",
                                       "peak host memory"};
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",

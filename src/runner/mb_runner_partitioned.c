@@ -188,7 +188,7 @@ mb_error runner_run_partitioned(rank_state *st) {
         /* a checkpoint that cannot be written (a full disk) ends the run, as
          * in a per-mesh run: the output is not written, an earlier one kept */
         const mb_error ce =
-            mb_agree(st->comm, mb_collection_write_durable(st->comm, ck, 0, NULL, 1, &slab));
+            mb_agree(st->comm, mb_collection_write_checkpoint(st->comm, ck, 0, NULL, 1, &slab));
         if (ce) {
           mb_mesh_free(slab.rows);
           return ce;

@@ -71,6 +71,7 @@ typedef struct rank_state {
   double setup_s;        /* --timings: backend and inputs */
   double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
                             on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
+  double ckpt_s;         /* per-mesh runs: the durable checkpoint writes of finished meshes */
   double wait_s;         /* st->wr: at the schedule's end, waiting for the writer rank (other
                             ranks) or for the other ranks to finish (rank 0) */
   double write_s;        /* the output's end: the collective write, or the publication */

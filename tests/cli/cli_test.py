@@ -591,7 +591,8 @@ def case_ranks(a):
         if "max/mean" not in p.stdout:
             fail("no busy-time summary")
         for row in ("setup (backend, inputs)", "read", "compute (setup + stages)",
-                    "write (per mesh)", "write (end)", "wall", "peak host memory"):
+                    "write (per mesh)", "checkpoint (per mesh)", "write (end)", "wall",
+                    "peak host memory"):
             if not any(ln.strip().startswith(row) and (" s " in ln + " " or "MB" in ln)
                        for ln in p.stdout.splitlines()):
                 fail(f"--timings on {np} ranks: no '{row}' row")
