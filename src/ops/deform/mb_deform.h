@@ -45,8 +45,16 @@
  * CHOLMOD, analysis once per mesh, numeric factor once per value of c;
  * `pcg`: the linalg layer's Jacobi-preconditioned CG warm-started from the
  * current positions to relative residual MB_DEFORM_PCG_RTOL per
- * coordinate, as the chapter's GPU solver, no factorization). Soft: c = w_constraint, y_f =
- * P_f(A_f p); E decreases at every iteration (alternating minimisation).
+ * coordinate, as the chapter's GPU solver, no factorization; with
+ * `cg_iterations: k` >= 1 the inner solve is inexact: at most k Jacobi-CG
+ * iterations warm-started from the last iterate (mb_deform_cg in
+ * mb_deform_private.h; the chapter's GPU ran a few per iteration). A
+ * fixed point of the inexact iteration is one of the exact one (the warm
+ * start's residual H p - b is then 0), so converged runs (hard, or soft
+ * stopped by the tolerance) reach the exact runs' result to the tolerance;
+ * a soft run capped at `iterations` stops at another iterate.) Soft: c = w_constraint, y_f =
+ * P_f(A_f p); E decreases at every iteration (alternating minimisation;
+ * also with inexact solves: CG from the warm start lowers the quadratic).
  * Hard (`hard: yes`, section 2.2.2.2): the constraints A_f p = z_f, z_f in
  * the constraint set, by the augmented Lagrangian in its scaled form
  * (ADMM, over-relaxed as in Boyd et al., "Distributed optimization and
@@ -136,6 +144,8 @@ typedef struct mb_deform_params {
   char handles[MB_PARAM_NAMES_LEN]; /* handles file ("" : the `handle` field) */
   int fix_boundary;    /* 0 no, 1 yes */
   int solver;          /* mb_deform_solver */
+  int cg_iterations;   /* solver pcg: 0 each solve to MB_DEFORM_PCG_RTOL; k >= 1 at
+                          most k CG iterations per local-global iteration (inexact) */
 } mb_deform_params;
 
 /* One mesh (per mesh on one rank; borrowed arrays). */

@@ -217,7 +217,11 @@ static const mb_param deform_params[] = {
      yes_no, "yes: boundary vertices keep their input positions"},
     {"solver", MB_PARAM_NAME, offsetof(mb_deform_params, solver), 0, 0, 0, 0, 0,
      MB_DEFORM_CHOLESKY, solver_names,
-     "cholesky (CHOLMOD, factored once per penalty) or pcg (Jacobi CG, warm-started)"}};
+     "cholesky (CHOLMOD, factored once per penalty) or pcg (Jacobi CG, warm-started)"},
+    {"cg_iterations", MB_PARAM_INT, offsetof(mb_deform_params, cg_iterations), 0, 100000, 0, 0,
+     0, 0, NULL,
+     "solver pcg: 0, each solve to relative residual 1e-12; k >= 1, at most k CG iterations "
+     "per iteration (inexact, warm-started)"}};
 
 /* handles: one path, not a list. */
 static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,
