@@ -26,4 +26,8 @@ run --hard yes --iterations 20
 run --solver pcg --sync-phases
 run --solver pcg --cg device
 run --solver pcg --cg device --hard yes --iterations 20
+run --solver pcg --cg linalg
+run --solver pcg --cg-iterations 8
+run --solver pcg --cg-iterations 8 --sync-phases
+run --solver pcg --cg-iterations 8 --hard yes --iterations 20
 exit 0

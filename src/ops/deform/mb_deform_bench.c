@@ -20,7 +20,8 @@ static const char deform_bench_help[] =
     "                              [--constraint planar|regular] [--hard no|yes]\n"
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
     "                              [--solver cholesky|pcg] [--backend cpu|cuda]\n"
-    "                              [--sync-phases] [--cg linalg|device]\n\n"
+    "                              [--sync-phases] [--cg linalg|device]\n"
+    "                              [--cg-iterations K]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -38,15 +39,20 @@ static const char deform_bench_help[] =
     "without --sync-phases the device is pipelined and only the frame is its time\n"
     "(the phases are the host's enqueue times); with it the device is waited for\n"
     "at each phase boundary, which gives the phases and slows the frame. --cg\n"
-    "(solver pcg on cuda): linalg, the linalg layer's device PCG (the CPU's\n"
-    "iterates, host checks every iteration; the default), or device, the deform\n"
-    "room's CG (scalars on the device, the host reads once per 8 iterations).\n";
+    "(solver pcg on cuda): device, the deform room's CG (scalars on the device,\n"
+    "the host reads once per 8 iterations; the default), or linalg, the linalg\n"
+    "layer's device PCG (the CPU's iterates, host checks every iteration).\n"
+    "--cg-iterations K (solver pcg, both backends): the key cg_iterations, at\n"
+    "most K CG iterations per local-global iteration (inexact inner solves,\n"
+    "warm-started; on cuda always the room's CG, and without --sync-phases the\n"
+    "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
+    "each solve to relative residual 1e-12.\n";
 
 typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats;
-  int cuda, sync_phases, device_cg;
+  int cuda, sync_phases, linalg_cg;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -88,7 +94,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->cuda = !strcmp(v, "cuda");
     } else if (!strcmp(a, "--cg") && v) {
       bad = strcmp(v, "linalg") && strcmp(v, "device");
-      o->device_cg = !strcmp(v, "device");
+      o->linalg_cg = !strcmp(v, "linalg");
+    } else if (!strcmp(a, "--cg-iterations") && v) {
+      bad = mb_cli_parse_int64(v, &n) || n < 0 || n > 100000;
+      o->p.cg_iterations = (int)n;
     } else if (!strcmp(a, "--sync-phases")) {
       o->sync_phases = 1;
       continue;
@@ -145,14 +154,16 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   if (!e) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
   printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, solver %s, "
-         "w_fair %g, w_constraint %g%s; backend %s%s%s\n",
+         "w_fair %g, w_constraint %g%s; backend %s%s%s, cg_iterations %d\n",
          m->name, (long long)m->nv, (long long)m->nf, o->p.hard ? "hard" : "soft",
          o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
          o->p.solver ? "pcg" : "cholesky",
          o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles",
          o->cuda ? "cuda" : "cpu", o->cuda && o->sync_phases ? " (phases synchronised)" : "",
-         o->cuda && o->p.solver == MB_DEFORM_PCG ? (o->device_cg ? ", cg device" : ", cg linalg")
-                                                 : "");
+         o->cuda && o->p.solver == MB_DEFORM_PCG
+             ? (o->linalg_cg && o->p.cg_iterations == 0 ? ", cg linalg" : ", cg device")
+             : "",
+         o->p.cg_iterations);
   const double per = 50.0 / o->p.iterations;
   for (int64_t r = 0; r < o->repeats && !e; r++) {
     memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
@@ -160,7 +171,7 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          adj, target, NULL};
     mb_deform_report rep = {0};
     const double t0 = mb_wtime();
-    const mb_deform_cuda_opts co = {o->sync_phases, o->device_cg};
+    const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
     e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, &rep, &co)
                 : mb_deform_run_cpu(&o->p, &dm, &rep);
     const double ms = 1e3 * (mb_wtime() - t0);

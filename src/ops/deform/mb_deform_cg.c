@@ -33,7 +33,8 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
     dinv[i] = 1.0 / a;
   }
   /* r = b - A x, z = dinv r, p = z; r.z, r.r, b.b per column */
-  double rz[3] = {0, 0, 0}, rr[3] = {0, 0, 0}, bb[3] = {0, 0, 0}, alpha[3], beta[3];
+  double rz[3] = {0, 0, 0}, rr[3] = {0, 0, 0}, bb[3] = {0, 0, 0}, alpha[3] = {0, 0, 0},
+         beta[3] = {0, 0, 0};
   int done_c[3];
   for (int32_t i = 0; i < n; i++) {
     double ax[3] = {0, 0, 0};
@@ -59,17 +60,18 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
   int it = 0;
   while (!all && it < k) {
     double pq[3] = {0, 0, 0};
-    for (int32_t i = 0; i < n; i++) { /* q = A p */
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (int32_t i = 0; i < n; i++) { /* q = A p (rows in parallel: each row's own sum) */
       double aq[3] = {0, 0, 0};
       for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
         for (int c = 0; c < 3; c++)
           if (!done_c[c]) aq[c] += H->val[e] * p[3 * (size_t)H->col[e] + c];
       for (int c = 0; c < 3; c++)
-        if (!done_c[c]) {
-          q[3 * (size_t)i + c] = aq[c];
-          pq[c] += p[3 * (size_t)i + c] * aq[c];
-        }
+        if (!done_c[c]) q[3 * (size_t)i + c] = aq[c];
     }
+    for (int32_t i = 0; i < n; i++) /* p.q in row order: the same bits for any thread count */
+      for (int c = 0; c < 3; c++)
+        if (!done_c[c]) pq[c] += p[3 * (size_t)i + c] * q[3 * (size_t)i + c];
     for (int c = 0; c < 3; c++)
       if (!done_c[c]) {
         MB_CHECK_GOTO(err, done, pq[c] > 0 && isfinite(pq[c]), MB_ERR_NUMERIC,
