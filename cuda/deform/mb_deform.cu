@@ -1105,13 +1105,15 @@ extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh
   rep->energy = en;
   rep->face_planarity = fp;
   mb_error e;
+  mb_deform_params q = *p; /* solver auto: pcg on the device */
+  if (q.solver == MB_DEFORM_AUTO) q.solver = MB_DEFORM_PCG;
   {
     deform_gpu g;
-    g.p = p;
+    g.p = &q;
     g.dm = dm;
     g.rep = rep;
     g.sync = o && o->sync_phases;
-    g.device_cg = !(o && o->linalg_cg) || p->cg_iterations > 0;
+    g.device_cg = !(o && o->linalg_cg) || q.cg_iterations > 0;
     e = run(&g);
   }
   if (e) (void)cudaGetLastError();

@@ -29,7 +29,8 @@ typedef struct mb_deform_cuda_opts {
                       room's CG all the same) */
 } mb_deform_cuda_opts;
 
-/* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device:
+/* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device
+ * (solver auto runs pcg here, cholesky on the CPU):
  * the same iterations, stopping rules, report and errors (the same messages
  * for bad inputs; they are found on the host before any device work). The
  * system is assembled on the host by the CPU's functions once per penalty

@@ -9,6 +9,8 @@
  *  - a lifted Polylla mesh (300 random points, faces of 3 to 20-odd
  *    vertices, on a dome of height 0.01): hard planar without handles to
  *    1e-10 (cholesky, and the device CG), and soft planar (both PCGs);
+ *  - solver auto (the op's default: cholesky on the CPU, the device CG on
+ *    CUDA), soft planar 50 iterations and hard planar on the quad grid;
  *  - inexact inner solves (solver pcg, cg_iterations 8: at most 8 CG
  *    iterations per iteration, the CPU's mb_deform_cg against the device
  *    CG, one method): soft planar 50 iterations and hard planar to 1e-10
@@ -156,7 +158,11 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   printf("%s (%s): CPU %d iterations, converged %d, residual %.3g; CUDA %d iterations, "
          "converged %d, residual %.3g (recomputed %.3g), %d factorizations, %lld CG "
          "iterations; max distance %.3g = %.3g of the box %.3g\n",
-         what, p->solver == MB_DEFORM_PCG ? (device_cg ? "pcg, device CG" : "pcg") : "cholesky", rc.iterations, rc.converged,
+         what,
+         p->solver == MB_DEFORM_PCG    ? (device_cg ? "pcg, device CG" : "pcg")
+         : p->solver == MB_DEFORM_AUTO ? "auto: cholesky against the device CG"
+                                       : "cholesky",
+         rc.iterations, rc.converged,
          p->constraint == MB_DEFORM_PLANAR ? rc.planarity : rc.regularity, rg.iterations,
          rg.converged, p->constraint == MB_DEFORM_PLANAR ? rg.planarity : rg.regularity, res,
          rg.factorizations, rg.pcg_iterations, dev, dev / box, box);
@@ -192,6 +198,14 @@ static void test_quad_grid(void **state) {
     compare("quad grid, soft planar", &c, 1, &soft, dcg[k]);
     mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, solver[k]);
     compare("quad grid, hard planar", &c, 1, &hard, dcg[k]);
+    case_free(&c);
+  }
+  { /* solver auto (the default): CHOLMOD on the CPU, the device CG on CUDA */
+    case_mesh c = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_AUTO);
+    compare("quad grid, soft planar", &c, 1, &soft, 1);
+    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_AUTO);
+    compare("quad grid, hard planar", &c, 1, &hard, 1);
     case_free(&c);
   }
   { /* inexact: cg_iterations 8, the CPU's k-step CG against the device's */

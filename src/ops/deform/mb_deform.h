@@ -41,7 +41,7 @@
  * over faces of mixed sizes through the face offsets), then one SPD solve
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
- * of the three coordinates together (solver `cholesky`, the default:
+ * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`:
  * CHOLMOD, analysis once per mesh, numeric factor once per value of c;
  * `pcg`: the linalg layer's Jacobi-preconditioned CG warm-started from the
  * current positions to relative residual MB_DEFORM_PCG_RTOL per
@@ -113,8 +113,14 @@ typedef enum mb_deform_constraint {
 
 /* Steps of the hard mode's penalty sequence mu = w_constraint * 10^k. */
 #define MB_DEFORM_MU_STEPS 8
-/* Solvers of the global step (key `solver`). */
-typedef enum mb_deform_solver { MB_DEFORM_CHOLESKY = 0, MB_DEFORM_PCG = 1 } mb_deform_solver;
+/* Solvers of the global step (key `solver`). MB_DEFORM_AUTO (the key's
+ * default): cholesky on the CPU, pcg on CUDA (each backend's fastest
+ * solver agreeing with the CPU's cholesky within 1e-8 of the box). */
+typedef enum mb_deform_solver {
+  MB_DEFORM_CHOLESKY = 0,
+  MB_DEFORM_PCG = 1,
+  MB_DEFORM_AUTO = 2
+} mb_deform_solver;
 /* The PCG's relative residual per coordinate (solver: pcg). */
 #define MB_DEFORM_PCG_RTOL 1e-12
 /* The hard mode's over-relaxation (1: plain ADMM). Measured, iterations

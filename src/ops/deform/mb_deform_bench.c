@@ -19,7 +19,7 @@ static const char deform_bench_help[] =
     "usage: meshbatch bench deform INPUT [--mesh NAME] [--iterations N]\n"
     "                              [--constraint planar|regular] [--hard no|yes]\n"
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
-    "                              [--solver cholesky|pcg] [--backend cpu|cuda]\n"
+    "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
     "                              [--cg-iterations K]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
@@ -32,7 +32,7 @@ static const char deform_bench_help[] =
     "projections, the solves (right-hand side and the triangular solves), the\n"
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
-    "0.1, w_constraint 10, solver cholesky, 3 repeats. Wall times of this process (the machine's\n"
+    "0.1, w_constraint 10, solver auto (cholesky on cpu, pcg on cuda), 3 repeats. Wall times of this process (the machine's\n"
     "other load counts).\n"
     "--backend cuda runs the CUDA backend (mb_deform_cuda.h) on the first device:\n"
     "its analysis is the whole setup (host pattern, uploads, csrchol analysis);\n"
@@ -65,6 +65,7 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
   o->p.w_fair = 0.1;
   o->p.w_constraint = 10;
   o->repeats = 3;
+  o->p.solver = MB_DEFORM_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -87,8 +88,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->p.hard = !strcmp(v, "yes");
     } else if (!strcmp(a, "--solver") && v) {
-      bad = strcmp(v, "cholesky") && strcmp(v, "pcg");
-      o->p.solver = !strcmp(v, "pcg") ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+      bad = strcmp(v, "cholesky") && strcmp(v, "pcg") && strcmp(v, "auto");
+      o->p.solver = !strcmp(v, "pcg")        ? MB_DEFORM_PCG
+                    : !strcmp(v, "cholesky") ? MB_DEFORM_CHOLESKY
+                                             : MB_DEFORM_AUTO;
     } else if (!strcmp(a, "--backend") && v) {
       bad = strcmp(v, "cpu") && strcmp(v, "cuda");
       o->cuda = !strcmp(v, "cuda");
@@ -114,6 +117,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
+  if (o->p.solver == MB_DEFORM_AUTO) /* the op's rule (mb_deform.h), printed as resolved */
+    o->p.solver = o->cuda ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
   return MB_EXIT_OK;
 }
 
