@@ -55,12 +55,14 @@
  * phases are synchronised, the whole iteration (k_project to k_dual, the k
  * CG steps included) is one CUDA graph captured once per run
  * (iterate_graph), its two scalars c and al copied to the device before
- * each launch, so an iteration costs one graph launch and one read.
- * Not done (open): reading the maxima only every few iterations (the
- * device would have to take the soft stops and the hard mode's residual
- * check itself, and the host the mu windows at batch ends), and device
- * buffers pooled across the meshes of a rank (each mesh allocates its
- * own). The final residuals, the per-face planarity and
+ * each launch, so an iteration costs one graph launch and one read; soft
+ * runs without a history launch BATCH (5) such graphs a read: k_halt
+ * records each iteration's maxima and stops the device applying solutions
+ * where the host's soft rules stop, which then replay the records.
+ * Not done (open): batches in hard mode (the device would have to take the
+ * residual check and the over-relaxation switch itself, and the host the
+ * mu windows at batch ends), and device buffers pooled across the meshes
+ * of a rank (each mesh allocates its own). The final residuals, the per-face planarity and
  * the handle error are computed on the host from the downloaded positions
  * by mb_deform_proj.c's functions, the CPU's very numbers. */
 #include <cuda_runtime.h>
@@ -98,6 +100,17 @@ struct ctl_t {
   int nonfinite;            /* k_take saw a non-finite X */
   int cg_bad;               /* the capped device CG broke down (k_cg_report) */
   long long cg_iters;       /* its iterations this solve (k_cg_report) */
+};
+
+/* Soft runs of the capped CG path read the device once per BATCH
+ * iterations: each iteration's maxima are kept (k_halt), and the device
+ * itself stops applying solutions at the iteration where the host's rules
+ * stop (halt), so the iterations launched past it leave x as it was. */
+constexpr int BATCH = 5;
+struct batch_t {
+  int halt;            /* set by k_halt: the host's soft rules stop at this iteration */
+  int count;           /* iterations recorded since the host cleared it */
+  ctl_t hist[BATCH];   /* their maxima, in order */
 };
 
 /* Warp maximum, then one atomic per warp. */
@@ -199,8 +212,10 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
  * CPU stops before its solve then). */
 __global__ void __launch_bounds__(BLOCK)
 k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
-       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl) {
+       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
+       const batch_t *bt) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (bt && bt->halt) return; /* batched: an earlier iteration stopped (uniform) */
   if (soft) {
     const double dist = __longlong_as_double((long long)ctl->dist);
     if (dist / l <= tol) return; /* uniform over the grid */
@@ -216,6 +231,22 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
     }
   }
   max_bits(&ctl->moved, moved);
+}
+
+/* Batched soft runs: the iteration's maxima into bt->hist, and halt where
+ * the host's soft rules (run()) stop: the residual within the tolerance,
+ * a breakdown of the CG, a non-finite position, or no vertex moved more
+ * than tol * l; the same comparisons of the same numbers as the host's. */
+__global__ void k_halt(const ctl_t *ctl, double l, double tol, batch_t *bt) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const ctl_t c = *ctl;
+  const int k = bt->count;
+  if (k < BATCH) bt->hist[k] = c;
+  bt->count = k + 1;
+  const double dist = __longlong_as_double((long long)c.dist);
+  const double moved = __longlong_as_double((long long)c.moved);
+  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
+    bt->halt = 1;
 }
 
 /* Hard: u += A_f p - h per slot; the largest |A_f p - h|. */
@@ -516,6 +547,9 @@ struct deform_gpu {
   double hprm[2] = {0, 0}; /* their host copy (staged by cudaMemcpyAsync) */
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   int iter_failed = 0;
+  int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
+  mb_dbuf bt;         /* batch_t (batched) */
+  batch_t hbt{};      /* its host copy */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr; /* dH's device arrays */
   cudaStream_t capture = nullptr; /* the device CG's chunk, captured once per run */
@@ -870,9 +904,11 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
     }
   k_cg_zero<<<nb, BLOCK, 0, s>>>(n, dX, st);
   k_cg_report<<<1, 32, 0, s>>>(st, ctl);
+  batch_t *bt = g->batched ? g->bt.as<batch_t>() : nullptr;
   k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                      ctl);
+                                      ctl, bt);
   if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
+  if (bt) k_halt<<<1, 32, 0, s>>>(ctl, l, p->tolerance, bt);
 }
 
 /* enqueue_iteration as one CUDA graph, captured at the first call of a run
@@ -945,6 +981,14 @@ mb_error run(deform_gpu *g) {
   /* the capped device CG, pipelined: each iteration one graph, one read */
   const int whole = p->solver == MB_DEFORM_PCG && g->device_cg && p->cg_iterations > 0 &&
                     !g->sync && nv > 0;
+  /* and soft without a history: BATCH iterations launched a read (c and al
+   * are constant in soft mode) */
+  g->batched = whole && !hard && !rep->history && BATCH > 1;
+  if (g->batched) {
+    MB_CALL(mb_dbuf_alloc(&g->bt, sizeof(batch_t), "deform batch maxima"));
+    MB_CALL_CUDA(cudaMemset(g->bt.p, 0, sizeof(batch_t)));
+  }
+  int bi = 0, bn = 0; /* batched: the next recorded iteration to take, the batch's size */
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
     if (mb_op_should_stop(dm->ctx, it, p->iterations)) return mb_op_stopped(dm->ctx);
@@ -953,54 +997,73 @@ mb_error run(deform_gpu *g) {
     const double al = hard && prim_last <= MB_DEFORM_RELAX_BELOW * l ? MB_DEFORM_RELAX : 1.0;
     g->hprm[0] = c;
     g->hprm[1] = al;
-    MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
-                                 nullptr));
-    if (whole) { /* the capped CG path: one graph, no phase marks */
-      err = iterate_graph(g, planar, hard, l);
-      if (err) break;
-      t1 = t0; /* the whole iteration counts as the solve (t2 after the read) */
-      t2 = t0;
+    if (g->batched) { /* the host's rules below replay the recorded maxima */
+      if (bi == bn) { /* a new batch: launched whole, then one read */
+        bn = p->iterations - it < BATCH ? p->iterations - it : BATCH;
+        bi = 0;
+        MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+                                     nullptr));
+        MB_CALL_CUDA(cudaMemsetAsync(&g->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
+        for (int j = 0; j < bn && !err; j++) err = iterate_graph(g, planar, hard, l);
+        if (err) break;
+        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+        MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
+                 "%s: the device recorded %d of a batch of %d iterations", dm->name,
+                 g->hbt.count, bn);
+      }
+      g->hctl = g->hbt.hist[bi++];
+      t1 = t0; /* the batch counts as the solve of its first iteration */
+      t2 = mb_wtime();
     } else {
-      MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
-      if (nf) {
-        k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(), planar,
-                                         hard, g->prm.as<double>(), ctl);
-        MB_CHECK_LAUNCH("deform projections");
-      }
-      MB_CALL(mark(g, &t1));
-      if (nv) {
-        k_rhs<<<blocks(nv), BLOCK>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
-                                     g->slot_face.as<int64_t>(), hard ? dq : dz,
-                                     g->ym.as<double>(), g->rgd.as<double>(), g->gFd.as<double>(),
-                                     g->pind.as<double>(), g->prm.as<double>(), dx, db, dX);
-        MB_CHECK_LAUNCH("deform right-hand side");
-      }
-      mb_solve_stats st{};
-      if (p->solver == MB_DEFORM_PCG && g->device_cg) {
-        err = device_cg(g, db, dX, &rep->pcg_iterations);
-      } else if (p->solver == MB_DEFORM_PCG) {
-        mb_pcg_opts o{};
-        o.rtol = MB_DEFORM_PCG_RTOL;
-        o.max_iter = 100000;
-        err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
-        rep->pcg_iterations += st.iterations;
+      MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+                                   nullptr));
+      if (whole) { /* the capped CG path: one graph, no phase marks */
+        err = iterate_graph(g, planar, hard, l);
+        if (err) break;
+        t1 = t0; /* the whole iteration counts as the solve (t2 after the read) */
+        t2 = t0;
       } else {
-        err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+        MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
+        if (nf) {
+          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(), planar,
+                                           hard, g->prm.as<double>(), ctl);
+          MB_CHECK_LAUNCH("deform projections");
+        }
+        MB_CALL(mark(g, &t1));
+        if (nv) {
+          k_rhs<<<blocks(nv), BLOCK>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
+                                       g->slot_face.as<int64_t>(), hard ? dq : dz,
+                                       g->ym.as<double>(), g->rgd.as<double>(), g->gFd.as<double>(),
+                                       g->pind.as<double>(), g->prm.as<double>(), dx, db, dX);
+          MB_CHECK_LAUNCH("deform right-hand side");
+        }
+        mb_solve_stats st{};
+        if (p->solver == MB_DEFORM_PCG && g->device_cg) {
+          err = device_cg(g, db, dX, &rep->pcg_iterations);
+        } else if (p->solver == MB_DEFORM_PCG) {
+          mb_pcg_opts o{};
+          o.rtol = MB_DEFORM_PCG_RTOL;
+          o.max_iter = 100000;
+          err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
+          rep->pcg_iterations += st.iterations;
+        } else {
+          err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+        }
+        if (err) break;
+        if (nv) {
+          k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
+                                        ctl, nullptr);
+          MB_CHECK_LAUNCH("deform take solution");
+        }
+        MB_CALL(mark(g, &t2));
+        if (hard && nf) {
+          k_dual<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, dz, du, ctl);
+          MB_CHECK_LAUNCH("deform dual update");
+        }
       }
-      if (err) break;
-      if (nv) {
-        k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                      ctl);
-        MB_CHECK_LAUNCH("deform take solution");
-      }
-      MB_CALL(mark(g, &t2));
-      if (hard && nf) {
-        k_dual<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, dz, du, ctl);
-        MB_CHECK_LAUNCH("deform dual update");
-      }
+      MB_CALL(read_ctl(g));
+      if (whole) t2 = mb_wtime();
     }
-    MB_CALL(read_ctl(g));
-    if (whole) t2 = mb_wtime();
     const ctl_t h = g->hctl;
     if (!hard) { /* the projection of p measured p's residual */
       res = from_bits(h.dist);

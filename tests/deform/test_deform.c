@@ -469,7 +469,8 @@ static void test_inexact(void **state) {
       const double d = box_diff(nv, x, ref);
       printf("  cg_iterations %d vs cholesky: %.3g of the box\n", ks[j], d);
       if (!(d <= DEFORM_INEXACT_AGREE))
-        fail_msg("%s, cg_iterations %d: %.3g of the box from the cholesky run", hard ? "hard" : "soft", ks[j], d);
+        fail_msg("%s, cg_iterations %d: %.3g of the box from the cholesky run",
+                 hard ? "hard" : "soft", ks[j], d);
     }
   }
   dome_run_frame(ref, x);
