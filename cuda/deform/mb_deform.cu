@@ -18,12 +18,16 @@
  *              means of y (the A_f^T gather's second term);
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x;
- *   the solve  pcg: the linalg layer's device CG (Jacobi, the row-kernel
+ *   the solve  pcg: this room's CG (below: no host round trip inside a
+ *              chunk of iterations; the default), or with opts->linalg_cg
+ *              the linalg layer's device CG (Jacobi, the row-kernel
  *              product: the CPU PCG's method step for step, its checks on
- *              the host), or with opts->device_cg this room's CG (below:
- *              no host round trip inside a chunk of iterations), the three
- *              columns together, warm-started from the last iterate, to
- *              MB_DEFORM_PCG_RTOL; cholesky: csrchol's triangular solves;
+ *              the host), the three columns together, warm-started from
+ *              the last iterate, to MB_DEFORM_PCG_RTOL; with cg_iterations
+ *              k >= 1 the room's CG stopped after k iterations (the CPU's
+ *              mb_deform_cg), its count and breakdown flag left in the
+ *              iteration's maxima (k_cg_report), so an iteration reads the
+ *              device once; cholesky: csrchol's triangular solves;
  *   k_take     one thread per vertex: x = X for free vertices, the largest
  *              move and a non-finite flag (soft: skipped when the
  *              projection found the residual within the tolerance, where
@@ -31,12 +35,34 @@
  *   k_dual     (hard) one thread per face: u += A_f p - h, the primal residual;
  *   k_resid    (hard, near convergence, at the cap, or for the history) one
  *              thread per face: the constraint's residual.
- * Jacobi, not the device AMG (chosen without measuring): the CPU's `pcg`
- * and the chapter's GPU solver are Jacobi CG, so both backends run one
- * method, and AMG would need a hierarchy built on the host at every
- * penalty value. Each iteration ends with one small read of the maxima
- * (the stopping rules need them); the linalg PCG reads its state every CG
- * iteration, the room's CG once per 8. The final residuals, the per-face planarity and
+ * Jacobi, not the device AMG (chosen without measuring, by this
+ * argument): in soft mode and at the first penalties H = D + w_fair K^T K
+ * + c sum_f A_f^T A_f has every eigenvalue >= w_close = 1 (D) and <=
+ * w_handle + w_fair (2 deg)^2 + c (faces at a vertex) (Gershgorin; the
+ * defaults: about 100 + 6.4 + 40), so its condition number (at most
+ * about 150, less after the Jacobi scaling of the handle rows) does not
+ * grow with the mesh, and Jacobi CG gains a decade in at most about 14
+ * iterations at any size (the bound for sqrt(150); Roof1 and Roof2 both
+ * took about 55 to 1e-12 from the warm start); AMG's size-independence
+ * buys nothing there, its V-cycle costs several products and tens of
+ * launches per application and its hierarchy a host setup at every
+ * penalty value; so both backends run one method, as the chapter's GPU
+ * solver. (At the hard mode's later penalties, c up to 10^7 w_constraint,
+ * the condition grows with c and AMG may pay: not measured.)
+ * Each iteration ends with one small read of the maxima (the stopping
+ * rules need them); the linalg PCG reads its state every CG iteration, the
+ * room's CG uncapped once per 8, capped (cg_iterations) never: then, unless
+ * phases are synchronised, the whole iteration (k_project to k_dual, the k
+ * CG steps included) is one CUDA graph captured once per run
+ * (iterate_graph), its two scalars c and al copied to the device before
+ * each launch, so an iteration costs one graph launch and one read; soft
+ * runs without a history launch BATCH (5) such graphs a read: k_halt
+ * records each iteration's maxima and stops the device applying solutions
+ * where the host's soft rules stop, which then replay the records.
+ * Not done (open): batches in hard mode (the device would have to take the
+ * residual check and the over-relaxation switch itself, and the host the
+ * mu windows at batch ends), and device buffers pooled across the meshes
+ * of a rank (each mesh allocates its own). The final residuals, the per-face planarity and
  * the handle error are computed on the host from the downloaded positions
  * by mb_deform_proj.c's functions, the CPU's very numbers. */
 #include <cuda_runtime.h>
@@ -72,7 +98,19 @@ struct ctl_t {
   unsigned long long prim;  /* max |A p - h| (k_dual) */
   unsigned long long res;   /* the constraint's residual (k_resid) */
   int nonfinite;            /* k_take saw a non-finite X */
-  int pad;
+  int cg_bad;               /* the capped device CG broke down (k_cg_report) */
+  long long cg_iters;       /* its iterations this solve (k_cg_report) */
+};
+
+/* Soft runs of the capped CG path read the device once per BATCH
+ * iterations: each iteration's maxima are kept (k_halt), and the device
+ * itself stops applying solutions at the iteration where the host's rules
+ * stop (halt), so the iterations launched past it leave x as it was. */
+constexpr int BATCH = 5;
+struct batch_t {
+  int halt;            /* set by k_halt: the host's soft rules stop at this iteration */
+  int count;           /* iterations recorded since the host cleared it */
+  ctl_t hist[BATCH];   /* their maxima, in order */
 };
 
 /* Warp maximum, then one atomic per warp. */
@@ -106,15 +144,16 @@ __device__ inline void centre_face(int64_t s0, int64_t s1, const int64_t *__rest
 }
 
 /* The local step: q = A_f x (+ u), z = P_f(q), the largest |q - z|; hard:
- * h = al z + (1 - al) (q - u) into z and y = h - u into q; the face means of
+ * h = al z + (1 - al) (q - u) into z (al = prm[1]) and y = h - u into q; the face means of
  * y (soft: z; hard: q) into ym [nf, 3]. Threads past nf still take part in
  * the warp maximum. */
 __global__ void __launch_bounds__(BLOCK)
 k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict__ fi,
           const double *__restrict__ x, const double *__restrict__ u, double *__restrict__ q,
-          double *__restrict__ z, double *__restrict__ ym, int planar, int hard, double al,
-          ctl_t *ctl) {
+          double *__restrict__ z, double *__restrict__ ym, int planar, int hard,
+          const double *__restrict__ prm, ctl_t *ctl) {
   const int64_t f = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  const double al = prm[1];
   double worst = 0;
   if (f < nf) {
     const int64_t s0 = fo[f], s1 = fo[f + 1];
@@ -144,16 +183,18 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
   max_bits(&ctl->dist, worst);
 }
 
-/* b = (r0 - g0) + c (sum_f A_f^T y_f - gF) on free rows (the gather in slot
+/* b = (r0 - g0) + c (sum_f A_f^T y_f - gF) (c = prm[0]) on free rows (the gather in slot
  * order, as the CPU's gather_At), b = x on pinned rows; X = x. */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
       const int64_t *__restrict__ slot_face, const double *__restrict__ y,
       const double *__restrict__ ym, const double *__restrict__ rg,
-      const double *__restrict__ gF, const double *__restrict__ pin, double c,
-      const double *__restrict__ x, double *__restrict__ b, double *__restrict__ X) {
+      const double *__restrict__ gF, const double *__restrict__ pin,
+      const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ b,
+      double *__restrict__ X) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i >= nv) return;
+  const double c = prm[0];
   double acc[3] = {0, 0, 0};
   for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
     const int64_t s = vf_slot[a], f = slot_face[s];
@@ -171,8 +212,10 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
  * CPU stops before its solve then). */
 __global__ void __launch_bounds__(BLOCK)
 k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
-       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl) {
+       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
+       const batch_t *bt) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (bt && bt->halt) return; /* batched: an earlier iteration stopped (uniform) */
   if (soft) {
     const double dist = __longlong_as_double((long long)ctl->dist);
     if (dist / l <= tol) return; /* uniform over the grid */
@@ -188,6 +231,22 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
     }
   }
   max_bits(&ctl->moved, moved);
+}
+
+/* Batched soft runs: the iteration's maxima into bt->hist, and halt where
+ * the host's soft rules (run()) stop: the residual within the tolerance,
+ * a breakdown of the CG, a non-finite position, or no vertex moved more
+ * than tol * l; the same comparisons of the same numbers as the host's. */
+__global__ void k_halt(const ctl_t *ctl, double l, double tol, batch_t *bt) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const ctl_t c = *ctl;
+  const int k = bt->count;
+  if (k < BATCH) bt->hist[k] = c;
+  bt->count = k + 1;
+  const double dist = __longlong_as_double((long long)c.dist);
+  const double moved = __longlong_as_double((long long)c.moved);
+  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
+    bt->halt = 1;
 }
 
 /* Hard: u += A_f p - h per slot; the largest |A_f p - h|. */
@@ -238,18 +297,24 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
  * columns together with no host round trip inside a chunk of
  * MB_DEFORM_CG_CHUNK iterations: every scalar (alpha, beta, the column's
  * stop) lives on the device, each dot product is a fixed-order two-pass
- * sum (per-block partials, then one block; the same bits on every run),
- * and a column that has stopped is skipped by every kernel. A chunk (5
- * kernels an iteration) is captured once per run as a CUDA graph and
- * launched whole; the host reads the state once per chunk. The method of mb_pcg_solve (z = r / a_ii, a
+ * sum (per-block partials, then the grid's last block to finish sums them
+ * in block order and takes the scalars: no single-block kernel; the same
+ * bits on every run), and a column that has stopped is skipped by every
+ * kernel. A chunk (3 kernels an iteration: product with alpha, update
+ * with beta and the stop, direction) is captured once per run as a CUDA
+ * graph and launched whole; the host reads the state once per chunk
+ * (uncapped) or never (capped: cg_iterations). The method of mb_pcg_solve (z = r / a_ii, a
  * column stops when sqrt(r.r) <= rtol ||b||, b = 0 gives x = 0) without
  * its recomputed-residual restart and with rounded (not exact) dot
  * products, so its iterates agree with the CPU's to rounding only. */
 constexpr int CG_CHUNK = 8;
+/* The capped CG's graph: up to this many iterations (3 kernels each). */
+constexpr int CG_CHUNK_MAX = 32;
 
 struct cg_t {
   double rz[3], bb[3], alpha[3], beta[3], rr[3];
-  int done[3], all_done, bad, iters;
+  int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
+  unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
 /* The block's sum of v at thread 0 (tree order, fixed). sh [BLOCK]. */
@@ -277,9 +342,28 @@ __device__ inline void block_parts(const double v[9], double *part, double *sh) 
 __device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
   for (int k = 0; k < 9; k++) {
     double v = 0;
-    for (int b = threadIdx.x; b < nblk; b += BLOCK) v += part[9 * b + k];
+    for (int b = threadIdx.x; b < nblk; b += BLOCK) v += __ldcg(&part[9 * b + k]);
     sums[k] = block_sum(v, sh);
   }
+}
+
+/* Whether this block is the grid's last to have written its partials (the
+ * same answer in all its threads): thread 0 fences the block's partials
+ * (written by thread 0 in block_parts), then takes a ticket; the last
+ * ticket's block resets the counter and may read every block's partials
+ * (finish_parts reads them past L1). The sums are then the same fixed-order
+ * sums whichever block is last. */
+__device__ inline bool last_block(unsigned *ticket) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned t = atomicAdd(ticket, 1u);
+    last = t == gridDim.x - 1;
+    if (last) atomicExch(ticket, 0u);
+  }
+  __syncthreads();
+  return last;
 }
 
 __global__ void __launch_bounds__(BLOCK)
@@ -319,7 +403,7 @@ k_cg_init(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
 }
 
 __global__ void __launch_bounds__(BLOCK)
-k_cg_start(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
+k_cg_start(int nblk, const double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[BLOCK];
   double s[9];
   finish_parts(nblk, part, s, sh);
@@ -334,14 +418,16 @@ k_cg_start(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
     all &= st->done[c];
   }
   st->iters = 0;
+  st->maxit = maxit;
   st->all_done = all || st->bad;
 }
 
-/* q = A p for the columns still running; partials p.q. */
+/* q = A p for the columns still running; partials p.q; the grid's last
+ * block then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
 __global__ void __launch_bounds__(BLOCK)
 k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
           const double *__restrict__ val, const double *__restrict__ p, double *__restrict__ q,
-          double *__restrict__ part, const cg_t *st) {
+          double *__restrict__ part, cg_t *st) {
   __shared__ double sh[BLOCK];
   if (st->all_done) return; /* uniform over the grid */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
@@ -359,14 +445,9 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
       }
   }
   block_parts(v, part, sh);
-}
-
-__global__ void __launch_bounds__(BLOCK) k_cg_alpha(int nblk, const double *__restrict__ part,
-                                                    cg_t *st) {
-  __shared__ double sh[BLOCK];
-  if (st->all_done) return;
+  if (!last_block(&st->ticket)) return;
   double s[9];
-  finish_parts(nblk, part, s, sh);
+  finish_parts((int)gridDim.x, part, s, sh);
   if (threadIdx.x != 0) return;
   for (int c = 0; c < 3; c++)
     if (!st->done[c]) {
@@ -376,11 +457,12 @@ __global__ void __launch_bounds__(BLOCK) k_cg_alpha(int nblk, const double *__re
   if (st->bad) st->all_done = 1;
 }
 
-/* x += alpha p, r -= alpha q, z = dinv r; partials r.z and r.r. */
+/* x += alpha p, r -= alpha q, z = dinv r; partials r.z and r.r; the grid's
+ * last block then takes each column's stop or beta (and the cap). */
 __global__ void __launch_bounds__(BLOCK)
 k_cg_update(int32_t n, const double *__restrict__ dinv, const double *__restrict__ p,
             const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
-            double *__restrict__ z, double *__restrict__ part, const cg_t *st) {
+            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
   __shared__ double sh[BLOCK];
   if (st->all_done) return;
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
@@ -398,14 +480,9 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *__restrict
         v[3 * c + 1] = ri * ri;
       }
   block_parts(v, part, sh);
-}
-
-__global__ void __launch_bounds__(BLOCK)
-k_cg_beta(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[BLOCK];
-  if (st->all_done) return;
+  if (!last_block(&st->ticket)) return;
   double s[9];
-  finish_parts(nblk, part, s, sh);
+  finish_parts((int)gridDim.x, part, s, sh);
   if (threadIdx.x != 0) return;
   int all = 1;
   st->iters++;
@@ -422,7 +499,7 @@ k_cg_beta(int nblk, const double *__restrict__ part, double rtol, cg_t *st) {
     }
     all &= st->done[c];
   }
-  st->all_done = all || st->bad;
+  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
 /* p = z + beta p for the columns still running. */
@@ -446,6 +523,14 @@ __global__ void k_cg_zero(int32_t n, double *__restrict__ x, const cg_t *st) {
     if (st->bb[c] == 0) x[3 * (int64_t)i + c] = 0;
 }
 
+/* The capped CG's iterations and breakdown into the iteration's maxima (read
+ * with them: no read of its own). */
+__global__ void k_cg_report(const cg_t *st, ctl_t *ctl) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  ctl->cg_iters = st->iters;
+  ctl->cg_bad = st->bad;
+}
+
 /* Everything one run holds. */
 struct deform_gpu {
   const mb_deform_params *p = nullptr;
@@ -458,6 +543,13 @@ struct deform_gpu {
   mb_cuda_cholesky *chol = nullptr;
   mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
   mb_dbuf cr, cz, cp, cq, cdinv, cpart, cst; /* device CG */
+  mb_dbuf prm;        /* [2] the iteration's c and al (k_rhs, k_project) */
+  double hprm[2] = {0, 0}; /* their host copy (staged by cudaMemcpyAsync) */
+  cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
+  int iter_failed = 0;
+  int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
+  mb_dbuf bt;         /* batch_t (batched) */
+  batch_t hbt{};      /* its host copy */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
   double *val = nullptr; /* dH's device arrays */
   cudaStream_t capture = nullptr; /* the device CG's chunk, captured once per run */
@@ -466,6 +558,7 @@ struct deform_gpu {
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
   ~deform_gpu() {
     if (chunk) cudaGraphExecDestroy(chunk);
+    if (iter) cudaGraphExecDestroy(iter);
     if (capture) cudaStreamDestroy(capture);
     mb_deform_system_free(&sys);
     mb_cuda_csr_free(dH);
@@ -662,6 +755,7 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   MB_CALL(mb_dbuf_alloc(&g->u, sizeof(double) * 3 * (ni ? ni : 1), "deform duals"));
   MB_CALL(mb_dbuf_alloc(&g->ym, sizeof(double) * 3 * (nf ? nf : 1), "deform face means"));
   MB_CALL(mb_dbuf_alloc(&g->ctl, sizeof(ctl_t), "deform maxima"));
+  MB_CALL(mb_dbuf_alloc(&g->prm, 2 * sizeof(double), "deform iteration scalars"));
   MB_CALL_CUDA(cudaMemset(g->u.p, 0, g->u.bytes));
   MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
   mb_cuda_csr_set_product(g->dH, MB_CUDA_PRODUCT_ROWS);
@@ -681,8 +775,14 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
 }
 
 /* The device CG (above) of H X = B, warm-started from X; *iters += its
- * iterations. Errors: MB_ERR_NUMERIC (a breakdown: H not positive definite
- * or a non-finite value; no convergence in 100,000 iterations), MB_ERR_CUDA. */
+ * iterations. Capped (cg_iterations k >= 1: at most k iterations, the CPU's
+ * mb_deform_cg): the chunk is min(k, MB_DEFORM_CG_CHUNK_MAX) iterations,
+ * launched ceil(k / chunk) times with no read; k_cg_report leaves the
+ * iterations and a breakdown in ctl, which the iteration's one read of
+ * the maxima brings back (*iters is then added there, not here).
+ * Uncapped: to MB_DEFORM_PCG_RTOL, the state read once per chunk.
+ * Errors: MB_ERR_NUMERIC (a breakdown: H not positive definite or a
+ * non-finite value; no convergence in 100,000 iterations), MB_ERR_CUDA. */
 mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) {
   const int32_t n = (int32_t)g->dm->nv;
   if (n == 0) return MB_SUCCESS;
@@ -691,16 +791,16 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
          *q = g->cq.as<double>(), *dinv = g->cdinv.as<double>(), *part = g->cpart.as<double>();
   cg_t *st = g->cst.as<cg_t>();
   const double rtol = MB_DEFORM_PCG_RTOL;
+  const int cap = g->p->cg_iterations;
+  const int len = cap > 0 ? (cap < CG_CHUNK_MAX ? cap : CG_CHUNK_MAX) : CG_CHUNK;
   k_cg_init<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, dinv, B, X, r, z, pp, part);
-  k_cg_start<<<1, BLOCK>>>(nb, part, rtol, st);
+  k_cg_start<<<1, BLOCK>>>(nb, part, rtol, cap, st);
   MB_CHECK_LAUNCH("deform CG start");
-  /* CG_CHUNK iterations, 5 kernels each, on stream s */
+  /* len iterations, 3 kernels each, on stream s */
   auto chunk = [&](cudaStream_t s) {
-    for (int j = 0; j < CG_CHUNK; j++) {
+    for (int j = 0; j < len; j++) {
       k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
-      k_cg_alpha<<<1, BLOCK, 0, s>>>(nb, part, st);
-      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, X, r, z, part, st);
-      k_cg_beta<<<1, BLOCK, 0, s>>>(nb, part, rtol, st);
+      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, X, r, z, part, rtol, st);
       k_cg_dir<<<nb, BLOCK, 0, s>>>(n, z, pp, st);
     }
   };
@@ -726,6 +826,17 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
              "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
     }
   }
+  if (cap > 0) { /* no read: the cap ends it */
+    for (int done = 0; done < cap; done += len) {
+      if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
+      else chunk(nullptr);
+      MB_CHECK_LAUNCH("deform CG iterations");
+    }
+    k_cg_zero<<<nb, BLOCK>>>(n, X, st);
+    k_cg_report<<<1, 32>>>(st, g->ctl.as<ctl_t>());
+    MB_CHECK_LAUNCH("deform CG zero columns");
+    return MB_SUCCESS;
+  }
   cg_t h{};
   for (;;) {
     if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
@@ -748,6 +859,85 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
   k_cg_zero<<<nb, BLOCK>>>(n, X, st);
   MB_CHECK_LAUNCH("deform CG zero columns");
   *iters += h.iters;
+  return MB_SUCCESS;
+}
+
+/* One whole local-global iteration of the capped device CG path (solver
+ * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
+ * the maxima cleared, k_project, k_rhs, the k-step CG (k_cg_init,
+ * k_cg_start, k iterations rounded up to the chunk, k_cg_zero,
+ * k_cg_report), k_take and (hard) k_dual; c and al are read from g->prm.
+ * Launch errors are the caller's to check (none is checked inside a
+ * capture). */
+void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
+  const mb_deform_params *p = g->p;
+  const int64_t nv = g->dm->nv, nf = g->dm->nf;
+  const int64_t *fo = g->fo.as<int64_t>(), *fi = g->fi.as<int64_t>();
+  double *dx = g->x.as<double>(), *dX = g->X.as<double>(), *db = g->b.as<double>();
+  double *dq = g->q.as<double>(), *dz = g->z.as<double>(), *du = g->u.as<double>();
+  const double *prm = g->prm.as<double>();
+  ctl_t *ctl = g->ctl.as<ctl_t>();
+  cudaMemsetAsync(ctl, 0, sizeof(ctl_t), s);
+  if (nf)
+    k_project<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(),
+                                           planar, hard, prm, ctl);
+  if (nv == 0) return;
+  k_rhs<<<blocks(nv), BLOCK, 0, s>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
+                                     g->slot_face.as<int64_t>(), hard ? dq : dz,
+                                     g->ym.as<double>(), g->rgd.as<double>(),
+                                     g->gFd.as<double>(), g->pind.as<double>(), prm, dx, db, dX);
+  const int32_t n = (int32_t)nv;
+  const int nb = (int)blocks(n);
+  double *r = g->cr.as<double>(), *z = g->cz.as<double>(), *pp = g->cp.as<double>(),
+         *q = g->cq.as<double>(), *dinv = g->cdinv.as<double>(), *part = g->cpart.as<double>();
+  cg_t *st = g->cst.as<cg_t>();
+  const double rtol = MB_DEFORM_PCG_RTOL;
+  const int cap = p->cg_iterations;
+  const int len = cap < CG_CHUNK_MAX ? cap : CG_CHUNK_MAX;
+  k_cg_init<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, dinv, db, dX, r, z, pp, part);
+  k_cg_start<<<1, BLOCK, 0, s>>>(nb, part, rtol, cap, st);
+  for (int done = 0; done < cap; done += len)
+    for (int j = 0; j < len; j++) {
+      k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
+      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, dX, r, z, part, rtol, st);
+      k_cg_dir<<<nb, BLOCK, 0, s>>>(n, z, pp, st);
+    }
+  k_cg_zero<<<nb, BLOCK, 0, s>>>(n, dX, st);
+  k_cg_report<<<1, 32, 0, s>>>(st, ctl);
+  batch_t *bt = g->batched ? g->bt.as<batch_t>() : nullptr;
+  k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
+                                      ctl, bt);
+  if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
+  if (bt) k_halt<<<1, 32, 0, s>>>(ctl, l, p->tolerance, bt);
+}
+
+/* enqueue_iteration as one CUDA graph, captured at the first call of a run
+ * (its arguments are fixed for the run: the same buffers, c and al read
+ * from the device) and launched on the default stream after the scalars'
+ * copy; where capture fails, enqueued kernel by kernel. Errors: MB_ERR_CUDA. */
+mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
+  if (!g->iter && !g->iter_failed) {
+    cudaGraph_t graph = nullptr;
+    cudaError_t ce = g->capture ? cudaSuccess
+                                : cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking);
+    if (ce == cudaSuccess) ce = cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal);
+    if (ce == cudaSuccess) {
+      enqueue_iteration(g, g->capture, planar, hard, l);
+      ce = cudaStreamEndCapture(g->capture, &graph);
+    }
+    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&g->iter, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (ce != cudaSuccess) {
+      (void)cudaGetLastError();
+      g->iter = nullptr;
+      g->iter_failed = 1;
+      mb_log(MB_LOG_VERBOSE, "%s: the iteration's graph could not be captured (%s); its "
+             "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
+    }
+  }
+  if (g->iter) MB_CALL_CUDA(cudaGraphLaunch(g->iter, nullptr));
+  else enqueue_iteration(g, nullptr, planar, hard, l);
+  MB_CHECK_LAUNCH("deform iteration");
   return MB_SUCCESS;
 }
 
@@ -788,50 +978,92 @@ mb_error run(deform_gpu *g) {
   double *dx = g->x.as<double>(), *dX = g->X.as<double>(), *db = g->b.as<double>();
   double *dq = g->q.as<double>(), *dz = g->z.as<double>(), *du = g->u.as<double>();
   ctl_t *ctl = g->ctl.as<ctl_t>();
+  /* the capped device CG, pipelined: each iteration one graph, one read */
+  const int whole = p->solver == MB_DEFORM_PCG && g->device_cg && p->cg_iterations > 0 &&
+                    !g->sync && nv > 0;
+  /* and soft without a history: BATCH iterations launched a read (c and al
+   * are constant in soft mode) */
+  g->batched = whole && !hard && !rep->history && BATCH > 1;
+  if (g->batched) {
+    MB_CALL(mb_dbuf_alloc(&g->bt, sizeof(batch_t), "deform batch maxima"));
+    MB_CALL_CUDA(cudaMemset(g->bt.p, 0, sizeof(batch_t)));
+  }
+  int bi = 0, bn = 0; /* batched: the next recorded iteration to take, the batch's size */
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
     if (mb_op_should_stop(dm->ctx, it, p->iterations)) return mb_op_stopped(dm->ctx);
     double t0, t1, t2, t3;
     MB_CALL(mark(g, &t0));
-    MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
     const double al = hard && prim_last <= MB_DEFORM_RELAX_BELOW * l ? MB_DEFORM_RELAX : 1.0;
-    if (nf) {
-      k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(), planar,
-                                       hard, al, ctl);
-      MB_CHECK_LAUNCH("deform projections");
-    }
-    MB_CALL(mark(g, &t1));
-    if (nv) {
-      k_rhs<<<blocks(nv), BLOCK>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
-                                   g->slot_face.as<int64_t>(), hard ? dq : dz,
-                                   g->ym.as<double>(), g->rgd.as<double>(), g->gFd.as<double>(),
-                                   g->pind.as<double>(), c, dx, db, dX);
-      MB_CHECK_LAUNCH("deform right-hand side");
-    }
-    mb_solve_stats st{};
-    if (p->solver == MB_DEFORM_PCG && g->device_cg) {
-      err = device_cg(g, db, dX, &rep->pcg_iterations);
-    } else if (p->solver == MB_DEFORM_PCG) {
-      mb_pcg_opts o{};
-      o.rtol = MB_DEFORM_PCG_RTOL;
-      o.max_iter = 100000;
-      err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
-      rep->pcg_iterations += st.iterations;
+    g->hprm[0] = c;
+    g->hprm[1] = al;
+    if (g->batched) { /* the host's rules below replay the recorded maxima */
+      if (bi == bn) { /* a new batch: launched whole, then one read */
+        bn = p->iterations - it < BATCH ? p->iterations - it : BATCH;
+        bi = 0;
+        MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+                                     nullptr));
+        MB_CALL_CUDA(cudaMemsetAsync(&g->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
+        for (int j = 0; j < bn && !err; j++) err = iterate_graph(g, planar, hard, l);
+        if (err) break;
+        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+        MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
+                 "%s: the device recorded %d of a batch of %d iterations", dm->name,
+                 g->hbt.count, bn);
+      }
+      g->hctl = g->hbt.hist[bi++];
+      t1 = t0; /* the batch counts as the solve of its first iteration */
+      t2 = mb_wtime();
     } else {
-      err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+      MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+                                   nullptr));
+      if (whole) { /* the capped CG path: one graph, no phase marks */
+        err = iterate_graph(g, planar, hard, l);
+        if (err) break;
+        t1 = t0; /* the whole iteration counts as the solve (t2 after the read) */
+        t2 = t0;
+      } else {
+        MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
+        if (nf) {
+          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(), planar,
+                                           hard, g->prm.as<double>(), ctl);
+          MB_CHECK_LAUNCH("deform projections");
+        }
+        MB_CALL(mark(g, &t1));
+        if (nv) {
+          k_rhs<<<blocks(nv), BLOCK>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
+                                       g->slot_face.as<int64_t>(), hard ? dq : dz,
+                                       g->ym.as<double>(), g->rgd.as<double>(), g->gFd.as<double>(),
+                                       g->pind.as<double>(), g->prm.as<double>(), dx, db, dX);
+          MB_CHECK_LAUNCH("deform right-hand side");
+        }
+        mb_solve_stats st{};
+        if (p->solver == MB_DEFORM_PCG && g->device_cg) {
+          err = device_cg(g, db, dX, &rep->pcg_iterations);
+        } else if (p->solver == MB_DEFORM_PCG) {
+          mb_pcg_opts o{};
+          o.rtol = MB_DEFORM_PCG_RTOL;
+          o.max_iter = 100000;
+          err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
+          rep->pcg_iterations += st.iterations;
+        } else {
+          err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+        }
+        if (err) break;
+        if (nv) {
+          k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
+                                        ctl, nullptr);
+          MB_CHECK_LAUNCH("deform take solution");
+        }
+        MB_CALL(mark(g, &t2));
+        if (hard && nf) {
+          k_dual<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, dz, du, ctl);
+          MB_CHECK_LAUNCH("deform dual update");
+        }
+      }
+      MB_CALL(read_ctl(g));
+      if (whole) t2 = mb_wtime();
     }
-    if (err) break;
-    if (nv) {
-      k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                    ctl);
-      MB_CHECK_LAUNCH("deform take solution");
-    }
-    MB_CALL(mark(g, &t2));
-    if (hard && nf) {
-      k_dual<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, dz, du, ctl);
-      MB_CHECK_LAUNCH("deform dual update");
-    }
-    MB_CALL(read_ctl(g));
     const ctl_t h = g->hctl;
     if (!hard) { /* the projection of p measured p's residual */
       res = from_bits(h.dist);
@@ -839,6 +1071,17 @@ mb_error run(deform_gpu *g) {
       if (res / l <= p->tolerance) { /* k_take left x as it was */
         rep->converged = 1;
         rep->project_ms += 1e3 * (t1 - t0);
+        break;
+      }
+    }
+    /* the capped CG's count and breakdown (the CPU's solve is behind the soft stop) */
+    if (p->solver == MB_DEFORM_PCG && g->device_cg && p->cg_iterations > 0) {
+      rep->pcg_iterations += h.cg_iters;
+      if (h.cg_bad) {
+        err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                           "%s: the device CG broke down (a diagonal entry or a curvature p'Ap "
+                           "<= 0, or a non-finite value: the system matrix is not positive "
+                           "definite)", dm->name);
         break;
       }
     }
@@ -925,13 +1168,15 @@ extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh
   rep->energy = en;
   rep->face_planarity = fp;
   mb_error e;
+  mb_deform_params q = *p; /* solver auto: pcg on the device */
+  if (q.solver == MB_DEFORM_AUTO) q.solver = MB_DEFORM_PCG;
   {
     deform_gpu g;
-    g.p = p;
+    g.p = &q;
     g.dm = dm;
     g.rep = rep;
     g.sync = o && o->sync_phases;
-    g.device_cg = o && o->device_cg;
+    g.device_cg = !(o && o->linalg_cg) || q.cg_iterations > 0;
     e = run(&g);
   }
   if (e) (void)cudaGetLastError();

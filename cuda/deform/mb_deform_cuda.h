@@ -17,16 +17,20 @@ typedef struct mb_deform_cuda_opts {
                       project_ms, solve_ms and update_ms are the phases' own
                       times; 0: the device pipelined (the phase times are then
                       the host's enqueue times; the total is the frame) */
-  int device_cg;   /* solver pcg: 0 the linalg layer's device PCG
-                      (mb_cuda_pcg_solve: the CPU PCG's iterates, bit for bit,
-                      its convergence checks on the host every iteration); 1
-                      this room's CG (mb_deform.cu: the same method with
-                      rounded, fixed-order dot products and its scalars on the
-                      device, 8 iterations a CUDA graph, the host reading its
-                      state once per graph) */
+  int linalg_cg;   /* solver pcg: 0 (the default) this room's CG (mb_deform.cu:
+                      the method of the CPU's pcg with rounded, fixed-order dot
+                      products and its scalars on the device, its iterations
+                      CUDA graphs; uncapped the host reads its state once per 8
+                      iterations, capped by the key cg_iterations (the CPU's
+                      mb_deform_cg, step for step) not at all); 1 the linalg
+                      layer's device PCG (mb_cuda_pcg_solve: the CPU PCG's
+                      iterates, bit for bit, its convergence checks on the
+                      host every iteration; cg_iterations >= 1 uses the
+                      room's CG all the same) */
 } mb_deform_cuda_opts;
 
-/* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device:
+/* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device
+ * (solver auto runs pcg here, cholesky on the CPU):
  * the same iterations, stopping rules, report and errors (the same messages
  * for bad inputs; they are found on the host before any device work). The
  * system is assembled on the host by the CPU's functions once per penalty

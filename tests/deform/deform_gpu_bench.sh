@@ -1,7 +1,8 @@
 #!/bin/sh
 # `meshbatch bench deform --backend cuda` on a generated 1,600-vertex dome:
 # exits 77 where no CUDA device can be used; else each run must print its
-# phases per iteration and its 50-iteration frame (no speed asserted).
+# phases per iteration and its 50-iteration frame (no speed asserted); with
+# --cg-iterations 8 at most 8 CG iterations per iteration.
 set -u
 p="$MESHBATCH_TEST_TMP/p.h5"
 "$MESHBATCH_EXE" generate panels --vertices 1600 -o "$p" || exit 1
@@ -26,4 +27,13 @@ run --hard yes --iterations 20
 run --solver pcg --sync-phases
 run --solver pcg --cg device
 run --solver pcg --cg device --hard yes --iterations 20
+run --solver pcg --cg linalg
+run --solver pcg --cg-iterations 8
+# the cap holds on the device: at most 8 CG iterations in each of the 50
+n=$(echo "$out" | sed -n 's/^repeat 1: 50 iterations, [0-9]* factorizations, \([0-9]*\) pcg iterations.*/\1/p')
+[ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 400 ] ||
+  { echo "cg_iterations 8: '$n' CG iterations in 50 iterations (1 to 400 expected)"; exit 1; }
+echo "cg_iterations 8: $n CG iterations in 50 iterations"
+run --solver pcg --cg-iterations 8 --sync-phases
+run --solver pcg --cg-iterations 8 --hard yes --iterations 20
 exit 0

@@ -11,7 +11,9 @@ op          generate panels (a lifted 20 x 20 quad grid, its `handle`
             `planarity`), the handles exactly at their targets; the same
             job with `handles: FILE` (relative to the job file) gives the
             same bits as the field; solver: pcg meets the same
-            constraints; soft planar with the handles in place
+            constraints, and with cg_iterations: 4 too (at most 4 CG
+            iterations per iteration in the provenance, within 1e-8 of
+            the box of cholesky's result); soft planar with the handles in place
             lowers the planarity below half the input's; hard regular on a saddle without handles: every
             face regular to 1e-8 (recomputed here); backend: cuda
             within 1e-8 of the bounding box of the CPU's result (where a
@@ -47,6 +49,7 @@ Exit code 0 passes, 77 skips (h5py or numpy missing), other fails.
 """
 import argparse
 import os
+import re
 import shutil
 import sys
 
@@ -171,6 +174,21 @@ def case_op():
         fail("solver pcg: not planar to 1e-8, or no CG iterations recorded")
     if not np.array_equal(x5[hv], h[hv]):
         fail("solver pcg: handles not at their targets")
+    # cg_iterations: 4 (inexact inner solves): the same constraints met, at
+    # most 4 CG iterations per iteration, within 1e-8 of the box of cholesky's
+    out6, _, _ = job("op_pcg_k", [src], hard.replace("}", ", solver: pcg, cg_iterations: 4}"))
+    x6, _, _, _, _, a6 = read(out6, "panels_dome_400")
+    p6 = planarity(x6, off, idx, ell)
+    rec = a6.get("stage_0_deform", "")
+    m6 = re.search(r"iterations (\d+) .*pcg_iterations (\d+)", rec)
+    box6 = float(np.linalg.norm(np.max(x, axis=0) - np.min(x, axis=0)))
+    d6 = float(np.max(np.abs(x6 - x)))
+    print(f"cg_iterations 4: planarity {p6:.3g}, {d6 / box6:.3g} of the box from cholesky's "
+          f"result ({rec})")
+    if not m6 or not 0 < int(m6.group(2)) <= 4 * int(m6.group(1)):
+        fail(f"cg_iterations 4: CG iterations not within 4 per iteration ({rec})")
+    if not p6 <= 1e-8 or not d6 <= 1e-8 * box6 or not np.array_equal(x6[hv], h[hv]):
+        fail("cg_iterations 4: not planar to 1e-8, handles moved, or off cholesky's result")
     # soft, the handles where they are: lower planarity than the input's
     still = panels(os.path.join(d, "still.h5"), 400, lift=0.0)
     out3, _, _ = job("op_soft", [still], "  - {op: deform, w_constraint: 1000, iterations: 200}\n")

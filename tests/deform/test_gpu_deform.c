@@ -9,8 +9,18 @@
  *  - a lifted Polylla mesh (300 random points, faces of 3 to 20-odd
  *    vertices, on a dome of height 0.01): hard planar without handles to
  *    1e-10 (cholesky, and the device CG), and soft planar (both PCGs);
+ *  - solver auto (the op's default: cholesky on the CPU, the device CG on
+ *    CUDA), soft planar 50 iterations and hard planar on the quad grid;
+ *  - inexact inner solves (solver pcg, cg_iterations 8: at most 8 CG
+ *    iterations per iteration, the CPU's mb_deform_cg against the device
+ *    CG, one method): soft planar 50 iterations, soft planar to 1e-7 (a
+ *    stop inside the device's batch of 5 iterations: the same iteration
+ *    count) and hard planar to 1e-10 on the quad grid, the flat grid, hard
+ *    planar on the Polylla mesh;
  *  each: the CUDA positions within 1e-8 of the bounding box's diagonal of
- *  the CPU's, the same convergence flag, the hard runs' planarity or
+ *  the CPU's with the same keys (a capped soft run with cg_iterations is
+ *  not compared with cholesky: it stops at another iterate; converged
+ *  runs are, in the CPU test deform_unit), the same convergence flag, the hard runs' planarity or
  *  regularity <= 1e-8 (recomputed here face by face), the handles exactly at
  *  their targets (hard);
  *  - bad inputs give the CPU's error codes and messages: a face with a
@@ -130,7 +140,7 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   rg.face_planarity = fp;
   mb_error ec = mb_deform_run_cpu(p, &dc, &rc);
   if (ec) fail_msg("%s: CPU: %s", what, mb_error_message());
-  const mb_deform_cuda_opts co = {0, device_cg};
+  const mb_deform_cuda_opts co = {0, !device_cg};
   mb_error eg = mb_deform_run_cuda(p, &dg, &rg, &co);
   if (eg) fail_msg("%s: CUDA: %s", what, mb_error_message());
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -150,7 +160,11 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   printf("%s (%s): CPU %d iterations, converged %d, residual %.3g; CUDA %d iterations, "
          "converged %d, residual %.3g (recomputed %.3g), %d factorizations, %lld CG "
          "iterations; max distance %.3g = %.3g of the box %.3g\n",
-         what, p->solver == MB_DEFORM_PCG ? (device_cg ? "pcg, device CG" : "pcg") : "cholesky", rc.iterations, rc.converged,
+         what,
+         p->solver == MB_DEFORM_PCG    ? (device_cg ? "pcg, device CG" : "pcg")
+         : p->solver == MB_DEFORM_AUTO ? "auto: cholesky against the device CG"
+                                       : "cholesky",
+         rc.iterations, rc.converged,
          p->constraint == MB_DEFORM_PLANAR ? rc.planarity : rc.regularity, rg.iterations,
          rg.converged, p->constraint == MB_DEFORM_PLANAR ? rg.planarity : rg.regularity, res,
          rg.factorizations, rg.pcg_iterations, dev, dev / box, box);
@@ -188,6 +202,29 @@ static void test_quad_grid(void **state) {
     compare("quad grid, hard planar", &c, 1, &hard, dcg[k]);
     case_free(&c);
   }
+  { /* solver auto (the default): CHOLMOD on the CPU, the device CG on CUDA */
+    case_mesh c = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_AUTO);
+    compare("quad grid, soft planar", &c, 1, &soft, 1);
+    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_AUTO);
+    compare("quad grid, hard planar", &c, 1, &hard, 1);
+    case_free(&c);
+  }
+  { /* inexact: cg_iterations 8, the CPU's k-step CG against the device's */
+    case_mesh c = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
+    mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_PCG);
+    soft.cg_iterations = 8;
+    compare("quad grid, soft planar, cg_iterations 8", &c, 1, &soft, 1);
+    /* soft to a tolerance: the device's batches of 5 iterations stop where
+     * the host's rules stop, inside a batch (the same iteration count) */
+    mb_deform_params stop = params(MB_DEFORM_PLANAR, 0, 5000, 1e-7, MB_DEFORM_PCG);
+    stop.cg_iterations = 8;
+    compare("quad grid, soft planar to 1e-7, cg_iterations 8", &c, 1, &stop, 1);
+    mb_deform_params hard = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_PCG);
+    hard.cg_iterations = 8;
+    compare("quad grid, hard planar, cg_iterations 8", &c, 1, &hard, 1);
+    case_free(&c);
+  }
   case_mesh s = panels(36, MB_PANELS_SADDLE, 0.3, 0, 0);
   mb_deform_params reg = params(MB_DEFORM_REGULAR, 1, 3000, 1e-10, MB_DEFORM_CHOLESKY);
   compare("saddle, hard regular", &s, 0, &reg, 0);
@@ -197,6 +234,9 @@ static void test_quad_grid(void **state) {
     mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 20, 1e-12, solver[k]);
     compare("flat grid, soft planar", &f, 1, &soft, dcg[k]);
   }
+  mb_deform_params flat8 = params(MB_DEFORM_PLANAR, 0, 20, 1e-12, MB_DEFORM_PCG);
+  flat8.cg_iterations = 8;
+  compare("flat grid, soft planar, cg_iterations 8", &f, 1, &flat8, 1);
   case_free(&f);
   case_free(&s);
 }
@@ -211,6 +251,8 @@ static void test_polylla(void **state) {
   compare("Polylla, soft planar", &c, 0, &soft, 1);
   mb_deform_params hpcg = params(MB_DEFORM_PLANAR, 1, 5000, 1e-10, MB_DEFORM_PCG);
   compare("Polylla, hard planar", &c, 0, &hpcg, 1);
+  hpcg.cg_iterations = 8;
+  compare("Polylla, hard planar, cg_iterations 8", &c, 0, &hpcg, 1);
   case_free(&c);
 }
 

@@ -631,7 +631,10 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
         w->b[k] = w->pin[i] != 0 ? x[k]
                                  : (w->r0[k] - w->g0[k]) + c * (w->b[k] - w->gF[k]);
       }
-    if (p->solver == MB_DEFORM_PCG) { /* warm start: the current positions */
+    if (p->solver == MB_DEFORM_PCG && p->cg_iterations > 0) { /* inexact, warm-started */
+      memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
+      err = mb_deform_cg(dm->name, w->H, w->b, w->xn, p->cg_iterations, &rep->pcg_iterations);
+    } else if (p->solver == MB_DEFORM_PCG) { /* warm start: the current positions */
       memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
       const mb_pcg_opts o = {.rtol = MB_DEFORM_PCG_RTOL, .max_iter = 100000};
       mb_solve_stats st;

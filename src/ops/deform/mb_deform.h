@@ -41,15 +41,23 @@
  * over faces of mixed sizes through the face offsets), then one SPD solve
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
- * of the three coordinates together (solver `cholesky`, the default:
+ * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`:
  * CHOLMOD's simplicial LL' with AMD ordering, analysis once per mesh,
  * numeric factor once per value of c, the three columns in one pass of
  * each triangular solve (measured on the reference BLAS: the supernodal
  * factor's solves took twice as long; docs/benchmarks.md);
  * `pcg`: the linalg layer's Jacobi-preconditioned CG warm-started from the
  * current positions to relative residual MB_DEFORM_PCG_RTOL per
- * coordinate, as the chapter's GPU solver, no factorization). Soft: c = w_constraint, y_f =
- * P_f(A_f p); E decreases at every iteration (alternating minimisation).
+ * coordinate, as the chapter's GPU solver, no factorization; with
+ * `cg_iterations: k` >= 1 the inner solve is inexact: at most k Jacobi-CG
+ * iterations warm-started from the last iterate (mb_deform_cg in
+ * mb_deform_private.h; the chapter's GPU ran a few per iteration). A
+ * fixed point of the inexact iteration is one of the exact one (the warm
+ * start's residual H p - b is then 0), so converged runs (hard, or soft
+ * stopped by the tolerance) reach the exact runs' result to the tolerance;
+ * a soft run capped at `iterations` stops at another iterate.) Soft: c = w_constraint, y_f =
+ * P_f(A_f p); E decreases at every iteration (alternating minimisation;
+ * also with inexact solves: CG from the warm start lowers the quadratic).
  * Hard (`hard: yes`, section 2.2.2.2): the constraints A_f p = z_f, z_f in
  * the constraint set, by the augmented Lagrangian in its scaled form
  * (ADMM, over-relaxed as in Boyd et al., "Distributed optimization and
@@ -118,8 +126,14 @@ typedef enum mb_deform_constraint {
 
 /* Steps of the hard mode's penalty sequence mu = w_constraint * 10^k. */
 #define MB_DEFORM_MU_STEPS 8
-/* Solvers of the global step (key `solver`). */
-typedef enum mb_deform_solver { MB_DEFORM_CHOLESKY = 0, MB_DEFORM_PCG = 1 } mb_deform_solver;
+/* Solvers of the global step (key `solver`). MB_DEFORM_AUTO (the key's
+ * default): cholesky on the CPU, pcg on CUDA (each backend's fastest
+ * solver agreeing with the CPU's cholesky within 1e-8 of the box). */
+typedef enum mb_deform_solver {
+  MB_DEFORM_CHOLESKY = 0,
+  MB_DEFORM_PCG = 1,
+  MB_DEFORM_AUTO = 2
+} mb_deform_solver;
 /* The PCG's relative residual per coordinate (solver: pcg). */
 #define MB_DEFORM_PCG_RTOL 1e-12
 /* The hard mode's over-relaxation (1: plain ADMM). Measured, iterations
@@ -149,6 +163,8 @@ typedef struct mb_deform_params {
   char handles[MB_PARAM_NAMES_LEN]; /* handles file ("" : the `handle` field) */
   int fix_boundary;    /* 0 no, 1 yes */
   int solver;          /* mb_deform_solver */
+  int cg_iterations;   /* solver pcg: 0 each solve to MB_DEFORM_PCG_RTOL; k >= 1 at
+                          most k CG iterations per local-global iteration (inexact) */
 } mb_deform_params;
 
 /* One mesh (per mesh on one rank; borrowed arrays). */

@@ -20,8 +20,9 @@ static const char deform_bench_help[] =
     "usage: meshbatch bench deform INPUT [--mesh NAME] [--iterations N]\n"
     "                              [--constraint planar|regular] [--hard no|yes]\n"
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
-    "                              [--solver cholesky|pcg] [--backend cpu|cuda]\n"
-    "                              [--sync-phases] [--cg linalg|device]\n\n"
+    "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
+    "                              [--sync-phases] [--cg linalg|device]\n"
+    "                              [--cg-iterations K]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -32,23 +33,28 @@ static const char deform_bench_help[] =
     "projections, the solves (right-hand side and the triangular solves), the\n"
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
-    "0.1, w_constraint 10, solver cholesky, 3 repeats. Wall times of this process (the machine's\n"
-    "other load counts), and the process's CPU time (all threads; the load does\n"
-    "not count).\n"
+    "0.1, w_constraint 10, solver auto (cholesky on cpu, pcg on cuda), 3\n"
+    "repeats. Wall times of this process (the machine's other load counts), and\n"
+    "the process's CPU time (all threads; the load does not count).\n"
     "--backend cuda runs the CUDA backend (mb_deform_cuda.h) on the first device:\n"
     "its analysis is the whole setup (host pattern, uploads, csrchol analysis);\n"
     "without --sync-phases the device is pipelined and only the frame is its time\n"
     "(the phases are the host's enqueue times); with it the device is waited for\n"
     "at each phase boundary, which gives the phases and slows the frame. --cg\n"
-    "(solver pcg on cuda): linalg, the linalg layer's device PCG (the CPU's\n"
-    "iterates, host checks every iteration; the default), or device, the deform\n"
-    "room's CG (scalars on the device, the host reads once per 8 iterations).\n";
+    "(solver pcg on cuda): device, the deform room's CG (scalars on the device,\n"
+    "the host reads once per 8 iterations; the default), or linalg, the linalg\n"
+    "layer's device PCG (the CPU's iterates, host checks every iteration).\n"
+    "--cg-iterations K (solver pcg, both backends): the key cg_iterations, at\n"
+    "most K CG iterations per local-global iteration (inexact inner solves,\n"
+    "warm-started; on cuda always the room's CG, and without --sync-phases the\n"
+    "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
+    "each solve to relative residual 1e-12.\n";
 
 typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats;
-  int cuda, sync_phases, device_cg;
+  int cuda, sync_phases, linalg_cg;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -61,6 +67,7 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
   o->p.w_fair = 0.1;
   o->p.w_constraint = 10;
   o->repeats = 3;
+  o->p.solver = MB_DEFORM_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -83,14 +90,19 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->p.hard = !strcmp(v, "yes");
     } else if (!strcmp(a, "--solver") && v) {
-      bad = strcmp(v, "cholesky") && strcmp(v, "pcg");
-      o->p.solver = !strcmp(v, "pcg") ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+      bad = strcmp(v, "cholesky") && strcmp(v, "pcg") && strcmp(v, "auto");
+      o->p.solver = !strcmp(v, "pcg")        ? MB_DEFORM_PCG
+                    : !strcmp(v, "cholesky") ? MB_DEFORM_CHOLESKY
+                                             : MB_DEFORM_AUTO;
     } else if (!strcmp(a, "--backend") && v) {
       bad = strcmp(v, "cpu") && strcmp(v, "cuda");
       o->cuda = !strcmp(v, "cuda");
     } else if (!strcmp(a, "--cg") && v) {
       bad = strcmp(v, "linalg") && strcmp(v, "device");
-      o->device_cg = !strcmp(v, "device");
+      o->linalg_cg = !strcmp(v, "linalg");
+    } else if (!strcmp(a, "--cg-iterations") && v) {
+      bad = mb_cli_parse_int64(v, &n) || n < 0 || n > 100000;
+      o->p.cg_iterations = (int)n;
     } else if (!strcmp(a, "--sync-phases")) {
       o->sync_phases = 1;
       continue;
@@ -107,6 +119,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
+  if (o->p.solver == MB_DEFORM_AUTO) /* the op's rule (mb_deform.h), printed as resolved */
+    o->p.solver = o->cuda ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
   return MB_EXIT_OK;
 }
 
@@ -157,14 +171,16 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   if (!e) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
   printf("%s: %lld vertices, %lld faces; %s %s, %d iterations per repeat, solver %s, "
-         "w_fair %g, w_constraint %g%s; backend %s%s%s\n",
+         "w_fair %g, w_constraint %g%s; backend %s%s%s, cg_iterations %d\n",
          m->name, (long long)m->nv, (long long)m->nf, o->p.hard ? "hard" : "soft",
          o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
          o->p.solver ? "pcg" : "cholesky",
          o->p.w_fair, o->p.w_constraint, target ? ", handles from the field" : ", no handles",
          o->cuda ? "cuda" : "cpu", o->cuda && o->sync_phases ? " (phases synchronised)" : "",
-         o->cuda && o->p.solver == MB_DEFORM_PCG ? (o->device_cg ? ", cg device" : ", cg linalg")
-                                                 : "");
+         o->cuda && o->p.solver == MB_DEFORM_PCG
+             ? (o->linalg_cg && o->p.cg_iterations == 0 ? ", cg linalg" : ", cg device")
+             : "",
+         o->p.cg_iterations);
   const double per = 50.0 / o->p.iterations;
   for (int64_t r = 0; r < o->repeats && !e; r++) {
     memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
@@ -172,7 +188,7 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
                          adj, target, NULL};
     mb_deform_report rep = {0};
     const double t0 = mb_wtime(), c0 = cpu_seconds();
-    const mb_deform_cuda_opts co = {o->sync_phases, o->device_cg};
+    const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
     e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, &rep, &co)
                 : mb_deform_run_cpu(&o->p, &dm, &rep);
     const double ms = 1e3 * (mb_wtime() - t0), cms = 1e3 * (cpu_seconds() - c0);

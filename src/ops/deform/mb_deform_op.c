@@ -192,7 +192,7 @@ static void deform_grow(const void *params, mb_size_estimate *s) {
 
 static const char *const constraint_names[] = {"planar", "regular", NULL};
 static const char *const yes_no[] = {"no", "yes", NULL};
-static const char *const solver_names[] = {"cholesky", "pcg", NULL};
+static const char *const solver_names[] = {"cholesky", "pcg", "auto", NULL};
 
 static const mb_param deform_params[] = {
     {"constraint", MB_PARAM_NAME, offsetof(mb_deform_params, constraint), 0, 0, 0, 0, 0,
@@ -216,8 +216,13 @@ static const mb_param deform_params[] = {
     {"fix_boundary", MB_PARAM_NAME, offsetof(mb_deform_params, fix_boundary), 0, 0, 0, 0, 0, 0,
      yes_no, "yes: boundary vertices keep their input positions"},
     {"solver", MB_PARAM_NAME, offsetof(mb_deform_params, solver), 0, 0, 0, 0, 0,
-     MB_DEFORM_CHOLESKY, solver_names,
-     "cholesky (CHOLMOD, factored once per penalty) or pcg (Jacobi CG, warm-started)"}};
+     MB_DEFORM_AUTO, solver_names,
+     "cholesky (CHOLMOD, factored once per penalty), pcg (Jacobi CG, warm-started) or auto "
+     "(cholesky on the CPU, pcg on CUDA)"},
+    {"cg_iterations", MB_PARAM_INT, offsetof(mb_deform_params, cg_iterations), 0, 100000, 0, 0,
+     0, 0, NULL,
+     "solver pcg: 0, each solve to relative residual 1e-12; k >= 1, at most k CG iterations "
+     "per iteration (inexact, warm-started)"}};
 
 /* handles: one path, not a list. */
 static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,

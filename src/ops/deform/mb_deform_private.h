@@ -43,6 +43,19 @@ void mb_deform_system_matrix(mb_deform_system *s, const double *base, const doub
 
 void mb_deform_system_free(mb_deform_system *s);
 
+/* The inexact inner solve of `cg_iterations: k` (mb_deform.h): H X = B for
+ * the three columns of B and X ([nrows, 3]; X the warm start on entry, the
+ * iterate on exit) by at most k >= 1 Jacobi-preconditioned CG iterations
+ * (z = r / h_ii), a column stopping earlier where sqrt(r.r) <=
+ * MB_DEFORM_PCG_RTOL ||b|| and a column with b = 0 getting x = 0; no
+ * recomputed-residual restart. The CUDA backend's device CG is the same
+ * method (mb_deform_cg.c). *iters += the iterations run (the most of any
+ * column). name: for messages. Not collective.
+ * Errors: MB_ERR_NUMERIC (a diagonal entry or a curvature p'Hp <= 0: H not
+ * positive definite; a non-finite value), MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double *X, int k,
+                      long long *iters);
+
 #ifdef __cplusplus
 }
 #endif
