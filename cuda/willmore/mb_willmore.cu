@@ -628,7 +628,7 @@ mb_error setup(wm_gpu *g) {
   mb_cuda_csr_arrays(g->dL, &g->rowptr, &g->col, &g->diag, &g->lval);
   mb_cuda_csr_arrays(g->dP, nullptr, nullptr, nullptr, &g->pval);
   mb_cuda_csr_arrays(g->dD, nullptr, nullptr, &g->ddiag, &g->dval);
-  g->iterative = mb_willmore_solver_for(g->p->solver, wm->nv) == MB_WILLMORE_ITERATIVE;
+  g->iterative = mb_willmore_solver_for(g->p->solver, wm->nv, 1) == MB_WILLMORE_ITERATIVE;
   if (!g->iterative) { /* the shifted copy and both devices' Cholesky analyses */
     MB_CALL(mb_cuda_csr_create(g->Dh, nullptr, &g->dS));
     mb_cuda_csr_arrays(g->dS, nullptr, nullptr, &g->sdiag, &g->sval);

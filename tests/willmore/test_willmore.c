@@ -375,12 +375,12 @@ static void test_solvers_agree(void **state) {
   agree(m, 0.1);
   mb_mesh_free(m);
   /* auto: cholesky below MB_WILLMORE_AUTO_VERTICES vertices, iterative from there */
-  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES - 1),
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES - 1, 0),
                    MB_WILLMORE_CHOLESKY);
-  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES),
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_AUTO, MB_WILLMORE_AUTO_VERTICES, 0),
                    MB_WILLMORE_ITERATIVE);
-  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_CHOLESKY, 10000000), MB_WILLMORE_CHOLESKY);
-  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_ITERATIVE, 12), MB_WILLMORE_ITERATIVE);
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_CHOLESKY, 10000000, 1), MB_WILLMORE_CHOLESKY);
+  assert_int_equal(mb_willmore_solver_for(MB_WILLMORE_ITERATIVE, 12, 0), MB_WILLMORE_ITERATIVE);
 }
 
 int main(int argc, char **argv) {

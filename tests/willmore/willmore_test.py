@@ -424,7 +424,8 @@ def cuda_spot():
     if not path or not os.path.exists(path):
         print(f"{path or '../shared/data'} absent: skipped")
         sys.exit(SKIP)
-    cpu_cuda_agree("spot", path, 0.05, 10)
+    # the CUDA backend's Cholesky (csrchol) path; its default (auto) is iterative
+    cpu_cuda_agree("spot", path, 0.05, 10, {"cuda": ", solver: cholesky"})
 
 
 def cuda_spot_iterative():

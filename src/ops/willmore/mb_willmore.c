@@ -254,10 +254,10 @@ mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int
   return dirac_create(adj, nf, tri, 1, out);
 }
 
-mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv) {
+mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv, int cuda) {
   if (solver == MB_WILLMORE_CHOLESKY || solver == MB_WILLMORE_ITERATIVE)
     return (mb_willmore_solver)solver;
-  return nv >= MB_WILLMORE_AUTO_VERTICES ? MB_WILLMORE_ITERATIVE : MB_WILLMORE_CHOLESKY;
+  return cuda || nv >= MB_WILLMORE_AUTO_VERTICES ? MB_WILLMORE_ITERATIVE : MB_WILLMORE_CHOLESKY;
 }
 
 const mb_csr *mb_willmore_dirac_matrix(const mb_willmore_dirac *d) { return d->D; }
@@ -575,7 +575,7 @@ typedef struct wm_work {
   mb_csr *P;            /* -L with vertex 0 pinned */
   mb_cholesky *pchol;   /* P's factor: analysis once per mesh (solver cholesky) */
   mb_amg *amg;          /* P's AMG hierarchy: made once per mesh (solver iterative) */
-  int iterative;        /* the solver: mb_willmore_solver_for(p->solver, nv) */
+  int iterative;        /* the solver: mb_willmore_solver_for(p->solver, nv, 0) */
   mb_willmore_dirac *dirac;
   double *mass, *N, *H, *rho, *lambda, *b, *xn, *x0, *xs, *y;
 } wm_work;
@@ -906,7 +906,7 @@ static mb_error run(const mb_willmore_params *p, mb_willmore_mesh *wm, mb_willmo
                (w->y = malloc(sizeof(double) * 3 * sn)),
            MB_ERR_MEMORY, "%s: out of memory for willmore_flow's arrays", wm->name);
   memcpy(w->x0, wm->x, sizeof(double) * 3 * sn);
-  w->iterative = mb_willmore_solver_for(p->solver, n) == MB_WILLMORE_ITERATIVE;
+  w->iterative = mb_willmore_solver_for(p->solver, n, 0) == MB_WILLMORE_ITERATIVE;
   MB_CALL(dirac_create(wm->adj, wm->nf, wm->tri, !w->iterative, &w->dirac));
   MB_CALL(measure(wm, w, &rep->energy0));
   double c0[3];

@@ -96,7 +96,8 @@
  * same hierarchy's PCG (mb_pcg_solve, relative residual 1e-12 per
  * coordinate), warm-started from the current positions moved so that
  * vertex 0 is at the origin and scaled by 1 / nv (the mean |lambda_i|^2).
- * auto takes iterative from MB_WILLMORE_AUTO_VERTICES vertices. The two
+ * auto takes iterative from MB_WILLMORE_AUTO_VERTICES vertices on the
+ * CPU and always on the GPU (mb_willmore_solver_for). The two
  * agree within 1e-11 of the bounding box after 5 steps on spot
  * (tests/willmore/test_willmore.c).
  *
@@ -136,20 +137,27 @@ extern "C" {
 
 /* How steps 3 and 4 solve (the key `solver`). */
 typedef enum mb_willmore_solver {
-  MB_WILLMORE_AUTO = 0,      /* iterative from MB_WILLMORE_AUTO_VERTICES vertices up,
-                                cholesky below (both backends) */
+  MB_WILLMORE_AUTO = 0,      /* CPU: iterative from MB_WILLMORE_AUTO_VERTICES vertices
+                                up, cholesky below; CUDA: iterative at every size */
   MB_WILLMORE_CHOLESKY = 1,  /* sparse Cholesky factored per step (CHOLMOD, csrchol) */
   MB_WILLMORE_ITERATIVE = 2  /* PCG preconditioned by one AMG hierarchy per mesh */
 } mb_willmore_solver;
 
-/* solver auto: the vertex count from which the iterative path is taken.
- * Chosen without measurement: the Cholesky factor of the 4 nv x 4 nv
- * operator grows as nv^1.5 in time and nv log nv in memory, the PCGs about
- * linearly; below this the factor is cheap and exact. */
+/* solver auto on the CPU: the vertex count from which the iterative path
+ * is taken (the Cholesky factor of the 4 nv x 4 nv operator grows as
+ * nv^1.5 in time and nv log nv in memory, the PCGs about linearly; on the
+ * 2-core development machine spot, 2 930 vertices, took 315 ms a step by
+ * CHOLMOD and 464 ms iteratively, spot refined to 20 000 vertices 6.5 s and
+ * 2.7 s). On the GPU auto is iterative at every size: on an H100 spot took
+ * 23.7 ms a step (setup 11 ms) against csrchol's 42.6 ms (setup 188 ms),
+ * and a batch of 200 meshes of 162-10 242 vertices 8.7 s against 57.7 s
+ * (docs/benchmarks.md). */
 #define MB_WILLMORE_AUTO_VERTICES 20000
 
-/* The solver that runs for nv vertices (p's choice; auto resolved). */
-mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv);
+/* The solver that runs for nv vertices (p's choice; auto resolved as
+ * above for the CUDA backend where cuda is 1, the CPU's otherwise). Not
+ * collective; no errors. */
+mb_willmore_solver mb_willmore_solver_for(int solver, int64_t nv, int cuda);
 
 /* The relative residual the iterative solver's Poisson PCG (step 4)
  * stops at, per coordinate, for a mesh of nv vertices:

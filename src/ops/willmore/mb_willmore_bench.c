@@ -37,7 +37,7 @@ static const char willmore_bench_help[] =
     "analysis, made once per mesh; on the GPU also the uploads and the device\n"
     "Cholesky's analyses) is printed on its own. On the GPU the device is\n"
     "synchronised between phases.\n"
-    "--solver is the stage key `solver` (auto: iterative from 20000 vertices); with the\n"
+    "--solver is the stage key `solver` (auto: on cuda iterative, on cpu from 20000 vertices); with the\n"
     "iterative solver each step also prints its PCG iterations (all the inverse\n"
     "iteration's solves; the Poisson solve). --vertices N refines the mesh first to\n"
     "exactly N vertices by midpoint subdivision (as meshbatch generate subdivide MESH\n"
@@ -297,12 +297,12 @@ int mb_willmore_bench(int argc, char **argv) {
     mb_willmore_mesh wm = {m->nv, m->nf, m->face_indices, adj, x, m->name, NULL};
     mb_willmore_report rep = {.step = st};
     printf("%s, time step %g, solver %s:\n", cuda ? "cuda" : "cpu", o.dt[k],
-           mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE ? "iterative"
-                                                                            : "cholesky");
+           mb_willmore_solver_for(o.solver, m->nv, cuda) == MB_WILLMORE_ITERATIVE ? "iterative"
+                                                                                  : "cholesky");
     fflush(stdout);
     e = cuda ? mb_willmore_run_cuda(&p, &wm, &rep) : mb_willmore_run_cpu(&p, &wm, &rep);
     if (e) break;
-    const int iterative = mb_willmore_solver_for(o.solver, m->nv) == MB_WILLMORE_ITERATIVE;
+    const int iterative = mb_willmore_solver_for(o.solver, m->nv, cuda) == MB_WILLMORE_ITERATIVE;
     printf("  input: energy %.10g; setup %.3f ms (checks, Dirac pattern%s%s)\n", rep.energy0,
            rep.setup_ms, iterative ? "" : " and analysis", cuda ? ", uploads" : "");
     for (int s = 0; s < rep.steps; s++) {
