@@ -15,6 +15,7 @@
 #include "mb_cotan.h"
 #include "mb_log.h"
 #include "mb_solver.h"
+#include "mb_willmore_qchol.h"
 
 /* ------------------------------------------------------------ quaternions */
 
@@ -100,19 +101,17 @@ struct mb_willmore_dirac {
   int64_t nv, nf;
   const int64_t *tri; /* borrowed */
   mb_csr *D;          /* the operator, 4 nv rows */
-  mb_csr *S;          /* D + sigma I (same pattern), what is factored */
   int32_t *slot;      /* [nf, 9] position in D->val of block (a, b)'s (0, 0) entry */
   int32_t *rowlen;    /* [nv] entries of the vertex row */
-  mb_cholesky *chol;
+  mb_willmore_qchol *chol; /* quaternion factor of D + sigma I (solver cholesky) */
 };
 
 void mb_willmore_dirac_free(mb_willmore_dirac *d) {
   if (!d) return;
   mb_csr_free(d->D);
-  mb_csr_free(d->S);
   free(d->slot);
   free(d->rowlen);
-  mb_cholesky_free(d->chol);
+  mb_willmore_qchol_free(d->chol);
   free(d);
 }
 
@@ -167,29 +166,6 @@ static mb_error block_pattern(const mb_csr *L, mb_csr **out) {
   return MB_SUCCESS;
 }
 
-static mb_error csr_clone(const mb_csr *A, mb_csr **out) {
-  mb_csr *B;
-  MB_CALLOC(B, 1);
-  *B = *A;
-  const size_t nz = (size_t)(A->nnz ? A->nnz : 1), nr = (size_t)(A->nrows ? A->nrows : 1);
-  B->rowptr = malloc(sizeof(int32_t) * ((size_t)A->nrows + 1));
-  B->col = malloc(sizeof(int32_t) * nz);
-  B->diag = malloc(sizeof(int32_t) * nr);
-  B->edge = malloc(sizeof(int32_t) * nz);
-  B->val = malloc(sizeof(double) * nz);
-  if (!B->rowptr || !B->col || !B->diag || !B->edge || !B->val) {
-    mb_csr_free(B);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for a copy of a %d-row matrix", A->nrows);
-  }
-  memcpy(B->rowptr, A->rowptr, sizeof(int32_t) * ((size_t)A->nrows + 1));
-  memcpy(B->col, A->col, sizeof(int32_t) * nz);
-  memcpy(B->diag, A->diag, sizeof(int32_t) * nr);
-  memcpy(B->edge, A->edge, sizeof(int32_t) * nz);
-  memcpy(B->val, A->val, sizeof(double) * nz);
-  *out = B;
-  return MB_SUCCESS;
-}
-
 mb_error mb_willmore_dirac_pattern(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
                                    mb_csr **D, int32_t *slot, int32_t *rowlen) {
   MB_CHECK(adj && D && slot && rowlen && (tri || nf == 0) && nf >= 0, MB_ERR_ARG,
@@ -223,8 +199,7 @@ static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *
   MB_CHECK(d->slot && d->rowlen, MB_ERR_MEMORY,
            "out of memory for the Dirac operator's block positions");
   MB_CALL(mb_willmore_dirac_pattern(adj, nf, tri, &d->D, d->slot, d->rowlen));
-  MB_CALL(csr_clone(d->D, &d->S));
-  if (analyse) MB_CALL(mb_cholesky_create(d->S, &d->chol));
+  if (analyse) MB_CALL(mb_willmore_qchol_create(d->D, &d->chol));
   return MB_SUCCESS;
 }
 
@@ -338,17 +313,14 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
   MB_CHECK(d && lambda && eigenvalue && iterations && residual && max_iterations >= 1,
            MB_ERR_ARG, "mb_willmore_dirac_eigen: bad arguments");
   const mb_csr *D = d->D;
-  mb_csr *S = d->S;
   const int64_t m = D->nrows;
   double dmax = 0.0;
   for (int32_t i = 0; i < D->nrows; i++) dmax = fmax(dmax, D->val[D->diag[i]]);
   MB_CHECK(dmax > 0 && isfinite(dmax), MB_ERR_NUMERIC,
            "Dirac operator: largest diagonal entry %g", dmax);
-  memcpy(S->val, D->val, sizeof(double) * (size_t)D->nnz);
   const double sigma = MB_WILLMORE_SHIFT * dmax;
-  for (int32_t i = 0; i < S->nrows; i++) S->val[S->diag[i]] += sigma;
-  if (!d->chol) MB_CALL(mb_cholesky_create(S, &d->chol)); /* made without analysis */
-  MB_CALL(mb_cholesky_factor(d->chol, S));
+  if (!d->chol) MB_CALL(mb_willmore_qchol_create(D, &d->chol)); /* made without analysis */
+  MB_CALL(mb_willmore_qchol_factor(d->chol, D, sigma));
   double *y = malloc(sizeof(double) * (size_t)(m ? m : 1));
   MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
   for (int64_t i = 0; i < m; i++) lambda[i] = i % 4 == 0 ? 1.0 : 0.0;
@@ -359,7 +331,7 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
   *residual = INFINITY;
   *eigenvalue = NAN;
   for (int it = 1; it <= max_iterations; it++) {
-    MB_CALL_GOTO(err, done, mb_cholesky_solve(d->chol, 1, lambda, y));
+    MB_CALL_GOTO(err, done, mb_willmore_qchol_solve(d->chol, lambda, y));
     nl = norm2(m, y);
     MB_CHECK_GOTO(err, done, nl > 0 && isfinite(nl), MB_ERR_NUMERIC,
                   "inverse iteration: the iterate's norm became %g", nl);
