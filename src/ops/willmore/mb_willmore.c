@@ -1,8 +1,10 @@
 /* meshbatch: conformal Willmore flow by spin transformations on the CPU
  * (see mb_willmore.h for the method, its sources and conventions). One
  * whole mesh on one rank; the Dirac operator's pattern, the triangles'
- * block positions and both CHOLMOD analyses are made once per mesh, the
- * values and the numeric factors once per step. */
+ * block positions, the order and symbolic factor of the quaternion
+ * Cholesky factor of D - rho (mb_willmore_qchol.h) and the Poisson
+ * matrix's CHOLMOD analysis are made once per mesh, the values and the
+ * numeric factors once per step. */
 #include "mb_willmore.h"
 
 #include <float.h>
@@ -203,8 +205,9 @@ static mb_error dirac_build(const mb_adjacency *adj, int64_t nf, const int64_t *
   return MB_SUCCESS;
 }
 
-/* mb_willmore_dirac_create, the CHOLMOD analysis only where analyse (the
- * iterative solver does without it: at a million vertices it is large). */
+/* mb_willmore_dirac_create, the quaternion factor's order and symbolic
+ * factor only where analyse (the iterative solver does without it: at a
+ * million vertices it is large). */
 static mb_error dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
                              int analyse, mb_willmore_dirac **out) {
   MB_CHECK(adj && out && (tri || nf == 0) && nf >= 0, MB_ERR_ARG,
@@ -307,56 +310,6 @@ static void right_factor(int64_t m, double *lambda) {
 /* Relative shift of the factored matrix (see mb_willmore.h, step 3). */
 #define MB_WILLMORE_SHIFT 1e-12
 
-mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max_iterations,
-                                 double *lambda, double *eigenvalue, int *iterations,
-                                 double *residual) {
-  MB_CHECK(d && lambda && eigenvalue && iterations && residual && max_iterations >= 1,
-           MB_ERR_ARG, "mb_willmore_dirac_eigen: bad arguments");
-  const mb_csr *D = d->D;
-  const int64_t m = D->nrows;
-  double dmax = 0.0;
-  for (int32_t i = 0; i < D->nrows; i++) dmax = fmax(dmax, D->val[D->diag[i]]);
-  MB_CHECK(dmax > 0 && isfinite(dmax), MB_ERR_NUMERIC,
-           "Dirac operator: largest diagonal entry %g", dmax);
-  const double sigma = MB_WILLMORE_SHIFT * dmax;
-  if (!d->chol) MB_CALL(mb_willmore_qchol_create(D, &d->chol)); /* made without analysis */
-  MB_CALL(mb_willmore_qchol_factor(d->chol, D, sigma));
-  double *y = malloc(sizeof(double) * (size_t)(m ? m : 1));
-  MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
-  for (int64_t i = 0; i < m; i++) lambda[i] = i % 4 == 0 ? 1.0 : 0.0;
-  double nl = norm2(m, lambda);
-  for (int64_t i = 0; i < m; i++) lambda[i] /= nl;
-  mb_error err = MB_SUCCESS;
-  *iterations = 0;
-  *residual = INFINITY;
-  *eigenvalue = NAN;
-  for (int it = 1; it <= max_iterations; it++) {
-    MB_CALL_GOTO(err, done, mb_willmore_qchol_solve(d->chol, lambda, y));
-    nl = norm2(m, y);
-    MB_CHECK_GOTO(err, done, nl > 0 && isfinite(nl), MB_ERR_NUMERIC,
-                  "inverse iteration: the iterate's norm became %g", nl);
-    for (int64_t i = 0; i < m; i++) lambda[i] = y[i] / nl;
-    mb_csr_spmv(D, 1, lambda, y);
-    double g = 0.0;
-    for (int64_t i = 0; i < m; i++) g += lambda[i] * y[i];
-    for (int64_t i = 0; i < m; i++) y[i] -= g * lambda[i];
-    *eigenvalue = g;
-    *residual = norm2(m, y) / dmax;
-    *iterations = it;
-    if (*residual <= tolerance) {
-      right_factor(m, lambda);
-      goto done;
-    }
-  }
-  err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
-                     "inverse iteration did not converge: residual %.3g after %d solves "
-                     "(tolerance %.3g, max_iterations %d)",
-                     *residual, max_iterations, tolerance, max_iterations);
-done:
-  free(y);
-  return err;
-}
-
 /* The inner solves' stopping test relative to the eigen tolerance, and
  * their iteration limit (mb_willmore.h, mb_willmore_dirac_eigen_pcg). */
 #define MB_WILLMORE_INNER_RTOL 1e-3
@@ -421,6 +374,114 @@ static mb_error inner_pcg(const mb_csr *D, double sigma, const mb_amg *amg, cons
   }
 }
 
+/* One solve of the inverse iteration: y [m] with (D - rho + sigma I) y =
+ * lambda [m] (2-norm 1); g the last Rayleigh quotient (of the start before
+ * the first solve, where the loop computes it). */
+typedef mb_error (*eigen_solve_fn)(void *ctx, const double *lambda, double g, double *y);
+
+/* The inverse iteration of mb_willmore_dirac_eigen and _pcg (mb_willmore.h,
+ * step 3) around solve: start from the constant 1 normalised (with its
+ * Rayleigh quotient where start_quotient: the PCG's first warm start),
+ * each iteration a solve, the normalisation, the Rayleigh quotient and the
+ * residual relative to dmax, the stopping test and the right quaternion
+ * factor. y: work [m]. */
+static mb_error inverse_iteration(const mb_csr *D, double dmax, eigen_solve_fn solve, void *ctx,
+                                  int start_quotient, double tolerance, int max_iterations,
+                                  double *lambda, double *eigenvalue, int *iterations,
+                                  double *residual, double *y) {
+  const int64_t m = D->nrows;
+  for (int64_t i = 0; i < m; i++) lambda[i] = i % 4 == 0 ? 1.0 : 0.0;
+  double nl = norm2(m, lambda);
+  for (int64_t i = 0; i < m; i++) lambda[i] /= nl;
+  double g = NAN;
+  if (start_quotient) {
+    mb_csr_spmv(D, 1, lambda, y);
+    g = dot(m, lambda, y);
+  }
+  *iterations = 0;
+  *residual = INFINITY;
+  *eigenvalue = NAN;
+  for (int it = 1; it <= max_iterations; it++) {
+    MB_CALL(solve(ctx, lambda, g, y));
+    nl = norm2(m, y);
+    MB_CHECK(nl > 0 && isfinite(nl), MB_ERR_NUMERIC,
+             "inverse iteration: the iterate's norm became %g", nl);
+    for (int64_t i = 0; i < m; i++) lambda[i] = y[i] / nl;
+    mb_csr_spmv(D, 1, lambda, y);
+    g = dot(m, lambda, y);
+    for (int64_t i = 0; i < m; i++) y[i] -= g * lambda[i];
+    *eigenvalue = g;
+    *residual = norm2(m, y) / dmax;
+    *iterations = it;
+    if (*residual <= tolerance) {
+      right_factor(m, lambda);
+      return MB_SUCCESS;
+    }
+  }
+  MB_FAIL(MB_ERR_NUMERIC,
+          "inverse iteration did not converge: residual %.3g after %d solves (tolerance %.3g, "
+          "max_iterations %d)",
+          *residual, max_iterations, tolerance, max_iterations);
+}
+
+/* The largest diagonal entry of D (> 0 and finite, else MB_ERR_NUMERIC). */
+static mb_error largest_diagonal(const mb_csr *D, double *dmax) {
+  double dm = 0.0;
+  for (int32_t i = 0; i < D->nrows; i++) dm = fmax(dm, D->val[D->diag[i]]);
+  MB_CHECK(dm > 0 && isfinite(dm), MB_ERR_NUMERIC, "Dirac operator: largest diagonal entry %g",
+           dm);
+  *dmax = dm;
+  return MB_SUCCESS;
+}
+
+/* solver cholesky: one solve with the quaternion factor. */
+static mb_error solve_factor(void *ctx, const double *lambda, double g, double *y) {
+  (void)g;
+  return mb_willmore_qchol_solve(ctx, lambda, y);
+}
+
+mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max_iterations,
+                                 double *lambda, double *eigenvalue, int *iterations,
+                                 double *residual) {
+  MB_CHECK(d && lambda && eigenvalue && iterations && residual && max_iterations >= 1,
+           MB_ERR_ARG, "mb_willmore_dirac_eigen: bad arguments");
+  const mb_csr *D = d->D;
+  const int64_t m = D->nrows;
+  double dmax = 0.0;
+  MB_CALL(largest_diagonal(D, &dmax));
+  const double sigma = MB_WILLMORE_SHIFT * dmax;
+  if (!d->chol) MB_CALL(mb_willmore_qchol_create(D, &d->chol)); /* made without analysis */
+  MB_CALL(mb_willmore_qchol_factor(d->chol, D, sigma));
+  double *y = malloc(sizeof(double) * (size_t)(m ? m : 1));
+  MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
+  const mb_error err = inverse_iteration(D, dmax, solve_factor, d->chol, 0, tolerance,
+                                         max_iterations, lambda, eigenvalue, iterations,
+                                         residual, y);
+  free(y);
+  return err;
+}
+
+/* solver iterative: one PCG solve, warm-started from lambda / (g + sigma). */
+typedef struct pcg_solve_ctx {
+  const mb_csr *D;
+  const mb_amg *amg;
+  double sigma, eta;
+  double *w; /* [4m] */
+  int *inner;
+} pcg_solve_ctx;
+
+static mb_error solve_pcg(void *ctx, const double *lambda, double g, double *y) {
+  const pcg_solve_ctx *c = ctx;
+  const int64_t m = c->D->nrows;
+  const double gs = g + c->sigma;
+  MB_CHECK(gs > 0 && isfinite(gs), MB_ERR_NUMERIC,
+           "inverse iteration: Rayleigh quotient %g (the operator is not positive "
+           "semi-definite)",
+           g);
+  for (int64_t i = 0; i < m; i++) y[i] = lambda[i] / gs;
+  return inner_pcg(c->D, c->sigma, c->amg, lambda, y, c->eta, c->w, c->inner);
+}
+
 mb_error mb_willmore_dirac_eigen_pcg(mb_willmore_dirac *d, const mb_amg *amg,
                                      double tolerance, int max_iterations, double *lambda,
                                      double *eigenvalue, int *iterations, double *residual,
@@ -434,53 +495,14 @@ mb_error mb_willmore_dirac_eigen_pcg(mb_willmore_dirac *d, const mb_amg *amg,
            "mb_willmore_dirac_eigen_pcg: a hierarchy of %d rows for %lld vertices",
            mb_amg_rows(amg), (long long)(m / 4));
   double dmax = 0.0;
-  for (int32_t i = 0; i < D->nrows; i++) dmax = fmax(dmax, D->val[D->diag[i]]);
-  MB_CHECK(dmax > 0 && isfinite(dmax), MB_ERR_NUMERIC,
-           "Dirac operator: largest diagonal entry %g", dmax);
-  const double sigma = MB_WILLMORE_SHIFT * dmax;
+  MB_CALL(largest_diagonal(D, &dmax));
+  *inner = 0;
   double *y = malloc(sizeof(double) * 5 * (size_t)(m ? m : 1));
   MB_CHECK(y, MB_ERR_MEMORY, "out of memory for the inverse iteration");
-  double *w = y + m;
-  for (int64_t i = 0; i < m; i++) lambda[i] = i % 4 == 0 ? 1.0 : 0.0;
-  double nl = norm2(m, lambda);
-  for (int64_t i = 0; i < m; i++) lambda[i] /= nl;
-  mb_csr_spmv(D, 1, lambda, y);
-  double g = dot(m, lambda, y); /* the start's Rayleigh quotient: the first warm start */
-  mb_error err = MB_SUCCESS;
-  *iterations = 0;
-  *inner = 0;
-  *residual = INFINITY;
-  *eigenvalue = NAN;
-  for (int it = 1; it <= max_iterations; it++) {
-    const double gs = g + sigma;
-    MB_CHECK_GOTO(err, done, gs > 0 && isfinite(gs), MB_ERR_NUMERIC,
-                  "inverse iteration: Rayleigh quotient %g (the operator is not positive "
-                  "semi-definite)",
-                  g);
-    for (int64_t i = 0; i < m; i++) y[i] = lambda[i] / gs;
-    MB_CALL_GOTO(err, done,
-                 inner_pcg(D, sigma, amg, lambda, y, MB_WILLMORE_INNER_RTOL * tolerance * dmax,
-                           w, inner));
-    nl = norm2(m, y);
-    MB_CHECK_GOTO(err, done, nl > 0 && isfinite(nl), MB_ERR_NUMERIC,
-                  "inverse iteration: the iterate's norm became %g", nl);
-    for (int64_t i = 0; i < m; i++) lambda[i] = y[i] / nl;
-    mb_csr_spmv(D, 1, lambda, y);
-    g = dot(m, lambda, y);
-    for (int64_t i = 0; i < m; i++) y[i] -= g * lambda[i];
-    *eigenvalue = g;
-    *residual = norm2(m, y) / dmax;
-    *iterations = it;
-    if (*residual <= tolerance) {
-      right_factor(m, lambda);
-      goto done;
-    }
-  }
-  err = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
-                     "inverse iteration did not converge: residual %.3g after %d solves "
-                     "(tolerance %.3g, max_iterations %d)",
-                     *residual, max_iterations, tolerance, max_iterations);
-done:
+  pcg_solve_ctx c = {D, amg, MB_WILLMORE_SHIFT * dmax, MB_WILLMORE_INNER_RTOL * tolerance * dmax,
+                     y + m, inner};
+  const mb_error err = inverse_iteration(D, dmax, solve_pcg, &c, 1, tolerance, max_iterations,
+                                         lambda, eigenvalue, iterations, residual, y);
   free(y);
   return err;
 }

@@ -53,11 +53,16 @@
  *  3. The similarity transform lambda [nv, 4] (CPS11, the
  *     discrete Dirac equation solved as an eigenvalue problem): the
  *     eigenvector of the smallest eigenvalue of D - rho by inverse iteration
- *     from the constant 1, each iteration one CHOLMOD solve with
+ *     from the constant 1, each iteration one solve with
  *     (D - rho) + sigma I, sigma = 1e-12 * the largest diagonal entry (a
  *     shift that keeps the factor positive definite where D - rho is
- *     singular, e.g. rho = 0; it moves no eigenvector). The symbolic
- *     analysis runs once per mesh, the numeric factor once per step. After
+ *     singular, e.g. rho = 0; it moves no eigenvector), by its sparse
+ *     Cholesky factor L L^* as an nv x nv quaternion matrix
+ *     (mb_willmore_qchol.h: quaternion entries on the vertex pattern, 4x
+ *     fewer flops than the real 4nv x 4nv factor, which it equals up to
+ *     rounding). The fill-reducing order (AMD on the vertex graph) and the
+ *     symbolic factor are made once per mesh, the numeric factor once per
+ *     step. After
  *     each solve lambda is normalised (2-norm 1) and the eigenvalue is its
  *     Rayleigh quotient gamma = lambda' (D - rho) lambda; it stops when
  *         ||(D - rho) lambda - gamma lambda||_2 / max_i (D - rho)_ii
@@ -84,7 +89,8 @@
  *     area-weighted centroid is moved to the input's and it is scaled about
  *     it to the input's area.
  * Solvers (the key `solver`, mb_willmore_solver): cholesky factors the
- * shifted D - rho and the pinned Poisson matrix per step, as above;
+ * shifted D - rho (quaternion factor) and the pinned Poisson matrix
+ * (CHOLMOD) per step, as above;
  * iterative replaces both factors by conjugate gradient (Hestenes &
  * Stiefel 1952) with one smoothed-aggregation AMG hierarchy per mesh
  * (linalg/mb_amg.h) built from the pinned Poisson matrix and updated to
@@ -139,7 +145,9 @@ extern "C" {
 typedef enum mb_willmore_solver {
   MB_WILLMORE_AUTO = 0,      /* CPU: iterative from MB_WILLMORE_AUTO_VERTICES vertices
                                 up, cholesky below; CUDA: iterative at every size */
-  MB_WILLMORE_CHOLESKY = 1,  /* sparse Cholesky factored per step (CHOLMOD, csrchol) */
+  MB_WILLMORE_CHOLESKY = 1,  /* sparse Cholesky factored per step (CPU: D - rho as a
+                                quaternion matrix, mb_willmore_qchol.h, and CHOLMOD for
+                                the Poisson matrix; CUDA: csrchol) */
   MB_WILLMORE_ITERATIVE = 2  /* PCG preconditioned by one AMG hierarchy per mesh */
 } mb_willmore_solver;
 
@@ -286,17 +294,18 @@ mb_error mb_willmore_project(int64_t n, const double *mass, const double *N, dou
 mb_error mb_willmore_basis(int64_t n, const double *mass, const double *N, double *u);
 
 /* The Dirac operator of step 2 with the structure kept per mesh: the real
- * 4n x 4n matrix, each triangle's 9 block positions, and its CHOLMOD
- * analysis. Opaque. */
+ * 4n x 4n matrix, each triangle's 9 block positions, and the order and
+ * symbolic factor of its quaternion Cholesky factor (mb_willmore_qchol.h).
+ * Opaque. */
 typedef struct mb_willmore_dirac mb_willmore_dirac;
 
 /* Build the pattern of D - rho for the mesh (nf triangles tri [nf, 3] over
  * adj's nv vertices, the same mesh): 4x4 blocks on adj's vertex pattern
- * (mb_csr_pattern), the triangles' block positions, and the symbolic
- * analysis of the pattern. *out owned by the caller
- * (mb_willmore_dirac_free). Not collective. Errors: MB_ERR_ARG (a triangle
- * whose edge adj lacks; 16 nnz over 2^31), MB_ERR_MEMORY,
- * MB_ERR_UNSUPPORTED (CHOLMOD's analysis). */
+ * (mb_csr_pattern), the triangles' block positions, and the quaternion
+ * Cholesky factor's AMD order of the vertex graph and symbolic factor.
+ * *out owned by the caller (mb_willmore_dirac_free). Not collective.
+ * Errors: MB_ERR_ARG (a triangle whose edge adj lacks; 16 nnz over 2^31),
+ * MB_ERR_MEMORY, MB_ERR_UNSUPPORTED (CHOLMOD's AMD order failed). */
 mb_error mb_willmore_dirac_create(const mb_adjacency *adj, int64_t nf, const int64_t *tri,
                                   mb_willmore_dirac **out);
 
@@ -311,7 +320,8 @@ const mb_csr *mb_willmore_dirac_matrix(const mb_willmore_dirac *d);
 
 /* Step 3 on the assembled matrix: lambda [nv, 4] (w, x, y, z; 2-norm 1 over
  * all), the eigenvalue, the solves and the residual reached (also on
- * failure). Not collective. Errors: MB_ERR_NUMERIC (not converged within
+ * failure); the quaternion Cholesky factor of D - rho + sigma I, made per
+ * call. Not collective. Errors: MB_ERR_NUMERIC (not converged within
  * max_iterations: the residual and the limit in the message; a factor that
  * failed), MB_ERR_MEMORY. */
 mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max_iterations,
