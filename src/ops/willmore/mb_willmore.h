@@ -152,15 +152,20 @@ typedef enum mb_willmore_solver {
 } mb_willmore_solver;
 
 /* solver auto on the CPU: the vertex count from which the iterative path
- * is taken (the Cholesky factor of the 4 nv x 4 nv operator grows as
- * nv^1.5 in time and nv log nv in memory, the PCGs about linearly; on the
- * 2-core development machine spot, 2 930 vertices, took 315 ms a step by
- * CHOLMOD and 464 ms iteratively, spot refined to 20 000 vertices 6.5 s and
- * 2.7 s). On the GPU auto is iterative at every size: on an H100 spot took
- * 23.7 ms a step (setup 11 ms) against csrchol's 42.6 ms (setup 188 ms),
- * and a batch of 200 meshes of 162-10 242 vertices 8.7 s against 57.7 s
- * (docs/benchmarks.md). */
-#define MB_WILLMORE_AUTO_VERTICES 20000
+ * is taken. The quaternion Cholesky factor of D - rho (AMD order,
+ * up-looking) grows faster than the PCGs with the mesh, but starts far
+ * ahead: on the 2-core development machine (shared, load 14 to 22;
+ * 2026-11-27, one thread) a step took by cholesky and iteratively: spot
+ * (2 930 vertices) 26-36 against 129-178 ms, spot refined to 20 000 vertices
+ * 0.60 against 3.5 s, armadillo (43 243) 1.05 against 31 s, igea (134 345)
+ * 14-19 against 8.7 s. 50 000 lies between the last two measured sizes
+ * (where exactly the two cross depends on the mesh; not measured). (With
+ * CHOLMOD's real 4 nv x 4 nv factor, before, spot took 315 ms and spot at
+ * 20 000 vertices 6.5 s, and the threshold was 20 000.) On the GPU auto is
+ * iterative at every size: on an H100 spot took 23.7 ms a step (setup
+ * 11 ms) against csrchol's 42.6 ms (setup 188 ms), and a batch of 200
+ * meshes of 162-10 242 vertices 8.7 s against 57.7 s (docs/benchmarks.md). */
+#define MB_WILLMORE_AUTO_VERTICES 50000
 
 /* The solver that runs for nv vertices (p's choice; auto resolved as
  * above for the CUDA backend where cuda is 1, the CPU's otherwise). Not

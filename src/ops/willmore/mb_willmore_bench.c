@@ -38,7 +38,7 @@ static const char willmore_bench_help[] =
     "analysis, made once per mesh; on the GPU also the uploads and the device\n"
     "Cholesky's analyses) is printed on its own. On the GPU the device is\n"
     "synchronised between phases.\n"
-    "--solver is the stage key `solver` (auto: on cuda iterative, on cpu from 20000 vertices); with the\n"
+    "--solver is the stage key `solver` (auto: on cuda iterative, on cpu from 50000 vertices); with the\n"
     "iterative solver each step also prints its PCG iterations (all the inverse\n"
     "iteration's solves; the Poisson solve). --vertices N refines the mesh first to\n"
     "exactly N vertices by midpoint subdivision (as meshbatch generate subdivide MESH\n"

@@ -86,7 +86,7 @@ static const mb_param willmore_params[] = {
     {"solver", MB_PARAM_NAME, offsetof(mb_willmore_params, solver), 0, 0, 0, 0, 0,
      MB_WILLMORE_AUTO, solver_names,
      "cholesky (factor per step), iterative (AMG-preconditioned PCG), or auto (iterative "
-     "on cuda; on cpu from 20000 vertices)"},
+     "on cuda; on cpu from 50000 vertices)"},
 };
 
 const mb_op_info mb_op_willmore_flow = {
