@@ -825,7 +825,7 @@ mb_error assemble(wm_gpu *g, double *dmax) {
 
 /* The inner solves' stopping test relative to the eigen tolerance and their
  * iteration limit: mb_willmore.c's (mb_willmore_dirac_eigen_pcg). */
-constexpr double INNER_RTOL = 1e-3;
+constexpr double INNER_RTOL = 1e-1;
 constexpr int INNER_MAXIT = 2000;
 
 /* q = D x by the quaternions Q (4 doubles a block instead of 16 and one

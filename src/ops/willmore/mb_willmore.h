@@ -343,7 +343,7 @@ mb_error mb_willmore_dirac_eigen(mb_willmore_dirac *d, double tolerance, int max
  * the small rho terms and the pin) applied to the [nv, 4] view of the
  * vector, warm-started from lambda / (gamma + sigma) with gamma the last
  * Rayleigh quotient, and stopped when ||lambda - (D - rho + sigma I) y||_2
- * <= 1e-3 tolerance max_i (D - rho)_ii ||y||_2 (a normwise backward error:
+ * <= 1e-1 tolerance max_i (D - rho)_ii ||y||_2 (a normwise backward error:
  * the solution's norm grows as 1 / (gamma + sigma), so a residual relative
  * to ||lambda|| cannot be reached near a singular operator; this one
  * leaves the eigen-residual test to decide). The analysis of
