@@ -157,9 +157,12 @@ typedef enum mb_willmore_solver {
  * ahead: on the 2-core development machine (shared, load 14 to 22;
  * 2026-11-27, one thread) a step took by cholesky and iteratively: spot
  * (2 930 vertices) 26-36 against 129-178 ms, spot refined to 20 000 vertices
- * 0.60 against 3.5 s, armadillo (43 243) 1.05 against 31 s, igea (134 345)
- * 14-19 against 8.7 s. 50 000 lies between the last two measured sizes
- * (where exactly the two cross depends on the mesh; not measured). (With
+ * 0.60 against 3.5 s, armadillo (43 243) 1.05-1.2 against 10.7-31 s, igea
+ * (134 345) 14-19 against 8.7-18.6 s (two runs each, the load moving them
+ * by 2x; the iterative figures of 31 and 8.7 s before its inner tolerance
+ * went from 1e-3 to 1e-1). 50 000 lies between the last two sizes, where
+ * the Cholesky path is still 9x faster at 43 k and no longer clearly so at
+ * 134 k (where exactly the two cross depends on the mesh; not measured). (With
  * CHOLMOD's real 4 nv x 4 nv factor, before, spot took 315 ms and spot at
  * 20 000 vertices 6.5 s, and the threshold was 20 000.) On the GPU auto is
  * iterative at every size: on an H100 spot took 23.7 ms a step (setup
