@@ -46,6 +46,14 @@ typedef struct mb_deform_cuda_opts {
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
                             const mb_deform_cuda_opts *o);
 
+/* Free the device buffers and the graph that mb_deform_run_cuda keeps from
+ * run to run in this process (grown, never shrunk, so that a batch of
+ * meshes allocates only where a mesh is larger than all before it); the
+ * next run allocates anew. Not collective; not thread-safe (nor are the
+ * runs: one rank's meshes one after the other); cannot fail. A no-op in
+ * builds without CUDA. */
+void mb_deform_cuda_release(void);
+
 #ifdef __cplusplus
 }
 #endif
