@@ -68,7 +68,7 @@
  * per run into the pool's executable graph (updated in place from mesh to
  * mesh where the shape is the same), its two scalars c and al copied to
  * the device before each launch, so an iteration costs one graph launch
- * and one read; soft runs without a history launch BATCH (10) such graphs
+ * and one read; soft runs without a history launch BATCH (25) such graphs
  * a read: k_take records each iteration's maxima and stops the device
  * applying solutions where the host's soft rules stop, which then replay
  * the records.
@@ -79,8 +79,13 @@
  * asked for) are downloaded after the frame (rep->finish_ms).
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
- * mu windows at batch ends), and overlapping one mesh's host setup with
- * the previous mesh's device work. */
+ * mu windows at batch ends); overlapping one mesh's host setup with the
+ * previous mesh's device work; the projection and the right-hand side in
+ * one kernel (a vertex's row gathers the projections of all its faces: a
+ * grid-wide dependency, as the take before the next projection); the dual
+ * update fused with the next projection (the host's choice of the
+ * over-relaxation and of mu, with the duals' rescaling, comes between
+ * them); one cooperative kernel a CG step or a solve. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -126,7 +131,7 @@ struct ctl_t {
  * iterations: each iteration's maxima are kept (k_take), and the device
  * itself stops applying solutions at the iteration where the host's rules
  * stop (halt), so the iterations launched past it leave x as it was. */
-constexpr int BATCH = 10;
+constexpr int BATCH = 25; /* 2 reads a 50-iteration frame; at most 24 run past a stop */
 struct batch_t {
   int halt;            /* set by k_take's last block: the host's soft rules stop here */
   int count;           /* iterations recorded since the host cleared it */
@@ -623,7 +628,8 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
   }
   if (tgt && t < nv && !isnan(tgt[3 * t])) {
     double r2 = 0;
-    for (int d = 0; d < 3; d++) r2 += (x[3 * t + d] - tgt[3 * t + d]) * (x[3 * t + d] - tgt[3 * t + d]);
+    for (int d = 0; d < 3; d++)
+      r2 += (x[3 * t + d] - tgt[3 * t + d]) * (x[3 * t + d] - tgt[3 * t + d]);
     he = sqrt(r2);
   }
   max_bits(&ctl->plan, pl);
@@ -1007,7 +1013,8 @@ mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
     cudaGraph_t graph = nullptr;
     cudaError_t ce = d->capture ? cudaSuccess
                                 : cudaStreamCreateWithFlags(&d->capture, cudaStreamNonBlocking);
-    if (ce == cudaSuccess) ce = cudaStreamBeginCapture(d->capture, cudaStreamCaptureModeThreadLocal);
+    if (ce == cudaSuccess)
+      ce = cudaStreamBeginCapture(d->capture, cudaStreamCaptureModeThreadLocal);
     if (ce == cudaSuccess) {
       enqueue_iteration(g, d->capture, planar, hard, l);
       ce = cudaStreamEndCapture(d->capture, &graph);
@@ -1147,8 +1154,8 @@ mb_error run(deform_gpu *g) {
       } else {
         MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
         if (nf) {
-          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->d->ym.as<double>(), planar,
-                                           hard, g->d->prm.as<double>(), ctl);
+          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->d->ym.as<double>(),
+                                           planar, hard, g->d->prm.as<double>(), ctl);
           MB_CHECK_LAUNCH("deform projections");
         }
         MB_CALL(mark(g, &t1));
