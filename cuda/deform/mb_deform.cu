@@ -1001,13 +1001,13 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
   if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
 }
 
-/* enqueue_iteration as one CUDA graph, captured at the first call of a run
- * (its arguments are fixed for the run: the same buffers, c and al read
- * from the device) into the pool's executable graph (updated in place
- * where the last run's has the same shape, else instantiated anew) and
- * launched on the default stream after the scalars' copy; where capture
- * fails, enqueued kernel by kernel. Errors: MB_ERR_CUDA. */
-mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
+/* enqueue_iteration as one CUDA graph, captured once per run before the
+ * iterations (its arguments are fixed for the run: the same buffers, c and
+ * al read from the device) into the pool's executable graph (updated in
+ * place where the last run's has the same shape, else instantiated anew);
+ * where capture fails, g->iter_failed (the iterations are then enqueued
+ * kernel by kernel). Cannot fail. */
+void capture_iteration(deform_gpu *g, int planar, int hard, double l) {
   pool_t *d = g->d;
   if (!g->iter_ready && !g->iter_failed) {
     cudaGraph_t graph = nullptr;
@@ -1040,7 +1040,14 @@ mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
       g->iter_ready = 1;
     }
   }
-  if (g->iter_ready) MB_CALL_CUDA(cudaGraphLaunch(d->iter, nullptr));
+}
+
+/* One iteration: the captured graph launched on the default stream (after
+ * the scalars' copy), or kernel by kernel where capture failed.
+ * Errors: MB_ERR_CUDA. */
+mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
+  capture_iteration(g, planar, hard, l); /* done before the iterations: a no-op here */
+  if (g->iter_ready) MB_CALL_CUDA(cudaGraphLaunch(g->d->iter, nullptr));
   else enqueue_iteration(g, nullptr, planar, hard, l);
   MB_CHECK_LAUNCH("deform iteration");
   return MB_SUCCESS;
@@ -1112,6 +1119,11 @@ mb_error run(deform_gpu *g) {
    * are constant in soft mode) */
   g->batched = whole && !hard && !rep->history && BATCH > 1;
   if (g->batched) MB_CALL_CUDA(cudaMemset(g->d->bt.p, 0, sizeof(batch_t)));
+  if (whole && !rep->converged) { /* the iteration's graph: once per mesh, with the setup */
+    const double tc = mb_wtime();
+    capture_iteration(g, planar, hard, l);
+    rep->analyze_ms += 1e3 * (mb_wtime() - tc);
+  }
   int bi = 0, bn = 0; /* batched: the next recorded iteration to take, the batch's size */
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
