@@ -1156,11 +1156,10 @@ mb_error run(deform_gpu *g) {
     } else {
       MB_CALL_CUDA(cudaMemcpyAsync(g->d->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
                                    nullptr));
+      MB_CALL(dev_begin(g));
       if (whole) { /* the capped CG path: one graph, no phase marks */
-        MB_CALL(dev_begin(g));
         err = iterate_graph(g, planar, hard, l);
         if (err) break;
-        MB_CALL(dev_end(g));
         t1 = t0; /* the whole iteration counts as the solve (t2 after the read) */
         t2 = t0;
       } else {
@@ -1211,11 +1210,10 @@ mb_error run(deform_gpu *g) {
           MB_CHECK_LAUNCH("deform dual update");
         }
       }
+      MB_CALL(dev_end(g));
       MB_CALL(read_ctl(g));
-      if (whole) {
-        MB_CALL(dev_add(g));
-        t2 = mb_wtime();
-      }
+      MB_CALL(dev_add(g));
+      if (whole) t2 = mb_wtime();
     }
     const ctl_t h = g->hctl;
     if (!hard) { /* the projection of p measured p's residual */
