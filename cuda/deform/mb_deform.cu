@@ -1,7 +1,7 @@
 /* meshbatch: the deform op on the GPU (see src/ops/deform/mb_deform.h for
  * the method and mb_deform_cuda.h for the contract).
  *
- * Over 1,000 lines (about 1,190) for now: the three solvers (the room's CG,
+ * Over 1,000 lines (about 1,300) for now: the three solvers (the room's CG,
  * the linalg PCG, csrchol) share the device state and the iteration's
  * kernels; the room's CG (kernels, graph capture, batched reads) is the part
  * to move into a file of its own next.
@@ -10,9 +10,12 @@
  * messages), the system's pattern and parts by the CPU's own functions
  * (mb_deform_private.h), the weights, targets, pinned vertices, the mean
  * edge length and the constant parts of the right-hand side (r0 - g0 and
- * gF, mirrored from mb_deform.c's run()); per penalty value c the matrix H
- * (mb_deform_system_matrix) uploaded into a device CSR and, for solver
- * cholesky, factored by csrchol (cuda/linalg; METIS order and analysis once).
+ * gF: mb_deform_setup, shared with mb_deform.c's run()); per penalty value c the matrix H
+ * (mb_deform_system_matrix) uploaded (the room's CG: its values into the
+ * pool's CSR; else into a linalg device CSR and, for solver cholesky,
+ * factored by csrchol, METIS order and analysis once). The device buffers
+ * live in a pool kept from mesh to mesh (pool_t: grown, never shrunk), so
+ * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree.
  *
  * Device, per iteration (the positions stay there):
  *   k_project  one thread per face over faces of mixed sizes by the face
@@ -22,21 +25,24 @@
  *              largest |q - z|, the over-relaxation (hard) and the face
  *              means of y (the A_f^T gather's second term);
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
- *              gF), pinned rows b = x; the warm start X = x;
- *   the solve  pcg: this room's CG (below: no host round trip inside a
- *              chunk of iterations; the default), or with opts->linalg_cg
- *              the linalg layer's device CG (Jacobi, the row-kernel
- *              product: the CPU PCG's method step for step, its checks on
- *              the host), the three columns together, warm-started from
- *              the last iterate, to MB_DEFORM_PCG_RTOL; with cg_iterations
- *              k >= 1 the room's CG stopped after k iterations (the CPU's
- *              mb_deform_cg), its count and breakdown flag left in the
- *              iteration's maxima (k_cg_report), so an iteration reads the
- *              device once; cholesky: csrchol's triangular solves;
+ *              gF), pinned rows b = x; the warm start X = x (k_rhs_cg for
+ *              the room's CG: the same, with the CG's start fused in);
+ *   the solve  pcg: this room's CG (below: 2 kernels a CG iteration, no
+ *              host round trip inside a chunk of iterations; the
+ *              default), or with opts->linalg_cg the linalg layer's device
+ *              CG (Jacobi, the row-kernel product: the CPU PCG's method
+ *              step for step, its checks on the host), the three columns
+ *              together, warm-started from the last iterate, to
+ *              MB_DEFORM_PCG_RTOL; with cg_iterations k >= 1 the room's CG
+ *              stopped after k iterations (the CPU's mb_deform_cg), its
+ *              count and breakdown flag left in the iteration's maxima
+ *              by k_take, so an iteration reads the device once;
+ *              cholesky: csrchol's triangular solves;
  *   k_take     one thread per vertex: x = X for free vertices, the largest
  *              move and a non-finite flag (soft: skipped when the
  *              projection found the residual within the tolerance, where
- *              the CPU stops before its solve);
+ *              the CPU stops before its solve); batched, its last block
+ *              records the maxima and halts where the host's rules stop;
  *   k_dual     (hard) one thread per face: u += A_f p - h, the primal residual;
  *   k_resid    (hard, near convergence, at the cap, or for the history) one
  *              thread per face: the constraint's residual.
@@ -58,24 +64,35 @@
  * rules need them); the linalg PCG reads its state every CG iteration, the
  * room's CG uncapped once per 8, capped (cg_iterations) never: then, unless
  * phases are synchronised, the whole iteration (k_project to k_dual, the k
- * CG steps included) is one CUDA graph captured once per run
- * (iterate_graph), its two scalars c and al copied to the device before
- * each launch, so an iteration costs one graph launch and one read; soft
- * runs without a history launch BATCH (5) such graphs a read: k_halt
- * records each iteration's maxima and stops the device applying solutions
- * where the host's soft rules stop, which then replay the records.
+ * CG steps included: 3 + 2 k kernels soft) is one CUDA graph captured once
+ * per run into the pool's executable graph (updated in place from mesh to
+ * mesh where the shape is the same), its two scalars c and al copied to
+ * the device before each launch, so an iteration costs one graph launch
+ * and one read; soft runs without a history launch BATCH (25) such graphs
+ * a read: k_take records each iteration's maxima and stops the device
+ * applying solutions where the host's soft rules stop, which then replay
+ * the records.
+ * The frame's end is on the device too: k_final computes every face's
+ * planarity and regularity and the handle error (mb_deform_face.h, the
+ * CPU's formulas: the host's figures to rounding) and one small read
+ * brings their maxima; the positions (and each face's planarity, where
+ * asked for) are downloaded after the frame (rep->finish_ms).
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
- * mu windows at batch ends), and device buffers pooled across the meshes
- * of a rank (each mesh allocates its own). The final residuals, the per-face planarity and
- * the handle error are computed on the host from the downloaded positions
- * by mb_deform_proj.c's functions, the CPU's very numbers. */
+ * mu windows at batch ends); overlapping one mesh's host setup with the
+ * previous mesh's device work; the projection and the right-hand side in
+ * one kernel (a vertex's row gathers the projections of all its faces: a
+ * grid-wide dependency, as the take before the next projection); the dual
+ * update fused with the next projection (the host's choice of the
+ * over-relaxation and of mu, with the duals' rescaling, comes between
+ * them); one cooperative kernel a CG step or a solve. */
 #include <cuda_runtime.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <new>
 #include <vector>
 
 #include "mb_csr.h"
@@ -102,19 +119,23 @@ struct ctl_t {
   unsigned long long moved; /* max over free coordinates of |X - x| (k_take) */
   unsigned long long prim;  /* max |A p - h| (k_dual) */
   unsigned long long res;   /* the constraint's residual (k_resid) */
+  unsigned long long plan;  /* the run's end (k_final): max planarity over faces */
+  unsigned long long reg;   /* max regularity over faces */
+  unsigned long long herr;  /* max distance of a handle from its target */
   int nonfinite;            /* k_take saw a non-finite X */
-  int cg_bad;               /* the capped device CG broke down (k_cg_report) */
-  long long cg_iters;       /* its iterations this solve (k_cg_report) */
+  int cg_bad;               /* the capped device CG broke down (k_take's report) */
+  long long cg_iters;       /* its iterations this solve (k_take's report) */
 };
 
 /* Soft runs of the capped CG path read the device once per BATCH
- * iterations: each iteration's maxima are kept (k_halt), and the device
+ * iterations: each iteration's maxima are kept (k_take), and the device
  * itself stops applying solutions at the iteration where the host's rules
  * stop (halt), so the iterations launched past it leave x as it was. */
-constexpr int BATCH = 5;
+constexpr int BATCH = 25; /* 2 reads a 50-iteration frame; at most 24 run past a stop */
 struct batch_t {
-  int halt;            /* set by k_halt: the host's soft rules stop at this iteration */
+  int halt;            /* set by k_take's last block: the host's soft rules stop here */
   int count;           /* iterations recorded since the host cleared it */
+  unsigned ticket;     /* k_take's blocks done (last_block), 0 between kernels */
   ctl_t hist[BATCH];   /* their maxima, in order */
 };
 
@@ -188,8 +209,28 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
   max_bits(&ctl->dist, worst);
 }
 
-/* b = (r0 - g0) + c (sum_f A_f^T y_f - gF) (c = prm[0]) on free rows (the gather in slot
- * order, as the CPU's gather_At), b = x on pinned rows; X = x. */
+/* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
+ * on a free row (the gather in slot order, as the CPU's gather_At), b = x
+ * on a pinned row; into bi [3]. */
+__device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
+                               const int64_t *__restrict__ vf_slot,
+                               const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+                               const double *__restrict__ ym, const double *__restrict__ rg,
+                               const double *__restrict__ gF, const double *__restrict__ pin,
+                               double c, const double *__restrict__ x, double bi[3]) {
+  double acc[3] = {0, 0, 0};
+  for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
+    const int64_t s = vf_slot[a], f = slot_face[s];
+    for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
+  }
+  for (int d = 0; d < 3; d++) {
+    const int64_t k = 3 * i + d;
+    bi[d] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d] - gF[k]);
+  }
+}
+
+/* b (rhs_row, c = prm[0]) and X = x: the solvers other than the room's CG
+ * (which takes k_rhs_cg). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
       const int64_t *__restrict__ slot_face, const double *__restrict__ y,
@@ -199,59 +240,12 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
       double *__restrict__ X) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i >= nv) return;
-  const double c = prm[0];
-  double acc[3] = {0, 0, 0};
-  for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
-    const int64_t s = vf_slot[a], f = slot_face[s];
-    for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
-  }
+  double bi[3];
+  rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
   for (int d = 0; d < 3; d++) {
-    const int64_t k = 3 * i + d;
-    b[k] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d] - gF[k]);
-    X[k] = x[k];
+    b[3 * i + d] = bi[d];
+    X[3 * i + d] = x[3 * i + d];
   }
-}
-
-/* x = X on free vertices; the largest move; a non-finite X flagged. Soft
- * (tol_l > 0): nothing where the projection's residual dist / l <= tol (the
- * CPU stops before its solve then). */
-__global__ void __launch_bounds__(BLOCK)
-k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
-       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
-       const batch_t *bt) {
-  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
-  if (bt && bt->halt) return; /* batched: an earlier iteration stopped (uniform) */
-  if (soft) {
-    const double dist = __longlong_as_double((long long)ctl->dist);
-    if (dist / l <= tol) return; /* uniform over the grid */
-  }
-  double moved = 0;
-  if (i < nv && pin[i] == 0) {
-    for (int d = 0; d < 3; d++) {
-      const double xn = X[3 * i + d];
-      if (!isfinite(xn)) ctl->nonfinite = 1;
-      const double dx = fabs(xn - x[3 * i + d]);
-      if (dx > moved) moved = dx;
-      x[3 * i + d] = xn;
-    }
-  }
-  max_bits(&ctl->moved, moved);
-}
-
-/* Batched soft runs: the iteration's maxima into bt->hist, and halt where
- * the host's soft rules (run()) stop: the residual within the tolerance,
- * a breakdown of the CG, a non-finite position, or no vertex moved more
- * than tol * l; the same comparisons of the same numbers as the host's. */
-__global__ void k_halt(const ctl_t *ctl, double l, double tol, batch_t *bt) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  const ctl_t c = *ctl;
-  const int k = bt->count;
-  if (k < BATCH) bt->hist[k] = c;
-  bt->count = k + 1;
-  const double dist = __longlong_as_double((long long)c.dist);
-  const double moved = __longlong_as_double((long long)c.moved);
-  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
-    bt->halt = 1;
 }
 
 /* Hard: u += A_f p - h per slot; the largest |A_f p - h|. */
@@ -298,49 +292,67 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
 }
 
 /* ------------------------------------------------------------ device CG
- * (mb_deform_cuda_opts.device_cg): Jacobi-preconditioned CG of the three
- * columns together with no host round trip inside a chunk of
- * MB_DEFORM_CG_CHUNK iterations: every scalar (alpha, beta, the column's
- * stop) lives on the device, each dot product is a fixed-order two-pass
- * sum (per-block partials, then the grid's last block to finish sums them
- * in block order and takes the scalars: no single-block kernel; the same
- * bits on every run), and a column that has stopped is skipped by every
- * kernel. A chunk (3 kernels an iteration: product with alpha, update
- * with beta and the stop, direction) is captured once per run as a CUDA
- * graph and launched whole; the host reads the state once per chunk
- * (uncapped) or never (capped: cg_iterations). The method of mb_pcg_solve (z = r / a_ii, a
- * column stops when sqrt(r.r) <= rtol ||b||, b = 0 gives x = 0) without
- * its recomputed-residual restart and with rounded (not exact) dot
- * products, so its iterates agree with the CPU's to rounding only. */
+ * (the room's CG): Jacobi-preconditioned CG of the three columns together
+ * (H is shared: one pass over its rows serves x, y and z, the vectors
+ * [n, 3] row-major) with no host round trip inside a chunk of iterations:
+ * every scalar (alpha, beta, the column's stop) lives on the device, each
+ * dot product is a fixed-order two-pass sum (per-block partials, then the
+ * grid's last block to finish sums them in block order and takes the
+ * scalars: no single-block kernel; the same bits on every run), and a
+ * column that has stopped is skipped by every kernel. Two kernels a CG
+ * iteration:
+ *   k_cg_spmv    p = z + beta p (z on the first iteration) into the other
+ *                of two direction buffers (cp, cp2; st->par says which),
+ *                q = H p with each neighbour's p formed on the fly from z
+ *                and the old direction (the same expression, so the same
+ *                bits as the stored one), partials p.q; the last block
+ *                takes alpha;
+ *   k_cg_update  x += alpha p, r -= alpha q, z = dinv r, partials r.z and
+ *                r.r; the last block takes each column's stop or beta and
+ *                the cap, and flips st->par.
+ * The start (r = b - H x, z, the sums r.z, r.r, b.b and the stops) is
+ * fused into the right-hand side's kernel (k_rhs_cg), and the b = 0
+ * columns' rule and the report into k_take. The arithmetic and the
+ * summation order are those of the three-kernel form this replaced
+ * (product, update, direction), so the iterates are its very bits. A
+ * chunk is captured as a CUDA graph and launched whole; the host reads
+ * the state once per chunk (uncapped) or never (capped: cg_iterations).
+ * The method of mb_pcg_solve (z = r / a_ii, a column stops when sqrt(r.r)
+ * <= rtol ||b||, b = 0 gives x = 0) without its recomputed-residual
+ * restart and with rounded (not exact) dot products, so its iterates
+ * agree with the CPU's to rounding only. */
 constexpr int CG_CHUNK = 8;
-/* The capped CG's graph: up to this many iterations (3 kernels each). */
-constexpr int CG_CHUNK_MAX = 32;
 
 struct cg_t {
   double rz[3], bb[3], alpha[3], beta[3], rr[3];
   int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
+  int par;   /* the direction of this iteration goes to cp2 (0) or cp (1) */
+  int first; /* 1 before the first iteration of a solve: p = z */
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
-/* The block's sum of v at thread 0 (tree order, fixed). sh [BLOCK]. */
-__device__ inline double block_sum(double v, double *sh) {
-  sh[threadIdx.x] = v;
+/* The block's sums of v[0..8] at every thread (each in the tree order of
+ * one sum: fixed). sh [9 BLOCK]. */
+__device__ inline void block_sum9(double v[9], double *sh) {
+  for (int k = 0; k < 9; k++) sh[k * BLOCK + threadIdx.x] = v[k];
   __syncthreads();
   for (int o = BLOCK / 2; o > 0; o >>= 1) {
-    if ((int)threadIdx.x < o) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + o];
+    if ((int)threadIdx.x < o)
+      for (int k = 0; k < 9; k++)
+        sh[k * BLOCK + threadIdx.x] = sh[k * BLOCK + threadIdx.x] + sh[k * BLOCK + threadIdx.x + o];
     __syncthreads();
   }
-  const double r = sh[0];
+  for (int k = 0; k < 9; k++) v[k] = sh[k * BLOCK];
   __syncthreads();
-  return r;
 }
 
 /* part[blk, 9]: per block and column c the values a (3 c), b (3 c + 1), e (3 c + 2). */
 __device__ inline void block_parts(const double v[9], double *part, double *sh) {
-  for (int k = 0; k < 9; k++) {
-    const double t = block_sum(v[k], sh);
-    if (threadIdx.x == 0) part[9 * blockIdx.x + k] = t;
-  }
+  double t[9];
+  for (int k = 0; k < 9; k++) t[k] = v[k];
+  block_sum9(t, sh);
+  if (threadIdx.x == 0)
+    for (int k = 0; k < 9; k++) part[9 * blockIdx.x + k] = t[k];
 }
 
 /* sums[9] = the partials of nblk blocks, summed in a fixed order (one block). */
@@ -348,16 +360,16 @@ __device__ inline void finish_parts(int nblk, const double *part, double sums[9]
   for (int k = 0; k < 9; k++) {
     double v = 0;
     for (int b = threadIdx.x; b < nblk; b += BLOCK) v += __ldcg(&part[9 * b + k]);
-    sums[k] = block_sum(v, sh);
+    sums[k] = v;
   }
+  block_sum9(sums, sh);
 }
 
 /* Whether this block is the grid's last to have written its partials (the
- * same answer in all its threads): thread 0 fences the block's partials
- * (written by thread 0 in block_parts), then takes a ticket; the last
- * ticket's block resets the counter and may read every block's partials
- * (finish_parts reads them past L1). The sums are then the same fixed-order
- * sums whichever block is last. */
+ * same answer in all its threads): thread 0 fences the block's writes
+ * (partials, atomics, flags), then takes a ticket; the last ticket's block
+ * resets the counter and may read every block's writes (past L1: __ldcg).
+ * The sums are then the same fixed-order sums whichever block is last. */
 __device__ inline bool last_block(unsigned *ticket) {
   __shared__ bool last;
   __syncthreads();
@@ -381,37 +393,43 @@ k_cg_dinv(int32_t n, const int32_t *__restrict__ diag, const double *__restrict_
   dinv[i] = 1.0 / a;
 }
 
-/* r = b - A x, z = dinv r, p = z; partials r.z, r.r, b.b per column. */
+/* The right-hand side (rhs_row, c = prm[0]), the warm start X = x and the
+ * CG's start: r = b - H x, z = dinv r, partials r.z, r.r, b.b per column;
+ * the grid's last block takes the sums, the columns' stops (b = 0 or
+ * sqrt(r.r) <= rtol ||b||), the cap maxit and resets the counts (a
+ * breakdown flagged by k_cg_dinv stays). */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_init(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-          const double *__restrict__ val, const double *__restrict__ dinv,
-          const double *__restrict__ b, const double *__restrict__ x, double *__restrict__ r,
-          double *__restrict__ z, double *__restrict__ p, double *__restrict__ part) {
-  __shared__ double sh[BLOCK];
+k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
+         const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+         const double *__restrict__ ym, const double *__restrict__ rg,
+         const double *__restrict__ gF, const double *__restrict__ pin,
+         const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
+         const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
+         const double *__restrict__ val, const double *__restrict__ dinv, double *__restrict__ r,
+         double *__restrict__ z, double *__restrict__ part, double rtol, int maxit, cg_t *st) {
+  __shared__ double sh[9 * BLOCK];
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
+    double bi[3];
+    rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
     double ax[3] = {0, 0, 0};
     for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
       for (int c = 0; c < 3; c++) ax[c] += val[k] * x[3 * col[k] + c];
     for (int c = 0; c < 3; c++) {
-      const double ri = b[3 * i + c] - ax[c], zi = dinv[i] * ri;
+      const double ri = bi[c] - ax[c], zi = dinv[i] * ri;
+      X[3 * i + c] = x[3 * i + c];
       r[3 * i + c] = ri;
       z[3 * i + c] = zi;
-      p[3 * i + c] = zi;
       v[3 * c] = ri * zi;
       v[3 * c + 1] = ri * ri;
-      v[3 * c + 2] = b[3 * i + c] * b[3 * i + c];
+      v[3 * c + 2] = bi[c] * bi[c];
     }
   }
   block_parts(v, part, sh);
-}
-
-__global__ void __launch_bounds__(BLOCK)
-k_cg_start(int nblk, const double *__restrict__ part, double rtol, int maxit, cg_t *st) {
-  __shared__ double sh[BLOCK];
+  if (!last_block(&st->ticket)) return;
   double s[9];
-  finish_parts(nblk, part, s, sh);
+  finish_parts((int)gridDim.x, part, s, sh);
   if (threadIdx.x != 0) return;
   int all = 1;
   for (int c = 0; c < 3; c++) {
@@ -424,29 +442,46 @@ k_cg_start(int nblk, const double *__restrict__ part, double rtol, int maxit, cg
   }
   st->iters = 0;
   st->maxit = maxit;
+  st->par = 0;
+  st->first = 1;
   st->all_done = all || st->bad;
 }
 
-/* q = A p for the columns still running; partials p.q; the grid's last
- * block then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
+/* The direction (z + beta pold, or z first) of a running column at row j. */
+__device__ inline double dir(int first, double beta, const double *__restrict__ z,
+                             const double *__restrict__ pold, int64_t k) {
+  return first ? z[k] : z[k] + beta * pold[k];
+}
+
+/* p = z + beta pold into pnew (pold, pnew: cp2 and cp by st->par), q = H p
+ * for the columns still running; partials p.q; the grid's last block
+ * then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
 __global__ void __launch_bounds__(BLOCK)
 k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-          const double *__restrict__ val, const double *__restrict__ p, double *__restrict__ q,
-          double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[BLOCK];
+          const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
+          double *__restrict__ q, double *__restrict__ part, cg_t *st) {
+  __shared__ double sh[9 * BLOCK];
   if (st->all_done) return; /* uniform over the grid */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  const int par = st->par, first = st->first;
+  const double *__restrict__ pold = par ? cp2 : cp;
+  double *__restrict__ pnew = par ? cp : cp2;
   const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
+  const double beta[3] = {st->beta[0], st->beta[1], st->beta[2]};
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
     double aq[3] = {0, 0, 0};
-    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
+    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
+      const int64_t j = col[k];
       for (int c = 0; c < 3; c++)
-        if (run[c]) aq[c] += val[k] * p[3 * col[k] + c];
+        if (run[c]) aq[c] += val[k] * dir(first, beta[c], z, pold, 3 * j + c);
+    }
     for (int c = 0; c < 3; c++)
       if (run[c]) {
+        const double pi = dir(first, beta[c], z, pold, 3 * (int64_t)i + c);
+        pnew[3 * i + c] = pi;
         q[3 * i + c] = aq[c];
-        v[3 * c] = p[3 * i + c] * aq[c];
+        v[3 * c] = pi * aq[c];
       }
   }
   block_parts(v, part, sh);
@@ -462,20 +497,24 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
   if (st->bad) st->all_done = 1;
 }
 
-/* x += alpha p, r -= alpha q, z = dinv r; partials r.z and r.r; the grid's
- * last block then takes each column's stop or beta (and the cap). */
+/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
+ * r.z and r.r; the grid's last block then takes each column's stop or
+ * beta (and the cap) and flips the direction buffers. */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_update(int32_t n, const double *__restrict__ dinv, const double *__restrict__ p,
+k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
             const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
             double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[BLOCK];
+  __shared__ double sh[9 * BLOCK];
   if (st->all_done) return;
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  const double *__restrict__ p = st->par ? cp : cp2;
+  const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
+  const double alpha[3] = {st->alpha[0], st->alpha[1], st->alpha[2]};
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n)
     for (int c = 0; c < 3; c++)
-      if (!st->done[c]) {
-        const double a = st->alpha[c];
+      if (run[c]) {
+        const double a = alpha[c];
         const int64_t k = 3 * (int64_t)i + c;
         x[k] = x[k] + a * p[k];
         const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
@@ -504,87 +543,183 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *__restrict
     }
     all &= st->done[c];
   }
+  st->par ^= 1;
+  st->first = 0;
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-/* p = z + beta p for the columns still running. */
+/* x = X on free vertices (st non-NULL: the room's CG, whose b = 0 columns
+ * give 0, mb_pcg_solve's rule); the largest move; a non-finite X flagged;
+ * st's iterations and breakdown into ctl (block 0). Soft (tol_l > 0):
+ * nothing where the projection's residual dist / l <= tol (the CPU stops
+ * before its solve then). Batched (bt): nothing once an earlier iteration
+ * halted; the grid's last block records the iteration's maxima in
+ * bt->hist, halts where the host's soft rules (run()) stop (the residual
+ * within the tolerance, a breakdown of the CG, a non-finite position, or
+ * no vertex moved more than tol * l: the same comparisons of the same
+ * numbers as the host's) and clears ctl for the next iteration. */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_dir(int32_t n, const double *__restrict__ z, double *__restrict__ p, const cg_t *st) {
-  if (st->all_done) return;
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= n) return;
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      const int64_t k = 3 * (int64_t)i + c;
-      p[k] = z[k] + st->beta[c] * p[k];
+k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
+       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl, batch_t *bt,
+       const cg_t *st) {
+  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  int skip = bt ? bt->halt : 0; /* batched: an earlier iteration stopped (uniform) */
+  if (soft) {
+    const double dist = __longlong_as_double((long long)ctl->dist);
+    if (dist / l <= tol) skip = 1; /* uniform over the grid */
+  }
+  if (!skip) {
+    double moved = 0;
+    if (i < nv && pin[i] == 0) {
+      for (int d = 0; d < 3; d++) {
+        const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
+        if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
+        const double dx = fabs(xn - x[3 * i + d]);
+        if (dx > moved) moved = dx;
+        x[3 * i + d] = xn;
+      }
     }
+    max_bits(&ctl->moved, moved);
+  }
+  if (st && blockIdx.x == 0 && threadIdx.x == 0) {
+    ctl->cg_iters = st->iters;
+    ctl->cg_bad = st->bad;
+  }
+  if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
+  ctl_t c;
+  c.dist = __ldcg(&ctl->dist);
+  c.moved = __ldcg(&ctl->moved);
+  c.prim = __ldcg(&ctl->prim);
+  c.res = __ldcg(&ctl->res);
+  c.plan = c.reg = c.herr = 0;
+  c.nonfinite = __ldcg(&ctl->nonfinite);
+  c.cg_bad = __ldcg(&ctl->cg_bad);
+  c.cg_iters = __ldcg(&ctl->cg_iters);
+  const int k = bt->count;
+  if (k < BATCH) bt->hist[k] = c;
+  bt->count = k + 1;
+  const double dist = __longlong_as_double((long long)c.dist);
+  const double moved = __longlong_as_double((long long)c.moved);
+  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
+    bt->halt = 1;
+  ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
+  ctl->nonfinite = ctl->cg_bad = 0;
+  ctl->cg_iters = 0;
 }
 
-/* b = 0 columns: x = 0 (mb_pcg_solve's rule). */
-__global__ void k_cg_zero(int32_t n, double *__restrict__ x, const cg_t *st) {
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= n) return;
-  for (int c = 0; c < 3; c++)
-    if (st->bb[c] == 0) x[3 * (int64_t)i + c] = 0;
+/* The run's end: each face's planarity (into fres [nf] where non-NULL) and
+ * regularity of x (the CPU's residuals(), centred coordinates in q), their
+ * maxima, and the largest distance of a handle (tgt [nv, 3], NaN rows
+ * free; NULL: none) from its target, into ctl->plan, reg and herr (ctl's
+ * three cleared before). One thread per face and per vertex. */
+__global__ void __launch_bounds__(BLOCK)
+k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *__restrict__ fi,
+        const double *__restrict__ x, double *__restrict__ q, const double *__restrict__ tgt,
+        double *__restrict__ fres, ctl_t *ctl) {
+  const int64_t t = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  double pl = 0, rg = 0, he = 0;
+  if (t < nf) {
+    const int64_t s0 = fo[t], s1 = fo[t + 1];
+    const int n = (int)(s1 - s0);
+    centre_face(s0, s1, fi, x, nullptr, q);
+    pl = mb_dface_planarity(n, q + 3 * s0);
+    rg = mb_dface_regularity(n, q + 3 * s0);
+    if (fres) fres[t] = pl;
+  }
+  if (tgt && t < nv && !isnan(tgt[3 * t])) {
+    double r2 = 0;
+    for (int d = 0; d < 3; d++)
+      r2 += (x[3 * t + d] - tgt[3 * t + d]) * (x[3 * t + d] - tgt[3 * t + d]);
+    he = sqrt(r2);
+  }
+  max_bits(&ctl->plan, pl);
+  max_bits(&ctl->reg, rg);
+  max_bits(&ctl->herr, he);
 }
 
-/* The capped CG's iterations and breakdown into the iteration's maxima (read
- * with them: no read of its own). */
-__global__ void k_cg_report(const cg_t *st, ctl_t *ctl) {
-  if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  ctl->cg_iters = st->iters;
-  ctl->cg_bad = st->bad;
+/* The device buffers of this process's runs (one rank, one device), kept
+ * from mesh to mesh and grown, never shrunk (grow()): a batch of meshes
+ * allocates only where a mesh needs more than every mesh before it, and
+ * frees nothing between meshes; with the capped iteration's graph, updated
+ * in place (cudaGraphExecUpdate) where the next mesh's has the same shape.
+ * Freed by mb_deform_cuda_release, or by a run on another device. */
+struct pool_t {
+  int device = -1;
+  mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
+  mb_dbuf prm;  /* [2] the iteration's c and al (k_rhs, k_project) */
+  mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
+  mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
+  mb_dbuf bt;   /* batch_t (batched) */
+  mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
+  mb_dbuf hrow, hcol, hdiag, hval;                 /* H for the room's CG */
+  cudaStream_t capture = nullptr; /* graphs are captured on it */
+  cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
+  cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
+  ~pool_t() {
+    for (int k = 0; k < 2; k++)
+      if (ev[k]) cudaEventDestroy(ev[k]);
+    if (iter) cudaGraphExecDestroy(iter);
+    if (capture) cudaStreamDestroy(capture);
+  }
+};
+pool_t *the_pool = nullptr;
+
+/* b holds at least `bytes` (at least 1) of device memory: reallocated only
+ * where it holds fewer (its contents are then lost). Errors: those of
+ * mb_dbuf_alloc. */
+mb_error grow(mb_dbuf *b, size_t bytes, const char *what) {
+  if (!bytes) bytes = 1;
+  if (b->p && b->bytes >= bytes) return MB_SUCCESS;
+  return mb_dbuf_alloc(b, bytes, what);
 }
 
-/* Everything one run holds. */
+/* The pool of the current device (a new one where there is none or the
+ * last run used another device). Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
+mb_error pool(pool_t **out) {
+  int dev = -1;
+  MB_CALL_CUDA(cudaGetDevice(&dev));
+  if (the_pool && the_pool->device != dev) {
+    delete the_pool;
+    the_pool = nullptr;
+  }
+  if (!the_pool) {
+    the_pool = new (std::nothrow) pool_t;
+    MB_CHECK(the_pool, MB_ERR_MEMORY, "deform: out of memory");
+    the_pool->device = dev;
+  }
+  *out = the_pool;
+  return MB_SUCCESS;
+}
+
+/* Everything one run holds (the device buffers in d, the pool). */
 struct deform_gpu {
   const mb_deform_params *p = nullptr;
   mb_deform_mesh *dm = nullptr;
   mb_deform_report *rep = nullptr;
+  pool_t *d = nullptr;
   int sync = 0, device_cg = 0;
   mb_deform_system sys{};
-  std::vector<double> d, t, pin, base, rg, gF, p0, scratch;
-  mb_cuda_csr *dH = nullptr;
+  std::vector<double> d_, t, pin, base, rg, gF, p0, scratch;
+  mb_cuda_csr *dH = nullptr; /* the linalg PCG and csrchol only */
   mb_cuda_cholesky *chol = nullptr;
-  mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
-  mb_dbuf cr, cz, cp, cq, cdinv, cpart, cst; /* device CG */
-  mb_dbuf prm;        /* [2] the iteration's c and al (k_rhs, k_project) */
-  double hprm[2] = {0, 0}; /* their host copy (staged by cudaMemcpyAsync) */
-  cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
+  double hprm[2] = {0, 0}; /* c and al, staged by cudaMemcpyAsync to d->prm */
+  int iter_ready = 0;      /* d->iter holds this run's iteration */
   int iter_failed = 0;
   int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
-  mb_dbuf bt;         /* batch_t (batched) */
-  batch_t hbt{};      /* its host copy */
+  batch_t hbt{};      /* the host copy of d->bt */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
-  double *val = nullptr; /* dH's device arrays */
-  cudaStream_t capture = nullptr; /* the device CG's chunk, captured once per run */
-  cudaGraphExec_t chunk = nullptr;
+  double *val = nullptr; /* H's device arrays (d->h* or dH's) */
+  cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
   int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
+  double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */
   ~deform_gpu() {
     if (chunk) cudaGraphExecDestroy(chunk);
-    if (iter) cudaGraphExecDestroy(iter);
-    if (capture) cudaStreamDestroy(capture);
     mb_deform_system_free(&sys);
     mb_cuda_csr_free(dH);
     mb_cuda_cholesky_free(chol);
   }
 };
-
-/* y [nv, 3] = S x over H's pattern for values v [nnz], only columns with
- * pin = want (want < 0: every column): mb_deform.c's spmv_part. */
-void spmv_part(const mb_csr *H, const double *v, const double *pin, int want, const double *x,
-               double *y) {
-  for (int32_t i = 0; i < H->nrows; i++) {
-    double s[3] = {0, 0, 0};
-    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
-      const int32_t j = H->col[e];
-      if (want >= 0 && (pin[j] != 0) != want) continue;
-      for (int d = 0; d < 3; d++) s[d] += v[e] * x[3 * j + d];
-    }
-    for (int d = 0; d < 3; d++) y[3 * i + d] = s[d];
-  }
-}
 
 /* The residuals of x on the host by mb_deform_proj.c (max over faces,
  * length unit): planarity, regularity; each face's planarity into fres
@@ -612,19 +747,6 @@ void host_residuals(const mb_deform_mesh *dm, const double *x, std::vector<doubl
   *reg = rm;
 }
 
-double handle_error(const mb_deform_mesh *dm, const double *x) {
-  double worst = 0;
-  if (!dm->target) return 0;
-  for (int64_t i = 0; i < dm->nv; i++) {
-    if (isnan(dm->target[3 * i])) continue;
-    double r2 = 0;
-    for (int d = 0; d < 3; d++)
-      r2 += (x[3 * i + d] - dm->target[3 * i + d]) * (x[3 * i + d] - dm->target[3 * i + d]);
-    if (sqrt(r2) > worst) worst = sqrt(r2);
-  }
-  return worst;
-}
-
 /* Wait for the device where phases are asked for; the wall clock (s). */
 mb_error mark(const deform_gpu *g, double *t) {
   if (g->sync) MB_CALL_CUDA(cudaDeviceSynchronize());
@@ -632,21 +754,31 @@ mb_error mark(const deform_gpu *g, double *t) {
   return MB_SUCCESS;
 }
 
+/* h [n] into the pooled b (grown where needed). */
 template <typename T> mb_error upload(mb_dbuf *b, const T *h, size_t n, const char *what) {
-  MB_CALL(mb_dbuf_alloc(b, sizeof(T) * (n ? n : 1), what));
+  MB_CALL(grow(b, sizeof(T) * n, what));
   if (n) MB_CALL_CUDA(cudaMemcpy(b->p, h, sizeof(T) * n, cudaMemcpyHostToDevice));
   return MB_SUCCESS;
 }
+
+/* Whether the room's CG solves (else the linalg PCG or csrchol). */
+bool room_cg(const deform_gpu *g) { return g->p->solver == MB_DEFORM_PCG && g->device_cg; }
 
 /* H at c on the host, uploaded; factored (cholesky). */
 mb_error factor(deform_gpu *g, double c) {
   mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
   g->rep->mu = c;
-  MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
+  if (room_cg(g)) {
+    if (g->sys.H->nnz)
+      MB_CALL_CUDA(cudaMemcpy(g->val, g->sys.H->val, sizeof(double) * (size_t)g->sys.H->nnz,
+                              cudaMemcpyHostToDevice));
+  } else {
+    MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
+  }
   if (g->p->solver == MB_DEFORM_PCG && g->device_cg && g->dm->nv) {
-    MB_CALL_CUDA(cudaMemset(g->cst.p, 0, sizeof(cg_t)));
+    MB_CALL_CUDA(cudaMemset(g->d->cst.p, 0, sizeof(cg_t)));
     k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->diag, g->val,
-                                            g->cdinv.as<double>(), g->cst.as<cg_t>());
+                                            g->d->cdinv.as<double>(), g->d->cst.as<cg_t>());
     MB_CHECK_LAUNCH("deform CG diagonal");
   }
   if (g->p->solver == MB_DEFORM_PCG) return MB_SUCCESS;
@@ -673,7 +805,6 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   mb_deform_mesh *dm = g->dm;
   mb_deform_report *rep = g->rep;
   const int64_t nv = dm->nv;
-  const int hard = p->hard != 0;
   double *x = dm->x;
   for (int64_t i = 0; i < 3 * nv; i++)
     MB_CHECK(isfinite(x[i]), MB_ERR_NUMERIC, "%s: vertex %lld has a non-finite coordinate",
@@ -681,145 +812,131 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   MB_CALL(mb_deform_system_build(dm, p->w_fair > 0, &g->sys));
   const mb_csr *H = g->sys.H;
   const size_t n3 = 3 * (size_t)nv;
-  g->d.assign((size_t)nv, 0.0);
+  g->d_.assign((size_t)nv, 0.0);
   g->t.assign(n3, 0.0);
   g->pin.assign((size_t)nv, 0.0);
-  g->p0.assign(x, x + n3);
-  const double *p0 = g->p0.data();
-  rep->handles = rep->pinned = 0;
-  *handles_moved = 0;
-  for (int64_t i = 0; i < nv; i++) {
-    const double *tg = dm->target ? &dm->target[3 * i] : NULL;
-    const int nan = tg ? isnan(tg[0]) + isnan(tg[1]) + isnan(tg[2]) : 3;
-    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2])))
-      MB_FAIL(MB_ERR_NUMERIC,
-              "%s: handle target of vertex %lld is (%g, %g, %g): a handle needs three finite "
-              "coordinates (NaN in all three marks a free vertex)",
-              dm->name, (long long)i, tg[0], tg[1], tg[2]);
-    const int handle = nan == 0;
-    rep->handles += handle;
-    g->d[i] = handle ? p->w_handle : p->w_close;
-    for (int d = 0; d < 3; d++) g->t[3 * i + d] = handle ? tg[d] : x[3 * i + d];
-    if ((handle && hard) || (p->fix_boundary && dm->adj->on_boundary[i])) {
-      g->pin[i] = 1;
-      rep->pinned++;
-      if (handle && hard)
-        for (int d = 0; d < 3; d++) {
-          *handles_moved |= x[3 * i + d] != tg[d];
-          x[3 * i + d] = tg[d];
-        }
-    }
-  }
-  double lsum = 0;
-  int64_t ne = 0;
-  for (int64_t i = 0; i < nv; i++)
-    for (int64_t a = dm->adj->row[i]; a < dm->adj->row[i + 1]; a++) {
-      const int64_t j = dm->adj->col[a];
-      if (j <= i) continue;
-      double r2 = 0;
-      for (int d = 0; d < 3; d++)
-        r2 += (p0[3 * i + d] - p0[3 * j + d]) * (p0[3 * i + d] - p0[3 * j + d]);
-      lsum += sqrt(r2);
-      ne++;
-    }
-  const double l = ne && lsum > 0 ? lsum / (double)ne : 1.0;
-  rep->edge_length = l;
-  *l_out = l;
-  /* base = D + w_fair K^T K; r0 = D t + w_fair K^T K p0; g0, gF: pinned columns */
+  g->p0.assign(n3, 0.0);
   g->base.assign((size_t)H->nnz, 0.0);
-  for (int32_t i = 0; i < H->nrows; i++)
-    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
-      g->base[e] = (e == H->diag[i] ? g->d[i] : 0.0) + p->w_fair * g->sys.KtK[e];
-  std::vector<double> r0(n3), g0(n3);
   g->gF.assign(n3, 0.0);
-  spmv_part(H, g->sys.KtK, g->pin.data(), -1, p0, r0.data());
-  for (int64_t i = 0; i < nv; i++)
-    for (int d = 0; d < 3; d++)
-      r0[3 * i + d] = g->d[i] * g->t[3 * i + d] + p->w_fair * r0[3 * i + d];
-  spmv_part(H, g->base.data(), g->pin.data(), 1, x, g0.data());
-  spmv_part(H, g->sys.face, g->pin.data(), 1, x, g->gF.data());
+  std::vector<double> r0(n3), g0(n3);
+  MB_CALL(mb_deform_setup(p, dm, H, g->sys.KtK, g->sys.face, g->d_.data(), g->t.data(),
+                          g->pin.data(), g->p0.data(), g->base.data(), r0.data(), g0.data(),
+                          g->gF.data(), rep, handles_moved, l_out));
   g->rg.assign(n3, 0.0);
   for (size_t k = 0; k < n3; k++) g->rg[k] = r0[k] - g0[k];
   g->scratch.assign(3 * (size_t)g->sys.nidx, 0.0);
 
   /* the device */
   const size_t ni = (size_t)g->sys.nidx, nf = (size_t)dm->nf;
-  MB_CALL(upload(&g->fo, dm->face_offsets, nf + 1, "deform face offsets"));
-  MB_CALL(upload(&g->fi, dm->face_indices, ni, "deform face indices"));
-  MB_CALL(upload(&g->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
-  MB_CALL(upload(&g->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
-  MB_CALL(upload(&g->slot_face, g->sys.slot_face, ni, "deform slot faces"));
-  MB_CALL(upload(&g->x, x, n3, "deform positions"));
-  MB_CALL(upload(&g->rgd, g->rg.data(), n3, "deform right-hand side part"));
-  MB_CALL(upload(&g->gFd, g->gF.data(), n3, "deform right-hand side part"));
-  MB_CALL(upload(&g->pind, g->pin.data(), (size_t)nv, "deform pinned flags"));
-  MB_CALL(mb_dbuf_alloc(&g->X, sizeof(double) * (n3 ? n3 : 1), "deform solution"));
-  MB_CALL(mb_dbuf_alloc(&g->b, sizeof(double) * (n3 ? n3 : 1), "deform right-hand side"));
-  MB_CALL(mb_dbuf_alloc(&g->q, sizeof(double) * 3 * (ni ? ni : 1), "deform centred slots"));
-  MB_CALL(mb_dbuf_alloc(&g->z, sizeof(double) * 3 * (ni ? ni : 1), "deform projections"));
-  MB_CALL(mb_dbuf_alloc(&g->u, sizeof(double) * 3 * (ni ? ni : 1), "deform duals"));
-  MB_CALL(mb_dbuf_alloc(&g->ym, sizeof(double) * 3 * (nf ? nf : 1), "deform face means"));
-  MB_CALL(mb_dbuf_alloc(&g->ctl, sizeof(ctl_t), "deform maxima"));
-  MB_CALL(mb_dbuf_alloc(&g->prm, 2 * sizeof(double), "deform iteration scalars"));
-  MB_CALL_CUDA(cudaMemset(g->u.p, 0, g->u.bytes));
-  MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
-  mb_cuda_csr_set_product(g->dH, MB_CUDA_PRODUCT_ROWS);
-  mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
-  if (p->solver == MB_DEFORM_PCG && g->device_cg) {
-    const size_t nb = blocks(nv) + 1;
-    MB_CALL(mb_dbuf_alloc(&g->cr, sizeof(double) * (n3 ? n3 : 1), "deform CG residual"));
-    MB_CALL(mb_dbuf_alloc(&g->cz, sizeof(double) * (n3 ? n3 : 1), "deform CG preconditioned"));
-    MB_CALL(mb_dbuf_alloc(&g->cp, sizeof(double) * (n3 ? n3 : 1), "deform CG direction"));
-    MB_CALL(mb_dbuf_alloc(&g->cq, sizeof(double) * (n3 ? n3 : 1), "deform CG product"));
-    MB_CALL(mb_dbuf_alloc(&g->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
-    MB_CALL(mb_dbuf_alloc(&g->cpart, sizeof(double) * 9 * nb, "deform CG partial sums"));
-    MB_CALL(mb_dbuf_alloc(&g->cst, sizeof(cg_t), "deform CG state"));
+  MB_CALL(upload(&g->d->fo, dm->face_offsets, nf + 1, "deform face offsets"));
+  MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
+  MB_CALL(upload(&g->d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
+  MB_CALL(upload(&g->d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
+  MB_CALL(upload(&g->d->slot_face, g->sys.slot_face, ni, "deform slot faces"));
+  MB_CALL(upload(&g->d->x, x, n3, "deform positions"));
+  MB_CALL(upload(&g->d->rgd, g->rg.data(), n3, "deform right-hand side part"));
+  MB_CALL(upload(&g->d->gFd, g->gF.data(), n3, "deform right-hand side part"));
+  MB_CALL(upload(&g->d->pind, g->pin.data(), (size_t)nv, "deform pinned flags"));
+  MB_CALL(grow(&g->d->X, sizeof(double) * n3, "deform solution"));
+  MB_CALL(grow(&g->d->b, sizeof(double) * n3, "deform right-hand side"));
+  MB_CALL(grow(&g->d->q, sizeof(double) * 3 * ni, "deform centred slots"));
+  MB_CALL(grow(&g->d->z, sizeof(double) * 3 * ni, "deform projections"));
+  MB_CALL(grow(&g->d->u, sizeof(double) * 3 * ni, "deform duals"));
+  MB_CALL(grow(&g->d->ym, sizeof(double) * 3 * nf, "deform face means"));
+  MB_CALL(grow(&g->d->ctl, sizeof(ctl_t), "deform maxima"));
+  MB_CALL(grow(&g->d->prm, 2 * sizeof(double), "deform iteration scalars"));
+  MB_CALL(grow(&g->d->bt, sizeof(batch_t), "deform batch maxima"));
+  if (rep->face_planarity) MB_CALL(grow(&g->d->fres, sizeof(double) * nf, "deform face residuals"));
+  if (dm->target && rep->handles) MB_CALL(upload(&g->d->tgt, dm->target, n3, "deform targets"));
+  MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
+  MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, sizeof(ctl_t)));
+  if (room_cg(g)) { /* H's pattern into the pool (values by factor()) */
+    const size_t nb = blocks(nv) + 1, nnz = (size_t)H->nnz;
+    MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
+    MB_CALL(upload(&g->d->hcol, H->col, nnz, "deform system columns"));
+    MB_CALL(upload(&g->d->hdiag, H->diag, (size_t)nv, "deform system diagonal"));
+    MB_CALL(grow(&g->d->hval, sizeof(double) * nnz, "deform system values"));
+    g->rowptr = g->d->hrow.as<int32_t>();
+    g->col = g->d->hcol.as<int32_t>();
+    g->diag = g->d->hdiag.as<int32_t>();
+    g->val = g->d->hval.as<double>();
+    MB_CALL(grow(&g->d->cr, sizeof(double) * n3, "deform CG residual"));
+    MB_CALL(grow(&g->d->cz, sizeof(double) * n3, "deform CG preconditioned"));
+    MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
+    MB_CALL(grow(&g->d->cp2, sizeof(double) * n3, "deform CG direction"));
+    MB_CALL(grow(&g->d->cq, sizeof(double) * n3, "deform CG product"));
+    MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
+    MB_CALL(grow(&g->d->cpart, sizeof(double) * 9 * nb, "deform CG partial sums"));
+    MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
+  } else {
+    MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
+    mb_cuda_csr_set_product(g->dH, MB_CUDA_PRODUCT_ROWS);
+    mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
   }
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
   return MB_SUCCESS;
 }
 
-/* The device CG (above) of H X = B, warm-started from X; *iters += its
- * iterations. Capped (cg_iterations k >= 1: at most k iterations, the CPU's
- * mb_deform_cg): the chunk is min(k, MB_DEFORM_CG_CHUNK_MAX) iterations,
- * launched ceil(k / chunk) times with no read; k_cg_report leaves the
- * iterations and a breakdown in ctl, which the iteration's one read of
- * the maxima brings back (*iters is then added there, not here).
- * Uncapped: to MB_DEFORM_PCG_RTOL, the state read once per chunk.
- * Errors: MB_ERR_NUMERIC (a breakdown: H not positive definite or a
- * non-finite value; no convergence in 100,000 iterations), MB_ERR_CUDA. */
-mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) {
+/* Enqueue the right-hand side with the room's CG's start (k_rhs_cg: b and
+ * X = x from d->x, the projections' y and the face means) on stream s;
+ * c from d->prm. */
+void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
+  pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
-  if (n == 0) return MB_SUCCESS;
+  k_rhs_cg<<<blocks(n), BLOCK, 0, s>>>(
+      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->slot_face.as<int64_t>(),
+      hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
+      d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
+      d->X.as<double>(), g->rowptr, g->col, g->val, d->cdinv.as<double>(), d->cr.as<double>(),
+      d->cz.as<double>(), d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
+      d->cst.as<cg_t>());
+}
+
+/* Enqueue len iterations of the room's CG (2 kernels each) on stream s,
+ * solving into d->X. */
+void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
+  pool_t *d = g->d;
+  const int32_t n = (int32_t)g->dm->nv;
   const int nb = (int)blocks(n);
-  double *r = g->cr.as<double>(), *z = g->cz.as<double>(), *pp = g->cp.as<double>(),
-         *q = g->cq.as<double>(), *dinv = g->cdinv.as<double>(), *part = g->cpart.as<double>();
-  cg_t *st = g->cst.as<cg_t>();
-  const double rtol = MB_DEFORM_PCG_RTOL;
+  double *r = d->cr.as<double>(), *z = d->cz.as<double>(), *cp = d->cp.as<double>(),
+         *cp2 = d->cp2.as<double>(), *q = d->cq.as<double>(), *dinv = d->cdinv.as<double>(),
+         *part = d->cpart.as<double>(), *X = d->X.as<double>();
+  cg_t *st = d->cst.as<cg_t>();
+  for (int j = 0; j < len; j++) {
+    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, z, cp, cp2, q, part, st);
+    k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
+  }
+}
+
+/* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x
+ * warm); *iters += its iterations. Capped (cg_iterations k >= 1: at most
+ * k iterations, the CPU's mb_deform_cg): k iterations enqueued with no
+ * read; k_take leaves the iterations and a breakdown in ctl, which the
+ * iteration's one read of the maxima brings back (*iters is then added
+ * there, not here). Uncapped: to MB_DEFORM_PCG_RTOL in chunks of CG_CHUNK
+ * iterations (a CUDA graph captured once per run; kernel by kernel where
+ * capture fails), the state read once per chunk. The b = 0 columns' rule
+ * is k_take's. Errors: MB_ERR_NUMERIC (a breakdown: H not positive
+ * definite or a non-finite value; no convergence in 100,000 iterations),
+ * MB_ERR_CUDA. */
+mb_error device_cg(deform_gpu *g, long long *iters) {
+  if (g->dm->nv == 0) return MB_SUCCESS;
   const int cap = g->p->cg_iterations;
-  const int len = cap > 0 ? (cap < CG_CHUNK_MAX ? cap : CG_CHUNK_MAX) : CG_CHUNK;
-  k_cg_init<<<nb, BLOCK>>>(n, g->rowptr, g->col, g->val, dinv, B, X, r, z, pp, part);
-  k_cg_start<<<1, BLOCK>>>(nb, part, rtol, cap, st);
-  MB_CHECK_LAUNCH("deform CG start");
-  /* len iterations, 3 kernels each, on stream s */
-  auto chunk = [&](cudaStream_t s) {
-    for (int j = 0; j < len; j++) {
-      k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
-      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, X, r, z, part, rtol, st);
-      k_cg_dir<<<nb, BLOCK, 0, s>>>(n, z, pp, st);
-    }
-  };
-  /* captured once per run as a CUDA graph (its arguments are fixed: the
-   * same B and X buffers at every solve), launched on the default stream
-   * as cuda/linalg's AMG cycle is; where capture fails, kernel by kernel */
+  if (cap > 0) { /* no read: the cap ends it */
+    enqueue_cg_steps(g, nullptr, cap);
+    MB_CHECK_LAUNCH("deform CG iterations");
+    return MB_SUCCESS;
+  }
   if (!g->chunk && !g->chunk_failed) {
     cudaGraph_t graph = nullptr;
-    cudaError_t ce = g->capture ? cudaSuccess
-                                : cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking);
-    if (ce == cudaSuccess) ce = cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal);
+    cudaError_t ce = g->d->capture ? cudaSuccess
+                                   : cudaStreamCreateWithFlags(&g->d->capture,
+                                                               cudaStreamNonBlocking);
+    if (ce == cudaSuccess)
+      ce = cudaStreamBeginCapture(g->d->capture, cudaStreamCaptureModeThreadLocal);
     if (ce == cudaSuccess) {
-      chunk(g->capture);
-      ce = cudaStreamEndCapture(g->capture, &graph);
+      enqueue_cg_steps(g, g->d->capture, CG_CHUNK);
+      ce = cudaStreamEndCapture(g->d->capture, &graph);
     }
     if (ce == cudaSuccess) ce = cudaGraphInstantiate(&g->chunk, graph, 0);
     if (graph) cudaGraphDestroy(graph);
@@ -831,23 +948,13 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
              "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
     }
   }
-  if (cap > 0) { /* no read: the cap ends it */
-    for (int done = 0; done < cap; done += len) {
-      if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
-      else chunk(nullptr);
-      MB_CHECK_LAUNCH("deform CG iterations");
-    }
-    k_cg_zero<<<nb, BLOCK>>>(n, X, st);
-    k_cg_report<<<1, 32>>>(st, g->ctl.as<ctl_t>());
-    MB_CHECK_LAUNCH("deform CG zero columns");
-    return MB_SUCCESS;
-  }
   cg_t h{};
+  const double rtol = MB_DEFORM_PCG_RTOL;
   for (;;) {
     if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
-    else chunk(nullptr);
+    else enqueue_cg_steps(g, nullptr, CG_CHUNK);
     MB_CHECK_LAUNCH("deform CG iterations");
-    MB_CALL_CUDA(cudaMemcpy(&h, st, sizeof h, cudaMemcpyDeviceToHost));
+    MB_CALL_CUDA(cudaMemcpy(&h, g->d->cst.p, sizeof h, cudaMemcpyDeviceToHost));
     if (h.bad)
       MB_FAIL(MB_ERR_NUMERIC, "%s: the device CG broke down (a diagonal entry or a curvature "
               "p'Ap <= 0, or a non-finite value: the system matrix is not positive definite)",
@@ -861,93 +968,115 @@ mb_error device_cg(deform_gpu *g, const double *B, double *X, long long *iters) 
               "%d iterations", g->dm->name, worst, rtol, h.iters);
     }
   }
-  k_cg_zero<<<nb, BLOCK>>>(n, X, st);
-  MB_CHECK_LAUNCH("deform CG zero columns");
   *iters += h.iters;
   return MB_SUCCESS;
 }
 
 /* One whole local-global iteration of the capped device CG path (solver
  * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
- * the maxima cleared, k_project, k_rhs, the k-step CG (k_cg_init,
- * k_cg_start, k iterations rounded up to the chunk, k_cg_zero,
- * k_cg_report), k_take and (hard) k_dual; c and al are read from g->prm.
- * Launch errors are the caller's to check (none is checked inside a
- * capture). */
+ * the maxima cleared (not batched: there k_take's last block clears
+ * them), k_project, k_rhs_cg (the right-hand side and the CG's start),
+ * the k CG iterations (2 kernels each), k_take (with the CG's report and,
+ * batched, the halt) and (hard) k_dual: 3 + 2 k kernels, 4 + 2 k hard;
+ * c and al are read from d->prm. Launch errors are the caller's to check
+ * (none is checked inside a capture). */
 void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
   const mb_deform_params *p = g->p;
+  pool_t *d = g->d;
   const int64_t nv = g->dm->nv, nf = g->dm->nf;
-  const int64_t *fo = g->fo.as<int64_t>(), *fi = g->fi.as<int64_t>();
-  double *dx = g->x.as<double>(), *dX = g->X.as<double>(), *db = g->b.as<double>();
-  double *dq = g->q.as<double>(), *dz = g->z.as<double>(), *du = g->u.as<double>();
-  const double *prm = g->prm.as<double>();
-  ctl_t *ctl = g->ctl.as<ctl_t>();
-  cudaMemsetAsync(ctl, 0, sizeof(ctl_t), s);
+  const int64_t *fo = d->fo.as<int64_t>(), *fi = d->fi.as<int64_t>();
+  double *dx = d->x.as<double>(), *dz = d->z.as<double>(), *du = d->u.as<double>();
+  ctl_t *ctl = d->ctl.as<ctl_t>();
+  batch_t *bt = g->batched ? d->bt.as<batch_t>() : nullptr;
+  if (!bt) cudaMemsetAsync(ctl, 0, sizeof(ctl_t), s);
   if (nf)
-    k_project<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(),
-                                           planar, hard, prm, ctl);
+    k_project<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, du, d->q.as<double>(), dz,
+                                           d->ym.as<double>(), planar, hard, d->prm.as<double>(),
+                                           ctl);
   if (nv == 0) return;
-  k_rhs<<<blocks(nv), BLOCK, 0, s>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
-                                     g->slot_face.as<int64_t>(), hard ? dq : dz,
-                                     g->ym.as<double>(), g->rgd.as<double>(),
-                                     g->gFd.as<double>(), g->pind.as<double>(), prm, dx, db, dX);
-  const int32_t n = (int32_t)nv;
-  const int nb = (int)blocks(n);
-  double *r = g->cr.as<double>(), *z = g->cz.as<double>(), *pp = g->cp.as<double>(),
-         *q = g->cq.as<double>(), *dinv = g->cdinv.as<double>(), *part = g->cpart.as<double>();
-  cg_t *st = g->cst.as<cg_t>();
-  const double rtol = MB_DEFORM_PCG_RTOL;
-  const int cap = p->cg_iterations;
-  const int len = cap < CG_CHUNK_MAX ? cap : CG_CHUNK_MAX;
-  k_cg_init<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, dinv, db, dX, r, z, pp, part);
-  k_cg_start<<<1, BLOCK, 0, s>>>(nb, part, rtol, cap, st);
-  for (int done = 0; done < cap; done += len)
-    for (int j = 0; j < len; j++) {
-      k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, pp, q, part, st);
-      k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, pp, q, dX, r, z, part, rtol, st);
-      k_cg_dir<<<nb, BLOCK, 0, s>>>(n, z, pp, st);
-    }
-  k_cg_zero<<<nb, BLOCK, 0, s>>>(n, dX, st);
-  k_cg_report<<<1, 32, 0, s>>>(st, ctl);
-  batch_t *bt = g->batched ? g->bt.as<batch_t>() : nullptr;
-  k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                      ctl, bt);
+  enqueue_rhs_cg(g, s, hard);
+  enqueue_cg_steps(g, s, p->cg_iterations);
+  k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, d->X.as<double>(), d->pind.as<double>(), dx, !hard, l,
+                                      p->tolerance, ctl, bt, d->cst.as<cg_t>());
   if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
-  if (bt) k_halt<<<1, 32, 0, s>>>(ctl, l, p->tolerance, bt);
 }
 
-/* enqueue_iteration as one CUDA graph, captured at the first call of a run
- * (its arguments are fixed for the run: the same buffers, c and al read
- * from the device) and launched on the default stream after the scalars'
- * copy; where capture fails, enqueued kernel by kernel. Errors: MB_ERR_CUDA. */
-mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
-  if (!g->iter && !g->iter_failed) {
+/* enqueue_iteration as one CUDA graph, captured once per run before the
+ * iterations (its arguments are fixed for the run: the same buffers, c and
+ * al read from the device) into the pool's executable graph (updated in
+ * place where the last run's has the same shape, else instantiated anew);
+ * where capture fails, g->iter_failed (the iterations are then enqueued
+ * kernel by kernel). Cannot fail. */
+void capture_iteration(deform_gpu *g, int planar, int hard, double l) {
+  pool_t *d = g->d;
+  if (!g->iter_ready && !g->iter_failed) {
     cudaGraph_t graph = nullptr;
-    cudaError_t ce = g->capture ? cudaSuccess
-                                : cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking);
-    if (ce == cudaSuccess) ce = cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeThreadLocal);
+    cudaError_t ce = d->capture ? cudaSuccess
+                                : cudaStreamCreateWithFlags(&d->capture, cudaStreamNonBlocking);
+    if (ce == cudaSuccess)
+      ce = cudaStreamBeginCapture(d->capture, cudaStreamCaptureModeThreadLocal);
     if (ce == cudaSuccess) {
-      enqueue_iteration(g, g->capture, planar, hard, l);
-      ce = cudaStreamEndCapture(g->capture, &graph);
+      enqueue_iteration(g, d->capture, planar, hard, l);
+      ce = cudaStreamEndCapture(d->capture, &graph);
     }
-    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&g->iter, graph, 0);
+    if (ce == cudaSuccess && d->iter) { /* the pool's graph, updated in place if it can be */
+      cudaGraphExecUpdateResultInfo info;
+      if (cudaGraphExecUpdate(d->iter, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaGraphExecDestroy(d->iter);
+        d->iter = nullptr;
+      }
+    }
+    if (ce == cudaSuccess && !d->iter) ce = cudaGraphInstantiate(&d->iter, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     if (ce != cudaSuccess) {
       (void)cudaGetLastError();
-      g->iter = nullptr;
+      if (d->iter) cudaGraphExecDestroy(d->iter);
+      d->iter = nullptr;
       g->iter_failed = 1;
       mb_log(MB_LOG_VERBOSE, "%s: the iteration's graph could not be captured (%s); its "
              "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
+    } else {
+      g->iter_ready = 1;
     }
   }
-  if (g->iter) MB_CALL_CUDA(cudaGraphLaunch(g->iter, nullptr));
+}
+
+/* One iteration: the captured graph launched on the default stream (after
+ * the scalars' copy), or kernel by kernel where capture failed.
+ * Errors: MB_ERR_CUDA. */
+mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
+  capture_iteration(g, planar, hard, l); /* done before the iterations: a no-op here */
+  if (g->iter_ready) MB_CALL_CUDA(cudaGraphLaunch(g->d->iter, nullptr));
   else enqueue_iteration(g, nullptr, planar, hard, l);
   MB_CHECK_LAUNCH("deform iteration");
   return MB_SUCCESS;
 }
 
+/* The device's time on a group of launches enqueued on the default stream
+ * between dev_begin and dev_end (the events' elapsed time, read once the
+ * stream has reached the end, i.e. after the group's read), added to
+ * rep->device_ms. Errors: MB_ERR_CUDA. */
+mb_error dev_begin(deform_gpu *g) {
+  for (int k = 0; k < 2; k++)
+    if (!g->d->ev[k]) MB_CALL_CUDA(cudaEventCreate(&g->d->ev[k]));
+  MB_CALL_CUDA(cudaEventRecord(g->d->ev[0], nullptr));
+  return MB_SUCCESS;
+}
+mb_error dev_end(deform_gpu *g) {
+  MB_CALL_CUDA(cudaEventRecord(g->d->ev[1], nullptr));
+  return MB_SUCCESS;
+}
+mb_error dev_add(deform_gpu *g) {
+  float ms = 0;
+  MB_CALL_CUDA(cudaEventSynchronize(g->d->ev[1]));
+  MB_CALL_CUDA(cudaEventElapsedTime(&ms, g->d->ev[0], g->d->ev[1]));
+  g->rep->device_ms += ms;
+  return MB_SUCCESS;
+}
+
 mb_error read_ctl(deform_gpu *g) {
-  MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
+  MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
   return MB_SUCCESS;
 }
 
@@ -979,19 +1108,21 @@ mb_error run(deform_gpu *g) {
   if (hard && !handles_moved && res / l <= p->tolerance) rep->converged = 1;
   else MB_CALL(factor(g, c));
 
-  const int64_t *fo = g->fo.as<int64_t>(), *fi = g->fi.as<int64_t>();
-  double *dx = g->x.as<double>(), *dX = g->X.as<double>(), *db = g->b.as<double>();
-  double *dq = g->q.as<double>(), *dz = g->z.as<double>(), *du = g->u.as<double>();
-  ctl_t *ctl = g->ctl.as<ctl_t>();
+  const int64_t *fo = g->d->fo.as<int64_t>(), *fi = g->d->fi.as<int64_t>();
+  double *dx = g->d->x.as<double>(), *dX = g->d->X.as<double>(), *db = g->d->b.as<double>();
+  double *dq = g->d->q.as<double>(), *dz = g->d->z.as<double>(), *du = g->d->u.as<double>();
+  ctl_t *ctl = g->d->ctl.as<ctl_t>();
   /* the capped device CG, pipelined: each iteration one graph, one read */
   const int whole = p->solver == MB_DEFORM_PCG && g->device_cg && p->cg_iterations > 0 &&
                     !g->sync && nv > 0;
   /* and soft without a history: BATCH iterations launched a read (c and al
    * are constant in soft mode) */
   g->batched = whole && !hard && !rep->history && BATCH > 1;
-  if (g->batched) {
-    MB_CALL(mb_dbuf_alloc(&g->bt, sizeof(batch_t), "deform batch maxima"));
-    MB_CALL_CUDA(cudaMemset(g->bt.p, 0, sizeof(batch_t)));
+  if (g->batched) MB_CALL_CUDA(cudaMemset(g->d->bt.p, 0, sizeof(batch_t)));
+  if (whole && !rep->converged) { /* the iteration's graph: once per mesh, with the setup */
+    const double tc = mb_wtime();
+    capture_iteration(g, planar, hard, l);
+    rep->analyze_ms += 1e3 * (mb_wtime() - tc);
   }
   int bi = 0, bn = 0; /* batched: the next recorded iteration to take, the batch's size */
   mb_error err = MB_SUCCESS;
@@ -1006,12 +1137,15 @@ mb_error run(deform_gpu *g) {
       if (bi == bn) { /* a new batch: launched whole, then one read */
         bn = p->iterations - it < BATCH ? p->iterations - it : BATCH;
         bi = 0;
-        MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+        MB_CALL_CUDA(cudaMemcpyAsync(g->d->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
                                      nullptr));
-        MB_CALL_CUDA(cudaMemsetAsync(&g->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
+        MB_CALL_CUDA(cudaMemsetAsync(&g->d->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
+        MB_CALL(dev_begin(g));
         for (int j = 0; j < bn && !err; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
-        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+        MB_CALL(dev_end(g));
+        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+        MB_CALL(dev_add(g));
         MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
                  "%s: the device recorded %d of a batch of %d iterations", dm->name,
                  g->hbt.count, bn);
@@ -1020,8 +1154,9 @@ mb_error run(deform_gpu *g) {
       t1 = t0; /* the batch counts as the solve of its first iteration */
       t2 = mb_wtime();
     } else {
-      MB_CALL_CUDA(cudaMemcpyAsync(g->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
+      MB_CALL_CUDA(cudaMemcpyAsync(g->d->prm.p, g->hprm, sizeof g->hprm, cudaMemcpyHostToDevice,
                                    nullptr));
+      MB_CALL(dev_begin(g));
       if (whole) { /* the capped CG path: one graph, no phase marks */
         err = iterate_graph(g, planar, hard, l);
         if (err) break;
@@ -1030,34 +1165,43 @@ mb_error run(deform_gpu *g) {
       } else {
         MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
         if (nf) {
-          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->ym.as<double>(), planar,
-                                           hard, g->prm.as<double>(), ctl);
+          k_project<<<blocks(nf), BLOCK>>>(nf, fo, fi, dx, du, dq, dz, g->d->ym.as<double>(),
+                                           planar, hard, g->d->prm.as<double>(), ctl);
           MB_CHECK_LAUNCH("deform projections");
         }
         MB_CALL(mark(g, &t1));
-        if (nv) {
-          k_rhs<<<blocks(nv), BLOCK>>>(nv, g->vf_row.as<int32_t>(), g->vf_slot.as<int64_t>(),
-                                       g->slot_face.as<int64_t>(), hard ? dq : dz,
-                                       g->ym.as<double>(), g->rgd.as<double>(), g->gFd.as<double>(),
-                                       g->pind.as<double>(), g->prm.as<double>(), dx, db, dX);
-          MB_CHECK_LAUNCH("deform right-hand side");
-        }
         mb_solve_stats st{};
-        if (p->solver == MB_DEFORM_PCG && g->device_cg) {
-          err = device_cg(g, db, dX, &rep->pcg_iterations);
-        } else if (p->solver == MB_DEFORM_PCG) {
-          mb_pcg_opts o{};
-          o.rtol = MB_DEFORM_PCG_RTOL;
-          o.max_iter = 100000;
-          err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
-          rep->pcg_iterations += st.iterations;
+        if (room_cg(g)) {
+          if (nv) {
+            enqueue_rhs_cg(g, nullptr, hard);
+            MB_CHECK_LAUNCH("deform right-hand side");
+          }
+          err = device_cg(g, &rep->pcg_iterations);
         } else {
-          err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+          if (nv) {
+            k_rhs<<<blocks(nv), BLOCK>>>(nv, g->d->vf_row.as<int32_t>(),
+                                         g->d->vf_slot.as<int64_t>(),
+                                         g->d->slot_face.as<int64_t>(), hard ? dq : dz,
+                                         g->d->ym.as<double>(), g->d->rgd.as<double>(),
+                                         g->d->gFd.as<double>(), g->d->pind.as<double>(),
+                                         g->d->prm.as<double>(), dx, db, dX);
+            MB_CHECK_LAUNCH("deform right-hand side");
+          }
+          if (p->solver == MB_DEFORM_PCG) {
+            mb_pcg_opts o{};
+            o.rtol = MB_DEFORM_PCG_RTOL;
+            o.max_iter = 100000;
+            err = mb_cuda_pcg_solve(MPI_COMM_SELF, nullptr, g->dH, 3, db, dX, &o, &st);
+            rep->pcg_iterations += st.iterations;
+          } else {
+            err = mb_cuda_cholesky_solve(g->chol, 3, db, dX, &st);
+          }
         }
         if (err) break;
         if (nv) {
-          k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                        ctl, nullptr);
+          k_take<<<blocks(nv), BLOCK>>>(nv, dX, g->d->pind.as<double>(), dx, !hard, l,
+                                        p->tolerance, ctl, nullptr,
+                                        room_cg(g) ? g->d->cst.as<cg_t>() : nullptr);
           MB_CHECK_LAUNCH("deform take solution");
         }
         MB_CALL(mark(g, &t2));
@@ -1066,7 +1210,9 @@ mb_error run(deform_gpu *g) {
           MB_CHECK_LAUNCH("deform dual update");
         }
       }
+      MB_CALL(dev_end(g));
       MB_CALL(read_ctl(g));
+      MB_CALL(dev_add(g));
       if (whole) t2 = mb_wtime();
     }
     const ctl_t h = g->hctl;
@@ -1141,15 +1287,36 @@ mb_error run(deform_gpu *g) {
     rep->update_ms += 1e3 * (t3 - t2);
   }
   MB_CALL(err);
-  MB_CALL_CUDA(cudaMemcpy(x, dx, sizeof(double) * 3 * (size_t)nv, cudaMemcpyDeviceToHost));
-  host_residuals(dm, x, g->scratch, &plan, &reg, rep->face_planarity);
-  if (rep->face_planarity)
-    for (int64_t f = 0; f < nf; f++) rep->face_planarity[f] /= l;
+  /* the frame's end on the device: the final residuals and the handle
+   * error (the CPU's formulas, mb_deform_face.h), one small read */
+  MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
+  const int64_t nt = nf > nv ? nf : nv;
+  double *fres = rep->face_planarity && nf ? g->d->fres.as<double>() : nullptr;
+  if (nt) {
+    MB_CALL(dev_begin(g));
+    k_final<<<blocks(nt), BLOCK>>>(nf, nv, fo, fi, dx, dq,
+                                   dm->target && rep->handles ? g->d->tgt.as<double>() : nullptr,
+                                   fres, ctl);
+    MB_CHECK_LAUNCH("deform final residuals");
+    MB_CALL(dev_end(g));
+  }
+  MB_CALL(read_ctl(g));
+  if (nt) MB_CALL(dev_add(g));
+  g->t_frame = mb_wtime();
+  plan = from_bits(g->hctl.plan);
+  reg = from_bits(g->hctl.reg);
   res = which == MB_DEFORM_REGULAR ? reg : plan;
   if (rep->history) rep->history[rep->iterations] = res / l;
   rep->planarity = plan / l;
   rep->regularity = reg / l;
-  rep->handle_error = handle_error(dm, x);
+  rep->handle_error = from_bits(g->hctl.herr);
+  /* after the frame: the positions (and each face's planarity) */
+  MB_CALL_CUDA(cudaMemcpy(x, dx, sizeof(double) * 3 * (size_t)nv, cudaMemcpyDeviceToHost));
+  if (fres) {
+    MB_CALL_CUDA(cudaMemcpy(rep->face_planarity, fres, sizeof(double) * (size_t)nf,
+                            cudaMemcpyDeviceToHost));
+    for (int64_t f = 0; f < nf; f++) rep->face_planarity[f] /= l;
+  }
   if (hard && !rep->converged)
     MB_FAIL(MB_ERR_NUMERIC,
             "%s: the hard %s constraints were not met: residual %.3g (tolerance %g) after %d "
@@ -1175,15 +1342,26 @@ extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh
   mb_error e;
   mb_deform_params q = *p; /* solver auto: pcg on the device */
   if (q.solver == MB_DEFORM_AUTO) q.solver = MB_DEFORM_PCG;
-  {
+  double t_frame = 0;
+  pool_t *d = nullptr;
+  e = pool(&d);
+  if (!e) {
     deform_gpu g;
     g.p = &q;
     g.dm = dm;
     g.rep = rep;
+    g.d = d;
     g.sync = o && o->sync_phases;
     g.device_cg = !(o && o->linalg_cg) || q.cg_iterations > 0;
     e = run(&g);
+    t_frame = g.t_frame;
   }
+  if (t_frame > 0) rep->finish_ms = 1e3 * (mb_wtime() - t_frame);
   if (e) (void)cudaGetLastError();
   return e;
+}
+
+extern "C" void mb_deform_cuda_release(void) {
+  delete the_pool;
+  the_pool = nullptr;
 }

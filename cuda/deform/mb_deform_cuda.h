@@ -38,13 +38,24 @@ typedef struct mb_deform_cuda_opts {
  * the ALM updates run on the device (cuda/deform/mb_deform.cu says how).
  * Differences: rep->energy (if non-NULL) is filled with NaN (the energy is
  * the CPU's only); rep->analyze_ms is the whole setup (host pattern and
- * parts, uploads, csrchol's analysis); the positions agree with the CPU's
+ * parts, uploads, csrchol's analysis, the iteration's CUDA graph);
+ * rep->finish_ms and device_ms are set (mb_deform.h); the frame's final
+ * residuals and handle error are computed on the device (the host's
+ * figures to rounding); the positions agree with the CPU's
  * to rounding (tests/deform/test_gpu_deform.c: within 1e-8 of the bounding
  * box). o: NULL or the options above (borrowed). Not collective.
  * Errors: those of mb_deform_run_cpu, MB_ERR_CUDA, MB_ERR_UNSUPPORTED (a
  * build without CUDA). */
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
                             const mb_deform_cuda_opts *o);
+
+/* Free the device buffers and the graph that mb_deform_run_cuda keeps from
+ * run to run in this process (grown, never shrunk, so that a batch of
+ * meshes allocates only where a mesh is larger than all before it); the
+ * next run allocates anew. Not collective; not thread-safe (nor are the
+ * runs: one rank's meshes one after the other); cannot fail. A no-op in
+ * builds without CUDA. */
+void mb_deform_cuda_release(void);
 
 #ifdef __cplusplus
 }

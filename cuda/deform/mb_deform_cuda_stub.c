@@ -10,3 +10,5 @@ mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_de
   MB_FAIL(MB_ERR_UNSUPPORTED, "%s: the CUDA backend is not built in (configure with "
           "-DMESHBATCH_CUDA=ON)", dm && dm->name ? dm->name : "mesh");
 }
+
+void mb_deform_cuda_release(void) {}

@@ -1,16 +1,15 @@
-/* meshbatch: the deform op's per-face math for the device (cuda/deform): the
- * projections and residuals of src/ops/deform/mb_deform_proj.c, mirrored
- * operation for operation in float64 (the same formulas in the same order;
- * built with --fmad=false, so products and sums round as on the CPU, which is
- * built with -ffp-contract=off; only the library functions sqrt, acos, cos and
- * sin may differ from the host's libm in the last bit). Plain C17 as well
- * (static inline, __host__ __device__ under nvcc), so that
- * tests/deform/test_deform_face.c compiles it on the host and checks it
- * bit for bit against mb_deform_proj.c. A face is its n centred points q
- * [n, 3] (row-major, the slots of the face in order), length unit of the
- * input. See mb_deform.h for the method (Kaspar & Deng, section
- * 2.2.2.1). Keep in step with mb_deform_proj.c. Not collective; none
- * fails. */
+/* meshbatch: the deform op's per-face math, one text for the CPU and the
+ * device: the projections and residuals behind mb_deform.h's
+ * mb_deform_project_planar, _regular, mb_deform_planarity, _regularity
+ * and mb_deform_eigen3 (src/ops/deform/mb_deform_proj.c calls these) and
+ * the device's kernels (cuda/deform/mb_deform.cu). float64; the CPU is
+ * built with -ffp-contract=off and the device with --fmad=false, so
+ * products and sums round alike; only the library functions sqrt, acos,
+ * cos and sin may differ from the host's libm in the last bit. Plain C17
+ * (static inline; __host__ __device__ under nvcc). A face is its n points
+ * q [n, 3] (row-major, the slots of the face in order), length unit of
+ * the input. See mb_deform.h for the method (Kaspar & Deng, section
+ * 2.2.2.1). Not collective; none fails. */
 #ifndef MB_DEFORM_FACE_H
 #define MB_DEFORM_FACE_H
 

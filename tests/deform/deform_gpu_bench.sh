@@ -2,13 +2,20 @@
 # `meshbatch bench deform --backend cuda` on a generated 1,600-vertex dome:
 # exits 77 where no CUDA device can be used; else each run must print its
 # phases per iteration and its 50-iteration frame (no speed asserted); with
-# --cg-iterations 8 at most 8 CG iterations per iteration.
+# --cg-iterations 8 at most 8 CG iterations per iteration; the time after
+# the frame printed apart; a --batch of 20 layouts prints its device-busy
+# fraction of the wall.
 set -u
 p="$MESHBATCH_TEST_TMP/p.h5"
 "$MESHBATCH_EXE" generate panels --vertices 1600 -o "$p" || exit 1
 run() {
   out=$("$MESHBATCH_EXE" bench deform "$p" --backend cuda --repeats 2 "$@" 2>&1)
   rc=$?
+  check "$@"
+  echo "$out" | grep -Eq "after the frame: download and frees [0-9.]+ ms" ||
+    { echo "no after-the-frame line"; exit 1; }
+}
+check() {
   echo "$out"
   if echo "$out" | grep -q "no CUDA device"; then
     echo "deform_gpu_bench: skipped, no CUDA device"
@@ -16,6 +23,7 @@ run() {
   fi
   [ $rc -eq 0 ] || { echo "bench deform $* failed ($rc)"; exit 1; }
   echo "$out" | grep -Eq "backend cuda.*" || { echo "no backend line"; exit 1; }
+  case "$*" in *--batch*) return ;; esac
   echo "$out" | grep -Eq "per iteration: projection [0-9.]+, solve [0-9.]+, ALM updates [0-9.]+" ||
     { echo "no per-iteration phases"; exit 1; }
   echo "$out" | grep -Eq "per 50-iteration frame: .*frame [0-9.]+ ms" ||
@@ -36,4 +44,12 @@ n=$(echo "$out" | sed -n 's/^repeat 1: 50 iterations, [0-9]* factorizations, \([
 echo "cg_iterations 8: $n CG iterations in 50 iterations"
 run --solver pcg --cg-iterations 8 --sync-phases
 run --solver pcg --cg-iterations 8 --hard yes --iterations 20
+# a batch of 20 layouts (1,000 to 5,000 vertices) through the pooled buffers:
+# the batch line and the device-busy fraction printed (no speed asserted)
+out=$("$MESHBATCH_EXE" bench deform --batch 20 --backend cuda --cg-iterations 3 2>&1)
+rc=$?
+check --batch
+echo "$out" | grep -Eq "cuda: wall [0-9.]+ s for 20 layouts" || { echo "no batch line"; exit 1; }
+echo "$out" | grep -Eq "cuda: device busy [0-9.]+ % of the wall \([0-9.]+ s of" ||
+  { echo "no device-busy line"; exit 1; }
 exit 0

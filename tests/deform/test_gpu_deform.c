@@ -14,7 +14,7 @@
  *  - inexact inner solves (solver pcg, cg_iterations 8: at most 8 CG
  *    iterations per iteration, the CPU's mb_deform_cg against the device
  *    CG, one method): soft planar 50 iterations, soft planar to 1e-7 (a
- *    stop inside the device's batch of 5 iterations: the same iteration
+ *    stop inside the device's batch of 25 iterations: the same iteration
  *    count) and hard planar to 1e-10 on the quad grid, the flat grid, hard
  *    planar on the Polylla mesh;
  *  each: the CUDA positions within 1e-8 of the bounding box's diagonal of
@@ -23,6 +23,11 @@
  *  runs are, in the CPU test deform_unit), the same convergence flag, the hard runs' planarity or
  *  regularity <= 1e-8 (recomputed here face by face), the handles exactly at
  *  their targets (hard);
+ *  - the device's final residuals, each face's planarity and the handle
+ *    error equal the host's on the same positions (to rounding);
+ *  - the fused device CG (2 kernels a CG iteration) against the CPU's
+ *    k-step CG within 1e-13 of the box after 10 CG iterations; runs repeat
+ *    bit for bit across the pooled buffers' growth and graph updates;
  *  - bad inputs give the CPU's error codes and messages: a face with a
  *    repeated vertex, four pinned non-coplanar corners of a quad (hard: the
  *    residual reached), a target with one NaN component, a non-finite
@@ -121,8 +126,50 @@ static double max_residual(const mb_mesh *m, const double *x, int constraint, do
   return worst / l;
 }
 
+/* The run's end as the host computes it (the CPU solver's residuals(): each
+ * face centred at its centroid, mb_deform_proj.c) on positions x: the
+ * largest planarity and regularity / l, each face's planarity / l into
+ * fp [nf], the largest distance of a handle from its target. */
+static void host_end(const mb_mesh *m, const double *x, const double *target, double l,
+                     double *plan, double *reg, double *fp, double *herr) {
+  double q[3 * 64];
+  *plan = *reg = *herr = 0;
+  for (int64_t f = 0; f < m->nf; f++) {
+    const int64_t s0 = m->face_offsets[f];
+    const int n = (int)(m->face_offsets[f + 1] - s0);
+    assert_true(n <= 64);
+    double c[3] = {0, 0, 0};
+    for (int k = 0; k < n; k++)
+      for (int d = 0; d < 3; d++) c[d] += x[3 * m->face_indices[s0 + k] + d];
+    for (int d = 0; d < 3; d++) c[d] /= (double)n;
+    for (int k = 0; k < n; k++)
+      for (int d = 0; d < 3; d++) q[3 * k + d] = (x[3 * m->face_indices[s0 + k] + d] - c[d]) + 0.0;
+    const double a = mb_deform_planarity(n, q) / l, r = mb_deform_regularity(n, q) / l;
+    fp[f] = a;
+    *plan = fmax(*plan, a);
+    *reg = fmax(*reg, r);
+  }
+  for (int64_t i = 0; target && i < m->nv; i++) {
+    if (isnan(target[3 * i])) continue;
+    double r2 = 0;
+    for (int d = 0; d < 3; d++)
+      r2 += (x[3 * i + d] - target[3 * i + d]) * (x[3 * i + d] - target[3 * i + d]);
+    *herr = fmax(*herr, sqrt(r2));
+  }
+}
+
+/* a and b equal to rounding: the same float64 formulas on the device and
+ * the host, only libm's sqrt, acos, cos and sin may differ in the last bit
+ * (the residuals are in units of l, of coordinates of order 1 to 100). */
+static void same_figure(const char *what, const char *which, double dev, double host) {
+  if (!(fabs(dev - host) <= 1e-12 * fabs(host) + 1e-13))
+    fail_msg("%s: %s on the device %.17g, on the host %.17g", what, which, dev, host);
+}
+
 /* Run p on c from its input on the CPU and on the GPU (device_cg: the
- * room's CG for solver pcg); compare. */
+ * room's CG for solver pcg); compare. The device's final residuals and
+ * handle error (computed there at the frame's end) against the host's on
+ * the same positions. */
 static void compare(const char *what, case_mesh *c, int with_handles, const mb_deform_params *p,
                     int device_cg) {
   const int64_t nv = c->m->nv;
@@ -175,6 +222,16 @@ static void compare(const char *what, case_mesh *c, int with_handles, const mb_d
   assert_int_equal(rg.pinned, rc.pinned);
   assert_true(fabs(rg.edge_length - rc.edge_length) <= 1e-14 * rc.edge_length);
   assert_true(fabs(fpmax - rg.planarity) <= 1e-15 + 1e-12 * rg.planarity);
+  { /* the device's end figures against the host's on the device's positions */
+    double hp, hr, he, *hf = calloc((size_t)c->m->nf, sizeof *hf);
+    host_end(c->m, xg, target, rg.edge_length, &hp, &hr, hf, &he);
+    same_figure(what, "planarity", rg.planarity, hp);
+    same_figure(what, "regularity", rg.regularity, hr);
+    same_figure(what, "handle error", rg.handle_error, he);
+    for (int64_t f = 0; f < c->m->nf; f++) same_figure(what, "a face's planarity", fp[f], hf[f]);
+    free(hf);
+    assert_true(rg.finish_ms >= 0 && rg.device_ms >= 0);
+  }
   if (p->hard) {
     assert_true(rg.converged);
     assert_true(res <= 1e-8);
@@ -215,7 +272,7 @@ static void test_quad_grid(void **state) {
     mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_PCG);
     soft.cg_iterations = 8;
     compare("quad grid, soft planar, cg_iterations 8", &c, 1, &soft, 1);
-    /* soft to a tolerance: the device's batches of 5 iterations stop where
+    /* soft to a tolerance: the device's batches of 25 iterations stop where
      * the host's rules stop, inside a batch (the same iteration count) */
     mb_deform_params stop = params(MB_DEFORM_PLANAR, 0, 5000, 1e-7, MB_DEFORM_PCG);
     stop.cg_iterations = 8;
@@ -254,6 +311,93 @@ static void test_polylla(void **state) {
   hpcg.cg_iterations = 8;
   compare("Polylla, hard planar, cg_iterations 8", &c, 0, &hpcg, 1);
   case_free(&c);
+}
+
+/* One CUDA run of p on c from its input into x [nv, 3] (the room's CG). */
+static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_deform_report *rep) {
+  memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
+  mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
+                       c->m->face_indices, c->adj, c->target, NULL};
+  memset(rep, 0, sizeof *rep);
+  const mb_error e = mb_deform_run_cuda(p, &dm, rep, NULL);
+  if (e == MB_ERR_NUMERIC && p->hard && rep->iterations == p->iterations)
+    mb_error_clear(); /* hard, not met within the iterations: the positions are kept */
+  else if (e)
+    fail_msg("CUDA: %s", mb_error_message());
+}
+
+/* The room's CG as two kernels a CG iteration (the direction formed inside
+ * the product, the updates with the dot products, the start inside the
+ * right-hand side's kernel): one local-global iteration with 10 CG
+ * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
+ * iterates (mb_deform_cg, the unfused method, sequential sums) within
+ * 1e-13 of the box; runs repeat bit for bit, also with the pooled buffers
+ * grown by a larger mesh and the pooled graph updated in between (the
+ * batched soft path: 25 iterations a read, and the sync-free hard path). */
+static void test_fused_cg(void **state) {
+  (void)state;
+  case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
+  case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
+  const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
+  for (int its = 1; its <= 3; its += 2) {
+    mb_deform_params p = params(MB_DEFORM_PLANAR, 0, its, 1e-300, MB_DEFORM_PCG);
+    p.cg_iterations = 10;
+    double *xc = malloc(bytes), *xg = malloc(bytes);
+    memcpy(xc, a.m->xyz, bytes);
+    mb_deform_mesh dc = {a.m->name, a.m->nv, a.m->nf, xc, a.m->face_offsets,
+                         a.m->face_indices, a.adj, a.target, NULL};
+    mb_deform_report rc = {0}, rg;
+    assert_int_equal(mb_deform_run_cpu(&p, &dc, &rc), MB_SUCCESS);
+    cuda_run(&a, &p, xg, &rg);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double dev = 0, moved = 0;
+    for (int64_t i = 0; i < a.m->nv; i++)
+      for (int d = 0; d < 3; d++) {
+        lo[d] = fmin(lo[d], xc[3 * i + d]);
+        hi[d] = fmax(hi[d], xc[3 * i + d]);
+        dev = fmax(dev, fabs(xg[3 * i + d] - xc[3 * i + d]));
+        moved = fmax(moved, fabs(xc[3 * i + d] - a.m->xyz[3 * i + d]));
+      }
+    const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) +
+                            (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    printf("fused CG, %d iteration%s of 10 CG iterations: CPU %lld, CUDA %lld CG iterations; "
+           "moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
+           its, its == 1 ? "" : "s", rc.pcg_iterations, rg.pcg_iterations, moved, dev, dev / box);
+    assert_true(moved > 1e-6 * box); /* the iterations did something */
+    assert_true(rg.pcg_iterations == rc.pcg_iterations);
+    if (!(dev <= 1e-13 * box)) fail_msg("fused CG: %.3g of the box from the CPU's", dev / box);
+    free(xc);
+    free(xg);
+  }
+  /* bitwise repeats across pool growth and graph updates */
+  mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 60, 1e-300, MB_DEFORM_PCG);
+  soft.cg_iterations = 3;
+  mb_deform_params hard = soft;
+  hard.hard = 1;
+  hard.iterations = 12;
+  const mb_deform_params *ps[2] = {&soft, &hard};
+  for (int k = 0; k < 2; k++) {
+    double *x1 = malloc(bytes), *x2 = malloc(bytes);
+    double *xb = malloc(sizeof(double) * 3 * (size_t)b.m->nv);
+    mb_deform_report r1, r2, rb;
+    cuda_run(&a, ps[k], x1, &r1);
+    cuda_run(&b, ps[k], xb, &rb); /* grows the pool, another graph */
+    cuda_run(&a, ps[k], x2, &r2);
+    printf("repeat (%s): %d and %d iterations, planarity %.17g and %.17g; device %.3f ms\n",
+           k ? "hard, 12 iterations" : "soft, 60 iterations (reads after 25, 50, 60)",
+           r1.iterations, r2.iterations, r1.planarity, r2.planarity, r1.device_ms);
+    assert_int_equal(r1.iterations, ps[k]->iterations);
+    assert_int_equal(r2.iterations, r1.iterations);
+    assert_true(r1.planarity == r2.planarity && r1.pcg_iterations == r2.pcg_iterations);
+    assert_true(memcmp(x1, x2, bytes) == 0);
+    assert_true(r1.device_ms > 0);
+    free(x1);
+    free(x2);
+    free(xb);
+  }
+  mb_deform_cuda_release();
+  case_free(&a);
+  case_free(&b);
 }
 
 /* Both backends on dm (positions restored from x0 before each): the same
@@ -338,6 +482,7 @@ int main(int argc, char **argv) {
     printf("test_gpu_deform: device %d, %s\n", dev, name);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_quad_grid),
                                        cmocka_unit_test(test_polylla),
+                                       cmocka_unit_test(test_fused_cg),
                                        cmocka_unit_test(test_errors)};
     rc = cmocka_run_group_tests(tests, NULL, NULL);
   }

@@ -534,59 +534,10 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   MB_CALLOC(w->p0, 3 * nv);
   MB_CALLOC(w->fmean, 3 * dm->nf);
   const double *p0 = w->p0;
-  memcpy(w->p0, x, sizeof(double) * 3 * (size_t)nv);
-
-  /* weights, targets, pinned vertices */
-  rep->handles = rep->pinned = 0;
   int handles_moved = 0;
-  for (int64_t i = 0; i < nv; i++) {
-    const double *tg = dm->target ? &dm->target[3 * i] : NULL;
-    const int nan = tg ? isnan(tg[0]) + isnan(tg[1]) + isnan(tg[2]) : 3;
-    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2])))
-      MB_FAIL(MB_ERR_NUMERIC,
-              "%s: handle target of vertex %lld is (%g, %g, %g): a handle needs three finite "
-              "coordinates (NaN in all three marks a free vertex)",
-              dm->name, (long long)i, tg[0], tg[1], tg[2]);
-    const int handle = nan == 0;
-    rep->handles += handle;
-    w->d[i] = handle ? p->w_handle : p->w_close;
-    for (int d = 0; d < 3; d++) w->t[3 * i + d] = handle ? tg[d] : x[3 * i + d];
-    if ((handle && hard) || (p->fix_boundary && dm->adj->on_boundary[i])) {
-      w->pin[i] = 1;
-      rep->pinned++;
-      if (handle && hard)
-        for (int d = 0; d < 3; d++) {
-          handles_moved |= x[3 * i + d] != tg[d];
-          x[3 * i + d] = tg[d];
-        }
-    }
-  }
-  /* mean edge length of the input */
-  double lsum = 0;
-  int64_t ne = 0;
-  for (int64_t i = 0; i < nv; i++)
-    for (int64_t a = dm->adj->row[i]; a < dm->adj->row[i + 1]; a++) {
-      const int64_t j = dm->adj->col[a];
-      if (j <= i) continue;
-      double r2 = 0;
-      for (int d = 0; d < 3; d++) r2 += (p0[3 * i + d] - p0[3 * j + d]) * (p0[3 * i + d] - p0[3 * j + d]);
-      lsum += sqrt(r2);
-      ne++;
-    }
-  const double l = ne && lsum > 0 ? lsum / (double)ne : 1.0;
-  rep->edge_length = l;
-
-  /* base = D + w_fair K^T K; r0 = D t + w_fair K^T K p0; pinned columns */
-  const mb_csr *H = w->H;
-  for (int32_t i = 0; i < H->nrows; i++)
-    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
-      w->base[e] = (e == H->diag[i] ? w->d[i] : 0.0) + p->w_fair * w->KtK[e];
-  spmv_part(H, w->KtK, w->pin, -1, p0, w->r0);
-  for (int64_t i = 0; i < nv; i++)
-    for (int d = 0; d < 3; d++)
-      w->r0[3 * i + d] = w->d[i] * w->t[3 * i + d] + p->w_fair * w->r0[3 * i + d];
-  spmv_part(H, w->base, w->pin, 1, x, w->g0);
-  spmv_part(H, w->face, w->pin, 1, x, w->gF);
+  double l = 1;
+  MB_CALL(mb_deform_setup(p, dm, w->H, w->KtK, w->face, w->d, w->t, w->pin, w->p0, w->base,
+                          w->r0, w->g0, w->gF, rep, &handles_moved, &l));
 
   const int which = p->constraint;
   double res = INFINITY;
@@ -720,6 +671,71 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
             dm->name, which == MB_DEFORM_PLANAR ? "planar" : "regular", res / l, p->tolerance,
             rep->iterations, c, rep->handle_error,
             which == MB_DEFORM_PLANAR ? "planar" : "regular");
+  return MB_SUCCESS;
+}
+
+/* mb_deform_private.h */
+mb_error mb_deform_setup(const mb_deform_params *p, mb_deform_mesh *dm, const mb_csr *H,
+                         const double *KtK, const double *face, double *wd, double *t, double *pin,
+                         double *p0, double *base, double *r0, double *g0, double *gF,
+                         mb_deform_report *rep, int *handles_moved_out, double *l_out) {
+  const int64_t nv = dm->nv;
+  const int hard = p->hard != 0;
+  double *x = dm->x;
+  memcpy(p0, x, sizeof(double) * 3 * (size_t)nv);
+
+  /* weights, targets, pinned vertices */
+  rep->handles = rep->pinned = 0;
+  int handles_moved = 0;
+  for (int64_t i = 0; i < nv; i++) {
+    const double *tg = dm->target ? &dm->target[3 * i] : NULL;
+    const int nan = tg ? isnan(tg[0]) + isnan(tg[1]) + isnan(tg[2]) : 3;
+    if (nan != 3 && (nan != 0 || !isfinite(tg[0]) || !isfinite(tg[1]) || !isfinite(tg[2])))
+      MB_FAIL(MB_ERR_NUMERIC,
+              "%s: handle target of vertex %lld is (%g, %g, %g): a handle needs three finite "
+              "coordinates (NaN in all three marks a free vertex)",
+              dm->name, (long long)i, tg[0], tg[1], tg[2]);
+    const int handle = nan == 0;
+    rep->handles += handle;
+    wd[i] = handle ? p->w_handle : p->w_close;
+    for (int d = 0; d < 3; d++) t[3 * i + d] = handle ? tg[d] : x[3 * i + d];
+    if ((handle && hard) || (p->fix_boundary && dm->adj->on_boundary[i])) {
+      pin[i] = 1;
+      rep->pinned++;
+      if (handle && hard)
+        for (int d = 0; d < 3; d++) {
+          handles_moved |= x[3 * i + d] != tg[d];
+          x[3 * i + d] = tg[d];
+        }
+    }
+  }
+  /* mean edge length of the input */
+  double lsum = 0;
+  int64_t ne = 0;
+  for (int64_t i = 0; i < nv; i++)
+    for (int64_t a = dm->adj->row[i]; a < dm->adj->row[i + 1]; a++) {
+      const int64_t j = dm->adj->col[a];
+      if (j <= i) continue;
+      double r2 = 0;
+      for (int d = 0; d < 3; d++) r2 += (p0[3 * i + d] - p0[3 * j + d]) * (p0[3 * i + d] - p0[3 * j + d]);
+      lsum += sqrt(r2);
+      ne++;
+    }
+  const double l = ne && lsum > 0 ? lsum / (double)ne : 1.0;
+  rep->edge_length = l;
+
+  /* base = D + w_fair K^T K; r0 = D t + w_fair K^T K p0; pinned columns */
+  for (int32_t i = 0; i < H->nrows; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++)
+      base[e] = (e == H->diag[i] ? wd[i] : 0.0) + p->w_fair * KtK[e];
+  spmv_part(H, KtK, pin, -1, p0, r0);
+  for (int64_t i = 0; i < nv; i++)
+    for (int d = 0; d < 3; d++)
+      r0[3 * i + d] = wd[i] * t[3 * i + d] + p->w_fair * r0[3 * i + d];
+  spmv_part(H, base, pin, 1, x, g0);
+  spmv_part(H, face, pin, 1, x, gF);
+  *handles_moved_out = handles_moved;
+  *l_out = l;
   return MB_SUCCESS;
 }
 

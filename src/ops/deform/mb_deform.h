@@ -193,6 +193,13 @@ typedef struct mb_deform_report {
   double edge_length;   /* l */
   int64_t handles, pinned; /* handle vertices; pinned vertices */
   double project_ms, solve_ms, update_ms, factor_ms, analyze_ms; /* phase totals, wall */
+  double finish_ms;     /* CUDA: after the frame (whose end, the final residuals, is on the
+                           device), the positions' download and the run's frees, wall; 0 CPU */
+  double device_ms;     /* CUDA: the device's time on the iterations and the final residuals
+                           (events around each group of launches: a batch of iterations, an
+                           iteration, the final residuals; the host's turnarounds between
+                           groups not counted, its reads inside an iteration of the uncapped
+                           CG counted); 0 on the CPU */
   double *history;      /* [iterations + 1] or NULL (caller's) */
   double *energy;       /* [iterations + 1] or NULL (caller's) */
   double *face_planarity; /* [nf] or NULL (caller's): each face's final planarity / l */

@@ -11,6 +11,7 @@
 #include "mb_cuda.h"
 #include "mb_deform.h"
 #include "mb_deform_cuda.h"
+#include "mb_generate.h"
 #include "mb_inputs.h"
 #include "mb_log.h"
 #include "mb_meshfile.h"
@@ -22,7 +23,9 @@ static const char deform_bench_help[] =
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
     "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
-    "                              [--cg-iterations K]\n\n"
+    "                              [--cg-iterations K]\n"
+    "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
+    "                              [--cg-iterations K] [options as above]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -48,12 +51,22 @@ static const char deform_bench_help[] =
     "most K CG iterations per local-global iteration (inexact inner solves,\n"
     "warm-started; on cuda always the room's CG, and without --sync-phases the\n"
     "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
-    "each solve to relative residual 1e-12.\n";
+    "each solve to relative residual 1e-12.\n"
+    "On cuda the frame ends with the final residuals computed on the device and\n"
+    "one small read; the positions' download and the run's frees come after it\n"
+    "and are printed apart (\"after the frame\").\n"
+    "With --batch N (no INPUT): N generated layouts (generate panels domes of\n"
+    "1,000 to 5,000 vertices, mixed), one after the other as a rank runs a batch\n"
+    "(the device buffers pooled across them), each --iterations iterations from\n"
+    "its input; prints the batch's wall, the summed setup, frames and after-frame\n"
+    "times, and on cuda the device-busy fraction of the wall: the device's time\n"
+    "on the iterations' graphs and the final residuals (events around each group\n"
+    "of launches, so the host's reads and setup do not count) over the wall.\n";
 
 typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
-  int64_t repeats;
+  int64_t repeats, batch;
   int cuda, sync_phases, linalg_cg;
 } bench_opts;
 
@@ -103,6 +116,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--cg-iterations") && v) {
       bad = mb_cli_parse_int64(v, &n) || n < 0 || n > 100000;
       o->p.cg_iterations = (int)n;
+    } else if (!strcmp(a, "--batch") && v) {
+      bad = mb_cli_parse_int64(v, &o->batch) || o->batch < 1 || o->batch > 100000;
     } else if (!strcmp(a, "--sync-phases")) {
       o->sync_phases = 1;
       continue;
@@ -118,7 +133,10 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
     i++;
   }
-  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
+  if (o->batch && (o->input || o->only))
+    return mb_cli_usage_error("bench", "--batch takes no INPUT and no --mesh");
+  if (!o->input && !o->batch)
+    return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
   if (o->p.solver == MB_DEFORM_AUTO) /* the op's rule (mb_deform.h), printed as resolved */
     o->p.solver = o->cuda ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
   return MB_EXIT_OK;
@@ -158,6 +176,26 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* One run of o's keys on m from x0 (the backend o asks for); *ms its wall.
+ * Hard mode not met within the iterations is timed all the same. */
+static mb_error run_once(const bench_opts *o, mb_mesh *m, mb_adjacency *adj, const double *target,
+                         const double *x0, mb_deform_report *rep, double *ms) {
+  memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
+  mb_deform_mesh dm = {m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
+                       adj, target, NULL};
+  memset(rep, 0, sizeof *rep);
+  const double t0 = mb_wtime();
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
+  mb_error e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, rep, &co)
+                       : mb_deform_run_cpu(&o->p, &dm, rep);
+  *ms = 1e3 * (mb_wtime() - t0);
+  if (e == MB_ERR_NUMERIC && o->p.hard && rep->iterations == o->p.iterations) {
+    mb_error_clear(); /* not met within the iterations: timed all the same */
+    e = MB_SUCCESS;
+  }
+  return e;
+}
+
 static mb_error bench(const bench_opts *o, mb_mesh *m) {
   mb_adjacency *adj = NULL;
   MB_CALL(mb_adjacency_build_opts(m, 0, &adj));
@@ -183,24 +221,16 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
          o->p.cg_iterations);
   const double per = 50.0 / o->p.iterations;
   for (int64_t r = 0; r < o->repeats && !e; r++) {
-    memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
-    mb_deform_mesh dm = {m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
-                         adj, target, NULL};
-    mb_deform_report rep = {0};
-    const double t0 = mb_wtime(), c0 = cpu_seconds();
-    const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
-    e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, &rep, &co)
-                : mb_deform_run_cpu(&o->p, &dm, &rep);
-    const double ms = 1e3 * (mb_wtime() - t0), cms = 1e3 * (cpu_seconds() - c0);
-    if (e == MB_ERR_NUMERIC && o->p.hard && rep.iterations == o->p.iterations) {
-      mb_error_clear(); /* not met within the iterations: timed all the same */
-      e = MB_SUCCESS;
-    }
+    mb_deform_report rep;
+    double ms = 0;
+    const double c0 = cpu_seconds();
+    e = run_once(o, m, adj, target, x0, &rep, &ms);
+    const double cms = 1e3 * (cpu_seconds() - c0);
     if (e) break;
     const double it = rep.iterations ? rep.iterations : 1;
     tot[r] = ms;
     cpu[r] = cms;
-    its[r] = (ms - rep.analyze_ms - rep.factor_ms) * per;
+    its[r] = (ms - rep.analyze_ms - rep.factor_ms - rep.finish_ms) * per;
     printf("repeat %lld: %d iterations, %d factorizations, %lld pcg iterations, planarity %.3g; "
            "total %.1f ms: "
            "analysis %.1f, factor %.1f; per iteration: projection %.3f, solve %.3f, ALM "
@@ -209,9 +239,13 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
            (long long)r + 1, rep.iterations, rep.factorizations, rep.pcg_iterations,
            rep.planarity, ms,
            rep.analyze_ms, rep.factor_ms, rep.project_ms / it, rep.solve_ms / it,
-           rep.update_ms / it, (ms - rep.analyze_ms - rep.factor_ms) / it, rep.project_ms * per,
-           rep.solve_ms * per, rep.update_ms * per, rep.factor_ms * per,
-           (ms - rep.analyze_ms) * per);
+           rep.update_ms / it, (ms - rep.analyze_ms - rep.factor_ms - rep.finish_ms) / it,
+           rep.project_ms * per, rep.solve_ms * per, rep.update_ms * per, rep.factor_ms * per,
+           (ms - rep.analyze_ms - rep.finish_ms) * per);
+    if (o->cuda)
+      printf("repeat %lld: after the frame: download and frees %.2f ms (once per run, not "
+             "scaled); the device's time in the frame %.2f ms\n",
+             (long long)r + 1, rep.finish_ms, rep.device_ms);
     printf("repeat %lld: CPU time %.1f ms (all threads); per 50-iteration frame without the "
            "analysis and factorizations %.1f ms wall\n",
            (long long)r + 1, cms, its[r]);
@@ -234,6 +268,73 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
   return e;
 }
 
+/* --batch: o->batch generated layouts (panels domes of 1,000 to 5,000
+ * vertices, mixed, 13 handles each), each run once by run_once from its
+ * input, one after the other; prints the wall, the summed phases and (cuda)
+ * the device-busy fraction of the wall. */
+static mb_error bench_batch(const bench_opts *o) {
+  const int64_t n = o->batch;
+  mb_mesh **m = calloc((size_t)n, sizeof *m);
+  mb_adjacency **adj = calloc((size_t)n, sizeof *adj);
+  double **x0 = calloc((size_t)n, sizeof *x0);
+  mb_error e = m && adj && x0 ? MB_SUCCESS
+                              : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                             "out of memory");
+  int64_t nv = 0;
+  for (int64_t k = 0; k < n && !e; k++) { /* 1,000 to 5,000 vertices, mixed */
+    e = mb_generate_panels(1000 + (k * 1237) % 4001, MB_PANELS_DOME, 0.5, 5, 0.2, &m[k]);
+    if (!e) e = mb_adjacency_build_opts(m[k], 0, &adj[k]);
+    if (!e && !(x0[k] = malloc(sizeof(double) * 3 * (size_t)m[k]->nv)))
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    if (!e) {
+      memcpy(x0[k], m[k]->xyz, sizeof(double) * 3 * (size_t)m[k]->nv);
+      nv += m[k]->nv;
+    }
+  }
+  if (!e)
+    printf("bench deform --batch: %lld layouts (panels domes of 1,000 to 5,000 vertices, %lld "
+           "in all), %s %s, %d iterations each, solver %s, cg_iterations %d; backend %s\n",
+           (long long)n, (long long)nv, o->p.hard ? "hard" : "soft",
+           o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
+           o->p.solver ? "pcg" : "cholesky", o->p.cg_iterations, o->cuda ? "cuda" : "cpu");
+  double setup = 0, factor = 0, frames = 0, after = 0, device = 0;
+  long long iters = 0;
+  const double t0 = mb_wtime();
+  for (int64_t k = 0; k < n && !e; k++) {
+    const int f = mb_mesh_field_index(m[k], "handle");
+    const double *target = f >= 0 && m[k]->fields[f].ncomp == 3 ? m[k]->fields[f].data : NULL;
+    mb_deform_report rep;
+    double ms = 0;
+    e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
+    setup += rep.analyze_ms;
+    factor += rep.factor_ms;
+    after += rep.finish_ms;
+    frames += ms - rep.analyze_ms - rep.finish_ms;
+    device += rep.device_ms;
+    iters += rep.iterations;
+  }
+  const double wall = 1e3 * (mb_wtime() - t0);
+  if (!e) {
+    printf("%s: wall %.3f s for %lld layouts (%.3f ms a layout, %lld iterations); setup %.3f s, "
+           "frames %.3f s (factorizations %.3f s), after the frames %.3f s\n",
+           o->cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, wall / (double)n, iters,
+           1e-3 * setup, 1e-3 * frames, 1e-3 * factor, 1e-3 * after);
+    if (o->cuda)
+      printf("cuda: device busy %.1f %% of the wall (%.3f s of %.3f s: the iterations' graphs "
+             "and the final residuals)\n",
+             wall > 0 ? 100 * device / wall : 0.0, 1e-3 * device, 1e-3 * wall);
+  }
+  for (int64_t k = 0; k < n && m && adj && x0; k++) {
+    free(x0[k]);
+    mb_adjacency_free(adj[k]);
+    mb_mesh_free(m[k]);
+  }
+  free(x0);
+  free(adj);
+  free(m);
+  return e;
+}
+
 int mb_deform_bench(int argc, char **argv) {
   bench_opts o;
   int rc = bench_parse(argc, argv, &o);
@@ -250,6 +351,10 @@ int mb_deform_bench(int argc, char **argv) {
     if (!e) e = mb_cuda_select_device(0, &dev, name, sizeof name);
     if (!e) printf("cuda: device %d, %s\n", dev, name);
     if (e) return mb_cli_report(MB_EXIT_FAILED);
+  }
+  if (o.batch) {
+    e = bench_batch(&o);
+    return e ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
   }
   mb_mesh *m = NULL;
   e = load(&o, &m);

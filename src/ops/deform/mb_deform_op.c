@@ -143,6 +143,7 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
   mb_error e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, NULL)
                                                      : mb_deform_run_cpu(p, &dm, &rep);
   const double ms = 1e3 * (mb_wtime() - t0);
+  if (ctx->device_s) *ctx->device_s += 1e-3 * rep.device_ms; /* the runner's GPU busy */
   free(target);
   if (e) {
     free(fp);

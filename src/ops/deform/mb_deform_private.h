@@ -43,6 +43,24 @@ void mb_deform_system_matrix(mb_deform_system *s, const double *base, const doub
 
 void mb_deform_system_free(mb_deform_system *s);
 
+/* The set-up of a run both backends share (mb_deform.c's run(), the same
+ * order and messages), after the faces' checks and the system's parts:
+ * p0 [nv, 3] = dm->x on entry; per vertex the weight wd [nv] (w_handle at
+ * a handle, else w_close), the target t [nv, 3] (the handle's, else the
+ * input position) and pin [nv] (1: a hard handle, or with fix_boundary a
+ * boundary vertex; hard handles are put onto their targets in dm->x,
+ * *handles_moved = 1 where one was not there); *l the input's mean edge
+ * length (1 without edges); base [nnz] = D + w_fair K^T K over H's
+ * pattern (KtK, face [nnz]: mb_deform_system's parts), r0 [nv, 3] = D t +
+ * w_fair K^T K p0, g0 and gF [nv, 3] the products of base and of face
+ * with the pinned columns of dm->x. rep->handles, pinned and edge_length
+ * set. Every array the caller's, of the lengths given. Not collective.
+ * Errors: MB_ERR_NUMERIC (a handle target neither all NaN nor finite). */
+mb_error mb_deform_setup(const mb_deform_params *p, mb_deform_mesh *dm, const mb_csr *H,
+                         const double *KtK, const double *face, double *wd, double *t, double *pin,
+                         double *p0, double *base, double *r0, double *g0, double *gF,
+                         mb_deform_report *rep, int *handles_moved, double *l);
+
 /* The inexact inner solve of `cg_iterations: k` (mb_deform.h): H X = B for
  * the three columns of B and X ([nrows, 3]; X the warm start on entry, the
  * iterate on exit) by at most k >= 1 Jacobi-preconditioned CG iterations
