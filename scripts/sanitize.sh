@@ -18,6 +18,9 @@
 # (-DMESHBATCH_CPU_CLONES=OFF: C's fma, no FMA clone), so that the suite
 # checks that path bit for bit too (stencil_cpu's contract test, the
 # conformance tests); the normal build runs the FMA clone on FMA processors.
+# build-fuzz builds only the harnesses (target fuzz_harnesses): the library
+# under clang's ASan and libFuzzer, not the CLI and every test's program (the
+# C++ references among them) that its fuzz-labelled tests never run.
 # LeakSanitizer is off in the MPI suite: Open MPI unloads its plugins at
 # MPI_Finalize, so what they keep cannot be attributed; the fuzz harnesses
 # (no MPI, except the collection's) run with it on.
@@ -50,7 +53,7 @@ if [ "$what" != asan ]; then
     step "configuring and building build-fuzz (clang, libFuzzer; log build-fuzz.build.log)"
     CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHBATCH_CUDA=OFF \
       -DMESHBATCH_FUZZ=ON -DMB_FUZZ_SECONDS="${MB_FUZZ_SECONDS:-30}" > build-fuzz.configure.log 2>&1 &&
-      cmake --build build-fuzz -j "$jobs" > build-fuzz.build.log 2>&1 ||
+      cmake --build build-fuzz -j "$jobs" --target fuzz_harnesses > build-fuzz.build.log 2>&1 ||
       { tail -30 build-fuzz.configure.log build-fuzz.build.log; exit 1; }
     step "each reader's fuzz harness for ${MB_FUZZ_SECONDS:-30} s"
     (cd build-fuzz && LSAN_OPTIONS=suppressions=$PWD/../tests/fuzz/lsan.supp \

@@ -22,23 +22,37 @@ else the test fails (it would cover less than it says).
 `--sweep` tries every call of every function on every rank instead (slow;
 for finding places that hang, not for CTest).
 
+The faulted runs are independent: they run MB_FAULT_JOBS at a time
+(default 3), each worker in a folder of its own (its own job file, output,
+reference copy and Open MPI session folder), so that the launcher's and
+MPI_Init's waits of one run overlap the others'. Each run is checked as
+before, and a clean run after the faults in every worker's folder takes
+over what its aborted runs left. A launch costs about a second however
+small the job (mpirun, MPI_Init, the libraries' start), and the test makes
+about 40 per distribution on 2 ranks: run one at a time that was most of
+its 350 s on a loaded 2-core machine; nothing waits out a timeout.
+
 Exit code 0 passes, 77 skips (the preload is not built or not in effect).
 Environment: as cli_test.py, MB_MPI_FAULT_SHIM (the preload's path) and
 MB_MPI_FAULT_PRELOAD_FIRST (the sanitizer runtime, preloaded before it).
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import EXE, MPIEXEC, SKIP, SRC, TMP, datasets, fail  # noqa: E402
 
 LIMIT_S = int(os.environ.get("MB_FAULT_LIMIT_S", "120"))  # longer: a hang (a healthy run takes about 2 s)
+JOBS = max(1, int(os.environ.get("MB_FAULT_JOBS", "3")))  # faulted runs at a time (workers)
+PRINT = threading.Lock()  # one case's lines together
 WHERE = re.compile(r"MPI call failed at ((?:src|io|partition|cuda)/[\w./-]+\.(?:c|cu)):(\d+): (MPI_\w+)")
 
 
@@ -66,7 +80,10 @@ def wait_lock_holder(lock, limit_s=30):
 def launch(np, jobfile, env, wait_all=True):
     """meshbatch run on np ranks under the preload; every rank writes its own
     exit code to a file of JOBFILE.exit/. Returns (mpirun's code, {rank: code},
-    output text, seconds); code None when it ran past LIMIT_S (killed)."""
+    output text, seconds); code None when it ran past LIMIT_S (killed).
+    Open MPI's session folder is one per folder of JOBFILE, under the
+    test's (short, for the socket paths): launchers started together under
+    one session folder race to make it ("File exists")."""
     wait_lock_holder(os.path.join(os.path.dirname(jobfile), "out.h5.lock"))
     codes = jobfile + ".exit"
     shutil.rmtree(codes, ignore_errors=True)
@@ -75,6 +92,10 @@ def launch(np, jobfile, env, wait_all=True):
                f'echo $c > {codes}/$r.w && mv {codes}/$r.w {codes}/$r; exit $c')
     cmd = MPIEXEC + [str(np), "sh", "-c", wrapper, EXE, "run", jobfile]
     full = dict(os.environ, **env)
+    session = os.path.join(os.environ.get("OMPI_MCA_orte_tmpdir_base", "/tmp"),
+                           os.path.basename(os.path.dirname(jobfile)))
+    os.makedirs(session, exist_ok=True)
+    full["OMPI_MCA_orte_tmpdir_base"] = session
     if wait_all:  # mpirun waits for every rank rather than end the others when one exits 1
         full["OMPI_MCA_orte_abort_on_non_zero_status"] = "0"  # (its own code is then 0)
     t0 = time.time()
@@ -194,10 +215,11 @@ def check(np, d, jobfile, output, fn, rank, after, wait_all=True, site=None):
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     where = f"{m.group(1)}:{m.group(2)}" if m else "?"
     how = "aborted (not agreed)" if aborted else "agreed"
-    print(f"{what}: exit {code}, ranks {ranks}, {how}, {secs:.1f} s, reported at {where}" +
-          ("" if not bad else "  <-- " + "; ".join(bad)))
-    if bad:
-        print("    " + "\n    ".join(out.splitlines()[-25:]))
+    with PRINT:
+        print(f"{what}: exit {code}, ranks {ranks}, {how}, {secs:.1f} s, reported at {where}" +
+              ("" if not bad else "  <-- " + "; ".join(bad)), flush=True)
+        if bad:
+            print("    " + "\n    ".join(out.splitlines()[-25:]), flush=True)
     return bad
 
 
@@ -276,25 +298,44 @@ def main():
             if len(have) < nsites:
                 problems.append(f"{distribute}: {len(have)} call sites of {fn} in {want}* counted, "
                                 f"not {nsites}: the faults miss a place they must cover")
-        tried = 0
-        for fn, rank, after, *site in cases:
-            site = site[0] if site else None
-            bad = check(a.np, d, jobfile, output, fn, rank, after, site=site)
-            tried += 1
-            where = f" in {site[1]}" if site else ""
-            problems += [f"{distribute}: {fn} call {after + 1}{where} on rank {rank}: {b}" for b in bad]
-        # as users run it: mpirun's own exit code
-        problems += [f"{distribute}, mpirun's code: {b}"
-                     for b in check(a.np, d, jobfile, output, "MPI_Bcast", a.np - 1, 0, wait_all=False)]
-        # a run after them takes over what aborted ones left (lock, temporary) and leaves nothing
-        code, ranks, out, _ = launch(a.np, jobfile, {})
-        left = sorted(f for f in os.listdir(d) if f.startswith("out.h5.") and f != "out.h5.ref")
-        if code != 0 or ranks != {r: 0 for r in range(a.np)} or left:
-            print(out)
-            problems.append(f"{distribute}: the run after the faults exits {code} (ranks {ranks}), "
-                            f"leaves {left}")
-        print(f"{distribute} on {a.np} ranks: {tried} faults injected, {len(named)} call sites "
-              f"({', '.join(sorted(set(named.values())))})")
+        # the cases in turn to JOBS workers, each with a folder, job file,
+        # output and reference of its own (the checks read the folder)
+        nw = min(JOBS, len(cases)) or 1
+        workers = []
+        for w in range(nw):
+            wd = os.path.join(d, f"w{w}")
+            os.makedirs(wd)
+            shutil.copy(output + ".ref", os.path.join(wd, "out.h5.ref"))
+            wout = os.path.join(wd, "out.h5")
+            workers.append((wd, write_job(os.path.join(wd, "job.yaml"), wout, distribute), wout))
+
+        def work(w):
+            wd, wjob, wout = workers[w]
+            found = []
+            for fn, rank, after, *site in cases[w::nw]:
+                site = site[0] if site else None
+                bad = check(a.np, wd, wjob, wout, fn, rank, after, site=site)
+                where = f" in {site[1]}" if site else ""
+                found += [f"{distribute}: {fn} call {after + 1}{where} on rank {rank}: {b}" for b in bad]
+            if w == 0:  # as users run it: mpirun's own exit code
+                found += [f"{distribute}, mpirun's code: {b}"
+                          for b in check(a.np, wd, wjob, wout, "MPI_Bcast", a.np - 1, 0, wait_all=False)]
+            # a run after them takes over what aborted ones left (lock, temporary) and leaves nothing
+            code, ranks, out, _ = launch(a.np, wjob, {})
+            left = sorted(f for f in os.listdir(wd) if f.startswith("out.h5.") and f != "out.h5.ref")
+            if code != 0 or ranks != {r: 0 for r in range(a.np)} or left:
+                with PRINT:
+                    print(out, flush=True)
+                found.append(f"{distribute}: the run after the faults in {wd} exits {code} "
+                             f"(ranks {ranks}), leaves {left}")
+            return found
+
+        t0 = time.time()
+        with concurrent.futures.ThreadPoolExecutor(nw) as pool:
+            for found in pool.map(work, range(nw)):
+                problems += found
+        print(f"{distribute} on {a.np} ranks: {len(cases)} faults injected, {len(named)} call sites "
+              f"({', '.join(sorted(set(named.values())))}); {nw} at a time, {time.time() - t0:.0f} s")
     if problems:
         fail(f"{len(problems)} problems:\n  " + "\n  ".join(problems))
     print("PASS")
