@@ -13,8 +13,9 @@
  * to int32 with a range check, positions cut to x, y) by a few host threads,
  * each filling its own pinned slot and queueing its copy on the one stream of
  * the run; the output comes back the same way (int32 widened to the int64 of
- * mb_mesh). The output's copy of the positions is made by host threads while
- * the device computes.
+ * mb_mesh, into arrays on huge pages: mb_alloc). The output's positions are
+ * the input's own array where the caller allows it (mb_polylla_opts.share_xyz,
+ * as a job does), else a copy made by host threads while the device computes.
  */
 #include <cuda_runtime.h>
 
@@ -26,6 +27,7 @@
 #include <utility>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "mb_alloc.h"
 #include "mb_cuda.h"
 #include "mb_cuda_private.cuh"
 #include "mb_polylla.h"
@@ -72,7 +75,18 @@ static int mb_pl_nthreads(void) {
   return (int)std::min(16u, std::max(2u, hw));
 }
 
-/* Owning pinned host slots and events, one per host thread. */
+/* The process's pool of pinned slots: pinning costs 40-60 ms per 64 MiB
+ * (docs/polylla-gpu.md), which a job would pay for every mesh, so one pool
+ * is kept for the process's life (the driver releases it at exit), grown to
+ * the largest run's need (at most 16 slots of 4 MiB) and lent to one run at
+ * a time; a run that finds it lent pins slots of its own. Portable: pinned
+ * for every device's context. */
+static std::mutex mb_pl_pool_mu;
+static char *mb_pl_pool = nullptr;
+static size_t mb_pl_pool_bytes = 0;
+
+/* Pinned host slots (the pool's, or owned) and events, one per host thread.
+ * The stream must be drained before this goes (the slots return to the pool). */
 struct mb_pl_pipe {
   int nw = 0;
   size_t slot = 0;  /* bytes per slot */
@@ -80,10 +94,11 @@ struct mb_pl_pipe {
   std::vector<cudaEvent_t> ev;
   cudaStream_t s = nullptr;
   int dev = 0;
+  std::unique_lock<std::mutex> pool; /* held while the pool's slots are this run's */
   ~mb_pl_pipe() {
     for (cudaEvent_t e : ev)
       if (e) cudaEventDestroy(e);
-    if (pinned) cudaFreeHost(pinned);
+    if (pinned && !pool.owns_lock()) cudaFreeHost(pinned);
   }
 };
 
@@ -97,7 +112,21 @@ static mb_error mb_pl_pipe_create(mb_pl_pipe *p, cudaStream_t s, size_t max_byte
   p->slot = std::min((size_t)4 << 20, std::max(unit, (per + unit - 1) / unit * unit));
   p->s = s;
   MB_CALL_CUDA(cudaGetDevice(&p->dev));
-  MB_CALL_CUDA(cudaHostAlloc((void **)&p->pinned, p->slot * (size_t)p->nw, cudaHostAllocDefault));
+  const size_t need = p->slot * (size_t)p->nw;
+  std::unique_lock<std::mutex> lk(mb_pl_pool_mu, std::try_to_lock);
+  if (lk.owns_lock()) {
+    if (mb_pl_pool_bytes < need) {
+      if (mb_pl_pool) (void)cudaFreeHost(mb_pl_pool);
+      mb_pl_pool = nullptr;
+      mb_pl_pool_bytes = 0;
+      MB_CALL_CUDA(cudaHostAlloc((void **)&mb_pl_pool, need, cudaHostAllocPortable));
+      mb_pl_pool_bytes = need;
+    }
+    p->pinned = mb_pl_pool;
+    p->pool = std::move(lk);
+  } else {
+    MB_CALL_CUDA(cudaHostAlloc((void **)&p->pinned, need, cudaHostAllocDefault));
+  }
   p->ev.assign((size_t)p->nw, nullptr);
   for (int w = 0; w < p->nw; w++)
     MB_CALL_CUDA(cudaEventCreateWithFlags(&p->ev[(size_t)w], cudaEventDisableTiming));
@@ -398,7 +427,7 @@ static void mb_pl_fill_stats(mb_polylla_stats *st, int64_t nt, int64_t npoly,
 
 /* The pipeline; *poly is set only on success. */
 static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t **heads,
-                               mb_mesh **poly, mb_polylla_stats *st) {
+                               int share_xyz, mb_mesh **poly, mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
   const int64_t nv = tri->nv, nt = tri->nf;
   const int nh = (int)(3 * nt);
@@ -474,11 +503,12 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   const double t_up = mb_pl_now_ms();
   MB_CALL_CUDA(cudaEventRecord(run.ev[1], s));
 
-  /* The output's copy of the positions, on host threads while the device works. */
-  oxyz.p = malloc(sizeof(double) * 3 * (size_t)(nv ? nv : 1));
-  MB_CHECK(oxyz.p, MB_ERR_MEMORY, "out of memory for the positions of %lld vertices",
-           (long long)nv);
-  {
+  /* The output's copy of the positions, on host threads while the device
+   * works; none where the output shares the input's (share_xyz). */
+  if (!share_xyz) {
+    oxyz.p = mb_alloc(sizeof(double) * 3 * (size_t)(nv ? nv : 1));
+    MB_CHECK(oxyz.p, MB_ERR_MEMORY, "out of memory for the positions of %lld vertices",
+             (long long)nv);
     double *dst = (double *)oxyz.p;
     const int nw = std::max(1, pipe.nw / 2);
     try {
@@ -554,10 +584,12 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   int64_t nidx = 0;
   MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, run.ev + 3, hc, name, &npoly, &nidx));
 
-  /* ---- copy out into a new mesh (int32 -> int64 on host threads) */
-  hoff.p = malloc(sizeof(int64_t) * ((size_t)npoly + 1));
-  hidx.p = malloc(sizeof(int64_t) * (size_t)(nidx ? nidx : 1));
-  hcount.p = malloc(sizeof(double) * (size_t)(npoly ? npoly : 1));
+  /* ---- copy out into a new mesh: int32 through the pinned slots, widened
+   * to the int64 of mb_mesh by the host threads as each chunk lands, into
+   * arrays on huge pages (mb_alloc: a fault per 2 MiB, not per 4 KiB) */
+  hoff.p = mb_alloc(sizeof(int64_t) * ((size_t)npoly + 1));
+  hidx.p = mb_alloc(sizeof(int64_t) * (size_t)(nidx ? nidx : 1));
+  hcount.p = mb_alloc(sizeof(double) * (size_t)(npoly ? npoly : 1));
   MB_CHECK(hoff.p && hidx.p && hcount.p, MB_ERR_MEMORY,
            "out of memory for %lld polygons with %lld vertex indices", (long long)npoly,
            (long long)nidx);
@@ -613,7 +645,12 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   m->kind = MB_KIND_POLYGONS2D;
   m->index = tri->index;
   m->nv = nv;
-  m->xyz = (double *)oxyz.release();
+  /* shared positions stay the input's on every error path */
+  auto drop = [&](mb_mesh *x) {
+    if (x && share_xyz && x->xyz == tri->xyz) x->xyz = nullptr;
+    mb_mesh_free(x);
+  };
+  m->xyz = share_xyz ? (double *)tri->xyz : (double *)oxyz.release();
   m->nf = npoly;
   m->face_offsets = (int64_t *)hoff.release();
   m->face_indices = (int64_t *)hidx.release();
@@ -622,7 +659,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   if (!ff || !fname) {
     free(ff);
     free(fname);
-    mb_mesh_free(m);
+    drop(m);
     MB_FAIL(MB_ERR_MEMORY, "out of memory for the vertex_count field");
   }
   ff->name = fname;
@@ -637,7 +674,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   if (!e) e = mb_attrs_setf(&m->attrs, "polygons_repaired", "%lld",
                             (long long)hc[MB_PL_C_REPAIRED]);
   if (e) {
-    mb_mesh_free(m);
+    drop(m);
     MB_CALL(e);
   }
 
@@ -646,7 +683,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
    * backend's last step (mb_polylla.h, "Pinch repair") */
   e = mb_polylla_split_pinches(tri, &m, heads, st);
   if (e) {
-    mb_mesh_free(m);
+    drop(m);
     if (heads) {
       free(*heads);
       *heads = nullptr;
@@ -687,7 +724,7 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *o
              name, (long long)f, (long long)(fo[f + 1] - fo[f]));
   mb_error e =
       mb_pl_cuda_run(tri, opts ? opts->ties : MB_POLYLLA_TIES_KEY, opts ? opts->heads : nullptr,
-                     poly, stats);
+                     opts ? opts->share_xyz : 0, poly, stats);
   if (e != MB_SUCCESS) {
     mb_error_trace(__FILE__, __LINE__, __func__);
     (void)cudaGetLastError(); /* leave no sticky launch error behind */
@@ -727,7 +764,10 @@ extern "C" mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int re
   for (int r = 0; r < warmup + repeats; r++) {
     mb_mesh *poly = nullptr;
     mb_polylla_stats st;
-    MB_CALL(mb_polylla_cuda(tri, NULL, &poly, &st));
+    mb_polylla_opts o = {};
+    o.share_xyz = 1; /* as a job runs it */
+    MB_CALL(mb_polylla_cuda(tri, &o, &poly, &st));
+    if (poly->xyz == tri->xyz) poly->xyz = nullptr; /* tri's */
     mb_mesh_free(poly);
     if (r >= warmup) runs.push_back(st);
   }

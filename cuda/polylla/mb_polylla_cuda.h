@@ -33,7 +33,7 @@ extern "C" {
 #define MB_POLYLLA_LABEL_BYTES(nv, nt) (29.0 * (double)(nt) + 16.0 * (double)(nv))
 
 /* Run mb_polylla_cuda on tri warmup + repeats times (host arrays in, host
- * arrays out, each run as a user would call it) and write the median of each
+ * arrays out, each run as a job calls it: share_xyz) and write the median of each
  * time of the timed runs (and the run's counts) to *median. Then measure the
  * device-to-device copy bandwidth: cudaMemcpyDeviceToDevice of a 1 GiB
  * buffer (halved down to 128 MiB if two do not fit), 2 untimed copies,

@@ -140,6 +140,8 @@ typedef struct mb_op_ctx {
   struct mb_pass_timing *timing;    /* partitioned runs: filled by the op, may be NULL */
   double *device_s;                 /* per-mesh runs: an op adds the seconds its device was
                                        busy for the mesh (the GPU busy fraction); may be NULL */
+  double *copy_s;                   /* per-mesh runs: an op that reports its host-device
+                                       copies apart (Polylla) adds their seconds; may be NULL */
   unsigned *computed;               /* every run: the op ORs in MB_COMPUTED_BIT(p) for each
                                        precision p it computed in (mb_op_computed), for the
                                        provenance `precision`; may be NULL */

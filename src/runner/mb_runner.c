@@ -256,13 +256,17 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  enum { N = 9 };
-  double mine[N] = {st->setup_s, read, total - read, st->put_s, st->ckpt_s, st->wait_s,
-                    st->write_s, sum->wall_s, (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
+  enum { N = 11 };
+  double mine[N] = {st->setup_s, read, total - read, st->device_s, st->copy_s, st->put_s,
+                    st->ckpt_s, st->wait_s, st->write_s, sum->wall_s,
+                    (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
+  /* rows 3 and 4 (inside compute: what the ops report of their device and
+   * of their copies, per mesh) only where an op reported them */
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
+                                      "  device (ops' report)", "  host-device copies (ops)",
                                       "write (per mesh)", "checkpoint (per mesh)",
                                       "wait (writer rank, end)",
                                       "write (end)", "wall",
@@ -270,6 +274,7 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
+    if ((k == 3 || k == 4) && mx[k] <= 0) continue;
     if (k == N - 1)
       mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
     else

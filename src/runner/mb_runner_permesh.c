@@ -90,7 +90,7 @@ typedef struct pending {
   mb_mesh *m;         /* the mesh: read, then computed; NULL where that failed */
   char message[512];  /* why it failed (error messages are per thread) */
   char trace[2048];   /* and the traceback, for -v */
-  double t0, compute_s, device_s;
+  double t0, compute_s, device_s, copy_s;
   unsigned computed;  /* the precisions its stages computed in */
   mb_op_stop stop;    /* the stop query of its stages (mb_op_should_stop) */
   int stopped;        /* 1: a signal stopped its stages in the middle (not finished) */
@@ -114,6 +114,7 @@ static void compute_pending(pending *p) {
   runner_stop_init(st, &p->stop, MPI_COMM_NULL, st->inputs->sources[p->s].name);
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
                          .halo = st->job->halo, .device_s = &p->device_s,
+                         .copy_s = &p->copy_s,
                          .computed = &p->computed, .stop = &p->stop};
   if (!e) e = runner_run_stages(st, &ctx, &p->m, NULL);
   p->stopped = e && p->stop.stopped; /* dropped by finish_source, not a failure */
@@ -239,6 +240,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
   }
   st->busy_s += res->read_s + p->compute_s + (mb_wtime() - tw);
   st->device_s += p->device_s;
+  st->copy_s += p->copy_s;
   st->finished++;
   runner_inject_fault(st->rank, st->finished);
   return MB_SUCCESS;

@@ -62,6 +62,8 @@ typedef struct rank_state {
   mesh_result *results;  /* one per source this rank took */
   double busy_s;
   double device_s;       /* per-mesh runs: seconds the ops kept this rank's device busy */
+  double copy_s;         /* per-mesh runs: seconds of the ops' host-device copies reported
+                            apart (--timings; Polylla) */
   unsigned computed;     /* partitioned runs: MB_COMPUTED_BIT of the precisions the current
                             mesh's stages computed in (mb_op_ctx.computed) */
   double device_total_s; /* the same, summed over the ranks (after report_device_busy) */

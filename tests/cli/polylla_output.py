@@ -10,6 +10,10 @@ OFF with its polygons.
                                  in a batch: each is reported (file:line, or the
                                  job's stage line), the others are written; a
                                  fan that ties: corners refuses
+    polylla_output.py --gpu      the job on the CUDA backend (one rank, --timings):
+                                 every dataset bitwise equal to the CPU backend's
+                                 output, and --timings prints the device and copy
+                                 rows (exit 77 without a CUDA device)
 
 Inputs: a Delaunay triangulation and the uniform grid triangulation made by
 `meshbatch generate`, imported into one collection, run through a job with
@@ -21,23 +25,39 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import EXE, MPIEXEC, SRC, TMP, fail, run  # noqa: E402
+from mbtest import EXE, MPIEXEC, SRC, TMP, cuda_devices, fail, run, same_datasets  # noqa: E402
 
 
-def polylla_run(d):
+def polylla_run(d, backend="cpu", np=2, name="poly", args=()):
     tri = [os.path.join(d, "delaunay.node"), os.path.join(d, "grid.node")]
-    run(["generate", "delaunay", "--points", 4000, "--seed", 5, "-o", tri[0]])
-    run(["generate", "grid2d", "--vertices", 400, "-o", tri[1]])
     coll = os.path.join(d, "tri.h5")
-    # the pattern matches .node, .ele and .neigh of both: each dataset once
-    p = run(["import", os.path.join(d, "*"), "-o", coll])
-    if "2 meshes, 2 written" not in p.stdout:
-        fail("import of a folder of Triangle files did not give 2 datasets")
-    job = os.path.join(d, "polylla.yaml")
+    if not os.path.exists(coll):
+        run(["generate", "delaunay", "--points", 4000, "--seed", 5, "-o", tri[0]])
+        run(["generate", "grid2d", "--vertices", 400, "-o", tri[1]])
+        # the pattern matches .node, .ele and .neigh of both: each dataset once
+        p = run(["import", os.path.join(d, "*"), "-o", coll])
+        if "2 meshes, 2 written" not in p.stdout:
+            fail("import of a folder of Triangle files did not give 2 datasets")
+    job = os.path.join(d, f"{name}.yaml")
     with open(job, "w") as f:
-        f.write(f"input: {coll}\noutput: {d}/poly.h5\nbackend: cpu\nstages:\n  - op: polylla\n")
-    run(["run", job], np=2)
-    return os.path.join(d, "poly.h5")
+        f.write(f"input: {coll}\noutput: {d}/{name}.h5\nbackend: {backend}\n"
+                "stages:\n  - op: polylla\n")
+    p = run(["run", job, *args], np=np)
+    return os.path.join(d, f"{name}.h5"), p
+
+
+def check_gpu(d):
+    """The job on the CUDA backend (the positions taken from the input, the
+    copies through the pinned pool) gives the CPU backend's bits, and
+    --timings shows the device and copy rows."""
+    cpu, _ = polylla_run(d, "cpu", 1, "poly_cpu")
+    gpu, p = polylla_run(d, "cuda", 1, "poly_gpu", ("--timings",))
+    for row in ("device (ops' report)", "host-device copies (ops)"):
+        if not any(ln.strip().startswith(row) and " s " in ln for ln in p.stdout.splitlines()):
+            fail(f"--timings of a Polylla job on the GPU: no '{row}' row")
+    # provenance differs (backend, times); the meshes' datasets must not
+    same_datasets(cpu, gpu)
+    print("the GPU job's output is the CPU job's, bit for bit; --timings has its rows")
 
 
 def read_off(path):
@@ -209,7 +229,13 @@ def main():
     if "--bad" in sys.argv[1:]:
         check_bad_inputs(d)
         return 0
-    out = polylla_run(d)
+    if "--gpu" in sys.argv[1:]:
+        if cuda_devices() < 1:
+            print("SKIP: no CUDA device")
+            return 77
+        check_gpu(d)
+        return 0
+    out, _ = polylla_run(d)
     if paraview:
         script = os.path.join(SRC, "tests", "collection", "test_xdmf_paraview.py")
         return subprocess.run([sys.executable, script, "--existing", out]).returncode

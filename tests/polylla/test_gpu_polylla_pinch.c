@@ -5,7 +5,9 @@
  * triangulations of 300 clustered points (seeds 1..120, five pinched) and
  * the Delaunay triangulation of 100 k uniform
  * points of issue 28 (seed 1), whose outputs must also be simple (the
- * checker of polylla_check.h). Exits 77 (skipped) without a CUDA device or
+ * checker of polylla_check.h). Each case runs the CUDA backend a second
+ * time as a job does (mb_polylla_opts.share_xyz: the output must hold the
+ * input's own positions array, pinched or not, and the same bits). Exits 77 (skipped) without a CUDA device or
  * the CUDA backend; run it on a GPU machine with
  * `ctest -L gpu -R polylla_pinch`. */
 #include <stdio.h>
@@ -36,6 +38,18 @@ static long long same_on_both(const mb_mesh *tri) {
   assert_memory_equal(hc, hg, sizeof *hc * (size_t)pc->nf);
   assert_int_equal(sc.pinches_split, sg.pinches_split);
   const long long n = sc.pinches_split;
+  /* the job's way: the output takes the input's positions */
+  mb_mesh *t2 = NULL, *ps = NULL;
+  assert_int_equal(mb_mesh_duplicate(tri, &t2), MB_SUCCESS);
+  mb_polylla_opts os = {.ties = MB_POLYLLA_TIES_KEY, .share_xyz = 1};
+  e = mb_polylla_cuda(t2, &os, &ps, NULL);
+  if (e) printf("cuda, share_xyz: %s\n", mb_error_message());
+  assert_int_equal(e, MB_SUCCESS);
+  assert_ptr_equal(ps->xyz, t2->xyz);
+  t2->xyz = NULL;
+  mb_mesh_free(t2);
+  mb_test_assert_same_mesh(pc, ps);
+  mb_mesh_free(ps);
   mb_mesh_free(pc);
   mb_mesh_free(pg);
   free(hc);

@@ -12,9 +12,14 @@
  * properties: a pinched input gives pinches_split > 0 and as many more
  * polygons and frontier edges.
  *
+ * The scan that decides whether any polygon is pinched (pairwise up to 32
+ * vertices, a sorted copy above) is checked on one polygon of 10 and of 40
+ * vertices, simple and with a vertex listed twice.
+ *
  * `test_polylla_pinch --search N SEEDS` prints the pinched Delaunay inputs
  * of N points among seeds 1..SEEDS (how the small case was found).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,11 +155,67 @@ static int dump(int npoints, int seed, int clustered) {
   return 0;
 }
 
+/* A fan of k triangles round vertex 0 (vertices 1..k on the unit circle)
+ * and its boundary as one polygon, listed counter-clockwise, with vertex
+ * k / 2 listed once more at the end when twice is set. */
+static void fan_and_polygon(int k, int twice, mb_mesh **tri, mb_mesh **poly) {
+  const double pi = 3.14159265358979323846;
+  assert_int_equal(mb_mesh_create("fan", k + 1, k, 3 * k, tri), MB_SUCCESS);
+  mb_mesh *t = *tri;
+  t->kind = MB_KIND_TRIANGULATION2D;
+  for (int i = 1; i <= k; i++) {
+    t->xyz[3 * i] = cos(2 * pi * (i - 1) / k);
+    t->xyz[3 * i + 1] = sin(2 * pi * (i - 1) / k);
+  }
+  for (int f = 0; f < k; f++) {
+    t->face_offsets[f + 1] = 3 * (f + 1);
+    t->face_indices[3 * f] = 0;
+    t->face_indices[3 * f + 1] = f + 1;
+    t->face_indices[3 * f + 2] = f + 1 < k ? f + 2 : 1;
+  }
+  const int n = k + (twice ? 1 : 0);
+  assert_int_equal(mb_mesh_create("fan", k + 1, 1, n, poly), MB_SUCCESS);
+  mb_mesh *p = *poly;
+  p->kind = MB_KIND_POLYGONS2D;
+  memcpy(p->xyz, t->xyz, sizeof(double) * 3 * (size_t)(k + 1));
+  p->face_offsets[1] = n;
+  for (int i = 0; i < k; i++) p->face_indices[i] = i + 1;
+  if (twice) p->face_indices[k] = k / 2;
+}
+
+static void test_scan_sizes(void **state) {
+  (void)state;
+  const int sizes[2] = {10, 40};
+  for (int s = 0; s < 2; s++) {
+    mb_mesh *tri = NULL, *poly = NULL;
+    /* simple: no pinch found, the polygon kept as it is */
+    fan_and_polygon(sizes[s], 0, &tri, &poly);
+    const mb_mesh *before = poly;
+    mb_polylla_stats st = {0};
+    assert_int_equal(mb_polylla_split_pinches(tri, &poly, NULL, &st), MB_SUCCESS);
+    assert_ptr_equal(poly, before);
+    assert_int_equal(st.pinches_split, 0);
+    assert_string_equal(mb_attrs_get(&poly->attrs, "pinches_split"), "0");
+    mb_mesh_free(tri);
+    mb_mesh_free(poly);
+    /* a vertex listed twice: found, so the repair starts and, this polygon
+     * being no region of the fan, stops at its edge (k, k / 2) */
+    fan_and_polygon(sizes[s], 1, &tri, &poly);
+    before = poly;
+    assert_int_equal(mb_polylla_split_pinches(tri, &poly, NULL, NULL), MB_ERR_NUMERIC);
+    assert_ptr_equal(poly, before); /* kept on error */
+    mb_mesh_free(tri);
+    mb_mesh_free(poly);
+  }
+  printf("pinch scan: polygons of 10 and 40 vertices, simple and with a vertex twice\n");
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--search")) return search(atoi(argv[2]), atoi(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "--dump"))
     return dump(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_scan_sizes),
       cmocka_unit_test(test_ring_pinch),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_delaunay_100k),

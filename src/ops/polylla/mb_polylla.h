@@ -188,6 +188,13 @@ typedef struct mb_polylla_opts {
    * id 3 t + k (after orientation). The partitioned run maps them to the
    * whole mesh's ids. */
   int64_t **heads;
+  /* 1: the output's positions are the input's array itself (poly->xyz ==
+   * tri->xyz on success), not a copy: the caller then gives one of the two
+   * up (sets tri->xyz = NULL before freeing tri), as a job does, whose
+   * triangulation is freed once its polygons exist. Honoured by the CUDA
+   * backend (a copy of nv x 24 B saved); the CPU backend copies anyway.
+   * 0: a copy. On error the input keeps its positions either way. */
+  int share_xyz;
 } mb_polylla_opts;
 
 /* The error of a cycle of longest edges under ties: corners (mesh name,

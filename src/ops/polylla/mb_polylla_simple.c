@@ -24,6 +24,11 @@
 #include "mb_halfedge.h"
 #include "mb_polylla.h"
 
+static int cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* Position in polygon list idx[0..n) of the first vertex that occurred
  * earlier (j), and of that earlier occurrence (*i); -1 if none. seen and
  * pos are [nv] scratch; stamp is unique to this call (seen[v] == stamp
@@ -42,24 +47,51 @@ static int64_t first_repeat(const int64_t *idx, int64_t n, int64_t *seen, int64_
   return -1;
 }
 
-/* Whether any polygon of poly lists a vertex twice. */
+/* Whether the list idx[0..n) holds a vertex twice: pairwise for short
+ * lists (no scratch), else a sorted copy in *buf (grown as needed; -1 when
+ * out of memory). */
+static int has_repeat(const int64_t *idx, int64_t n, int64_t **buf, int64_t *cap) {
+  if (n <= 32) {
+    for (int64_t k = 1; k < n; k++)
+      for (int64_t j = 0; j < k; j++)
+        if (idx[j] == idx[k]) return 1;
+    return 0;
+  }
+  if (n > *cap) {
+    int64_t *b = realloc(*buf, sizeof *b * (size_t)n);
+    if (!b) return -1;
+    *buf = b;
+    *cap = n;
+  }
+  memcpy(*buf, idx, sizeof **buf * (size_t)n);
+  qsort(*buf, (size_t)n, sizeof **buf, cmp_i64);
+  for (int64_t k = 1; k < n; k++)
+    if ((*buf)[k] == (*buf)[k - 1]) return 1;
+  return 0;
+}
+
+/* Whether any polygon of poly lists a vertex twice: one pass over the
+ * polygons on OpenMP threads (the answer does not depend on their number),
+ * with no array per vertex. */
 static mb_error any_pinch(const mb_mesh *poly, int *found) {
-  int64_t *seen = calloc((size_t)(poly->nv ? poly->nv : 1), sizeof *seen);
-  int64_t *pos = malloc(sizeof *pos * (size_t)(poly->nv ? poly->nv : 1));
-  if (!seen || !pos) {
-    free(seen);
-    free(pos);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for the simple-polygon check (%lld vertices)",
-            (long long)poly->nv);
+  int any = 0, nomem = 0;
+  const int64_t nf = poly->nf;
+  const int64_t *fo = poly->face_offsets, *fi = poly->face_indices;
+#pragma omp parallel reduction(| : any, nomem)
+  {
+    int64_t *buf = NULL, cap = 0;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < nf; p++) {
+      if (any || nomem) continue; /* this thread's answer is known */
+      const int r = has_repeat(fi + fo[p], fo[p + 1] - fo[p], &buf, &cap);
+      if (r < 0) nomem = 1;
+      else any |= r;
+    }
+    free(buf);
   }
-  *found = 0;
-  for (int64_t p = 0; p < poly->nf && !*found; p++) {
-    const int64_t o = poly->face_offsets[p], n = poly->face_offsets[p + 1] - o;
-    int64_t i;
-    *found = first_repeat(poly->face_indices + o, n, seen, pos, p + 1, &i) >= 0;
-  }
-  free(seen);
-  free(pos);
+  MB_CHECK(!nomem, MB_ERR_MEMORY, "out of memory for the simple-polygon check (%lld polygons)",
+           (long long)nf);
+  *found = any;
   return MB_SUCCESS;
 }
 
@@ -211,7 +243,6 @@ static mb_error replace_output(mb_mesh **poly, int64_t npoly, const int64_t *off
   if (!e) {
     out->kind = old->kind;
     out->index = old->index;
-    memcpy(out->xyz, old->xyz, sizeof(double) * 3 * (size_t)old->nv);
     memcpy(out->face_offsets, offsets, sizeof *offsets * (size_t)(npoly + 1));
     memcpy(out->face_indices, indices, sizeof *indices * (size_t)offsets[npoly]);
     for (int64_t p = 0; p < npoly; p++) counts[p] = (double)(offsets[p + 1] - offsets[p]);
@@ -234,6 +265,12 @@ static mb_error replace_output(mb_mesh **poly, int64_t npoly, const int64_t *off
     mb_mesh_free(out);
     MB_CALL(e);
   }
+  /* the positions move (not copied) from the old mesh, which goes: an
+   * output that shares its input's positions (mb_polylla_opts.share_xyz)
+   * keeps sharing them */
+  free(out->xyz);
+  out->xyz = (*poly)->xyz;
+  (*poly)->xyz = NULL;
   mb_mesh_free(*poly);
   *poly = out;
   return MB_SUCCESS;
