@@ -26,6 +26,9 @@ Variants of step 1's curvature (the rest is the house's step):
   gen        the house's rho; step 3 solves the generalized eigenproblem
              (D - rho) lambda = gamma (M (x) I_4) lambda (lambda normalised in
              the mass inner product) instead of the standard one
+  smoothK    the house's rho after one implicit heat step (M - s L) rho' =
+             M rho, s = K times the mean vertex area (K = 1 where absent),
+             before the projection: a low-pass filter of the curvature change
 Not a test: it asserts nothing and prints figures.
 """
 import argparse
@@ -244,7 +247,14 @@ def step(x, f, tau, a0, c0, variant="house"):
     N = normals(x, f)
     Mh = circ_area(x, L) if variant == "circ" else M
     H = -((L @ x) * N).sum(1) / (2 * Mh)
-    rho = project(-tau * H, M, N)
+    rho = -tau * H
+    if variant.startswith("smooth"):
+        # one implicit heat step on rho: (M - s L) rho_s = M rho, s = kappa *
+        # the mean vertex area (kappa after "smooth", default 1)
+        kappa = float(variant[6:] or 1)
+        s = kappa * M.sum() / len(M)
+        rho = sla.spsolve((sp.diags(M) - s * L).tocsc(), M * rho)
+    rho = project(rho, M, N)
     lam, g, it, res = eigen(dirac(x, f, rho), mass=M if variant == "gen" else None)
     xn, pres = spin(x, f, L, lam)
     # the curvature change realised: CPS11's H~ |lambda|^2 = H + rho, so
@@ -272,7 +282,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mesh")
     ap.add_argument("--schedule", default="0.05x40,0.5x100")
-    ap.add_argument("--variant", default="house", choices=["house", "tau_h", "circ", "gen"])
+    ap.add_argument("--variant", default="house",
+                    help="house, tau_h, circ, gen, smooth[KAPPA]")
     ap.add_argument("--sphere", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--every", type=int, default=1)
