@@ -340,7 +340,8 @@ def main():
                 out.write(f"{s},{t},{W:.12g},{Wnn:.12g},{100 * (W / target - 1):.5f},{qc:.6f},"
                           f"{sw:.12g},{sg:.5f},{rnd:.4e},{info['eig']:.6g},{info['it']}\n")
                 out.flush()
-    np.save(a.out + ".npy" if a.out else "/dev/null", x)
+    if a.out:  # the final positions beside the CSV, for --init
+        np.save(a.out + ".npy", x)
 
 
 if __name__ == "__main__":
