@@ -3,8 +3,9 @@
 (src/ops/willmore/mb_willmore.h: CPS11/CPS13 spin transformations), for
 asking where the flow's Willmore energy stops and why:
 
-    willmore_energy.py MESH.obj [--schedule 0.05x40,0.5x100,1x60] [--out F.csv]
-                                [--variant VAR] [--sphere]
+    willmore_energy.py MESH.obj [--schedule 0.05x40,0.2x10,1x108] [--out F.csv]
+                                [--variant VAR] [--sphere [--every K]]
+                                [--init START.npy|meshbatch-output.h5]
 
 Each step prints (and --out writes as CSV) the reported energy
 W = sum_i |(L x)_i|^2 / (4 M_i), its normal part sum_i H_i^2 M_i, the
