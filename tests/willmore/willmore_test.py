@@ -25,7 +25,9 @@ spot          ../shared/data/meshes/spot (2,930 vertices; skipped, 77, where
               SPOT_SPHERE_GAP of the icosphere's (so spot's conformally
               mapped triangles are not what keeps the flow above 1 %), and
               below the flow's final energy (the flow stops short of it:
-              see SPOT_STAGES).
+              see SPOT_STAGES); and SPOT_SPHERE_FLOW steps of the flow
+              started from that projection decrease the energy at every
+              step to within SPOT_SPHERE_FLOW_GAP of the icosphere's.
 armadillo     ../shared/data/meshes/armadillo (43,243 vertices; skipped where
               absent; label `large`): 20 steps of 0.01, the energy decreasing
               at every step and every step's distortion <= 1.05. The round
@@ -74,29 +76,36 @@ from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron, icosp
                     need_module, run, run_job, write_obj)
 
 # spot: a short stage of small steps (the largest per-step distortion, 1.034,
-# is at the first step of 0.05; a first step of 0.1 gives 1.067), then larger
-# steps once the ears and legs are gone. Measured here (2,930 vertices):
-# energy 133.9 -> 21.06 after the first stage -> 12.837 after the second,
-# 2.27 % above the round icosphere's 12.552, round to 6.0e-3. Issue 25 asks
-# 1 %; it is not reached, and not because of the discretisation:
-# - the same vertices projected onto their best-fit sphere (spot's
-#   conformally mapped, very unequal triangles on a perfect sphere) have
-#   the discrete energy 12.625, 0.58 % above the icosphere's;
-# - the flow does not get there: after the 140 steps the energy still
-#   falls, slowly (2e-3 a step at 0.5); 100 more steps of 1.0 reach a
-#   minimum of 12.742 (1.51 % above; its sphere projection 12.624) at the
-#   62nd and then rise again (12.771 at the 100th, round to 6.9e-3), and
-#   longer runs of 1.0 or 2.0 collapse a triangle (zero area) in the
-#   shrunken ears' patch; 5.0 fails at its second step.
-# So the discrete flow's limit on spot's triangulation is a near-sphere
-# whose vertex-scale radial ripple (6e-3) keeps the energy about 1 %
-# above its own sphere projection: the spin transformation is conformal
-# only to the mesh's resolution, and the tiny triangles where the ears
-# were cannot be made round. Asserted: SPOT_ENERGY_GAP after the stated
-# 140 steps, and SPOT_SPHERE_GAP for the projection.
-SPOT_STAGES = [(0.05, 40), (0.5, 100)]
-SPOT_ENERGY_GAP = 0.025
+# is at the first step of 0.05; a first step of 0.1 gives 1.067), a short
+# stage of 0.2, then steps of 1.0 once the ears and legs are gone. Measured
+# here (2,930 vertices; scripts/willmore_energy.py re-implements the step
+# and agrees to 10 digits): energy 133.9 -> 21.06 (40 steps) -> 14.75 (50)
+# -> 12.7344 (158), 1.45 % above the round icosphere's 12.552, decreasing
+# at every step; the 109th step of 1.0 raises it. That least is where the
+# flow stops, whatever the schedule: 0.025 x 80 first gives 12.7342, 2.0
+# late 12.7344, 0.5 late 12.7462 (at step 262), and a line search on the
+# energy (tau halved while it rises) stops at the least along the path.
+# Issue 25 asks 1 %; the triangulation allows it (docs/benchmarks.md,
+# 2026-11-27, twelfth session):
+# - the final vertices projected onto their best-fit sphere (a map that
+#   changes no triangle's shape by more than 1.003) have an energy within
+#   0.6 % of the icosphere's (SPOT_SPHERE_GAP);
+# - the same flow started from that projection goes below 1 % at once and
+#   on (SPOT_SPHERE_FLOW: within SPOT_SPHERE_FLOW_GAP, decreasing at every
+#   step).
+# The flow from spot does not get there: near round, almost none of the
+# curvature change it asks, rho = -tau H with H = -(L x).N / (2 M)
+# (barycentric M), is one a spin transformation of these triangles makes
+# (0.6 % of it is realised at step 140, against 97 % on an ellipsoid and
+# 74 % at spot's first step); each step's edges are then about as far from
+# integrable as the step is long, the least-squares Poisson solve keeps
+# that part, and later steps do not remove it. Asserted: SPOT_ENERGY_GAP
+# after the stated 158 steps, the projection and the flow from it.
+SPOT_STAGES = [(0.05, 40), (0.2, 10), (1.0, 108)]
+SPOT_ENERGY_GAP = 0.015
 SPOT_SPHERE_GAP = 0.01
+SPOT_SPHERE_FLOW = (0.5, 25)
+SPOT_SPHERE_FLOW_GAP = 0.01
 SPOT_ROUND = 0.01
 QC_STEP_MAX = 1.05
 # CPU and CUDA agree to rounding (the device sums exactly and assembles with
@@ -276,6 +285,26 @@ def fair_to_round(name, path, stages, gap):
              f"{100 * srel:.2f} % above the icosphere's, more than {100 * SPOT_SPHERE_GAP} %")
     if not e_sphere < energies[-1]:
         fail(f"the sphere projection's energy {e_sphere} is not below the flow's {energies[-1]}")
+    # the same flow from the projection: where spot's triangles can go
+    tau, n = SPOT_SPHERE_FLOW
+    fout, _ = run_job(proj + "_flow", [src], stage(tau, n))
+    _, fattrs = mesh_result(fout, proj)
+    fe0, fsteps = parse_steps(stage_texts(fattrs)[0])
+    prev = fe0
+    for s in fsteps:
+        if not s["energy"] < prev:
+            fail(f"flow from the projection, step {s['step']}: energy {s['energy']} did not "
+                 f"decrease from {prev}")
+        if s["qc_max"] > QC_STEP_MAX:
+            fail(f"flow from the projection, step {s['step']}: distortion {s['qc_max']} > "
+                 f"{QC_STEP_MAX}")
+        prev = s["energy"]
+    frel = prev / target - 1
+    print(f"{n} steps of {tau} from the projection: energy {fe0:.6g} -> {prev:.6g}, "
+          f"{100 * frel:+.2f} % against the icosphere's")
+    if len(fsteps) != n or frel > SPOT_SPHERE_FLOW_GAP:
+        fail(f"the flow from the projection ends {100 * frel:.2f} % above the icosphere's "
+             f"({len(fsteps)} steps), more than {100 * SPOT_SPHERE_FLOW_GAP} %")
 
 
 def spot():
