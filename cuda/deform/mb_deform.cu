@@ -11,8 +11,10 @@
  * (mb_deform_private.h), the weights, targets, pinned vertices, the mean
  * edge length and the constant parts of the right-hand side (r0 - g0 and
  * gF: mb_deform_setup, shared with mb_deform.c's run()); per penalty value c the matrix H
- * (mb_deform_system_matrix) uploaded (the room's CG: its values into the
- * pool's CSR; else into a linalg device CSR and, for solver cholesky,
+ * (the room's CG: its pattern and its two parts base and face uploaded
+ * once in the SELL-32 layout, k_assemble forming base + c face on the
+ * device, no host assembly or upload at c; else mb_deform_system_matrix
+ * on the host, uploaded into a linalg device CSR and, for solver cholesky,
  * factored by csrchol, METIS order and analysis once). The device buffers
  * live in a pool kept from mesh to mesh (pool_t: grown, never shrunk), so
  * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree.
@@ -403,14 +405,47 @@ __device__ inline bool last_block(unsigned *ticket) {
   return last;
 }
 
+/* H's values at c in the sliced layout: val = base + c face (the CPU's
+ * assemble_H: the pinned entries' base holds the identity's 1 or 0 and
+ * their face 0, so they come out 1.0 and 0.0 exactly; the padding 0).
+ * One thread per stored entry: 3 x 8 B an entry. */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_dinv(int32_t n, const int32_t *__restrict__ diag, const double *__restrict__ val,
+k_assemble(int64_t ns, const double *__restrict__ base, const double *__restrict__ face,
+           double c, double *__restrict__ val) {
+  const int64_t e = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (e < ns) val[e] = base[e] + c * face[e];
+}
+
+__global__ void __launch_bounds__(BLOCK)
+k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict__ val,
           double *__restrict__ dinv, cg_t *st) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   const double a = val[diag[i]];
   if (!(a > 0) || !isfinite(a)) st->bad = 1;
   dinv[i] = 1.0 / a;
+}
+
+/* H in the room's CG: sliced ELLPACK with slices of C = 32 rows (SELL-32,
+ * rows not sorted: a mesh's rows are nearly equally long), built from the
+ * CSR pattern once per mesh (slices()): slice s holds rows 32 s .. 32 s
+ * + 31 in w_s columns, w_s its longest row, stored column-major from
+ * sptr[s] (entry k of row i at sptr[i / 32] + 32 k + i % 32), a row's
+ * entries in the CSR's (ascending column) order and its length from the
+ * CSR's rowptr; the padding is never read. One thread per row, as before,
+ * so each row's sum has the same terms in the same order (the same bits
+ * as the CSR row loop), but a warp's 32 loads of entry k are one
+ * coalesced 256 B (values) and 128 B (columns) access instead of 32
+ * scattered ones, and the loads of successive entries do not depend on
+ * each other (unrolled: several in flight a thread). */
+constexpr int SELL_C = 32;
+static_assert(BLOCK % SELL_C == 0, "a block holds whole slices");
+
+/* The start of row i's first entry and its length. */
+__device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
+                                   const int32_t *__restrict__ rowptr, int *len) {
+  *len = rowptr[i + 1] - rowptr[i];
+  return sptr[i / SELL_C] + (i % SELL_C);
 }
 
 /* The right-hand side (rhs_row, c = prm[0]), the warm start X = x and the
@@ -424,9 +459,10 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          const double *__restrict__ ym, const double *__restrict__ rg,
          const double *__restrict__ gF, const double *__restrict__ pin,
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
-         const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-         const double *__restrict__ val, const double *__restrict__ dinv, double *__restrict__ r,
-         double *__restrict__ z, double *__restrict__ part, double rtol, int maxit, cg_t *st) {
+         const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
+         const int32_t *__restrict__ col, const double *__restrict__ val,
+         const double *__restrict__ dinv, double *__restrict__ r, double *__restrict__ z,
+         double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[9 * BLOCK];
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -434,8 +470,15 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
     double bi[3];
     rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
     double ax[3] = {0, 0, 0};
-    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
-      for (int c = 0; c < 3; c++) ax[c] += val[k] * x[3 * col[k] + c];
+    int len;
+    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+#pragma unroll 4
+    for (int k = 0; k < len; k++) {
+      const int64_t e = e0 + (int64_t)SELL_C * k;
+      const double a = val[e];
+      const int64_t j = col[e];
+      for (int c = 0; c < 3; c++) ax[c] += a * x[3 * j + c];
+    }
     for (int c = 0; c < 3; c++) {
       const double ri = bi[c] - ax[c], zi = dinv[i] * ri;
       X[3 * i + c] = x[3 * i + c];
@@ -477,8 +520,8 @@ __device__ inline double dir(int first, double beta, const double *__restrict__ 
  * for the columns still running; partials p.q; the grid's last block
  * then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-          const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
+k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
+          const int32_t *__restrict__ col, const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
           double *__restrict__ q, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[9 * BLOCK];
   if (st->all_done) return; /* uniform over the grid */
@@ -491,10 +534,15 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
     double aq[3] = {0, 0, 0};
-    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
-      const int64_t j = col[k];
+    int len;
+    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+#pragma unroll 4
+    for (int k = 0; k < len; k++) {
+      const int64_t e = e0 + (int64_t)SELL_C * k;
+      const double a = val[e];
+      const int64_t j = col[e];
       for (int c = 0; c < 3; c++)
-        if (run[c]) aq[c] += val[k] * dir(first, beta[c], z, pold, 3 * j + c);
+        if (run[c]) aq[c] += a * dir(first, beta[c], z, pold, 3 * j + c);
     }
     for (int c = 0; c < 3; c++)
       if (run[c]) {
@@ -671,7 +719,9 @@ struct pool_t {
   mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
   mb_dbuf bt;   /* batch_t (batched) */
   mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
-  mb_dbuf hrow, hcol, hdiag, hval;                 /* H for the room's CG */
+  /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
+   * diagonal positions, values at c and their two parts (base, face) */
+  mb_dbuf hrow, hsptr, hcol, hdiag, hval, hbase, hface;
   cudaStream_t capture = nullptr; /* graphs are captured on it */
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
@@ -728,7 +778,9 @@ struct deform_gpu {
   int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
   batch_t hbt{};      /* the host copy of d->bt */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
-  double *val = nullptr; /* H's device arrays (d->h* or dH's) */
+  double *val = nullptr; /* H's device arrays (d->h* in SELL-32, or dH's CSR) */
+  const int64_t *sptr = nullptr, *sdiag = nullptr; /* the room's CG: slices, diagonal */
+  int64_t nsell = 0;                               /* its stored entries (padding included) */
   cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
   int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
@@ -786,18 +838,20 @@ bool room_cg(const deform_gpu *g) { return g->p->solver == MB_DEFORM_PCG && g->d
 
 /* H at c on the host, uploaded; factored (cholesky). */
 mb_error factor(deform_gpu *g, double c) {
-  mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
   g->rep->mu = c;
-  if (room_cg(g)) {
-    if (g->sys.H->nnz)
-      MB_CALL_CUDA(cudaMemcpy(g->val, g->sys.H->val, sizeof(double) * (size_t)g->sys.H->nnz,
-                              cudaMemcpyHostToDevice));
+  if (room_cg(g)) { /* on the device from the parts uploaded once (setup) */
+    if (g->nsell) {
+      k_assemble<<<blocks(g->nsell), BLOCK>>>(g->nsell, g->d->hbase.as<double>(),
+                                              g->d->hface.as<double>(), c, g->val);
+      MB_CHECK_LAUNCH("deform system values");
+    }
   } else {
+    mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
     MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
   }
   if (g->p->solver == MB_DEFORM_PCG && g->device_cg && g->dm->nv) {
     MB_CALL_CUDA(cudaMemset(g->d->cst.p, 0, sizeof(cg_t)));
-    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->diag, g->val,
+    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->sdiag, g->val,
                                             g->d->cdinv.as<double>(), g->d->cst.as<cg_t>());
     MB_CHECK_LAUNCH("deform CG diagonal");
   }
@@ -815,6 +869,53 @@ mb_error factor(deform_gpu *g, double c) {
    * time is already the report's analysis: st.analyze_ms not added again */
   g->rep->factor_ms += 1e3 * (mb_wtime() - t0);
   g->rep->factorizations++;
+  return MB_SUCCESS;
+}
+
+/* H's pattern in SELL-32 (see sell_row) with its two parts, base = D +
+ * w_fair K^T K and face = sum_f A_f^T A_f, in that layout, the pinned
+ * rows and columns as assemble_H sets them (base the identity's entry,
+ * face 0), uploaded into the pool (hsptr, hcol, hdiag, hbase, hface; hval
+ * grown); g->nsell set. Once per mesh (the values at each c are
+ * k_assemble's). Errors: MB_ERR_ARG (more than 2^31 rows), MB_ERR_MEMORY,
+ * MB_ERR_CUDA. */
+mb_error upload_sell(deform_gpu *g) {
+  const mb_csr *H = g->sys.H;
+  const int64_t n = H->nrows, nsl = (n + SELL_C - 1) / SELL_C;
+  MB_CHECK(n < INT32_MAX, MB_ERR_ARG, "%s: too many vertices for the device CG", g->dm->name);
+  std::vector<int64_t> sptr((size_t)nsl + 1, 0), dpos((size_t)n, 0);
+  for (int64_t sl = 0; sl < nsl; sl++) {
+    int w = 0;
+    for (int64_t i = SELL_C * sl; i < n && i < SELL_C * (sl + 1); i++)
+      w = H->rowptr[i + 1] - H->rowptr[i] > w ? H->rowptr[i + 1] - H->rowptr[i] : w;
+    sptr[(size_t)sl + 1] = sptr[(size_t)sl] + (int64_t)SELL_C * w;
+  }
+  const int64_t ns = sptr[(size_t)nsl];
+  std::vector<int32_t> col((size_t)ns, 0);
+  std::vector<double> base((size_t)ns, 0.0), face((size_t)ns, 0.0);
+  const double *pin = g->pin.data();
+  for (int64_t i = 0; i < n; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
+      const int32_t j = H->col[e];
+      const int64_t at = sptr[(size_t)(i / SELL_C)] + (i % SELL_C) +
+                         (int64_t)SELL_C * (e - H->rowptr[i]);
+      col[(size_t)at] = j;
+      if (pin[i] != 0 || pin[j] != 0) {
+        base[(size_t)at] = i == j ? 1.0 : 0.0;
+        face[(size_t)at] = 0.0;
+      } else {
+        base[(size_t)at] = g->base[(size_t)e];
+        face[(size_t)at] = g->sys.face ? g->sys.face[e] : 0.0;
+      }
+      if (e == H->diag[i]) dpos[(size_t)i] = at;
+    }
+  MB_CALL(upload(&g->d->hsptr, sptr.data(), sptr.size(), "deform system slices"));
+  MB_CALL(upload(&g->d->hcol, col.data(), col.size(), "deform system columns"));
+  MB_CALL(upload(&g->d->hdiag, dpos.data(), dpos.size(), "deform system diagonal"));
+  MB_CALL(upload(&g->d->hbase, base.data(), base.size(), "deform system values"));
+  MB_CALL(upload(&g->d->hface, face.data(), face.size(), "deform system values"));
+  MB_CALL(grow(&g->d->hval, sizeof(double) * (size_t)ns, "deform system values"));
+  g->nsell = ns;
   return MB_SUCCESS;
 }
 
@@ -870,15 +971,14 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   if (dm->target && rep->handles) MB_CALL(upload(&g->d->tgt, dm->target, n3, "deform targets"));
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
   MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, sizeof(ctl_t)));
-  if (room_cg(g)) { /* H's pattern into the pool (values by factor()) */
-    const size_t nb = blocks(nv) + 1, nnz = (size_t)H->nnz;
+  if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
+    const size_t nb = blocks(nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
-    MB_CALL(upload(&g->d->hcol, H->col, nnz, "deform system columns"));
-    MB_CALL(upload(&g->d->hdiag, H->diag, (size_t)nv, "deform system diagonal"));
-    MB_CALL(grow(&g->d->hval, sizeof(double) * nnz, "deform system values"));
+    MB_CALL(upload_sell(g));
     g->rowptr = g->d->hrow.as<int32_t>();
     g->col = g->d->hcol.as<int32_t>();
-    g->diag = g->d->hdiag.as<int32_t>();
+    g->sptr = g->d->hsptr.as<int64_t>();
+    g->sdiag = g->d->hdiag.as<int64_t>();
     g->val = g->d->hval.as<double>();
     MB_CALL(grow(&g->d->cr, sizeof(double) * n3, "deform CG residual"));
     MB_CALL(grow(&g->d->cz, sizeof(double) * n3, "deform CG preconditioned"));
@@ -907,7 +1007,8 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
       n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->slot_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
-      d->X.as<double>(), g->rowptr, g->col, g->val, d->cdinv.as<double>(), d->cr.as<double>(),
+      d->X.as<double>(), g->rowptr, g->sptr, g->col, g->val, d->cdinv.as<double>(),
+      d->cr.as<double>(),
       d->cz.as<double>(), d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
       d->cst.as<cg_t>());
 }
@@ -923,7 +1024,8 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
          *part = d->cpart.as<double>(), *X = d->X.as<double>();
   cg_t *st = d->cst.as<cg_t>();
   for (int j = 0; j < len; j++) {
-    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, z, cp, cp2, q, part, st);
+    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q, part,
+                                   st);
     k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
   }
 }
