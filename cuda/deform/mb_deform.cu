@@ -79,6 +79,48 @@
  * CPU's formulas: the host's figures to rounding) and one small read
  * brings their maxima; the positions (and each face's planarity, where
  * asked for) are downloaded after the frame (rep->finish_ms).
+ * Bytes a kernel moves and its time at 3 TB/s (HBM; H and the vectors of
+ * Roof2, about 30 MB, fit the H100's 50 MB L2, so repeated passes may do
+ * better), Roof2: n = 80,656 rows, 80,089 faces (quads: 320 k slots), H
+ * with about 13 entries a row on a quad grid (K^T K's 13-point stencil,
+ * the faces' diagonals inside it; up to about 25 on Polylla layouts),
+ * SELL-32 padding a few per cent on a grid; a vector [n, 3] is 1.94 MB:
+ *   k_cg_spmv    H (12 B an entry: 12.6 MB) + rowptr 0.3 + z and the old
+ *                direction gathered (3.9) + the new direction and q
+ *                written (3.9): 20.7 MB, 6.9 us;
+ *   k_cg_update  p, q, x, r, dinv read (8.4 MB), x, r, z written (5.8):
+ *                14.2 MB, 4.7 us;
+ *   so a CG step about 35 MB, 11.6 us, plus two last-block finishes
+ *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
+ *   block sum) and two graph nodes' launch gaps: about 15 us expected
+ *   (measured before this round: 44 us);
+ *   k_project    face indices 32 B, positions gathered 96 B, q and z
+ *                written 192 B, the face mean 24 B a quad face: 27.5
+ *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
+ *   k_rhs_cg     slot and face indices 64 B, y and the face means
+ *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
+ *                + x gathered), X, r, z written 72 B a row: about 46 MB,
+ *                15 us;
+ *   k_take       X, x, pin read, x written: 6.5 MB, 2.2 us;
+ *   k_assemble   (once per penalty value) base, face read, val written:
+ *                3 x 8 B an entry, 30 MB, 10 us (was a host assembly and
+ *                a 16 MB pageable upload inside the frame);
+ *   so a soft iteration at k = 3 about 26 + 3 x 11.6 = 61 us of traffic,
+ *   with 9 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
+ *   iteration frame (the goal 5 ms; to be measured).
+ * H's layout, decided by those bytes: SELL-32 assembled, one thread a row
+ * (same sums, same bits as the CSR row loop, coalesced). Not matrix-free
+ * (D, then K^T (K p) as two products of the graph Laplacian, then the
+ * faces' centring sum_f A_f^T A_f p): its bytes are fewer (K's columns
+ * only, about 28 B a row a product, + the intermediate K p and the face
+ * means, about 150 B a row against 156 B for SELL at 13 entries and 300
+ * B at 25), but each of its three parts needs the previous one
+ * complete (grid-wide), so 2 more kernels a CG step, each with a launch
+ * gap and its own pass over the vectors: more time than the bytes save at
+ * this size, and the products' sums would no longer be the CPU's row sums
+ * over H (the CPU k-step CG agreement to 1e-13 relies on it). Not a warp
+ * (or 8 lanes) a row either: 13 entries a row leave most lanes of a warp
+ * idle, and a row's sum would change its order.
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
  * mu windows at batch ends); overlapping one mesh's host setup with the
@@ -213,16 +255,18 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
 
 /* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
  * on a free row (the gather in slot order, as the CPU's gather_At), b = x
- * on a pinned row; into bi [3]. */
+ * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
+ * vf_slot's entries (slot_face[vf_slot[a]], made once per mesh), so the
+ * slot's and the face's index are two independent loads, not a chain. */
 __device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
                                const int64_t *__restrict__ vf_slot,
-                               const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+                               const int64_t *__restrict__ vf_face, const double *__restrict__ y,
                                const double *__restrict__ ym, const double *__restrict__ rg,
                                const double *__restrict__ gF, const double *__restrict__ pin,
                                double c, const double *__restrict__ x, double bi[3]) {
   double acc[3] = {0, 0, 0};
   for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
-    const int64_t s = vf_slot[a], f = slot_face[s];
+    const int64_t s = vf_slot[a], f = vf_face[a];
     for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
   }
   for (int d = 0; d < 3; d++) {
@@ -235,7 +279,7 @@ __device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
  * (which takes k_rhs_cg). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
-      const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+      const int64_t *__restrict__ vf_face, const double *__restrict__ y,
       const double *__restrict__ ym, const double *__restrict__ rg,
       const double *__restrict__ gF, const double *__restrict__ pin,
       const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ b,
@@ -243,7 +287,7 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i >= nv) return;
   double bi[3];
-  rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
+  rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
   for (int d = 0; d < 3; d++) {
     b[3 * i + d] = bi[d];
     X[3 * i + d] = x[3 * i + d];
@@ -455,7 +499,7 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
  * breakdown flagged by k_cg_dinv stays). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
-         const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+         const int64_t *__restrict__ vf_face, const double *__restrict__ y,
          const double *__restrict__ ym, const double *__restrict__ rg,
          const double *__restrict__ gF, const double *__restrict__ pin,
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
@@ -468,7 +512,7 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
     double bi[3];
-    rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
+    rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
     double ax[3] = {0, 0, 0};
     int len;
     const int64_t e0 = sell_row(i, sptr, rowptr, &len);
@@ -713,7 +757,7 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
  * Freed by mb_deform_cuda_release, or by a run on another device. */
 struct pool_t {
   int device = -1;
-  mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
+  mb_dbuf fo, fi, vf_row, vf_slot, vf_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
   mb_dbuf prm;  /* [2] the iteration's c and al (k_rhs, k_project) */
   mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
   mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
@@ -953,7 +997,11 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
   MB_CALL(upload(&g->d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
   MB_CALL(upload(&g->d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
-  MB_CALL(upload(&g->d->slot_face, g->sys.slot_face, ni, "deform slot faces"));
+  { /* the face of each vertex slot entry (rhs_row) */
+    std::vector<int64_t> vff(ni);
+    for (size_t a = 0; a < ni; a++) vff[a] = g->sys.slot_face[g->sys.vf_slot[a]];
+    MB_CALL(upload(&g->d->vf_face, vff.data(), ni, "deform slot faces"));
+  }
   MB_CALL(upload(&g->d->x, x, n3, "deform positions"));
   MB_CALL(upload(&g->d->rgd, g->rg.data(), n3, "deform right-hand side part"));
   MB_CALL(upload(&g->d->gFd, g->gF.data(), n3, "deform right-hand side part"));
@@ -1004,7 +1052,7 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
   k_rhs_cg<<<blocks(n), BLOCK, 0, s>>>(
-      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->slot_face.as<int64_t>(),
+      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
       d->X.as<double>(), g->rowptr, g->sptr, g->col, g->val, d->cdinv.as<double>(),
@@ -1303,7 +1351,7 @@ mb_error run(deform_gpu *g) {
           if (nv) {
             k_rhs<<<blocks(nv), BLOCK>>>(nv, g->d->vf_row.as<int32_t>(),
                                          g->d->vf_slot.as<int64_t>(),
-                                         g->d->slot_face.as<int64_t>(), hard ? dq : dz,
+                                         g->d->vf_face.as<int64_t>(), hard ? dq : dz,
                                          g->d->ym.as<double>(), g->d->rgd.as<double>(),
                                          g->d->gFd.as<double>(), g->d->pind.as<double>(),
                                          g->d->prm.as<double>(), dx, db, dX);
