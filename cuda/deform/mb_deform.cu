@@ -40,8 +40,9 @@
  *              count and breakdown flag left in the iteration's maxima
  *              by k_take, so an iteration reads the device once;
  *              cholesky: csrchol's triangular solves;
- *   k_take     one thread per vertex: x = X for free vertices, the largest
- *              move and a non-finite flag (soft: skipped when the
+ *   k_take     one thread per vertex (in the capped CG's graph fused into
+ *              its last update: k_cg_update_take): x = X for free
+ *              vertices, the largest move and a non-finite flag (soft: skipped when the
  *              projection found the residual within the tolerance, where
  *              the CPU stops before its solve); batched, its last block
  *              records the maxima and halts where the host's rules stop;
@@ -66,7 +67,8 @@
  * rules need them); the linalg PCG reads its state every CG iteration, the
  * room's CG uncapped once per 8, capped (cg_iterations) never: then, unless
  * phases are synchronised, the whole iteration (k_project to k_dual, the k
- * CG steps included: 3 + 2 k kernels soft) is one CUDA graph captured once
+ * CG steps included, the last update fused with the take: 2 + 2 k
+ * kernels soft) is one CUDA graph captured once
  * per run into the pool's executable graph (updated in place from mesh to
  * mesh where the shape is the same), its two scalars c and al copied to
  * the device before each launch, so an iteration costs one graph launch
@@ -609,37 +611,32 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int64_t *__restri
   if (st->bad) st->all_done = 1;
 }
 
-/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
- * r.z and r.r; the grid's last block then takes each column's stop or
- * beta (and the cap) and flips the direction buffers. */
-__global__ void __launch_bounds__(BLOCK)
-k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
-            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
-            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return;
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  const double *__restrict__ p = st->par ? cp : cp2;
-  const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
-  const double alpha[3] = {st->alpha[0], st->alpha[1], st->alpha[2]};
-  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (i < n)
-    for (int c = 0; c < 3; c++)
-      if (run[c]) {
-        const double a = alpha[c];
-        const int64_t k = 3 * (int64_t)i + c;
-        x[k] = x[k] + a * p[k];
-        const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
-        r[k] = ri;
-        z[k] = zi;
-        v[3 * c] = ri * zi;
-        v[3 * c + 1] = ri * ri;
-      }
-  block_parts(v, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
+/* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
+ * running columns; v[3 c] = r.z and v[3 c + 1] = r.r of column c (the
+ * rest 0). */
+__device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
+                                  const double *__restrict__ p, const double *__restrict__ q,
+                                  double *__restrict__ x, double *__restrict__ r,
+                                  double *__restrict__ z, const cg_t *st, double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      const double a = st->alpha[c];
+      const int64_t k = 3 * (int64_t)i + c;
+      x[k] = x[k] + a * p[k];
+      const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
+      r[k] = ri;
+      z[k] = zi;
+      v[3 * c] = ri * zi;
+      v[3 * c + 1] = ri * ri;
+    }
+}
+
+/* The last block's end of a CG update (thread 0, the sums s of all
+ * blocks): each column's stop or beta, the cap, the flip of the direction
+ * buffers. */
+__device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
   int all = 1;
   st->iters++;
   for (int c = 0; c < 3; c++) {
@@ -660,44 +657,65 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const 
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-/* x = X on free vertices (st non-NULL: the room's CG, whose b = 0 columns
- * give 0, mb_pcg_solve's rule); the largest move; a non-finite X flagged;
- * st's iterations and breakdown into ctl (block 0). Soft (tol_l > 0):
- * nothing where the projection's residual dist / l <= tol (the CPU stops
- * before its solve then). Batched (bt): nothing once an earlier iteration
- * halted; the grid's last block records the iteration's maxima in
- * bt->hist, halts where the host's soft rules (run()) stop (the residual
- * within the tolerance, a breakdown of the CG, a non-finite position, or
- * no vertex moved more than tol * l: the same comparisons of the same
- * numbers as the host's) and clears ctl for the next iteration. */
+/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
+ * r.z and r.r; the grid's last block then takes each column's stop or
+ * beta (and the cap) and flips the direction buffers. */
 __global__ void __launch_bounds__(BLOCK)
-k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
-       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl, batch_t *bt,
-       const cg_t *st) {
-  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
-  int skip = bt ? bt->halt : 0; /* batched: an earlier iteration stopped (uniform) */
+k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
+            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
+            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
+  __shared__ double sh[9 * BLOCK];
+  if (st->all_done) return;
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  double v[9];
+  update_row(i, n, dinv, st->par ? cp : cp2, q, x, r, z, st, v);
+  block_parts(v, part, sh);
+  if (!last_block(&st->ticket)) return;
+  double s[9];
+  finish_parts((int)gridDim.x, part, s, sh);
+  if (threadIdx.x != 0) return;
+  update_finish(s, rtol, st);
+}
+
+/* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
+ * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
+ * the largest move of its coordinates, flags a non-finite X in ctl. */
+__device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
+                                  const double *__restrict__ pin, double *x, const cg_t *st,
+                                  ctl_t *ctl) {
+  double moved = 0;
+  if (skip || i >= nv || pin[i] != 0) return 0;
+  for (int d = 0; d < 3; d++) {
+    const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
+    if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
+    const double dx = fabs(xn - x[3 * i + d]);
+    if (dx > moved) moved = dx;
+    x[3 * i + d] = xn;
+  }
+  return moved;
+}
+
+/* Whether the take is skipped (uniform over the grid): batched and an
+ * earlier iteration halted, or soft and the projection found the residual
+ * dist / l within the tolerance (the CPU stops before its solve then). */
+__device__ inline int take_skip(int soft, double l, double tol, const ctl_t *ctl,
+                                const batch_t *bt) {
+  int skip = bt ? bt->halt : 0;
   if (soft) {
     const double dist = __longlong_as_double((long long)ctl->dist);
-    if (dist / l <= tol) skip = 1; /* uniform over the grid */
+    if (dist / l <= tol) skip = 1;
   }
-  if (!skip) {
-    double moved = 0;
-    if (i < nv && pin[i] == 0) {
-      for (int d = 0; d < 3; d++) {
-        const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
-        if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
-        const double dx = fabs(xn - x[3 * i + d]);
-        if (dx > moved) moved = dx;
-        x[3 * i + d] = xn;
-      }
-    }
-    max_bits(&ctl->moved, moved);
-  }
-  if (st && blockIdx.x == 0 && threadIdx.x == 0) {
-    ctl->cg_iters = st->iters;
-    ctl->cg_bad = st->bad;
-  }
-  if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
+  return skip;
+}
+
+/* Batched (thread 0 of the grid's last block, after every block's atomics
+ * on ctl): the iteration's maxima (its CG's count and breakdown given)
+ * into bt->hist, the halt where the host's soft rules (run()) stop (the
+ * residual within the tolerance, a breakdown of the CG, a non-finite
+ * position, or no vertex moved more than tol * l: the same comparisons
+ * of the same numbers as the host's), ctl cleared for the next iteration. */
+__device__ inline void take_record(double l, double tol, int cg_bad, long long cg_iters,
+                                   ctl_t *ctl, batch_t *bt) {
   ctl_t c;
   c.dist = __ldcg(&ctl->dist);
   c.moved = __ldcg(&ctl->moved);
@@ -705,8 +723,8 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   c.res = __ldcg(&ctl->res);
   c.plan = c.reg = c.herr = 0;
   c.nonfinite = __ldcg(&ctl->nonfinite);
-  c.cg_bad = __ldcg(&ctl->cg_bad);
-  c.cg_iters = __ldcg(&ctl->cg_iters);
+  c.cg_bad = cg_bad;
+  c.cg_iters = cg_iters;
   const int k = bt->count;
   if (k < BATCH) bt->hist[k] = c;
   bt->count = k + 1;
@@ -717,6 +735,63 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
   ctl->nonfinite = ctl->cg_bad = 0;
   ctl->cg_iters = 0;
+}
+
+/* x = X on free vertices (take_row); the largest move; st's iterations
+ * and breakdown into ctl (block 0). Soft (tol_l > 0): nothing where the
+ * projection's residual dist / l <= tol. Batched (bt): nothing once an
+ * earlier iteration halted; the grid's last block records the
+ * iteration's maxima (take_record). */
+__global__ void __launch_bounds__(BLOCK)
+k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
+       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl, batch_t *bt,
+       const cg_t *st) {
+  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  const int skip = take_skip(soft, l, tol, ctl, bt);
+  if (!skip) max_bits(&ctl->moved, take_row(i, nv, 0, X, pin, x, st, ctl));
+  if (st && blockIdx.x == 0 && threadIdx.x == 0) {
+    ctl->cg_iters = st->iters;
+    ctl->cg_bad = st->bad;
+  }
+  if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
+  take_record(l, tol, __ldcg(&ctl->cg_bad), __ldcg(&ctl->cg_iters), ctl, bt);
+}
+
+/* The capped CG's last iteration and the take in one kernel (one node an
+ * iteration fewer): k_cg_update's rows where the CG still runs (uniform),
+ * then k_take's row on the same thread (it reads the X it has just
+ * written), one ticket (st->ticket) for both; the grid's last block
+ * finishes the CG's sums (if it ran), then reports its count and
+ * breakdown into ctl and, batched, records the iteration (take_record).
+ * The same arithmetic as the two kernels, so the same bits. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
+                 const double *cp2, const double *__restrict__ q, double *__restrict__ X,
+                 double *__restrict__ r, double *__restrict__ z, double *__restrict__ part,
+                 double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
+                 int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
+  __shared__ double sh[9 * BLOCK];
+  const int running = !st->all_done; /* uniform: read before any block's last block */
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (running) {
+    double v[9];
+    update_row(i, n, dinv, st->par ? cp : cp2, q, X, r, z, st, v);
+    block_parts(v, part, sh);
+  }
+  const int skip = take_skip(soft, l, tol, ctl, bt);
+  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, st, ctl));
+  if (!last_block(&st->ticket)) return;
+  if (running) {
+    double s[9];
+    finish_parts((int)gridDim.x, part, s, sh);
+    if (threadIdx.x == 0) update_finish(s, rtol, st);
+  }
+  if (threadIdx.x != 0) return;
+  if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
+  else {
+    ctl->cg_iters = st->iters;
+    ctl->cg_bad = st->bad;
+  }
 }
 
 /* The run's end: each face's planarity (into fres [nf] where non-NULL) and
@@ -1144,10 +1219,11 @@ mb_error device_cg(deform_gpu *g, long long *iters) {
 
 /* One whole local-global iteration of the capped device CG path (solver
  * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
- * the maxima cleared (not batched: there k_take's last block clears
+ * the maxima cleared (not batched: there the take's last block clears
  * them), k_project, k_rhs_cg (the right-hand side and the CG's start),
- * the k CG iterations (2 kernels each), k_take (with the CG's report and,
- * batched, the halt) and (hard) k_dual: 3 + 2 k kernels, 4 + 2 k hard;
+ * the k CG iterations (2 kernels each; the last update is
+ * k_cg_update_take: the take with the CG's report and, batched, the
+ * halt) and (hard) k_dual: 2 + 2 k kernels, 3 + 2 k hard;
  * c and al are read from d->prm. Launch errors are the caller's to check
  * (none is checked inside a capture). */
 void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
@@ -1165,9 +1241,19 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
                                            ctl);
   if (nv == 0) return;
   enqueue_rhs_cg(g, s, hard);
-  enqueue_cg_steps(g, s, p->cg_iterations);
-  k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, d->X.as<double>(), d->pind.as<double>(), dx, !hard, l,
-                                      p->tolerance, ctl, bt, d->cst.as<cg_t>());
+  /* k - 1 CG steps, then the last one's product and its update fused with the take */
+  enqueue_cg_steps(g, s, p->cg_iterations - 1);
+  {
+    const int32_t n = (int32_t)nv;
+    double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
+           *q = d->cq.as<double>(), *part = d->cpart.as<double>();
+    cg_t *st = d->cst.as<cg_t>();
+    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q,
+                                          part, st);
+    k_cg_update_take<<<blocks(n), BLOCK, 0, s>>>(
+        n, d->cdinv.as<double>(), cp, cp2, q, d->X.as<double>(), d->cr.as<double>(), z, part,
+        MB_DEFORM_PCG_RTOL, st, d->pind.as<double>(), dx, !hard, l, p->tolerance, ctl, bt);
+  }
   if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
 }
 
