@@ -103,12 +103,13 @@
  *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
  *                + x gathered), X, r, z written 72 B a row: about 46 MB,
  *                15 us;
- *   k_take       X, x, pin read, x written: 6.5 MB, 2.2 us;
+ *   the take     X, x, pin read, x written: 6.5 MB, 2.2 us (in the last
+ *                update's kernel);
  *   k_assemble   (once per penalty value) base, face read, val written:
  *                3 x 8 B an entry, 30 MB, 10 us (was a host assembly and
  *                a 16 MB pageable upload inside the frame);
  *   so a soft iteration at k = 3 about 26 + 3 x 11.6 = 61 us of traffic,
- *   with 9 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
+ *   with 8 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
  *   iteration frame (the goal 5 ms; to be measured).
  * H's layout, decided by those bytes: SELL-32 assembled, one thread a row
  * (same sums, same bits as the CSR row loop, coalesced). Not matrix-free
