@@ -11,8 +11,10 @@
  * (mb_deform_private.h), the weights, targets, pinned vertices, the mean
  * edge length and the constant parts of the right-hand side (r0 - g0 and
  * gF: mb_deform_setup, shared with mb_deform.c's run()); per penalty value c the matrix H
- * (mb_deform_system_matrix) uploaded (the room's CG: its values into the
- * pool's CSR; else into a linalg device CSR and, for solver cholesky,
+ * (the room's CG: its pattern and its two parts base and face uploaded
+ * once in the SELL-32 layout, k_assemble forming base + c face on the
+ * device, no host assembly or upload at c; else mb_deform_system_matrix
+ * on the host, uploaded into a linalg device CSR and, for solver cholesky,
  * factored by csrchol, METIS order and analysis once). The device buffers
  * live in a pool kept from mesh to mesh (pool_t: grown, never shrunk), so
  * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree.
@@ -38,8 +40,9 @@
  *              count and breakdown flag left in the iteration's maxima
  *              by k_take, so an iteration reads the device once;
  *              cholesky: csrchol's triangular solves;
- *   k_take     one thread per vertex: x = X for free vertices, the largest
- *              move and a non-finite flag (soft: skipped when the
+ *   k_take     one thread per vertex (in the capped CG's graph fused into
+ *              its last update: k_cg_update_take): x = X for free
+ *              vertices, the largest move and a non-finite flag (soft: skipped when the
  *              projection found the residual within the tolerance, where
  *              the CPU stops before its solve); batched, its last block
  *              records the maxima and halts where the host's rules stop;
@@ -64,7 +67,8 @@
  * rules need them); the linalg PCG reads its state every CG iteration, the
  * room's CG uncapped once per 8, capped (cg_iterations) never: then, unless
  * phases are synchronised, the whole iteration (k_project to k_dual, the k
- * CG steps included: 3 + 2 k kernels soft) is one CUDA graph captured once
+ * CG steps included, the last update fused with the take: 2 + 2 k
+ * kernels soft) is one CUDA graph captured once
  * per run into the pool's executable graph (updated in place from mesh to
  * mesh where the shape is the same), its two scalars c and al copied to
  * the device before each launch, so an iteration costs one graph launch
@@ -77,6 +81,49 @@
  * CPU's formulas: the host's figures to rounding) and one small read
  * brings their maxima; the positions (and each face's planarity, where
  * asked for) are downloaded after the frame (rep->finish_ms).
+ * Bytes a kernel moves and its time at 3 TB/s (HBM; H and the vectors of
+ * Roof2, about 30 MB, fit the H100's 50 MB L2, so repeated passes may do
+ * better), Roof2: n = 80,656 rows, 80,089 faces (quads: 320 k slots), H
+ * with about 13 entries a row on a quad grid (K^T K's 13-point stencil,
+ * the faces' diagonals inside it; up to about 25 on Polylla layouts),
+ * SELL-32 padding a few per cent on a grid; a vector [n, 3] is 1.94 MB:
+ *   k_cg_spmv    H (12 B an entry: 12.6 MB) + rowptr 0.3 + z and the old
+ *                direction gathered (3.9) + the new direction and q
+ *                written (3.9): 20.7 MB, 6.9 us;
+ *   k_cg_update  p, q, x, r, dinv read (8.4 MB), x, r, z written (5.8):
+ *                14.2 MB, 4.7 us;
+ *   so a CG step about 35 MB, 11.6 us, plus two last-block finishes
+ *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
+ *   block sum) and two graph nodes' launch gaps: about 15 us expected
+ *   (measured before this round: 44 us);
+ *   k_project    face indices 32 B, positions gathered 96 B, q and z
+ *                written 192 B, the face mean 24 B a quad face: 27.5
+ *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
+ *   k_rhs_cg     slot and face indices 64 B, y and the face means
+ *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
+ *                + x gathered), X, r, z written 72 B a row: about 46 MB,
+ *                15 us;
+ *   the take     X, x, pin read, x written: 6.5 MB, 2.2 us (in the last
+ *                update's kernel);
+ *   k_assemble   (once per penalty value) base, face read, val written:
+ *                3 x 8 B an entry, 30 MB, 10 us (was a host assembly and
+ *                a 16 MB pageable upload inside the frame);
+ *   so a soft iteration at k = 3 about 26 + 3 x 11.6 = 61 us of traffic,
+ *   with 8 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
+ *   iteration frame (the goal 5 ms; to be measured).
+ * H's layout, decided by those bytes: SELL-32 assembled, one thread a row
+ * (same sums, same bits as the CSR row loop, coalesced). Not matrix-free
+ * (D, then K^T (K p) as two products of the graph Laplacian, then the
+ * faces' centring sum_f A_f^T A_f p): its bytes are fewer (K's columns
+ * only, about 28 B a row a product, + the intermediate K p and the face
+ * means, about 150 B a row against 156 B for SELL at 13 entries and 300
+ * B at 25), but each of its three parts needs the previous one
+ * complete (grid-wide), so 2 more kernels a CG step, each with a launch
+ * gap and its own pass over the vectors: more time than the bytes save at
+ * this size, and the products' sums would no longer be the CPU's row sums
+ * over H (the CPU k-step CG agreement to 1e-13 relies on it). Not a warp
+ * (or 8 lanes) a row either: 13 entries a row leave most lanes of a warp
+ * idle, and a row's sum would change its order.
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
  * mu windows at batch ends); overlapping one mesh's host setup with the
@@ -211,16 +258,18 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
 
 /* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
  * on a free row (the gather in slot order, as the CPU's gather_At), b = x
- * on a pinned row; into bi [3]. */
+ * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
+ * vf_slot's entries (slot_face[vf_slot[a]], made once per mesh), so the
+ * slot's and the face's index are two independent loads, not a chain. */
 __device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
                                const int64_t *__restrict__ vf_slot,
-                               const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+                               const int64_t *__restrict__ vf_face, const double *__restrict__ y,
                                const double *__restrict__ ym, const double *__restrict__ rg,
                                const double *__restrict__ gF, const double *__restrict__ pin,
                                double c, const double *__restrict__ x, double bi[3]) {
   double acc[3] = {0, 0, 0};
   for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
-    const int64_t s = vf_slot[a], f = slot_face[s];
+    const int64_t s = vf_slot[a], f = vf_face[a];
     for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
   }
   for (int d = 0; d < 3; d++) {
@@ -233,7 +282,7 @@ __device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
  * (which takes k_rhs_cg). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
-      const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+      const int64_t *__restrict__ vf_face, const double *__restrict__ y,
       const double *__restrict__ ym, const double *__restrict__ rg,
       const double *__restrict__ gF, const double *__restrict__ pin,
       const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ b,
@@ -241,7 +290,7 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i >= nv) return;
   double bi[3];
-  rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
+  rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
   for (int d = 0; d < 3; d++) {
     b[3 * i + d] = bi[d];
     X[3 * i + d] = x[3 * i + d];
@@ -332,16 +381,30 @@ struct cg_t {
 };
 
 /* The block's sums of v[0..8] at every thread (each in the tree order of
- * one sum: fixed). sh [9 BLOCK]. */
+ * one sum: fixed): sh[t] += sh[t + o] for o = BLOCK/2 .. 1. The levels
+ * o >= 32 in shared memory (3 barriers at BLOCK 256), the last five (o =
+ * 16 .. 1, inside warp 0) by __shfl_down_sync, which adds lane t + o to
+ * lane t: the same pairs in the same order as the shared tree, so the
+ * same bits, with 5 barriers and 45 shared round trips fewer. sh [9 BLOCK]. */
 __device__ inline void block_sum9(double v[9], double *sh) {
+  static_assert(BLOCK >= 64 && (BLOCK & (BLOCK - 1)) == 0, "block_sum9: BLOCK a power of 2");
   for (int k = 0; k < 9; k++) sh[k * BLOCK + threadIdx.x] = v[k];
   __syncthreads();
-  for (int o = BLOCK / 2; o > 0; o >>= 1) {
+  for (int o = BLOCK / 2; o >= 32; o >>= 1) {
     if ((int)threadIdx.x < o)
       for (int k = 0; k < 9; k++)
         sh[k * BLOCK + threadIdx.x] = sh[k * BLOCK + threadIdx.x] + sh[k * BLOCK + threadIdx.x + o];
     __syncthreads();
   }
+  if (threadIdx.x < 32) {
+    double t[9];
+    for (int k = 0; k < 9; k++) t[k] = sh[k * BLOCK + threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1)
+      for (int k = 0; k < 9; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
+    if (threadIdx.x == 0)
+      for (int k = 0; k < 9; k++) sh[k * BLOCK] = t[k];
+  }
+  __syncthreads();
   for (int k = 0; k < 9; k++) v[k] = sh[k * BLOCK];
   __syncthreads();
 }
@@ -355,12 +418,18 @@ __device__ inline void block_parts(const double v[9], double *part, double *sh) 
     for (int k = 0; k < 9; k++) part[9 * blockIdx.x + k] = t[k];
 }
 
-/* sums[9] = the partials of nblk blocks, summed in a fixed order (one block). */
+/* sums[9] = the partials of nblk blocks, summed in a fixed order (one
+ * block): thread t sums blocks t, t + BLOCK, ... of each of the 9 sums,
+ * then block_sum9. The loop over blocks is the outer one, so a thread's 9
+ * loads of one block's record (72 B) are in flight together: one L2 round
+ * trip per record, not 9 dependent ones (the same sums in the same order
+ * as the former k-outer loop, so the same bits). */
 __device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
-  for (int k = 0; k < 9; k++) {
-    double v = 0;
-    for (int b = threadIdx.x; b < nblk; b += BLOCK) v += __ldcg(&part[9 * b + k]);
-    sums[k] = v;
+  for (int k = 0; k < 9; k++) sums[k] = 0;
+  for (int b = threadIdx.x; b < nblk; b += BLOCK) {
+    double t[9];
+    for (int k = 0; k < 9; k++) t[k] = __ldcg(&part[9 * b + k]);
+    for (int k = 0; k < 9; k++) sums[k] += t[k];
   }
   block_sum9(sums, sh);
 }
@@ -383,14 +452,47 @@ __device__ inline bool last_block(unsigned *ticket) {
   return last;
 }
 
+/* H's values at c in the sliced layout: val = base + c face (the CPU's
+ * assemble_H: the pinned entries' base holds the identity's 1 or 0 and
+ * their face 0, so they come out 1.0 and 0.0 exactly; the padding 0).
+ * One thread per stored entry: 3 x 8 B an entry. */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_dinv(int32_t n, const int32_t *__restrict__ diag, const double *__restrict__ val,
+k_assemble(int64_t ns, const double *__restrict__ base, const double *__restrict__ face,
+           double c, double *__restrict__ val) {
+  const int64_t e = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (e < ns) val[e] = base[e] + c * face[e];
+}
+
+__global__ void __launch_bounds__(BLOCK)
+k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict__ val,
           double *__restrict__ dinv, cg_t *st) {
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= n) return;
   const double a = val[diag[i]];
   if (!(a > 0) || !isfinite(a)) st->bad = 1;
   dinv[i] = 1.0 / a;
+}
+
+/* H in the room's CG: sliced ELLPACK with slices of C = 32 rows (SELL-32,
+ * rows not sorted: a mesh's rows are nearly equally long), built from the
+ * CSR pattern once per mesh (slices()): slice s holds rows 32 s .. 32 s
+ * + 31 in w_s columns, w_s its longest row, stored column-major from
+ * sptr[s] (entry k of row i at sptr[i / 32] + 32 k + i % 32), a row's
+ * entries in the CSR's (ascending column) order and its length from the
+ * CSR's rowptr; the padding is never read. One thread per row, as before,
+ * so each row's sum has the same terms in the same order (the same bits
+ * as the CSR row loop), but a warp's 32 loads of entry k are one
+ * coalesced 256 B (values) and 128 B (columns) access instead of 32
+ * scattered ones, and the loads of successive entries do not depend on
+ * each other (unrolled: several in flight a thread). */
+constexpr int SELL_C = 32;
+static_assert(BLOCK % SELL_C == 0, "a block holds whole slices");
+
+/* The start of row i's first entry and its length. */
+__device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
+                                   const int32_t *__restrict__ rowptr, int *len) {
+  *len = rowptr[i + 1] - rowptr[i];
+  return sptr[i / SELL_C] + (i % SELL_C);
 }
 
 /* The right-hand side (rhs_row, c = prm[0]), the warm start X = x and the
@@ -400,22 +502,30 @@ k_cg_dinv(int32_t n, const int32_t *__restrict__ diag, const double *__restrict_
  * breakdown flagged by k_cg_dinv stays). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
-         const int64_t *__restrict__ slot_face, const double *__restrict__ y,
+         const int64_t *__restrict__ vf_face, const double *__restrict__ y,
          const double *__restrict__ ym, const double *__restrict__ rg,
          const double *__restrict__ gF, const double *__restrict__ pin,
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
-         const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-         const double *__restrict__ val, const double *__restrict__ dinv, double *__restrict__ r,
-         double *__restrict__ z, double *__restrict__ part, double rtol, int maxit, cg_t *st) {
+         const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
+         const int32_t *__restrict__ col, const double *__restrict__ val,
+         const double *__restrict__ dinv, double *__restrict__ r, double *__restrict__ z,
+         double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[9 * BLOCK];
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
     double bi[3];
-    rhs_row(i, vf_row, vf_slot, slot_face, y, ym, rg, gF, pin, prm[0], x, bi);
+    rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
     double ax[3] = {0, 0, 0};
-    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++)
-      for (int c = 0; c < 3; c++) ax[c] += val[k] * x[3 * col[k] + c];
+    int len;
+    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+#pragma unroll 4
+    for (int k = 0; k < len; k++) {
+      const int64_t e = e0 + (int64_t)SELL_C * k;
+      const double a = val[e];
+      const int64_t j = col[e];
+      for (int c = 0; c < 3; c++) ax[c] += a * x[3 * j + c];
+    }
     for (int c = 0; c < 3; c++) {
       const double ri = bi[c] - ax[c], zi = dinv[i] * ri;
       X[3 * i + c] = x[3 * i + c];
@@ -457,8 +567,8 @@ __device__ inline double dir(int first, double beta, const double *__restrict__ 
  * for the columns still running; partials p.q; the grid's last block
  * then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restrict__ col,
-          const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
+k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
+          const int32_t *__restrict__ col, const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
           double *__restrict__ q, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[9 * BLOCK];
   if (st->all_done) return; /* uniform over the grid */
@@ -471,10 +581,15 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
   double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   if (i < n) {
     double aq[3] = {0, 0, 0};
-    for (int32_t k = rowptr[i]; k < rowptr[i + 1]; k++) {
-      const int64_t j = col[k];
+    int len;
+    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+#pragma unroll 4
+    for (int k = 0; k < len; k++) {
+      const int64_t e = e0 + (int64_t)SELL_C * k;
+      const double a = val[e];
+      const int64_t j = col[e];
       for (int c = 0; c < 3; c++)
-        if (run[c]) aq[c] += val[k] * dir(first, beta[c], z, pold, 3 * j + c);
+        if (run[c]) aq[c] += a * dir(first, beta[c], z, pold, 3 * j + c);
     }
     for (int c = 0; c < 3; c++)
       if (run[c]) {
@@ -497,37 +612,32 @@ k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int32_t *__restri
   if (st->bad) st->all_done = 1;
 }
 
-/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
- * r.z and r.r; the grid's last block then takes each column's stop or
- * beta (and the cap) and flips the direction buffers. */
-__global__ void __launch_bounds__(BLOCK)
-k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
-            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
-            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return;
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  const double *__restrict__ p = st->par ? cp : cp2;
-  const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
-  const double alpha[3] = {st->alpha[0], st->alpha[1], st->alpha[2]};
-  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (i < n)
-    for (int c = 0; c < 3; c++)
-      if (run[c]) {
-        const double a = alpha[c];
-        const int64_t k = 3 * (int64_t)i + c;
-        x[k] = x[k] + a * p[k];
-        const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
-        r[k] = ri;
-        z[k] = zi;
-        v[3 * c] = ri * zi;
-        v[3 * c + 1] = ri * ri;
-      }
-  block_parts(v, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
+/* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
+ * running columns; v[3 c] = r.z and v[3 c + 1] = r.r of column c (the
+ * rest 0). */
+__device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
+                                  const double *__restrict__ p, const double *__restrict__ q,
+                                  double *__restrict__ x, double *__restrict__ r,
+                                  double *__restrict__ z, const cg_t *st, double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      const double a = st->alpha[c];
+      const int64_t k = 3 * (int64_t)i + c;
+      x[k] = x[k] + a * p[k];
+      const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
+      r[k] = ri;
+      z[k] = zi;
+      v[3 * c] = ri * zi;
+      v[3 * c + 1] = ri * ri;
+    }
+}
+
+/* The last block's end of a CG update (thread 0, the sums s of all
+ * blocks): each column's stop or beta, the cap, the flip of the direction
+ * buffers. */
+__device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
   int all = 1;
   st->iters++;
   for (int c = 0; c < 3; c++) {
@@ -548,44 +658,65 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const 
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-/* x = X on free vertices (st non-NULL: the room's CG, whose b = 0 columns
- * give 0, mb_pcg_solve's rule); the largest move; a non-finite X flagged;
- * st's iterations and breakdown into ctl (block 0). Soft (tol_l > 0):
- * nothing where the projection's residual dist / l <= tol (the CPU stops
- * before its solve then). Batched (bt): nothing once an earlier iteration
- * halted; the grid's last block records the iteration's maxima in
- * bt->hist, halts where the host's soft rules (run()) stop (the residual
- * within the tolerance, a breakdown of the CG, a non-finite position, or
- * no vertex moved more than tol * l: the same comparisons of the same
- * numbers as the host's) and clears ctl for the next iteration. */
+/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
+ * r.z and r.r; the grid's last block then takes each column's stop or
+ * beta (and the cap) and flips the direction buffers. */
 __global__ void __launch_bounds__(BLOCK)
-k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
-       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl, batch_t *bt,
-       const cg_t *st) {
-  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
-  int skip = bt ? bt->halt : 0; /* batched: an earlier iteration stopped (uniform) */
+k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
+            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
+            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
+  __shared__ double sh[9 * BLOCK];
+  if (st->all_done) return;
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  double v[9];
+  update_row(i, n, dinv, st->par ? cp : cp2, q, x, r, z, st, v);
+  block_parts(v, part, sh);
+  if (!last_block(&st->ticket)) return;
+  double s[9];
+  finish_parts((int)gridDim.x, part, s, sh);
+  if (threadIdx.x != 0) return;
+  update_finish(s, rtol, st);
+}
+
+/* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
+ * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
+ * the largest move of its coordinates, flags a non-finite X in ctl. */
+__device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
+                                  const double *__restrict__ pin, double *x, const cg_t *st,
+                                  ctl_t *ctl) {
+  double moved = 0;
+  if (skip || i >= nv || pin[i] != 0) return 0;
+  for (int d = 0; d < 3; d++) {
+    const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
+    if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
+    const double dx = fabs(xn - x[3 * i + d]);
+    if (dx > moved) moved = dx;
+    x[3 * i + d] = xn;
+  }
+  return moved;
+}
+
+/* Whether the take is skipped (uniform over the grid): batched and an
+ * earlier iteration halted, or soft and the projection found the residual
+ * dist / l within the tolerance (the CPU stops before its solve then). */
+__device__ inline int take_skip(int soft, double l, double tol, const ctl_t *ctl,
+                                const batch_t *bt) {
+  int skip = bt ? bt->halt : 0;
   if (soft) {
     const double dist = __longlong_as_double((long long)ctl->dist);
-    if (dist / l <= tol) skip = 1; /* uniform over the grid */
+    if (dist / l <= tol) skip = 1;
   }
-  if (!skip) {
-    double moved = 0;
-    if (i < nv && pin[i] == 0) {
-      for (int d = 0; d < 3; d++) {
-        const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
-        if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
-        const double dx = fabs(xn - x[3 * i + d]);
-        if (dx > moved) moved = dx;
-        x[3 * i + d] = xn;
-      }
-    }
-    max_bits(&ctl->moved, moved);
-  }
-  if (st && blockIdx.x == 0 && threadIdx.x == 0) {
-    ctl->cg_iters = st->iters;
-    ctl->cg_bad = st->bad;
-  }
-  if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
+  return skip;
+}
+
+/* Batched (thread 0 of the grid's last block, after every block's atomics
+ * on ctl): the iteration's maxima (its CG's count and breakdown given)
+ * into bt->hist, the halt where the host's soft rules (run()) stop (the
+ * residual within the tolerance, a breakdown of the CG, a non-finite
+ * position, or no vertex moved more than tol * l: the same comparisons
+ * of the same numbers as the host's), ctl cleared for the next iteration. */
+__device__ inline void take_record(double l, double tol, int cg_bad, long long cg_iters,
+                                   ctl_t *ctl, batch_t *bt) {
   ctl_t c;
   c.dist = __ldcg(&ctl->dist);
   c.moved = __ldcg(&ctl->moved);
@@ -593,8 +724,8 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   c.res = __ldcg(&ctl->res);
   c.plan = c.reg = c.herr = 0;
   c.nonfinite = __ldcg(&ctl->nonfinite);
-  c.cg_bad = __ldcg(&ctl->cg_bad);
-  c.cg_iters = __ldcg(&ctl->cg_iters);
+  c.cg_bad = cg_bad;
+  c.cg_iters = cg_iters;
   const int k = bt->count;
   if (k < BATCH) bt->hist[k] = c;
   bt->count = k + 1;
@@ -605,6 +736,63 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
   ctl->nonfinite = ctl->cg_bad = 0;
   ctl->cg_iters = 0;
+}
+
+/* x = X on free vertices (take_row); the largest move; st's iterations
+ * and breakdown into ctl (block 0). Soft (tol_l > 0): nothing where the
+ * projection's residual dist / l <= tol. Batched (bt): nothing once an
+ * earlier iteration halted; the grid's last block records the
+ * iteration's maxima (take_record). */
+__global__ void __launch_bounds__(BLOCK)
+k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
+       double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl, batch_t *bt,
+       const cg_t *st) {
+  const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
+  const int skip = take_skip(soft, l, tol, ctl, bt);
+  if (!skip) max_bits(&ctl->moved, take_row(i, nv, 0, X, pin, x, st, ctl));
+  if (st && blockIdx.x == 0 && threadIdx.x == 0) {
+    ctl->cg_iters = st->iters;
+    ctl->cg_bad = st->bad;
+  }
+  if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
+  take_record(l, tol, __ldcg(&ctl->cg_bad), __ldcg(&ctl->cg_iters), ctl, bt);
+}
+
+/* The capped CG's last iteration and the take in one kernel (one node an
+ * iteration fewer): k_cg_update's rows where the CG still runs (uniform),
+ * then k_take's row on the same thread (it reads the X it has just
+ * written), one ticket (st->ticket) for both; the grid's last block
+ * finishes the CG's sums (if it ran), then reports its count and
+ * breakdown into ctl and, batched, records the iteration (take_record).
+ * The same arithmetic as the two kernels, so the same bits. */
+__global__ void __launch_bounds__(BLOCK)
+k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
+                 const double *cp2, const double *__restrict__ q, double *__restrict__ X,
+                 double *__restrict__ r, double *__restrict__ z, double *__restrict__ part,
+                 double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
+                 int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
+  __shared__ double sh[9 * BLOCK];
+  const int running = !st->all_done; /* uniform: read before any block's last block */
+  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
+  if (running) {
+    double v[9];
+    update_row(i, n, dinv, st->par ? cp : cp2, q, X, r, z, st, v);
+    block_parts(v, part, sh);
+  }
+  const int skip = take_skip(soft, l, tol, ctl, bt);
+  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, st, ctl));
+  if (!last_block(&st->ticket)) return;
+  if (running) {
+    double s[9];
+    finish_parts((int)gridDim.x, part, s, sh);
+    if (threadIdx.x == 0) update_finish(s, rtol, st);
+  }
+  if (threadIdx.x != 0) return;
+  if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
+  else {
+    ctl->cg_iters = st->iters;
+    ctl->cg_bad = st->bad;
+  }
 }
 
 /* The run's end: each face's planarity (into fres [nf] where non-NULL) and
@@ -645,13 +833,15 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
  * Freed by mb_deform_cuda_release, or by a run on another device. */
 struct pool_t {
   int device = -1;
-  mb_dbuf fo, fi, vf_row, vf_slot, slot_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
+  mb_dbuf fo, fi, vf_row, vf_slot, vf_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
   mb_dbuf prm;  /* [2] the iteration's c and al (k_rhs, k_project) */
   mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
   mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
   mb_dbuf bt;   /* batch_t (batched) */
   mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
-  mb_dbuf hrow, hcol, hdiag, hval;                 /* H for the room's CG */
+  /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
+   * diagonal positions, values at c and their two parts (base, face) */
+  mb_dbuf hrow, hsptr, hcol, hdiag, hval, hbase, hface;
   cudaStream_t capture = nullptr; /* graphs are captured on it */
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
@@ -708,7 +898,9 @@ struct deform_gpu {
   int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
   batch_t hbt{};      /* the host copy of d->bt */
   const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
-  double *val = nullptr; /* H's device arrays (d->h* or dH's) */
+  double *val = nullptr; /* H's device arrays (d->h* in SELL-32, or dH's CSR) */
+  const int64_t *sptr = nullptr, *sdiag = nullptr; /* the room's CG: slices, diagonal */
+  int64_t nsell = 0;                               /* its stored entries (padding included) */
   cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
   int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
@@ -766,18 +958,20 @@ bool room_cg(const deform_gpu *g) { return g->p->solver == MB_DEFORM_PCG && g->d
 
 /* H at c on the host, uploaded; factored (cholesky). */
 mb_error factor(deform_gpu *g, double c) {
-  mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
   g->rep->mu = c;
-  if (room_cg(g)) {
-    if (g->sys.H->nnz)
-      MB_CALL_CUDA(cudaMemcpy(g->val, g->sys.H->val, sizeof(double) * (size_t)g->sys.H->nnz,
-                              cudaMemcpyHostToDevice));
+  if (room_cg(g)) { /* on the device from the parts uploaded once (setup) */
+    if (g->nsell) {
+      k_assemble<<<blocks(g->nsell), BLOCK>>>(g->nsell, g->d->hbase.as<double>(),
+                                              g->d->hface.as<double>(), c, g->val);
+      MB_CHECK_LAUNCH("deform system values");
+    }
   } else {
+    mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
     MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
   }
   if (g->p->solver == MB_DEFORM_PCG && g->device_cg && g->dm->nv) {
     MB_CALL_CUDA(cudaMemset(g->d->cst.p, 0, sizeof(cg_t)));
-    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->diag, g->val,
+    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->sdiag, g->val,
                                             g->d->cdinv.as<double>(), g->d->cst.as<cg_t>());
     MB_CHECK_LAUNCH("deform CG diagonal");
   }
@@ -795,6 +989,53 @@ mb_error factor(deform_gpu *g, double c) {
    * time is already the report's analysis: st.analyze_ms not added again */
   g->rep->factor_ms += 1e3 * (mb_wtime() - t0);
   g->rep->factorizations++;
+  return MB_SUCCESS;
+}
+
+/* H's pattern in SELL-32 (see sell_row) with its two parts, base = D +
+ * w_fair K^T K and face = sum_f A_f^T A_f, in that layout, the pinned
+ * rows and columns as assemble_H sets them (base the identity's entry,
+ * face 0), uploaded into the pool (hsptr, hcol, hdiag, hbase, hface; hval
+ * grown); g->nsell set. Once per mesh (the values at each c are
+ * k_assemble's). Errors: MB_ERR_ARG (more than 2^31 rows), MB_ERR_MEMORY,
+ * MB_ERR_CUDA. */
+mb_error upload_sell(deform_gpu *g) {
+  const mb_csr *H = g->sys.H;
+  const int64_t n = H->nrows, nsl = (n + SELL_C - 1) / SELL_C;
+  MB_CHECK(n < INT32_MAX, MB_ERR_ARG, "%s: too many vertices for the device CG", g->dm->name);
+  std::vector<int64_t> sptr((size_t)nsl + 1, 0), dpos((size_t)n, 0);
+  for (int64_t sl = 0; sl < nsl; sl++) {
+    int w = 0;
+    for (int64_t i = SELL_C * sl; i < n && i < SELL_C * (sl + 1); i++)
+      w = H->rowptr[i + 1] - H->rowptr[i] > w ? H->rowptr[i + 1] - H->rowptr[i] : w;
+    sptr[(size_t)sl + 1] = sptr[(size_t)sl] + (int64_t)SELL_C * w;
+  }
+  const int64_t ns = sptr[(size_t)nsl];
+  std::vector<int32_t> col((size_t)ns, 0);
+  std::vector<double> base((size_t)ns, 0.0), face((size_t)ns, 0.0);
+  const double *pin = g->pin.data();
+  for (int64_t i = 0; i < n; i++)
+    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
+      const int32_t j = H->col[e];
+      const int64_t at = sptr[(size_t)(i / SELL_C)] + (i % SELL_C) +
+                         (int64_t)SELL_C * (e - H->rowptr[i]);
+      col[(size_t)at] = j;
+      if (pin[i] != 0 || pin[j] != 0) {
+        base[(size_t)at] = i == j ? 1.0 : 0.0;
+        face[(size_t)at] = 0.0;
+      } else {
+        base[(size_t)at] = g->base[(size_t)e];
+        face[(size_t)at] = g->sys.face ? g->sys.face[e] : 0.0;
+      }
+      if (e == H->diag[i]) dpos[(size_t)i] = at;
+    }
+  MB_CALL(upload(&g->d->hsptr, sptr.data(), sptr.size(), "deform system slices"));
+  MB_CALL(upload(&g->d->hcol, col.data(), col.size(), "deform system columns"));
+  MB_CALL(upload(&g->d->hdiag, dpos.data(), dpos.size(), "deform system diagonal"));
+  MB_CALL(upload(&g->d->hbase, base.data(), base.size(), "deform system values"));
+  MB_CALL(upload(&g->d->hface, face.data(), face.size(), "deform system values"));
+  MB_CALL(grow(&g->d->hval, sizeof(double) * (size_t)ns, "deform system values"));
+  g->nsell = ns;
   return MB_SUCCESS;
 }
 
@@ -832,7 +1073,11 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
   MB_CALL(upload(&g->d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
   MB_CALL(upload(&g->d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
-  MB_CALL(upload(&g->d->slot_face, g->sys.slot_face, ni, "deform slot faces"));
+  { /* the face of each vertex slot entry (rhs_row) */
+    std::vector<int64_t> vff(ni);
+    for (size_t a = 0; a < ni; a++) vff[a] = g->sys.slot_face[g->sys.vf_slot[a]];
+    MB_CALL(upload(&g->d->vf_face, vff.data(), ni, "deform slot faces"));
+  }
   MB_CALL(upload(&g->d->x, x, n3, "deform positions"));
   MB_CALL(upload(&g->d->rgd, g->rg.data(), n3, "deform right-hand side part"));
   MB_CALL(upload(&g->d->gFd, g->gF.data(), n3, "deform right-hand side part"));
@@ -850,15 +1095,14 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   if (dm->target && rep->handles) MB_CALL(upload(&g->d->tgt, dm->target, n3, "deform targets"));
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
   MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, sizeof(ctl_t)));
-  if (room_cg(g)) { /* H's pattern into the pool (values by factor()) */
-    const size_t nb = blocks(nv) + 1, nnz = (size_t)H->nnz;
+  if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
+    const size_t nb = blocks(nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
-    MB_CALL(upload(&g->d->hcol, H->col, nnz, "deform system columns"));
-    MB_CALL(upload(&g->d->hdiag, H->diag, (size_t)nv, "deform system diagonal"));
-    MB_CALL(grow(&g->d->hval, sizeof(double) * nnz, "deform system values"));
+    MB_CALL(upload_sell(g));
     g->rowptr = g->d->hrow.as<int32_t>();
     g->col = g->d->hcol.as<int32_t>();
-    g->diag = g->d->hdiag.as<int32_t>();
+    g->sptr = g->d->hsptr.as<int64_t>();
+    g->sdiag = g->d->hdiag.as<int64_t>();
     g->val = g->d->hval.as<double>();
     MB_CALL(grow(&g->d->cr, sizeof(double) * n3, "deform CG residual"));
     MB_CALL(grow(&g->d->cz, sizeof(double) * n3, "deform CG preconditioned"));
@@ -884,10 +1128,11 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
   k_rhs_cg<<<blocks(n), BLOCK, 0, s>>>(
-      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->slot_face.as<int64_t>(),
+      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
-      d->X.as<double>(), g->rowptr, g->col, g->val, d->cdinv.as<double>(), d->cr.as<double>(),
+      d->X.as<double>(), g->rowptr, g->sptr, g->col, g->val, d->cdinv.as<double>(),
+      d->cr.as<double>(),
       d->cz.as<double>(), d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
       d->cst.as<cg_t>());
 }
@@ -903,7 +1148,8 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
          *part = d->cpart.as<double>(), *X = d->X.as<double>();
   cg_t *st = d->cst.as<cg_t>();
   for (int j = 0; j < len; j++) {
-    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->col, g->val, z, cp, cp2, q, part, st);
+    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q, part,
+                                   st);
     k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
   }
 }
@@ -974,10 +1220,11 @@ mb_error device_cg(deform_gpu *g, long long *iters) {
 
 /* One whole local-global iteration of the capped device CG path (solver
  * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
- * the maxima cleared (not batched: there k_take's last block clears
+ * the maxima cleared (not batched: there the take's last block clears
  * them), k_project, k_rhs_cg (the right-hand side and the CG's start),
- * the k CG iterations (2 kernels each), k_take (with the CG's report and,
- * batched, the halt) and (hard) k_dual: 3 + 2 k kernels, 4 + 2 k hard;
+ * the k CG iterations (2 kernels each; the last update is
+ * k_cg_update_take: the take with the CG's report and, batched, the
+ * halt) and (hard) k_dual: 2 + 2 k kernels, 3 + 2 k hard;
  * c and al are read from d->prm. Launch errors are the caller's to check
  * (none is checked inside a capture). */
 void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
@@ -995,9 +1242,19 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
                                            ctl);
   if (nv == 0) return;
   enqueue_rhs_cg(g, s, hard);
-  enqueue_cg_steps(g, s, p->cg_iterations);
-  k_take<<<blocks(nv), BLOCK, 0, s>>>(nv, d->X.as<double>(), d->pind.as<double>(), dx, !hard, l,
-                                      p->tolerance, ctl, bt, d->cst.as<cg_t>());
+  /* k - 1 CG steps, then the last one's product and its update fused with the take */
+  enqueue_cg_steps(g, s, p->cg_iterations - 1);
+  {
+    const int32_t n = (int32_t)nv;
+    double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
+           *q = d->cq.as<double>(), *part = d->cpart.as<double>();
+    cg_t *st = d->cst.as<cg_t>();
+    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q,
+                                          part, st);
+    k_cg_update_take<<<blocks(n), BLOCK, 0, s>>>(
+        n, d->cdinv.as<double>(), cp, cp2, q, d->X.as<double>(), d->cr.as<double>(), z, part,
+        MB_DEFORM_PCG_RTOL, st, d->pind.as<double>(), dx, !hard, l, p->tolerance, ctl, bt);
+  }
   if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
 }
 
@@ -1181,7 +1438,7 @@ mb_error run(deform_gpu *g) {
           if (nv) {
             k_rhs<<<blocks(nv), BLOCK>>>(nv, g->d->vf_row.as<int32_t>(),
                                          g->d->vf_slot.as<int64_t>(),
-                                         g->d->slot_face.as<int64_t>(), hard ? dq : dz,
+                                         g->d->vf_face.as<int64_t>(), hard ? dq : dz,
                                          g->d->ym.as<double>(), g->d->rgd.as<double>(),
                                          g->d->gFd.as<double>(), g->d->pind.as<double>(),
                                          g->d->prm.as<double>(), dx, db, dX);
