@@ -58,8 +58,8 @@ cuda_sphere   (GPU) a bumpy icosphere of 162 vertices, 10 steps of 0.1 on the
               10 digits) within CUDA_AGREE + 1e-9 relative, its eigenvalue (6
               digits) within 1e-5.
 cuda_armadillo (GPU; skipped without ../shared/data) armadillo, 10 steps of
-              0.01, each backend's default solver: CPU and CUDA agree as in
-              cuda_sphere.
+              0.01, the Cholesky path on both backends: CPU and CUDA agree
+              as in cuda_sphere.
 cuda_spot     (GPU; also skipped where ../shared/data is absent) the same
               on spot, 10 steps of 0.05.
 cuda_bad_inputs  (GPU) bad_inputs with backend: cuda: the same per-mesh
@@ -461,15 +461,20 @@ def cuda_spot():
 
 
 def cuda_armadillo():
-    """Armadillo (43,243 vertices), 10 steps of 0.01: each backend's default
-    solver (auto: the CPU's quaternion Cholesky, CUDA's iterative PCG)
-    agrees within CUDA_AGREE of the diagonal (issue 25, point 2)."""
+    """Armadillo (43,243 vertices), 10 steps of 0.01, the Cholesky path on
+    both backends (the CPU's quaternion factor, CUDA's csrchol): within
+    CUDA_AGREE of the diagonal (issue 25, point 2). CUDA's default, the
+    iterative path, stops at the same eigen-residual tolerance (1e-10 of the
+    largest diagonal entry) but not at the same eigenvector: the difference
+    is the residual over armadillo's small eigen gap, 1.9e-7 of the largest
+    coordinate after these 10 steps (measured on an H100), so it is not
+    compared at 1e-8 here; spot's is (cuda_spot_iterative)."""
     need_device()
     path = os.path.join(DATA, "meshes", "armadillo.obj") if DATA else ""
     if not path or not os.path.exists(path):
         print(f"{path or '../shared/data'} absent: skipped")
         sys.exit(SKIP)
-    cpu_cuda_agree("armadillo", path, 0.01, 10)
+    cpu_cuda_agree("armadillo", path, 0.01, 10, {"cpu": ", solver: cholesky", "cuda": ", solver: cholesky"})
 
 
 def cuda_spot_iterative():
