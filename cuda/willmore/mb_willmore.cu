@@ -60,32 +60,13 @@
 #include "mb_reduce.h"
 #include "mb_reduce_impl.h"
 #include "mb_willmore.h"
+#include "mb_quaternion.h"
 
 namespace {
 
 constexpr int BLOCK = 256;
 constexpr int32_t NONE = 0x7fffffff; /* "no row flagged" in a check */
 unsigned blocks(int64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
-
-/* r = a b (Hamilton product; w, x, y, z), as mb_willmore.c's qmul. */
-__device__ void qmul(const double *a, const double *b, double *r) {
-  const double w = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
-  const double x = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
-  const double y = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
-  const double z = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
-  r[0] = w;
-  r[1] = x;
-  r[2] = y;
-  r[3] = z;
-}
-
-/* r = conj(a) e b. */
-__device__ void qsandwich(const double *a, const double *e, const double *b, double *r) {
-  const double ca[4] = {a[0], -a[1], -a[2], -a[3]};
-  double t[4];
-  qmul(ca, e, t);
-  qmul(t, b, r);
-}
 
 /* Area-weighted unit vertex normals: vertex i's triangles vf[vf_row[i] ..]
  * in triangle order (the CPU's order of adds); bad: the first vertex
@@ -185,7 +166,7 @@ __global__ void k_dirac(int64_t nf, const int64_t *__restrict__ tri, const doubl
   for (int a = 0; a < 3; a++)
     for (int b = 0; b < 3; b++) {
       double q[4];
-      qmul(e[a], e[b], q);
+      mb_qmul(e[a], e[b], q);
       for (int k = 0; k < 4; k++) q[k] = ca * q[k];
       for (int k = 1; k < 4; k++) q[k] = q[k] + cb * (r[a] * e[b][k] - r[b] * e[a][k]);
       q[0] = q[0] + r[a] * r[b] * cc;
@@ -271,7 +252,7 @@ __global__ void k_right(int32_t n, double q0, double q1, double q2, double q3,
   if (i >= n) return;
   const double q[4] = {q0, q1, q2, q3};
   double r[4];
-  qmul(l + 4 * i, q, r);
+  mb_qmul(l + 4 * i, q, r);
   for (int k = 0; k < 4; k++) l[4 * i + k] = r[k];
 }
 
@@ -447,10 +428,10 @@ __global__ void k_edges(int32_t n, const int32_t *__restrict__ rowptr,
     const double ed[4] = {0.0, x[3 * j] - x[3 * i], x[3 * j + 1] - x[3 * i + 1],
                           x[3 * j + 2] - x[3 * i + 2]};
     double t1[4], t2[4], t3[4], t4[4];
-    qsandwich(l + 4 * i, ed, l + 4 * i, t1);
-    qsandwich(l + 4 * i, ed, l + 4 * j, t2);
-    qsandwich(l + 4 * j, ed, l + 4 * i, t3);
-    qsandwich(l + 4 * j, ed, l + 4 * j, t4);
+    mb_qsandwich(l + 4 * i, ed, l + 4 * i, t1);
+    mb_qsandwich(l + 4 * i, ed, l + 4 * j, t2);
+    mb_qsandwich(l + 4 * j, ed, l + 4 * i, t3);
+    mb_qsandwich(l + 4 * j, ed, l + 4 * j, t4);
     for (int k = 0; k < 3; k++) {
       const double et = t1[k + 1] / 3.0 + t2[k + 1] / 6.0 + t3[k + 1] / 6.0 + t4[k + 1] / 3.0;
       s[k] += L[e] * et;

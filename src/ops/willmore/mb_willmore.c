@@ -6,6 +6,7 @@
  * matrix's CHOLMOD analysis are made once per mesh, the values and the
  * numeric factors once per step. */
 #include "mb_willmore.h"
+#include "mb_quaternion.h"
 
 #include <float.h>
 #include <math.h>
@@ -18,28 +19,6 @@
 #include "mb_log.h"
 #include "mb_solver.h"
 #include "mb_willmore_qchol.h"
-
-/* ------------------------------------------------------------ quaternions */
-
-/* r = a b (Hamilton product; components w, x, y, z). */
-static inline void qmul(const double *a, const double *b, double *r) {
-  const double w = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
-  const double x = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
-  const double y = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
-  const double z = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
-  r[0] = w;
-  r[1] = x;
-  r[2] = y;
-  r[3] = z;
-}
-
-/* r = conj(a) e b for an imaginary quaternion e (e[0] = 0). */
-static inline void qsandwich(const double *a, const double *e, const double *b, double *r) {
-  const double ca[4] = {a[0], -a[1], -a[2], -a[3]};
-  double t[4];
-  qmul(ca, e, t);
-  qmul(t, b, r);
-}
 
 /* ------------------------------------------------------------ projection */
 
@@ -274,7 +253,7 @@ mb_error mb_willmore_dirac_assemble(mb_willmore_dirac *d, const double *x, const
     for (int a = 0; a < 3; a++)
       for (int b = 0; b < 3; b++) {
         double q[4];
-        qmul(e[a], e[b], q);
+        mb_qmul(e[a], e[b], q);
         for (int k = 0; k < 4; k++) q[k] = ca * q[k];
         for (int k = 1; k < 4; k++) q[k] = q[k] + cb * (r[a] * e[b][k] - r[b] * e[a][k]);
         q[0] = q[0] + r[a] * r[b] * cc;
@@ -301,7 +280,7 @@ static void right_factor(int64_t m, double *lambda) {
     const double q[4] = {mq[0] / mn, -mq[1] / mn, -mq[2] / mn, -mq[3] / mn};
     for (int64_t i = 0; i < m; i += 4) {
       double r[4];
-      qmul(lambda + i, q, r);
+      mb_qmul(lambda + i, q, r);
       memcpy(lambda + i, r, sizeof r);
     }
   }
@@ -759,10 +738,10 @@ static mb_error spin_positions(const mb_willmore_mesh *wm, wm_work *w, mb_willmo
       const double ed[4] = {0.0, x[3 * j] - x[3 * i], x[3 * j + 1] - x[3 * i + 1],
                             x[3 * j + 2] - x[3 * i + 2]};
       double t1[4], t2[4], t3[4], t4[4];
-      qsandwich(l + 4 * i, ed, l + 4 * i, t1);
-      qsandwich(l + 4 * i, ed, l + 4 * j, t2);
-      qsandwich(l + 4 * j, ed, l + 4 * i, t3);
-      qsandwich(l + 4 * j, ed, l + 4 * j, t4);
+      mb_qsandwich(l + 4 * i, ed, l + 4 * i, t1);
+      mb_qsandwich(l + 4 * i, ed, l + 4 * j, t2);
+      mb_qsandwich(l + 4 * j, ed, l + 4 * i, t3);
+      mb_qsandwich(l + 4 * j, ed, l + 4 * j, t4);
       for (int k = 0; k < 3; k++) {
         const double et = t1[k + 1] / 3.0 + t2[k + 1] / 6.0 + t3[k + 1] / 6.0 + t4[k + 1] / 3.0;
         s[k] += L->val[e] * et;

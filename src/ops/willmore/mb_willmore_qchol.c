@@ -13,6 +13,7 @@
  * known (x_i -= L_ij conj(L_kj), the quaternion product in this order).
  */
 #include "mb_willmore_qchol.h"
+#include "mb_quaternion.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -58,18 +59,6 @@ void mb_willmore_qchol_free(mb_willmore_qchol *q) {
   free(q->next);
   free(q->x);
   free(q);
-}
-
-/* r = a b (Hamilton product; components w, x, y, z). */
-static inline void qmul(const double *a, const double *b, double *r) {
-  const double w = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
-  const double x = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
-  const double y = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
-  const double z = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
-  r[0] = w;
-  r[1] = x;
-  r[2] = y;
-  r[3] = z;
 }
 
 /* The pattern of row k of L (new indices < k) in s[top..n-1], in
@@ -272,7 +261,7 @@ mb_error mb_willmore_qchol_factor(mb_willmore_qchol *q, const mb_csr *D, double 
       const int64_t end = q->next[j];
       for (int64_t p = q->Lp[j]; p < end; p++) {
         double t[4];
-        qmul(q->Lx + 4 * p, u, t);
+        mb_qmul(q->Lx + 4 * p, u, t);
         double *xi = x + 4 * (size_t)q->Li[p];
         xi[0] -= t[0];
         xi[1] -= t[1];
@@ -315,7 +304,7 @@ mb_error mb_willmore_qchol_solve(mb_willmore_qchol *q, const double *b, double *
     for (int r = 0; r < 4; r++) yj[r] /= dj;
     for (int64_t p = q->Lp[j]; p < q->Lp[j + 1]; p++) {
       double t[4];
-      qmul(q->Lx + 4 * p, yj, t);
+      mb_qmul(q->Lx + 4 * p, yj, t);
       double *yi = y + 4 * (size_t)q->Li[p];
       for (int r = 0; r < 4; r++) yi[r] -= t[r];
     }
@@ -328,7 +317,7 @@ mb_error mb_willmore_qchol_solve(mb_willmore_qchol *q, const double *b, double *
       const double *l = q->Lx + 4 * p;
       const double cl[4] = {l[0], -l[1], -l[2], -l[3]};
       double t[4];
-      qmul(cl, y + 4 * (size_t)q->Li[p], t);
+      mb_qmul(cl, y + 4 * (size_t)q->Li[p], t);
       for (int r = 0; r < 4; r++) s[r] -= t[r];
     }
     const double dj = q->d[j];
