@@ -845,7 +845,12 @@ struct pool_t {
   cudaStream_t capture = nullptr; /* graphs are captured on it */
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
+  /* pinned staging of a run's uploads (upload(): asynchronous copies on
+   * the default stream), grown only; stage_used: bytes taken by this run */
+  char *stage = nullptr;
+  size_t stage_bytes = 0, stage_used = 0;
   ~pool_t() {
+    if (stage) cudaFreeHost(stage);
     for (int k = 0; k < 2; k++)
       if (ev[k]) cudaEventDestroy(ev[k]);
     if (iter) cudaGraphExecDestroy(iter);
@@ -955,10 +960,45 @@ mb_error mark(const deform_gpu *g, double *t) {
   return MB_SUCCESS;
 }
 
-/* h [n] into the pooled b (grown where needed). */
+/* h [n] into the pooled b (grown where needed): copied into the pool's
+ * pinned staging (the_pool's, grown only, from offset stage_used) and
+ * sent by cudaMemcpyAsync on the default stream, so the host does not wait
+ * for each upload (h may be freed on return; the kernels after it on the
+ * stream see the data). Where the staging is full, the device is waited
+ * for (the pending copies read it) and a larger one allocated.
+ * stage_begin() before a run's first upload. Errors: MB_ERR_CUDA,
+ * MB_ERR_MEMORY. */
 template <typename T> mb_error upload(mb_dbuf *b, const T *h, size_t n, const char *what) {
   MB_CALL(grow(b, sizeof(T) * n, what));
-  if (n) MB_CALL_CUDA(cudaMemcpy(b->p, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+  if (!n) return MB_SUCCESS;
+  pool_t *d = the_pool;
+  const size_t bytes = sizeof(T) * n, need = (bytes + 255) / 256 * 256;
+  if (d->stage_used + need > d->stage_bytes) {
+    MB_CALL_CUDA(cudaDeviceSynchronize()); /* the pending copies from the staging */
+    d->stage_used = 0;
+    if (need > d->stage_bytes) {
+      size_t nb = d->stage_bytes ? 2 * d->stage_bytes : (size_t)1 << 22;
+      while (nb < need) nb *= 2;
+      if (d->stage) MB_CALL_CUDA(cudaFreeHost(d->stage));
+      d->stage = nullptr;
+      d->stage_bytes = 0;
+      MB_CALL_CUDA(cudaMallocHost((void **)&d->stage, nb));
+      d->stage_bytes = nb;
+    }
+  }
+  char *at = d->stage + d->stage_used;
+  memcpy(at, h, bytes);
+  d->stage_used += need;
+  MB_CALL_CUDA(cudaMemcpyAsync(b->p, at, bytes, cudaMemcpyHostToDevice, nullptr));
+  return MB_SUCCESS;
+}
+
+/* A run's uploads start: the staging reused from its beginning once the
+ * device has finished the copies still reading it (a run that failed
+ * part-way). Errors: MB_ERR_CUDA. */
+mb_error stage_begin(void) {
+  if (the_pool->stage_used) MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
+  the_pool->stage_used = 0;
   return MB_SUCCESS;
 }
 
@@ -1110,7 +1150,8 @@ mb_error setup(deform_gpu *g) {
   double *x = dm->x;
   const mb_csr *H = g->sys.H;
   const size_t n3 = 3 * (size_t)nv;
-  /* the device */
+  /* the device (asynchronous uploads through the pinned staging) */
+  MB_CALL(stage_begin());
   const size_t ni = (size_t)g->sys.nidx, nf = (size_t)dm->nf;
   MB_CALL(upload(&g->d->fo, dm->face_offsets, nf + 1, "deform face offsets"));
   MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
