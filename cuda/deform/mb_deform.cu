@@ -17,7 +17,12 @@
  * on the host, uploaded into a linalg device CSR and, for solver cholesky,
  * factored by csrchol, METIS order and analysis once). The device buffers
  * live in a pool kept from mesh to mesh (pool_t: grown, never shrunk), so
- * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree.
+ * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree; the
+ * uploads go through the pool's pinned staging, asynchronously.
+ * The host part (prepare_host: no CUDA call) can run ahead on another
+ * thread (mb_deform_cuda_prepare), so a batch is a two-stage pipeline:
+ * mesh i+1's host setup while mesh i's frame runs on the device (`bench
+ * deform --batch`); the device work, and so the results, are unchanged.
  *
  * Device, per iteration (the positions stay there):
  *   k_project  one thread per face over faces of mixed sizes by the face
@@ -126,8 +131,7 @@
  * idle, and a row's sum would change its order.
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
- * mu windows at batch ends); overlapping one mesh's host setup with the
- * previous mesh's device work; the projection and the right-hand side in
+ * mu windows at batch ends); the projection and the right-hand side in
  * one kernel (a vertex's row gathers the projections of all its faces: a
  * grid-wide dependency, as the take before the next projection); the dual
  * update fused with the next projection (the host's choice of the
