@@ -17,7 +17,12 @@
  * on the host, uploaded into a linalg device CSR and, for solver cholesky,
  * factored by csrchol, METIS order and analysis once). The device buffers
  * live in a pool kept from mesh to mesh (pool_t: grown, never shrunk), so
- * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree.
+ * a batch of meshes on a rank does no per-mesh cudaMalloc or cudaFree; the
+ * uploads go through the pool's pinned staging, asynchronously.
+ * The host part (prepare_host: no CUDA call) can run ahead on another
+ * thread (mb_deform_cuda_prepare), so a batch is a two-stage pipeline:
+ * mesh i+1's host setup while mesh i's frame runs on the device (`bench
+ * deform --batch`); the device work, and so the results, are unchanged.
  *
  * Device, per iteration (the positions stay there):
  *   k_project  one thread per face over faces of mixed sizes by the face
@@ -95,7 +100,21 @@
  *   so a CG step about 35 MB, 11.6 us, plus two last-block finishes
  *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
  *   block sum) and two graph nodes' launch gaps: about 15 us expected
- *   (measured before this round: 44 us);
+ *   (measured before this round: 44 us; after it 29 us at Roof2). What
+ *   the count misses (ptxas -v, sm_90: k_cg_spmv 48 registers,
+ *   k_cg_update 46, k_rhs_cg 48, each 18.4 KB of shared memory a block,
+ *   no spills; so 5 blocks of 256 an SM could run): Roof2 has only
+ *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
+ *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
+ *   an SM: the products are latency-bound, not bandwidth-bound (each of a
+ *   row's ~13 entries is a column load and then the gathers of z and the
+ *   old direction, 4 entries in flight by the unroll), and the last
+ *   block's finish (316 partial records read, one block sum) and the
+ *   node's launch gap come after the body serially in each of the two
+ *   kernels. Candidates, not done (each to be measured): a thread per
+ *   (row, column) (3x the threads, the same row sums; the dot products'
+ *   block partials would then need the same summation tree to keep their
+ *   bits), a deeper unroll, and one kernel a CG step (grid-wide sync).
  *   k_project    face indices 32 B, positions gathered 96 B, q and z
  *                written 192 B, the face mean 24 B a quad face: 27.5
  *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
@@ -126,8 +145,7 @@
  * idle, and a row's sum would change its order.
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
- * mu windows at batch ends); overlapping one mesh's host setup with the
- * previous mesh's device work; the projection and the right-hand side in
+ * mu windows at batch ends); the projection and the right-hand side in
  * one kernel (a vertex's row gathers the projections of all its faces: a
  * grid-wide dependency, as the take before the next projection); the dual
  * update fused with the next projection (the host's choice of the
@@ -135,10 +153,12 @@
  * them); one cooperative kernel a CG step or a solve. */
 #include <cuda_runtime.h>
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -845,7 +865,12 @@ struct pool_t {
   cudaStream_t capture = nullptr; /* graphs are captured on it */
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
+  /* pinned staging of a run's uploads (upload(): asynchronous copies on
+   * the default stream), grown only; stage_used: bytes taken by this run */
+  char *stage = nullptr;
+  size_t stage_bytes = 0, stage_used = 0;
   ~pool_t() {
+    if (stage) cudaFreeHost(stage);
     for (int k = 0; k < 2; k++)
       if (ev[k]) cudaEventDestroy(ev[k]);
     if (iter) cudaGraphExecDestroy(iter);
@@ -863,6 +888,26 @@ mb_error grow(mb_dbuf *b, size_t bytes, const char *what) {
   return mb_dbuf_alloc(b, bytes, what);
 }
 
+/* The host allocator's policy for a batch of meshes, set once per process
+ * (glibc only): freed memory kept for reuse up to 128 MB at the heap's top
+ * (M_TRIM_THRESHOLD) and blocks up to 32 MB from the heap rather than
+ * fresh mmaps (M_MMAP_THRESHOLD, glibc's own dynamic ceiling), so each
+ * mesh's host setup (pattern, parts, SELL-32 arrays: a few MB for a
+ * layout of 1-5 k vertices) reuses the pages of the mesh before instead
+ * of faulting in new zeroed ones. Measured on the 2-core development VM
+ * (its page faults are costly): the host setup of 1-5 k vertex layouts
+ * 9.4 -> 1.5 ms a layout, bitwise the same results. Cannot fail (mallopt's
+ * refusal keeps glibc's defaults). */
+void malloc_policy(void) {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  });
+#endif
+}
+
 /* The pool of the current device (a new one where there is none or the
  * last run used another device). Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
 mb_error pool(pool_t **out) {
@@ -873,6 +918,7 @@ mb_error pool(pool_t **out) {
     the_pool = nullptr;
   }
   if (!the_pool) {
+    malloc_policy();
     the_pool = new (std::nothrow) pool_t;
     MB_CHECK(the_pool, MB_ERR_MEMORY, "deform: out of memory");
     the_pool->device = dev;
@@ -904,6 +950,15 @@ struct deform_gpu {
   cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
   int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
   ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
+  /* prepare_host's results (host only, no device call), uploaded by
+   * upload_all: the face of each vertex slot entry; H in SELL-32 (the room's
+   * CG: slices, columns, diagonal positions, base and face parts) */
+  std::vector<int64_t> vff, s_ptr, s_dpos;
+  std::vector<int32_t> s_col;
+  std::vector<double> s_base, s_face;
+  int prepared = 0;      /* prepare_host has run (mb_deform_cuda_prepare) */
+  int handles_moved = 0; /* prepare_host: a hard handle was not at its target */
+  double l = 1;          /* prepare_host: the mean edge length */
   double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */
   ~deform_gpu() {
     if (chunk) cudaGraphExecDestroy(chunk);
@@ -946,10 +1001,45 @@ mb_error mark(const deform_gpu *g, double *t) {
   return MB_SUCCESS;
 }
 
-/* h [n] into the pooled b (grown where needed). */
+/* h [n] into the pooled b (grown where needed): copied into the pool's
+ * pinned staging (the_pool's, grown only, from offset stage_used) and
+ * sent by cudaMemcpyAsync on the default stream, so the host does not wait
+ * for each upload (h may be freed on return; the kernels after it on the
+ * stream see the data). Where the staging is full, the device is waited
+ * for (the pending copies read it) and a larger one allocated.
+ * stage_begin() before a run's first upload. Errors: MB_ERR_CUDA,
+ * MB_ERR_MEMORY. */
 template <typename T> mb_error upload(mb_dbuf *b, const T *h, size_t n, const char *what) {
   MB_CALL(grow(b, sizeof(T) * n, what));
-  if (n) MB_CALL_CUDA(cudaMemcpy(b->p, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+  if (!n) return MB_SUCCESS;
+  pool_t *d = the_pool;
+  const size_t bytes = sizeof(T) * n, need = (bytes + 255) / 256 * 256;
+  if (d->stage_used + need > d->stage_bytes) {
+    MB_CALL_CUDA(cudaDeviceSynchronize()); /* the pending copies from the staging */
+    d->stage_used = 0;
+    if (need > d->stage_bytes) {
+      size_t nb = d->stage_bytes ? 2 * d->stage_bytes : (size_t)1 << 22;
+      while (nb < need) nb *= 2;
+      if (d->stage) MB_CALL_CUDA(cudaFreeHost(d->stage));
+      d->stage = nullptr;
+      d->stage_bytes = 0;
+      MB_CALL_CUDA(cudaMallocHost((void **)&d->stage, nb));
+      d->stage_bytes = nb;
+    }
+  }
+  char *at = d->stage + d->stage_used;
+  memcpy(at, h, bytes);
+  d->stage_used += need;
+  MB_CALL_CUDA(cudaMemcpyAsync(b->p, at, bytes, cudaMemcpyHostToDevice, nullptr));
+  return MB_SUCCESS;
+}
+
+/* A run's uploads start: the staging reused from its beginning once the
+ * device has finished the copies still reading it (a run that failed
+ * part-way). Errors: MB_ERR_CUDA. */
+mb_error stage_begin(void) {
+  if (the_pool->stage_used) MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
+  the_pool->stage_used = 0;
   return MB_SUCCESS;
 }
 
@@ -995,15 +1085,16 @@ mb_error factor(deform_gpu *g, double c) {
 /* H's pattern in SELL-32 (see sell_row) with its two parts, base = D +
  * w_fair K^T K and face = sum_f A_f^T A_f, in that layout, the pinned
  * rows and columns as assemble_H sets them (base the identity's entry,
- * face 0), uploaded into the pool (hsptr, hcol, hdiag, hbase, hface; hval
- * grown); g->nsell set. Once per mesh (the values at each c are
- * k_assemble's). Errors: MB_ERR_ARG (more than 2^31 rows), MB_ERR_MEMORY,
- * MB_ERR_CUDA. */
-mb_error upload_sell(deform_gpu *g) {
+ * face 0), on the host into g->s_* (uploaded by upload_sell); g->nsell set.
+ * Once per mesh (the values at each c are k_assemble's). Host only.
+ * Errors: MB_ERR_ARG (more than 2^31 rows), MB_ERR_MEMORY. */
+mb_error build_sell(deform_gpu *g) {
   const mb_csr *H = g->sys.H;
   const int64_t n = H->nrows, nsl = (n + SELL_C - 1) / SELL_C;
   MB_CHECK(n < INT32_MAX, MB_ERR_ARG, "%s: too many vertices for the device CG", g->dm->name);
-  std::vector<int64_t> sptr((size_t)nsl + 1, 0), dpos((size_t)n, 0);
+  std::vector<int64_t> &sptr = g->s_ptr, &dpos = g->s_dpos;
+  sptr.assign((size_t)nsl + 1, 0);
+  dpos.assign((size_t)n, 0);
   for (int64_t sl = 0; sl < nsl; sl++) {
     int w = 0;
     for (int64_t i = SELL_C * sl; i < n && i < SELL_C * (sl + 1); i++)
@@ -1011,8 +1102,11 @@ mb_error upload_sell(deform_gpu *g) {
     sptr[(size_t)sl + 1] = sptr[(size_t)sl] + (int64_t)SELL_C * w;
   }
   const int64_t ns = sptr[(size_t)nsl];
-  std::vector<int32_t> col((size_t)ns, 0);
-  std::vector<double> base((size_t)ns, 0.0), face((size_t)ns, 0.0);
+  std::vector<int32_t> &col = g->s_col;
+  std::vector<double> &base = g->s_base, &face = g->s_face;
+  col.assign((size_t)ns, 0);
+  base.assign((size_t)ns, 0.0);
+  face.assign((size_t)ns, 0.0);
   const double *pin = g->pin.data();
   for (int64_t i = 0; i < n; i++)
     for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
@@ -1029,19 +1123,30 @@ mb_error upload_sell(deform_gpu *g) {
       }
       if (e == H->diag[i]) dpos[(size_t)i] = at;
     }
-  MB_CALL(upload(&g->d->hsptr, sptr.data(), sptr.size(), "deform system slices"));
-  MB_CALL(upload(&g->d->hcol, col.data(), col.size(), "deform system columns"));
-  MB_CALL(upload(&g->d->hdiag, dpos.data(), dpos.size(), "deform system diagonal"));
-  MB_CALL(upload(&g->d->hbase, base.data(), base.size(), "deform system values"));
-  MB_CALL(upload(&g->d->hface, face.data(), face.size(), "deform system values"));
-  MB_CALL(grow(&g->d->hval, sizeof(double) * (size_t)ns, "deform system values"));
   g->nsell = ns;
   return MB_SUCCESS;
 }
 
-/* The host setup of mb_deform.c's run() and the uploads. *handles_moved:
- * a hard handle was not at its target. */
-mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
+/* build_sell's arrays uploaded into the pool (hsptr, hcol, hdiag, hbase,
+ * hface; hval grown). Errors: MB_ERR_MEMORY, MB_ERR_CUDA. */
+mb_error upload_sell(deform_gpu *g) {
+  MB_CALL(upload(&g->d->hsptr, g->s_ptr.data(), g->s_ptr.size(), "deform system slices"));
+  MB_CALL(upload(&g->d->hcol, g->s_col.data(), g->s_col.size(), "deform system columns"));
+  MB_CALL(upload(&g->d->hdiag, g->s_dpos.data(), g->s_dpos.size(), "deform system diagonal"));
+  MB_CALL(upload(&g->d->hbase, g->s_base.data(), g->s_base.size(), "deform system values"));
+  MB_CALL(upload(&g->d->hface, g->s_face.data(), g->s_face.size(), "deform system values"));
+  MB_CALL(grow(&g->d->hval, sizeof(double) * (size_t)g->nsell, "deform system values"));
+  return MB_SUCCESS;
+}
+
+/* The host setup of mb_deform.c's run(), host only (no CUDA call, so it
+ * may run on another thread while the device works on another mesh: the
+ * batch pipeline of mb_deform_cuda_prepare): the checks, the system's parts,
+ * mb_deform_setup (into g->rep: handles, pinned, edge_length), the slot
+ * faces and, for the room's CG, H in SELL-32; g->handles_moved and g->l
+ * set. Errors: those of mb_deform_system_build and mb_deform_setup,
+ * MB_ERR_NUMERIC (a non-finite position), MB_ERR_ARG, MB_ERR_MEMORY. */
+mb_error prepare_host(deform_gpu *g) {
   const mb_deform_params *p = g->p;
   mb_deform_mesh *dm = g->dm;
   mb_deform_report *rep = g->rep;
@@ -1062,22 +1167,38 @@ mb_error setup(deform_gpu *g, int *handles_moved, double *l_out) {
   std::vector<double> r0(n3), g0(n3);
   MB_CALL(mb_deform_setup(p, dm, H, g->sys.KtK, g->sys.face, g->d_.data(), g->t.data(),
                           g->pin.data(), g->p0.data(), g->base.data(), r0.data(), g0.data(),
-                          g->gF.data(), rep, handles_moved, l_out));
+                          g->gF.data(), rep, &g->handles_moved, &g->l));
   g->rg.assign(n3, 0.0);
   for (size_t k = 0; k < n3; k++) g->rg[k] = r0[k] - g0[k];
   g->scratch.assign(3 * (size_t)g->sys.nidx, 0.0);
 
-  /* the device */
+  const size_t ni = (size_t)g->sys.nidx;
+  g->vff.resize(ni); /* the face of each vertex slot entry (rhs_row) */
+  for (size_t a = 0; a < ni; a++) g->vff[a] = g->sys.slot_face[g->sys.vf_slot[a]];
+  if (room_cg(g)) MB_CALL(build_sell(g));
+  g->prepared = 1;
+  return MB_SUCCESS;
+}
+
+/* prepare_host (unless done) and the uploads into the pool.
+ * Errors: those of prepare_host, MB_ERR_CUDA, MB_ERR_MEMORY. */
+mb_error setup(deform_gpu *g) {
+  if (!g->prepared) MB_CALL(prepare_host(g));
+  const mb_deform_params *p = g->p;
+  mb_deform_mesh *dm = g->dm;
+  mb_deform_report *rep = g->rep;
+  const int64_t nv = dm->nv;
+  double *x = dm->x;
+  const mb_csr *H = g->sys.H;
+  const size_t n3 = 3 * (size_t)nv;
+  /* the device (asynchronous uploads through the pinned staging) */
+  MB_CALL(stage_begin());
   const size_t ni = (size_t)g->sys.nidx, nf = (size_t)dm->nf;
   MB_CALL(upload(&g->d->fo, dm->face_offsets, nf + 1, "deform face offsets"));
   MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
   MB_CALL(upload(&g->d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
   MB_CALL(upload(&g->d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
-  { /* the face of each vertex slot entry (rhs_row) */
-    std::vector<int64_t> vff(ni);
-    for (size_t a = 0; a < ni; a++) vff[a] = g->sys.slot_face[g->sys.vf_slot[a]];
-    MB_CALL(upload(&g->d->vf_face, vff.data(), ni, "deform slot faces"));
-  }
+  MB_CALL(upload(&g->d->vf_face, g->vff.data(), ni, "deform slot faces"));
   MB_CALL(upload(&g->d->x, x, n3, "deform positions"));
   MB_CALL(upload(&g->d->rgd, g->rg.data(), n3, "deform right-hand side part"));
   MB_CALL(upload(&g->d->gFd, g->gF.data(), n3, "deform right-hand side part"));
@@ -1345,10 +1466,10 @@ mb_error run(deform_gpu *g) {
   const int64_t nv = dm->nv, nf = dm->nf;
   double *x = dm->x;
   const double ts = mb_wtime();
-  int handles_moved = 0;
-  double l = 1;
-  MB_CALL(setup(g, &handles_moved, &l));
+  MB_CALL(setup(g));
   rep->analyze_ms += 1e3 * (mb_wtime() - ts);
+  const int handles_moved = g->handles_moved;
+  const double l = g->l;
 
   const int which = p->constraint;
   double res = INFINITY, plan = 0, reg = 0;
@@ -1586,37 +1707,94 @@ mb_error run(deform_gpu *g) {
 
 } // namespace
 
+/* A mesh's host setup done ahead (mb_deform_cuda.h). */
+struct mb_deform_cuda_prep {
+  mb_deform_params q{}; /* p, solver auto resolved to pcg */
+  deform_gpu g;         /* the host part (prepare_host), no device state yet */
+  mb_deform_report r{}; /* what mb_deform_setup reported (handles, pinned, edge_length) */
+  double ms = 0;        /* prepare_host's wall time */
+};
+
+namespace {
+/* The run of an already prepared mesh (or, prep->g.prepared 0, the whole
+ * run): rep as mb_deform_run_cuda fills it. */
+mb_error run_prepared(mb_deform_cuda_prep *prep, mb_deform_report *rep) {
+  double *history = rep->history, *en = rep->energy, *fp = rep->face_planarity;
+  *rep = prep->r; /* zero but for mb_deform_setup's fields where prepared */
+  rep->history = history;
+  rep->energy = en;
+  rep->face_planarity = fp;
+  mb_error e;
+  double t_frame = 0;
+  pool_t *d = nullptr;
+  e = pool(&d);
+  if (!e) {
+    deform_gpu &g = prep->g;
+    g.rep = rep;
+    g.d = d;
+    e = run(&g);
+    t_frame = g.t_frame;
+  }
+  rep->analyze_ms += prep->ms;
+  if (t_frame > 0) rep->finish_ms = 1e3 * (mb_wtime() - t_frame);
+  if (e) (void)cudaGetLastError();
+  return e;
+}
+
+/* prep's fields from p, dm and o (no setup yet). */
+void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_mesh *dm,
+               const mb_deform_cuda_opts *o) {
+  prep->q = *p; /* solver auto: pcg on the device */
+  if (prep->q.solver == MB_DEFORM_AUTO) prep->q.solver = MB_DEFORM_PCG;
+  prep->g.p = &prep->q;
+  prep->g.dm = dm;
+  prep->g.rep = &prep->r;
+  prep->g.sync = o && o->sync_phases;
+  prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
+}
+} // namespace
+
 extern "C" mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm,
                                        mb_deform_report *rep, const mb_deform_cuda_opts *o) {
   MB_CHECK(p && dm && rep && dm->x && dm->adj && dm->face_offsets && dm->face_indices &&
                p->iterations >= 1,
            MB_ERR_ARG, "mb_deform_run_cuda: bad arguments");
-  double *history = rep->history, *en = rep->energy, *fp = rep->face_planarity;
-  memset(rep, 0, sizeof *rep);
-  rep->history = history;
-  rep->energy = en;
-  rep->face_planarity = fp;
-  mb_error e;
-  mb_deform_params q = *p; /* solver auto: pcg on the device */
-  if (q.solver == MB_DEFORM_AUTO) q.solver = MB_DEFORM_PCG;
-  double t_frame = 0;
-  pool_t *d = nullptr;
-  e = pool(&d);
-  if (!e) {
-    deform_gpu g;
-    g.p = &q;
-    g.dm = dm;
-    g.rep = rep;
-    g.d = d;
-    g.sync = o && o->sync_phases;
-    g.device_cg = !(o && o->linalg_cg) || q.cg_iterations > 0;
-    e = run(&g);
-    t_frame = g.t_frame;
+  mb_deform_cuda_prep prep;
+  prep_init(&prep, p, dm, o);
+  return run_prepared(&prep, rep); /* prepare_host inside, after the pool: as before */
+}
+
+extern "C" mb_error mb_deform_cuda_prepare(const mb_deform_params *p, mb_deform_mesh *dm,
+                                           const mb_deform_cuda_opts *o,
+                                           mb_deform_cuda_prep **out) {
+  MB_CHECK(out, MB_ERR_ARG, "mb_deform_cuda_prepare: bad arguments");
+  *out = nullptr;
+  MB_CHECK(p && dm && dm->x && dm->adj && dm->face_offsets && dm->face_indices &&
+               p->iterations >= 1,
+           MB_ERR_ARG, "mb_deform_cuda_prepare: bad arguments");
+  malloc_policy();
+  mb_deform_cuda_prep *prep = new (std::nothrow) mb_deform_cuda_prep;
+  MB_CHECK(prep, MB_ERR_MEMORY, "deform: out of memory");
+  prep_init(prep, p, dm, o);
+  const double t0 = mb_wtime();
+  const mb_error e = prepare_host(&prep->g);
+  prep->ms = 1e3 * (mb_wtime() - t0);
+  if (e) {
+    delete prep;
+    return e;
   }
-  if (t_frame > 0) rep->finish_ms = 1e3 * (mb_wtime() - t_frame);
-  if (e) (void)cudaGetLastError();
+  *out = prep;
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_deform_run_cuda_prepared(mb_deform_cuda_prep *prep, mb_deform_report *rep) {
+  MB_CHECK(prep && rep, MB_ERR_ARG, "mb_deform_run_cuda_prepared: bad arguments");
+  const mb_error e = run_prepared(prep, rep);
+  delete prep;
   return e;
 }
+
+extern "C" void mb_deform_cuda_prep_free(mb_deform_cuda_prep *prep) { delete prep; }
 
 extern "C" void mb_deform_cuda_release(void) {
   delete the_pool;

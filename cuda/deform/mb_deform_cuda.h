@@ -49,6 +49,44 @@ typedef struct mb_deform_cuda_opts {
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
                             const mb_deform_cuda_opts *o);
 
+/* The first run or preparation in a process (glibc) sets the host
+ * allocator's M_MMAP_THRESHOLD to 32 MB and M_TRIM_THRESHOLD to 128 MB,
+ * process-wide, so that a batch's per-mesh host setups reuse freed pages
+ * (mb_deform.cu: malloc_policy). */
+
+/* A mesh's host setup done ahead of its run (opaque): the batch pipeline
+ * (a two-stage software pipeline: mesh i+1's host setup on another thread
+ * while mesh i's frame runs on the device; `bench deform --batch`). */
+typedef struct mb_deform_cuda_prep mb_deform_cuda_prep;
+
+/* The host-only part of mb_deform_run_cuda's setup for p, dm and o (the
+ * checks in the same order with the same messages, the system's pattern
+ * and parts, mb_deform_setup, H in the SELL-32 layout): no CUDA call, so it
+ * may run on one thread while another thread's run uses the device;
+ * thread-safe against runs of other meshes (the error state is
+ * per thread). dm (and every array it points to) and o are borrowed and
+ * must outlive the run; dm->x is modified as mb_deform_setup does (hard
+ * handles onto their targets). *out: the new prepared setup, owned by the
+ * caller until mb_deform_run_cuda_prepared consumes it (or
+ * mb_deform_cuda_prep_free), NULL after an error. Not collective.
+ * Errors: those of mb_deform_run_cuda's host checks (MB_ERR_ARG,
+ * MB_ERR_NUMERIC: the same messages), MB_ERR_MEMORY, MB_ERR_UNSUPPORTED
+ * (a build without CUDA). */
+mb_error mb_deform_cuda_prepare(const mb_deform_params *p, mb_deform_mesh *dm,
+                                const mb_deform_cuda_opts *o, mb_deform_cuda_prep **out);
+
+/* mb_deform_run_cuda on a prepared mesh: the uploads, the frame, the final
+ * read and the positions' download; the device work and so the results
+ * are bitwise those of mb_deform_run_cuda (tests/deform/test_gpu_deform.c).
+ * rep as mb_deform_run_cuda fills it (rep->analyze_ms includes the
+ * preparation's wall time, wherever it ran). prep is consumed (freed),
+ * also on error. Not collective; one run at a time per process.
+ * Errors: those of mb_deform_run_cuda. */
+mb_error mb_deform_run_cuda_prepared(mb_deform_cuda_prep *prep, mb_deform_report *rep);
+
+/* Free a prepared setup that will not be run (NULL: no-op). Cannot fail. */
+void mb_deform_cuda_prep_free(mb_deform_cuda_prep *prep);
+
 /* Free the device buffers and the graph that mb_deform_run_cuda keeps from
  * run to run in this process (grown, never shrunk, so that a batch of
  * meshes allocates only where a mesh is larger than all before it); the

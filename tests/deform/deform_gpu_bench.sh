@@ -4,7 +4,8 @@
 # phases per iteration and its 50-iteration frame (no speed asserted); with
 # --cg-iterations 8 at most 8 CG iterations per iteration; the time after
 # the frame printed apart; a --batch of 20 layouts prints its device-busy
-# fraction of the wall.
+# fraction of the wall; the pipelined batch's checksum equals the sequential
+# one's (--overlap no).
 set -u
 p="$MESHBATCH_TEST_TMP/p.h5"
 "$MESHBATCH_EXE" generate panels --vertices 1600 -o "$p" || exit 1
@@ -52,4 +53,20 @@ check --batch
 echo "$out" | grep -Eq "cuda: wall [0-9.]+ s for 20 layouts" || { echo "no batch line"; exit 1; }
 echo "$out" | grep -Eq "cuda: device busy [0-9.]+ % of the wall \([0-9.]+ s of" ||
   { echo "no device-busy line"; exit 1; }
+# the pipelined batch (the default) and --overlap no: the same device work,
+# so the same layouts' checksum (%.17g), hard mode too
+for keys in "--cg-iterations 3" "--cg-iterations 3 --hard yes --iterations 12"; do
+  sums=""
+  for ov in yes no; do
+    out=$("$MESHBATCH_EXE" bench deform --batch 12 --backend cuda $keys --overlap $ov 2>&1)
+    rc=$?
+    check --batch
+    s=$(echo "$out" | sed -n "s/^cuda: layouts' checksum \([^ ]*\) .*/\1/p")
+    [ -n "$s" ] || { echo "no checksum line (--overlap $ov)"; exit 1; }
+    sums="$sums $s"
+  done
+  set -- $sums
+  [ "$1" = "$2" ] || { echo "$keys: pipelined checksum $1, sequential $2"; exit 1; }
+  echo "$keys: pipelined and sequential batches both checksum $1"
+done
 exit 0

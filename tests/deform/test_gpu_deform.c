@@ -28,12 +28,15 @@
  *  - the fused device CG (2 kernels a CG iteration) against the CPU's
  *    k-step CG within 1e-13 of the box after 10 CG iterations; runs repeat
  *    bit for bit across the pooled buffers' growth and graph updates;
+ *  - the batch pipeline (layout k+1 prepared on a second thread during
+ *    layout k's run) gives every layout's outputs bitwise as single runs;
  *  - bad inputs give the CPU's error codes and messages: a face with a
  *    repeated vertex, four pinned non-coplanar corners of a quad (hard: the
  *    residual reached), a target with one NaN component, a non-finite
  *    position, a vertex index past the count. */
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,6 +411,100 @@ static void test_fused_cg(void **state) {
   case_free(&b);
 }
 
+/* The batch pipeline (mb_deform_cuda_prepare of layout k+1 on a second
+ * thread while layout k runs, as `bench deform --batch` does): every
+ * layout's positions, planarity, iterations and CG count bitwise those of
+ * a single mb_deform_run_cuda of it, soft (the batched path, 50 iterations)
+ * and hard (12 iterations). */
+typedef struct pipe_job {
+  const mb_deform_params *p;
+  mb_deform_mesh dm;
+  mb_deform_cuda_prep *prep;
+  mb_error e;
+} pipe_job;
+
+static void *pipe_prepare(void *arg) {
+  pipe_job *j = arg;
+  j->e = mb_deform_cuda_prepare(j->p, &j->dm, NULL, &j->prep);
+  return NULL;
+}
+
+static void test_batch_pipeline(void **state) {
+  (void)state;
+  enum { N = 4 };
+  case_mesh c[N] = {panels(1000, MB_PANELS_DOME, 0.5, 5, 0.2),
+                    panels(2300, MB_PANELS_DOME, 0.5, 5, 0.2),
+                    panels(1500, MB_PANELS_SADDLE, 0.3, 1, 0.1),
+                    panels(3500, MB_PANELS_DOME, 0.5, 5, 0.2)};
+  mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-300, MB_DEFORM_PCG);
+  soft.cg_iterations = 3;
+  mb_deform_params hard = soft;
+  hard.hard = 1;
+  hard.iterations = 12;
+  const mb_deform_params *ps[2] = {&soft, &hard};
+  for (int h = 0; h < 2; h++) {
+    double *xs[N], *xp[N];
+    mb_deform_report rs[N], rp[N];
+    for (int k = 0; k < N; k++) { /* single runs */
+      xs[k] = malloc(sizeof(double) * 3 * (size_t)c[k].m->nv);
+      xp[k] = malloc(sizeof(double) * 3 * (size_t)c[k].m->nv);
+      cuda_run(&c[k], ps[h], xs[k], &rs[k]);
+    }
+    pipe_job job[N];
+    for (int k = 0; k < N; k++) {
+      memcpy(xp[k], c[k].m->xyz, sizeof(double) * 3 * (size_t)c[k].m->nv);
+      job[k] = (pipe_job){ps[h],
+                          {c[k].m->name, c[k].m->nv, c[k].m->nf, xp[k], c[k].m->face_offsets,
+                           c[k].m->face_indices, c[k].adj, c[k].target, NULL},
+                          NULL, MB_SUCCESS};
+    }
+    pipe_prepare(&job[0]);
+    for (int k = 0; k < N; k++) {
+      pthread_t th;
+      const int started = k + 1 < N && pthread_create(&th, NULL, pipe_prepare, &job[k + 1]) == 0;
+      assert_int_equal(job[k].e, MB_SUCCESS);
+      assert_non_null(job[k].prep);
+      memset(&rp[k], 0, sizeof rp[k]);
+      const mb_error e = mb_deform_run_cuda_prepared(job[k].prep, &rp[k]);
+      if (e == MB_ERR_NUMERIC && h && rp[k].iterations == hard.iterations) mb_error_clear();
+      else if (e) fail_msg("pipelined run: %s", mb_error_message());
+      if (started) assert_int_equal(pthread_join(th, NULL), 0);
+      else if (k + 1 < N) pipe_prepare(&job[k + 1]);
+    }
+    for (int k = 0; k < N; k++) {
+      printf("pipeline (%s), layout %d (%lld vertices): single planarity %.17g, pipelined "
+             "%.17g; iterations %d and %d\n",
+             h ? "hard, 12 iterations" : "soft, 50 iterations", k, (long long)c[k].m->nv,
+             rs[k].planarity, rp[k].planarity, rs[k].iterations, rp[k].iterations);
+      assert_int_equal(rp[k].iterations, ps[h]->iterations);
+      assert_int_equal(rp[k].iterations, rs[k].iterations);
+      assert_true(rp[k].pcg_iterations == rs[k].pcg_iterations);
+      assert_true(memcmp(&rp[k].planarity, &rs[k].planarity, sizeof(double)) == 0);
+      assert_true(memcmp(&rp[k].handle_error, &rs[k].handle_error, sizeof(double)) == 0);
+      assert_true(rp[k].handles == rs[k].handles && rp[k].pinned == rs[k].pinned);
+      assert_true(rp[k].edge_length == rs[k].edge_length);
+      assert_true(memcmp(xp[k], xs[k], sizeof(double) * 3 * (size_t)c[k].m->nv) == 0);
+      free(xs[k]);
+      free(xp[k]);
+    }
+  }
+  /* a prepared setup freed unrun, and a bad mesh's preparation: its error */
+  double *x = malloc(sizeof(double) * 3 * (size_t)c[0].m->nv);
+  memcpy(x, c[0].m->xyz, sizeof(double) * 3 * (size_t)c[0].m->nv);
+  mb_deform_mesh dm = {c[0].m->name, c[0].m->nv, c[0].m->nf, x, c[0].m->face_offsets,
+                       c[0].m->face_indices, c[0].adj, c[0].target, NULL};
+  mb_deform_cuda_prep *prep = NULL;
+  assert_int_equal(mb_deform_cuda_prepare(&soft, &dm, NULL, &prep), MB_SUCCESS);
+  mb_deform_cuda_prep_free(prep);
+  x[4] = NAN;
+  assert_int_equal(mb_deform_cuda_prepare(&soft, &dm, NULL, &prep), MB_ERR_NUMERIC);
+  assert_null(prep);
+  mb_error_clear();
+  free(x);
+  mb_deform_cuda_release();
+  for (int k = 0; k < N; k++) case_free(&c[k]);
+}
+
 /* Both backends on dm (positions restored from x0 before each): the same
  * error code and message (up to "residual" where a residual reached is
  * printed: its third digit may round differently). */
@@ -491,6 +588,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_quad_grid),
                                        cmocka_unit_test(test_polylla),
                                        cmocka_unit_test(test_fused_cg),
+                                       cmocka_unit_test(test_batch_pipeline),
                                        cmocka_unit_test(test_errors)};
     rc = cmocka_run_group_tests(tests, NULL, NULL);
   }

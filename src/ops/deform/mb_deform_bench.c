@@ -1,6 +1,7 @@
 /* meshbatch: `meshbatch bench deform` (the deform room's benchmark): the
  * local-global iterations of one mesh on the CPU, per phase. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static const char deform_bench_help[] =
     "                              [--sync-phases] [--cg linalg|device]\n"
     "                              [--cg-iterations K]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
-    "                              [--cg-iterations K] [options as above]\n\n"
+    "                              [--cg-iterations K] [--overlap yes|no]\n"
+    "                              [options as above]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
     "`handle` field, if any, gives the handles). Each repeat runs --iterations\n"
@@ -61,13 +63,19 @@ static const char deform_bench_help[] =
     "its input; prints the batch's wall, the summed setup, frames and after-frame\n"
     "times, and on cuda the device-busy fraction of the wall: the device's time\n"
     "on the iterations' graphs and the final residuals (events around each group\n"
-    "of launches, so the host's reads and setup do not count) over the wall.\n";
+    "of launches, so the host's reads and setup do not count) over the wall.\n"
+    "On cuda the batch is a two-stage pipeline (--overlap yes, the default): the\n"
+    "host-only setup of layout i+1 (mb_deform_cuda_prepare) runs on a second\n"
+    "thread while layout i's frame runs on the device; --overlap no runs them one\n"
+    "after the other. Both print the layouts' checksum (the sum of every output\n"
+    "coordinate and of the planarities, %.17g): the same device work, so the\n"
+    "same bits.\n";
 
 typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats, batch;
-  int cuda, sync_phases, linalg_cg;
+  int cuda, sync_phases, linalg_cg, no_overlap;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -118,6 +126,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->p.cg_iterations = (int)n;
     } else if (!strcmp(a, "--batch") && v) {
       bad = mb_cli_parse_int64(v, &o->batch) || o->batch < 1 || o->batch > 100000;
+    } else if (!strcmp(a, "--overlap") && v) {
+      bad = strcmp(v, "yes") && strcmp(v, "no");
+      o->no_overlap = !strcmp(v, "no");
     } else if (!strcmp(a, "--sync-phases")) {
       o->sync_phases = 1;
       continue;
@@ -268,6 +279,33 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
   return e;
 }
 
+/* One layout's host-only setup for the batch pipeline (a second thread
+ * prepares layout k+1 while layout k runs on the device). */
+typedef struct prep_job {
+  const bench_opts *o;
+  mb_mesh *m;
+  const double *x0;
+  mb_deform_mesh dm;
+  mb_deform_cuda_prep *prep; /* NULL after an error: the run redoes it, with the message */
+  double ms;                 /* the preparation's wall time */
+} prep_job;
+
+static void *prep_main(void *arg) {
+  prep_job *j = arg;
+  mb_mesh *m = j->m;
+  const bench_opts *o = j->o;
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
+  const double t0 = mb_wtime();
+  memcpy(m->xyz, j->x0, sizeof(double) * 3 * (size_t)m->nv);
+  const mb_error e = mb_deform_cuda_prepare(&o->p, &j->dm, &co, &j->prep);
+  j->ms = 1e3 * (mb_wtime() - t0);
+  if (e) {
+    mb_error_clear(); /* this thread's error state; the main thread repeats the setup */
+    j->prep = NULL;
+  }
+  return NULL;
+}
+
 /* --batch: o->batch generated layouts (panels domes of 1,000 to 5,000
  * vertices, mixed, 13 handles each), each run once by run_once from its
  * input, one after the other; prints the wall, the summed phases and (cuda)
@@ -297,15 +335,59 @@ static mb_error bench_batch(const bench_opts *o) {
            (long long)n, (long long)nv, o->p.hard ? "hard" : "soft",
            o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
            o->p.solver ? "pcg" : "cholesky", o->p.cg_iterations, o->cuda ? "cuda" : "cpu");
-  double setup = 0, factor = 0, frames = 0, after = 0, device = 0;
+  double setup = 0, factor = 0, frames = 0, after = 0, device = 0, sum = 0;
   long long iters = 0;
+  const int overlap = o->cuda && !o->no_overlap;
+  prep_job job[2];
+  memset(job, 0, sizeof job);
   const double t0 = mb_wtime();
   for (int64_t k = 0; k < n && !e; k++) {
     const int f = mb_mesh_field_index(m[k], "handle");
     const double *target = f >= 0 && m[k]->fields[f].ncomp == 3 ? m[k]->fields[f].data : NULL;
     mb_deform_report rep;
     double ms = 0;
-    e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
+    if (overlap) { /* layout k prepared (k = 0: here), k+1 prepared alongside its frame */
+      prep_job *cur = &job[k % 2], *nxt = &job[(k + 1) % 2];
+      if (k == 0) {
+        *cur = (prep_job){o, m[0], x0[0], {m[0]->name, m[0]->nv, m[0]->nf, m[0]->xyz,
+                                            m[0]->face_offsets, m[0]->face_indices, adj[0],
+                                            target, NULL}, NULL, 0};
+        prep_main(cur);
+      }
+      pthread_t th;
+      int started = 0;
+      if (k + 1 < n) {
+        const int g = mb_mesh_field_index(m[k + 1], "handle");
+        *nxt = (prep_job){o, m[k + 1], x0[k + 1],
+                          {m[k + 1]->name, m[k + 1]->nv, m[k + 1]->nf, m[k + 1]->xyz,
+                           m[k + 1]->face_offsets, m[k + 1]->face_indices, adj[k + 1],
+                           g >= 0 && m[k + 1]->fields[g].ncomp == 3 ? m[k + 1]->fields[g].data
+                                                                     : NULL,
+                           NULL},
+                          NULL, 0};
+        started = pthread_create(&th, NULL, prep_main, nxt) == 0;
+      }
+      memset(&rep, 0, sizeof rep);
+      const double tr = mb_wtime();
+      if (cur->prep) { /* ms as run_once's: the preparation's time added back */
+        e = mb_deform_run_cuda_prepared(cur->prep, &rep);
+        cur->prep = NULL;
+        ms = 1e3 * (mb_wtime() - tr) + cur->ms;
+      } else { /* its preparation failed: the whole run here, for the message */
+        e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
+      }
+      if (started) pthread_join(th, NULL);
+      else if (k + 1 < n) prep_main(nxt); /* no thread: prepared here */
+      if (e == MB_ERR_NUMERIC && o->p.hard && rep.iterations == o->p.iterations) {
+        mb_error_clear();
+        e = MB_SUCCESS;
+      }
+      if (e) mb_deform_cuda_prep_free(nxt->prep);
+    } else {
+      e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
+    }
+    for (int64_t i = 0; !e && i < 3 * m[k]->nv; i++) sum += m[k]->xyz[i];
+    if (!e) sum += rep.planarity;
     setup += rep.analyze_ms;
     factor += rep.factor_ms;
     after += rep.finish_ms;
@@ -319,6 +401,11 @@ static mb_error bench_batch(const bench_opts *o) {
            "frames %.3f s (factorizations %.3f s), after the frames %.3f s\n",
            o->cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, wall / (double)n, iters,
            1e-3 * setup, 1e-3 * frames, 1e-3 * factor, 1e-3 * after);
+    printf("%s: layouts' checksum %.17g (every output coordinate and planarity summed)%s\n",
+           o->cuda ? "cuda" : "cpu", sum,
+           overlap ? "; setup overlapped: layout i+1's host setup on a second thread during "
+                     "layout i's frame (its time still counted in setup)"
+                   : "");
     if (o->cuda)
       printf("cuda: device busy %.1f %% of the wall (%.3f s of %.3f s: the iterations' graphs "
              "and the final residuals)\n",
