@@ -1,7 +1,7 @@
 /* meshbatch: the deform op on the GPU (see src/ops/deform/mb_deform.h for
  * the method and mb_deform_cuda.h for the contract).
  *
- * Over 1,000 lines (about 1,300) for now: the three solvers (the room's CG,
+ * Over 1,000 lines (about 1,800) for now: the three solvers (the room's CG,
  * the linalg PCG, csrchol) share the device state and the iteration's
  * kernels; the room's CG (kernels, graph capture, batched reads) is the part
  * to move into a file of its own next.
