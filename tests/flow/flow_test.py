@@ -47,7 +47,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, SKIP, SRC, TMP, cuda_devices, fail, icosahedron,  # noqa: E402
-                    icosphere, need_module, run, run_job, write_obj)
+                    icosphere, mesh_vertices, need_module, run, run_job, write_obj)
 
 # spot_round: the limit of the discrete conformalized flow is round only to
 # the discretization's accuracy (measured: variation 9.1e-3 on spot's 2,930
@@ -64,9 +64,7 @@ SPOT_STEPS = 40
 
 
 def positions(out, mesh):
-    h5py = need_module("h5py")
-    with h5py.File(out, "r") as f:
-        return f["meshes"][mesh]["vertices"][()], dict(f["meshes"][mesh].attrs)
+    return mesh_vertices(out, mesh)
 
 
 def mean_radius(x):

@@ -64,6 +64,39 @@ def need_module(name):
         sys.exit(SKIP)
 
 
+def mesh_vertices(out, mesh):
+    """A mesh's vertex positions [nv, 3] (a numpy array) and its attributes
+    (a dict of strings: the provenance) from a collection. With h5py, read
+    directly; without it (GPU machines often lack it), through the CLI:
+    `meshbatch export --mesh` to OBJ (full double precision) and `meshbatch
+    info --mesh` for the attributes. MB_TEST_NO_H5PY=1 takes the second way
+    where h5py is present (to test it). Skips (77) without numpy."""
+    np = need_module("numpy")
+    if os.environ.get("MB_TEST_NO_H5PY") != "1":
+        try:
+            import h5py
+            with h5py.File(out, "r") as f:
+                g = f["meshes"][mesh]
+                attrs = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in g.attrs.items()}
+                return g["vertices"][()], attrs
+        except ImportError:
+            pass
+    obj = f"{out}.{mesh}.vertices.obj"
+    run(["export", out, "--mesh", mesh, "-o", obj, "--force"])
+    with open(obj) as fh:
+        xyz = [[float(w) for w in ln.split()[1:4]] for ln in fh if ln.startswith("v ")]
+    os.remove(obj)
+    p = subprocess.run([EXE, "info", out, "--mesh", mesh], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        fail(f"meshbatch info {out} --mesh {mesh}: exit code {p.returncode}")
+    attrs = {}
+    for ln in p.stdout.splitlines():
+        if ln.startswith("  ") and " = " in ln:
+            k, v = ln.strip().split(" = ", 1)
+            attrs[k] = v
+    return np.array(xyz, dtype=np.float64).reshape(-1, 3), attrs
+
+
 def new_dataset_group(f, name, kind="surface", index=0):
     """In an h5py file f opened for writing: the collection's root attributes
     (docs/format.md, version 2) and the group of dataset `name`, returned
