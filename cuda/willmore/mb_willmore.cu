@@ -40,7 +40,7 @@
  * exact device sums, one download of three numbers per iteration); step
  * 4 by mb_cuda_pcg_solve with the same hierarchy, warm-started.
  *
- * Over 1,000 lines (about 1,160) for now: both solvers share the step's
+ * Over 1,000 lines (about 1,140) for now: both solvers share the step's
  * kernels and the device state (wm_gpu); the iterative eigen solve's
  * kernels and loop are the part to move into a file of their own next. */
 #include <cuda_runtime.h>
