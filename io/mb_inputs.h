@@ -50,6 +50,16 @@ mb_error mb_inputs_open(MPI_Comm comm, int npatterns, char *const *patterns, mb_
  * index is set to s. Errors: those of mb_meshfile_read / mb_collection_read. */
 mb_error mb_inputs_read(mb_inputs *inputs, int64_t s, mb_mesh **mesh);
 
+/* One mesh of one input, for the benchmarks and tools that time a single
+ * mesh: expand `input` (a mesh file, a glob or a collection) on this
+ * process alone (MPI_COMM_SELF: not collective), read the source named
+ * `only` (NULL: the first), close. *path_out (may be NULL; at least 4096
+ * bytes) receives the source's file. The caller owns *mesh.
+ * Errors: MB_ERR_ARG (no mesh named `only`, an input holding no mesh), those
+ * of mb_inputs_open and mb_inputs_read. */
+mb_error mb_inputs_read_named(const char *input, const char *only, mb_mesh **mesh,
+                              char *path_out);
+
 /* Close collections and free. Collective over the comm given to open. */
 mb_error mb_inputs_close(mb_inputs *inputs);
 

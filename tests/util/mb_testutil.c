@@ -1,5 +1,6 @@
 /* meshbatch test helpers (see mb_testutil.h). */
 #include "mb_testutil.h"
+#include "mb_meshfile.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -91,5 +92,18 @@ void mb_test_assert_same_mesh(const mb_mesh *a, const mb_mesh *b) {
   for (int i = 0; i < a->attrs.n; i++) {
     assert_string_equal(a->attrs.keys[i], b->attrs.keys[i]);
     assert_string_equal(a->attrs.values[i], b->attrs.values[i]);
+  }
+}
+
+void mb_test_read_repo_mesh(const char *name, mb_mesh **mesh, mb_adjacency **adj) {
+  const char *src = getenv("MESHBATCH_SOURCE_DIR");
+  assert_non_null(src);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/data/meshes/%s", src, name);
+  *mesh = NULL;
+  assert_int_equal(mb_meshfile_read(path, mesh), MB_SUCCESS);
+  if (adj) {
+    *adj = NULL;
+    assert_int_equal(mb_adjacency_build(*mesh, adj), MB_SUCCESS);
   }
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "mb_adjacency.h"
 #include "mb_mesh.h"
 
 /* Exit code that CTest reads as "skipped". */
@@ -16,6 +17,12 @@
 /* Path of a file in ../shared/data (e.g. "meshes/spot.obj") in buf, or NULL
  * if the data folder is absent (the caller then skips). */
 const char *mb_test_data_path(const char *rel, char *buf, size_t len);
+
+/* Read data/meshes/NAME of the source tree (MESHBATCH_SOURCE_DIR: the small
+ * meshes kept in the repository, e.g. "spot.obj") into *mesh and, where adj
+ * is not NULL, build its adjacency into *adj; asserts each step. The caller
+ * frees both. */
+void mb_test_read_repo_mesh(const char *name, mb_mesh **mesh, mb_adjacency **adj);
 
 /* A scratch path "MESHBATCH_TEST_TMP/name" (or /tmp/...) in buf. */
 const char *mb_test_tmp_path(const char *name, char *buf, size_t len);

@@ -73,12 +73,9 @@ static void normals(const mb_mesh *m, double *N) {
 
 static void test_projection(void **state) {
   (void)state;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/data/meshes/bob.obj", getenv("MESHBATCH_SOURCE_DIR"));
   mb_mesh *m = NULL;
-  assert_int_equal(mb_meshfile_read(path, &m), MB_SUCCESS);
   mb_adjacency *adj = NULL;
-  assert_int_equal(mb_adjacency_build(m, &adj), MB_SUCCESS);
+  mb_test_read_repo_mesh("bob.obj", &m, &adj);
   const int64_t n = m->nv;
   double *mass = malloc(sizeof(double) * (size_t)n), *N = malloc(sizeof(double) * 3 * (size_t)n);
   double *u = malloc(sizeof(double) * 4 * (size_t)n), *rho = malloc(sizeof(double) * (size_t)n);
@@ -361,10 +358,8 @@ static void agree(mb_mesh *m, double tau) {
 
 static void test_solvers_agree(void **state) {
   (void)state;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/data/meshes/spot.obj", getenv("MESHBATCH_SOURCE_DIR"));
   mb_mesh *m = NULL;
-  assert_int_equal(mb_meshfile_read(path, &m), MB_SUCCESS);
+  mb_test_read_repo_mesh("spot.obj", &m, NULL);
   agree(m, 0.05);
   mb_mesh_free(m);
   /* an icosphere, round and with radial bumps */

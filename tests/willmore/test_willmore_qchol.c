@@ -49,12 +49,9 @@ static double residual(const mb_csr *D, double sigma, const double *x, const dou
 
 static void test_qchol_spot(void **state) {
   (void)state;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/data/meshes/spot.obj", getenv("MESHBATCH_SOURCE_DIR"));
   mb_mesh *m = NULL;
-  assert_int_equal(mb_meshfile_read(path, &m), MB_SUCCESS);
   mb_adjacency *adj = NULL;
-  assert_int_equal(mb_adjacency_build(m, &adj), MB_SUCCESS);
+  mb_test_read_repo_mesh("spot.obj", &m, &adj);
   const int64_t n = m->nv, nm = 4 * n;
   double *rho = malloc(sizeof(double) * (size_t)n);
   double *b = malloc(sizeof(double) * (size_t)nm), *x = malloc(sizeof(double) * (size_t)nm);

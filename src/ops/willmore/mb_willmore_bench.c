@@ -136,27 +136,12 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
 }
 
 static mb_error load(const bench_opts *o, mb_mesh **mesh) {
-  char *patterns[] = {(char *)o->input};
-  mb_inputs *in = NULL;
-  MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
-  int64_t s = 0;
-  int found = !o->only;
-  for (int64_t k = 0; o->only && k < in->nsources; k++)
-    if (!strcmp(in->sources[k].name, o->only)) {
-      s = k;
-      found = 1;
-    }
-  mb_error e = found ? MB_SUCCESS
-                     : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                    "%s has no mesh named '%s'", o->input, o->only);
-  if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
-                               : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                              "%s holds no mesh", o->input);
-  if (!e) e = mb_mesh_convert_kind(*mesh, MB_KIND_SURFACE, in->sources[s].path);
+  char path[4096];
+  mb_error e = mb_inputs_read_named(o->input, o->only, mesh, path);
+  if (!e) e = mb_mesh_convert_kind(*mesh, MB_KIND_SURFACE, path);
   if (!e && !mb_mesh_is_triangles(*mesh))
     e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                      "%s: willmore_flow needs a triangle mesh", (*mesh)->name);
-  mb_inputs_close(in);
   return e;
 }
 
