@@ -5,13 +5,17 @@
 # blog's pencil kernels against the copy bandwidth of the same run), then
 # heat steps of one grid split over the GPUs: strong scaling of a 1024^3
 # float32 grid and weak scaling with 512^3 per GPU, each against one GPU
-# timed in the same invocation, with each halo transport.
+# timed in the same invocation, with each halo transport; per rank the
+# step's timeline (compute stream: faces, interior, wait, shell, idle
+# between steps; halo stream: pack, transfer, unpack; host enqueue).
 #
 # Usage: scripts/gpu-stencil.sh OUTDIR [CUDA_ARCH]
 # SKIP_TESTS=1 skips the tests, SKIP_KERNELS=1 the one-GPU benchmark,
 # STRONG (default 1024,1024,1024) and WEAK (512,512,512) set the shapes,
 # RANKS the largest rank count (default: the number of GPUs; more ranks
-# than GPUs share them, a dry run). Dependencies must be installed or on
+# than GPUs share them, a dry run), HALOS the transports (default "auto mpi
+# nccl"), STEP the split step (fused, faces-first or both, the default:
+# the earlier step then the fused one, each against its own one rank). Dependencies must be installed or on
 # CMAKE_PREFIX_PATH.
 set -uo pipefail
 out=${1:?usage: gpu-stencil.sh OUTDIR [CUDA_ARCH]}
@@ -51,10 +55,10 @@ weak=${WEAK:-512,512,512}
     for halo in ${HALOS:-auto mpi nccl}; do
       echo "### strong $strong, $n ranks, halo $halo"
       run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
-        --steps 20 --warmup 3 --halo "$halo" -v
+        --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" -v
       echo "### weak $weak per rank, $n ranks, halo $halo"
       run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
-        --scaling weak --steps 20 --warmup 3 --halo "$halo" -v
+        --scaling weak --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" -v
     done
     n=$(( n * 2 ))
   done

@@ -7,7 +7,9 @@ for each halo transport in the log.
 Usage: python3 scripts/plot_stencil_scaling.py bench-scaling.log OUT.png
 Each "### strong|weak SHAPE, N ranks, halo H" section of the log ends with
 the benchmark's line "one rank (...) T1 ms per step, N ranks TN ms per
-step: ..."; the one-rank figure is the same invocation's.
+step: ..."; the one-rank figure is the same invocation's. Where a section
+holds two such lines (gpu-stencil.sh's STEP=both: the faces-first step,
+then the fused one), the last, the fused step's, is plotted.
 """
 import re
 import sys

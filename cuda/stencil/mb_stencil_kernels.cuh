@@ -130,6 +130,18 @@ struct box {
 
 inline box whole(const frame &f) { return box{{0, 0, 0}, {f.nz, f.ny, f.nx}}; }
 
+/* Up to 6 boxes computed by one launch of the TMA kernel (a split step's
+ * shell: one launch for its slabs instead of one each): box k takes the
+ * blocks [first[k], first[k + 1]) of the launch's one-dimensional grid,
+ * gx[k] x gy[k] tiles per chunk of chunk[k] planes, x fastest, then y,
+ * then the chunks (the order of a single box's three-dimensional grid). */
+constexpr int MAX_BOXES = 6;
+struct box_set {
+  int count;
+  box b[MAX_BOXES];
+  int chunk[MAX_BOXES], gx[MAX_BOXES], gy[MAX_BOXES], first[MAX_BOXES + 1];
+};
+
 /* ------------------------------------------------------------ faces */
 
 /* What a face kernel does with the G planes of one face (axis, side) of
@@ -227,6 +239,32 @@ template <typename T, int V> __device__ __forceinline__ void st(T *p, const vals
 #pragma unroll
   for (int k = 0; k < V; k++) d[k] = v.c[k];
   *reinterpret_cast<W *>(p) = w;
+}
+
+/* Axes whose ghost planes a step's stores fill as they go (bit a: axis a,
+ * z = 1, y = 2, x = 4): the periodic axes a block does not cut. Each point
+ * within G of such a face is also stored at its periodic image in the
+ * ghost planes across the block (what the face kernel's FACE_WRAP copies
+ * before the next step), so the next step needs no face kernel before its
+ * interior. Needs n >= G along the axis (each ghost point then has one
+ * image); the bits are the same, a copy being exact. */
+template <typename T, int V>
+__device__ __forceinline__ void wrap_copies(const frame &f, int wrap, T *o, const vals<T, V> &r,
+                                            int z, int y, int x) {
+  if (wrap & 1) {
+    if (z < G) st<T, V>(o + f.nz * f.sz, r);
+    if (z >= f.nz - G) st<T, V>(o - f.nz * f.sz, r);
+  }
+  if (wrap & 2) {
+    if (y < G) st<T, V>(o + f.ny * f.sy, r);
+    if (y >= f.ny - G) st<T, V>(o - f.ny * f.sy, r);
+  }
+  if (wrap & 4)
+#pragma unroll
+    for (int c = 0; c < V; c++) {
+      if (x + c < G) o[c + f.nx] = r.c[c];
+      if (x + c >= f.nx - G) o[c - f.nx] = r.c[c];
+    }
 }
 
 /* A hint to bring the 128-byte line of p into L2 (no register, no wait). */
@@ -359,7 +397,7 @@ constexpr int DX_PLANES = 4;
 template <typename T, int V, int OP, int MARCH, int U = 1>
 __global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-          T *__restrict__ out, const weights<T> wt, T a, int pf) {
+          T *__restrict__ out, const weights<T> wt, T a, int pf, int wrap) {
   const int lane = threadIdx.x;
   const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
   const int o = b.lo[1 - MARCH] + blockIdx.y * blockDim.y + threadIdx.y; /* y, or z */
@@ -466,6 +504,8 @@ __global__ void __launch_bounds__(TX * 16)
       }
     }
     if (active) st<T, V>(out + p, res);
+    if ((OP == OP_HEAT || OP == OP_WAVE) && wrap && active)
+      wrap_copies(f, wrap, out + p, res, m, o, x);
   }
 }
 
@@ -520,8 +560,8 @@ __device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigne
 template <typename T, int V, int OP>
 __global__ void __launch_bounds__(TX * TMA_TY)
     tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
-             frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-             T *__restrict__ out, const weights<T> wt, T a) {
+             frame f, const box_set bs, int wrap, const T *__restrict__ u,
+             const T *__restrict__ u_prev, T *__restrict__ out, const weights<T> wt, T a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
   constexpr int S = tma_slots(OP), Q = 2 * G + 1;
@@ -533,9 +573,16 @@ __global__ void __launch_bounds__(TX * TMA_TY)
   __shared__ __align__(8) unsigned long long bar[S];
   const int lane = threadIdx.x, ty = threadIdx.y;
   const bool leader = lane == 0 && ty == 0;
-  const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
-  const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
-  const int m0 = b.lo[0] + blockIdx.z * chunk;
+  /* this block's box of the set, and its tile and chunk there */
+  int kb = 0;
+  while (kb + 1 < bs.count && (int)blockIdx.x >= bs.first[kb + 1]) kb++;
+  const box b = bs.b[kb];
+  const int chunk = bs.chunk[kb], rel = (int)blockIdx.x - bs.first[kb];
+  const int bx = rel % bs.gx[kb], by = rel / bs.gx[kb] % bs.gy[kb];
+  const int bz = rel / (bs.gx[kb] * bs.gy[kb]);
+  const int x0 = b.lo[2] + bx * W, x = x0 + lane * V;
+  const int y0 = b.lo[1] + by * TMA_TY, y = y0 + ty;
+  const int m0 = b.lo[0] + bz * chunk;
   const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
   const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
   /* own: the column lies in the array (its z values are loaded) */
@@ -635,6 +682,7 @@ __global__ void __launch_bounds__(TX * TMA_TY)
         else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
       }
       if (active) st<T, V>(o, res);
+      if (OP != OP_LAP && wrap && active) wrap_copies(f, wrap, o, res, m0 + i, y, x);
       o += sm;
       pv += sm;
       __syncthreads(); /* slot cur has been read by all: fill it again */
@@ -692,7 +740,7 @@ inline tuning tuning_of(int op) {
 
 template <typename T, int V, int OP, int MARCH>
 inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, const T *u,
-                             const T *prev, T *out, T a, cudaStream_t st) {
+                             const T *prev, T *out, T a, cudaStream_t st, int wrap) {
   const tuning tn = tuning_of(OP);
   const int ty = tn.ty;
   const int chunk = tn.chunk > 0 ? std::min(tn.chunk, std::max(b.n[MARCH], 1))
@@ -700,9 +748,10 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
   if constexpr (OP == OP_DX)
-    march<T, V, OP, MARCH, DX_PLANES><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
+    march<T, V, OP, MARCH, DX_PLANES><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0,
+                                                                0);
   else
-    march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+    march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf, wrap);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
@@ -795,11 +844,28 @@ inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorM
   return MB_SUCCESS;
 }
 
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
- * maps (the tile's rows, its side columns) come from tensor_map's cache. */
+/* The chunk of planes per block of box b in the TMA kernel: TMA_CHUNK
+ * (MB_STENCIL_TUNE's CHUNK overrides it), or with `spread` (a shell's
+ * slabs, launched together) halved down to 16 until the box has 1024
+ * blocks, so that a thin slab's blocks do not march 96 planes each while
+ * the device idles (the bits do not depend on the chunk). */
+inline int tma_chunk(const box &b, int op, int V, bool spread) {
+  const tuning tn = tuning_of(op);
+  int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
+  const long long tiles =
+      (long long)((b.n[2] + TX * V - 1) / (TX * V)) * ((b.n[1] + TMA_TY - 1) / TMA_TY);
+  while (spread && !tn.chunk && chunk > 16 && tiles * ((b.n[0] + chunk - 1) / chunk) < 1024)
+    chunk /= 2;
+  return chunk;
+}
+
+/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at the nb boxes of bx
+ * (1 to MAX_BOXES, none empty) in one launch; wrap: wrap_copies' axes.
+ * The tensor maps (the tile's rows, its side columns) come from
+ * tensor_map's cache. */
 template <typename T, int V, int OP>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
+inline mb_error launch_tma(const frame &f, const box *bx, int nb, const weights<T> &w, const T *u,
+                           const T *prev, T *out, T a, cudaStream_t st, int wrap) {
   constexpr int W = TX * V, SR = TMA_TY + 2 * G;
   const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP);
   static bool sized = false; /* the shared-memory attribute, once per kernel */
@@ -808,42 +874,61 @@ inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, co
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     sized = true;
   }
-  const tuning tn = tuning_of(OP);
-  const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const dim3 grid((b.n[2] + W - 1) / W, (b.n[1] + TMA_TY - 1) / TMA_TY,
-                  (b.n[0] + chunk - 1) / chunk);
+  box_set bs = {};
+  bs.count = nb;
+  long long blocks = 0;
+  for (int k = 0; k < nb; k++) {
+    const box &b = bx[k];
+    bs.b[k] = b;
+    bs.chunk[k] = tma_chunk(b, OP, V, nb > 1);
+    bs.gx[k] = (b.n[2] + W - 1) / W;
+    bs.gy[k] = (b.n[1] + TMA_TY - 1) / TMA_TY;
+    bs.first[k] = (int)blocks;
+    blocks += (long long)bs.gx[k] * bs.gy[k] * ((b.n[0] + bs.chunk[k] - 1) / bs.chunk[k]);
+  }
+  MB_CHECK(blocks < (1ll << 31), MB_ERR_UNSUPPORTED,
+           "stencil (cuda): a block of %d x %d x %d is beyond the TMA kernel's grid", f.nz, f.ny,
+           f.nx);
+  bs.first[nb] = (int)blocks;
   CUtensorMap tm, ts;
   MB_CALL(tensor_map<T>(f, u, W, SR, &tm));
   MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
   tile_tma<T, V, OP>
-      <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
+      <<<(unsigned)blocks, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, bs, wrap, u, prev, out, w, a);
   MB_CHECK_LAUNCH("stencil kernel (TMA)");
   return MB_SUCCESS;
 }
-/* op at box b with V points per thread along x: the TMA kernel for the
- * Laplacian and the steps where tma is set (and V > 1), else the marching
- * kernel. (A TMA x derivative measured 0.75 of copy in float32 against the
- * marching kernel's 0.81.) */
-template <typename T, int V>
-inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T> &s, const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, bool tma) {
-  tma = tma && V > 1;
-  switch (op) {
-  case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
-  case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st);
-  case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st);
-  case OP_LAP:
-    return tma ? launch_tma<T, V, OP_LAP>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st);
-  case OP_HEAT:
-    return tma ? launch_tma<T, V, OP_HEAT>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st);
-  default:
-    return tma ? launch_tma<T, V, OP_WAVE>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st);
-  }
-}
 
+/* op at the nb boxes of bx with V points per thread along x: the TMA
+ * kernel for the Laplacian and the steps where tma is set (and V > 1), all
+ * boxes in one launch; else the marching kernel, a launch per box. (A TMA
+ * x derivative measured 0.75 of copy in float32 against the marching
+ * kernel's 0.81.) wrap: wrap_copies' axes (the steps only). */
+template <typename T, int V>
+inline mb_error launch_op(int op, const frame &f, const box *bx, int nb, const weights<T> &s,
+                          const T *u, const T *prev, T *out, T a, cudaStream_t st, bool tma,
+                          int wrap) {
+  tma = tma && V > 1;
+  if (tma && op >= OP_LAP) {
+    if (op == OP_LAP) return launch_tma<T, V, OP_LAP>(f, bx, nb, s, u, prev, out, a, st, 0);
+    if (op == OP_HEAT) return launch_tma<T, V, OP_HEAT>(f, bx, nb, s, u, prev, out, a, st, wrap);
+    return launch_tma<T, V, OP_WAVE>(f, bx, nb, s, u, prev, out, a, st, wrap);
+  }
+  for (int k = 0; k < nb; k++) {
+    const box &b = bx[k];
+    switch (op) {
+    case OP_DZ: MB_CALL((launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_DY: MB_CALL((launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_DX: MB_CALL((launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_LAP: MB_CALL((launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_HEAT:
+      MB_CALL((launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, wrap)));
+      break;
+    default: MB_CALL((launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, wrap)));
+    }
+  }
+  return MB_SUCCESS;
+}
 
 /* The points per thread along x of each op, after `meshbatch bench
  * stencil` on the H100 (docs/benchmarks.md): 16-byte vectors, except
@@ -854,25 +939,44 @@ template <typename T> inline int default_v(int op) {
   return 2;
 }
 
-/* op (OP_*) at the points of box b of u into out, on stream st. a: the
- * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
- * step. v: the points per thread along x (0: default_v; the benchmark
- * compares the others); a box whose rows are not whole vectors takes v = 1.
- * tma: the TMA kernel where the device has it (tma_available); the
- * benchmark also times the marching kernel (false). */
+/* op (OP_*) at the points of the nb boxes of bx (up to MAX_BOXES; empty
+ * ones skipped) of u into out, on stream st. a: the heat/wave coefficient
+ * (alpha dt, (c dt)^2); prev: the wave's previous step. wrap: the axes
+ * whose ghost planes the steps' stores fill (wrap_copies; 0 none). v: the
+ * points per thread along x (0: default_v; the benchmark compares the
+ * others); boxes whose rows are not whole vectors take v = 1. tma: the TMA
+ * kernel where the device has it (tma_available), the boxes then in one
+ * launch; the benchmark also times the marching kernel (false). */
+template <typename T>
+inline mb_error apply_boxes(int op, const frame &f, const box *bx, int nb, const double h[3],
+                            const T *u, const T *prev, T *out, T a, cudaStream_t st, int wrap,
+                            int v = 0, bool tma = true) {
+  MB_CHECK(nb >= 0 && nb <= MAX_BOXES, MB_ERR_ARG, "stencil (cuda): %d boxes in one call", nb);
+  box keep[MAX_BOXES];
+  int n = 0;
+  if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
+  for (int k = 0; k < nb; k++)
+    if (!bx[k].empty()) {
+      keep[n++] = bx[k];
+      if (bx[k].lo[2] % v || bx[k].n[2] % v) v = 1;
+    }
+  if (!n) return MB_SUCCESS;
+  const weights<T> s = weights_of<T>(h);
+  if (f.nx % v) v = 1;
+  tma = tma && tma_available();
+  if (v == 4)
+    return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, keep, n, s, u, prev, out, a, st, tma,
+                                                     wrap);
+  if (v == 2) return launch_op<T, 2>(op, f, keep, n, s, u, prev, out, a, st, tma, wrap);
+  return launch_op<T, 1>(op, f, keep, n, s, u, prev, out, a, st, tma, wrap);
+}
+
+/* op at the points of box b (apply_boxes with one box, no wrap). */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
                           const T *prev, T *out, T a, cudaStream_t st, int v = 0,
                           bool tma = true) {
-  if (b.empty()) return MB_SUCCESS;
-  const weights<T> s = weights_of<T>(h);
-  if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
-  if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
-  tma = tma && tma_available();
-  if (v == 4)
-    return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st, tma);
-  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st, tma);
-  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st, tma);
+  return apply_boxes<T>(op, f, &b, 1, h, u, prev, out, a, st, 0, v, tma);
 }
 
 /* ------------------------------------------------------------ host copies */
