@@ -18,13 +18,14 @@ import sys
 def parse(path):
     """{(kind, halo): {gpus: (t1_ms, tn_ms)}} and the shapes per kind."""
     runs, shapes, head = {}, {}, None
-    sect = re.compile(r"^### (strong|weak) (\S+?)(?: per rank)?, (\d+) ranks, halo (\w+)")
+    sect = re.compile(r"^### (strong|weak) (\S+?)(?: per rank)?, (\d+) ranks, halo (\w+)"
+                      r"(?:, blocks (\S+))?")
     line = re.compile(r"one rank \(.*?\) ([\d.]+) ms per step, (\d+) ranks ([\d.]+) ms per step")
     with open(path) as f:
         for text in f:
             m = sect.match(text)
             if m:
-                head = (m.group(1), m.group(4))
+                head = (m.group(1), m.group(4) + (" " + m.group(5) if m.group(5) else ""))
                 shapes[m.group(1)] = m.group(2)
                 continue
             m = line.search(text)

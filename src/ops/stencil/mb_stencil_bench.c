@@ -21,7 +21,7 @@ static const char stencil_bench_help[] =
     "                               [--warmup N] [--repeats N]\n"
     "                               [--distribute partitioned [--steps N] [--scaling strong|weak]\n"
     "                                [--halo auto|mpi|nccl] [--backend auto|cpu]\n"
-    "                                [--step fused|faces-first|both]]\n\n"
+    "                                [--step fused|faces-first|both] [--blocks BZ,BY,BX]]\n\n"
     "Times the stencil kernels on the GPU on a periodic grid (default 512,512,512,\n"
     "float32 and float64, warmup 3, repeats 10): the derivatives along z, y and x,\n"
     "the 8th-order Laplacian, the fused heat and wave steps (2.5D blocking, 16-byte\n"
@@ -55,7 +55,9 @@ static const char stencil_bench_help[] =
     "step. --step fused (default): the periodic faces of uncut axes filled by the\n"
     "steps' stores and the shell in one launch; faces-first: the earlier step\n"
     "(face kernels before each interior, a kernel per shell slab); both: the two\n"
-    "in turn, each against its own one-rank baseline.\n";
+    "in turn, each against its own one-rank baseline. --blocks: the blocks per axis\n"
+    "(their product the rank count; default MPI_Dims_create's cut, the most blocks\n"
+    "along the longest axis: 2,2,1 on 4 ranks for a cube, where 4,1,1 gives slabs).\n";
 
 /* Heat steps on this rank's block of a periodic grid: per step the halo
  * exchange and the fused step, timed apart. */
@@ -92,6 +94,7 @@ typedef struct part_opts {
   int64_t n[3], steps, warmup;
   int f32, weak, halo, cpu;
   int faces_first; /* the GPU step: 0 fused, 1 faces first (mb_stencil_block_figures) */
+  int dims[3];     /* blocks per axis, or 0 0 0: mb_cart_dims' cut */
 } part_opts;
 
 /* Heat steps of this rank's block on its GPU (mb_stencil_cuda_block). */
@@ -134,10 +137,12 @@ static mb_error heat_run(mb_cart *c, const part_opts *o, const double h[3],
 }
 
 /* The whole grid of a weak-scaling run: each axis of the per-rank block
- * times the blocks along it, the rank grid as mb_cart_create makes it. */
-static void weak_grid(const int64_t block[3], int size, int64_t n[3]) {
+ * times the blocks along it, the rank grid as mb_cart_create makes it (or
+ * dims where given). */
+static void weak_grid(const int64_t block[3], int size, const int dims[3], int64_t n[3]) {
   int d[3] = {1, 1, 1};
-  (void)mb_cart_dims(size, block, d);
+  if (dims[0]) for (int a = 0; a < 3; a++) d[a] = dims[a];
+  else (void)mb_cart_dims(size, block, d);
   for (int a = 0; a < 3; a++) n[a] = block[a] * d[a];
 }
 
@@ -245,7 +250,7 @@ static int bench_partitioned(part_opts *o) {
   }
   int64_t whole[3], one[3];
   for (int a = 0; a < 3; a++) whole[a] = one[a] = o->n[a];
-  if (o->weak) weak_grid(o->n, size, whole);
+  if (o->weak) weak_grid(o->n, size, o->dims, whole);
   const double h[3] = {1.0 / whole[0], 1.0 / whole[1], 1.0 / whole[2]};
   mb_stencil_block_figures f1, fn;
   double copy1 = 0, copyn = 0;
@@ -257,7 +262,8 @@ static int bench_partitioned(part_opts *o) {
   }
   if (mb_idle_barrier(comm) || mb_agree(comm, e)) return mb_cli_report(MB_EXIT_FAILED);
   mb_cart *c = NULL;
-  if (mb_agree(comm, mb_cart_create(comm, whole, 1, 4, &c))) return mb_cli_report(MB_EXIT_FAILED);
+  if (mb_agree(comm, mb_cart_create_dims(comm, whole, o->dims[0] ? o->dims : NULL, 1, 4, &c)))
+    return mb_cli_report(MB_EXIT_FAILED);
   e = heat_run(c, o, h, &fn, &copyn);
   if (mb_agree(comm, e)) {
     mb_cart_free(c);
@@ -281,6 +287,7 @@ int mb_stencil_bench(int argc, char **argv) {
   int64_t n[3] = {512, 512, 512}, warmup = 3, repeats = 10, steps = 20;
   int f64 = 1, f32 = 1, partitioned = 0, dtype_given = 0, weak = 0, halo = MB_HALO_AUTO, cpu = 0;
   int step_kind = 0; /* 0 fused, 1 faces first, 2 both */
+  int64_t blocks[3] = {0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -308,6 +315,9 @@ int mb_stencil_bench(int argc, char **argv) {
                   : !strcmp(v, "both")        ? 2
                                               : -1;
       bad = step_kind < 0;
+    } else if (!strcmp(a, "--blocks") && v) {
+      bad = mb_cli_parse_shape(v, blocks) || blocks[0] > 65536 || blocks[1] > 65536 ||
+            blocks[2] > 65536;
     } else if (!strcmp(a, "--backend") && v) {
       cpu = !strcmp(v, "cpu");
       bad = !cpu && strcmp(v, "auto");
@@ -328,7 +338,8 @@ int mb_stencil_bench(int argc, char **argv) {
     for (int k = 0; k < nk && rc == MB_EXIT_OK; k++) {
       part_opts o = {.n = {n[0], n[1], n[2]}, .steps = steps, .warmup = warmup,
                      .f32 = !dtype_given || f32, .weak = weak, .halo = halo, .cpu = cpu,
-                     .faces_first = kinds[k]};
+                     .faces_first = kinds[k],
+                     .dims = {(int)blocks[0], (int)blocks[1], (int)blocks[2]}};
       rc = bench_partitioned(&o);
       if (o.cpu) break; /* the CPU ranks have one step */
     }
