@@ -18,13 +18,14 @@
 # the split step (fused, faces-first or both, the default: the earlier step
 # then the fused one, each against its own one rank), BLOCKS the cuts
 # (default "auto": MPI_Dims_create's; e.g. "auto 4,1,1" also times slabs),
-# TESTS the ctest regex (default "stencil|grid"). Dependencies must be installed or on
+# TESTS the ctest regex (default "stencil|grid"), BUILD the build tree
+# (default build-gpu; configured and built again, a no-op when up to date). Dependencies must be installed or on
 # CMAKE_PREFIX_PATH.
 set -uo pipefail
 out=${1:?usage: gpu-stencil.sh OUTDIR [CUDA_ARCH]}
 arch=${2:-90}
 mkdir -p "$out"
-build=build-gpu
+build=${BUILD:-build-gpu}
 SECONDS=0
 cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
