@@ -119,6 +119,11 @@ mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]) {
 
 mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int ghost,
                         mb_cart **cart) {
+  return mb_cart_create_dims(comm, n, NULL, periodic, ghost, cart);
+}
+
+mb_error mb_cart_create_dims(MPI_Comm comm, const int64_t n[3], const int dims[3], int periodic,
+                             int ghost, mb_cart **cart) {
   *cart = NULL;
   MB_CHECK(ghost >= 1, MB_ERR_ARG, "ghost width must be at least 1 (got %d)", ghost);
   for (int a = 0; a < 3; a++)
@@ -130,9 +135,18 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
   c->comm = MPI_COMM_NULL;
   c->periodic = periodic;
   c->ghost = ghost;
-  MB_CALL_MPI(MPI_Comm_size(comm, &c->size));
-  MB_CALL(mb_cart_dims(c->size, n, c->dims));
   mb_error e = MB_SUCCESS;
+  if (MPI_Comm_size(comm, &c->size) != MPI_SUCCESS)
+    e = mb_error_set(MB_ERR_MPI, __FILE__, __LINE__, __func__, "MPI_Comm_size failed");
+  else if (!dims)
+    e = mb_cart_dims(c->size, n, c->dims);
+  else if (dims[0] < 1 || dims[1] < 1 || dims[2] < 1 ||
+           (int64_t)dims[0] * dims[1] * dims[2] != c->size)
+    e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
+                     "%d x %d x %d blocks for %d ranks: their product must be the rank count",
+                     dims[0], dims[1], dims[2], c->size);
+  else
+    for (int a = 0; a < 3; a++) c->dims[a] = dims[a];
   static const char axis_name[3] = {'z', 'y', 'x'};
   for (int a = 0; a < 3 && !e; a++) {
     c->n[a] = n[a];

@@ -73,6 +73,16 @@ mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]);
 mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int ghost,
                         mb_cart **cart);
 
+/* mb_cart_create with the blocks per axis given: dims[a] blocks along axis
+ * a (z, y, x), their product the size of comm, or dims NULL for
+ * mb_cart_dims' cut (mb_cart_create). For comparisons of cuts (`meshbatch
+ * bench stencil --blocks`): at 4 ranks a cube is cut 2 x 2 x 1 by
+ * mb_cart_dims, while slabs 4 x 1 x 1 exchange whole planes. Collective
+ * over comm. Errors: as mb_cart_create, and MB_ERR_ARG (dims whose product
+ * is not the rank count, or below 1). */
+mb_error mb_cart_create_dims(MPI_Comm comm, const int64_t n[3], const int dims[3], int periodic,
+                             int ghost, mb_cart **cart);
+
 /* Points of this rank's local array with its ghost frame. Not collective. */
 int64_t mb_cart_local_size(const mb_cart *cart);
 

@@ -5,19 +5,27 @@
 # blog's pencil kernels against the copy bandwidth of the same run), then
 # heat steps of one grid split over the GPUs: strong scaling of a 1024^3
 # float32 grid and weak scaling with 512^3 per GPU, each against one GPU
-# timed in the same invocation, with each halo transport.
+# timed in the same invocation, with each halo transport; per rank the
+# step's timeline (compute stream: faces, interior, wait, shell, idle
+# between steps; halo stream: pack, transfer, unpack; host enqueue).
 #
 # Usage: scripts/gpu-stencil.sh OUTDIR [CUDA_ARCH]
 # SKIP_TESTS=1 skips the tests, SKIP_KERNELS=1 the one-GPU benchmark,
 # STRONG (default 1024,1024,1024) and WEAK (512,512,512) set the shapes,
 # RANKS the largest rank count (default: the number of GPUs; more ranks
-# than GPUs share them, a dry run). Dependencies must be installed or on
+# than GPUs share them, a dry run), HALOS the transports (default "auto mpi
+# nccl"), RANK_LIST the rank counts (default 2, 4, ... up to RANKS), STEP
+# the split step (fused, faces-first or both, the default: the earlier step
+# then the fused one, each against its own one rank), BLOCKS the cuts
+# (default "auto": MPI_Dims_create's; e.g. "auto 4,1,1" also times slabs),
+# TESTS the ctest regex (default "stencil|grid"), BUILD the build tree
+# (default build-gpu; configured and built again, a no-op when up to date). Dependencies must be installed or on
 # CMAKE_PREFIX_PATH.
 set -uo pipefail
 out=${1:?usage: gpu-stencil.sh OUTDIR [CUDA_ARCH]}
 arch=${2:-90}
 mkdir -p "$out"
-build=build-gpu
+build=${BUILD:-build-gpu}
 SECONDS=0
 cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
@@ -29,7 +37,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/devic
 ngpu=$(wc -l < "$out/device.txt")
 ranks=${RANKS:-$ngpu}
 if [ -z "${SKIP_TESTS:-}" ]; then
-  (cd $build && ctest -R "stencil|grid" -j 4 --output-on-failure) > "$out/tests.log" 2>&1
+  (cd $build && ctest -R "${TESTS:-stencil|grid}" -j 4 --output-on-failure) > "$out/tests.log" 2>&1
   grep -E "Test +#|tests passed|tests failed|\[ gpu \]" "$out/tests.log"
   echo "tests done at $SECONDS s"
 fi
@@ -46,17 +54,21 @@ strong=${STRONG:-1024,1024,1024}
 weak=${WEAK:-512,512,512}
 {
   echo "## $(date -u +%F) $(head -1 "$out/device.txt") x $ngpu"
-  n=2
-  while [ "$n" -le "$ranks" ]; do
+  list=${RANK_LIST:-}
+  if [ -z "$list" ]; then n=2; while [ "$n" -le "$ranks" ]; do list="$list $n"; n=$(( n * 2 )); done; fi
+  for n in $list; do
     for halo in ${HALOS:-auto mpi nccl}; do
-      echo "### strong $strong, $n ranks, halo $halo"
-      run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
-        --steps 20 --warmup 3 --halo "$halo" -v
-      echo "### weak $weak per rank, $n ranks, halo $halo"
-      run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
-        --scaling weak --steps 20 --warmup 3 --halo "$halo" -v
+      for cut in ${BLOCKS:-auto}; do
+        bargs=(); tag=""
+        [ "$cut" = auto ] || { bargs=(--blocks "$cut"); tag=", blocks $cut"; }
+        echo "### strong $strong, $n ranks, halo $halo$tag"
+        run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
+          --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" "${bargs[@]}" -v
+        echo "### weak $weak per rank, $n ranks, halo $halo$tag"
+        run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
+          --scaling weak --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" "${bargs[@]}" -v
+      done
     done
-    n=$(( n * 2 ))
   done
 } 2>&1 | tee "$out/bench-scaling.log"
 echo "done at $SECONDS s"

@@ -80,6 +80,8 @@
 #   stencil: STENCIL_STRONG=2048,2048,2048 [dry: 512,512,512]
 #            STENCIL_WEAK="512,512,512 1024,1024,1024" [dry: 256,256,256] per GPU
 #            STENCIL_DTYPE=float32 STENCIL_STEPS=20 STENCIL_WARMUP=3 STENCIL_HALO=auto
+#            STENCIL_STEP=fused (or faces-first: the earlier split step; the log
+#              also holds each rank's timeline of a step)
 #   ctest:   CTEST_REGEX (ctest -R; default all gpu tests [dry: nccl]), CTEST_ARGS
 #
 # Host memory (estimates from CPU runs and the H100 runs of docs/benchmarks.md):
@@ -143,6 +145,7 @@ stencil_dtype=${STENCIL_DTYPE:-float32}
 stencil_steps=${STENCIL_STEPS:-20}
 stencil_warmup=${STENCIL_WARMUP:-3}
 stencil_halo=${STENCIL_HALO:-auto}
+stencil_step=${STENCIL_STEP:-fused}
 ctest_regex=${CTEST_REGEX-$(isdry && echo nccl || echo "")}
 run_timeout=${RUN_TIMEOUT:-0}
 mem_check=${MEM_CHECK:-1}
@@ -522,7 +525,7 @@ section_polylla() {
 
 # ================================================================== stencil
 section_stencil() {
-  echo "== stencil: heat steps of one grid over the ranks (bench stencil --distribute partitioned, $stencil_dtype, halo $stencil_halo)"
+  echo "== stencil: heat steps of one grid over the ranks (bench stencil --distribute partitioned, $stencil_dtype, halo $stencil_halo, $stencil_step step)"
   local hdr title scaling shape R log head oneline t1 tn sp eff frac tr grid blocks dtype pts first
   hdr="| date (UTC) | device | GPUs | scaling | grid | block per rank | dtype | ranks | ms/step (slowest rank) | one rank ms/step | speed-up | efficiency | GB/s per rank | of copy | halo |"
   for spec in "strong $stencil_strong" $(for s in $stencil_weak; do echo "weak:$s"; done); do
@@ -539,7 +542,8 @@ section_stencil() {
       log=$logdir/stencil-$scaling-${shape//,/x}-np$R.log
       local sargs=(--scaling "$scaling"); [ "$backend" = cpu ] && sargs+=(--backend cpu)
       mpi "$R" "$log" "$exe" bench stencil --distribute partitioned --shape "$shape" --dtype "$stencil_dtype" \
-        "${sargs[@]}" --steps "$stencil_steps" --warmup "$stencil_warmup" --halo "$stencil_halo" -v ||
+        "${sargs[@]}" --steps "$stencil_steps" --warmup "$stencil_warmup" --halo "$stencil_halo" \
+        --step "$stencil_step" -v ||
         { note "stencil $scaling $shape, $R ranks: no result"; continue; }
       head=$(grep -m1 '^stencil heat, ' "$log")
       oneline=$(grep -m1 'one rank (' "$log")

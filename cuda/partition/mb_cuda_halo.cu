@@ -152,6 +152,11 @@ struct mb_cuda_halo {
   mb_dbuf rev_row, rev_start, rev_q;
   int inflight = 0;
   mb_halo_transport transport = MB_HALO_MPI;
+  /* the timing events of the next exchange (mb_cuda_halo_time_next), or none */
+  cudaEvent_t tev[4] = {nullptr, nullptr, nullptr, nullptr};
+  int timed = 0;
+  /* record timing event k on the halo stream where the next exchange is timed */
+  cudaError_t mark(int k) { return timed ? cudaEventRecord(tev[k], halo_stream) : cudaSuccess; }
   ~mb_cuda_halo() {
     if (host_send) cudaFreeHost(host_send);
     if (host_recv) cudaFreeHost(host_recv);
@@ -224,6 +229,11 @@ extern "C" void mb_cuda_halo_set_post_at_end(mb_cuda_halo *h, int at_end) {
 }
 
 extern "C" void *mb_cuda_halo_stream(mb_cuda_halo *h) { return (void *)h->halo_stream; }
+
+extern "C" void mb_cuda_halo_time_next(mb_cuda_halo *h, void *const ev[4]) {
+  h->timed = ev != nullptr;
+  for (int k = 0; k < 4; k++) h->tev[k] = ev ? (cudaEvent_t)ev[k] : nullptr;
+}
 
 /* One side of a box plan (0: send boxes, 1: receive boxes) between x and
  * the device stage of that side's rows. */
@@ -447,12 +457,17 @@ extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const v
   if (dir == MB_HALO_REVERSE && !h->boxed) MB_CALL(reverse_setup(h));
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
+  MB_CALL_CUDA(h->mark(0));
   MB_CALL(enqueue_out(h, dir, x, h->halo_stream));
+  MB_CALL_CUDA(h->mark(1));
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   h->posted = 0;
   if (transport == MB_HALO_NCCL) {
     MB_CALL(nccl_exchange(h, nccl, dir));
+    MB_CALL_CUDA(h->mark(2));
     MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream));
+    MB_CALL_CUDA(h->mark(3));
+    h->timed = 0;
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
   } else {
     void *out = dir == MB_HALO_FORWARD ? h->host_send : h->host_recv;
@@ -489,7 +504,10 @@ extern "C" mb_error mb_cuda_halo_end(mb_cuda_halo *h, void *x) {
     if (nin)
       MB_CALL_CUDA(cudaMemcpyAsync(stage.p, in, (size_t)h->elem * (size_t)h->ncomp * (size_t)nin,
                                    cudaMemcpyHostToDevice, h->halo_stream));
+    MB_CALL_CUDA(h->mark(2));
     MB_CALL(enqueue_in(h, dir, x, h->halo_stream));
+    MB_CALL_CUDA(h->mark(3));
+    h->timed = 0;
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
   }
   MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));

@@ -64,6 +64,15 @@ void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end);
  * timing events. Not collective. */
 void *mb_cuda_halo_stream(mb_cuda_halo *halo);
 
+/* Timing events for the next mb_cuda_halo_begin/end pair only (figures;
+ * ev NULL: none): ev[0..3] are the caller's cudaEvent_t (made with timing,
+ * owned by the caller), recorded on the halo's stream when its wait for the
+ * caller's stream is over (the pack starts), after the pack, after the
+ * transport (NCCL: the send/receive group; MPI: the copy to the host, the
+ * messages and the copy back) and after the unpack (or reverse sums), so
+ * that a caller can take an exchange's time apart. Not collective. */
+void mb_cuda_halo_time_next(mb_cuda_halo *halo, void *const ev[4]);
+
 /* Enqueue on the halo's stream, after the caller's stream's work so far,
  * the packing of the send rows of device array x into the pinned send
  * buffer; does not wait (mb_cuda_halo_pack_wait does), so the caller can

@@ -20,6 +20,10 @@ void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end) {
   (void)halo; (void)at_end;
 }
 
+void mb_cuda_halo_time_next(mb_cuda_halo *halo, void *const ev[4]) {
+  (void)halo; (void)ev;
+}
+
 void *mb_cuda_halo_stream(mb_cuda_halo *halo) {
   (void)halo;
   return NULL;

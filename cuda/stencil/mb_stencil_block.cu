@@ -53,6 +53,10 @@ template <typename T> struct block {
   std::vector<face_plan> faces;
   box interior;
   std::vector<box> shell;
+  /* the fused step (0: faces_first, the earlier step): the axes whose
+   * ghost planes the steps' stores fill (wrap_copies), the others' wrap
+   * and the Dirichlet faces filled once per buffer */
+  int fused = 1, wrap = 0;
   cudaStream_t comp = nullptr;
   mb_nccl *nccl = nullptr; /* the plan's (mb_cart.nccl), not owned */
   mb_halo_transport transport = MB_HALO_MPI;
@@ -110,13 +114,39 @@ template <typename T> static void plan_faces(block<T> *b) {
     }
 }
 
+/* Whether the ghost planes of face fp of u are filled on the compute
+ * stream before each stencil: every face that needs no neighbour in the
+ * earlier step; in the fused step only the wrap of an axis the stores do
+ * not fill (a block thinner than 4 planes). */
+template <typename T> static bool per_step(const block<T> *b, const face_plan &fp) {
+  if (fp.mode == FACE_UNPACK) return false;
+  if (!b->fused) return true;
+  return fp.mode == FACE_WRAP && !(b->wrap & (1 << fp.axis));
+}
+
+/* The ghost faces of the block's buffers before the first step (fused
+ * step): the Dirichlet faces of every buffer (nothing else writes them),
+ * the periodic wrap of u, the op's input (the steps' stores keep it for
+ * their outputs). On the compute stream. */
+template <typename T> static mb_error prefill(block<T> *b, int nbuf, T *u) {
+  for (const face_plan &fp : b->faces) {
+    if (fp.mode == FACE_CONST)
+      for (int k = 0; k < nbuf; k++)
+        MB_CALL(face<T>(b->f, fp.axis, fp.side, fp.mode, (T)b->g->outside, b->p(k), nullptr,
+                        b->comp));
+    if (fp.mode == FACE_WRAP)
+      MB_CALL(face<T>(b->f, fp.axis, fp.side, fp.mode, T(0), u, nullptr, b->comp));
+  }
+  return MB_SUCCESS;
+}
+
 /* Start the halo of u: the engine's forward exchange (pack, and with NCCL
  * send and unpack, on its urgent stream after the compute stream's work so
- * far); the faces that need no neighbour on the compute stream. */
+ * far); the faces filled per step (per_step) on the compute stream. */
 template <typename T> static mb_error halo_begin(block<T> *b, T *u) {
   MB_CALL(mb_cuda_halo_begin(b->dh, MB_HALO_FORWARD, u, b->transport, b->nccl));
   for (const face_plan &fp : b->faces)
-    if (fp.mode != FACE_UNPACK)
+    if (per_step(b, fp))
       MB_CALL(face<T>(b->f, fp.axis, fp.side, fp.mode, (T)b->g->outside, u, nullptr, b->comp));
   return MB_SUCCESS;
 }
@@ -180,9 +210,11 @@ template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_tran
 }
 
 template <typename T>
-static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart, int nbuf) {
+static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart, int nbuf,
+                            bool fused) {
   b->g = g;
   b->cart = cart;
+  b->fused = fused;
   b->f = frame_of<T>(g->n);
   const size_t bytes = sizeof(T) * b->f.points();
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&b->comp, cudaStreamNonBlocking));
@@ -191,6 +223,10 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
     MB_CALL_CUDA(cudaMemsetAsync(b->buf[k].p, 0, bytes, b->comp));
   }
   plan_faces<T>(b);
+  const int n[3] = {b->f.nz, b->f.ny, b->f.nx};
+  for (int a = 0; a < 3 && fused; a++)
+    if (b->faces[2 * a].mode == FACE_WRAP && b->faces[2 * a + 1].mode == FACE_WRAP && n[a] >= G)
+      b->wrap |= 1 << a;
   /* the device frame: owned point (z, y, x) at f.at(z, y, x), rows padded */
   mb_cart_frame fr;
   fr.origin = b->f.at(0, 0, 0);
@@ -208,26 +244,74 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   return MB_SUCCESS;
 }
 
-/* Timing events of one step (figures only). */
-enum { EV_X0, EV_X1, EV_C0, EV_C1, EV_C2, EV_C3, EV_COUNT };
+/* Timing events of one step (figures only): on the compute stream the
+ * step's start, after the faces, the interior, the wait for the halo and
+ * the shell; on the halo stream (mb_cuda_halo_time_next) the pack's start,
+ * its end, the transport's end and the unpack's end. */
+enum { EV_C0, EV_CF, EV_C1, EV_C2, EV_C3, EV_H0, EV_H1, EV_H2, EV_H3, EV_COUNT };
 
 /* One stencil op from cur into out over the whole block, the halo
- * overlapped with the interior; ev (EV_COUNT events or null) times it. */
+ * overlapped with the interior; ev (EV_COUNT events or null) times it.
+ * The fused step writes the wrap of b->wrap's axes as it stores (heat and
+ * wave only: their outputs are the next step's input) and computes the
+ * shell's slabs in one launch. */
 template <typename T>
 static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cudaEvent_t *ev) {
-  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_X0], b->comp));
+  const int wrap = b->fused && (op == OP_HEAT || op == OP_WAVE) ? b->wrap : 0;
+  if (ev) {
+    MB_CALL_CUDA(cudaEventRecord(ev[EV_C0], b->comp));
+    void *hev[4] = {ev[EV_H0], ev[EV_H1], ev[EV_H2], ev[EV_H3]};
+    mb_cuda_halo_time_next(b->dh, hev);
+  }
   MB_CALL(halo_begin<T>(b, cur));
-  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C0], b->comp));
-  MB_CALL(apply_box<T>(op, b->f, b->interior, b->g->h, cur, prev, out, a, b->comp));
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_CF], b->comp));
+  MB_CALL(apply_boxes<T>(op, b->f, &b->interior, 1, b->g->h, cur, prev, out, a, b->comp, wrap));
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C1], b->comp));
   MB_CALL(halo_end<T>(b, cur));
-  if (ev) {
-    MB_CALL_CUDA(cudaEventRecord(ev[EV_X1], (cudaStream_t)mb_cuda_halo_stream(b->dh)));
-    MB_CALL_CUDA(cudaEventRecord(ev[EV_C2], b->comp));
-  }
-  for (const box &x : b->shell)
-    MB_CALL(apply_box<T>(op, b->f, x, b->g->h, cur, prev, out, a, b->comp));
+  if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C2], b->comp));
+  if (b->fused)
+    MB_CALL(apply_boxes<T>(op, b->f, b->shell.data(), (int)b->shell.size(), b->g->h, cur, prev,
+                           out, a, b->comp, wrap));
+  else
+    for (const box &x : b->shell)
+      MB_CALL(apply_box<T>(op, b->f, x, b->g->h, cur, prev, out, a, b->comp));
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C3], b->comp));
+  return MB_SUCCESS;
+}
+
+/* The figures of the timed steps from their events (EV_COUNT per step),
+ * the wall time t_wall (s) of the timed steps and the host's enqueue time
+ * t_host (s). */
+static mb_error step_figures(const std::vector<cudaEvent_t> &ev, int64_t timed, double t_wall,
+                             double t_host, mb_stencil_block_figures *fig) {
+  memset(fig, 0, offsetof(mb_stencil_block_figures, halo_bytes));
+  if (!timed) return MB_SUCCESS;
+  const double per = 1.0 / (double)timed;
+  fig->step_ms = 1e3 * t_wall * per;
+  fig->host_ms = 1e3 * t_host * per;
+  auto ms = [](cudaEvent_t a, cudaEvent_t b, double *acc, double w) {
+    float t = 0;
+    if (cudaEventElapsedTime(&t, a, b) != cudaSuccess) return false;
+    *acc += w * t;
+    return true;
+  };
+  bool ok = true;
+  double inside = 0, span = 0;
+  for (int64_t s = 0; s < timed && ok; s++) {
+    const cudaEvent_t *x = &ev[(size_t)s * EV_COUNT];
+    ok = ms(x[EV_C0], x[EV_CF], &fig->fill_ms, per) &&
+         ms(x[EV_CF], x[EV_C1], &fig->interior_ms, per) &&
+         ms(x[EV_C1], x[EV_C2], &fig->wait_ms, per) &&
+         ms(x[EV_C2], x[EV_C3], &fig->shell_ms, per) &&
+         ms(x[EV_C0], x[EV_C3], &inside, per) && ms(x[EV_C0], x[EV_H3], &fig->exchange_ms, per) &&
+         ms(x[EV_C0], x[EV_H0], &fig->lag_ms, per) && ms(x[EV_H0], x[EV_H1], &fig->pack_ms, per) &&
+         ms(x[EV_H1], x[EV_H2], &fig->transport_ms, per) &&
+         ms(x[EV_H2], x[EV_H3], &fig->unpack_ms, per);
+  }
+  if (ok) ok = ms(ev[EV_C0], ev[(size_t)(timed - 1) * EV_COUNT + EV_C3], &span, per);
+  MB_CHECK(ok, MB_ERR_CUDA, "stencil step timing failed");
+  fig->between_ms = span - inside;
+  fig->rest_ms = fig->step_ms - span;
   return MB_SUCCESS;
 }
 
@@ -236,8 +320,10 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
                         double coef, int64_t nsteps, void *u, void *out,
                         mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop) {
   block<T> b;
-  MB_CALL(block_setup<T>(&b, g, cart, op == 5 ? 3 : 2));
+  const int nbuf = op == 5 ? 3 : 2;
+  MB_CALL(block_setup<T>(&b, g, cart, nbuf, !(fig && fig->faces_first)));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
+  MB_CALL(prefill<T>(&b, nbuf, b.p(0)));
   MB_CALL(choose_transport<T>(&b, want, b.p(0)));
   if (op <= 3) {
     MB_CALL(step<T>(&b, op, b.p(0), nullptr, b.p(1), T(0), nullptr));
@@ -264,7 +350,7 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   const int64_t skip = fig ? std::min<int64_t>(std::max(fig->warmup, 0), nsteps) : 0;
   std::vector<cudaEvent_t> ev(fig ? (size_t)(nsteps - skip) * EV_COUNT : 0);
   for (cudaEvent_t &e : ev) MB_CALL_CUDA(cudaEventCreate(&e));
-  double t0 = 0;
+  double t0 = 0, t_host = 0;
   mb_error e = MB_SUCCESS;
   for (int64_t s = 0; s < nsteps && !e; s++) {
     int halt = 0;
@@ -282,7 +368,9 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
       t0 = MPI_Wtime();
     }
     cudaEvent_t *se = fig && s >= skip ? &ev[(size_t)(s - skip) * EV_COUNT] : nullptr;
+    const double h0 = se ? MPI_Wtime() : 0;
     if (!e) e = step<T>(&b, op == 4 ? OP_HEAT : OP_WAVE, cur, prev, nxt, (T)coef, se);
+    if (se) t_host += MPI_Wtime() - h0;
     if (op == 4) std::swap(cur, nxt);
     else {
       T *t = prev;
@@ -294,22 +382,7 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   if (!e && cudaStreamSynchronize(b.comp) != cudaSuccess)
     e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil steps failed on the device");
   if (!e && fig) {
-    const int64_t timed = nsteps - skip;
-    memset(fig, 0, offsetof(mb_stencil_block_figures, warmup));
-    fig->step_ms = timed ? 1e3 * (MPI_Wtime() - t0) / (double)timed : 0;
-    for (int64_t s = 0; s < timed; s++) {
-      const cudaEvent_t *x = &ev[(size_t)s * EV_COUNT];
-      float ex = 0, in = 0, wait = 0, sh = 0;
-      if (cudaEventElapsedTime(&ex, x[EV_X0], x[EV_X1]) != cudaSuccess ||
-          cudaEventElapsedTime(&in, x[EV_C0], x[EV_C1]) != cudaSuccess ||
-          cudaEventElapsedTime(&wait, x[EV_C1], x[EV_C2]) != cudaSuccess ||
-          cudaEventElapsedTime(&sh, x[EV_C2], x[EV_C3]) != cudaSuccess)
-        e = mb_error_set(MB_ERR_CUDA, __FILE__, __LINE__, __func__, "stencil step timing failed");
-      fig->exchange_ms += ex / (double)timed;
-      fig->interior_ms += in / (double)timed;
-      fig->wait_ms += wait / (double)timed;
-      fig->shell_ms += sh / (double)timed;
-    }
+    e = step_figures(ev, nsteps - skip, MPI_Wtime() - t0, t_host, fig);
     fig->halo_bytes = (double)(sizeof(T) * b.halo_len);
     fig->transport = b.halo_len ? (int)b.transport : 0;
   }

@@ -81,18 +81,44 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
 
 struct mb_cart;
 
-/* Figures of mb_stencil_cuda_block's time steps (per step, means over the
- * timed steps), for `meshbatch bench stencil --distribute partitioned`. */
+/* Figures of mb_stencil_cuda_block's time steps (ms per step, means over
+ * the timed steps), for `meshbatch bench stencil --distribute partitioned`:
+ * a timeline from CUDA events on the two streams of a step.
+ *
+ * The compute stream runs, each step: the ghost faces that need no
+ * neighbour (fill_ms; none in the fused path but those of an uncut axis
+ * thinner than 4 planes), the interior box (interior_ms), the wait for the
+ * halo's unpack (wait_ms: the exchange not hidden), the shell (shell_ms);
+ * between_ms is its idle time between one step's shell and the next
+ * step's start (the host late with its launches), rest_ms the wall time
+ * not on the compute stream's timeline (the start after the barrier, the
+ * final synchronisation). fill + interior + wait + shell + between + rest
+ * = step_ms. The halo stream (urgent priority) starts when the compute
+ * stream has reached the step's start (lag_ms after it: the halo stream
+ * still busy), packs (pack_ms), sends and receives (transport_ms: the
+ * NCCL group, or MPI through the host) and unpacks (unpack_ms);
+ * exchange_ms runs from the step's start to the unpack's end, alongside
+ * fill and interior. host_ms: the host's time to enqueue one step. */
 typedef struct mb_stencil_block_figures {
   double step_ms;     /* wall time per step (the steps run back to back) */
+  double fill_ms;     /* compute stream: ghost faces filled before the interior */
   double interior_ms; /* the interior box's kernel */
-  double shell_ms;    /* the shell's kernels, after the halo */
-  double exchange_ms; /* the halo stream: pack, transport, unpack */
   double wait_ms;     /* the compute stream idle after the interior, waiting for the
                          halo: the exchange not hidden behind the interior */
+  double shell_ms;    /* the shell's kernel(s), after the halo */
+  double between_ms;  /* compute stream idle between a step's end and the next start */
+  double rest_ms;     /* wall time outside the compute stream's timeline */
+  double lag_ms;      /* halo stream: start of the pack after the step's start */
+  double pack_ms, transport_ms, unpack_ms; /* halo stream */
+  double exchange_ms; /* the step's start to the ghosts in place */
+  double host_ms;     /* host: enqueueing one step */
   double halo_bytes;  /* sent per step by this rank */
   int transport;      /* mb_halo_transport used; 0 when no face travelled */
   int warmup;         /* in: the first `warmup` steps run but are not timed */
+  int faces_first;    /* in: 1 runs the earlier step (every ghost face that needs
+                         no neighbour filled by face kernels on the compute stream
+                         before the interior, a shell kernel per slab), for
+                         comparison; 0 the fused step (mb_stencil_cuda_block) */
 } mb_stencil_block_figures;
 
 /* One op on this rank's block of a grid split over the ranks
@@ -108,7 +134,12 @@ typedef struct mb_stencil_block_figures {
  * faces shared with other ranks through the halo transport `halo`
  * (mb_halo_transport: MPI through pinned host buffers, NCCL device to
  * device, or auto: NCCL where it is set up and faster in trial exchanges)
- * while the interior is computed, then the shell next to those faces. fig
+ * while the interior is computed, then the shell next to those faces, its
+ * slabs in one launch. The heat and wave steps fill the ghost planes of the
+ * periodic axes the block does not cut as they store (the periodic images
+ * of the points within 4 planes of those faces), and Dirichlet faces are
+ * filled once per buffer, so a step launches nothing on the compute stream
+ * before its interior. fig
  * (NULL allowed) receives the figures of the heat/wave steps. stop (NULL
  * allowed) gives the heat/wave steps their stop points (mb_stencil_cuda_stop;
  * its ctx's query is collective over its communicator, asked at the same

@@ -20,7 +20,8 @@
  * L1; the neighbours along the third axis through the L1 cache shared by
  * the block. default_v gives each op's width.
  *
- * The TMA kernel (tile_tma; compute capability 9.0 and later) runs the
+ * The TMA kernel (tile_tma, in mb_stencil_tma.cuh, included below the
+ * marching kernel's launch; compute capability 9.0 and later) runs the
  * Laplacian and the steps: the same march along z with the column's 9
  * values in registers, but each plane's tile with its halo is brought into
  * a ring of shared-memory slots by the tensor memory accelerator a few
@@ -130,6 +131,18 @@ struct box {
 
 inline box whole(const frame &f) { return box{{0, 0, 0}, {f.nz, f.ny, f.nx}}; }
 
+/* Up to 6 boxes computed by one launch of the TMA kernel (a split step's
+ * shell: one launch for its slabs instead of one each): box k takes the
+ * blocks [first[k], first[k + 1]) of the launch's one-dimensional grid,
+ * gx[k] x gy[k] tiles per chunk of chunk[k] planes, x fastest, then y,
+ * then the chunks (the order of a single box's three-dimensional grid). */
+constexpr int MAX_BOXES = 6;
+struct box_set {
+  int count;
+  box b[MAX_BOXES];
+  int chunk[MAX_BOXES], gx[MAX_BOXES], gy[MAX_BOXES], first[MAX_BOXES + 1];
+};
+
 /* ------------------------------------------------------------ faces */
 
 /* What a face kernel does with the G planes of one face (axis, side) of
@@ -227,6 +240,32 @@ template <typename T, int V> __device__ __forceinline__ void st(T *p, const vals
 #pragma unroll
   for (int k = 0; k < V; k++) d[k] = v.c[k];
   *reinterpret_cast<W *>(p) = w;
+}
+
+/* Axes whose ghost planes a step's stores fill as they go (bit a: axis a,
+ * z = 1, y = 2, x = 4): the periodic axes a block does not cut. Each point
+ * within G of such a face is also stored at its periodic image in the
+ * ghost planes across the block (what the face kernel's FACE_WRAP copies
+ * before the next step), so the next step needs no face kernel before its
+ * interior. Needs n >= G along the axis (each ghost point then has one
+ * image); the bits are the same, a copy being exact. */
+template <typename T, int V>
+__device__ __forceinline__ void wrap_copies(const frame &f, int wrap, T *o, const vals<T, V> &r,
+                                            int z, int y, int x) {
+  if (wrap & 1) {
+    if (z < G) st<T, V>(o + f.nz * f.sz, r);
+    if (z >= f.nz - G) st<T, V>(o - f.nz * f.sz, r);
+  }
+  if (wrap & 2) {
+    if (y < G) st<T, V>(o + f.ny * f.sy, r);
+    if (y >= f.ny - G) st<T, V>(o - f.ny * f.sy, r);
+  }
+  if (wrap & 4)
+#pragma unroll
+    for (int c = 0; c < V; c++) {
+      if (x + c < G) o[c + f.nx] = r.c[c];
+      if (x + c >= f.nx - G) o[c - f.nx] = r.c[c];
+    }
 }
 
 /* A hint to bring the 128-byte line of p into L2 (no register, no wait). */
@@ -359,7 +398,7 @@ constexpr int DX_PLANES = 4;
 template <typename T, int V, int OP, int MARCH, int U = 1>
 __global__ void __launch_bounds__(TX * 16)
     march(frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-          T *__restrict__ out, const weights<T> wt, T a, int pf) {
+          T *__restrict__ out, const weights<T> wt, T a, int pf, int wrap) {
   const int lane = threadIdx.x;
   const int x = b.lo[2] + (blockIdx.x * TX + lane) * V;
   const int o = b.lo[1 - MARCH] + blockIdx.y * blockDim.y + threadIdx.y; /* y, or z */
@@ -466,182 +505,9 @@ __global__ void __launch_bounds__(TX * 16)
       }
     }
     if (active) st<T, V>(out + p, res);
+    if ((OP == OP_HEAT || OP == OP_WAVE) && wrap && active)
+      wrap_copies(f, wrap, out + p, res, m, o, x);
   }
-}
-
-/* ------------------------------------------------------------ TMA kernel */
-
-/* The Laplacian and the steps on devices of compute capability 9.0 (2.5D
- * blocking, Micikevicius 2009, section 3, with the planes brought by the
- * tensor memory accelerator, TMA). A block of TY warps covers a tile of TY
- * rows of W = 32 V points and marches along z through a chunk of planes.
- * Each plane's tile is copied into a ring of S shared slots by
- * cp.async.bulk.tensor instructions of one thread, S - G - 1 planes before
- * it is needed: its TY rows with the G halo rows above and below (SR = TY
- * + 2 G rows of W points: whole 128-byte lines), and the G side columns
- * left and right of its own TY rows (narrow boxes, read from L2 by 32-byte
- * sectors; the corners a star stencil does not use are not copied). Each
- * slot has its mbarrier, and the block waits at one __syncthreads per
- * plane before the slot it has read is filled again. The copies in flight
- * hold no registers, so a block keeps 2 to 4 planes of its tile (12 KB
- * each in float32) on the way, which is what the memory's latency asks
- * (Little's law); the register version (march) keeps one vector per
- * thread. Each thread keeps the 9 values of its column in a ring of
- * registers (the z terms), reading plane m + G's centre from its slot, and
- * takes the y and x neighbours of plane m from plane m's slot; the march
- * is unrolled by 9, so no value moves between registers. The arithmetic
- * is the chain of mb_stencil.h, as in march, so the bits are the same.
- */
-constexpr int TMA_TY = 16; /* rows of a tile */
-
-/* Slots of the ring: planes m .. m + S - 1, so the copies run S - G - 1
- * planes ahead. 9 for the Laplacian and the heat step (4 ahead; it also
- * makes the slot of each step of the 9-fold unrolled march a constant),
- * 7 for the wave step, whose u_prev stream gained nothing from more. */
-__host__ __device__ constexpr int tma_slots(int op) { return op == OP_WAVE ? 7 : 9; }
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ bool mbar_done(unsigned bar, unsigned parity) {
-  unsigned ok;
-  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-               "selp.u32 %0, 1, 0, p; }"
-               : "=r"(ok)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return ok != 0;
-}
-__device__ __forceinline__ void mbar_wait(const unsigned long long *bar, unsigned parity) {
-  while (!mbar_done(smem_addr(bar), parity)) {
-  }
-}
-
-template <typename T, int V, int OP>
-__global__ void __launch_bounds__(TX * TMA_TY)
-    tile_tma(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap ts,
-             frame f, box b, int chunk, const T *__restrict__ u, const T *__restrict__ u_prev,
-             T *__restrict__ out, const weights<T> wt, T a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  static_assert(OP == OP_LAP || OP == OP_HEAT || OP == OP_WAVE, "the Laplacian and the steps");
-  constexpr int S = tma_slots(OP), Q = 2 * G + 1;
-  /* a slot: SR rows of W points, then G side columns left and right of
-   * the tile's TY rows */
-  constexpr int W = TX * V, SR = TMA_TY + 2 * G, SLOT = SR * W + 2 * TMA_TY * G;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  T *s = reinterpret_cast<T *>(smem_raw);
-  __shared__ __align__(8) unsigned long long bar[S];
-  const int lane = threadIdx.x, ty = threadIdx.y;
-  const bool leader = lane == 0 && ty == 0;
-  const int x0 = b.lo[2] + blockIdx.x * W, x = x0 + lane * V;
-  const int y0 = b.lo[1] + blockIdx.y * TMA_TY, y = y0 + ty;
-  const int m0 = b.lo[0] + blockIdx.z * chunk;
-  const int n = min(chunk, b.lo[0] + b.n[0] - m0); /* planes of this block */
-  const int fetch = n + G;                          /* planes m0 .. m0 + n - 1 + G */
-  /* own: the column lies in the array (its z values are loaded) */
-  const bool own = x + V <= f.nx + G && y < b.lo[1] + b.n[1] + G;
-  const bool active = x < b.lo[2] + b.n[2] && y < b.lo[1] + b.n[1];
-  if (leader) {
-#pragma unroll
-    for (int k = 0; k < S; k++)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar[k])) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  /* Plane m0 + k into slot k % S (the leader, once the slot is free): the
-   * tile's rows and its side columns; the boxes' corners in the tensor's
-   * (x, row, plane) coordinates of the framed array. */
-  auto issue = [&](int k) {
-    const unsigned mb = smem_addr(&bar[k % S]);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
-                 "r"((unsigned)(SLOT * sizeof(T)))
-                 : "memory");
-    T *slot = s + (k % S) * SLOT;
-    auto copy = [&](const CUtensorMap *map, T *dst, int cx, int cy) {
-      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::"
-                   "bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
-                   "l"(map), "r"(cx), "r"(cy), "r"(m0 + k + G), "r"(mb)
-                   : "memory");
-    };
-    copy(&tm, slot, f.xo + x0, y0);
-    copy(&ts, slot + SR * W, f.xo + x0 - G, y0 + G);
-    copy(&ts, slot + SR * W + TMA_TY * G, f.xo + x0 + W, y0 + G);
-  };
-  if (leader)
-    for (int k = 0; k < min(S, fetch); k++) issue(k);
-  const long long sm = f.sz, p0 = f.at(m0, y, x);
-  const T *pv = u_prev + p0;
-  T *o = out + p0;
-  const int mine = (ty + G) * W + lane * V; /* this thread's point in a slot */
-  vals<T, V> q[Q], pn = {};
-  if (own)
-#pragma unroll
-    for (int k = 0; k < 2 * G; k++) q[k] = ld<T, V>(u + p0 + (k - G) * sm);
-  if (OP == OP_WAVE && active) pn = ld<T, V>(pv);
-  for (int i0 = 0; i0 < n; i0 += Q) {
-#pragma unroll
-    for (int r = 0; r < Q; r++) {
-      const int i = i0 + r;
-      if (i >= n) break;
-      const int cur = i % S;
-      mbar_wait(&bar[cur], (unsigned)(i / S) & 1u);
-      const T *t = s + cur * SLOT;
-      const int ahead = (i + G) % S;
-      mbar_wait(&bar[ahead], (unsigned)((i + G) / S) & 1u);
-      /* the ring: value k of the column (plane m - G + k) is q[(r + k) % Q] */
-      q[(r + 2 * G) % Q] = *reinterpret_cast<const vals<T, V> *>(s + ahead * SLOT + mine);
-      const vals<T, V> prev = pn;
-      if (OP == OP_WAVE && active && i + 1 < n) pn = ld<T, V>(pv + sm);
-      const vals<T, V> mid = q[(r + G) % Q];
-      /* the x line around this thread's points (xl[G + c] is point x + c):
-       * G neighbours on each side from the row or, past the tile, from the
-       * side columns */
-      T xl[V + 2 * G];
-      {
-        const T *row = t + (ty + G) * W, *left = t + SR * W + ty * G;
-        const T *right = left + TMA_TY * G;
-#pragma unroll
-        for (int cc = 0; cc < V; cc++) xl[G + cc] = mid.c[cc];
-#pragma unroll
-        for (int j = 1; j <= G / V; j++) {
-          const int pl = (lane - j) * V, pr = (lane + j) * V;
-          const vals<T, V> l =
-              *reinterpret_cast<const vals<T, V> *>(pl >= 0 ? row + pl : left + pl + G);
-          const vals<T, V> rr =
-              *reinterpret_cast<const vals<T, V> *>(pr < W ? row + pr : right + pr - W);
-#pragma unroll
-          for (int cc = 0; cc < V; cc++) {
-            xl[G - j * V + cc] = l.c[cc];
-            xl[G + (j - 1) * V + V + cc] = rr.c[cc];
-          }
-        }
-      }
-      vals<T, V> res;
-#pragma unroll
-      for (int cc = 0; cc < V; cc++) {
-        T wz[Q], wy[Q];
-#pragma unroll
-        for (int k = 0; k < Q; k++) {
-          wz[k] = q[(r + k) % Q].c[cc];
-          wy[k] = t[mine - (G - k) * W + cc];
-        }
-        /* the CPU's chain: f0 u, then the z, y and x terms */
-        T lap = wt.f0 * mid.c[cc];
-        lap = d2add(wz, wt.f[0], lap);
-        lap = d2add(wy, wt.f[1], lap);
-        lap = d2add(xl + cc, wt.f[2], lap);
-        if (OP == OP_LAP) res.c[cc] = lap;
-        else if (OP == OP_HEAT) res.c[cc] = fmx(a, lap, mid.c[cc]);
-        else res.c[cc] = fmx(a, lap, (mid.c[cc] + mid.c[cc]) - prev.c[cc]);
-      }
-      if (active) st<T, V>(o, res);
-      o += sm;
-      pv += sm;
-      __syncthreads(); /* slot cur has been read by all: fill it again */
-      if (leader && i + S < fetch) issue(i + S);
-    }
-  }
-#endif
 }
 
 /* The vector width of T's kernels: 16 bytes (4 float, 2 double). */
@@ -692,7 +558,7 @@ inline tuning tuning_of(int op) {
 
 template <typename T, int V, int OP, int MARCH>
 inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, const T *u,
-                             const T *prev, T *out, T a, cudaStream_t st) {
+                             const T *prev, T *out, T a, cudaStream_t st, int wrap) {
   const tuning tn = tuning_of(OP);
   const int ty = tn.ty;
   const int chunk = tn.chunk > 0 ? std::min(tn.chunk, std::max(b.n[MARCH], 1))
@@ -700,150 +566,46 @@ inline mb_error launch_march(const frame &f, const box &b, const weights<T> &w, 
   dim3 block(TX, ty), grid((b.n[2] + TX * V - 1) / (TX * V), (b.n[1 - MARCH] + ty - 1) / ty,
                            (b.n[MARCH] + chunk - 1) / chunk);
   if constexpr (OP == OP_DX)
-    march<T, V, OP, MARCH, DX_PLANES><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0);
+    march<T, V, OP, MARCH, DX_PLANES><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, 0,
+                                                                0);
   else
-    march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf);
+    march<T, V, OP, MARCH><<<grid, block, 0, st>>>(f, b, chunk, u, prev, out, w, a, tn.pf, wrap);
   MB_CHECK_LAUNCH("stencil kernel");
   return MB_SUCCESS;
 }
 
-/* cuTensorMapEncodeTiled from the driver (through the runtime, so that
- * nothing links libcuda), or null where the driver lacks it. */
-inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void *p = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
+#include "mb_stencil_tma.cuh"
 
-/* Whether the TMA kernel can run here: a device of compute capability
- * 9.0 or more (the build's code for it included) and the driver's
- * encoder. */
-inline bool tma_available() {
-  static const bool t = [] {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-      return false;
-    return major >= 9 && tensor_map_encoder() != nullptr;
-  }();
-  return t;
-}
-
-/* Planes per block of the TMA kernel (MB_STENCIL_TUNE's CHUNK overrides
- * it): 96. On the H100 at 512^3, float32, chunks of 16 to 96 planes ran at
- * 0.83-0.84 of copy, 112-160 at 0.80-0.81 and 128 at 0.78 (the halo
- * planes of a chunk are read again by the next, but the blocks of
- * neighbouring chunks run at the same time and find them in L2); float64
- * 0.83 from 80 to 160, 0.79 at 32. Blocks taken z first (neighbouring
- * chunks of one tile together) ran at 0.63-0.71: the y halo rows shared by
- * the tiles of one plane then come from DRAM twice. */
-constexpr int TMA_CHUNK = 96;
-
-/* A tensor map of the framed array u as (x, row, plane) with boxes of
- * bx x by x 1 points. No L2 promotion: the Laplacian ran at 0.86 of copy
- * in float32 on the H100 without it, 0.84 with 256-byte and 0.83 with
- * 128-byte promotion (float64 0.83 in all three); an L2 evict-first
- * policy on the stores gained nothing.
- * The maps are cached per host thread, keyed by everything the encoding
- * reads (the array's address, element size, frame and box), so a step's
- * launches (up to 14 per split step) encode each map once per array and
- * frame instead of at every launch; an entry can never be stale: the same
- * key encodes the same map. Sixteen entries, replaced round robin. */
-struct tensor_map_key {
-  const void *u;
-  long long sy, sz;
-  int ny, nz, bx, by, esize;
-  bool operator==(const tensor_map_key &o) const {
-    return u == o.u && sy == o.sy && sz == o.sz && ny == o.ny && nz == o.nz && bx == o.bx &&
-           by == o.by && esize == o.esize;
-  }
-};
-constexpr int TENSOR_MAP_CACHE = 16;
-
-template <typename T>
-inline mb_error tensor_map(const frame &f, const T *u, int bx, int by, CUtensorMap *tm) {
-  thread_local tensor_map_key keys[TENSOR_MAP_CACHE] = {};
-  thread_local CUtensorMap maps[TENSOR_MAP_CACHE];
-  thread_local int next = 0;
-  const tensor_map_key key = {u, f.sy, f.sz, f.ny, f.nz, bx, by, (int)sizeof(T)};
-  for (int i = 0; i < TENSOR_MAP_CACHE; i++)
-    if (keys[i].u && keys[i] == key) {
-      *tm = maps[i];
-      return MB_SUCCESS;
-    }
-  const cuuint64_t dim[3] = {(cuuint64_t)f.sy, (cuuint64_t)f.ny + 2 * G, (cuuint64_t)f.nz + 2 * G};
-  const cuuint64_t stride[2] = {sizeof(T) * (cuuint64_t)f.sy, sizeof(T) * (cuuint64_t)f.sz};
-  const cuuint32_t boxdim[3] = {(cuuint32_t)bx, (cuuint32_t)by, 1}, estride[3] = {1, 1, 1};
-  const CUresult cr = tensor_map_encoder()(
-      tm, sizeof(T) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 3,
-      const_cast<T *>(u), dim, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  MB_CHECK(cr == CUDA_SUCCESS, MB_ERR_CUDA,
-           "stencil (cuda): tensor map of a %d x %d x %d block failed (CUresult %d)", f.nz, f.ny,
-           f.nx, (int)cr);
-  keys[next] = key;
-  maps[next] = *tm;
-  next = (next + 1) % TENSOR_MAP_CACHE;
-  return MB_SUCCESS;
-}
-
-/* The TMA kernel for op (OP_LAP, OP_HEAT, OP_WAVE) at box b. The tensor
- * maps (the tile's rows, its side columns) come from tensor_map's cache. */
-template <typename T, int V, int OP>
-inline mb_error launch_tma(const frame &f, const box &b, const weights<T> &w, const T *u,
-                           const T *prev, T *out, T a, cudaStream_t st) {
-  constexpr int W = TX * V, SR = TMA_TY + 2 * G;
-  const size_t smem = sizeof(T) * ((size_t)SR * W + 2 * TMA_TY * G) * tma_slots(OP);
-  static bool sized = false; /* the shared-memory attribute, once per kernel */
-  if (!sized) {
-    MB_CALL_CUDA(cudaFuncSetAttribute(tile_tma<T, V, OP>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    sized = true;
-  }
-  const tuning tn = tuning_of(OP);
-  const int chunk = std::min(tn.chunk > 0 ? tn.chunk : TMA_CHUNK, std::max(b.n[0], 1));
-  const dim3 grid((b.n[2] + W - 1) / W, (b.n[1] + TMA_TY - 1) / TMA_TY,
-                  (b.n[0] + chunk - 1) / chunk);
-  CUtensorMap tm, ts;
-  MB_CALL(tensor_map<T>(f, u, W, SR, &tm));
-  MB_CALL(tensor_map<T>(f, u, G, TMA_TY, &ts));
-  tile_tma<T, V, OP>
-      <<<grid, dim3(TX, TMA_TY), smem, st>>>(tm, ts, f, b, chunk, u, prev, out, w, a);
-  MB_CHECK_LAUNCH("stencil kernel (TMA)");
-  return MB_SUCCESS;
-}
-/* op at box b with V points per thread along x: the TMA kernel for the
- * Laplacian and the steps where tma is set (and V > 1), else the marching
- * kernel. (A TMA x derivative measured 0.75 of copy in float32 against the
- * marching kernel's 0.81.) */
+/* op at the nb boxes of bx with V points per thread along x: the TMA
+ * kernel for the Laplacian and the steps where tma is set (and V > 1), all
+ * boxes in one launch; else the marching kernel, a launch per box. (A TMA
+ * x derivative measured 0.75 of copy in float32 against the marching
+ * kernel's 0.81.) wrap: wrap_copies' axes (the steps only). */
 template <typename T, int V>
-inline mb_error launch_op(int op, const frame &f, const box &b, const weights<T> &s, const T *u,
-                          const T *prev, T *out, T a, cudaStream_t st, bool tma) {
+inline mb_error launch_op(int op, const frame &f, const box *bx, int nb, const weights<T> &s,
+                          const T *u, const T *prev, T *out, T a, cudaStream_t st, bool tma,
+                          int wrap) {
   tma = tma && V > 1;
-  switch (op) {
-  case OP_DZ: return launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st);
-  case OP_DY: return launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st);
-  case OP_DX: return launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st);
-  case OP_LAP:
-    return tma ? launch_tma<T, V, OP_LAP>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st);
-  case OP_HEAT:
-    return tma ? launch_tma<T, V, OP_HEAT>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st);
-  default:
-    return tma ? launch_tma<T, V, OP_WAVE>(f, b, s, u, prev, out, a, st)
-               : launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st);
+  if (tma && op >= OP_LAP) {
+    if (op == OP_LAP) return launch_tma<T, V, OP_LAP>(f, bx, nb, s, u, prev, out, a, st, 0);
+    if (op == OP_HEAT) return launch_tma<T, V, OP_HEAT>(f, bx, nb, s, u, prev, out, a, st, wrap);
+    return launch_tma<T, V, OP_WAVE>(f, bx, nb, s, u, prev, out, a, st, wrap);
   }
+  for (int k = 0; k < nb; k++) {
+    const box &b = bx[k];
+    switch (op) {
+    case OP_DZ: MB_CALL((launch_march<T, V, OP_DZ, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_DY: MB_CALL((launch_march<T, V, OP_DY, 1>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_DX: MB_CALL((launch_march<T, V, OP_DX, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_LAP: MB_CALL((launch_march<T, V, OP_LAP, 0>(f, b, s, u, prev, out, a, st, 0))); break;
+    case OP_HEAT:
+      MB_CALL((launch_march<T, V, OP_HEAT, 0>(f, b, s, u, prev, out, a, st, wrap)));
+      break;
+    default: MB_CALL((launch_march<T, V, OP_WAVE, 0>(f, b, s, u, prev, out, a, st, wrap)));
+    }
+  }
+  return MB_SUCCESS;
 }
-
 
 /* The points per thread along x of each op, after `meshbatch bench
  * stencil` on the H100 (docs/benchmarks.md): 16-byte vectors, except
@@ -854,25 +616,44 @@ template <typename T> inline int default_v(int op) {
   return 2;
 }
 
-/* op (OP_*) at the points of box b of u into out, on stream st. a: the
- * heat/wave coefficient (alpha dt, (c dt)^2); prev: the wave's previous
- * step. v: the points per thread along x (0: default_v; the benchmark
- * compares the others); a box whose rows are not whole vectors takes v = 1.
- * tma: the TMA kernel where the device has it (tma_available); the
- * benchmark also times the marching kernel (false). */
+/* op (OP_*) at the points of the nb boxes of bx (up to MAX_BOXES; empty
+ * ones skipped) of u into out, on stream st. a: the heat/wave coefficient
+ * (alpha dt, (c dt)^2); prev: the wave's previous step. wrap: the axes
+ * whose ghost planes the steps' stores fill (wrap_copies; 0 none). v: the
+ * points per thread along x (0: default_v; the benchmark compares the
+ * others); boxes whose rows are not whole vectors take v = 1. tma: the TMA
+ * kernel where the device has it (tma_available), the boxes then in one
+ * launch; the benchmark also times the marching kernel (false). */
+template <typename T>
+inline mb_error apply_boxes(int op, const frame &f, const box *bx, int nb, const double h[3],
+                            const T *u, const T *prev, T *out, T a, cudaStream_t st, int wrap,
+                            int v = 0, bool tma = true) {
+  MB_CHECK(nb >= 0 && nb <= MAX_BOXES, MB_ERR_ARG, "stencil (cuda): %d boxes in one call", nb);
+  box keep[MAX_BOXES];
+  int n = 0;
+  if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
+  for (int k = 0; k < nb; k++)
+    if (!bx[k].empty()) {
+      keep[n++] = bx[k];
+      if (bx[k].lo[2] % v || bx[k].n[2] % v) v = 1;
+    }
+  if (!n) return MB_SUCCESS;
+  const weights<T> s = weights_of<T>(h);
+  if (f.nx % v) v = 1;
+  tma = tma && tma_available();
+  if (v == 4)
+    return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, keep, n, s, u, prev, out, a, st, tma,
+                                                     wrap);
+  if (v == 2) return launch_op<T, 2>(op, f, keep, n, s, u, prev, out, a, st, tma, wrap);
+  return launch_op<T, 1>(op, f, keep, n, s, u, prev, out, a, st, tma, wrap);
+}
+
+/* op at the points of box b (apply_boxes with one box, no wrap). */
 template <typename T>
 inline mb_error apply_box(int op, const frame &f, const box &b, const double h[3], const T *u,
                           const T *prev, T *out, T a, cudaStream_t st, int v = 0,
                           bool tma = true) {
-  if (b.empty()) return MB_SUCCESS;
-  const weights<T> s = weights_of<T>(h);
-  if (v <= 0 || v > vwidth<T>()) v = default_v<T>(op);
-  if (f.nx % v || b.lo[2] % v || b.n[2] % v) v = 1;
-  tma = tma && tma_available();
-  if (v == 4)
-    return launch_op<T, 16 / sizeof(T) == 4 ? 4 : 1>(op, f, b, s, u, prev, out, a, st, tma);
-  if (v == 2) return launch_op<T, 2>(op, f, b, s, u, prev, out, a, st, tma);
-  return launch_op<T, 1>(op, f, b, s, u, prev, out, a, st, tma);
+  return apply_boxes<T>(op, f, &b, 1, h, u, prev, out, a, st, 0, v, tma);
 }
 
 /* ------------------------------------------------------------ host copies */

@@ -2,7 +2,9 @@
  * Cartesian blocks, 4-plane face halos) give the one-rank results bit for
  * bit: derivative along each axis, the Laplacian, 10 heat steps and 10 wave
  * steps, periodic and Dirichlet, float64 (and float32 for the Laplacian and
- * heat), on shapes the rank counts do not divide. Each rank computes the
+ * heat), on shapes the rank counts do not divide, with mb_cart_dims' cut
+ * and with slabs along z (mb_cart_create_dims; a cut whose product is not
+ * the rank count is refused). Each rank computes the
  * one-rank result on the whole grid itself and compares its block. */
 #include <math.h>
 #include <mpi.h>
@@ -22,9 +24,14 @@ typedef struct dist {
   mb_stencil_grid whole, local;
 } dist;
 
-static void dist_make(dist *d, const int64_t n[3], const double h[3], int bc, double outside) {
-  assert_int_equal(mb_cart_create(MPI_COMM_WORLD, n, bc == MB_STENCIL_PERIODIC, 4, &d->cart),
-                   MB_SUCCESS);
+/* dims: the blocks per axis (mb_cart_create_dims), NULL for mb_cart_dims' cut */
+static void dist_make(dist *d, const int64_t n[3], const int *dims, const double h[3], int bc,
+                      double outside) {
+  assert_int_equal(
+      mb_cart_create_dims(MPI_COMM_WORLD, n, dims, bc == MB_STENCIL_PERIODIC, 4, &d->cart),
+      MB_SUCCESS);
+  if (dims)
+    for (int a = 0; a < 3; a++) assert_int_equal(d->cart->dims[a], dims[a]);
   d->whole = (mb_stencil_grid){.n = {n[0], n[1], n[2]}, .h = {h[0], h[1], h[2]},
                                .bc = (mb_stencil_boundary)bc, .outside = outside};
   d->local = d->whole;
@@ -87,10 +94,10 @@ static void assert_same(const char *what, int64_t bad) {
   if (all) fail_msg("%s: %lld points differ from the one-rank run", what, (long long)all);
 }
 
-static void check_case(const int64_t n[3], int bc) {
+static void check_case(const int64_t n[3], const int *dims, int bc) {
   const double h[3] = {0.3, 0.2, 0.1};
   dist d;
-  dist_make(&d, n, h, bc, -0.75);
+  dist_make(&d, n, dims, h, bc, -0.75);
   const int64_t nw = n[0] * n[1] * n[2];
   double *u = malloc(sizeof *u * (size_t)nw), *ref = malloc(sizeof *ref * (size_t)nw);
   double *wk = malloc(sizeof *wk * (size_t)nw), *prev = malloc(sizeof *prev * (size_t)nw);
@@ -160,11 +167,21 @@ static void test_blocks(void **state) {
   (void)state;
   const int64_t shapes[][3] = {{13, 17, 19}, {16, 16, 16}, {9, 24, 11}};
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-    for (int bc = 0; bc < 2; bc++) check_case(shapes[k], bc);
+    for (int bc = 0; bc < 2; bc++) check_case(shapes[k], NULL, bc);
+  /* slabs along z, the cut given (mb_cart_create_dims), and a cut whose
+   * product is not the rank count refused */
+  const int64_t tall[3] = {40, 12, 10};
+  const int slabs[3] = {g_size, 1, 1}, wrong[3] = {g_size + 1, 1, 1};
+  for (int bc = 0; bc < 2; bc++) check_case(tall, slabs, bc);
+  mb_cart *bad = NULL;
+  assert_int_equal(mb_cart_create_dims(MPI_COMM_WORLD, tall, wrong, 1, 4, &bad), MB_ERR_ARG);
+  assert_null(bad);
+  mb_error_clear();
   if (g_rank == 0)
     print_message("%d ranks: derivative x/y/z, laplacian (float64, float32), heat and wave "
-                  "(10 steps) bitwise equal to one rank on 3 shapes, periodic and dirichlet\n",
-                  g_size);
+                  "(10 steps) bitwise equal to one rank on 3 shapes and on %d x 1 x 1 slabs, "
+                  "periodic and dirichlet\n",
+                  g_size, g_size);
 }
 
 int main(int argc, char **argv) {

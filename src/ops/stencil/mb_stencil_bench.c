@@ -20,7 +20,8 @@ static const char stencil_bench_help[] =
     "usage: meshbatch bench stencil [--shape NZ,NY,NX] [--dtype float32|float64|both]\n"
     "                               [--warmup N] [--repeats N]\n"
     "                               [--distribute partitioned [--steps N] [--scaling strong|weak]\n"
-    "                                [--halo auto|mpi|nccl] [--backend auto|cpu]]\n\n"
+    "                                [--halo auto|mpi|nccl] [--backend auto|cpu]\n"
+    "                                [--step fused|faces-first|both] [--blocks BZ,BY,BX]]\n\n"
     "Times the stencil kernels on the GPU on a periodic grid (default 512,512,512,\n"
     "float32 and float64, warmup 3, repeats 10): the derivatives along z, y and x,\n"
     "the 8th-order Laplacian, the fused heat and wave steps (2.5D blocking, 16-byte\n"
@@ -43,7 +44,20 @@ static const char stencil_bench_help[] =
     "(rank 0 alone, the others idle). --scaling strong (default): --shape is the\n"
     "whole grid, and one rank runs it all; weak: --shape is each rank's block, the\n"
     "grid is that block times the rank grid, and one rank runs one block.\n"
-    "--dtype picks the GPU precision (float32 unless given). --halo: as the job key.\n";
+    "--dtype picks the GPU precision (float32 unless given). --halo: as the job key.\n"
+    "On GPUs a second table gives each rank's timeline of a step from CUDA events\n"
+    "(ms per step): on the compute stream the ghost faces filled before the\n"
+    "interior, the interior, the wait for the halo, the shell, the stream idle\n"
+    "between steps and the wall time outside the stream's timeline, which sum to\n"
+    "the step; on the halo stream (urgent priority, after the compute stream's\n"
+    "previous step) the start after the step's, the pack, the transport (NCCL\n"
+    "group, or MPI through the host) and the unpack; the host's time to enqueue a\n"
+    "step. --step fused (default): the periodic faces of uncut axes filled by the\n"
+    "steps' stores and the shell in one launch; faces-first: the earlier step\n"
+    "(face kernels before each interior, a kernel per shell slab); both: the two\n"
+    "in turn, each against its own one-rank baseline. --blocks: the blocks per axis\n"
+    "(their product the rank count; default MPI_Dims_create's cut, the most blocks\n"
+    "along the longest axis: 2,2,1 on 4 ranks for a cube, where 4,1,1 gives slabs).\n";
 
 /* Heat steps on this rank's block of a periodic grid: per step the halo
  * exchange and the fused step, timed apart. */
@@ -79,6 +93,8 @@ static mb_error heat_block(mb_cart *c, const double h[3], int64_t steps, double 
 typedef struct part_opts {
   int64_t n[3], steps, warmup;
   int f32, weak, halo, cpu;
+  int faces_first; /* the GPU step: 0 fused, 1 faces first (mb_stencil_block_figures) */
+  int dims[3];     /* blocks per axis, or 0 0 0: mb_cart_dims' cut */
 } part_opts;
 
 /* Heat steps of this rank's block on its GPU (mb_stencil_cuda_block). */
@@ -97,6 +113,7 @@ static mb_error heat_block_gpu(mb_cart *c, const part_opts *o, const double h[3]
   }
   const double coef = 0.1 * mb_stencil_heat_dt_limit(&g, 1.0);
   fig->warmup = (int)o->warmup;
+  fig->faces_first = o->faces_first;
   mb_error e = mb_stencil_cuda_block(&g, o->f32, c, o->halo, 4, coef, o->warmup + o->steps, u,
                                      NULL, fig, NULL);
   if (!e) e = mb_cuda_copy_bandwidth((size_t)np * w, copy_gbs);
@@ -120,11 +137,94 @@ static mb_error heat_run(mb_cart *c, const part_opts *o, const double h[3],
 }
 
 /* The whole grid of a weak-scaling run: each axis of the per-rank block
- * times the blocks along it, the rank grid as mb_cart_create makes it. */
-static void weak_grid(const int64_t block[3], int size, int64_t n[3]) {
+ * times the blocks along it, the rank grid as mb_cart_create makes it (or
+ * dims where given). */
+static void weak_grid(const int64_t block[3], int size, const int dims[3], int64_t n[3]) {
   int d[3] = {1, 1, 1};
-  (void)mb_cart_dims(size, block, d);
+  if (dims[0]) for (int a = 0; a < 3; a++) d[a] = dims[a];
+  else (void)mb_cart_dims(size, block, d);
   for (int a = 0; a < 3; a++) n[a] = block[a] * d[a];
+}
+
+/* The figures each rank sends to rank 0: the block, the step's timeline
+ * (mb_stencil_block_figures), the halo and the copy bandwidth. */
+enum {
+  PF_NZ, PF_NY, PF_NX, PF_INTERIOR, PF_SHELL, PF_EXCHANGE, PF_WAIT, PF_STEP, PF_HALO_BYTES,
+  PF_COPY, PF_TRANSPORT, PF_FILL, PF_BETWEEN, PF_REST, PF_LAG, PF_PACK, PF_SEND, PF_UNPACK,
+  PF_HOST, PF_COUNT
+};
+
+static void part_figures(const mb_cart *c, const mb_stencil_block_figures *f, double copy_gbs,
+                         double v[PF_COUNT]) {
+  v[PF_NZ] = (double)c->nloc[0];
+  v[PF_NY] = (double)c->nloc[1];
+  v[PF_NX] = (double)c->nloc[2];
+  v[PF_INTERIOR] = f->interior_ms;
+  v[PF_SHELL] = f->shell_ms;
+  v[PF_EXCHANGE] = f->exchange_ms;
+  v[PF_WAIT] = f->wait_ms;
+  v[PF_STEP] = f->step_ms;
+  v[PF_HALO_BYTES] = f->halo_bytes;
+  v[PF_COPY] = copy_gbs;
+  v[PF_TRANSPORT] = (double)f->transport;
+  v[PF_FILL] = f->fill_ms;
+  v[PF_BETWEEN] = f->between_ms;
+  v[PF_REST] = f->rest_ms;
+  v[PF_LAG] = f->lag_ms;
+  v[PF_PACK] = f->pack_ms;
+  v[PF_SEND] = f->transport_ms;
+  v[PF_UNPACK] = f->unpack_ms;
+  v[PF_HOST] = f->host_ms;
+}
+
+/* Rank 0's report of one scaling run: per rank the block and figures
+ * (all: PF_COUNT values per rank), then the timeline on GPUs, then the
+ * comparison with one rank (t1 ms per step). */
+static void part_report(const part_opts *o, const mb_cart *c, const int64_t whole[3],
+                        const int64_t one[3], const double *all, double t1) {
+  const int size = c->size;
+  const double w = o->f32 ? 4.0 : 8.0;
+  double tn = 0;
+  for (int r = 0; r < size; r++)
+    if (all[PF_COUNT * r + PF_STEP] > tn) tn = all[PF_COUNT * r + PF_STEP];
+  printf("stencil heat, %lld x %lld x %lld %s, %lld steps (after %lld) on %d %s ranks "
+         "(%d x %d x %d blocks), %s scaling%s\n",
+         (long long)whole[0], (long long)whole[1], (long long)whole[2],
+         o->f32 ? "float32" : "float64", (long long)o->steps, (long long)o->warmup, size,
+         o->cpu ? "CPU" : "GPU", c->dims[0], c->dims[1], c->dims[2], o->weak ? "weak" : "strong",
+         o->cpu ? "" : o->faces_first ? ", faces-first step" : ", fused step");
+  printf("  %4s %16s %9s %9s %9s %9s %9s %9s %8s %8s\n", "rank", "block", "interior", "shell",
+         "exchange", "waited", "step ms", "halo MB", "GB/s", "of copy");
+  for (int r = 0; r < size; r++) {
+    const double *v = all + PF_COUNT * r;
+    const double gbs = 2.0 * w * v[PF_NZ] * v[PF_NY] * v[PF_NX] / (v[PF_STEP] * 1e-3) / 1e9;
+    char frac[16] = "-"; /* of the copy bandwidth: GPU ranks only */
+    if (v[PF_COPY] > 0) snprintf(frac, sizeof frac, "%.2f", gbs / v[PF_COPY]);
+    printf("  %4d %4.0f x %4.0f x %4.0f %9.3f %9.3f %9.3f %9.3f %9.3f %9.2f %8.1f %8s\n", r,
+           v[PF_NZ], v[PF_NY], v[PF_NX], v[PF_INTERIOR], v[PF_SHELL], v[PF_EXCHANGE], v[PF_WAIT],
+           v[PF_STEP], v[PF_HALO_BYTES] / 1e6, gbs, frac);
+  }
+  if (!o->cpu) {
+    printf("  timeline, ms per step: compute stream (fill + interior + waited + shell + between"
+           " + rest = step) | halo stream | host\n");
+    printf("  %-7s %7s %8s %7s %7s %7s %7s %8s | %7s %7s %8s %7s %8s | %8s\n", "rank", "fill",
+           "interior", "waited", "shell", "between", "rest", "step", "start", "pack", "transfer",
+           "unpack", "exchange", "enqueue");
+    for (int r = 0; r < size; r++) {
+      const double *v = all + PF_COUNT * r;
+      printf("  rank %-2d %7.3f %8.3f %7.3f %7.3f %7.3f %7.3f %8.3f | %7.3f %7.3f %8.3f %7.3f "
+             "%8.3f | %8.3f\n",
+             r, v[PF_FILL], v[PF_INTERIOR], v[PF_WAIT], v[PF_SHELL], v[PF_BETWEEN], v[PF_REST],
+             v[PF_STEP], v[PF_LAG], v[PF_PACK], v[PF_SEND], v[PF_UNPACK], v[PF_EXCHANGE],
+             v[PF_HOST]);
+    }
+    const mb_halo_transport t = (mb_halo_transport)all[PF_TRANSPORT];
+    printf("  halo over %s\n", t ? mb_halo_transport_name(t) : "none");
+  }
+  printf("  one rank (%lld x %lld x %lld) %.3f ms per step, %d ranks %.3f ms per step: ",
+         (long long)one[0], (long long)one[1], (long long)one[2], t1, size, tn);
+  if (o->weak) printf("weak-scaling efficiency %.2f\n", t1 / tn);
+  else printf("speed-up %.2f, efficiency %.2f\n", t1 / tn, t1 / (size * tn));
 }
 
 /* --distribute partitioned: one rank alone, then all ranks. */
@@ -150,7 +250,7 @@ static int bench_partitioned(part_opts *o) {
   }
   int64_t whole[3], one[3];
   for (int a = 0; a < 3; a++) whole[a] = one[a] = o->n[a];
-  if (o->weak) weak_grid(o->n, size, whole);
+  if (o->weak) weak_grid(o->n, size, o->dims, whole);
   const double h[3] = {1.0 / whole[0], 1.0 / whole[1], 1.0 / whole[2]};
   mb_stencil_block_figures f1, fn;
   double copy1 = 0, copyn = 0;
@@ -162,49 +262,22 @@ static int bench_partitioned(part_opts *o) {
   }
   if (mb_idle_barrier(comm) || mb_agree(comm, e)) return mb_cli_report(MB_EXIT_FAILED);
   mb_cart *c = NULL;
-  if (mb_agree(comm, mb_cart_create(comm, whole, 1, 4, &c))) return mb_cli_report(MB_EXIT_FAILED);
+  if (mb_agree(comm, mb_cart_create_dims(comm, whole, o->dims[0] ? o->dims : NULL, 1, 4, &c)))
+    return mb_cli_report(MB_EXIT_FAILED);
   e = heat_run(c, o, h, &fn, &copyn);
   if (mb_agree(comm, e)) {
     mb_cart_free(c);
     return mb_cli_report(MB_EXIT_FAILED);
   }
-  enum { NF = 11 };
-  double mine[NF] = {(double)c->nloc[0], (double)c->nloc[1], (double)c->nloc[2], fn.interior_ms,
-                     fn.shell_ms,        fn.exchange_ms,      fn.wait_ms,         fn.step_ms,
-                     fn.halo_bytes,      copyn,               (double)fn.transport};
+  double mine[PF_COUNT];
+  part_figures(c, &fn, copyn, mine);
   double *all = rank == 0 ? malloc(sizeof mine * (size_t)size) : NULL;
-  if (MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
+  if (MPI_Gather(mine, PF_COUNT, MPI_DOUBLE, all, PF_COUNT, MPI_DOUBLE, 0, comm) != MPI_SUCCESS) {
     free(all);
     mb_cart_free(c);
     return mb_cli_report(MB_EXIT_FAILED);
   }
-  if (rank == 0 && all) {
-    const double w = o->f32 ? 4.0 : 8.0;
-    double tn = 0;
-    for (int r = 0; r < size; r++) tn = all[NF * r + 7] > tn ? all[NF * r + 7] : tn;
-    printf("stencil heat, %lld x %lld x %lld %s, %lld steps (after %lld) on %d %s ranks "
-           "(%d x %d x %d blocks), %s scaling\n",
-           (long long)whole[0], (long long)whole[1], (long long)whole[2],
-           o->f32 ? "float32" : "float64", (long long)o->steps, (long long)o->warmup, size,
-           o->cpu ? "CPU" : "GPU", c->dims[0], c->dims[1], c->dims[2], o->weak ? "weak" : "strong");
-    printf("  %4s %16s %9s %9s %9s %9s %9s %9s %8s %8s\n", "rank", "block", "interior", "shell",
-           "exchange", "waited", "step ms", "halo MB", "GB/s", "of copy");
-    for (int r = 0; r < size; r++) {
-      const double *v = all + NF * r;
-      const double gbs = 2.0 * w * v[0] * v[1] * v[2] / (v[7] * 1e-3) / 1e9;
-      char frac[16] = "-"; /* of the copy bandwidth: GPU ranks only */
-      if (v[9] > 0) snprintf(frac, sizeof frac, "%.2f", gbs / v[9]);
-      printf("  %4d %4.0f x %4.0f x %4.0f %9.3f %9.3f %9.3f %9.3f %9.3f %9.2f %8.1f %8s\n", r,
-             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8] / 1e6, gbs, frac);
-    }
-    if (!o->cpu)
-      printf("  halo over %s\n", all[10] ? mb_halo_transport_name((mb_halo_transport)all[10]) : "none");
-    const double t1 = f1.step_ms;
-    printf("  one rank (%lld x %lld x %lld) %.3f ms per step, %d ranks %.3f ms per step: ",
-           (long long)one[0], (long long)one[1], (long long)one[2], t1, size, tn);
-    if (o->weak) printf("weak-scaling efficiency %.2f\n", t1 / tn);
-    else printf("speed-up %.2f, efficiency %.2f\n", t1 / tn, t1 / (size * tn));
-  }
+  if (rank == 0 && all) part_report(o, c, whole, one, all, f1.step_ms);
   free(all);
   mb_cart_free(c);
   return MB_EXIT_OK;
@@ -213,6 +286,8 @@ static int bench_partitioned(part_opts *o) {
 int mb_stencil_bench(int argc, char **argv) {
   int64_t n[3] = {512, 512, 512}, warmup = 3, repeats = 10, steps = 20;
   int f64 = 1, f32 = 1, partitioned = 0, dtype_given = 0, weak = 0, halo = MB_HALO_AUTO, cpu = 0;
+  int step_kind = 0; /* 0 fused, 1 faces first, 2 both */
+  int64_t blocks[3] = {0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -234,6 +309,15 @@ int mb_stencil_bench(int argc, char **argv) {
       halo = !strcmp(v, "auto") ? MB_HALO_AUTO : !strcmp(v, "mpi") ? MB_HALO_MPI
                                                                    : !strcmp(v, "nccl") ? MB_HALO_NCCL : -1;
       bad = halo < 0;
+    } else if (!strcmp(a, "--step") && v) {
+      step_kind = !strcmp(v, "fused")         ? 0
+                  : !strcmp(v, "faces-first") ? 1
+                  : !strcmp(v, "both")        ? 2
+                                              : -1;
+      bad = step_kind < 0;
+    } else if (!strcmp(a, "--blocks") && v) {
+      bad = mb_cli_parse_shape(v, blocks) || blocks[0] > 65536 || blocks[1] > 65536 ||
+            blocks[2] > 65536;
     } else if (!strcmp(a, "--backend") && v) {
       cpu = !strcmp(v, "cpu");
       bad = !cpu && strcmp(v, "auto");
@@ -248,9 +332,18 @@ int mb_stencil_bench(int argc, char **argv) {
     i++;
   }
   if (partitioned) {
-    part_opts o = {.n = {n[0], n[1], n[2]}, .steps = steps, .warmup = warmup,
-                   .f32 = !dtype_given || f32, .weak = weak, .halo = halo, .cpu = cpu};
-    return bench_partitioned(&o);
+    int rc = MB_EXIT_OK;
+    /* both: the faces-first step, then the fused one */
+    const int kinds[2] = {step_kind == 2 ? 1 : step_kind, 0}, nk = step_kind == 2 ? 2 : 1;
+    for (int k = 0; k < nk && rc == MB_EXIT_OK; k++) {
+      part_opts o = {.n = {n[0], n[1], n[2]}, .steps = steps, .warmup = warmup,
+                     .f32 = !dtype_given || f32, .weak = weak, .halo = halo, .cpu = cpu,
+                     .faces_first = kinds[k],
+                     .dims = {(int)blocks[0], (int)blocks[1], (int)blocks[2]}};
+      rc = bench_partitioned(&o);
+      if (o.cpu) break; /* the CPU ranks have one step */
+    }
+    return rc;
   }
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */
   mb_backend be;
