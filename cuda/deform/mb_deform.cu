@@ -38,9 +38,9 @@
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x (k_rhs_cg for
  *              the room's CG: the same, with the CG's start fused in);
- *   the solve  pcg: this room's CG (below: 2 kernels a CG iteration, no
- *              host round trip inside a chunk of iterations; the
- *              default), or with opts->linalg_cg the linalg layer's device
+ *   the solve  pcg: this room's CG (mb_deform_cg.cu: 2 kernels a CG
+ *              iteration, no host round trip inside a chunk of
+ *              iterations; the default), or with opts->linalg_cg the linalg layer's device
  *              CG (Jacobi, the row-kernel product: the CPU PCG's method
  *              step for step, its checks on the host), the three columns
  *              together, warm-started from the last iterate, to
