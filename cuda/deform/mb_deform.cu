@@ -143,7 +143,6 @@ k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict_
   max_bits(&ctl->dist, worst);
 }
 
-
 /* b (rhs_row, c = prm[0]) and X = x: the solvers other than the room's CG
  * (which takes k_rhs_cg). */
 __global__ void __launch_bounds__(BLOCK)
@@ -206,7 +205,6 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
   if (k < n) u[k] *= s;
 }
 
-
 /* x = X on free vertices (take_row); the largest move; st's iterations
  * and breakdown into ctl (block 0). Soft (tol_l > 0): nothing where the
  * projection's residual dist / l <= tol. Batched (bt): nothing once an
@@ -226,7 +224,6 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
   take_record(l, tol, __ldcg(&ctl->cg_bad), __ldcg(&ctl->cg_iters), ctl, bt);
 }
-
 
 /* The run's end: each face's planarity (into fres [nf] where non-NULL) and
  * regularity of x (the CPU's residuals(), centred coordinates in q), their
@@ -257,7 +254,6 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
   max_bits(&ctl->reg, rg);
   max_bits(&ctl->herr, he);
 }
-
 
 pool_t *the_pool = nullptr;
 
@@ -308,7 +304,6 @@ mb_error pool(pool_t **out) {
   *out = the_pool;
   return MB_SUCCESS;
 }
-
 
 /* The residuals of x on the host by mb_deform_proj.c (max over faces,
  * length unit): planarity, regularity; each face's planarity into fres
@@ -436,7 +431,6 @@ mb_error factor(deform_gpu *g, double c) {
   return MB_SUCCESS;
 }
 
-
 /* build_sell's arrays uploaded into the pool (hsptr, hcol, hdiag, hbase,
  * hface; hval grown). Errors: MB_ERR_MEMORY, MB_ERR_CUDA. */
 mb_error upload_sell(deform_gpu *g) {
@@ -553,7 +547,6 @@ mb_error setup(deform_gpu *g) {
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
   return MB_SUCCESS;
 }
-
 
 /* The device's time on a group of launches enqueued on the default stream
  * between dev_begin and dev_end (the events' elapsed time, read once the

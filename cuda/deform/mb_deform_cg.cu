@@ -222,7 +222,6 @@ k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
   }
 }
 
-
 /* H's values at c (k_assemble from the SELL-32 parts) and the Jacobi
  * diagonal dinv (k_cg_dinv, the CG's state cleared; a diagonal entry <= 0
  * or not finite flags a breakdown) on the default stream: the room's CG's
@@ -286,7 +285,6 @@ mb_error build_sell(deform_gpu *g) {
   g->nsell = ns;
   return MB_SUCCESS;
 }
-
 
 /* Enqueue the right-hand side with the room's CG's start (k_rhs_cg: b and
  * X = x from d->x, the projections' y and the face means) on stream s;
@@ -469,6 +467,5 @@ mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
   MB_CHECK_LAUNCH("deform iteration");
   return MB_SUCCESS;
 }
-
 
 } // namespace mbd

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "mb_deform_face.h"
+
 namespace mbd {
 
 constexpr int BLOCK = 256;
@@ -138,9 +139,13 @@ __device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
   }
 }
 
-
+/* The uncapped room's CG reads its state once per CG_CHUNK iterations. */
 constexpr int CG_CHUNK = 8;
 
+/* The room's CG's state (mb_deform_cg.cu), per column c of the three: the
+ * sums r.z, b.b, r.r, the steps alpha and beta, the stop; on the device
+ * (the graph path) or, the same bits, in each block's shared memory (the
+ * persistent frame, written back at its end). */
 struct cg_t {
   double rz[3], bb[3], alpha[3], beta[3], rr[3];
   int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
@@ -148,7 +153,6 @@ struct cg_t {
   int first; /* 1 before the first iteration of a solve: p = z */
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
-
 
 /* The block's sums of v[0..8] at every thread (each in the tree order of
  * one sum: fixed): sh[t] += sh[t + o] for o = BLOCK/2 .. 1. The levels
@@ -225,7 +229,6 @@ __device__ inline bool last_block(unsigned *ticket) {
   return last;
 }
 
-
 /* H in the room's CG: sliced ELLPACK with slices of C = 32 rows (SELL-32,
  * rows not sorted: a mesh's rows are nearly equally long), built from the
  * CSR pattern once per mesh (slices()): slice s holds rows 32 s .. 32 s
@@ -248,13 +251,11 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
   return sptr[i / SELL_C] + (i % SELL_C);
 }
 
-
 /* The direction (z + beta pold, or z first) of a running column at row j. */
 __device__ inline double dir(int first, double beta, const double *z, const double *pold,
                              int64_t k) {
   return first ? z[k] : z[k] + beta * pold[k];
 }
-
 
 /* The SELL-32 product of row i with three columns: acc[c] += H_ij v(j, c)
  * over the row's entries in the stored (CSR column) order, for the columns
@@ -428,7 +429,6 @@ __device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-
 /* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
  * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
  * the largest move of its coordinates, flags a non-finite X in ctl. */
@@ -488,7 +488,6 @@ __device__ inline void take_record(double l, double tol, int cg_bad, long long c
   ctl->nonfinite = ctl->cg_bad = 0;
   ctl->cg_iters = 0;
 }
-
 
 } // namespace mbd
 #endif

@@ -18,7 +18,10 @@
  * the graph's kernels' shape, and Roof1 (80 tiles) 80 blocks. (With 2
  * blocks an SM: 128 registers, no spills, but 264 co-resident, so Roof2
  * would take 158 blocks of 2 tiles each; with 4: 64 registers and 376 B
- * of spill stores.) Faces by a grid-stride loop over
+ * of spill stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
+ * tuning knob for measurements, 1 to 64) makes every block take at least
+ * N tiles (fewer blocks: cheaper syncs and finishes, less parallelism in
+ * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
  * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
  * rows are the rows of block t of the graph's kernels, so each tile's dot
  * product partial is block t's record (block_parts), bit for bit.
@@ -62,7 +65,9 @@
  * docs/benchmarks.md records the lead's H100 figures): a grid sync costs
  * about 1-2 us on an H100 at 150-400 blocks; each finish reads ntiles 72 B
  * records per block from L2 (Roof2: 316 records, 23 KB a block, one
- * round trip a thread). Roof2 at k = 3 measured 7.8 ms a frame (154 us an
+ * round trip a thread; 7.2 MB of L2 reads over 316 blocks, about 1.5 us
+ * at L2 bandwidth: the price of every block taking the same sums without
+ * a second sync). Roof2 at k = 3 measured 7.8 ms a frame (154 us an
  * iteration: ~65 us projection, right-hand side and take, 29 us a CG
  * step) with 8 graph nodes an iteration; the persistent frame removes the
  * nodes' launch gaps and last-block tails (about 5 us a node), leaving
@@ -88,6 +93,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "mb_deform_gpu.cuh"
 #include "mb_log.h"
@@ -227,8 +233,16 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
   }
   const int64_t tiles = blocks(g->dm->nv) > blocks(g->dm->nf) ? blocks(g->dm->nv)
                                                                : blocks(g->dm->nf);
-  const int64_t cap = (int64_t)sms * per, rounds = (tiles + cap - 1) / cap;
-  return (int)((tiles + rounds - 1) / rounds);
+  const int64_t cap = (int64_t)sms * per;
+  int64_t rounds = (tiles + cap - 1) / cap;
+  const char *env = getenv("MB_DEFORM_FRAME_TILES"); /* a tuning knob: tiles a block, at least */
+  const long want = env ? strtol(env, nullptr, 10) : 0;
+  if (want > rounds && want <= 64) rounds = want;
+  const int grid = (int)((tiles + rounds - 1) / rounds);
+  mb_log(MB_LOG_VERBOSE, "%s: the persistent frame: %d blocks of %d threads (%lld tiles, %lld "
+         "a block at most; %d blocks an SM co-resident on %d SMs)", g->dm->name, grid, BLOCK,
+         (long long)tiles, (long long)rounds, per, sms);
+  return grid;
 }
 
 mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {

@@ -53,7 +53,6 @@ struct pool_t {
 /* The process's pool (mb_deform.cu; NULL before the first run). */
 extern pool_t *the_pool;
 
-
 /* Everything one run holds (the device buffers in d, the pool). */
 struct deform_gpu {
   const mb_deform_params *p = nullptr;
@@ -98,7 +97,6 @@ struct deform_gpu {
     mb_cuda_cholesky_free(chol);
   }
 };
-
 
 /* H's device arrays in the room's CG (SELL-32), borrowed from the pool. */
 inline sell_t hmat(const deform_gpu *g) { return sell_t{g->rowptr, g->sptr, g->col, g->val}; }
