@@ -452,9 +452,9 @@ __device__ inline double take_row(int64_t i, int64_t nv, int skip, const double 
  * dist / l within the tolerance (the CPU stops before its solve then). */
 __device__ inline int take_skip(int soft, double l, double tol, const ctl_t *ctl,
                                 const batch_t *bt) {
-  int skip = bt ? bt->halt : 0;
+  int skip = bt ? __ldcg(&bt->halt) : 0; /* past L1: another block's writes (the frame) */
   if (soft) {
-    const double dist = __longlong_as_double((long long)ctl->dist);
+    const double dist = __longlong_as_double((long long)__ldcg(&ctl->dist));
     if (dist / l <= tol) skip = 1;
   }
   return skip;
