@@ -1,10 +1,14 @@
 /* meshbatch: the deform op on the GPU (see src/ops/deform/mb_deform.h for
  * the method and mb_deform_cuda.h for the contract).
  *
- * Over 1,000 lines (about 1,800) for now: the three solvers (the room's CG,
- * the linalg PCG, csrchol) share the device state and the iteration's
- * kernels; the room's CG (kernels, graph capture, batched reads) is the part
- * to move into a file of its own next.
+ * The room's CUDA files: this one (the iteration's face and vertex
+ * kernels, the device pool, the setup, the run and the entry points);
+ * mb_deform_cg.cu (the room's CG: its kernels, H's SELL-32 layout, the
+ * chunk and iteration CUDA graphs, with the kernels' byte counts);
+ * mb_deform_frame.cu (the persistent cooperative frame: a batch of soft
+ * capped iterations in one launch); mb_deform_dev.cuh (the row and face
+ * arithmetic all of them share, so every path has the same bits) and
+ * mb_deform_gpu.cuh (the pool and the run's state).
  *
  * Host, once per mesh: the checks of the CPU solver (the same order and
  * messages), the system's pattern and parts by the CPU's own functions
@@ -34,9 +38,9 @@
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x (k_rhs_cg for
  *              the room's CG: the same, with the CG's start fused in);
- *   the solve  pcg: this room's CG (below: 2 kernels a CG iteration, no
- *              host round trip inside a chunk of iterations; the
- *              default), or with opts->linalg_cg the linalg layer's device
+ *   the solve  pcg: this room's CG (mb_deform_cg.cu: 2 kernels a CG
+ *              iteration, no host round trip inside a chunk of
+ *              iterations; the default), or with opts->linalg_cg the linalg layer's device
  *              CG (Jacobi, the row-kernel product: the CPU PCG's method
  *              step for step, its checks on the host), the three columns
  *              together, warm-started from the last iterate, to
@@ -80,77 +84,26 @@
  * and one read; soft runs without a history launch BATCH (25) such graphs
  * a read: k_take records each iteration's maxima and stops the device
  * applying solutions where the host's soft rules stop, which then replay
- * the records.
+ * the records. Those batches, where the device allows, are each one
+ * launch of the persistent frame (mb_deform_frame.cu: grid-wide syncs in
+ * place of the graph's 2 + 2 k kernel boundaries, the same records and
+ * bits; mb_deform_cuda_opts.persistent -1 keeps the graphs).
  * The frame's end is on the device too: k_final computes every face's
  * planarity and regularity and the handle error (mb_deform_face.h, the
  * CPU's formulas: the host's figures to rounding) and one small read
  * brings their maxima; the positions (and each face's planarity, where
  * asked for) are downloaded after the frame (rep->finish_ms).
- * Bytes a kernel moves and its time at 3 TB/s (HBM; H and the vectors of
- * Roof2, about 30 MB, fit the H100's 50 MB L2, so repeated passes may do
- * better), Roof2: n = 80,656 rows, 80,089 faces (quads: 320 k slots), H
- * with about 13 entries a row on a quad grid (K^T K's 13-point stencil,
- * the faces' diagonals inside it; up to about 25 on Polylla layouts),
- * SELL-32 padding a few per cent on a grid; a vector [n, 3] is 1.94 MB:
- *   k_cg_spmv    H (12 B an entry: 12.6 MB) + rowptr 0.3 + z and the old
- *                direction gathered (3.9) + the new direction and q
- *                written (3.9): 20.7 MB, 6.9 us;
- *   k_cg_update  p, q, x, r, dinv read (8.4 MB), x, r, z written (5.8):
- *                14.2 MB, 4.7 us;
- *   so a CG step about 35 MB, 11.6 us, plus two last-block finishes
- *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
- *   block sum) and two graph nodes' launch gaps: about 15 us expected
- *   (measured before this round: 44 us; after it 29 us at Roof2). What
- *   the count misses (ptxas -v, sm_90: k_cg_spmv 48 registers,
- *   k_cg_update 46, k_rhs_cg 48, each 18.4 KB of shared memory a block,
- *   no spills; so 5 blocks of 256 an SM could run): Roof2 has only
- *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
- *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
- *   an SM: the products are latency-bound, not bandwidth-bound (each of a
- *   row's ~13 entries is a column load and then the gathers of z and the
- *   old direction, 4 entries in flight by the unroll), and the last
- *   block's finish (316 partial records read, one block sum) and the
- *   node's launch gap come after the body serially in each of the two
- *   kernels. Candidates, not done (each to be measured): a thread per
- *   (row, column) (3x the threads, the same row sums; the dot products'
- *   block partials would then need the same summation tree to keep their
- *   bits), a deeper unroll, and one kernel a CG step (grid-wide sync).
- *   k_project    face indices 32 B, positions gathered 96 B, q and z
- *                written 192 B, the face mean 24 B a quad face: 27.5
- *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
- *   k_rhs_cg     slot and face indices 64 B, y and the face means
- *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
- *                + x gathered), X, r, z written 72 B a row: about 46 MB,
- *                15 us;
- *   the take     X, x, pin read, x written: 6.5 MB, 2.2 us (in the last
- *                update's kernel);
- *   k_assemble   (once per penalty value) base, face read, val written:
- *                3 x 8 B an entry, 30 MB, 10 us (was a host assembly and
- *                a 16 MB pageable upload inside the frame);
- *   so a soft iteration at k = 3 about 26 + 3 x 11.6 = 61 us of traffic,
- *   with 8 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
- *   iteration frame (the goal 5 ms; to be measured).
- * H's layout, decided by those bytes: SELL-32 assembled, one thread a row
- * (same sums, same bits as the CSR row loop, coalesced). Not matrix-free
- * (D, then K^T (K p) as two products of the graph Laplacian, then the
- * faces' centring sum_f A_f^T A_f p): its bytes are fewer (K's columns
- * only, about 28 B a row a product, + the intermediate K p and the face
- * means, about 150 B a row against 156 B for SELL at 13 entries and 300
- * B at 25), but each of its three parts needs the previous one
- * complete (grid-wide), so 2 more kernels a CG step, each with a launch
- * gap and its own pass over the vectors: more time than the bytes save at
- * this size, and the products' sums would no longer be the CPU's row sums
- * over H (the CPU k-step CG agreement to 1e-13 relies on it). Not a warp
- * (or 8 lanes) a row either: 13 entries a row leave most lanes of a warp
- * idle, and a row's sum would change its order.
+ * The kernels' byte counts and the choice of H's layout (SELL-32): the
+ * header of mb_deform_cg.cu.
  * Not done (open): batches in hard mode (the device would have to take the
  * residual check and the over-relaxation switch itself, and the host the
  * mu windows at batch ends); the projection and the right-hand side in
  * one kernel (a vertex's row gathers the projections of all its faces: a
- * grid-wide dependency, as the take before the next projection); the dual
- * update fused with the next projection (the host's choice of the
- * over-relaxation and of mu, with the duals' rescaling, comes between
- * them); one cooperative kernel a CG step or a solve. */
+ * grid-wide dependency, as the take before the next projection: one sync
+ * apart in the persistent frame); the dual update fused with the next
+ * projection (the host's choice of the over-relaxation and of mu, with the
+ * duals' rescaling, comes between them); the persistent frame for hard
+ * mode and for the uncapped CG. */
 #include <cuda_runtime.h>
 
 #include <malloc.h>
@@ -167,6 +120,7 @@
 #include "mb_deform.h"
 #include "mb_deform_cuda.h"
 #include "mb_deform_face.h"
+#include "mb_deform_gpu.cuh"
 #include "mb_deform_private.h"
 #include "mb_linalg_cuda.h"
 #include "mb_log.h"
@@ -174,128 +128,19 @@
 #include "mb_op.h"
 #include "mb_solver.h"
 
-namespace {
+namespace mbd {
 
-constexpr int BLOCK = 256;
-unsigned blocks(int64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
-
-/* The maxima an iteration reads back (float64 bits of values >= 0, whose
- * integer order is their order; a NaN's bits are above every number). */
-struct ctl_t {
-  unsigned long long dist;  /* max over slots of |q - P(q)| (k_project) */
-  unsigned long long moved; /* max over free coordinates of |X - x| (k_take) */
-  unsigned long long prim;  /* max |A p - h| (k_dual) */
-  unsigned long long res;   /* the constraint's residual (k_resid) */
-  unsigned long long plan;  /* the run's end (k_final): max planarity over faces */
-  unsigned long long reg;   /* max regularity over faces */
-  unsigned long long herr;  /* max distance of a handle from its target */
-  int nonfinite;            /* k_take saw a non-finite X */
-  int cg_bad;               /* the capped device CG broke down (k_take's report) */
-  long long cg_iters;       /* its iterations this solve (k_take's report) */
-};
-
-/* Soft runs of the capped CG path read the device once per BATCH
- * iterations: each iteration's maxima are kept (k_take), and the device
- * itself stops applying solutions at the iteration where the host's rules
- * stop (halt), so the iterations launched past it leave x as it was. */
-constexpr int BATCH = 25; /* 2 reads a 50-iteration frame; at most 24 run past a stop */
-struct batch_t {
-  int halt;            /* set by k_take's last block: the host's soft rules stop here */
-  int count;           /* iterations recorded since the host cleared it */
-  unsigned ticket;     /* k_take's blocks done (last_block), 0 between kernels */
-  ctl_t hist[BATCH];   /* their maxima, in order */
-};
-
-/* Warp maximum, then one atomic per warp. */
-__device__ inline void max_bits(unsigned long long *a, double v) {
-  unsigned long long b = (unsigned long long)__double_as_longlong(v);
-  if (v == 0) b = 0ull; /* -0.0 as +0.0 */
-  for (int o = 16; o > 0; o >>= 1) {
-    const unsigned long long t = __shfl_down_sync(0xffffffffu, b, o);
-    b = t > b ? t : b;
-  }
-  if ((threadIdx.x & 31) == 0 && b) atomicMax(a, b);
-}
-
-double from_bits(unsigned long long b) {
-  double v;
-  memcpy(&v, &b, sizeof v);
-  return v;
-}
-
-/* The centred coordinates of face f's slots of x (+ u) into q (the CPU's
- * centred()). */
-__device__ inline void centre_face(int64_t s0, int64_t s1, const int64_t *__restrict__ fi,
-                                   const double *__restrict__ x, const double *__restrict__ u,
-                                   double *__restrict__ q) {
-  double c[3] = {0, 0, 0};
-  for (int64_t s = s0; s < s1; s++)
-    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
-  for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
-  for (int64_t s = s0; s < s1; s++)
-    for (int d = 0; d < 3; d++) q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
-}
-
-/* The local step: q = A_f x (+ u), z = P_f(q), the largest |q - z|; hard:
- * h = al z + (1 - al) (q - u) into z (al = prm[1]) and y = h - u into q; the face means of
- * y (soft: z; hard: q) into ym [nf, 3]. Threads past nf still take part in
- * the warp maximum. */
+/* The local step of each face (project_face; al = prm[1]), the largest
+ * |q - z| into ctl->dist. Threads past nf still take part in the warp
+ * maximum. */
 __global__ void __launch_bounds__(BLOCK)
 k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict__ fi,
           const double *__restrict__ x, const double *__restrict__ u, double *__restrict__ q,
           double *__restrict__ z, double *__restrict__ ym, int planar, int hard,
           const double *__restrict__ prm, ctl_t *ctl) {
   const int64_t f = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
-  const double al = prm[1];
-  double worst = 0;
-  if (f < nf) {
-    const int64_t s0 = fo[f], s1 = fo[f + 1];
-    const int n = (int)(s1 - s0);
-    centre_face(s0, s1, fi, x, hard ? u : nullptr, q);
-    double *qf = q + 3 * s0, *zf = z + 3 * s0;
-    if (planar) mb_dface_project_planar(n, qf, zf);
-    else mb_dface_project_regular(n, qf, zf);
-    for (int k = 0; k < n; k++) {
-      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
-                   dz = qf[3 * k + 2] - zf[3 * k + 2];
-      const double r = sqrt(dx * dx + dy * dy + dz * dz);
-      if (r > worst) worst = r;
-    }
-    if (hard)
-      for (int64_t s = 3 * s0; s < 3 * s1; s++) {
-        const double ap = q[s] - u[s];
-        z[s] = al * z[s] + (1.0 - al) * ap;
-        q[s] = z[s] - u[s];
-      }
-    const double *y = hard ? q : z;
-    double m[3] = {0, 0, 0};
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++) m[d] += y[3 * s + d];
-    for (int d = 0; d < 3; d++) ym[3 * f + d] = m[d] / (double)n;
-  }
+  const double worst = f < nf ? project_face(f, fo, fi, x, u, q, z, ym, planar, hard, prm[1]) : 0;
   max_bits(&ctl->dist, worst);
-}
-
-/* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
- * on a free row (the gather in slot order, as the CPU's gather_At), b = x
- * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
- * vf_slot's entries (slot_face[vf_slot[a]], made once per mesh), so the
- * slot's and the face's index are two independent loads, not a chain. */
-__device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
-                               const int64_t *__restrict__ vf_slot,
-                               const int64_t *__restrict__ vf_face, const double *__restrict__ y,
-                               const double *__restrict__ ym, const double *__restrict__ rg,
-                               const double *__restrict__ gF, const double *__restrict__ pin,
-                               double c, const double *__restrict__ x, double bi[3]) {
-  double acc[3] = {0, 0, 0};
-  for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
-    const int64_t s = vf_slot[a], f = vf_face[a];
-    for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
-  }
-  for (int d = 0; d < 3; d++) {
-    const int64_t k = 3 * i + d;
-    bi[d] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d] - gF[k]);
-  }
 }
 
 /* b (rhs_row, c = prm[0]) and X = x: the solvers other than the room's CG
@@ -360,404 +205,6 @@ __global__ void k_scale(int64_t n, double s, double *__restrict__ u) {
   if (k < n) u[k] *= s;
 }
 
-/* ------------------------------------------------------------ device CG
- * (the room's CG): Jacobi-preconditioned CG of the three columns together
- * (H is shared: one pass over its rows serves x, y and z, the vectors
- * [n, 3] row-major) with no host round trip inside a chunk of iterations:
- * every scalar (alpha, beta, the column's stop) lives on the device, each
- * dot product is a fixed-order two-pass sum (per-block partials, then the
- * grid's last block to finish sums them in block order and takes the
- * scalars: no single-block kernel; the same bits on every run), and a
- * column that has stopped is skipped by every kernel. Two kernels a CG
- * iteration:
- *   k_cg_spmv    p = z + beta p (z on the first iteration) into the other
- *                of two direction buffers (cp, cp2; st->par says which),
- *                q = H p with each neighbour's p formed on the fly from z
- *                and the old direction (the same expression, so the same
- *                bits as the stored one), partials p.q; the last block
- *                takes alpha;
- *   k_cg_update  x += alpha p, r -= alpha q, z = dinv r, partials r.z and
- *                r.r; the last block takes each column's stop or beta and
- *                the cap, and flips st->par.
- * The start (r = b - H x, z, the sums r.z, r.r, b.b and the stops) is
- * fused into the right-hand side's kernel (k_rhs_cg), and the b = 0
- * columns' rule and the report into k_take. The arithmetic and the
- * summation order are those of the three-kernel form this replaced
- * (product, update, direction), so the iterates are its very bits. A
- * chunk is captured as a CUDA graph and launched whole; the host reads
- * the state once per chunk (uncapped) or never (capped: cg_iterations).
- * The method of mb_pcg_solve (z = r / a_ii, a column stops when sqrt(r.r)
- * <= rtol ||b||, b = 0 gives x = 0) without its recomputed-residual
- * restart and with rounded (not exact) dot products, so its iterates
- * agree with the CPU's to rounding only. */
-constexpr int CG_CHUNK = 8;
-
-struct cg_t {
-  double rz[3], bb[3], alpha[3], beta[3], rr[3];
-  int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
-  int par;   /* the direction of this iteration goes to cp2 (0) or cp (1) */
-  int first; /* 1 before the first iteration of a solve: p = z */
-  unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
-};
-
-/* The block's sums of v[0..8] at every thread (each in the tree order of
- * one sum: fixed): sh[t] += sh[t + o] for o = BLOCK/2 .. 1. The levels
- * o >= 32 in shared memory (3 barriers at BLOCK 256), the last five (o =
- * 16 .. 1, inside warp 0) by __shfl_down_sync, which adds lane t + o to
- * lane t: the same pairs in the same order as the shared tree, so the
- * same bits, with 5 barriers and 45 shared round trips fewer. sh [9 BLOCK]. */
-__device__ inline void block_sum9(double v[9], double *sh) {
-  static_assert(BLOCK >= 64 && (BLOCK & (BLOCK - 1)) == 0, "block_sum9: BLOCK a power of 2");
-  for (int k = 0; k < 9; k++) sh[k * BLOCK + threadIdx.x] = v[k];
-  __syncthreads();
-  for (int o = BLOCK / 2; o >= 32; o >>= 1) {
-    if ((int)threadIdx.x < o)
-      for (int k = 0; k < 9; k++)
-        sh[k * BLOCK + threadIdx.x] = sh[k * BLOCK + threadIdx.x] + sh[k * BLOCK + threadIdx.x + o];
-    __syncthreads();
-  }
-  if (threadIdx.x < 32) {
-    double t[9];
-    for (int k = 0; k < 9; k++) t[k] = sh[k * BLOCK + threadIdx.x];
-    for (int o = 16; o > 0; o >>= 1)
-      for (int k = 0; k < 9; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
-    if (threadIdx.x == 0)
-      for (int k = 0; k < 9; k++) sh[k * BLOCK] = t[k];
-  }
-  __syncthreads();
-  for (int k = 0; k < 9; k++) v[k] = sh[k * BLOCK];
-  __syncthreads();
-}
-
-/* part[blk, 9]: per block and column c the values a (3 c), b (3 c + 1), e (3 c + 2). */
-__device__ inline void block_parts(const double v[9], double *part, double *sh) {
-  double t[9];
-  for (int k = 0; k < 9; k++) t[k] = v[k];
-  block_sum9(t, sh);
-  if (threadIdx.x == 0)
-    for (int k = 0; k < 9; k++) part[9 * blockIdx.x + k] = t[k];
-}
-
-/* sums[9] = the partials of nblk blocks, summed in a fixed order (one
- * block): thread t sums blocks t, t + BLOCK, ... of each of the 9 sums,
- * then block_sum9. The loop over blocks is the outer one, so a thread's 9
- * loads of one block's record (72 B) are in flight together: one L2 round
- * trip per record, not 9 dependent ones (the same sums in the same order
- * as the former k-outer loop, so the same bits). */
-__device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
-  for (int k = 0; k < 9; k++) sums[k] = 0;
-  for (int b = threadIdx.x; b < nblk; b += BLOCK) {
-    double t[9];
-    for (int k = 0; k < 9; k++) t[k] = __ldcg(&part[9 * b + k]);
-    for (int k = 0; k < 9; k++) sums[k] += t[k];
-  }
-  block_sum9(sums, sh);
-}
-
-/* Whether this block is the grid's last to have written its partials (the
- * same answer in all its threads): thread 0 fences the block's writes
- * (partials, atomics, flags), then takes a ticket; the last ticket's block
- * resets the counter and may read every block's writes (past L1: __ldcg).
- * The sums are then the same fixed-order sums whichever block is last. */
-__device__ inline bool last_block(unsigned *ticket) {
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    const unsigned t = atomicAdd(ticket, 1u);
-    last = t == gridDim.x - 1;
-    if (last) atomicExch(ticket, 0u);
-  }
-  __syncthreads();
-  return last;
-}
-
-/* H's values at c in the sliced layout: val = base + c face (the CPU's
- * assemble_H: the pinned entries' base holds the identity's 1 or 0 and
- * their face 0, so they come out 1.0 and 0.0 exactly; the padding 0).
- * One thread per stored entry: 3 x 8 B an entry. */
-__global__ void __launch_bounds__(BLOCK)
-k_assemble(int64_t ns, const double *__restrict__ base, const double *__restrict__ face,
-           double c, double *__restrict__ val) {
-  const int64_t e = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
-  if (e < ns) val[e] = base[e] + c * face[e];
-}
-
-__global__ void __launch_bounds__(BLOCK)
-k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict__ val,
-          double *__restrict__ dinv, cg_t *st) {
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= n) return;
-  const double a = val[diag[i]];
-  if (!(a > 0) || !isfinite(a)) st->bad = 1;
-  dinv[i] = 1.0 / a;
-}
-
-/* H in the room's CG: sliced ELLPACK with slices of C = 32 rows (SELL-32,
- * rows not sorted: a mesh's rows are nearly equally long), built from the
- * CSR pattern once per mesh (slices()): slice s holds rows 32 s .. 32 s
- * + 31 in w_s columns, w_s its longest row, stored column-major from
- * sptr[s] (entry k of row i at sptr[i / 32] + 32 k + i % 32), a row's
- * entries in the CSR's (ascending column) order and its length from the
- * CSR's rowptr; the padding is never read. One thread per row, as before,
- * so each row's sum has the same terms in the same order (the same bits
- * as the CSR row loop), but a warp's 32 loads of entry k are one
- * coalesced 256 B (values) and 128 B (columns) access instead of 32
- * scattered ones, and the loads of successive entries do not depend on
- * each other (unrolled: several in flight a thread). */
-constexpr int SELL_C = 32;
-static_assert(BLOCK % SELL_C == 0, "a block holds whole slices");
-
-/* The start of row i's first entry and its length. */
-__device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
-                                   const int32_t *__restrict__ rowptr, int *len) {
-  *len = rowptr[i + 1] - rowptr[i];
-  return sptr[i / SELL_C] + (i % SELL_C);
-}
-
-/* The right-hand side (rhs_row, c = prm[0]), the warm start X = x and the
- * CG's start: r = b - H x, z = dinv r, partials r.z, r.r, b.b per column;
- * the grid's last block takes the sums, the columns' stops (b = 0 or
- * sqrt(r.r) <= rtol ||b||), the cap maxit and resets the counts (a
- * breakdown flagged by k_cg_dinv stays). */
-__global__ void __launch_bounds__(BLOCK)
-k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
-         const int64_t *__restrict__ vf_face, const double *__restrict__ y,
-         const double *__restrict__ ym, const double *__restrict__ rg,
-         const double *__restrict__ gF, const double *__restrict__ pin,
-         const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
-         const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
-         const int32_t *__restrict__ col, const double *__restrict__ val,
-         const double *__restrict__ dinv, double *__restrict__ r, double *__restrict__ z,
-         double *__restrict__ part, double rtol, int maxit, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (i < n) {
-    double bi[3];
-    rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
-    double ax[3] = {0, 0, 0};
-    int len;
-    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
-#pragma unroll 4
-    for (int k = 0; k < len; k++) {
-      const int64_t e = e0 + (int64_t)SELL_C * k;
-      const double a = val[e];
-      const int64_t j = col[e];
-      for (int c = 0; c < 3; c++) ax[c] += a * x[3 * j + c];
-    }
-    for (int c = 0; c < 3; c++) {
-      const double ri = bi[c] - ax[c], zi = dinv[i] * ri;
-      X[3 * i + c] = x[3 * i + c];
-      r[3 * i + c] = ri;
-      z[3 * i + c] = zi;
-      v[3 * c] = ri * zi;
-      v[3 * c + 1] = ri * ri;
-      v[3 * c + 2] = bi[c] * bi[c];
-    }
-  }
-  block_parts(v, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
-  int all = 1;
-  for (int c = 0; c < 3; c++) {
-    st->rz[c] = s[3 * c];
-    st->rr[c] = s[3 * c + 1];
-    st->bb[c] = s[3 * c + 2];
-    st->done[c] = st->bb[c] == 0 || sqrt(st->rr[c]) <= rtol * sqrt(st->bb[c]);
-    if (!isfinite(st->rr[c]) || !isfinite(st->bb[c])) st->bad = 1;
-    all &= st->done[c];
-  }
-  st->iters = 0;
-  st->maxit = maxit;
-  st->par = 0;
-  st->first = 1;
-  st->all_done = all || st->bad;
-}
-
-/* The direction (z + beta pold, or z first) of a running column at row j. */
-__device__ inline double dir(int first, double beta, const double *__restrict__ z,
-                             const double *__restrict__ pold, int64_t k) {
-  return first ? z[k] : z[k] + beta * pold[k];
-}
-
-/* p = z + beta pold into pnew (pold, pnew: cp2 and cp by st->par), q = H p
- * for the columns still running; partials p.q; the grid's last block
- * then takes alpha = r.z / p.q (a breakdown where p.q <= 0). */
-__global__ void __launch_bounds__(BLOCK)
-k_cg_spmv(int32_t n, const int32_t *__restrict__ rowptr, const int64_t *__restrict__ sptr,
-          const int32_t *__restrict__ col, const double *__restrict__ val, const double *__restrict__ z, double *cp, double *cp2,
-          double *__restrict__ q, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return; /* uniform over the grid */
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  const int par = st->par, first = st->first;
-  const double *__restrict__ pold = par ? cp2 : cp;
-  double *__restrict__ pnew = par ? cp : cp2;
-  const int run[3] = {!st->done[0], !st->done[1], !st->done[2]};
-  const double beta[3] = {st->beta[0], st->beta[1], st->beta[2]};
-  double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (i < n) {
-    double aq[3] = {0, 0, 0};
-    int len;
-    const int64_t e0 = sell_row(i, sptr, rowptr, &len);
-#pragma unroll 4
-    for (int k = 0; k < len; k++) {
-      const int64_t e = e0 + (int64_t)SELL_C * k;
-      const double a = val[e];
-      const int64_t j = col[e];
-      for (int c = 0; c < 3; c++)
-        if (run[c]) aq[c] += a * dir(first, beta[c], z, pold, 3 * j + c);
-    }
-    for (int c = 0; c < 3; c++)
-      if (run[c]) {
-        const double pi = dir(first, beta[c], z, pold, 3 * (int64_t)i + c);
-        pnew[3 * i + c] = pi;
-        q[3 * i + c] = aq[c];
-        v[3 * c] = pi * aq[c];
-      }
-  }
-  block_parts(v, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      if (!(s[3 * c] > 0) || !isfinite(s[3 * c])) st->bad = 1; /* p'Ap <= 0: not SPD */
-      st->alpha[c] = st->rz[c] / s[3 * c];
-    }
-  if (st->bad) st->all_done = 1;
-}
-
-/* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
- * running columns; v[3 c] = r.z and v[3 c + 1] = r.r of column c (the
- * rest 0). */
-__device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
-                                  const double *__restrict__ p, const double *__restrict__ q,
-                                  double *__restrict__ x, double *__restrict__ r,
-                                  double *__restrict__ z, const cg_t *st, double v[9]) {
-  for (int k = 0; k < 9; k++) v[k] = 0;
-  if (i >= n) return;
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      const double a = st->alpha[c];
-      const int64_t k = 3 * (int64_t)i + c;
-      x[k] = x[k] + a * p[k];
-      const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
-      r[k] = ri;
-      z[k] = zi;
-      v[3 * c] = ri * zi;
-      v[3 * c + 1] = ri * ri;
-    }
-}
-
-/* The last block's end of a CG update (thread 0, the sums s of all
- * blocks): each column's stop or beta, the cap, the flip of the direction
- * buffers. */
-__device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
-  int all = 1;
-  st->iters++;
-  for (int c = 0; c < 3; c++) {
-    if (!st->done[c]) {
-      const double rz = s[3 * c], rr = s[3 * c + 1];
-      if (!isfinite(rr) || !isfinite(rz)) st->bad = 1;
-      st->rr[c] = rr;
-      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
-      else {
-        st->beta[c] = rz / st->rz[c];
-        st->rz[c] = rz;
-      }
-    }
-    all &= st->done[c];
-  }
-  st->par ^= 1;
-  st->first = 0;
-  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
-}
-
-/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
- * r.z and r.r; the grid's last block then takes each column's stop or
- * beta (and the cap) and flips the direction buffers. */
-__global__ void __launch_bounds__(BLOCK)
-k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
-            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
-            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return;
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[9];
-  update_row(i, n, dinv, st->par ? cp : cp2, q, x, r, z, st, v);
-  block_parts(v, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
-  update_finish(s, rtol, st);
-}
-
-/* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
- * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
- * the largest move of its coordinates, flags a non-finite X in ctl. */
-__device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
-                                  const double *__restrict__ pin, double *x, const cg_t *st,
-                                  ctl_t *ctl) {
-  double moved = 0;
-  if (skip || i >= nv || pin[i] != 0) return 0;
-  for (int d = 0; d < 3; d++) {
-    const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
-    if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
-    const double dx = fabs(xn - x[3 * i + d]);
-    if (dx > moved) moved = dx;
-    x[3 * i + d] = xn;
-  }
-  return moved;
-}
-
-/* Whether the take is skipped (uniform over the grid): batched and an
- * earlier iteration halted, or soft and the projection found the residual
- * dist / l within the tolerance (the CPU stops before its solve then). */
-__device__ inline int take_skip(int soft, double l, double tol, const ctl_t *ctl,
-                                const batch_t *bt) {
-  int skip = bt ? bt->halt : 0;
-  if (soft) {
-    const double dist = __longlong_as_double((long long)ctl->dist);
-    if (dist / l <= tol) skip = 1;
-  }
-  return skip;
-}
-
-/* Batched (thread 0 of the grid's last block, after every block's atomics
- * on ctl): the iteration's maxima (its CG's count and breakdown given)
- * into bt->hist, the halt where the host's soft rules (run()) stop (the
- * residual within the tolerance, a breakdown of the CG, a non-finite
- * position, or no vertex moved more than tol * l: the same comparisons
- * of the same numbers as the host's), ctl cleared for the next iteration. */
-__device__ inline void take_record(double l, double tol, int cg_bad, long long cg_iters,
-                                   ctl_t *ctl, batch_t *bt) {
-  ctl_t c;
-  c.dist = __ldcg(&ctl->dist);
-  c.moved = __ldcg(&ctl->moved);
-  c.prim = __ldcg(&ctl->prim);
-  c.res = __ldcg(&ctl->res);
-  c.plan = c.reg = c.herr = 0;
-  c.nonfinite = __ldcg(&ctl->nonfinite);
-  c.cg_bad = cg_bad;
-  c.cg_iters = cg_iters;
-  const int k = bt->count;
-  if (k < BATCH) bt->hist[k] = c;
-  bt->count = k + 1;
-  const double dist = __longlong_as_double((long long)c.dist);
-  const double moved = __longlong_as_double((long long)c.moved);
-  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
-    bt->halt = 1;
-  ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
-  ctl->nonfinite = ctl->cg_bad = 0;
-  ctl->cg_iters = 0;
-}
-
 /* x = X on free vertices (take_row); the largest move; st's iterations
  * and breakdown into ctl (block 0). Soft (tol_l > 0): nothing where the
  * projection's residual dist / l <= tol. Batched (bt): nothing once an
@@ -776,43 +223,6 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
   }
   if (!bt || !last_block(&bt->ticket) || threadIdx.x != 0) return;
   take_record(l, tol, __ldcg(&ctl->cg_bad), __ldcg(&ctl->cg_iters), ctl, bt);
-}
-
-/* The capped CG's last iteration and the take in one kernel (one node an
- * iteration fewer): k_cg_update's rows where the CG still runs (uniform),
- * then k_take's row on the same thread (it reads the X it has just
- * written), one ticket (st->ticket) for both; the grid's last block
- * finishes the CG's sums (if it ran), then reports its count and
- * breakdown into ctl and, batched, records the iteration (take_record).
- * The same arithmetic as the two kernels, so the same bits. */
-__global__ void __launch_bounds__(BLOCK)
-k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
-                 const double *cp2, const double *__restrict__ q, double *__restrict__ X,
-                 double *__restrict__ r, double *__restrict__ z, double *__restrict__ part,
-                 double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
-                 int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
-  __shared__ double sh[9 * BLOCK];
-  const int running = !st->all_done; /* uniform: read before any block's last block */
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (running) {
-    double v[9];
-    update_row(i, n, dinv, st->par ? cp : cp2, q, X, r, z, st, v);
-    block_parts(v, part, sh);
-  }
-  const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, st, ctl));
-  if (!last_block(&st->ticket)) return;
-  if (running) {
-    double s[9];
-    finish_parts((int)gridDim.x, part, s, sh);
-    if (threadIdx.x == 0) update_finish(s, rtol, st);
-  }
-  if (threadIdx.x != 0) return;
-  if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
-  else {
-    ctl->cg_iters = st->iters;
-    ctl->cg_bad = st->bad;
-  }
 }
 
 /* The run's end: each face's planarity (into fres [nf] where non-NULL) and
@@ -845,38 +255,6 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
   max_bits(&ctl->herr, he);
 }
 
-/* The device buffers of this process's runs (one rank, one device), kept
- * from mesh to mesh and grown, never shrunk (grow()): a batch of meshes
- * allocates only where a mesh needs more than every mesh before it, and
- * frees nothing between meshes; with the capped iteration's graph, updated
- * in place (cudaGraphExecUpdate) where the next mesh's has the same shape.
- * Freed by mb_deform_cuda_release, or by a run on another device. */
-struct pool_t {
-  int device = -1;
-  mb_dbuf fo, fi, vf_row, vf_slot, vf_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
-  mb_dbuf prm;  /* [2] the iteration's c and al (k_rhs, k_project) */
-  mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
-  mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
-  mb_dbuf bt;   /* batch_t (batched) */
-  mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
-  /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
-   * diagonal positions, values at c and their two parts (base, face) */
-  mb_dbuf hrow, hsptr, hcol, hdiag, hval, hbase, hface;
-  cudaStream_t capture = nullptr; /* graphs are captured on it */
-  cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
-  cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
-  /* pinned staging of a run's uploads (upload(): asynchronous copies on
-   * the default stream), grown only; stage_used: bytes taken by this run */
-  char *stage = nullptr;
-  size_t stage_bytes = 0, stage_used = 0;
-  ~pool_t() {
-    if (stage) cudaFreeHost(stage);
-    for (int k = 0; k < 2; k++)
-      if (ev[k]) cudaEventDestroy(ev[k]);
-    if (iter) cudaGraphExecDestroy(iter);
-    if (capture) cudaStreamDestroy(capture);
-  }
-};
 pool_t *the_pool = nullptr;
 
 /* b holds at least `bytes` (at least 1) of device memory: reallocated only
@@ -926,47 +304,6 @@ mb_error pool(pool_t **out) {
   *out = the_pool;
   return MB_SUCCESS;
 }
-
-/* Everything one run holds (the device buffers in d, the pool). */
-struct deform_gpu {
-  const mb_deform_params *p = nullptr;
-  mb_deform_mesh *dm = nullptr;
-  mb_deform_report *rep = nullptr;
-  pool_t *d = nullptr;
-  int sync = 0, device_cg = 0;
-  mb_deform_system sys{};
-  std::vector<double> d_, t, pin, base, rg, gF, p0, scratch;
-  mb_cuda_csr *dH = nullptr; /* the linalg PCG and csrchol only */
-  mb_cuda_cholesky *chol = nullptr;
-  double hprm[2] = {0, 0}; /* c and al, staged by cudaMemcpyAsync to d->prm */
-  int iter_ready = 0;      /* d->iter holds this run's iteration */
-  int iter_failed = 0;
-  int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
-  batch_t hbt{};      /* the host copy of d->bt */
-  const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
-  double *val = nullptr; /* H's device arrays (d->h* in SELL-32, or dH's CSR) */
-  const int64_t *sptr = nullptr, *sdiag = nullptr; /* the room's CG: slices, diagonal */
-  int64_t nsell = 0;                               /* its stored entries (padding included) */
-  cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
-  int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
-  ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
-  /* prepare_host's results (host only, no device call), uploaded by
-   * upload_all: the face of each vertex slot entry; H in SELL-32 (the room's
-   * CG: slices, columns, diagonal positions, base and face parts) */
-  std::vector<int64_t> vff, s_ptr, s_dpos;
-  std::vector<int32_t> s_col;
-  std::vector<double> s_base, s_face;
-  int prepared = 0;      /* prepare_host has run (mb_deform_cuda_prepare) */
-  int handles_moved = 0; /* prepare_host: a hard handle was not at its target */
-  double l = 1;          /* prepare_host: the mean edge length */
-  double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */
-  ~deform_gpu() {
-    if (chunk) cudaGraphExecDestroy(chunk);
-    mb_deform_system_free(&sys);
-    mb_cuda_csr_free(dH);
-    mb_cuda_cholesky_free(chol);
-  }
-};
 
 /* The residuals of x on the host by mb_deform_proj.c (max over faces,
  * length unit): planarity, regularity; each face's planarity into fres
@@ -1046,24 +383,36 @@ mb_error stage_begin(void) {
 /* Whether the room's CG solves (else the linalg PCG or csrchol). */
 bool room_cg(const deform_gpu *g) { return g->p->solver == MB_DEFORM_PCG && g->device_cg; }
 
+/* k_project on stream s (mb_deform_gpu.cuh). */
+void enqueue_project(deform_gpu *g, cudaStream_t s, int planar, int hard) {
+  pool_t *d = g->d;
+  const int64_t nf = g->dm->nf;
+  if (nf)
+    k_project<<<blocks(nf), BLOCK, 0, s>>>(nf, d->fo.as<int64_t>(), d->fi.as<int64_t>(),
+                                           d->x.as<double>(), d->u.as<double>(),
+                                           d->q.as<double>(), d->z.as<double>(),
+                                           d->ym.as<double>(), planar, hard,
+                                           d->prm.as<double>(), d->ctl.as<ctl_t>());
+}
+
+/* k_dual on stream s (mb_deform_gpu.cuh). */
+void enqueue_dual(deform_gpu *g, cudaStream_t s) {
+  pool_t *d = g->d;
+  const int64_t nf = g->dm->nf;
+  if (nf)
+    k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, d->fo.as<int64_t>(), d->fi.as<int64_t>(),
+                                        d->x.as<double>(), d->z.as<double>(), d->u.as<double>(),
+                                        d->ctl.as<ctl_t>());
+}
+
 /* H at c on the host, uploaded; factored (cholesky). */
 mb_error factor(deform_gpu *g, double c) {
   g->rep->mu = c;
-  if (room_cg(g)) { /* on the device from the parts uploaded once (setup) */
-    if (g->nsell) {
-      k_assemble<<<blocks(g->nsell), BLOCK>>>(g->nsell, g->d->hbase.as<double>(),
-                                              g->d->hface.as<double>(), c, g->val);
-      MB_CHECK_LAUNCH("deform system values");
-    }
-  } else {
+  if (room_cg(g)) /* on the device from the parts uploaded once (setup) */
+    MB_CALL(cg_values(g, c));
+  else {
     mb_deform_system_matrix(&g->sys, g->base.data(), g->pin.data(), c);
     MB_CALL(mb_cuda_csr_upload(g->dH, g->sys.H->val));
-  }
-  if (g->p->solver == MB_DEFORM_PCG && g->device_cg && g->dm->nv) {
-    MB_CALL_CUDA(cudaMemset(g->d->cst.p, 0, sizeof(cg_t)));
-    k_cg_dinv<<<blocks(g->dm->nv), BLOCK>>>((int32_t)g->dm->nv, g->sdiag, g->val,
-                                            g->d->cdinv.as<double>(), g->d->cst.as<cg_t>());
-    MB_CHECK_LAUNCH("deform CG diagonal");
   }
   if (g->p->solver == MB_DEFORM_PCG) return MB_SUCCESS;
   const double t0 = mb_wtime();
@@ -1079,51 +428,6 @@ mb_error factor(deform_gpu *g, double c) {
    * time is already the report's analysis: st.analyze_ms not added again */
   g->rep->factor_ms += 1e3 * (mb_wtime() - t0);
   g->rep->factorizations++;
-  return MB_SUCCESS;
-}
-
-/* H's pattern in SELL-32 (see sell_row) with its two parts, base = D +
- * w_fair K^T K and face = sum_f A_f^T A_f, in that layout, the pinned
- * rows and columns as assemble_H sets them (base the identity's entry,
- * face 0), on the host into g->s_* (uploaded by upload_sell); g->nsell set.
- * Once per mesh (the values at each c are k_assemble's). Host only.
- * Errors: MB_ERR_ARG (more than 2^31 rows), MB_ERR_MEMORY. */
-mb_error build_sell(deform_gpu *g) {
-  const mb_csr *H = g->sys.H;
-  const int64_t n = H->nrows, nsl = (n + SELL_C - 1) / SELL_C;
-  MB_CHECK(n < INT32_MAX, MB_ERR_ARG, "%s: too many vertices for the device CG", g->dm->name);
-  std::vector<int64_t> &sptr = g->s_ptr, &dpos = g->s_dpos;
-  sptr.assign((size_t)nsl + 1, 0);
-  dpos.assign((size_t)n, 0);
-  for (int64_t sl = 0; sl < nsl; sl++) {
-    int w = 0;
-    for (int64_t i = SELL_C * sl; i < n && i < SELL_C * (sl + 1); i++)
-      w = H->rowptr[i + 1] - H->rowptr[i] > w ? H->rowptr[i + 1] - H->rowptr[i] : w;
-    sptr[(size_t)sl + 1] = sptr[(size_t)sl] + (int64_t)SELL_C * w;
-  }
-  const int64_t ns = sptr[(size_t)nsl];
-  std::vector<int32_t> &col = g->s_col;
-  std::vector<double> &base = g->s_base, &face = g->s_face;
-  col.assign((size_t)ns, 0);
-  base.assign((size_t)ns, 0.0);
-  face.assign((size_t)ns, 0.0);
-  const double *pin = g->pin.data();
-  for (int64_t i = 0; i < n; i++)
-    for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
-      const int32_t j = H->col[e];
-      const int64_t at = sptr[(size_t)(i / SELL_C)] + (i % SELL_C) +
-                         (int64_t)SELL_C * (e - H->rowptr[i]);
-      col[(size_t)at] = j;
-      if (pin[i] != 0 || pin[j] != 0) {
-        base[(size_t)at] = i == j ? 1.0 : 0.0;
-        face[(size_t)at] = 0.0;
-      } else {
-        base[(size_t)at] = g->base[(size_t)e];
-        face[(size_t)at] = g->sys.face ? g->sys.face[e] : 0.0;
-      }
-      if (e == H->diag[i]) dpos[(size_t)i] = at;
-    }
-  g->nsell = ns;
   return MB_SUCCESS;
 }
 
@@ -1209,13 +513,14 @@ mb_error setup(deform_gpu *g) {
   MB_CALL(grow(&g->d->z, sizeof(double) * 3 * ni, "deform projections"));
   MB_CALL(grow(&g->d->u, sizeof(double) * 3 * ni, "deform duals"));
   MB_CALL(grow(&g->d->ym, sizeof(double) * 3 * nf, "deform face means"));
-  MB_CALL(grow(&g->d->ctl, sizeof(ctl_t), "deform maxima"));
+  /* [2]: the persistent frame alternates them by iteration (mb_deform_frame.cu) */
+  MB_CALL(grow(&g->d->ctl, 2 * sizeof(ctl_t), "deform maxima"));
   MB_CALL(grow(&g->d->prm, 2 * sizeof(double), "deform iteration scalars"));
   MB_CALL(grow(&g->d->bt, sizeof(batch_t), "deform batch maxima"));
   if (rep->face_planarity) MB_CALL(grow(&g->d->fres, sizeof(double) * nf, "deform face residuals"));
   if (dm->target && rep->handles) MB_CALL(upload(&g->d->tgt, dm->target, n3, "deform targets"));
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
-  MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, sizeof(ctl_t)));
+  MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, 2 * sizeof(ctl_t)));
   if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
     const size_t nb = blocks(nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
@@ -1231,7 +536,8 @@ mb_error setup(deform_gpu *g) {
     MB_CALL(grow(&g->d->cp2, sizeof(double) * n3, "deform CG direction"));
     MB_CALL(grow(&g->d->cq, sizeof(double) * n3, "deform CG product"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
-    MB_CALL(grow(&g->d->cpart, sizeof(double) * 9 * nb, "deform CG partial sums"));
+    /* [2, nb, 9]: the persistent frame alternates the two by phase */
+    MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {
     MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
@@ -1239,195 +545,6 @@ mb_error setup(deform_gpu *g) {
     mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
   }
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
-  return MB_SUCCESS;
-}
-
-/* Enqueue the right-hand side with the room's CG's start (k_rhs_cg: b and
- * X = x from d->x, the projections' y and the face means) on stream s;
- * c from d->prm. */
-void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
-  pool_t *d = g->d;
-  const int32_t n = (int32_t)g->dm->nv;
-  k_rhs_cg<<<blocks(n), BLOCK, 0, s>>>(
-      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
-      hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
-      d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
-      d->X.as<double>(), g->rowptr, g->sptr, g->col, g->val, d->cdinv.as<double>(),
-      d->cr.as<double>(),
-      d->cz.as<double>(), d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
-      d->cst.as<cg_t>());
-}
-
-/* Enqueue len iterations of the room's CG (2 kernels each) on stream s,
- * solving into d->X. */
-void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
-  pool_t *d = g->d;
-  const int32_t n = (int32_t)g->dm->nv;
-  const int nb = (int)blocks(n);
-  double *r = d->cr.as<double>(), *z = d->cz.as<double>(), *cp = d->cp.as<double>(),
-         *cp2 = d->cp2.as<double>(), *q = d->cq.as<double>(), *dinv = d->cdinv.as<double>(),
-         *part = d->cpart.as<double>(), *X = d->X.as<double>();
-  cg_t *st = d->cst.as<cg_t>();
-  for (int j = 0; j < len; j++) {
-    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q, part,
-                                   st);
-    k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
-  }
-}
-
-/* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x
- * warm); *iters += its iterations. Capped (cg_iterations k >= 1: at most
- * k iterations, the CPU's mb_deform_cg): k iterations enqueued with no
- * read; k_take leaves the iterations and a breakdown in ctl, which the
- * iteration's one read of the maxima brings back (*iters is then added
- * there, not here). Uncapped: to MB_DEFORM_PCG_RTOL in chunks of CG_CHUNK
- * iterations (a CUDA graph captured once per run; kernel by kernel where
- * capture fails), the state read once per chunk. The b = 0 columns' rule
- * is k_take's. Errors: MB_ERR_NUMERIC (a breakdown: H not positive
- * definite or a non-finite value; no convergence in 100,000 iterations),
- * MB_ERR_CUDA. */
-mb_error device_cg(deform_gpu *g, long long *iters) {
-  if (g->dm->nv == 0) return MB_SUCCESS;
-  const int cap = g->p->cg_iterations;
-  if (cap > 0) { /* no read: the cap ends it */
-    enqueue_cg_steps(g, nullptr, cap);
-    MB_CHECK_LAUNCH("deform CG iterations");
-    return MB_SUCCESS;
-  }
-  if (!g->chunk && !g->chunk_failed) {
-    cudaGraph_t graph = nullptr;
-    cudaError_t ce = g->d->capture ? cudaSuccess
-                                   : cudaStreamCreateWithFlags(&g->d->capture,
-                                                               cudaStreamNonBlocking);
-    if (ce == cudaSuccess)
-      ce = cudaStreamBeginCapture(g->d->capture, cudaStreamCaptureModeThreadLocal);
-    if (ce == cudaSuccess) {
-      enqueue_cg_steps(g, g->d->capture, CG_CHUNK);
-      ce = cudaStreamEndCapture(g->d->capture, &graph);
-    }
-    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&g->chunk, graph, 0);
-    if (graph) cudaGraphDestroy(graph);
-    if (ce != cudaSuccess) {
-      (void)cudaGetLastError();
-      g->chunk = nullptr;
-      g->chunk_failed = 1;
-      mb_log(MB_LOG_VERBOSE, "%s: the device CG's graph could not be captured (%s); its "
-             "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
-    }
-  }
-  cg_t h{};
-  const double rtol = MB_DEFORM_PCG_RTOL;
-  for (;;) {
-    if (g->chunk) MB_CALL_CUDA(cudaGraphLaunch(g->chunk, nullptr));
-    else enqueue_cg_steps(g, nullptr, CG_CHUNK);
-    MB_CHECK_LAUNCH("deform CG iterations");
-    MB_CALL_CUDA(cudaMemcpy(&h, g->d->cst.p, sizeof h, cudaMemcpyDeviceToHost));
-    if (h.bad)
-      MB_FAIL(MB_ERR_NUMERIC, "%s: the device CG broke down (a diagonal entry or a curvature "
-              "p'Ap <= 0, or a non-finite value: the system matrix is not positive definite)",
-              g->dm->name);
-    if (h.all_done) break;
-    if (h.iters >= 100000) {
-      double worst = 0;
-      for (int c = 0; c < 3; c++)
-        if (!h.done[c]) worst = fmax(worst, sqrt(h.rr[c] / h.bb[c]));
-      MB_FAIL(MB_ERR_NUMERIC, "%s: the device CG reached relative residual %.3g, not %g, in "
-              "%d iterations", g->dm->name, worst, rtol, h.iters);
-    }
-  }
-  *iters += h.iters;
-  return MB_SUCCESS;
-}
-
-/* One whole local-global iteration of the capped device CG path (solver
- * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
- * the maxima cleared (not batched: there the take's last block clears
- * them), k_project, k_rhs_cg (the right-hand side and the CG's start),
- * the k CG iterations (2 kernels each; the last update is
- * k_cg_update_take: the take with the CG's report and, batched, the
- * halt) and (hard) k_dual: 2 + 2 k kernels, 3 + 2 k hard;
- * c and al are read from d->prm. Launch errors are the caller's to check
- * (none is checked inside a capture). */
-void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
-  const mb_deform_params *p = g->p;
-  pool_t *d = g->d;
-  const int64_t nv = g->dm->nv, nf = g->dm->nf;
-  const int64_t *fo = d->fo.as<int64_t>(), *fi = d->fi.as<int64_t>();
-  double *dx = d->x.as<double>(), *dz = d->z.as<double>(), *du = d->u.as<double>();
-  ctl_t *ctl = d->ctl.as<ctl_t>();
-  batch_t *bt = g->batched ? d->bt.as<batch_t>() : nullptr;
-  if (!bt) cudaMemsetAsync(ctl, 0, sizeof(ctl_t), s);
-  if (nf)
-    k_project<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, du, d->q.as<double>(), dz,
-                                           d->ym.as<double>(), planar, hard, d->prm.as<double>(),
-                                           ctl);
-  if (nv == 0) return;
-  enqueue_rhs_cg(g, s, hard);
-  /* k - 1 CG steps, then the last one's product and its update fused with the take */
-  enqueue_cg_steps(g, s, p->cg_iterations - 1);
-  {
-    const int32_t n = (int32_t)nv;
-    double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
-           *q = d->cq.as<double>(), *part = d->cpart.as<double>();
-    cg_t *st = d->cst.as<cg_t>();
-    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, g->rowptr, g->sptr, g->col, g->val, z, cp, cp2, q,
-                                          part, st);
-    k_cg_update_take<<<blocks(n), BLOCK, 0, s>>>(
-        n, d->cdinv.as<double>(), cp, cp2, q, d->X.as<double>(), d->cr.as<double>(), z, part,
-        MB_DEFORM_PCG_RTOL, st, d->pind.as<double>(), dx, !hard, l, p->tolerance, ctl, bt);
-  }
-  if (hard && nf) k_dual<<<blocks(nf), BLOCK, 0, s>>>(nf, fo, fi, dx, dz, du, ctl);
-}
-
-/* enqueue_iteration as one CUDA graph, captured once per run before the
- * iterations (its arguments are fixed for the run: the same buffers, c and
- * al read from the device) into the pool's executable graph (updated in
- * place where the last run's has the same shape, else instantiated anew);
- * where capture fails, g->iter_failed (the iterations are then enqueued
- * kernel by kernel). Cannot fail. */
-void capture_iteration(deform_gpu *g, int planar, int hard, double l) {
-  pool_t *d = g->d;
-  if (!g->iter_ready && !g->iter_failed) {
-    cudaGraph_t graph = nullptr;
-    cudaError_t ce = d->capture ? cudaSuccess
-                                : cudaStreamCreateWithFlags(&d->capture, cudaStreamNonBlocking);
-    if (ce == cudaSuccess)
-      ce = cudaStreamBeginCapture(d->capture, cudaStreamCaptureModeThreadLocal);
-    if (ce == cudaSuccess) {
-      enqueue_iteration(g, d->capture, planar, hard, l);
-      ce = cudaStreamEndCapture(d->capture, &graph);
-    }
-    if (ce == cudaSuccess && d->iter) { /* the pool's graph, updated in place if it can be */
-      cudaGraphExecUpdateResultInfo info;
-      if (cudaGraphExecUpdate(d->iter, graph, &info) != cudaSuccess) {
-        (void)cudaGetLastError();
-        cudaGraphExecDestroy(d->iter);
-        d->iter = nullptr;
-      }
-    }
-    if (ce == cudaSuccess && !d->iter) ce = cudaGraphInstantiate(&d->iter, graph, 0);
-    if (graph) cudaGraphDestroy(graph);
-    if (ce != cudaSuccess) {
-      (void)cudaGetLastError();
-      if (d->iter) cudaGraphExecDestroy(d->iter);
-      d->iter = nullptr;
-      g->iter_failed = 1;
-      mb_log(MB_LOG_VERBOSE, "%s: the iteration's graph could not be captured (%s); its "
-             "kernels are launched one by one", g->dm->name, cudaGetErrorString(ce));
-    } else {
-      g->iter_ready = 1;
-    }
-  }
-}
-
-/* One iteration: the captured graph launched on the default stream (after
- * the scalars' copy), or kernel by kernel where capture failed.
- * Errors: MB_ERR_CUDA. */
-mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l) {
-  capture_iteration(g, planar, hard, l); /* done before the iterations: a no-op here */
-  if (g->iter_ready) MB_CALL_CUDA(cudaGraphLaunch(g->d->iter, nullptr));
-  else enqueue_iteration(g, nullptr, planar, hard, l);
-  MB_CHECK_LAUNCH("deform iteration");
   return MB_SUCCESS;
 }
 
@@ -1497,7 +614,9 @@ mb_error run(deform_gpu *g) {
    * are constant in soft mode) */
   g->batched = whole && !hard && !rep->history && BATCH > 1;
   if (g->batched) MB_CALL_CUDA(cudaMemset(g->d->bt.p, 0, sizeof(batch_t)));
-  if (whole && !rep->converged) { /* the iteration's graph: once per mesh, with the setup */
+  /* the iteration's graph: once per mesh, with the setup (batched runs that
+   * the persistent frame takes capture it only if that cannot run) */
+  if (whole && !rep->converged && (!g->batched || g->no_persist || g->persist_failed)) {
     const double tc = mb_wtime();
     capture_iteration(g, planar, hard, l);
     rep->analyze_ms += 1e3 * (mb_wtime() - tc);
@@ -1519,7 +638,10 @@ mb_error run(deform_gpu *g) {
                                      nullptr));
         MB_CALL_CUDA(cudaMemsetAsync(&g->d->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
         MB_CALL(dev_begin(g));
-        for (int j = 0; j < bn && !err; j++) err = iterate_graph(g, planar, hard, l);
+        int ran = 0; /* the persistent frame (one launch), else bn graph launches */
+        if (!g->no_persist && !g->persist_failed) err = frame_batch(g, planar, bn, l, &ran);
+        if (ran) g->persist_used++;
+        for (int j = 0; j < bn && !err && !ran; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
         MB_CALL(dev_end(g));
         MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
@@ -1665,6 +787,7 @@ mb_error run(deform_gpu *g) {
     rep->update_ms += 1e3 * (t3 - t2);
   }
   MB_CALL(err);
+  rep->persistent = g->persist_used > 0;
   /* the frame's end on the device: the final residuals and the handle
    * error (the CPU's formulas, mb_deform_face.h), one small read */
   MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
@@ -1705,7 +828,9 @@ mb_error run(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
-} // namespace
+} // namespace mbd
+
+using namespace mbd;
 
 /* A mesh's host setup done ahead (mb_deform_cuda.h). */
 struct mb_deform_cuda_prep {
@@ -1751,6 +876,7 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   prep->g.rep = &prep->r;
   prep->g.sync = o && o->sync_phases;
   prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
+  prep->g.no_persist = o && o->persistent < 0;
 }
 } // namespace
 
@@ -1800,3 +926,4 @@ extern "C" void mb_deform_cuda_release(void) {
   delete the_pool;
   the_pool = nullptr;
 }
+

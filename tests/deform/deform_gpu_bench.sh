@@ -3,9 +3,11 @@
 # exits 77 where no CUDA device can be used; else each run must print its
 # phases per iteration and its 50-iteration frame (no speed asserted); with
 # --cg-iterations 8 at most 8 CG iterations per iteration; the time after
-# the frame printed apart; a --batch of 20 layouts prints its device-busy
+# the frame printed apart; every cuda repeat prints its frame path (soft
+# with --cg-iterations: persistent by default, graph with --persistent no,
+# the same planarity bits); a --batch of 20 layouts prints its device-busy
 # fraction of the wall; the pipelined batch's checksum equals the sequential
-# one's (--overlap no).
+# one's (--overlap no), and the persistent frame's equals the graphs'.
 set -u
 p="$MESHBATCH_TEST_TMP/p.h5"
 "$MESHBATCH_EXE" generate panels --vertices 1600 -o "$p" || exit 1
@@ -15,7 +17,12 @@ run() {
   check "$@"
   echo "$out" | grep -Eq "after the frame: download and frees [0-9.]+ ms" ||
     { echo "no after-the-frame line"; exit 1; }
+  echo "$out" | grep -Eq "^repeat 1: frame path (persistent|graph)" ||
+    { echo "no frame path line"; exit 1; }
 }
+# the path of this run's first repeat, and its planarity (%.3g)
+path() { echo "$out" | sed -n 's/^repeat 1: frame path \([a-z]*\).*/\1/p'; }
+planarity() { echo "$out" | sed -n 's/^repeat 1: .*planarity \([^;]*\);.*/\1/p'; }
 check() {
   echo "$out"
   if echo "$out" | grep -q "no CUDA device"; then
@@ -43,7 +50,17 @@ n=$(echo "$out" | sed -n 's/^repeat 1: 50 iterations, [0-9]* factorizations, \([
 [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 400 ] ||
   { echo "cg_iterations 8: '$n' CG iterations in 50 iterations (1 to 400 expected)"; exit 1; }
 echo "cg_iterations 8: $n CG iterations in 50 iterations"
+# soft and capped: the persistent frame by default, the graphs on request,
+# the same result (a --sync-phases or hard run takes the graphs)
+pl=$(planarity)
+[ "$(path)" = persistent ] || { echo "cg_iterations 8: path '$(path)', not persistent"; exit 1; }
+run --solver pcg --cg-iterations 8 --persistent no
+[ "$(path)" = graph ] || { echo "--persistent no: path '$(path)', not graph"; exit 1; }
+[ "$(planarity)" = "$pl" ] ||
+  { echo "planarity: persistent $pl, graph $(planarity)"; exit 1; }
+echo "cg_iterations 8: persistent and graph paths both planarity $pl"
 run --solver pcg --cg-iterations 8 --sync-phases
+[ "$(path)" = graph ] || { echo "--sync-phases: path '$(path)', not graph"; exit 1; }
 run --solver pcg --cg-iterations 8 --hard yes --iterations 20
 # a batch of 20 layouts (1,000 to 5,000 vertices) through the pooled buffers:
 # the batch line and the device-busy fraction printed (no speed asserted)
@@ -53,9 +70,12 @@ check --batch
 echo "$out" | grep -Eq "cuda: wall [0-9.]+ s for 20 layouts" || { echo "no batch line"; exit 1; }
 echo "$out" | grep -Eq "cuda: device busy [0-9.]+ % of the wall \([0-9.]+ s of" ||
   { echo "no device-busy line"; exit 1; }
+echo "$out" | grep -Eq "cuda: frame path persistent in 20 of 20 layouts" ||
+  { echo "no frame path line, or not every layout persistent"; exit 1; }
 # the pipelined batch (the default) and --overlap no: the same device work,
 # so the same layouts' checksum (%.17g), hard mode too
-for keys in "--cg-iterations 3" "--cg-iterations 3 --hard yes --iterations 12"; do
+for keys in "--cg-iterations 3" "--cg-iterations 3 --hard yes --iterations 12" \
+  "--cg-iterations 3 --persistent no"; do
   sums=""
   for ov in yes no; do
     out=$("$MESHBATCH_EXE" bench deform --batch 12 --backend cuda $keys --overlap $ov 2>&1)
@@ -68,5 +88,11 @@ for keys in "--cg-iterations 3" "--cg-iterations 3 --hard yes --iterations 12"; 
   set -- $sums
   [ "$1" = "$2" ] || { echo "$keys: pipelined checksum $1, sequential $2"; exit 1; }
   echo "$keys: pipelined and sequential batches both checksum $1"
+  case "$keys" in
+  "--cg-iterations 3") soft_sum=$1 ;;
+  *--persistent*)
+    [ "$1" = "$soft_sum" ] || { echo "graph batch checksum $1, persistent $soft_sum"; exit 1; }
+    echo "the persistent frame's and the graphs' batches both checksum $1" ;;
+  esac
 done
 exit 0

@@ -26,8 +26,13 @@
  *  - the device's final residuals, each face's planarity and the handle
  *    error equal the host's on the same positions (to rounding);
  *  - the fused device CG (2 kernels a CG iteration) against the CPU's
- *    k-step CG within 1e-13 of the box after 10 CG iterations; runs repeat
- *    bit for bit across the pooled buffers' growth and graph updates;
+ *    k-step CG within 1e-13 of the box after 10 CG iterations (the soft
+ *    runs by the persistent frame, the default); runs repeat bit for bit
+ *    across the pooled buffers' growth and graph updates;
+ *  - the persistent frame (a batch of soft iterations in one cooperative
+ *    launch) gives the CUDA graphs' positions and reports bitwise (a
+ *    dome, k = 3 and 8, a stop inside a batch, a Roof1-size layout), and
+ *    repeats bit for bit;
  *  - the batch pipeline (layout k+1 prepared on a second thread during
  *    layout k's run) gives every layout's outputs bitwise as single runs;
  *  - bad inputs give the CPU's error codes and messages: a face with a
@@ -411,6 +416,92 @@ static void test_fused_cg(void **state) {
   case_free(&b);
 }
 
+/* One CUDA run of p on c from its input into x [nv, 3], the persistent
+ * frame allowed (persistent 0, the default) or not (-1: the graphs). */
+static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent, double *x,
+                          mb_deform_report *rep) {
+  memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
+  mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
+                       c->m->face_indices, c->adj, c->target, NULL};
+  memset(rep, 0, sizeof *rep);
+  const mb_deform_cuda_opts o = {0, 0, persistent};
+  if (mb_deform_run_cuda(p, &dm, rep, &o)) fail_msg("CUDA: %s", mb_error_message());
+}
+
+/* The persistent frame (soft, capped CG: a batch of 25 iterations in one
+ * cooperative launch, cuda/deform/mb_deform_frame.cu) against the CUDA
+ * graphs of the same iterations (mb_deform_cuda_opts.persistent -1): the
+ * positions, planarity, handle error, iteration and CG counts bitwise
+ * the same (the same arithmetic in the same summation order), on a
+ * generated dome (1,600 vertices, 60 iterations: batches of 25, 25, 10;
+ * k = 3 and k = 8), with a stop inside a batch (test_quad_grid's 400-vertex
+ * grid to tolerance 1e-7: the same iteration count), and on a Roof1-size layout (20,464 vertices, 50
+ * iterations, k = 3); the persistent runs repeat bit for bit (a larger
+ * mesh run in between: the pooled buffers grown). The default run must
+ * take the persistent path (rep.persistent: every sm_60+ device has
+ * cooperative launch) and the forced one the graphs. */
+static void test_persistent_frame(void **state) {
+  (void)state;
+  case_mesh dome = panels(1600, MB_PANELS_DOME, 0.5, 5, 0.2);
+  case_mesh grid = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2); /* test_quad_grid's */
+  case_mesh roof = panels(20464, MB_PANELS_DOME, 0.5, 5, 0.2);
+  struct {
+    case_mesh *c;
+    int iterations, k;
+    double tol;
+    const char *what;
+  } cases[] = {{&dome, 60, 3, 1e-300, "dome, 60 iterations, k = 3"},
+               {&dome, 60, 8, 1e-300, "dome, 60 iterations, k = 8"},
+               {&grid, 5000, 8, 1e-7, "quad grid, to 1e-7, k = 8"},
+               {&roof, 50, 3, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+    case_mesh *c = cases[t].c;
+    const size_t bytes = sizeof(double) * 3 * (size_t)c->m->nv;
+    mb_deform_params p = params(MB_DEFORM_PLANAR, 0, cases[t].iterations, cases[t].tol,
+                                MB_DEFORM_PCG);
+    p.cg_iterations = cases[t].k;
+    double *xp = malloc(bytes), *xg = malloc(bytes), *x2 = malloc(bytes);
+    double *xo = malloc(sizeof(double) * 3 * (size_t)roof.m->nv);
+    mb_deform_report rp, rg, r2, ro;
+    cuda_run_path(c, &p, 0, xp, &rp);
+    cuda_run_path(c, &p, -1, xg, &rg);
+    cuda_run_path(&roof, &p, 0, xo, &ro); /* grows the pool (or reuses it) in between */
+    cuda_run_path(c, &p, 0, x2, &r2);
+    double dev = 0;
+    for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
+    printf("persistent frame, %s: paths %s and %s; iterations %d and %d, CG %lld and %lld, "
+           "planarity %.17g and %.17g, largest difference %.3g; device %.3f and %.3f ms\n",
+           cases[t].what, rp.persistent ? "persistent" : "graph",
+           rg.persistent ? "persistent" : "graph", rp.iterations, rg.iterations,
+           rp.pcg_iterations, rg.pcg_iterations, rp.planarity, rg.planarity, dev, rp.device_ms,
+           rg.device_ms);
+    assert_int_equal(rp.persistent, 1);
+    assert_int_equal(rg.persistent, 0);
+    assert_int_equal(r2.persistent, 1);
+    assert_int_equal(rp.iterations, rg.iterations);
+    if (cases[t].tol > 1e-300) assert_true(rp.iterations < p.iterations && rp.converged);
+    else assert_int_equal(rp.iterations, p.iterations);
+    assert_int_equal(rp.converged, rg.converged);
+    assert_true(rp.pcg_iterations == rg.pcg_iterations);
+    assert_true(memcmp(&rp.planarity, &rg.planarity, sizeof(double)) == 0);
+    assert_true(memcmp(&rp.handle_error, &rg.handle_error, sizeof(double)) == 0);
+    assert_true(memcmp(xp, xg, bytes) == 0);
+    /* bitwise repeatable */
+    assert_int_equal(r2.iterations, rp.iterations);
+    assert_true(r2.pcg_iterations == rp.pcg_iterations);
+    assert_true(memcmp(&r2.planarity, &rp.planarity, sizeof(double)) == 0);
+    assert_true(memcmp(x2, xp, bytes) == 0);
+    free(xp);
+    free(xg);
+    free(x2);
+    free(xo);
+  }
+  mb_deform_cuda_release();
+  case_free(&dome);
+  case_free(&grid);
+  case_free(&roof);
+}
+
 /* The batch pipeline (mb_deform_cuda_prepare of layout k+1 on a second
  * thread while layout k runs, as `bench deform --batch` does): every
  * layout's positions, planarity, iterations and CG count bitwise those of
@@ -588,6 +679,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_quad_grid),
                                        cmocka_unit_test(test_polylla),
                                        cmocka_unit_test(test_fused_cg),
+                                       cmocka_unit_test(test_persistent_frame),
                                        cmocka_unit_test(test_batch_pipeline),
                                        cmocka_unit_test(test_errors)};
     rc = cmocka_run_group_tests(tests, NULL, NULL);

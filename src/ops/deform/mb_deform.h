@@ -200,6 +200,10 @@ typedef struct mb_deform_report {
                            iteration, the final residuals; the host's turnarounds between
                            groups not counted, its reads inside an iteration of the uncapped
                            CG counted); 0 on the CPU */
+  int persistent;       /* CUDA: 1 where the iterations ran in the persistent cooperative
+                           frame (soft, capped CG, no history: a batch of iterations a
+                           launch, cuda/deform/mb_deform_frame.cu), 0 where they ran as
+                           CUDA graphs or kernel by kernel; 0 on the CPU */
   double *history;      /* [iterations + 1] or NULL (caller's) */
   double *energy;       /* [iterations + 1] or NULL (caller's) */
   double *face_planarity; /* [nf] or NULL (caller's): each face's final planarity / l */

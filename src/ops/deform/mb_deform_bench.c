@@ -24,7 +24,7 @@ static const char deform_bench_help[] =
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
     "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
-    "                              [--cg-iterations K]\n"
+    "                              [--cg-iterations K] [--persistent auto|no]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
     "                              [--cg-iterations K] [--overlap yes|no]\n"
     "                              [options as above]\n\n"
@@ -54,6 +54,12 @@ static const char deform_bench_help[] =
     "warm-started; on cuda always the room's CG, and without --sync-phases the\n"
     "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
     "each solve to relative residual 1e-12.\n"
+    "--persistent (cuda, soft, --cg-iterations K >= 1, without --sync-phases):\n"
+    "auto (the default; yes is the same) runs each batch of 25 iterations as one\n"
+    "persistent cooperative kernel where the device allows, no the CUDA graph of\n"
+    "one iteration per launch (the same bits; to compare both in one build).\n"
+    "Each cuda repeat prints the path its iterations took: \"frame path\n"
+    "persistent\" or \"frame path graph\" (graphs or kernel by kernel).\n"
     "On cuda the frame ends with the final residuals computed on the device and\n"
     "one small read; the positions' download and the run's frees come after it\n"
     "and are printed apart (\"after the frame\").\n"
@@ -75,7 +81,7 @@ typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats, batch;
-  int cuda, sync_phases, linalg_cg, no_overlap;
+  int cuda, sync_phases, linalg_cg, no_overlap, no_persistent;
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -126,6 +132,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->p.cg_iterations = (int)n;
     } else if (!strcmp(a, "--batch") && v) {
       bad = mb_cli_parse_int64(v, &o->batch) || o->batch < 1 || o->batch > 100000;
+    } else if (!strcmp(a, "--persistent") && v) {
+      bad = strcmp(v, "auto") && strcmp(v, "yes") && strcmp(v, "no");
+      o->no_persistent = !strcmp(v, "no");
     } else if (!strcmp(a, "--overlap") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->no_overlap = !strcmp(v, "no");
@@ -196,7 +205,7 @@ static mb_error run_once(const bench_opts *o, mb_mesh *m, mb_adjacency *adj, con
                        adj, target, NULL};
   memset(rep, 0, sizeof *rep);
   const double t0 = mb_wtime();
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->no_persistent ? -1 : 0};
   mb_error e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, rep, &co)
                        : mb_deform_run_cpu(&o->p, &dm, rep);
   *ms = 1e3 * (mb_wtime() - t0);
@@ -257,6 +266,10 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
       printf("repeat %lld: after the frame: download and frees %.2f ms (once per run, not "
              "scaled); the device's time in the frame %.2f ms\n",
              (long long)r + 1, rep.finish_ms, rep.device_ms);
+    if (o->cuda)
+      printf("repeat %lld: frame path %s%s\n", (long long)r + 1,
+             rep.persistent ? "persistent" : "graph",
+             o->no_persistent ? " (--persistent no)" : "");
     printf("repeat %lld: CPU time %.1f ms (all threads); per 50-iteration frame without the "
            "analysis and factorizations %.1f ms wall\n",
            (long long)r + 1, cms, its[r]);
@@ -294,7 +307,7 @@ static void *prep_main(void *arg) {
   prep_job *j = arg;
   mb_mesh *m = j->m;
   const bench_opts *o = j->o;
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->no_persistent ? -1 : 0};
   const double t0 = mb_wtime();
   memcpy(m->xyz, j->x0, sizeof(double) * 3 * (size_t)m->nv);
   const mb_error e = mb_deform_cuda_prepare(&o->p, &j->dm, &co, &j->prep);
@@ -336,7 +349,7 @@ static mb_error bench_batch(const bench_opts *o) {
            o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
            o->p.solver ? "pcg" : "cholesky", o->p.cg_iterations, o->cuda ? "cuda" : "cpu");
   double setup = 0, factor = 0, frames = 0, after = 0, device = 0, sum = 0;
-  long long iters = 0;
+  long long iters = 0, persistent = 0;
   const int overlap = o->cuda && !o->no_overlap;
   prep_job job[2];
   memset(job, 0, sizeof job);
@@ -394,6 +407,7 @@ static mb_error bench_batch(const bench_opts *o) {
     frames += ms - rep.analyze_ms - rep.finish_ms;
     device += rep.device_ms;
     iters += rep.iterations;
+    persistent += rep.persistent != 0;
   }
   const double wall = 1e3 * (mb_wtime() - t0);
   if (!e) {
@@ -410,6 +424,9 @@ static mb_error bench_batch(const bench_opts *o) {
       printf("cuda: device busy %.1f %% of the wall (%.3f s of %.3f s: the iterations' graphs "
              "and the final residuals)\n",
              wall > 0 ? 100 * device / wall : 0.0, 1e-3 * device, 1e-3 * wall);
+    if (o->cuda)
+      printf("cuda: frame path persistent in %lld of %lld layouts, graph in the rest%s\n",
+             persistent, (long long)n, o->no_persistent ? " (--persistent no)" : "");
   }
   for (int64_t k = 0; k < n && m && adj && x0; k++) {
     free(x0[k]);

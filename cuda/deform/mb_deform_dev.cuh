@@ -1,0 +1,493 @@
+/* meshbatch: the deform room's device code shared by its CUDA files
+ * (mb_deform.cu: the iteration's kernels and the run; mb_deform_cg.cu: the
+ * room's CG and the iteration's CUDA graph; mb_deform_frame.cu: the
+ * persistent cooperative frame): the launch shape, the maxima an iteration
+ * reads back, the CG's state, and every row's and face's arithmetic as
+ * __device__ functions, so that the kernel-per-phase path and the
+ * persistent kernel run the very same expressions (the same bits).
+ * Private to cuda/deform/; no host entry points (mb_deform_cuda.h). Buffers
+ * written during a frame are passed without __restrict__ to the helpers
+ * below: the persistent kernel reads them after a grid-wide sync, which a
+ * read-only (non-coherent) load would not honour. */
+#ifndef MB_DEFORM_DEV_CUH
+#define MB_DEFORM_DEV_CUH
+
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mb_deform_face.h"
+
+namespace mbd {
+
+constexpr int BLOCK = 256;
+inline unsigned blocks(int64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
+
+/* The maxima an iteration reads back (float64 bits of values >= 0, whose
+ * integer order is their order; a NaN's bits are above every number). */
+struct ctl_t {
+  unsigned long long dist;  /* max over slots of |q - P(q)| (k_project) */
+  unsigned long long moved; /* max over free coordinates of |X - x| (k_take) */
+  unsigned long long prim;  /* max |A p - h| (k_dual) */
+  unsigned long long res;   /* the constraint's residual (k_resid) */
+  unsigned long long plan;  /* the run's end (k_final): max planarity over faces */
+  unsigned long long reg;   /* max regularity over faces */
+  unsigned long long herr;  /* max distance of a handle from its target */
+  int nonfinite;            /* k_take saw a non-finite X */
+  int cg_bad;               /* the capped device CG broke down (k_take's report) */
+  long long cg_iters;       /* its iterations this solve (k_take's report) */
+};
+
+/* Soft runs of the capped CG path read the device once per BATCH
+ * iterations: each iteration's maxima are kept (k_take), and the device
+ * itself stops applying solutions at the iteration where the host's rules
+ * stop (halt), so the iterations launched past it leave x as it was. */
+constexpr int BATCH = 25; /* 2 reads a 50-iteration frame; at most 24 run past a stop */
+struct batch_t {
+  int halt;            /* set by k_take's last block: the host's soft rules stop here */
+  int count;           /* iterations recorded since the host cleared it */
+  unsigned ticket;     /* k_take's blocks done (last_block), 0 between kernels */
+  ctl_t hist[BATCH];   /* their maxima, in order */
+};
+
+/* Warp maximum, then one atomic per warp. */
+__device__ inline void max_bits(unsigned long long *a, double v) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  if (v == 0) b = 0ull; /* -0.0 as +0.0 */
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long t = __shfl_down_sync(0xffffffffu, b, o);
+    b = t > b ? t : b;
+  }
+  if ((threadIdx.x & 31) == 0 && b) atomicMax(a, b);
+}
+
+inline double from_bits(unsigned long long b) {
+  double v;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+/* The centred coordinates of face f's slots of x (+ u) into q (the CPU's
+ * centred()). */
+__device__ inline void centre_face(int64_t s0, int64_t s1, const int64_t *__restrict__ fi,
+                                   const double *x, const double *u, double *q) {
+  double c[3] = {0, 0, 0};
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
+  for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++) q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+}
+
+/* The local step of face f: q = A_f x (+ u), z = P_f(q); hard: h = al z +
+ * (1 - al) (q - u) into z and y = h - u into q; the face mean of y (soft:
+ * z; hard: q) into ym [nf, 3]; returns the face's largest |q - z| (the
+ * soft residual). fo [nf + 1], fi [nidx]: the faces' slots; x [nv, 3];
+ * u, q, z [nidx, 3] (u: NULL soft). k_project's and the persistent
+ * frame's body (the CPU's float64 formulas, mb_deform_face.h). */
+__device__ inline double project_face(int64_t f, const int64_t *__restrict__ fo,
+                                      const int64_t *__restrict__ fi, const double *x,
+                                      const double *u, double *q, double *z, double *ym,
+                                      int planar, int hard, double al) {
+  double worst = 0;
+  const int64_t s0 = fo[f], s1 = fo[f + 1];
+  const int n = (int)(s1 - s0);
+  centre_face(s0, s1, fi, x, hard ? u : nullptr, q);
+  double *qf = q + 3 * s0, *zf = z + 3 * s0;
+  if (planar) mb_dface_project_planar(n, qf, zf);
+  else mb_dface_project_regular(n, qf, zf);
+  for (int k = 0; k < n; k++) {
+    const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
+                 dz = qf[3 * k + 2] - zf[3 * k + 2];
+    const double r = sqrt(dx * dx + dy * dy + dz * dz);
+    if (r > worst) worst = r;
+  }
+  if (hard)
+    for (int64_t s = 3 * s0; s < 3 * s1; s++) {
+      const double ap = q[s] - u[s];
+      z[s] = al * z[s] + (1.0 - al) * ap;
+      q[s] = z[s] - u[s];
+    }
+  const double *y = hard ? q : z;
+  double m[3] = {0, 0, 0};
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++) m[d] += y[3 * s + d];
+  for (int d = 0; d < 3; d++) ym[3 * f + d] = m[d] / (double)n;
+  return worst;
+}
+/* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
+ * on a free row (the gather in slot order, as the CPU's gather_At), b = x
+ * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
+ * vf_slot's entries (slot_face[vf_slot[a]], made once per mesh), so the
+ * slot's and the face's index are two independent loads, not a chain. */
+__device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
+                               const int64_t *__restrict__ vf_slot,
+                               const int64_t *__restrict__ vf_face, const double *y,
+                               const double *ym, const double *__restrict__ rg,
+                               const double *__restrict__ gF, const double *__restrict__ pin,
+                               double c, const double *x, double bi[3]) {
+  double acc[3] = {0, 0, 0};
+  for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
+    const int64_t s = vf_slot[a], f = vf_face[a];
+    for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
+  }
+  for (int d = 0; d < 3; d++) {
+    const int64_t k = 3 * i + d;
+    bi[d] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d] - gF[k]);
+  }
+}
+
+/* The uncapped room's CG reads its state once per CG_CHUNK iterations. */
+constexpr int CG_CHUNK = 8;
+
+/* The room's CG's state (mb_deform_cg.cu), per column c of the three: the
+ * sums r.z, b.b, r.r, the steps alpha and beta, the stop; on the device
+ * (the graph path) or, the same bits, in each block's shared memory (the
+ * persistent frame, written back at its end). */
+struct cg_t {
+  double rz[3], bb[3], alpha[3], beta[3], rr[3];
+  int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
+  int par;   /* the direction of this iteration goes to cp2 (0) or cp (1) */
+  int first; /* 1 before the first iteration of a solve: p = z */
+  unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
+};
+
+/* The block's sums of v[0..8] at every thread (each in the tree order of
+ * one sum: fixed): sh[t] += sh[t + o] for o = BLOCK/2 .. 1. The levels
+ * o >= 32 in shared memory (3 barriers at BLOCK 256), the last five (o =
+ * 16 .. 1, inside warp 0) by __shfl_down_sync, which adds lane t + o to
+ * lane t: the same pairs in the same order as the shared tree, so the
+ * same bits, with 5 barriers and 45 shared round trips fewer. sh [9 BLOCK]. */
+__device__ inline void block_sum9(double v[9], double *sh) {
+  static_assert(BLOCK >= 64 && (BLOCK & (BLOCK - 1)) == 0, "block_sum9: BLOCK a power of 2");
+  for (int k = 0; k < 9; k++) sh[k * BLOCK + threadIdx.x] = v[k];
+  __syncthreads();
+  for (int o = BLOCK / 2; o >= 32; o >>= 1) {
+    if ((int)threadIdx.x < o)
+      for (int k = 0; k < 9; k++)
+        sh[k * BLOCK + threadIdx.x] = sh[k * BLOCK + threadIdx.x] + sh[k * BLOCK + threadIdx.x + o];
+    __syncthreads();
+  }
+  if (threadIdx.x < 32) {
+    double t[9];
+    for (int k = 0; k < 9; k++) t[k] = sh[k * BLOCK + threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1)
+      for (int k = 0; k < 9; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
+    if (threadIdx.x == 0)
+      for (int k = 0; k < 9; k++) sh[k * BLOCK] = t[k];
+  }
+  __syncthreads();
+  for (int k = 0; k < 9; k++) v[k] = sh[k * BLOCK];
+  __syncthreads();
+}
+
+/* part[blk, 9]: the block's sums (block_sum9) of v, per column c the
+ * values a (3 c), b (3 c + 1), e (3 c + 2); blk: the row tile (BLOCK rows)
+ * the block's threads held (blockIdx.x in a kernel a tile, the tile of a
+ * grid-stride loop in the persistent frame: the same record either way). */
+__device__ inline void block_parts(const double v[9], int64_t blk, double *part, double *sh) {
+  double t[9];
+  for (int k = 0; k < 9; k++) t[k] = v[k];
+  block_sum9(t, sh);
+  if (threadIdx.x == 0)
+    for (int k = 0; k < 9; k++) part[9 * blk + k] = t[k];
+}
+
+/* sums[9] = the partials of nblk blocks, summed in a fixed order (one
+ * block): thread t sums blocks t, t + BLOCK, ... of each of the 9 sums,
+ * then block_sum9. The loop over blocks is the outer one, so a thread's 9
+ * loads of one block's record (72 B) are in flight together: one L2 round
+ * trip per record, not 9 dependent ones (the same sums in the same order
+ * as the former k-outer loop, so the same bits). */
+__device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
+  for (int k = 0; k < 9; k++) sums[k] = 0;
+  for (int b = threadIdx.x; b < nblk; b += BLOCK) {
+    double t[9];
+    for (int k = 0; k < 9; k++) t[k] = __ldcg(&part[9 * b + k]);
+    for (int k = 0; k < 9; k++) sums[k] += t[k];
+  }
+  block_sum9(sums, sh);
+}
+
+/* Whether this block is the grid's last to have written its partials (the
+ * same answer in all its threads): thread 0 fences the block's writes
+ * (partials, atomics, flags), then takes a ticket; the last ticket's block
+ * resets the counter and may read every block's writes (past L1: __ldcg).
+ * The sums are then the same fixed-order sums whichever block is last. */
+__device__ inline bool last_block(unsigned *ticket) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned t = atomicAdd(ticket, 1u);
+    last = t == gridDim.x - 1;
+    if (last) atomicExch(ticket, 0u);
+  }
+  __syncthreads();
+  return last;
+}
+
+/* H in the room's CG: sliced ELLPACK with slices of C = 32 rows (SELL-32,
+ * rows not sorted: a mesh's rows are nearly equally long), built from the
+ * CSR pattern once per mesh (slices()): slice s holds rows 32 s .. 32 s
+ * + 31 in w_s columns, w_s its longest row, stored column-major from
+ * sptr[s] (entry k of row i at sptr[i / 32] + 32 k + i % 32), a row's
+ * entries in the CSR's (ascending column) order and its length from the
+ * CSR's rowptr; the padding is never read. One thread per row, as before,
+ * so each row's sum has the same terms in the same order (the same bits
+ * as the CSR row loop), but a warp's 32 loads of entry k are one
+ * coalesced 256 B (values) and 128 B (columns) access instead of 32
+ * scattered ones, and the loads of successive entries do not depend on
+ * each other (unrolled: several in flight a thread). */
+constexpr int SELL_C = 32;
+static_assert(BLOCK % SELL_C == 0, "a block holds whole slices");
+
+/* The start of row i's first entry and its length. */
+__device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
+                                   const int32_t *__restrict__ rowptr, int *len) {
+  *len = rowptr[i + 1] - rowptr[i];
+  return sptr[i / SELL_C] + (i % SELL_C);
+}
+
+/* The direction (z + beta pold, or z first) of a running column at row j. */
+__device__ inline double dir(int first, double beta, const double *z, const double *pold,
+                             int64_t k) {
+  return first ? z[k] : z[k] + beta * pold[k];
+}
+
+/* The SELL-32 product of row i with three columns: acc[c] += H_ij v(j, c)
+ * over the row's entries in the stored (CSR column) order, for the columns
+ * with on(c); V has on(int) and at(j, c). The one row product of the room's
+ * CG: H x for the start (x_cols) and H p (dir_cols, the direction formed
+ * on the fly), in k_rhs_cg, k_cg_spmv and the persistent frame alike. */
+template <class V>
+__device__ inline void sell_product(int32_t i, const int32_t *__restrict__ rowptr,
+                                    const int64_t *__restrict__ sptr,
+                                    const int32_t *__restrict__ col,
+                                    const double *__restrict__ val, const V &v, double acc[3]) {
+  int len;
+  const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+#pragma unroll 4
+  for (int k = 0; k < len; k++) {
+    const int64_t e = e0 + (int64_t)SELL_C * k;
+    const double a = val[e];
+    const int64_t j = col[e];
+    for (int c = 0; c < 3; c++)
+      if (v.on(c)) acc[c] += a * v.at(j, c);
+  }
+}
+
+/* The columns of x [n, 3] (every one). */
+struct x_cols {
+  const double *x;
+  __device__ bool on(int) const { return true; }
+  __device__ double at(int64_t j, int c) const { return x[3 * j + c]; }
+};
+
+/* The direction of the running columns (dir: z + beta pold, or z first). */
+struct dir_cols {
+  int first, run[3];
+  double beta[3];
+  const double *z, *pold;
+  __device__ bool on(int c) const { return run[c] != 0; }
+  __device__ double at(int64_t j, int c) const { return dir(first, beta[c], z, pold, 3 * j + c); }
+};
+
+/* The H buffers of the room's CG (SELL-32; device arrays, borrowed). */
+struct sell_t {
+  const int32_t *rowptr; /* [n + 1] the CSR's rows (lengths) */
+  const int64_t *sptr;   /* [n / 32 + 1] slice starts */
+  const int32_t *col;    /* [stored] columns */
+  const double *val;     /* [stored] values at c */
+};
+
+/* Row i < n of k_rhs_cg: b (rhs_row, c), X = x and the CG's start r = b -
+ * H x, z = dinv r; v[3 c] = r.z, v[3 c + 1] = r.r, v[3 c + 2] = b.b of
+ * column c (all 0 past n). */
+__device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restrict__ vf_row,
+                                  const int64_t *__restrict__ vf_slot,
+                                  const int64_t *__restrict__ vf_face, const double *y,
+                                  const double *ym, const double *__restrict__ rg,
+                                  const double *__restrict__ gF, const double *__restrict__ pin,
+                                  double c, const double *x, double *X, const sell_t &H,
+                                  const double *__restrict__ dinv, double *r, double *z,
+                                  double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  double bi[3];
+  rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
+  double ax[3] = {0, 0, 0};
+  sell_product(i, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
+  for (int k = 0; k < 3; k++) {
+    const double ri = bi[k] - ax[k], zi = dinv[i] * ri;
+    X[3 * i + k] = x[3 * i + k];
+    r[3 * i + k] = ri;
+    z[3 * i + k] = zi;
+    v[3 * k] = ri * zi;
+    v[3 * k + 1] = ri * ri;
+    v[3 * k + 2] = bi[k] * bi[k];
+  }
+}
+
+/* The CG's start from the sums s of rhs_cg_row (one thread): r.z, r.r, b.b,
+ * each column's stop (b = 0 or sqrt(r.r) <= rtol ||b||), the cap maxit,
+ * the counts reset (a breakdown flagged by k_cg_dinv stays). */
+__device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, cg_t *st) {
+  int all = 1;
+  for (int c = 0; c < 3; c++) {
+    st->rz[c] = s[3 * c];
+    st->rr[c] = s[3 * c + 1];
+    st->bb[c] = s[3 * c + 2];
+    st->done[c] = st->bb[c] == 0 || sqrt(st->rr[c]) <= rtol * sqrt(st->bb[c]);
+    if (!isfinite(st->rr[c]) || !isfinite(st->bb[c])) st->bad = 1;
+    all &= st->done[c];
+  }
+  st->iters = 0;
+  st->maxit = maxit;
+  st->par = 0;
+  st->first = 1;
+  st->all_done = all || st->bad;
+}
+
+/* Row i of k_cg_spmv: p = z + beta pold (z first) into pnew and q = H p
+ * for the running columns of st; v[3 c] = p.q (the rest 0). pold and
+ * pnew: cp2 and cp by st->par. */
+__device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const double *z,
+                                double *cp, double *cp2, double *q, const cg_t *st,
+                                double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  const int par = st->par;
+  const dir_cols d{st->first, {!st->done[0], !st->done[1], !st->done[2]},
+                   {st->beta[0], st->beta[1], st->beta[2]}, z, par ? cp2 : cp};
+  double *pnew = par ? cp : cp2;
+  double aq[3] = {0, 0, 0};
+  sell_product(i, H.rowptr, H.sptr, H.col, H.val, d, aq);
+  for (int c = 0; c < 3; c++)
+    if (d.run[c]) {
+      const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
+      pnew[3 * i + c] = pi;
+      q[3 * i + c] = aq[c];
+      v[3 * c] = pi * aq[c];
+    }
+}
+
+/* alpha = r.z / p.q of each running column from the sums s of spmv_row
+ * (one thread); a breakdown where p.q <= 0 or is not finite ends the solve. */
+__device__ inline void alpha_finish(const double s[9], cg_t *st) {
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      if (!(s[3 * c] > 0) || !isfinite(s[3 * c])) st->bad = 1; /* p'Ap <= 0: not SPD */
+      st->alpha[c] = st->rz[c] / s[3 * c];
+    }
+  if (st->bad) st->all_done = 1;
+}
+/* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
+ * running columns; v[3 c] = r.z and v[3 c + 1] = r.r of column c (the
+ * rest 0). */
+__device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
+                                  const double *p, const double *q, double *x, double *r,
+                                  double *z, const cg_t *st, double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      const double a = st->alpha[c];
+      const int64_t k = 3 * (int64_t)i + c;
+      x[k] = x[k] + a * p[k];
+      const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
+      r[k] = ri;
+      z[k] = zi;
+      v[3 * c] = ri * zi;
+      v[3 * c + 1] = ri * ri;
+    }
+}
+
+/* The last block's end of a CG update (thread 0, the sums s of all
+ * blocks): each column's stop or beta, the cap, the flip of the direction
+ * buffers. */
+__device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
+  int all = 1;
+  st->iters++;
+  for (int c = 0; c < 3; c++) {
+    if (!st->done[c]) {
+      const double rz = s[3 * c], rr = s[3 * c + 1];
+      if (!isfinite(rr) || !isfinite(rz)) st->bad = 1;
+      st->rr[c] = rr;
+      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
+      else {
+        st->beta[c] = rz / st->rz[c];
+        st->rz[c] = rz;
+      }
+    }
+    all &= st->done[c];
+  }
+  st->par ^= 1;
+  st->first = 0;
+  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
+}
+
+/* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
+ * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
+ * the largest move of its coordinates, flags a non-finite X in ctl. */
+__device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
+                                  const double *__restrict__ pin, double *x, const cg_t *st,
+                                  ctl_t *ctl) {
+  double moved = 0;
+  if (skip || i >= nv || pin[i] != 0) return 0;
+  for (int d = 0; d < 3; d++) {
+    const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
+    if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
+    const double dx = fabs(xn - x[3 * i + d]);
+    if (dx > moved) moved = dx;
+    x[3 * i + d] = xn;
+  }
+  return moved;
+}
+
+/* Whether the take is skipped (uniform over the grid): batched and an
+ * earlier iteration halted, or soft and the projection found the residual
+ * dist / l within the tolerance (the CPU stops before its solve then). */
+__device__ inline int take_skip(int soft, double l, double tol, const ctl_t *ctl,
+                                const batch_t *bt) {
+  int skip = bt ? __ldcg(&bt->halt) : 0; /* past L1: another block's writes (the frame) */
+  if (soft) {
+    const double dist = __longlong_as_double((long long)__ldcg(&ctl->dist));
+    if (dist / l <= tol) skip = 1;
+  }
+  return skip;
+}
+
+/* Batched (thread 0 of the grid's last block, after every block's atomics
+ * on ctl): the iteration's maxima (its CG's count and breakdown given)
+ * into bt->hist, the halt where the host's soft rules (run()) stop (the
+ * residual within the tolerance, a breakdown of the CG, a non-finite
+ * position, or no vertex moved more than tol * l: the same comparisons
+ * of the same numbers as the host's), ctl cleared for the next iteration. */
+__device__ inline void take_record(double l, double tol, int cg_bad, long long cg_iters,
+                                   ctl_t *ctl, batch_t *bt) {
+  ctl_t c;
+  c.dist = __ldcg(&ctl->dist);
+  c.moved = __ldcg(&ctl->moved);
+  c.prim = __ldcg(&ctl->prim);
+  c.res = __ldcg(&ctl->res);
+  c.plan = c.reg = c.herr = 0;
+  c.nonfinite = __ldcg(&ctl->nonfinite);
+  c.cg_bad = cg_bad;
+  c.cg_iters = cg_iters;
+  const int k = bt->count;
+  if (k < BATCH) bt->hist[k] = c;
+  bt->count = k + 1;
+  const double dist = __longlong_as_double((long long)c.dist);
+  const double moved = __longlong_as_double((long long)c.moved);
+  if (dist / l <= tol || c.cg_bad || c.nonfinite || !isfinite(moved) || moved <= tol * l)
+    bt->halt = 1;
+  ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
+  ctl->nonfinite = ctl->cg_bad = 0;
+  ctl->cg_iters = 0;
+}
+
+} // namespace mbd
+#endif

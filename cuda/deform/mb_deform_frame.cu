@@ -1,0 +1,307 @@
+/* meshbatch: the deform room's persistent frame: a batch of soft
+ * local-global iterations of the capped CG path (solver pcg,
+ * cg_iterations k >= 1, soft, no history, phases not synchronised: the
+ * benchmark's configuration and the interactive frame) in one cooperative
+ * launch (cudaLaunchCooperativeKernel), grid-wide syncs (cooperative
+ * groups, grid.sync()) in place of the kernel boundaries of the
+ * iteration's CUDA graph (mb_deform_cg.cu).
+ *
+ * The grid: BLOCK (256) threads a block, as many blocks as can be
+ * co-resident (SMs x the occupancy's blocks an SM), then evened out: with
+ * T row or face tiles of BLOCK (the larger count) and G co-resident
+ * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
+ * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame 80 registers with
+ * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 80 B spill stores, 152 B
+ * spill loads a thread, in the projection's eigen-solve, L1-resident),
+ * 18.6 KB of shared memory a block: 3 blocks an SM, 396 co-resident on an
+ * H100's 132 SMs, so Roof2 (316 row tiles) runs 316 blocks of one tile,
+ * the graph's kernels' shape, and Roof1 (80 tiles) 80 blocks. (With 2
+ * blocks an SM: 128 registers, no spills, but 264 co-resident, so Roof2
+ * would take 158 blocks of 2 tiles each; with 4: 64 registers and 376 B
+ * of spill stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
+ * tuning knob for measurements, 1 to 64) makes every block take at least
+ * N tiles (fewer blocks: cheaper syncs and finishes, less parallelism in
+ * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
+ * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
+ * rows are the rows of block t of the graph's kernels, so each tile's dot
+ * product partial is block t's record (block_parts), bit for bit.
+ *
+ * An iteration, with the syncs it needs (k CG steps):
+ *   projection   each face (project_face): q, z, the face means, the
+ *                largest |q - z| (atomic, into ctl[it & 1]);        sync 1
+ *   rhs + start  each row (rhs_cg_row): b, X = x, r = b - H x, z, the
+ *                partials r.z, r.r, b.b;                            sync 2
+ *                every block sums the tiles' partials in the same
+ *                fixed order (finish_parts) and takes the CG's start
+ *                (rhs_cg_finish) in its own shared copy of the CG's
+ *                state: the same bits in every block, so no second sync
+ *                and no block waits for a "last block";
+ *   k CG steps   product (spmv_row, partials p.q), sync, alpha in every
+ *                block; update (update_row, partials r.z, r.r), sync,
+ *                beta and the stops in every block; the last update
+ *                with the take on the same thread (take_row, the move's
+ *                maximum into ctl), its sync before the sums; a column
+ *                or the solve that stopped skips its phases (the state
+ *                is the same everywhere, so a skipped sync is skipped by
+ *                every block);                                   2 k syncs
+ *   record       block 0 records the iteration (take_record: the maxima,
+ *                the CG's count and breakdown, the halt where the host's
+ *                soft rules stop) and clears ctl[it & 1]: the next
+ *                iteration uses the other ctl, so no sync is needed
+ *                before its projection.
+ * So 2 + 2 k grid syncs an iteration (8 at k = 3), against 2 + 2 k
+ * kernels (graph nodes) before, each with its launch gap and its grid's
+ * last-block finish after the body. The partial sums alternate between
+ * two buffers by phase (a block may write the next phase's partials while
+ * another still reads this phase's: the sync between guarantees that the
+ * buffer it writes was read by all). The data written during a frame are
+ * read with coherent loads (no __restrict__ on them: mb_deform_dev.cuh).
+ * The arithmetic and the summation order are the graph path's (the same
+ * __device__ functions), so the positions, the records and the reports
+ * are bitwise those of the graph path (tests/deform/test_gpu_deform.c,
+ * test_persistent_frame), and a run repeats bit for bit.
+ *
+ * Expected cost (not measured here: the development machine has no GPU;
+ * docs/benchmarks.md records the lead's H100 figures): a grid sync costs
+ * about 1-2 us on an H100 at 150-400 blocks; each finish reads ntiles 72 B
+ * records per block from L2 (Roof2: 316 records, 23 KB a block, one
+ * round trip a thread; 7.2 MB of L2 reads over 316 blocks, about 1.5 us
+ * at L2 bandwidth: the price of every block taking the same sums without
+ * a second sync). Roof2 at k = 3 measured 7.8 ms a frame (154 us an
+ * iteration: ~65 us projection, right-hand side and take, 29 us a CG
+ * step) with 8 graph nodes an iteration; the persistent frame removes the
+ * nodes' launch gaps and last-block tails (about 5 us a node), leaving
+ * the traffic (about 61 us an iteration by the byte counts of
+ * mb_deform_cg.cu) plus 8 syncs and 8 finishes (about 15-25 us): about
+ * 80-90 us an iteration, 4-4.5 ms a 50-iteration frame (the goal 5 ms).
+ * Roof1 (20 k rows, launch- and latency-bound at 82 us an iteration for
+ * 8 nodes): about 8 syncs and 8 finishes, 25-35 us an iteration, 1.3-1.8
+ * ms a frame (the goal 2 ms). The frame's 3 blocks an SM (its register
+ * count is the projection's) against the graph's CG kernels' 5 changes
+ * nothing at these sizes (at most 316 blocks either way); the small
+ * spills and the every-block finishes may cost some of the gain: to be
+ * measured (`bench deform --persistent no` runs the graphs in the same
+ * build).
+ *
+ * Where it does not run: the device lacks cooperative launch, the kernel
+ * cannot be resident (occupancy 0), or the launch fails (another context
+ * holds SMs: cudaErrorCooperativeLaunchTooLarge): frame_batch reports
+ * *ran 0 and the run launches the graphs for the rest of the run; hard
+ * mode, uncapped CG, a history and synchronised phases never come here. */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mb_deform_gpu.cuh"
+#include "mb_log.h"
+
+namespace mbd {
+
+/* The blocks an SM the frame's register budget is set for (__launch_bounds__:
+ * at most 65536 / (3 x 256) = 85, so 80, registers a thread; see above). */
+constexpr int FRAME_MIN_BLOCKS = 3;
+
+/* A batch's arguments (device pointers borrowed from the pool; the arrays'
+ * shapes as in mb_deform_gpu.cuh's pool_t). */
+struct frame_args {
+  int32_t n;          /* rows (vertices) */
+  int64_t nf;         /* faces */
+  int planar;         /* the constraint: planar (1) or regular (0) */
+  int iters;          /* iterations of this batch (1 .. BATCH) */
+  int64_t ntiles;     /* row tiles of BLOCK: blocks(n) */
+  int maxit;          /* the CG's cap k >= 1 */
+  double l, tol, rtol; /* the mean edge length, the tolerance, the CG's rtol */
+  const int64_t *fo, *fi;   /* [nf + 1], [nidx] the faces' slots */
+  double *x, *q, *z, *ym;   /* [n, 3] positions; [nidx, 3] centred, projected; [nf, 3] means */
+  const int32_t *vf_row;    /* [n + 1] each vertex's slot entries */
+  const int64_t *vf_slot, *vf_face; /* [nidx] their slots and faces */
+  const double *rg, *gF, *pin, *prm, *dinv; /* [n, 3], [n, 3], [n], [2] (c, al), [n] */
+  sell_t H;                 /* H at c, SELL-32 */
+  double *X, *r, *cz, *cp, *cp2, *cq; /* [n, 3] the CG's vectors */
+  double *part;             /* [2, ntiles, 9] the partial sums, alternating by phase */
+  cg_t *st;                 /* the CG's state: read at the start, written at the end */
+  ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
+  batch_t *bt;              /* the batch's records and halt */
+};
+
+/* Every block's sums of the partials of buffer pb (finish_parts: the fixed
+ * order, the same bits in every block); pb flipped. */
+__device__ inline void grid_sums(const frame_args &a, int &pb, double s[9], double *sh) {
+  finish_parts((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, s, sh);
+  pb ^= 1;
+}
+
+/* a.iters soft iterations (see the header): the same work, records and
+ * bits as as many launches of the capped iteration's graph (batched). */
+__global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  __shared__ double sh[9 * BLOCK];
+  __shared__ cg_t cs; /* the CG's state: the same in every block */
+  if (threadIdx.x == 0) cs = *a.st;
+  __syncthreads();
+  const int64_t gt = (int64_t)blockIdx.x * BLOCK + threadIdx.x, gs = (int64_t)gridDim.x * BLOCK;
+  const int64_t p9 = 9 * a.ntiles;
+  const double c = a.prm[0];
+  int pb = 0;
+  double s[9], v[9];
+  for (int it = 0; it < a.iters; it++) {
+    ctl_t *ctl = a.ctl + (it & 1);
+    /* the projection */
+    double worst = 0;
+    for (int64_t f = gt; f < a.nf; f += gs) {
+      const double w = project_face(f, a.fo, a.fi, a.x, nullptr, a.q, a.z, a.ym, a.planar, 0, 1.0);
+      if (w > worst) worst = w;
+    }
+    max_bits(&ctl->dist, worst);
+    grid.sync();
+    /* the right-hand side and the CG's start */
+    for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
+      const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
+      rhs_cg_row(i, a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF, a.pin, c, a.x,
+                 a.X, a.H, a.dinv, a.r, a.cz, v);
+      block_parts(v, t, a.part + pb * p9, sh);
+    }
+    grid.sync();
+    grid_sums(a, pb, s, sh);
+    if (threadIdx.x == 0) rhs_cg_finish(s, a.rtol, a.maxit, &cs);
+    __syncthreads();
+    /* the k CG steps, the last update with the take */
+    for (int step = 0; step < a.maxit; step++) {
+      if (!cs.all_done) {
+        for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
+          const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
+          spmv_row(i, a.n, a.H, a.cz, a.cp, a.cp2, a.cq, &cs, v);
+          block_parts(v, t, a.part + pb * p9, sh);
+        }
+        grid.sync();
+        grid_sums(a, pb, s, sh);
+        if (threadIdx.x == 0) alpha_finish(s, &cs);
+        __syncthreads();
+      }
+      const int last = step + 1 == a.maxit, running = !cs.all_done;
+      if (!last && !running) continue; /* uniform: every block skips */
+      const int skip = last ? take_skip(1, a.l, a.tol, ctl, a.bt) : 1;
+      double moved = 0;
+      for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
+        const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
+        if (running) {
+          update_row(i, a.n, a.dinv, cs.par ? a.cp : a.cp2, a.cq, a.X, a.r, a.cz, &cs, v);
+          block_parts(v, t, a.part + pb * p9, sh);
+        }
+        if (!skip) {
+          const double m = take_row(i, a.n, 0, a.X, a.pin, a.x, &cs, ctl);
+          if (m > moved) moved = m;
+        }
+      }
+      if (last) max_bits(&ctl->moved, moved);
+      grid.sync();
+      if (running) {
+        grid_sums(a, pb, s, sh);
+        if (threadIdx.x == 0) update_finish(s, a.rtol, &cs);
+        __syncthreads();
+      }
+      if (last && blockIdx.x == 0 && threadIdx.x == 0)
+        take_record(a.l, a.tol, cs.bad, cs.iters, ctl, a.bt);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    cs.ticket = 0;
+    *a.st = cs;
+  }
+}
+
+/* The grid of the persistent frame for g's mesh (see the header), 0 where
+ * it cannot run (reason into why). */
+int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
+  int dev = -1, coop = 0, sms = 0, per = 0;
+  cudaError_t ce = cudaGetDevice(&dev);
+  if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev);
+  if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (ce == cudaSuccess) ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_frame, BLOCK, 0);
+  if (ce != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, nwhy, "%s", cudaGetErrorString(ce));
+    return 0;
+  }
+  if (!coop || per < 1 || sms < 1) {
+    snprintf(why, nwhy, "%s", !coop ? "no cooperative launch on this device"
+                                    : "the kernel cannot be resident");
+    return 0;
+  }
+  const int64_t tiles = blocks(g->dm->nv) > blocks(g->dm->nf) ? blocks(g->dm->nv)
+                                                               : blocks(g->dm->nf);
+  const int64_t cap = (int64_t)sms * per;
+  int64_t rounds = (tiles + cap - 1) / cap;
+  const char *env = getenv("MB_DEFORM_FRAME_TILES"); /* a tuning knob: tiles a block, at least */
+  const long want = env ? strtol(env, nullptr, 10) : 0;
+  if (want > rounds && want <= 64) rounds = want;
+  const int grid = (int)((tiles + rounds - 1) / rounds);
+  mb_log(MB_LOG_VERBOSE, "%s: the persistent frame: %d blocks of %d threads (%lld tiles, %lld "
+         "a block at most; %d blocks an SM co-resident on %d SMs)", g->dm->name, grid, BLOCK,
+         (long long)tiles, (long long)rounds, per, sms);
+  return grid;
+}
+
+mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
+  *ran = 0;
+  if (g->persist_failed || !g->batched || bn < 1 || bn > BATCH) return MB_SUCCESS;
+  char why[160] = "";
+  if (!g->persist_grid) g->persist_grid = frame_grid(g, why, sizeof why);
+  cudaError_t ce = cudaSuccess;
+  if (g->persist_grid > 0) {
+    pool_t *d = g->d;
+    frame_args a;
+    a.n = (int32_t)g->dm->nv;
+    a.nf = g->dm->nf;
+    a.planar = planar;
+    a.iters = bn;
+    a.ntiles = blocks(g->dm->nv);
+    a.maxit = g->p->cg_iterations;
+    a.l = l;
+    a.tol = g->p->tolerance;
+    a.rtol = MB_DEFORM_PCG_RTOL;
+    a.fo = d->fo.as<int64_t>();
+    a.fi = d->fi.as<int64_t>();
+    a.x = d->x.as<double>();
+    a.q = d->q.as<double>();
+    a.z = d->z.as<double>();
+    a.ym = d->ym.as<double>();
+    a.vf_row = d->vf_row.as<int32_t>();
+    a.vf_slot = d->vf_slot.as<int64_t>();
+    a.vf_face = d->vf_face.as<int64_t>();
+    a.rg = d->rgd.as<double>();
+    a.gF = d->gFd.as<double>();
+    a.pin = d->pind.as<double>();
+    a.prm = d->prm.as<double>();
+    a.dinv = d->cdinv.as<double>();
+    a.H = hmat(g);
+    a.X = d->X.as<double>();
+    a.r = d->cr.as<double>();
+    a.cz = d->cz.as<double>();
+    a.cp = d->cp.as<double>();
+    a.cp2 = d->cp2.as<double>();
+    a.cq = d->cq.as<double>();
+    a.part = d->cpart.as<double>();
+    a.st = d->cst.as<cg_t>();
+    a.ctl = d->ctl.as<ctl_t>();
+    a.bt = d->bt.as<batch_t>();
+    void *args[] = {&a};
+    ce = cudaLaunchCooperativeKernel((const void *)k_frame, dim3((unsigned)g->persist_grid),
+                                     dim3(BLOCK), args, 0, nullptr);
+    if (ce == cudaSuccess) {
+      *ran = 1;
+      return MB_SUCCESS;
+    }
+    (void)cudaGetLastError();
+    snprintf(why, sizeof why, "%s", cudaGetErrorString(ce));
+  }
+  g->persist_failed = 1;
+  mb_log(MB_LOG_VERBOSE, "%s: the persistent frame cannot run (%s); the iterations run as CUDA "
+         "graphs", g->dm->name, why);
+  return MB_SUCCESS;
+}
+
+} // namespace mbd

@@ -1,0 +1,135 @@
+/* meshbatch: the deform room's host-side device state, shared by its CUDA
+ * files (mb_deform.cu: the pool, the setup and the run; mb_deform_cg.cu:
+ * the room's CG, its kernels and the iteration's CUDA graph;
+ * mb_deform_frame.cu: the persistent cooperative frame). Private to
+ * cuda/deform/; the entry points are mb_deform_cuda.h's. */
+#ifndef MB_DEFORM_GPU_CUH
+#define MB_DEFORM_GPU_CUH
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "mb_csr.h"
+#include "mb_cuda_private.cuh"
+#include "mb_deform.h"
+#include "mb_deform_dev.cuh"
+#include "mb_deform_private.h"
+#include "mb_linalg_cuda.h"
+namespace mbd {
+
+/* The device buffers of this process's runs (one rank, one device), kept
+ * from mesh to mesh and grown, never shrunk (grow()): a batch of meshes
+ * allocates only where a mesh needs more than every mesh before it, and
+ * frees nothing between meshes; with the capped iteration's graph, updated
+ * in place (cudaGraphExecUpdate) where the next mesh's has the same shape.
+ * Freed by mb_deform_cuda_release, or by a run on another device. */
+struct pool_t {
+  int device = -1;
+  mb_dbuf fo, fi, vf_row, vf_slot, vf_face, x, X, b, rgd, gFd, pind, q, z, u, ym, ctl;
+  mb_dbuf prm;  /* [2] the iteration's c and al (k_rhs, k_project) */
+  mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
+  mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
+  mb_dbuf bt;   /* batch_t (batched) */
+  mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
+  /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
+   * diagonal positions, values at c and their two parts (base, face) */
+  mb_dbuf hrow, hsptr, hcol, hdiag, hval, hbase, hface;
+  cudaStream_t capture = nullptr; /* graphs are captured on it */
+  cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
+  cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
+  /* pinned staging of a run's uploads (upload(): asynchronous copies on
+   * the default stream), grown only; stage_used: bytes taken by this run */
+  char *stage = nullptr;
+  size_t stage_bytes = 0, stage_used = 0;
+  ~pool_t() {
+    if (stage) cudaFreeHost(stage);
+    for (int k = 0; k < 2; k++)
+      if (ev[k]) cudaEventDestroy(ev[k]);
+    if (iter) cudaGraphExecDestroy(iter);
+    if (capture) cudaStreamDestroy(capture);
+  }
+};
+/* The process's pool (mb_deform.cu; NULL before the first run). */
+extern pool_t *the_pool;
+
+/* Everything one run holds (the device buffers in d, the pool). */
+struct deform_gpu {
+  const mb_deform_params *p = nullptr;
+  mb_deform_mesh *dm = nullptr;
+  mb_deform_report *rep = nullptr;
+  pool_t *d = nullptr;
+  int sync = 0, device_cg = 0;
+  mb_deform_system sys{};
+  std::vector<double> d_, t, pin, base, rg, gF, p0, scratch;
+  mb_cuda_csr *dH = nullptr; /* the linalg PCG and csrchol only */
+  mb_cuda_cholesky *chol = nullptr;
+  double hprm[2] = {0, 0}; /* c and al, staged by cudaMemcpyAsync to d->prm */
+  int iter_ready = 0;      /* d->iter holds this run's iteration */
+  int iter_failed = 0;
+  int batched = 0;    /* soft, capped, pipelined, no history: BATCH iterations a read */
+  batch_t hbt{};      /* the host copy of d->bt */
+  const int32_t *rowptr = nullptr, *col = nullptr, *diag = nullptr;
+  double *val = nullptr; /* H's device arrays (d->h* in SELL-32, or dH's CSR) */
+  const int64_t *sptr = nullptr, *sdiag = nullptr; /* the room's CG: slices, diagonal */
+  int64_t nsell = 0;                               /* its stored entries (padding included) */
+  cudaGraphExec_t chunk = nullptr; /* the uncapped device CG's chunk, once per run */
+  int chunk_failed = 0;           /* capture failed: launched kernel by kernel */
+  ctl_t hctl{}; /* the host copy (pageable: pinning costs more per mesh than it saves) */
+  /* prepare_host's results (host only, no device call), uploaded by
+   * upload_all: the face of each vertex slot entry; H in SELL-32 (the room's
+   * CG: slices, columns, diagonal positions, base and face parts) */
+  std::vector<int64_t> vff, s_ptr, s_dpos;
+  std::vector<int32_t> s_col;
+  std::vector<double> s_base, s_face;
+  int prepared = 0;      /* prepare_host has run (mb_deform_cuda_prepare) */
+  int handles_moved = 0; /* prepare_host: a hard handle was not at its target */
+  double l = 1;          /* prepare_host: the mean edge length */
+  double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */
+  int no_persist = 0;     /* the options' persistent -1: the graphs only */
+  int persist_failed = 0; /* the persistent frame cannot run here (frame_batch) */
+  int persist_used = 0;   /* batches run by the persistent frame this run */
+  int persist_grid = 0;   /* its blocks (of BLOCK threads), 0 until decided */
+  ~deform_gpu() {
+    if (chunk) cudaGraphExecDestroy(chunk);
+    mb_deform_system_free(&sys);
+    mb_cuda_csr_free(dH);
+    mb_cuda_cholesky_free(chol);
+  }
+};
+
+/* H's device arrays in the room's CG (SELL-32), borrowed from the pool. */
+inline sell_t hmat(const deform_gpu *g) { return sell_t{g->rowptr, g->sptr, g->col, g->val}; }
+
+/* mb_deform.cu. grow: b holds at least `bytes` (at least 1) of device
+ * memory, reallocated only where it holds fewer (its contents are then
+ * lost); errors those of mb_dbuf_alloc. room_cg: whether the room's CG
+ * solves (else the linalg PCG or csrchol). enqueue_project (k_project:
+ * the faces' local step, c and al from d->prm, the maxima into d->ctl)
+ * and enqueue_dual (hard, k_dual) on stream s; launch errors are the
+ * caller's to check. */
+mb_error grow(mb_dbuf *b, size_t bytes, const char *what);
+bool room_cg(const deform_gpu *g);
+void enqueue_project(deform_gpu *g, cudaStream_t s, int planar, int hard);
+void enqueue_dual(deform_gpu *g, cudaStream_t s);
+
+/* mb_deform_cg.cu: the room's CG (each function says its contract there). */
+mb_error build_sell(deform_gpu *g);
+mb_error cg_values(deform_gpu *g, double c);
+void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard);
+void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len);
+mb_error device_cg(deform_gpu *g, long long *iters);
+void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l);
+void capture_iteration(deform_gpu *g, int planar, int hard, double l);
+mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l);
+
+/* mb_deform_frame.cu: bn (1 .. BATCH) soft iterations of the capped CG
+ * path in one persistent cooperative launch on the default stream, the
+ * same records in d->bt as bn launches of the iteration's graph (the same
+ * bits). *ran: 1 where it was launched; 0 where the persistent frame does
+ * not apply or cannot run on this device or shape (g->persist_failed is
+ * then set, and the caller launches the graphs). Errors: MB_ERR_CUDA. */
+mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran);
+
+} // namespace mbd
+#endif
