@@ -127,8 +127,11 @@ typedef enum mb_deform_constraint {
 /* Steps of the hard mode's penalty sequence mu = w_constraint * 10^k. */
 #define MB_DEFORM_MU_STEPS 8
 /* Solvers of the global step (key `solver`). MB_DEFORM_AUTO (the key's
- * default): cholesky on the CPU, pcg on CUDA (each backend's fastest
- * solver agreeing with the CPU's cholesky within 1e-8 of the box). */
+ * default): mb_deform_solver_resolve's rule: pcg on CUDA; on the CPU
+ * cholesky for exact solves (cg_iterations 0: each backend's fastest
+ * solver agreeing with the CPU's cholesky within 1e-8 of the box) and pcg
+ * for capped ones (cg_iterations k >= 1: the k-step CG, the frame the CUDA
+ * backend runs; with cholesky the key would be ignored). */
 typedef enum mb_deform_solver {
   MB_DEFORM_CHOLESKY = 0,
   MB_DEFORM_PCG = 1,
@@ -215,6 +218,16 @@ typedef struct mb_deform_report {
  * constraints not met within p->iterations: the message names the mesh and
  * the residual reached), MB_ERR_MEMORY, MB_ERR_IO (stopped by a signal). */
 mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep);
+
+/* The solver a run of p uses: p->solver unless MB_DEFORM_AUTO; auto is
+ * pcg on CUDA (cuda != 0), and on the CPU pcg where p->cg_iterations >= 1
+ * (a capped frame: the k-step CG, OpenMP threads, no factorization; at
+ * Roof2, 80,656 vertices, 50 iterations of 3 CG steps cost less CPU time
+ * than CHOLMOD's one factorization, docs/benchmarks.md) and cholesky where
+ * it is 0 (exact solves: one factorization, then two triangular solves
+ * per iteration beat the CG's 55 steps per solve to 1e-12). Not
+ * collective; cannot fail. */
+int mb_deform_solver_resolve(const mb_deform_params *p, int cuda);
 
 /* Projections (mb_deform_proj.c). q and z [n, 3] row-major, n >= 3,
  * length unit of the input; z may be q. Not collective; cannot fail (a

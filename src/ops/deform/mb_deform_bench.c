@@ -148,8 +148,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     return mb_cli_usage_error("bench", "--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch)
     return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
-  if (o->p.solver == MB_DEFORM_AUTO) /* the op's rule (mb_deform.h), printed as resolved */
-    o->p.solver = o->cuda ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+  /* the op's rule (mb_deform_solver_resolve), printed as resolved */
+  o->p.solver = mb_deform_solver_resolve(&o->p, o->cuda);
   return MB_EXIT_OK;
 }
 
