@@ -18,7 +18,7 @@
 
 struct mb_deform_cg_work {
   int32_t n, nchunk;
-  double *r, *z, *p, *q; /* [n, 3] */
+  double *r, *p, *q;     /* [n, 3] (z = dinv r is formed where it is used, not stored) */
   double *dinv;          /* [n] */
   double *s0, *sa, *sb;  /* per chunk: start sums [9], p.q [3], r.z and r.r [6] */
   int32_t *bad;          /* [nchunk] the chunk's first row with h_ii <= 0 or non-finite, -1 */
@@ -27,7 +27,6 @@ struct mb_deform_cg_work {
 void mb_deform_cg_work_free(mb_deform_cg_work *w) {
   if (!w) return;
   free(w->r);
-  free(w->z);
   free(w->p);
   free(w->q);
   free(w->dinv);
@@ -47,7 +46,6 @@ mb_error mb_deform_cg_work_create(int32_t n, mb_deform_cg_work **out) {
   w->nchunk = (n + MB_DEFORM_CG_CHUNK - 1) / MB_DEFORM_CG_CHUNK;
   const size_t n3 = 3 * (size_t)n + 1, nc = (size_t)w->nchunk + 1;
   w->r = malloc(sizeof(double) * n3);
-  w->z = malloc(sizeof(double) * n3);
   w->p = malloc(sizeof(double) * n3);
   w->q = malloc(sizeof(double) * n3);
   w->dinv = malloc(sizeof(double) * ((size_t)n + 1));
@@ -55,7 +53,7 @@ mb_error mb_deform_cg_work_create(int32_t n, mb_deform_cg_work **out) {
   w->sa = malloc(sizeof(double) * 3 * nc);
   w->sb = malloc(sizeof(double) * 6 * nc);
   w->bad = malloc(sizeof(int32_t) * nc);
-  if (!(w->r && w->z && w->p && w->q && w->dinv && w->s0 && w->sa && w->sb && w->bad)) {
+  if (!(w->r && w->p && w->q && w->dinv && w->s0 && w->sa && w->sb && w->bad)) {
     mb_deform_cg_work_free(w);
     MB_FAIL(MB_ERR_MEMORY, "out of memory for the CG of %d rows", n);
   }
@@ -69,6 +67,57 @@ static void chunk_sums(const double *part, int32_t nchunk, int m, double *sum) {
   for (int j = 0; j < m; j++) sum[j] = 0;
   for (int32_t ch = 0; ch < nchunk; ch++)
     for (int j = 0; j < m; j++) sum[j] += part[(size_t)m * ch + j];
+}
+
+/* y [i0..i1, 3] = A v over rows i0 <= i < i1 of H, the three columns of v
+ * [ncols, 3] together, each row's sum in its entries' order; two rows at a
+ * time (their loads and sums interleaved: two independent chains of adds
+ * instead of one, the same operations on each row). */
+static inline void rows_product(const mb_csr *H, const double *v, int32_t i0, int32_t i1,
+                                double *y) {
+  const int32_t *const rowptr = H->rowptr, *const col = H->col;
+  const double *const val = H->val;
+  int32_t i = i0;
+  for (; i + 1 < i1; i += 2) {
+    const int32_t ea = rowptr[i], eb = rowptr[i + 1], ee = rowptr[i + 2];
+    const int32_t la = eb - ea, lb = ee - eb, l = la < lb ? la : lb;
+    double a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0, b2 = 0;
+    for (int32_t t = 0; t < l; t++) {
+      const double va = val[ea + t], *xa = &v[3 * (size_t)col[ea + t]];
+      const double vb = val[eb + t], *xb = &v[3 * (size_t)col[eb + t]];
+      a0 += va * xa[0];
+      a1 += va * xa[1];
+      a2 += va * xa[2];
+      b0 += vb * xb[0];
+      b1 += vb * xb[1];
+      b2 += vb * xb[2];
+    }
+    for (int32_t t = l; t < la; t++) {
+      const double va = val[ea + t], *xa = &v[3 * (size_t)col[ea + t]];
+      a0 += va * xa[0];
+      a1 += va * xa[1];
+      a2 += va * xa[2];
+    }
+    for (int32_t t = l; t < lb; t++) {
+      const double vb = val[eb + t], *xb = &v[3 * (size_t)col[eb + t]];
+      b0 += vb * xb[0];
+      b1 += vb * xb[1];
+      b2 += vb * xb[2];
+    }
+    double *ya = &y[3 * (size_t)i];
+    ya[0] = a0, ya[1] = a1, ya[2] = a2, ya[3] = b0, ya[4] = b1, ya[5] = b2;
+  }
+  for (; i < i1; i++) {
+    double a0 = 0, a1 = 0, a2 = 0;
+    for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
+      const double va = val[e], *xa = &v[3 * (size_t)col[e]];
+      a0 += va * xa[0];
+      a1 += va * xa[1];
+      a2 += va * xa[2];
+    }
+    double *ya = &y[3 * (size_t)i];
+    ya[0] = a0, ya[1] = a1, ya[2] = a2;
+  }
 }
 
 /* The outcome of the solve, as thread 0 saw it (every thread takes the
@@ -92,10 +141,10 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
     MB_CALL(mb_deform_cg_work_create(n, &own));
     ws = own;
   }
-  double *const r = ws->r, *const z = ws->z, *const p = ws->p, *const q = ws->q;
+  double *const r = ws->r, *const p = ws->p, *const q = ws->q;
   double *const dinv = ws->dinv;
   const int32_t nchunk = ws->nchunk;
-  const int32_t *const rowptr = H->rowptr, *const col = H->col, *const diag = H->diag;
+  const int32_t *const diag = H->diag;
   const double *const val = H->val;
   cg_state st = {0};
 #pragma omp parallel if (n >= MB_DEFORM_CG_PARALLEL_ROWS)
@@ -107,24 +156,17 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
       const int32_t i1 = n - i0 < MB_DEFORM_CG_CHUNK ? n : i0 + MB_DEFORM_CG_CHUNK;
       double s[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
       int32_t bad = -1;
+      rows_product(H, X, i0, i1, q); /* q = A x here (q is scratch until the first product) */
       for (int32_t i = i0; i < i1; i++) {
         const double a = val[diag[i]];
         if (bad < 0 && !(a > 0 && isfinite(a))) bad = i;
         dinv[i] = 1.0 / a;
-        double ax0 = 0, ax1 = 0, ax2 = 0;
-        for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
-          const double v = val[e], *xj = &X[3 * (size_t)col[e]];
-          ax0 += v * xj[0];
-          ax1 += v * xj[1];
-          ax2 += v * xj[2];
-        }
-        const double ax[3] = {ax0, ax1, ax2};
         for (int c = 0; c < 3; c++) {
           const size_t m = 3 * (size_t)i + c;
-          r[m] = B[m] - ax[c];
-          z[m] = dinv[i] * r[m];
-          p[m] = z[m];
-          s[c] += r[m] * z[m];
+          r[m] = B[m] - q[m];
+          const double zm = dinv[i] * r[m];
+          p[m] = zm;
+          s[c] += r[m] * zm;
           s[3 + c] += r[m] * r[m];
           s[6 + c] += B[m] * B[m];
         }
@@ -157,22 +199,12 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
         const int32_t i0 = ch * MB_DEFORM_CG_CHUNK;
         const int32_t i1 = n - i0 < MB_DEFORM_CG_CHUNK ? n : i0 + MB_DEFORM_CG_CHUNK;
         double s0 = 0, s1 = 0, s2 = 0;
+        rows_product(H, p, i0, i1, q);
         for (int32_t i = i0; i < i1; i++) {
-          double a0 = 0, a1 = 0, a2 = 0;
-          for (int32_t e = rowptr[i]; e < rowptr[i + 1]; e++) {
-            const double v = val[e], *pj = &p[3 * (size_t)col[e]];
-            a0 += v * pj[0];
-            a1 += v * pj[1];
-            a2 += v * pj[2];
-          }
-          double *qi = &q[3 * (size_t)i];
-          const double *pi = &p[3 * (size_t)i];
-          qi[0] = a0;
-          qi[1] = a1;
-          qi[2] = a2;
-          s0 += pi[0] * a0;
-          s1 += pi[1] * a1;
-          s2 += pi[2] * a2;
+          const double *qi = &q[3 * (size_t)i], *pi = &p[3 * (size_t)i];
+          s0 += pi[0] * qi[0];
+          s1 += pi[1] * qi[1];
+          s2 += pi[2] * qi[2];
         }
         ws->sa[3 * (size_t)ch] = s0;
         ws->sa[3 * (size_t)ch + 1] = s1;
@@ -188,7 +220,7 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
           } else alpha[c] = rz[c] / pq[c];
         }
       if (status) break;
-      /* x += alpha p, r -= alpha q, z = dinv r; r.z, r.r per chunk */
+      /* x += alpha p, r -= alpha q, z = dinv r (not stored); r.z, r.r per chunk */
 #pragma omp for schedule(dynamic, 1)
       for (int32_t ch = 0; ch < nchunk; ch++) {
         const int32_t i0 = ch * MB_DEFORM_CG_CHUNK;
@@ -200,8 +232,8 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
               const size_t m = 3 * (size_t)i + c;
               X[m] = X[m] + alpha[c] * p[m];
               r[m] = r[m] - alpha[c] * q[m];
-              z[m] = dinv[i] * r[m];
-              s[c] += r[m] * z[m];
+              const double zm = dinv[i] * r[m];
+              s[c] += r[m] * zm;
               s[3 + c] += r[m] * r[m];
             }
         memcpy(&ws->sb[6 * (size_t)ch], s, sizeof s);
@@ -223,7 +255,7 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
         all &= done[c];
       }
       if (status || all || it == k) break;
-      /* p = z + beta p */
+      /* p = z + beta p (z = dinv r: the same product, the same bits) */
 #pragma omp for schedule(dynamic, 1)
       for (int32_t ch = 0; ch < nchunk; ch++) {
         const int32_t i0 = ch * MB_DEFORM_CG_CHUNK;
@@ -232,7 +264,7 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
           for (int c = 0; c < 3; c++)
             if (!done[c]) {
               const size_t m = 3 * (size_t)i + c;
-              p[m] = z[m] + beta[c] * p[m];
+              p[m] = dinv[i] * r[m] + beta[c] * p[m]; /* z + beta p, z formed again */
             }
       }
     }

@@ -69,7 +69,7 @@ mb_error mb_deform_setup(const mb_deform_params *p, mb_deform_mesh *dm, const mb
  * same chunks, the same bits). */
 #define MB_DEFORM_CG_PARALLEL_ROWS 4096
 
-/* mb_deform_cg's workspace for systems of n rows: r, z, p, q [n, 3], the
+/* mb_deform_cg's workspace for systems of n rows: r, p, q [n, 3], the
  * Jacobi diagonal [n] and the chunks' partial sums. Kept across the solves
  * of a run (no allocation per solve). Owned by the caller. */
 typedef struct mb_deform_cg_work mb_deform_cg_work;
