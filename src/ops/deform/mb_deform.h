@@ -41,7 +41,8 @@
  * over faces of mixed sizes through the face offsets), then one SPD solve
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
- * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`:
+ * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`
+ * without `cg_iterations`:
  * CHOLMOD's simplicial LL' with AMD ordering, analysis once per mesh,
  * numeric factor once per value of c, the three columns in one pass of
  * each triangular solve (measured on the reference BLAS: the supernodal
