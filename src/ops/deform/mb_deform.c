@@ -449,10 +449,10 @@ static void gather_rhs(const mb_deform_mesh *dm, deform_work *w, const double *y
 #pragma omp parallel
   {
     if (!means_ready) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1024)
       for (int64_t f = 0; f < dm->nf; f++) face_mean(fo, f, y, &fm[3 * f]);
     }
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1024)
     for (int64_t i = 0; i < dm->nv; i++) {
       double acc[3] = {0, 0, 0};
       for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
