@@ -223,10 +223,11 @@ mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_def
 /* The solver a run of p uses: p->solver unless MB_DEFORM_AUTO; auto is
  * pcg on CUDA (cuda != 0), and on the CPU pcg where p->cg_iterations >= 1
  * (a capped frame: the k-step CG, OpenMP threads, no factorization; at
- * Roof2, 80,656 vertices, 50 iterations of 3 CG steps cost less CPU time
- * than CHOLMOD's one factorization, docs/benchmarks.md) and cholesky where
- * it is 0 (exact solves: one factorization, then two triangular solves
- * per iteration beat the CG's 55 steps per solve to 1e-12). Not
+ * Roof2, 80,656 vertices, 50 iterations of 3 CG steps took 1.2-1.4 s of
+ * CPU time against 5.0 s with cholesky on 2 cores, docs/benchmarks.md)
+ * and cholesky where it is 0 (exact solves: one factorization, then two
+ * triangular solves per iteration beat the CG's 55 steps per solve to
+ * 1e-12). Kaspar & Deng, section 2.2.2 (the global step's solve). Not
  * collective; cannot fail. */
 int mb_deform_solver_resolve(const mb_deform_params *p, int cuda);
 
