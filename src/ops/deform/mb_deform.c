@@ -357,20 +357,39 @@ static void assemble_H(deform_work *w, double c) {
     }
 }
 
+/* Face f's slots' centred coordinates of x (+ u where u is not NULL) into
+ * q (the slots' rows of q [nidx, 3]). */
+static inline void centre_face(const int64_t *fo, const int64_t *fi, int64_t f, const double *x,
+                               const double *u, double *q) {
+  const int64_t s0 = fo[f], s1 = fo[f + 1];
+  double c[3] = {0, 0, 0};
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
+  for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++)
+      q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+}
+
 /* The face slots' centred coordinates of x (+ u where u is not NULL) into q. */
 static void centred(const mb_deform_mesh *dm, const double *x, const double *u, double *q) {
-  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
 #pragma omp parallel for schedule(static)
-  for (int64_t f = 0; f < dm->nf; f++) {
-    const int64_t s0 = fo[f], s1 = fo[f + 1];
-    double c[3] = {0, 0, 0};
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
-    for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++)
-        q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+  for (int64_t f = 0; f < dm->nf; f++) centre_face(dm->face_offsets, dm->face_indices, f, x, u, q);
+}
+
+/* zf = P_f(qf) for one face of n points (qf, zf [n, 3]); returns the
+ * largest squared distance |q_k - z_k|^2 of its points. */
+static inline double project_face(int constraint, int n, const double *qf, double *zf) {
+  if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
+  else mb_deform_project_regular(n, qf, zf);
+  double worst = 0;
+  for (int k = 0; k < n; k++) {
+    const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
+                 dz = qf[3 * k + 2] - zf[3 * k + 2];
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (r2 > worst) worst = r2;
   }
+  return worst;
 }
 
 /* z = P_f(q) per face; returns max over slots of |q_s - z_s| (for centred
@@ -381,17 +400,9 @@ static double project(const mb_deform_mesh *dm, int constraint, const double *q,
   double worst = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
   for (int64_t f = 0; f < dm->nf; f++) {
-    const int n = (int)(fo[f + 1] - fo[f]);
-    const double *qf = &q[3 * fo[f]];
-    double *zf = &z[3 * fo[f]];
-    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
-    else mb_deform_project_regular(n, qf, zf);
-    for (int k = 0; k < n; k++) {
-      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
-                   dz = qf[3 * k + 2] - zf[3 * k + 2];
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      if (r2 > worst) worst = r2;
-    }
+    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
+                                   &z[3 * fo[f]]);
+    if (r2 > worst) worst = r2;
   }
   return sqrt(worst); /* monotone, correctly rounded: the largest root */
 }
@@ -415,24 +426,10 @@ static double project_soft(const mb_deform_mesh *dm, int constraint, deform_work
   double *q = w->q, *z = w->z, *fm = w->fmean, worst = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
   for (int64_t f = 0; f < dm->nf; f++) {
-    const int64_t s0 = fo[f], s1 = fo[f + 1];
-    const int n = (int)(s1 - s0);
-    double c[3] = {0, 0, 0};
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
-    for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++) q[3 * s + d] = x[3 * fi[s] + d] - c[d];
-    const double *qf = &q[3 * s0];
-    double *zf = &z[3 * s0];
-    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
-    else mb_deform_project_regular(n, qf, zf);
-    for (int k = 0; k < n; k++) {
-      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
-                   dz = qf[3 * k + 2] - zf[3 * k + 2];
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      if (r2 > worst) worst = r2;
-    }
+    centre_face(fo, fi, f, x, NULL, q);
+    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
+                                   &z[3 * fo[f]]);
+    if (r2 > worst) worst = r2;
     face_mean(fo, f, z, &fm[3 * f]);
   }
   return sqrt(worst); /* monotone, correctly rounded: the largest root */
