@@ -14,6 +14,10 @@
  *    regular to 1e-8;
  *  - a flat grid with handles at their positions does not move (<= 1e-12)
  *    in soft planar, soft regular and hard planar runs;
+ *  - the k-step CG (solver pcg, cg_iterations 3) over 1, 2 and 3 OpenMP
+ *    threads on a 6,400-vertex dome (7 chunks of rows, threaded): soft
+ *    planar and hard planar, the same positions bit for bit, the same CG
+ *    iteration count and planarity;
  *  - errors: a face with a repeated vertex, an infeasible hard set (four
  *    pinned non-coplanar corners of one quad: the residual reached in the
  *    message), a target with one NaN component, a non-finite position;
@@ -22,6 +26,7 @@
  *    (FILE:LINE in each message). */
 #include <math.h>
 #include <mpi.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +501,58 @@ static void test_inexact(void **state) {
   case_free(&c);
 }
 
+/* The k-step CG's sums do not depend on the thread count (fixed chunks
+ * of rows summed in chunk order, mb_deform_private.h): a 6,400-vertex dome
+ * (above MB_DEFORM_CG_PARALLEL_ROWS, so threaded), soft planar 10
+ * iterations and hard planar 10 iterations (not met: the positions kept),
+ * cg_iterations 3, on 1, 2 and 3 threads: the same bits. */
+static void test_cg_threads(void **state) {
+  (void)state;
+  const int keep = omp_get_max_threads();
+  for (int hard = 0; hard < 2; hard++) {
+    double *ref = NULL;
+    mb_deform_report r1 = {0};
+    for (int t = 1; t <= 3; t++) {
+      case_mesh c = panels(6400, MB_PANELS_DOME, 0.5, 5, 0.2);
+      mb_deform_mesh dm = view(&c, 1);
+      mb_deform_params p = params(MB_DEFORM_PLANAR, hard, 10, 1e-300);
+      p.solver = MB_DEFORM_PCG;
+      p.cg_iterations = 3;
+      mb_deform_report rep = {0};
+      const size_t bytes = sizeof(double) * 3 * (size_t)c.m->nv;
+      double *x0 = malloc(bytes);
+      memcpy(x0, c.m->xyz, bytes);
+      omp_set_num_threads(t);
+      const mb_error e = mb_deform_run_cpu(&p, &dm, &rep);
+      if (hard && e == MB_ERR_NUMERIC && rep.iterations == 10) mb_error_clear(); /* not met */
+      else assert_int_equal(e, MB_SUCCESS);
+      printf("%s planar, cg_iterations 3, %d thread%s: %d iterations, %lld CG iterations, "
+             "planarity %.17g\n",
+             hard ? "hard" : "soft", t, t == 1 ? "" : "s", rep.iterations, rep.pcg_iterations,
+             rep.planarity);
+      assert_int_equal(rep.iterations, 10);
+      assert_true(rep.pcg_iterations > 10); /* the CG ran */
+      if (t == 1) {
+        ref = malloc(bytes);
+        memcpy(ref, c.m->xyz, bytes);
+        r1 = rep;
+        double moved = 0;
+        for (int64_t i = 0; i < 3 * c.m->nv; i++) moved = fmax(moved, fabs(x0[i] - ref[i]));
+        assert_true(moved > 1e-6); /* the iterations did something */
+      } else {
+        assert_int_equal(rep.pcg_iterations, r1.pcg_iterations);
+        assert_true(rep.planarity == r1.planarity);
+        if (memcmp(ref, c.m->xyz, bytes) != 0)
+          fail_msg("%s: %d threads gave other positions than 1", hard ? "hard" : "soft", t);
+      }
+      free(x0);
+      case_free(&c);
+    }
+    free(ref);
+  }
+  omp_set_num_threads(keep);
+}
+
 static void test_errors(void **state) {
   (void)state;
   /* a face with a repeated vertex */
@@ -572,7 +629,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_projections), cmocka_unit_test(test_eigen3),
       cmocka_unit_test(test_soft_monotone), cmocka_unit_test(test_hard_planar),
       cmocka_unit_test(test_hard_regular), cmocka_unit_test(test_fixed_point),
-      cmocka_unit_test(test_inexact),
+      cmocka_unit_test(test_inexact), cmocka_unit_test(test_cg_threads),
       cmocka_unit_test(test_errors), cmocka_unit_test(test_handles_file)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   MPI_Finalize();

@@ -9,8 +9,9 @@
  *  - a lifted Polylla mesh (300 random points, faces of 3 to 20-odd
  *    vertices, on a dome of height 0.01): hard planar without handles to
  *    1e-10 (cholesky, and the device CG), and soft planar (both PCGs);
- *  - solver auto (the op's default: cholesky on the CPU, the device CG on
- *    CUDA), soft planar 50 iterations and hard planar on the quad grid;
+ *  - solver auto without cg_iterations (the op's default: cholesky on the
+ *    CPU, the device CG on CUDA), soft planar 50 iterations and hard
+ *    planar on the quad grid;
  *  - inexact inner solves (solver pcg, cg_iterations 8: at most 8 CG
  *    iterations per iteration, the CPU's mb_deform_cg against the device
  *    CG, one method): soft planar 50 iterations, soft planar to 1e-7 (a

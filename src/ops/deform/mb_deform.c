@@ -10,6 +10,7 @@
 
 #include <cholmod.h>
 
+#include "mb_alloc.h"
 #include "mb_csr.h"
 #include "mb_deform_private.h"
 #include "mb_log.h"
@@ -141,6 +142,17 @@ static mb_error chol_solve(const mb_deform_mesh *dm, deform_chol *ch, const doub
   return MB_SUCCESS;
 }
 
+/* ptr = n elements, not zeroed (mb_alloc: huge pages for large ones), for
+ * arrays the run writes before it reads them. */
+#define DEFORM_ALLOC(ptr, n)                                                                  \
+  do {                                                                                        \
+    const size_t m_ = (size_t)(n), n_ = m_ ? m_ : 1;                                          \
+    (ptr) = mb_alloc(n_ * sizeof *(ptr));                                                     \
+    if (!(ptr))                                                                               \
+      return mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,                       \
+                          "out of memory allocating %zu elements", n_);                      \
+  } while (0)
+
 /* The arrays of one run. */
 typedef struct deform_work {
   int64_t nv, nf, nidx;
@@ -163,6 +175,8 @@ typedef struct deform_work {
   double *p0;         /* [nv, 3] the input positions */
   double *fmean;      /* [nf, 3] scratch: each face's mean of a slot array */
   deform_chol *chol;
+  mb_deform_cg_work *cg; /* cg_iterations >= 1: the k-step CG's workspace */
+  int solver;            /* MB_DEFORM_CHOLESKY or MB_DEFORM_PCG (auto resolved) */
 } deform_work;
 
 static void work_free(deform_work *w) {
@@ -188,6 +202,7 @@ static void work_free(deform_work *w) {
   free(w->p0);
   free(w->fmean);
   chol_free(w->chol);
+  mb_deform_cg_work_free(w->cg);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -342,68 +357,109 @@ static void assemble_H(deform_work *w, double c) {
     }
 }
 
+/* Face f's slots' centred coordinates of x (+ u where u is not NULL) into
+ * q (the slots' rows of q [nidx, 3]). */
+static inline void centre_face(const int64_t *fo, const int64_t *fi, int64_t f, const double *x,
+                               const double *u, double *q) {
+  const int64_t s0 = fo[f], s1 = fo[f + 1];
+  double c[3] = {0, 0, 0};
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
+  for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
+  for (int64_t s = s0; s < s1; s++)
+    for (int d = 0; d < 3; d++)
+      q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+}
+
 /* The face slots' centred coordinates of x (+ u where u is not NULL) into q. */
 static void centred(const mb_deform_mesh *dm, const double *x, const double *u, double *q) {
-  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
 #pragma omp parallel for schedule(static)
-  for (int64_t f = 0; f < dm->nf; f++) {
-    const int64_t s0 = fo[f], s1 = fo[f + 1];
-    double c[3] = {0, 0, 0};
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
-    for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
-    for (int64_t s = s0; s < s1; s++)
-      for (int d = 0; d < 3; d++)
-        q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+  for (int64_t f = 0; f < dm->nf; f++) centre_face(dm->face_offsets, dm->face_indices, f, x, u, q);
+}
+
+/* zf = P_f(qf) for one face of n points (qf, zf [n, 3]); returns the
+ * largest squared distance |q_k - z_k|^2 of its points. */
+static inline double project_face(int constraint, int n, const double *qf, double *zf) {
+  if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
+  else mb_deform_project_regular(n, qf, zf);
+  double worst = 0;
+  for (int k = 0; k < n; k++) {
+    const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
+                 dz = qf[3 * k + 2] - zf[3 * k + 2];
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (r2 > worst) worst = r2;
   }
+  return worst;
 }
 
 /* z = P_f(q) per face; returns max over slots of |q_s - z_s| (for centred
- * coordinates of p: the residual of p's chosen constraint). */
+ * coordinates of p: the residual of p's chosen constraint), as the root of
+ * the largest square. */
 static double project(const mb_deform_mesh *dm, int constraint, const double *q, double *z) {
   const int64_t *fo = dm->face_offsets;
   double worst = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
   for (int64_t f = 0; f < dm->nf; f++) {
-    const int n = (int)(fo[f + 1] - fo[f]);
-    const double *qf = &q[3 * fo[f]];
-    double *zf = &z[3 * fo[f]];
-    if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
-    else mb_deform_project_regular(n, qf, zf);
-    for (int k = 0; k < n; k++) {
-      const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
-                   dz = qf[3 * k + 2] - zf[3 * k + 2];
-      const double r = sqrt(dx * dx + dy * dy + dz * dz);
-      if (r > worst) worst = r;
-    }
+    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
+                                   &z[3 * fo[f]]);
+    if (r2 > worst) worst = r2;
   }
-  return worst;
+  return sqrt(worst); /* monotone, correctly rounded: the largest root */
 }
 
-/* out [nv, 3] = sum_f A_f^T y_f: each face's mean of y once (w->fmean),
- * then per vertex, over its slots, y_s minus its face's mean (gathers in
- * slot order: the sparse product by the A_f^T, no scatter). */
-static void gather_At(const mb_deform_mesh *dm, const deform_work *w, const double *y,
-                      double *out) {
+/* A face's mean of the slot array y [nidx, 3] into m [3]. */
+static inline void face_mean(const int64_t *fo, int64_t f, const double *y, double m[3]) {
+  m[0] = m[1] = m[2] = 0;
+  for (int64_t r = fo[f]; r < fo[f + 1]; r++)
+    for (int d = 0; d < 3; d++) m[d] += y[3 * r + d];
+  for (int d = 0; d < 3; d++) m[d] /= (double)(fo[f + 1] - fo[f]);
+}
+
+/* The soft mode's local step in one pass over the faces: the centred
+ * coordinates of x into q, z = P_f(q), z's face means into w->fmean (for
+ * gather_rhs); returns max over slots of |q_s - z_s| (the residual of x's
+ * chosen constraint). The same arithmetic as centred, project and
+ * gather_At's means one after the other. */
+static double project_soft(const mb_deform_mesh *dm, int constraint, deform_work *w,
+                           const double *x) {
+  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
+  double *q = w->q, *z = w->z, *fm = w->fmean, worst = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
+  for (int64_t f = 0; f < dm->nf; f++) {
+    centre_face(fo, fi, f, x, NULL, q);
+    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
+                                   &z[3 * fo[f]]);
+    if (r2 > worst) worst = r2;
+    face_mean(fo, f, z, &fm[3 * f]);
+  }
+  return sqrt(worst); /* monotone, correctly rounded: the largest root */
+}
+
+/* The right-hand side b [nv, 3] of the global step: per vertex g = sum_f
+ * A_f^T y_f over its slots (y_s minus its face's mean, w->fmean: computed
+ * here unless means_ready; gathers in slot order, no scatter), then b =
+ * x at a pinned vertex, else (r0 - g0) + c (g - gF). */
+static void gather_rhs(const mb_deform_mesh *dm, deform_work *w, const double *y,
+                       int means_ready, double c, const double *x, double *b) {
   const int64_t *fo = dm->face_offsets;
   double *fm = w->fmean;
 #pragma omp parallel
   {
-#pragma omp for schedule(static)
-    for (int64_t f = 0; f < dm->nf; f++) {
-      double m[3] = {0, 0, 0};
-      for (int64_t r = fo[f]; r < fo[f + 1]; r++)
-        for (int d = 0; d < 3; d++) m[d] += y[3 * r + d];
-      for (int d = 0; d < 3; d++) fm[3 * f + d] = m[d] / (double)(fo[f + 1] - fo[f]);
+    if (!means_ready) {
+#pragma omp for schedule(dynamic, 1024)
+      for (int64_t f = 0; f < dm->nf; f++) face_mean(fo, f, y, &fm[3 * f]);
     }
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1024)
     for (int64_t i = 0; i < dm->nv; i++) {
       double acc[3] = {0, 0, 0};
       for (int32_t a = w->vf_row[i]; a < w->vf_row[i + 1]; a++) {
         const int64_t s = w->vf_slot[a], f = w->slot_face[s];
         for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - fm[3 * f + d];
       }
-      for (int d = 0; d < 3; d++) out[3 * i + d] = acc[d];
+      for (int d = 0; d < 3; d++) {
+        const int64_t k = 3 * i + d;
+        b[k] = w->pin[i] != 0 ? x[k] : (w->r0[k] - w->g0[k]) + c * (acc[d] - w->gF[k]);
+      }
     }
   }
 }
@@ -492,11 +548,11 @@ static double handle_error(const mb_deform_mesh *dm, const double *x) {
 }
 
 /* Analysis (first call) and numeric factorization of H at c. */
-static mb_error factor(const mb_deform_params *p, const mb_deform_mesh *dm, deform_work *w,
+static mb_error factor(const mb_deform_mesh *dm, deform_work *w,
                        double c, mb_deform_report *rep) {
   assemble_H(w, c);
   rep->mu = c;
-  if (p->solver == MB_DEFORM_PCG) return MB_SUCCESS; /* the PCG reads H as it is */
+  if (w->solver == MB_DEFORM_PCG) return MB_SUCCESS; /* the PCG reads H as it is */
   const double t0 = mb_wtime();
   if (!w->chol) MB_CALL(chol_create(dm, w->H, &w->chol));
   const double t1 = mb_wtime();
@@ -519,21 +575,26 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   MB_CALL(build_incidence(dm, w));
   MB_CALL(build_pattern(dm, p->w_fair > 0, w));
   MB_CALL(assemble_parts(dm, p->w_fair > 0, w));
-  MB_CALLOC(w->d, nv);
-  MB_CALLOC(w->t, 3 * nv);
+  /* every array but pin and u written before it is read: not zeroed (a
+   * zeroing pass over some 60 MB at Roof2 per run); u only in hard mode */
+  DEFORM_ALLOC(w->d, nv);
+  DEFORM_ALLOC(w->t, 3 * nv);
   MB_CALLOC(w->pin, nv);
-  MB_CALLOC(w->r0, 3 * nv);
-  MB_CALLOC(w->g0, 3 * nv);
-  MB_CALLOC(w->gF, 3 * nv);
-  MB_CALLOC(w->z, 3 * w->nidx);
-  MB_CALLOC(w->u, 3 * w->nidx);
-  MB_CALLOC(w->q, 3 * w->nidx);
-  MB_CALLOC(w->b, 3 * nv);
-  MB_CALLOC(w->xn, 3 * nv);
-  MB_CALLOC(w->fres, dm->nf);
-  MB_CALLOC(w->p0, 3 * nv);
-  MB_CALLOC(w->fmean, 3 * dm->nf);
+  DEFORM_ALLOC(w->r0, 3 * nv);
+  DEFORM_ALLOC(w->g0, 3 * nv);
+  DEFORM_ALLOC(w->gF, 3 * nv);
+  DEFORM_ALLOC(w->z, 3 * w->nidx);
+  if (hard) MB_CALLOC(w->u, 3 * w->nidx);
+  DEFORM_ALLOC(w->q, 3 * w->nidx);
+  DEFORM_ALLOC(w->b, 3 * nv);
+  DEFORM_ALLOC(w->xn, 3 * nv);
+  DEFORM_ALLOC(w->fres, dm->nf);
+  DEFORM_ALLOC(w->p0, 3 * nv);
+  DEFORM_ALLOC(w->fmean, 3 * dm->nf);
   const double *p0 = w->p0;
+  const int solver = w->solver = mb_deform_solver_resolve(p, 0);
+  if (solver == MB_DEFORM_PCG && p->cg_iterations > 0)
+    MB_CALL(mb_deform_cg_work_create((int32_t)nv, &w->cg));
   int handles_moved = 0;
   double l = 1;
   MB_CALL(mb_deform_setup(p, dm, w->H, w->KtK, w->face, w->d, w->t, w->pin, w->p0, w->base,
@@ -550,13 +611,16 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   double c = p->w_constraint, prim_ref = INFINITY, prim_last = INFINITY;
   if (hard && !handles_moved && res / l <= p->tolerance)
     rep->converged = 1; /* already met, handles at their targets: nothing to do */
-  else MB_CALL(factor(p, dm, w, c, rep));
+  else MB_CALL(factor(dm, w, c, rep));
   mb_error err = MB_SUCCESS;
   for (int it = 0; it < p->iterations && !rep->converged; it++) {
     if (mb_op_should_stop(dm->ctx, it, p->iterations)) return mb_op_stopped(dm->ctx);
     double t0 = mb_wtime();
-    centred(dm, x, hard ? w->u : NULL, w->q);
-    const double dist = project(dm, which, w->q, w->z);
+    double dist;
+    if (hard) {
+      centred(dm, x, w->u, w->q);
+      dist = project(dm, which, w->q, w->z);
+    } else dist = project_soft(dm, which, w, x);
     if (!hard) { /* the projection of p measured p's residual */
       res = dist;
       if (rep->history) rep->history[it] = res / l;
@@ -575,17 +639,12 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
       }
     }
     double t1 = mb_wtime();
-    gather_At(dm, w, hard ? w->q : w->z, w->b);
-    for (int64_t i = 0; i < nv; i++)
-      for (int d = 0; d < 3; d++) {
-        const int64_t k = 3 * i + d;
-        w->b[k] = w->pin[i] != 0 ? x[k]
-                                 : (w->r0[k] - w->g0[k]) + c * (w->b[k] - w->gF[k]);
-      }
-    if (p->solver == MB_DEFORM_PCG && p->cg_iterations > 0) { /* inexact, warm-started */
+    gather_rhs(dm, w, hard ? w->q : w->z, !hard, c, x, w->b);
+    if (solver == MB_DEFORM_PCG && p->cg_iterations > 0) { /* inexact, warm-started */
       memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
-      err = mb_deform_cg(dm->name, w->H, w->b, w->xn, p->cg_iterations, &rep->pcg_iterations);
-    } else if (p->solver == MB_DEFORM_PCG) { /* warm start: the current positions */
+      err = mb_deform_cg(dm->name, w->H, w->b, w->xn, p->cg_iterations, w->cg,
+                         &rep->pcg_iterations);
+    } else if (solver == MB_DEFORM_PCG) { /* warm start: the current positions */
       memcpy(w->xn, x, sizeof(double) * 3 * (size_t)nv);
       const mb_pcg_opts o = {.rtol = MB_DEFORM_PCG_RTOL, .max_iter = 100000};
       mb_solve_stats st;
@@ -629,7 +688,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
           mu_k++;
           rep->update_ms += 1e3 * (mb_wtime() - t2);
           const double tf = mb_wtime();
-          err = factor(p, dm, w, c, rep);
+          err = factor(dm, w, c, rep);
           if (err) break;
           t2 += mb_wtime() - tf; /* the factorization is its own phase */
         }
@@ -672,6 +731,12 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
             rep->iterations, c, rep->handle_error,
             which == MB_DEFORM_PLANAR ? "planar" : "regular");
   return MB_SUCCESS;
+}
+
+/* mb_deform.h */
+int mb_deform_solver_resolve(const mb_deform_params *p, int cuda) {
+  if (p->solver != MB_DEFORM_AUTO) return p->solver;
+  return cuda || p->cg_iterations > 0 ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
 }
 
 /* mb_deform_private.h */

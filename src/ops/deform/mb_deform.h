@@ -41,7 +41,8 @@
  * over faces of mixed sizes through the face offsets), then one SPD solve
  *     H p = D t + w_fair K^T K p0 + c sum_f A_f^T y_f,
  *     H = D + w_fair K^T K + c sum_f A_f^T A_f,
- * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`:
+ * of the three coordinates together (solver `cholesky`, the CPU's under the default `auto`
+ * without `cg_iterations`:
  * CHOLMOD's simplicial LL' with AMD ordering, analysis once per mesh,
  * numeric factor once per value of c, the three columns in one pass of
  * each triangular solve (measured on the reference BLAS: the supernodal
@@ -127,8 +128,11 @@ typedef enum mb_deform_constraint {
 /* Steps of the hard mode's penalty sequence mu = w_constraint * 10^k. */
 #define MB_DEFORM_MU_STEPS 8
 /* Solvers of the global step (key `solver`). MB_DEFORM_AUTO (the key's
- * default): cholesky on the CPU, pcg on CUDA (each backend's fastest
- * solver agreeing with the CPU's cholesky within 1e-8 of the box). */
+ * default): mb_deform_solver_resolve's rule: pcg on CUDA; on the CPU
+ * cholesky for exact solves (cg_iterations 0: each backend's fastest
+ * solver agreeing with the CPU's cholesky within 1e-8 of the box) and pcg
+ * for capped ones (cg_iterations k >= 1: the k-step CG, the frame the CUDA
+ * backend runs; with cholesky the key would be ignored). */
 typedef enum mb_deform_solver {
   MB_DEFORM_CHOLESKY = 0,
   MB_DEFORM_PCG = 1,
@@ -219,6 +223,17 @@ typedef struct mb_deform_report {
  * constraints not met within p->iterations: the message names the mesh and
  * the residual reached), MB_ERR_MEMORY, MB_ERR_IO (stopped by a signal). */
 mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep);
+
+/* The solver a run of p uses: p->solver unless MB_DEFORM_AUTO; auto is
+ * pcg on CUDA (cuda != 0), and on the CPU pcg where p->cg_iterations >= 1
+ * (a capped frame: the k-step CG, OpenMP threads, no factorization; at
+ * Roof2, 80,656 vertices, 50 iterations of 3 CG steps took 1.2-1.4 s of
+ * CPU time against 5.0 s with cholesky on 2 cores, docs/benchmarks.md)
+ * and cholesky where it is 0 (exact solves: one factorization, then two
+ * triangular solves per iteration beat the CG's 55 steps per solve to
+ * 1e-12). Kaspar & Deng, section 2.2.2 (the global step's solve). Not
+ * collective; cannot fail. */
+int mb_deform_solver_resolve(const mb_deform_params *p, int cuda);
 
 /* Projections (mb_deform_proj.c). q and z [n, 3] row-major, n >= 3,
  * length unit of the input; z may be q. Not collective; cannot fail (a

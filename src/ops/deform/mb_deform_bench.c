@@ -38,9 +38,10 @@ static const char deform_bench_help[] =
     "projections, the solves (right-hand side and the triangular solves), the\n"
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
-    "0.1, w_constraint 10, solver auto (cholesky on cpu, pcg on cuda), 3\n"
-    "repeats. Wall times of this process (the machine's other load counts), and\n"
-    "the process's CPU time (all threads; the load does not count).\n"
+    "0.1, w_constraint 10, solver auto (pcg on cuda; on cpu pcg with\n"
+    "--cg-iterations K >= 1, else cholesky), 3 repeats. Wall times of this\n"
+    "process (the machine's other load counts), and the process's CPU time\n"
+    "(all threads; the load does not count).\n"
     "--backend cuda runs the CUDA backend (mb_deform_cuda.h) on the first device:\n"
     "its analysis is the whole setup (host pattern, uploads, csrchol analysis);\n"
     "without --sync-phases the device is pipelined and only the frame is its time\n"
@@ -49,7 +50,7 @@ static const char deform_bench_help[] =
     "(solver pcg on cuda): device, the deform room's CG (scalars on the device,\n"
     "the host reads once per 8 iterations; the default), or linalg, the linalg\n"
     "layer's device PCG (the CPU's iterates, host checks every iteration).\n"
-    "--cg-iterations K (solver pcg, both backends): the key cg_iterations, at\n"
+    "--cg-iterations K (solver pcg or auto, both backends): cg_iterations, at\n"
     "most K CG iterations per local-global iteration (inexact inner solves,\n"
     "warm-started; on cuda always the room's CG, and without --sync-phases the\n"
     "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
@@ -157,8 +158,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     return mb_cli_usage_error("bench", "--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch)
     return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
-  if (o->p.solver == MB_DEFORM_AUTO) /* the op's rule (mb_deform.h), printed as resolved */
-    o->p.solver = o->cuda ? MB_DEFORM_PCG : MB_DEFORM_CHOLESKY;
+  /* the op's rule (mb_deform_solver_resolve), printed as resolved */
+  o->p.solver = mb_deform_solver_resolve(&o->p, o->cuda);
   return MB_EXIT_OK;
 }
 

@@ -219,11 +219,11 @@ static const mb_param deform_params[] = {
     {"solver", MB_PARAM_NAME, offsetof(mb_deform_params, solver), 0, 0, 0, 0, 0,
      MB_DEFORM_AUTO, solver_names,
      "cholesky (CHOLMOD, factored once per penalty), pcg (Jacobi CG, warm-started) or auto "
-     "(cholesky on the CPU, pcg on CUDA)"},
+     "(pcg on CUDA; on the CPU pcg with cg_iterations >= 1, else cholesky)"},
     {"cg_iterations", MB_PARAM_INT, offsetof(mb_deform_params, cg_iterations), 0, 100000, 0, 0,
      0, 0, NULL,
-     "solver pcg: 0, each solve to relative residual 1e-12; k >= 1, at most k CG iterations "
-     "per iteration (inexact, warm-started)"}};
+     "solver pcg (or auto): 0, each solve to relative residual 1e-12; k >= 1, at most k CG "
+     "iterations per iteration (inexact, warm-started)"}};
 
 /* handles: one path, not a list. */
 static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,

@@ -61,18 +61,44 @@ mb_error mb_deform_setup(const mb_deform_params *p, mb_deform_mesh *dm, const mb
                          double *p0, double *base, double *r0, double *g0, double *gF,
                          mb_deform_report *rep, int *handles_moved, double *l);
 
+/* Rows of one chunk of mb_deform_cg's work: each dot product is summed per
+ * chunk in row order and the chunks' sums in chunk order, so the iterates
+ * do not depend on the thread count. */
+#define MB_DEFORM_CG_CHUNK 1024
+/* Below this many rows mb_deform_cg runs on the calling thread alone (the
+ * same chunks, the same bits). */
+#define MB_DEFORM_CG_PARALLEL_ROWS 4096
+
+/* mb_deform_cg's workspace for systems of n rows: r, p, q [n, 3], the
+ * Jacobi diagonal [n] and the chunks' partial sums. Kept across the solves
+ * of a run (no allocation per solve). Owned by the caller. */
+typedef struct mb_deform_cg_work mb_deform_cg_work;
+
+/* A workspace for n >= 0 rows into *out (NULL on error). Not collective.
+ * Errors: MB_ERR_MEMORY, MB_ERR_ARG. */
+mb_error mb_deform_cg_work_create(int32_t n, mb_deform_cg_work **out);
+
+/* Frees w (NULL: nothing). */
+void mb_deform_cg_work_free(mb_deform_cg_work *w);
+
 /* The inexact inner solve of `cg_iterations: k` (mb_deform.h): H X = B for
  * the three columns of B and X ([nrows, 3]; X the warm start on entry, the
  * iterate on exit) by at most k >= 1 Jacobi-preconditioned CG iterations
- * (z = r / h_ii), a column stopping earlier where sqrt(r.r) <=
- * MB_DEFORM_PCG_RTOL ||b|| and a column with b = 0 getting x = 0; no
- * recomputed-residual restart. The CUDA backend's device CG is the same
- * method (mb_deform_cg.c). *iters += the iterations run (the most of any
+ * (z = r / h_ii; Hestenes & Stiefel 1952, preconditioned as in Saad,
+ * Iterative Methods for Sparse Linear Systems, 2nd ed., Algorithm 9.1), a
+ * column stopping earlier where sqrt(r.r) <= MB_DEFORM_PCG_RTOL ||b|| and a
+ * column with b = 0 getting x = 0; no recomputed-residual restart. The
+ * CUDA backend's device CG is the same method (mb_deform_cg.c). OpenMP
+ * threads over chunks of MB_DEFORM_CG_CHUNK rows, the dot products summed
+ * per chunk then in chunk order: the same bits for any thread count. ws: a
+ * workspace of H->nrows rows (mb_deform_cg_work_create; NULL: one is
+ * allocated for this call). *iters += the iterations run (the most of any
  * column). name: for messages. Not collective.
  * Errors: MB_ERR_NUMERIC (a diagonal entry or a curvature p'Hp <= 0: H not
- * positive definite; a non-finite value), MB_ERR_MEMORY, MB_ERR_ARG. */
+ * positive definite; a non-finite value), MB_ERR_MEMORY, MB_ERR_ARG (also
+ * ws of another row count). */
 mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double *X, int k,
-                      long long *iters);
+                      mb_deform_cg_work *ws, long long *iters);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The deform op's CPU frame (issue 26, point 4) on a GPU host: build with
+# CUDA, the deform tests (the gpu-labelled ones too: the device's fused CG
+# against the CPU's k-step CG within 1e-13, whose sums are now per chunk of
+# rows), then `meshbatch bench deform --backend cpu --cg-iterations 3` on
+# Roof1 and Roof2 with 1, 2 and all host threads, and the device's frame
+# at k = 3 for comparison. With BASE=PATH (a meshbatch built from main)
+# each CPU run alternates with the same run of that binary.
+#
+# Usage: scripts/deform-cpu-frame.sh OUTDIR [CUDA_ARCH]
+# Dependencies must be installed or on CMAKE_PREFIX_PATH.
+set -uo pipefail
+out=${1:?usage: deform-cpu-frame.sh OUTDIR [CUDA_ARCH]}
+arch=${2:-90}
+mkdir -p "$out"
+build=build-gpu
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
+  { tail -30 "$out/configure.log"; exit 1; }
+cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+mb=$build/meshbatch
+(cd $build && ctest -R deform --output-on-failure) 2>&1 | tee "$out/ctest.log" | tail -15
+$mb generate panels --vertices 20464 -o "$out/roof1.h5" > /dev/null
+$mb generate panels --vertices 80352 -o "$out/roof2.h5" > /dev/null
+for r in roof1 roof2; do
+  for t in 1 2 "$(nproc)"; do
+    for b in ${BASE:+"$BASE"} "$mb"; do
+      echo "== $r, OMP_NUM_THREADS=$t, $b, load $(cut -d' ' -f1-3 /proc/loadavg)"
+      OMP_NUM_THREADS=$t "$b" bench deform "$out/$r.h5" --backend cpu --solver pcg \
+        --cg-iterations 3 --repeats 3 | grep "median repeat"
+    done
+  done
+  echo "== $r, cuda"
+  "$mb" bench deform "$out/$r.h5" --backend cuda --cg-iterations 3 --repeats 3 | grep "median repeat"
+done 2>&1 | tee "$out/frames.txt"
