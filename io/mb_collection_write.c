@@ -135,6 +135,12 @@ mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlo
   return MB_SUCCESS;
 }
 
+mb_error mb_collection_write_checkpoint_unsynced(MPI_Comm comm, const char *path, int nlocal,
+                                                 mb_mesh *const *local) {
+  MB_CALL(write_collection(comm, path, nlocal, local, 0, NULL, 0, 0));
+  return MB_SUCCESS;
+}
+
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes) {
   MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0, 1));

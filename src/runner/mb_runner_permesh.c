@@ -40,7 +40,11 @@ static cost_item *cost_order(int64_t n, const double *cost) {
   return items;
 }
 
-void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+/* LPT with the writer rank's share: every item placed on a rank other than
+ * 0 also adds writer_cost to rank 0's load (the metadata rank 0 makes for
+ * it), so rank 0 takes less compute in proportion. writer_cost 0: plain LPT. */
+static void assign_lpt_writer(int64_t n, const double *cost, int nranks, double writer_cost,
+                              int *owner) {
   cost_item *items = cost_order(n, cost);
   double *load = calloc((size_t)nranks, sizeof *load);
   if (!items || !load) { /* fall back to round robin: still a valid assignment */
@@ -55,9 +59,14 @@ void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
       if (load[r] < load[best]) best = r;
     owner[items[k].index] = best;
     load[best] += items[k].cost > 0 ? items[k].cost : 1;
+    if (best != 0) load[0] += writer_cost;
   }
   free(items);
   free(load);
+}
+
+void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+  assign_lpt_writer(n, cost, nranks, 0.0, owner);
 }
 
 /* Estimated work of a source: its size (I/O) plus every stage's cost. */
@@ -210,12 +219,8 @@ static mb_error finish_source(rank_state *st, pending *p) {
   }
   const double tw = mb_wtime();
   if (p->m) {
-    char ck[4400];
-    runner_checkpoint_path(st, p->s, ck, sizeof ck);
-    if (ck[0]) {
-      const double tc = mb_wtime();
-      mb_error ce = mb_collection_write_checkpoint(MPI_COMM_SELF, ck, 1, &p->m, 0, NULL);
-      st->ckpt_s += mb_wtime() - tc;
+    if (st->ckpt[0]) { /* kept for --resume (its syncs on the checkpoint's thread) */
+      mb_error ce = runner_ckpt_put(st, p->m, p->s);
       if (ce) {
         mb_mesh_free(p->m);
         return ce;
@@ -242,7 +247,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
   st->device_s += p->device_s;
   st->copy_s += p->copy_s;
   st->finished++;
-  runner_inject_fault(st->rank, st->finished);
+  runner_inject_fault(st, st->finished);
   return MB_SUCCESS;
 }
 
@@ -434,8 +439,10 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
     if (!more && !flight) break;
     pthread_mutex_lock(&q.mu);
     while (!q.out && (q.in || q.busy)) {
+      const double tq = mb_wtime();
       if (!st->wr) {
         pthread_cond_wait(&q.cv, &q.mu);
+        st->pipe_wait_s += mb_wtime() - tq;
         continue;
       }
       /* several ranks: serve the writer's exchange while the mesh computes */
@@ -447,6 +454,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
         until.tv_nsec -= 1000000000L;
       }
       pthread_cond_timedwait(&q.cv, &q.mu, &until);
+      st->pipe_wait_s += mb_wtime() - tq;
       pthread_mutex_unlock(&q.mu);
       if (!e) e = runner_writer_poll(st);
       pthread_mutex_lock(&q.mu);
@@ -480,11 +488,30 @@ static mb_error run_in_turn(rank_state *st, source_iter *it) {
 
 static mb_error run_sources(rank_state *st, source_iter *it) {
   st->omp_threads = omp_get_max_threads();
-  if (!runner_pipeline_enabled(st)) return run_in_turn(st, it);
+  st->pipelined = runner_pipeline_enabled(st);
+  if (!st->pipelined) return run_in_turn(st, it);
   if (st->rank == 0)
     mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead and writes "
            "the computed ones while the current one computes", PIPE_AHEAD);
   return run_pipeline(st, it);
+}
+
+/* The writer rank's share (several ranks writing mesh by mesh): the cost,
+ * in the units of source_cost, of the metadata rank 0 makes for one mesh
+ * of another rank, as MESHBATCH_WRITER_SHARE (default 0.05) times the mean
+ * cost of a mesh. The same on every rank (the costs are), so the
+ * assignment stays deterministic; 0 without the writer rank, or where
+ * MESHBATCH_WRITER_SHARE=0. The default is the ratio measured on 4 H100s
+ * (docs/benchmarks.md, "The checkpoint's share of a per-mesh batch": rank
+ * 0's metadata about 2.3 ms a mesh beside about 50 ms of busy time). */
+static double writer_cost(const rank_state *st, int64_t n, const double *cost) {
+  if (st->size < 2 || n < 1 || !runner_writes_per_mesh(st)) return 0;
+  const char *e = getenv("MESHBATCH_WRITER_SHARE");
+  const double share = e && *e ? atof(e) : 0.05;
+  if (!(share > 0)) return 0;
+  double mean = 0;
+  for (int64_t i = 0; i < n; i++) mean += cost[i];
+  return share * mean / (double)n;
 }
 
 mb_error runner_run_static(rank_state *st) {
@@ -493,7 +520,7 @@ mb_error runner_run_static(rank_state *st) {
   int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
   if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
-  mb_assign_lpt(n, cost, st->size, owner);
+  assign_lpt_writer(n, cost, st->size, writer_cost(st, n, cost), owner);
   source_iter it = {.n = n, .owner = owner};
   mb_error e = run_sources(st, &it);
   free(cost);
