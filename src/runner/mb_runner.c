@@ -463,7 +463,13 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   }
   st->write_s = mb_wtime() - tw;
   const double tr = mb_wtime();
-  if (st->ckpt[0] && st->rank == 0 && !nothing) runner_remove_checkpoint(st->ckpt);
+  if (st->ckpt[0] && !nothing) { /* each rank its own meshes' files, then rank 0 the folder */
+    if (st->job->distribute != MB_DISTRIBUTE_PARTITIONED) {
+      runner_remove_own_checkpoint(st);
+      MB_CALL_MPI_AGREED(st->comm, MPI_Barrier(st->comm));
+    }
+    if (st->rank == 0) runner_remove_checkpoint(st->ckpt);
+  }
   st->ckpt_rm_s = mb_wtime() - tr;
   int64_t resumed = st->resumed;
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));

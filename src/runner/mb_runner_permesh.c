@@ -498,20 +498,26 @@ static mb_error run_sources(rank_state *st, source_iter *it) {
 
 /* The writer rank's share (several ranks writing mesh by mesh): the cost,
  * in the units of source_cost, of the metadata rank 0 makes for one mesh
- * of another rank, as MESHBATCH_WRITER_SHARE (default 0.05) times the mean
- * cost of a mesh. The same on every rank (the costs are), so the
- * assignment stays deterministic; 0 without the writer rank, or where
- * MESHBATCH_WRITER_SHARE=0. The default is the ratio measured on 4 H100s
- * (docs/benchmarks.md, "The checkpoint's share of a per-mesh batch": rank
- * 0's metadata about 2.3 ms a mesh beside about 50 ms of busy time). */
-static double writer_cost(const rank_state *st, int64_t n, const double *cost) {
-  if (st->size < 2 || n < 1 || !runner_writes_per_mesh(st)) return 0;
+ * of another rank, as MESHBATCH_WRITER_SHARE times the mean cost of a
+ * mesh; unset, 0.05 on the CUDA backend (rank 0's metadata, about 2.3 ms
+ * a mesh on 4 H100s, beside about 50 ms of a rank's busy time per mesh:
+ * docs/benchmarks.md, "The checkpoint's share of a per-mesh batch") and 0
+ * on the CPU backend, whose compute outweighs the metadata by far. The
+ * same on every rank (the costs and the backend are), so the assignment
+ * stays deterministic; 0 without the writer rank. Collective (the
+ * backends agreed). Errors: MB_ERR_MPI. */
+static mb_error writer_cost(const rank_state *st, int64_t n, const double *cost, double *wc) {
+  *wc = 0;
+  if (st->size < 2 || n < 1 || !runner_writes_per_mesh(st)) return MB_SUCCESS;
+  int cuda = st->backend.kind == MB_BACKEND_CUDA; /* every rank's, or the default is 0 */
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
   const char *e = getenv("MESHBATCH_WRITER_SHARE");
-  const double share = e && *e ? atof(e) : 0.05;
-  if (!(share > 0)) return 0;
+  const double share = e && *e ? atof(e) : cuda ? 0.05 : 0;
+  if (!(share > 0)) return MB_SUCCESS;
   double mean = 0;
   for (int64_t i = 0; i < n; i++) mean += cost[i];
-  return share * mean / (double)n;
+  *wc = share * mean / (double)n;
+  return MB_SUCCESS;
 }
 
 mb_error runner_run_static(rank_state *st) {
@@ -520,9 +526,16 @@ mb_error runner_run_static(rank_state *st) {
   int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
   if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
-  assign_lpt_writer(n, cost, st->size, writer_cost(st, n, cost), owner);
+  double wc = 0;
+  mb_error e = writer_cost(st, n, cost, &wc);
+  if (e) {
+    free(cost);
+    free(owner);
+    return e;
+  }
+  assign_lpt_writer(n, cost, st->size, wc, owner);
   source_iter it = {.n = n, .owner = owner};
-  mb_error e = run_sources(st, &it);
+  e = run_sources(st, &it);
   free(cost);
   free(owner);
   return e;

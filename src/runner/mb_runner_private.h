@@ -216,6 +216,9 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
  * kept and a note (stderr) says how to go on (--resume); the default one, or one without
  * any mesh, is removed. */
 void runner_checkpoint_after_failure(const char *dir, int keep);
+/* Every rank, after the output is written (before rank 0 removes the
+ * folder): remove the checkpoint files of the sources this rank took. */
+void runner_remove_own_checkpoint(const rank_state *st);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);
 /* Whether the output is written mesh by mesh as they finish (per mesh, not MESHBATCH_WRITE=end;

@@ -802,6 +802,30 @@ def case_writer(a):
                      "finished on the other ranks")
         outs[np] = out
     same_datasets(outs[1], outs[a.np])
+    # the writer rank's share (MESHBATCH_WRITER_SHARE), on 12 meshes of one
+    # size: rank 0 computes fewer of them the more its metadata work counts
+    # (one with a share of 100); the output is the one-rank output
+    same = [grid_obj(os.path.join(d, f"eq{k}.obj"), 8) for k in range(12)]
+    on0 = {}
+    for share, np in (("0", 1), ("0", a.np), ("100", a.np)):
+        out = os.path.join(d, f"share{share}_{np}.h5")
+        jp = job(os.path.join(d, f"share{share}_{np}.yaml"), same, out, stages=ALL_RULES[:3],
+                 backend="cpu")
+        env = dict(os.environ)
+        os.environ["MESHBATCH_WRITER_SHARE"] = share
+        try:
+            p = run(["run", jp, "--no-checkpoint"], np=np)
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+        rows = [ln.split() for ln in p.stdout.splitlines()]
+        if np > 1:
+            on0[share] = sum(1 for r in rows if len(r) == 7 and r[1] == "0" and r[6] == "ok")
+            same_datasets(os.path.join(d, "share0_1.h5"), out)
+    print(f"rank 0 took {on0['0']} of 12 meshes without the writer share, {on0['100']} with 100")
+    if not 1 == on0["100"] < on0["0"]:
+        fail(f"MESHBATCH_WRITER_SHARE: rank 0 took {on0['100']} meshes with a share of 100, "
+             f"{on0['0']} without")
     # fewer meshes than ranks (two meshes on np + 2 ranks), no stages (an import)
     planar = [planar_obj(os.path.join(d, "p1.obj"), 12), planar_obj(os.path.join(d, "p2.obj"), 7, seed=4)]
     for kind in ("triangulation2d", "polygons2d"):
