@@ -1153,8 +1153,9 @@ def case_publish(a):
 def case_sync(a):
     """--checkpoint and --sync, seen through the preload (publish_shim.c),
     on a.np ranks: every checkpoint file is synced before it takes its name
-    and its folder after; with --sync the output and its XDMF files too,
-    and the output's folder; without --sync the output is not synced."""
+    (as its temporary file, or as N.part by the checkpoint's thread) and its
+    folder after; with --sync the output and its XDMF files too, and the
+    output's folder; without --sync the output is not synced."""
     shim = os.environ.get("MB_PUBLISH_SHIM", "")
     if not os.path.isfile(shim):
         print(f"SKIP: the preload {shim!r} is not built")
@@ -1178,7 +1179,8 @@ def case_sync(a):
         sys.exit(SKIP)
 
     def events(p):
-        """(what, path) of every fsync and of the target of every rename."""
+        """(what, path) of every fsync and of the target of every rename;
+        sources[target]: the path each target was renamed from."""
         ev = []
         for ln in p.stderr.splitlines():
             w = ln.split()
@@ -1186,7 +1188,10 @@ def case_sync(a):
                 ev.append(("fsync", os.path.realpath(w[2])))
             elif ln.startswith("shim: rename") and len(w) > 3:
                 ev.append(("rename", os.path.realpath(w[3])))
+                sources[os.path.realpath(w[3])] = os.path.realpath(w[2])
         return ev
+
+    sources = {}
 
     ck = os.path.realpath(out + ".ckpt")
     for name, p in (("without --sync", plain), ("with --sync", synced)):
@@ -1197,7 +1202,8 @@ def case_sync(a):
             fail(f"{name}: {len(moved)} checkpoint files put in place, expected {len(files)}")
         for path in moved:
             k = ev.index(("rename", path))
-            if not any(w == "fsync" and q.startswith(path + ".tmp-") for w, q in ev[:k]):
+            if not any(w == "fsync" and (q.startswith(path + ".tmp-") or q == sources.get(path))
+                       for w, q in ev[:k]):
                 fail(f"{name}: checkpoint {path} put in place without a sync before")
             if ("fsync", ck) not in ev[k:]:
                 fail(f"{name}: the checkpoint folder not synced after {path}")
