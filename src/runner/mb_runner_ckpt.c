@@ -9,7 +9,8 @@
  * writes the file through HDF5 into the page cache as S.part (HDF5 is not
  * thread-safe, so the HDF5 write stays on the main thread), and hands its
  * name to this thread, which does the durable part, a group at a time
- * (group commit, as a database's log does):
+ * (group commit, as a database's log does: DeWitt et al., "Implementation
+ * techniques for main memory database systems", SIGMOD 1984):
  *
  *   for every S.part of the group: fsync(S.part), rename(S.part, S.h5);
  *   then one fsync of the folder for the whole group.
