@@ -71,7 +71,11 @@
 #              or in data/meshes, subdivided L levels; missing ones are left out)
 #            PERMESH_ITERATIONS=100 Taubin iterations, PERMESH_SCHEDULE=static,
 #            PERMESH_RANKS (default RANK_LIST), PERMESH_RUN_ARGS (more words for
-#            `meshbatch run`, e.g. --no-checkpoint)
+#            `meshbatch run`, e.g. --no-checkpoint); PERMESH_BASELINE=1 also runs
+#            each rank count with the checkpoint synced on the main thread and
+#            no writer share (MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0,
+#            the runner before issue 27 point 3), alternating with the default,
+#            into a table of its own; each run's --timings rows are printed
 #   polylla: POLYLLA_STRONG=100000000 [dry: 25000000] vertices (strong, one grid)
 #            POLYLLA_WEAK=25000000 [dry: 12500000] vertices per GPU (weak; 1 GPU is
 #              the plain `bench polylla` on that size, R GPUs the partitioned bench
@@ -417,15 +421,24 @@ section_permesh() {
   local precline=""; [ "$backend" = cuda ] && precline="precision: float32"
   local R job w1="" wall busy mean ratio failed ndone nvt mps sp cmax hdr
   hdr="| date (UTC) | device | GPUs | meshes | M vertices | ranks | wall s | meshes/s | speed-up | busy max s | busy mean s | max/mean | failed |"
+  local variant w1base="" vsuf venv vtitle mdrow base_title="" base_rows=()
+  local variants="default"; [ "${PERMESH_BASELINE:-0}" = 1 ] && variants="default baseline"
   for R in ${PERMESH_RANKS:-$ranks_all}; do
-    job=$work/permesh-np$R.yaml log=$logdir/permesh-np$R.log
+   for variant in $variants; do
+    vsuf="" venv="" vtitle=""
+    if [ "$variant" = baseline ]; then
+      vsuf=-baseline venv="MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0"
+      vtitle=", baseline: checkpoint synced on the main thread, no writer share"
+    fi
+    job=$work/permesh-np$R$vsuf.yaml log=$logdir/permesh-np$R$vsuf.log
     printf 'input: %s\noutput: %s\ndistribute: per-mesh\nschedule: %s\nbackend: %s\n%s\nstages:\n  - op: taubin\n    lambda: 0.5\n    mu: -0.53\n    iterations: %s\n    weights: uniform\n    boundary: fixed\n' \
-      "$coll" "$work/permesh-out-np$R.h5" "$permesh_schedule" "$backend" "$precline" "$permesh_iter" > "$job"
-    # shellcheck disable=SC2086 # PERMESH_RUN_ARGS: words for `meshbatch run`
-    mpi "$R" "$log" "$exe" run "$job" --timings ${PERMESH_RUN_ARGS:-}
-    rm -f "$work/permesh-out-np$R".*
+      "$coll" "$work/permesh-out-np$R$vsuf.h5" "$permesh_schedule" "$backend" "$precline" "$permesh_iter" > "$job"
+    # shellcheck disable=SC2086 # PERMESH_RUN_ARGS: words for `meshbatch run`; venv: VAR=value words
+    # shellcheck disable=SC2163 # venv holds VAR=value words to export
+    ( [ -z "$venv" ] || export $venv; mpi "$R" "$log" "$exe" run "$job" --timings ${PERMESH_RUN_ARGS:-} )
+    rm -f "$work/permesh-out-np$R$vsuf".*
     local line; line=$(grep -E '[0-9]+ meshes, [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
-    [ -n "$line" ] || { note "permesh, $R ranks: no summary line (see $log)"; continue; }
+    [ -n "$line" ] || { note "permesh, $R ranks$vsuf: no summary line (see $log)"; continue; }
     ndone=$(sed 's/^\([0-9]*\) meshes.*/\1/' <<< "$line")
     failed=$(sed 's/.* \([0-9]*\) failed;.*/\1/' <<< "$line")
     wall=$(sed 's/.*; wall \([0-9.]*\) s;.*/\1/' <<< "$line")
@@ -434,15 +447,27 @@ section_permesh() {
     ratio=$(sed -n 's/.*rank busy time max \([0-9.]*\) s, mean \([0-9.]*\) s (max\/mean \([0-9.]*\)).*/\3/p' <<< "$line")
     cmax=$(awk '/^ *compute/ {print $(NF-3); exit}' "$log")
     nvt=$(awk '/^\[rank [0-9]+\] .*: [0-9]+ vertices/ { for (i = 1; i < NF; i++) if ($(i + 1) == "vertices,") s += $i } END { printf "%.0f", s }' "$log")
-    num "$wall" || { note "permesh, $R ranks: no wall time in $log"; continue; }
+    num "$wall" || { note "permesh, $R ranks$vsuf: no wall time in $log"; continue; }
     mps=$(calc %.1f "$ndone / $wall")
-    [ -z "$w1" ] && [ "$R" = 1 ] && w1=$wall
-    sp=-; [ -n "$w1" ] && sp=$(calc %.2f "$w1 / $wall")
-    fig "permesh, $R ranks: $ndone meshes ($(mega "$nvt") vertices) in $wall s: $mps meshes/s, speed-up $sp; rank busy time max ${busy:-?} s, mean ${mean:-?} s (max/mean ${ratio:-?}), compute max ${cmax:-?} s, $failed failed"
-    md_row permesh "Smoothing, per-mesh: $ndone meshes of mixed sizes, Taubin $permesh_iter iterations ($permesh_schedule schedule)" "$hdr" \
-      "| $(now) | $device | $gpus | $ndone | $(calc %.1f "$nvt / 1e6") | $R | $wall | $mps | $sp | ${busy:-} | ${mean:-} | ${ratio:-} | $failed |"
+    if [ "$variant" = baseline ]; then
+      [ -z "$w1base" ] && [ "$R" = 1 ] && w1base=$wall
+      sp=-; [ -n "$w1base" ] && sp=$(calc %.2f "$w1base / $wall")
+    else
+      [ -z "$w1" ] && [ "$R" = 1 ] && w1=$wall
+      sp=-; [ -n "$w1" ] && sp=$(calc %.2f "$w1 / $wall")
+    fi
+    fig "permesh, $R ranks$vsuf: $ndone meshes ($(mega "$nvt") vertices) in $wall s: $mps meshes/s, speed-up $sp; rank busy time max ${busy:-?} s, mean ${mean:-?} s (max/mean ${ratio:-?}), compute max ${cmax:-?} s, $failed failed"
+    sed -n '/^timings,/,/peak host memory/p' "$log" | sed 's/^/    /'
+    mdrow="| $(now) | $device | $gpus | $ndone | $(calc %.1f "$nvt / 1e6") | $R | $wall | $mps | $sp | ${busy:-} | ${mean:-} | ${ratio:-} | $failed |"
+    if [ "$variant" = baseline ]; then  # its own table, after the default's
+      base_rows+=("$mdrow") base_title="Smoothing, per-mesh: $ndone meshes of mixed sizes, Taubin $permesh_iter iterations ($permesh_schedule schedule$vtitle)"
+      continue
+    fi
+    md_row permesh "Smoothing, per-mesh: $ndone meshes of mixed sizes, Taubin $permesh_iter iterations ($permesh_schedule schedule)" "$hdr" "$mdrow"
     tsv_row permesh per-mesh "$ndone meshes, $(mega "$nvt") vertices" "$R" "$ndone" "$(calc %.1f "$wall * 1e3")" "$(calc %.1f "${w1:-0} * 1e3")" "$sp" "$( [ "$sp" = - ] && echo - || calc %.2f "$sp / $R")" "meshes_per_s=$mps;busy_max=${busy:-};busy_mean=${mean:-};balance=${ratio:-};failed=$failed"
+   done
   done
+  for mdrow in "${base_rows[@]}"; do md_row permesh-baseline "$base_title" "$hdr" "$mdrow"; done
   [ "${KEEP_DATA:-0}" = 1 ] || rm -f "$work"/permesh.*
 }
 

@@ -63,14 +63,15 @@ void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, con
  * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
  * kill itself (SIGKILL) or send itself SIGTERM after finishing its K-th
  * mesh. */
-void runner_inject_fault(int rank, int64_t finished) {
+void runner_inject_fault(rank_state *st, int64_t finished) {
   const char *f = getenv("MESHBATCH_FAULT");
   char what[8] = "";
   int r = -1;
   long long after = -1;
-  if (!f || sscanf(f, "%7[a-z]:%d:%lld", what, &r, &after) != 3 || (r >= 0 && r != rank) ||
+  if (!f || sscanf(f, "%7[a-z]:%d:%lld", what, &r, &after) != 3 || (r >= 0 && r != st->rank) ||
       finished != after)
     return;
+  (void)runner_ckpt_drain(st); /* the K meshes finished are durable, as without the thread */
   if (!strcmp(what, "kill")) raise(SIGKILL);
   if (!strcmp(what, "term")) raise(SIGTERM);
 }
@@ -233,6 +234,7 @@ static mb_error setup(rank_state *st) {
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
     e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
+    MB_CALL(mb_agree(st->comm, runner_ckpt_start(st))); /* per mesh: its syncs' thread */
   }
   if (runner_writes_per_mesh(st)) { /* rank 0 holds the output; the others write through it */
     e = st->rank == 0 ? mb_collection_writer_begin(st->job->output,
@@ -247,7 +249,15 @@ static mb_error setup(rank_state *st) {
 
 /* --timings (after PETSc's -log_view): where the run's time went, summed
  * over meshes, the slowest rank's and the mean; peak host memory per rank
- * (getrusage). Collective; rank 0 prints. */
+ * (getrusage). The rows not indented are the main thread's and add up to
+ * the wall on each rank: setup, the schedule's phases (read, compute or,
+ * in the pipeline, the wait for the compute thread, write, checkpoint,
+ * the waits at the schedule's end), the per-mesh host work between those
+ * phases (the schedule's time no phase took: result records, the queues,
+ * the per-mesh log line, the shared counter), the output's end, the
+ * checkpoint's removal, and the rest of the run after it (the agreements
+ * on counts and busy times). Indented
+ * rows are inside another or on another thread. Collective; rank 0 prints. */
 static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   double read = 0, total = 0;
   for (int i = 0; i < st->nresults; i++) {
@@ -256,30 +266,54 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  enum { N = 11 };
-  double mine[N] = {st->setup_s, read, total - read, st->device_s, st->copy_s, st->put_s,
-                    st->ckpt_s, st->wait_s, st->write_s, sum->wall_s,
+  const double compute = total - read;
+  /* the main thread's phases inside the schedule; the rest of it is host work between them */
+  const double phases = read + (st->pipelined ? st->pipe_wait_s : compute) + st->put_s +
+                        st->ckpt_s + st->ckpt_wait_s + st->wait_s;
+  const double between = st->schedule_s - phases;
+  const double after = sum->wall_s - st->setup_s - st->schedule_s - st->write_s - st->ckpt_rm_s;
+  enum { N = 18 };
+  double mine[N] = {st->setup_s, read, compute, st->device_s, st->copy_s,
+                    st->pipelined ? st->pipe_wait_s : 0, st->put_s, st->ckpt_s,
+                    st->ckpt_sync_s, (double)st->ckpt_groups, st->ckpt_wait_s, st->wait_s,
+                    between > 0 ? between : 0, st->write_s, st->ckpt_rm_s,
+                    after > 0 ? after : 0, sum->wall_s,
                     (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
-  /* rows 3 and 4 (inside compute: what the ops report of their device and
-   * of their copies, per mesh) only where an op reported them */
+  /* rows 3, 4 (inside compute: what the ops report of their device and of
+   * their copies), 5 (the pipeline) and 8-10 (the checkpoint's thread)
+   * only where they happened */
   static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
                                       "  device (ops' report)", "  host-device copies (ops)",
-                                      "write (per mesh)", "checkpoint (per mesh)",
-                                      "wait (writer rank, end)",
-                                      "write (end)", "wall",
+                                      "  main thread waiting for it", "write (per mesh)",
+                                      "checkpoint (per mesh)", "  its syncs (own thread)",
+                                      "  its group commits", "wait (checkpoint, end)",
+                                      "wait (writer rank, end)", "host work between phases",
+                                      "write (end)", "checkpoint removed (end)",
+                                      "after the output (summary)", "wall",
                                       "peak host memory"};
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
-    if ((k == 3 || k == 4) && mx[k] <= 0) continue;
+    if ((k == 3 || k == 4 || k == 5 || k == 8 || k == 9 || k == 10) && mx[k] <= 0) continue;
     if (k == N - 1)
       mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
+    else if (k == 9)
+      mb_log(MB_LOG_QUIET, "  %-36s %10.0f   %10.1f", what[k], mx[k], mean[k] / st->size);
     else
       mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
   }
+  if (st->pipelined)
+    mb_log(MB_LOG_QUIET, "  (in the pipeline the main thread waits for the compute thread, "
+           "which reads nothing and writes nothing: setup, read, that wait, write, checkpoint, "
+           "the waits, the host work between phases, write (end), checkpoint removed and after the "
+           "output add up to the wall of each rank)");
+  else
+    mb_log(MB_LOG_QUIET, "  (setup, read, compute, write, checkpoint, the waits, the host work "
+           "between phases, write (end), checkpoint removed and after the output add up to the wall "
+           "of each rank)");
   return MB_SUCCESS;
 }
 
@@ -386,7 +420,12 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? runner_run_dynamic(st)
                                                             : runner_run_static(st);
   e = runner_writer_drain(st, e); /* every mesh handed to the writer rank written */
+  /* every finished mesh durable in the checkpoint before anything relies on it (a stop's
+   * note, a failure's --resume, the output's end): the thread's last group */
+  const mb_error ce = runner_ckpt_stop(st);
+  if (!e) e = ce;
   const double schedule_s = mb_wtime() - tl;
+  st->schedule_s = schedule_s;
   MB_CALL(mb_agree(st->comm, e));
   MB_CALL(report_device_busy(st, schedule_s, sum));
   int stopped = stop_requested;
@@ -423,7 +462,15 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
     MB_CALL(mb_agree(st->comm, e));
   }
   st->write_s = mb_wtime() - tw;
-  if (st->ckpt[0] && st->rank == 0 && !nothing) runner_remove_checkpoint(st->ckpt);
+  const double tr = mb_wtime();
+  if (st->ckpt[0] && !nothing) { /* each rank its own meshes' files, then rank 0 the folder */
+    if (st->job->distribute != MB_DISTRIBUTE_PARTITIONED) {
+      runner_remove_own_checkpoint(st);
+      MB_CALL_MPI_AGREED(st->comm, MPI_Barrier(st->comm));
+    }
+    if (st->rank == 0) runner_remove_checkpoint(st->ckpt);
+  }
+  st->ckpt_rm_s = mb_wtime() - tr;
   int64_t resumed = st->resumed;
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->resume && st->rank == 0)
@@ -473,6 +520,7 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  (void)runner_ckpt_stop(st); /* a run that failed before the schedule's end: queue durable */
   /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;
    * one asked for (--checkpoint, --resume) stays, with a note (not another job's: ARG) */
   if (e && e != MB_ERR_ARG && st->ckpt[0] && st->rank == 0)

@@ -222,7 +222,7 @@ mb_error runner_run_partitioned(rank_state *st) {
     }
     mb_mesh_free(slab.rows);
     st->busy_s += mb_wtime() - t0;
-    runner_inject_fault(st->rank, st->nslabs);
+    runner_inject_fault(st, st->nslabs);
   }
   return MB_SUCCESS;
 }

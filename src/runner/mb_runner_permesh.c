@@ -40,7 +40,11 @@ static cost_item *cost_order(int64_t n, const double *cost) {
   return items;
 }
 
-void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+/* LPT with the writer rank's share: every item placed on a rank other than
+ * 0 also adds writer_cost to rank 0's load (the metadata rank 0 makes for
+ * it), so rank 0 takes less compute in proportion. writer_cost 0: plain LPT. */
+static void assign_lpt_writer(int64_t n, const double *cost, int nranks, double writer_cost,
+                              int *owner) {
   cost_item *items = cost_order(n, cost);
   double *load = calloc((size_t)nranks, sizeof *load);
   if (!items || !load) { /* fall back to round robin: still a valid assignment */
@@ -55,9 +59,14 @@ void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
       if (load[r] < load[best]) best = r;
     owner[items[k].index] = best;
     load[best] += items[k].cost > 0 ? items[k].cost : 1;
+    if (best != 0) load[0] += writer_cost;
   }
   free(items);
   free(load);
+}
+
+void mb_assign_lpt(int64_t n, const double *cost, int nranks, int *owner) {
+  assign_lpt_writer(n, cost, nranks, 0.0, owner);
 }
 
 /* Estimated work of a source: its size (I/O) plus every stage's cost. */
@@ -210,12 +219,8 @@ static mb_error finish_source(rank_state *st, pending *p) {
   }
   const double tw = mb_wtime();
   if (p->m) {
-    char ck[4400];
-    runner_checkpoint_path(st, p->s, ck, sizeof ck);
-    if (ck[0]) {
-      const double tc = mb_wtime();
-      mb_error ce = mb_collection_write_checkpoint(MPI_COMM_SELF, ck, 1, &p->m, 0, NULL);
-      st->ckpt_s += mb_wtime() - tc;
+    if (st->ckpt[0]) { /* kept for --resume (its syncs on the checkpoint's thread) */
+      mb_error ce = runner_ckpt_put(st, p->m, p->s);
       if (ce) {
         mb_mesh_free(p->m);
         return ce;
@@ -242,7 +247,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
   st->device_s += p->device_s;
   st->copy_s += p->copy_s;
   st->finished++;
-  runner_inject_fault(st->rank, st->finished);
+  runner_inject_fault(st, st->finished);
   return MB_SUCCESS;
 }
 
@@ -434,8 +439,10 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
     if (!more && !flight) break;
     pthread_mutex_lock(&q.mu);
     while (!q.out && (q.in || q.busy)) {
+      const double tq = mb_wtime();
       if (!st->wr) {
         pthread_cond_wait(&q.cv, &q.mu);
+        st->pipe_wait_s += mb_wtime() - tq;
         continue;
       }
       /* several ranks: serve the writer's exchange while the mesh computes */
@@ -447,6 +454,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
         until.tv_nsec -= 1000000000L;
       }
       pthread_cond_timedwait(&q.cv, &q.mu, &until);
+      st->pipe_wait_s += mb_wtime() - tq;
       pthread_mutex_unlock(&q.mu);
       if (!e) e = runner_writer_poll(st);
       pthread_mutex_lock(&q.mu);
@@ -480,11 +488,36 @@ static mb_error run_in_turn(rank_state *st, source_iter *it) {
 
 static mb_error run_sources(rank_state *st, source_iter *it) {
   st->omp_threads = omp_get_max_threads();
-  if (!runner_pipeline_enabled(st)) return run_in_turn(st, it);
+  st->pipelined = runner_pipeline_enabled(st);
+  if (!st->pipelined) return run_in_turn(st, it);
   if (st->rank == 0)
     mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead and writes "
            "the computed ones while the current one computes", PIPE_AHEAD);
   return run_pipeline(st, it);
+}
+
+/* The writer rank's share (several ranks writing mesh by mesh): the cost,
+ * in the units of source_cost, of the metadata rank 0 makes for one mesh
+ * of another rank, as MESHBATCH_WRITER_SHARE times the mean cost of a
+ * mesh; unset, 0.05 on the CUDA backend (rank 0's metadata, about 2.3 ms
+ * a mesh on 4 H100s, beside about 50 ms of a rank's busy time per mesh:
+ * docs/benchmarks.md, "The checkpoint's share of a per-mesh batch") and 0
+ * on the CPU backend, whose compute outweighs the metadata by far. The
+ * same on every rank (the costs and the backend are), so the assignment
+ * stays deterministic; 0 without the writer rank. Collective (the
+ * backends agreed). Errors: MB_ERR_MPI. */
+static mb_error writer_cost(const rank_state *st, int64_t n, const double *cost, double *wc) {
+  *wc = 0;
+  if (st->size < 2 || n < 1 || !runner_writes_per_mesh(st)) return MB_SUCCESS;
+  int cuda = st->backend.kind == MB_BACKEND_CUDA; /* every rank's, or the default is 0 */
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
+  const char *e = getenv("MESHBATCH_WRITER_SHARE");
+  const double share = e && *e ? atof(e) : cuda ? 0.05 : 0;
+  if (!(share > 0)) return MB_SUCCESS;
+  double mean = 0;
+  for (int64_t i = 0; i < n; i++) mean += cost[i];
+  *wc = share * mean / (double)n;
+  return MB_SUCCESS;
 }
 
 mb_error runner_run_static(rank_state *st) {
@@ -493,9 +526,16 @@ mb_error runner_run_static(rank_state *st) {
   int *owner = malloc(sizeof *owner * (size_t)(n ? n : 1));
   if (!cost || !owner) { free(cost); free(owner); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   for (int64_t i = 0; i < n; i++) cost[i] = source_cost(st->job, st->inputs->sources[i].cost);
-  mb_assign_lpt(n, cost, st->size, owner);
+  double wc = 0;
+  mb_error e = writer_cost(st, n, cost, &wc);
+  if (e) {
+    free(cost);
+    free(owner);
+    return e;
+  }
+  assign_lpt_writer(n, cost, st->size, wc, owner);
   source_iter it = {.n = n, .owner = owner};
-  mb_error e = run_sources(st, &it);
+  e = run_sources(st, &it);
   free(cost);
   free(owner);
   return e;

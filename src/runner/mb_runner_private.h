@@ -10,7 +10,9 @@
  *                           checkpoint folder and files, finished meshes kept;
  *   mb_runner_writer.c      per-mesh runs on several ranks: the writer rank
  *                           (rank 0) makes each mesh's metadata, the others
- *                           write its values at the offsets it hands out.
+ *                           write its values at the offsets it hands out;
+ *   mb_runner_ckpt.c        per-mesh runs: the checkpoint's own thread (the
+ *                           fsyncs and renames of finished meshes, in groups).
  * None of these functions is collective unless its comment says so; each
  * that returns mb_error reports through mb_error.h's message. */
 #ifndef MB_RUNNER_PRIVATE_H
@@ -44,6 +46,7 @@ typedef struct mesh_result {
 } mesh_result;
 
 typedef struct runner_writer runner_writer; /* mb_runner_writer.c */
+typedef struct runner_ckpt runner_ckpt;     /* mb_runner_ckpt.c */
 
 typedef struct rank_state {
   MPI_Comm comm;
@@ -73,7 +76,17 @@ typedef struct rank_state {
   double setup_s;        /* --timings: backend and inputs */
   double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
                             on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
-  double ckpt_s;         /* per-mesh runs: the durable checkpoint writes of finished meshes */
+  double ckpt_s;         /* per-mesh runs: the checkpoint writes of finished meshes on the main
+                            thread (with st->ck: the HDF5 write into the page cache; without:
+                            the durable write, synced and renamed) */
+  runner_ckpt *ck;       /* per-mesh runs with a checkpoint: its thread (syncs, renames) */
+  double ckpt_wait_s;    /* the main thread waiting for that thread (a stop, a fault, the end) */
+  double ckpt_sync_s;    /* that thread's seconds in fsync and rename (off the critical path) */
+  int64_t ckpt_groups;   /* its group commits (one folder sync each) */
+  double ckpt_rm_s;      /* rank 0, after the output is written: removing the checkpoint */
+  int pipelined;         /* per-mesh runs: the pipeline ran (compute on its own thread) */
+  double pipe_wait_s;    /* the pipeline's main thread waiting for the compute thread */
+  double schedule_s;     /* the schedule on this rank (between setup and the output's end) */
   double wait_s;         /* st->wr: at the schedule's end, waiting for the writer rank (other
                             ranks) or for the other ranks to finish (rank 0) */
   double write_s;        /* the output's end: the collective write, or the publication */
@@ -93,8 +106,10 @@ volatile const sig_atomic_t *runner_stop_flag(void);
  * else MPI_COMM_NULL), progress lines on rank 0 unless quiet, every
  * MESHBATCH_PROGRESS_S seconds (default 5), naming name. Not collective. */
 void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name);
-/* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th mesh. */
-void runner_inject_fault(int rank, int64_t finished);
+/* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th
+ * mesh, once the checkpoint's thread has made the finished ones durable (runner_ckpt_drain:
+ * the fault stands for a stop after K finished meshes). */
+void runner_inject_fault(rank_state *st, int64_t finished);
 /* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
 mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed);
 /* Convert m to the kind stage 0 reads where it can; MB_ERR_ARG where it cannot. */
@@ -142,6 +157,31 @@ void runner_writer_close(rank_state *st);
  * seconds and the meshes it handed on or served. Collective. */
 mb_error runner_writer_report(const rank_state *st);
 
+/* ------------------------------------------------------------- mb_runner_ckpt.c */
+
+/* The part file (not yet durable; --resume ignores it) and the trusted name
+ * of source s's checkpoint in folder dir, into part[len] and final[len]. */
+void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size_t len);
+/* Per-mesh runs with a checkpoint (st->ckpt set): start st->ck, the thread
+ * that makes finished meshes durable, unless MESHBATCH_CKPT_THREAD=0. No-op
+ * otherwise. Not collective. Errors: MB_ERR_MEMORY (no thread). */
+mb_error runner_ckpt_start(rank_state *st);
+/* Keep finished mesh m (borrowed) of source s in the checkpoint: with
+ * st->ck, written (HDF5, page cache) as its part file and queued for the
+ * thread's fsync and rename; without, written durably here. Main thread
+ * only (HDF5). Errors: those of mb_collection_write_checkpoint[_unsynced],
+ * MB_ERR_IO where the thread failed to sync or rename an earlier one,
+ * MB_ERR_MEMORY. */
+mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s);
+/* Wait until every queued mesh is durable under its trusted name (group
+ * commits done). No-op without st->ck. Errors: MB_ERR_IO (a sync or
+ * rename of the thread failed: the message names the file). */
+mb_error runner_ckpt_drain(rank_state *st);
+/* End the thread once every queued mesh is durable, and free st->ck (its
+ * sync seconds and groups kept in st). No-op without st->ck. Errors: as
+ * runner_ckpt_drain. */
+mb_error runner_ckpt_stop(rank_state *st);
+
 /* ------------------------------------------------------------- mb_runner_partitioned.c */
 
 /* Partitioned run: every source split over all ranks, slabs kept for the write. Collective. */
@@ -176,6 +216,9 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
  * kept and a note (stderr) says how to go on (--resume); the default one, or one without
  * any mesh, is removed. */
 void runner_checkpoint_after_failure(const char *dir, int keep);
+/* Every rank, after the output is written (before rank 0 removes the
+ * folder): remove the checkpoint files of the sources this rank took. */
+void runner_remove_own_checkpoint(const rank_state *st);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);
 /* Whether the output is written mesh by mesh as they finish (per mesh, not MESHBATCH_WRITE=end;

@@ -802,6 +802,30 @@ def case_writer(a):
                      "finished on the other ranks")
         outs[np] = out
     same_datasets(outs[1], outs[a.np])
+    # the writer rank's share (MESHBATCH_WRITER_SHARE), on 12 meshes of one
+    # size: rank 0 computes fewer of them the more its metadata work counts
+    # (one with a share of 100); the output is the one-rank output
+    same = [grid_obj(os.path.join(d, f"eq{k}.obj"), 8) for k in range(12)]
+    on0 = {}
+    for share, np in (("0", 1), ("0", a.np), ("100", a.np)):
+        out = os.path.join(d, f"share{share}_{np}.h5")
+        jp = job(os.path.join(d, f"share{share}_{np}.yaml"), same, out, stages=ALL_RULES[:3],
+                 backend="cpu")
+        env = dict(os.environ)
+        os.environ["MESHBATCH_WRITER_SHARE"] = share
+        try:
+            p = run(["run", jp, "--no-checkpoint"], np=np)
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+        rows = [ln.split() for ln in p.stdout.splitlines()]
+        if np > 1:
+            on0[share] = sum(1 for r in rows if len(r) == 7 and r[1] == "0" and r[6] == "ok")
+            same_datasets(os.path.join(d, "share0_1.h5"), out)
+    print(f"rank 0 took {on0['0']} of 12 meshes without the writer share, {on0['100']} with 100")
+    if not 1 == on0["100"] < on0["0"]:
+        fail(f"MESHBATCH_WRITER_SHARE: rank 0 took {on0['100']} meshes with a share of 100, "
+             f"{on0['0']} without")
     # fewer meshes than ranks (two meshes on np + 2 ranks), no stages (an import)
     planar = [planar_obj(os.path.join(d, "p1.obj"), 12), planar_obj(os.path.join(d, "p2.obj"), 7, seed=4)]
     for kind in ("triangulation2d", "polygons2d"):
@@ -942,15 +966,19 @@ def case_resume(a):
     killed with SIGKILL after its first mesh (MESHBATCH_FAULT), then every
     rank sent SIGTERM after its first; each rerun with --resume takes the
     checkpointed meshes (from the log), computes the rest, and writes the
-    output of an uninterrupted run bit for bit; the stopped run leaves no
-    output; a checkpoint of another job is refused."""
+    output of an uninterrupted run on one rank bit for bit (per mesh; a
+    partitioned run is compared with itself uninterrupted); the stopped run
+    leaves no output, and after SIGTERM no mesh of the checkpoint is left
+    unsynced (no N.part: the checkpoint's thread is drained at a stop); a
+    checkpoint of another job is refused."""
     d = fresh(f"resume_{a.np}_{a.schedule}_{a.distribute}")
     files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
     out = os.path.join(d, "out.h5")
     keys = {"distribute": "partitioned", "partitioner": "blocks"} \
         if a.distribute == "partitioned" else {"schedule": a.schedule}
     jp = job(os.path.join(d, "job.yaml"), files, out, stages=ALL_RULES, backend="cpu", **keys)
-    run(["run", jp], np=a.np)
+    # the reference: one rank for per-mesh runs (a run on N ranks gives the same answer)
+    run(["run", jp], np=a.np if a.distribute == "partitioned" else 1)
     ref = os.path.join(d, "ref.h5")
     shutil.move(out, ref)
     n = len(files)
@@ -977,6 +1005,9 @@ def case_resume(a):
                 time.sleep(0.1)
             time.sleep(0.5)
             kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")])
+            parts = [f for f in os.listdir(out + ".ckpt") if f.endswith(".part")]
+            if fault.startswith("term") and parts:
+                fail(f"{fault}: meshes left unsynced in the checkpoint after the stop: {parts}")
             # the faulty rank's one; one per rank (per mesh) or one in all (partitioned)
             least = 1 if fault.startswith("kill") or a.distribute == "partitioned" else a.np
             if not least <= kept <= n or (fault.startswith("term") and kept == n):
@@ -1122,8 +1153,9 @@ def case_publish(a):
 def case_sync(a):
     """--checkpoint and --sync, seen through the preload (publish_shim.c),
     on a.np ranks: every checkpoint file is synced before it takes its name
-    and its folder after; with --sync the output and its XDMF files too,
-    and the output's folder; without --sync the output is not synced."""
+    (as its temporary file, or as N.part by the checkpoint's thread) and its
+    folder after; with --sync the output and its XDMF files too, and the
+    output's folder; without --sync the output is not synced."""
     shim = os.environ.get("MB_PUBLISH_SHIM", "")
     if not os.path.isfile(shim):
         print(f"SKIP: the preload {shim!r} is not built")
@@ -1147,7 +1179,8 @@ def case_sync(a):
         sys.exit(SKIP)
 
     def events(p):
-        """(what, path) of every fsync and of the target of every rename."""
+        """(what, path) of every fsync and of the target of every rename;
+        sources[target]: the path each target was renamed from."""
         ev = []
         for ln in p.stderr.splitlines():
             w = ln.split()
@@ -1155,7 +1188,10 @@ def case_sync(a):
                 ev.append(("fsync", os.path.realpath(w[2])))
             elif ln.startswith("shim: rename") and len(w) > 3:
                 ev.append(("rename", os.path.realpath(w[3])))
+                sources[os.path.realpath(w[3])] = os.path.realpath(w[2])
         return ev
+
+    sources = {}
 
     ck = os.path.realpath(out + ".ckpt")
     for name, p in (("without --sync", plain), ("with --sync", synced)):
@@ -1166,7 +1202,8 @@ def case_sync(a):
             fail(f"{name}: {len(moved)} checkpoint files put in place, expected {len(files)}")
         for path in moved:
             k = ev.index(("rename", path))
-            if not any(w == "fsync" and q.startswith(path + ".tmp-") for w, q in ev[:k]):
+            if not any(w == "fsync" and (q.startswith(path + ".tmp-") or q == sources.get(path))
+                       for w, q in ev[:k]):
                 fail(f"{name}: checkpoint {path} put in place without a sync before")
             if ("fsync", ck) not in ev[k:]:
                 fail(f"{name}: the checkpoint folder not synced after {path}")
