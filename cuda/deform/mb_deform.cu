@@ -85,9 +85,14 @@
  * a read: k_take records each iteration's maxima and stops the device
  * applying solutions where the host's soft rules stop, which then replay
  * the records. Those batches, where the device allows, are each one
- * launch of the persistent frame (mb_deform_frame.cu: grid-wide syncs in
- * place of the graph's 2 + 2 k kernel boundaries, the same records and
- * bits; mb_deform_cuda_opts.persistent -1 keeps the graphs).
+ * launch of the persistent frame where asked for (mb_deform_cuda_opts
+ * .persistent 1; mb_deform_frame.cu: grid-wide syncs in place of the
+ * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
+ * slower than the graphs on an H100 at Roof2, docs/benchmarks.md, so the
+ * default keeps the graphs). The environment variable MB_DEFORM_SPMV=cols
+ * (a tuning knob for measurements) runs the CG's products with a thread
+ * a row and column (k_cg_spmv_cols, the same bits), rows (the default) a
+ * thread a row.
  * The frame's end is on the device too: k_final computes every face's
  * planarity and regularity and the handle error (mb_deform_face.h, the
  * CPU's formulas: the host's figures to rounding) and one small read
@@ -876,7 +881,9 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   prep->g.rep = &prep->r;
   prep->g.sync = o && o->sync_phases;
   prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
-  prep->g.no_persist = o && o->persistent < 0;
+  prep->g.no_persist = !(o && o->persistent > 0); /* auto (0): the graphs */
+  const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default) or cols */
+  prep->g.spmv_cols = sp && !strcmp(sp, "cols");
 }
 } // namespace
 

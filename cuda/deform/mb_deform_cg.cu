@@ -136,33 +136,75 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
          sell_t H, const double *__restrict__ dinv, double *__restrict__ r,
          double *__restrict__ z, double *__restrict__ part, double rtol, int maxit, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
+  __shared__ double sh[9 * WARPS];
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9];
   rhs_cg_row(i, n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, X, H, dinv, r, z, v);
-  block_parts(v, blockIdx.x, part, sh);
+  block_parts<9>(v, blockIdx.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
+  finish_parts<9>((int)gridDim.x, part, s, sh);
   if (threadIdx.x == 0) rhs_cg_finish(s, rtol, maxit, st);
 }
 
 /* p = z + beta pold into pnew (pold, pnew: cp2 and cp by st->par), q = H p
- * for the columns still running (spmv_row); partials p.q; the grid's last
- * block then takes alpha = r.z / p.q (alpha_finish). */
+ * for the columns still running (spmv_row: a thread a row); partials p.q
+ * [blocks, 3]; the grid's last block then takes alpha = r.z / p.q
+ * (alpha_finish). The scalars from the block's shared copy of st. */
 __global__ void __launch_bounds__(BLOCK)
 k_cg_spmv(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
           double *__restrict__ q, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return; /* uniform over the grid */
+  __shared__ double sh[3 * WARPS];
+  __shared__ cg_t cs;
+  state_to_shared(st, &cs);
+  if (cs.all_done) return; /* uniform over the grid */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[9];
-  spmv_row(i, n, H, z, cp, cp2, q, st, v);
-  block_parts(v, blockIdx.x, part, sh);
+  double v[3];
+  spmv_row(i, n, H, z, cp, cp2, q, &cs, v);
+  block_parts<3>(v, blockIdx.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
+  double s[3];
+  finish_parts<3>((int)gridDim.x, part, s, sh);
   if (threadIdx.x == 0) alpha_finish(s, st);
+}
+
+/* k_cg_spmv with a thread a row and column (spmv_col; MB_DEFORM_SPMV=cols):
+ * blocks of 3 BLOCK threads over the same BLOCK rows, warp w the column
+ * w / WARPS of the rows of k_cg_spmv's warp w % WARPS, so 3x the threads
+ * (and the gathers) in flight; each row's sums, each warp's tree and the
+ * warps' order are k_cg_spmv's, so its partials and alpha are the same
+ * bits. The H entries are loaded by the 3 warps of a row tile (L1 hits
+ * after the first). */
+__global__ void __launch_bounds__(3 * BLOCK)
+k_cg_spmv_cols(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
+               double *__restrict__ q, double *__restrict__ part, cg_t *st) {
+  __shared__ double sh[3 * WARPS];
+  __shared__ cg_t cs;
+  state_to_shared(st, &cs);
+  if (cs.all_done) return;
+  const int w = (int)(threadIdx.x >> 5), c = w / WARPS;
+  const int32_t i = blockIdx.x * BLOCK + (int32_t)threadIdx.x - c * BLOCK;
+  warp_sum1(spmv_col(i, c, n, H, z, cp, cp2, q, &cs), sh, (w % WARPS) * 3 + c);
+  __syncthreads();
+  if (threadIdx.x < 3) part[3 * blockIdx.x + threadIdx.x] = warps_total<3>(sh, (int)threadIdx.x);
+  if (!last_block(&st->ticket)) return;
+  double s[3];
+  finish_parts<3>((int)gridDim.x, part, s, sh);
+  if (threadIdx.x == 0) alpha_finish(s, st);
+}
+
+/* Enqueue one CG product (k_cg_spmv, or k_cg_spmv_cols where g->spmv_cols)
+ * on stream s. */
+static void enqueue_spmv(deform_gpu *g, cudaStream_t s) {
+  pool_t *d = g->d;
+  const int32_t n = (int32_t)g->dm->nv;
+  double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
+         *q = d->cq.as<double>(), *part = d->cpart.as<double>();
+  cg_t *st = d->cst.as<cg_t>();
+  if (g->spmv_cols)
+    k_cg_spmv_cols<<<blocks(n), 3 * BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
+  else
+    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
 }
 
 /* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
@@ -172,15 +214,17 @@ __global__ void __launch_bounds__(BLOCK)
 k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
             const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
             double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[9 * BLOCK];
-  if (st->all_done) return;
+  __shared__ double sh[6 * WARPS];
+  __shared__ cg_t cs;
+  state_to_shared(st, &cs);
+  if (cs.all_done) return;
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[9];
-  update_row(i, n, dinv, st->par ? cp : cp2, q, x, r, z, st, v);
-  block_parts(v, blockIdx.x, part, sh);
+  double v[6];
+  update_row(i, n, dinv, cs.par ? cp : cp2, q, x, r, z, &cs, v);
+  block_parts<6>(v, blockIdx.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts((int)gridDim.x, part, s, sh);
+  double s[6];
+  finish_parts<6>((int)gridDim.x, part, s, sh);
   if (threadIdx.x != 0) return;
   update_finish(s, rtol, st);
 }
@@ -198,20 +242,22 @@ k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
                  double *__restrict__ r, double *__restrict__ z, double *__restrict__ part,
                  double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
                  int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
-  __shared__ double sh[9 * BLOCK];
-  const int running = !st->all_done; /* uniform: read before any block's last block */
+  __shared__ double sh[6 * WARPS];
+  __shared__ cg_t cs;
+  state_to_shared(st, &cs);
+  const int running = !cs.all_done; /* uniform: read before any block's last block */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (running) {
-    double v[9];
-    update_row(i, n, dinv, st->par ? cp : cp2, q, X, r, z, st, v);
-    block_parts(v, blockIdx.x, part, sh);
+    double v[6];
+    update_row(i, n, dinv, cs.par ? cp : cp2, q, X, r, z, &cs, v);
+    block_parts<6>(v, blockIdx.x, part, sh);
   }
   const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, st, ctl));
+  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, &cs, ctl));
   if (!last_block(&st->ticket)) return;
   if (running) {
-    double s[9];
-    finish_parts((int)gridDim.x, part, s, sh);
+    double s[6];
+    finish_parts<6>((int)gridDim.x, part, s, sh);
     if (threadIdx.x == 0) update_finish(s, rtol, st);
   }
   if (threadIdx.x != 0) return;
@@ -312,7 +358,7 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
          *part = d->cpart.as<double>(), *X = d->X.as<double>();
   cg_t *st = d->cst.as<cg_t>();
   for (int j = 0; j < len; j++) {
-    k_cg_spmv<<<nb, BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
+    enqueue_spmv(g, s);
     k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
   }
 }
@@ -408,7 +454,7 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
     double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
            *q = d->cq.as<double>(), *part = d->cpart.as<double>();
     cg_t *st = d->cst.as<cg_t>();
-    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
+    enqueue_spmv(g, s);
     k_cg_update_take<<<blocks(n), BLOCK, 0, s>>>(
         n, d->cdinv.as<double>(), cp, cp2, q, d->X.as<double>(), d->cr.as<double>(), z, part,
         MB_DEFORM_PCG_RTOL, st, d->pind.as<double>(), dx, !hard, l, p->tolerance, ctl, bt);
