@@ -47,10 +47,9 @@
  *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
  *   block sum) and two graph nodes' launch gaps: about 15 us expected
  *   (measured before this round: 44 us; after it 29 us at Roof2). What
- *   the count misses (ptxas -v, sm_90: k_cg_spmv 48 registers,
- *   k_cg_update 46, k_rhs_cg 48, k_cg_update_take 40, each 18.4 KB of
- *   shared memory a block,
- *   no spills; so 5 blocks of 256 an SM could run): Roof2 has only
+ *   the count misses (ptxas -v, sm_90: k_cg_spmv 46 registers,
+ *   k_cg_spmv_cols 40, k_cg_update 40, k_rhs_cg 56, k_cg_update_take
+ *   40, 353-577 B of shared memory a block, no spills): Roof2 has only
  *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
  *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
  *   an SM: the products are latency-bound, not bandwidth-bound (each of a
@@ -58,11 +57,14 @@
  *   old direction, 4 entries in flight by the unroll), and the last
  *   block's finish (316 partial records read, one block sum) and the
  *   node's launch gap come after the body serially in each of the two
- *   kernels. Candidates, not done (each to be measured): a thread per
- *   (row, column) (3x the threads, the same row sums; the dot products'
- *   block partials would then need the same summation tree to keep their
- *   bits), a deeper unroll; the grid-wide sync in place of the kernel
- *   boundaries is mb_deform_frame.cu (soft, capped).
+ *   kernels. Hence (issue 26, round 2): each kernel sums only the values
+ *   it needs (3, 6 or 9) by warp shuffles and one shared step (one
+ *   barrier, block_parts), the last block's finish likewise, the CG's
+ *   scalars read once a block (state_to_shared), and a thread per (row,
+ *   column) for the product as a run-time choice (k_cg_spmv_cols,
+ *   MB_DEFORM_SPMV=cols: the same row sums and block trees, so the same
+ *   bits). The grid-wide sync in place of the kernel boundaries
+ *   (mb_deform_frame.cu, --persistent yes) measured slower at Roof2.
  *   k_project    face indices 32 B, positions gathered 96 B, q and z
  *                written 192 B, the face mean 24 B a quad face: 27.5
  *                MB, 9.2 us (plus the float64 3x3 eigen-solves);

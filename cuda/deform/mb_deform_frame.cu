@@ -11,9 +11,9 @@
  * T row or face tiles of BLOCK (the larger count) and G co-resident
  * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
  * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame 80 registers with
- * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 80 B spill stores, 152 B
+ * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 168 B spill stores, 284 B
  * spill loads a thread, in the projection's eigen-solve, L1-resident),
- * 18.6 KB of shared memory a block: 3 blocks an SM, 396 co-resident on an
+ * 736 B of shared memory a block: 3 blocks an SM, 396 co-resident on an
  * H100's 132 SMs, so Roof2 (316 row tiles) runs 316 blocks of one tile,
  * the graph's kernels' shape, and Roof1 (80 tiles) 80 blocks. (With 2
  * blocks an SM: 128 registers, no spills, but 264 co-resident, so Roof2
@@ -25,6 +25,9 @@
  * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
  * rows are the rows of block t of the graph's kernels, so each tile's dot
  * product partial is block t's record (block_parts), bit for bit.
+ * Run only where asked for (mb_deform_cuda_opts.persistent 1, bench
+ * --persistent yes): measured slower than the graphs on an H100 at Roof2
+ * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
  *
  * An iteration, with the syncs it needs (k CG steps):
  *   projection   each face (project_face): q, z, the face means, the
@@ -121,7 +124,8 @@ struct frame_args {
   const double *rg, *gF, *pin, *prm, *dinv; /* [n, 3], [n, 3], [n], [2] (c, al), [n] */
   sell_t H;                 /* H at c, SELL-32 */
   double *X, *r, *cz, *cp, *cp2, *cq; /* [n, 3] the CG's vectors */
-  double *part;             /* [2, ntiles, 9] the partial sums, alternating by phase */
+  double *part;             /* [2, ntiles, 9] the partial sums ([ntiles, N] used, N = 9,
+                               3 or 6 by phase), alternating by phase */
   cg_t *st;                 /* the CG's state: read at the start, written at the end */
   ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
   batch_t *bt;              /* the batch's records and halt */
