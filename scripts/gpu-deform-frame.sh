@@ -9,6 +9,7 @@
 # at --cg-iterations 3 and 8, for each variant:
 #   rows     the graphs, the CG's product a thread a row (the default);
 #   cols     the graphs, a thread a row and column (MB_DEFORM_SPMV=cols);
+#   quad     the graphs, 4 threads a row (MB_DEFORM_SPMV=quad);
 #   persist  the persistent cooperative frame (--persistent yes);
 # one line a run: the median 50-iteration frame without analysis (ms), its
 # path and the device's time in the frame; then a --batch of 200 layouts at
@@ -39,18 +40,18 @@ for n in 20464 80352; do
   [ -f "$work/roof$n.h5" ] || "$exe" generate panels --vertices $n -o "$work/roof$n.h5" >/dev/null ||
     exit 1
 done
-# one bench run of variant $1 (rows | cols | persist) with the rest as arguments
+# one bench run of variant $1 (rows | cols | quad | persist) with the rest as arguments
 bench() {
   local v=$1 spmv=rows pers=auto
   shift
-  case $v in cols) spmv=cols ;; persist) pers=yes ;; esac
+  case $v in cols | quad) spmv=$v ;; persist) pers=yes ;; esac
   MB_DEFORM_SPMV=$spmv "$exe" bench deform "$@" --backend cuda --persistent $pers 2>&1
 }
 echo "variant n k: frame ms (median of 5, without analysis) | path | device ms in the frame (repeat 1)"
 for r in $(seq 1 "$rounds"); do
   for n in 20464 80352; do
     for k in 3 8; do
-      for v in rows cols persist; do
+      for v in rows cols quad persist; do
         out=$(bench $v "$work/roof$n.h5" --cg-iterations $k --repeats 5)
         ms=$(echo "$out" | sed -n 's/^median repeat: .*without analysis and factorizations \([0-9.]*\) ms.*/\1/p')
         path=$(echo "$out" | sed -n 's/^repeat 1: frame path \([a-z]*\).*/\1/p')
@@ -61,7 +62,7 @@ for r in $(seq 1 "$rounds"); do
     done
   done
 done
-for v in rows cols persist; do
+for v in rows cols quad persist; do
   out=$(bench $v --batch 200 --cg-iterations 3)
   echo "batch 200 k=3 $v: $(echo "$out" | grep -E "^cuda: (wall|device busy|layouts' checksum|frame path)" |
     sed -E 's/^cuda: //; s/\(every output.*//; s/; setup overlapped.*//; s/: the iterations.*\)//' |

@@ -89,10 +89,11 @@
  * .persistent 1; mb_deform_frame.cu: grid-wide syncs in place of the
  * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
  * slower than the graphs on an H100 at Roof2, docs/benchmarks.md, so the
- * default keeps the graphs). The environment variable MB_DEFORM_SPMV=cols
- * (a tuning knob for measurements) runs the CG's products with a thread
- * a row and column (k_cg_spmv_cols, the same bits), rows (the default) a
- * thread a row.
+ * default keeps the graphs). The environment variable MB_DEFORM_SPMV (a
+ * tuning knob for measurements) picks the CG's product: rows (the
+ * default) a thread a row, cols a thread a row and column
+ * (k_cg_spmv_cols, the same bits), quad 4 threads a row (k_cg_spmv_quad,
+ * another fixed order).
  * The frame's end is on the device too: k_final computes every face's
  * planarity and regularity and the handle error (mb_deform_face.h, the
  * CPU's formulas: the host's figures to rounding) and one small read
@@ -882,8 +883,8 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   prep->g.sync = o && o->sync_phases;
   prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
   prep->g.no_persist = !(o && o->persistent > 0); /* auto (0): the graphs */
-  const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default) or cols */
-  prep->g.spmv_cols = sp && !strcmp(sp, "cols");
+  const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default), cols or quad */
+  prep->g.spmv = !sp ? 0 : !strcmp(sp, "cols") ? 1 : !strcmp(sp, "quad") ? 2 : 0;
 }
 } // namespace
 

@@ -195,16 +195,77 @@ k_cg_spmv_cols(int32_t n, sell_t H, const double *__restrict__ z, double *cp, do
   if (threadIdx.x == 0) alpha_finish(s, st);
 }
 
-/* Enqueue one CG product (k_cg_spmv, or k_cg_spmv_cols where g->spmv_cols)
- * on stream s. */
+/* k_cg_spmv with QUAD threads a row (MB_DEFORM_SPMV=quad): blocks of BLOCK
+ * threads over BLOCK / QUAD rows (4x the blocks: a Roof1-size mesh's
+ * products on every SM), lane l of a row's group summing the row's
+ * entries l, l + QUAD, ... in order for the three columns, the groups'
+ * sums combined by two xor shuffles ((s0 + s1) + (s2 + s3), the same
+ * value in the four lanes); lane c < 3 then forms column c's p, writes p
+ * and q and holds its p.q. Fixed orders, so runs repeat bitwise, but the
+ * row sums' order is not the CPU's (agreement to rounding: deform_gpu's
+ * test_fused_cg bound); partials [blocks, 3] of its own blocks. */
+constexpr int QUAD = 4;
+__global__ void __launch_bounds__(BLOCK)
+k_cg_spmv_quad(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
+               double *__restrict__ q, double *__restrict__ part, cg_t *st) {
+  __shared__ double sh[3 * WARPS];
+  __shared__ cg_t cs;
+  state_to_shared(st, &cs);
+  if (cs.all_done) return;
+  const int l = (int)(threadIdx.x % QUAD);
+  const int32_t i = blockIdx.x * (BLOCK / QUAD) + (int32_t)(threadIdx.x / QUAD);
+  const dir_cols d{cs.first, {!cs.done[0], !cs.done[1], !cs.done[2]},
+                   {cs.beta[0], cs.beta[1], cs.beta[2]}, z, cs.par ? cp2 : cp};
+  double acc[3] = {0, 0, 0};
+  if (i < n) {
+    int len;
+    const int64_t e0 = sell_row(i, H.sptr, H.rowptr, &len);
+#pragma unroll 2
+    for (int k = l; k < len; k += QUAD) {
+      const int64_t e = e0 + (int64_t)SELL_C * k;
+      const double a = H.val[e];
+      const int64_t j = H.col[e];
+#pragma unroll
+      for (int c = 0; c < 3; c++)
+        if (d.on(c)) acc[c] += a * d.at(j, c);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < 3; c++) {
+    acc[c] = acc[c] + __shfl_xor_sync(0xffffffffu, acc[c], 1);
+    acc[c] = acc[c] + __shfl_xor_sync(0xffffffffu, acc[c], 2);
+  }
+  double v[3] = {0, 0, 0};
+  double *pnew = cs.par ? cp : cp2;
+#pragma unroll
+  for (int c = 0; c < 3; c++)
+    if (l == c && i < n && d.run[c]) {
+      const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
+      pnew[3 * i + c] = pi;
+      q[3 * i + c] = acc[c];
+      v[c] = pi * acc[c];
+    }
+  block_parts<3>(v, blockIdx.x, part, sh);
+  if (!last_block(&st->ticket)) return;
+  double s[3];
+  finish_parts<3>((int)gridDim.x, part, s, sh);
+  if (threadIdx.x == 0) alpha_finish(s, st);
+}
+
+/* Enqueue one CG product (k_cg_spmv; k_cg_spmv_cols or k_cg_spmv_quad by
+ * g->spmv, MB_DEFORM_SPMV) on stream s. The partials fit d->cpart: [2,
+ * blocks(n), 9] doubles hold quad's [QUAD blocks(n), 3]. */
 static void enqueue_spmv(deform_gpu *g, cudaStream_t s) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
   double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
          *q = d->cq.as<double>(), *part = d->cpart.as<double>();
   cg_t *st = d->cst.as<cg_t>();
-  if (g->spmv_cols)
+  if (g->spmv == 1)
     k_cg_spmv_cols<<<blocks(n), 3 * BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
+  else if (g->spmv == 2)
+    k_cg_spmv_quad<<<(unsigned)((n + BLOCK / QUAD - 1) / (BLOCK / QUAD)), BLOCK, 0, s>>>(
+        n, hmat(g), z, cp, cp2, q, part, st);
   else
     k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
 }

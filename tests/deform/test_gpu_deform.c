@@ -341,7 +341,8 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * right-hand side's kernel): one local-global iteration with 10 CG
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
- * 1e-13 of the box, soft and hard (the hard run pins the handles: H's
+ * 1e-13 of the box, soft and hard, with each of the CG's products
+ * (MB_DEFORM_SPMV rows, cols, quad) (the hard run pins the handles: H's
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
  * grown by a larger mesh and the pooled graph updated in between (the
@@ -351,8 +352,11 @@ static void test_fused_cg(void **state) {
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
   case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
   const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
-  for (int run = 0; run < 4; run++) {
-    const int its = run % 2 ? 3 : 1, hard = run / 2;
+  /* each CG product (MB_DEFORM_SPMV: a thread a row, a row and column, 4 a row) */
+  const char *spmv[3] = {"rows", "cols", "quad"};
+  for (int run = 0; run < 12; run++) {
+    const int its = run % 2 ? 3 : 1, hard = run / 2 % 2;
+    setenv("MB_DEFORM_SPMV", spmv[run / 4], 1);
     mb_deform_params p = params(MB_DEFORM_PLANAR, hard, its, 1e-300, MB_DEFORM_PCG);
     p.cg_iterations = 10;
     double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -375,18 +379,21 @@ static void test_fused_cg(void **state) {
       }
     const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) +
                             (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    printf("fused CG, %s, %d iteration%s of 10 CG iterations: CPU %lld, CUDA %lld CG "
-           "iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
-           hard ? "hard" : "soft", its, its == 1 ? "" : "s", rc.pcg_iterations, rg.pcg_iterations, moved, dev, dev / box);
+    printf("fused CG (product %s), %s, %d iteration%s of 10 CG iterations: CPU %lld, CUDA "
+           "%lld CG iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
+           spmv[run / 4], hard ? "hard" : "soft", its, its == 1 ? "" : "s", rc.pcg_iterations,
+           rg.pcg_iterations, moved, dev, dev / box);
     assert_true(moved > 1e-6 * box); /* the iterations did something */
     assert_true(rg.pcg_iterations == rc.pcg_iterations);
     assert_int_equal(rg.iterations, rc.iterations);
     assert_true(rg.mu == rc.mu);
     if (!(dev <= 1e-13 * box))
-      fail_msg("fused CG (%s): %.3g of the box from the CPU's", hard ? "hard" : "soft", dev / box);
+      fail_msg("fused CG (%s, %s): %.3g of the box from the CPU's", spmv[run / 4],
+               hard ? "hard" : "soft", dev / box);
     free(xc);
     free(xg);
   }
+  unsetenv("MB_DEFORM_SPMV");
   /* bitwise repeats across pool growth and graph updates */
   mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 60, 1e-300, MB_DEFORM_PCG);
   soft.cg_iterations = 3;
