@@ -60,7 +60,7 @@
  *   kernels. Hence (issue 26, round 2): each kernel sums only the values
  *   it needs (3, 6 or 9) by warp shuffles and one shared step (one
  *   barrier, block_parts), the last block's finish likewise, the CG's
- *   scalars read once a block (state_to_shared), and a thread per (row,
+ *   scalars read once a block (block_state), and a thread per (row,
  *   column) for the product as a run-time choice (k_cg_spmv_cols,
  *   MB_DEFORM_SPMV=cols: the same row sums and block trees, so the same
  *   bits). The grid-wide sync in place of the kernel boundaries
@@ -149,6 +149,16 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
   if (threadIdx.x == 0) rhs_cg_finish(s, rtol, maxit, st);
 }
 
+/* The end of a CG product kernel (every thread of its block, after its
+ * partials [blocks, 3]): the grid's last block sums the partials
+ * (finish_parts) and takes alpha (alpha_finish). */
+__device__ inline void alpha_tail(double *part, cg_t *st, double *sh) {
+  if (!last_block(&st->ticket)) return;
+  double s[3];
+  finish_parts<3>((int)gridDim.x, part, s, sh);
+  if (threadIdx.x == 0) alpha_finish(s, st);
+}
+
 /* p = z + beta pold into pnew (pold, pnew: cp2 and cp by st->par), q = H p
  * for the columns still running (spmv_row: a thread a row); partials p.q
  * [blocks, 3]; the grid's last block then takes alpha = r.z / p.q
@@ -157,17 +167,13 @@ __global__ void __launch_bounds__(BLOCK)
 k_cg_spmv(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
           double *__restrict__ q, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
-  __shared__ cg_t cs;
-  state_to_shared(st, &cs);
+  const cg_t &cs = *block_state(st);
   if (cs.all_done) return; /* uniform over the grid */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[3];
   spmv_row(i, n, H, z, cp, cp2, q, &cs, v);
   block_parts<3>(v, blockIdx.x, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[3];
-  finish_parts<3>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) alpha_finish(s, st);
+  alpha_tail(part, st, sh);
 }
 
 /* k_cg_spmv with a thread a row and column (spmv_col; MB_DEFORM_SPMV=cols):
@@ -181,18 +187,14 @@ __global__ void __launch_bounds__(3 * BLOCK)
 k_cg_spmv_cols(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
                double *__restrict__ q, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
-  __shared__ cg_t cs;
-  state_to_shared(st, &cs);
+  const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
   const int w = (int)(threadIdx.x >> 5), c = w / WARPS;
   const int32_t i = blockIdx.x * BLOCK + (int32_t)threadIdx.x - c * BLOCK;
   warp_sum1(spmv_col(i, c, n, H, z, cp, cp2, q, &cs), sh, (w % WARPS) * 3 + c);
   __syncthreads();
   if (threadIdx.x < 3) part[3 * blockIdx.x + threadIdx.x] = warps_total<3>(sh, (int)threadIdx.x);
-  if (!last_block(&st->ticket)) return;
-  double s[3];
-  finish_parts<3>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) alpha_finish(s, st);
+  alpha_tail(part, st, sh);
 }
 
 /* k_cg_spmv with QUAD threads a row (MB_DEFORM_SPMV=quad): blocks of BLOCK
@@ -209,8 +211,7 @@ __global__ void __launch_bounds__(BLOCK)
 k_cg_spmv_quad(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
                double *__restrict__ q, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
-  __shared__ cg_t cs;
-  state_to_shared(st, &cs);
+  const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
   const int l = (int)(threadIdx.x % QUAD);
   const int32_t i = blockIdx.x * (BLOCK / QUAD) + (int32_t)(threadIdx.x / QUAD);
@@ -246,10 +247,7 @@ k_cg_spmv_quad(int32_t n, sell_t H, const double *__restrict__ z, double *cp, do
       v[c] = pi * acc[c];
     }
   block_parts<3>(v, blockIdx.x, part, sh);
-  if (!last_block(&st->ticket)) return;
-  double s[3];
-  finish_parts<3>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) alpha_finish(s, st);
+  alpha_tail(part, st, sh);
 }
 
 /* Enqueue one CG product (k_cg_spmv; k_cg_spmv_cols or k_cg_spmv_quad by
@@ -278,8 +276,7 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const 
             const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
             double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
   __shared__ double sh[6 * WARPS];
-  __shared__ cg_t cs;
-  state_to_shared(st, &cs);
+  const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[6];
@@ -306,8 +303,7 @@ k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
                  double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
                  int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
   __shared__ double sh[6 * WARPS];
-  __shared__ cg_t cs;
-  state_to_shared(st, &cs);
+  const cg_t &cs = *block_state(st);
   const int running = !cs.all_done; /* uniform: read before any block's last block */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   if (running) {

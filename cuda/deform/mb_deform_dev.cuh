@@ -417,15 +417,18 @@ __device__ inline double spmv_col(int32_t i, int c, int32_t n, const sell_t &H, 
   return pi * a;
 }
 
-/* The CG's state st copied into the block's shared cs by its first
- * sizeof(cg_t) / 4 threads, then a barrier: the kernels' rows read the
+/* The CG's state st copied into the block's shared copy by its first
+ * sizeof(cg_t) / 4 threads, then a barrier (every thread of the block
+ * calls it, once a kernel); returns the copy: the kernels' rows read the
  * scalars (alpha, beta, the stops, first, par) there, one global load
  * each a block instead of one a thread. */
-__device__ inline void state_to_shared(const cg_t *st, cg_t *cs) {
+__device__ inline const cg_t *block_state(const cg_t *st) {
   static_assert(sizeof(cg_t) % 4 == 0 && sizeof(cg_t) / 4 <= BLOCK, "cg_t in 4-byte words");
+  __shared__ cg_t cs;
   if (threadIdx.x < sizeof(cg_t) / 4)
-    reinterpret_cast<int *>(cs)[threadIdx.x] = reinterpret_cast<const int *>(st)[threadIdx.x];
+    reinterpret_cast<int *>(&cs)[threadIdx.x] = reinterpret_cast<const int *>(st)[threadIdx.x];
   __syncthreads();
+  return &cs;
 }
 
 /* alpha = r.z / p.q of each running column from the sums s (p.q per
