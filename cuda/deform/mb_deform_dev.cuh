@@ -193,8 +193,8 @@ __device__ inline double warps_total(const double *sh, int k) {
 
 /* part[blk, N]: the block's sums of v (per column c the values of the
  * kernel's row function), each in a fixed order: the warp's shuffle tree
- * (warp_sums), then the WARPS warps in order by thread k (one barrier; 8
- * N doubles of shared memory, sh [WARPS N]); blk: the row tile (BLOCK
+ * (warp_sums), then the WARPS warps in order by thread k (one barrier;
+ * WARPS N doubles of shared memory, sh [WARPS N]); blk: the row tile (BLOCK
  * rows) the block's threads held (blockIdx.x in a kernel, the tile of a
  * grid-stride loop in the persistent frame: the same record either way).
  * The caller syncs before sh is written again (last_block does). */
