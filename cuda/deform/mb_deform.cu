@@ -85,9 +85,15 @@
  * a read: k_take records each iteration's maxima and stops the device
  * applying solutions where the host's soft rules stop, which then replay
  * the records. Those batches, where the device allows, are each one
- * launch of the persistent frame (mb_deform_frame.cu: grid-wide syncs in
- * place of the graph's 2 + 2 k kernel boundaries, the same records and
- * bits; mb_deform_cuda_opts.persistent -1 keeps the graphs).
+ * launch of the persistent frame where asked for (mb_deform_cuda_opts
+ * .persistent 1; mb_deform_frame.cu: grid-wide syncs in place of the
+ * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
+ * slower than the graphs on an H100 at Roof2, docs/benchmarks.md, so the
+ * default keeps the graphs). The environment variable MB_DEFORM_SPMV (a
+ * tuning knob for measurements) picks the CG's product: rows (the
+ * default) a thread a row, cols a thread a row and column
+ * (k_cg_spmv_cols, the same bits), quad 4 threads a row (k_cg_spmv_quad,
+ * another fixed order).
  * The frame's end is on the device too: k_final computes every face's
  * planarity and regularity and the handle error (mb_deform_face.h, the
  * CPU's formulas: the host's figures to rounding) and one small read
@@ -536,7 +542,8 @@ mb_error setup(deform_gpu *g) {
     MB_CALL(grow(&g->d->cp2, sizeof(double) * n3, "deform CG direction"));
     MB_CALL(grow(&g->d->cq, sizeof(double) * n3, "deform CG product"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
-    /* [2, nb, 9]: the persistent frame alternates the two by phase */
+    /* [2, nb, 9]: the persistent frame alternates the two by phase; the
+     * graphs' kernels use [blocks, N <= 9], k_cg_spmv_quad [4 nb, 3] */
     MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {
@@ -876,7 +883,9 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   prep->g.rep = &prep->r;
   prep->g.sync = o && o->sync_phases;
   prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
-  prep->g.no_persist = o && o->persistent < 0;
+  prep->g.no_persist = !(o && o->persistent > 0); /* auto (0): the graphs */
+  const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default), cols or quad */
+  prep->g.spmv = !sp ? 0 : !strcmp(sp, "cols") ? 1 : !strcmp(sp, "quad") ? 2 : 0;
 }
 } // namespace
 

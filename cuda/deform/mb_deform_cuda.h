@@ -27,12 +27,13 @@ typedef struct mb_deform_cuda_opts {
                       iterates, bit for bit, its convergence checks on the
                       host every iteration; cg_iterations >= 1 uses the
                       room's CG all the same) */
-  int persistent;  /* 0 (the default): soft runs of the capped CG (cg_iterations
-                      >= 1, no history, phases not synchronised) run each batch
-                      of 25 iterations as one persistent cooperative launch
+  int persistent;  /* 1: soft runs of the capped CG (cg_iterations >= 1, no
+                      history, phases not synchronised) run each batch of 25
+                      iterations as one persistent cooperative launch
                       (mb_deform_frame.cu) where the device allows (cooperative
                       launch, the grid co-resident), else as CUDA graphs;
-                      -1: always the graphs (to compare; the same bits);
+                      0 (the default, auto) and -1: the graphs (measured faster
+                      on an H100 at Roof2, docs/benchmarks.md; the same bits);
                       rep->persistent says which ran */
 } mb_deform_cuda_opts;
 

@@ -154,61 +154,78 @@ struct cg_t {
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
-/* The block's sums of v[0..8] at every thread (each in the tree order of
- * one sum: fixed): sh[t] += sh[t + o] for o = BLOCK/2 .. 1. The levels
- * o >= 32 in shared memory (3 barriers at BLOCK 256), the last five (o =
- * 16 .. 1, inside warp 0) by __shfl_down_sync, which adds lane t + o to
- * lane t: the same pairs in the same order as the shared tree, so the
- * same bits, with 5 barriers and 45 shared round trips fewer. sh [9 BLOCK]. */
-__device__ inline void block_sum9(double v[9], double *sh) {
-  static_assert(BLOCK >= 64 && (BLOCK & (BLOCK - 1)) == 0, "block_sum9: BLOCK a power of 2");
-  for (int k = 0; k < 9; k++) sh[k * BLOCK + threadIdx.x] = v[k];
-  __syncthreads();
-  for (int o = BLOCK / 2; o >= 32; o >>= 1) {
-    if ((int)threadIdx.x < o)
-      for (int k = 0; k < 9; k++)
-        sh[k * BLOCK + threadIdx.x] = sh[k * BLOCK + threadIdx.x] + sh[k * BLOCK + threadIdx.x + o];
-    __syncthreads();
-  }
-  if (threadIdx.x < 32) {
-    double t[9];
-    for (int k = 0; k < 9; k++) t[k] = sh[k * BLOCK + threadIdx.x];
-    for (int o = 16; o > 0; o >>= 1)
-      for (int k = 0; k < 9; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
-    if (threadIdx.x == 0)
-      for (int k = 0; k < 9; k++) sh[k * BLOCK] = t[k];
-  }
-  __syncthreads();
-  for (int k = 0; k < 9; k++) v[k] = sh[k * BLOCK];
-  __syncthreads();
+/* The warps of a block (BLOCK threads) and of the products' column-wise
+ * kernel (3 BLOCK threads: warp w holds column w / WARPS of the rows of
+ * warp w % WARPS of the row-wise kernel). */
+constexpr int WARPS = BLOCK / 32;
+static_assert(BLOCK % 32 == 0 && WARPS <= 32, "whole warps, at most 32");
+
+/* The warp's sums of v[0 .. N-1] (N: the values a kernel needs: 3 for the
+ * product's p.q, 6 for the update's r.z and r.r, 9 for the start's r.z,
+ * r.r and b.b) into sh[w N + k] by lane 0 of warp slot w: five shuffle
+ * levels, lane t adding lane t + o for o = 16 .. 1 (a fixed tree: the
+ * same bits on every run). No barrier; the caller's __syncthreads makes
+ * sh readable. */
+template <int N>
+__device__ inline void warp_sums(const double v[N], int w, double *sh) {
+  double t[N];
+  for (int k = 0; k < N; k++) t[k] = v[k];
+  for (int o = 16; o > 0; o >>= 1)
+    for (int k = 0; k < N; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
+  if ((threadIdx.x & 31) == 0)
+    for (int k = 0; k < N; k++) sh[w * N + k] = t[k];
 }
 
-/* part[blk, 9]: the block's sums (block_sum9) of v, per column c the
- * values a (3 c), b (3 c + 1), e (3 c + 2); blk: the row tile (BLOCK rows)
- * the block's threads held (blockIdx.x in a kernel a tile, the tile of a
- * grid-stride loop in the persistent frame: the same record either way). */
-__device__ inline void block_parts(const double v[9], int64_t blk, double *part, double *sh) {
-  double t[9];
-  for (int k = 0; k < 9; k++) t[k] = v[k];
-  block_sum9(t, sh);
+/* One value's warp sum (warp_sums' tree for one k, so the same bits) into
+ * sh[at] by lane 0: the column-wise product's p.q of its column. */
+__device__ inline void warp_sum1(double v, double *sh, int at) {
+  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) sh[at] = v;
+}
+
+/* Sum k of the WARPS warp sums in sh (warp_sums), in warp order (fixed). */
+template <int N>
+__device__ inline double warps_total(const double *sh, int k) {
+  double s = sh[k];
+  for (int w = 1; w < WARPS; w++) s = s + sh[w * N + k];
+  return s;
+}
+
+/* part[blk, N]: the block's sums of v (per column c the values of the
+ * kernel's row function), each in a fixed order: the warp's shuffle tree
+ * (warp_sums), then the WARPS warps in order by thread k (one barrier;
+ * WARPS N doubles of shared memory, sh [WARPS N]); blk: the row tile (BLOCK
+ * rows) the block's threads held (blockIdx.x in a kernel, the tile of a
+ * grid-stride loop in the persistent frame: the same record either way).
+ * The caller syncs before sh is written again (last_block does). */
+template <int N>
+__device__ inline void block_parts(const double v[N], int64_t blk, double *part, double *sh) {
+  warp_sums<N>(v, (int)(threadIdx.x >> 5), sh);
+  __syncthreads();
+  if ((int)threadIdx.x < N) part[N * blk + threadIdx.x] = warps_total<N>(sh, (int)threadIdx.x);
+}
+
+/* sums[N] (at thread 0 only) = the partials part [nblk, N] of nblk blocks,
+ * summed in a fixed order (one block; its first BLOCK threads): thread t sums
+ * records t, t + BLOCK, ... (its N loads of a record in flight together,
+ * past L1: written by other blocks), then block_parts' warp tree and warp
+ * order. One barrier; sh [WARPS N]; the caller syncs before sh is
+ * written again. */
+template <int N>
+__device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
+  if (threadIdx.x < BLOCK) { /* the column-wise product's blocks are 3 BLOCK threads */
+    double acc[N];
+    for (int k = 0; k < N; k++) acc[k] = 0;
+    for (int b = threadIdx.x; b < nblk; b += BLOCK) {
+      double t[N];
+      for (int k = 0; k < N; k++) t[k] = __ldcg(&part[N * b + k]);
+      for (int k = 0; k < N; k++) acc[k] += t[k];
+    }
+    warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
+  }
+  __syncthreads();
   if (threadIdx.x == 0)
-    for (int k = 0; k < 9; k++) part[9 * blk + k] = t[k];
-}
-
-/* sums[9] = the partials of nblk blocks, summed in a fixed order (one
- * block): thread t sums blocks t, t + BLOCK, ... of each of the 9 sums,
- * then block_sum9. The loop over blocks is the outer one, so a thread's 9
- * loads of one block's record (72 B) are in flight together: one L2 round
- * trip per record, not 9 dependent ones (the same sums in the same order
- * as the former k-outer loop, so the same bits). */
-__device__ inline void finish_parts(int nblk, const double *part, double sums[9], double *sh) {
-  for (int k = 0; k < 9; k++) sums[k] = 0;
-  for (int b = threadIdx.x; b < nblk; b += BLOCK) {
-    double t[9];
-    for (int k = 0; k < 9; k++) t[k] = __ldcg(&part[9 * b + k]);
-    for (int k = 0; k < 9; k++) sums[k] += t[k];
-  }
-  block_sum9(sums, sh);
+    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
 }
 
 /* Whether this block is the grid's last to have written its partials (the
@@ -352,12 +369,12 @@ __device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, 
 }
 
 /* Row i of k_cg_spmv: p = z + beta pold (z first) into pnew and q = H p
- * for the running columns of st; v[3 c] = p.q (the rest 0). pold and
- * pnew: cp2 and cp by st->par. */
+ * for the running columns of st; v[c] = p.q of column c (0 where it
+ * stopped or past n). pold and pnew: cp2 and cp by st->par. */
 __device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const double *z,
                                 double *cp, double *cp2, double *q, const cg_t *st,
-                                double v[9]) {
-  for (int k = 0; k < 9; k++) v[k] = 0;
+                                double v[3]) {
+  for (int k = 0; k < 3; k++) v[k] = 0;
   if (i >= n) return;
   const int par = st->par;
   const dir_cols d{st->first, {!st->done[0], !st->done[1], !st->done[2]},
@@ -370,27 +387,68 @@ __device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const dou
       const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
       pnew[3 * i + c] = pi;
       q[3 * i + c] = aq[c];
-      v[3 * c] = pi * aq[c];
+      v[c] = pi * aq[c];
     }
 }
 
-/* alpha = r.z / p.q of each running column from the sums s of spmv_row
- * (one thread); a breakdown where p.q <= 0 or is not finite ends the solve. */
-__device__ inline void alpha_finish(const double s[9], cg_t *st) {
+/* Row i, column c of the column-wise product (k_cg_spmv_cols: a thread a
+ * row and column, 3x the threads of spmv_row for more loads in flight):
+ * spmv_row's p and q of that column, the same expressions in the same
+ * order (the same bits); returns its p.q (0 where the column stopped or
+ * past n). */
+__device__ inline double spmv_col(int32_t i, int c, int32_t n, const sell_t &H, const double *z,
+                                  double *cp, double *cp2, double *q, const cg_t *st) {
+  if (i >= n || st->done[c]) return 0;
+  const int par = st->par;
+  const int first = st->first;
+  const double beta = st->beta[c], *pold = par ? cp2 : cp;
+  double *pnew = par ? cp : cp2;
+  int len;
+  const int64_t e0 = sell_row(i, H.sptr, H.rowptr, &len);
+  double a = 0; /* sell_product's sum of column c: the same terms, the same order */
+#pragma unroll 4
+  for (int k = 0; k < len; k++) {
+    const int64_t e = e0 + (int64_t)SELL_C * k;
+    a += H.val[e] * dir(first, beta, z, pold, 3 * (int64_t)H.col[e] + c);
+  }
+  const double pi = dir(first, beta, z, pold, 3 * (int64_t)i + c);
+  pnew[3 * i + c] = pi;
+  q[3 * i + c] = a;
+  return pi * a;
+}
+
+/* The CG's state st copied into the block's shared copy by its first
+ * sizeof(cg_t) / 4 threads, then a barrier (every thread of the block
+ * calls it, once a kernel); returns the copy: the kernels' rows read the
+ * scalars (alpha, beta, the stops, first, par) there, one global load
+ * each a block instead of one a thread. */
+__device__ inline const cg_t *block_state(const cg_t *st) {
+  static_assert(sizeof(cg_t) % 4 == 0 && sizeof(cg_t) / 4 <= BLOCK, "cg_t in 4-byte words");
+  __shared__ cg_t cs;
+  if (threadIdx.x < sizeof(cg_t) / 4)
+    reinterpret_cast<int *>(&cs)[threadIdx.x] = reinterpret_cast<const int *>(st)[threadIdx.x];
+  __syncthreads();
+  return &cs;
+}
+
+/* alpha = r.z / p.q of each running column from the sums s (p.q per
+ * column) of spmv_row (one thread); a breakdown where p.q <= 0 or is not
+ * finite ends the solve. */
+__device__ inline void alpha_finish(const double s[3], cg_t *st) {
   for (int c = 0; c < 3; c++)
     if (!st->done[c]) {
-      if (!(s[3 * c] > 0) || !isfinite(s[3 * c])) st->bad = 1; /* p'Ap <= 0: not SPD */
-      st->alpha[c] = st->rz[c] / s[3 * c];
+      if (!(s[c] > 0) || !isfinite(s[c])) st->bad = 1; /* p'Ap <= 0: not SPD */
+      st->alpha[c] = st->rz[c] / s[c];
     }
   if (st->bad) st->all_done = 1;
 }
 /* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
- * running columns; v[3 c] = r.z and v[3 c + 1] = r.r of column c (the
- * rest 0). */
+ * running columns; v[2 c] = r.z and v[2 c + 1] = r.r of column c (0
+ * where it stopped or past n). */
 __device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
                                   const double *p, const double *q, double *x, double *r,
-                                  double *z, const cg_t *st, double v[9]) {
-  for (int k = 0; k < 9; k++) v[k] = 0;
+                                  double *z, const cg_t *st, double v[6]) {
+  for (int k = 0; k < 6; k++) v[k] = 0;
   if (i >= n) return;
   for (int c = 0; c < 3; c++)
     if (!st->done[c]) {
@@ -400,20 +458,20 @@ __device__ inline void update_row(int32_t i, int32_t n, const double *__restrict
       const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
       r[k] = ri;
       z[k] = zi;
-      v[3 * c] = ri * zi;
-      v[3 * c + 1] = ri * ri;
+      v[2 * c] = ri * zi;
+      v[2 * c + 1] = ri * ri;
     }
 }
 
 /* The last block's end of a CG update (thread 0, the sums s of all
- * blocks): each column's stop or beta, the cap, the flip of the direction
- * buffers. */
-__device__ inline void update_finish(const double s[9], double rtol, cg_t *st) {
+ * blocks, update_row's layout): each column's stop or beta, the cap, the
+ * flip of the direction buffers. */
+__device__ inline void update_finish(const double s[6], double rtol, cg_t *st) {
   int all = 1;
   st->iters++;
   for (int c = 0; c < 3; c++) {
     if (!st->done[c]) {
-      const double rz = s[3 * c], rr = s[3 * c + 1];
+      const double rz = s[2 * c], rr = s[2 * c + 1];
       if (!isfinite(rr) || !isfinite(rz)) st->bad = 1;
       st->rr[c] = rr;
       if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;

@@ -11,9 +11,9 @@
  * T row or face tiles of BLOCK (the larger count) and G co-resident
  * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
  * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame 80 registers with
- * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 80 B spill stores, 152 B
+ * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 168 B spill stores, 284 B
  * spill loads a thread, in the projection's eigen-solve, L1-resident),
- * 18.6 KB of shared memory a block: 3 blocks an SM, 396 co-resident on an
+ * 736 B of shared memory a block: 3 blocks an SM, 396 co-resident on an
  * H100's 132 SMs, so Roof2 (316 row tiles) runs 316 blocks of one tile,
  * the graph's kernels' shape, and Roof1 (80 tiles) 80 blocks. (With 2
  * blocks an SM: 128 registers, no spills, but 264 co-resident, so Roof2
@@ -25,6 +25,9 @@
  * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
  * rows are the rows of block t of the graph's kernels, so each tile's dot
  * product partial is block t's record (block_parts), bit for bit.
+ * Run only where asked for (mb_deform_cuda_opts.persistent 1, bench
+ * --persistent yes): measured slower than the graphs on an H100 at Roof2
+ * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
  *
  * An iteration, with the syncs it needs (k CG steps):
  *   projection   each face (project_face): q, z, the face means, the
@@ -121,16 +124,19 @@ struct frame_args {
   const double *rg, *gF, *pin, *prm, *dinv; /* [n, 3], [n, 3], [n], [2] (c, al), [n] */
   sell_t H;                 /* H at c, SELL-32 */
   double *X, *r, *cz, *cp, *cp2, *cq; /* [n, 3] the CG's vectors */
-  double *part;             /* [2, ntiles, 9] the partial sums, alternating by phase */
+  double *part;             /* [2, ntiles, 9] the partial sums ([ntiles, N] used, N = 9,
+                               3 or 6 by phase), alternating by phase */
   cg_t *st;                 /* the CG's state: read at the start, written at the end */
   ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
   batch_t *bt;              /* the batch's records and halt */
 };
 
-/* Every block's sums of the partials of buffer pb (finish_parts: the fixed
- * order, the same bits in every block); pb flipped. */
-__device__ inline void grid_sums(const frame_args &a, int &pb, double s[9], double *sh) {
-  finish_parts((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, s, sh);
+/* Every block's sums (at its thread 0) of the partials [ntiles, N] of
+ * buffer pb (finish_parts: the fixed order, the same bits in every
+ * block); pb flipped. The caller syncs before sh is written again. */
+template <int N>
+__device__ inline void grid_sums(const frame_args &a, int &pb, double s[N], double *sh) {
+  finish_parts<N>((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, s, sh);
   pb ^= 1;
 }
 
@@ -138,7 +144,7 @@ __device__ inline void grid_sums(const frame_args &a, int &pb, double s[9], doub
  * bits as as many launches of the capped iteration's graph (batched). */
 __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-  __shared__ double sh[9 * BLOCK];
+  __shared__ double sh[9 * WARPS];
   __shared__ cg_t cs; /* the CG's state: the same in every block */
   if (threadIdx.x == 0) cs = *a.st;
   __syncthreads();
@@ -146,7 +152,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   const int64_t p9 = 9 * a.ntiles;
   const double c = a.prm[0];
   int pb = 0;
-  double s[9], v[9];
+  double s[9], v[9]; /* the first 3 (product) or 6 (update) in the CG's steps */
   for (int it = 0; it < a.iters; it++) {
     ctl_t *ctl = a.ctl + (it & 1);
     /* the projection */
@@ -162,10 +168,11 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
       const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
       rhs_cg_row(i, a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF, a.pin, c, a.x,
                  a.X, a.H, a.dinv, a.r, a.cz, v);
-      block_parts(v, t, a.part + pb * p9, sh);
+      block_parts<9>(v, t, a.part + pb * p9, sh);
+      __syncthreads(); /* sh read by block_parts' totals before the next tile's */
     }
     grid.sync();
-    grid_sums(a, pb, s, sh);
+    grid_sums<9>(a, pb, s, sh);
     if (threadIdx.x == 0) rhs_cg_finish(s, a.rtol, a.maxit, &cs);
     __syncthreads();
     /* the k CG steps, the last update with the take */
@@ -174,10 +181,11 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
         for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
           const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
           spmv_row(i, a.n, a.H, a.cz, a.cp, a.cp2, a.cq, &cs, v);
-          block_parts(v, t, a.part + pb * p9, sh);
+          block_parts<3>(v, t, a.part + pb * p9, sh);
+          __syncthreads();
         }
         grid.sync();
-        grid_sums(a, pb, s, sh);
+        grid_sums<3>(a, pb, s, sh);
         if (threadIdx.x == 0) alpha_finish(s, &cs);
         __syncthreads();
       }
@@ -189,7 +197,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
         const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
         if (running) {
           update_row(i, a.n, a.dinv, cs.par ? a.cp : a.cp2, a.cq, a.X, a.r, a.cz, &cs, v);
-          block_parts(v, t, a.part + pb * p9, sh);
+          block_parts<6>(v, t, a.part + pb * p9, sh);
+          __syncthreads();
         }
         if (!skip) {
           const double m = take_row(i, a.n, 0, a.X, a.pin, a.x, &cs, ctl);
@@ -199,7 +208,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
       if (last) max_bits(&ctl->moved, moved);
       grid.sync();
       if (running) {
-        grid_sums(a, pb, s, sh);
+        grid_sums<6>(a, pb, s, sh);
         if (threadIdx.x == 0) update_finish(s, a.rtol, &cs);
         __syncthreads();
       }

@@ -24,7 +24,7 @@ static const char deform_bench_help[] =
     "                              [--w-fair W] [--w-constraint W] [--repeats R]\n"
     "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
-    "                              [--cg-iterations K] [--persistent auto|no]\n"
+    "                              [--cg-iterations K] [--persistent auto|yes|no]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
     "                              [--cg-iterations K] [--overlap yes|no]\n"
     "                              [options as above]\n\n"
@@ -56,9 +56,12 @@ static const char deform_bench_help[] =
     "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
     "each solve to relative residual 1e-12.\n"
     "--persistent (cuda, soft, --cg-iterations K >= 1, without --sync-phases):\n"
-    "auto (the default; yes is the same) runs each batch of 25 iterations as one\n"
-    "persistent cooperative kernel where the device allows, no the CUDA graph of\n"
-    "one iteration per launch (the same bits; to compare both in one build).\n"
+    "yes runs each batch of 25 iterations as one persistent cooperative kernel\n"
+    "where the device allows; auto (the default) and no the CUDA graph of one\n"
+    "iteration per launch (measured faster on an H100; the same bits; to compare\n"
+    "both in one build). MB_DEFORM_SPMV in the environment picks the CG's\n"
+    "product: rows (the default) a thread a row, cols a thread a row and column\n"
+    "(the same bits), quad 4 threads a row.\n"
     "Each cuda repeat prints the path its iterations took: \"frame path\n"
     "persistent\" or \"frame path graph\" (graphs or kernel by kernel).\n"
     "On cuda the frame ends with the final residuals computed on the device and\n"
@@ -82,7 +85,8 @@ typedef struct bench_opts {
   const char *input, *only;
   mb_deform_params p;
   int64_t repeats, batch;
-  int cuda, sync_phases, linalg_cg, no_overlap, no_persistent;
+  int cuda, sync_phases, linalg_cg, no_overlap;
+  int persistent; /* --persistent: 1 yes, 0 auto (the graphs), -1 no */
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -135,7 +139,7 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       bad = mb_cli_parse_int64(v, &o->batch) || o->batch < 1 || o->batch > 100000;
     } else if (!strcmp(a, "--persistent") && v) {
       bad = strcmp(v, "auto") && strcmp(v, "yes") && strcmp(v, "no");
-      o->no_persistent = !strcmp(v, "no");
+      o->persistent = !strcmp(v, "yes") ? 1 : !strcmp(v, "no") ? -1 : 0;
     } else if (!strcmp(a, "--overlap") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->no_overlap = !strcmp(v, "no");
@@ -206,7 +210,7 @@ static mb_error run_once(const bench_opts *o, mb_mesh *m, mb_adjacency *adj, con
                        adj, target, NULL};
   memset(rep, 0, sizeof *rep);
   const double t0 = mb_wtime();
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->no_persistent ? -1 : 0};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent};
   mb_error e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, rep, &co)
                        : mb_deform_run_cpu(&o->p, &dm, rep);
   *ms = 1e3 * (mb_wtime() - t0);
@@ -270,7 +274,7 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
     if (o->cuda)
       printf("repeat %lld: frame path %s%s\n", (long long)r + 1,
              rep.persistent ? "persistent" : "graph",
-             o->no_persistent ? " (--persistent no)" : "");
+             o->persistent > 0 ? " (--persistent yes)" : "");
     printf("repeat %lld: CPU time %.1f ms (all threads); per 50-iteration frame without the "
            "analysis and factorizations %.1f ms wall\n",
            (long long)r + 1, cms, its[r]);
@@ -308,7 +312,7 @@ static void *prep_main(void *arg) {
   prep_job *j = arg;
   mb_mesh *m = j->m;
   const bench_opts *o = j->o;
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->no_persistent ? -1 : 0};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent};
   const double t0 = mb_wtime();
   memcpy(m->xyz, j->x0, sizeof(double) * 3 * (size_t)m->nv);
   const mb_error e = mb_deform_cuda_prepare(&o->p, &j->dm, &co, &j->prep);
@@ -427,7 +431,7 @@ static mb_error bench_batch(const bench_opts *o) {
              wall > 0 ? 100 * device / wall : 0.0, 1e-3 * device, 1e-3 * wall);
     if (o->cuda)
       printf("cuda: frame path persistent in %lld of %lld layouts, graph in the rest%s\n",
-             persistent, (long long)n, o->no_persistent ? " (--persistent no)" : "");
+             persistent, (long long)n, o->persistent > 0 ? " (--persistent yes)" : "");
   }
   for (int64_t k = 0; k < n && m && adj && x0; k++) {
     free(x0[k]);
