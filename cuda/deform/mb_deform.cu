@@ -88,8 +88,9 @@
  * launch of the persistent frame where asked for (mb_deform_cuda_opts
  * .persistent 1; mb_deform_frame.cu: grid-wide syncs in place of the
  * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
- * slower than the graphs on an H100 at Roof2, docs/benchmarks.md, so the
- * default keeps the graphs). The environment variable MB_DEFORM_SPMV (a
+ * slower than the graphs on an H100 at Roof2 (80 k rows), faster at Roof1
+ * (20 k) and in a batch of 1-5 k vertex layouts, docs/benchmarks.md, so
+ * auto takes it up to MB_DEFORM_PERSISTENT_ROWS vertices). The environment variable MB_DEFORM_SPMV (a
  * tuning knob for measurements) picks the CG's product: rows (the
  * default) a thread a row, cols a thread a row and column
  * (k_cg_spmv_cols, the same bits), quad 4 threads a row (k_cg_spmv_quad,
@@ -883,7 +884,10 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   prep->g.rep = &prep->r;
   prep->g.sync = o && o->sync_phases;
   prep->g.device_cg = !(o && o->linalg_cg) || prep->q.cg_iterations > 0;
-  prep->g.no_persist = !(o && o->persistent > 0); /* auto (0): the graphs */
+  /* auto (0): the persistent frame for meshes up to MB_DEFORM_PERSISTENT_ROWS
+   * vertices, where it was measured faster than the graphs, else the graphs */
+  const int pers = o ? o->persistent : 0;
+  prep->g.no_persist = pers < 0 || (pers == 0 && dm->nv > MB_DEFORM_PERSISTENT_ROWS);
   const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default), cols or quad */
   prep->g.spmv = !sp ? 0 : !strcmp(sp, "cols") ? 1 : !strcmp(sp, "quad") ? 2 : 0;
 }

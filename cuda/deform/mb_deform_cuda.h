@@ -32,10 +32,20 @@ typedef struct mb_deform_cuda_opts {
                       iterations as one persistent cooperative launch
                       (mb_deform_frame.cu) where the device allows (cooperative
                       launch, the grid co-resident), else as CUDA graphs;
-                      0 (the default, auto) and -1: the graphs (measured faster
-                      on an H100 at Roof2, docs/benchmarks.md; the same bits);
+                      0 (the default, auto): the persistent launch for meshes
+                      of at most MB_DEFORM_PERSISTENT_ROWS vertices, the graphs
+                      above (measured on an H100, docs/benchmarks.md: persistent
+                      3.7 ms against the graphs' 4.2-4.9 at Roof1, 20 k rows,
+                      and 0.75 s against 0.97-1.03 s for a batch of 200 layouts
+                      of 1-5 k; graphs 8.5 ms against 9.1 at Roof2, 80 k);
+                      -1: the graphs; the same bits either way;
                       rep->persistent says which ran */
 } mb_deform_cuda_opts;
+
+/* The largest mesh (vertices) for which `persistent` auto takes the
+ * persistent frame (between the measured 20,464, faster, and 80,352,
+ * slower). */
+#define MB_DEFORM_PERSISTENT_ROWS 40000
 
 /* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device
  * (solver auto runs pcg here, cholesky on the CPU):

@@ -426,7 +426,8 @@ static void test_fused_cg(void **state) {
 }
 
 /* One CUDA run of p on c from its input into x [nv, 3], the persistent
- * frame asked for (persistent 1) or not (0, the default: the graphs). */
+ * frame asked for (persistent 1), the graphs (-1) or auto (0: the
+ * persistent frame up to MB_DEFORM_PERSISTENT_ROWS vertices). */
 static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent, double *x,
                           mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
@@ -440,8 +441,8 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
 /* The persistent frame (soft, capped CG: a batch of 25 iterations in one
  * cooperative launch, cuda/deform/mb_deform_frame.cu) and the graphs with
  * the column-wise CG product (MB_DEFORM_SPMV=cols: a thread a row and
- * column) against the CUDA graphs of the same iterations (the default:
- * mb_deform_cuda_opts.persistent 0, a thread a row): the positions,
+ * column) against the CUDA graphs of the same iterations
+ * (mb_deform_cuda_opts.persistent -1, a thread a row): the positions,
  * planarity, handle error, iteration and CG counts bitwise the same (the
  * same arithmetic in the same summation order), on a
  * generated dome (1,600 vertices, 60 iterations: batches of 25, 25, 10;
@@ -450,7 +451,8 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
  * iterations, k = 3); the persistent runs repeat bit for bit (a larger
  * mesh run in between: the pooled buffers grown). The run asked for
  * must take the persistent path (rep.persistent: every sm_60+ device has
- * cooperative launch) and the default one the graphs. */
+ * cooperative launch), the graphs asked for the graphs, and auto (0) the
+ * persistent frame on these meshes (all below MB_DEFORM_PERSISTENT_ROWS). */
 static void test_persistent_frame(void **state) {
   (void)state;
   case_mesh dome = panels(1600, MB_PANELS_DOME, 0.5, 5, 0.2);
@@ -474,12 +476,15 @@ static void test_persistent_frame(void **state) {
     double *xp = malloc(bytes), *xg = malloc(bytes), *x2 = malloc(bytes), *xc = malloc(bytes);
     double *xo = malloc(sizeof(double) * 3 * (size_t)roof.m->nv);
     mb_deform_report rp, rg, r2, ro, rc;
+    mb_deform_report ra;
+    double *xa = malloc(bytes);
     cuda_run_path(c, &p, 1, xp, &rp);
-    cuda_run_path(c, &p, 0, xg, &rg);
+    cuda_run_path(c, &p, -1, xg, &rg);
+    cuda_run_path(c, &p, 0, xa, &ra); /* auto */
     cuda_run_path(&roof, &p, 1, xo, &ro); /* grows the pool (or reuses it) in between */
     cuda_run_path(c, &p, 1, x2, &r2);
     setenv("MB_DEFORM_SPMV", "cols", 1); /* read by each run */
-    cuda_run_path(c, &p, 0, xc, &rc);
+    cuda_run_path(c, &p, -1, xc, &rc);
     unsetenv("MB_DEFORM_SPMV");
     double dev = 0;
     for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
@@ -492,6 +497,10 @@ static void test_persistent_frame(void **state) {
     assert_int_equal(rp.persistent, 1);
     assert_int_equal(rg.persistent, 0);
     assert_int_equal(r2.persistent, 1);
+    assert_true(c->m->nv <= MB_DEFORM_PERSISTENT_ROWS);
+    assert_int_equal(ra.persistent, 1);
+    assert_true(memcmp(xa, xp, bytes) == 0);
+    free(xa);
     assert_int_equal(rp.iterations, rg.iterations);
     if (cases[t].tol > 1e-300) assert_true(rp.iterations < p.iterations && rp.converged);
     else assert_int_equal(rp.iterations, p.iterations);

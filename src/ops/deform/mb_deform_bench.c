@@ -57,9 +57,10 @@ static const char deform_bench_help[] =
     "each solve to relative residual 1e-12.\n"
     "--persistent (cuda, soft, --cg-iterations K >= 1, without --sync-phases):\n"
     "yes runs each batch of 25 iterations as one persistent cooperative kernel\n"
-    "where the device allows; auto (the default) and no the CUDA graph of one\n"
-    "iteration per launch (measured faster on an H100; the same bits; to compare\n"
-    "both in one build). MB_DEFORM_SPMV in the environment picks the CG's\n"
+    "where the device allows; no the CUDA graph of one iteration per launch;\n"
+    "auto (the default) the persistent kernel for meshes of up to 40,000\n"
+    "vertices and the graphs above (as measured on an H100; the same bits\n"
+    "either way). MB_DEFORM_SPMV in the environment picks the CG's\n"
     "product: rows (the default) a thread a row, cols a thread a row and column\n"
     "(the same bits), quad 4 threads a row.\n"
     "Each cuda repeat prints the path its iterations took: \"frame path\n"
@@ -86,7 +87,7 @@ typedef struct bench_opts {
   mb_deform_params p;
   int64_t repeats, batch;
   int cuda, sync_phases, linalg_cg, no_overlap;
-  int persistent; /* --persistent: 1 yes, 0 auto (the graphs), -1 no */
+  int persistent; /* --persistent: 1 yes, 0 auto (MB_DEFORM_PERSISTENT_ROWS), -1 no */
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
