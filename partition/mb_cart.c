@@ -102,6 +102,13 @@ mb_error mb_cart_plan(mb_cart *c, mb_halo **plan) {
 }
 
 mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]) {
+  MB_CHECK(size >= 1, MB_ERR_ARG, "a Cartesian cut over %d ranks", size);
+  /* slabs along z, a longest axis, where each keeps enough planes */
+  if (n[0] >= n[1] && n[0] >= n[2] && n[0] / size >= MB_CART_SLAB_MIN_PLANES) {
+    dims[0] = size;
+    dims[1] = dims[2] = 1;
+    return MB_SUCCESS;
+  }
   /* MPI_Dims_create gives non-increasing factors: the most to the longest
    * axis (ties: z before y before x), the same on every rank */
   int d[3] = {0, 0, 0}, order[3] = {0, 1, 2};

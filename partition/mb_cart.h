@@ -1,8 +1,10 @@
 /* meshbatch: one 3D grid split over the ranks into Cartesian blocks, with a
  * halo of ghost planes on the six faces.
  *
- * The ranks form a Cartesian communicator (MPI_Dims_create, MPI_Cart_create;
- * the most cuts go to the longest axis). Along an axis of n points cut into
+ * The ranks form a Cartesian communicator (MPI_Cart_create): slabs along z
+ * where z is a longest axis and each slab keeps 64 planes or more, else
+ * MPI_Dims_create's cut, the most cuts to the longest axis (mb_cart_dims).
+ * Along an axis of n points cut into
  * d blocks, block c holds points [n c / d, n (c + 1) / d): blocks differ by
  * at most one plane where d does not divide n. Each rank keeps its block
  * with a frame of `ghost` planes on every side, C order (z, y, x; x
@@ -58,10 +60,21 @@ typedef struct mb_cart {
   int gpu_transport[2];
 } mb_cart;
 
+/* The fewest planes a slab keeps in mb_cart_dims' slab cut: 64, 16 times
+ * the stencil's halo of 4 planes (mb_stencil.h), so that the two faces a
+ * slab exchanges are at most an eighth of its planes. */
+enum { MB_CART_SLAB_MIN_PLANES = 64 };
+
 /* The blocks per axis (z, y, x) of a grid of n[3] points over `size`
- * ranks, as mb_cart_create cuts it: MPI_Dims_create's factors, the most to
- * the longest axis (ties: z before y before x). Not collective.
- * Errors: MB_ERR_MPI. */
+ * ranks, as mb_cart_create cuts it. Slabs along z (size x 1 x 1) where z
+ * is a longest axis (ties allowed) and every slab keeps at least
+ * MB_CART_SLAB_MIN_PLANES planes (n[0] / size >= 64): a slab's faces are
+ * whole contiguous planes, packed and sent as one copy each, and on 4
+ * NVIDIA H200 the slab cut beat 2 x 2 x 1 in 3 of 4 runs of the heat step
+ * at 1024^3 and 512^3 per GPU (docs/benchmarks.md, "Stencils on 4 GPUs:
+ * the step's timeline"). Else MPI_Dims_create's factors, the most to the
+ * longest axis (ties: z before y before x). Not collective.
+ * Errors: MB_ERR_ARG (size < 1), MB_ERR_MPI. */
 mb_error mb_cart_dims(int size, const int64_t n[3], int dims[3]);
 
 /* Split a grid of n[3] points (z, y, x) over the ranks of comm with `ghost`
@@ -76,8 +89,9 @@ mb_error mb_cart_create(MPI_Comm comm, const int64_t n[3], int periodic, int gho
 /* mb_cart_create with the blocks per axis given: dims[a] blocks along axis
  * a (z, y, x), their product the size of comm, or dims NULL for
  * mb_cart_dims' cut (mb_cart_create). For comparisons of cuts (`meshbatch
- * bench stencil --blocks`): at 4 ranks a cube is cut 2 x 2 x 1 by
- * mb_cart_dims, while slabs 4 x 1 x 1 exchange whole planes. Collective
+ * bench stencil --blocks`): at 4 ranks a cube of 256 planes or more is cut
+ * into slabs 4 x 1 x 1 by mb_cart_dims, MPI_Dims_create's cut is
+ * 2 x 2 x 1. Collective
  * over comm. Errors: as mb_cart_create, and MB_ERR_ARG (dims whose product
  * is not the rank count, or below 1). */
 mb_error mb_cart_create_dims(MPI_Comm comm, const int64_t n[3], const int dims[3], int periodic,

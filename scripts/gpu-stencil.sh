@@ -15,9 +15,12 @@
 # RANKS the largest rank count (default: the number of GPUs; more ranks
 # than GPUs share them, a dry run), HALOS the transports (default "auto mpi
 # nccl"), RANK_LIST the rank counts (default 2, 4, ... up to RANKS), STEP
-# the split step (fused, faces-first or both, the default: the earlier step
-# then the fused one, each against its own one rank), BLOCKS the cuts
-# (default "auto": MPI_Dims_create's; e.g. "auto 4,1,1" also times slabs),
+# the split steps, one invocation each (auto: meshbatch's default, fused on
+# the split grid and faces-first on one rank; fused; faces-first; or both,
+# the default: the faces-first step then the fused one, each against its
+# own one rank; e.g. "auto both"), BLOCKS the cuts (default "auto":
+# mb_cart_dims', slabs along z from 64 planes per rank; e.g. "auto 2,2,1"
+# also times MPI_Dims_create's cut of a cube on 4 ranks),
 # TESTS the ctest regex (default "stencil|grid"), BUILD the build tree
 # (default build-gpu; configured and built again, a no-op when up to date). Dependencies must be installed or on
 # CMAKE_PREFIX_PATH.
@@ -59,14 +62,16 @@ weak=${WEAK:-512,512,512}
   for n in $list; do
     for halo in ${HALOS:-auto mpi nccl}; do
       for cut in ${BLOCKS:-auto}; do
-        bargs=(); tag=""
-        [ "$cut" = auto ] || { bargs=(--blocks "$cut"); tag=", blocks $cut"; }
-        echo "### strong $strong, $n ranks, halo $halo$tag"
-        run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
-          --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" "${bargs[@]}" -v
-        echo "### weak $weak per rank, $n ranks, halo $halo$tag"
-        run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
-          --scaling weak --steps 20 --warmup 3 --halo "$halo" --step "${STEP:-both}" "${bargs[@]}" -v
+        for step in ${STEP:-both}; do
+          bargs=(); tag=", step $step"
+          [ "$cut" = auto ] || { bargs=(--blocks "$cut"); tag="$tag, blocks $cut"; }
+          echo "### strong $strong, $n ranks, halo $halo$tag"
+          run "$n" "$exe" bench stencil --distribute partitioned --shape "$strong" --dtype float32 \
+            --steps 20 --warmup 3 --halo "$halo" --step "$step" "${bargs[@]}" -v
+          echo "### weak $weak per rank, $n ranks, halo $halo$tag"
+          run "$n" "$exe" bench stencil --distribute partitioned --shape "$weak" --dtype float32 \
+            --scaling weak --steps 20 --warmup 3 --halo "$halo" --step "$step" "${bargs[@]}" -v
+        done
       done
     done
   done

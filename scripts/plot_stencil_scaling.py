@@ -5,7 +5,7 @@ strong-scaling grid and the weak-scaling efficiency, against the GPU count,
 for each halo transport in the log.
 
 Usage: python3 scripts/plot_stencil_scaling.py bench-scaling.log OUT.png
-Each "### strong|weak SHAPE, N ranks, halo H" section of the log ends with
+Each "### strong|weak SHAPE, N ranks, halo H[, step S][, blocks B]" section ends with
 the benchmark's line "one rank (...) T1 ms per step, N ranks TN ms per
 step: ..."; the one-rank figure is the same invocation's. Where a section
 holds two such lines (gpu-stencil.sh's STEP=both: the faces-first step,
@@ -19,13 +19,14 @@ def parse(path):
     """{(kind, halo): {gpus: (t1_ms, tn_ms)}} and the shapes per kind."""
     runs, shapes, head = {}, {}, None
     sect = re.compile(r"^### (strong|weak) (\S+?)(?: per rank)?, (\d+) ranks, halo (\w+)"
-                      r"(?:, blocks (\S+))?")
+                      r"(?:, step ([\w-]+))?(?:, blocks (\S+))?")
     line = re.compile(r"one rank \(.*?\) ([\d.]+) ms per step, (\d+) ranks ([\d.]+) ms per step")
     with open(path) as f:
         for text in f:
             m = sect.match(text)
             if m:
-                head = (m.group(1), m.group(4) + (" " + m.group(5) if m.group(5) else ""))
+                head = (m.group(1), m.group(4) + "".join(
+                    f" {k} {v}" for k, v in (("step", m.group(5)), ("blocks", m.group(6))) if v))
                 shapes[m.group(1)] = m.group(2)
                 continue
             m = line.search(text)

@@ -84,8 +84,9 @@
 #   stencil: STENCIL_STRONG=2048,2048,2048 [dry: 512,512,512]
 #            STENCIL_WEAK="512,512,512 1024,1024,1024" [dry: 256,256,256] per GPU
 #            STENCIL_DTYPE=float32 STENCIL_STEPS=20 STENCIL_WARMUP=3 STENCIL_HALO=auto
-#            STENCIL_STEP=fused (or faces-first: the earlier split step; the log
-#              also holds each rank's timeline of a step)
+#            STENCIL_STEP=auto (the jobs' default: fused on the split grid,
+#              faces-first on the one-rank baseline; or fused, faces-first,
+#              both; the log also holds each rank's timeline of a step)
 #   ctest:   CTEST_REGEX (ctest -R; default all gpu tests [dry: nccl]), CTEST_ARGS
 #
 # Host memory (estimates from CPU runs and the H100 runs of docs/benchmarks.md):
@@ -149,7 +150,7 @@ stencil_dtype=${STENCIL_DTYPE:-float32}
 stencil_steps=${STENCIL_STEPS:-20}
 stencil_warmup=${STENCIL_WARMUP:-3}
 stencil_halo=${STENCIL_HALO:-auto}
-stencil_step=${STENCIL_STEP:-fused}
+stencil_step=${STENCIL_STEP:-auto}
 ctest_regex=${CTEST_REGEX-$(isdry && echo nccl || echo "")}
 run_timeout=${RUN_TIMEOUT:-0}
 mem_check=${MEM_CHECK:-1}

@@ -53,7 +53,7 @@ template <typename T> struct block {
   std::vector<face_plan> faces;
   box interior;
   std::vector<box> shell;
-  /* the fused step (0: faces_first, the earlier step): the axes whose
+  /* the fused step (0: the faces-first step, the earlier one): the axes whose
    * ghost planes the steps' stores fill (wrap_copies), the others' wrap
    * and the Dirichlet faces filled once per buffer */
   int fused = 1, wrap = 0;
@@ -321,7 +321,13 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
                         mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop) {
   block<T> b;
   const int nbuf = op == 5 ? 3 : 2;
-  MB_CALL(block_setup<T>(&b, g, cart, nbuf, !(fig && fig->faces_first)));
+  /* the split step: fused where the grid is split over ranks, unless fig
+   * asks (MB_STENCIL_STEP_AUTO's rule, mb_stencil_cuda.h) */
+  const int want_step = fig ? fig->step : MB_STENCIL_STEP_AUTO;
+  const bool fused = want_step == MB_STENCIL_STEP_FUSED ||
+                     (want_step == MB_STENCIL_STEP_AUTO && cart->size > 1);
+  if (fig) fig->fused = fused;
+  MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
   MB_CALL(prefill<T>(&b, nbuf, b.p(0)));
   MB_CALL(choose_transport<T>(&b, want, b.p(0)));

@@ -81,6 +81,27 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
 
 struct mb_cart;
 
+/* The split step of mb_stencil_cuda_block (mb_stencil_block_figures.step):
+ *  MB_STENCIL_STEP_AUTO         the default: fused where the grid is split
+ *                               over two ranks or more, faces-first on a
+ *                               block that is the whole grid (one rank);
+ *  MB_STENCIL_STEP_FUSED        the periodic ghost planes of the axes the
+ *                               block does not cut written by the steps'
+ *                               stores (wrap_copies), the shell's slabs in
+ *                               one launch;
+ *  MB_STENCIL_STEP_FACES_FIRST  the earlier step: every ghost face that
+ *                               needs no neighbour filled by face kernels on
+ *                               the compute stream before the interior, a
+ *                               shell kernel per slab.
+ * The default is from the 4-GPU measurement of 2026-11-27 (4 x NVIDIA
+ * H200, docs/benchmarks.md, "Stencils on 4 GPUs: the step's timeline"):
+ * split, the fused step was faster in 3 of 4 runs (weak scaling 0.500
+ * against 0.600 ms at 2 x 2 x 1, 0.432 against 0.510 at 4 x 1 x 1); on
+ * one GPU it made the 1024^3 heat step 9 % slower (3.150 against 2.889
+ * ms), beyond issue 27's 2 % bound for the one-GPU kernels. All three
+ * give the same bits. */
+enum { MB_STENCIL_STEP_AUTO = 0, MB_STENCIL_STEP_FUSED = 1, MB_STENCIL_STEP_FACES_FIRST = 2 };
+
 /* Figures of mb_stencil_cuda_block's time steps (ms per step, means over
  * the timed steps), for `meshbatch bench stencil --distribute partitioned`:
  * a timeline from CUDA events on the two streams of a step.
@@ -115,10 +136,8 @@ typedef struct mb_stencil_block_figures {
   double halo_bytes;  /* sent per step by this rank */
   int transport;      /* mb_halo_transport used; 0 when no face travelled */
   int warmup;         /* in: the first `warmup` steps run but are not timed */
-  int faces_first;    /* in: 1 runs the earlier step (every ghost face that needs
-                         no neighbour filled by face kernels on the compute stream
-                         before the interior, a shell kernel per slab), for
-                         comparison; 0 the fused step (mb_stencil_cuda_block) */
+  int step;           /* in: the split step, MB_STENCIL_STEP_* (0: auto) */
+  int fused;          /* out: 1 the fused step ran, 0 the faces-first step */
 } mb_stencil_block_figures;
 
 /* One op on this rank's block of a grid split over the ranks
@@ -134,13 +153,16 @@ typedef struct mb_stencil_block_figures {
  * faces shared with other ranks through the halo transport `halo`
  * (mb_halo_transport: MPI through pinned host buffers, NCCL device to
  * device, or auto: NCCL where it is set up and faster in trial exchanges)
- * while the interior is computed, then the shell next to those faces, its
- * slabs in one launch. The heat and wave steps fill the ghost planes of the
- * periodic axes the block does not cut as they store (the periodic images
- * of the points within 4 planes of those faces), and Dirichlet faces are
- * filled once per buffer, so a step launches nothing on the compute stream
- * before its interior. fig
- * (NULL allowed) receives the figures of the heat/wave steps. stop (NULL
+ * while the interior is computed, then the shell next to those faces.
+ * Dirichlet faces are filled once per buffer. The step is fig's (NULL:
+ * MB_STENCIL_STEP_AUTO, fused where the grid is split over ranks): fused,
+ * the heat and wave steps fill the ghost planes of the periodic axes the
+ * block does not cut as they store (the periodic images of the points
+ * within 4 planes of those faces), so a step launches nothing on the
+ * compute stream before its interior, and the shell's slabs run in one
+ * launch; faces-first, face kernels wrap those axes before each interior
+ * and a kernel per slab computes the shell. fig (NULL allowed) chooses the
+ * step and receives the figures of the heat/wave steps. stop (NULL
  * allowed) gives the heat/wave steps their stop points (mb_stencil_cuda_stop;
  * its ctx's query is collective over its communicator, asked at the same
  * steps on every rank: every rank stops at the same step; u is then left as

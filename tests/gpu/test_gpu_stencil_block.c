@@ -3,8 +3,10 @@
  * kernels on the whole grid, with the fused split step (the periodic wrap
  * of the axes a block does not cut written by the steps' stores, the
  * Dirichlet faces filled once, the shell's slabs in one launch) and with
- * the faces-first step (mb_stencil_block_figures.faces_first): 7 heat steps
- * periodic and Dirichlet against mb_stencil_heat_*, 5 wave steps from rest
+ * the faces-first step (mb_stencil_block_figures.step): 7 heat steps
+ * periodic and Dirichlet against mb_stencil_heat_* with each step and the
+ * default (auto: fused on 2 ranks, faces-first on one, as
+ * mb_stencil_block_figures.fused must report), 5 wave steps from rest
  * and the three derivatives after one halo, fused against faces-first;
  * float32 and float64, on shapes whose rows are and are not whole 16-byte
  * vectors (the TMA kernel and the marching kernel). Run on 1 and 2 ranks,
@@ -37,11 +39,12 @@ static void block_copy(const mb_cart *c, size_t w, void *whole, void *blk, int t
 }
 
 /* op 4 (heat), 5 (wave) or 6 (derivatives) of mb_stencil_cuda_block on this
- * rank's block of `in` (the whole grid), fused (faces_first 0) or not;
+ * rank's block of `in` (the whole grid), with step (MB_STENCIL_STEP_*; the
+ * step that ran is asserted);
  * the result's block in res (heat, wave: the block's u; derivatives: 3
  * blocks). */
 static void run_block(mb_cart *c, const mb_stencil_grid *g, int f32, int op, double coef,
-                      int64_t steps, const void *in, int faces_first, void *res) {
+                      int64_t steps, const void *in, int step, void *res) {
   const size_t w = f32 ? sizeof(float) : sizeof(double);
   const size_t nb = (size_t)(c->nloc[0] * c->nloc[1] * c->nloc[2]);
   mb_stencil_grid blk = *g;
@@ -51,10 +54,12 @@ static void run_block(mb_cart *c, const mb_stencil_grid *g, int f32, int op, dou
   block_copy(c, w, (void *)in, u, 0);
   mb_stencil_block_figures fig;
   memset(&fig, 0, sizeof fig);
-  fig.faces_first = faces_first;
+  fig.step = step;
   const mb_error e = mb_stencil_cuda_block(&blk, f32, c, MB_HALO_MPI, op, coef, steps, u,
                                            op == 6 ? res : NULL, &fig, NULL);
   if (e) fail_msg("mb_stencil_cuda_block (op %d): %s", op, mb_error_message());
+  const int fused = step == MB_STENCIL_STEP_FUSED || (step == MB_STENCIL_STEP_AUTO && c->size > 1);
+  assert_int_equal(fig.fused, fused);
   if (op != 6) memcpy(res, u, w * nb);
   free(u);
 }
@@ -86,20 +91,23 @@ static void check(const int64_t n[3], int bc, int f32) {
                        : mb_stencil_heat_f64(&g, alpha, dt, 7, ref, work),
                    MB_SUCCESS);
   block_copy(c, w, ref, refb, 0);
-  for (int ff = 0; ff < 2; ff++) {
-    run_block(c, &g, f32, 4, alpha * dt, 7, in, ff, a);
+  static const int steps[3] = {MB_STENCIL_STEP_FUSED, MB_STENCIL_STEP_FACES_FIRST,
+                               MB_STENCIL_STEP_AUTO};
+  static const char *step_name[3] = {"fused", "faces-first", "default"};
+  for (int k = 0; k < 3; k++) {
+    run_block(c, &g, f32, 4, alpha * dt, 7, in, steps[k], a);
     if (memcmp(a, refb, w * nb))
       fail_msg("rank %d: heat %s %lld x %lld x %lld bc %d, %s step: not the CPU's bits", rank,
                what, (long long)n[0], (long long)n[1], (long long)n[2], bc,
-               ff ? "faces-first" : "fused");
+               step_name[k]);
   }
   /* wave from rest and the derivatives: fused against faces-first */
   const double cw = 1.1, wdt = 0.5 * mb_stencil_wave_dt_limit(&g, cw);
-  run_block(c, &g, f32, 5, cw * cw * wdt * wdt, 5, in, 0, a);
-  run_block(c, &g, f32, 5, cw * cw * wdt * wdt, 5, in, 1, b);
+  run_block(c, &g, f32, 5, cw * cw * wdt * wdt, 5, in, MB_STENCIL_STEP_FUSED, a);
+  run_block(c, &g, f32, 5, cw * cw * wdt * wdt, 5, in, MB_STENCIL_STEP_FACES_FIRST, b);
   if (memcmp(a, b, w * nb)) fail_msg("rank %d: wave %s bc %d: fused differs", rank, what, bc);
-  run_block(c, &g, f32, 6, 0, 0, in, 0, a);
-  run_block(c, &g, f32, 6, 0, 0, in, 1, b);
+  run_block(c, &g, f32, 6, 0, 0, in, MB_STENCIL_STEP_FUSED, a);
+  run_block(c, &g, f32, 6, 0, 0, in, MB_STENCIL_STEP_FACES_FIRST, b);
   if (memcmp(a, b, 3 * w * nb))
     fail_msg("rank %d: derivatives %s bc %d: fused differs", rank, what, bc);
   free(in); free(ref); free(work); free(refb); free(a); free(b);
@@ -120,7 +128,7 @@ static void test_block_steps(void **state) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank == 0)
     printf("[ gpu ] stencil blocks on %d rank(s): heat the CPU's bits, wave and derivatives the "
-           "faces-first step's, fused and faces-first\n", size);
+           "faces-first step's, fused, faces-first and the default\n", size);
 }
 
 int main(int argc, char **argv) {

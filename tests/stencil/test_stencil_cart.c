@@ -3,8 +3,12 @@
  * bit: derivative along each axis, the Laplacian, 10 heat steps and 10 wave
  * steps, periodic and Dirichlet, float64 (and float32 for the Laplacian and
  * heat), on shapes the rank counts do not divide, with mb_cart_dims' cut
- * and with slabs along z (mb_cart_create_dims; a cut whose product is not
- * the rank count is refused). Each rank computes the
+ * (MPI_Dims_create's on small grids, the slab cut on a grid of 64 planes
+ * per rank along z) and with slabs along z given (mb_cart_create_dims; a
+ * cut whose product is not the rank count is refused). The cut's rule
+ * (mb_cart_dims: slabs along z where z is a longest axis and each slab
+ * keeps MB_CART_SLAB_MIN_PLANES planes, else MPI_Dims_create's cut, the
+ * most blocks along the longest axis) is checked on its own. Each rank computes the
  * one-rank result on the whole grid itself and compares its block. */
 #include <math.h>
 #include <mpi.h>
@@ -163,6 +167,41 @@ static void check_case(const int64_t n[3], const int *dims, int bc) {
   mb_cart_free(d.cart);
 }
 
+/* mb_cart_dims on n[3] over size ranks gives z, y, x blocks */
+static void expect_dims(int size, int64_t nz, int64_t ny, int64_t nx, int z, int y, int x) {
+  const int64_t n[3] = {nz, ny, nx};
+  int d[3] = {0, 0, 0};
+  assert_int_equal(mb_cart_dims(size, n, d), MB_SUCCESS);
+  if (d[0] != z || d[1] != y || d[2] != x)
+    fail_msg("mb_cart_dims(%d, %lld x %lld x %lld) = %d x %d x %d, expected %d x %d x %d", size,
+             (long long)nz, (long long)ny, (long long)nx, d[0], d[1], d[2], z, y, x);
+}
+
+static void test_dims_rule(void **state) {
+  (void)state;
+  assert_int_equal(MB_CART_SLAB_MIN_PLANES, 64);
+  /* slabs: z a longest axis, 64 planes or more per slab */
+  expect_dims(4, 1024, 1024, 1024, 4, 1, 1); /* the 4-GPU strong run */
+  expect_dims(4, 2048, 512, 512, 4, 1, 1);   /* the 4-GPU weak run */
+  expect_dims(4, 256, 256, 256, 4, 1, 1);    /* exactly 64 planes each */
+  expect_dims(8, 512, 512, 512, 8, 1, 1);
+  expect_dims(3, 200, 100, 50, 3, 1, 1);     /* 66 planes each */
+  expect_dims(1, 16, 16, 16, 1, 1, 1);
+  /* MPI_Dims_create's cut, the most blocks along the longest axis */
+  expect_dims(4, 255, 255, 255, 2, 2, 1);    /* 63 planes: too thin */
+  expect_dims(8, 511, 511, 511, 2, 2, 2);
+  expect_dims(4, 256, 512, 512, 1, 2, 2);    /* z not a longest axis: no slabs */
+  expect_dims(4, 16, 16, 16, 2, 2, 1);
+  expect_dims(4, 40, 12, 10, 2, 2, 1);
+  expect_dims(6, 16, 64, 32, 1, 3, 2);
+  int d[3];
+  const int64_t n[3] = {64, 64, 64};
+  assert_int_equal(mb_cart_dims(0, n, d), MB_ERR_ARG);
+  mb_error_clear();
+  if (g_rank == 0)
+    print_message("mb_cart_dims: slabs from 64 planes per rank, else MPI_Dims_create's cut\n");
+}
+
 static void test_blocks(void **state) {
   (void)state;
   const int64_t shapes[][3] = {{13, 17, 19}, {16, 16, 16}, {9, 24, 11}};
@@ -173,14 +212,22 @@ static void test_blocks(void **state) {
   const int64_t tall[3] = {40, 12, 10};
   const int slabs[3] = {g_size, 1, 1}, wrong[3] = {g_size + 1, 1, 1};
   for (int bc = 0; bc < 2; bc++) check_case(tall, slabs, bc);
+  /* the default cut of a grid of 64 planes per rank along z: slabs */
+  const int64_t deep[3] = {64 * (int64_t)g_size, 6, 5};
+  for (int bc = 0; bc < 2; bc++) check_case(deep, NULL, bc);
+  mb_cart *sc = NULL;
+  assert_int_equal(mb_cart_create(MPI_COMM_WORLD, deep, 1, 4, &sc), MB_SUCCESS);
+  assert_int_equal(sc->dims[0], g_size);
+  assert_int_equal(sc->dims[1] * sc->dims[2], 1);
+  mb_cart_free(sc);
   mb_cart *bad = NULL;
   assert_int_equal(mb_cart_create_dims(MPI_COMM_WORLD, tall, wrong, 1, 4, &bad), MB_ERR_ARG);
   assert_null(bad);
   mb_error_clear();
   if (g_rank == 0)
     print_message("%d ranks: derivative x/y/z, laplacian (float64, float32), heat and wave "
-                  "(10 steps) bitwise equal to one rank on 3 shapes and on %d x 1 x 1 slabs, "
-                  "periodic and dirichlet\n",
+                  "(10 steps) bitwise equal to one rank on 3 shapes and on %d x 1 x 1 slabs "
+                  "(given and by default), periodic and dirichlet\n",
                   g_size, g_size);
 }
 
@@ -188,7 +235,8 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_dims_rule),
+                                     cmocka_unit_test(test_blocks)};
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

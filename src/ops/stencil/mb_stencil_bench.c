@@ -21,7 +21,7 @@ static const char stencil_bench_help[] =
     "                               [--warmup N] [--repeats N]\n"
     "                               [--distribute partitioned [--steps N] [--scaling strong|weak]\n"
     "                                [--halo auto|mpi|nccl] [--backend auto|cpu]\n"
-    "                                [--step fused|faces-first|both] [--blocks BZ,BY,BX]]\n\n"
+    "                                [--step auto|fused|faces-first|both] [--blocks BZ,BY,BX]]\n\n"
     "Times the stencil kernels on the GPU on a periodic grid (default 512,512,512,\n"
     "float32 and float64, warmup 3, repeats 10): the derivatives along z, y and x,\n"
     "the 8th-order Laplacian, the fused heat and wave steps (2.5D blocking, 16-byte\n"
@@ -52,12 +52,15 @@ static const char stencil_bench_help[] =
     "the step; on the halo stream (urgent priority, after the compute stream's\n"
     "previous step) the start after the step's, the pack, the transport (NCCL\n"
     "group, or MPI through the host) and the unpack; the host's time to enqueue a\n"
-    "step. --step fused (default): the periodic faces of uncut axes filled by the\n"
+    "step. --step auto (default): meshbatch's rule, fused on a split grid and\n"
+    "faces-first on one rank; fused: the periodic faces of uncut axes filled by the\n"
     "steps' stores and the shell in one launch; faces-first: the earlier step\n"
     "(face kernels before each interior, a kernel per shell slab); both: the two\n"
     "in turn, each against its own one-rank baseline. --blocks: the blocks per axis\n"
-    "(their product the rank count; default MPI_Dims_create's cut, the most blocks\n"
-    "along the longest axis: 2,2,1 on 4 ranks for a cube, where 4,1,1 gives slabs).\n";
+    "(their product the rank count; default meshbatch's cut: slabs along z where z\n"
+    "is a longest axis and each slab keeps 64 planes or more, 4,1,1 on 4 ranks for\n"
+    "a cube of 256 or more, else MPI_Dims_create's cut, the most blocks along the\n"
+    "longest axis: 2,2,1 for a smaller cube).\n";
 
 /* Heat steps on this rank's block of a periodic grid: per step the halo
  * exchange and the fused step, timed apart. */
@@ -93,8 +96,8 @@ static mb_error heat_block(mb_cart *c, const double h[3], int64_t steps, double 
 typedef struct part_opts {
   int64_t n[3], steps, warmup;
   int f32, weak, halo, cpu;
-  int faces_first; /* the GPU step: 0 fused, 1 faces first (mb_stencil_block_figures) */
-  int dims[3];     /* blocks per axis, or 0 0 0: mb_cart_dims' cut */
+  int step;    /* the GPU step: MB_STENCIL_STEP_* (mb_stencil_block_figures) */
+  int dims[3]; /* blocks per axis, or 0 0 0: mb_cart_dims' cut */
 } part_opts;
 
 /* Heat steps of this rank's block on its GPU (mb_stencil_cuda_block). */
@@ -113,7 +116,7 @@ static mb_error heat_block_gpu(mb_cart *c, const part_opts *o, const double h[3]
   }
   const double coef = 0.1 * mb_stencil_heat_dt_limit(&g, 1.0);
   fig->warmup = (int)o->warmup;
-  fig->faces_first = o->faces_first;
+  fig->step = o->step;
   mb_error e = mb_stencil_cuda_block(&g, o->f32, c, o->halo, 4, coef, o->warmup + o->steps, u,
                                      NULL, fig, NULL);
   if (!e) e = mb_cuda_copy_bandwidth((size_t)np * w, copy_gbs);
@@ -136,12 +139,17 @@ static mb_error heat_run(mb_cart *c, const part_opts *o, const double h[3],
   return MB_SUCCESS;
 }
 
-/* The whole grid of a weak-scaling run: each axis of the per-rank block
- * times the blocks along it, the rank grid as mb_cart_create makes it (or
- * dims where given). */
-static void weak_grid(const int64_t block[3], int size, const int dims[3], int64_t n[3]) {
-  int d[3] = {1, 1, 1};
-  if (dims[0]) for (int a = 0; a < 3; a++) d[a] = dims[a];
+/* The whole grid of a weak-scaling run and its cut d: each axis of the
+ * per-rank block times the blocks along it. The cut is dims where given,
+ * else mb_cart_dims' rule with each block a slab: slabs along z where z is
+ * a longest axis of the block and the block keeps MB_CART_SLAB_MIN_PLANES
+ * planes, else MPI_Dims_create's cut of the block's shape. */
+static void weak_grid(const int64_t block[3], int size, const int dims[3], int64_t n[3],
+                      int d[3]) {
+  const int slabs = block[0] >= block[1] && block[0] >= block[2] &&
+                    block[0] >= MB_CART_SLAB_MIN_PLANES;
+  if (dims[0] || slabs)
+    for (int a = 0; a < 3; a++) d[a] = dims[0] ? dims[a] : a == 0 ? size : 1;
   else (void)mb_cart_dims(size, block, d);
   for (int a = 0; a < 3; a++) n[a] = block[a] * d[a];
 }
@@ -151,7 +159,7 @@ static void weak_grid(const int64_t block[3], int size, const int dims[3], int64
 enum {
   PF_NZ, PF_NY, PF_NX, PF_INTERIOR, PF_SHELL, PF_EXCHANGE, PF_WAIT, PF_STEP, PF_HALO_BYTES,
   PF_COPY, PF_TRANSPORT, PF_FILL, PF_BETWEEN, PF_REST, PF_LAG, PF_PACK, PF_SEND, PF_UNPACK,
-  PF_HOST, PF_COUNT
+  PF_HOST, PF_FUSED, PF_COUNT
 };
 
 static void part_figures(const mb_cart *c, const mb_stencil_block_figures *f, double copy_gbs,
@@ -175,13 +183,16 @@ static void part_figures(const mb_cart *c, const mb_stencil_block_figures *f, do
   v[PF_SEND] = f->transport_ms;
   v[PF_UNPACK] = f->unpack_ms;
   v[PF_HOST] = f->host_ms;
+  v[PF_FUSED] = f->fused;
 }
 
 /* Rank 0's report of one scaling run: per rank the block and figures
  * (all: PF_COUNT values per rank), then the timeline on GPUs, then the
- * comparison with one rank (t1 ms per step). */
+ * comparison with one rank (f1: its figures; step_ms per step). */
 static void part_report(const part_opts *o, const mb_cart *c, const int64_t whole[3],
-                        const int64_t one[3], const double *all, double t1) {
+                        const int64_t one[3], const double *all,
+                        const mb_stencil_block_figures *f1) {
+  const double t1 = f1->step_ms;
   const int size = c->size;
   const double w = o->f32 ? 4.0 : 8.0;
   double tn = 0;
@@ -192,7 +203,7 @@ static void part_report(const part_opts *o, const mb_cart *c, const int64_t whol
          (long long)whole[0], (long long)whole[1], (long long)whole[2],
          o->f32 ? "float32" : "float64", (long long)o->steps, (long long)o->warmup, size,
          o->cpu ? "CPU" : "GPU", c->dims[0], c->dims[1], c->dims[2], o->weak ? "weak" : "strong",
-         o->cpu ? "" : o->faces_first ? ", faces-first step" : ", fused step");
+         o->cpu ? "" : all[PF_FUSED] ? ", fused step" : ", faces-first step");
   printf("  %4s %16s %9s %9s %9s %9s %9s %9s %8s %8s\n", "rank", "block", "interior", "shell",
          "exchange", "waited", "step ms", "halo MB", "GB/s", "of copy");
   for (int r = 0; r < size; r++) {
@@ -221,8 +232,9 @@ static void part_report(const part_opts *o, const mb_cart *c, const int64_t whol
     const mb_halo_transport t = (mb_halo_transport)all[PF_TRANSPORT];
     printf("  halo over %s\n", t ? mb_halo_transport_name(t) : "none");
   }
-  printf("  one rank (%lld x %lld x %lld) %.3f ms per step, %d ranks %.3f ms per step: ",
-         (long long)one[0], (long long)one[1], (long long)one[2], t1, size, tn);
+  printf("  one rank (%lld x %lld x %lld%s) %.3f ms per step, %d ranks %.3f ms per step: ",
+         (long long)one[0], (long long)one[1], (long long)one[2],
+         o->cpu ? "" : f1->fused ? ", fused step" : ", faces-first step", t1, size, tn);
   if (o->weak) printf("weak-scaling efficiency %.2f\n", t1 / tn);
   else printf("speed-up %.2f, efficiency %.2f\n", t1 / tn, t1 / (size * tn));
 }
@@ -250,7 +262,8 @@ static int bench_partitioned(part_opts *o) {
   }
   int64_t whole[3], one[3];
   for (int a = 0; a < 3; a++) whole[a] = one[a] = o->n[a];
-  if (o->weak) weak_grid(o->n, size, o->dims, whole);
+  int dims[3] = {o->dims[0], o->dims[1], o->dims[2]};
+  if (o->weak) weak_grid(o->n, size, o->dims, whole, dims);
   const double h[3] = {1.0 / whole[0], 1.0 / whole[1], 1.0 / whole[2]};
   mb_stencil_block_figures f1, fn;
   double copy1 = 0, copyn = 0;
@@ -262,7 +275,7 @@ static int bench_partitioned(part_opts *o) {
   }
   if (mb_idle_barrier(comm) || mb_agree(comm, e)) return mb_cli_report(MB_EXIT_FAILED);
   mb_cart *c = NULL;
-  if (mb_agree(comm, mb_cart_create_dims(comm, whole, o->dims[0] ? o->dims : NULL, 1, 4, &c)))
+  if (mb_agree(comm, mb_cart_create_dims(comm, whole, dims[0] ? dims : NULL, 1, 4, &c)))
     return mb_cli_report(MB_EXIT_FAILED);
   e = heat_run(c, o, h, &fn, &copyn);
   if (mb_agree(comm, e)) {
@@ -277,7 +290,7 @@ static int bench_partitioned(part_opts *o) {
     mb_cart_free(c);
     return mb_cli_report(MB_EXIT_FAILED);
   }
-  if (rank == 0 && all) part_report(o, c, whole, one, all, f1.step_ms);
+  if (rank == 0 && all) part_report(o, c, whole, one, all, &f1);
   free(all);
   mb_cart_free(c);
   return MB_EXIT_OK;
@@ -286,7 +299,7 @@ static int bench_partitioned(part_opts *o) {
 int mb_stencil_bench(int argc, char **argv) {
   int64_t n[3] = {512, 512, 512}, warmup = 3, repeats = 10, steps = 20;
   int f64 = 1, f32 = 1, partitioned = 0, dtype_given = 0, weak = 0, halo = MB_HALO_AUTO, cpu = 0;
-  int step_kind = 0; /* 0 fused, 1 faces first, 2 both */
+  int step_kind = MB_STENCIL_STEP_AUTO; /* or 3: both */
   int64_t blocks[3] = {0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -310,9 +323,10 @@ int mb_stencil_bench(int argc, char **argv) {
                                                                    : !strcmp(v, "nccl") ? MB_HALO_NCCL : -1;
       bad = halo < 0;
     } else if (!strcmp(a, "--step") && v) {
-      step_kind = !strcmp(v, "fused")         ? 0
-                  : !strcmp(v, "faces-first") ? 1
-                  : !strcmp(v, "both")        ? 2
+      step_kind = !strcmp(v, "auto")          ? MB_STENCIL_STEP_AUTO
+                  : !strcmp(v, "fused")       ? MB_STENCIL_STEP_FUSED
+                  : !strcmp(v, "faces-first") ? MB_STENCIL_STEP_FACES_FIRST
+                  : !strcmp(v, "both")        ? 3
                                               : -1;
       bad = step_kind < 0;
     } else if (!strcmp(a, "--blocks") && v) {
@@ -334,11 +348,12 @@ int mb_stencil_bench(int argc, char **argv) {
   if (partitioned) {
     int rc = MB_EXIT_OK;
     /* both: the faces-first step, then the fused one */
-    const int kinds[2] = {step_kind == 2 ? 1 : step_kind, 0}, nk = step_kind == 2 ? 2 : 1;
+    const int both = step_kind == 3, nk = both ? 2 : 1;
+    const int kinds[2] = {both ? MB_STENCIL_STEP_FACES_FIRST : step_kind, MB_STENCIL_STEP_FUSED};
     for (int k = 0; k < nk && rc == MB_EXIT_OK; k++) {
       part_opts o = {.n = {n[0], n[1], n[2]}, .steps = steps, .warmup = warmup,
                      .f32 = !dtype_given || f32, .weak = weak, .halo = halo, .cpu = cpu,
-                     .faces_first = kinds[k],
+                     .step = kinds[k],
                      .dims = {(int)blocks[0], (int)blocks[1], (int)blocks[2]}};
       rc = bench_partitioned(&o);
       if (o.cpu) break; /* the CPU ranks have one step */
