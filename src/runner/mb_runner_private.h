@@ -74,6 +74,8 @@ typedef struct rank_state {
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
                             takes one fewer) */
   double setup_s;        /* --timings: backend and inputs */
+  double setup_part_s[5]; /* of setup_s: backend, inputs, output checks and lock, checkpoint
+                             folder, output file and writer rank */
   double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
                             on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
   double ckpt_s;         /* per-mesh runs: the checkpoint writes of finished meshes on the main
@@ -159,7 +161,8 @@ mb_error runner_writer_report(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_ckpt.c */
 
-/* The part file (not yet durable; --resume ignores it) and the trusted name
+/* The part file (whole, not yet synced: --resume on the same host and boot takes it) and the
+ * durable name
  * of source s's checkpoint in folder dir, into part[len] and final[len]. */
 void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size_t len);
 /* Per-mesh runs with a checkpoint (st->ckpt set): start st->ck, the thread
@@ -173,14 +176,22 @@ mb_error runner_ckpt_start(rank_state *st);
  * MB_ERR_IO where the thread failed to sync or rename an earlier one,
  * MB_ERR_MEMORY. */
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s);
-/* Wait until every queued mesh is durable under its trusted name (group
- * commits done). No-op without st->ck. Errors: MB_ERR_IO (a sync or
- * rename of the thread failed: the message names the file). */
+/* Wait until every queued mesh is durable under its trusted name (a group
+ * commit now, whatever the period). No-op without st->ck. Errors: MB_ERR_IO
+ * (a sync or rename of the thread failed: the message names the file). */
 mb_error runner_ckpt_drain(rank_state *st);
-/* End the thread once every queued mesh is durable, and free st->ck (its
- * sync seconds and groups kept in st). No-op without st->ck. Errors: as
- * runner_ckpt_drain. */
-mb_error runner_ckpt_stop(rank_state *st);
+/* End the thread and free st->ck (its sync seconds and groups kept in st).
+ * durable 1 (a stop, a failure): every queued mesh is committed first;
+ * 0 (the schedule ended well, the output comes next): the queued S.part
+ * files are left as they are (whole, unsynced; the output's end removes
+ * them, runner_checkpoint_after_failure commits them where it fails).
+ * No-op without st->ck. Errors: as runner_ckpt_drain. */
+mb_error runner_ckpt_stop(rank_state *st, int durable);
+/* Seconds between the thread's commits: 0 under --sync (every group as it
+ * comes), else MESHBATCH_CKPT_SYNC_SECONDS (default 30; 0 or less: 0). A
+ * machine crash loses at most the meshes of that many seconds; a kill loses
+ * none (docs/guide.md, "Checkpoints"). Not collective. */
+double runner_ckpt_sync_seconds(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_partitioned.c */
 
@@ -210,11 +221,14 @@ mb_error runner_take_lock(const char *output);
 void runner_remove_stale_temporaries(const char *output);
 /* Rank 0: remove OUTPUT.lock and release its kernel lock. */
 void runner_drop_lock(const char *output);
-/* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume). */
+/* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume);
+ * its file boot names this host and boot: a --resume on another (a reboot after a crash of the
+ * machine, another node) removes the unsynced S.part files and takes only the durable S.h5. */
 mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
 /* Rank 0, after a run that failed: a checkpoint dir asked for (keep) with finished meshes is
- * kept and a note (stderr) says how to go on (--resume); the default one, or one without
- * any mesh, is removed. */
+ * made durable (every S.part synced and renamed S.h5, the folder synced), kept, and a note
+ * (stderr) says how to go on (--resume); the default one, or one without any mesh, is
+ * removed. */
 void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Every rank, after the output is written (before rank 0 removes the
  * folder): remove the checkpoint files of the sources this rank took. */
