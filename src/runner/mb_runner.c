@@ -443,9 +443,13 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                                                             : runner_run_static(st);
   e = runner_writer_drain(st, e); /* every mesh handed to the writer rank written */
   /* a stop's note or a failure's --resume rely on the checkpoint: every finished mesh
-   * durable first (the thread's last group); a schedule that ended well goes on to the
-   * output, which makes the checkpoint needless: its unsynced files stay unsynced */
-  const mb_error ce = runner_ckpt_stop(st, e || stop_requested);
+   * durable first (the thread's last group), on every rank where any rank stopped or
+   * failed (a signal may reach one rank only); a schedule that ended well everywhere goes
+   * on to the output, which makes the checkpoint needless: its files stay unsynced */
+  int durable = e || stop_requested;
+  if (MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm) != MPI_SUCCESS)
+    durable = 1; /* the error shows in the agreement below */
+  const mb_error ce = runner_ckpt_stop(st, durable);
   if (!e) e = ce;
   const double schedule_s = mb_wtime() - tl;
   st->schedule_s = schedule_s;
