@@ -108,9 +108,10 @@ volatile const sig_atomic_t *runner_stop_flag(void);
  * else MPI_COMM_NULL), progress lines on rank 0 unless quiet, every
  * MESHBATCH_PROGRESS_S seconds (default 5), naming name. Not collective. */
 void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name);
-/* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th
- * mesh, once the checkpoint's thread has made the finished ones durable (runner_ckpt_drain:
- * the fault stands for a stop after K finished meshes). */
+/* Test fault MESHBATCH_FAULT=kill|synckill|term:R:K: rank R kills or SIGTERMs itself after
+ * its K-th mesh; kill with the finished meshes' checkpoint files written, unsynced (a kill
+ * within the sync period), synckill once the checkpoint's thread has made them durable
+ * (runner_ckpt_drain: a kill after a commit). */
 void runner_inject_fault(rank_state *st, int64_t finished);
 /* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
 mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed);
@@ -171,7 +172,8 @@ void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size
 mb_error runner_ckpt_start(rank_state *st);
 /* Keep finished mesh m (borrowed) of source s in the checkpoint: with
  * st->ck, written (HDF5, page cache) as its part file and queued for the
- * thread's fsync and rename; without, written durably here. Main thread
+ * thread's fsync and rename at its next commit (runner_ckpt_sync_seconds);
+ * without, written durably here. Main thread
  * only (HDF5). Errors: those of mb_collection_write_checkpoint[_unsynced],
  * MB_ERR_IO where the thread failed to sync or rename an earlier one,
  * MB_ERR_MEMORY. */
