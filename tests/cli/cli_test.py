@@ -961,6 +961,20 @@ def case_gpu(a):
                     distribute="partitioned"), 0)
 
 
+def wait_lock_holder_gone(out):
+    """Ranks that outlive a killed one are stopped by the launcher, some
+    after it returns: wait (up to 10 s) until rank 0, which holds
+    out.lock, is gone."""
+    for _ in range(100):
+        try:
+            pid = int(open(out + ".lock").read().split()[1])
+            os.kill(pid, 0)
+        except (OSError, IndexError, ValueError):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
 def case_resume(a):
     """A batch of 11 meshes on a.np ranks, interrupted and resumed: rank 0
     killed with SIGKILL after its first mesh (MESHBATCH_FAULT), then every
@@ -995,16 +1009,7 @@ def case_resume(a):
                 fail(f"{fault}: the interrupted run left an output")
             if fault.startswith("term") and "stopped by SIGTERM" not in p.stderr:
                 fail("SIGTERM: no message saying the run stopped and how to go on")
-            # ranks that outlive a killed one are stopped by the launcher, some
-            # after it returns: wait until rank 0, which holds the lock, is gone
-            for _ in range(100):
-                try:
-                    pid = int(open(out + ".lock").read().split()[1])
-                    os.kill(pid, 0)
-                except (OSError, IndexError, ValueError):
-                    break
-                time.sleep(0.1)
-            time.sleep(0.5)
+            wait_lock_holder_gone(out)
             # the durable N.h5 and, after a kill on this machine, the whole
             # unsynced N.part files (the page cache outlives the process)
             parts = [f for f in os.listdir(out + ".ckpt") if f.endswith(".part")]
@@ -1070,14 +1075,7 @@ def case_resume_crash(a):
             run(["run", jp, "--checkpoint"], np=a.np, expect=None)
         finally:
             os.environ.pop("MESHBATCH_FAULT")
-        for _ in range(100):  # rank 0, which holds the lock, gone
-            try:
-                pid = int(open(out + ".lock").read().split()[1])
-                os.kill(pid, 0)
-            except (OSError, IndexError, ValueError):
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
+        wait_lock_holder_gone(out)
         if os.path.exists(out):
             fail(f"{fault}: the killed run left an output")
         names = os.listdir(out + ".ckpt")
