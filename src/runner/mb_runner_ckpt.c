@@ -212,6 +212,20 @@ static mb_error ckpt_error(runner_ckpt *c) {
   return MB_SUCCESS;
 }
 
+/* Queue source s's S.part for the thread's next commit. Errors: MB_ERR_MEMORY. */
+static mb_error enqueue(runner_ckpt *c, int64_t s) {
+  ckpt_item *it = malloc(sizeof *it);
+  MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
+  *it = (ckpt_item){.s = s};
+  pthread_mutex_lock(&c->mu);
+  if (c->tail) c->tail->next = it; else c->head = it;
+  c->tail = it;
+  c->queued++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  return MB_SUCCESS;
+}
+
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   char part[4400], final[4400];
   const double t0 = mb_wtime();
@@ -227,19 +241,15 @@ mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   MB_CALL(ckpt_error(c));
   runner_ckpt_paths(c->dir, s, part, final, sizeof part);
   e = mb_collection_write_checkpoint_unsynced(MPI_COMM_SELF, part, 1, &m);
-  ckpt_item *it = e ? NULL : malloc(sizeof *it);
-  if (!e && !it) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (it) {
-    *it = (ckpt_item){.s = s};
-    pthread_mutex_lock(&c->mu);
-    if (c->tail) c->tail->next = it; else c->head = it;
-    c->tail = it;
-    c->queued++;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-  }
+  if (!e) e = enqueue(c, s);
   st->ckpt_s += mb_wtime() - t0;
   MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+mb_error runner_ckpt_adopt(rank_state *st, int64_t s) {
+  if (!st->ck) return MB_SUCCESS;
+  MB_CALL(enqueue(st->ck, s));
   return MB_SUCCESS;
 }
 

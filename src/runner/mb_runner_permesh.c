@@ -165,6 +165,7 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
   }
   if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
     MB_CALL(runner_read_checkpoint(ck, s, &p->m));
+    if (strstr(ck, ".part")) MB_CALL(runner_ckpt_adopt(st, s)); /* synced with this run's */
     res->nv = p->m->nv;
     res->nf = p->m->nf;
     snprintf(res->backend, sizeof res->backend, "resumed");

@@ -178,6 +178,11 @@ mb_error runner_ckpt_start(rank_state *st);
  * MB_ERR_IO where the thread failed to sync or rename an earlier one,
  * MB_ERR_MEMORY. */
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s);
+/* --resume took source s from its unsynced S.part (an earlier run's, this
+ * host and boot): queue it for the thread's next commit, so that a crash of
+ * the machine loses at most the period's meshes of this run too. No-op
+ * without st->ck. Main thread only. Errors: MB_ERR_MEMORY. */
+mb_error runner_ckpt_adopt(rank_state *st, int64_t s);
 /* Wait until every queued mesh is durable under its trusted name (a group
  * commit now, whatever the period). No-op without st->ck. Errors: MB_ERR_IO
  * (a sync or rename of the thread failed: the message names the file). */
