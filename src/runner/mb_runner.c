@@ -447,8 +447,13 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
    * failed (a signal may reach one rank only); a schedule that ended well everywhere goes
    * on to the output, which makes the checkpoint needless: its files stay unsynced */
   int durable = e || stop_requested;
-  if (MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm) != MPI_SUCCESS)
-    durable = 1; /* the error shows in the agreement below */
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm);
+  if (rc != MPI_SUCCESS) { /* reported, agreed below; the queue committed for --resume */
+    durable = 1;
+    if (!e)
+      e = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__,
+                              "MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm)");
+  }
   const mb_error ce = runner_ckpt_stop(st, durable);
   if (!e) e = ce;
   const double schedule_s = mb_wtime() - tl;
