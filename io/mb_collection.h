@@ -300,10 +300,11 @@ mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlo
  * data left in the page cache (no fsync of the file or its folder). A
  * process that dies after the call leaves the whole file at path, but a
  * crash of the machine may leave path empty or partial: the caller makes
- * it durable (fsync) before giving it a name that --resume trusts (the
- * runner's checkpoint thread: write it as OUTPUT.ckpt/S.part, then fsync
- * and rename it to S.h5 off the critical path; docs/guide.md,
- * "Checkpoints"). Collective over comm (MPI_COMM_SELF for one rank's
+ * it durable (fsync) before giving it a name that --resume trusts after
+ * a reboot (the runner: OUTPUT.ckpt/S.part, trusted on the same host and
+ * boot only; its checkpoint thread fsyncs and renames it to S.h5 at most
+ * every MESHBATCH_CKPT_SYNC_SECONDS; docs/guide.md, "Long batches").
+ * Collective over comm (MPI_COMM_SELF for one rank's
  * mesh); nlocal meshes local[nlocal], borrowed. Errors: those of
  * mb_collection_write; on error no file exists at path. */
 mb_error mb_collection_write_checkpoint_unsynced(MPI_Comm comm, const char *path, int nlocal,

@@ -72,10 +72,12 @@
 #            PERMESH_ITERATIONS=100 Taubin iterations, PERMESH_SCHEDULE=static,
 #            PERMESH_RANKS (default RANK_LIST), PERMESH_RUN_ARGS (more words for
 #            `meshbatch run`, e.g. --no-checkpoint); PERMESH_BASELINE=1 also runs
-#            each rank count with the checkpoint synced on the main thread and
-#            no writer share (MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0,
-#            the runner before issue 27 point 3), alternating with the default,
-#            into a table of its own; each run's --timings rows are printed
+#            each rank count with PERMESH_BASELINE_ENV (default
+#            "MESHBATCH_CKPT_SYNC_SECONDS=0 MESHBATCH_WRITER_SHARE=0.05": the
+#            checkpoint committed every group and rank 0's share of round 1 of
+#            issue 27 point 3; "MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0"
+#            is the runner before it), alternating with the default, into a
+#            table of its own; each run's --timings rows are printed
 #   polylla: POLYLLA_STRONG=100000000 [dry: 25000000] vertices (strong, one grid)
 #            POLYLLA_WEAK=25000000 [dry: 12500000] vertices per GPU (weak; 1 GPU is
 #              the plain `bench polylla` on that size, R GPUs the partitioned bench
@@ -428,8 +430,8 @@ section_permesh() {
    for variant in $variants; do
     vsuf="" venv="" vtitle=""
     if [ "$variant" = baseline ]; then
-      vsuf=-baseline venv="MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0"
-      vtitle=", baseline: checkpoint synced on the main thread, no writer share"
+      vsuf=-baseline venv=${PERMESH_BASELINE_ENV:-MESHBATCH_CKPT_SYNC_SECONDS=0 MESHBATCH_WRITER_SHARE=0.05}
+      vtitle=", baseline: $venv"
     fi
     job=$work/permesh-np$R$vsuf.yaml log=$logdir/permesh-np$R$vsuf.log
     printf 'input: %s\noutput: %s\ndistribute: per-mesh\nschedule: %s\nbackend: %s\n%s\nstages:\n  - op: taubin\n    lambda: 0.5\n    mu: -0.53\n    iterations: %s\n    weights: uniform\n    boundary: fixed\n' \

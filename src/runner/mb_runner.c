@@ -62,17 +62,21 @@ void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, con
 /* Fault injection for the tests (docs/guide.md, "Checkpoints"):
  * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
  * kill itself (SIGKILL) or send itself SIGTERM after finishing its K-th
- * mesh. */
+ * mesh; synckill:R:K kills it once the K meshes are durable (as after a
+ * sync period), kill as soon as their S.part files are written. */
 void runner_inject_fault(rank_state *st, int64_t finished) {
   const char *f = getenv("MESHBATCH_FAULT");
-  char what[8] = "";
+  char what[12] = "";
   int r = -1;
   long long after = -1;
-  if (!f || sscanf(f, "%7[a-z]:%d:%lld", what, &r, &after) != 3 || (r >= 0 && r != st->rank) ||
+  if (!f || sscanf(f, "%11[a-z]:%d:%lld", what, &r, &after) != 3 || (r >= 0 && r != st->rank) ||
       finished != after)
     return;
-  (void)runner_ckpt_drain(st); /* the K meshes finished are durable, as without the thread */
-  if (!strcmp(what, "kill")) raise(SIGKILL);
+  if (!strcmp(what, "synckill")) { /* the K meshes durable, as after a commit */
+    (void)runner_ckpt_drain(st);
+    raise(SIGKILL);
+  }
+  if (!strcmp(what, "kill")) raise(SIGKILL); /* the S.part files alone: the page cache */
   if (!strcmp(what, "term")) raise(SIGTERM);
 }
 
@@ -209,7 +213,12 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
 
 /* ------------------------------------------------------------- the run */
 
+/* The run's setup on every rank (--timings splits its seconds into
+ * st->setup_part_s: backend, inputs, output checks and lock, checkpoint
+ * folder, output file and writer rank). Collective; errors agreed. */
 static mb_error setup(rank_state *st) {
+  double t = mb_wtime();
+#define SETUP_PART(i) (st->setup_part_s[i] = mb_wtime() - t, t = mb_wtime())
   int local_rank;
   MB_CALL(mb_local_rank(st->comm, &local_rank));
   char why[600] = "";
@@ -217,8 +226,10 @@ static mb_error setup(rank_state *st) {
   MB_CALL(mb_agree(st->comm, e));
   mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
          st->backend.description, why);
+  SETUP_PART(0);
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
+  SETUP_PART(1);
   e = st->rank == 0 ? runner_check_grids(st) : MB_SUCCESS; /* a job error: nothing made */
   if (!e && st->rank == 0) e = runner_make_parent_folder(st->job->output);
   if (!e && st->rank == 0) e = runner_check_output(st->job->output, st->inputs);
@@ -227,6 +238,7 @@ static mb_error setup(rank_state *st) {
   if (!e) st->locked = st->rank == 0;
   if (st->locked) runner_remove_stale_temporaries(st->job->output);
   MB_CALL(mb_agree(st->comm, e));
+  SETUP_PART(2);
   /* the checkpoint: asked for (--checkpoint, --resume), or by default for a
    * job over several meshes, unless --no-checkpoint (job->checkpoint -1) */
   if (st->job->checkpoint > 0 || st->job->resume ||
@@ -236,6 +248,7 @@ static mb_error setup(rank_state *st) {
     MB_CALL(mb_agree(st->comm, e));
     MB_CALL(mb_agree(st->comm, runner_ckpt_start(st))); /* per mesh: its syncs' thread */
   }
+  SETUP_PART(3);
   if (runner_writes_per_mesh(st)) { /* rank 0 holds the output; the others write through it */
     e = st->rank == 0 ? mb_collection_writer_begin(st->job->output,
                                                    runner_expected_output_bytes(st),
@@ -244,6 +257,8 @@ static mb_error setup(rank_state *st) {
     MB_CALL(mb_agree(st->comm, e));
     if (st->size > 1) MB_CALL(runner_writer_open(st));
   }
+  SETUP_PART(4);
+#undef SETUP_PART
   return MB_SUCCESS;
 }
 
@@ -272,8 +287,9 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
                         st->ckpt_s + st->ckpt_wait_s + st->wait_s;
   const double between = st->schedule_s - phases;
   const double after = sum->wall_s - st->setup_s - st->schedule_s - st->write_s - st->ckpt_rm_s;
-  enum { N = 18 };
-  double mine[N] = {st->setup_s, read, compute, st->device_s, st->copy_s,
+  enum { N = 23, S = 5 }; /* S: setup's own rows, after row 0 */
+  double mine[N] = {st->setup_s, st->setup_part_s[0], st->setup_part_s[1], st->setup_part_s[2],
+                    st->setup_part_s[3], st->setup_part_s[4], read, compute, st->device_s, st->copy_s,
                     st->pipelined ? st->pipe_wait_s : 0, st->put_s, st->ckpt_s,
                     st->ckpt_sync_s, (double)st->ckpt_groups, st->ckpt_wait_s, st->wait_s,
                     between > 0 ? between : 0, st->write_s, st->ckpt_rm_s,
@@ -282,10 +298,13 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
-  /* rows 3, 4 (inside compute: what the ops report of their device and of
-   * their copies), 5 (the pipeline) and 8-10 (the checkpoint's thread)
-   * only where they happened */
-  static const char *const what[N] = {"setup (backend, inputs)", "read", "compute (setup + stages)",
+  /* rows 1-5 (inside setup), S+3, S+4 (inside compute: what the ops report
+   * of their device and of their copies), S+5 (the pipeline) and S+8 to
+   * S+10 (the checkpoint's thread) only where they happened */
+  static const char *const what[N] = {"setup (backend, inputs)", "  backend (device)",
+                                      "  inputs (collections opened)",
+                                      "  output checks, lock", "  checkpoint folder",
+                                      "  output file, writer rank", "read", "compute (setup + stages)",
                                       "  device (ops' report)", "  host-device copies (ops)",
                                       "  main thread waiting for it", "write (per mesh)",
                                       "checkpoint (per mesh)", "  its syncs (own thread)",
@@ -297,10 +316,13 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
-    if ((k == 3 || k == 4 || k == 5 || k == 8 || k == 9 || k == 10) && mx[k] <= 0) continue;
+    const int j = k - S; /* the rows after setup's own */
+    if (((k >= 1 && k <= S) || j == 3 || j == 4 || j == 5 || j == 8 || j == 9 || j == 10) &&
+        mx[k] <= 0)
+      continue;
     if (k == N - 1)
       mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
-    else if (k == 9)
+    else if (j == 9)
       mb_log(MB_LOG_QUIET, "  %-36s %10.0f   %10.1f", what[k], mx[k], mean[k] / st->size);
     else
       mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
@@ -420,9 +442,19 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? runner_run_dynamic(st)
                                                             : runner_run_static(st);
   e = runner_writer_drain(st, e); /* every mesh handed to the writer rank written */
-  /* every finished mesh durable in the checkpoint before anything relies on it (a stop's
-   * note, a failure's --resume, the output's end): the thread's last group */
-  const mb_error ce = runner_ckpt_stop(st);
+  /* a stop's note or a failure's --resume rely on the checkpoint: every finished mesh
+   * durable first (the thread's last group), on every rank where any rank stopped or
+   * failed (a signal may reach one rank only); a schedule that ended well everywhere goes
+   * on to the output, which makes the checkpoint needless: its files stay unsynced */
+  int durable = e || stop_requested;
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm);
+  if (rc != MPI_SUCCESS) { /* reported, agreed below; the queue committed for --resume */
+    durable = 1;
+    if (!e)
+      e = mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__,
+                              "MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm)");
+  }
+  const mb_error ce = runner_ckpt_stop(st, durable);
   if (!e) e = ce;
   const double schedule_s = mb_wtime() - tl;
   st->schedule_s = schedule_s;
@@ -520,7 +552,7 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
-  (void)runner_ckpt_stop(st); /* a run that failed before the schedule's end: queue durable */
+  (void)runner_ckpt_stop(st, 1); /* a run that failed before the schedule's end: queue durable */
   /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;
    * one asked for (--checkpoint, --resume) stays, with a note (not another job's: ARG) */
   if (e && e != MB_ERR_ARG && st->ckpt[0] && st->rank == 0)

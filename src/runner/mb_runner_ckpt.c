@@ -1,30 +1,29 @@
 /* meshbatch: the per-mesh checkpoint's own thread (see mb_runner_private.h).
  *
- * A finished mesh is kept for --resume as OUTPUT.ckpt/S.h5, a collection of
- * one dataset that must be on the disk whole before it takes that name (a
- * crash of the machine must not leave a name --resume trusts over data that
- * never reached the disk). Made durable on the main thread, each mesh cost
- * two fsyncs and a rename on the critical path (14.8 s of a 39.4 s batch of
- * 1,000 meshes on one H100, docs/benchmarks.md). Now the main thread only
- * writes the file through HDF5 into the page cache as S.part (HDF5 is not
- * thread-safe, so the HDF5 write stays on the main thread), and hands its
- * name to this thread, which does the durable part, a group at a time
- * (group commit, as a database's log does: DeWitt et al., "Implementation
- * techniques for main memory database systems", SIGMOD 1984):
+ * A finished mesh is kept for --resume in OUTPUT.ckpt/. The main thread
+ * writes it through HDF5 (not thread-safe, so the write stays there) into
+ * the page cache as S.part: written under a temporary name and renamed
+ * once closed, so S.part is always whole for the kernel. The page cache
+ * survives the process: after a kill (SIGKILL, a SLURM time limit past its
+ * grace, a crash of the program) S.part is there, whole, and --resume on
+ * the same machine and boot takes it (runner_open_checkpoint). Only a crash
+ * of the machine can lose it, or leave it empty or partial; so this thread
+ * makes the S.part files durable at most every MESHBATCH_CKPT_SYNC_SECONDS
+ * seconds (default 30; 0, or the run's --sync: every group, as soon as the
+ * files come), a group at a time (group commit, as a database's log does:
+ * DeWitt et al., "Implementation techniques for main memory database
+ * systems", SIGMOD 1984):
  *
  *   for every S.part of the group: fsync(S.part), rename(S.part, S.h5);
  *   then one fsync of the folder for the whole group.
  *
- * A group is whatever queued while the previous group synced, so under load
- * the folder is synced once per group instead of once per mesh, and the
- * file syncs overlap the compute and the next reads. What --resume recovers:
- * after a stop (SIGTERM, SIGINT), a failed run, or the end of the schedule,
- * the runner waits for the queue (runner_ckpt_drain): every finished mesh
- * is recovered. After a SIGKILL of the process, the meshes whose S.part was
- * not yet renamed are computed again (at most the group in flight and those
- * queued behind it, a fraction of a second of meshes); after a crash of the
- * machine, also those renamed after the folder's last sync. A mesh named
- * S.h5 is always whole.
+ * S.h5 is durable; after a reboot, or on another host, --resume trusts only
+ * S.h5 (the S.part files are removed first). A stop (SIGTERM, SIGINT) or a
+ * failure commits every queued file before its message (runner_ckpt_stop
+ * with durable 1); a run that ends well commits nothing more: its output is
+ * written and its checkpoint removed, and unsynced files are cheap to free
+ * (about 0.1 ms a file, against 2-3 ms for a synced one: docs/benchmarks.md,
+ * "Per-mesh batches on 4 GPUs, round 2").
  */
 #include "mb_runner_private.h"
 
@@ -34,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mb_log.h"
@@ -52,7 +52,10 @@ struct runner_ckpt {
   pthread_cond_t idle_cv;  /* a group done (the drain waits on it) */
   ckpt_item *head, *tail;  /* queued, not yet taken by the thread */
   int64_t queued, done;    /* meshes handed on / made durable (or failed) */
-  int quit;                /* 1: end once the queue is empty */
+  int quit;                /* 1: end (committing the queue if flush) */
+  int flush;               /* 1: commit the queue now (a drain, a durable stop) */
+  double period;           /* seconds between commits; 0: every group as it comes */
+  struct timespec last;    /* the last commit (CLOCK_MONOTONIC) */
   int failed;              /* a sync or rename failed: message in why */
   char why[9600];
   double sync_s;           /* the thread's seconds in fsync and rename */
@@ -99,16 +102,42 @@ static void commit_group(runner_ckpt *c, ckpt_item *group, char *why, size_t len
   }
 }
 
+static double since(const struct timespec *t) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t->tv_sec) + 1e-9 * (double)(now.tv_nsec - t->tv_nsec);
+}
+
+/* Whether the queue is committed now (the lock held). */
+static int commit_due(const runner_ckpt *c) {
+  return c->head && (c->flush || c->period <= 0 || since(&c->last) >= c->period);
+}
+
 static void *ckpt_thread(void *arg) {
   runner_ckpt *c = arg;
   pthread_mutex_lock(&c->mu);
   for (;;) {
-    while (!c->head && !c->quit) pthread_cond_wait(&c->cv, &c->mu);
-    if (!c->head) break;
+    while (!commit_due(c) && !c->quit) {
+      if (!c->head) {
+        pthread_cond_wait(&c->cv, &c->mu);
+        continue;
+      }
+      struct timespec until = c->last; /* the next commit's time */
+      const double p = c->period;
+      until.tv_sec += (time_t)p;
+      until.tv_nsec += (long)((p - (double)(time_t)p) * 1e9);
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&c->cv, &c->mu, &until);
+    }
+    if (!commit_due(c)) break; /* quit, nothing to commit (or not asked to) */
     ckpt_item *group = c->head; /* everything queued: one group */
     int64_t n = 0;
     for (ckpt_item *it = group; it; it = it->next) n++;
     c->head = c->tail = NULL;
+    c->flush = 0;
     const int was_failed = c->failed;
     pthread_mutex_unlock(&c->mu);
     char why[9600] = "";
@@ -122,6 +151,7 @@ static void *ckpt_thread(void *arg) {
       free(it);
     }
     pthread_mutex_lock(&c->mu);
+    clock_gettime(CLOCK_MONOTONIC, &c->last);
     if (failed && !c->failed) {
       c->failed = 1;
       snprintf(c->why, sizeof c->why, "%s", why);
@@ -150,8 +180,14 @@ mb_error runner_ckpt_start(rank_state *st) {
   runner_ckpt *c = calloc(1, sizeof *c);
   MB_CHECK(c, MB_ERR_MEMORY, "out of memory");
   snprintf(c->dir, sizeof c->dir, "%s", st->ckpt);
+  c->period = runner_ckpt_sync_seconds(st);
+  clock_gettime(CLOCK_MONOTONIC, &c->last);
   pthread_mutex_init(&c->mu, NULL);
-  pthread_cond_init(&c->cv, NULL);
+  pthread_condattr_t ca; /* timed waits on the monotonic clock, as c->last */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_cond_init(&c->idle_cv, NULL);
   const int rc = pthread_create(&c->thread, NULL, ckpt_thread, c);
   if (rc) {
@@ -176,6 +212,20 @@ static mb_error ckpt_error(runner_ckpt *c) {
   return MB_SUCCESS;
 }
 
+/* Queue source s's S.part for the thread's next commit. Errors: MB_ERR_MEMORY. */
+static mb_error enqueue(runner_ckpt *c, int64_t s) {
+  ckpt_item *it = malloc(sizeof *it);
+  MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
+  *it = (ckpt_item){.s = s};
+  pthread_mutex_lock(&c->mu);
+  if (c->tail) c->tail->next = it; else c->head = it;
+  c->tail = it;
+  c->queued++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  return MB_SUCCESS;
+}
+
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   char part[4400], final[4400];
   const double t0 = mb_wtime();
@@ -191,19 +241,15 @@ mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   MB_CALL(ckpt_error(c));
   runner_ckpt_paths(c->dir, s, part, final, sizeof part);
   e = mb_collection_write_checkpoint_unsynced(MPI_COMM_SELF, part, 1, &m);
-  ckpt_item *it = e ? NULL : malloc(sizeof *it);
-  if (!e && !it) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-  if (it) {
-    *it = (ckpt_item){.s = s};
-    pthread_mutex_lock(&c->mu);
-    if (c->tail) c->tail->next = it; else c->head = it;
-    c->tail = it;
-    c->queued++;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-  }
+  if (!e) e = enqueue(c, s);
   st->ckpt_s += mb_wtime() - t0;
   MB_CALL(e);
+  return MB_SUCCESS;
+}
+
+mb_error runner_ckpt_adopt(rank_state *st, int64_t s) {
+  if (!st->ck) return MB_SUCCESS;
+  MB_CALL(enqueue(st->ck, s));
   return MB_SUCCESS;
 }
 
@@ -212,22 +258,31 @@ mb_error runner_ckpt_drain(rank_state *st) {
   if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
   pthread_mutex_lock(&c->mu);
+  c->flush = 1;
+  pthread_cond_broadcast(&c->cv);
   while (c->done < c->queued) pthread_cond_wait(&c->idle_cv, &c->mu);
+  c->flush = 0; /* nothing queued is left */
   pthread_mutex_unlock(&c->mu);
   st->ckpt_wait_s += mb_wtime() - t0;
   MB_CALL(ckpt_error(c));
   return MB_SUCCESS;
 }
 
-mb_error runner_ckpt_stop(rank_state *st) {
+mb_error runner_ckpt_stop(rank_state *st, int durable) {
   runner_ckpt *c = st->ck;
   if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
   pthread_mutex_lock(&c->mu);
   c->quit = 1;
+  c->flush = durable;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   pthread_join(c->thread, NULL);
+  while (c->head) { /* not committed (durable 0): whole S.part files, for a kill */
+    ckpt_item *it = c->head;
+    c->head = it->next;
+    free(it);
+  }
   st->ckpt_wait_s += mb_wtime() - t0;
   st->ckpt_sync_s = c->sync_s;
   st->ckpt_groups = c->groups;
@@ -239,4 +294,11 @@ mb_error runner_ckpt_stop(rank_state *st) {
   st->ck = NULL;
   MB_CALL(e);
   return MB_SUCCESS;
+}
+
+double runner_ckpt_sync_seconds(const rank_state *st) {
+  if (st->job->sync) return 0;
+  const char *e = getenv("MESHBATCH_CKPT_SYNC_SECONDS");
+  const double t = e && *e ? atof(e) : 30;
+  return t > 0 ? t : 0;
 }

@@ -157,10 +157,15 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
            st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu");
   const mb_source *src = &st->inputs->sources[s];
   p->t0 = mb_wtime();
-  char ck[4400];
+  char ck[4400], part[4400], final[4400];
   runner_checkpoint_path(st, s, ck, sizeof ck);
+  if (st->job->resume && ck[0] && access(ck, F_OK) != 0) { /* unsynced, whole (same boot) */
+    runner_ckpt_paths(st->ckpt, s, part, final, sizeof part);
+    if (access(part, F_OK) == 0) snprintf(ck, sizeof ck, "%s", part);
+  }
   if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
     MB_CALL(runner_read_checkpoint(ck, s, &p->m));
+    if (strstr(ck, ".part")) MB_CALL(runner_ckpt_adopt(st, s)); /* synced with this run's */
     res->nv = p->m->nv;
     res->nf = p->m->nf;
     snprintf(res->backend, sizeof res->backend, "resumed");
@@ -499,20 +504,17 @@ static mb_error run_sources(rank_state *st, source_iter *it) {
 /* The writer rank's share (several ranks writing mesh by mesh): the cost,
  * in the units of source_cost, of the metadata rank 0 makes for one mesh
  * of another rank, as MESHBATCH_WRITER_SHARE times the mean cost of a
- * mesh; unset, 0.05 on the CUDA backend (rank 0's metadata, about 2.3 ms
- * a mesh on 4 H100s, beside about 50 ms of a rank's busy time per mesh:
- * docs/benchmarks.md, "The checkpoint's share of a per-mesh batch") and 0
- * on the CPU backend, whose compute outweighs the metadata by far. The
- * same on every rank (the costs and the backend are), so the assignment
- * stays deterministic; 0 without the writer rank. Collective (the
- * backends agreed). Errors: MB_ERR_MPI. */
+ * mesh; unset, 0 on every backend: a share of 0.05 on the CUDA backend made
+ * rank 0 finish early and wait 2.4 s for the others (4 H200s, 1,000 meshes;
+ * 0.8 s at share 0: docs/benchmarks.md, "Per-mesh batches on 4 GPUs, round
+ * 2"). The same on every rank (the environment is), so the assignment
+ * stays deterministic; 0 without the writer rank. Not collective. Errors:
+ * none (MB_SUCCESS). */
 static mb_error writer_cost(const rank_state *st, int64_t n, const double *cost, double *wc) {
   *wc = 0;
   if (st->size < 2 || n < 1 || !runner_writes_per_mesh(st)) return MB_SUCCESS;
-  int cuda = st->backend.kind == MB_BACKEND_CUDA; /* every rank's, or the default is 0 */
-  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &cuda, 1, MPI_INT, MPI_MIN, st->comm));
   const char *e = getenv("MESHBATCH_WRITER_SHARE");
-  const double share = e && *e ? atof(e) : cuda ? 0.05 : 0;
+  const double share = e && *e ? atof(e) : 0;
   if (!(share > 0)) return MB_SUCCESS;
   double mean = 0;
   for (int64_t i = 0; i < n; i++) mean += cost[i];

@@ -74,6 +74,8 @@ typedef struct rank_state {
   int omp_threads;       /* the main thread's OpenMP team size (the pipeline's compute thread
                             takes one fewer) */
   double setup_s;        /* --timings: backend and inputs */
+  double setup_part_s[5]; /* of setup_s: backend, inputs, output checks and lock, checkpoint
+                             folder, output file and writer rank */
   double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
                             on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
   double ckpt_s;         /* per-mesh runs: the checkpoint writes of finished meshes on the main
@@ -106,9 +108,10 @@ volatile const sig_atomic_t *runner_stop_flag(void);
  * else MPI_COMM_NULL), progress lines on rank 0 unless quiet, every
  * MESHBATCH_PROGRESS_S seconds (default 5), naming name. Not collective. */
 void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, const char *name);
-/* Test fault MESHBATCH_FAULT=kill|term:R:K: rank R kills or SIGTERMs itself after its K-th
- * mesh, once the checkpoint's thread has made the finished ones durable (runner_ckpt_drain:
- * the fault stands for a stop after K finished meshes). */
+/* Test fault MESHBATCH_FAULT=kill|synckill|term:R:K: rank R kills or SIGTERMs itself after
+ * its K-th mesh; kill with the finished meshes' checkpoint files written, unsynced (a kill
+ * within the sync period), synckill once the checkpoint's thread has made them durable
+ * (runner_ckpt_drain: a kill after a commit). */
 void runner_inject_fault(rank_state *st, int64_t finished);
 /* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
 mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed);
@@ -159,7 +162,8 @@ mb_error runner_writer_report(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_ckpt.c */
 
-/* The part file (not yet durable; --resume ignores it) and the trusted name
+/* The part file (whole, not yet synced: --resume on the same host and boot takes it) and the
+ * durable name
  * of source s's checkpoint in folder dir, into part[len] and final[len]. */
 void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size_t len);
 /* Per-mesh runs with a checkpoint (st->ckpt set): start st->ck, the thread
@@ -168,19 +172,33 @@ void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size
 mb_error runner_ckpt_start(rank_state *st);
 /* Keep finished mesh m (borrowed) of source s in the checkpoint: with
  * st->ck, written (HDF5, page cache) as its part file and queued for the
- * thread's fsync and rename; without, written durably here. Main thread
+ * thread's fsync and rename at its next commit (runner_ckpt_sync_seconds);
+ * without, written durably here. Main thread
  * only (HDF5). Errors: those of mb_collection_write_checkpoint[_unsynced],
  * MB_ERR_IO where the thread failed to sync or rename an earlier one,
  * MB_ERR_MEMORY. */
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s);
-/* Wait until every queued mesh is durable under its trusted name (group
- * commits done). No-op without st->ck. Errors: MB_ERR_IO (a sync or
- * rename of the thread failed: the message names the file). */
+/* --resume took source s from its unsynced S.part (an earlier run's, this
+ * host and boot): queue it for the thread's next commit, so that a crash of
+ * the machine loses at most the period's meshes of this run too. No-op
+ * without st->ck. Main thread only. Errors: MB_ERR_MEMORY. */
+mb_error runner_ckpt_adopt(rank_state *st, int64_t s);
+/* Wait until every queued mesh is durable under its trusted name (a group
+ * commit now, whatever the period). No-op without st->ck. Errors: MB_ERR_IO
+ * (a sync or rename of the thread failed: the message names the file). */
 mb_error runner_ckpt_drain(rank_state *st);
-/* End the thread once every queued mesh is durable, and free st->ck (its
- * sync seconds and groups kept in st). No-op without st->ck. Errors: as
- * runner_ckpt_drain. */
-mb_error runner_ckpt_stop(rank_state *st);
+/* End the thread and free st->ck (its sync seconds and groups kept in st).
+ * durable 1 (a stop, a failure): every queued mesh is committed first;
+ * 0 (the schedule ended well, the output comes next): the queued S.part
+ * files are left as they are (whole, unsynced; the output's end removes
+ * them, runner_checkpoint_after_failure commits them where it fails).
+ * No-op without st->ck. Errors: as runner_ckpt_drain. */
+mb_error runner_ckpt_stop(rank_state *st, int durable);
+/* Seconds between the thread's commits: 0 under --sync (every group as it
+ * comes), else MESHBATCH_CKPT_SYNC_SECONDS (default 30; 0 or less: 0). A
+ * machine crash loses at most the meshes of that many seconds; a kill loses
+ * none (docs/guide.md, "Checkpoints"). Not collective. */
+double runner_ckpt_sync_seconds(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_partitioned.c */
 
@@ -210,11 +228,14 @@ mb_error runner_take_lock(const char *output);
 void runner_remove_stale_temporaries(const char *output);
 /* Rank 0: remove OUTPUT.lock and release its kernel lock. */
 void runner_drop_lock(const char *output);
-/* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume). */
+/* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume);
+ * its file boot names this host and boot: a --resume on another (a reboot after a crash of the
+ * machine, another node) removes the unsynced S.part files and takes only the durable S.h5. */
 mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
 /* Rank 0, after a run that failed: a checkpoint dir asked for (keep) with finished meshes is
- * kept and a note (stderr) says how to go on (--resume); the default one, or one without
- * any mesh, is removed. */
+ * made durable (every S.part synced and renamed S.h5, the folder synced), kept, and a note
+ * (stderr) says how to go on (--resume); the default one, or one without any mesh, is
+ * removed. */
 void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Every rank, after the output is written (before rank 0 removes the
  * folder): remove the checkpoint files of the sources this rank took. */

@@ -961,11 +961,26 @@ def case_gpu(a):
                     distribute="partitioned"), 0)
 
 
+def wait_lock_holder_gone(out):
+    """Ranks that outlive a killed one are stopped by the launcher, some
+    after it returns: wait (up to 10 s) until rank 0, which holds
+    out.lock, is gone."""
+    for _ in range(100):
+        try:
+            pid = int(open(out + ".lock").read().split()[1])
+            os.kill(pid, 0)
+        except (OSError, IndexError, ValueError):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
 def case_resume(a):
     """A batch of 11 meshes on a.np ranks, interrupted and resumed: rank 0
     killed with SIGKILL after its first mesh (MESHBATCH_FAULT), then every
     rank sent SIGTERM after its first; each rerun with --resume takes the
-    checkpointed meshes (from the log), computes the rest, and writes the
+    checkpointed meshes (from the log; after the kill the unsynced N.part
+    files too, on the same machine), computes the rest, and writes the
     output of an uninterrupted run on one rank bit for bit (per mesh; a
     partitioned run is compared with itself uninterrupted); the stopped run
     leaves no output, and after SIGTERM no mesh of the checkpoint is left
@@ -994,18 +1009,11 @@ def case_resume(a):
                 fail(f"{fault}: the interrupted run left an output")
             if fault.startswith("term") and "stopped by SIGTERM" not in p.stderr:
                 fail("SIGTERM: no message saying the run stopped and how to go on")
-            # ranks that outlive a killed one are stopped by the launcher, some
-            # after it returns: wait until rank 0, which holds the lock, is gone
-            for _ in range(100):
-                try:
-                    pid = int(open(out + ".lock").read().split()[1])
-                    os.kill(pid, 0)
-                except (OSError, IndexError, ValueError):
-                    break
-                time.sleep(0.1)
-            time.sleep(0.5)
-            kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")])
+            wait_lock_holder_gone(out)
+            # the durable N.h5 and, after a kill on this machine, the whole
+            # unsynced N.part files (the page cache outlives the process)
             parts = [f for f in os.listdir(out + ".ckpt") if f.endswith(".part")]
+            kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")]) + len(parts)
             if fault.startswith("term") and parts:
                 fail(f"{fault}: meshes left unsynced in the checkpoint after the stop: {parts}")
             # the faulty rank's one; one per rank (per mesh) or one in all (partitioned)
@@ -1039,6 +1047,72 @@ def case_resume(a):
     p = run(["run", jp, "--resume"], np=a.np, expect=2)  # a usage error: another job's
     if "was made by another job" not in p.stderr or "iterations was 4, is 5 now" not in p.stderr:
         fail("a checkpoint of another job is resumed, or the key that changed is not named")
+
+
+def case_resume_crash(a):
+    """The checkpoint's sync period (MESHBATCH_CKPT_SYNC_SECONDS, 600 s
+    here: no commit during the run): rank 0 killed with SIGKILL after its
+    first mesh leaves its meshes as unsynced N.part files and no N.h5; a
+    --resume on the same boot takes them all. After a crash of the machine
+    (a reboot: MESHBATCH_TEST_BOOT stands for another boot id) the N.part
+    files are removed and nothing of them is taken; after a kill once the
+    finished meshes were committed (synckill), the durable N.h5 are taken.
+    Every resumed output equals an uninterrupted run on one rank bit for
+    bit."""
+    d = fresh(f"resume_crash_{a.np}")
+    files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
+    out = os.path.join(d, "out.h5")
+    jp = job(os.path.join(d, "job.yaml"), files, out, stages=ALL_RULES, backend="cpu")
+    run(["run", jp], np=1)
+    ref = os.path.join(d, "ref.h5")
+    shutil.move(out, ref)
+    n = len(files)
+    env = dict(os.environ)
+
+    def killed(fault):
+        os.environ["MESHBATCH_FAULT"] = fault
+        try:
+            run(["run", jp, "--checkpoint"], np=a.np, expect=None)
+        finally:
+            os.environ.pop("MESHBATCH_FAULT")
+        wait_lock_holder_gone(out)
+        if os.path.exists(out):
+            fail(f"{fault}: the killed run left an output")
+        names = os.listdir(out + ".ckpt")
+        return (len([f for f in names if f.endswith(".h5")]),
+                len([f for f in names if f.endswith(".part")]))
+
+    def resumed(expect_taken, boot=None):
+        if boot:
+            os.environ["MESHBATCH_TEST_BOOT"] = boot
+        try:
+            p = run(["run", jp, "--resume"], np=a.np)
+        finally:
+            os.environ.pop("MESHBATCH_TEST_BOOT", None)
+        if f"resume: {expect_taken} meshes taken from the checkpoint, {n - expect_taken} computed" \
+                not in p.stdout:
+            fail(f"resume (boot {boot}): expected {expect_taken} meshes taken; log:\n{p.stdout}")
+        same_datasets(ref, out)
+        os.remove(out)
+        return p
+
+    try:
+        os.environ["MESHBATCH_CKPT_SYNC_SECONDS"] = "600"
+        h5, parts = killed("kill:0:1")
+        if h5 != 0 or not 1 <= parts < n:
+            fail(f"kill in the sync period: {h5} N.h5 and {parts} N.part, expected 0 and 1..{n - 1}")
+        resumed(parts)  # the same boot: the page cache kept them
+        h5, parts = killed("kill:0:1")
+        p = resumed(0, boot="another-boot")  # a crash of the machine: only the synced count
+        if "unsynced checkpoint files of another boot or host removed" not in p.stdout:
+            fail("resume after a reboot: no line saying the unsynced files were removed")
+        h5, parts = killed("synckill:0:1")
+        if h5 < 1:
+            fail(f"synckill: {h5} N.h5 after the commit, expected at least 1")
+        resumed(h5, boot="another-boot")
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
 
 
 def case_early_checks(a):
@@ -1152,10 +1226,13 @@ def case_publish(a):
 
 def case_sync(a):
     """--checkpoint and --sync, seen through the preload (publish_shim.c),
-    on a.np ranks: every checkpoint file is synced before it takes its name
-    (as its temporary file, or as N.part by the checkpoint's thread) and its
-    folder after; with --sync the output and its XDMF files too, and the
-    output's folder; without --sync the output is not synced."""
+    on a.np ranks: within the checkpoint's sync period (600 s here) a run
+    that ends well syncs no checkpoint file and names none N.h5; with the
+    period 0 (MESHBATCH_CKPT_SYNC_SECONDS=0) or --sync every checkpoint file
+    is synced before it takes its name N.h5 (as its temporary file, or as
+    N.part by the checkpoint's thread) and its folder after; with --sync the
+    output and its XDMF files too, and the output's folder; without --sync
+    the output is not synced."""
     shim = os.environ.get("MB_PUBLISH_SHIM", "")
     if not os.path.isfile(shim):
         print(f"SKIP: the preload {shim!r} is not built")
@@ -1169,7 +1246,11 @@ def case_sync(a):
     asan = ":".join(x for x in [old.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"] if x)
     os.environ.update(LD_PRELOAD=shim, ASAN_OPTIONS=asan)
     try:
+        os.environ["MESHBATCH_CKPT_SYNC_SECONDS"] = "600"
+        lazy = run(["run", jp, "--checkpoint"], np=a.np)
+        os.environ["MESHBATCH_CKPT_SYNC_SECONDS"] = "0"
         plain = run(["run", jp, "--checkpoint"], np=a.np)
+        os.environ.pop("MESHBATCH_CKPT_SYNC_SECONDS")
         synced = run(["run", jp, "--checkpoint", "--sync"], np=a.np)
     finally:
         os.environ.clear()
@@ -1194,6 +1275,14 @@ def case_sync(a):
     sources = {}
 
     ck = os.path.realpath(out + ".ckpt")
+    ev = events(lazy)
+    touched = [(w, q) for w, q in ev if (os.path.dirname(q) == ck or q == ck) and
+               (w == "fsync" or q.endswith(".h5"))]  # N.part comes by rename, unsynced
+    if touched:
+        fail(f"within the sync period: checkpoint files synced or put in place: {touched[:5]}")
+    if any(w == "fsync" and q.startswith(os.path.realpath(out) + ".tmp-") for w, q in ev):
+        fail("within the sync period, without --sync: the output was synced")
+    print("within the sync period: no checkpoint file synced")
     for name, p in (("without --sync", plain), ("with --sync", synced)):
         ev = events(p)
         moved = [path for what, path in ev

@@ -579,7 +579,8 @@ def run_templates(cpus):
     stopped = sbatch("SIGTERM", size + [f"{tpl}/per-mesh.sbatch", batch], cwd=resume_dir)
     ckpt = out + ".ckpt"
     t0 = time.monotonic()
-    while not glob.glob(os.path.join(ckpt, "*.h5")):
+    # a finished mesh's file: N.part (written, unsynced within the sync period) or N.h5
+    while not glob.glob(os.path.join(ckpt, "*.h5")) + glob.glob(os.path.join(ckpt, "*.part")):
         r = records(stopped)
         if r and r[0].get("JobState") in TERMINAL:
             check_job(r[0])
@@ -588,15 +589,16 @@ def run_templates(cpus):
             fail(f"no checkpointed mesh after {JOB_WAIT_S} s")
         time.sleep(0.05)
     cmd(["scancel", "--signal=TERM", stopped])
-    log(f"scancel --signal=TERM {stopped}: {len(glob.glob(os.path.join(ckpt, '*.h5')))} meshes checkpointed then")
+    log(f"scancel --signal=TERM {stopped}: {len(glob.glob(os.path.join(ckpt, '*.[hp][5a]*')))} "
+        "meshes checkpointed then")
     text = check_job(wait_jobs([stopped])[stopped][0], state="FAILED", code="3:0")
     expect_in(text, "stopped by SIGTERM", "the stopped job")
     expect_in(text, "--resume", "the stopped job")
     if os.path.exists(out):
         fail("the job stopped by SIGTERM left an output")
-    kept = len(glob.glob(os.path.join(ckpt, "*.h5")))
-    if not 1 <= kept < n:
-        fail(f"{kept} meshes checkpointed of {n} by the stopped job")
+    kept = len(glob.glob(os.path.join(ckpt, "*.h5")))  # all committed at the stop
+    if not 1 <= kept < n or glob.glob(os.path.join(ckpt, "*.part")):
+        fail(f"{kept} meshes checkpointed of {n} by the stopped job, or some left unsynced")
 
     resumed = sbatch("resume", size + [f"{tpl}/per-mesh.sbatch", batch, "--resume"], cwd=resume_dir)
     text = check_job(wait_jobs([resumed])[resumed][0])
