@@ -14,11 +14,8 @@ out=${1:?usage: deform-cpu-frame.sh OUTDIR [CUDA_ARCH]}
 arch=${2:-90}
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
-  { tail -30 "$out/configure.log"; exit 1; }
-cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+source "$(dirname "$0")/gpu-build.sh"
+mb_gpu_build "$build" "$out" "$arch"
 mb=$build/meshbatch
 (cd $build && ctest -R deform --output-on-failure) 2>&1 | tee "$out/ctest.log" | tail -15
 $mb generate panels --vertices 20464 -o "$out/roof1.h5" > /dev/null

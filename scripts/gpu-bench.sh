@@ -9,9 +9,8 @@ out=${2:?usage: gpu-bench.sh IGEA_OBJ OUTDIR [CUDA_ARCH]}
 arch=${3:-90}
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -30; exit 1; }
+source "$(dirname "$0")/gpu-build.sh"
+mb_gpu_build "$build" "$out" "$arch"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 (cd $build && ctest -L gpu --output-on-failure) 2>&1 | tee "$out/gpu-tests.log" | tail -25
 (cd $build && ctest -LE gpu -j 8 --output-on-failure) > "$out/all-tests.log" 2>&1

@@ -12,10 +12,9 @@ shift $(($# < 3 ? $# : 3))
 levels=("${@:-3}")
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+source "$(dirname "$0")/gpu-build.sh"
+mb_gpu_build "$build" "$out" "$arch"
 grep -E "NCCL|ParMETIS|CUDA backend" "$out/configure.log"
-cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -30; exit 1; }
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/device.txt"
 (cd $build && ctest -L gpu --output-on-failure) > "$out/gpu-tests.log" 2>&1
 grep -E "Test +#|tests passed" "$out/gpu-tests.log"

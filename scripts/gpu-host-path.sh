@@ -12,10 +12,8 @@ arch=${4:-90}
 mkdir -p "$out"
 build=build-gpu
 t0=$(date +%s)
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON -DMESHBATCH_TESTS=OFF \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build $build -j "$(nproc)" --target meshbatch > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+source "$(dirname "$0")/gpu-build.sh"
+MB_CMAKE_ARGS="-DMESHBATCH_TESTS=OFF ${MB_CMAKE_ARGS:-}" mb_gpu_build "$build" "$out" "$arch" meshbatch
 echo "configure and build: $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 MESHBATCH_EXE=$build/meshbatch scripts/host-path-bench.sh "$igea" "$runs" cuda 3 100 float32 |

@@ -20,11 +20,8 @@ part=${3:-blocks}
 arch=${4:-90}
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$arch" ${MB_CMAKE_ARGS:-} > "$out/configure.log" 2>&1 ||
-  { tail -30 "$out/configure.log"; exit 1; }
-cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+source "$(dirname "$0")/gpu-build.sh"
+mb_gpu_build "$build" "$out" "$arch"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
 ngpu=$(wc -l < "$out/device.txt")
 ranks=${RANKS:-$ngpu}
