@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,6 +109,16 @@ const char *mb_create_reason(const char *path) {
   if (fd < 0) return strerror(errno);
   close(fd);
   if (made) unlink(path);
+  /* a full disk still takes an empty file (an inode), not the library's
+   * first blocks: say so where the folder has almost no room left */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  struct statvfs v;
+  if (statvfs(dir, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < 1e6)
+    return "no space left on the disk (or the quota is full)";
   return "the folder takes the file, but the library could not create it (for MPI-IO: a file "
          "system without MPI-IO support, or a launcher problem)";
 }

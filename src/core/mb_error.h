@@ -55,7 +55,9 @@ const char *mb_error_traceback(void);
 /* Why the file path cannot be created, for a message after a library
  * (HDF5, MPI-IO) failed to create it: the system's reason for a plain
  * open(2) (strerror text), or, where that works (the probe file is then
- * removed again), a sentence saying that the folder takes files but the
+ * removed again), "no space left on the disk ..." where the folder has
+ * under 1 MB free (a full disk takes an empty file but not the library's
+ * first blocks), else a sentence saying that the folder takes files but the
  * library refused. Not collective; the text is static or strerror's. */
 const char *mb_create_reason(const char *path);
 
