@@ -113,12 +113,10 @@
  * mode and for the uncapped CG. */
 #include <cuda_runtime.h>
 
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <mutex>
 #include <new>
 #include <vector>
 
@@ -273,26 +271,6 @@ mb_error grow(mb_dbuf *b, size_t bytes, const char *what) {
   return mb_dbuf_alloc(b, bytes, what);
 }
 
-/* The host allocator's policy for a batch of meshes, set once per process
- * (glibc only): freed memory kept for reuse up to 128 MB at the heap's top
- * (M_TRIM_THRESHOLD) and blocks up to 32 MB from the heap rather than
- * fresh mmaps (M_MMAP_THRESHOLD, glibc's own dynamic ceiling), so each
- * mesh's host setup (pattern, parts, SELL-32 arrays: a few MB for a
- * layout of 1-5 k vertices) reuses the pages of the mesh before instead
- * of faulting in new zeroed ones. Measured on the 2-core development VM
- * (its page faults are costly): the host setup of 1-5 k vertex layouts
- * 9.4 -> 1.5 ms a layout, bitwise the same results. Cannot fail (mallopt's
- * refusal keeps glibc's defaults). */
-void malloc_policy(void) {
-#ifdef __GLIBC__
-  static std::once_flag once;
-  std::call_once(once, [] {
-    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    (void)mallopt(M_TRIM_THRESHOLD, 128 << 20);
-  });
-#endif
-}
-
 /* The pool of the current device (a new one where there is none or the
  * last run used another device). Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
 mb_error pool(pool_t **out) {
@@ -303,7 +281,6 @@ mb_error pool(pool_t **out) {
     the_pool = nullptr;
   }
   if (!the_pool) {
-    malloc_policy();
     the_pool = new (std::nothrow) pool_t;
     MB_CHECK(the_pool, MB_ERR_MEMORY, "deform: out of memory");
     the_pool->device = dev;
@@ -911,7 +888,6 @@ extern "C" mb_error mb_deform_cuda_prepare(const mb_deform_params *p, mb_deform_
   MB_CHECK(p && dm && dm->x && dm->adj && dm->face_offsets && dm->face_indices &&
                p->iterations >= 1,
            MB_ERR_ARG, "mb_deform_cuda_prepare: bad arguments");
-  malloc_policy();
   mb_deform_cuda_prep *prep = new (std::nothrow) mb_deform_cuda_prep;
   MB_CHECK(prep, MB_ERR_MEMORY, "deform: out of memory");
   prep_init(prep, p, dm, o);

@@ -67,11 +67,6 @@ typedef struct mb_deform_cuda_opts {
 mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_report *rep,
                             const mb_deform_cuda_opts *o);
 
-/* The first run or preparation in a process (glibc) sets the host
- * allocator's M_MMAP_THRESHOLD to 32 MB and M_TRIM_THRESHOLD to 128 MB,
- * process-wide, so that a batch's per-mesh host setups reuse freed pages
- * (mb_deform.cu: malloc_policy). */
-
 /* A mesh's host setup done ahead of its run (opaque): the batch pipeline
  * (a two-stage software pipeline: mesh i+1's host setup on another thread
  * while mesh i's frame runs on the device; `bench deform --batch`). */
