@@ -15,8 +15,8 @@
 # RANKS the largest rank count (default: the number of GPUs; more ranks
 # than GPUs share them, a dry run), HALOS the transports (default "auto mpi
 # nccl"), RANK_LIST the rank counts (default 2, 4, ... up to RANKS), STEP
-# the split steps, one invocation each (auto: meshbatch's default, fused on
-# the split grid and faces-first on one rank; fused; faces-first; or both,
+# the split steps, one invocation each (auto: meshbatch's default, the
+# fused step on the split grid and on one rank; fused; faces-first; or both,
 # the default: the faces-first step then the fused one, each against its
 # own one rank; e.g. "auto both"), BLOCKS the cuts (default "auto":
 # mb_cart_dims', slabs along z from 64 planes per rank; e.g. "auto 2,2,1"

@@ -49,17 +49,23 @@ static mb_error fill(const mb_stencil_grid *g, const frame &f, T *u, cudaStream_
 }
 
 /* The ghost faces of a time loop's buffers before its first step, and
- * whether a step needs them filled again (*each_step): periodic, the face
- * kernels wrap the input before every step (the faces-first step: on one
- * GPU the steps' stores writing the wrap, wrap_copies, made the 1024^3
- * heat step 9 % slower on the H200, 3.150 against 2.889 ms; see
- * MB_STENCIL_STEP_AUTO in mb_stencil_cuda.h); Dirichlet, the value once in
- * every buffer (nothing else writes those planes). */
+ * whether a step needs them filled again (*each_step): periodic, the input
+ * u is wrapped once and the steps' stores wrap their outputs (wrap_copies;
+ * *wrap = every axis), unless an axis is thinner than 4 planes; Dirichlet,
+ * the value once in every buffer (nothing else writes those planes). The
+ * stores' wrap is the fused step of MB_STENCIL_STEP_AUTO (mb_stencil_cuda.h:
+ * faster on one GPU since the x images are stored as vectors). */
 template <typename T>
-static mb_error loop_faces(const mb_stencil_grid *g, dev_grid<T> *d, int nbuf, T *u,
+static mb_error loop_faces(const mb_stencil_grid *g, dev_grid<T> *d, int nbuf, T *u, int *wrap,
                            bool *each_step) {
-  *each_step = g->bc == MB_STENCIL_PERIODIC;
-  if (*each_step) return MB_SUCCESS; /* filled before each step */
+  *wrap = 0;
+  *each_step = false;
+  if (g->bc == MB_STENCIL_PERIODIC) {
+    MB_CALL(fill<T>(g, d->f, u));
+    if (d->f.nz >= G && d->f.ny >= G && d->f.nx >= G) *wrap = 7;
+    else *each_step = true;
+    return MB_SUCCESS;
+  }
   for (int k = 0; k < nbuf; k++) MB_CALL(fill<T>(g, d->f, d->p(k)));
   return MB_SUCCESS;
 }
@@ -85,8 +91,9 @@ static mb_error heat_t(const mb_stencil_grid *g, double alpha, double dt, int64_
   stop_points sp;
   MB_CALL(sp.init(stop, (double)g->n[0] * (double)g->n[1] * (double)g->n[2]));
   T *cur = d.p(0), *next = d.p(1);
+  int wrap;
   bool each_step;
-  MB_CALL(loop_faces<T>(g, &d, 2, cur, &each_step));
+  MB_CALL(loop_faces<T>(g, &d, 2, cur, &wrap, &each_step));
   const box all = whole(d.f);
   for (int64_t s = 0; s < nsteps; s++) {
     int halt;
@@ -94,7 +101,7 @@ static mb_error heat_t(const mb_stencil_grid *g, double alpha, double dt, int64_
     if (halt) return sp.stopped(0);
     if (each_step) MB_CALL(fill<T>(g, d.f, cur));
     MB_CALL(apply_boxes<T>(OP_HEAT, d.f, &all, 1, g->h, cur, nullptr, next, (T)(alpha * dt), 0,
-                           0));
+                           wrap));
     std::swap(cur, next);
   }
   return frame_copy<T>(d.f, cur, u, false, 0);
@@ -112,15 +119,16 @@ static mb_error wave_t(const mb_stencil_grid *g, double c, double dt, int64_t ns
   const T b = (T)(c * c * dt * dt);
   stop_points sp;
   MB_CALL(sp.init(stop, (double)g->n[0] * (double)g->n[1] * (double)g->n[2]));
+  int wrap;
   bool each_step;
-  MB_CALL(loop_faces<T>(g, &d, 3, cur, &each_step));
+  MB_CALL(loop_faces<T>(g, &d, 3, cur, &wrap, &each_step));
   const box all = whole(d.f);
   for (int64_t s = 0; s < nsteps; s++) {
     int halt;
     MB_CALL(sp.at(s, 0, &halt));
     if (halt) return sp.stopped(0);
     if (each_step) MB_CALL(fill<T>(g, d.f, cur));
-    MB_CALL(apply_boxes<T>(OP_WAVE, d.f, &all, 1, g->h, cur, prev, next, b, 0, 0));
+    MB_CALL(apply_boxes<T>(OP_WAVE, d.f, &all, 1, g->h, cur, prev, next, b, 0, wrap));
     T *t = prev;
     prev = cur;
     cur = next;

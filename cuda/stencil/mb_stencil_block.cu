@@ -321,11 +321,10 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
                         mb_stencil_block_figures *fig, const mb_stencil_cuda_stop *stop) {
   block<T> b;
   const int nbuf = op == 5 ? 3 : 2;
-  /* the split step: fused where the grid is split over ranks, unless fig
-   * asks (MB_STENCIL_STEP_AUTO's rule, mb_stencil_cuda.h) */
+  /* the step: fused unless fig asks for faces-first (MB_STENCIL_STEP_AUTO's
+   * rule, mb_stencil_cuda.h) */
   const int want_step = fig ? fig->step : MB_STENCIL_STEP_AUTO;
-  const bool fused = want_step == MB_STENCIL_STEP_FUSED ||
-                     (want_step == MB_STENCIL_STEP_AUTO && cart->size > 1);
+  const bool fused = want_step != MB_STENCIL_STEP_FACES_FIRST;
   if (fig) fig->fused = fused;
   MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));

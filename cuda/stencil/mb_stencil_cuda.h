@@ -82,9 +82,7 @@ mb_error mb_stencil_cuda_wave(const mb_stencil_grid *g, int f32, double c, doubl
 struct mb_cart;
 
 /* The split step of mb_stencil_cuda_block (mb_stencil_block_figures.step):
- *  MB_STENCIL_STEP_AUTO         the default: fused where the grid is split
- *                               over two ranks or more, faces-first on a
- *                               block that is the whole grid (one rank);
+ *  MB_STENCIL_STEP_AUTO         the default: the fused step;
  *  MB_STENCIL_STEP_FUSED        the periodic ghost planes of the axes the
  *                               block does not cut written by the steps'
  *                               stores (wrap_copies), the shell's slabs in
@@ -93,13 +91,13 @@ struct mb_cart;
  *                               needs no neighbour filled by face kernels on
  *                               the compute stream before the interior, a
  *                               shell kernel per slab.
- * The default is from the 4-GPU measurement of 2026-11-27 (4 x NVIDIA
- * H200, docs/benchmarks.md, "Stencils on 4 GPUs: the step's timeline"):
- * split, the fused step was faster in 3 of 4 runs (weak scaling 0.500
- * against 0.600 ms at 2 x 2 x 1, 0.432 against 0.510 at 4 x 1 x 1); on
- * one GPU it made the 1024^3 heat step 9 % slower (3.150 against 2.889
- * ms), beyond issue 27's 2 % bound for the one-GPU kernels. All three
- * give the same bits. */
+ * The default is from the 4-GPU measurements of 2026-11-27
+ * (docs/benchmarks.md, "Stencils on 4 GPUs"): split, the fused step was
+ * faster in 3 of 4 runs on 4 H200s; on one GPU it was 9 % slower at 1024^3
+ * (3.150 against 2.889 ms, H200) until the x images were stored as whole
+ * vectors, after which it was 7 % faster (3.600 against 3.858 ms on an H100,
+ * same call), so it is the default on one rank too (the whole-grid heat
+ * and wave loops likewise). All three give the same bits. */
 enum { MB_STENCIL_STEP_AUTO = 0, MB_STENCIL_STEP_FUSED = 1, MB_STENCIL_STEP_FACES_FIRST = 2 };
 
 /* Figures of mb_stencil_cuda_block's time steps (ms per step, means over
@@ -155,7 +153,7 @@ typedef struct mb_stencil_block_figures {
  * device, or auto: NCCL where it is set up and faster in trial exchanges)
  * while the interior is computed, then the shell next to those faces.
  * Dirichlet faces are filled once per buffer. The step is fig's (NULL:
- * MB_STENCIL_STEP_AUTO, fused where the grid is split over ranks): fused,
+ * MB_STENCIL_STEP_AUTO, fused): fused,
  * the heat and wave steps fill the ghost planes of the periodic axes the
  * block does not cut as they store (the periodic images of the points
  * within 4 planes of those faces), so a step launches nothing on the

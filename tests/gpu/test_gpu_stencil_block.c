@@ -58,7 +58,7 @@ static void run_block(mb_cart *c, const mb_stencil_grid *g, int f32, int op, dou
   const mb_error e = mb_stencil_cuda_block(&blk, f32, c, MB_HALO_MPI, op, coef, steps, u,
                                            op == 6 ? res : NULL, &fig, NULL);
   if (e) fail_msg("mb_stencil_cuda_block (op %d): %s", op, mb_error_message());
-  const int fused = step == MB_STENCIL_STEP_FUSED || (step == MB_STENCIL_STEP_AUTO && c->size > 1);
+  const int fused = step != MB_STENCIL_STEP_FACES_FIRST; /* auto: fused */
   assert_int_equal(fig.fused, fused);
   if (op != 6) memcpy(res, u, w * nb);
   free(u);
