@@ -4,8 +4,10 @@
  * and mb_deform_eigen3 (src/ops/deform/mb_deform_proj.c calls these) and
  * the device's kernels (cuda/deform/mb_deform.cu). float64; the CPU is
  * built with -ffp-contract=off and the device with --fmad=false, so
- * products and sums round alike; only the library functions sqrt, acos,
- * cos and sin may differ from the host's libm in the last bit. Plain C17
+ * products and sums round alike (and sqrt and division are correctly
+ * rounded on both): the planar projection gives the same bits on both,
+ * only the regular projection's cos and sin may differ from the host's
+ * libm in the last bit. Plain C17
  * (static inline; __host__ __device__ under nvcc). A face is its n points
  * q [n, 3] (row-major, the slots of the face in order), length unit of
  * the input. See mb_deform.h for the method (Kaspar & Deng, section
@@ -74,22 +76,51 @@ MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
   for (int d = 0; d < 3; d++) c[d] /= n;
 }
 
-/* smallest_closed_form of mb_deform_proj.c (Smith's trigonometric solution,
- * the longest cross product of two rows of S - lambda I); 0 where the
- * smallest eigenvalue is not well separated. */
-MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
-  const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
-  const double q = (a + b + c) / 3;
-  const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
-                    2 * (d * d + e * e + f * f);
-  const double p = sqrt(p2 / 6);
-  if (!(p > 0)) return 0;
-  const double A = (a - q) / p, B = (b - q) / p, C = (c - q) / p, D = d / p, E = e / p,
-               F = f / p;
-  double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
-  r = r < -1 ? -1 : r > 1 ? 1 : r;
-  const double phi = acos(r) / 3;
-  const double lam = q + 2 * p * cos(phi + 2.0 * M_PI / 3.0);
+/* The unit eigenvector nrm of the smallest eigenvalue of the symmetric
+ * positive semidefinite S [3, 3] (a face's scatter matrix), without
+ * trigonometry: S scaled by 1 / trace, the smallest root lambda of the
+ * characteristic polynomial f(x) = det(x I - S) = x^3 - c2 x^2 + c1 x - c0
+ * by Newton's method from x = 0 (below the smallest root, f is increasing
+ * and concave there since the roots are real and the smallest is below the
+ * mean c2 / 3, so the iterates rise monotonically onto it; Householder,
+ * The Numerical Treatment of a Single Nonlinear Equation, 1970, sec. 4.1;
+ * a first step below 0 where rounding made c0 < 0 is followed by a rise the
+ * same way), stopped after a step of at most 1e-12 (the trace's unit:
+ * convergence is quadratic once the iterate is within the gap to the next
+ * eigenvalue, which the separation test below keeps above about 1e-4, so
+ * the error left is some 1e-20), or before a step whose size no longer
+ * falls (the rounding floor), or after MB_DFACE_NEWTON_MAX steps; then nrm
+ * as the longest cross
+ * product of two rows of S - lambda I (the rows span the plane orthogonal
+ * to a simple eigenvalue's eigenvector; that product is the corresponding
+ * column of adj(S - lambda I) = (l2 - lambda)(l3 - lambda) v v^T). Returns
+ * 0 where the smallest eigenvalue is not well separated (the longest
+ * product below 1e-8 of trace^4, i.e. (l2 - l1)(l3 - l1) below about
+ * 1.7e-4 trace^2: a repeated smallest eigenvalue, collinear or coincident
+ * points, a zero or non-finite S): the caller then takes the Jacobi
+ * solver. Only + - * / and sqrt, correctly rounded on the host and the
+ * device alike: the same bits on both. */
+#define MB_DFACE_NEWTON_MAX 40
+MB_DFACE int mb_dface_smallest_newton(const double S[9], double nrm[3]) {
+  const double tr = S[0] + S[4] + S[8];
+  if (!(tr > 0) || !(tr < INFINITY)) return 0;
+  const double s = 1 / tr;
+  const double a = S[0] * s, b = S[4] * s, c = S[8] * s, d = S[1] * s, e = S[5] * s,
+               f = S[2] * s;
+  const double c2 = a + b + c;
+  const double c1 = (a * b - d * d) + (a * c - f * f) + (b * c - e * e);
+  const double c0 = a * (b * c - e * e) - d * (d * c - e * f) + f * (d * e - b * f);
+  double lam = 0, last = INFINITY;
+  for (int it = 0; it < MB_DFACE_NEWTON_MAX; it++) {
+    const double fx = ((lam - c2) * lam + c1) * lam - c0;
+    const double df = (3 * lam - 2 * c2) * lam + c1;
+    if (!(df > 0)) break; /* a double root at lam (the test below then fails) */
+    const double step = fx / df, size = fabs(step);
+    if (!(size < last)) break; /* no longer falling: rounding's floor */
+    last = size;
+    lam -= step;
+    if (size <= 1e-12) break; /* the next step's error ~ size^2 / gap: below rounding */
+  }
   const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
   const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
   double best[3] = {0, 0, 0}, bn = 0;
@@ -103,7 +134,7 @@ MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
       best[0] = x[0], best[1] = x[1], best[2] = x[2];
     }
   }
-  if (!(bn > 1e-8 * (p2 * p2))) return 0;
+  if (!(bn > 1e-8)) return 0;
   const double len = sqrt(bn);
   for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;
   return 1;
@@ -119,7 +150,7 @@ MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], do
   S[3] = S[1];
   S[6] = S[2];
   S[7] = S[5];
-  if (mb_dface_smallest_closed_form(S, nrm)) return;
+  if (mb_dface_smallest_newton(S, nrm)) return;
   double w[3], V[9];
   mb_dface_eigen3(S, w, V);
   for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
