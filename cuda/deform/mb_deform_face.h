@@ -85,12 +85,11 @@ MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
  * mean c2 / 3, so the iterates rise monotonically onto it; Householder,
  * The Numerical Treatment of a Single Nonlinear Equation, 1970, sec. 4.1;
  * a first step below 0 where rounding made c0 < 0 is followed by a rise the
- * same way), stopped after a step of at most 1e-12 (the trace's unit:
- * convergence is quadratic once the iterate is within the gap to the next
- * eigenvalue, which the separation test below keeps above about 1e-4, so
- * the error left is some 1e-20), or before a step whose size no longer
- * falls (the rounding floor), or after MB_DFACE_NEWTON_MAX steps; then nrm
- * as the longest cross
+ * same way), stopped once the error left, bounded by |f''| step^2 / (2 f')
+ * (Newton's error after a step, both derivatives at the step's start), is
+ * at most 5e-18 of the trace (below the rounding of lambda), or before a
+ * step whose size no longer falls (the rounding floor), or after
+ * MB_DFACE_NEWTON_MAX steps; then nrm as the longest cross
  * product of two rows of S - lambda I (the rows span the plane orthogonal
  * to a simple eigenvalue's eigenvector; that product is the corresponding
  * column of adj(S - lambda I) = (l2 - lambda)(l3 - lambda) v v^T). Returns
@@ -113,13 +112,15 @@ MB_DFACE int mb_dface_smallest_newton(const double S[9], double nrm[3]) {
   double lam = 0, last = INFINITY;
   for (int it = 0; it < MB_DFACE_NEWTON_MAX; it++) {
     const double fx = ((lam - c2) * lam + c1) * lam - c0;
-    const double df = (3 * lam - 2 * c2) * lam + c1;
+    const double df = (3 * lam - 2 * c2) * lam + c1, d2 = 2 * c2 - 6 * lam; /* -f'' > 0 */
     if (!(df > 0)) break; /* a double root at lam (the test below then fails) */
     const double step = fx / df, size = fabs(step);
     if (!(size < last)) break; /* no longer falling: rounding's floor */
     last = size;
     lam -= step;
-    if (size <= 1e-12) break; /* the next step's error ~ size^2 / gap: below rounding */
+    /* the error left after this step is at most |f''| step^2 / (2 f'), all
+     * at the step's start (f' falls and |f''| falls towards the root) */
+    if (size * size * d2 <= 1e-17 * df) break;
   }
   const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
   const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
