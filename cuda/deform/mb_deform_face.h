@@ -198,13 +198,41 @@ MB_DFACE void mb_dface_orthogonal(const double u[3], double o[3]) {
   for (int i = 0; i < 3; i++) o[i] /= len;
 }
 
-/* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c. */
-MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6]) {
+/* The regular n-gon's template point k: (cos, sin) of 2 pi k / n. On the
+ * host the fit keeps them for faces of up to MB_DFACE_CS_KEEP vertices in
+ * cs [2 MB_DFACE_CS_KEEP] (kept: cs[2k], cs[2k + 1]) and the projection
+ * and the residual read them there: one sincos a point instead of two (the
+ * same values, the same bits); on the device (MB_DFACE_CS_KEEP 0) each
+ * loop computes them, as before, without the local array. */
+#ifdef __CUDA_ARCH__
+#define MB_DFACE_CS_KEEP 0
+#else
+#define MB_DFACE_CS_KEEP 16
+#endif
+MB_DFACE void mb_dface_template(int n, int k, const double *cs, double *ck, double *sk) {
+  if (n <= MB_DFACE_CS_KEEP) {
+    *ck = cs[2 * k];
+    *sk = cs[2 * k + 1];
+    return;
+  }
+  const double th = 2.0 * M_PI * (double)k / (double)n;
+  *ck = cos(th);
+  *sk = sin(th);
+}
+
+/* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c; cs as
+ * mb_dface_template's (filled here where n <= MB_DFACE_CS_KEEP). */
+MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6],
+                                   double *cs) {
   mb_dface_centroid(n, q, c);
   double a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
   for (int k = 0; k < n; k++) {
     const double th = 2.0 * M_PI * (double)k / (double)n;
     const double ck = cos(th), sk = sin(th);
+    if (n <= MB_DFACE_CS_KEEP) {
+      cs[2 * k] = ck;
+      cs[2 * k + 1] = sk;
+    }
     for (int d = 0; d < 3; d++) {
       const double e = q[3 * k + d] - c[d];
       a[d] += ck * e;
@@ -251,22 +279,22 @@ MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double s
 
 /* mb_deform_project_regular; z may be q (the fit reads q first). */
 MB_DFACE void mb_dface_project_regular(int n, const double *q, double *z) {
-  double c[3], sE[6];
-  mb_dface_regular_fit(n, q, c, sE);
+  double c[3], sE[6], cs[2 * MB_DFACE_CS_KEEP + 2];
+  mb_dface_regular_fit(n, q, c, sE, cs);
   for (int k = 0; k < n; k++) {
-    const double th = 2.0 * M_PI * (double)k / (double)n;
-    const double ck = cos(th), sk = sin(th);
+    double ck, sk;
+    mb_dface_template(n, k, cs, &ck, &sk);
     for (int d = 0; d < 3; d++) z[3 * k + d] = c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk);
   }
 }
 
 /* mb_deform_regularity: max distance of a point from the regular projection. */
 MB_DFACE double mb_dface_regularity(int n, const double *q) {
-  double c[3], sE[6], worst = 0;
-  mb_dface_regular_fit(n, q, c, sE);
+  double c[3], sE[6], cs[2 * MB_DFACE_CS_KEEP + 2], worst = 0;
+  mb_dface_regular_fit(n, q, c, sE, cs);
   for (int k = 0; k < n; k++) {
-    const double th = 2.0 * M_PI * (double)k / (double)n;
-    const double ck = cos(th), sk = sin(th);
+    double ck, sk;
+    mb_dface_template(n, k, cs, &ck, &sk);
     double r2 = 0;
     for (int d = 0; d < 3; d++) {
       const double e = q[3 * k + d] - (c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk));

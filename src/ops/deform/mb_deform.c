@@ -205,11 +205,6 @@ static void work_free(deform_work *w) {
   mb_deform_cg_work_free(w->cg);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Faces checked (>= 3 distinct vertices in range) and the vertex -> face
  * slot map. */
 static mb_error build_incidence(const mb_deform_mesh *dm, deform_work *w) {
@@ -288,7 +283,12 @@ static mb_error build_pattern(const mb_deform_mesh *dm, int fair, deform_work *w
         ADD(dm->face_indices[s]);
     }
 #undef ADD
-    qsort(list, (size_t)n, sizeof *list, cmp_i32);
+    for (int32_t a = 1; a < n; a++) { /* insertion sort: a row has some 10-40 columns */
+      const int32_t v = list[a];
+      int32_t b = a;
+      for (; b > 0 && list[b - 1] > v; b--) list[b] = list[b - 1];
+      list[b] = v;
+    }
     if (nnz + n > cap) {
       while (nnz + n > cap) cap *= 2;
       int32_t *c = realloc(H->col, sizeof *c * (size_t)cap);
