@@ -346,9 +346,11 @@ static mb_error assemble_parts(const mb_deform_mesh *dm, int fair, deform_work *
   return MB_SUCCESS;
 }
 
-/* H = base + c face, pinned rows and columns eliminated (identity rows). */
+/* H = base + c face, pinned rows and columns eliminated (identity rows);
+ * OpenMP threads over rows (each entry on its own: the same bits). */
 static void assemble_H(deform_work *w, double c) {
   mb_csr *H = w->H;
+#pragma omp parallel for schedule(static) if (H->nrows >= MB_DEFORM_CG_PARALLEL_ROWS)
   for (int32_t i = 0; i < H->nrows; i++)
     for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
       const int32_t j = H->col[e];

@@ -27,10 +27,12 @@
  *            centroid whose normal is the eigenvector of the smallest
  *            eigenvalue of the 3x3 scatter matrix sum_k q_k q_k^T (the
  *            smallest singular vector of the centred points; float64: the
- *            closed form of Smith's trigonometric eigenvalue and a cross
- *            product of two rows of S - lambda I, or cyclic Jacobi where
- *            the smallest eigenvalue is not well separated), each point
- *            moved along the normal onto it;
+ *            smallest root of the characteristic cubic by Newton's method
+ *            from 0, monotone, on S scaled to unit trace, and a cross
+ *            product of two rows of S - lambda I, no trigonometry; cyclic
+ *            Jacobi where the smallest eigenvalue is not well separated;
+ *            cuda/deform/mb_deform_face.h), each point moved along the
+ *            normal onto it;
  *   regular  the best similarity transform s R r_k + c of the regular
  *            n-gon r_k = (cos 2 pi k/n, sin 2 pi k/n, 0) onto the face
  *            (vertex k to vertex k): orthogonal Procrustes of the 3x2
