@@ -76,6 +76,30 @@ MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
   for (int d = 0; d < 3; d++) c[d] /= n;
 }
 
+/* The longest cross product of two rows of M - lam I into best [3], for
+ * the symmetric M = [[a, d, f], [d, b, e], [f, e, c]]; returns its squared
+ * length (0: every product 0 or NaN, best then 0). For lam an eigenvalue
+ * of M, best is a column of adj(M - lam I): along the eigenvector where
+ * lam is simple. */
+MB_DFACE double mb_dface_longest_cross(double a, double b, double c, double d, double e,
+                                       double f, double lam, double best[3]) {
+  const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
+  const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
+  double bn = 0;
+  best[0] = best[1] = best[2] = 0;
+  for (int k = 0; k < 3; k++) {
+    const double *u = rows[k][0], *v = rows[k][1];
+    const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                         u[0] * v[1] - u[1] * v[0]};
+    const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+    if (m > bn) {
+      bn = m;
+      best[0] = x[0], best[1] = x[1], best[2] = x[2];
+    }
+  }
+  return bn;
+}
+
 /* The unit eigenvector nrm of the smallest eigenvalue of the symmetric
  * positive semidefinite S [3, 3] (a face's scatter matrix), without
  * trigonometry: S scaled by 1 / trace, the smallest root lambda of the
@@ -122,19 +146,8 @@ MB_DFACE int mb_dface_smallest_newton(const double S[9], double nrm[3]) {
      * at the step's start (f' falls and |f''| falls towards the root) */
     if (size * size * d2 <= 1e-17 * df) break;
   }
-  const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
-  const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
-  double best[3] = {0, 0, 0}, bn = 0;
-  for (int k = 0; k < 3; k++) {
-    const double *u = rows[k][0], *v = rows[k][1];
-    const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                         u[0] * v[1] - u[1] * v[0]};
-    const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
-    if (m > bn) {
-      bn = m;
-      best[0] = x[0], best[1] = x[1], best[2] = x[2];
-    }
-  }
+  double best[3];
+  const double bn = mb_dface_longest_cross(a, b, c, d, e, f, lam, best);
   if (!(bn > 1e-8)) return 0;
   const double len = sqrt(bn);
   for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;

@@ -4,8 +4,8 @@
  * product, the Jacobi solver where the smallest eigenvalue is not well
  * separated) against the trigonometric closed form it replaced (Smith
  * 1961, as the header had it until 2026-11-27: acos and cos, reproduced
- * below as the reference to beat) and against a long-double Jacobi
- * solution. Faces of 3-12 vertices, 20,000 per class: perturbed regular
+ * below as the reference to beat, with the header's cross product) and
+ * against a long-double Jacobi solution. Faces of 3-12 vertices, 20,000 per class: perturbed regular
  * n-gons (noise 0.3, 0.05, 1e-6: random to near-planar), points uniform in
  * a cube (eigenvalues close together), thin near-planar n-gons (aspect
  * 1:10 to 1:100). Per class it asserts, over every face, that the new
@@ -22,15 +22,8 @@
 #include "mb_deform_face.h"
 #include "mb_testutil.h"
 
-/* splitmix64 -> [0, 1) */
 static uint64_t rng_state = 424242;
-static double urand(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return mb_test_urand(&rng_state); }
 
 /* The replaced closed form: lambda = q + 2 p cos(acos(r) / 3 + 2 pi / 3)
  * of the shifted, scaled matrix, then the longest cross product of two
@@ -47,19 +40,8 @@ static int closed_form(const double S[9], double nrm[3]) {
   double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
   r = r < -1 ? -1 : r > 1 ? 1 : r;
   const double lam = q + 2 * p * cos(acos(r) / 3 + 2.0 * M_PI / 3.0);
-  const double m[3][3] = {{a - lam, d, f}, {d, b - lam, e}, {f, e, c - lam}};
-  double best[3] = {0, 0, 0}, bn = 0;
-  for (int i = 0; i < 3; i++)
-    for (int j = i + 1; j < 3; j++) {
-      const double *u = m[i], *v = m[j];
-      const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                           u[0] * v[1] - u[1] * v[0]};
-      const double l = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
-      if (l > bn) {
-        bn = l;
-        best[0] = x[0], best[1] = x[1], best[2] = x[2];
-      }
-    }
+  double best[3];
+  const double bn = mb_dface_longest_cross(a, b, c, d, e, f, lam, best);
   if (!(bn > 1e-8 * (p2 * p2))) return 0;
   for (int k = 0; k < 3; k++) nrm[k] = best[k] / sqrt(bn);
   return 1;
