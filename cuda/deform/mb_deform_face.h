@@ -4,8 +4,10 @@
  * and mb_deform_eigen3 (src/ops/deform/mb_deform_proj.c calls these) and
  * the device's kernels (cuda/deform/mb_deform.cu). float64; the CPU is
  * built with -ffp-contract=off and the device with --fmad=false, so
- * products and sums round alike; only the library functions sqrt, acos,
- * cos and sin may differ from the host's libm in the last bit. Plain C17
+ * products and sums round alike (and sqrt and division are correctly
+ * rounded on both): the planar projection gives the same bits on both,
+ * only the regular projection's cos and sin may differ from the host's
+ * libm in the last bit. Plain C17
  * (static inline; __host__ __device__ under nvcc). A face is its n points
  * q [n, 3] (row-major, the slots of the face in order), length unit of
  * the input. See mb_deform.h for the method (Kaspar & Deng, section
@@ -74,25 +76,17 @@ MB_DFACE void mb_dface_centroid(int n, const double *q, double c[3]) {
   for (int d = 0; d < 3; d++) c[d] /= n;
 }
 
-/* smallest_closed_form of mb_deform_proj.c (Smith's trigonometric solution,
- * the longest cross product of two rows of S - lambda I); 0 where the
- * smallest eigenvalue is not well separated. */
-MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
-  const double a = S[0], b = S[4], c = S[8], d = S[1], e = S[5], f = S[2];
-  const double q = (a + b + c) / 3;
-  const double p2 = (a - q) * (a - q) + (b - q) * (b - q) + (c - q) * (c - q) +
-                    2 * (d * d + e * e + f * f);
-  const double p = sqrt(p2 / 6);
-  if (!(p > 0)) return 0;
-  const double A = (a - q) / p, B = (b - q) / p, C = (c - q) / p, D = d / p, E = e / p,
-               F = f / p;
-  double r = 0.5 * (A * (B * C - E * E) - D * (D * C - E * F) + F * (D * E - B * F));
-  r = r < -1 ? -1 : r > 1 ? 1 : r;
-  const double phi = acos(r) / 3;
-  const double lam = q + 2 * p * cos(phi + 2.0 * M_PI / 3.0);
+/* The longest cross product of two rows of M - lam I into best [3], for
+ * the symmetric M = [[a, d, f], [d, b, e], [f, e, c]]; returns its squared
+ * length (0: every product 0 or NaN, best then 0). For lam an eigenvalue
+ * of M, best is a column of adj(M - lam I): along the eigenvector where
+ * lam is simple. */
+MB_DFACE double mb_dface_longest_cross(double a, double b, double c, double d, double e,
+                                       double f, double lam, double best[3]) {
   const double r0[3] = {a - lam, d, f}, r1[3] = {d, b - lam, e}, r2[3] = {f, e, c - lam};
   const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
-  double best[3] = {0, 0, 0}, bn = 0;
+  double bn = 0;
+  best[0] = best[1] = best[2] = 0;
   for (int k = 0; k < 3; k++) {
     const double *u = rows[k][0], *v = rows[k][1];
     const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
@@ -103,7 +97,58 @@ MB_DFACE int mb_dface_smallest_closed_form(const double S[9], double nrm[3]) {
       best[0] = x[0], best[1] = x[1], best[2] = x[2];
     }
   }
-  if (!(bn > 1e-8 * (p2 * p2))) return 0;
+  return bn;
+}
+
+/* The unit eigenvector nrm of the smallest eigenvalue of the symmetric
+ * positive semidefinite S [3, 3] (a face's scatter matrix), without
+ * trigonometry: S scaled by 1 / trace, the smallest root lambda of the
+ * characteristic polynomial f(x) = det(x I - S) = x^3 - c2 x^2 + c1 x - c0
+ * by Newton's method from x = 0 (below the smallest root, f is increasing
+ * and concave there since the roots are real and the smallest is below the
+ * mean c2 / 3, so the iterates rise monotonically onto it; Householder,
+ * The Numerical Treatment of a Single Nonlinear Equation, 1970, sec. 4.1;
+ * a first step below 0 where rounding made c0 < 0 is followed by a rise the
+ * same way), stopped once the error left, bounded by |f''| step^2 / (2 f')
+ * (Newton's error after a step, both derivatives at the step's start), is
+ * at most 5e-18 of the trace (below the rounding of lambda), or before a
+ * step whose size no longer falls (the rounding floor), or after
+ * MB_DFACE_NEWTON_MAX steps; then nrm as the longest cross
+ * product of two rows of S - lambda I (the rows span the plane orthogonal
+ * to a simple eigenvalue's eigenvector; that product is the corresponding
+ * column of adj(S - lambda I) = (l2 - lambda)(l3 - lambda) v v^T). Returns
+ * 0 where the smallest eigenvalue is not well separated (the longest
+ * product below 1e-8 of trace^4, i.e. (l2 - l1)(l3 - l1) below about
+ * 1.7e-4 trace^2: a repeated smallest eigenvalue, collinear or coincident
+ * points, a zero or non-finite S): the caller then takes the Jacobi
+ * solver. Only + - * / and sqrt, correctly rounded on the host and the
+ * device alike: the same bits on both. */
+#define MB_DFACE_NEWTON_MAX 40
+MB_DFACE int mb_dface_smallest_newton(const double S[9], double nrm[3]) {
+  const double tr = S[0] + S[4] + S[8];
+  if (!(tr > 0) || !(tr < INFINITY)) return 0;
+  const double s = 1 / tr;
+  const double a = S[0] * s, b = S[4] * s, c = S[8] * s, d = S[1] * s, e = S[5] * s,
+               f = S[2] * s;
+  const double c2 = a + b + c;
+  const double c1 = (a * b - d * d) + (a * c - f * f) + (b * c - e * e);
+  const double c0 = a * (b * c - e * e) - d * (d * c - e * f) + f * (d * e - b * f);
+  double lam = 0, last = INFINITY;
+  for (int it = 0; it < MB_DFACE_NEWTON_MAX; it++) {
+    const double fx = ((lam - c2) * lam + c1) * lam - c0;
+    const double df = (3 * lam - 2 * c2) * lam + c1, d2 = 2 * c2 - 6 * lam; /* -f'' > 0 */
+    if (!(df > 0)) break; /* a double root at lam (the test below then fails) */
+    const double step = fx / df, size = fabs(step);
+    if (!(size < last)) break; /* no longer falling: rounding's floor */
+    last = size;
+    lam -= step;
+    /* the error left after this step is at most |f''| step^2 / (2 f'), all
+     * at the step's start (f' falls and |f''| falls towards the root) */
+    if (size * size * d2 <= 1e-17 * df) break;
+  }
+  double best[3];
+  const double bn = mb_dface_longest_cross(a, b, c, d, e, f, lam, best);
+  if (!(bn > 1e-8)) return 0;
   const double len = sqrt(bn);
   for (int k = 0; k < 3; k++) nrm[k] = best[k] / len;
   return 1;
@@ -119,7 +164,7 @@ MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], do
   S[3] = S[1];
   S[6] = S[2];
   S[7] = S[5];
-  if (mb_dface_smallest_closed_form(S, nrm)) return;
+  if (mb_dface_smallest_newton(S, nrm)) return;
   double w[3], V[9];
   mb_dface_eigen3(S, w, V);
   for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
@@ -166,13 +211,41 @@ MB_DFACE void mb_dface_orthogonal(const double u[3], double o[3]) {
   for (int i = 0; i < 3; i++) o[i] /= len;
 }
 
-/* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c. */
-MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6]) {
+/* The regular n-gon's template point k: (cos, sin) of 2 pi k / n. On the
+ * host the fit keeps them for faces of up to MB_DFACE_CS_KEEP vertices in
+ * cs [2 MB_DFACE_CS_KEEP] (kept: cs[2k], cs[2k + 1]) and the projection
+ * and the residual read them there: one sincos a point instead of two (the
+ * same values, the same bits); on the device (MB_DFACE_CS_KEEP 0) each
+ * loop computes them, as before, without the local array. */
+#ifdef __CUDA_ARCH__
+#define MB_DFACE_CS_KEEP 0
+#else
+#define MB_DFACE_CS_KEEP 16
+#endif
+MB_DFACE void mb_dface_template(int n, int k, const double *cs, double *ck, double *sk) {
+  if (n <= MB_DFACE_CS_KEEP) {
+    *ck = cs[2 * k];
+    *sk = cs[2 * k + 1];
+    return;
+  }
+  const double th = 2.0 * M_PI * (double)k / (double)n;
+  *ck = cos(th);
+  *sk = sin(th);
+}
+
+/* regular_fit of mb_deform_proj.c: sE [3, 2] and the centroid c; cs as
+ * mb_dface_template's (filled here where n <= MB_DFACE_CS_KEEP). */
+MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double sE[6],
+                                   double *cs) {
   mb_dface_centroid(n, q, c);
   double a[3] = {0, 0, 0}, b[3] = {0, 0, 0};
   for (int k = 0; k < n; k++) {
     const double th = 2.0 * M_PI * (double)k / (double)n;
     const double ck = cos(th), sk = sin(th);
+    if (n <= MB_DFACE_CS_KEEP) {
+      cs[2 * k] = ck;
+      cs[2 * k + 1] = sk;
+    }
     for (int d = 0; d < 3; d++) {
       const double e = q[3 * k + d] - c[d];
       a[d] += ck * e;
@@ -219,22 +292,22 @@ MB_DFACE void mb_dface_regular_fit(int n, const double *q, double c[3], double s
 
 /* mb_deform_project_regular; z may be q (the fit reads q first). */
 MB_DFACE void mb_dface_project_regular(int n, const double *q, double *z) {
-  double c[3], sE[6];
-  mb_dface_regular_fit(n, q, c, sE);
+  double c[3], sE[6], cs[2 * MB_DFACE_CS_KEEP + 2];
+  mb_dface_regular_fit(n, q, c, sE, cs);
   for (int k = 0; k < n; k++) {
-    const double th = 2.0 * M_PI * (double)k / (double)n;
-    const double ck = cos(th), sk = sin(th);
+    double ck, sk;
+    mb_dface_template(n, k, cs, &ck, &sk);
     for (int d = 0; d < 3; d++) z[3 * k + d] = c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk);
   }
 }
 
 /* mb_deform_regularity: max distance of a point from the regular projection. */
 MB_DFACE double mb_dface_regularity(int n, const double *q) {
-  double c[3], sE[6], worst = 0;
-  mb_dface_regular_fit(n, q, c, sE);
+  double c[3], sE[6], cs[2 * MB_DFACE_CS_KEEP + 2], worst = 0;
+  mb_dface_regular_fit(n, q, c, sE, cs);
   for (int k = 0; k < n; k++) {
-    const double th = 2.0 * M_PI * (double)k / (double)n;
-    const double ck = cos(th), sk = sin(th);
+    double ck, sk;
+    mb_dface_template(n, k, cs, &ck, &sk);
     double r2 = 0;
     for (int d = 0; d < 3; d++) {
       const double e = q[3 * k + d] - (c[d] + (sE[2 * d] * ck + sE[2 * d + 1] * sk));

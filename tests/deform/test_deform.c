@@ -36,15 +36,8 @@
 #include "mb_generate.h"
 #include "mb_testutil.h"
 
-/* splitmix64 -> [0, 1) */
 static uint64_t rng_state = 12345;
-static double urand(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return mb_test_urand(&rng_state); }
 
 /* A random face of n points: a perturbed regular n-gon (scaled, rotated,
  * shifted) or, every third face, points uniform in a cube. */

@@ -169,7 +169,7 @@ static void host_end(const mb_mesh *m, const double *x, const double *target, do
 }
 
 /* a and b equal to rounding: the same float64 formulas on the device and
- * the host, only libm's sqrt, acos, cos and sin may differ in the last bit
+ * the host, only libm's cos and sin (the regular projection) may differ in the last bit
  * (the residuals are in units of l, of coordinates of order 1 to 100). */
 static void same_figure(const char *what, const char *which, double dev, double host) {
   if (!(fabs(dev - host) <= 1e-12 * fabs(host) + 1e-13))

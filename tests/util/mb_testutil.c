@@ -44,6 +44,14 @@ void mb_test_assert_message_contains(const char *needle) {
   if (!strstr(msg, needle)) fail_msg("error message '%s' lacks '%s'", msg, needle);
 }
 
+double mb_test_urand(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
 int mb_test_file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;

@@ -37,6 +37,11 @@ mb_mesh *mb_test_mesh_triangles(const char *name, int64_t nv, const double *xyz,
 /* Assert that the last error message contains `needle`. */
 void mb_test_assert_message_contains(const char *needle);
 
+/* The next number of the splitmix64 sequence of *state (Steele, Lea &
+ * Flood, OOPSLA 2014), in [0, 1) with 53 random bits: a test's own
+ * reproducible random inputs. Not thread-safe for a shared state. */
+double mb_test_urand(uint64_t *state);
+
 /* 1 if path exists. */
 int mb_test_file_exists(const char *path);
 

@@ -205,11 +205,6 @@ static void work_free(deform_work *w) {
   mb_deform_cg_work_free(w->cg);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Faces checked (>= 3 distinct vertices in range) and the vertex -> face
  * slot map. */
 static mb_error build_incidence(const mb_deform_mesh *dm, deform_work *w) {
@@ -288,7 +283,12 @@ static mb_error build_pattern(const mb_deform_mesh *dm, int fair, deform_work *w
         ADD(dm->face_indices[s]);
     }
 #undef ADD
-    qsort(list, (size_t)n, sizeof *list, cmp_i32);
+    for (int32_t a = 1; a < n; a++) { /* insertion sort: a row has some 10-40 columns */
+      const int32_t v = list[a];
+      int32_t b = a;
+      for (; b > 0 && list[b - 1] > v; b--) list[b] = list[b - 1];
+      list[b] = v;
+    }
     if (nnz + n > cap) {
       while (nnz + n > cap) cap *= 2;
       int32_t *c = realloc(H->col, sizeof *c * (size_t)cap);
@@ -346,9 +346,11 @@ static mb_error assemble_parts(const mb_deform_mesh *dm, int fair, deform_work *
   return MB_SUCCESS;
 }
 
-/* H = base + c face, pinned rows and columns eliminated (identity rows). */
+/* H = base + c face, pinned rows and columns eliminated (identity rows);
+ * OpenMP threads over rows (each entry on its own: the same bits). */
 static void assemble_H(deform_work *w, double c) {
   mb_csr *H = w->H;
+#pragma omp parallel for schedule(static) if (H->nrows >= MB_DEFORM_CG_PARALLEL_ROWS)
   for (int32_t i = 0; i < H->nrows; i++)
     for (int32_t e = H->rowptr[i]; e < H->rowptr[i + 1]; e++) {
       const int32_t j = H->col[e];
@@ -358,9 +360,9 @@ static void assemble_H(deform_work *w, double c) {
 }
 
 /* Face f's slots' centred coordinates of x (+ u where u is not NULL) into
- * q (the slots' rows of q [nidx, 3]). */
+ * qf [n, 3] (the face's rows: q + 3 fo[f] for q [nidx, 3], or a buffer). */
 static inline void centre_face(const int64_t *fo, const int64_t *fi, int64_t f, const double *x,
-                               const double *u, double *q) {
+                               const double *u, double *qf) {
   const int64_t s0 = fo[f], s1 = fo[f + 1];
   double c[3] = {0, 0, 0};
   for (int64_t s = s0; s < s1; s++)
@@ -368,13 +370,14 @@ static inline void centre_face(const int64_t *fo, const int64_t *fi, int64_t f, 
   for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
   for (int64_t s = s0; s < s1; s++)
     for (int d = 0; d < 3; d++)
-      q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+      qf[3 * (s - s0) + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
 }
 
 /* The face slots' centred coordinates of x (+ u where u is not NULL) into q. */
 static void centred(const mb_deform_mesh *dm, const double *x, const double *u, double *q) {
 #pragma omp parallel for schedule(static)
-  for (int64_t f = 0; f < dm->nf; f++) centre_face(dm->face_offsets, dm->face_indices, f, x, u, q);
+  for (int64_t f = 0; f < dm->nf; f++)
+    centre_face(dm->face_offsets, dm->face_indices, f, x, u, &q[3 * dm->face_offsets[f]]);
 }
 
 /* zf = P_f(qf) for one face of n points (qf, zf [n, 3]); returns the
@@ -415,20 +418,29 @@ static inline void face_mean(const int64_t *fo, int64_t f, const double *y, doub
   for (int d = 0; d < 3; d++) m[d] /= (double)(fo[f + 1] - fo[f]);
 }
 
+/* Faces of up to this many vertices are centred into a buffer on the
+ * stack in project_soft and residuals (larger ones into their slots of
+ * w->q). */
+#define DEFORM_FACE_STACK 16
+
 /* The soft mode's local step in one pass over the faces: the centred
- * coordinates of x into q, z = P_f(q), z's face means into w->fmean (for
- * gather_rhs); returns max over slots of |q_s - z_s| (the residual of x's
- * chosen constraint). The same arithmetic as centred, project and
- * gather_At's means one after the other. */
+ * coordinates of x (a face's own buffer: the soft mode reads them nowhere
+ * else, so w->q is not written, 24 bytes a slot saved), z = P_f(q), z's
+ * face means into w->fmean (for gather_rhs); returns max over slots of
+ * |q_s - z_s| (the residual of x's chosen constraint). The same arithmetic
+ * as centred, project and gather_At's means one after the other. */
 static double project_soft(const mb_deform_mesh *dm, int constraint, deform_work *w,
                            const double *x) {
   const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
-  double *q = w->q, *z = w->z, *fm = w->fmean, worst = 0;
+  double *z = w->z, *fm = w->fmean, worst = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
   for (int64_t f = 0; f < dm->nf; f++) {
-    centre_face(fo, fi, f, x, NULL, q);
-    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
-                                   &z[3 * fo[f]]);
+    const int64_t s0 = fo[f];
+    const int n = (int)(fo[f + 1] - s0);
+    double buf[3 * DEFORM_FACE_STACK];
+    double *qf = n <= DEFORM_FACE_STACK ? buf : &w->q[3 * s0];
+    centre_face(fo, fi, f, x, NULL, qf);
+    const double r2 = project_face(constraint, n, qf, &z[3 * s0]);
     if (r2 > worst) worst = r2;
     face_mean(fo, f, z, &fm[3 * f]);
   }
@@ -485,20 +497,22 @@ static void spmv_part(const mb_csr *H, const double *v, const double *pin, int w
  * computed. */
 static void residuals(const mb_deform_mesh *dm, deform_work *w, const double *x, int which,
                       double *plan, double *reg) {
-  const int64_t *fo = dm->face_offsets;
-  centred(dm, x, NULL, w->q);
+  const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
   const int want_p = which != MB_DEFORM_REGULAR, want_r = which == MB_DEFORM_REGULAR || reg;
   double pm = 0, rm = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(max : pm, rm)
-  for (int64_t f = 0; f < dm->nf; f++) {
+  for (int64_t f = 0; f < dm->nf; f++) { /* centred as project_soft, in one pass */
     const int n = (int)(fo[f + 1] - fo[f]);
+    double buf[3 * DEFORM_FACE_STACK];
+    double *qf = n <= DEFORM_FACE_STACK ? buf : &w->q[3 * fo[f]];
+    centre_face(fo, fi, f, x, NULL, qf);
     if (want_p) {
-      const double a = mb_deform_planarity(n, &w->q[3 * fo[f]]);
+      const double a = mb_deform_planarity(n, qf);
       w->fres[f] = a;
       if (a > pm) pm = a;
     }
     if (want_r) {
-      const double b = mb_deform_regularity(n, &w->q[3 * fo[f]]);
+      const double b = mb_deform_regularity(n, qf);
       if (b > rm) rm = b;
     }
   }
@@ -569,6 +583,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   const int64_t nv = dm->nv;
   const int hard = p->hard != 0;
   double *x = dm->x;
+  const double t_setup = mb_wtime(); /* the setup: the report's analysis, as on CUDA */
   for (int64_t i = 0; i < 3 * nv; i++)
     MB_CHECK(isfinite(x[i]), MB_ERR_NUMERIC, "%s: vertex %lld has a non-finite coordinate",
              dm->name, (long long)(i / 3));
@@ -599,6 +614,7 @@ static mb_error run(const mb_deform_params *p, mb_deform_mesh *dm, mb_deform_rep
   double l = 1;
   MB_CALL(mb_deform_setup(p, dm, w->H, w->KtK, w->face, w->d, w->t, w->pin, w->p0, w->base,
                           w->r0, w->g0, w->gF, rep, &handles_moved, &l));
+  rep->analyze_ms += 1e3 * (mb_wtime() - t_setup);
 
   const int which = p->constraint;
   double res = INFINITY;
@@ -817,7 +833,9 @@ mb_error mb_deform_run_cpu(const mb_deform_params *p, mb_deform_mesh *dm, mb_def
   w.nv = dm->nv;
   w.nf = dm->nf;
   mb_error e = run(p, dm, rep, &w);
+  const double t_free = mb_wtime();
   work_free(&w);
+  rep->finish_ms = 1e3 * (mb_wtime() - t_free);
   return e;
 }
 

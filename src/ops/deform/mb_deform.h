@@ -27,10 +27,12 @@
  *            centroid whose normal is the eigenvector of the smallest
  *            eigenvalue of the 3x3 scatter matrix sum_k q_k q_k^T (the
  *            smallest singular vector of the centred points; float64: the
- *            closed form of Smith's trigonometric eigenvalue and a cross
- *            product of two rows of S - lambda I, or cyclic Jacobi where
- *            the smallest eigenvalue is not well separated), each point
- *            moved along the normal onto it;
+ *            smallest root of the characteristic cubic by Newton's method
+ *            from 0, monotone, on S scaled to unit trace, and a cross
+ *            product of two rows of S - lambda I, no trigonometry; cyclic
+ *            Jacobi where the smallest eigenvalue is not well separated;
+ *            cuda/deform/mb_deform_face.h), each point moved along the
+ *            normal onto it;
  *   regular  the best similarity transform s R r_k + c of the regular
  *            n-gon r_k = (cos 2 pi k/n, sin 2 pi k/n, 0) onto the face
  *            (vertex k to vertex k): orthogonal Procrustes of the 3x2
@@ -196,9 +198,13 @@ typedef struct mb_deform_report {
   double handle_error;  /* final, length unit; 0 without handles */
   double edge_length;   /* l */
   int64_t handles, pinned; /* handle vertices; pinned vertices */
-  double project_ms, solve_ms, update_ms, factor_ms, analyze_ms; /* phase totals, wall */
-  double finish_ms;     /* CUDA: after the frame (whose end, the final residuals, is on the
-                           device), the positions' download and the run's frees, wall; 0 CPU */
+  double project_ms, solve_ms, update_ms, factor_ms; /* phase totals, wall */
+  double analyze_ms;    /* the setup, once per mesh, wall: CPU: the faces' checks, the
+                           incidence, H's pattern and parts, the arrays, mb_deform_setup
+                           and (cholesky) CHOLMOD's analysis; CUDA: the host setup, uploads,
+                           the device analysis and the iteration's graph capture */
+  double finish_ms;     /* after the frame (whose end is the final residuals), wall: CUDA:
+                           the positions' download and the run's frees; CPU: the frees */
   double device_ms;     /* CUDA: the device's time on the iterations and the final residuals
                            (events around each group of launches: a batch of iterations, an
                            iteration, the final residuals; the host's turnarounds between

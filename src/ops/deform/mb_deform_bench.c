@@ -34,7 +34,10 @@ static const char deform_bench_help[] =
     "local-global iterations (default 50, the chapter's frame) from the input's\n"
     "positions with the tolerance so small that every iteration runs (hard mode\n"
     "that has not met its constraints is timed all the same), and prints ms per\n"
-    "phase: the analysis (once per mesh) and the numeric factorizations, the\n"
+    "phase: the analysis (the setup, once per mesh; on cpu the faces' checks,\n"
+    "the incidence, the matrix pattern and parts, the run's arrays, the weights\n"
+    "and fixed right-hand side parts and, with cholesky, CHOLMOD's analysis)\n"
+    "and the numeric factorizations, the\n"
     "projections, the solves (right-hand side and the triangular solves), the\n"
     "ALM updates (hard: duals, mu steps, residual checks); per iteration and\n"
     "per 50-iteration frame (the median repeat). Defaults: planar, soft, w_fair\n"
@@ -65,9 +68,10 @@ static const char deform_bench_help[] =
     "(the same bits), quad 4 threads a row.\n"
     "Each cuda repeat prints the path its iterations took: \"frame path\n"
     "persistent\" or \"frame path graph\" (graphs or kernel by kernel).\n"
-    "On cuda the frame ends with the final residuals computed on the device and\n"
-    "one small read; the positions' download and the run's frees come after it\n"
-    "and are printed apart (\"after the frame\").\n"
+    "The frame is the iterations and the final residuals (planarity and\n"
+    "regularity of every face, the handle error): on cuda computed on the device\n"
+    "and one small read, the positions' download and the run's frees after it;\n"
+    "on cpu the run's frees after it; both printed apart (\"after the frame\").\n"
     "With --batch N (no INPUT): N generated layouts (generate panels domes of\n"
     "1,000 to 5,000 vertices, mixed), one after the other as a rank runs a batch\n"
     "(the device buffers pooled across them), each --iterations iterations from\n"
@@ -272,6 +276,9 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
       printf("repeat %lld: after the frame: download and frees %.2f ms (once per run, not "
              "scaled); the device's time in the frame %.2f ms\n",
              (long long)r + 1, rep.finish_ms, rep.device_ms);
+    else
+      printf("repeat %lld: after the frame: frees %.2f ms (once per run, not scaled)\n",
+             (long long)r + 1, rep.finish_ms);
     if (o->cuda)
       printf("repeat %lld: frame path %s%s\n", (long long)r + 1,
              rep.persistent ? "persistent" : "graph",

@@ -3,8 +3,8 @@
  * normal of the smallest eigenvalue of the scatter matrix) and regular
  * (best similarity transform of the regular n-gon). float64 throughout.
  * The math is cuda/deform/mb_deform_face.h's, plain C here: the CPU and the
- * device run one text of the formulas (on the device only sqrt, acos, cos
- * and sin may round differently from the host's libm). */
+ * device run one text of the formulas (on the device only the regular
+ * projection's cos and sin may round differently from the host's libm). */
 /* No auto-vectorization here (the header's functions included below as
  * well): GCC 12's SLP vectorizer packs the scatter matrix's sums into
  * pairs that are stored and reloaded across a store-forwarding boundary
