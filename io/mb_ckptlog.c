@@ -93,7 +93,7 @@ static void add(array_ref *a, int *n, const char *prefix, const char *name, int 
 }
 
 mb_error mb_ckptlog_encode(const mb_mesh *m, int64_t s, mb_ckptlog_record *rec) {
-  *rec = (mb_ckptlog_record){0};
+  rec->len = 0;
   const int cap = 8 + m->nfields + m->nface_fields;
   array_ref *a = calloc((size_t)cap, sizeof *a);
   size_t tlen = 0;
@@ -134,9 +134,15 @@ mb_error mb_ckptlog_encode(const mb_mesh *m, int64_t s, mb_ckptlog_record *rec) 
     hlen += DESC + pad8(strlen(a[i].name));
     plen += pad8((size_t)nbytes(&a[i]));
   }
-  mb_error e = MB_SUCCESS;
-  unsigned char *b = hlen > MAX_HEADER ? NULL : calloc(1, hlen + plen);
-  if (!b) {
+  unsigned char *b = rec->bytes;
+  if (hlen <= MAX_HEADER && (!b || rec->cap < hlen + plen)) {
+    b = realloc(rec->bytes, hlen + plen);
+    if (b) {
+      rec->bytes = b;
+      rec->cap = hlen + plen;
+    }
+  }
+  if (!b || hlen > MAX_HEADER) {
     free(a);
     free(text);
     MB_CHECK(hlen <= MAX_HEADER, MB_ERR_ARG, "mesh '%s': names too long for a checkpoint record",
@@ -144,6 +150,7 @@ mb_error mb_ckptlog_encode(const mb_mesh *m, int64_t s, mb_ckptlog_record *rec) 
     MB_FAIL(MB_ERR_MEMORY, "out of memory for the checkpoint of mesh '%s' (%zu bytes)", m->name,
             hlen + plen);
   }
+  memset(b, 0, hlen); /* the header's padding and reserved fields */
   fixed_header h = {.header_len = (uint32_t)hlen, .payload_len = plen, .narrays = (uint32_t)n,
                     .source = s, .kind = (int32_t)m->kind, .nv = m->nv, .nf = m->nf};
   memcpy(h.magic, log_magic, sizeof log_magic);
@@ -157,13 +164,13 @@ mb_error mb_ckptlog_encode(const mb_mesh *m, int64_t s, mb_ckptlog_record *rec) 
     memcpy(b + hp + DESC, a[i].name, nl);
     hp += DESC + pad8(nl);
     if (nb) memcpy(b + hlen + pp, a[i].data, nb);
+    memset(b + hlen + pp + nb, 0, pad8(nb) - nb);
     pp += pad8(nb);
   }
   free(a);
   free(text);
-  rec->bytes = b;
   rec->len = hlen + plen;
-  return e;
+  return MB_SUCCESS;
 }
 
 void mb_ckptlog_seal(mb_ckptlog_record *rec) {

@@ -28,18 +28,22 @@
 extern "C" {
 #endif
 
-/* One encoded record: bytes[len], owned (free with mb_ckptlog_record_free).
- * The CRCs are filled by mb_ckptlog_seal (the checkpoint's thread). */
+/* One encoded record: bytes[len] of a buffer of cap bytes, owned (free
+ * with mb_ckptlog_record_free). The CRCs are filled by mb_ckptlog_seal
+ * (the checkpoint's thread). */
 typedef struct mb_ckptlog_record {
   unsigned char *bytes;
-  size_t len;
+  size_t len, cap;
 } mb_ckptlog_record;
 
 /* Encode mesh m (borrowed, unchanged) as source s into *rec: a copy of
  * every array (xyz [nv, 3], face_offsets [nf + 1], face_indices, each
  * vertex and face field [n, ncomp] in its dtype), its name, attributes and
- * grid geometry; the CRCs are left 0 (unsealed). Errors: MB_ERR_MEMORY,
- * MB_ERR_ARG (a name over 65,535 bytes). */
+ * grid geometry; the CRCs are left 0 (unsealed). rec is zeroed, or holds
+ * an earlier record whose buffer is reused (grown where it is too small:
+ * a buffer already touched costs no page faults, which dominate the copy
+ * of a fresh one). Errors (rec's buffer kept): MB_ERR_MEMORY, MB_ERR_ARG
+ * (names longer than a header may hold). */
 mb_error mb_ckptlog_encode(const mb_mesh *m, int64_t s, mb_ckptlog_record *rec);
 
 /* Compute and store the record's two CRC-32 (payload, then header). May

@@ -3,11 +3,14 @@
  * A finished mesh is kept for --resume as one record of this rank's
  * append-only checkpoint log, OUTPUT.ckpt/run-G.rank-R.log (io/mb_ckptlog.h;
  * docs/format.md, "Checkpoint log"). The main thread copies the mesh into
- * an encoded record (one memcpy per array, no HDF5) and hands the record
- * over to this thread, which computes its CRC-32s and appends it with
+ * an encoded record (one memcpy per array, no HDF5; into the buffer of an
+ * appended record where one is spare, which costs no page faults) and
+ * hands the record over to this thread, which computes its CRC-32s and appends it with
  * write(2). The queue between them is bounded in bytes
  * (MESHBATCH_CKPT_QUEUE_BYTES, default 1 GiB; a record larger than the cap
- * goes alone): the main thread waits while it is full.
+ * goes alone): the main thread waits while it is full. The buffers of up
+ * to a quarter of the cap of appended records are kept for the next
+ * records, so a rank holds at most 1.25 times the cap.
  *
  * A record that write(2) returned is in the page cache, which survives the
  * process: after a kill (SIGKILL, a SLURM time limit past its grace, a
@@ -58,6 +61,8 @@ struct runner_ckpt {
   pthread_cond_t cv;       /* work queued, a flush, or quit (the thread waits on it) */
   pthread_cond_t done_cv;  /* a record written, a sync done (the main thread waits on it) */
   ckpt_item *head, *tail;  /* queued, not yet taken by the thread */
+  ckpt_item *spare;        /* appended records whose buffers the next ones reuse */
+  size_t spare_bytes;      /* their buffers' bytes (at most a quarter of the queue's cap) */
   size_t bytes, cap;       /* the queue's bytes, and its cap */
   int64_t queued, written, synced; /* records handed on / appended / appended and synced */
   int quit;                /* 1: end, after writing the queue (and syncing it if flush) */
@@ -152,9 +157,15 @@ static void *ckpt_thread(void *arg) {
       const int err = failed ? 0 : append(c, &it->rec); /* after a failure nothing more */
       const double dt = mb_wtime() - t0;
       const size_t len = it->rec.len;
-      mb_ckptlog_record_free(&it->rec);
-      free(it);
       pthread_mutex_lock(&c->mu);
+      if (c->spare_bytes + it->rec.cap <= c->cap / 4) { /* its buffer for a later record */
+        c->spare_bytes += it->rec.cap;
+        it->next = c->spare;
+        c->spare = it;
+      } else {
+        mb_ckptlog_record_free(&it->rec);
+        free(it);
+      }
       if (err) fail_with(c, "append to", c->path, err);
       c->bytes -= len;
       c->written++;
@@ -250,15 +261,33 @@ static mb_error ckpt_error(runner_ckpt *c) {
   return MB_SUCCESS;
 }
 
+/* A spare record (its buffer the largest kept), or NULL. */
+static ckpt_item *take_spare(runner_ckpt *c) {
+  if (c->threaded) pthread_mutex_lock(&c->mu);
+  ckpt_item **best = NULL;
+  for (ckpt_item **p = &c->spare; *p; p = &(*p)->next)
+    if (!best || (*p)->rec.cap > (*best)->rec.cap) best = p;
+  ckpt_item *it = best ? *best : NULL;
+  if (it) {
+    *best = it->next;
+    c->spare_bytes -= it->rec.cap;
+  }
+  if (c->threaded) pthread_mutex_unlock(&c->mu);
+  return it;
+}
+
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   runner_ckpt *c = st->ck;
   if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
   MB_CALL(ckpt_error(c));
-  ckpt_item *it = calloc(1, sizeof *it);
+  ckpt_item *it = take_spare(c);
+  if (!it) it = calloc(1, sizeof *it);
   MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
+  it->next = NULL;
   mb_error e = mb_ckptlog_encode(m, s, &it->rec);
   if (e) {
+    mb_ckptlog_record_free(&it->rec);
     free(it);
     MB_CALL(e);
   }
@@ -266,8 +295,9 @@ mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
     int err = append(c, &it->rec);
     const char *what = c->path;
     if (!err) err = sync_log(c, &what);
-    mb_ckptlog_record_free(&it->rec);
-    free(it);
+    it->next = c->spare; /* its buffer for the next record */
+    c->spare = it;
+    c->spare_bytes += it->rec.cap;
     if (err) fail_with(c, err == EIO || err == ENOSPC ? "append to" : "sync to the disk", what, err);
     st->ckpt_s += mb_wtime() - t0;
     MB_CALL(ckpt_error(c));
@@ -333,6 +363,12 @@ mb_error runner_ckpt_stop(rank_state *st, int durable) {
     pthread_cond_destroy(&c->done_cv);
   }
   close(c->fd);
+  while (c->spare) {
+    ckpt_item *it = c->spare;
+    c->spare = it->next;
+    mb_ckptlog_record_free(&it->rec);
+    free(it);
+  }
   snprintf(st->ckpt_log, sizeof st->ckpt_log, "%s", c->path);
   free(c);
   st->ck = NULL;
