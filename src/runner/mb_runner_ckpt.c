@@ -158,13 +158,16 @@ static void *ckpt_thread(void *arg) {
       const double dt = mb_wtime() - t0;
       const size_t len = it->rec.len;
       pthread_mutex_lock(&c->mu);
-      if (c->spare_bytes + it->rec.cap <= c->cap / 4) { /* its buffer for a later record */
+      const int keep = c->spare_bytes + it->rec.cap <= c->cap / 4;
+      if (keep) { /* its buffer for a later record */
         c->spare_bytes += it->rec.cap;
         it->next = c->spare;
         c->spare = it;
-      } else {
+      } else { /* freed outside the lock (unmapping a large buffer takes a while) */
+        pthread_mutex_unlock(&c->mu);
         mb_ckptlog_record_free(&it->rec);
         free(it);
+        pthread_mutex_lock(&c->mu);
       }
       if (err) fail_with(c, "append to", c->path, err);
       c->bytes -= len;
@@ -261,9 +264,8 @@ static mb_error ckpt_error(runner_ckpt *c) {
   return MB_SUCCESS;
 }
 
-/* A spare record (its buffer the largest kept), or NULL. */
+/* A spare record (its buffer the largest kept), or NULL (the lock held where threaded). */
 static ckpt_item *take_spare(runner_ckpt *c) {
-  if (c->threaded) pthread_mutex_lock(&c->mu);
   ckpt_item **best = NULL;
   for (ckpt_item **p = &c->spare; *p; p = &(*p)->next)
     if (!best || (*p)->rec.cap > (*best)->rec.cap) best = p;
@@ -272,7 +274,6 @@ static ckpt_item *take_spare(runner_ckpt *c) {
     *best = it->next;
     c->spare_bytes -= it->rec.cap;
   }
-  if (c->threaded) pthread_mutex_unlock(&c->mu);
   return it;
 }
 
@@ -280,8 +281,13 @@ mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
   runner_ckpt *c = st->ck;
   if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
-  MB_CALL(ckpt_error(c));
-  ckpt_item *it = take_spare(c);
+  /* one lock for the thread's failure and a spare buffer: each lock the thread holds costs
+   * the main thread a wake-up where the cores are busy */
+  if (c->threaded) pthread_mutex_lock(&c->mu);
+  const int failed = c->failed;
+  ckpt_item *it = failed ? NULL : take_spare(c);
+  if (c->threaded) pthread_mutex_unlock(&c->mu);
+  if (failed) MB_CALL(ckpt_error(c));
   if (!it) it = calloc(1, sizeof *it);
   MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
   it->next = NULL;
