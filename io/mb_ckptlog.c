@@ -273,6 +273,17 @@ static void *take(const unsigned char *p, uint64_t plen, const array_desc *d, si
   return q;
 }
 
+/* The descriptor at b + *hp into *x, its name into nm[300] (cut there), *hp moved past both;
+ * returns its bytes in the payload (the descriptors were checked by decode). */
+static size_t next_desc(const unsigned char *b, size_t *hp, array_desc *x, char nm[300]) {
+  memcpy(x, b + *hp, DESC);
+  const size_t n = x->name_len < 299 ? x->name_len : 299;
+  memcpy(nm, b + *hp + DESC, n);
+  nm[n] = '\0';
+  *hp += DESC + pad8(x->name_len);
+  return (size_t)(x->dim[0] * (x->ndim == 2 ? x->dim[1] : 1)) * type_size(x->type);
+}
+
 /* Build the mesh of a checked record: header b[hlen], payload p[plen]. */
 static mb_error decode(const unsigned char *b, const unsigned char *p, mb_mesh **out,
                        const char *where) {
@@ -285,7 +296,8 @@ static mb_error decode(const unsigned char *b, const unsigned char *p, mb_mesh *
     memcpy(&x, b + hp, DESC);
     MB_CHECK(hp + DESC + x.name_len <= h.header_len && x.ndim >= 1 && x.ndim <= 2 &&
              x.type <= T_BYTES && x.dim[0] >= 0 && x.dim[1] >= 0 && x.dim[0] < ((int64_t)1 << 50) &&
-             x.dim[1] < ((int64_t)1 << 20), MB_ERR_FORMAT, "%s: a bad array descriptor", where);
+             x.dim[1] < ((int64_t)1 << 20) && (x.dim[1] == 0 || x.dim[0] <= ((int64_t)1 << 59) / x.dim[1]),
+             MB_ERR_FORMAT, "%s: a bad array descriptor", where);
     hp += DESC + pad8(x.name_len);
   }
   mb_error e = MB_SUCCESS;
@@ -298,17 +310,14 @@ static mb_error decode(const unsigned char *b, const unsigned char *p, mb_mesh *
   hp = FIXED;
   for (uint32_t i = 0; i < h.narrays; i++) {
     array_desc x;
-    memcpy(&x, b + hp, DESC);
-    char nm[300] = "";
-    memcpy(nm, b + hp + DESC, x.name_len < sizeof nm - 1 ? x.name_len : sizeof nm - 1);
-    hp += DESC + pad8(x.name_len);
-    const size_t nb = (size_t)(x.dim[0] * (x.ndim == 2 ? x.dim[1] : 1)) * type_size(x.type);
+    char nm[300];
+    const size_t nb = next_desc(b, &hp, &x, nm);
     if (x.offset > h.payload_len || nb > h.payload_len - x.offset) {
       e = MB_ERR_FORMAT;
       break;
     }
-    if (!strcmp(nm, "name") && (name = calloc(1, nb + 1))) memcpy(name, p + x.offset, nb);
-    else if (!strcmp(nm, "attrs")) {
+    if (!strcmp(nm, "name") && !name && (name = calloc(1, nb + 1))) memcpy(name, p + x.offset, nb);
+    else if (!strcmp(nm, "attrs") && !text) {
       text = take(p, h.payload_len, &x, nb);
       tlen = nb;
     } else if (!strcmp(nm, "grid_shape") && nb == sizeof shape) memcpy(shape, p + x.offset, nb);
@@ -342,11 +351,8 @@ static mb_error decode(const unsigned char *b, const unsigned char *p, mb_mesh *
   hp = FIXED;
   for (uint32_t i = 0; !e && i < h.narrays; i++) {
     array_desc x;
-    memcpy(&x, b + hp, DESC);
-    char nm[300] = "";
-    memcpy(nm, b + hp + DESC, x.name_len < sizeof nm - 1 ? x.name_len : sizeof nm - 1);
-    hp += DESC + pad8(x.name_len);
-    const size_t nb = (size_t)(x.dim[0] * (x.ndim == 2 ? x.dim[1] : 1)) * type_size(x.type);
+    char nm[300];
+    const size_t nb = next_desc(b, &hp, &x, nm);
     if (!strcmp(nm, "xyz")) {
       if (x.dim[0] != m->nv) { e = MB_ERR_FORMAT; break; }
       free(m->xyz);
