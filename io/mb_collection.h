@@ -288,8 +288,8 @@ mb_error mb_collection_write_durable(MPI_Comm comm, const char *path, int nlocal
 /* mb_collection_write_durable without the XDMF companions: the HDF5 file
  * alone, synced, then renamed into place, and the folder synced (two
  * fsyncs and one rename, against six and three with the companions of one
- * mesh). For the runner's checkpoints (OUTPUT.ckpt/INDEX.h5), which only
- * meshbatch reads back. Collective over comm. Errors: those of
+ * mesh). For the runner's checkpoints of partitioned runs
+ * (OUTPUT.ckpt/INDEX.h5), which only meshbatch reads back. Collective over comm. Errors: those of
  * mb_collection_write_durable. */
 mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlocal,
                                         mb_mesh *const *local, int nslabs,
@@ -299,14 +299,13 @@ mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlo
  * written under a temporary name and renamed to path once closed, its
  * data left in the page cache (no fsync of the file or its folder). A
  * process that dies after the call leaves the whole file at path, but a
- * crash of the machine may leave path empty or partial: the caller makes
- * it durable (fsync) before giving it a name that --resume trusts after
- * a reboot (the runner: OUTPUT.ckpt/S.part, trusted on the same host and
- * boot only; its checkpoint thread fsyncs and renames it to S.h5 at most
- * every MESHBATCH_CKPT_SYNC_SECONDS; docs/guide.md, "Long batches").
- * Collective over comm (MPI_COMM_SELF for one rank's
- * mesh); nlocal meshes local[nlocal], borrowed. Errors: those of
- * mb_collection_write; on error no file exists at path. */
+ * crash of the machine may leave path empty or partial: a caller that
+ * needs it after a reboot syncs it (fsync) before trusting it. (The
+ * runner's per-mesh checkpoint no longer uses it: it keeps an append-only
+ * log per rank, io/mb_ckptlog.h.) Collective over comm (MPI_COMM_SELF for
+ * one rank's mesh: HDF5's POSIX driver); nlocal meshes local[nlocal],
+ * borrowed. Errors: those of mb_collection_write; on error no file exists
+ * at path. */
 mb_error mb_collection_write_checkpoint_unsynced(MPI_Comm comm, const char *path, int nlocal,
                                                  mb_mesh *const *local);
 

@@ -76,7 +76,9 @@
 #            "MESHBATCH_CKPT_SYNC_SECONDS=0 MESHBATCH_WRITER_SHARE=0.05": the
 #            checkpoint committed every group and rank 0's share of round 1 of
 #            issue 27 point 3; "MESHBATCH_CKPT_THREAD=0 MESHBATCH_WRITER_SHARE=0"
-#            is the runner before it), alternating with the default, into a
+#            is the runner before it; "" none) and with PERMESH_BASELINE_EXE
+#            (default: the same executable; e.g. a build of main, to compare
+#            a change in one call), alternating with the default, into a
 #            table of its own; each run's --timings rows are printed
 #   polylla: POLYLLA_STRONG=100000000 [dry: 25000000] vertices (strong, one grid)
 #            POLYLLA_WEAK=25000000 [dry: 12500000] vertices per GPU (weak; 1 GPU is
@@ -428,17 +430,18 @@ section_permesh() {
   local variants="default"; [ "${PERMESH_BASELINE:-0}" = 1 ] && variants="default baseline"
   for R in ${PERMESH_RANKS:-$ranks_all}; do
    for variant in $variants; do
-    vsuf="" venv="" vtitle=""
+    vsuf="" venv="" vtitle="" vexe=$exe
     if [ "$variant" = baseline ]; then
-      vsuf=-baseline venv=${PERMESH_BASELINE_ENV:-MESHBATCH_CKPT_SYNC_SECONDS=0 MESHBATCH_WRITER_SHARE=0.05}
-      vtitle=", baseline: $venv"
+      vsuf=-baseline venv=${PERMESH_BASELINE_ENV-MESHBATCH_CKPT_SYNC_SECONDS=0 MESHBATCH_WRITER_SHARE=0.05}
+      vexe=$(abspath "${PERMESH_BASELINE_EXE:-$exe}")
+      vtitle=", baseline: ${venv:-no settings}${PERMESH_BASELINE_EXE:+, $vexe}"
     fi
     job=$work/permesh-np$R$vsuf.yaml log=$logdir/permesh-np$R$vsuf.log
     printf 'input: %s\noutput: %s\ndistribute: per-mesh\nschedule: %s\nbackend: %s\n%s\nstages:\n  - op: taubin\n    lambda: 0.5\n    mu: -0.53\n    iterations: %s\n    weights: uniform\n    boundary: fixed\n' \
       "$coll" "$work/permesh-out-np$R$vsuf.h5" "$permesh_schedule" "$backend" "$precline" "$permesh_iter" > "$job"
     # shellcheck disable=SC2086 # PERMESH_RUN_ARGS: words for `meshbatch run`; venv: VAR=value words
     # shellcheck disable=SC2163 # venv holds VAR=value words to export
-    ( [ -z "$venv" ] || export $venv; mpi "$R" "$log" "$exe" run "$job" --timings ${PERMESH_RUN_ARGS:-} )
+    ( [ -z "$venv" ] || export $venv; mpi "$R" "$log" "$vexe" run "$job" --timings ${PERMESH_RUN_ARGS:-} )
     rm -f "$work/permesh-out-np$R$vsuf".*
     local line; line=$(grep -E '[0-9]+ meshes, [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
     [ -n "$line" ] || { note "permesh, $R ranks$vsuf: no summary line (see $log)"; continue; }

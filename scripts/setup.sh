@@ -10,7 +10,7 @@
 set -euo pipefail
 
 MB_PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
-             libmetis-dev libscotchparmetis-dev libsuitesparse-dev libcyaml-dev libyaml-dev libcmocka-dev libqhull-dev
+             libmetis-dev libscotchparmetis-dev libsuitesparse-dev libcyaml-dev libyaml-dev libcmocka-dev libqhull-dev zlib1g-dev
              python3 python3-numpy python3-h5py python3-meshio
              slurm-wlm munge clang libclang-rt-14-dev
              # an optimised BLAS (picked by update-alternatives over Debian's reference

@@ -63,7 +63,9 @@ void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, con
  * MESHBATCH_FAULT=kill:R:K or term:R:K makes rank R (every rank for -1)
  * kill itself (SIGKILL) or send itself SIGTERM after finishing its K-th
  * mesh; synckill:R:K kills it once the K meshes are durable (as after a
- * sync period), kill as soon as their S.part files are written. */
+ * sync period), kill once their records are appended to its log, unsynced
+ * (a kill within the sync period; the records still queued are lost on a
+ * real kill, so the tests wait for the appends to be deterministic). */
 void runner_inject_fault(rank_state *st, int64_t finished) {
   const char *f = getenv("MESHBATCH_FAULT");
   char what[12] = "";
@@ -76,7 +78,10 @@ void runner_inject_fault(rank_state *st, int64_t finished) {
     (void)runner_ckpt_drain(st);
     raise(SIGKILL);
   }
-  if (!strcmp(what, "kill")) raise(SIGKILL); /* the S.part files alone: the page cache */
+  if (!strcmp(what, "kill")) { /* the records appended: the page cache holds them */
+    runner_ckpt_settle(st);
+    raise(SIGKILL);
+  }
   if (!strcmp(what, "term")) raise(SIGTERM);
 }
 
@@ -244,9 +249,12 @@ static mb_error setup(rank_state *st) {
   if (st->job->checkpoint > 0 || st->job->resume ||
       (st->job->checkpoint == 0 && st->job->nstages > 0 && st->inputs->nsources > 1)) {
     snprintf(st->ckpt, sizeof st->ckpt, "%s.ckpt", st->job->output);
-    e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt) : MB_SUCCESS;
+    e = st->rank == 0 ? runner_open_checkpoint(st, st->ckpt, &st->ckpt_gen) : MB_SUCCESS;
     MB_CALL(mb_agree(st->comm, e));
-    MB_CALL(mb_agree(st->comm, runner_ckpt_start(st))); /* per mesh: its syncs' thread */
+    MB_CALL_MPI_AGREED(st->comm, MPI_Bcast(&st->ckpt_gen, 1, MPI_INT, 0, st->comm));
+    if (st->job->resume && st->job->distribute != MB_DISTRIBUTE_PARTITIONED)
+      MB_CALL(mb_agree(st->comm, runner_checkpoint_index(st))); /* the earlier runs' records */
+    MB_CALL(mb_agree(st->comm, runner_ckpt_start(st))); /* per mesh: its log and thread */
   }
   SETUP_PART(3);
   if (runner_writes_per_mesh(st)) { /* rank 0 holds the output; the others write through it */
@@ -307,8 +315,8 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
                                       "  output file, writer rank", "read", "compute (setup + stages)",
                                       "  device (ops' report)", "  host-device copies (ops)",
                                       "  main thread waiting for it", "write (per mesh)",
-                                      "checkpoint (per mesh)", "  its syncs (own thread)",
-                                      "  its group commits", "wait (checkpoint, end)",
+                                      "checkpoint (per mesh)", "  its appends, syncs (own thread)",
+                                      "  its syncs (fdatasync)", "wait (checkpoint, end)",
                                       "wait (writer rank, end)", "host work between phases",
                                       "write (end)", "checkpoint removed (end)",
                                       "after the output (summary)", "wall",
@@ -455,6 +463,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
                               "MPI_Allreduce(MPI_IN_PLACE, &durable, 1, MPI_INT, MPI_MAX, st->comm)");
   }
   const mb_error ce = runner_ckpt_stop(st, durable);
+  runner_checkpoint_index_free(st); /* nothing more is taken from the earlier logs */
   if (!e) e = ce;
   const double schedule_s = mb_wtime() - tl;
   st->schedule_s = schedule_s;
@@ -553,6 +562,7 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
   (void)runner_ckpt_stop(st, 1); /* a run that failed before the schedule's end: queue durable */
+  runner_checkpoint_index_free(st);
   /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;
    * one asked for (--checkpoint, --resume) stays, with a note (not another job's: ARG) */
   if (e && e != MB_ERR_ARG && st->ckpt[0] && st->rank == 0)

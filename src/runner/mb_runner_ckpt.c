@@ -1,29 +1,36 @@
 /* meshbatch: the per-mesh checkpoint's own thread (see mb_runner_private.h).
  *
- * A finished mesh is kept for --resume in OUTPUT.ckpt/. The main thread
- * writes it through HDF5 (not thread-safe, so the write stays there) into
- * the page cache as S.part: written under a temporary name and renamed
- * once closed, so S.part is always whole for the kernel. The page cache
- * survives the process: after a kill (SIGKILL, a SLURM time limit past its
- * grace, a crash of the program) S.part is there, whole, and --resume on
- * the same machine and boot takes it (runner_open_checkpoint). Only a crash
- * of the machine can lose it, or leave it empty or partial; so this thread
- * makes the S.part files durable at most every MESHBATCH_CKPT_SYNC_SECONDS
- * seconds (default 30; 0, or the run's --sync: every group, as soon as the
- * files come), a group at a time (group commit, as a database's log does:
- * DeWitt et al., "Implementation techniques for main memory database
- * systems", SIGMOD 1984):
+ * A finished mesh is kept for --resume as one record of this rank's
+ * append-only checkpoint log, OUTPUT.ckpt/run-G.rank-R.log (io/mb_ckptlog.h;
+ * docs/format.md, "Checkpoint log"). The main thread copies the mesh into
+ * an encoded record (one memcpy per array, no HDF5; into the buffer of an
+ * appended record where one is spare, which costs no page faults) and
+ * hands the record over to this thread, which computes its CRC-32s and appends it with
+ * write(2). The queue between them is bounded in bytes
+ * (MESHBATCH_CKPT_QUEUE_BYTES, default 1 GiB; a record larger than the cap
+ * goes alone): the main thread waits while it is full. The buffers of up
+ * to a quarter of the cap of appended records are kept for the next
+ * records, so a rank holds at most 1.25 times the cap.
  *
- *   for every S.part of the group: fsync(S.part), rename(S.part, S.h5);
- *   then one fsync of the folder for the whole group.
+ * A record that write(2) returned is in the page cache, which survives the
+ * process: after a kill (SIGKILL, a SLURM time limit past its grace, a
+ * crash of the program) it is there, whole, for --resume; the records still
+ * queued (not yet written) are lost and recomputed. Only a crash of the
+ * machine can lose written records, the tail not yet synced; so this thread
+ * calls fdatasync on the log at most every MESHBATCH_CKPT_SYNC_SECONDS
+ * seconds (default 30; 0, or the run's --sync: as soon as the queue is
+ * empty, one sync for the records written together: group commit, as a
+ * database's log does: DeWitt et al., "Implementation techniques for main
+ * memory database systems", SIGMOD 1984). After a crash of the machine the
+ * unsynced tail may be missing, zeroed or torn: every record carries the
+ * CRC-32 of its header and of its arrays, and --resume takes only the
+ * records whose checks hold (runner_checkpoint_index). A stop (SIGTERM,
+ * SIGINT) or a failure writes and syncs every queued record before its
+ * message (runner_ckpt_stop with durable 1); a run that ends well writes
+ * the queue and syncs nothing: its output is written and the log unlinked.
  *
- * S.h5 is durable; after a reboot, or on another host, --resume trusts only
- * S.h5 (the S.part files are removed first). A stop (SIGTERM, SIGINT) or a
- * failure commits every queued file before its message (runner_ckpt_stop
- * with durable 1); a run that ends well commits nothing more: its output is
- * written and its checkpoint removed, and unsynced files are cheap to free
- * (about 0.1 ms a file, against 2-3 ms for a synced one: docs/benchmarks.md,
- * "Per-mesh batches on 4 GPUs, round 2").
+ * MESHBATCH_CKPT_THREAD=0 appends and syncs each record on the main thread
+ * instead (as the HDF5 checkpoints of earlier versions did, for comparison).
  */
 #include "mb_runner_private.h"
 
@@ -36,70 +43,41 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mb_ckptlog.h"
 #include "mb_log.h"
 #include "mb_mpi.h"
 
 typedef struct ckpt_item {
-  int64_t s; /* the source */
+  mb_ckptlog_record rec;
   struct ckpt_item *next;
 } ckpt_item;
 
 struct runner_ckpt {
-  char dir[4200];          /* OUTPUT.ckpt */
+  char path[4400];         /* this rank's log */
+  int fd;                  /* open for appending */
+  int threaded;            /* 0: MESHBATCH_CKPT_THREAD=0, everything on the main thread */
   pthread_t thread;
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* work queued, or quit (the thread waits on it) */
-  pthread_cond_t idle_cv;  /* a group done (the drain waits on it) */
+  pthread_cond_t cv;       /* work queued, a flush, or quit (the thread waits on it) */
+  pthread_cond_t done_cv;  /* a record written, a sync done (the main thread waits on it) */
   ckpt_item *head, *tail;  /* queued, not yet taken by the thread */
-  int64_t queued, done;    /* meshes handed on / made durable (or failed) */
-  int quit;                /* 1: end (committing the queue if flush) */
-  int flush;               /* 1: commit the queue now (a drain, a durable stop) */
-  double period;           /* seconds between commits; 0: every group as it comes */
-  struct timespec last;    /* the last commit (CLOCK_MONOTONIC) */
-  int failed;              /* a sync or rename failed: message in why */
+  ckpt_item *spare;        /* appended records whose buffers the next ones reuse */
+  size_t spare_bytes;      /* their buffers' bytes (at most a quarter of the queue's cap) */
+  size_t bytes, cap;       /* the queue's bytes, and its cap */
+  int64_t queued, written, synced; /* records handed on / appended / appended and synced */
+  int quit;                /* 1: end, after writing the queue (and syncing it if flush) */
+  int flush;               /* 1: sync what is written now (a drain, a durable stop) */
+  int dir_synced;          /* the folder synced once since the log was created */
+  double period;           /* seconds between syncs; 0: as soon as the queue is empty */
+  struct timespec last;    /* the last sync (CLOCK_MONOTONIC) */
+  int failed;              /* a write or sync failed: message in why */
   char why[9600];
-  double sync_s;           /* the thread's seconds in fsync and rename */
-  int64_t groups;          /* folder syncs (one per group) */
+  double write_s;          /* the thread's seconds in CRCs, appends and syncs */
+  int64_t syncs;           /* its fdatasync calls */
 };
 
-void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size_t len) {
-  snprintf(part, len, "%s/%lld.part", dir, (long long)s);
-  snprintf(final, len, "%s/%lld.h5", dir, (long long)s);
-}
-
-/* fsync a file or folder by name; 0, or the errno. */
-static int sync_name(const char *path) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  const int err = fsync(fd) == 0 ? 0 : errno;
-  close(fd);
-  return err;
-}
-
-/* One group: each file synced and renamed to its trusted name, then the folder synced. */
-static void commit_group(runner_ckpt *c, ckpt_item *group, char *why, size_t len, int *failed) {
-  int n = 0;
-  for (ckpt_item *it = group; it && !*failed; it = it->next, n++) {
-    char part[4400], final[4400];
-    runner_ckpt_paths(c->dir, it->s, part, final, sizeof part);
-    int err = sync_name(part);
-    if (err) {
-      snprintf(why, len, "cannot sync the checkpoint %s to the disk: %s", part, strerror(err));
-      *failed = 1;
-    } else if (rename(part, final) != 0) {
-      snprintf(why, len, "cannot rename the checkpoint %s to %s: %s", part, final,
-               strerror(errno));
-      *failed = 1;
-    }
-  }
-  if (n && !*failed) {
-    const int err = sync_name(c->dir);
-    if (err) {
-      snprintf(why, len, "cannot sync the checkpoint folder %s to the disk: %s", c->dir,
-               strerror(err));
-      *failed = 1;
-    }
-  }
+void runner_ckpt_log_path(const char *dir, int gen, int rank, char *path, size_t len) {
+  snprintf(path, len, "%s/run-%d.rank-%d.log", dir, gen, rank);
 }
 
 static double since(const struct timespec *t) {
@@ -108,21 +86,58 @@ static double since(const struct timespec *t) {
   return (double)(now.tv_sec - t->tv_sec) + 1e-9 * (double)(now.tv_nsec - t->tv_nsec);
 }
 
-/* Whether the queue is committed now (the lock held). */
-static int commit_due(const runner_ckpt *c) {
-  return c->head && (c->flush || c->period <= 0 || since(&c->last) >= c->period);
+/* Append rec (sealed here) to the log; 0, or the errno. */
+static int append(runner_ckpt *c, mb_ckptlog_record *rec) {
+  mb_ckptlog_seal(rec);
+  for (size_t done = 0; done < rec->len;) {
+    const ssize_t w = write(c->fd, rec->bytes + done, rec->len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* fdatasync the log, and its folder the first time (the log's name); 0, or the errno. */
+static int sync_log(runner_ckpt *c, const char **what) {
+  *what = c->path;
+  if (fdatasync(c->fd) != 0) return errno;
+  if (c->dir_synced) return 0;
+  char dir[4400];
+  snprintf(dir, sizeof dir, "%s", c->path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  *what = "the checkpoint folder";
+  const int fd = open(slash ? dir : ".", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int err = fsync(fd) == 0 ? 0 : errno;
+  close(fd);
+  if (!err) c->dir_synced = 1;
+  return err;
+}
+
+/* Whether what is written is synced now (the lock held). */
+static int sync_due(const runner_ckpt *c) {
+  return c->synced < c->written && !c->head &&
+         (c->flush || c->period <= 0 || since(&c->last) >= c->period);
+}
+
+static void fail_with(runner_ckpt *c, const char *what, const char *path, int err) {
+  if (c->failed) return;
+  c->failed = 1;
+  snprintf(c->why, sizeof c->why, "cannot %s the checkpoint %s: %s", what, path, strerror(err));
 }
 
 static void *ckpt_thread(void *arg) {
   runner_ckpt *c = arg;
   pthread_mutex_lock(&c->mu);
   for (;;) {
-    while (!commit_due(c) && !c->quit) {
-      if (!c->head) {
+    while (!c->head && !sync_due(c) && !c->quit) {
+      if (c->synced == c->written || c->period <= 0) {
         pthread_cond_wait(&c->cv, &c->mu);
         continue;
       }
-      struct timespec until = c->last; /* the next commit's time */
+      struct timespec until = c->last; /* the next sync's time */
       const double p = c->period;
       until.tv_sec += (time_t)p;
       until.tv_nsec += (long)((p - (double)(time_t)p) * 1e9);
@@ -132,164 +147,235 @@ static void *ckpt_thread(void *arg) {
       }
       pthread_cond_timedwait(&c->cv, &c->mu, &until);
     }
-    if (!commit_due(c)) break; /* quit, nothing to commit (or not asked to) */
-    ckpt_item *group = c->head; /* everything queued: one group */
-    int64_t n = 0;
-    for (ckpt_item *it = group; it; it = it->next) n++;
-    c->head = c->tail = NULL;
-    c->flush = 0;
-    const int was_failed = c->failed;
-    pthread_mutex_unlock(&c->mu);
-    char why[9600] = "";
-    int failed = was_failed; /* after a failure nothing more is trusted */
-    const double t0 = mb_wtime();
-    commit_group(c, group, why, sizeof why, &failed);
-    const double dt = mb_wtime() - t0;
-    while (group) {
-      ckpt_item *it = group;
-      group = it->next;
-      free(it);
+    if (c->head) { /* one record appended */
+      ckpt_item *it = c->head;
+      c->head = it->next;
+      if (!c->head) c->tail = NULL;
+      const int failed = c->failed;
+      pthread_mutex_unlock(&c->mu);
+      const double t0 = mb_wtime();
+      const int err = failed ? 0 : append(c, &it->rec); /* after a failure nothing more */
+      const double dt = mb_wtime() - t0;
+      const size_t len = it->rec.len;
+      pthread_mutex_lock(&c->mu);
+      const int keep = c->spare_bytes + it->rec.cap <= c->cap / 4;
+      if (keep) { /* its buffer for a later record */
+        c->spare_bytes += it->rec.cap;
+        it->next = c->spare;
+        c->spare = it;
+      } else { /* freed outside the lock (unmapping a large buffer takes a while) */
+        pthread_mutex_unlock(&c->mu);
+        mb_ckptlog_record_free(&it->rec);
+        free(it);
+        pthread_mutex_lock(&c->mu);
+      }
+      if (err) fail_with(c, "append to", c->path, err);
+      c->bytes -= len;
+      c->written++;
+      c->write_s += dt;
+      pthread_cond_broadcast(&c->done_cv);
+      continue;
     }
-    pthread_mutex_lock(&c->mu);
-    clock_gettime(CLOCK_MONOTONIC, &c->last);
-    if (failed && !c->failed) {
-      c->failed = 1;
-      snprintf(c->why, sizeof c->why, "%s", why);
+    if (sync_due(c) || (c->quit && c->flush && c->synced < c->written)) {
+      const int64_t upto = c->written;
+      const int failed = c->failed;
+      pthread_mutex_unlock(&c->mu);
+      const char *what = "";
+      const double t0 = mb_wtime();
+      const int err = failed ? 0 : sync_log(c, &what);
+      const double dt = mb_wtime() - t0;
+      pthread_mutex_lock(&c->mu);
+      if (err) fail_with(c, "sync to the disk", what, err);
+      clock_gettime(CLOCK_MONOTONIC, &c->last);
+      c->synced = upto;
+      c->flush = 0;
+      c->write_s += dt;
+      c->syncs++;
+      pthread_cond_broadcast(&c->done_cv);
+      continue;
     }
-    c->sync_s += dt;
-    c->groups++;
-    c->done += n;
-    pthread_cond_broadcast(&c->idle_cv);
+    if (c->quit) break;
   }
-  pthread_cond_broadcast(&c->idle_cv);
+  pthread_cond_broadcast(&c->done_cv);
   pthread_mutex_unlock(&c->mu);
   return NULL;
 }
 
-/* Whether the checkpoint's syncs run on their own thread: per-mesh runs
- * with a checkpoint, unless MESHBATCH_CKPT_THREAD=0 (each mesh made durable
- * on the main thread, as before, for comparison). */
-static int ckpt_thread_wanted(const rank_state *st) {
+/* Whether the checkpoint's appends run on their own thread (unless MESHBATCH_CKPT_THREAD=0). */
+static int ckpt_thread_wanted(void) {
   const char *e = getenv("MESHBATCH_CKPT_THREAD");
-  return st->ckpt[0] && st->job->distribute != MB_DISTRIBUTE_PARTITIONED &&
-         !(e && !strcmp(e, "0"));
+  return !(e && !strcmp(e, "0"));
+}
+
+/* The queue's cap in bytes: MESHBATCH_CKPT_QUEUE_BYTES, default 1 GiB. */
+static size_t queue_cap(void) {
+  const char *e = getenv("MESHBATCH_CKPT_QUEUE_BYTES");
+  const double b = e && *e ? atof(e) : 0;
+  return b >= 1 ? (size_t)b : (size_t)1 << 30;
 }
 
 mb_error runner_ckpt_start(rank_state *st) {
-  if (!ckpt_thread_wanted(st) || st->ck) return MB_SUCCESS;
+  if (!st->ckpt[0] || st->job->distribute == MB_DISTRIBUTE_PARTITIONED || st->ck)
+    return MB_SUCCESS;
   runner_ckpt *c = calloc(1, sizeof *c);
   MB_CHECK(c, MB_ERR_MEMORY, "out of memory");
-  snprintf(c->dir, sizeof c->dir, "%s", st->ckpt);
+  runner_ckpt_log_path(st->ckpt, st->ckpt_gen, st->rank, c->path, sizeof c->path);
+  c->fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+  if (c->fd < 0) {
+    const int err = errno;
+    free(c);
+    MB_FAIL(MB_ERR_IO, "cannot create the checkpoint log %s/run-%d.rank-%d.log: %s", st->ckpt,
+            st->ckpt_gen, st->rank, strerror(err));
+  }
   c->period = runner_ckpt_sync_seconds(st);
+  c->cap = queue_cap();
+  c->threaded = ckpt_thread_wanted();
   clock_gettime(CLOCK_MONOTONIC, &c->last);
+  st->ck = c;
+  if (!c->threaded) return MB_SUCCESS;
   pthread_mutex_init(&c->mu, NULL);
   pthread_condattr_t ca; /* timed waits on the monotonic clock, as c->last */
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&c->cv, &ca);
   pthread_condattr_destroy(&ca);
-  pthread_cond_init(&c->idle_cv, NULL);
+  pthread_cond_init(&c->done_cv, NULL);
   const int rc = pthread_create(&c->thread, NULL, ckpt_thread, c);
   if (rc) {
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
-    pthread_cond_destroy(&c->idle_cv);
+    pthread_cond_destroy(&c->done_cv);
+    close(c->fd);
     free(c);
+    st->ck = NULL;
     MB_FAIL(MB_ERR_MEMORY, "cannot start the checkpoint thread: %s", strerror(rc));
   }
-  st->ck = c;
   return MB_SUCCESS;
 }
 
 /* The first failure of the thread, as this thread's error. */
 static mb_error ckpt_error(runner_ckpt *c) {
-  pthread_mutex_lock(&c->mu);
+  if (c->threaded) pthread_mutex_lock(&c->mu);
   const int failed = c->failed;
   char why[9600];
   snprintf(why, sizeof why, "%s", c->why);
-  pthread_mutex_unlock(&c->mu);
+  if (c->threaded) pthread_mutex_unlock(&c->mu);
   MB_CHECK(!failed, MB_ERR_IO, "%s", why);
   return MB_SUCCESS;
 }
 
-/* Queue source s's S.part for the thread's next commit. Errors: MB_ERR_MEMORY. */
-static mb_error enqueue(runner_ckpt *c, int64_t s) {
-  ckpt_item *it = malloc(sizeof *it);
-  MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
-  *it = (ckpt_item){.s = s};
-  pthread_mutex_lock(&c->mu);
-  if (c->tail) c->tail->next = it; else c->head = it;
-  c->tail = it;
-  c->queued++;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-  return MB_SUCCESS;
+/* A spare record (its buffer the largest kept), or NULL (the lock held where threaded). */
+static ckpt_item *take_spare(runner_ckpt *c) {
+  ckpt_item **best = NULL;
+  for (ckpt_item **p = &c->spare; *p; p = &(*p)->next)
+    if (!best || (*p)->rec.cap > (*best)->rec.cap) best = p;
+  ckpt_item *it = best ? *best : NULL;
+  if (it) {
+    *best = it->next;
+    c->spare_bytes -= it->rec.cap;
+  }
+  return it;
 }
 
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s) {
-  char part[4400], final[4400];
+  runner_ckpt *c = st->ck;
+  if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
-  mb_error e = MB_SUCCESS;
-  if (!st->ck) { /* durable here: synced, renamed, the folder synced */
-    runner_checkpoint_path(st, s, final, sizeof final);
-    e = mb_collection_write_checkpoint(MPI_COMM_SELF, final, 1, &m, 0, NULL);
-    st->ckpt_s += mb_wtime() - t0;
+  /* one lock for the thread's failure and a spare buffer: each lock the thread holds costs
+   * the main thread a wake-up where the cores are busy */
+  if (c->threaded) pthread_mutex_lock(&c->mu);
+  const int failed = c->failed;
+  ckpt_item *it = failed ? NULL : take_spare(c);
+  if (c->threaded) pthread_mutex_unlock(&c->mu);
+  if (failed) MB_CALL(ckpt_error(c));
+  if (!it) it = calloc(1, sizeof *it);
+  MB_CHECK(it, MB_ERR_MEMORY, "out of memory");
+  it->next = NULL;
+  mb_error e = mb_ckptlog_encode(m, s, &it->rec);
+  if (e) {
+    mb_ckptlog_record_free(&it->rec);
+    free(it);
     MB_CALL(e);
+  }
+  if (!c->threaded) { /* appended and synced here */
+    int err = append(c, &it->rec);
+    const char *what = c->path;
+    if (!err) err = sync_log(c, &what);
+    it->next = c->spare; /* its buffer for the next record */
+    c->spare = it;
+    c->spare_bytes += it->rec.cap;
+    if (err) fail_with(c, err == EIO || err == ENOSPC ? "append to" : "sync to the disk", what, err);
+    st->ckpt_s += mb_wtime() - t0;
+    MB_CALL(ckpt_error(c));
     return MB_SUCCESS;
   }
-  runner_ckpt *c = st->ck;
-  MB_CALL(ckpt_error(c));
-  runner_ckpt_paths(c->dir, s, part, final, sizeof part);
-  e = mb_collection_write_checkpoint_unsynced(MPI_COMM_SELF, part, 1, &m);
-  if (!e) e = enqueue(c, s);
+  pthread_mutex_lock(&c->mu);
+  while (c->bytes && c->bytes + it->rec.len > c->cap && !c->failed) /* the queue is full */
+    pthread_cond_wait(&c->done_cv, &c->mu);
+  if (c->tail) c->tail->next = it; else c->head = it;
+  c->tail = it;
+  c->bytes += it->rec.len;
+  c->queued++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
   st->ckpt_s += mb_wtime() - t0;
-  MB_CALL(e);
   return MB_SUCCESS;
 }
 
-mb_error runner_ckpt_adopt(rank_state *st, int64_t s) {
-  if (!st->ck) return MB_SUCCESS;
-  MB_CALL(enqueue(st->ck, s));
-  return MB_SUCCESS;
+/* Wait until every queued record is appended (durable 0) or appended and
+ * synced (durable 1); the seconds go to st->ckpt_wait_s. */
+static void wait_for(rank_state *st, runner_ckpt *c, int durable) {
+  const double t0 = mb_wtime();
+  pthread_mutex_lock(&c->mu);
+  if (durable) c->flush = 1;
+  pthread_cond_broadcast(&c->cv);
+  while (c->written < c->queued || (durable && c->synced < c->queued && !c->failed))
+    pthread_cond_wait(&c->done_cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  st->ckpt_wait_s += mb_wtime() - t0;
 }
 
 mb_error runner_ckpt_drain(rank_state *st) {
   runner_ckpt *c = st->ck;
-  if (!c) return MB_SUCCESS;
-  const double t0 = mb_wtime();
-  pthread_mutex_lock(&c->mu);
-  c->flush = 1;
-  pthread_cond_broadcast(&c->cv);
-  while (c->done < c->queued) pthread_cond_wait(&c->idle_cv, &c->mu);
-  c->flush = 0; /* nothing queued is left */
-  pthread_mutex_unlock(&c->mu);
-  st->ckpt_wait_s += mb_wtime() - t0;
+  if (!c || !c->threaded) return MB_SUCCESS;
+  wait_for(st, c, 1);
   MB_CALL(ckpt_error(c));
   return MB_SUCCESS;
+}
+
+void runner_ckpt_settle(rank_state *st) {
+  if (st->ck && st->ck->threaded) wait_for(st, st->ck, 0);
 }
 
 mb_error runner_ckpt_stop(rank_state *st, int durable) {
   runner_ckpt *c = st->ck;
   if (!c) return MB_SUCCESS;
   const double t0 = mb_wtime();
-  pthread_mutex_lock(&c->mu);
-  c->quit = 1;
-  c->flush = durable;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-  pthread_join(c->thread, NULL);
-  while (c->head) { /* not committed (durable 0): whole S.part files, for a kill */
-    ckpt_item *it = c->head;
-    c->head = it->next;
-    free(it);
+  if (c->threaded) {
+    pthread_mutex_lock(&c->mu);
+    c->quit = 1;
+    c->flush = durable;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
   }
   st->ckpt_wait_s += mb_wtime() - t0;
-  st->ckpt_sync_s = c->sync_s;
-  st->ckpt_groups = c->groups;
+  st->ckpt_sync_s = c->write_s;
+  st->ckpt_groups = c->syncs;
   mb_error e = ckpt_error(c);
-  pthread_mutex_destroy(&c->mu);
-  pthread_cond_destroy(&c->cv);
-  pthread_cond_destroy(&c->idle_cv);
+  if (c->threaded) {
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    pthread_cond_destroy(&c->done_cv);
+  }
+  close(c->fd);
+  while (c->spare) {
+    ckpt_item *it = c->spare;
+    c->spare = it->next;
+    mb_ckptlog_record_free(&it->rec);
+    free(it);
+  }
+  snprintf(st->ckpt_log, sizeof st->ckpt_log, "%s", c->path);
   free(c);
   st->ck = NULL;
   MB_CALL(e);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "mb_ckptlog.h"
 #include "mb_collection.h"
 #include "mb_meshfile.h"
 #include "mb_log.h"
@@ -62,17 +63,6 @@ mb_error runner_open_checkpoint_mesh(MPI_Comm comm, const char *ck, mb_collectio
   mb_collection_close(*c);
   *c = NULL;
   MB_FAIL(MB_ERR_FORMAT, "%s: a checkpoint holds one dataset", ck);
-}
-
-/* A finished mesh from the checkpoint: the one dataset of ck, as source s. */
-mb_error runner_read_checkpoint(const char *ck, int64_t s, mb_mesh **m) {
-  mb_collection *c = NULL;
-  MB_CALL(runner_open_checkpoint_mesh(MPI_COMM_SELF, ck, &c));
-  mb_error e = mb_collection_read(c, 0, m);
-  mb_collection_close(c);
-  MB_CALL(e);
-  (*m)->index = s;
-  return MB_SUCCESS;
 }
 
 /* Keep a processed slab for the collective write. */
@@ -313,52 +303,40 @@ static void clear_folder(const char *dir) {
   if (d) closedir(d);
 }
 
-/* This host and boot, one line: the host name and the kernel's boot id
- * (Linux, /proc/sys/kernel/random/boot_id; "" elsewhere, never the same as
- * another). MESHBATCH_TEST_BOOT stands for it in the tests (a reboot). */
-static void this_boot(char *out, size_t len) {
-  char host[256] = "", id[128] = "";
-  gethostname(host, sizeof host - 1);
-  const char *t = getenv("MESHBATCH_TEST_BOOT");
-  FILE *f = t ? NULL : fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (t) snprintf(id, sizeof id, "%s", t);
-  else if (f && fgets(id, sizeof id, f)) id[strcspn(id, "\n")] = '\0';
-  if (f) fclose(f);
-  snprintf(out, len, "%s %s\n", host, id);
+/* The generation G of a log file's name run-G.rank-R.log, else -1. */
+static int log_generation(const char *name) {
+  int g = -1, r = -1, len = 0;
+  if (sscanf(name, "run-%d.rank-%d.log%n", &g, &r, &len) != 2 || name[len] || g < 0 || r < 0)
+    return -1;
+  return g;
 }
 
-/* --resume: the S.part files of a checkpoint (whole in the page cache, not
- * synced) are trusted only where the page cache that holds them is this
- * one: the same host, not rebooted since (dir/boot). Elsewhere (after a
- * crash of the machine, on another node) they may be empty or partial and
- * are removed, with their temporaries: only the durable S.h5 are taken. */
-static void keep_trusted_parts(const char *dir) {
-  char path[4400], had[600] = "", now[600];
-  snprintf(path, sizeof path, "%s/boot", dir);
-  FILE *f = fopen(path, "r");
-  if (f && !fgets(had, sizeof had, f)) had[0] = '\0';
-  if (f) fclose(f);
-  this_boot(now, sizeof now);
-  const char *id = strchr(now, ' ');
-  if (had[0] && id && id[1] != '\n' && !strcmp(had, now)) return;
-  int64_t removed = 0;
+/* --resume: the logs of the earlier runs, synced (a kill leaves their tail in the page cache
+ * only: from now on this run's syncs cover them too); the highest generation, or 0. */
+static int sync_earlier_logs(const char *dir) {
+  int gen = 0;
   DIR *d = opendir(dir);
-  for (struct dirent *e; d && (e = readdir(d));)
-    if (strstr(e->d_name, ".part")) {
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      removed += unlink(path) == 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    const int g = log_generation(e->d_name);
+    if (g < 0) continue;
+    if (g > gen) gen = g;
+    char q[4600];
+    snprintf(q, sizeof q, "%s/%s", dir, e->d_name);
+    const int fd = open(q, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)fdatasync(fd);
+      close(fd);
     }
+  }
   if (d) closedir(d);
-  if (removed)
-    mb_log(MB_LOG_NORMAL, "resume: %lld unsynced checkpoint files of another boot or host "
-           "removed (only the meshes synced before it are taken)", (long long)removed);
+  return gen;
 }
 
 /* Rank 0: the checkpoint folder OUTPUT.ckpt. Without --resume any earlier
  * one is emptied; with it, the list of what its meshes depend on
  * (job.id, job_identity) must be this job's, else the run is refused with
  * what changed. */
-mb_error runner_open_checkpoint(const rank_state *st, const char *dir) {
+mb_error runner_open_checkpoint(const rank_state *st, const char *dir, int *gen) {
   char id[4400];
   snprintf(id, sizeof id, "%s/job.id", dir);
   char *want = job_identity(st), *have = NULL;
@@ -395,7 +373,8 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir) {
     }
   }
   free(have);
-  if (st->job->resume && f) keep_trusted_parts(dir);
+  *gen = 1;
+  if (st->job->resume && f) *gen = sync_earlier_logs(dir) + 1;
   if (st->job->resume && !f)
     mb_log(MB_LOG_NORMAL, "resume: no checkpoint at %s: every mesh is computed", dir);
   if (!st->job->resume) clear_folder(dir); /* a fresh start: no stale mesh may be taken later */
@@ -403,58 +382,52 @@ mb_error runner_open_checkpoint(const rank_state *st, const char *dir) {
     free(want);
     MB_FAIL(MB_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
   }
-  char boot[600], bootfile[4400];
-  this_boot(boot, sizeof boot);
-  snprintf(bootfile, sizeof bootfile, "%s/boot", dir);
-  f = fopen(bootfile, "w");
-  int ok = f && fputs(boot, f) >= 0;
-  if (f && fclose(f) != 0) ok = 0;
-  if (!ok) free(want);
-  MB_CHECK(ok, MB_ERR_IO, "cannot write %s: %s", bootfile, strerror(errno));
   f = fopen(id, "w");
-  ok = f && fprintf(f, "%s\n%s", ckpt_magic, want) > 0;
+  int ok = f && fprintf(f, "%s\n%s", ckpt_magic, want) > 0;
   const int closed = f && fclose(f) == 0;
   free(want);
   MB_CHECK(ok && closed, MB_ERR_IO, "cannot write %s: %s", id, strerror(errno));
   return MB_SUCCESS;
 }
 
-/* Commit what is left unsynced in dir (a failure after a schedule that
- * ended well: the ranks' threads ended without a commit): every S.part
- * synced and renamed S.h5, then the folder synced. */
-static void commit_parts(const char *dir) {
+/* Sync what is left unsynced in dir (a failure after a schedule that ended
+ * well: the ranks' threads ended without a sync): every log, then the
+ * folder. The finished meshes in it: the records whose headers hold, and
+ * the S.h5 of partitioned runs. */
+static int64_t commit_logs(const char *dir, int sync) {
   DIR *d = opendir(dir);
-  int renamed = 0;
+  int64_t meshes = 0;
   for (struct dirent *e; d && (e = readdir(d));) {
-    long long s = -1;
-    char tail[8] = "";
-    if (sscanf(e->d_name, "%lld.%7s", &s, tail) != 2 || s < 0 || strcmp(tail, "part")) continue;
-    char part[4400], final[4400];
-    runner_ckpt_paths(dir, s, part, final, sizeof part);
-    const int fd = open(part, O_RDONLY | O_CLOEXEC);
-    const int synced = fd >= 0 && fsync(fd) == 0;
-    if (fd >= 0) close(fd);
-    if (synced && rename(part, final) == 0) renamed = 1;
+    const size_t n = strlen(e->d_name);
+    meshes += n > 3 && !strcmp(e->d_name + n - 3, ".h5");
+    if (log_generation(e->d_name) < 0) continue;
+    char q[4600];
+    snprintf(q, sizeof q, "%s/%s", dir, e->d_name);
+    const int fd = open(q, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (sync) (void)fdatasync(fd);
+    mb_ckptlog_entry *ent = NULL;
+    int64_t k = 0;
+    uint64_t torn = 0;
+    if (mb_ckptlog_scan(fd, q, 0, &ent, &k, &torn) == MB_SUCCESS) meshes += k;
+    free(ent);
+    close(fd);
   }
   if (d) closedir(d);
-  const int fd = renamed ? open(dir, O_RDONLY | O_CLOEXEC) : -1;
+  const int fd = sync ? open(dir, O_RDONLY | O_CLOEXEC) : -1;
   if (fd >= 0) {
     (void)fsync(fd);
     close(fd);
   }
+  return meshes;
 }
 
 /* Rank 0, after a failed run: the finished meshes stay for --resume. */
 void runner_checkpoint_after_failure(const char *dir, int keep) {
-  if (keep) commit_parts(dir);
-  int64_t meshes = 0;
   DIR *d = opendir(dir);
-  for (struct dirent *e; d && (e = readdir(d));) {
-    const size_t n = strlen(e->d_name);
-    meshes += n > 3 && !strcmp(e->d_name + n - 3, ".h5");
-  }
-  if (d) closedir(d);
   if (!d) return;
+  closedir(d);
+  const int64_t meshes = commit_logs(dir, keep);
   if (!meshes || !keep) {
     runner_remove_checkpoint(dir);
     return;
@@ -465,18 +438,99 @@ void runner_checkpoint_after_failure(const char *dir, int keep) {
   fflush(stderr);
 }
 
-/* Every rank, after the output is written: the checkpoint files of the
- * sources it took (its results), so that the ranks remove them side by
- * side (freeing a synced file's blocks is what costs: about 3 ms a file
- * on a file system mounted with discard, docs/benchmarks.md; an unsynced
- * S.part, the common case under the sync period, about 0.1 ms). */
+/* Every rank, after the output is written: its own log (one unlink; a
+ * synced log's blocks cost more to free than an unsynced one's). */
 void runner_remove_own_checkpoint(const rank_state *st) {
-  for (int i = 0; i < st->nresults; i++) {
-    char part[4400], final[4400];
-    runner_ckpt_paths(st->ckpt, st->results[i].index, part, final, sizeof part);
-    unlink(final);
-    unlink(part);
+  if (st->ckpt_log[0]) unlink(st->ckpt_log);
+}
+
+/* ------------------------------------------------------------- --resume: the logs' records */
+
+struct runner_ckpt_index {
+  int nfiles;
+  int *fds;
+  char **paths;
+  int64_t n;
+  mb_ckptlog_entry *e;   /* sorted by source, then file */
+};
+
+static int by_source(const void *a, const void *b) {
+  const mb_ckptlog_entry *x = a, *y = b;
+  if (x->source != y->source) return x->source < y->source ? -1 : 1;
+  return (x->file > y->file) - (x->file < y->file);
+}
+
+mb_error runner_checkpoint_index(rank_state *st) {
+  runner_ckpt_index *ix = calloc(1, sizeof *ix);
+  MB_CHECK(ix, MB_ERR_MEMORY, "out of memory");
+  st->ckidx = ix;
+  DIR *d = opendir(st->ckpt);
+  mb_error e = MB_SUCCESS;
+  for (struct dirent *de; !e && d && (de = readdir(d));) {
+    const int g = log_generation(de->d_name);
+    if (g < 0 || g >= st->ckpt_gen) continue;
+    char q[4600];
+    snprintf(q, sizeof q, "%s/%s", st->ckpt, de->d_name);
+    const int fd = open(q, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue; /* removed meanwhile: its meshes are computed */
+    int *fds = realloc(ix->fds, sizeof *fds * (size_t)(ix->nfiles + 1));
+    char **paths = fds ? realloc(ix->paths, sizeof *paths * (size_t)(ix->nfiles + 1)) : NULL;
+    if (fds) ix->fds = fds;
+    if (paths) ix->paths = paths;
+    char *pq = paths ? mb_strdup(q) : NULL;
+    if (!pq) {
+      close(fd);
+      e = MB_ERR_MEMORY;
+      break;
+    }
+    ix->fds[ix->nfiles] = fd;
+    ix->paths[ix->nfiles] = pq;
+    uint64_t torn = 0;
+    e = mb_ckptlog_scan(fd, q, ix->nfiles++, &ix->e, &ix->n, &torn);
+    if (!e && torn && st->rank == 0)
+      mb_log(MB_LOG_NORMAL, "resume: %s: %llu bytes of torn or damaged records skipped (a "
+             "record cut short by a kill or a crash of the machine; its meshes are computed)",
+             q, (unsigned long long)torn);
   }
+  if (d) closedir(d);
+  if (e == MB_ERR_MEMORY) MB_FAIL(MB_ERR_MEMORY, "out of memory");
+  MB_CALL(e);
+  if (ix->n) qsort(ix->e, (size_t)ix->n, sizeof *ix->e, by_source);
+  return MB_SUCCESS;
+}
+
+int runner_checkpoint_take(rank_state *st, int64_t s, const char *name, mb_mesh **m) {
+  const runner_ckpt_index *ix = st->ckidx;
+  if (!ix || !ix->n) return 0;
+  int64_t lo = 0, hi = ix->n; /* the first entry of source s */
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ix->e[mid].source < s) lo = mid + 1; else hi = mid;
+  }
+  for (int64_t k = lo; k < ix->n && ix->e[k].source == s; k++) {
+    const mb_ckptlog_entry *en = &ix->e[k];
+    if (mb_ckptlog_read(ix->fds[en->file], ix->paths[en->file], en, m) == MB_SUCCESS) {
+      (*m)->index = s;
+      return 1;
+    }
+    mb_log_warning("[rank %d] %s: not taken from the checkpoint, computed again: %s", st->rank,
+                   name, mb_error_message());
+  }
+  return 0;
+}
+
+void runner_checkpoint_index_free(rank_state *st) {
+  runner_ckpt_index *ix = st->ckidx;
+  if (!ix) return;
+  for (int i = 0; i < ix->nfiles; i++) {
+    close(ix->fds[i]);
+    free(ix->paths[i]);
+  }
+  free(ix->fds);
+  free(ix->paths);
+  free(ix->e);
+  free(ix);
+  st->ckidx = NULL;
 }
 
 /* Rank 0, after the output is written: the checkpoint is no longer needed. */

@@ -157,20 +157,13 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
            st->backend.kind == MB_BACKEND_CUDA ? "cuda" : "cpu");
   const mb_source *src = &st->inputs->sources[s];
   p->t0 = mb_wtime();
-  char ck[4400], part[4400], final[4400];
-  runner_checkpoint_path(st, s, ck, sizeof ck);
-  if (st->job->resume && ck[0] && access(ck, F_OK) != 0) { /* unsynced, whole (same boot) */
-    runner_ckpt_paths(st->ckpt, s, part, final, sizeof part);
-    if (access(part, F_OK) == 0) snprintf(ck, sizeof ck, "%s", part);
-  }
-  if (st->job->resume && ck[0] && access(ck, F_OK) == 0) { /* finished before */
-    MB_CALL(runner_read_checkpoint(ck, s, &p->m));
-    if (strstr(ck, ".part")) MB_CALL(runner_ckpt_adopt(st, s)); /* synced with this run's */
+  if (st->job->resume && runner_checkpoint_take(st, s, src->name, &p->m)) { /* finished before */
     res->nv = p->m->nv;
     res->nf = p->m->nf;
     snprintf(res->backend, sizeof res->backend, "resumed");
     st->resumed++;
-    mb_log(MB_LOG_NORMAL, "[rank %d] %s: from the checkpoint (%s)", st->rank, src->name, ck);
+    mb_log(MB_LOG_NORMAL, "[rank %d] %s: from the checkpoint (%s)", st->rank, src->name,
+           st->ckpt);
     return MB_SUCCESS;
   }
   mb_error e = mb_inputs_read(st->inputs, s, &p->m);
@@ -207,7 +200,7 @@ static void drop_source(rank_state *st, pending *p) {
 }
 
 /* The write stage (main thread): a computed mesh goes to the checkpoint
- * (durable before it counts as finished: written whole, then renamed) and
+ * (a record of this rank's log, appended by the checkpoint's thread) and
  * joins the rank's output; a failed one is reported as skipped. */
 static mb_error finish_source(rank_state *st, pending *p) {
   if (p->s < 0) return MB_SUCCESS;
@@ -224,7 +217,7 @@ static mb_error finish_source(rank_state *st, pending *p) {
   }
   const double tw = mb_wtime();
   if (p->m) {
-    if (st->ckpt[0]) { /* kept for --resume (its syncs on the checkpoint's thread) */
+    if (st->ckpt[0]) { /* kept for --resume (appended and synced by the checkpoint's thread) */
       mb_error ce = runner_ckpt_put(st, p->m, p->s);
       if (ce) {
         mb_mesh_free(p->m);

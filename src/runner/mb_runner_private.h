@@ -11,8 +11,8 @@
  *   mb_runner_writer.c      per-mesh runs on several ranks: the writer rank
  *                           (rank 0) makes each mesh's metadata, the others
  *                           write its values at the offsets it hands out;
- *   mb_runner_ckpt.c        per-mesh runs: the checkpoint's own thread (the
- *                           fsyncs and renames of finished meshes, in groups).
+ *   mb_runner_ckpt.c        per-mesh runs: the checkpoint's own thread (each
+ *                           rank's append-only log of finished meshes, its syncs).
  * None of these functions is collective unless its comment says so; each
  * that returns mb_error reports through mb_error.h's message. */
 #ifndef MB_RUNNER_PRIVATE_H
@@ -47,6 +47,7 @@ typedef struct mesh_result {
 
 typedef struct runner_writer runner_writer; /* mb_runner_writer.c */
 typedef struct runner_ckpt runner_ckpt;     /* mb_runner_ckpt.c */
+typedef struct runner_ckpt_index runner_ckpt_index; /* mb_runner_output.c */
 
 typedef struct rank_state {
   MPI_Comm comm;
@@ -78,13 +79,18 @@ typedef struct rank_state {
                              folder, output file and writer rank */
   double put_s;          /* meshes written into the output as they finished (st->out, st->wr:
                             on rank 0 the other ranks' metadata too, elsewhere their pwrites) */
-  double ckpt_s;         /* per-mesh runs: the checkpoint writes of finished meshes on the main
-                            thread (with st->ck: the HDF5 write into the page cache; without:
-                            the durable write, synced and renamed) */
-  runner_ckpt *ck;       /* per-mesh runs with a checkpoint: its thread (syncs, renames) */
+  double ckpt_s;         /* per-mesh runs: the checkpoint of finished meshes on the main thread
+                            (the record's copy and the wait for room in the queue; with
+                            MESHBATCH_CKPT_THREAD=0 the append and its sync too) */
+  runner_ckpt *ck;       /* per-mesh runs with a checkpoint: this rank's log and its thread */
+  int ckpt_gen;          /* the generation G of this run's logs, run-G.rank-R.log (earlier
+                            runs': lower G) */
+  char ckpt_log[4400];   /* per-mesh runs: this rank's log, once st->ck is stopped */
+  runner_ckpt_index *ckidx; /* --resume, per mesh: the earlier runs' records, by source */
   double ckpt_wait_s;    /* the main thread waiting for that thread (a stop, a fault, the end) */
-  double ckpt_sync_s;    /* that thread's seconds in fsync and rename (off the critical path) */
-  int64_t ckpt_groups;   /* its group commits (one folder sync each) */
+  double ckpt_sync_s;    /* that thread's seconds in CRCs, appends and syncs (off the critical
+                            path) */
+  int64_t ckpt_groups;   /* its syncs (fdatasync of the log, one per group of records) */
   double ckpt_rm_s;      /* rank 0, after the output is written: removing the checkpoint */
   int pipelined;         /* per-mesh runs: the pipeline ran (compute on its own thread) */
   double pipe_wait_s;    /* the pipeline's main thread waiting for the compute thread */
@@ -162,42 +168,42 @@ mb_error runner_writer_report(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_ckpt.c */
 
-/* The part file (whole, not yet synced: --resume on the same host and boot takes it) and the
- * durable name
- * of source s's checkpoint in folder dir, into part[len] and final[len]. */
-void runner_ckpt_paths(const char *dir, int64_t s, char *part, char *final, size_t len);
-/* Per-mesh runs with a checkpoint (st->ckpt set): start st->ck, the thread
- * that makes finished meshes durable, unless MESHBATCH_CKPT_THREAD=0. No-op
- * otherwise. Not collective. Errors: MB_ERR_MEMORY (no thread). */
+/* The log of rank `rank` in generation gen of checkpoint folder dir
+ * ("DIR/run-G.rank-R.log") into path[len]. Not collective. */
+void runner_ckpt_log_path(const char *dir, int gen, int rank, char *path, size_t len);
+/* Per-mesh runs with a checkpoint (st->ckpt set): create this rank's log
+ * (st->ckpt_gen) and start st->ck, the thread that appends finished meshes
+ * to it and syncs it (unless MESHBATCH_CKPT_THREAD=0: both on the main
+ * thread). No-op otherwise. Not collective. Errors: MB_ERR_IO (the log
+ * cannot be created), MB_ERR_MEMORY (no thread). */
 mb_error runner_ckpt_start(rank_state *st);
-/* Keep finished mesh m (borrowed) of source s in the checkpoint: with
- * st->ck, written (HDF5, page cache) as its part file and queued for the
- * thread's fsync and rename at its next commit (runner_ckpt_sync_seconds);
- * without, written durably here. Main thread
- * only (HDF5). Errors: those of mb_collection_write_checkpoint[_unsynced],
- * MB_ERR_IO where the thread failed to sync or rename an earlier one,
- * MB_ERR_MEMORY. */
+/* Keep finished mesh m (borrowed, unchanged; source s) in the checkpoint:
+ * copied into a record (io/mb_ckptlog.h) and queued for the thread, which
+ * appends it and syncs it at its next sync (runner_ckpt_sync_seconds); the
+ * main thread waits while the queue holds MESHBATCH_CKPT_QUEUE_BYTES
+ * (default 1 GiB). With MESHBATCH_CKPT_THREAD=0 appended and synced here.
+ * No-op without st->ck. Main thread only. Errors: MB_ERR_IO where the
+ * thread failed to append or sync an earlier one, MB_ERR_MEMORY. */
 mb_error runner_ckpt_put(rank_state *st, mb_mesh *m, int64_t s);
-/* --resume took source s from its unsynced S.part (an earlier run's, this
- * host and boot): queue it for the thread's next commit, so that a crash of
- * the machine loses at most the period's meshes of this run too. No-op
- * without st->ck. Main thread only. Errors: MB_ERR_MEMORY. */
-mb_error runner_ckpt_adopt(rank_state *st, int64_t s);
-/* Wait until every queued mesh is durable under its trusted name (a group
- * commit now, whatever the period). No-op without st->ck. Errors: MB_ERR_IO
- * (a sync or rename of the thread failed: the message names the file). */
+/* Wait until every queued record is appended and synced (now, whatever
+ * the period). No-op without st->ck. Errors: MB_ERR_IO (an append or sync
+ * of the thread failed: the message names the log). */
 mb_error runner_ckpt_drain(rank_state *st);
-/* End the thread and free st->ck (its sync seconds and groups kept in st).
- * durable 1 (a stop, a failure): every queued mesh is committed first;
- * 0 (the schedule ended well, the output comes next): the queued S.part
- * files are left as they are (whole, unsynced; the output's end removes
- * them, runner_checkpoint_after_failure commits them where it fails).
- * No-op without st->ck. Errors: as runner_ckpt_drain. */
+/* Wait until every queued record is appended, not synced (the page cache
+ * holds it: a kill after it loses none; MESHBATCH_FAULT=kill). */
+void runner_ckpt_settle(rank_state *st);
+/* End the thread and free st->ck (its seconds and syncs kept in st, its
+ * log's path in st->ckpt_log). Every queued record is appended first;
+ * durable 1 (a stop, a failure): and synced; 0 (the schedule ended well,
+ * the output comes next): not synced (the output's end unlinks the log,
+ * runner_checkpoint_after_failure syncs it where it fails). No-op without
+ * st->ck. Errors: as runner_ckpt_drain. */
 mb_error runner_ckpt_stop(rank_state *st, int durable);
-/* Seconds between the thread's commits: 0 under --sync (every group as it
- * comes), else MESHBATCH_CKPT_SYNC_SECONDS (default 30; 0 or less: 0). A
- * machine crash loses at most the meshes of that many seconds; a kill loses
- * none (docs/guide.md, "Checkpoints"). Not collective. */
+/* Seconds between the thread's syncs: 0 under --sync (as soon as the
+ * queue is empty), else MESHBATCH_CKPT_SYNC_SECONDS (default 30; 0 or
+ * less: 0). A machine crash loses at most the records of that many
+ * seconds, detected by their CRC-32; a kill loses only the records still
+ * queued (docs/guide.md, "Long batches"). Not collective. */
 double runner_ckpt_sync_seconds(const rank_state *st);
 
 /* ------------------------------------------------------------- mb_runner_partitioned.c */
@@ -211,12 +217,10 @@ mb_error runner_run_partitioned(rank_state *st);
 mb_error runner_keep_mesh(rank_state *st, mb_mesh *m);
 /* Keep a processed slab for the collective write; takes slab's rows (*slab zeroed). */
 mb_error runner_keep_slab(rank_state *st, mb_mesh_slab *slab);
-/* The checkpoint file of source s into ck[len] ("" without --checkpoint). */
+/* Partitioned runs: the checkpoint file of source s into ck[len] ("" without --checkpoint). */
 void runner_checkpoint_path(const rank_state *st, int64_t s, char *ck, size_t len);
 /* Open checkpoint file ck, a collection of one dataset, into *c. Collective over comm. */
 mb_error runner_open_checkpoint_mesh(MPI_Comm comm, const char *ck, mb_collection **c);
-/* Read the one dataset of checkpoint ck as source s into *m (caller frees). */
-mb_error runner_read_checkpoint(const char *ck, int64_t s, mb_mesh **m);
 /* mkdir -p of the folder that will hold path (rank 0). */
 mb_error runner_make_parent_folder(const char *path);
 /* Rank 0, before any work: output is a writable file, not a folder nor an input; names fit. */
@@ -229,16 +233,26 @@ void runner_remove_stale_temporaries(const char *output);
 /* Rank 0: remove OUTPUT.lock and release its kernel lock. */
 void runner_drop_lock(const char *output);
 /* Rank 0: the checkpoint folder dir, emptied (fresh run) or checked by fingerprint (--resume);
- * its file boot names this host and boot: a --resume on another (a reboot after a crash of the
- * machine, another node) removes the unsynced S.part files and takes only the durable S.h5. */
-mb_error runner_open_checkpoint(const rank_state *st, const char *dir);
+ * *gen: this run's log generation (1, or on --resume one above the earlier logs', which are
+ * synced here: a kill left their tail in the page cache). Errors: MB_ERR_ARG (another job's
+ * checkpoint), MB_ERR_IO, MB_ERR_MEMORY. */
+mb_error runner_open_checkpoint(const rank_state *st, const char *dir, int *gen);
+/* --resume, per mesh, every rank (not collective): index the records of every earlier log of
+ * st->ckpt (any number of ranks wrote them) whose headers hold, into st->ckidx; torn or
+ * damaged bytes are skipped (rank 0 says how many). Errors: MB_ERR_IO, MB_ERR_MEMORY. */
+mb_error runner_checkpoint_index(rank_state *st);
+/* Source s (named name in messages) from the checkpoint into *m (caller frees): 1 where a
+ * record of it passes its CRC-32 checks, else 0 (none, or a damaged one: a warning, and the
+ * mesh is computed again). */
+int runner_checkpoint_take(rank_state *st, int64_t s, const char *name, mb_mesh **m);
+/* Free st->ckidx (NULL allowed). */
+void runner_checkpoint_index_free(rank_state *st);
 /* Rank 0, after a run that failed: a checkpoint dir asked for (keep) with finished meshes is
- * made durable (every S.part synced and renamed S.h5, the folder synced), kept, and a note
- * (stderr) says how to go on (--resume); the default one, or one without any mesh, is
- * removed. */
+ * made durable (every log synced, the folder synced), kept, and a note (stderr) says how to
+ * go on (--resume); the default one, or one without any mesh, is removed. */
 void runner_checkpoint_after_failure(const char *dir, int keep);
 /* Every rank, after the output is written (before rank 0 removes the
- * folder): remove the checkpoint files of the sources this rank took. */
+ * folder): unlink this rank's log (st->ckpt_log). */
 void runner_remove_own_checkpoint(const rank_state *st);
 /* Rank 0, after the output is written: remove the checkpoint folder dir. */
 void runner_remove_checkpoint(const char *dir);

@@ -18,7 +18,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, TMP, compare, cuda_devices, datasets,  # noqa: E402,F401
-                    fail, need_module, new_dataset_group, run, same_datasets)
+                    ckpt_count, ckpt_records, fail, need_module, new_dataset_group, run,
+                    same_datasets)
 
 
 def fresh(name):
@@ -979,13 +980,12 @@ def case_resume(a):
     """A batch of 11 meshes on a.np ranks, interrupted and resumed: rank 0
     killed with SIGKILL after its first mesh (MESHBATCH_FAULT), then every
     rank sent SIGTERM after its first; each rerun with --resume takes the
-    checkpointed meshes (from the log; after the kill the unsynced N.part
-    files too, on the same machine), computes the rest, and writes the
-    output of an uninterrupted run on one rank bit for bit (per mesh; a
-    partitioned run is compared with itself uninterrupted); the stopped run
-    leaves no output, and after SIGTERM no mesh of the checkpoint is left
-    unsynced (no N.part: the checkpoint's thread is drained at a stop); a
-    checkpoint of another job is refused."""
+    checkpointed meshes (per mesh: the records of every rank's log, whose
+    tail a kill leaves in the page cache, unsynced), computes the rest,
+    and writes the output of an uninterrupted run on one rank bit for bit
+    (per mesh; a partitioned run is compared with itself uninterrupted);
+    the stopped run leaves no output; a checkpoint of another job is
+    refused."""
     d = fresh(f"resume_{a.np}_{a.schedule}_{a.distribute}")
     files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
     out = os.path.join(d, "out.h5")
@@ -1010,12 +1010,7 @@ def case_resume(a):
             if fault.startswith("term") and "stopped by SIGTERM" not in p.stderr:
                 fail("SIGTERM: no message saying the run stopped and how to go on")
             wait_lock_holder_gone(out)
-            # the durable N.h5 and, after a kill on this machine, the whole
-            # unsynced N.part files (the page cache outlives the process)
-            parts = [f for f in os.listdir(out + ".ckpt") if f.endswith(".part")]
-            kept = len([f for f in os.listdir(out + ".ckpt") if f.endswith(".h5")]) + len(parts)
-            if fault.startswith("term") and parts:
-                fail(f"{fault}: meshes left unsynced in the checkpoint after the stop: {parts}")
+            kept = ckpt_count(out + ".ckpt")
             # the faulty rank's one; one per rank (per mesh) or one in all (partitioned)
             least = 1 if fault.startswith("kill") or a.distribute == "partitioned" else a.np
             if not least <= kept <= n or (fault.startswith("term") and kept == n):
@@ -1051,14 +1046,21 @@ def case_resume(a):
 
 def case_resume_crash(a):
     """The checkpoint's sync period (MESHBATCH_CKPT_SYNC_SECONDS, 600 s
-    here: no commit during the run): rank 0 killed with SIGKILL after its
-    first mesh leaves its meshes as unsynced N.part files and no N.h5; a
-    --resume on the same boot takes them all. After a crash of the machine
-    (a reboot: MESHBATCH_TEST_BOOT stands for another boot id) the N.part
-    files are removed and nothing of them is taken; after a kill once the
-    finished meshes were committed (synckill), the durable N.h5 are taken.
-    Every resumed output equals an uninterrupted run on one rank bit for
-    bit."""
+    here: no sync during the run) and damaged logs, on a.np ranks. Each
+    rank killed with SIGKILL after its third mesh (the first that gets
+    there ends the run) leaves its finished meshes as records of its log
+    (in the page cache): a --resume on the same machine, with one rank
+    more, takes them all. The
+    damage a crash of the machine may leave, made by hand in the logs of a
+    second such kill: the last record of the longest log cut short (a torn
+    tail) and a byte flipped in the arrays of its first record: --resume
+    drops the torn tail (saying how many bytes), warns that the damaged
+    record's mesh is computed again, and takes the others. A kill -9 from
+    outside (rank 0's process, while a longer batch runs, maybe in the
+    middle of an append), then --resume. Every resumed output equals an
+    uninterrupted run on one rank bit for bit."""
+    import signal
+    import subprocess
     d = fresh(f"resume_crash_{a.np}")
     files = small_meshes(d) + [grid_obj(os.path.join(d, f"g{k}.obj"), 10 + k) for k in range(6)]
     out = os.path.join(d, "out.h5")
@@ -1068,6 +1070,7 @@ def case_resume_crash(a):
     shutil.move(out, ref)
     n = len(files)
     env = dict(os.environ)
+    ck = out + ".ckpt"
 
     def killed(fault):
         os.environ["MESHBATCH_FAULT"] = fault
@@ -1078,38 +1081,72 @@ def case_resume_crash(a):
         wait_lock_holder_gone(out)
         if os.path.exists(out):
             fail(f"{fault}: the killed run left an output")
-        names = os.listdir(out + ".ckpt")
-        return (len([f for f in names if f.endswith(".h5")]),
-                len([f for f in names if f.endswith(".part")]))
+        return ckpt_records(ck)
 
-    def resumed(expect_taken, boot=None):
-        if boot:
-            os.environ["MESHBATCH_TEST_BOOT"] = boot
-        try:
-            p = run(["run", jp, "--resume"], np=a.np)
-        finally:
-            os.environ.pop("MESHBATCH_TEST_BOOT", None)
+    def resumed(expect_taken, np=a.np):
+        p = run(["run", jp, "--resume"], np=np)
         if f"resume: {expect_taken} meshes taken from the checkpoint, {n - expect_taken} computed" \
                 not in p.stdout:
-            fail(f"resume (boot {boot}): expected {expect_taken} meshes taken; log:\n{p.stdout}")
+            fail(f"resume: expected {expect_taken} meshes taken; log:\n{p.stdout}")
         same_datasets(ref, out)
         os.remove(out)
+        if os.path.exists(ck):
+            fail("the checkpoint is left after the output was written")
         return p
 
     try:
         os.environ["MESHBATCH_CKPT_SYNC_SECONDS"] = "600"
-        h5, parts = killed("kill:0:1")
-        if h5 != 0 or not 1 <= parts < n:
-            fail(f"kill in the sync period: {h5} N.h5 and {parts} N.part, expected 0 and 1..{n - 1}")
-        resumed(parts)  # the same boot: the page cache kept them
-        h5, parts = killed("kill:0:1")
-        p = resumed(0, boot="another-boot")  # a crash of the machine: only the synced count
-        if "unsynced checkpoint files of another boot or host removed" not in p.stdout:
-            fail("resume after a reboot: no line saying the unsynced files were removed")
-        h5, parts = killed("synckill:0:1")
-        if h5 < 1:
-            fail(f"synckill: {h5} N.h5 after the commit, expected at least 1")
-        resumed(h5, boot="another-boot")
+        recs = killed("kill:-1:3")
+        if not 3 <= len(recs) < n:
+            fail(f"kill in the sync period: {len(recs)} records, expected 3..{n - 1}")
+        resumed(len(recs), np=a.np + 1)  # the page cache kept them; another number of ranks
+        recs = killed("kill:-1:3")
+        logs = sorted({r[0] for r in recs}, key=lambda q: -sum(1 for r in recs if r[0] == q))
+        mine = [r for r in recs if r[0] == logs[0]]
+        if len(mine) < 3:
+            fail(f"the longest log holds {len(mine)} records, expected at least 3")
+        path, off, hlen, plen, _ = mine[-1]
+        with open(path, "r+b") as f:  # the last record torn: cut in its arrays
+            f.truncate(off + hlen + plen // 2)
+        path, off, hlen, plen, _ = mine[0]
+        with open(path, "r+b") as f:  # a flipped byte in the first record's arrays
+            f.seek(off + hlen + plen // 3)
+            b = f.read(1)
+            f.seek(off + hlen + plen // 3)
+            f.write(bytes([b[0] ^ 0x10]))
+        if len(ckpt_records(ck)) != len(recs) - 2:
+            fail("the damage made by hand is not seen by the test's own reader")
+        p = resumed(len(recs) - 2)
+        if "bytes of torn or damaged records skipped" not in p.stdout:
+            fail("resume: no line saying the torn tail was skipped")
+        if "not taken from the checkpoint, computed again" not in p.stderr:
+            fail("resume: no warning about the damaged record")
+        # kill -9 from outside while a longer batch runs (its own reference)
+        write(jp, open(jp).read().replace("iterations: 4", "iterations: 200"))
+        run(["run", jp], np=1)
+        shutil.move(out, ref)
+        cmd = MPIEXEC + [str(a.np), EXE, "run", jp, "--checkpoint"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.time()
+        pid = None
+        while proc.poll() is None and time.time() - t0 < 300:
+            if os.path.isdir(ck) and ckpt_records(ck) and os.path.exists(out + ".lock"):
+                try:
+                    pid = int(open(out + ".lock").read().split()[1])
+                    os.kill(pid, signal.SIGKILL)
+                    break
+                except (OSError, IndexError, ValueError):
+                    pid = None
+            time.sleep(0.01)
+        proc.wait(timeout=300)
+        if pid is None:
+            fail("kill -9: the batch ended before a mesh was checkpointed and killed")
+        wait_lock_holder_gone(out)
+        if os.path.exists(out):
+            fail("kill -9: the killed run left an output")
+        kept = len(ckpt_records(ck))
+        print(f"kill -9 from outside: {kept} records whole of {n} meshes")
+        resumed(kept)
     finally:
         os.environ.clear()
         os.environ.update(env)
@@ -1227,12 +1264,11 @@ def case_publish(a):
 def case_sync(a):
     """--checkpoint and --sync, seen through the preload (publish_shim.c),
     on a.np ranks: within the checkpoint's sync period (600 s here) a run
-    that ends well syncs no checkpoint file and names none N.h5; with the
-    period 0 (MESHBATCH_CKPT_SYNC_SECONDS=0) or --sync every checkpoint file
-    is synced before it takes its name N.h5 (as its temporary file, or as
-    N.part by the checkpoint's thread) and its folder after; with --sync the
-    output and its XDMF files too, and the output's folder; without --sync
-    the output is not synced."""
+    that ends well syncs no checkpoint file; with the period 0
+    (MESHBATCH_CKPT_SYNC_SECONDS=0) or --sync every rank's log is synced
+    (fdatasync) and the checkpoint folder after its first sync (the log's
+    name); with --sync the output and its XDMF files too, and the output's
+    folder; without --sync the output is not synced."""
     shim = os.environ.get("MB_PUBLISH_SHIM", "")
     if not os.path.isfile(shim):
         print(f"SKIP: the preload {shim!r} is not built")
@@ -1260,42 +1296,36 @@ def case_sync(a):
         sys.exit(SKIP)
 
     def events(p):
-        """(what, path) of every fsync and of the target of every rename;
-        sources[target]: the path each target was renamed from."""
+        """(what, path) of every fsync and fdatasync (both "fsync") and of
+        the target of every rename."""
         ev = []
         for ln in p.stderr.splitlines():
             w = ln.split()
-            if ln.startswith("shim: fsync"):
+            if ln.startswith("shim: fsync") or ln.startswith("shim: fdatasync"):
                 ev.append(("fsync", os.path.realpath(w[2])))
             elif ln.startswith("shim: rename") and len(w) > 3:
                 ev.append(("rename", os.path.realpath(w[3])))
-                sources[os.path.realpath(w[3])] = os.path.realpath(w[2])
         return ev
-
-    sources = {}
 
     ck = os.path.realpath(out + ".ckpt")
     ev = events(lazy)
-    touched = [(w, q) for w, q in ev if (os.path.dirname(q) == ck or q == ck) and
-               (w == "fsync" or q.endswith(".h5"))]  # N.part comes by rename, unsynced
+    touched = [(w, q) for w, q in ev if (os.path.dirname(q) == ck or q == ck) and w == "fsync"]
     if touched:
-        fail(f"within the sync period: checkpoint files synced or put in place: {touched[:5]}")
+        fail(f"within the sync period: checkpoint files synced: {touched[:5]}")
     if any(w == "fsync" and q.startswith(os.path.realpath(out) + ".tmp-") for w, q in ev):
         fail("within the sync period, without --sync: the output was synced")
     print("within the sync period: no checkpoint file synced")
     for name, p in (("without --sync", plain), ("with --sync", synced)):
         ev = events(p)
-        moved = [path for what, path in ev
-                 if what == "rename" and os.path.dirname(path) == ck and path.endswith(".h5")]
-        if len(moved) != len(files):
-            fail(f"{name}: {len(moved)} checkpoint files put in place, expected {len(files)}")
-        for path in moved:
-            k = ev.index(("rename", path))
-            if not any(w == "fsync" and (q.startswith(path + ".tmp-") or q == sources.get(path))
-                       for w, q in ev[:k]):
-                fail(f"{name}: checkpoint {path} put in place without a sync before")
+        logs = sorted({q for w, q in ev if w == "fsync" and os.path.dirname(q) == ck and
+                       q.endswith(".log")})
+        want = [os.path.join(ck, f"run-1.rank-{r}.log") for r in range(a.np)]
+        if logs != want:
+            fail(f"{name}: checkpoint logs synced {logs}, expected {want}")
+        for log in logs:
+            k = ev.index(("fsync", log))
             if ("fsync", ck) not in ev[k:]:
-                fail(f"{name}: the checkpoint folder not synced after {path}")
+                fail(f"{name}: the checkpoint folder not synced after the first sync of {log}")
         final = os.path.realpath(out)
         k = ev.index(("rename", final)) if ("rename", final) in ev else -1
         out_synced = any(w == "fsync" and q.startswith(final + ".tmp-") for w, q in ev)
@@ -1310,7 +1340,7 @@ def case_sync(a):
         elif out_synced:
             fail("without --sync: the output was synced")
         print(f"{name}: {sum(1 for w, _ in ev if w == 'fsync')} syncs, "
-              f"{len(moved)} checkpoint files synced before their names")
+              f"{len(logs)} checkpoint logs synced")
     same_datasets(out, out)
 
 

@@ -6,7 +6,8 @@
  *   MB_SHIM_NO_EXCHANGE=1  renameat2 fails with ENOSYS (a kernel or file
  *                          system without RENAME_EXCHANGE)
  * Every renameat2 and rename call is printed to stderr ("shim: ..."), and
- * every fsync with the path of its descriptor ("shim: fsync PATH").
+ * every fsync and fdatasync with the path of its descriptor ("shim: fsync
+ * PATH", "shim: fdatasync PATH").
  * Built without sanitizers; forwards all other system calls unchanged. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,16 +68,27 @@ int rename(const char *from, const char *to) {
   return r;
 }
 
-int fsync(int fd) {
-  static int (*real)(int);
-  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+/* Call real (fsync or fdatasync, named what) on fd and print the call. */
+static int traced_sync(int (*real)(int), const char *what, int fd) {
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, path, sizeof path - 1);
   path[n > 0 ? n : 0] = '\0';
   const int r = real(fd);
   const int err = errno;
-  fprintf(stderr, "shim: fsync %s -> %d\n", path, r);
+  fprintf(stderr, "shim: %s %s -> %d\n", what, path, r);
   errno = err;
   return r;
+}
+
+int fsync(int fd) {
+  static int (*real)(int);
+  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+  return traced_sync(real, "fsync", fd);
+}
+
+int fdatasync(int fd) {
+  static int (*real)(int);
+  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+  return traced_sync(real, "fdatasync", fd);
 }

@@ -35,7 +35,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import EXE, MPIEXEC, SKIP, TMP, cuda_devices, fail, run, same_datasets  # noqa: E402
+from mbtest import (EXE, MPIEXEC, SKIP, TMP, ckpt_count, cuda_devices, fail, run,  # noqa: E402
+                    same_datasets)
 
 STOPPED = 3  # meshbatch's exit code for a run stopped before its last mesh
 
@@ -165,7 +166,7 @@ def case_batch(a):
     code, took, _, err = r.signal(signal.SIGTERM)
     done, total, what, cmd = stop_line(err)
     ckpt = out + ".ckpt"
-    kept = len([f for f in os.listdir(ckpt) if f.endswith(".h5")]) if os.path.isdir(ckpt) else 0
+    kept = ckpt_count(ckpt) if os.path.isdir(ckpt) else 0
     if total != n or not max(2, a.np) <= done < n or kept != done or f"kept in {ckpt}/" not in what:
         fail(f"{done} of {total} meshes said finished, {kept} kept in {ckpt}, of {n}")
     if cmd != expected_command(a.np, jp, " --resume"):

@@ -38,7 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import EXE, SKIP, SRC, TMP, fail  # noqa: E402
+from mbtest import EXE, SKIP, SRC, TMP, ckpt_records, fail  # noqa: E402
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
             "PREEMPTED", "BOOT_FAIL", "DEADLINE", "REVOKED"}
@@ -579,8 +579,8 @@ def run_templates(cpus):
     stopped = sbatch("SIGTERM", size + [f"{tpl}/per-mesh.sbatch", batch], cwd=resume_dir)
     ckpt = out + ".ckpt"
     t0 = time.monotonic()
-    # a finished mesh's file: N.part (written, unsynced within the sync period) or N.h5
-    while not glob.glob(os.path.join(ckpt, "*.h5")) + glob.glob(os.path.join(ckpt, "*.part")):
+    # a finished mesh's record in a rank's log (appended, unsynced within the sync period)
+    while not (os.path.isdir(ckpt) and ckpt_records(ckpt)):
         r = records(stopped)
         if r and r[0].get("JobState") in TERMINAL:
             check_job(r[0])
@@ -589,16 +589,15 @@ def run_templates(cpus):
             fail(f"no checkpointed mesh after {JOB_WAIT_S} s")
         time.sleep(0.05)
     cmd(["scancel", "--signal=TERM", stopped])
-    log(f"scancel --signal=TERM {stopped}: {len(glob.glob(os.path.join(ckpt, '*.[hp][5a]*')))} "
-        "meshes checkpointed then")
+    log(f"scancel --signal=TERM {stopped}: {len(ckpt_records(ckpt))} meshes checkpointed then")
     text = check_job(wait_jobs([stopped])[stopped][0], state="FAILED", code="3:0")
     expect_in(text, "stopped by SIGTERM", "the stopped job")
     expect_in(text, "--resume", "the stopped job")
     if os.path.exists(out):
         fail("the job stopped by SIGTERM left an output")
-    kept = len(glob.glob(os.path.join(ckpt, "*.h5")))  # all committed at the stop
-    if not 1 <= kept < n or glob.glob(os.path.join(ckpt, "*.part")):
-        fail(f"{kept} meshes checkpointed of {n} by the stopped job, or some left unsynced")
+    kept = len(ckpt_records(ckpt))  # all appended and synced at the stop
+    if not 1 <= kept < n:
+        fail(f"{kept} meshes checkpointed of {n} by the stopped job")
 
     resumed = sbatch("resume", size + [f"{tpl}/per-mesh.sbatch", batch, "--resume"], cwd=resume_dir)
     text = check_job(wait_jobs([resumed])[resumed][0])

@@ -7,8 +7,10 @@ A test script adds this folder to sys.path and imports what it needs.
 import math
 import os
 import shlex
+import struct
 import subprocess
 import sys
+import zlib
 
 EXE = os.environ["MESHBATCH_EXE"]
 SRC = os.environ["MESHBATCH_SOURCE_DIR"]
@@ -208,3 +210,35 @@ def run_job(name, inputs, stages, backend="cpu", np=None, expect=0, distribute="
                 f"output: {out}\nbackend: {backend}\ndistribute: {distribute}\nstages:\n{stages}")
     p = run(["run", "-v", job], np=np, expect=expect)
     return out, p
+
+
+def ckpt_records(ckdir):
+    """The checkpoint log records in folder ckdir (every run-G.rank-R.log),
+    read as docs/format.md ("Checkpoint log") lays them out: a list of
+    (path, offset, header bytes, payload bytes, source) of those whose
+    two CRC-32s hold, scanning past damaged bytes 8 at a time."""
+    good = []
+    for name in sorted(os.listdir(ckdir)):
+        if not (name.startswith("run-") and name.endswith(".log")):
+            continue
+        path = os.path.join(ckdir, name)
+        data = open(path, "rb").read()
+        pos = 0
+        while pos + 64 <= len(data):
+            magic, hlen, hcrc, plen, pcrc, narr, source = struct.unpack_from("<8sIIQIIq", data, pos)
+            if magic == b"MBCKLOG1" and 64 <= hlen and pos + hlen + plen <= len(data):
+                head = bytearray(data[pos:pos + hlen])
+                head[12:16] = b"\0\0\0\0"
+                body = data[pos + hlen:pos + hlen + plen]
+                if zlib.crc32(bytes(head)) == hcrc and zlib.crc32(body) == pcrc:
+                    good.append((path, pos, hlen, plen, source))
+                    pos += hlen + plen
+                    continue
+            pos += 8
+    return good
+
+
+def ckpt_count(ckdir):
+    """Meshes kept in checkpoint folder ckdir: good log records (per mesh)
+    and N.h5 files (partitioned)."""
+    return len(ckpt_records(ckdir)) + len([f for f in os.listdir(ckdir) if f.endswith(".h5")])
