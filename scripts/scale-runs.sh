@@ -441,6 +441,10 @@ section_permesh() {
       "$coll" "$work/permesh-out-np$R$vsuf.h5" "$permesh_schedule" "$backend" "$precline" "$permesh_iter" > "$job"
     # shellcheck disable=SC2086 # PERMESH_RUN_ARGS: words for `meshbatch run`; venv: VAR=value words
     # shellcheck disable=SC2163 # venv holds VAR=value words to export
+    # every run starts with no dirty pages of an earlier step (the import's
+    # 6 GB collection, the last run's output and checkpoint): their writeback
+    # throttled whichever run came first (measured 2026-11-27)
+    sync
     ( [ -z "$venv" ] || export $venv; mpi "$R" "$log" "$vexe" run "$job" --timings ${PERMESH_RUN_ARGS:-} )
     rm -f "$work/permesh-out-np$R$vsuf".*
     local line; line=$(grep -E '[0-9]+ meshes, [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
