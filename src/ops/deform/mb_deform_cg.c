@@ -9,7 +9,13 @@
  * added in chunk order by every thread alike, so the iterates are the same
  * bits for any thread count (and a chunk's rows are the unit of work, not a
  * thread's share). The workspace (mb_deform_cg_work) is kept by the caller
- * across the solves of a run: no allocation per solve. */
+ * across the solves of a run: no allocation per solve. Bytes a step: the
+ * product (H, p gathered, q written, p.q), the update (r -= alpha q and
+ * r.z, r.r: p not read) and the direction (x += alpha p of the step before,
+ * then p = z + beta p: p read once for both); the last step by the cap
+ * updates x itself and does not store r, and the start forms b - A x in r
+ * (no q). Each x, r and p gets the same operations on the same values as
+ * in the device's order, so the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +126,26 @@ static inline void rows_product(const mb_csr *H, const double *v, int32_t i0, in
   }
 }
 
+/* The update sweep's rows i0 <= i < i1 for the columns not done: r -= alpha
+ * q, z = dinv r (not stored), s[c] += r.z and s[3 + c] += r.r in row order;
+ * with last (a constant where inlined) also x += alpha p and r not stored. */
+static inline __attribute__((always_inline)) void
+update_rows(int last, double *X, double *r, const double *p, const double *q,
+            const double *dinv, const double *alpha, const int *done, int32_t i0, int32_t i1,
+            double *s) {
+  for (int32_t i = i0; i < i1; i++)
+    for (int c = 0; c < 3; c++)
+      if (!done[c]) {
+        const size_t m = 3 * (size_t)i + c;
+        if (last) X[m] = X[m] + alpha[c] * p[m];
+        const double rm = r[m] - alpha[c] * q[m];
+        if (!last) r[m] = rm;
+        const double zm = dinv[i] * rm;
+        s[c] += rm * zm;
+        s[3 + c] += rm * rm;
+      }
+}
+
 /* The outcome of the solve, as thread 0 saw it (every thread takes the
  * same branches: the same sums in the same order). */
 typedef struct cg_state {
@@ -156,14 +182,14 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
       const int32_t i1 = n - i0 < MB_DEFORM_CG_CHUNK ? n : i0 + MB_DEFORM_CG_CHUNK;
       double s[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
       int32_t bad = -1;
-      rows_product(H, X, i0, i1, q); /* q = A x here (q is scratch until the first product) */
+      rows_product(H, X, i0, i1, r); /* r = A x, then b - A x in place */
       for (int32_t i = i0; i < i1; i++) {
         const double a = val[diag[i]];
         if (bad < 0 && !(a > 0 && isfinite(a))) bad = i;
         dinv[i] = 1.0 / a;
         for (int c = 0; c < 3; c++) {
           const size_t m = 3 * (size_t)i + c;
-          r[m] = B[m] - q[m];
+          r[m] = B[m] - r[m];
           const double zm = dinv[i] * r[m];
           p[m] = zm;
           s[c] += r[m] * zm;
@@ -176,7 +202,7 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
     }
     /* every thread: the same sums, the same decisions */
     double s9[9], rz[3], rr[3], bb[3], alpha[3] = {0, 0, 0}, beta[3] = {0, 0, 0};
-    int done[3], all = 1, it = 0, status = 0, brow = -1;
+    int done[3], upd[3] = {0, 0, 0}, all = 1, it = 0, status = 0, brow = -1;
     double bval = 0;
     for (int32_t ch = 0; ch < nchunk && brow < 0; ch++) brow = ws->bad[ch];
     chunk_sums(ws->s0, nchunk, 9, s9);
@@ -220,22 +246,19 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
           } else alpha[c] = rz[c] / pq[c];
         }
       if (status) break;
-      /* x += alpha p, r -= alpha q, z = dinv r (not stored); r.z, r.r per chunk */
+      /* r -= alpha q, z = dinv r (not stored); r.z, r.r per chunk. x += alpha
+       * p here only on the last iteration by the cap (r then not stored: the
+       * next solve starts from b - A x), else in the direction's sweep,
+       * which reads p anyway (the same operation on the same values). */
+      const int last = it + 1 == k;
+      for (int c = 0; c < 3; c++) upd[c] = !done[c] && !last;
 #pragma omp for schedule(dynamic, 1)
       for (int32_t ch = 0; ch < nchunk; ch++) {
         const int32_t i0 = ch * MB_DEFORM_CG_CHUNK;
         const int32_t i1 = n - i0 < MB_DEFORM_CG_CHUNK ? n : i0 + MB_DEFORM_CG_CHUNK;
         double s[6] = {0, 0, 0, 0, 0, 0};
-        for (int32_t i = i0; i < i1; i++)
-          for (int c = 0; c < 3; c++)
-            if (!done[c]) {
-              const size_t m = 3 * (size_t)i + c;
-              X[m] = X[m] + alpha[c] * p[m];
-              r[m] = r[m] - alpha[c] * q[m];
-              const double zm = dinv[i] * r[m];
-              s[c] += r[m] * zm;
-              s[3 + c] += r[m] * r[m];
-            }
+        if (last) update_rows(1, X, r, p, q, dinv, alpha, done, i0, i1, s);
+        else update_rows(0, X, r, p, q, dinv, alpha, done, i0, i1, s);
         memcpy(&ws->sb[6 * (size_t)ch], s, sizeof s);
       }
       double s6[6];
@@ -254,19 +277,22 @@ mb_error mb_deform_cg(const char *name, const mb_csr *H, const double *B, double
         }
         all &= done[c];
       }
-      if (status || all || it == k) break;
-      /* p = z + beta p (z = dinv r: the same product, the same bits) */
+      const int stop = status || all || it == k;
+      if (stop && !(upd[0] || upd[1] || upd[2])) break;
+      /* x += alpha p where the update left it (upd); then, going on, p = z
+       * + beta p (z = dinv r: the same product, the same bits) */
 #pragma omp for schedule(dynamic, 1)
       for (int32_t ch = 0; ch < nchunk; ch++) {
         const int32_t i0 = ch * MB_DEFORM_CG_CHUNK;
         const int32_t i1 = n - i0 < MB_DEFORM_CG_CHUNK ? n : i0 + MB_DEFORM_CG_CHUNK;
         for (int32_t i = i0; i < i1; i++)
-          for (int c = 0; c < 3; c++)
-            if (!done[c]) {
-              const size_t m = 3 * (size_t)i + c;
-              p[m] = dinv[i] * r[m] + beta[c] * p[m]; /* z + beta p, z formed again */
-            }
+          for (int c = 0; c < 3; c++) {
+            const size_t m = 3 * (size_t)i + c;
+            if (upd[c]) X[m] = X[m] + alpha[c] * p[m];
+            if (!stop && !done[c]) p[m] = dinv[i] * r[m] + beta[c] * p[m]; /* z + beta p */
+          }
       }
+      if (stop) break;
     }
 #pragma omp master
     {
