@@ -380,11 +380,9 @@ static void centred(const mb_deform_mesh *dm, const double *x, const double *u, 
     centre_face(dm->face_offsets, dm->face_indices, f, x, u, &q[3 * dm->face_offsets[f]]);
 }
 
-/* zf = P_f(qf) for one face of n points (qf, zf [n, 3]); returns the
- * largest squared distance |q_k - z_k|^2 of its points. */
-static inline double project_face(int constraint, int n, const double *qf, double *zf) {
-  if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
-  else mb_deform_project_regular(n, qf, zf);
+/* The largest squared distance |q_k - z_k|^2 of a face's n points (qf,
+ * zf [n, 3]). */
+static inline double face_worst(int n, const double *qf, const double *zf) {
   double worst = 0;
   for (int k = 0; k < n; k++) {
     const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
@@ -395,17 +393,44 @@ static inline double project_face(int constraint, int n, const double *qf, doubl
   return worst;
 }
 
+/* zf = P_f(qf) for one face of n points (qf, zf [n, 3]); returns the
+ * largest squared distance |q_k - z_k|^2 of its points. */
+static inline double project_face(int constraint, int n, const double *qf, double *zf) {
+  if (constraint == MB_DEFORM_PLANAR) mb_deform_project_planar(n, qf, zf);
+  else mb_deform_project_regular(n, qf, zf);
+  return face_worst(n, qf, zf);
+}
+
+/* The size of faces b0 .. b0 + MB_DEFORM_LANES - 1 where all of them are
+ * there and have one size of at most MB_DEFORM_BATCH_NMAX points (a batch
+ * for mb_deform_project_planar_batch: their slots are consecutive), else 0. */
+static inline int batch_size(const int64_t *fo, int64_t nf, int64_t b0) {
+  if (b0 + MB_DEFORM_LANES > nf) return 0;
+  const int64_t n = fo[b0 + 1] - fo[b0];
+  if (n > MB_DEFORM_BATCH_NMAX) return 0;
+  for (int l = 1; l < MB_DEFORM_LANES; l++)
+    if (fo[b0 + l + 1] - fo[b0 + l] != n) return 0;
+  return (int)n;
+}
+
 /* z = P_f(q) per face; returns max over slots of |q_s - z_s| (for centred
  * coordinates of p: the residual of p's chosen constraint), as the root of
- * the largest square. */
+ * the largest square. Planar: MB_DEFORM_LANES faces of one size at a time
+ * where they have one (the same bits as face by face). */
 static double project(const mb_deform_mesh *dm, int constraint, const double *q, double *z) {
-  const int64_t *fo = dm->face_offsets;
+  const int64_t *fo = dm->face_offsets, nb = (dm->nf + MB_DEFORM_LANES - 1) / MB_DEFORM_LANES;
   double worst = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
-  for (int64_t f = 0; f < dm->nf; f++) {
-    const double r2 = project_face(constraint, (int)(fo[f + 1] - fo[f]), &q[3 * fo[f]],
-                                   &z[3 * fo[f]]);
-    if (r2 > worst) worst = r2;
+#pragma omp parallel for schedule(dynamic, 64) reduction(max : worst)
+  for (int64_t b = 0; b < nb; b++) {
+    const int64_t b0 = b * MB_DEFORM_LANES;
+    const int nb0 = constraint == MB_DEFORM_PLANAR ? batch_size(fo, dm->nf, b0) : 0;
+    if (nb0) mb_deform_project_planar_batch(MB_DEFORM_LANES, nb0, &q[3 * fo[b0]], &z[3 * fo[b0]]);
+    for (int64_t f = b0; f < b0 + MB_DEFORM_LANES && f < dm->nf; f++) {
+      const int n = (int)(fo[f + 1] - fo[f]);
+      const double r2 = nb0 ? face_worst(n, &q[3 * fo[f]], &z[3 * fo[f]])
+                            : project_face(constraint, n, &q[3 * fo[f]], &z[3 * fo[f]]);
+      if (r2 > worst) worst = r2;
+    }
   }
   return sqrt(worst); /* monotone, correctly rounded: the largest root */
 }
@@ -428,21 +453,39 @@ static inline void face_mean(const int64_t *fo, int64_t f, const double *y, doub
  * else, so w->q is not written, 24 bytes a slot saved), z = P_f(q), z's
  * face means into w->fmean (for gather_rhs); returns max over slots of
  * |q_s - z_s| (the residual of x's chosen constraint). The same arithmetic
- * as centred, project and gather_At's means one after the other. */
+ * as centred, project and gather_At's means one after the other; planar
+ * faces MB_DEFORM_LANES of one size at a time (centred into one buffer,
+ * mb_deform_project_planar_batch: the same bits as face by face). */
 static double project_soft(const mb_deform_mesh *dm, int constraint, deform_work *w,
                            const double *x) {
   const int64_t *fo = dm->face_offsets, *fi = dm->face_indices;
+  const int64_t nb = (dm->nf + MB_DEFORM_LANES - 1) / MB_DEFORM_LANES;
   double *z = w->z, *fm = w->fmean, worst = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(max : worst)
-  for (int64_t f = 0; f < dm->nf; f++) {
-    const int64_t s0 = fo[f];
-    const int n = (int)(fo[f + 1] - s0);
-    double buf[3 * DEFORM_FACE_STACK];
-    double *qf = n <= DEFORM_FACE_STACK ? buf : &w->q[3 * s0];
-    centre_face(fo, fi, f, x, NULL, qf);
-    const double r2 = project_face(constraint, n, qf, &z[3 * s0]);
-    if (r2 > worst) worst = r2;
-    face_mean(fo, f, z, &fm[3 * f]);
+#pragma omp parallel for schedule(dynamic, 64) reduction(max : worst)
+  for (int64_t b = 0; b < nb; b++) {
+    const int64_t b0 = b * MB_DEFORM_LANES;
+    const int nb0 = constraint == MB_DEFORM_PLANAR ? batch_size(fo, dm->nf, b0) : 0;
+    if (nb0) { /* MB_DEFORM_LANES planar faces of nb0 points in lockstep */
+      double buf[3 * MB_DEFORM_BATCH_NMAX * MB_DEFORM_LANES];
+      for (int l = 0; l < MB_DEFORM_LANES; l++) centre_face(fo, fi, b0 + l, x, NULL, &buf[3 * nb0 * l]);
+      mb_deform_project_planar_batch(MB_DEFORM_LANES, nb0, buf, &z[3 * fo[b0]]);
+      for (int l = 0; l < MB_DEFORM_LANES; l++) {
+        const double r2 = face_worst(nb0, &buf[3 * nb0 * l], &z[3 * fo[b0 + l]]);
+        if (r2 > worst) worst = r2;
+        face_mean(fo, b0 + l, z, &fm[3 * (b0 + l)]);
+      }
+      continue;
+    }
+    for (int64_t f = b0; f < b0 + MB_DEFORM_LANES && f < dm->nf; f++) {
+      const int64_t s0 = fo[f];
+      const int n = (int)(fo[f + 1] - s0);
+      double buf[3 * DEFORM_FACE_STACK];
+      double *qf = n <= DEFORM_FACE_STACK ? buf : &w->q[3 * s0];
+      centre_face(fo, fi, f, x, NULL, qf);
+      const double r2 = project_face(constraint, n, qf, &z[3 * s0]);
+      if (r2 > worst) worst = r2;
+      face_mean(fo, f, z, &fm[3 * f]);
+    }
   }
   return sqrt(worst); /* monotone, correctly rounded: the largest root */
 }

@@ -248,6 +248,24 @@ int mb_deform_solver_resolve(const mb_deform_params *p, int cuda);
 void mb_deform_project_planar(int n, const double *q, double *z);
 void mb_deform_project_regular(int n, const double *q, double *z);
 
+/* Faces of up to this many points go through the batched planar
+ * projection; MB_DEFORM_LANES faces of one size at a time. */
+#define MB_DEFORM_BATCH_NMAX 16
+#define MB_DEFORM_LANES 4
+
+/* mb_deform_project_planar for m consecutive faces of n points each: q and
+ * z [m, n, 3] row-major (face l's points at q + 3 n l), n >= 3, length
+ * unit of the input; z may be q. m == MB_DEFORM_LANES and n <=
+ * MB_DEFORM_BATCH_NMAX run the faces in lockstep (mb_deform_proj_batch.c:
+ * one lane a face, each lane the scalar path's operations in its order,
+ * the Newton iteration masked per lane, the Jacobi fallback per lane), so
+ * the faces' dependency chains overlap; other m or n run the scalar path
+ * face by face. Either way each face's z is the same bits as
+ * mb_deform_project_planar's (tests/deform/test_deform_batch.c). Kaspar &
+ * Deng, section 2.2.2.1 (the planar projection). Not collective; cannot
+ * fail. */
+void mb_deform_project_planar_batch(int m, int n, const double *q, double *z);
+
 /* The distances behind the residuals: max over the n points q [n, 3] of
  * the distance to the best plane (planar) or to the regular projection
  * (regular), length unit. Not collective. */
