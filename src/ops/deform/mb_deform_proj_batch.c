@@ -61,20 +61,8 @@ static void lanes_normal(double S[6][L], double nrm[3][L]) {
   }
   /* mb_dface_longest_cross per lane, then the separation test */
   for (int l = 0; l < L; l++) {
-    const double r0[3] = {a[l] - lam[l], d[l], f[l]}, r1[3] = {d[l], b[l] - lam[l], e[l]},
-                 r2[3] = {f[l], e[l], c[l] - lam[l]};
-    const double *rows[3][2] = {{r0, r1}, {r0, r2}, {r1, r2}};
-    double bn = 0, best[3] = {0, 0, 0};
-    for (int k = 0; k < 3; k++) {
-      const double *u = rows[k][0], *v = rows[k][1];
-      const double x[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                           u[0] * v[1] - u[1] * v[0]};
-      const double m = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
-      if (m > bn) {
-        bn = m;
-        best[0] = x[0], best[1] = x[1], best[2] = x[2];
-      }
-    }
+    double best[3];
+    const double bn = mb_dface_longest_cross(a[l], b[l], c[l], d[l], e[l], f[l], lam[l], best);
     ok[l] = ok[l] && bn > 1e-8;
     if (ok[l]) {
       const double len = sqrt(bn);
