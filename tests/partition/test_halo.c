@@ -662,8 +662,8 @@ static void box_rows_and_refusals(void) {
 /* A stand-in for an op's trial exchanges: each "exchange" with transport t
  * busy-waits delay[t] seconds; the calls are counted. */
 typedef struct fake_trial {
-  double delay[3];
-  int exchanges[3], settles, wrong_comm;
+  double delay[4];
+  int exchanges[4], settles, wrong_comm; /* per mb_halo_transport */
 } fake_trial;
 
 static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, int n) {
@@ -680,7 +680,8 @@ static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, in
 /* mb_halo_choose_transport's rule: MPI when asked or alone, with no trial;
  * auto without NCCL: MPI; with NCCL: 1 connecting exchange, then
  * MB_HALO_AUTO_TRIALS of each, the faster kept; nccl without NCCL: an
- * error on every rank. */
+ * error on every rank; ipc: 1 setting-up exchange with IPC and no NCCL
+ * communicator, then ipc (MPI alone). */
 static void transport_rule(void) {
   for (int want = MB_HALO_AUTO; want <= MB_HALO_NCCL; want++)
     for (int faster = 0; faster < 2; faster++) { /* 0: NCCL faster, 1: MPI faster */
@@ -715,6 +716,18 @@ static void transport_rule(void) {
       }
       mb_nccl_free(nccl);
     }
+  fake_trial f = {{0, 1e-3, 1e-3, 1e-3}, {0}, 0, 0};
+  mb_nccl *nccl = NULL;
+  mb_halo_transport chosen = MB_HALO_AUTO;
+  const mb_error e = mb_halo_choose_transport(MPI_COMM_WORLD, MB_HALO_IPC, "test", fake_exchanges,
+                                              &f, &nccl, &chosen);
+  const int alone = g_size == 1;
+  CHECK(e == MB_SUCCESS && chosen == (alone ? MB_HALO_MPI : MB_HALO_IPC) && !nccl &&
+            f.exchanges[MB_HALO_IPC] == (alone ? 0 : 1) && !f.exchanges[MB_HALO_NCCL] &&
+            !f.exchanges[MB_HALO_MPI] && !f.wrong_comm,
+        "rule: want ipc on %d ranks gives %s after %d IPC, %d NCCL and %d MPI trial exchanges",
+        g_size, mb_halo_transport_name(chosen), f.exchanges[MB_HALO_IPC],
+        f.exchanges[MB_HALO_NCCL], f.exchanges[MB_HALO_MPI]);
   agree_no_failures("transport rule");
 }
 
