@@ -587,6 +587,7 @@ const char *mb_halo_transport_name(mb_halo_transport t) {
   case MB_HALO_AUTO: return "auto";
   case MB_HALO_MPI: return "mpi";
   case MB_HALO_NCCL: return "nccl";
+  case MB_HALO_IPC: return "ipc";
   }
   return "unknown";
 }
@@ -613,6 +614,13 @@ mb_error mb_halo_choose_transport(MPI_Comm comm, mb_halo_transport want, const c
   MB_CALL_MPI(MPI_Comm_size(comm, &size));
   *chosen = MB_HALO_MPI;
   if (want == MB_HALO_MPI || size == 1) return MB_SUCCESS;
+  if (want == MB_HALO_IPC) { /* the first exchange sets IPC up (agreed) or refuses it */
+    double setup;
+    MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_IPC, NULL, 1, &setup));
+    if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: IPC set up in %.1f ms", what, 1e3 * setup);
+    *chosen = MB_HALO_IPC;
+    return MB_SUCCESS;
+  }
   if (!*nccl) {
     mb_error e = mb_nccl_create(comm, nccl); /* agreed over comm */
     if (e) {

@@ -226,7 +226,7 @@ void mb_halo_stats(const mb_halo *halo, int *nneighbors, int64_t *nsend, int64_t
 
 /* One trial of a GPU halo transport, the op's: run n whole exchanges with
  * transport t (nccl: the NCCL communicator when t is MB_HALO_NCCL, else
- * NULL) and return when they are done on the device; n = 0 only waits for
+ * NULL; MB_HALO_IPC: the op's device halo sets IPC up at its first) and return when they are done on the device; n = 0 only waits for
  * the device's earlier work. Every rank calls it in step. */
 typedef mb_error (*mb_halo_trial_fn)(void *ctx, mb_halo_transport t, mb_nccl *nccl, int n);
 
@@ -237,6 +237,12 @@ enum { MB_HALO_AUTO_TRIALS = 10 };
  * op (smoothing, stencils). Collective over comm; the choice is the same on
  * every rank:
  *  - MPI when asked, or when comm has one rank (no neighbour to reach);
+ *  - `ipc`: one untimed exchange with IPC (trial n = 1, nccl NULL), which
+ *    sets the transport up on the op's device halo (collective, agreed);
+ *    its error, MB_ERR_UNSUPPORTED where a neighbour is on another node or
+ *    two GPUs have no peer access, is returned; `ipc` is then chosen. Auto
+ *    does not try IPC (the choice between NCCL and IPC is left to the
+ *    user: figures in docs/benchmarks.md);
  *  - otherwise an NCCL communicator over comm is made in *nccl (unless one
  *    is there already; the caller frees it with mb_nccl_free whatever the
  *    choice). Where it cannot be made (a build without NCCL, two ranks on

@@ -1,5 +1,8 @@
 /* meshbatch: halo exchange of device arrays (see mb_cuda_halo.h). */
+#include <cuda.h> /* driver types of the stream memory operations (no libcuda link) */
 #include <cuda_runtime.h>
+#include <mpi.h>
+#include <string.h>
 
 #include <algorithm>
 #include <new>
@@ -8,6 +11,7 @@
 
 #include "mb_cuda_halo.h"
 #include "mb_cuda_private.cuh"
+#include "mb_mpi.h"
 
 namespace {
 
@@ -152,12 +156,41 @@ struct mb_cuda_halo {
   mb_dbuf rev_row, rev_start, rev_q;
   int inflight = 0;
   mb_halo_transport transport = MB_HALO_MPI;
+  /* IPC transport (ipc_setup, at the first IPC exchange): 0 not set up, 1
+   * ready, -1 refused (agreed over the plan's communicator). ipc_area is
+   * this rank's exported device memory: ipc_flag_bytes of uint32 flags
+   * (one per neighbour slot: the count of exchanges whose rows that
+   * neighbour has delivered), then two parities of ipc_parity_bytes each,
+   * every parity holding nrecv forward rows (recv_stage's layout) then
+   * nsend reverse rows (send_stage's layout). peer[k]: where neighbour slot
+   * k's area is mapped here and where this rank's rows and flag go in it.
+   * ipc_seq counts the IPC exchanges of this halo (every rank of the plan
+   * counts the same: exchanges are made in step). */
+  struct ipc_peer {
+    char *base = nullptr;     /* the neighbour's ipc_area, mapped (or ours, for ourselves) */
+    int opened = 0;           /* base came from cudaIpcOpenMemHandle in this slot */
+    int64_t fwd_off[2] = {0, 0}, rev_off[2] = {0, 0}, flag_off = 0; /* bytes into base */
+  };
+  int ipc = 0;
+  uint32_t ipc_seq = 0;
+  char *ipc_area = nullptr;
+  size_t ipc_flag_bytes = 0, ipc_parity_bytes = 0;
+  std::vector<ipc_peer> peer;
+  void ipc_release() {
+    if (halo_stream && ipc_area) cudaStreamSynchronize(halo_stream); /* our copies into peers */
+    for (ipc_peer &q : peer)
+      if (q.opened) cudaIpcCloseMemHandle(q.base);
+    peer.clear();
+    if (ipc_area) cudaFree(ipc_area);
+    ipc_area = nullptr;
+  }
   /* the timing events of the next exchange (mb_cuda_halo_time_next), or none */
   cudaEvent_t tev[4] = {nullptr, nullptr, nullptr, nullptr};
   int timed = 0;
   /* record timing event k on the halo stream where the next exchange is timed */
   cudaError_t mark(int k) { return timed ? cudaEventRecord(tev[k], halo_stream) : cudaSuccess; }
   ~mb_cuda_halo() {
+    ipc_release();
     if (host_send) cudaFreeHost(host_send);
     if (host_recv) cudaFreeHost(host_recv);
     if (halo_done) cudaEventDestroy(halo_done);
@@ -236,10 +269,12 @@ extern "C" void mb_cuda_halo_time_next(mb_cuda_halo *h, void *const ev[4]) {
 }
 
 /* One side of a box plan (0: send boxes, 1: receive boxes) between x and
- * the device stage of that side's rows. */
+ * the rows of that side in `stage` (NULL: the side's device stage; the IPC
+ * transport passes its receive buffer, laid out as the stage). */
 template <int MODE>
-static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStream_t s) {
-  void *stage = side ? h->recv_stage.p : h->send_stage.p;
+static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStream_t s,
+                              void *stage = nullptr) {
+  if (!stage) stage = side ? h->recv_stage.p : h->send_stage.p;
   if (h->real_bytes == 4)
     MB_CALL((launch_boxes<float, MODE>(h->nbox[side], h->box[side], h->ncomp, (float *)x,
                                        (float *)stage, s)));
@@ -262,15 +297,17 @@ static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
   return MB_SUCCESS;
 }
 
-static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s) {
-  if (h->boxed) return enqueue_boxes<BOX_UNPACK>(h, 1, x, s);
+/* The ghost rows of x from the received rows `in` (NULL: recv_stage). */
+static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s, void *in = nullptr) {
+  if (h->boxed) return enqueue_boxes<BOX_UNPACK>(h, 1, x, s, in);
   const int64_t n = h->nrecv * h->ncomp;
+  const double *rows = in ? (const double *)in : h->recv_stage.as<double>();
   if (h->real_bytes == 4)
     unpack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
-                                                       h->recv_stage.as<double>(), (float *)x);
+                                                       rows, (float *)x);
   else
     unpack_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(h->nrecv, h->ncomp, h->recv_idx.as<int32_t>(),
-                                                        h->recv_stage.as<double>(), (double *)x);
+                                                        rows, (double *)x);
   MB_CHECK_LAUNCH("halo unpack");
   return MB_SUCCESS;
 }
@@ -415,23 +452,27 @@ static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cud
 /* Enqueue on s what arrived in direction dir into x (forward: scatter into
  * the ghost rows; reverse: add into the owned rows in the fixed order: a
  * box plan adds its send boxes one after another on s, each box's rows
- * being distinct; an index plan runs the CSR of owned rows). */
-static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s) {
+ * being distinct; an index plan runs the CSR of owned rows). The rows
+ * arrived in `in`, laid out as the direction's incoming stage (NULL: that
+ * stage, recv_stage forward, send_stage reverse). */
+static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s,
+                           void *in = nullptr) {
   if (dir == MB_HALO_FORWARD) {
-    if (h->nrecv) MB_CALL(enqueue_unpack(h, x, s));
+    if (h->nrecv) MB_CALL(enqueue_unpack(h, x, s, in));
     return MB_SUCCESS;
   }
-  if (h->boxed) return enqueue_boxes<BOX_ADD>(h, 0, x, s);
+  if (h->boxed) return enqueue_boxes<BOX_ADD>(h, 0, x, s, in);
   if (!h->rev_nrows) return MB_SUCCESS;
   const int64_t n = h->rev_nrows * h->ncomp;
+  const double *rows = in ? (const double *)in : h->send_stage.as<double>();
   if (h->real_bytes == 4)
     add_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(
         h->rev_nrows, h->ncomp, h->rev_row.as<int32_t>(), h->rev_start.as<int32_t>(),
-        h->rev_q.as<int32_t>(), h->send_stage.as<double>(), (float *)x);
+        h->rev_q.as<int32_t>(), rows, (float *)x);
   else
     add_kernel<double><<<grid_of(n), BLOCK, 0, s>>>(
         h->rev_nrows, h->ncomp, h->rev_row.as<int32_t>(), h->rev_start.as<int32_t>(),
-        h->rev_q.as<int32_t>(), h->send_stage.as<double>(), (double *)x);
+        h->rev_q.as<int32_t>(), rows, (double *)x);
   MB_CHECK_LAUNCH("halo reverse add");
   return MB_SUCCESS;
 }
@@ -448,12 +489,323 @@ static mb_error mpi_post(mb_cuda_halo *h, mb_halo_dir dir) {
   return MB_SUCCESS;
 }
 
+/* ------------------------------------------------------------ IPC transport
+ *
+ * For ranks of one node: the halo's rows move GPU to GPU by the copy
+ * engines, not by kernels, so the interior's kernels on the caller's stream
+ * keep every SM (NCCL's send/receive kernels take some). Each rank exports
+ * one device allocation (ipc_area, see the struct) with CUDA IPC; its
+ * neighbours map it (cudaIpcOpenMemHandle) at the first IPC exchange. Each
+ * exchange n (n = ipc_seq; parity p = n % 2) is, on the halo's urgent
+ * stream after the caller's stream's work so far:
+ *   pack -> for each neighbour: cudaMemcpyAsync of its rows into the
+ *   neighbour's area, parity p, then cuStreamWriteValue32(the neighbour's
+ *   flag for us := n + 1) -> for each neighbour: cuStreamWaitValue32(our
+ *   flag for it >= n + 1) -> unpack (or reverse sums) straight from our
+ *   area, parity p.
+ *
+ * Why this is correct:
+ *  (1) Rows before flag. The flag write follows the copy in the sender's
+ *      stream, so it starts after the copy has completed, and the default
+ *      write (the v2 API has no CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+ *      fences the stream's earlier writes before the flag is written, as
+ *      __threadfence_system does for a thread. The receiver's unpack follows
+ *      its wait in its stream, so it reads rows that the flag announced.
+ *  (2) Flags only grow. Exchange n writes n + 1; a wait for n + 1 is never
+ *      met by an older exchange's value. GEQ compares cyclically, so the
+ *      32-bit count may wrap (ranks are never 2^31 exchanges apart).
+ *  (3) Back-pressure without acknowledgements. Rank A copies exchange n + 2
+ *      into B's parity p only after A's stream has passed its wait of
+ *      exchange n + 1 for B's flag (the exchanges are enqueued in order on
+ *      A's one halo stream). B's stream writes that flag value (n + 2) in
+ *      exchange n + 1, which B's stream runs after its unpack of exchange n
+ *      (B's order: wait n, unpack n, pack n + 1, copies and flags n + 1). So
+ *      B has finished reading parity p before A overwrites it; exchange
+ *      n + 1 goes to the other parity. This holds for every use of the
+ *      engine (forward and reverse share the count and the parities) because
+ *      every neighbour slot writes its flag every exchange, with rows or
+ *      without, and the plan's neighbour lists are symmetric: slot k of A
+ *      for B pairs with slot m of B for A (the i-th occurrence of B among A's
+ *      neighbours with the i-th of A among B's, as NCCL and MPI pair
+ *      messages), and setup checks that the row counts of the pair agree.
+ *  (4) No deadlock: a rank enqueues all its copies and flag writes before
+ *      any wait, and no copy waits for anything remote.
+ *  (5) The send stage: the pack of exchange n + 1 follows the copies of n
+ *      on the same stream.
+ *  (6) Freeing: the caller's stream waited (halo_done) for every
+ *      neighbour's flag of the last exchange, so no neighbour writes into
+ *      our area any more; our copies into theirs are waited for
+ *      (ipc_release) before the mappings are closed.
+ * Setup is collective over the plan's communicator (at the first IPC
+ * exchange: mb_cuda_halo_begin is called by every rank in step) and agreed:
+ * a neighbour on another node, no peer access between two GPUs, or no
+ * stream memory operations refuse IPC on every rank (MB_ERR_UNSUPPORTED).
+ */
+
+/* The driver's stream memory operations, through the runtime's entry point
+ * query, so that meshbatch does not link libcuda (builds run on machines
+ * without a driver). */
+typedef CUresult (*mb_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static mb_value32_fn g_write_value32, g_wait_value32;
+
+static mb_error driver_symbol(const char *name, void **fn) {
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  MB_CHECK(e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn, MB_ERR_UNSUPPORTED,
+           "halo transport ipc: the CUDA driver offers no %s (%s)", name, cudaGetErrorString(e));
+  return MB_SUCCESS;
+}
+
+/* The stream memory operations (cuStreamWriteValue32, cuStreamWaitValue32),
+ * or MB_ERR_UNSUPPORTED. The lookup at version 12000 returns CUDA 12's
+ * entry points (the _v2 functions), which every device of compute
+ * capability 7.0 or more supports without a device attribute to ask: the
+ * attribute CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 describes the
+ * legacy functions and reads 0 on an H100 with driver 580 (measured
+ * 2026-11-27). A failure of the operations themselves is reported by the
+ * exchange (MB_CALL_CU). */
+static mb_error stream_mem_ops(int device) {
+  (void)device;
+  void *wr = nullptr, *wt = nullptr;
+  MB_CALL(driver_symbol("cuStreamWriteValue32", &wr));
+  MB_CALL(driver_symbol("cuStreamWaitValue32", &wt));
+  g_write_value32 = (mb_value32_fn)wr;
+  g_wait_value32 = (mb_value32_fn)wt;
+  return MB_SUCCESS;
+}
+
+#define MB_CALL_CU(expr, what)                                                              \
+  do {                                                                                      \
+    const CUresult mb_cu_rc_ = (expr);                                                      \
+    MB_CHECK(mb_cu_rc_ == CUDA_SUCCESS, MB_ERR_CUDA, "halo transport ipc: %s failed (CUresult %d)", \
+             what, (int)mb_cu_rc_);                                                         \
+  } while (0)
+
+/* What a rank tells the neighbour of one slot: its exported area, where the
+ * neighbour's rows go in it (bytes from its base, per parity; forward and
+ * reverse), the neighbour's flag, the row counts it expects, its GPU. */
+struct ipc_msg {
+  cudaIpcMemHandle_t handle;
+  int64_t fwd_off[2], rev_off[2], flag_off, fwd_rows, rev_rows;
+  char bus[32];
+};
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* Whether every neighbour is on this rank's node (MPI_COMM_TYPE_SHARED).
+ * Collective over comm. */
+static mb_error neighbours_on_node(MPI_Comm comm, int nn, const int *ranks, int *off_node) {
+  MPI_Comm node;
+  MB_CALL_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_Group all, mine;
+  std::vector<int> there((size_t)nn + 1);
+  int rc = MPI_Comm_group(comm, &all);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_group(node, &mine);
+  if (rc == MPI_SUCCESS && nn) rc = MPI_Group_translate_ranks(all, nn, ranks, mine, there.data());
+  *off_node = -1;
+  for (int k = 0; rc == MPI_SUCCESS && k < nn && *off_node < 0; k++)
+    if (there[(size_t)k] == MPI_UNDEFINED) *off_node = ranks[k];
+  if (rc == MPI_SUCCESS) {
+    MPI_Group_free(&all);
+    MPI_Group_free(&mine);
+  }
+  MPI_Comm_free(&node);
+  MB_CHECK(rc == MPI_SUCCESS, MB_ERR_MPI, "halo transport ipc: MPI groups failed (%d)", rc);
+  return MB_SUCCESS;
+}
+
+/* This rank's part of the setup before the neighbours' handles: the stream
+ * memory operations, its exported area (flags zeroed) and its messages.
+ * Not collective. */
+static mb_error ipc_prepare(mb_cuda_halo *h, int off_node, std::vector<ipc_msg> *mine) {
+  MB_CHECK(off_node < 0, MB_ERR_UNSUPPORTED,
+           "halo transport ipc: neighbour rank %d is on another node (ipc joins the GPUs of one "
+           "node; use nccl or mpi)", off_node);
+  int device = 0;
+  MB_CALL_CUDA(cudaGetDevice(&device));
+  MB_CALL(stream_mem_ops(device));
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  h->ipc_flag_bytes = round_up(sizeof(uint32_t) * (size_t)(nn ? nn : 1), 256);
+  h->ipc_parity_bytes = round_up(row * (size_t)(h->nrecv + h->nsend), 256);
+  const size_t bytes = h->ipc_flag_bytes + 2 * h->ipc_parity_bytes;
+  const cudaError_t e = cudaMalloc((void **)&h->ipc_area, bytes);
+  if (e != cudaSuccess) {
+    h->ipc_area = nullptr;
+    (void)cudaGetLastError();
+    MB_FAIL(e == cudaErrorMemoryAllocation ? MB_ERR_MEMORY : MB_ERR_CUDA,
+            "halo transport ipc: cannot allocate %zu bytes of receive buffers: %s", bytes,
+            cudaGetErrorString(e));
+  }
+  MB_CALL_CUDA(cudaMemsetAsync(h->ipc_area, 0, h->ipc_flag_bytes, h->halo_stream));
+  MB_CALL_CUDA(cudaStreamSynchronize(h->halo_stream)); /* zero before any neighbour can write */
+  ipc_msg m;
+  memset(&m, 0, sizeof m);
+  MB_CALL_CUDA(cudaIpcGetMemHandle(&m.handle, h->ipc_area));
+  MB_CALL_CUDA(cudaDeviceGetPCIBusId(m.bus, (int)sizeof m.bus, device));
+  mine->assign((size_t)nn, m);
+  for (int k = 0; k < nn; k++) {
+    ipc_msg &x = (*mine)[(size_t)k];
+    for (int p = 0; p < 2; p++) {
+      const int64_t base = (int64_t)(h->ipc_flag_bytes + (size_t)p * h->ipc_parity_bytes);
+      x.fwd_off[p] = base + (int64_t)row * roff[k];
+      x.rev_off[p] = base + (int64_t)row * (h->nrecv + soff[k]);
+    }
+    x.flag_off = (int64_t)(sizeof(uint32_t) * (size_t)k);
+    x.fwd_rows = roff[k + 1] - roff[k];
+    x.rev_rows = soff[k + 1] - soff[k];
+  }
+  return MB_SUCCESS;
+}
+
+/* Map the neighbours' areas from their messages. Not collective. */
+static mb_error ipc_open(mb_cuda_halo *h, const std::vector<ipc_msg> &theirs, int me) {
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  int device = 0;
+  MB_CALL_CUDA(cudaGetDevice(&device));
+  h->peer.assign((size_t)nn, mb_cuda_halo::ipc_peer());
+  for (int k = 0; k < nn; k++) {
+    const ipc_msg &m = theirs[(size_t)k];
+    mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
+    MB_CHECK(m.fwd_rows == soff[k + 1] - soff[k] && m.rev_rows == roff[k + 1] - roff[k], MB_ERR_ARG,
+             "halo transport ipc: the plans of ranks %d and %d disagree (%lld/%lld rows against "
+             "%lld/%lld)", me, ranks[k], (long long)(soff[k + 1] - soff[k]),
+             (long long)(roff[k + 1] - roff[k]), (long long)m.fwd_rows, (long long)m.rev_rows);
+    for (int p = 0; p < 2; p++) {
+      q.fwd_off[p] = m.fwd_off[p];
+      q.rev_off[p] = m.rev_off[p];
+    }
+    q.flag_off = m.flag_off;
+    if (ranks[k] == me) { /* a periodic grid's wrap onto ourselves */
+      q.base = h->ipc_area;
+      continue;
+    }
+    for (int j = 0; j < k && !q.base; j++) /* the area of a rank met in an earlier slot */
+      if (ranks[j] == ranks[k]) q.base = h->peer[(size_t)j].base;
+    if (q.base) continue;
+    int other = -1, can = 1;
+    if (cudaDeviceGetByPCIBusId(&other, m.bus) != cudaSuccess) {
+      (void)cudaGetLastError(); /* not visible here: cudaIpcOpenMemHandle decides */
+      other = -1;
+    }
+    if (other >= 0 && other != device) MB_CALL_CUDA(cudaDeviceCanAccessPeer(&can, device, other));
+    MB_CHECK(can, MB_ERR_UNSUPPORTED,
+             "halo transport ipc: GPU %d of rank %d cannot access GPU %s of rank %d (no peer "
+             "access; use nccl or mpi)", device, me, m.bus, ranks[k]);
+    void *p = nullptr;
+    const cudaError_t e = cudaIpcOpenMemHandle(&p, m.handle, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    MB_CHECK(e == cudaSuccess, MB_ERR_UNSUPPORTED,
+             "halo transport ipc: rank %d cannot map the buffers of rank %d (GPU %s): %s", me,
+             ranks[k], m.bus, cudaGetErrorString(e));
+    q.base = (char *)p;
+    q.opened = 1;
+  }
+  return MB_SUCCESS;
+}
+
+/* The IPC transport's setup at the first IPC exchange of the halo: the
+ * exported area, the handles swapped with every neighbour (one message each
+ * way per slot, the slot's occurrence of that rank as the tag), the
+ * neighbours' areas mapped. Collective over the plan's communicator and
+ * agreed: on failure every rank returns the error (MB_ERR_UNSUPPORTED for
+ * what cannot be had) and the halo refuses IPC from then on. */
+static mb_error ipc_setup(mb_cuda_halo *h) {
+  MB_CHECK(h->ipc >= 0, MB_ERR_UNSUPPORTED,
+           "halo transport ipc was refused for this halo at its first exchange");
+  if (h->ipc > 0) return MB_SUCCESS;
+  const MPI_Comm comm = mb_halo_comm(h->plan);
+  int me;
+  MB_CALL_MPI(MPI_Comm_rank(comm, &me));
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  int off_node = -1;
+  mb_error e = neighbours_on_node(comm, nn, ranks, &off_node);
+  std::vector<ipc_msg> mine, theirs((size_t)nn);
+  if (!e) e = ipc_prepare(h, off_node, &mine);
+  e = mb_agree(comm, e);
+  if (!e) {
+    enum { TAG = 0x1bc0 };
+    std::vector<MPI_Request> req(2 * (size_t)nn, MPI_REQUEST_NULL);
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < nn && rc == MPI_SUCCESS; k++) {
+      int ord = 0;
+      for (int j = 0; j < k; j++) ord += ranks[j] == ranks[k];
+      rc = MPI_Irecv(&theirs[(size_t)k], (int)sizeof(ipc_msg), MPI_BYTE, ranks[k], TAG + ord, comm,
+                     &req[2 * (size_t)k]);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Isend(&mine[(size_t)k], (int)sizeof(ipc_msg), MPI_BYTE, ranks[k], TAG + ord, comm,
+                       &req[2 * (size_t)k + 1]);
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Waitall((int)req.size(), req.data(), MPI_STATUSES_IGNORE);
+    e = rc == MPI_SUCCESS ? MB_SUCCESS
+                          : mb_error_mpi_failed(rc, __FILE__, __LINE__, __func__,
+                                                "halo transport ipc: handle exchange");
+    if (!e) e = ipc_open(h, theirs, me);
+    e = mb_agree(comm, e);
+  }
+  if (e) {
+    h->ipc_release();
+    h->ipc = -1;
+    return e;
+  }
+  h->ipc = 1;
+  return MB_SUCCESS;
+}
+
+/* Enqueue on the halo stream the IPC exchange of direction dir (the rows
+ * packed in the outgoing stage: send_stage forward, recv_stage reverse) up
+ * to the waits for every neighbour's rows; *in: where they arrived, laid
+ * out as the incoming stage. See the argument above. */
+static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, void **in) {
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  const bool fwd = dir == MB_HALO_FORWARD;
+  const int p = (int)(h->ipc_seq & 1u);
+  const cuuint32_t v = h->ipc_seq + 1u;
+  const char *out = (const char *)(fwd ? h->send_stage.p : h->recv_stage.p);
+  const int64_t *out_off = fwd ? soff : roff;
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  const CUstream s = (CUstream)h->halo_stream;
+  for (int k = 0; k < nn; k++) {
+    const mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
+    const size_t bytes = row * (size_t)(out_off[k + 1] - out_off[k]);
+    if (bytes)
+      MB_CALL_CUDA(cudaMemcpyAsync(q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]),
+                                   out + row * (size_t)out_off[k], bytes, cudaMemcpyDefault,
+                                   h->halo_stream));
+    MB_CALL_CU(g_write_value32(s, (CUdeviceptr)(q.base + q.flag_off), v, 0),
+               "cuStreamWriteValue32 (a neighbour's flag)");
+  }
+  for (int k = 0; k < nn; k++)
+    MB_CALL_CU(g_wait_value32(s, (CUdeviceptr)(h->ipc_area + sizeof(uint32_t) * (size_t)k), v,
+                              CU_STREAM_WAIT_VALUE_GEQ),
+               "cuStreamWaitValue32 (our flag for a neighbour)");
+  *in = h->ipc_area + h->ipc_flag_bytes + (size_t)p * h->ipc_parity_bytes +
+        (fwd ? 0 : row * (size_t)h->nrecv);
+  h->ipc_seq++;
+  return MB_SUCCESS;
+}
+
 extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const void *x,
                                        mb_halo_transport transport, mb_nccl *nccl) {
   MB_CHECK(!h->inflight, MB_ERR_ARG, "a device halo exchange is already in flight");
-  MB_CHECK(transport == MB_HALO_MPI || (transport == MB_HALO_NCCL && nccl), MB_ERR_ARG,
-           "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
+  MB_CHECK(transport == MB_HALO_MPI || transport == MB_HALO_IPC ||
+               (transport == MB_HALO_NCCL && nccl),
+           MB_ERR_ARG, "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
            transport == MB_HALO_NCCL ? " without an NCCL communicator" : " (choose one first)");
+  if (transport == MB_HALO_IPC) MB_CALL(ipc_setup(h)); /* collective at the first */
   if (dir == MB_HALO_REVERSE && !h->boxed) MB_CALL(reverse_setup(h));
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
@@ -462,10 +814,12 @@ extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const v
   MB_CALL_CUDA(h->mark(1));
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   h->posted = 0;
-  if (transport == MB_HALO_NCCL) {
-    MB_CALL(nccl_exchange(h, nccl, dir));
+  if (transport != MB_HALO_MPI) {
+    void *in = nullptr; /* IPC: the rows arrived in our exported area */
+    if (transport == MB_HALO_NCCL) MB_CALL(nccl_exchange(h, nccl, dir));
+    else MB_CALL(ipc_exchange(h, dir, &in));
     MB_CALL_CUDA(h->mark(2));
-    MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream));
+    MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream, in));
     MB_CALL_CUDA(h->mark(3));
     h->timed = 0;
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));

@@ -6,10 +6,14 @@
  * owned rows the neighbours need (mb_halo_send_indices) into a float64
  * buffer; unpacking scatters received float64 values into the ghost rows
  * (mb_halo_recv_indices), exactly for float32 ghosts of float32 owners.
- * Two transports: MPI, through pinned host buffers that mb_halo_begin/
- * end_packed send (the MPI need not be CUDA-aware); or NCCL, device to device
+ * Three transports: MPI, through pinned host buffers that mb_halo_begin/
+ * end_packed send (the MPI need not be CUDA-aware); NCCL, device to device
  * on a second stream that waits for the rows next to the halo and lets the
- * caller's stream update the interior meanwhile. Any op and any ncomp.
+ * caller's stream update the interior meanwhile; or IPC, for ranks of one
+ * node, the same on the second stream but the rows moved by the copy
+ * engines (no SM) straight into the neighbours' receive buffers, mapped with
+ * CUDA IPC, and announced by stream memory operations (the argument for its
+ * synchronisation is in mb_cuda_halo.cu). Any op and any ncomp.
  * mb_cuda_halo_begin/end are the engine's forward and reverse exchanges of
  * device arrays over either transport, on the device's urgent stream.
  *
@@ -68,7 +72,8 @@ void *mb_cuda_halo_stream(mb_cuda_halo *halo);
  * ev NULL: none): ev[0..3] are the caller's cudaEvent_t (made with timing,
  * owned by the caller), recorded on the halo's stream when its wait for the
  * caller's stream is over (the pack starts), after the pack, after the
- * transport (NCCL: the send/receive group; MPI: the copy to the host, the
+ * transport (NCCL: the send/receive group; IPC: the copies to the
+ * neighbours and the waits for theirs; MPI: the copy to the host, the
  * messages and the copy back) and after the unpack (or reverse sums), so
  * that a caller can take an exchange's time apart. Not collective. */
 void mb_cuda_halo_time_next(mb_cuda_halo *halo, void *const ev[4]);
@@ -108,20 +113,34 @@ mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo);
  * to pinned host buffers, waits and posts the messages (mb_halo_post, values
  * as float64: exact for float32 arrays); with NCCL (`nccl`, from
  * mb_halo_choose_transport or mb_nccl_create) it enqueues the device-to-
- * device exchange and the unpack (forward) or sums (reverse) at once.
+ * device exchange and the unpack (forward) or sums (reverse) at once; with
+ * IPC (`nccl` unused) the same, by copies into the neighbours' receive
+ * buffers (double-buffered by the exchange's parity) and 32-bit flags
+ * (cuStreamWriteValue32 / cuStreamWaitValue32). The first IPC exchange of
+ * a halo sets IPC up: collective over the plan's communicator (as begin
+ * is), it allocates and exports the receive buffers, swaps the
+ * cudaIpcMemHandle_t with the neighbours over MPI and maps theirs; agreed:
+ * where a neighbour is on another node (MPI_COMM_TYPE_SHARED), two GPUs
+ * have no peer access or the device has no stream memory operations, every
+ * rank gets MB_ERR_UNSUPPORTED, and the halo refuses IPC from then on.
  * end: (MPI) waits for the messages and enqueues the copy to the device and
  * the unpack or sums on that stream; then the caller's stream waits for them
  * (no host wait with NCCL). Between begin and end the caller's stream may
  * run work that neither reads the ghost rows (forward) nor writes rows that
  * the exchange reads or writes. Every rank of the plan calls both in step.
  * Errors: MB_ERR_ARG (an exchange in flight, end without begin, NCCL
- * without a communicator), MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY,
- * MB_ERR_UNSUPPORTED (NCCL in a build without it). */
+ * without a communicator, IPC between ranks whose plans disagree),
+ * MB_ERR_CUDA, MB_ERR_MPI, MB_ERR_MEMORY, MB_ERR_UNSUPPORTED (NCCL in a
+ * build without it; IPC where it cannot be had). */
 mb_error mb_cuda_halo_begin(mb_cuda_halo *halo, mb_halo_dir dir, const void *x,
                             mb_halo_transport transport, mb_nccl *nccl);
 mb_error mb_cuda_halo_end(mb_cuda_halo *halo, void *x);
 
-/* Free the halo; NULL allowed. Not collective. */
+/* Free the halo (IPC: after its stream's copies into the neighbours, the
+ * mappings closed, the receive buffers freed); NULL allowed. Not
+ * collective: with IPC, every rank frees its halo after its last exchange
+ * has been waited for on the caller's stream (which mb_cuda_halo_end
+ * orders), so no neighbour writes into freed buffers. */
 void mb_cuda_halo_free(mb_cuda_halo *halo);
 
 #ifdef __cplusplus

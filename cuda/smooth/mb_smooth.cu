@@ -611,6 +611,16 @@ extern "C" mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *c) {
   return MB_SUCCESS;
 }
 
+extern "C" mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *c) {
+  MB_CALL(mb_cuda_halo_begin(c->halo, MB_HALO_FORWARD, mb_domain_next(c), MB_HALO_IPC, nullptr));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *c) {
+  MB_CALL(mb_cuda_halo_end(c->halo, mb_domain_next(c)));
+  return MB_SUCCESS;
+}
+
 extern "C" mb_error mb_cuda_domain_pass(mb_cuda_domain *c, int64_t begin, int64_t end,
                                         mb_weights weights, mb_boundary boundary, double factor) {
   MB_CHECK(begin >= 0 && end <= c->d.nv, MB_ERR_ARG, "rows [%lld, %lld) outside [0, %lld)",

@@ -151,6 +151,15 @@ mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl);
  * them. Errors: MB_ERR_CUDA. */
 mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain);
 
+/* The same over the IPC transport (the GPUs of one node, copy engines; see
+ * mb_cuda_halo.h): the first call sets it up, collectively over the plan's
+ * communicator, and fails on every rank with MB_ERR_UNSUPPORTED where a
+ * neighbour is on another node or two GPUs have no peer access. Every rank
+ * of the communicator calls both in step. Errors: MB_ERR_CUDA, MB_ERR_MPI,
+ * MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
+mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *domain);
+mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *domain);
+
 #ifdef __cplusplus
 }
 #endif

@@ -94,3 +94,13 @@ mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain) {
   (void)domain;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
+
+mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
+mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *domain) {
+  (void)domain;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}

@@ -42,12 +42,14 @@ typedef enum mb_partitioner {
 } mb_partitioner;
 
 /* How the halo travels between GPUs (job key `halo`): MPI through pinned
- * host buffers, NCCL device to device, or auto: the rule of
- * mb_halo_choose_transport (partition/mb_halo.h). */
+ * host buffers, NCCL device to device, IPC device to device by the copy
+ * engines between the GPUs of one node (CUDA IPC, no SM moves the rows),
+ * or auto: the rule of mb_halo_choose_transport (partition/mb_halo.h). */
 typedef enum mb_halo_transport {
   MB_HALO_AUTO = 0,
   MB_HALO_MPI = 1,
-  MB_HALO_NCCL = 2
+  MB_HALO_NCCL = 2,
+  MB_HALO_IPC = 3
 } mb_halo_transport;
 
 /* Name of a partitioner as written in job files ("metis"). Not collective. */

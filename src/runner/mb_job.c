@@ -367,7 +367,7 @@ static const cyaml_strval_t job_partitioner_names[] = {{"metis", MB_PARTITIONER_
                                                        {"parmetis", MB_PARTITIONER_PARMETIS},
                                                        {"blocks", MB_PARTITIONER_BLOCKS}};
 static const cyaml_strval_t job_halo_names[] = {
-    {"auto", MB_HALO_AUTO}, {"mpi", MB_HALO_MPI}, {"nccl", MB_HALO_NCCL}};
+    {"auto", MB_HALO_AUTO}, {"mpi", MB_HALO_MPI}, {"nccl", MB_HALO_NCCL}, {"ipc", MB_HALO_IPC}};
 static const cyaml_strval_t job_schedule_names[] = {{"static", MB_SCHEDULE_STATIC},
                                                     {"dynamic", MB_SCHEDULE_DYNAMIC}};
 static const cyaml_strval_t job_backend_names[] = {

@@ -930,8 +930,8 @@ def case_gpu(a):
     if cuda_devices() == 0:
         print("SKIP: no CUDA device")
         sys.exit(SKIP)
-    if a.halo == "nccl" and cuda_devices() < a.np:
-        print(f"SKIP: the NCCL halo needs one GPU per rank ({a.np} ranks, {cuda_devices()} GPUs)")
+    if a.halo in ("nccl", "ipc") and cuda_devices() < a.np:
+        print(f"SKIP: the {a.halo} halo needs one GPU per rank ({a.np} ranks, {cuda_devices()} GPUs)")
         sys.exit(SKIP)
     d = fresh(f"gpu_{a.np}_{a.halo}")
     files = [grid_obj(os.path.join(d, "grid.obj"), 40), grid_obj(os.path.join(d, "two.obj"), 12, components=2),
@@ -946,11 +946,11 @@ def case_gpu(a):
     compare(ref, go("cuda_per_mesh", a.np, backend="cuda"), 1e-12)
     part = go("cuda_partitioned", a.np, backend="cuda", distribute="partitioned")
     compare(ref, part, 1e-12)
-    if a.halo == "nccl":  # the halo went GPU to GPU, and says so in the log
+    if a.halo in ("nccl", "ipc"):  # the halo went GPU to GPU, and says so in the log
         p = run(["run", job(os.path.join(d, "log.yaml"), files, os.path.join(d, "log.h5"), backend="cuda",
-                            distribute="partitioned", halo="nccl")], np=a.np)
-        if "halo over nccl" not in p.stdout:
-            fail("the partition report does not show the NCCL transport")
+                            distribute="partitioned", halo=a.halo)], np=a.np)
+        if f"halo over {a.halo}" not in p.stdout:
+            fail(f"the partition report does not show the {a.halo} transport")
     if a.parmetis:  # each rank reads its slab of a collection, GPU passes
         coll = os.path.join(d, "in.h5")
         run(["import"] + files + ["-o", coll])
@@ -1701,7 +1701,7 @@ def main():
     ap.add_argument("--distribute", default="per-mesh", choices=["per-mesh", "partitioned"])
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--parmetis", action="store_true", help="also run partitioner: parmetis")
-    ap.add_argument("--halo", default="auto", choices=["auto", "mpi", "nccl"])
+    ap.add_argument("--halo", default="auto", choices=["auto", "mpi", "nccl", "ipc"])
     a = ap.parse_args()
     globals()["case_" + a.case](a)
     print("PASS")

@@ -76,7 +76,7 @@ static void test_bad_enums(void **state) {
                MB_ERR_JOB, ":3: partitioner: 'scotch' is not one of metis, parmetis");
   expect_error("enum_halo.yaml",
                "input: a\noutput: b\nhalo: ucx\nstages:\n  - {op: taubin, iterations: 1}\n",
-               MB_ERR_JOB, ":3: halo: 'ucx' is not one of auto, mpi, nccl");
+               MB_ERR_JOB, ":3: halo: 'ucx' is not one of auto, mpi, nccl, ipc");
   expect_error("partitioner_and_file.yaml",
                "input: a\noutput: b\npartition: p.h5\npartitioner: parmetis\nstages:\n"
                "  - {op: taubin, iterations: 1}\n",

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mb_halo.h"
 #include "mb_job.h"
 #include "mb_smooth.h"
 #include "mb_testutil.h"
@@ -248,6 +249,22 @@ static void test_names_round_trip(void **state) {
   assert_string_equal(mb_weights_name((mb_weights)99), "unknown");
 }
 
+/* The job key `halo`: every transport's name (mb_halo_transport_name)
+ * loads as that transport, ipc included; absent, auto. */
+static void test_halo_names(void **state) {
+  (void)state;
+  char path[1024], text[512];
+  const mb_halo_transport all[] = {MB_HALO_AUTO, MB_HALO_MPI, MB_HALO_NCCL, MB_HALO_IPC};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+    snprintf(text, sizeof text, "input: a\noutput: b\nhalo: %s\nstages: [{op: taubin, iterations: 1}]\n",
+             mb_halo_transport_name(all[k]));
+    mb_job *job = load_text("halo.yaml", text, path, sizeof path);
+    assert_int_equal(job->halo, all[k]);
+    mb_job_free(job);
+  }
+  assert_string_equal(mb_halo_transport_name(MB_HALO_IPC), "ipc");
+}
+
 static void test_stage_passes(void **state) {
   (void)state;
   mb_smooth_stage s = {.method = MB_SMOOTH_TAUBIN, .lambda = 0.5, .mu = -0.53, .iterations = 100};
@@ -273,6 +290,7 @@ int main(void) {
       cmocka_unit_test(test_example_files),
       cmocka_unit_test(test_example_outputs),  cmocka_unit_test(test_names_round_trip),
       cmocka_unit_test(test_stage_passes),   cmocka_unit_test(test_free_null),
+      cmocka_unit_test(test_halo_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@ static const char bench_help[] =
     "                         [--weights uniform|cotangent|inverse_distance]\n"
     "                         [--boundary free|fixed|boundary_curve]\n"
     "                         [--precision float32|float64] [--warmup N] [--repeats N]\n"
-    "                         [--distribute per-mesh|partitioned] [--halo auto|mpi|nccl]\n"
+    "                         [--distribute per-mesh|partitioned] [--halo auto|mpi|nccl|ipc]\n"
     "                         [--locality sfc|rcm|none]\n\n"
     "Times single smoothing passes (one Taubin pass = one lambda or mu pass) of\n"
     "the kernel alone on one mesh (a mesh file or a collection; --mesh picks\n"
@@ -164,7 +164,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
   static const char *const weights[] = {"uniform", "cotangent", "inverse_distance"};
   static const char *const bounds[] = {"free", "fixed", "boundary_curve"};
   static const char *const precs[] = {"float64", "float32"};
-  static const char *const halos[] = {"auto", "mpi", "nccl"};
+  static const char *const halos[] = {"auto", "mpi", "nccl", "ipc"}; /* mb_halo_transport order */
   static const char *const orders[] = {"sfc", "rcm", "none"};
   *o = (bench_opts){.precision = MB_PRECISION_FLOAT32, .warmup = 5, .repeats = 20};
   for (int i = 1; i < argc; i++) {
@@ -176,7 +176,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
     else if (!strcmp(a, "--weights") && v) { bad = pick(v, weights, 3, &k); o->weights = (mb_weights)k; }
     else if (!strcmp(a, "--boundary") && v) { bad = pick(v, bounds, 3, &k); o->boundary = (mb_boundary)k; }
     else if (!strcmp(a, "--precision") && v) { bad = pick(v, precs, 2, &k); o->precision = (mb_precision)k; }
-    else if (!strcmp(a, "--halo") && v) { bad = pick(v, halos, 3, &k); o->halo = (mb_halo_transport)k; }
+    else if (!strcmp(a, "--halo") && v) { bad = pick(v, halos, 4, &k); o->halo = (mb_halo_transport)k; }
     else if (!strcmp(a, "--locality") && v) {
       bad = pick(v, orders, 3, &k);
       o->locality = (mb_locality)k;

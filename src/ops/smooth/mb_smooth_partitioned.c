@@ -106,14 +106,16 @@ typedef struct cuda_ctx {
   double *send, *recv; /* pinned, owned by dev */
   int sync_each;       /* wait for every pass (timing breakdowns; the MPI transport) */
   mb_nccl *nccl;       /* non-NULL: the halo goes GPU to GPU over NCCL */
+  int ipc;             /* the halo goes GPU to GPU over IPC (the copy engines) */
 } cuda_ctx;
 
-/* NCCL: the whole exchange is enqueued on the halo's stream. MPI: the
+/* NCCL, IPC: the whole exchange is enqueued on the halo's stream. MPI: the
  * packing is enqueued here and the messages go in cuda_end, so the
  * interior's rows are enqueued (and run) while the host waits for the
  * packed rows and exchanges them. */
 static mb_error cuda_begin(void *c) {
   cuda_ctx *x = c;
+  if (x->ipc) return mb_cuda_domain_ipc_begin(x->dev);
   if (x->nccl)
     return mb_cuda_domain_nccl_begin(x->dev, x->nccl);
   MB_CALL(mb_cuda_domain_pack(x->dev));
@@ -128,6 +130,7 @@ static mb_error cuda_rows(void *c, int64_t b, int64_t e) {
 
 static mb_error cuda_end(void *c) {
   cuda_ctx *x = c;
+  if (x->ipc) return mb_cuda_domain_ipc_end(x->dev);
   if (x->nccl) return mb_cuda_domain_nccl_end(x->dev);
   MB_CALL(mb_cuda_domain_pack_wait(x->dev));
   MB_CALL(mb_halo_begin_packed(x->h, x->send, x->recv));
@@ -155,6 +158,7 @@ static mb_error cuda_swap(void *c) {
 static mb_error trial_exchanges(void *c, mb_halo_transport t, mb_nccl *nccl, int n) {
   cuda_ctx *x = c;
   x->nccl = t == MB_HALO_NCCL ? nccl : NULL;
+  x->ipc = t == MB_HALO_IPC;
   for (int i = 0; i < n; i++) {
     MB_CALL(cuda_begin(x));
     MB_CALL(cuda_end(x));
@@ -171,6 +175,7 @@ static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_ti
   mb_error e = mb_halo_choose_transport(mb_halo_comm(x->h), want, "smoothing", trial_exchanges, x,
                                         &nccl, &chosen);
   x->nccl = NULL;
+  x->ipc = !e && chosen == MB_HALO_IPC;
   if (!e && chosen == MB_HALO_NCCL) x->nccl = nccl;
   else mb_nccl_free(nccl);
   MB_CALL(e);

@@ -20,7 +20,7 @@ static const char stencil_bench_help[] =
     "usage: meshbatch bench stencil [--shape NZ,NY,NX] [--dtype float32|float64|both]\n"
     "                               [--warmup N] [--repeats N]\n"
     "                               [--distribute partitioned [--steps N] [--scaling strong|weak]\n"
-    "                                [--halo auto|mpi|nccl] [--backend auto|cpu]\n"
+    "                                [--halo auto|mpi|nccl|ipc] [--backend auto|cpu]\n"
     "                                [--step auto|fused|faces-first|both] [--blocks BZ,BY,BX]]\n\n"
     "Times the stencil kernels on the GPU on a periodic grid (default 512,512,512,\n"
     "float32 and float64, warmup 3, repeats 10): the derivatives along z, y and x,\n"
@@ -320,7 +320,9 @@ int mb_stencil_bench(int argc, char **argv) {
       bad = !weak && strcmp(v, "strong");
     } else if (!strcmp(a, "--halo") && v) {
       halo = !strcmp(v, "auto") ? MB_HALO_AUTO : !strcmp(v, "mpi") ? MB_HALO_MPI
-                                                                   : !strcmp(v, "nccl") ? MB_HALO_NCCL : -1;
+                 : !strcmp(v, "nccl") ? MB_HALO_NCCL
+                 : !strcmp(v, "ipc")  ? MB_HALO_IPC
+                                      : -1;
       bad = halo < 0;
     } else if (!strcmp(a, "--step") && v) {
       step_kind = !strcmp(v, "auto")          ? MB_STENCIL_STEP_AUTO
