@@ -295,20 +295,6 @@ mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlo
                                         mb_mesh *const *local, int nslabs,
                                         const mb_mesh_slab *slabs);
 
-/* mb_collection_write_checkpoint without any sync: the HDF5 file alone,
- * written under a temporary name and renamed to path once closed, its
- * data left in the page cache (no fsync of the file or its folder). A
- * process that dies after the call leaves the whole file at path, but a
- * crash of the machine may leave path empty or partial: a caller that
- * needs it after a reboot syncs it (fsync) before trusting it. (The
- * runner's per-mesh checkpoint no longer uses it: it keeps an append-only
- * log per rank, io/mb_ckptlog.h.) Collective over comm (MPI_COMM_SELF for
- * one rank's mesh: HDF5's POSIX driver); nlocal meshes local[nlocal],
- * borrowed. Errors: those of mb_collection_write; on error no file exists
- * at path. */
-mb_error mb_collection_write_checkpoint_unsynced(MPI_Comm comm, const char *path, int nlocal,
-                                                 mb_mesh *const *local);
-
 /* The XDMF companions (written by mb_collection_write[_slabs] on rank 0) are produced
  * by the private io/mb_xdmf.h; their layout is in docs/format.md. */
 

@@ -393,51 +393,29 @@ mb_error mb_coll_put_contents(hid_t file, const mb_wset *w, const mb_held *h, mb
   return MB_SUCCESS;
 }
 
-/* Create tmp with no object times, file format of HDF5 1.8: through MPI-IO
- * over comm with collective metadata (collective), or where sec2 is set
- * through the POSIX driver by this process alone (comm unused). */
-static mb_error create_file(MPI_Comm comm, int sec2, const char *tmp, hid_t *out) {
+/* Create tmp through MPI-IO over comm with collective metadata (on one rank
+ * too: see write_h5 in mb_collection_write.c), no object times, file format
+ * of HDF5 1.8. Collective. */
+mb_error mb_coll_create_h5(MPI_Comm comm, const char *tmp, hid_t *out) {
   int rank = 0;
-  if (!sec2) MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   MB_CALL_H5(fapl);
-  const int access = sec2 ? H5Pset_fapl_sec2(fapl) < 0
-                          : H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
-                                H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
-                                H5Pset_coll_metadata_write(fapl, 1) < 0;
-  if (access || H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
+  if (H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
+      H5Pset_all_coll_metadata_ops(fapl, 1) < 0 || H5Pset_coll_metadata_write(fapl, 1) < 0 ||
+      H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0 ||
       H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18) < 0) {
     H5Pclose(fapl);
-    MB_FAIL(MB_ERR_HDF5, "cannot set up the %s file access for %s", sec2 ? "POSIX" : "MPI-IO",
-            tmp);
+    MB_FAIL(MB_ERR_HDF5, "cannot set up the MPI-IO file access for %s", tmp);
   }
   hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
   if (fcpl >= 0) H5Pset_obj_track_times(fcpl, 0);
   hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl >= 0 ? fcpl : H5P_DEFAULT, fapl);
   mb_h5_close_id(fcpl);
   H5Pclose(fapl);
-  MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s%s: %s", tmp, sec2 ? "" : " (parallel HDF5)",
+  MB_CHECK(file >= 0, MB_ERR_IO, "cannot create %s (parallel HDF5): %s", tmp,
            rank == 0 ? mb_create_reason(tmp) : "see rank 0");
   *out = file;
   return MB_SUCCESS;
 }
 
-/* Create tmp through MPI-IO over comm with collective metadata (on one rank
- * too: see write_h5 in mb_collection_write.c), no object times, file format
- * of HDF5 1.8. Collective. */
-mb_error mb_coll_create_h5(MPI_Comm comm, const char *tmp, hid_t *out) {
-  MB_CALL(create_file(comm, 0, tmp, out));
-  return MB_SUCCESS;
-}
-
-/* One process's file through the POSIX driver (sec2): no MPI-IO open,
- * which costs 3.4 ms of the 5.8 ms a small checkpoint file takes under
- * MPI-IO (docs/benchmarks.md, "The checkpoint off the critical path"); no
- * object times, file format of HDF5 1.8. The bytes differ from the MPI-IO
- * file's (fractal-heap blocks placed elsewhere), the contents do not: for
- * files only meshbatch reads back (the runner's checkpoints). Not
- * collective. */
-mb_error mb_coll_create_h5_sec2(const char *tmp, hid_t *out) {
-  MB_CALL(create_file(MPI_COMM_NULL, 1, tmp, out));
-  return MB_SUCCESS;
-}

@@ -214,11 +214,6 @@ extern mb_coll_extents *mb_coll_extent_collect;
  * file. Collective over comm. Errors: MB_ERR_HDF5, MB_ERR_IO (with the
  * reason on rank 0), MB_ERR_MPI. */
 mb_error mb_coll_create_h5(MPI_Comm comm, const char *tmp, hid_t *out);
-/* tmp created by one process through the POSIX driver (sec2), for files
- * only meshbatch reads back (the runner's checkpoints): the same contents
- * as mb_coll_create_h5's, other bytes, no MPI-IO open. Not collective.
- * Errors: MB_ERR_HDF5, MB_ERR_IO (with the reason the folder refuses it). */
-mb_error mb_coll_create_h5_sec2(const char *tmp, hid_t *out);
 
 /* Group /meshes/<name> of mesh w with its attributes (index = pos, kind,
  * then those of its first piece) and its datasets as docs/format.md lays

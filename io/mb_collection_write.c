@@ -20,13 +20,13 @@
  * HDF5 places fractal-heap blocks (dense attributes and links) elsewhere:
  * other bytes (docs/benchmarks.md, "One rank: MPI-IO or sec2"). */
 static mb_error write_h5(MPI_Comm comm, const char *tmp, const mb_wset *w, const mb_held *h,
-                         int durable, int sec2, mb_error *lerr) {
+                         int durable, mb_error *lerr) {
   int rank = 0;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   MB_CALL(mb_agree(comm, rank == 0 ? mb_coll_check_space(tmp, mb_coll_estimated_bytes(w))
                                    : MB_SUCCESS));
   hid_t file;
-  MB_CALL(sec2 ? mb_coll_create_h5_sec2(tmp, &file) : mb_coll_create_h5(comm, tmp, &file));
+  MB_CALL(mb_coll_create_h5(comm, tmp, &file));
   mb_error e = mb_coll_put_contents(file, w, h, lerr);
   /* durable: every rank's writes to the disk (MPI_File_sync, collective: so
    * only where no rank's write failed, agreed first) */
@@ -89,7 +89,7 @@ static mb_error prepare_write(MPI_Comm comm, const char *path, const mb_held *h,
 
 static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
                                  mb_mesh *const *local, int nslabs, const mb_mesh_slab *slabs,
-                                 int durable, int xdmf, int sec2) {
+                                 int durable, int xdmf) {
   MB_CHECK(path && *path, MB_ERR_ARG, "mb_collection_write: empty path");
   MB_CHECK(strlen(path) < MB_PATH_MAX - 300, MB_ERR_ARG, "mb_collection_write: path too long");
   mb_held h = {0, nlocal, nslabs, local, slabs};
@@ -101,7 +101,7 @@ static mb_error write_collection(MPI_Comm comm, const char *path, int nlocal,
   if (e) goto out;
   snprintf(tmp, sizeof tmp, "%s%s", path, suffix);
   mb_error lerr = MB_SUCCESS;
-  e = write_h5(comm, tmp, &w, &h, durable, sec2, &lerr);
+  e = write_h5(comm, tmp, &w, &h, durable, &lerr);
   e = mb_agree(comm, e ? e : lerr);
   if (!e)
     e = mb_agree(comm, h.rank == 0 ? mb_coll_publish(path, tmp, suffix, &w, durable, xdmf)
@@ -117,34 +117,26 @@ out:
 mb_error mb_collection_write_slabs(MPI_Comm comm, const char *path, int nlocal,
                                    mb_mesh *const *local, int nslabs,
                                    const mb_mesh_slab *slabs) {
-  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 0, 1, 0));
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 0, 1));
   return MB_SUCCESS;
 }
 
 mb_error mb_collection_write_durable(MPI_Comm comm, const char *path, int nlocal,
                                      mb_mesh *const *local, int nslabs,
                                      const mb_mesh_slab *slabs) {
-  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 1, 0));
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 1));
   return MB_SUCCESS;
 }
 
 mb_error mb_collection_write_checkpoint(MPI_Comm comm, const char *path, int nlocal,
                                         mb_mesh *const *local, int nslabs,
                                         const mb_mesh_slab *slabs) {
-  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 0, 0));
-  return MB_SUCCESS;
-}
-
-mb_error mb_collection_write_checkpoint_unsynced(MPI_Comm comm, const char *path, int nlocal,
-                                                 mb_mesh *const *local) {
-  int size = 1; /* one process: its own file through the POSIX driver */
-  MB_CALL_MPI(MPI_Comm_size(comm, &size));
-  MB_CALL(write_collection(comm, path, nlocal, local, 0, NULL, 0, 0, size == 1));
+  MB_CALL(write_collection(comm, path, nlocal, local, nslabs, slabs, 1, 0));
   return MB_SUCCESS;
 }
 
 mb_error mb_collection_write(MPI_Comm comm, const char *path, int nlocal,
                              mb_mesh *const *local_meshes) {
-  MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0, 1, 0));
+  MB_CALL(write_collection(comm, path, nlocal, local_meshes, 0, NULL, 0, 1));
   return MB_SUCCESS;
 }
