@@ -2,6 +2,7 @@
 #include <cuda.h> /* driver types of the stream memory operations (no libcuda link) */
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -100,13 +101,60 @@ mb_error launch_box(const mb_halo_box &b, int ncomp, T *x, T *buf, cudaStream_t 
  * sums of BOX_ADD follow the engine's fixed order. */
 template <typename T, int MODE>
 mb_error launch_boxes(int64_t nboxes, const mb_halo_box *boxes, int ncomp, T *x, T *buf,
-                      cudaStream_t s) {
+                      cudaStream_t s, const char *skip = nullptr) {
   int64_t q = 0;
   for (int64_t b = 0; b < nboxes; b++) {
-    MB_CALL((launch_box<T, MODE>(boxes[b], ncomp, x, buf + q * ncomp, s)));
+    if (!skip || !skip[b]) MB_CALL((launch_box<T, MODE>(boxes[b], ncomp, x, buf + q * ncomp, s)));
     q += mb_halo_box_rows(&boxes[b]);
   }
   return MB_SUCCESS;
+}
+
+/* Whether box b can move by one strided copy of the copy engines
+ * (cudaMemcpy3DAsync) between the array and a packed buffer: its innermost
+ * extent contiguous (stride 1) and at least min_bytes a line (a face
+ * across x is a line of 4 values: kernels move those), and its two outer
+ * strides a pitched 3D layout (the outermost stride a whole number of
+ * middle strides, at least n[1] of them). row: bytes a row (values x
+ * ncomp). */
+bool box_by_copies(const mb_halo_box &b, size_t row, size_t min_bytes) {
+  if (!b.n[0] || !b.n[1] || !b.n[2]) return false;
+  if ((b.n[2] > 1 && b.stride[2] != 1) || (size_t)b.n[2] * row < min_bytes) return false;
+  if (b.n[1] > 1 && b.stride[1] < b.n[2]) return false;
+  if (b.n[0] > 1) {
+    const int64_t mid = b.n[1] > 1 ? b.stride[1] : b.stride[0];
+    if (mid <= 0 || b.stride[0] % mid || b.stride[0] / mid < b.n[1] ||
+        (b.n[1] == 1 && b.stride[0] < b.n[2]))
+      return false;
+  }
+  return true;
+}
+
+/* Enqueue on s one strided copy of the copy engines between box b of the
+ * array at x (rows of `row` bytes) and its packed rows at buf (C order:
+ * ((k n1 + j) n2 + i)); to_buf: array -> buf, else buf -> array. x and
+ * buf may be on different devices (UVA: a neighbour's mapped buffer).
+ * box_by_copies(b) must hold. */
+cudaError_t copy_box(const mb_halo_box &b, size_t row, char *x, char *buf, bool to_buf,
+                     cudaStream_t s) {
+  const size_t w = (size_t)b.n[2] * row;
+  size_t pitch = w, ysize = (size_t)b.n[1];
+  if (b.n[1] > 1) {
+    pitch = (size_t)b.stride[1] * row;
+    if (b.n[0] > 1) ysize = (size_t)(b.stride[0] / b.stride[1]);
+  } else if (b.n[0] > 1) {
+    pitch = (size_t)b.stride[0] * row;
+    ysize = 1;
+  }
+  cudaMemcpy3DParms p;
+  memset(&p, 0, sizeof p);
+  const cudaPitchedPtr arr = make_cudaPitchedPtr(x + (size_t)b.start * row, pitch, w, ysize);
+  const cudaPitchedPtr packed = make_cudaPitchedPtr(buf, w, w, (size_t)b.n[1]);
+  p.srcPtr = to_buf ? arr : packed;
+  p.dstPtr = to_buf ? packed : arr;
+  p.extent = make_cudaExtent(w, (size_t)b.n[1], (size_t)b.n[0]);
+  p.kind = cudaMemcpyDefault;
+  return cudaMemcpy3DAsync(&p, s);
 }
 
 __global__ void narrow_kernel(int64_t n, const int64_t *__restrict__ src, int32_t *__restrict__ dst) {
@@ -139,6 +187,7 @@ struct mb_cuda_halo {
   int boxed = 0, elem = 8;
   int64_t nbox[2] = {0, 0};
   const mb_halo_box *box[2] = {nullptr, nullptr};
+  const int64_t *boff[2] = {nullptr, nullptr}; /* the boxes of neighbour k: [boff[k], boff[k+1]) */
   /* MPI: post the messages at end (begin only enqueues the pack and the
    * copy to the host), mb_cuda_halo_set_post_at_end */
   int post_at_end = 0, posted = 0;
@@ -173,6 +222,11 @@ struct mb_cuda_halo {
   };
   int ipc = 0;
   uint32_t ipc_seq = 0;
+  /* IPC, box plans, forward: the boxes (send side 0, receive side 1) that
+   * the copy engines move straight between the array and the neighbour's
+   * area (copy_box), with no pack or unpack kernel; the others go through
+   * the stages and the box kernels. Empty: every box by kernels. */
+  std::vector<char> by_copies[2];
   char *ipc_area = nullptr;
   size_t ipc_flag_bytes = 0, ipc_parity_bytes = 0;
   std::vector<ipc_peer> peer;
@@ -200,9 +254,8 @@ struct mb_cuda_halo {
 };
 
 static mb_error halo_setup(mb_cuda_halo *h) {
-  const int64_t *boff;
-  h->boxed = mb_halo_send_boxes(h->plan, &h->nbox[0], &h->box[0], &boff);
-  (void)mb_halo_recv_boxes(h->plan, &h->nbox[1], &h->box[1], &boff);
+  h->boxed = mb_halo_send_boxes(h->plan, &h->nbox[0], &h->box[0], &h->boff[0]);
+  (void)mb_halo_recv_boxes(h->plan, &h->nbox[1], &h->box[1], &h->boff[1]);
   if (h->boxed) {
     int nn;
     const int *ranks;
@@ -273,19 +326,46 @@ extern "C" void mb_cuda_halo_time_next(mb_cuda_halo *h, void *const ev[4]) {
  * transport passes its receive buffer, laid out as the stage). */
 template <int MODE>
 static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStream_t s,
-                              void *stage = nullptr) {
+                              void *stage = nullptr, const char *skip = nullptr) {
   if (!stage) stage = side ? h->recv_stage.p : h->send_stage.p;
   if (h->real_bytes == 4)
     MB_CALL((launch_boxes<float, MODE>(h->nbox[side], h->box[side], h->ncomp, (float *)x,
-                                       (float *)stage, s)));
+                                       (float *)stage, s, skip)));
   else
     MB_CALL((launch_boxes<double, MODE>(h->nbox[side], h->box[side], h->ncomp, (double *)x,
-                                        (double *)stage, s)));
+                                        (double *)stage, s, skip)));
   return MB_SUCCESS;
 }
 
-static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
-  if (h->boxed) return enqueue_boxes<BOX_PACK>(h, 0, x, s);
+/* The IPC forward exchange's box masks (by_copies), at its setup: every box
+ * that box_by_copies accepts with lines of at least 256 bytes (a copy
+ * engine moves shorter lines slowly). The environment variable
+ * MB_HALO_IPC_PACK chooses otherwise: `kernels` every box by the kernels
+ * (as before the copies: a measuring switch), `copies` every box that
+ * box_by_copies accepts, however short its lines (the tests' small grids
+ * take this path so). */
+static void ipc_choose_copies(mb_cuda_halo *h) {
+  const char *env = getenv("MB_HALO_IPC_PACK");
+  const bool kernels = env && !strcmp(env, "kernels"), all = env && !strcmp(env, "copies");
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  for (int side = 0; side < 2; side++) {
+    h->by_copies[side].assign(h->boxed ? (size_t)h->nbox[side] : 0, 0);
+    for (size_t b = 0; b < h->by_copies[side].size(); b++)
+      h->by_copies[side][b] = !kernels && box_by_copies(h->box[side][b], row, all ? 1 : 256);
+  }
+}
+
+/* The mask of side (0 send, 1 receive) where the IPC forward exchange
+ * moves boxes by copies, else NULL. */
+static const char *copies_mask(const mb_cuda_halo *h, int side, mb_halo_transport t,
+                               mb_halo_dir dir) {
+  if (t != MB_HALO_IPC || dir != MB_HALO_FORWARD || h->by_copies[side].empty()) return nullptr;
+  return h->by_copies[side].data();
+}
+
+static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s,
+                             const char *skip = nullptr) {
+  if (h->boxed) return enqueue_boxes<BOX_PACK>(h, 0, x, s, nullptr, skip);
   const int64_t n = h->nsend * h->ncomp;
   if (h->real_bytes == 4)
     pack_kernel<float><<<grid_of(n), BLOCK, 0, s>>>(h->nsend, h->ncomp, h->send_idx.as<int32_t>(),
@@ -297,9 +377,11 @@ static mb_error enqueue_pack(mb_cuda_halo *h, const void *x, cudaStream_t s) {
   return MB_SUCCESS;
 }
 
-/* The ghost rows of x from the received rows `in` (NULL: recv_stage). */
-static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s, void *in = nullptr) {
-  if (h->boxed) return enqueue_boxes<BOX_UNPACK>(h, 1, x, s, in);
+/* The ghost rows of x from the received rows `in` (NULL: recv_stage);
+ * boxes of skip (a box plan's receive mask, or NULL) left out. */
+static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s, void *in = nullptr,
+                               const char *skip = nullptr) {
+  if (h->boxed) return enqueue_boxes<BOX_UNPACK>(h, 1, x, s, in, skip);
   const int64_t n = h->nrecv * h->ncomp;
   const double *rows = in ? (const double *)in : h->recv_stage.as<double>();
   if (h->real_bytes == 4)
@@ -431,9 +513,10 @@ static mb_error reverse_setup(mb_cuda_halo *h) {
 /* Enqueue on s the gather of the rows that leave in direction dir into
  * their device stage (forward: owned rows into send_stage; reverse: ghost
  * rows into recv_stage). */
-static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cudaStream_t s) {
+static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cudaStream_t s,
+                           const char *skip = nullptr) {
   if (dir == MB_HALO_FORWARD) {
-    if (h->nsend) MB_CALL(enqueue_pack(h, x, s));
+    if (h->nsend) MB_CALL(enqueue_pack(h, x, s, skip));
     return MB_SUCCESS;
   }
   if (!h->nrecv) return MB_SUCCESS;
@@ -454,11 +537,22 @@ static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cud
  * box plan adds its send boxes one after another on s, each box's rows
  * being distinct; an index plan runs the CSR of owned rows). The rows
  * arrived in `in`, laid out as the direction's incoming stage (NULL: that
- * stage, recv_stage forward, send_stage reverse). */
+ * stage, recv_stage forward, send_stage reverse). Forward, the boxes of
+ * skip (the IPC receive mask, or NULL) come by the copy engines from `in`
+ * instead of the unpack kernels. */
 static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s,
-                           void *in = nullptr) {
+                           void *in = nullptr, const char *skip = nullptr) {
   if (dir == MB_HALO_FORWARD) {
-    if (h->nrecv) MB_CALL(enqueue_unpack(h, x, s, in));
+    if (!h->nrecv) return MB_SUCCESS;
+    MB_CALL(enqueue_unpack(h, x, s, in, skip));
+    if (!skip) return MB_SUCCESS;
+    const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+    int64_t q = 0;
+    for (int64_t b = 0; b < h->nbox[1]; b++) {
+      if (skip[b])
+        MB_CALL_CUDA(copy_box(h->box[1][b], row, (char *)x, (char *)in + row * (size_t)q, false, s));
+      q += mb_halo_box_rows(&h->box[1][b]);
+    }
     return MB_SUCCESS;
   }
   if (h->boxed) return enqueue_boxes<BOX_ADD>(h, 0, x, s, in);
@@ -759,14 +853,48 @@ static mb_error ipc_setup(mb_cuda_halo *h) {
     return e;
   }
   h->ipc = 1;
+  ipc_choose_copies(h);
+  return MB_SUCCESS;
+}
+
+/* Enqueue on s the copies of neighbour k's outgoing rows [out_off[k],
+ * out_off[k+1]) to dst (laid out as our outgoing stage from out_off[k]):
+ * from the stage `out` in runs of boxes packed there, and the boxes of mask
+ * (forward box plans: by_copies[0]) straight from the array x. */
+static mb_error ipc_copy_rows(const mb_cuda_halo *h, int k, const int64_t *out_off,
+                              const char *out, const char *mask, const void *x, char *dst,
+                              cudaStream_t s) {
+  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  const int64_t r0 = out_off[k], r1 = out_off[k + 1];
+  if (!mask) {
+    if (r1 > r0)
+      MB_CALL_CUDA(cudaMemcpyAsync(dst, out + row * (size_t)r0, row * (size_t)(r1 - r0),
+                                   cudaMemcpyDefault, s));
+    return MB_SUCCESS;
+  }
+  int64_t q = r0, run = r0; /* q: the box's first row; [run, q): staged rows not yet copied */
+  for (int64_t b = h->boff[0][k]; b <= h->boff[0][k + 1]; b++) {
+    const bool end = b == h->boff[0][k + 1];
+    if ((end || mask[b]) && q > run)
+      MB_CALL_CUDA(cudaMemcpyAsync(dst + row * (size_t)(run - r0), out + row * (size_t)run,
+                                   row * (size_t)(q - run), cudaMemcpyDefault, s));
+    if (end) break;
+    const int64_t n = mb_halo_box_rows(&h->box[0][b]);
+    if (mask[b]) {
+      MB_CALL_CUDA(copy_box(h->box[0][b], row, (char *)x, dst + row * (size_t)(q - r0), true, s));
+      run = q + n;
+    }
+    q += n;
+  }
   return MB_SUCCESS;
 }
 
 /* Enqueue on the halo stream the IPC exchange of direction dir (the rows
- * packed in the outgoing stage: send_stage forward, recv_stage reverse) up
- * to the waits for every neighbour's rows; *in: where they arrived, laid
- * out as the incoming stage. See the argument above. */
-static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, void **in) {
+ * packed in the outgoing stage: send_stage forward, recv_stage reverse;
+ * forward, the boxes of by_copies[0] straight from x) up to the waits for
+ * every neighbour's rows; *in: where they arrived, laid out as the
+ * incoming stage. See the argument above. */
+static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, const void *x, void **in) {
   int nn;
   const int *ranks;
   const int64_t *soff, *roff;
@@ -778,13 +906,11 @@ static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, void **in) {
   const int64_t *out_off = fwd ? soff : roff;
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   const CUstream s = (CUstream)h->halo_stream;
+  const char *mask = copies_mask(h, 0, MB_HALO_IPC, dir);
   for (int k = 0; k < nn; k++) {
     const mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
-    const size_t bytes = row * (size_t)(out_off[k + 1] - out_off[k]);
-    if (bytes)
-      MB_CALL_CUDA(cudaMemcpyAsync(q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]),
-                                   out + row * (size_t)out_off[k], bytes, cudaMemcpyDefault,
-                                   h->halo_stream));
+    MB_CALL(ipc_copy_rows(h, k, out_off, out, mask, x,
+                          q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]), h->halo_stream));
     MB_CALL_CU(g_write_value32(s, (CUdeviceptr)(q.base + q.flag_off), v, 0),
                "cuStreamWriteValue32 (a neighbour's flag)");
   }
@@ -806,20 +932,22 @@ extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const v
            MB_ERR_ARG, "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
            transport == MB_HALO_NCCL ? " without an NCCL communicator" : " (choose one first)");
   if (transport == MB_HALO_IPC) MB_CALL(ipc_setup(h)); /* collective at the first */
+  const char *send_copies = copies_mask(h, 0, transport, dir),
+             *recv_copies = copies_mask(h, 1, transport, dir);
   if (dir == MB_HALO_REVERSE && !h->boxed) MB_CALL(reverse_setup(h));
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
   MB_CALL_CUDA(h->mark(0));
-  MB_CALL(enqueue_out(h, dir, x, h->halo_stream));
+  MB_CALL(enqueue_out(h, dir, x, h->halo_stream, send_copies));
   MB_CALL_CUDA(h->mark(1));
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   h->posted = 0;
   if (transport != MB_HALO_MPI) {
     void *in = nullptr; /* IPC: the rows arrived in our exported area */
     if (transport == MB_HALO_NCCL) MB_CALL(nccl_exchange(h, nccl, dir));
-    else MB_CALL(ipc_exchange(h, dir, &in));
+    else MB_CALL(ipc_exchange(h, dir, x, &in));
     MB_CALL_CUDA(h->mark(2));
-    MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream, in));
+    MB_CALL(enqueue_in(h, dir, (void *)x, h->halo_stream, in, recv_copies));
     MB_CALL_CUDA(h->mark(3));
     h->timed = 0;
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
