@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vector>
 
@@ -57,12 +58,20 @@ template <typename T> struct block {
    * ghost planes the steps' stores fill (wrap_copies), the others' wrap
    * and the Dirichlet faces filled once per buffer */
   int fused = 1, wrap = 0;
+  /* the fused step's shell on the halo's urgent stream right after the
+   * ghosts arrive (early_shell), its blocks scheduled among the interior's
+   * still waiting; faces_done: the compute stream's per-step faces before
+   * it; shell_done: the compute stream's wait for it */
+  int early_shell = 0;
+  cudaEvent_t faces_done = nullptr, shell_done = nullptr;
   cudaStream_t comp = nullptr;
   mb_nccl *nccl = nullptr; /* the plan's (mb_cart.nccl), not owned */
   mb_halo_transport transport = MB_HALO_MPI;
   ~block() {
     mb_cuda_halo_free(dh);
     mb_halo_free(plan);
+    if (faces_done) cudaEventDestroy(faces_done);
+    if (shell_done) cudaEventDestroy(shell_done);
     if (comp) cudaStreamDestroy(comp);
   }
   T *p(int k) const { return buf[k].template as<T>(); }
@@ -242,6 +251,12 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   b->halo_len = (size_t)nsend;
   MB_CALL(mb_cuda_halo_create(b->plan, 1, (int)sizeof(T), b->comp, &b->dh));
   mb_cuda_halo_set_post_at_end(b->dh, 1); /* the interior overlaps the pack and the copies */
+  const char *env = getenv("MB_STENCIL_SHELL"); /* early (the default) or after */
+  b->early_shell = fused && !b->shell.empty() && !(env && !strcmp(env, "after"));
+  if (b->early_shell) {
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&b->faces_done, cudaEventDisableTiming));
+    MB_CALL_CUDA(cudaEventCreateWithFlags(&b->shell_done, cudaEventDisableTiming));
+  }
   return MB_SUCCESS;
 }
 
@@ -255,7 +270,13 @@ enum { EV_C0, EV_CF, EV_C1, EV_C2, EV_C3, EV_H0, EV_H1, EV_H2, EV_H3, EV_COUNT }
  * overlapped with the interior; ev (EV_COUNT events or null) times it.
  * The fused step writes the wrap of b->wrap's axes as it stores (heat and
  * wave only: their outputs are the next step's input) and computes the
- * shell's slabs in one launch. */
+ * shell's slabs in one launch; with early_shell that launch goes on the
+ * halo's urgent stream after the unpack (and after the compute stream's
+ * per-step faces), so its blocks start as soon as the ghosts are there,
+ * ahead of the interior's blocks still waiting, instead of after the
+ * whole interior; the compute stream waits for it at the step's end. The
+ * shell and the interior write disjoint points of out (and their wrap
+ * images) and only read cur, so the bits are the same either way. */
 template <typename T>
 static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cudaEvent_t *ev) {
   const int wrap = b->fused && (op == OP_HEAT || op == OP_WAVE) ? b->wrap : 0;
@@ -266,14 +287,25 @@ static mb_error step(block<T> *b, int op, T *cur, const T *prev, T *out, T a, cu
   }
   MB_CALL(halo_begin<T>(b, cur));
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_CF], b->comp));
+  if (b->early_shell) MB_CALL_CUDA(cudaEventRecord(b->faces_done, b->comp));
   MB_CALL(apply_boxes<T>(op, b->f, &b->interior, 1, b->g->h, cur, prev, out, a, b->comp, wrap));
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C1], b->comp));
   MB_CALL(halo_end<T>(b, cur));
+  if (b->early_shell) { /* the halo stream: after the unpack (halo_end enqueued MPI's) */
+    cudaStream_t hs = (cudaStream_t)mb_cuda_halo_stream(b->dh);
+    MB_CALL_CUDA(cudaStreamWaitEvent(hs, b->faces_done, 0));
+    MB_CALL(apply_boxes<T>(op, b->f, b->shell.data(), (int)b->shell.size(), b->g->h, cur, prev,
+                           out, a, hs, wrap));
+    MB_CALL_CUDA(cudaEventRecord(b->shell_done, hs));
+    MB_CALL_CUDA(cudaStreamWaitEvent(b->comp, b->shell_done, 0));
+  }
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C2], b->comp));
-  if (b->fused)
+  /* the shell on the compute stream (early_shell: it ran on the halo
+   * stream, and wait_ms holds what of it was not hidden) */
+  if (b->fused && !b->early_shell)
     MB_CALL(apply_boxes<T>(op, b->f, b->shell.data(), (int)b->shell.size(), b->g->h, cur, prev,
                            out, a, b->comp, wrap));
-  else
+  else if (!b->fused)
     for (const box &x : b->shell)
       MB_CALL(apply_box<T>(op, b->f, x, b->g->h, cur, prev, out, a, b->comp));
   if (ev) MB_CALL_CUDA(cudaEventRecord(ev[EV_C3], b->comp));

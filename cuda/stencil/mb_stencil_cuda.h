@@ -107,7 +107,10 @@ enum { MB_STENCIL_STEP_AUTO = 0, MB_STENCIL_STEP_FUSED = 1, MB_STENCIL_STEP_FACE
  * The compute stream runs, each step: the ghost faces that need no
  * neighbour (fill_ms; none in the fused path but those of an uncut axis
  * thinner than 4 planes), the interior box (interior_ms), the wait for the
- * halo's unpack (wait_ms: the exchange not hidden), the shell (shell_ms);
+ * halo's unpack (wait_ms: the exchange not hidden), the shell (shell_ms;
+ * in the fused step the shell runs on the halo stream after the unpack,
+ * so shell_ms is 0 and wait_ms holds what of the exchange and the shell
+ * the interior did not hide);
  * between_ms is its idle time between one step's shell and the next
  * step's start (the host late with its launches), rest_ms the wall time
  * not on the compute stream's timeline (the start after the barrier, the
