@@ -7,7 +7,10 @@
 # fused step on NP ranks (default 4), NCCL and IPC alternating twice, each
 # against one GPU timed in the same invocation, and IPC with the faces
 # packed and unpacked by kernels (MB_HALO_IPC_PACK=kernels, as before the
-# copy engines moved them). Prints the test summary,
+# copy engines moved them) and with the fused step's shell after the
+# interior on the compute stream (MB_STENCIL_SHELL=after, as before it ran
+# on the halo stream): VARIANTS (default "nccl ipc ipc-kernels ipc-after"),
+# ROUNDS (default 2). Prints the test summary,
 # and per run the speed-up line, the transport and rank 0's timeline (ms
 # per step: interior, waited, shell; halo stream: pack, transfer, unpack).
 # Usage: scripts/gpu-halo-ipc.sh OUTDIR [CUDA_ARCH]
@@ -27,23 +30,33 @@ mb_gpu_build "$build" "$out" "$arch"
 echo "built in $SECONDS s"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
 nvidia-smi topo -m > "$out/topo.txt" 2>&1
-(cd "$build" && timeout 240 ctest -R "^(partition_halo_gpu(_copies)?_np[124]|gpu_stencil_block_ipc(_copies)?_np[24]|cli_gpu_ipc_[24]|job_load)$" \
+(cd "$build" && timeout 240 ctest -R "^(partition_halo_gpu(_copies)?_np[124]|gpu_stencil_block(_np2)?|gpu_stencil_block_ipc(_copies)?_np[24]|cli_gpu_ipc_[24]|job_load)$" \
    --output-on-failure) > "$out/tests.log" 2>&1
 grep -E "Test +#|tests passed|tests failed|skipped|\[ gpu \]" "$out/tests.log"
 echo "tests done at $SECONDS s"
 exe=$PWD/$build/meshbatch
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
-for round in 1 2; do
-  for variant in nccl ipc ipc-kernels; do
-    halo=${variant%-kernels}
+for round in $(seq "${ROUNDS:-2}"); do
+  for variant in ${VARIANTS:-nccl ipc ipc-kernels ipc-after}; do
+    halo=${variant%%-*}
     pack=
+    shell=
     [ "$variant" = ipc-kernels ] && pack=kernels
+    [ "$variant" = ipc-after ] && shell=after
     log="$out/strong-$variant-$round.log"
     echo "### strong $shape, $np ranks, halo $variant, fused step, round $round"
-    MB_HALO_IPC_PACK=$pack mpirun --oversubscribe --bind-to none -np "$np" "$exe" bench stencil \
+    MB_HALO_IPC_PACK=$pack MB_STENCIL_SHELL=$shell mpirun --oversubscribe --bind-to none -np "$np" "$exe" bench stencil \
       --distribute partitioned --shape "$shape" --scaling strong --dtype float32 --steps 20 \
       --warmup 3 --halo "$halo" --step fused -v > "$log" 2>&1
     grep -E "rank +fill|^  rank 0 |halo over|speed-up|rror" "$log"
   done
+done
+for variant in ${WEAK_VARIANTS:-nccl ipc}; do
+  log="$out/weak-$variant.log"
+  echo "### weak 512^3 a GPU, $np ranks, halo $variant, fused step"
+  mpirun --oversubscribe --bind-to none -np "$np" "$exe" bench stencil --distribute partitioned \
+    --shape 512,512,512 --scaling weak --dtype float32 --steps 20 --warmup 3 --halo "$variant" \
+    --step fused -v > "$log" 2>&1
+  grep -E "rank +fill|^  rank 0 |halo over|speed-up|efficiency|rror" "$log"
 done
 echo "done at $SECONDS s"
