@@ -6,10 +6,10 @@
 # rank's bits), then strong scaling of 1024^3 float32 heat steps with the
 # fused step on NP ranks (default 4), NCCL and IPC alternating twice, each
 # against one GPU timed in the same invocation, and IPC with the faces
-# packed and unpacked by kernels (MB_HALO_IPC_PACK=kernels, as before the
-# copy engines moved them) and with the fused step's shell after the
+# moved by the copy engines instead of the pack and unpack kernels
+# (MB_HALO_IPC_PACK=copies) and with the fused step's shell after the
 # interior on the compute stream (MB_STENCIL_SHELL=after, as before it ran
-# on the halo stream): VARIANTS (default "nccl ipc ipc-kernels ipc-after"),
+# on the halo stream): VARIANTS (default "nccl ipc ipc-copies ipc-after"),
 # ROUNDS (default 2). Prints the test summary,
 # and per run the speed-up line, the transport and rank 0's timeline (ms
 # per step: interior, waited, shell; halo stream: pack, transfer, unpack).
@@ -37,11 +37,11 @@ echo "tests done at $SECONDS s"
 exe=$PWD/$build/meshbatch
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 for round in $(seq "${ROUNDS:-2}"); do
-  for variant in ${VARIANTS:-nccl ipc ipc-kernels ipc-after}; do
+  for variant in ${VARIANTS:-nccl ipc ipc-copies ipc-after}; do
     halo=${variant%%-*}
     pack=
     shell=
-    [ "$variant" = ipc-kernels ] && pack=kernels
+    [ "$variant" = ipc-copies ] && pack=copies
     [ "$variant" = ipc-after ] && shell=after
     log="$out/strong-$variant-$round.log"
     echo "### strong $shape, $np ranks, halo $variant, fused step, round $round"

@@ -112,14 +112,12 @@ mb_error launch_boxes(int64_t nboxes, const mb_halo_box *boxes, int ncomp, T *x,
 
 /* Whether box b can move by one strided copy of the copy engines
  * (cudaMemcpy3DAsync) between the array and a packed buffer: its innermost
- * extent contiguous (stride 1) and at least min_bytes a line (a face
- * across x is a line of 4 values: kernels move those), and its two outer
- * strides a pitched 3D layout (the outermost stride a whole number of
- * middle strides, at least n[1] of them). row: bytes a row (values x
- * ncomp). */
-bool box_by_copies(const mb_halo_box &b, size_t row, size_t min_bytes) {
+ * extent contiguous (stride 1) and its two outer strides a pitched 3D
+ * layout (the outermost stride a whole number of middle strides, at least
+ * n[1] of them). */
+bool box_by_copies(const mb_halo_box &b) {
   if (!b.n[0] || !b.n[1] || !b.n[2]) return false;
-  if ((b.n[2] > 1 && b.stride[2] != 1) || (size_t)b.n[2] * row < min_bytes) return false;
+  if (b.n[2] > 1 && b.stride[2] != 1) return false;
   if (b.n[1] > 1 && b.stride[1] < b.n[2]) return false;
   if (b.n[0] > 1) {
     const int64_t mid = b.n[1] > 1 ? b.stride[1] : b.stride[0];
@@ -337,21 +335,23 @@ static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStre
   return MB_SUCCESS;
 }
 
-/* The IPC forward exchange's box masks (by_copies), at its setup: every box
- * that box_by_copies accepts with lines of at least 256 bytes (a copy
- * engine moves shorter lines slowly). The environment variable
- * MB_HALO_IPC_PACK chooses otherwise: `kernels` every box by the kernels
- * (as before the copies: a measuring switch), `copies` every box that
- * box_by_copies accepts, however short its lines (the tests' small grids
- * take this path so). */
+/* The IPC forward exchange's box masks (by_copies), at its setup. By
+ * default every box goes through the stages and the box kernels; with the
+ * environment variable MB_HALO_IPC_PACK=copies, every box that
+ * box_by_copies accepts moves by the copy engines instead (no pack or
+ * unpack kernel). Measured on 4 H200s (docs/benchmarks.md, "The stencil's
+ * shell on the halo stream"): strong 1024^3 heat 3.61-3.62x with copies
+ * against 3.65x with the kernels, the interior slower (0.830 against 0.815
+ * ms) and the unpack's copy slower than its kernel (0.14 against 0.11
+ * ms), so the kernels stay the default and the copies a choice for
+ * measurements (the *_copies tests run them). */
 static void ipc_choose_copies(mb_cuda_halo *h) {
   const char *env = getenv("MB_HALO_IPC_PACK");
-  const bool kernels = env && !strcmp(env, "kernels"), all = env && !strcmp(env, "copies");
-  const size_t row = (size_t)h->elem * (size_t)h->ncomp;
+  const bool copies = env && !strcmp(env, "copies");
   for (int side = 0; side < 2; side++) {
-    h->by_copies[side].assign(h->boxed ? (size_t)h->nbox[side] : 0, 0);
+    h->by_copies[side].assign(h->boxed && copies ? (size_t)h->nbox[side] : 0, 0);
     for (size_t b = 0; b < h->by_copies[side].size(); b++)
-      h->by_copies[side][b] = !kernels && box_by_copies(h->box[side][b], row, all ? 1 : 256);
+      h->by_copies[side][b] = box_by_copies(h->box[side][b]);
   }
 }
 
