@@ -2,6 +2,7 @@
  * the choice of the GPU transport (see mb_halo.h). */
 #include "mb_halo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -621,30 +622,53 @@ mb_error mb_halo_choose_transport(MPI_Comm comm, mb_halo_transport want, const c
     *chosen = MB_HALO_IPC;
     return MB_SUCCESS;
   }
+  int have_nccl = 1;
   if (!*nccl) {
     mb_error e = mb_nccl_create(comm, nccl); /* agreed over comm */
     if (e) {
       *nccl = NULL;
       if (want == MB_HALO_NCCL) MB_CALL(e);
-      if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: MPI: %s", what, mb_error_message());
+      if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: no NCCL: %s", what, mb_error_message());
       mb_error_clear();
+      have_nccl = 0;
+    }
+  }
+  if (have_nccl) {
+    double connect; /* NCCL connects peers at the first exchange: before timing anything */
+    MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, 1, &connect));
+    if (rank == 0)
+      mb_log(MB_LOG_VERBOSE, "[halo] %s: NCCL connected in %.1f ms", what, 1e3 * connect);
+    if (want == MB_HALO_NCCL) {
+      *chosen = MB_HALO_NCCL;
       return MB_SUCCESS;
     }
   }
-  double connect; /* NCCL connects peers at the first exchange: before timing anything */
-  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, 1, &connect));
-  if (rank == 0) mb_log(MB_LOG_VERBOSE, "[halo] %s: NCCL connected in %.1f ms", what, 1e3 * connect);
-  if (want == MB_HALO_NCCL) {
-    *chosen = MB_HALO_NCCL;
-    return MB_SUCCESS;
+  /* auto: IPC where it can be set up (its refusal is agreed over comm) */
+  double setup;
+  const int have_ipc = timed_trial(comm, trial, ctx, MB_HALO_IPC, NULL, 1, &setup) == MB_SUCCESS;
+  if (rank == 0) {
+    if (have_ipc) mb_log(MB_LOG_VERBOSE, "[halo] %s: IPC set up in %.1f ms", what, 1e3 * setup);
+    else mb_log(MB_LOG_VERBOSE, "[halo] %s: no IPC: %s", what, mb_error_message());
   }
-  double t_nccl, t_mpi;
-  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, MB_HALO_AUTO_TRIALS, &t_nccl));
-  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_MPI, *nccl, MB_HALO_AUTO_TRIALS, &t_mpi));
-  *chosen = t_nccl < t_mpi ? MB_HALO_NCCL : MB_HALO_MPI;
-  if (rank == 0)
+  mb_error_clear();
+  if (!have_nccl && !have_ipc) return MB_SUCCESS; /* MPI, nothing to compare */
+  double t[4] = {0, 0, 0, 0}; /* by mb_halo_transport */
+  if (have_nccl)
+    MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_NCCL, *nccl, MB_HALO_AUTO_TRIALS, &t[MB_HALO_NCCL]));
+  MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_MPI, *nccl, MB_HALO_AUTO_TRIALS, &t[MB_HALO_MPI]));
+  if (have_ipc)
+    MB_CALL(timed_trial(comm, trial, ctx, MB_HALO_IPC, NULL, MB_HALO_AUTO_TRIALS, &t[MB_HALO_IPC]));
+  /* the fastest; a tie keeps the one that needs less (MPI, then NCCL) */
+  if (have_nccl && t[MB_HALO_NCCL] < t[MB_HALO_MPI]) *chosen = MB_HALO_NCCL;
+  if (have_ipc && t[MB_HALO_IPC] < t[*chosen]) *chosen = MB_HALO_IPC;
+  if (rank == 0) {
+    char nccl_ms[32] = "-", ipc_ms[32] = "-";
+    if (have_nccl) snprintf(nccl_ms, sizeof nccl_ms, "%.3f ms", 1e3 * t[MB_HALO_NCCL]);
+    if (have_ipc) snprintf(ipc_ms, sizeof ipc_ms, "%.3f ms", 1e3 * t[MB_HALO_IPC]);
     mb_log(MB_LOG_VERBOSE,
-           "[halo] %s: %d trial exchanges take %.3f ms with NCCL, %.3f ms with MPI: using %s", what,
-           (int)MB_HALO_AUTO_TRIALS, 1e3 * t_nccl, 1e3 * t_mpi, mb_halo_transport_name(*chosen));
+           "[halo] %s: %d trial exchanges take %s with NCCL, %.3f ms with MPI, %s with IPC: "
+           "using %s", what, (int)MB_HALO_AUTO_TRIALS, nccl_ms, 1e3 * t[MB_HALO_MPI], ipc_ms,
+           mb_halo_transport_name(*chosen));
+  }
   return MB_SUCCESS;
 }

@@ -240,19 +240,22 @@ enum { MB_HALO_AUTO_TRIALS = 10 };
  *  - `ipc`: one untimed exchange with IPC (trial n = 1, nccl NULL), which
  *    sets the transport up on the op's device halo (collective, agreed);
  *    its error, MB_ERR_UNSUPPORTED where a neighbour is on another node or
- *    two GPUs have no peer access, is returned; `ipc` is then chosen. Auto
- *    does not try IPC (the choice between NCCL and IPC is left to the
- *    user: figures in docs/benchmarks.md);
+ *    two GPUs have no peer access, is returned; `ipc` is then chosen;
  *  - otherwise an NCCL communicator over comm is made in *nccl (unless one
  *    is there already; the caller frees it with mb_nccl_free whatever the
  *    choice). Where it cannot be made (a build without NCCL, two ranks on
- *    one GPU), `nccl` fails with that error and `auto` takes MPI;
+ *    one GPU), `nccl` fails with that error and `auto` goes on without it;
  *  - NCCL connects peers at their first exchange: one untimed exchange with
  *    NCCL (trial n = 1); `nccl` is then chosen;
- *  - `auto`: MB_HALO_AUTO_TRIALS (10) exchanges with NCCL, then as many
- *    with MPI, each set timed (MPI_Wtime) from a barrier after the device's
- *    earlier work, the slowest rank's time (MPI_MAX) compared: NCCL when
- *    strictly faster, else MPI (a tie keeps MPI, which needs nothing more).
+ *  - `auto`: one untimed exchange with IPC (its setup; an error, agreed
+ *    over comm, leaves IPC out: another node, no peer access, a build
+ *    without CUDA); with neither NCCL nor IPC, MPI with no trial. Else
+ *    MB_HALO_AUTO_TRIALS (10) exchanges with NCCL (if had), then as many
+ *    with MPI, then with IPC (if had), each set timed (MPI_Wtime) from a
+ *    barrier after the device's earlier work, the slowest rank's time
+ *    (MPI_MAX) compared: the fastest, a tie keeping MPI before NCCL before
+ *    IPC. (A halo that tried IPC keeps its receive buffers whatever the
+ *    choice.)
  * `what` names the op in the verbose log line. The caller keeps the choice
  * for the plan's later exchanges, so auto is measured once per plan.
  * Errors: those of mb_nccl_create (for `nccl`), of the trial, MB_ERR_MPI. */

@@ -214,7 +214,7 @@ template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_tran
   b->transport = t;
   b->nccl = t == MB_HALO_NCCL ? c->nccl : nullptr;
   if (want == MB_HALO_AUTO) *chosen = (int)t;
-  if (!c->nccl && want != MB_HALO_IPC) /* NCCL cannot be had */
+  if (!c->nccl && want != MB_HALO_IPC && t == MB_HALO_MPI) /* neither NCCL nor IPC */
     c->gpu_transport[0] = c->gpu_transport[1] = MB_HALO_MPI;
   return MB_SUCCESS;
 }

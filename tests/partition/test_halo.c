@@ -660,16 +660,20 @@ static void box_rows_and_refusals(void) {
 /* ------------------------------------------------------------------ transport rule */
 
 /* A stand-in for an op's trial exchanges: each "exchange" with transport t
- * busy-waits delay[t] seconds; the calls are counted. */
+ * busy-waits delay[t] seconds; the calls are counted; IPC is refused
+ * (MB_ERR_UNSUPPORTED, on every rank alike) where ipc_refused is set. */
 typedef struct fake_trial {
   double delay[4];
   int exchanges[4], settles, wrong_comm; /* per mb_halo_transport */
+  int ipc_refused;
 } fake_trial;
 
 static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, int n) {
   fake_trial *f = ctx;
   if ((t == MB_HALO_NCCL) != (nccl != NULL)) f->wrong_comm++;
   if (n == 0) f->settles++;
+  if (t == MB_HALO_IPC && n > 0 && f->ipc_refused)
+    return mb_error_set(MB_ERR_UNSUPPORTED, __FILE__, __LINE__, __func__, "no IPC here (test)");
   f->exchanges[t] += n;
   const double until = MPI_Wtime() + n * f->delay[t];
   while (MPI_Wtime() < until) {
@@ -678,50 +682,64 @@ static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, in
 }
 
 /* mb_halo_choose_transport's rule: MPI when asked or alone, with no trial;
- * auto without NCCL: MPI; with NCCL: 1 connecting exchange, then
- * MB_HALO_AUTO_TRIALS of each, the faster kept; nccl without NCCL: an
- * error on every rank; ipc: 1 setting-up exchange with IPC and no NCCL
- * communicator, then ipc (MPI alone). */
+ * nccl: 1 connecting exchange (an error on every rank without NCCL); auto:
+ * NCCL's connecting exchange where it can be had, IPC's setting-up
+ * exchange unless refused, then MB_HALO_AUTO_TRIALS of each transport had
+ * (MPI too, unless it is the only one), the fastest kept; ipc: 1
+ * setting-up exchange with IPC and no NCCL communicator, then ipc. Delays
+ * (distinct, so no tie is left to the clock): the fastest transport 1 ms
+ * an exchange, else MPI 9, NCCL 5, IPC 7 ms. */
 static void transport_rule(void) {
+  const int alone = g_size == 1;
   for (int want = MB_HALO_AUTO; want <= MB_HALO_NCCL; want++)
-    for (int faster = 0; faster < 2; faster++) { /* 0: NCCL faster, 1: MPI faster */
-      fake_trial f = {{0, faster ? 1e-3 : 5e-3, faster ? 5e-3 : 1e-3}, {0}, 0, 0};
-      mb_nccl *nccl = NULL;
-      mb_halo_transport chosen = MB_HALO_AUTO;
-      mb_error e = mb_halo_choose_transport(MPI_COMM_WORLD, (mb_halo_transport)want, "test",
-                                            fake_exchanges, &f, &nccl, &chosen);
-      const int alone = g_size == 1;
-      if (want == MB_HALO_MPI || alone) {
-        CHECK(e == MB_SUCCESS && chosen == MB_HALO_MPI && !nccl && !f.settles &&
-                  !f.exchanges[MB_HALO_MPI] && !f.exchanges[MB_HALO_NCCL],
-              "rule: want %s on %d ranks gives %s after %d + %d trial exchanges", 
-              mb_halo_transport_name((mb_halo_transport)want), g_size,
-              mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL], f.exchanges[MB_HALO_MPI]);
-      } else if (!nccl) { /* NCCL cannot be had here */
-        if (want == MB_HALO_NCCL) CHECK(e != MB_SUCCESS, "rule: nccl without NCCL succeeded");
-        else
-          CHECK(e == MB_SUCCESS && chosen == MB_HALO_MPI && !f.exchanges[MB_HALO_NCCL] &&
-                    !f.exchanges[MB_HALO_MPI],
-                "rule: auto without NCCL gives %s", mb_halo_transport_name(chosen));
+    for (int fastest = MB_HALO_MPI; fastest <= MB_HALO_IPC; fastest++)
+      for (int refuse = 0; refuse < 2; refuse++) {
+        fake_trial f = {{0, 9e-3, 5e-3, 7e-3}, {0}, 0, 0, refuse};
+        f.delay[fastest] = 1e-3;
+        mb_nccl *nccl = NULL;
+        mb_halo_transport chosen = MB_HALO_AUTO;
+        mb_error e = mb_halo_choose_transport(MPI_COMM_WORLD, (mb_halo_transport)want, "test",
+                                              fake_exchanges, &f, &nccl, &chosen);
+        const int have_nccl = nccl != NULL, have_ipc = !refuse;
+        if (want == MB_HALO_MPI || alone) {
+          CHECK(e == MB_SUCCESS && chosen == MB_HALO_MPI && !nccl && !f.settles &&
+                    !f.exchanges[MB_HALO_MPI] && !f.exchanges[MB_HALO_NCCL] &&
+                    !f.exchanges[MB_HALO_IPC],
+                "rule: want %s on %d ranks gives %s after %d + %d + %d trial exchanges",
+                mb_halo_transport_name((mb_halo_transport)want), g_size,
+                mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL],
+                f.exchanges[MB_HALO_MPI], f.exchanges[MB_HALO_IPC]);
+        } else if (want == MB_HALO_NCCL) {
+          if (!have_nccl) CHECK(e != MB_SUCCESS, "rule: nccl without NCCL succeeded");
+          else
+            CHECK(e == MB_SUCCESS && chosen == MB_HALO_NCCL && f.exchanges[MB_HALO_NCCL] == 1 &&
+                      !f.exchanges[MB_HALO_MPI] && !f.exchanges[MB_HALO_IPC] && !f.wrong_comm,
+                  "rule: want nccl gives %s after %d NCCL, %d MPI, %d IPC trial exchanges",
+                  mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL],
+                  f.exchanges[MB_HALO_MPI], f.exchanges[MB_HALO_IPC]);
+        } else { /* auto */
+          const int trials = have_nccl || have_ipc ? MB_HALO_AUTO_TRIALS : 0;
+          mb_halo_transport best = MB_HALO_MPI; /* the least delay of those had */
+          if (have_nccl && f.delay[MB_HALO_NCCL] < f.delay[best]) best = MB_HALO_NCCL;
+          if (have_ipc && f.delay[MB_HALO_IPC] < f.delay[best]) best = MB_HALO_IPC;
+          CHECK(e == MB_SUCCESS && chosen == best &&
+                    f.exchanges[MB_HALO_NCCL] == (have_nccl ? 1 + trials : 0) &&
+                    f.exchanges[MB_HALO_MPI] == trials &&
+                    f.exchanges[MB_HALO_IPC] == (have_ipc ? 1 + trials : 0) && !f.wrong_comm,
+                "rule: auto (fastest %s, NCCL %s, IPC %s) gives %s after %d NCCL, %d MPI and %d "
+                "IPC trial exchanges", mb_halo_transport_name((mb_halo_transport)fastest),
+                have_nccl ? "had" : "not had", have_ipc ? "had" : "refused",
+                mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL],
+                f.exchanges[MB_HALO_MPI], f.exchanges[MB_HALO_IPC]);
+        }
         mb_error_clear();
-      } else {
-        const int trials = want == MB_HALO_AUTO ? MB_HALO_AUTO_TRIALS : 0;
-        const mb_halo_transport best =
-            want == MB_HALO_NCCL || !faster ? MB_HALO_NCCL : MB_HALO_MPI;
-        CHECK(e == MB_SUCCESS && chosen == best && f.exchanges[MB_HALO_NCCL] == 1 + trials &&
-                  f.exchanges[MB_HALO_MPI] == trials && !f.wrong_comm,
-              "rule: want %s (NCCL %s) gives %s after %d NCCL and %d MPI trial exchanges",
-              mb_halo_transport_name((mb_halo_transport)want), faster ? "slower" : "faster",
-              mb_halo_transport_name(chosen), f.exchanges[MB_HALO_NCCL], f.exchanges[MB_HALO_MPI]);
+        mb_nccl_free(nccl);
       }
-      mb_nccl_free(nccl);
-    }
-  fake_trial f = {{0, 1e-3, 1e-3, 1e-3}, {0}, 0, 0};
+  fake_trial f = {{0, 1e-3, 1e-3, 1e-3}, {0}, 0, 0, 0};
   mb_nccl *nccl = NULL;
   mb_halo_transport chosen = MB_HALO_AUTO;
   const mb_error e = mb_halo_choose_transport(MPI_COMM_WORLD, MB_HALO_IPC, "test", fake_exchanges,
                                               &f, &nccl, &chosen);
-  const int alone = g_size == 1;
   CHECK(e == MB_SUCCESS && chosen == (alone ? MB_HALO_MPI : MB_HALO_IPC) && !nccl &&
             f.exchanges[MB_HALO_IPC] == (alone ? 0 : 1) && !f.exchanges[MB_HALO_NCCL] &&
             !f.exchanges[MB_HALO_MPI] && !f.wrong_comm,

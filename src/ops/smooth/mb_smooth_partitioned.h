@@ -41,7 +41,8 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *domain, mb_halo *halo,
  * same, the rows moved by the copy engines between the GPUs of one node.
  * MB_HALO_NCCL fails (MB_ERR_UNSUPPORTED) where NCCL cannot be used,
  * MB_HALO_IPC where a neighbour is on another node or two GPUs have no
- * peer access; MB_HALO_AUTO then uses MPI (it does not try IPC). In float64 the result equals the CPU's bit for bit (same
+ * peer access; MB_HALO_AUTO takes the fastest in trial exchanges of those
+ * that can be had (mb_halo_choose_transport). In float64 the result equals the CPU's bit for bit (same
  * per-vertex arithmetic); in float32 ghosts carry the owners' float values
  * exactly. On return the owned rows of x hold the result in float64.
  * Collective over the halo's communicator.
