@@ -687,14 +687,15 @@ static mb_error fake_exchanges(void *ctx, mb_halo_transport t, mb_nccl *nccl, in
  * exchange unless refused, then MB_HALO_AUTO_TRIALS of each transport had
  * (MPI too, unless it is the only one), the fastest kept; ipc: 1
  * setting-up exchange with IPC and no NCCL communicator, then ipc. Delays
- * (distinct, so no tie is left to the clock): the fastest transport 1 ms
- * an exchange, else MPI 9, NCCL 5, IPC 7 ms. */
+ * (apart by at least 8 ms an exchange, 80 ms a trial, so that a loaded
+ * machine's clock leaves the order as it is): the fastest transport 1 ms
+ * an exchange, else MPI 25, NCCL 9, IPC 17 ms. */
 static void transport_rule(void) {
   const int alone = g_size == 1;
   for (int want = MB_HALO_AUTO; want <= MB_HALO_NCCL; want++)
     for (int fastest = MB_HALO_MPI; fastest <= MB_HALO_IPC; fastest++)
       for (int refuse = 0; refuse < 2; refuse++) {
-        fake_trial f = {{0, 9e-3, 5e-3, 7e-3}, {0}, 0, 0, refuse};
+        fake_trial f = {{0, 25e-3, 9e-3, 17e-3}, {0}, 0, 0, refuse};
         f.delay[fastest] = 1e-3;
         mb_nccl *nccl = NULL;
         mb_halo_transport chosen = MB_HALO_AUTO;
