@@ -551,6 +551,10 @@ static mb_error mb_domain_setup(mb_cuda_domain *c, const mb_adjacency *adj, int6
   MB_CALL_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   MB_CALL(mb_cuda_halo_create(plan, 3, c->precision == MB_PRECISION_FLOAT32 ? 4 : 8, c->stream,
                               &c->halo));
+  /* MPI: begin only enqueues the pack and the copy to the host, end waits
+   * for them and posts, so the interior's rows are enqueued (and run) while
+   * the host waits and exchanges */
+  mb_cuda_halo_set_post_at_end(c->halo, 1);
   MB_CALL_CUDA(cudaDeviceSynchronize());
   return MB_SUCCESS;
 }
@@ -579,44 +583,16 @@ extern "C" mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nloca
   return MB_SUCCESS;
 }
 
-extern "C" void mb_cuda_domain_buffers(mb_cuda_domain *c, double **send, double **recv) {
-  mb_cuda_halo_buffers(c->halo, send, recv);
-}
-
 /* The positions being computed (their ghosts are what an exchange fills). */
 static void *mb_domain_next(mb_cuda_domain *c) { return c->d.x[1 - c->d.cur].p; }
 
-extern "C" mb_error mb_cuda_domain_pack(mb_cuda_domain *c) {
-  MB_CALL(mb_cuda_halo_pack(c->halo, mb_domain_next(c)));
+extern "C" mb_error mb_cuda_domain_halo_begin(mb_cuda_domain *c, mb_halo_transport transport,
+                                              mb_nccl *nccl) {
+  MB_CALL(mb_cuda_halo_begin(c->halo, MB_HALO_FORWARD, mb_domain_next(c), transport, nccl));
   return MB_SUCCESS;
 }
 
-extern "C" mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *c) {
-  MB_CALL(mb_cuda_halo_pack_wait(c->halo));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_domain_unpack(mb_cuda_domain *c) {
-  MB_CALL(mb_cuda_halo_unpack(c->halo, mb_domain_next(c)));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *c, mb_nccl *nccl) {
-  MB_CALL(mb_cuda_halo_nccl_begin(c->halo, mb_domain_next(c), nccl));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *c) {
-  MB_CALL(mb_cuda_halo_nccl_end(c->halo));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *c) {
-  MB_CALL(mb_cuda_halo_begin(c->halo, MB_HALO_FORWARD, mb_domain_next(c), MB_HALO_IPC, nullptr));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *c) {
+extern "C" mb_error mb_cuda_domain_halo_end(mb_cuda_domain *c) {
   MB_CALL(mb_cuda_halo_end(c->halo, mb_domain_next(c)));
   return MB_SUCCESS;
 }

@@ -1,7 +1,7 @@
 /* meshbatch: the smooth room's CUDA launchers (cuda/smooth/mb_smooth.cu):
  * per-mesh smoothing, its benchmark, and a rank's piece of a partitioned
  * mesh on the device (mb_cuda_domain). Builds without CUDA link
- * src/ops/smooth/mb_smooth_cuda_stub.c, whose functions return
+ * cuda/smooth/mb_smooth_cuda_stub.c, whose functions return
  * MB_ERR_UNSUPPORTED saying how to enable the backend.
  */
 #ifndef MB_SMOOTH_CUDA_H
@@ -89,9 +89,10 @@ mb_error mb_cuda_bench_smooth(const mb_adjacency *adj, const double *xyz, mb_wei
  * A rank's piece of a partitioned mesh on the device (distribute:
  * partitioned). The owned rows of the local adjacency (see
  * partition/mb_local.h) are updated in row ranges so that the interior can
- * run while the halo exchange is in flight; ghosts are refreshed by packing
- * owned values into a pinned host buffer (sent by the caller through MPI)
- * and unpacking received values into the ghost rows. All launches go to the
+ * run while the halo exchange is in flight; ghosts are refreshed by the
+ * device halo engine's forward exchange (cuda/partition/mb_cuda_halo.h,
+ * mb_cuda_halo_begin/end) over the transport the caller names: MPI through
+ * pinned host buffers, NCCL or IPC GPU to GPU. All launches go to the
  * domain's own stream, in order.
  */
 typedef struct mb_cuda_domain mb_cuda_domain;
@@ -106,23 +107,31 @@ mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const do
                                mb_precision precision, const mb_smooth_stage *stages, int nstages,
                                const mb_halo *plan, mb_cuda_domain **domain);
 
-/* The pinned host buffers: send [nsend * 3] and recv [nrecv * 3] float64,
- * owned by the domain. */
-void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv);
+/* Begin the forward exchange of the next positions' halo (owned rows ->
+ * the neighbours' ghosts, 3 values per vertex in the working precision,
+ * staged in float64: exact for float32) along the plan, after the rows
+ * enqueued so far (those next to the halo), through the halo engine's
+ * mb_cuda_halo_begin with `transport`: MB_HALO_MPI (the pack and the copy
+ * to the pinned host buffer are enqueued; the messages go in
+ * mb_cuda_domain_halo_end, so the interior's rows run meanwhile),
+ * MB_HALO_NCCL with `nccl` (borrowed; from mb_halo_choose_transport or
+ * mb_nccl_create), or MB_HALO_IPC (`nccl` unused; the first IPC exchange
+ * sets it up, collectively over the plan's communicator, and fails on every
+ * rank with MB_ERR_UNSUPPORTED where a neighbour is on another node or two
+ * GPUs have no peer access). Every rank of the plan calls it in step; one
+ * exchange at a time. Errors: MB_ERR_ARG (an exchange in flight, NCCL
+ * without a communicator, MB_HALO_AUTO), MB_ERR_CUDA, MB_ERR_MPI,
+ * MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
+mb_error mb_cuda_domain_halo_begin(mb_cuda_domain *domain, mb_halo_transport transport,
+                                   mb_nccl *nccl);
 
-/* Enqueue, on the halo's stream after the rows enqueued so far (those next
- * to the halo), the packing of the next positions' send rows into the
- * pinned send buffer; does not wait. Not collective. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_domain_pack(mb_cuda_domain *domain);
-
-/* Wait until the send buffer holds the packed rows. Not collective.
- * Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *domain);
-
-/* Enqueue: copy the recv buffer to the device and scatter it into the
- * ghost rows of the next positions; the domain's stream waits for it on
- * the device. Not collective. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain);
+/* End the exchange begun by mb_cuda_domain_halo_begin (its transport):
+ * MPI waits for the packed rows, posts and waits for the messages and
+ * enqueues the unpack; every transport then orders the domain's stream
+ * after the ghosts are filled (no host wait with NCCL or IPC). Every rank
+ * of the plan calls it in step. Errors: MB_ERR_ARG (no exchange in flight),
+ * MB_ERR_CUDA, MB_ERR_MPI. */
+mb_error mb_cuda_domain_halo_end(mb_cuda_domain *domain);
 
 /* Enqueue the update of owned rows [begin, end) from the current positions
  * into the next ones (Taubin 1995, eq. 4-5). Errors: MB_ERR_ARG, MB_ERR_CUDA. */
@@ -141,24 +150,6 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz);
 
 /* Free a domain (device and pinned memory); NULL allowed. */
 void mb_cuda_domain_free(mb_cuda_domain *domain);
-
-/* Start the exchange of the next positions' halo over NCCL (after the rows
- * next to the halo are enqueued), with every neighbour of the plan. Every
- * rank of the communicator calls it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED. */
-mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl);
-
-/* Wait until the ghosts are filled, and order the domain's stream after
- * them. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain);
-
-/* The same over the IPC transport (the GPUs of one node, copy engines; see
- * mb_cuda_halo.h): the first call sets it up, collectively over the plan's
- * communicator, and fails on every rank with MB_ERR_UNSUPPORTED where a
- * neighbour is on another node or two GPUs have no peer access. Every rank
- * of the communicator calls both in step. Errors: MB_ERR_CUDA, MB_ERR_MPI,
- * MB_ERR_MEMORY, MB_ERR_UNSUPPORTED. */
-mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *domain);
-mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *domain);
 
 #ifdef __cplusplus
 }

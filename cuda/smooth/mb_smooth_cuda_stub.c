@@ -45,22 +45,13 @@ mb_error mb_cuda_domain_create(const mb_adjacency *adj, int64_t nlocal, const do
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
-void mb_cuda_domain_buffers(mb_cuda_domain *domain, double **send, double **recv) {
-  (void)domain;
-  *send = *recv = NULL;
-}
-
-mb_error mb_cuda_domain_pack(mb_cuda_domain *domain) {
-  (void)domain;
+mb_error mb_cuda_domain_halo_begin(mb_cuda_domain *domain, mb_halo_transport transport,
+                                   mb_nccl *nccl) {
+  (void)domain; (void)transport; (void)nccl;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
-mb_error mb_cuda_domain_pack_wait(mb_cuda_domain *domain) {
-  (void)domain;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_domain_unpack(mb_cuda_domain *domain) {
+mb_error mb_cuda_domain_halo_end(mb_cuda_domain *domain) {
   (void)domain;
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
@@ -84,23 +75,3 @@ mb_error mb_cuda_domain_download(mb_cuda_domain *domain, double *xyz) {
 }
 
 void mb_cuda_domain_free(mb_cuda_domain *domain) { (void)domain; }
-
-mb_error mb_cuda_domain_nccl_begin(mb_cuda_domain *domain, mb_nccl *nccl) {
-  (void)domain; (void)nccl;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_domain_nccl_end(mb_cuda_domain *domain) {
-  (void)domain;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_domain_ipc_begin(mb_cuda_domain *domain) {
-  (void)domain;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_domain_ipc_end(mb_cuda_domain *domain) {
-  (void)domain;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}

@@ -46,11 +46,12 @@ static const char bench_help[] =
     "in total, ms per pass split into compute and exchange, halo bytes per pass,\n"
     "and the parallel efficiency against the one-rank run of the same mesh,\n"
     "timed first in the same invocation on rank 0: T1 / (N * TN); then the same\n"
-    "number of passes timed as the op runs them (on GPUs over NCCL the host does\n"
-    "not wait for each pass, so this is the op's speed). On GPUs,\n"
+    "number of passes timed as the op runs them (on GPUs over NCCL or IPC the\n"
+    "host does not wait for each pass, so this is the op's speed). On GPUs,\n"
     "--halo picks the halo transport: MPI through pinned host buffers, NCCL GPU\n"
-    "to GPU (one GPU per rank), or auto (NCCL where it is usable and faster in a\n"
-    "trial at the start; the default).\n";
+    "to GPU (one GPU per rank), IPC GPU to GPU by the copy engines (the GPUs of\n"
+    "one node, one per rank), or auto (NCCL where it is usable and faster in a\n"
+    "trial at the start; never IPC; the default).\n";
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -102,23 +102,19 @@ mb_error mb_smooth_partitioned_cpu(const mb_local_domain *d, mb_halo *h, const m
 typedef struct cuda_ctx {
   pass_rule rule; /* first: run_passes sets it */
   mb_cuda_domain *dev;
-  mb_halo *h;
-  double *send, *recv; /* pinned, owned by dev */
-  int sync_each;       /* wait for every pass (timing breakdowns; the MPI transport) */
-  mb_nccl *nccl;       /* non-NULL: the halo goes GPU to GPU over NCCL */
-  int ipc;             /* the halo goes GPU to GPU over IPC (the copy engines) */
+  int sync_each;                /* wait for every pass (timing breakdowns) */
+  mb_halo_transport transport;  /* the halo's: MPI, NCCL or IPC (mb_halo_choose_transport) */
+  mb_nccl *nccl;                /* NCCL's communicator, else NULL */
 } cuda_ctx;
 
-/* NCCL, IPC: the whole exchange is enqueued on the halo's stream. MPI: the
- * packing is enqueued here and the messages go in cuda_end, so the
- * interior's rows are enqueued (and run) while the host waits for the
- * packed rows and exchanges them. */
+/* The device halo engine's forward exchange over the chosen transport
+ * (mb_cuda_domain_halo_begin/end): NCCL, IPC: the whole exchange is
+ * enqueued on the halo's stream. MPI: the packing is enqueued at begin and
+ * the messages go at end, so the interior's rows are enqueued (and run)
+ * while the host waits for the packed rows and exchanges them. */
 static mb_error cuda_begin(void *c) {
   cuda_ctx *x = c;
-  if (x->ipc) return mb_cuda_domain_ipc_begin(x->dev);
-  if (x->nccl)
-    return mb_cuda_domain_nccl_begin(x->dev, x->nccl);
-  MB_CALL(mb_cuda_domain_pack(x->dev));
+  MB_CALL(mb_cuda_domain_halo_begin(x->dev, x->transport, x->nccl));
   return MB_SUCCESS;
 }
 
@@ -130,12 +126,7 @@ static mb_error cuda_rows(void *c, int64_t b, int64_t e) {
 
 static mb_error cuda_end(void *c) {
   cuda_ctx *x = c;
-  if (x->ipc) return mb_cuda_domain_ipc_end(x->dev);
-  if (x->nccl) return mb_cuda_domain_nccl_end(x->dev);
-  MB_CALL(mb_cuda_domain_pack_wait(x->dev));
-  MB_CALL(mb_halo_begin_packed(x->h, x->send, x->recv));
-  MB_CALL(mb_halo_end_packed(x->h));
-  MB_CALL(mb_cuda_domain_unpack(x->dev));
+  MB_CALL(mb_cuda_domain_halo_end(x->dev));
   return MB_SUCCESS;
 }
 
@@ -157,8 +148,8 @@ static mb_error cuda_swap(void *c) {
  * waited for. Collective. */
 static mb_error trial_exchanges(void *c, mb_halo_transport t, mb_nccl *nccl, int n) {
   cuda_ctx *x = c;
+  x->transport = t;
   x->nccl = t == MB_HALO_NCCL ? nccl : NULL;
-  x->ipc = t == MB_HALO_IPC;
   for (int i = 0; i < n; i++) {
     MB_CALL(cuda_begin(x));
     MB_CALL(cuda_end(x));
@@ -169,15 +160,15 @@ static mb_error trial_exchanges(void *c, mb_halo_transport t, mb_nccl *nccl, int
 
 /* The transport by the halo engine's one rule (mb_halo_choose_transport).
  * Collective; the choice is the same on every rank. */
-static mb_error choose_transport(cuda_ctx *x, mb_halo_transport want, mb_pass_timing *t) {
+static mb_error choose_transport(cuda_ctx *x, MPI_Comm comm, mb_halo_transport want,
+                                 mb_pass_timing *t) {
   mb_nccl *nccl = NULL;
   mb_halo_transport chosen = MB_HALO_MPI;
-  mb_error e = mb_halo_choose_transport(mb_halo_comm(x->h), want, "smoothing", trial_exchanges, x,
-                                        &nccl, &chosen);
-  x->nccl = NULL;
-  x->ipc = !e && chosen == MB_HALO_IPC;
-  if (!e && chosen == MB_HALO_NCCL) x->nccl = nccl;
-  else mb_nccl_free(nccl);
+  mb_error e = mb_halo_choose_transport(comm, want, "smoothing", trial_exchanges, x, &nccl,
+                                        &chosen);
+  x->transport = e ? MB_HALO_MPI : chosen;
+  x->nccl = x->transport == MB_HALO_NCCL ? nccl : NULL;
+  if (!x->nccl) mb_nccl_free(nccl);
   MB_CALL(e);
   t->transport = chosen;
   return MB_SUCCESS;
@@ -190,19 +181,13 @@ mb_error mb_smooth_partitioned_cuda(const mb_local_domain *d, mb_halo *h, const 
   mb_pass_timing local = {0};
   if (!timing) timing = &local;
   for (int s = 0; s < nstages; s++) MB_CALL(mb_smooth_check(&stages[s], d->adj));
-  int nneighbors;
-  int64_t nsend, nrecv;
-  mb_halo_stats(h, &nneighbors, &nsend, &nrecv);
-  cuda_ctx ctx = {.h = h, .sync_each = timing->synchronize};
+  cuda_ctx ctx = {.sync_each = timing->synchronize, .transport = MB_HALO_MPI};
   /* agreed: a rank whose upload failed must not leave the others waiting in
    * the exchange; it also starts the passes of all ranks together */
   mb_error e = mb_cuda_domain_create(d->adj, d->nowned + d->nghost, x, precision, stages, nstages,
                                      h, &ctx.dev);
   e = mb_agree(mb_halo_comm(h), e);
-  if (!e) {
-    mb_cuda_domain_buffers(ctx.dev, &ctx.send, &ctx.recv);
-    e = choose_transport(&ctx, transport, timing);
-  }
+  if (!e) e = choose_transport(&ctx, mb_halo_comm(h), transport, timing);
   static const mb_step_ops ops = {cuda_rows, cuda_begin, cuda_end, cuda_swap};
   const double t0 = mb_wtime();
   if (!e) e = run_passes(d, stages, nstages, &ops, &ctx.rule, timing);
