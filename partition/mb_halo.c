@@ -361,16 +361,6 @@ mb_error mb_halo_wait(mb_halo *h) {
   return MB_SUCCESS;
 }
 
-mb_error mb_halo_begin_packed(mb_halo *h, const double *sendbuf, double *recvbuf) {
-  MB_CALL(mb_halo_post(h, MB_HALO_FORWARD, MB_HALO_FLOAT64, h->ncomp, sendbuf, recvbuf));
-  return MB_SUCCESS;
-}
-
-mb_error mb_halo_end_packed(mb_halo *h) {
-  MB_CALL(mb_halo_wait(h));
-  return MB_SUCCESS;
-}
-
 /* Grow a staging buffer to `bytes`. */
 static mb_error grow(void **buf, size_t *cap, size_t bytes) {
   if (bytes <= *cap && *buf) return MB_SUCCESS;

@@ -190,15 +190,6 @@ mb_error mb_halo_begin(mb_halo *halo, const double *x);
 /* Finish the exchange: ghosts of x hold their owners' values. Errors: MB_ERR_MPI. */
 mb_error mb_halo_end(mb_halo *halo, double *x);
 
-/* The forward exchange (float64, the plan's ncomp) on buffers the caller
- * packs and unpacks (mb_halo_post with MB_HALO_FORWARD): sendbuf
- * [nsend * ncomp] holds the values of the owned rows mb_halo_send_indices
- * lists, in that order; recvbuf [nrecv * ncomp] receives the values of the
- * ghost rows mb_halo_recv_indices lists. Both stay in use until
- * mb_halo_end_packed. Errors: MB_ERR_MPI, MB_ERR_ARG. */
-mb_error mb_halo_begin_packed(mb_halo *halo, const double *sendbuf, double *recvbuf);
-mb_error mb_halo_end_packed(mb_halo *halo);
-
 /* Local rows this rank packs (owned) and fills (ghosts), in buffer order;
  * the arrays belong to the plan. A box plan expands them from its boxes at
  * the first call (and keeps them); where that memory cannot be had, *idx

@@ -303,11 +303,6 @@ extern "C" mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real
   return MB_SUCCESS;
 }
 
-extern "C" void mb_cuda_halo_buffers(mb_cuda_halo *h, double **send, double **recv) {
-  *send = (double *)h->host_send;
-  *recv = (double *)h->host_recv;
-}
-
 extern "C" void mb_cuda_halo_set_post_at_end(mb_cuda_halo *h, int at_end) {
   h->post_at_end = at_end != 0;
 }
@@ -394,35 +389,6 @@ static mb_error enqueue_unpack(mb_cuda_halo *h, void *x, cudaStream_t s, void *i
   return MB_SUCCESS;
 }
 
-extern "C" mb_error mb_cuda_halo_pack(mb_cuda_halo *h, const void *x) {
-  if (h->nsend == 0) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* the rows next to the halo */
-  MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
-  MB_CALL(enqueue_pack(h, x, h->halo_stream));
-  MB_CALL_CUDA(cudaMemcpyAsync(h->host_send, h->send_stage.p,
-                               (size_t)h->elem * (size_t)(h->ncomp * h->nsend),
-                               cudaMemcpyDeviceToHost, h->halo_stream));
-  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *h) {
-  if (h->nsend == 0) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaEventSynchronize(h->halo_done));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_halo_unpack(mb_cuda_halo *h, void *x) {
-  if (h->nrecv == 0) return MB_SUCCESS;
-  MB_CALL_CUDA(cudaMemcpyAsync(h->recv_stage.p, h->host_recv,
-                               (size_t)h->elem * (size_t)(h->ncomp * h->nrecv),
-                               cudaMemcpyHostToDevice, h->halo_stream));
-  MB_CALL(enqueue_unpack(h, x, h->halo_stream));
-  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
-  MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
-  return MB_SUCCESS;
-}
-
 /* Enqueue on the halo stream the NCCL exchange of direction dir between
  * the device stages: forward send_stage -> neighbours -> recv_stage,
  * reverse the other way round. Index plans move float64 values
@@ -452,28 +418,6 @@ static mb_error nccl_exchange(mb_cuda_halo *h, mb_nccl *nccl, mb_halo_dir dir) {
                  row * (size_t)(in_off[k + 1] - in_off[k])});
   }
   MB_CALL(mb_nccl_group(nccl, h->halo_stream, (int)m.size(), m.data()));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *h, void *x, mb_nccl *nccl) {
-  if (!h->halo_stream) {
-    MB_CALL(mb_stream_create_urgent(&h->halo_stream));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->rows_done, cudaEventDisableTiming));
-    MB_CALL_CUDA(cudaEventCreateWithFlags(&h->halo_done, cudaEventDisableTiming));
-  }
-  MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* rows next to the halo */
-  MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
-  if (h->nsend) MB_CALL(enqueue_pack(h, x, h->halo_stream));
-  MB_CALL(nccl_exchange(h, nccl, MB_HALO_FORWARD));
-  if (h->nrecv) MB_CALL(enqueue_unpack(h, x, h->halo_stream));
-  MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
-  return MB_SUCCESS;
-}
-
-extern "C" mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *h) {
-  if (!h->halo_done) return MB_SUCCESS;
-  /* the caller's stream waits on the device; the host does not */
-  MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
   return MB_SUCCESS;
 }
 

@@ -6,11 +6,11 @@
  * owned rows the neighbours need (mb_halo_send_indices) into a float64
  * buffer; unpacking scatters received float64 values into the ghost rows
  * (mb_halo_recv_indices), exactly for float32 ghosts of float32 owners.
- * Three transports: MPI, through pinned host buffers that mb_halo_begin/
- * end_packed send (the MPI need not be CUDA-aware); NCCL, device to device
+ * Three transports: MPI, through pinned host buffers that mb_halo_post/
+ * mb_halo_wait send (the MPI need not be CUDA-aware); NCCL, device to device
  * on a second stream that waits for the rows next to the halo and lets the
  * caller's stream update the interior meanwhile; or IPC, for ranks of one
- * node, the same on the second stream but the rows moved by the copy
+ * node, the same on the second stream but the packed rows moved by the copy
  * engines (no SM) straight into the neighbours' receive buffers, mapped with
  * CUDA IPC, and announced by stream memory operations (the argument for its
  * synchronisation is in mb_cuda_halo.cu). Any op and any ncomp.
@@ -49,18 +49,14 @@ typedef struct mb_cuda_halo mb_cuda_halo; /* opaque */
 mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes, void *stream,
                              mb_cuda_halo **halo);
 
-/* The pinned host buffers the MPI transport sends and receives:
- * send [nsend * ncomp], recv [nrecv * ncomp] float64 (owned by the halo);
- * for a box plan, values of the array's precision (real_bytes each). */
-void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv);
-
 /* MPI transport of mb_cuda_halo_begin/end: with at_end 1, begin only
  * enqueues the pack and the copy to the host on the urgent stream and
  * returns at once (the host does not wait before the caller enqueues its
  * overlapping work); end waits for them, posts the messages, waits and
  * unpacks. With 0 (the default) begin waits for the copy and posts. The
- * grid blocks of the stencils use 1 (their interior kernel then overlaps
- * the pack and the copies); mesh halos 0. Not collective. */
+ * stencils' grid blocks and the partitioned smoothing's domain use 1
+ * (their interior kernels then overlap the pack and the copies). Not
+ * collective. */
 void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end);
 
 /* The halo's urgent stream (a cudaStream_t, owned by the halo), on which
@@ -77,31 +73,6 @@ void *mb_cuda_halo_stream(mb_cuda_halo *halo);
  * messages and the copy back) and after the unpack (or reverse sums), so
  * that a caller can take an exchange's time apart. Not collective. */
 void mb_cuda_halo_time_next(mb_cuda_halo *halo, void *const ev[4]);
-
-/* Enqueue on the halo's stream, after the caller's stream's work so far,
- * the packing of the send rows of device array x into the pinned send
- * buffer; does not wait (mb_cuda_halo_pack_wait does), so the caller can
- * enqueue the interior's work meanwhile. Not collective. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x);
-
-/* Wait until the pinned send buffer holds what mb_cuda_halo_pack packed.
- * Not collective. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *halo);
-
-/* Enqueue on the halo's stream the copy of the pinned receive buffer into
- * the ghost rows of device array x, and order the caller's stream after
- * it (no host wait). Not collective. Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x);
-
-/* NCCL transport: record the point after the rows next to the halo on the
- * stream, and on a second stream pack x, exchange with every neighbour of
- * the plan, and unpack into the ghosts of x. Every rank of the plan calls
- * it in step. Errors: MB_ERR_CUDA, MB_ERR_UNSUPPORTED (no NCCL). */
-mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *halo, void *x, mb_nccl *nccl);
-
-/* Wait until the ghosts are filled, and order the stream after them.
- * Errors: MB_ERR_CUDA. */
-mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo);
 
 /* The halo engine's exchanges of device array x along the plan (see
  * mb_halo.h): forward (owned rows -> ghosts) or reverse (ghost rows summed

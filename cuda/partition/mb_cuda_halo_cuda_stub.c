@@ -11,11 +11,6 @@ mb_error mb_cuda_halo_create(const mb_halo *plan, int ncomp, int real_bytes, voi
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
-void mb_cuda_halo_buffers(mb_cuda_halo *halo, double **send, double **recv) {
-  (void)halo;
-  *send = *recv = NULL;
-}
-
 void mb_cuda_halo_set_post_at_end(mb_cuda_halo *halo, int at_end) {
   (void)halo; (void)at_end;
 }
@@ -27,31 +22,6 @@ void mb_cuda_halo_time_next(mb_cuda_halo *halo, void *const ev[4]) {
 void *mb_cuda_halo_stream(mb_cuda_halo *halo) {
   (void)halo;
   return NULL;
-}
-
-mb_error mb_cuda_halo_pack(mb_cuda_halo *halo, const void *x) {
-  (void)halo; (void)x;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_halo_pack_wait(mb_cuda_halo *halo) {
-  (void)halo;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_halo_unpack(mb_cuda_halo *halo, void *x) {
-  (void)halo; (void)x;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_halo_nccl_begin(mb_cuda_halo *halo, void *x, mb_nccl *nccl) {
-  (void)halo; (void)x; (void)nccl;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
-}
-
-mb_error mb_cuda_halo_nccl_end(mb_cuda_halo *halo) {
-  (void)halo;
-  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
 mb_error mb_cuda_halo_begin(mb_cuda_halo *halo, mb_halo_dir dir, const void *x,
