@@ -102,7 +102,9 @@ enum { MB_STENCIL_STEP_AUTO = 0, MB_STENCIL_STEP_FUSED = 1, MB_STENCIL_STEP_FACE
 
 /* Figures of mb_stencil_cuda_block's time steps (ms per step, means over
  * the timed steps), for `meshbatch bench stencil --distribute partitioned`:
- * a timeline from CUDA events on the two streams of a step.
+ * a timeline from CUDA events on the two streams of a step, taken over the
+ * first half of the timed steps; the second half runs without events and
+ * gives plain_step_ms.
  *
  * The compute stream runs, each step: the ghost faces that need no
  * neighbour (fill_ms; none in the fused path but those of an uncut axis
@@ -122,7 +124,11 @@ enum { MB_STENCIL_STEP_AUTO = 0, MB_STENCIL_STEP_FUSED = 1, MB_STENCIL_STEP_FACE
  * exchange_ms runs from the step's start to the unpack's end, alongside
  * fill and interior. host_ms: the host's time to enqueue one step. */
 typedef struct mb_stencil_block_figures {
-  double step_ms;     /* wall time per step (the steps run back to back) */
+  double step_ms;     /* wall time per step of the steps with the timing events (the
+                         first half, rounded up, of the timed steps) */
+  double plain_step_ms; /* wall time per step of the other half, run without the events
+                           (each costs the compute stream a few microseconds): the figure
+                           for speed-ups; step_ms where there is no second half */
   double fill_ms;     /* compute stream: ghost faces filled before the interior */
   double interior_ms; /* the interior box's kernel */
   double wait_ms;     /* the compute stream idle after the interior, waiting for the
