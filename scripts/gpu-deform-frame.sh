@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # deform's GPU frame (issue 26, point 4) on one H100 in one call (a few
-# minutes with the build). Configures and builds BUILD (CUDA, sm_90; only
-# the targets meshbatch, deform_gpu and deform_gpu_proj) where it has no
-# meshbatch yet, runs the deform GPU tests (`ctest -R
+# minutes with the build). Configures BUILD (CUDA, sm_90) where it has no
+# CMakeCache.txt yet and builds (incrementally) only the targets
+# meshbatch, deform_gpu and deform_gpu_proj, runs the deform GPU tests (`ctest -R
 # "deform_gpu|deform_cuda"`: the summary and the failures only), generates
 # Roof1- and Roof2-size layouts (`generate panels --vertices 20464 |
 # 80352`) and times `bench deform --backend cuda --repeats 5`, soft planar,
@@ -25,13 +25,15 @@ set -uo pipefail
 build=${1:-build-gpu}
 rounds=${ROUNDS:-1}
 base=${BASE:-}
-# configure and build $2 from the source tree $1 where it has no meshbatch yet
+# build $2 from the source tree $1 (configured where it has no cache yet)
 build_tree() {
   local src=$1 dir=$2 t
-  [ -x "$dir/meshbatch" ] && [ -x "$dir/tests/deform/deform_gpu" ] && return 0
-  cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 >"$dir.configure.log" 2>&1 ||
-    { tail -30 "$dir.configure.log"; return 1; }
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMESHBATCH_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 >"$dir.configure.log" 2>&1 ||
+      { tail -30 "$dir.configure.log"; return 1; }
+  fi
+  : >"$dir.build.log"
   for t in meshbatch deform_gpu deform_gpu_proj; do
     # deform_gpu_proj is this tree's (a base without it builds the others)
     [ $t = deform_gpu_proj ] && ! grep -q deform_gpu_proj "$src/tests/deform/CMakeLists.txt" &&
@@ -45,8 +47,12 @@ exes=("$(cd "$build" && pwd)/meshbatch")
 names=(this)
 if [ -n "$base" ]; then
   src="$build-base-src"
-  rm -rf "$src" && mkdir -p "$src" && git archive "$base" | tar -x -C "$src" ||
-    { echo "BASE=$base: git archive failed"; exit 1; }
+  rev=$(git rev-parse "$base") || { echo "BASE=$base: no such revision"; exit 1; }
+  if [ "$(cat "$src/.rev" 2>/dev/null)" != "$rev" ]; then # extracted once per revision
+    rm -rf "$src" "$build-base" && mkdir -p "$src" && git archive "$rev" | tar -x -C "$src" ||
+      { echo "BASE=$base: git archive failed"; exit 1; }
+    echo "$rev" >"$src/.rev"
+  fi
   build_tree "$src" "$build-base" || exit 1
   exes+=("$(cd "$build-base" && pwd)/meshbatch")
   names+=("base:$(git rev-parse --short "$base")")

@@ -34,7 +34,11 @@
  *              coordinates (+ the scaled duals, hard), the projection
  *              (mb_deform_face.h: the CPU's float64 formulas), the
  *              largest |q - z|, the over-relaxation (hard) and the face
- *              means of y (the A_f^T gather's second term);
+ *              means of y (the A_f^T gather's second term); planar faces
+ *              of 3 and 4 points with their points in registers (no
+ *              local memory; q not written in soft mode), others through
+ *              the face's rows of q and z (mb_deform_dev.cuh's
+ *              project_face);
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x (k_rhs_cg for
  *              the room's CG: the same, with the CG's start fused in);

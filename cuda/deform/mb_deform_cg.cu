@@ -65,9 +65,14 @@
  *   product and removed, docs/benchmarks.md.) The grid-wide sync in place
  *   of the kernel boundaries (mb_deform_frame.cu, --persistent yes)
  *   measured slower at Roof2.
- *   k_project    face indices 32 B, positions gathered 96 B, q and z
- *                written 192 B, the face mean 24 B a quad face: 27.5
- *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
+ *   k_project    face indices 32 B, positions gathered 96 B, z
+ *                written 96 B (soft; q too, hard), the face mean 24 B a
+ *                quad face: 19.8 MB, 6.6 us (plus the float64 3x3
+ *                eigen-solves; the positions are read a second time
+ *                after the normal, from L1: mb_deform_dev.cuh's
+ *                project_face; before the fixed-size path, q written
+ *                too and q and z re-read: 27.5 MB by this count, 116 MB
+ *                of L2 traffic by Nsight Compute);
  *   k_rhs_cg     slot and face indices 64 B, y and the face means
  *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
  *                + x gathered), X, r, z written 72 B a row: about 46 MB,
