@@ -47,9 +47,9 @@
  *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
  *   block sum) and two graph nodes' launch gaps: about 15 us expected
  *   (measured before this round: 44 us; after it 29 us at Roof2). What
- *   the count misses (ptxas -v, sm_90: k_cg_spmv 46 registers,
- *   k_cg_update 40, k_rhs_cg 56, k_cg_update_take
- *   40, 353-577 B of shared memory a block, no spills): Roof2 has only
+ *   the count misses (ptxas -v, sm_90: k_cg_spmv 47 registers,
+ *   k_cg_update 44, k_rhs_cg 56, k_cg_update_take
+ *   48, 353-577 B of shared memory a block, no spills): Roof2 has only
  *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
  *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
  *   an SM: the products are latency-bound, not bandwidth-bound (each of a
@@ -60,7 +60,10 @@
  *   kernels. Hence (issue 26, round 2): each kernel sums only the values
  *   it needs (3, 6 or 9) by warp shuffles and one shared step (one
  *   barrier, block_parts), the last block's finish likewise, the CG's
- *   scalars read once a block (block_state). (A thread per row and
+ *   scalars read once a block (block_state); and (fifteenth session)
+ *   each row's loads before its stores (update_row, take_row, spmv_row,
+ *   rhs_cg_row: one memory round trip a row, not one a column) and the
+ *   finish's records two a round (finish_parts). (A thread per row and
  *   column, and 4 threads a row, were tried as run-time choices of the
  *   product and removed, docs/benchmarks.md.) The grid-wide sync in place
  *   of the kernel boundaries (mb_deform_frame.cu, --persistent yes)

@@ -300,7 +300,7 @@ __device__ inline void block_parts(const double v[N], int64_t blk, double *part,
 
 /* sums[N] (at thread 0 only) = the partials part [nblk, N] of nblk blocks,
  * summed in a fixed order (one block; its first BLOCK threads): thread t sums
- * records t, t + BLOCK, ... (its N loads of a record in flight together,
+ * records t, t + BLOCK, ... (the N loads of two records in flight together,
  * past L1: written by other blocks), then block_parts' warp tree and warp
  * order. One barrier; sh [WARPS N]; the caller syncs before sh is
  * written again. */
@@ -308,10 +308,16 @@ template <int N>
 __device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
   double acc[N];
   for (int k = 0; k < N; k++) acc[k] = 0;
-  for (int b = threadIdx.x; b < nblk; b += BLOCK) {
-    double t[N];
+  /* two records a round, both loaded before either is added (Roof2's 316
+   * blocks: one round trip, not two); the same additions in the same order */
+  for (int b = threadIdx.x; b < nblk; b += 2 * BLOCK) {
+    const bool two = b + BLOCK < nblk;
+    double t[N], t2[N];
     for (int k = 0; k < N; k++) t[k] = __ldcg(&part[N * b + k]);
+    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[N * (b + BLOCK) + k]) : 0.0;
     for (int k = 0; k < N; k++) acc[k] += t[k];
+    if (two)
+      for (int k = 0; k < N; k++) acc[k] += t2[k];
   }
   warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
@@ -428,9 +434,10 @@ __device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restric
   rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
   double ax[3] = {0, 0, 0};
   sell_product(i, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
+  const double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}; /* loads before stores */
   for (int k = 0; k < 3; k++) {
     const double ri = bi[k] - ax[k], zi = dinv[i] * ri;
-    X[3 * i + k] = x[3 * i + k];
+    X[3 * i + k] = xi[k];
     r[3 * i + k] = ri;
     z[3 * i + k] = zi;
     v[3 * k] = ri * zi;
@@ -471,14 +478,15 @@ __device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const dou
   const dir_cols d{st->first, {!st->done[0], !st->done[1], !st->done[2]},
                    {st->beta[0], st->beta[1], st->beta[2]}, z, par ? cp2 : cp};
   double *pnew = par ? cp : cp2;
-  double aq[3] = {0, 0, 0};
+  double aq[3] = {0, 0, 0}, pc[3] = {0, 0, 0};
   sell_product(i, H.rowptr, H.sptr, H.col, H.val, d, aq);
   for (int c = 0; c < 3; c++)
+    if (d.run[c]) pc[c] = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
+  for (int c = 0; c < 3; c++) /* the row's loads (pc) before its stores (update_row) */
     if (d.run[c]) {
-      const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
-      pnew[3 * i + c] = pi;
+      pnew[3 * i + c] = pc[c];
       q[3 * i + c] = aq[c];
-      v[c] = pi * aq[c];
+      v[c] = pc[c] * aq[c];
     }
 }
 
