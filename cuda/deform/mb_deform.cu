@@ -34,7 +34,11 @@
  *              coordinates (+ the scaled duals, hard), the projection
  *              (mb_deform_face.h: the CPU's float64 formulas), the
  *              largest |q - z|, the over-relaxation (hard) and the face
- *              means of y (the A_f^T gather's second term);
+ *              means of y (the A_f^T gather's second term); planar faces
+ *              of 3 and 4 points with their points in registers (no
+ *              local memory; q not written in soft mode), others through
+ *              the face's rows of q and z (mb_deform_dev.cuh's
+ *              project_face);
  *   k_rhs      one thread per vertex: b = (r0 - g0) + c (sum_f A_f^T y_f -
  *              gF), pinned rows b = x; the warm start X = x (k_rhs_cg for
  *              the room's CG: the same, with the CG's start fused in);
@@ -90,11 +94,7 @@
  * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
  * slower than the graphs on an H100 at Roof2 (80 k rows), faster at Roof1
  * (20 k) and in a batch of 1-5 k vertex layouts, docs/benchmarks.md, so
- * auto takes it up to MB_DEFORM_PERSISTENT_ROWS vertices). The environment variable MB_DEFORM_SPMV (a
- * tuning knob for measurements) picks the CG's product: rows (the
- * default) a thread a row, cols a thread a row and column
- * (k_cg_spmv_cols, the same bits), quad 4 threads a row (k_cg_spmv_quad,
- * another fixed order).
+ * auto takes it up to MB_DEFORM_PERSISTENT_ROWS vertices).
  * The frame's end is on the device too: k_final computes every face's
  * planarity and regularity and the handle error (mb_deform_face.h, the
  * CPU's formulas: the host's figures to rounding) and one small read
@@ -137,8 +137,11 @@ namespace mbd {
 
 /* The local step of each face (project_face; al = prm[1]), the largest
  * |q - z| into ctl->dist. Threads past nf still take part in the warp
- * maximum. */
-__global__ void __launch_bounds__(BLOCK)
+ * maximum. At most 80 registers (3 blocks an SM: Roof2's 313 face blocks
+ * co-resident in one wave on an H100's 132 SMs; ptxas -v, sm_90: 80, no
+ * spills, 88 B of stack: the regular projection's cos and sin, whose
+ * large-argument reduction never runs for angles in [0, 2 pi)). */
+__global__ void __launch_bounds__(BLOCK, 3)
 k_project(int64_t nf, const int64_t *__restrict__ fo, const int64_t *__restrict__ fi,
           const double *__restrict__ x, const double *__restrict__ u, double *__restrict__ q,
           double *__restrict__ z, double *__restrict__ ym, int planar, int hard,
@@ -521,7 +524,7 @@ mb_error setup(deform_gpu *g) {
     MB_CALL(grow(&g->d->cq, sizeof(double) * n3, "deform CG product"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
     /* [2, nb, 9]: the persistent frame alternates the two by phase; the
-     * graphs' kernels use [blocks, N <= 9], k_cg_spmv_quad [4 nb, 3] */
+     * graphs' kernels use [blocks, N <= 9] */
     MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {
@@ -865,8 +868,6 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
    * vertices, where it was measured faster than the graphs, else the graphs */
   const int pers = o ? o->persistent : 0;
   prep->g.no_persist = pers < 0 || (pers == 0 && dm->nv > MB_DEFORM_PERSISTENT_ROWS);
-  const char *sp = getenv("MB_DEFORM_SPMV"); /* rows (the default), cols or quad */
-  prep->g.spmv = !sp ? 0 : !strcmp(sp, "cols") ? 1 : !strcmp(sp, "quad") ? 2 : 0;
 }
 } // namespace
 

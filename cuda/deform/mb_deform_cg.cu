@@ -47,9 +47,9 @@
  *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
  *   block sum) and two graph nodes' launch gaps: about 15 us expected
  *   (measured before this round: 44 us; after it 29 us at Roof2). What
- *   the count misses (ptxas -v, sm_90: k_cg_spmv 46 registers,
- *   k_cg_spmv_cols 40, k_cg_update 40, k_rhs_cg 56, k_cg_update_take
- *   40, 353-577 B of shared memory a block, no spills): Roof2 has only
+ *   the count misses (ptxas -v, sm_90: k_cg_spmv 47 registers,
+ *   k_cg_update 44, k_rhs_cg 56, k_cg_update_take
+ *   48, 353-577 B of shared memory a block, no spills): Roof2 has only
  *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
  *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
  *   an SM: the products are latency-bound, not bandwidth-bound (each of a
@@ -60,14 +60,22 @@
  *   kernels. Hence (issue 26, round 2): each kernel sums only the values
  *   it needs (3, 6 or 9) by warp shuffles and one shared step (one
  *   barrier, block_parts), the last block's finish likewise, the CG's
- *   scalars read once a block (block_state), and a thread per (row,
- *   column) for the product as a run-time choice (k_cg_spmv_cols,
- *   MB_DEFORM_SPMV=cols: the same row sums and block trees, so the same
- *   bits). The grid-wide sync in place of the kernel boundaries
- *   (mb_deform_frame.cu, --persistent yes) measured slower at Roof2.
- *   k_project    face indices 32 B, positions gathered 96 B, q and z
- *                written 192 B, the face mean 24 B a quad face: 27.5
- *                MB, 9.2 us (plus the float64 3x3 eigen-solves);
+ *   scalars read once a block (block_state); and (fifteenth session)
+ *   each row's loads before its stores (update_row, take_row, spmv_row,
+ *   rhs_cg_row: one memory round trip a row, not one a column) and the
+ *   finish's records two a round (finish_parts). (A thread per row and
+ *   column, and 4 threads a row, were tried as run-time choices of the
+ *   product and removed, docs/benchmarks.md.) The grid-wide sync in place
+ *   of the kernel boundaries (mb_deform_frame.cu, --persistent yes)
+ *   measured slower at Roof2.
+ *   k_project    face indices 32 B, positions gathered 96 B, z
+ *                written 96 B (soft; q too, hard), the face mean 24 B a
+ *                quad face: 19.8 MB, 6.6 us (plus the float64 3x3
+ *                eigen-solves; the positions are read a second time
+ *                after the normal, from L1: mb_deform_dev.cuh's
+ *                project_face; before the fixed-size path, q written
+ *                too and q and z re-read: 27.5 MB by this count, 116 MB
+ *                of L2 traffic by Nsight Compute);
  *   k_rhs_cg     slot and face indices 64 B, y and the face means
  *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
  *                + x gathered), X, r, z written 72 B a row: about 46 MB,
@@ -176,96 +184,13 @@ k_cg_spmv(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double 
   alpha_tail(part, st, sh);
 }
 
-/* k_cg_spmv with a thread a row and column (spmv_col; MB_DEFORM_SPMV=cols):
- * blocks of 3 BLOCK threads over the same BLOCK rows, warp w the column
- * w / WARPS of the rows of k_cg_spmv's warp w % WARPS, so 3x the threads
- * (and the gathers) in flight; each row's sums, each warp's tree and the
- * warps' order are k_cg_spmv's, so its partials and alpha are the same
- * bits. The H entries are loaded by the 3 warps of a row tile (L1 hits
- * after the first). */
-__global__ void __launch_bounds__(3 * BLOCK)
-k_cg_spmv_cols(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
-               double *__restrict__ q, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[3 * WARPS];
-  const cg_t &cs = *block_state(st);
-  if (cs.all_done) return;
-  const int w = (int)(threadIdx.x >> 5), c = w / WARPS;
-  const int32_t i = blockIdx.x * BLOCK + (int32_t)threadIdx.x - c * BLOCK;
-  warp_sum1(spmv_col(i, c, n, H, z, cp, cp2, q, &cs), sh, (w % WARPS) * 3 + c);
-  __syncthreads();
-  if (threadIdx.x < 3) part[3 * blockIdx.x + threadIdx.x] = warps_total<3>(sh, (int)threadIdx.x);
-  alpha_tail(part, st, sh);
-}
-
-/* k_cg_spmv with QUAD threads a row (MB_DEFORM_SPMV=quad): blocks of BLOCK
- * threads over BLOCK / QUAD rows (4x the blocks: a Roof1-size mesh's
- * products on every SM), lane l of a row's group summing the row's
- * entries l, l + QUAD, ... in order for the three columns, the groups'
- * sums combined by two xor shuffles ((s0 + s1) + (s2 + s3), the same
- * value in the four lanes); lane c < 3 then forms column c's p, writes p
- * and q and holds its p.q. Fixed orders, so runs repeat bitwise, but the
- * row sums' order is not the CPU's (agreement to rounding: deform_gpu's
- * test_fused_cg bound); partials [blocks, 3] of its own blocks. */
-constexpr int QUAD = 4;
-__global__ void __launch_bounds__(BLOCK)
-k_cg_spmv_quad(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
-               double *__restrict__ q, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[3 * WARPS];
-  const cg_t &cs = *block_state(st);
-  if (cs.all_done) return;
-  const int l = (int)(threadIdx.x % QUAD);
-  const int32_t i = blockIdx.x * (BLOCK / QUAD) + (int32_t)(threadIdx.x / QUAD);
-  const dir_cols d{cs.first, {!cs.done[0], !cs.done[1], !cs.done[2]},
-                   {cs.beta[0], cs.beta[1], cs.beta[2]}, z, cs.par ? cp2 : cp};
-  double acc[3] = {0, 0, 0};
-  if (i < n) {
-    int len;
-    const int64_t e0 = sell_row(i, H.sptr, H.rowptr, &len);
-#pragma unroll 2
-    for (int k = l; k < len; k += QUAD) {
-      const int64_t e = e0 + (int64_t)SELL_C * k;
-      const double a = H.val[e];
-      const int64_t j = H.col[e];
-#pragma unroll
-      for (int c = 0; c < 3; c++)
-        if (d.on(c)) acc[c] += a * d.at(j, c);
-    }
-  }
-#pragma unroll
-  for (int c = 0; c < 3; c++) {
-    acc[c] = acc[c] + __shfl_xor_sync(0xffffffffu, acc[c], 1);
-    acc[c] = acc[c] + __shfl_xor_sync(0xffffffffu, acc[c], 2);
-  }
-  double v[3] = {0, 0, 0};
-  double *pnew = cs.par ? cp : cp2;
-#pragma unroll
-  for (int c = 0; c < 3; c++)
-    if (l == c && i < n && d.run[c]) {
-      const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
-      pnew[3 * i + c] = pi;
-      q[3 * i + c] = acc[c];
-      v[c] = pi * acc[c];
-    }
-  block_parts<3>(v, blockIdx.x, part, sh);
-  alpha_tail(part, st, sh);
-}
-
-/* Enqueue one CG product (k_cg_spmv; k_cg_spmv_cols or k_cg_spmv_quad by
- * g->spmv, MB_DEFORM_SPMV) on stream s. The partials fit d->cpart: [2,
- * blocks(n), 9] doubles hold quad's [QUAD blocks(n), 3]. */
+/* Enqueue one CG product (k_cg_spmv) on stream s. */
 static void enqueue_spmv(deform_gpu *g, cudaStream_t s) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
-  double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
-         *q = d->cq.as<double>(), *part = d->cpart.as<double>();
-  cg_t *st = d->cst.as<cg_t>();
-  if (g->spmv == 1)
-    k_cg_spmv_cols<<<blocks(n), 3 * BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
-  else if (g->spmv == 2)
-    k_cg_spmv_quad<<<(unsigned)((n + BLOCK / QUAD - 1) / (BLOCK / QUAD)), BLOCK, 0, s>>>(
-        n, hmat(g), z, cp, cp2, q, part, st);
-  else
-    k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), z, cp, cp2, q, part, st);
+  k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), d->cz.as<double>(), d->cp.as<double>(),
+                                        d->cp2.as<double>(), d->cq.as<double>(),
+                                        d->cpart.as<double>(), d->cst.as<cg_t>());
 }
 
 /* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials

@@ -69,16 +69,93 @@ inline double from_bits(unsigned long long b) {
   return v;
 }
 
-/* The centred coordinates of face f's slots of x (+ u) into q (the CPU's
- * centred()). */
+/* The centroid c [3] of a face's n slots s0 .. s0 + n - 1 of x [nv, 3]. N
+ * > 0: n is the compile-time N (loops unrolled); N = 0: n at run time. */
+template <int N>
+__device__ inline void slot_centroid(int64_t s0, int n, const int64_t *__restrict__ fi,
+                                     const double *x, double c[3]) {
+  if (N > 0) n = N;
+  c[0] = c[1] = c[2] = 0;
+  for (int k = 0; k < n; k++)
+    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s0 + k] + d];
+  for (int d = 0; d < 3; d++) c[d] /= (double)n;
+}
+
+/* The face's slots of x centred on c (slot_centroid) (+ u [nidx, 3], where
+ * non-NULL) into qf [n, 3] (the face's own rows: q + 3 s0 of the slot
+ * array, or a register array): the CPU's centred(). N as slot_centroid's
+ * (N > 0: qf's subscripts constants, so a local qf stays in registers). */
+template <int N>
+__device__ inline void slot_centred(int64_t s0, int n, const int64_t *__restrict__ fi,
+                                    const double *x, const double *u, const double c[3],
+                                    double *qf) {
+  if (N > 0) n = N;
+  for (int k = 0; k < n; k++)
+    for (int d = 0; d < 3; d++)
+      qf[3 * k + d] = (x[3 * fi[s0 + k] + d] - c[d]) + (u ? u[3 * (s0 + k) + d] : 0.0);
+}
+
+/* The centred coordinates of face f's slots of x (+ u) into q [nidx, 3]
+ * (k_resid's and k_final's scratch, the general projection's). */
 __device__ inline void centre_face(int64_t s0, int64_t s1, const int64_t *__restrict__ fi,
                                    const double *x, const double *u, double *q) {
-  double c[3] = {0, 0, 0};
-  for (int64_t s = s0; s < s1; s++)
-    for (int d = 0; d < 3; d++) c[d] += x[3 * fi[s] + d];
-  for (int d = 0; d < 3; d++) c[d] /= (double)(s1 - s0);
-  for (int64_t s = s0; s < s1; s++)
-    for (int d = 0; d < 3; d++) q[3 * s + d] = (x[3 * fi[s] + d] - c[d]) + (u ? u[3 * s + d] : 0.0);
+  double c[3];
+  slot_centroid<0>(s0, (int)(s1 - s0), fi, x, c);
+  slot_centred<0>(s0, (int)(s1 - s0), fi, x, u, c, q + 3 * s0);
+}
+
+/* p itself, to the compiler an unknown pointer: loads through it are new
+ * loads (L1 hits), not values it would keep in registers meanwhile. */
+template <class T> __device__ inline T *reread(T *p) {
+  asm("" : "+l"(p));
+  return p;
+}
+
+/* The end of the local step at one point: qk, zk [3] its centred
+ * coordinates and projection, s = 3 slot; the largest |q - z| into worst;
+ * hard: h = al z + (1 - al) (q - u) into z, y = h - u into q; soft: y = z
+ * (into z where wz); y added to the face's sum m [3]. */
+__device__ inline void finish_point(int64_t s, const double *qk, const double *zk,
+                                    const double *u, double *q, double *z, int hard, double al,
+                                    int wz, double *worst, double m[3]) {
+  const double dx = qk[0] - zk[0], dy = qk[1] - zk[1], dz = qk[2] - zk[2];
+  const double r = sqrt(dx * dx + dy * dy + dz * dz);
+  if (r > *worst) *worst = r;
+  for (int d = 0; d < 3; d++) {
+    double y = zk[d];
+    if (hard) {
+      const double ap = qk[d] - u[s + d];
+      const double h = al * zk[d] + (1.0 - al) * ap;
+      z[s + d] = h;
+      y = h - u[s + d];
+      q[s + d] = y;
+    } else if (wz) {
+      z[s + d] = y;
+    }
+    m[d] += y;
+  }
+}
+
+/* A face of n = 3 or 4 points (quad grids, Polylla's triangles and
+ * quads) for project_face's fixed-size path: cx the slots' centroid, p
+ * [12] the centred points (n rows; a caller's local array: every
+ * subscript below is a constant, the loops unrolled at n = 3 and at 4, so
+ * p stays in registers), c their centroid and, where S is non-NULL, their
+ * scatter matrix S [9] about c: mb_dface_project_planar's first steps. */
+__device__ inline void small_points(int64_t s0, int n, const int64_t *__restrict__ fi,
+                                    const double *x, const double *u, double cx[3],
+                                    double p[12], double c[3], double *S) {
+  if (n == 4) {
+    slot_centroid<4>(s0, 4, fi, x, cx);
+    slot_centred<4>(s0, 4, fi, x, u, cx, p);
+    mb_dface_centroid(4, p, c);
+    if (S) mb_dface_scatter(4, p, c, S);
+  } else {
+    slot_centroid<3>(s0, 3, fi, x, cx);
+    slot_centred<3>(s0, 3, fi, x, u, cx, p);
+    mb_dface_centroid(3, p, c);
+    if (S) mb_dface_scatter(3, p, c, S);
+  }
 }
 
 /* The local step of face f: q = A_f x (+ u), z = P_f(q); hard: h = al z +
@@ -86,37 +163,62 @@ __device__ inline void centre_face(int64_t s0, int64_t s1, const int64_t *__rest
  * z; hard: q) into ym [nf, 3]; returns the face's largest |q - z| (the
  * soft residual). fo [nf + 1], fi [nidx]: the faces' slots; x [nv, 3];
  * u, q, z [nidx, 3] (u: NULL soft). k_project's and the persistent
- * frame's body (the CPU's float64 formulas, mb_deform_face.h). */
+ * frame's body (the CPU's float64 formulas, mb_deform_face.h:
+ * mb_dface_project_planar's steps, or mb_dface_project_regular). Planar
+ * faces of 3 and 4 points take the fixed-size path (small_points): no
+ * local memory, the points in registers, centred again from x (L1) after
+ * the normal so that they are not held across the eigen-solve, each
+ * point's z written once, q only in hard mode (where it is y: soft, nothing
+ * reads q; k_resid and k_final use it as their own scratch). Other faces
+ * take the general path, the face's rows of q and z as scratch (q written
+ * in soft mode too). One normal computation (Newton, else Jacobi) serves
+ * both paths, so the kernel holds one copy of it. The same expressions on
+ * the same values in the same order on every path: the same bits. */
 __device__ inline double project_face(int64_t f, const int64_t *__restrict__ fo,
                                       const int64_t *__restrict__ fi, const double *x,
                                       const double *u, double *q, double *z, double *ym,
                                       int planar, int hard, double al) {
-  double worst = 0;
-  const int64_t s0 = fo[f], s1 = fo[f + 1];
-  const int n = (int)(s1 - s0);
-  centre_face(s0, s1, fi, x, hard ? u : nullptr, q);
+  const int64_t s0 = fo[f];
+  const int n = (int)(fo[f + 1] - s0);
+  const int small = planar && (n == 3 || n == 4);
+  const double *uc = hard ? u : nullptr;
   double *qf = q + 3 * s0, *zf = z + 3 * s0;
-  if (planar) mb_dface_project_planar(n, qf, zf);
-  else mb_dface_project_regular(n, qf, zf);
-  for (int k = 0; k < n; k++) {
-    const double dx = qf[3 * k] - zf[3 * k], dy = qf[3 * k + 1] - zf[3 * k + 1],
-                 dz = qf[3 * k + 2] - zf[3 * k + 2];
-    const double r = sqrt(dx * dx + dy * dy + dz * dz);
-    if (r > worst) worst = r;
-  }
-  if (hard)
-    for (int64_t s = 3 * s0; s < 3 * s1; s++) {
-      const double ap = q[s] - u[s];
-      z[s] = al * z[s] + (1.0 - al) * ap;
-      q[s] = z[s] - u[s];
+  double worst = 0, m[3] = {0, 0, 0}, p[12], c[3], nrm[3], cx[3];
+  if (!planar) {
+    slot_centroid<0>(s0, n, fi, x, cx);
+    slot_centred<0>(s0, n, fi, x, uc, cx, qf);
+    mb_dface_project_regular(n, qf, zf);
+  } else {
+    double S[9];
+    if (small) {
+      small_points(s0, n, fi, x, uc, cx, p, c, S);
+    } else {
+      slot_centroid<0>(s0, n, fi, x, cx);
+      slot_centred<0>(s0, n, fi, x, uc, cx, qf);
+      mb_dface_centroid(n, qf, c);
+      mb_dface_scatter(n, qf, c, S);
     }
-  const double *y = hard ? q : z;
-  double m[3] = {0, 0, 0};
-  for (int64_t s = s0; s < s1; s++)
-    for (int d = 0; d < 3; d++) m[d] += y[3 * s + d];
+    mb_dface_plane_normal(S, nrm);
+  }
+  if (small) {
+    small_points(s0, n, reread(fi), reread(x), hard ? reread(u) : nullptr, cx, p, c, nullptr);
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (k < n) {
+        double zk[3];
+        mb_dface_plane_point(p + 3 * k, c, nrm, zk);
+        finish_point(3 * (s0 + k), p + 3 * k, zk, u, q, z, hard, al, 1, &worst, m);
+      }
+  } else {
+    for (int k = 0; k < n; k++) {
+      if (planar) mb_dface_plane_point(qf + 3 * k, c, nrm, zf + 3 * k);
+      finish_point(3 * (s0 + k), qf + 3 * k, zf + 3 * k, u, q, z, hard, al, 0, &worst, m);
+    }
+  }
   for (int d = 0; d < 3; d++) ym[3 * f + d] = m[d] / (double)n;
   return worst;
 }
+
 /* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
  * on a free row (the gather in slot order, as the CPU's gather_At), b = x
  * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
@@ -154,9 +256,7 @@ struct cg_t {
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
-/* The warps of a block (BLOCK threads) and of the products' column-wise
- * kernel (3 BLOCK threads: warp w holds column w / WARPS of the rows of
- * warp w % WARPS of the row-wise kernel). */
+/* The warps of a block (BLOCK threads). */
 constexpr int WARPS = BLOCK / 32;
 static_assert(BLOCK % 32 == 0 && WARPS <= 32, "whole warps, at most 32");
 
@@ -174,13 +274,6 @@ __device__ inline void warp_sums(const double v[N], int w, double *sh) {
     for (int k = 0; k < N; k++) t[k] = t[k] + __shfl_down_sync(0xffffffffu, t[k], o);
   if ((threadIdx.x & 31) == 0)
     for (int k = 0; k < N; k++) sh[w * N + k] = t[k];
-}
-
-/* One value's warp sum (warp_sums' tree for one k, so the same bits) into
- * sh[at] by lane 0: the column-wise product's p.q of its column. */
-__device__ inline void warp_sum1(double v, double *sh, int at) {
-  for (int o = 16; o > 0; o >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, o);
-  if ((threadIdx.x & 31) == 0) sh[at] = v;
 }
 
 /* Sum k of the WARPS warp sums in sh (warp_sums), in warp order (fixed). */
@@ -207,22 +300,26 @@ __device__ inline void block_parts(const double v[N], int64_t blk, double *part,
 
 /* sums[N] (at thread 0 only) = the partials part [nblk, N] of nblk blocks,
  * summed in a fixed order (one block; its first BLOCK threads): thread t sums
- * records t, t + BLOCK, ... (its N loads of a record in flight together,
+ * records t, t + BLOCK, ... (the N loads of two records in flight together,
  * past L1: written by other blocks), then block_parts' warp tree and warp
  * order. One barrier; sh [WARPS N]; the caller syncs before sh is
  * written again. */
 template <int N>
 __device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
-  if (threadIdx.x < BLOCK) { /* the column-wise product's blocks are 3 BLOCK threads */
-    double acc[N];
-    for (int k = 0; k < N; k++) acc[k] = 0;
-    for (int b = threadIdx.x; b < nblk; b += BLOCK) {
-      double t[N];
-      for (int k = 0; k < N; k++) t[k] = __ldcg(&part[N * b + k]);
-      for (int k = 0; k < N; k++) acc[k] += t[k];
-    }
-    warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
+  double acc[N];
+  for (int k = 0; k < N; k++) acc[k] = 0;
+  /* two records a round, both loaded before either is added (Roof2's 316
+   * blocks: one round trip, not two); the same additions in the same order */
+  for (int b = threadIdx.x; b < nblk; b += 2 * BLOCK) {
+    const bool two = b + BLOCK < nblk;
+    double t[N], t2[N];
+    for (int k = 0; k < N; k++) t[k] = __ldcg(&part[N * b + k]);
+    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[N * (b + BLOCK) + k]) : 0.0;
+    for (int k = 0; k < N; k++) acc[k] += t[k];
+    if (two)
+      for (int k = 0; k < N; k++) acc[k] += t2[k];
   }
+  warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
   if (threadIdx.x == 0)
     for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
@@ -337,9 +434,10 @@ __device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restric
   rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
   double ax[3] = {0, 0, 0};
   sell_product(i, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
+  const double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}; /* loads before stores */
   for (int k = 0; k < 3; k++) {
     const double ri = bi[k] - ax[k], zi = dinv[i] * ri;
-    X[3 * i + k] = x[3 * i + k];
+    X[3 * i + k] = xi[k];
     r[3 * i + k] = ri;
     z[3 * i + k] = zi;
     v[3 * k] = ri * zi;
@@ -380,41 +478,16 @@ __device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const dou
   const dir_cols d{st->first, {!st->done[0], !st->done[1], !st->done[2]},
                    {st->beta[0], st->beta[1], st->beta[2]}, z, par ? cp2 : cp};
   double *pnew = par ? cp : cp2;
-  double aq[3] = {0, 0, 0};
+  double aq[3] = {0, 0, 0}, pc[3] = {0, 0, 0};
   sell_product(i, H.rowptr, H.sptr, H.col, H.val, d, aq);
   for (int c = 0; c < 3; c++)
+    if (d.run[c]) pc[c] = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
+  for (int c = 0; c < 3; c++) /* the row's loads (pc) before its stores (update_row) */
     if (d.run[c]) {
-      const double pi = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
-      pnew[3 * i + c] = pi;
+      pnew[3 * i + c] = pc[c];
       q[3 * i + c] = aq[c];
-      v[c] = pi * aq[c];
+      v[c] = pc[c] * aq[c];
     }
-}
-
-/* Row i, column c of the column-wise product (k_cg_spmv_cols: a thread a
- * row and column, 3x the threads of spmv_row for more loads in flight):
- * spmv_row's p and q of that column, the same expressions in the same
- * order (the same bits); returns its p.q (0 where the column stopped or
- * past n). */
-__device__ inline double spmv_col(int32_t i, int c, int32_t n, const sell_t &H, const double *z,
-                                  double *cp, double *cp2, double *q, const cg_t *st) {
-  if (i >= n || st->done[c]) return 0;
-  const int par = st->par;
-  const int first = st->first;
-  const double beta = st->beta[c], *pold = par ? cp2 : cp;
-  double *pnew = par ? cp : cp2;
-  int len;
-  const int64_t e0 = sell_row(i, H.sptr, H.rowptr, &len);
-  double a = 0; /* sell_product's sum of column c: the same terms, the same order */
-#pragma unroll 4
-  for (int k = 0; k < len; k++) {
-    const int64_t e = e0 + (int64_t)SELL_C * k;
-    a += H.val[e] * dir(first, beta, z, pold, 3 * (int64_t)H.col[e] + c);
-  }
-  const double pi = dir(first, beta, z, pold, 3 * (int64_t)i + c);
-  pnew[3 * i + c] = pi;
-  q[3 * i + c] = a;
-  return pi * a;
 }
 
 /* The CG's state st copied into the block's shared copy by its first
@@ -444,20 +517,34 @@ __device__ inline void alpha_finish(const double s[3], cg_t *st) {
 }
 /* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
  * running columns; v[2 c] = r.z and v[2 c + 1] = r.r of column c (0
- * where it stopped or past n). */
+ * where it stopped or past n). p, q, x, r, z: distinct buffers. Every
+ * load of the row (its three columns' p, q, x, r and dinv) is issued
+ * before its first store: p and q are not __restrict__ (the persistent
+ * frame's coherent loads), so were a store first, the compiler would have
+ * to order the next column's loads after it, three memory round trips a
+ * row in sequence instead of one. The same expressions, so the same bits. */
 __device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
                                   const double *p, const double *q, double *x, double *r,
                                   double *z, const cg_t *st, double v[6]) {
   for (int k = 0; k < 6; k++) v[k] = 0;
   if (i >= n) return;
+  double pc[3] = {0, 0, 0}, qc[3] = {0, 0, 0}, xc[3] = {0, 0, 0}, rc[3] = {0, 0, 0};
+  const int64_t k0 = 3 * (int64_t)i;
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      pc[c] = p[k0 + c];
+      qc[c] = q[k0 + c];
+      xc[c] = x[k0 + c];
+      rc[c] = r[k0 + c];
+    }
+  const double di = dinv[i];
   for (int c = 0; c < 3; c++)
     if (!st->done[c]) {
       const double a = st->alpha[c];
-      const int64_t k = 3 * (int64_t)i + c;
-      x[k] = x[k] + a * p[k];
-      const double ri = r[k] - a * q[k], zi = dinv[i] * ri;
-      r[k] = ri;
-      z[k] = zi;
+      x[k0 + c] = xc[c] + a * pc[c];
+      const double ri = rc[c] - a * qc[c], zi = di * ri;
+      r[k0 + c] = ri;
+      z[k0 + c] = zi;
       v[2 * c] = ri * zi;
       v[2 * c + 1] = ri * ri;
     }
@@ -493,12 +580,16 @@ __device__ inline void update_finish(const double s[6], double rtol, cg_t *st) {
 __device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
                                   const double *__restrict__ pin, double *x, const cg_t *st,
                                   ctl_t *ctl) {
-  double moved = 0;
+  double moved = 0, Xi[3], xi[3];
   if (skip || i >= nv || pin[i] != 0) return 0;
+  for (int d = 0; d < 3; d++) { /* the row's loads before its stores (update_row) */
+    Xi[d] = X[3 * i + d];
+    xi[d] = x[3 * i + d];
+  }
   for (int d = 0; d < 3; d++) {
-    const double xn = st && st->bb[d] == 0 ? 0.0 : X[3 * i + d];
+    const double xn = st && st->bb[d] == 0 ? 0.0 : Xi[d];
     if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
-    const double dx = fabs(xn - x[3 * i + d]);
+    const double dx = fabs(xn - xi[d]);
     if (dx > moved) moved = dx;
     x[3 * i + d] = xn;
   }

@@ -55,17 +55,25 @@ MB_DFACE void mb_dface_eigen3(const double S[9], double w[3], double V[9]) {
         }
       }
   }
-  int order[3] = {0, 1, 2};
+  /* ascending eigenvalues: the diagonal and v's columns swapped together
+   * (no index array: every subscript is a constant once the loops are
+   * unrolled, so a device keeps a and v in registers, not local memory) */
+  double dg[3] = {a[0][0], a[1][1], a[2][2]};
   for (int i = 0; i < 3; i++)
     for (int j = i + 1; j < 3; j++)
-      if (a[order[j]][order[j]] < a[order[i]][order[i]]) {
-        const int t = order[i];
-        order[i] = order[j];
-        order[j] = t;
+      if (dg[j] < dg[i]) {
+        const double t = dg[i];
+        dg[i] = dg[j];
+        dg[j] = t;
+        for (int r = 0; r < 3; r++) {
+          const double vt = v[r][i];
+          v[r][i] = v[r][j];
+          v[r][j] = vt;
+        }
       }
   for (int k = 0; k < 3; k++) {
-    w[k] = a[order[k]][order[k]];
-    for (int r = 0; r < 3; r++) V[3 * r + k] = v[r][order[k]];
+    w[k] = dg[k];
+    for (int r = 0; r < 3; r++) V[3 * r + k] = v[r][k];
   }
 }
 
@@ -154,8 +162,10 @@ MB_DFACE int mb_dface_smallest_newton(const double S[9], double nrm[3]) {
   return 1;
 }
 
-MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], double nrm[3]) {
-  double S[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+/* The scatter matrix S [3, 3] of the n points q about c (the upper
+ * triangle summed point by point, then mirrored). */
+MB_DFACE void mb_dface_scatter(int n, const double *q, const double c[3], double S[9]) {
+  for (int k = 0; k < 9; k++) S[k] = 0;
   for (int k = 0; k < n; k++) {
     const double e[3] = {q[3 * k] - c[0], q[3 * k + 1] - c[1], q[3 * k + 2] - c[2]};
     for (int r = 0; r < 3; r++)
@@ -164,10 +174,29 @@ MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], do
   S[3] = S[1];
   S[6] = S[2];
   S[7] = S[5];
+}
+
+/* The best plane's unit normal nrm from the scatter matrix S: Newton's
+ * smallest eigenvector, else (not well separated) Jacobi's. */
+MB_DFACE void mb_dface_plane_normal(const double S[9], double nrm[3]) {
   if (mb_dface_smallest_newton(S, nrm)) return;
   double w[3], V[9];
   mb_dface_eigen3(S, w, V);
   for (int r = 0; r < 3; r++) nrm[r] = V[3 * r];
+}
+
+MB_DFACE void mb_dface_best_normal(int n, const double *q, const double c[3], double nrm[3]) {
+  double S[9];
+  mb_dface_scatter(n, q, c, S);
+  mb_dface_plane_normal(S, nrm);
+}
+
+/* One point q [3] projected onto the plane through c with the unit normal
+ * nrm: z = q - ((q - c) . nrm) nrm into z [3] (z may be q). */
+MB_DFACE void mb_dface_plane_point(const double *q, const double c[3], const double nrm[3],
+                                   double *z) {
+  const double h = (q[0] - c[0]) * nrm[0] + (q[1] - c[1]) * nrm[1] + (q[2] - c[2]) * nrm[2];
+  for (int d = 0; d < 3; d++) z[d] = q[d] - h * nrm[d];
 }
 
 /* mb_deform_project_planar; z may be q. */
@@ -175,11 +204,7 @@ MB_DFACE void mb_dface_project_planar(int n, const double *q, double *z) {
   double c[3], nrm[3];
   mb_dface_centroid(n, q, c);
   mb_dface_best_normal(n, q, c, nrm);
-  for (int k = 0; k < n; k++) {
-    const double h = (q[3 * k] - c[0]) * nrm[0] + (q[3 * k + 1] - c[1]) * nrm[1] +
-                     (q[3 * k + 2] - c[2]) * nrm[2];
-    for (int d = 0; d < 3; d++) z[3 * k + d] = q[3 * k + d] - h * nrm[d];
-  }
+  for (int k = 0; k < n; k++) mb_dface_plane_point(q + 3 * k, c, nrm, z + 3 * k);
 }
 
 /* mb_deform_planarity: max distance of a point from the best plane. */

@@ -11,14 +11,17 @@
  * T row or face tiles of BLOCK (the larger count) and G co-resident
  * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
  * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame 80 registers with
- * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 168 B spill stores, 284 B
- * spill loads a thread, in the projection's eigen-solve, L1-resident),
- * 736 B of shared memory a block: 3 blocks an SM, 396 co-resident on an
- * H100's 132 SMs, so Roof2 (316 row tiles) runs 316 blocks of one tile,
- * the graph's kernels' shape, and Roof1 (80 tiles) 80 blocks. (With 2
- * blocks an SM: 128 registers, no spills, but 264 co-resident, so Roof2
- * would take 158 blocks of 2 tiles each; with 4: 64 registers and 376 B
- * of spill stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
+ * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 216 B spill stores, 308 B
+ * spill loads a thread, 200 B of stack: the projection inlined beside
+ * the other phases' live values; the projection alone fits 80 registers
+ * in k_project without spills), 736 B of shared memory a block: 3 blocks
+ * an SM, 396 co-resident on an H100's 132 SMs, so Roof2 (316 row tiles)
+ * runs 316 blocks of one tile, the graph's kernels' shape, and Roof1 (80
+ * tiles) 80 blocks. (With 2 blocks an SM: 128 registers, no spills, 88 B
+ * of stack, but 264 co-resident, so Roof2 would take 158 blocks of 2 tiles
+ * each, while meshes up to MB_DEFORM_PERSISTENT_ROWS, 157 tiles, keep a
+ * tile a block: not measured; with 4: 64 registers and 376 B of spill
+ * stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
  * tuning knob for measurements, 1 to 64) makes every block take at least
  * N tiles (fewer blocks: cheaper syncs and finishes, less parallelism in
  * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
@@ -30,8 +33,9 @@
  * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
  *
  * An iteration, with the syncs it needs (k CG steps):
- *   projection   each face (project_face): q, z, the face means, the
- *                largest |q - z| (atomic, into ctl[it & 1]);        sync 1
+ *   projection   each face (project_face): z (q only as the general
+ *                path's scratch), the face means, the largest |q - z|
+ *                (atomic, into ctl[it & 1]);                        sync 1
  *   rhs + start  each row (rhs_cg_row): b, X = x, r = b - H x, z, the
  *                partials r.z, r.r, b.b;                            sync 2
  *                every block sums the tiles' partials in the same

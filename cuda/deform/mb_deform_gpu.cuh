@@ -87,8 +87,6 @@ struct deform_gpu {
   double l = 1;          /* prepare_host: the mean edge length */
   double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */
   int no_persist = 1;     /* the options' persistent <= 0 (auto, no): the graphs only */
-  int spmv = 0; /* the CG's product (MB_DEFORM_SPMV): 0 rows (a thread a row), 1 cols (a
-                   thread a row and column), 2 quad (4 threads a row) */
   int persist_failed = 0; /* the persistent frame cannot run here (frame_batch) */
   int persist_used = 0;   /* batches run by the persistent frame this run */
   int persist_grid = 0;   /* its blocks (of BLOCK threads), 0 until decided */

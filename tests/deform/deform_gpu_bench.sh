@@ -6,8 +6,7 @@
 # the frame printed apart; every cuda repeat prints its frame path (soft
 # with --cg-iterations: by default persistent up to 40,000 vertices (the
 # generated input here has fewer) and graph above, graph with --persistent
-# no, persistent with --persistent yes, the same planarity bits, and the same
-# with the column-wise CG product, MB_DEFORM_SPMV=cols); a --batch of 20
+# no, persistent with --persistent yes, the same planarity bits); a --batch of 20
 # layouts prints its device-busy fraction of the wall; the pipelined
 # batch's checksum equals the sequential one's (--overlap no), and the
 # graphs' (--persistent no) equals the persistent frame's (auto there).
@@ -67,12 +66,6 @@ run --solver pcg --cg-iterations 8 --persistent no
 [ "$(planarity)" = "$pl" ] ||
   { echo "planarity: graph $pl, persistent $(planarity)"; exit 1; }
 echo "cg_iterations 8: graph and persistent paths both planarity $pl"
-export MB_DEFORM_SPMV=cols
-run --solver pcg --cg-iterations 8 --persistent no
-unset MB_DEFORM_SPMV
-[ "$(planarity)" = "$pl" ] ||
-  { echo "planarity: rows $pl, MB_DEFORM_SPMV=cols $(planarity)"; exit 1; }
-echo "cg_iterations 8: the row- and column-wise CG products both planarity $pl"
 run --solver pcg --cg-iterations 8 --sync-phases
 [ "$(path)" = graph ] || { echo "--sync-phases: path '$(path)', not graph"; exit 1; }
 run --solver pcg --cg-iterations 8 --hard yes --iterations 20

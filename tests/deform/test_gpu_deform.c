@@ -31,8 +31,7 @@
  *    runs by the CUDA graphs, the default); runs repeat bit for bit
  *    across the pooled buffers' growth and graph updates;
  *  - the persistent frame (a batch of soft iterations in one cooperative
- *    launch, persistent 1) and the column-wise CG product
- *    (MB_DEFORM_SPMV=cols) give the CUDA graphs' positions and reports
+ *    launch, persistent 1) gives the CUDA graphs' positions and reports
  *    bitwise (a dome, k = 3 and 8, a stop inside a batch, a Roof1-size
  *    layout), and repeat bit for bit;
  *  - the batch pipeline (layout k+1 prepared on a second thread during
@@ -341,8 +340,7 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * right-hand side's kernel): one local-global iteration with 10 CG
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
- * 1e-13 of the box, soft and hard, with each of the CG's products
- * (MB_DEFORM_SPMV rows, cols, quad) (the hard run pins the handles: H's
+ * 1e-13 of the box, soft and hard (the hard run pins the handles: H's
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
  * grown by a larger mesh and the pooled graph updated in between (the
@@ -352,11 +350,8 @@ static void test_fused_cg(void **state) {
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
   case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
   const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
-  /* each CG product (MB_DEFORM_SPMV: a thread a row, a row and column, 4 a row) */
-  const char *spmv[3] = {"rows", "cols", "quad"};
-  for (int run = 0; run < 12; run++) {
+  for (int run = 0; run < 4; run++) {
     const int its = run % 2 ? 3 : 1, hard = run / 2 % 2;
-    setenv("MB_DEFORM_SPMV", spmv[run / 4], 1);
     mb_deform_params p = params(MB_DEFORM_PLANAR, hard, its, 1e-300, MB_DEFORM_PCG);
     p.cg_iterations = 10;
     double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -379,21 +374,20 @@ static void test_fused_cg(void **state) {
       }
     const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) +
                             (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    printf("fused CG (product %s), %s, %d iteration%s of 10 CG iterations: CPU %lld, CUDA "
+    printf("fused CG, %s, %d iteration%s of 10 CG iterations: CPU %lld, CUDA "
            "%lld CG iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
-           spmv[run / 4], hard ? "hard" : "soft", its, its == 1 ? "" : "s", rc.pcg_iterations,
+           hard ? "hard" : "soft", its, its == 1 ? "" : "s", rc.pcg_iterations,
            rg.pcg_iterations, moved, dev, dev / box);
     assert_true(moved > 1e-6 * box); /* the iterations did something */
     assert_true(rg.pcg_iterations == rc.pcg_iterations);
     assert_int_equal(rg.iterations, rc.iterations);
     assert_true(rg.mu == rc.mu);
     if (!(dev <= 1e-13 * box))
-      fail_msg("fused CG (%s, %s): %.3g of the box from the CPU's", spmv[run / 4],
-               hard ? "hard" : "soft", dev / box);
+      fail_msg("fused CG (%s): %.3g of the box from the CPU's", hard ? "hard" : "soft",
+               dev / box);
     free(xc);
     free(xg);
   }
-  unsetenv("MB_DEFORM_SPMV");
   /* bitwise repeats across pool growth and graph updates */
   mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 60, 1e-300, MB_DEFORM_PCG);
   soft.cg_iterations = 3;
@@ -439,10 +433,8 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
 }
 
 /* The persistent frame (soft, capped CG: a batch of 25 iterations in one
- * cooperative launch, cuda/deform/mb_deform_frame.cu) and the graphs with
- * the column-wise CG product (MB_DEFORM_SPMV=cols: a thread a row and
- * column) against the CUDA graphs of the same iterations
- * (mb_deform_cuda_opts.persistent -1, a thread a row): the positions,
+ * cooperative launch, cuda/deform/mb_deform_frame.cu) against the CUDA
+ * graphs of the same iterations (mb_deform_cuda_opts.persistent -1): the positions,
  * planarity, handle error, iteration and CG counts bitwise the same (the
  * same arithmetic in the same summation order), on a
  * generated dome (1,600 vertices, 60 iterations: batches of 25, 25, 10;
@@ -473,9 +465,9 @@ static void test_persistent_frame(void **state) {
     mb_deform_params p = params(MB_DEFORM_PLANAR, 0, cases[t].iterations, cases[t].tol,
                                 MB_DEFORM_PCG);
     p.cg_iterations = cases[t].k;
-    double *xp = malloc(bytes), *xg = malloc(bytes), *x2 = malloc(bytes), *xc = malloc(bytes);
+    double *xp = malloc(bytes), *xg = malloc(bytes), *x2 = malloc(bytes);
     double *xo = malloc(sizeof(double) * 3 * (size_t)roof.m->nv);
-    mb_deform_report rp, rg, r2, ro, rc;
+    mb_deform_report rp, rg, r2, ro;
     mb_deform_report ra;
     double *xa = malloc(bytes);
     cuda_run_path(c, &p, 1, xp, &rp);
@@ -483,9 +475,6 @@ static void test_persistent_frame(void **state) {
     cuda_run_path(c, &p, 0, xa, &ra); /* auto */
     cuda_run_path(&roof, &p, 1, xo, &ro); /* grows the pool (or reuses it) in between */
     cuda_run_path(c, &p, 1, x2, &r2);
-    setenv("MB_DEFORM_SPMV", "cols", 1); /* read by each run */
-    cuda_run_path(c, &p, -1, xc, &rc);
-    unsetenv("MB_DEFORM_SPMV");
     double dev = 0;
     for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
     printf("persistent frame, %s: paths %s and %s; iterations %d and %d, CG %lld and %lld, "
@@ -514,16 +503,6 @@ static void test_persistent_frame(void **state) {
     assert_true(r2.pcg_iterations == rp.pcg_iterations);
     assert_true(memcmp(&r2.planarity, &rp.planarity, sizeof(double)) == 0);
     assert_true(memcmp(x2, xp, bytes) == 0);
-    /* the column-wise product: the same bits as the row-wise one */
-    printf("column-wise CG product, %s: iterations %d, CG %lld, planarity %.17g, %s\n",
-           cases[t].what, rc.iterations, rc.pcg_iterations, rc.planarity,
-           memcmp(xc, xg, bytes) == 0 ? "positions bitwise the graphs'" : "positions DIFFER");
-    assert_int_equal(rc.persistent, 0);
-    assert_int_equal(rc.iterations, rg.iterations);
-    assert_true(rc.pcg_iterations == rg.pcg_iterations);
-    assert_true(memcmp(&rc.planarity, &rg.planarity, sizeof(double)) == 0);
-    assert_true(memcmp(xc, xg, bytes) == 0);
-    free(xc);
     free(xp);
     free(xg);
     free(x2);
