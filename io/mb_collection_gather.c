@@ -133,7 +133,7 @@ static mb_error check_kind_rows(const mb_mesh *m, int64_t v0, int64_t f0) {
 /* Check one local mesh before anything is written. Not collective. */
 static mb_error check_local_mesh(const mb_mesh *m) {
   MB_CALL(check_meta(m));
-  MB_CALL(mb_mesh_validate(m, m->name));
+  MB_CALL(mb_coll_validate(m, m->name));
   MB_CALL(check_kind_rows(m, 0, 0));
   return MB_SUCCESS;
 }
@@ -165,7 +165,7 @@ static mb_error check_slab(const mb_mesh_slab *s) {
            "mb_collection_write_slabs: slab of mesh '%s': face rows [%lld, %lld) outside "
            "[0, %lld)", m->name, (long long)s->face_start, (long long)(s->face_start + m->nf),
            (long long)s->nf);
-  MB_CALL(mb_mesh_validate_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
+  MB_CALL(mb_coll_validate_rows(m, s->vertex_start, s->face_start, s->nv, m->name));
   MB_CALL(check_kind_rows(m, s->vertex_start, s->face_start));
   return MB_SUCCESS;
 }
@@ -184,9 +184,12 @@ static void pack_piece(mb_buf *b, const mb_mesh_slab *s, int whole, int local) {
   buf_i64(b, s->face_start);
   buf_i64(b, m->nf);
   buf_i64(b, m->face_offsets[m->nf]);
-  buf_i64(b, mb_xdmf_mixed_length(m));
-  buf_i64(b, mb_mesh_is_triangles(m));
-  buf_i64(b, mb_xdmf_fan_count(m) > 0); /* a face of >= 5 vertices */
+  int64_t mixed_len;
+  int tri, big;
+  mb_coll_face_stats(m, &mixed_len, &tri, &big); /* one pass over the faces */
+  buf_i64(b, mixed_len);
+  buf_i64(b, tri);
+  buf_i64(b, big); /* a face of >= 5 vertices */
   buf_i64(b, whole);
   buf_i64(b, local);
   buf_i64(b, m->nfields);

@@ -80,6 +80,49 @@ void mb_h5_close_id(hid_t id);
 herr_t mb_h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_t *start,
                             const hsize_t *count, const hsize_t *mem_dims, void *buf);
 
+/* ------------------------------- passes on all threads (_bulk.c) */
+
+/* Read rows [row0, row0 + nrows) of dataset d, rows of row_bytes bytes
+ * stored one after another (a whole [N] or [N, k] dataset's rows, k as in
+ * memory), into buf by pread of the file at path on up to 8 OpenMP threads
+ * (the first touch of the rows' pages and the page cache's copy on several
+ * cores; HDF5 reads on one) where the bytes on the disk are those of
+ * memory type mt: a contiguous dataset, allocated, in the file itself,
+ * whose type H5Tequal finds equal to mt (a little-endian file type on a
+ * little-endian host). *done = 1 when read; 0 where it does not apply
+ * (path NULL: a file image; under 16 MiB; another layout or type;
+ * MESHBATCH_RAW_READ=0; an open that fails): the caller reads through
+ * HDF5. src and dset name the dataset in messages. Not collective; never
+ * beside another HDF5 call. Errors: MB_ERR_IO (a pread failed),
+ * MB_ERR_FORMAT (the file ends inside the rows). */
+mb_error mb_coll_read_raw(hid_t d, const char *path, const char *src, const char *dset, hid_t mt,
+                          int64_t row0, int64_t nrows, size_t row_bytes, void *buf, int *done);
+
+/* A mesh of info's sizes (name, kind's planarity, nv, nf, nidx) for the
+ * reader, whose reads fill its arrays: mb_mesh_create's mesh without the
+ * zeroing of what they overwrite (a pass over every page before the
+ * read's own); xyz stays zeroed for planar kinds, whose z the file does not
+ * hold. *out owned by the caller (mb_mesh_free). Not collective. Errors:
+ * MB_ERR_MEMORY, MB_ERR_ARG (sizes out of range). */
+mb_error mb_coll_mesh_for_read(const mb_mesh_info *info, mb_mesh **out);
+
+/* mb_mesh_validate(m, src) with its passes over a large mesh's rows (from
+ * 2^18 faces) on all OpenMP threads; the one-thread pass where they find
+ * a fault, so the verdict and the message are the same. Not collective.
+ * Errors: MB_ERR_FORMAT as mb_mesh_validate. */
+mb_error mb_coll_validate(const mb_mesh *m, const char *src);
+
+/* mb_mesh_validate_rows(m, v0, f0, nv, src) likewise. Not collective.
+ * Errors: MB_ERR_FORMAT. */
+mb_error mb_coll_validate_rows(const mb_mesh *m, int64_t v0, int64_t f0, int64_t nv,
+                               const char *src);
+
+/* In one pass over the faces (all OpenMP threads from 2^18 faces):
+ * *mixed_len = mb_xdmf_mixed_length(m), *triangles =
+ * mb_mesh_is_triangles(m), *big = mb_xdmf_fan_count(m) > 0. Faces must
+ * have at least 3 vertices (validated). Not collective; cannot fail. */
+void mb_coll_face_stats(const mb_mesh *m, int64_t *mixed_len, int *triangles, int *big);
+
 /* Rows [start, start + n) lie inside [0, total). */
 static inline int mb_coll_rows_inside(int64_t start, int64_t n, int64_t total) {
   return start >= 0 && n >= 0 && start <= total - n;

@@ -1,8 +1,9 @@
 /* meshbatch: the collection reader (mb_collection_open, _info, _read,
  * _read_slab, _read_grid_block, _close; see mb_collection.h): rank 0
  * validates the whole file, every rank reads by independent transfers.
- * Kept whole (about 1,110 lines): the validation and the reads share the
- * file's layout walk and its private helpers; splitting is next when it grows. */
+ * Kept whole (about 1,130 lines): the validation and the reads share the
+ * file's layout walk and its private helpers (the passes over a mesh's
+ * rows are in mb_collection_bulk.c); splitting is next when it grows. */
 #include "mb_collection.h"
 #include "mb_collection_private.h"
 
@@ -32,6 +33,7 @@ struct mb_collection {
   char *path;
   hid_t file;
   int version;         /* format_version of the file */
+  int image;           /* 1: opened from a file image in memory (no path to pread) */
   int64_t n;
   mb_mesh_info *infos;
 };
@@ -688,6 +690,7 @@ static mb_error open_collection(MPI_Comm comm, const char *path, const void *ima
   mb_collection *c;
   MB_CALLOC(c, 1);
   c->file = -1;
+  c->image = image != NULL;
   c->path = mb_strdup(path);
   if (!c->path) { free(c); MB_FAIL(MB_ERR_MEMORY, "out of memory"); }
   mb_h5_quiet q = mb_h5_quiet_begin();
@@ -727,6 +730,11 @@ const mb_mesh_info *mb_collection_info(const mb_collection *coll, int64_t i) {
   return &coll->infos[i];
 }
 
+/* The file the mesh being read lies in, for the raw read of its large
+ * datasets (mb_coll_read_raw); NULL for a file image. Set by the readers of
+ * a mesh or slab around their reads. */
+static _Thread_local const char *raw_path;
+
 /* Read a whole dataset of loc into buf (memory type mt). */
 static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt, void *buf) {
   hid_t d = H5Dopen2(loc, dset, H5P_DEFAULT);
@@ -736,8 +744,16 @@ static mb_error read_all(hid_t loc, const char *src, const char *dset, hid_t mt,
   hsize_t dims[4] = {0, 0, 0, 0}, start[4] = {0, 0, 0, 0};
   herr_t st = rank >= 1 && rank <= 4 ? H5Sget_simple_extent_dims(fs, dims, NULL) : -1;
   mb_h5_close_id(fs);
-  if (st >= 0) st = mb_h5_block_transfer(d, mt, 0, rank, start, dims, dims, buf);
+  int done = 0;
+  mb_error e = MB_SUCCESS;
+  if (st >= 0 && dims[0] > 0) {
+    size_t row_bytes = H5Tget_size(mt);
+    for (int a = 1; a < rank; a++) row_bytes *= (size_t)dims[a];
+    e = mb_coll_read_raw(d, raw_path, src, dset, mt, 0, (int64_t)dims[0], row_bytes, buf, &done);
+  }
+  if (!e && !done && st >= 0) st = mb_h5_block_transfer(d, mt, 0, rank, start, dims, dims, buf);
   H5Dclose(d);
+  MB_CALL(e);
   MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread failed", src, dset);
   return MB_SUCCESS;
 }
@@ -754,8 +770,15 @@ static mb_error read_rows_into(hid_t loc, const char *src, const char *dset, hid
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s/%s: cannot open dataset", src, dset);
   const hsize_t off[2] = {(hsize_t)start, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
   const hsize_t mem[2] = {(hsize_t)n, (hsize_t)(mcols ? mcols : cols)};
-  herr_t st = mb_h5_block_transfer(d, mt, 0, cols ? 2 : 1, off, count, mem, buf);
+  int done = 0;
+  herr_t st = 0;
+  mb_error e = !mcols || mcols == cols /* the rows as stored */
+                   ? mb_coll_read_raw(d, raw_path, src, dset, mt, start, n,
+                                      H5Tget_size(mt) * (size_t)(cols ? cols : 1), buf, &done)
+                   : MB_SUCCESS;
+  if (!e && !done) st = mb_h5_block_transfer(d, mt, 0, cols ? 2 : 1, off, count, mem, buf);
   H5Dclose(d);
+  MB_CALL(e);
   MB_CHECK(st >= 0, MB_ERR_HDF5, "%s/%s: H5Dread of rows [%lld, %lld) failed", src, dset,
            (long long)start, (long long)(start + n));
   return MB_SUCCESS;
@@ -899,7 +922,9 @@ static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_
                          mb_coll_kind_vcols(info->kind), 3, m->xyz));
   if (info->triangles) {
     MB_CALL(read_all(g, src, "triangles", H5T_NATIVE_INT64, m->face_indices));
-    for (int64_t f = 0; f <= m->nf; f++) m->face_offsets[f] = 3 * f;
+    int64_t *const off = m->face_offsets, nf = m->nf;
+#pragma omp parallel for schedule(static) if (nf >= (1 << 18))
+    for (int64_t f = 0; f <= nf; f++) off[f] = 3 * f;
   } else {
     MB_CALL(read_all(g, src, "face_offsets", H5T_NATIVE_INT64, m->face_offsets));
     MB_CALL(read_all(g, src, "face_indices", H5T_NATIVE_INT64, m->face_indices));
@@ -911,7 +936,7 @@ static mb_error read_group(hid_t g, const char *src, int version, const mb_mesh_
   MB_CALL(read_fields(g, src, m, "fields", 0, m->nv));
   MB_CALL(read_fields(g, src, m, "face_fields", 0, m->nf));
   MB_CALL(read_attrs(g, version, m));
-  MB_CALL(mb_mesh_validate(m, src));
+  MB_CALL(mb_coll_validate(m, src));
   return MB_SUCCESS;
 }
 
@@ -927,14 +952,16 @@ mb_error mb_collection_read(mb_collection *coll, int64_t i, mb_mesh **mesh) {
   if (info->kind == MB_KIND_GRID3D)
     MB_CALL(mb_grid_create(info->name, info->shape, info->origin, info->spacing, &m));
   else
-    MB_CALL(mb_mesh_create(info->name, info->nv, info->nf, info->nidx, &m));
+    MB_CALL(mb_coll_mesh_for_read(info, &m));
   m->index = i;
   mb_h5_quiet q = mb_h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
+  raw_path = coll->image ? NULL : coll->path;
   mb_error e = g >= 0 ? read_group(g, src, coll->version, info, m)
                       : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                                      "%s: cannot open the mesh group", src);
+  raw_path = NULL;
   mb_h5_close_id(g);
   mb_h5_close_id(ms);
   mb_h5_quiet_end(q);
@@ -979,7 +1006,7 @@ static mb_error read_slab_group(hid_t g, const char *src, int version, const mb_
   MB_CALL(read_fields(g, src, s->rows, "fields", s->vertex_start, info->nv));
   MB_CALL(read_fields(g, src, s->rows, "face_fields", s->face_start, info->nf));
   MB_CALL(read_attrs(g, version, s->rows));
-  MB_CALL(mb_mesh_validate_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
+  MB_CALL(mb_coll_validate_rows(s->rows, s->vertex_start, s->face_start, info->nv, src));
   return MB_SUCCESS;
 }
 
@@ -1010,9 +1037,11 @@ mb_error mb_collection_read_slab(mb_collection *coll, int64_t i, int64_t vertex_
   mb_h5_quiet q = mb_h5_quiet_begin();
   hid_t ms = H5Gopen2(coll->file, "meshes", H5P_DEFAULT);
   hid_t g = ms >= 0 ? H5Gopen2(ms, info->name, H5P_DEFAULT) : -1;
+  raw_path = coll->image ? NULL : coll->path;
   mb_error e = g >= 0 ? read_slab_group(g, src, coll->version, info, nvrows, nfrows, &s)
                       : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
                                      "%s: cannot open the mesh group", src);
+  raw_path = NULL;
   mb_h5_close_id(g);
   mb_h5_close_id(ms);
   mb_h5_quiet_end(q);

@@ -2,9 +2,11 @@
 #include "mb_backend.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mb_cuda.h"
 
@@ -50,3 +52,85 @@ mb_error mb_backend_choose(mb_backend_kind requested, int local_rank, mb_backend
   return choose_cpu(b);
 }
 
+
+/* ------------------------------------------------- the device chosen on a thread */
+
+struct mb_backend_init {
+  pthread_t thread;
+  mb_backend_kind requested;
+  int local_rank;
+  mb_backend backend;  /* what the thread chose */
+  char why[600];       /* its reason */
+  mb_error e;          /* its error, and the message (errors are per thread) */
+  char message[2048];
+  double seconds;      /* the thread's time */
+};
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *choose_thread(void *arg) {
+  mb_backend_init *in = arg;
+  const double t0 = now_s();
+  in->e = mb_backend_choose(in->requested, in->local_rank, &in->backend, in->why, sizeof in->why);
+  if (in->e) snprintf(in->message, sizeof in->message, "%s", mb_error_message());
+  in->seconds = now_s() - t0;
+  return NULL;
+}
+
+/* MESHBATCH_DEVICE_INIT=sync: the device chosen on the caller's thread, as before the thread. */
+static int init_on_thread(void) {
+  const char *v = getenv("MESHBATCH_DEVICE_INIT");
+  return !(v && !strcmp(v, "sync"));
+}
+
+mb_error mb_backend_choose_begin(mb_backend_kind requested, int local_rank, mb_backend *backend,
+                                 char *why, size_t why_len, mb_backend_init **init) {
+  MB_CHECK(backend && init, MB_ERR_ARG, "mb_backend_choose_begin: NULL argument");
+  *init = NULL;
+  if (requested != MB_BACKEND_CUDA || !mb_cuda_compiled() || !init_on_thread())
+    return mb_backend_choose(requested, local_rank, backend, why, why_len);
+  mb_backend_init *in = calloc(1, sizeof *in);
+  MB_CHECK(in, MB_ERR_MEMORY, "out of memory");
+  in->requested = requested;
+  in->local_rank = local_rank;
+  const int rc = pthread_create(&in->thread, NULL, choose_thread, in);
+  if (rc) { /* no thread: chosen here */
+    free(in);
+    return mb_backend_choose(requested, local_rank, backend, why, why_len);
+  }
+  backend->kind = MB_BACKEND_CUDA;
+  backend->device = -1;
+  snprintf(backend->description, sizeof backend->description, "cuda (device being initialised)");
+  if (why && why_len) snprintf(why, why_len, "the job asks for the cuda backend");
+  *init = in;
+  return MB_SUCCESS;
+}
+
+mb_error mb_backend_choose_end(mb_backend_init *init, mb_backend *backend, char *why,
+                               size_t why_len, double *init_s, double *wait_s) {
+  if (init_s) *init_s = 0;
+  if (wait_s) *wait_s = 0;
+  if (!init) return MB_SUCCESS;
+  const double t0 = now_s();
+  pthread_join(init->thread, NULL);
+  if (wait_s) *wait_s = now_s() - t0;
+  if (init_s) *init_s = init->seconds;
+  mb_error e = init->e;
+  if (!backend) { /* dropped: a run that failed before it needed the device */
+    free(init);
+    return MB_SUCCESS;
+  }
+  if (e) {
+    e = mb_error_set(e, __FILE__, __LINE__, __func__, "%s", init->message);
+  } else {
+    *backend = init->backend;
+    if (why && why_len) snprintf(why, why_len, "%s", init->why);
+    e = mb_cuda_bind_device(init->backend.device); /* current here too, as the choice made it */
+  }
+  free(init);
+  return e;
+}

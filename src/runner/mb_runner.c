@@ -218,6 +218,21 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
 
 /* ------------------------------------------------------------- the run */
 
+mb_error runner_device_ready(rank_state *st) {
+  if (!st->device_init) return MB_SUCCESS;
+  char why[600] = "";
+  double wait = 0;
+  mb_error e = mb_backend_choose_end(st->device_init, &st->backend, why, sizeof why,
+                                     &st->device_init_s, &wait);
+  st->device_init = NULL;
+  st->device_wait_s += wait;
+  MB_CALL(e);
+  mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s (initialised "
+         "in %.3f s beside the setup and the read, %.3f s waited for)", st->rank,
+         st->backend.description, why, st->device_init_s, wait);
+  return MB_SUCCESS;
+}
+
 /* The run's setup on every rank (--timings splits its seconds into
  * st->setup_part_s: backend, inputs, output checks and lock, checkpoint
  * folder, output file and writer rank). Collective; errors agreed. */
@@ -227,10 +242,14 @@ static mb_error setup(rank_state *st) {
   int local_rank;
   MB_CALL(mb_local_rank(st->comm, &local_rank));
   char why[600] = "";
-  mb_error e = mb_backend_choose(st->job->backend, local_rank, &st->backend, why, sizeof why);
+  /* cuda: the device's initialisation (the CUDA context) on its own thread,
+   * beside the rest of the setup and the first read (runner_device_ready) */
+  mb_error e = mb_backend_choose_begin(st->job->backend, local_rank, &st->backend, why, sizeof why,
+                                       &st->device_init);
   MB_CALL(mb_agree(st->comm, e));
-  mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
-         st->backend.description, why);
+  if (!st->device_init)
+    mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
+           st->backend.description, why);
   SETUP_PART(0);
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
@@ -273,8 +292,9 @@ static mb_error setup(rank_state *st) {
 /* --timings (after PETSc's -log_view): where the run's time went, summed
  * over meshes, the slowest rank's and the mean; peak host memory per rank
  * (getrusage). The rows not indented are the main thread's and add up to
- * the wall on each rank: setup, the schedule's phases (read, compute or,
- * in the pipeline, the wait for the compute thread, write, checkpoint,
+ * the wall on each rank: setup, the schedule's phases (read, the wait for
+ * the device's initialisation, compute or, in the pipeline, the wait for
+ * the compute thread, write, checkpoint,
  * the waits at the schedule's end), the per-mesh host work between those
  * phases (the schedule's time no phase took: result records, the queues,
  * the per-mesh log line, the shared counter), the output's end, the
@@ -291,59 +311,66 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   getrusage(RUSAGE_SELF, &ru);
   const double compute = total - read;
   /* the main thread's phases inside the schedule; the rest of it is host work between them */
-  const double phases = read + (st->pipelined ? st->pipe_wait_s : compute) + st->put_s +
-                        st->ckpt_s + st->ckpt_wait_s + st->wait_s;
+  const double phases = read + st->device_wait_s + (st->pipelined ? st->pipe_wait_s : compute) +
+                        st->put_s + st->ckpt_s + st->ckpt_wait_s + st->wait_s;
   const double between = st->schedule_s - phases;
   const double after = sum->wall_s - st->setup_s - st->schedule_s - st->write_s - st->ckpt_rm_s;
-  enum { N = 23, S = 5 }; /* S: setup's own rows, after row 0 */
-  double mine[N] = {st->setup_s, st->setup_part_s[0], st->setup_part_s[1], st->setup_part_s[2],
-                    st->setup_part_s[3], st->setup_part_s[4], read, compute, st->device_s, st->copy_s,
-                    st->pipelined ? st->pipe_wait_s : 0, st->put_s, st->ckpt_s,
-                    st->ckpt_sync_s, (double)st->ckpt_groups, st->ckpt_wait_s, st->wait_s,
-                    between > 0 ? between : 0, st->write_s, st->ckpt_rm_s,
-                    after > 0 ? after : 0, sum->wall_s,
-                    (double)ru.ru_maxrss * 1024.0}, mx[N], mean[N];
+  /* the rows in print order; HIDE: printed only where they happened (> 0 on some rank) */
+  enum { SETUP, BACKEND, INPUTS, CHECKS, CKDIR, OUTFILE, READ, DEVWAIT, DEVINIT, COMPUTE, DEVICE,
+         COPIES, PIPEWAIT, PUT, CKPT, CKSYNC, CKGROUPS, CKWAIT, WAIT, BETWEEN, WRITE, CKRM, AFTER,
+         WALL, RSS, N };
+  static const struct { const char *what; int hide; } row[N] = {
+      [SETUP] = {"setup (backend, inputs)", 0}, [BACKEND] = {"  backend (device)", 1},
+      [INPUTS] = {"  inputs (collections opened)", 1}, [CHECKS] = {"  output checks, lock", 1},
+      [CKDIR] = {"  checkpoint folder", 1}, [OUTFILE] = {"  output file, writer rank", 1},
+      [READ] = {"read", 0}, [DEVWAIT] = {"wait (device initialisation)", 1},
+      [DEVINIT] = {"  device initialisation (own thread)", 1},
+      [COMPUTE] = {"compute (setup + stages)", 0}, [DEVICE] = {"  device (ops' report)", 1},
+      [COPIES] = {"  host-device copies (ops)", 1}, [PIPEWAIT] = {"  main thread waiting for it", 1},
+      [PUT] = {"write (per mesh)", 0}, [CKPT] = {"checkpoint (per mesh)", 0},
+      [CKSYNC] = {"  its appends, syncs (own thread)", 1}, [CKGROUPS] = {"  its syncs (fdatasync)", 1},
+      [CKWAIT] = {"wait (checkpoint, end)", 1}, [WAIT] = {"wait (writer rank, end)", 0},
+      [BETWEEN] = {"host work between phases", 0}, [WRITE] = {"write (end)", 0},
+      [CKRM] = {"checkpoint removed (end)", 0}, [AFTER] = {"after the output (summary)", 0},
+      [WALL] = {"wall", 0}, [RSS] = {"peak host memory", 0}};
+  double mine[N] = {
+      [SETUP] = st->setup_s, [BACKEND] = st->setup_part_s[0], [INPUTS] = st->setup_part_s[1],
+      [CHECKS] = st->setup_part_s[2], [CKDIR] = st->setup_part_s[3],
+      [OUTFILE] = st->setup_part_s[4], [READ] = read, [DEVWAIT] = st->device_wait_s,
+      [DEVINIT] = st->device_init_s, [COMPUTE] = compute, [DEVICE] = st->device_s,
+      [COPIES] = st->copy_s, [PIPEWAIT] = st->pipelined ? st->pipe_wait_s : 0, [PUT] = st->put_s,
+      [CKPT] = st->ckpt_s, [CKSYNC] = st->ckpt_sync_s, [CKGROUPS] = (double)st->ckpt_groups,
+      [CKWAIT] = st->ckpt_wait_s, [WAIT] = st->wait_s, [BETWEEN] = between > 0 ? between : 0,
+      [WRITE] = st->write_s, [CKRM] = st->ckpt_rm_s, [AFTER] = after > 0 ? after : 0,
+      [WALL] = sum->wall_s, [RSS] = (double)ru.ru_maxrss * 1024.0};
+  double mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));
   if (st->rank != 0) return MB_SUCCESS;
-  /* rows 1-5 (inside setup), S+3, S+4 (inside compute: what the ops report
-   * of their device and of their copies), S+5 (the pipeline) and S+8 to
-   * S+10 (the checkpoint's thread) only where they happened */
-  static const char *const what[N] = {"setup (backend, inputs)", "  backend (device)",
-                                      "  inputs (collections opened)",
-                                      "  output checks, lock", "  checkpoint folder",
-                                      "  output file, writer rank", "read", "compute (setup + stages)",
-                                      "  device (ops' report)", "  host-device copies (ops)",
-                                      "  main thread waiting for it", "write (per mesh)",
-                                      "checkpoint (per mesh)", "  its appends, syncs (own thread)",
-                                      "  its syncs (fdatasync)", "wait (checkpoint, end)",
-                                      "wait (writer rank, end)", "host work between phases",
-                                      "write (end)", "checkpoint removed (end)",
-                                      "after the output (summary)", "wall",
-                                      "peak host memory"};
   mb_log(MB_LOG_QUIET, "\ntimings, %d rank%s:%28s %12s", st->size, st->size == 1 ? " " : "s", "max",
          "mean");
   for (int k = 0; k < N; k++) {
-    const int j = k - S; /* the rows after setup's own */
-    if (((k >= 1 && k <= S) || j == 3 || j == 4 || j == 5 || j == 8 || j == 9 || j == 10) &&
-        mx[k] <= 0)
-      continue;
-    if (k == N - 1)
-      mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", what[k], mx[k] / 1e6, mean[k] / st->size / 1e6);
-    else if (j == 9)
-      mb_log(MB_LOG_QUIET, "  %-36s %10.0f   %10.1f", what[k], mx[k], mean[k] / st->size);
+    if (row[k].hide && mx[k] <= 0) continue;
+    if (k == RSS)
+      mb_log(MB_LOG_QUIET, "  %-36s %9.1f MB %9.1f MB", row[k].what, mx[k] / 1e6,
+             mean[k] / st->size / 1e6);
+    else if (k == CKGROUPS)
+      mb_log(MB_LOG_QUIET, "  %-36s %10.0f   %10.1f", row[k].what, mx[k], mean[k] / st->size);
     else
-      mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", what[k], mx[k], mean[k] / st->size);
+      mb_log(MB_LOG_QUIET, "  %-36s %10.3f s %10.3f s", row[k].what, mx[k], mean[k] / st->size);
   }
   if (st->pipelined)
     mb_log(MB_LOG_QUIET, "  (in the pipeline the main thread waits for the compute thread, "
-           "which reads nothing and writes nothing: setup, read, that wait, write, checkpoint, "
-           "the waits, the host work between phases, write (end), checkpoint removed and after the "
-           "output add up to the wall of each rank)");
+           "which reads nothing and writes nothing: setup, read, the waits for the device and "
+           "for it, write, checkpoint, the waits, the host work between phases, write (end), "
+           "checkpoint removed and after the output add up to the wall of each rank)");
   else
-    mb_log(MB_LOG_QUIET, "  (setup, read, compute, write, checkpoint, the waits, the host work "
-           "between phases, write (end), checkpoint removed and after the output add up to the wall "
-           "of each rank)");
+    mb_log(MB_LOG_QUIET, "  (setup, read, the wait for the device, compute, write, checkpoint, "
+           "the waits, the host work between phases, write (end), checkpoint removed and after "
+           "the output add up to the wall of each rank)");
+  if (mx[DEVINIT] > 0)
+    mb_log(MB_LOG_QUIET, "  (the device's initialisation ran on its own thread beside the setup "
+           "and the read; what it took beyond them is the wait for it)");
   return MB_SUCCESS;
 }
 
@@ -449,6 +476,7 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   mb_error e = st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? runner_run_partitioned(st)
                : st->job->schedule == MB_SCHEDULE_DYNAMIC   ? runner_run_dynamic(st)
                                                             : runner_run_static(st);
+  if (!e) e = runner_device_ready(st); /* a rank that computed nothing: its device too */
   e = runner_writer_drain(st, e); /* every mesh handed to the writer rank written */
   /* a stop's note or a failure's --resume rely on the checkpoint: every finished mesh
    * durable first (the thread's last group), on every rank where any rank stopped or
@@ -561,6 +589,9 @@ static mb_error run_state(rank_state *st, mb_run_summary *summary) {
   MB_CALL_MPI(MPI_Comm_size(st->comm, &st->size));
   memset(summary, 0, sizeof *summary);
   mb_error e = run(st, summary);
+  /* a run that failed before its device was needed: the initialisation waited for, dropped */
+  (void)mb_backend_choose_end(st->device_init, NULL, NULL, 0, NULL, NULL);
+  st->device_init = NULL;
   (void)runner_ckpt_stop(st, 1); /* a run that failed before the schedule's end: queue durable */
   runner_checkpoint_index_free(st);
   /* a run that failed (not stopped): the default checkpoint goes, as the run leaves nothing;

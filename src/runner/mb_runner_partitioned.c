@@ -136,6 +136,8 @@ static mb_error read_checkpoint_slab(const rank_state *st, const char *ck, int64
 }
 
 mb_error runner_run_partitioned(rank_state *st) {
+  /* the device before the first domain: its partition may run on it */
+  MB_CALL(mb_agree(st->comm, runner_device_ready(st)));
   for (int64_t s = 0; s < st->inputs->nsources; s++) {
     mesh_result res = {.index = s, .rank = 0};
     snprintf(res.backend, sizeof res.backend, "%s/%d",

@@ -392,6 +392,12 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
     MB_CALL(e);
     return MB_SUCCESS;
   }
+  e = runner_device_ready(st); /* the first mesh read beside the device's initialisation */
+  if (e) {
+    drop_source(st, p);
+    free(p);
+    MB_CALL(e);
+  }
   pthread_mutex_lock(&q->mu);
   queue_push(&q->in, &q->in_tail, p);
   q->nin++;
@@ -477,6 +483,10 @@ static mb_error run_in_turn(rank_state *st, source_iter *it) {
     if (s < 0) return MB_SUCCESS;
     pending p;
     mb_error e = begin_source(st, s, &p);
+    if (!e && p.compute) {
+      e = runner_device_ready(st); /* the first mesh read beside the device's initialisation */
+      if (e) drop_source(st, &p);
+    }
     if (!e && p.compute) compute_pending(&p);
     if (!e) e = finish_source(st, &p);
     else mb_mesh_free(p.m);

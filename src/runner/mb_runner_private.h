@@ -56,6 +56,10 @@ typedef struct rank_state {
   mb_kind import_kind;   /* import: the kind every dataset is converted to, or NONE */
   mb_inputs *inputs;
   mb_backend backend;
+  mb_backend_init *device_init; /* the CUDA device being initialised on its own thread
+                                   (mb_backend_choose_begin), NULL once ready or on the CPU */
+  double device_init_s;  /* --timings: that thread's seconds (beside setup and the read) */
+  double device_wait_s;  /* --timings: the main thread waiting for it (runner_device_ready) */
   mb_collection_writer *out; /* per-mesh runs, rank 0: the output, written mesh by mesh */
   runner_writer *wr;     /* per-mesh runs on several ranks: the writer rank's exchange */
   int nkept;
@@ -121,6 +125,16 @@ void runner_stop_init(const rank_state *st, mb_op_stop *stop, MPI_Comm comm, con
 void runner_inject_fault(rank_state *st, int64_t finished);
 /* Provenance attributes of m (stage_N, backend, precision from computed, ranks, wall seconds). */
 mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsigned computed);
+/* Wait for the rank's device where its initialisation runs on its own
+ * thread (st->device_init; nothing to do without one): st->backend
+ * resolved, the device current on the calling thread, the backend's log
+ * line, the wait in st->device_wait_s. The per-mesh schedules call it
+ * before the first mesh goes to its stages, the partitioned one before
+ * the first mesh; the run calls it after the schedule and at its end (a
+ * rank without meshes, a setup that failed). Not collective; the error of
+ * the initialisation (MB_ERR_UNSUPPORTED: no device; MB_ERR_CUDA) is the
+ * rank's, agreed where the schedule's errors are. */
+mb_error runner_device_ready(rank_state *st);
 /* Convert m to the kind stage 0 reads where it can; MB_ERR_ARG where it cannot. */
 mb_error runner_fit_kind(const rank_state *st, mb_mesh *m);
 /* The one stage loop: on *m (per mesh, d NULL) or on domain d (partitioned, collective, errors agreed). */

@@ -962,6 +962,45 @@ def case_gpu(a):
                     distribute="partitioned"), 0)
 
 
+def case_device_init(a):
+    """backend: cuda with the device initialised on its own thread beside the
+    read (mb_backend_choose_begin): where no device can be used, the run
+    fails on 1 and N ranks, per mesh and partitioned, with the backend's
+    message and leaves no output, lock or temporary file; with a device,
+    --timings shows the initialisation's row and the output is the same bits
+    as with MESHBATCH_DEVICE_INIT=sync (the device chosen in the setup)."""
+    d = fresh(f"device_init_{a.np}")
+    files = small_meshes(d)[:3]
+    if cuda_devices() == 0:
+        for np, dist in ((1, "per-mesh"), (a.np, "per-mesh"), (a.np, "partitioned")):
+            out = os.path.join(d, f"none_{np}_{dist}.h5")
+            jp = job(os.path.join(d, f"none_{np}_{dist}.yaml"), files, out, backend="cuda",
+                     distribute=dist)
+            p = run(["run", jp, "--timings"], np=np if np > 1 else None, expect=1)
+            if "no CUDA device can be used" not in p.stderr:
+                fail(f"{np} rank(s), {dist}: the missing device is not reported")
+            stem = os.path.basename(out)[:-3]  # the output, its XDMF, lock and temporaries
+            left = [f for f in os.listdir(d) if f.startswith(stem) and not f.endswith(".yaml")]
+            if left:
+                fail(f"{np} rank(s), {dist}: a failed run left {left}")
+        return
+    outs = {}
+    for mode in ("thread", "sync"):
+        out = os.path.join(d, f"{mode}.h5")
+        jp = job(os.path.join(d, f"{mode}.yaml"), files, out, backend="cuda")
+        if mode == "sync":
+            os.environ["MESHBATCH_DEVICE_INIT"] = "sync"
+        try:
+            p = run(["run", jp, "--timings"], np=a.np if a.np > 1 else None)
+        finally:
+            os.environ.pop("MESHBATCH_DEVICE_INIT", None)
+        row = "device initialisation (own thread)" in p.stdout
+        if row != (mode == "thread"):
+            fail(f"{mode}: the initialisation's --timings row is {'there' if row else 'absent'}")
+        outs[mode] = out
+    compare(outs["thread"], outs["sync"], 0)
+
+
 def wait_lock_holder_gone(out):
     """Ranks that outlive a killed one are stopped by the launcher, some
     after it returns: wait (up to 10 s) until rank 0, which holds
