@@ -138,10 +138,12 @@ void test_local_step(void **state) {
   uint64_t rs = 2026;
   const int sizes[10] = {4, 4, 4, 3, 3, 4, 5, 6, 8, 9};
   int fixed_faces = 0;
+  std::vector<int> kinds;
   for (int t = 0; t < 6000; t++) {
     const int n = sizes[(int)(mb_test_urand(&rs) * 10)];
     const int kind = t % 97 == 5 ? 4 : t % 89 == 7 ? 5 : t % 4; /* collinear, coincident rarely */
     add_face(F, n, kind, &rs);
+    kinds.push_back(kind);
     fixed_faces += n == 3 || n == 4;
   }
   const int64_t nf = (int64_t)F.fo.size() - 1, ni = (int64_t)F.fi.size();
@@ -165,7 +167,7 @@ void test_local_step(void **state) {
       assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<double> q = download(dq, 3 * ni), z = download(dz, 3 * ni),
                                 ym = download(dym, 3 * nf), w = download(dw, nf);
-      int64_t differ = 0, unwritten = 0, small_slots = 0;
+      int64_t differ = 0, unwritten = 0, small_slots = 0, ill = 0;
       double worst_dev = 0;
       for (int64_t f = 0; f < nf; f++) {
         const int64_t s0 = F.fo[f];
@@ -188,7 +190,14 @@ void test_local_step(void **state) {
             if (hard) e = fmax(e, fabs(q[3 * s0 + k] - qc[k]));
           }
           for (int d = 0; d < 3; d++) e = fmax(e, fabs(ym[3 * f + d] - ymc[d]));
-          worst_dev = fmax(worst_dev, e / fmax(size, 1e-300));
+          /* a collinear or coincident face has no plane: the regular n-gon's
+           * turn about it is free, and the device's and the host's rounding
+           * may pick different (equally good) ones; their outputs must be
+           * finite, the rest agree to the bound */
+          if (kinds[(size_t)f] >= 4) {
+            ill++;
+            for (int k = 0; k < 3 * n; k++) assert_true(isfinite(z[3 * s0 + k]));
+          } else worst_dev = fmax(worst_dev, e / fmax(size, 1e-300));
         }
         small_slots += small ? 3 * n : 0;
         for (int k = 0; k < 3 * n; k++) unwritten += memcmp(&q[3 * s0 + k], &sentinel, 8) == 0;
@@ -203,7 +212,8 @@ void test_local_step(void **state) {
       if (planar) {
         if (differ) fail_msg("%lld faces differ from the CPU's bits", (long long)differ);
       } else {
-        printf("regular: largest difference %.3g of the face's size\n", worst_dev);
+        printf("regular: largest difference %.3g of the face's size (%lld collinear or "
+               "coincident faces: finite only)\n", worst_dev, (long long)ill);
         assert_true(worst_dev <= 1e-14);
       }
       /* q: every slot written in hard mode (y), in soft mode all but the
