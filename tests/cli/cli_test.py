@@ -12,6 +12,7 @@ those helpers over several files for no gain in reading one case.
 """
 import argparse
 import os
+import re
 import shutil
 import sys
 import time
@@ -962,6 +963,46 @@ def case_gpu(a):
                     distribute="partitioned"), 0)
 
 
+def device_shim(d, files):
+    """A simulated device (tests/cli/device_shim.c, LD_PRELOAD; CUDA builds
+    with the shared runtime): the device is initialised on its own thread and
+    joined before the first mesh's stages (whose first allocation then fails
+    on the real runtime): the backend line names it, --timings has the
+    wait's and the initialisation's rows, and the main thread's rows add up
+    to the wall (the wait counted once)."""
+    shim = os.environ.get("MB_DEVICE_SHIM", "")
+    if not shim or not os.path.exists(shim) or "CUDA backend: compiled" not in run(["--version"]).stdout:
+        print("no device shim or a build without CUDA: the simulated device is not checked")
+        return
+    out = os.path.join(d, "shim.h5")
+    jp = job(os.path.join(d, "shim.yaml"), files, out, backend="cuda")
+    old = dict(os.environ)
+    asan = ":".join(x for x in [old.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"] if x)
+    os.environ.update(LD_PRELOAD=shim, ASAN_OPTIONS=asan)  # a sanitizer build: the shim first
+    try:
+        p = run(["run", jp, "--timings"], expect=None)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    if "meshbatch test shim" not in p.stdout:
+        fail("the simulated device was not initialised (the shim did not stand in for the runtime?)")
+    rows = {}
+    for ln in p.stdout.splitlines():
+        m = re.match(r"^(\s+)(\S.*?)\s+([0-9.]+) s\s+[0-9.]+ s$", ln)
+        if m:
+            rows[m.group(2)] = (len(m.group(1)), float(m.group(3)))
+    for row in ("wait (device initialisation)", "device initialisation (own thread)"):
+        if row not in rows:
+            fail(f"--timings: no '{row}' row")
+    if rows["device initialisation (own thread)"][1] < 0.2:
+        fail("the initialisation's row does not hold the shim's 200 ms context")
+    main = sum(v for k, (ind, v) in rows.items() if ind == 2 and k != "wall")
+    if "main thread waiting for it" in rows:  # the pipeline: the main thread waits, another computes
+        main += rows["main thread waiting for it"][1] - rows["compute (setup + stages)"][1]
+    if abs(main - rows["wall"][1]) > 0.001 * len(rows):  # each row rounded to 1 ms
+        fail(f"the main thread's rows add up to {main:.3f} s, the wall is {rows['wall'][1]:.3f} s")
+
+
 def case_device_init(a):
     """backend: cuda with the device initialised on its own thread beside the
     read (mb_backend_choose_begin): where no device can be used, the run
@@ -983,6 +1024,7 @@ def case_device_init(a):
             left = [f for f in os.listdir(d) if f.startswith(stem) and not f.endswith(".yaml")]
             if left:
                 fail(f"{np} rank(s), {dist}: a failed run left {left}")
+        device_shim(d, files)
         return
     outs = {}
     for mode in ("thread", "sync"):
