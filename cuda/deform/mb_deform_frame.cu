@@ -10,17 +10,17 @@
  * co-resident (SMs x the occupancy's blocks an SM), then evened out: with
  * T row or face tiles of BLOCK (the larger count) and G co-resident
  * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
- * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame 80 registers with
- * __launch_bounds__(256, 3) (FRAME_MIN_BLOCKS 3; 216 B spill stores, 308 B
- * spill loads a thread, 200 B of stack: the projection inlined beside
- * the other phases' live values; the projection alone fits 80 registers
- * in k_project without spills), 736 B of shared memory a block: 3 blocks
- * an SM, 396 co-resident on an H100's 132 SMs, so Roof2 (316 row tiles)
- * runs 316 blocks of one tile, the graph's kernels' shape, and Roof1 (80
- * tiles) 80 blocks. (With 2 blocks an SM: 128 registers, no spills, 88 B
- * of stack, but 264 co-resident, so Roof2 would take 158 blocks of 2 tiles
- * each, while meshes up to MB_DEFORM_PERSISTENT_ROWS, 157 tiles, keep a
- * tile a block: not measured; with 4: 64 registers and 376 B of spill
+ * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame with
+ * __launch_bounds__(256, 2) (FRAME_MIN_BLOCKS 2): 128 registers, no
+ * spills, 88 B of stack, 736 B of shared memory a block: 2 blocks an SM,
+ * 264 co-resident on an H100's 132 SMs, so meshes up to
+ * MB_DEFORM_PERSISTENT_ROWS (157 tiles; Roof1: 80) run a tile a block,
+ * the graph's kernels' shape, and Roof2 (316 row tiles, graphs by
+ * default) would take 158 blocks of 2 tiles. With 3 blocks an SM (80
+ * registers: 216 B spill stores, 308 B spill loads a thread once the
+ * fixed-size projection was inlined) Roof1's frame took 4.0-4.1 ms against
+ * 3.7 ms with 2 (one H100, same call, 2026-11-27: docs/benchmarks.md,
+ * "Fifteenth session"); with 4: 64 registers and 376 B of spill
  * stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
  * tuning knob for measurements, 1 to 64) makes every block take at least
  * N tiles (fewer blocks: cheaper syncs and finishes, less parallelism in
@@ -83,12 +83,11 @@
  * 80-90 us an iteration, 4-4.5 ms a 50-iteration frame (the goal 5 ms).
  * Roof1 (20 k rows, launch- and latency-bound at 82 us an iteration for
  * 8 nodes): about 8 syncs and 8 finishes, 25-35 us an iteration, 1.3-1.8
- * ms a frame (the goal 2 ms). The frame's 3 blocks an SM (its register
+ * ms a frame (the goal 2 ms). The frame's 2 blocks an SM (its register
  * count is the projection's) against the graph's CG kernels' 5 changes
- * nothing at these sizes (at most 316 blocks either way); the small
- * spills and the every-block finishes may cost some of the gain: to be
- * measured (`bench deform --persistent no` runs the graphs in the same
- * build).
+ * nothing at these sizes (at most 316 blocks either way); the every-block
+ * finishes may cost some of the gain (`bench deform --persistent no` runs
+ * the graphs in the same build).
  *
  * Where it does not run: the device lacks cooperative launch, the kernel
  * cannot be resident (occupancy 0), or the launch fails (another context
@@ -108,8 +107,8 @@
 namespace mbd {
 
 /* The blocks an SM the frame's register budget is set for (__launch_bounds__:
- * at most 65536 / (3 x 256) = 85, so 80, registers a thread; see above). */
-constexpr int FRAME_MIN_BLOCKS = 3;
+ * at most 65536 / (2 x 256) = 128 registers a thread; see above). */
+constexpr int FRAME_MIN_BLOCKS = 2;
 
 /* A batch's arguments (device pointers borrowed from the pool; the arrays'
  * shapes as in mb_deform_gpu.cuh's pool_t). */
