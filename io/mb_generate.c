@@ -456,23 +456,39 @@ static mb_error sort_triangles(int64_t nv, int64_t nt, const int64_t *tri, int64
   return MB_SUCCESS;
 }
 
-/* Spread the low 21 bits of x to the even bits of the result. */
-static uint64_t morton_spread(uint64_t x) {
-  x &= 0x1fffff;
-  x = (x | (x << 16)) & 0x0000ffff0000ffffULL;
-  x = (x | (x << 8)) & 0x00ff00ff00ff00ffULL;
-  x = (x | (x << 4)) & 0x0f0f0f0f0f0f0f0fULL;
-  x = (x | (x << 2)) & 0x3333333333333333ULL;
-  x = (x | (x << 1)) & 0x5555555555555555ULL;
-  return x;
+/* The position of cell (x, y) of a 2^21 x 2^21 grid along a Hilbert curve
+ * (D. Hilbert, "Ueber die stetige Abbildung einer Linie auf ein
+ * Flaechenstueck", Math. Ann. 38, 1891) that starts in cell (0, 0) and
+ * ends in cell (2^21 - 1, 0): 42 bits, two a level from the coarsest.
+ * At each level the quadrant, seen in the current sub-square's frame,
+ * gives the digit, (0, 0) 0, (0, 1) 1, (1, 1) 2, (1, 0) 3; the first
+ * quadrant's sub-curve is the transposed curve (swap x and y), the last
+ * one's the anti-transposed (swap, then complement both), the middle two
+ * are the curve itself. Consecutive cells along it share a side. */
+static uint64_t hilbert_key(uint32_t x, uint32_t y) {
+  uint64_t key = 0;
+  uint32_t swap = 0, flip = 0;
+  for (int b = 20; b >= 0; b--) {
+    uint32_t bx = (x >> b) & 1u, by = (y >> b) & 1u;
+    if (swap) {
+      uint32_t t = bx;
+      bx = by;
+      by = t;
+    }
+    bx ^= flip;
+    by ^= flip;
+    uint32_t d = (bx << 1) | (bx ^ by);
+    key = (key << 2) | d;
+    if (d == 0) swap ^= 1u;
+    else if (d == 3) swap ^= 1u, flip ^= 1u;
+  }
+  return key;
 }
 
-/* perm [n]: the points of p [n, 2] (in [0, 1)^2) in Morton (Z-curve) order
- * of 2^21 x 2^21 cells, ties in index order (a stable LSD radix sort of
- * 42-bit keys, 3 passes of 14 bits). qhull gets spatially sorted points
- * for memory locality; the result, sorted afterwards, does not depend on
- * it. */
-static mb_error morton_order(int64_t n, const double *p, int64_t *perm) {
+/* perm [n]: the points of p [n, 2] (in [0, 1)^2) in Hilbert-curve order
+ * of 2^21 x 2^21 cells, ties (points in one cell) in index order: a
+ * stable LSD radix sort of the 42-bit keys, 3 passes of 14 bits. */
+static mb_error hilbert_order(int64_t n, const double *p, int64_t *perm) {
   uint64_t *key = malloc(sizeof *key * (size_t)n), *key2 = malloc(sizeof *key2 * (size_t)n);
   int64_t *perm2 = malloc(sizeof *perm2 * (size_t)n);
   int64_t *count = malloc(sizeof *count * ((size_t)1 << 14));
@@ -480,9 +496,10 @@ static mb_error morton_order(int64_t n, const double *p, int64_t *perm) {
     free(key), free(key2), free(perm2), free(count);
     MB_FAIL(MB_ERR_MEMORY, "out of memory ordering %lld points", (long long)n);
   }
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    uint64_t x = (uint64_t)(p[2 * i] * 2097152.0), y = (uint64_t)(p[2 * i + 1] * 2097152.0);
-    key[i] = morton_spread(x) | (morton_spread(y) << 1);
+    uint32_t x = (uint32_t)(p[2 * i] * 2097152.0), y = (uint32_t)(p[2 * i + 1] * 2097152.0);
+    key[i] = hilbert_key(x, y);
     perm[i] = i;
   }
   for (int pass = 0; pass < 3; pass++) {
@@ -524,34 +541,29 @@ mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_
   MB_CHECK(pts, MB_ERR_MEMORY, "out of memory for %lld points", (long long)npoints);
   double t0 = mb_wtime();
   delaunay_points(npoints, seed, clustered, pts);
-  /* qhull gets the points in Morton order (sorted[k] = pts[perm[k]]) */
+  /* The vertices are numbered along a Hilbert curve (sorted[k] =
+   * pts[perm[k]]), and qhull gets them in that order. */
   int64_t *perm = malloc(sizeof *perm * (size_t)npoints);
   double *sorted = malloc(sizeof *sorted * 2 * (size_t)npoints);
-  mb_error e = perm && sorted ? morton_order(npoints, pts, perm)
+  mb_error e = perm && sorted ? hilbert_order(npoints, pts, perm)
                               : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
                                              "out of memory for %lld points", (long long)npoints);
-  int64_t *tri = NULL, nt = 0, ndeg = 0;
   if (!e) {
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < npoints; k++) {
       sorted[2 * k] = pts[2 * perm[k]];
       sorted[2 * k + 1] = pts[2 * perm[k] + 1];
     }
-    e = delaunay_qhull(npoints, sorted, &tri, &nt, &ndeg);
   }
-  free(sorted);
+  free(pts);
+  free(perm);
+  pts = sorted;
+  int64_t *tri = NULL, nt = 0, ndeg = 0;
+  if (!e) e = delaunay_qhull(npoints, pts, &tri, &nt, &ndeg);
   if (e) {
     free(pts);
-    free(perm);
     MB_CALL(e);
   }
-  /* back to generation order; the orientation and the smallest-first
-   * rotation are redone on the original numbers */
-  for (int64_t t = 0; t < nt; t++) {
-    int64_t v[3] = {perm[tri[3 * t]], perm[tri[3 * t + 1]], perm[tri[3 * t + 2]]};
-    int r = v[0] < v[1] ? (v[0] < v[2] ? 0 : 2) : (v[1] < v[2] ? 1 : 2);
-    for (int j = 0; j < 3; j++) tri[3 * t + j] = v[(r + j) % 3];
-  }
-  free(perm);
   double t1 = mb_wtime();
   /* Points that are no triangle's vertex ('Qc': nearly coincident) go. */
   int64_t *newid = calloc((size_t)npoints, sizeof *newid), nv = 0;

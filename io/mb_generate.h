@@ -63,7 +63,7 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * Not collective (runs on the calling rank; qhull is serial).
  *
  * Points, from splitmix64 seeded with `seed` (deterministic for a seed on
- * every machine), in generation order as the vertices:
+ * every machine; the same points whatever their numbering):
  *   clustered = 0 (MB_GENERATE_UNIFORM): x and y uniform in [0, 1), 53-bit;
  *   clustered = 1 (MB_GENERATE_CLUSTERED): a mixture of 8 Gaussian clusters
  *     (centres uniform in [0.15, 0.85]^2, standard deviations uniform in
@@ -82,6 +82,20 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * ('Qc'; practically never for these distributions) are removed, the
  * others keeping their order, so nv <= npoints; nv == npoints is the rule.
  *
+ * Numbering: the vertices are numbered along a Hilbert curve of the unit
+ * square (D. Hilbert, Math. Ann. 38, 1891; 2^21 x 2^21 cells, from cell
+ * (0, 0) to cell (2^21 - 1, 0); points in one cell in generation order),
+ * so that a block of consecutive vertex rows, and of face rows as sorted
+ * below, is a compact piece of the square: partitioned runs with
+ * `partitioner: blocks` split the rows evenly over the ranks as they are.
+ * For delaunay:1000000 in 4 blocks, 2 295 edges join triangles of
+ * different blocks (1 002 376 in generation order) and each block's
+ * triangles reference 600-1 100 vertices outside its vertex rows
+ * (325 000-396 000); the span of vertex ids a block references is still
+ * wide for some blocks (the first quadrant touches the last; hull slivers
+ * along the sides), up to 3.7 times its rows (docs/benchmarks.md,
+ * "Delaunay numbering").
+ *
  * Result: kind MB_KIND_TRIANGULATION2D, named "delaunay_N" (N = npoints),
  * xyz [nv, 3] with z = 0, nf triangles [nf, 3], each counter-clockwise
  * with its smallest vertex index first, sorted by (first, second, third)
@@ -94,9 +108,9 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * exceeds the machine's physical memory (measured peak for 25 M points:
  * 17.2 GB). Time is qhull's, on one core of a Xeon server: 1 M points in
  * 9 s, 25 M points in 330 s (use grid2d for the largest inputs). qhull
- * gets the points in Morton (Z-curve) order for memory locality (1.35
- * times faster than generation order); vertex numbers are mapped back to
- * generation order. Errors: MB_ERR_ARG (npoints out of range, clustered not 0 or 1),
+ * gets the points in the vertices' Hilbert order, which gives it memory
+ * locality (a spatial order was 1.35 times faster than generation order).
+ * Errors: MB_ERR_ARG (npoints out of range, clustered not 0 or 1),
  * MB_ERR_MEMORY, MB_ERR_NUMERIC (qhull failed; its message is included). */
 mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_mesh **out);
 
