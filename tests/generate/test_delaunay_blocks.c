@@ -6,7 +6,7 @@
  * edges cut between blocks) and references few vertices outside its
  * vertex rows (check_blocks says what is bounded and why).
  *
- *   test_delaunay_blocks --measure N [B] [SEED] [clustered]
+ *   generate_delaunay_blocks --measure N [B] [SEED] [clustered]
  *
  * prints the figures for one mesh instead (not a test): per block the
  * span of vertex ids its triangles reference (max - min) against its
