@@ -225,6 +225,7 @@ static const int64_t MB_PL_I32_MAX = 2147483647;
 struct mb_pl_dev {
   mb_dbuf xy, V, twin, fr, lng, cnt, start, bucket, out, off, counters, temp;
   mb_dbuf start_bits; /* repair: where each region's walk starts, a bit per half-edge */
+  mb_dbuf left, queue; /* regions left out: a bit per triangle, the triangles reached */
 };
 
 /* Make sure the CUB temporary buffer holds `bytes`. */
@@ -329,9 +330,53 @@ static mb_error mb_pl_tie_cycles(mb_pl_dev *dp, cudaStream_t s, int64_t nt,
   return MB_SUCCESS;
 }
 
+/* Regions left out (mb_polylla_opts.seeds): a bit per triangle in d->left
+ * and the triangles in d->queue [*nleft], by a breadth-first walk from the
+ * seeds over the label phase's non-frontier edges, a launch per step (the
+ * regions are small; each step's size comes back to the host). */
+static mb_error mb_pl_left_out(mb_pl_dev *dp, cudaStream_t s, int64_t nt, const int64_t *seeds,
+                               int64_t nseeds, int64_t *nleft) {
+  mb_pl_dev &d = *dp;
+  for (int64_t i = 0; i < nseeds; i++)
+    MB_CHECK(seeds[i] >= 0 && seeds[i] < nt, MB_ERR_ARG,
+             "seed triangle %lld out of range (%lld triangles)", (long long)seeds[i],
+             (long long)nt);
+  const size_t nw = (size_t)nt / 32 + 1;
+  MB_CALL(mb_dbuf_alloc(&d.left, sizeof(unsigned) * nw, "regions left out"));
+  MB_CALL(mb_dbuf_alloc(&d.queue, sizeof(int) * (size_t)std::max<int64_t>(nt, nseeds),
+                        "triangles left out"));
+  unsigned *left = d.left.as<unsigned>();
+  int *queue = d.queue.as<int>();
+  unsigned long long *tail = d.counters.as<unsigned long long>() + MB_PL_C_LEFT;
+  MB_CALL_CUDA(cudaMemsetAsync(left, 0, sizeof(unsigned) * nw, s));
+  /* the seeds, as 32-bit rows, at the back of the queue until claimed */
+  std::vector<int> h((size_t)nseeds);
+  for (int64_t i = 0; i < nseeds; i++) h[(size_t)i] = (int)seeds[i];
+  MB_CALL(mb_pl_temp(dp, sizeof(int) * (size_t)nseeds));
+  int *sd = (int *)d.temp.p;
+  MB_CALL_CUDA(cudaMemcpyAsync(sd, h.data(), sizeof(int) * (size_t)nseeds,
+                               cudaMemcpyHostToDevice, s));
+  mb_pl_left_seed<<<mb_pl_grid(nseeds), MB_PL_BLOCK, 0, s>>>((int)nseeds, sd, left, queue, tail);
+  MB_CHECK_LAUNCH("seeds of the regions left out");
+  unsigned long long b = 0, e = 0;
+  MB_CALL_CUDA(cudaMemcpyAsync(&e, tail, sizeof e, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  while (b < e) {
+    mb_pl_left_grow<<<mb_pl_grid((int64_t)(e - b)), MB_PL_BLOCK, 0, s>>>(
+        (int)b, (int)e, d.twin.as<int>(), d.fr.as<uint8_t>(), left, queue, tail);
+    MB_CHECK_LAUNCH("regions left out");
+    b = e;
+    MB_CALL_CUDA(cudaMemcpyAsync(&e, tail, sizeof e, cudaMemcpyDeviceToHost, s));
+    MB_CALL_CUDA(cudaStreamSynchronize(s));
+  }
+  *nleft = (int64_t)e;
+  return MB_SUCCESS;
+}
+
 static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_t nt,
-                               mb_polylla_ties ties, cudaEvent_t *ev, unsigned long long *hc,
-                               const char *name, int *npoly_out, int64_t *nidx_out) {
+                               mb_polylla_ties ties, const int64_t *seeds, int64_t nseeds,
+                               cudaEvent_t *ev, unsigned long long *hc, const char *name,
+                               int *npoly_out, int64_t *nidx_out, int64_t *nleft) {
   mb_pl_dev &d = *dp;
   const int nh = (int)(3 * nt);
   unsigned long long *dc = d.counters.as<unsigned long long>();
@@ -350,6 +395,9 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   if (corners) MB_CALL(mb_pl_tie_cycles(dp, s, nt, hc, name));
   mb_pl_frontier_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr);
   MB_CHECK_LAUNCH("frontier edges");
+  *nleft = 0;
+  if (nseeds > 0) MB_CALL(mb_pl_left_out(dp, s, nt, seeds, nseeds, nleft));
+  const unsigned *left = nseeds > 0 ? d.left.as<unsigned>() : nullptr;
   MB_CALL_CUDA(cudaEventRecord(ev[1], s));
 
   /* ---- repair */
@@ -363,7 +411,7 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   mb_pl_start_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, twin, lng, fr, start);
   MB_CHECK_LAUNCH("region starts");
   mb_pl_repair_kernel<<<mb_pl_grid(nh), MB_PL_BLOCK, 0, s>>>(nh, V, twin, cnt, fr, seen, start,
-                                                             dc);
+                                                             left, dc);
   MB_CHECK_LAUNCH("barrier-edge tips");
   MB_CALL_CUDA(cudaEventRecord(ev[2], s));
 
@@ -375,10 +423,10 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   thrust::counting_iterator<int> ids(0);
   tb = 0;
   MB_CALL_CUDA(cub::DeviceSelect::If(nullptr, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
-                                     mb_pl_is_head{plen}, s));
+                                     mb_pl_is_head{plen, left}, s));
   MB_CALL(mb_pl_temp(dp, tb));
   MB_CALL_CUDA(cub::DeviceSelect::If(d.temp.p, tb, ids, heads, dc + MB_PL_C_POLYGONS, nh,
-                                     mb_pl_is_head{plen}, s));
+                                     mb_pl_is_head{plen, left}, s));
   MB_CALL_CUDA(cudaMemcpyAsync(hc, dc, sizeof(unsigned long long) * MB_PL_NCOUNTERS, cudaMemcpyDeviceToHost, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s));
   MB_CHECK(hc[MB_PL_C_LOOP] == MB_PL_NONE, MB_ERR_FORMAT,
@@ -398,6 +446,12 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
     mb_pl_write_kernel<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, heads, off, succ, V,
                                                                   out);
     MB_CHECK_LAUNCH("polygons");
+  }
+  if (left) { /* the vertices of the polygons kept */
+    int n = 0;
+    MB_CALL_CUDA(cudaMemcpyAsync(&n, off + npoly, sizeof n, cudaMemcpyDeviceToHost, s));
+    MB_CALL_CUDA(cudaStreamSynchronize(s));
+    *nidx_out = n;
   }
   MB_CALL_CUDA(cudaEventRecord(ev[3], s));
 
@@ -423,13 +477,27 @@ static void mb_pl_fill_stats(mb_polylla_stats *st, int64_t nt, int64_t npoly,
   st->ms_traversal = mb_pl_elapsed(ev[5], ev[6]);
   st->ms_copy_out = ms_copy_out;
   st->ms_kernels = st->ms_label + st->ms_repair + st->ms_traversal;
+  /* each boundary edge has one frontier half-edge, every other two */
+  st->boundary_edges =
+      2 * (int64_t)hc[MB_PL_C_FRONTIER_EDGES] - (int64_t)hc[MB_PL_C_FRONTIER_HE];
 }
 
 /* The pipeline; *poly is set only on success. */
-static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t **heads,
-                               int share_xyz, mb_mesh **poly, mb_polylla_stats *st) {
+static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_mesh **poly,
+                               mb_polylla_stats *st) {
   const double t0 = mb_pl_now_ms();
-  const int64_t nv = tri->nv, nt = tri->nf;
+  const mb_polylla_ties ties = o.ties;
+  int64_t **heads = o.heads;
+  const int share_xyz = o.share_xyz;
+  /* a rank's rows of a larger mesh (o.ids): nv counts the rows and the
+   * ghosts, numbered in the order of their ids */
+  const mb_polylla_ids *ids = o.ids;
+  const int64_t nrows = tri->nv, nv = nrows + (ids ? ids->nghost : 0), nt = tri->nf;
+  const int64_t nb = ids ? mb_polylla_ids_below(ids) : 0;
+  auto local_id = [&](int64_t g) { return ids ? mb_polylla_ids_local(ids, nb, nrows, g) : g; };
+  auto pos = [&](int64_t l) {
+    return ids ? mb_polylla_ids_xyz(ids, nb, nrows, tri->xyz, l) : tri->xyz + 3 * l;
+  };
   const int nh = (int)(3 * nt);
 
   /* Declaration order is destruction order reversed: the stream is drained
@@ -460,6 +528,14 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
       &pipe, d.xy.p, nv, sizeof(double2),
       [&](char *slot, int64_t b, int64_t e) {
         double *o = (double *)slot;
+        if (ids) {
+          for (int64_t i = b; i < e; i++) {
+            const double *p = pos(i);
+            o[2 * (i - b)] = p[0];
+            o[2 * (i - b) + 1] = p[1];
+          }
+          return true;
+        }
         for (int64_t i = b; i < e; i++) {
           o[2 * (i - b)] = xyz[3 * i];
           o[2 * (i - b) + 1] = xyz[3 * i + 1];
@@ -476,13 +552,13 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
         int *o = (int *)slot;
         bool ok = true;
         for (int64_t i = b; i < e; i++) {
-          const int64_t v = fi[i];
+          const int64_t v = local_id(fi[i]);
           ok &= v >= 0 && v < nv;
           o[i - b] = (int)v;
         }
         if (ok) return true;
         for (int64_t i = b; i < e; i++)
-          if (fi[i] < 0 || fi[i] >= nv) {
+          if (local_id(fi[i]) < 0 || local_id(fi[i]) >= nv) {
             int64_t cur = bad_tri.load();
             while (i / 3 < cur && !bad_tri.compare_exchange_weak(cur, i / 3)) {
             }
@@ -506,7 +582,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   /* The output's copy of the positions, on host threads while the device
    * works; none where the output shares the input's (share_xyz). */
   if (!share_xyz) {
-    oxyz.p = mb_alloc(sizeof(double) * 3 * (size_t)(nv ? nv : 1));
+    oxyz.p = mb_alloc(sizeof(double) * 3 * (size_t)(nrows ? nrows : 1));
     MB_CHECK(oxyz.p, MB_ERR_MEMORY, "out of memory for the positions of %lld vertices",
              (long long)nv);
     double *dst = (double *)oxyz.p;
@@ -514,12 +590,12 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
     try {
       run.xyz_copy = std::thread([=]() {
         mb_pl_threads(nw, [&](int w) {
-          const int64_t b = 3 * nv * w / nw, e = 3 * nv * (w + 1) / nw;
+          const int64_t b = 3 * nrows * w / nw, e = 3 * nrows * (w + 1) / nw;
           memcpy(dst + b, xyz + b, sizeof(double) * (size_t)(e - b));
         });
       });
     } catch (...) {
-      memcpy(dst, xyz, sizeof(double) * 3 * (size_t)nv);
+      memcpy(dst, xyz, sizeof(double) * 3 * (size_t)nrows);
     }
   }
 
@@ -544,8 +620,9 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
     MB_FAIL(MB_ERR_FORMAT,
             "mesh '%s': triangle %lld (0-based) is degenerate: zero area (collinear or "
             "repeated vertices %lld (%.17g, %.17g), %lld (%.17g, %.17g), %lld (%.17g, %.17g))",
-            name, (long long)t, a, xyz[3 * a], xyz[3 * a + 1], b, xyz[3 * b], xyz[3 * b + 1], c,
-            xyz[3 * c], xyz[3 * c + 1]);
+            name, (long long)t, a, pos(local_id(a))[0], pos(local_id(a))[1], b,
+            pos(local_id(b))[0], pos(local_id(b))[1], c, pos(local_id(c))[0],
+            pos(local_id(c))[1]);
   }
   if (hc[MB_PL_C_NONMANIFOLD] != MB_PL_NONE) {
     const int64_t h = (int64_t)hc[MB_PL_C_NONMANIFOLD];
@@ -553,7 +630,8 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
     MB_CALL_CUDA(cudaMemcpy(&ends[0], V + h, sizeof(int), cudaMemcpyDeviceToHost));
     MB_CALL_CUDA(cudaMemcpy(&ends[1], V + (h % 3 == 2 ? h - 2 : h + 1), sizeof(int),
                             cudaMemcpyDeviceToHost));
-    const int u = std::min(ends[0], ends[1]), w = std::max(ends[0], ends[1]);
+    auto id_of = [&](int l) { return ids ? mb_polylla_ids_global(ids, nb, nrows, l) : (int64_t)l; };
+    const int64_t u = id_of(std::min(ends[0], ends[1])), w = id_of(std::max(ends[0], ends[1]));
     /* the triangles on edge (u, w), in order: the CPU's bucket run */
     long long tris[8];
     int n = 0, total = 0;
@@ -566,23 +644,25 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
     }
     if (total == 2)
       MB_FAIL(MB_ERR_FORMAT,
-              "mesh '%s': triangle %lld (0-based) and triangle %lld both use edge (%d, %d) in "
-              "the same direction after counter-clockwise orientation (overlapping triangles); "
-              "not a planar manifold triangulation",
-              name, tris[0], tris[1], u, w);
+              "mesh '%s': triangle %lld (0-based) and triangle %lld both use edge (%lld, %lld) "
+              "in the same direction after counter-clockwise orientation (overlapping "
+              "triangles); not a planar manifold triangulation",
+              name, tris[0], tris[1], (long long)u, (long long)w);
     char list[160] = "";
     size_t len = 0;
     for (int i = 0; i < n && len < sizeof list - 24; i++)
       len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld", i ? ", " : "", tris[i]);
     MB_FAIL(MB_ERR_FORMAT,
-            "mesh '%s': triangle %lld (0-based): edge (%d, %d) is shared by %d triangles (%s%s); "
-            "not a planar manifold triangulation",
-            name, n ? tris[0] : -1ll, u, w, total, list, total > n ? ", ..." : "");
+            "mesh '%s': triangle %lld (0-based): edge (%lld, %lld) is shared by %d triangles "
+            "(%s%s); not a planar manifold triangulation",
+            name, n ? tris[0] : -1ll, (long long)u, (long long)w, total, list,
+            total > n ? ", ..." : "");
   }
 
   int npoly = 0;
-  int64_t nidx = 0;
-  MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, run.ev + 3, hc, name, &npoly, &nidx));
+  int64_t nidx = 0, nleft = 0;
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, o.seeds, o.nseeds, run.ev + 3, hc, name, &npoly,
+                         &nidx, &nleft));
 
   /* ---- copy out into a new mesh: int32 through the pinned slots, widened
    * to the int64 of mb_mesh by the host threads as each chunk lands, into
@@ -607,7 +687,10 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
       &pipe, out, nidx, sizeof(int),
       [&](char *slot, int64_t b, int64_t e) {
         const int *in = (const int *)slot;
-        for (int64_t i = b; i < e; i++) i64[i] = in[i - b];
+        if (ids)
+          for (int64_t i = b; i < e; i++) i64[i] = mb_polylla_ids_global(ids, nb, nrows, in[i - b]);
+        else
+          for (int64_t i = b; i < e; i++) i64[i] = in[i - b];
       },
       "polygon vertices"));
   mb_pl_threads(pipe.nw, [&](int w) {
@@ -644,7 +727,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   free(m->face_indices);
   m->kind = MB_KIND_POLYGONS2D;
   m->index = tri->index;
-  m->nv = nv;
+  m->nv = nrows; /* the rows (with o.ids, the ghosts are not the output's) */
   /* shared positions stay the input's on every error path */
   auto drop = [&](mb_mesh *x) {
     if (x && share_xyz && x->xyz == tri->xyz) x->xyz = nullptr;
@@ -679,11 +762,30 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, mb_polylla_ties ties, int64_t
   }
 
   if (st) mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
+  if (o.left_out) { /* the triangles of the regions left out, sorted */
+    int64_t *l = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nleft ? nleft : 1));
+    std::vector<int> q((size_t)nleft);
+    if (nleft && l)
+      MB_CALL_CUDA(cudaMemcpy(q.data(), d.queue.p, sizeof(int) * (size_t)nleft,
+                              cudaMemcpyDeviceToHost));
+    if (!l) {
+      drop(m);
+      MB_FAIL(MB_ERR_MEMORY, "out of memory for %lld triangles left out", (long long)nleft);
+    }
+    std::sort(q.begin(), q.end());
+    for (int64_t i = 0; i < nleft; i++) l[i] = q[(size_t)i];
+    *o.left_out = l;
+    if (o.nleft_out) *o.nleft_out = nleft;
+  }
   /* every polygon simple: the pinch repair, the same host code as the CPU
    * backend's last step (mb_polylla.h, "Pinch repair") */
-  e = mb_polylla_split_pinches(tri, &m, heads, st);
+  e = mb_polylla_split_pinches(tri, ids, &m, heads, st);
   if (e) {
     drop(m);
+    if (o.left_out) {
+      free(*o.left_out);
+      *o.left_out = nullptr;
+    }
     if (heads) {
       free(*heads);
       *heads = nullptr;
@@ -707,7 +809,7 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *o
   MB_CHECK(tri->kind == MB_KIND_TRIANGULATION2D, MB_ERR_ARG,
            "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a triangle)",
            name, mb_kind_name(tri->kind));
-  const int64_t nf = tri->nf, nv = tri->nv;
+  const int64_t nf = tri->nf, nv = tri->nv + (opts && opts->ids ? opts->ids->nghost : 0);
   MB_CHECK(nf > 0 && nv > 0, MB_ERR_ARG, "mesh '%s' has no triangles (%lld faces, %lld vertices)",
            name, (long long)nf, (long long)nv);
   MB_CHECK(nf <= MB_PL_I32_MAX / 3 && nv <= MB_PL_I32_MAX, MB_ERR_ARG,
@@ -722,9 +824,9 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *o
              "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a triangulation "
              "(every face a triangle)",
              name, (long long)f, (long long)(fo[f + 1] - fo[f]));
-  mb_error e =
-      mb_pl_cuda_run(tri, opts ? opts->ties : MB_POLYLLA_TIES_KEY, opts ? opts->heads : nullptr,
-                     opts ? opts->share_xyz : 0, poly, stats);
+  mb_polylla_opts o = opts ? *opts : mb_polylla_opts{};
+  if (o.left_out) *o.left_out = nullptr;
+  mb_error e = mb_pl_cuda_run(tri, o, poly, stats);
   if (e != MB_SUCCESS) {
     mb_error_trace(__FILE__, __LINE__, __func__);
     (void)cudaGetLastError(); /* leave no sticky launch error behind */
@@ -808,8 +910,9 @@ static mb_error mb_pl_pinned_run(int64_t nv, int64_t nt, const void *hxy, const 
   MB_CHECK(hc[MB_PL_C_NONFINITE] == MB_PL_NONE && hc[MB_PL_C_DEGENERATE] == MB_PL_NONE &&
                hc[MB_PL_C_NONMANIFOLD] == MB_PL_NONE,
            MB_ERR_FORMAT, "not a valid planar triangulation (see mb_polylla_cuda for details)");
-  MB_CALL(mb_pl_polygons(&d, s, nv, nt, MB_POLYLLA_TIES_KEY, run.ev + 3, hc, "pinned", npoly,
-                         nidx));
+  int64_t nleft = 0;
+  MB_CALL(mb_pl_polygons(&d, s, nv, nt, MB_POLYLLA_TIES_KEY, nullptr, 0, run.ev + 3, hc, "pinned",
+                         npoly, nidx, &nleft));
   const double tc0 = mb_pl_now_ms();
   MB_CALL_CUDA(cudaMemcpyAsync(hoff, d.off.p, sizeof(int) * ((size_t)*npoly + 1),
                                cudaMemcpyDeviceToHost, s));

@@ -32,6 +32,7 @@ enum {
   MB_PL_C_FRONTIER_HE,    /* frontier half-edges after repair (= output indices) */
   MB_PL_C_POLYGONS,       /* heads selected (written by cub::DeviceSelect) */
   MB_PL_C_TIE_CYCLE,      /* ties: corners, smallest triangle on a cycle of joins */
+  MB_PL_C_LEFT,           /* triangles of the regions left out, queued */
   MB_PL_NCOUNTERS
 };
 #define MB_PL_NONE 0xffffffffffffffffull
@@ -321,9 +322,11 @@ __device__ void mb_pl_repair_region(int h, const int *__restrict__ twin, uint8_t
 __global__ void __launch_bounds__(MB_PL_BLOCK)
     mb_pl_repair_kernel(int nh, const int *__restrict__ V, const int *__restrict__ twin,
                         const int *__restrict__ cnt, uint8_t *fr, unsigned *__restrict__ seen,
-                        const unsigned *__restrict__ start, unsigned long long *c) {
+                        const unsigned *__restrict__ start, const unsigned *__restrict__ left,
+                        unsigned long long *c) {
   const int h = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
-  const bool tip = h < nh && fr[h] == 1 && __ldg(cnt + V[h]) == 1;
+  const bool tip = h < nh && fr[h] == 1 && __ldg(cnt + V[h]) == 1 &&
+                   !(left && mb_pl_bit(left, h / 3)); /* regions left out: not repaired */
   mb_pl_block_add(&c[MB_PL_C_TIPS], tip);
   if (!tip) return;
   /* degree: steps until the walk is back at e0 */
@@ -416,11 +419,48 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
   plen[h] = len;
 }
 
-/* Predicate of the head selection (cub::DeviceSelect::If over ids). */
+/* Predicate of the head selection (cub::DeviceSelect::If over ids); the
+ * polygons of regions left out (bits `left` of their triangles, may be
+ * NULL) are not selected. */
 struct mb_pl_is_head {
   const int *plen;
-  __device__ __forceinline__ bool operator()(int h) const { return __ldg(plen + h) > 0; }
+  const unsigned *left;
+  __device__ __forceinline__ bool operator()(int h) const {
+    return __ldg(plen + h) > 0 && !(left && mb_pl_bit(left, h / 3));
+  }
 };
+
+/* Regions left out (mb_polylla_opts.seeds), a breadth-first walk over the
+ * label phase's non-frontier edges: queue [nt] lists the triangles reached
+ * (each once, claimed by its bit in `left`), *tail their number. Step 0:
+ * the seeds. */
+__device__ __forceinline__ void mb_pl_left_claim(int t, unsigned *left, int *queue,
+                                                 unsigned long long *tail) {
+  const unsigned bit = 1u << (t & 31);
+  if (!(atomicOr(&left[t >> 5], bit) & bit)) queue[atomicAdd(tail, 1ull)] = t;
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_left_seed(int ns, const int *__restrict__ seeds, unsigned *left, int *queue,
+                    unsigned long long *tail) {
+  const int i = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (i < ns) mb_pl_left_claim(seeds[i], left, queue, tail);
+}
+
+/* Step k: the triangles across the non-frontier edges of queue [b, e). */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_left_grow(int b, int e, const int *__restrict__ twin, const uint8_t *__restrict__ fr,
+                    unsigned *left, int *queue, unsigned long long *tail) {
+  const int i = b + blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (i >= e) return;
+  const int t = queue[i];
+  for (int k = 0; k < 3; k++) {
+    const int h = 3 * t + k;
+    if (fr[h]) continue;
+    const int tw = twin[h]; /* a non-frontier edge is interior */
+    if (tw >= 0) mb_pl_left_claim(tw / 3, left, queue, tail);
+  }
+}
 
 /* Length of polygon p: plen of its head (input of the offsets scan). */
 struct mb_pl_head_len {

@@ -192,7 +192,7 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 0, &tri, &poly);
     const mb_mesh *before = poly;
     mb_polylla_stats st = {0};
-    assert_int_equal(mb_polylla_split_pinches(tri, &poly, NULL, &st), MB_SUCCESS);
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, &st), MB_SUCCESS);
     assert_ptr_equal(poly, before);
     assert_int_equal(st.pinches_split, 0);
     assert_string_equal(mb_attrs_get(&poly->attrs, "pinches_split"), "0");
@@ -202,7 +202,7 @@ static void test_scan_sizes(void **state) {
      * being no region of the fan, stops at its edge (k, k / 2) */
     fan_and_polygon(sizes[s], 1, &tri, &poly);
     before = poly;
-    assert_int_equal(mb_polylla_split_pinches(tri, &poly, NULL, NULL), MB_ERR_NUMERIC);
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL), MB_ERR_NUMERIC);
     assert_ptr_equal(poly, before); /* kept on error */
     mb_mesh_free(tri);
     mb_mesh_free(poly);

@@ -172,6 +172,7 @@ typedef struct mb_polylla_stats {
   double ms_kernels;    /* CUDA: label + repair + traversal, device time alone */
   double ms_total;      /* end to end, host arrays in to host arrays out */
   int64_t pinches_split; /* cuts of the pinch repair (see above) */
+  int64_t boundary_edges; /* edges with one triangle (the triangulation's boundary) */
 } mb_polylla_stats;
 
 /* How the label phase breaks ties between equally long edges (above). */
@@ -179,6 +180,64 @@ typedef enum mb_polylla_ties {
   MB_POLYLLA_TIES_KEY = 0,     /* the edge key (length, max vertex, min vertex) */
   MB_POLYLLA_TIES_CORNERS = 1  /* the first in corner order (the reference code) */
 } mb_polylla_ties;
+
+/* A rank's rows of a larger triangulation (the partitioned run's slab
+ * path). tri's vertex rows are the ids [start, start + tri->nv) of the
+ * whole mesh; its faces use these and nghost other ids, the ghost
+ * vertices: ghost_ids [nghost] (increasing, none in the rows' range) at
+ * ghost_xyz [nghost, 3]. Face indices are ids of the whole mesh. Polylla
+ * runs on the triangulation of the rows and the ghosts numbered in the
+ * order of their ids (the only order it compares); the output's face
+ * indices are ids again and its vertices tri's rows. An id neither a row
+ * nor a ghost is an index out of range (MB_ERR_FORMAT). Borrowed. */
+typedef struct mb_polylla_ids {
+  int64_t start;
+  int64_t nghost;
+  const int64_t *ghost_ids;
+  const double *ghost_xyz;
+} mb_polylla_ids;
+
+/* The local numbering of mb_polylla_ids over nv rows: the ghosts below
+ * start, the rows, the ghosts above. nbelow = mb_polylla_ids_below(ids). */
+static inline int64_t mb_polylla_ids_below(const mb_polylla_ids *ids) {
+  int64_t lo = 0, hi = ids->nghost;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ids->ghost_ids[mid] < ids->start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Local number of id g, or -1 where g is neither a row nor a ghost. */
+static inline int64_t mb_polylla_ids_local(const mb_polylla_ids *ids, int64_t nbelow, int64_t nv,
+                                           int64_t g) {
+  if (g >= ids->start && g < ids->start + nv) return nbelow + (g - ids->start);
+  int64_t lo = 0, hi = ids->nghost - 1;
+  while (lo <= hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ids->ghost_ids[mid] == g) return mid < nbelow ? mid : mid + nv;
+    if (ids->ghost_ids[mid] < g) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/* The id of local number l (0 <= l < nv + nghost). */
+static inline int64_t mb_polylla_ids_global(const mb_polylla_ids *ids, int64_t nbelow, int64_t nv,
+                                            int64_t l) {
+  return l < nbelow ? ids->ghost_ids[l]
+         : l < nbelow + nv ? ids->start + (l - nbelow)
+                           : ids->ghost_ids[l - nv];
+}
+
+/* The position [3] of local number l; xyz: tri's rows. */
+static inline const double *mb_polylla_ids_xyz(const mb_polylla_ids *ids, int64_t nbelow,
+                                               int64_t nv, const double *xyz, int64_t l) {
+  return l < nbelow ? ids->ghost_xyz + 3 * l
+         : l < nbelow + nv ? xyz + 3 * (l - nbelow)
+                           : ids->ghost_xyz + 3 * (l - nv);
+}
 
 /* Options of a Polylla run; NULL means all defaults (ties: key). */
 typedef struct mb_polylla_opts {
@@ -195,6 +254,26 @@ typedef struct mb_polylla_opts {
    * backend (a copy of nv x 24 B saved); the CPU backend copies anyway.
    * 0: a copy. On error the input keeps its positions either way. */
   int share_xyz;
+  /* NULL: tri is a whole triangulation. Else tri is a rank's rows of a
+   * larger one (the partitioned run's slab path): see mb_polylla_ids. */
+  const struct mb_polylla_ids *ids;
+  /* Regions that continue past this triangulation (the partitioned run's
+   * slab path): seeds [nseeds] are triangles (0-based rows of tri, any
+   * order, repeats allowed) joined across one of their boundary edges to
+   * a triangle held elsewhere, so that the terminal-edge region holding a
+   * seed is incomplete here. Every such region is left out: none of its
+   * polygons is output, and its barrier-edge tips, repaired polygons and
+   * pinch cuts are not counted (stats and attributes count the regions
+   * kept; frontier_edges and boundary_edges stay those of the whole
+   * triangulation). Where left_out is not NULL, *left_out receives a new
+   * array (the caller frees it) of the triangles left out, sorted, and
+   * *nleft_out their number (0 and an empty array where nseeds == 0). A
+   * region's extent is found across the label phase's non-frontier edges
+   * (mb_polylla.h, "Label phase"), before the repair. */
+  const int64_t *seeds;
+  int64_t nseeds;
+  int64_t **left_out;
+  int64_t *nleft_out;
 } mb_polylla_opts;
 
 /* The error of a cycle of longest edges under ties: corners (mesh name,
@@ -235,14 +314,27 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
  * index, vertices; vertex_count; attributes polygons and frontier_edges
  * updated, barrier_edge_tips and polygons_repaired kept). Sets the
  * attribute "pinches_split" (0 where there is no pinch, *poly then kept).
- * tri: the input triangulation (borrowed); *poly: the backend's output
+ * tri: the input triangulation (borrowed); ids: NULL, or tri's rows and
+ * ghosts (mb_polylla_ids; tri's and *poly's face indices are then ids of
+ * the whole mesh); *poly: the backend's output
  * (owned by the caller, replaced); heads: NULL, or *heads [nf] the
  * polygons' heads (mb_polylla_opts.heads), replaced by the new ones;
  * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
  * collective. Errors: MB_ERR_MEMORY, MB_ERR_NUMERIC (internal
  * inconsistency), those of mb_halfedge_build; on error *poly is kept. */
-mb_error mb_polylla_split_pinches(const mb_mesh *tri, mb_mesh **poly, int64_t **heads,
-                                  mb_polylla_stats *stats);
+mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
+                                  int64_t **heads, mb_polylla_stats *stats);
+
+/* The whole triangulation of tri's rows and ghosts (mb_polylla_ids), in
+ * the local numbering: *local is new (the caller frees it), nv + nghost
+ * vertices, tri's faces with local indices (-1 for an id neither a row nor
+ * a ghost), no fields. Not collective. Errors: MB_ERR_MEMORY. */
+mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);
+
+/* Face indices of poly from the local numbering of tri's rows and ghosts
+ * (nv rows) to ids (to_ids = 1), or back (to_ids = 0). Not collective; no
+ * errors. */
+void mb_polylla_ids_apply(mb_mesh *poly, const mb_polylla_ids *ids, int64_t nv, int to_ids);
 
 /* Polylla on the current CUDA device, same contract and output as
  * mb_polylla_cpu, bit for bit. Builds without CUDA return

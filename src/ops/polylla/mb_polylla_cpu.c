@@ -469,6 +469,44 @@ static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t np
   return MB_SUCCESS;
 }
 
+/* Regions left out (mb_polylla_opts.seeds): the triangles joined to a seed
+ * across label-phase non-frontier edges, by a breadth-first walk from the
+ * seeds. out[t] = 1 for those; *list (owned by the caller) receives them
+ * sorted, *n their number; *nfront and *ninner count their frontier and
+ * non-frontier half-edges. */
+static mb_error left_out_regions(const uint32_t *tf, int32_t nt, const int64_t *seeds,
+                                 int64_t nseeds, uint8_t *out, int32_t **list, int64_t *n,
+                                 int64_t *nfront, int64_t *ninner) {
+  int32_t *q = malloc(sizeof *q * (size_t)(nt ? nt : 1));
+  MB_CHECK(q, MB_ERR_MEMORY, "out of memory for the regions left out");
+  int64_t tail = 0, nf = 0, ni = 0;
+  for (int64_t i = 0; i < nseeds; i++) {
+    const int64_t t = seeds[i];
+    if (t < 0 || t >= nt) {
+      free(q);
+      MB_FAIL(MB_ERR_ARG, "seed triangle %lld out of range (%d triangles)", (long long)t, nt);
+    }
+    if (!out[t]) out[t] = 1, q[tail++] = (int32_t)t;
+  }
+  for (int64_t i = 0; i < tail; i++)
+    for (int k = 0; k < 3; k++) {
+      const int32_t h = 3 * q[i] + k;
+      if (tf[h] & PL_F) {
+        nf++;
+        continue;
+      }
+      ni++;
+      const int32_t u = pl_twin(tf, h) / 3; /* non-frontier: interior */
+      if (!out[u]) out[u] = 1, q[tail++] = u;
+    }
+  if (tail > 1) qsort(q, (size_t)tail, sizeof *q, cmp_i32);
+  *list = q;
+  *n = tail;
+  *nfront = nf;
+  *ninner = ni;
+  return MB_SUCCESS;
+}
+
 #define PL_ALLOC(ptr, n)                                                                 \
   do {                                                                                   \
     (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) ? (n) : 1));                            \
@@ -490,9 +528,33 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
            "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a triangle)",
            name, mb_kind_name(tri->kind));
 
+  if (opts && opts->ids) { /* the local triangulation of the rows and ghosts, then ids */
+    mb_polylla_opts o = *opts;
+    o.ids = NULL;
+    mb_mesh *local = NULL;
+    MB_CALL(mb_polylla_ids_mesh(tri, opts->ids, &local));
+    mb_error e = mb_polylla_cpu(local, &o, poly, stats);
+    mb_mesh_free(local);
+    MB_CALL(e);
+    mb_polylla_ids_apply(*poly, opts->ids, tri->nv, 1);
+    mb_mesh *p = *poly; /* its vertices: tri's rows */
+    double *x = malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
+    if (!x) {
+      mb_mesh_free(p);
+      *poly = NULL;
+      MB_FAIL(MB_ERR_MEMORY, "out of memory for the positions of mesh '%s'", name);
+    }
+    memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
+    free(p->xyz);
+    p->xyz = x;
+    p->nv = tri->nv;
+    return MB_SUCCESS;
+  }
   mb_error err = MB_SUCCESS;
   mb_halfedge he = {0};
-  uint8_t *lmax = NULL;
+  uint8_t *lmax = NULL, *leftout = NULL;
+  int32_t *leftlist = NULL;
+  int64_t nleft = 0, left_front = 0, left_inner = 0;
   pl_link *link = NULL;
   int32_t *tips = NULL;
   double *counts = NULL;
@@ -528,6 +590,13 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     }
   }
   uint32_t *tf = (uint32_t *)he.twin;
+  if (opts && opts->nseeds > 0) {
+    leftout = calloc((size_t)nt, 1);
+    MB_CHECK_GOTO(err, done, leftout, MB_ERR_MEMORY, "out of memory for Polylla on mesh '%s'",
+                  name);
+    MB_CALL_GOTO(err, done, left_out_regions(tf, nt, opts->seeds, opts->nseeds, leftout,
+                                             &leftlist, &nleft, &left_front, &left_inner));
+  }
   st.ms_label = now_ms() - t0;
 
   /* Traversal (paper 3.3), first part: successors on the label-phase
@@ -536,6 +605,12 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   int64_t ntips = 0;
   PL_ALLOC(link, nh);
   MB_CALL_GOTO(err, done, successors(&he, tf, link, &tips, &ntips));
+  if (leftout) { /* the tips of the regions kept */
+    int64_t k = 0;
+    for (int64_t i = 0; i < ntips; i++)
+      if (!leftout[tips[i] / 3]) tips[k++] = tips[i];
+    ntips = k;
+  }
   st.ms_traversal = now_ms() - t0;
 
   /* Repair phase (paper 3.4): middle edges of the tips, successors patched. */
@@ -548,7 +623,11 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
 
   /* Traversal, second part: canonical polygons straight into the output. */
   t0 = now_ms();
-  const int64_t npoly = (int64_t)nt - (nint - nnew), nidx = nfh + 2 * nnew;
+  /* polygons = triangles - internal edges, over the regions kept */
+  const int64_t npoly = ((int64_t)nt - nleft) - ((nint - left_inner / 2) - nnew);
+  const int64_t nidx = (nfh - left_front) + 2 * nnew;
+  for (int64_t i = 0; i < nleft; i++) /* the sweep passes over the regions left out */
+    for (int k = 0; k < 3; k++) link[3 * leftlist[i] + k].succ = -1;
   if (opts && opts->heads) PL_ALLOC(heads, npoly);
   MB_CALL_GOTO(err, done, mb_mesh_create(name, tri->nv, npoly, nidx, &out));
   out->kind = MB_KIND_POLYGONS2D;
@@ -568,6 +647,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   st.frontier_edges = nfe + nnew;
   st.barrier_edge_tips = ntips;
   st.polygons_repaired = nrep;
+  st.boundary_edges = 2 * nfe - nfh;
   MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons", "%lld", (long long)npoly));
   MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "frontier_edges", "%lld",
                                         (long long)st.frontier_edges));
@@ -583,7 +663,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   }
   /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
   t0 = now_ms();
-  err = mb_polylla_split_pinches(tri, poly, opts ? opts->heads : NULL, &st);
+  err = mb_polylla_split_pinches(tri, NULL, poly, opts ? opts->heads : NULL, &st);
   if (err) {
     mb_mesh_free(*poly);
     *poly = NULL;
@@ -597,10 +677,27 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   st.ms_traversal += now_ms() - t0;
   st.ms_total = now_ms() - t_start;
   if (stats) *stats = st;
+  if (opts && opts->left_out) {
+    int64_t *l = malloc(sizeof *l * (size_t)(nleft ? nleft : 1));
+    if (!l) {
+      mb_mesh_free(*poly);
+      *poly = NULL;
+      if (opts->heads) {
+        free(*opts->heads);
+        *opts->heads = NULL;
+      }
+      MB_CHECK_GOTO(err, done, 0, MB_ERR_MEMORY, "out of memory for Polylla on mesh '%s'", name);
+    }
+    for (int64_t i = 0; i < nleft; i++) l[i] = leftlist[i];
+    *opts->left_out = l;
+    if (opts->nleft_out) *opts->nleft_out = nleft;
+  }
 
 done:
   mb_halfedge_free(&he);
   free(lmax);
+  free(leftout);
+  free(leftlist);
   free(link);
   free(tips);
   free(counts);

@@ -28,6 +28,7 @@
  *               sorted there: contiguous rows of the canonical order
  */
 #include "mb_polylla_partitioned.h"
+#include "mb_polylla_pp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,23 +42,7 @@
 #include "mb_log.h"
 #include "mb_mpi.h"
 
-/* A triangle on its way to its owner. */
-typedef struct pp_tri {
-  int64_t gid;          /* face row of the whole mesh */
-  int64_t v[3];         /* global vertex ids, input corner order */
-  double xy[6];         /* their x, y */
-  int64_t nbr[3];       /* face row across (v_k, v_{k+1}), -1 on the boundary */
-  int32_t nbr_owner[3]; /* its owner, -1 on the boundary */
-  int32_t crossing;     /* stitch: its region crosses the cut */
-} pp_tri;
-
-/* A polygon on its way to its rows of the output. */
-typedef struct pp_poly {
-  int64_t head;  /* global id of its smallest half-edge */
-  int64_t n;     /* vertices */
-} pp_poly;
-
-static int cmp_tri(const void *a, const void *b) {
+int mb_pp_cmp_tri(const void *a, const void *b) {
   const pp_tri *x = a, *y = b;
   return (x->gid > y->gid) - (x->gid < y->gid);
 }
@@ -101,17 +86,7 @@ static int64_t uf_find(int64_t *parent, int64_t i) {
     MB_CALL_GOTO(err, done, mb_agree(comm, err));                                \
   } while (0)
 
-typedef struct pp_state {
-  MPI_Comm comm;
-  int rank, size;
-  const char *name;
-  mb_polylla_ties ties;
-  mb_polylla_rank_figures fig;
-  double mark_wall, mark_cpu, mark_minflt; /* where the current step began */
-} pp_state;
-
-/* The clocks of a step: wall (s), process CPU (s), minor faults. */
-static void pp_clocks(double *wall, double *cpu, double *minflt) {
+void mb_pp_clocks(double *wall, double *cpu, double *minflt) {
   struct rusage ru;
   *wall = mb_wtime();
   *cpu = 0;
@@ -123,11 +98,9 @@ static void pp_clocks(double *wall, double *cpu, double *minflt) {
   }
 }
 
-/* End step k (MB_PP_STEP_*): its figures add what passed since the mark;
- * the next step begins now. */
-static void pp_step_end(pp_state *s, int k) {
+void mb_pp_step_end(pp_state *s, int k) {
   double w, c, f;
-  pp_clocks(&w, &c, &f);
+  mb_pp_clocks(&w, &c, &f);
   s->fig.step_ms[k] += 1e3 * (w - s->mark_wall);
   s->fig.step_cpu_ms[k] += 1e3 * (c - s->mark_cpu);
   s->fig.step_minflt[k] += f - s->mark_minflt;
@@ -227,7 +200,7 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitio
                 s->name, (long long)degenerate);
   double tr0 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_dual(comm, slab, vstarts, nbr, &s->fig.bytes));
-  pp_step_end(s, MB_PP_STEP_DUAL);
+  mb_pp_step_end(s, MB_PP_STEP_DUAL);
   double tr1 = mb_wtime();
   MB_CALL_GOTO(err, done, mb_faces_partition(comm, fstarts, nbr, partitioner, part, &s->fig.bytes));
   double tr2 = mb_wtime();
@@ -286,7 +259,7 @@ static mb_error pp_distribute(pp_state *s, const mb_mesh_slab *slab, mb_partitio
             1e3 * (tr1 - tr0), 1e3 * (tr2 - tr1), 1e3 * (tr3 - tr2), 1e3 * (mb_wtime() - tr3));
   for (int64_t i = 1; i < n; i++)
     if (own[i].gid <= own[i - 1].gid) {
-      qsort(own, (size_t)n, sizeof *own, cmp_tri);
+      qsort(own, (size_t)n, sizeof *own, mb_pp_cmp_tri);
       break;
     }
   *owned = own;
@@ -370,7 +343,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     }
   double t1 = mb_wtime();
   s->fig.ms_label = 1e3 * (t1 - t0);
-  pp_step_end(s, MB_PP_STEP_LABEL);
+  mb_pp_step_end(s, MB_PP_STEP_LABEL);
 
   /* regions: union-find here, then (smallest id, its owner) over the cut */
   for (int64_t i = 0; i < n; i++) parent[i] = i;
@@ -421,7 +394,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     own[i].crossing = crossing[r];
   }
   s->fig.ms_regions = 1e3 * (mb_wtime() - t1);
-  pp_step_end(s, MB_PP_STEP_REGIONS);
+  mb_pp_step_end(s, MB_PP_STEP_REGIONS);
 done:
   mb_halo_free(halo);
   free(gid); free(ghost); free(ghost_owner); free(parent); free(label); free(lab_owner);
@@ -448,8 +421,8 @@ static mb_error whole_mesh_words(mb_error err, const pp_tri *tri, int64_t n) {
  * and global vertex ids. The local numbering keeps the global order of
  * triangles and vertices, so every comparison of ids Polylla makes (keys of
  * tied edges, the largest half-edge at a tip, heads) goes the same way. */
-static mb_error pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_opts *opts,
-                        int cuda, mb_mesh **poly, int64_t **heads, mb_polylla_stats *st) {
+mb_error mb_pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_opts *opts,
+                    int cuda, mb_mesh **poly, int64_t **heads, mb_polylla_stats *st) {
   mb_error err = MB_SUCCESS;
   uint64_t *used = NULL;
   int64_t *below = NULL, *vid = NULL;
@@ -536,6 +509,27 @@ done:
   return err;
 }
 
+mb_error mb_pp_finish(mb_mesh_slab *slab, mb_mesh **out, int64_t first, const int64_t totals[5]) {
+  static const char *const names[5] = {"polygons", "frontier_edges", "barrier_edge_tips",
+                                       "polygons_repaired", "pinches_split"};
+  mb_mesh *o = *out;
+  o->kind = MB_KIND_POLYGONS2D;
+  o->index = slab->rows->index;
+  for (int k = 0; k < 5; k++)
+    MB_CALL(mb_attrs_setf(&o->attrs, names[k], "%lld", (long long)totals[k]));
+  double *xyz = o->xyz; /* the vertex rows move over as they are */
+  o->xyz = slab->rows->xyz;
+  o->nv = slab->rows->nv;
+  slab->rows->xyz = xyz;
+  slab->rows->nv = 0;
+  mb_mesh_free(slab->rows);
+  slab->rows = o;
+  *out = NULL;
+  slab->face_start = first;
+  slab->nf = totals[0];
+  return MB_SUCCESS;
+}
+
 /* output: polygons to the rank whose block of head ids holds them, sorted
  * there; the rows of the output mesh on this rank. */
 static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
@@ -609,8 +603,6 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
   const mb_mesh *in = slab->rows;
   MB_CALL_GOTO(err, done, mb_mesh_create(in->name, 0, ngot, ngidx, &out));
   /* its vertex rows are the input's, moved over on success */
-  out->kind = MB_KIND_POLYGONS2D;
-  out->index = in->index;
   int64_t pos = 0;
   for (int64_t r = 0; r < ngot; r++) {
     int64_t q = order[2 * r + 1];
@@ -621,29 +613,9 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
   }
   out->face_offsets[ngot] = pos;
   MB_CALL_GOTO(err, done, mb_mesh_set_face_field(out, "vertex_count", 1, counts));
-  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons", "%lld", (long long)totals[0]));
-  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "frontier_edges", "%lld",
-                                        (long long)totals[1]));
-  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "barrier_edge_tips", "%lld",
-                                        (long long)totals[2]));
-  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "polygons_repaired", "%lld",
-                                        (long long)totals[3]));
-  MB_CALL_GOTO(err, done, mb_attrs_setf(&out->attrs, "pinches_split", "%lld",
-                                        (long long)totals[4]));
+  MB_CALL_GOTO(err, done, mb_pp_finish(slab, &out, first, totals));
 done:
   err = mb_agree(comm, err);
-  if (!err) { /* the vertex rows move over as they are */
-    double *xyz = out->xyz;
-    out->xyz = slab->rows->xyz;
-    out->nv = slab->rows->nv;
-    slab->rows->xyz = xyz;
-    slab->rows->nv = 0;
-    mb_mesh_free(slab->rows);
-    slab->rows = out;
-    out = NULL;
-    slab->face_start = first;
-    slab->nf = totals[0];
-  }
   mb_mesh_free(out);
   free(send); free(got); free(idx); free(gidx); free(order); free(start); free(pdest);
   free(idest); free(counts); free(src); free(cur);
@@ -657,7 +629,9 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   MB_CALL_MPI(MPI_Comm_rank(comm, &s.rank));
   MB_CALL_MPI(MPI_Comm_size(comm, &s.size));
   const mb_mesh *m = slab->rows;
-  s.name = m->name ? m->name : "";
+  char name[256]; /* the rows (and their name) are replaced by the output */
+  snprintf(name, sizeof name, "%s", m->name ? m->name : "");
+  s.name = name;
   mb_error err = MB_SUCCESS;
   int bad = 0;
   if (m->kind != MB_KIND_TRIANGULATION2D)
@@ -676,15 +650,29 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   MB_CHECK(slab->nf > 0, MB_ERR_ARG, "mesh '%s' has no triangles", s.name);
 
   pp_tri *own = NULL, *got = NULL, *mine = NULL, *go = NULL;
+  mb_pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
+  int taken = 0; /* each rank's rows as they are: the slab path where it applies */
+  if (partitioner == MB_PARTITIONER_BLOCKS && !getenv("MB_POLYLLA_GENERAL"))
+    MB_CALL(mb_pp_slab(&s, slab, opts, cuda, &taken));
+  if (s.rank == 0)
+    mb_log(MB_LOG_VERBOSE, "mesh '%s': partitioned Polylla by the %s path", s.name,
+           taken ? "slab" : "general");
+  if (taken) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    if (fig) *fig = s.fig;
+    return MB_SUCCESS;
+  }
+  memset(&s.fig, 0, sizeof s.fig);
   int32_t *region_owner = NULL;
   int *dest = NULL;
   int64_t nown = 0, nboundary = 0, ngot = 0, *heads = NULL;
   mb_mesh *poly = NULL;
   mb_polylla_stats st;
-  pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
+  mb_pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
   double t0 = s.mark_wall;
   MB_CALL_GOTO(err, done, pp_distribute(&s, slab, partitioner, &own, &nown, &nboundary));
-  pp_step_end(&s, MB_PP_STEP_DISTRIBUTE);
+  mb_pp_step_end(&s, MB_PP_STEP_DISTRIBUTE);
   s.fig.owned = (double)nown;
   double t1 = mb_wtime();
   s.fig.ms_distribute = 1e3 * (t1 - t0);
@@ -721,21 +709,21 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
     else bad = 1;
   }
   PP_AGREE("out of memory for the regions");
-  qsort(got, (size_t)ngot, sizeof *got, cmp_tri); /* the few that crossed, from many ranks */
+  qsort(got, (size_t)ngot, sizeof *got, mb_pp_cmp_tri); /* the few that crossed, from many ranks */
   for (int64_t i = nkeep - 1, j = ngot - 1, k = nmine - 1; j >= 0; k--) /* both sorted by id */
     own[k] = i >= 0 && own[i].gid > got[j].gid ? own[i--] : got[j--];
   mine = own;
   s.fig.meshed = (double)nmine;
   double t3 = mb_wtime();
   s.fig.ms_stitch = 1e3 * (t3 - t2);
-  pp_step_end(&s, MB_PP_STEP_STITCH);
+  mb_pp_step_end(&s, MB_PP_STEP_STITCH);
 
   /* mesh: the backend on whole regions */
-  err = pp_mesh(&s, mine, nmine, opts, cuda, &poly, &heads, &st);
+  err = mb_pp_mesh(&s, mine, nmine, opts, cuda, &poly, &heads, &st);
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
   double t4 = mb_wtime();
   s.fig.ms_mesh = 1e3 * (t4 - t3);
-  pp_step_end(&s, MB_PP_STEP_MESH);
+  mb_pp_step_end(&s, MB_PP_STEP_MESH);
   s.fig.ms_phases = cuda ? st.ms_kernels : st.ms_label + st.ms_repair + st.ms_traversal;
   if (poly)
     for (int64_t q = 0; q < poly->nf; q++) {
@@ -757,7 +745,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   totals[1] /= 2; /* frontier half-edges + boundary edges = 2 x frontier edges */
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
   s.fig.ms_output = 1e3 * (mb_wtime() - t4);
-  pp_step_end(&s, MB_PP_STEP_OUTPUT);
+  mb_pp_step_end(&s, MB_PP_STEP_OUTPUT);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
   if (fig) *fig = s.fig;

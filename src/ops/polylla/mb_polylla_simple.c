@@ -276,14 +276,47 @@ static mb_error replace_output(mb_mesh **poly, int64_t npoly, const int64_t *off
   return MB_SUCCESS;
 }
 
-mb_error mb_polylla_split_pinches(const mb_mesh *tri, mb_mesh **poly, int64_t **heads,
-                                  mb_polylla_stats *stats) {
+mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
+  const int64_t nv = tri->nv, nl = nv + ids->nghost, nb = mb_polylla_ids_below(ids);
+  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, tri->nf, 3 * tri->nf, local));
+  mb_mesh *m = *local;
+  m->kind = tri->kind;
+  m->index = tri->index;
+#pragma omp parallel for schedule(static)
+  for (int64_t l = 0; l < nl; l++)
+    memcpy(m->xyz + 3 * l, mb_polylla_ids_xyz(ids, nb, nv, tri->xyz, l), 3 * sizeof(double));
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < 3 * tri->nf; k++)
+    m->face_indices[k] = mb_polylla_ids_local(ids, nb, nv, tri->face_indices[k]);
+  for (int64_t f = 0; f <= tri->nf; f++) m->face_offsets[f] = tri->face_offsets[f];
+  return MB_SUCCESS;
+}
+
+void mb_polylla_ids_apply(mb_mesh *poly, const mb_polylla_ids *ids, int64_t nv, int to_ids) {
+  const int64_t nb = mb_polylla_ids_below(ids), n = poly->face_offsets[poly->nf];
+  int64_t *fi = poly->face_indices;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; k++)
+    fi[k] = to_ids ? mb_polylla_ids_global(ids, nb, nv, fi[k]) : mb_polylla_ids_local(ids, nb, nv, fi[k]);
+}
+
+mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
+                                  int64_t **heads, mb_polylla_stats *stats) {
   int found = 0;
   MB_CALL(any_pinch(*poly, &found));
   if (!found) {
     if (stats) stats->pinches_split = 0;
     MB_CALL(mb_attrs_setf(&(*poly)->attrs, "pinches_split", "0"));
     return MB_SUCCESS;
+  }
+  if (ids) { /* ids to the local numbering, the cuts, back to ids */
+    mb_mesh *local = NULL;
+    MB_CALL(mb_polylla_ids_mesh(tri, ids, &local));
+    mb_polylla_ids_apply(*poly, ids, tri->nv, 0);
+    mb_error e = mb_polylla_split_pinches(local, NULL, poly, heads, stats);
+    mb_polylla_ids_apply(*poly, ids, tri->nv, 1);
+    mb_mesh_free(local);
+    return e;
   }
   mb_error e = MB_SUCCESS;
   mb_halfedge he = {0};

@@ -1,0 +1,621 @@
+/* meshbatch: partitioned Polylla's slab path: each rank meshes its own face
+ * rows as they are, and only the regions that cross the cut move.
+ *
+ * Why it holds (docs/architecture.md, "Partitioned Polylla"): Polylla's
+ * decisions inside a terminal-edge region read that region's triangles
+ * only (mb_polylla.h). A rank's rows, meshed alone, are a triangulation
+ * whose boundary includes the cut; every region that does not reach a cut
+ * edge that is non-frontier in the whole mesh (the longest edge of the
+ * triangle on either side) is a region of the whole mesh, and its polygons
+ * are the one-rank polygons (the rows keep the order of the global
+ * triangle and vertex ids, the only order Polylla compares). The rest (the
+ * regions joined across the cut) the backend leaves out (mb_polylla_opts
+ * seeds), and they are meshed whole on one rank.
+ *
+ *   ghosts      the vertex ids the rows use outside this rank's vertex
+ *               block, sorted; their positions from their owners, who
+ *               note which of their rows other ranks use
+ *   cut         an edge whose two ends are used by another rank as well
+ *               (a ghost, or a row another rank asked for) goes to the
+ *               owner of its smaller vertex, which pairs the two
+ *               triangles of each edge held by two ranks (a cut edge) and
+ *               tells both sides whether it joins them (non-frontier: the
+ *               longest edge of either triangle): those triangles are the
+ *               seeds
+ *   mesh        the backend on the rows and ghosts (mb_polylla_ids), the
+ *               regions of the seeds left out
+ *   regions     the triangles left out, joined into regions here and over
+ *               the cut by rounds of (smallest triangle id) until none
+ *               changes; a region belongs to the rank of its smallest
+ *               triangle, which receives its triangles and meshes it
+ *   output      polygons to the rank whose face rows hold their head,
+ *               merged there into the rows' polygons by head
+ *
+ * Work and memory beyond the backend's are proportional to the rank's rows
+ * (a pass for the ghosts, one for the cut's candidates, both OpenMP) and to
+ * what crosses the cut. The path is taken where every rank's rows use few
+ * ids outside its vertex block (corners outside <= a quarter of its
+ * triangles) and few edges are candidates (<= an eighth), which holds for
+ * rows numbered along the mesh (grid2d, generate delaunay's Hilbert order,
+ * meshes renumbered for locality); elsewhere the general path (dual graph,
+ * partition, halo) runs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "mb_faces.h"
+#include "mb_log.h"
+#include "mb_mpi.h"
+#include "mb_polylla_pp.h"
+
+/* An edge of a triangle near the cut, on its way to the owner of its
+ * smaller vertex. */
+typedef struct sp_edge {
+  int64_t a, b;    /* its ends, a < b (global ids) */
+  int64_t gid;     /* the triangle's face row */
+  int32_t dir;     /* 1: the counter-clockwise triangle runs a -> b */
+  int32_t longest; /* 1: the edge is the triangle's longest (label rule) */
+  int32_t rank;    /* the rank holding the triangle (set on arrival) */
+  int32_t pad;
+} sp_edge;
+
+/* A cut edge that joins two regions: this rank's triangle and theirs. */
+typedef struct sp_link {
+  int64_t mine, theirs; /* face rows */
+  int64_t rank;         /* the rank holding theirs */
+} sp_link;
+
+/* A label of the region round rounds: (face row of the triangle on the
+ * receiving side, the smallest face row known). */
+typedef struct sp_label {
+  int64_t at, label;
+} sp_label;
+
+/* Order by (a, b, rank, gid): an edge's records side by side. */
+static int cmp_edge_ab(const void *x, const void *y) {
+  const sp_edge *p = x, *q = y;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  if (p->rank != q->rank) return p->rank < q->rank ? -1 : 1;
+  return (p->gid > q->gid) - (p->gid < q->gid);
+}
+
+static int cmp_poly(const void *x, const void *y) {
+  const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Index of key in sorted a [n], or -1. */
+static int64_t sp_find(const int64_t *a, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] == key) return mid;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/* First index of sorted a [n] not below key. */
+static int64_t sp_lower(const int64_t *a, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int64_t sp_root(int64_t *parent, int64_t i) {
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]];
+    i = parent[i];
+  }
+  return i;
+}
+
+/* A cut edge as its owner tells each side. */
+typedef struct sp_pair {
+  int64_t mine, theirs; /* face rows: the receiver's triangle, the other */
+  int32_t rank;         /* the rank holding theirs */
+  int32_t joined;       /* non-frontier: the longest edge of either triangle */
+} sp_pair;
+
+/* The state of one slab-path run on this rank (freed by sp_free). */
+typedef struct sp_run {
+  int64_t *vstarts, *fstarts; /* [size + 1] blocks of vertex and face rows */
+  int64_t *ghost;             /* [nghost] ids used outside the vertex block, sorted */
+  double *gxyz;               /* [nghost, 3] their positions */
+  uint8_t *asked;             /* [nvb] rows another rank uses */
+  sp_edge *cand;              /* candidates, sorted by (rank, a, b) */
+  sp_edge *got;               /* those received, sorted by (source, a, b) */
+  int *dest, *from;
+  int64_t *seeds;
+  sp_link *links;
+  int64_t *heads, *left;      /* the rows' polygons' heads (row half-edges), left-out rows */
+  mb_mesh *poly;              /* the rows' polygons (global vertex ids) */
+  int64_t *parent, *label;    /* regions of the left-out triangles */
+  pp_tri *go, *came;
+  mb_mesh *spoly;             /* the regions made here */
+  int64_t *sheads;
+  pp_poly *psend, *pgot;
+  int64_t *isend, *igot, *order, *istart;
+  int *pdest, *idest;
+  mb_mesh *out;
+} sp_run;
+
+static void sp_free(sp_run *r) {
+  free(r->vstarts); free(r->fstarts); free(r->ghost); free(r->gxyz); free(r->asked);
+  free(r->cand); free(r->got); free(r->dest); free(r->from); free(r->seeds); free(r->links);
+  free(r->heads); free(r->left); free(r->parent); free(r->label); free(r->go); free(r->came);
+  free(r->sheads); free(r->psend); free(r->pgot); free(r->isend); free(r->igot); free(r->order);
+  free(r->istart); free(r->pdest); free(r->idest);
+  mb_mesh_free(r->poly);
+  mb_mesh_free(r->spoly);
+  mb_mesh_free(r->out);
+}
+
+/* The position [3] of id g: a row of the slab or a ghost. */
+static const double *sp_pos(const mb_mesh *m, const sp_run *r, int64_t v0, int64_t nghost,
+                            int64_t g) {
+  if (g >= v0 && g < v0 + m->nv) return m->xyz + 3 * (g - v0);
+  return r->gxyz + 3 * sp_find(r->ghost, nghost, g);
+}
+
+/* Triangle row t of the slab as a record (global ids, x, y). */
+static void sp_record(const mb_mesh *m, const sp_run *r, int64_t v0, int64_t nghost, int64_t f0,
+                      int64_t t, pp_tri *p) {
+  memset(p, 0, sizeof *p);
+  p->gid = f0 + t;
+  for (int k = 0; k < 3; k++) {
+    const int64_t g = m->face_indices[3 * t + k];
+    const double *c = sp_pos(m, r, v0, nghost, g);
+    p->v[k] = g;
+    p->xy[2 * k] = c[0];
+    p->xy[2 * k + 1] = c[1];
+  }
+}
+
+/* Does this rank share vertex g with another (a ghost, or a row asked for)? */
+static inline int sp_shared(const sp_run *r, int64_t v0, int64_t nvb, int64_t g) {
+  return g < v0 || g >= v0 + nvb || r->asked[g - v0];
+}
+
+#define SP_ALLOC(ptr, n)                                                                 \
+  do {                                                                                   \
+    (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                        \
+    if (!(ptr)) bad = 1;                                                                 \
+  } while (0)
+
+#define SP_AGREE(msg)                                                                    \
+  do {                                                                                   \
+    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, msg);       \
+    MB_CALL_GOTO(err, done, mb_agree(comm, err));                                        \
+  } while (0)
+
+/* Decide on every rank: 1 where all ranks say ok. */
+static mb_error sp_all(MPI_Comm comm, int *ok) {
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, ok, 1, MPI_INT, MPI_MIN, comm));
+  return MB_SUCCESS;
+}
+
+mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts, int cuda,
+                    int *taken) {
+  MPI_Comm comm = s->comm;
+  const mb_mesh *m = slab->rows;
+  const int64_t nf = m->nf, f0 = slab->face_start, v0 = slab->vertex_start, nvb = m->nv;
+  mb_error err = MB_SUCCESS;
+  int bad = 0, ok = 1;
+  sp_run r = {0};
+  *taken = 0;
+  SP_ALLOC(r.vstarts, s->size + 1);
+  SP_ALLOC(r.fstarts, s->size + 1);
+  SP_AGREE("out of memory for the slab path");
+  MB_CALL_GOTO(err, done, mb_block_starts(comm, v0, nvb, r.vstarts));
+  MB_CALL_GOTO(err, done, mb_block_starts(comm, f0, nf, r.fstarts));
+  const int64_t nvg = r.vstarts[s->size];
+
+  /* ---- ghosts: the ids the rows use outside this rank's vertex block */
+  const int64_t *fi = m->face_indices;
+  int64_t ncorner_out = 0, lo = INT64_MAX, hi = INT64_MIN;
+#pragma omp parallel for schedule(static) reduction(+ : ncorner_out) reduction(min : lo) \
+    reduction(max : hi)
+  for (int64_t k = 0; k < 3 * nf; k++) {
+    const int64_t g = fi[k];
+    ncorner_out += g < v0 || g >= v0 + nvb;
+    lo = g < lo ? g : lo;
+    hi = g > hi ? g : hi;
+  }
+  ok = (nf == 0 || (lo >= 0 && hi < nvg)) && ncorner_out <= nf / 4 + 4096;
+  MB_CALL_GOTO(err, done, sp_all(comm, &ok));
+  if (!ok) goto done;
+  int64_t nghost = 0;
+  SP_ALLOC(r.ghost, ncorner_out);
+  SP_ALLOC(r.asked, nvb);
+  SP_AGREE("out of memory for the ghost vertices");
+  for (int64_t k = 0; k < 3 * nf; k++)
+    if (fi[k] < v0 || fi[k] >= v0 + nvb) r.ghost[nghost++] = fi[k];
+  qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
+  {
+    int64_t u = 0;
+    for (int64_t i = 0; i < nghost; i++)
+      if (u == 0 || r.ghost[i] != r.ghost[u - 1]) r.ghost[u++] = r.ghost[i];
+    nghost = u;
+  }
+  memset(r.asked, 0, (size_t)nvb);
+  /* their positions, asked of their owners, who note the rows asked for:
+   * the answers come back by owner, each in the order asked, which is the
+   * ghosts' order (the blocks follow the ranks) */
+  {
+    int64_t nreq = 0, nans = 0;
+    int64_t *req = NULL;
+    int *from = NULL;
+    double *ans = NULL, *back = NULL;
+    SP_ALLOC(r.dest, nghost);
+    SP_ALLOC(r.gxyz, 3 * nghost);
+    SP_AGREE("out of memory for the ghost vertices");
+    for (int64_t i = 0; i < nghost; i++) r.dest[i] = mb_block_owner(r.vstarts, s->size, r.ghost[i]);
+    err = mb_records_exchange(comm, nghost, r.dest, sizeof(int64_t), r.ghost, &nreq,
+                              (void **)&req, &from, &s->fig.bytes);
+    if (!err) {
+      ans = malloc(sizeof(double) * 3 * (size_t)(nreq ? nreq : 1));
+      if (!ans) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    }
+    for (int64_t i = 0; !err && i < nreq; i++) {
+      const int64_t row = req[i] - v0; /* this rank's, by the blocks */
+      r.asked[row] = 1;
+      memcpy(ans + 3 * i, m->xyz + 3 * row, 3 * sizeof(double));
+    }
+    err = mb_agree(comm, err);
+    if (!err)
+      err = mb_records_exchange(comm, nreq, from, 3 * sizeof(double), ans, &nans, (void **)&back,
+                                NULL, &s->fig.bytes);
+    if (!err && nans == nghost) memcpy(r.gxyz, back, sizeof(double) * 3 * (size_t)nghost);
+    free(req);
+    free(from);
+    free(ans);
+    free(back);
+    MB_CALL_GOTO(err, done, err);
+  }
+
+  /* ---- the cut's candidates: edges whose two ends another rank uses too */
+  int64_t ncand = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ncand)
+  for (int64_t t = 0; t < nf; t++)
+    for (int k = 0; k < 3; k++)
+      ncand += sp_shared(&r, v0, nvb, fi[3 * t + k]) && sp_shared(&r, v0, nvb, fi[3 * t + (k + 1) % 3]);
+  ok = ncand <= nf / 8 + 4096;
+  MB_CALL_GOTO(err, done, sp_all(comm, &ok));
+  if (!ok) goto done;
+  free(r.dest);
+  r.dest = NULL;
+  SP_ALLOC(r.cand, ncand);
+  SP_ALLOC(r.dest, ncand);
+  SP_AGREE("out of memory for the cut's edges");
+  {
+    int64_t q = 0;
+    for (int64_t t = 0; t < nf; t++) {
+      int any = 0;
+      for (int k = 0; k < 3 && !any; k++)
+        any = sp_shared(&r, v0, nvb, fi[3 * t + k]) &&
+              sp_shared(&r, v0, nvb, fi[3 * t + (k + 1) % 3]);
+      if (!any) continue;
+      pp_tri p;
+      sp_record(m, &r, v0, nghost, f0, t, &p);
+      int64_t e[2];
+      mb_polylla_longest_edge(p.v, p.xy, s->ties, e);
+      const double *c = p.xy;
+      const double o = (c[2] - c[0]) * (c[5] - c[1]) - (c[3] - c[1]) * (c[4] - c[0]);
+      for (int k = 0; k < 3; k++) {
+        const int64_t a = p.v[k], b = p.v[(k + 1) % 3];
+        if (!sp_shared(&r, v0, nvb, a) || !sp_shared(&r, v0, nvb, b)) continue;
+        sp_edge *x = &r.cand[q];
+        *x = (sp_edge){a < b ? a : b, a < b ? b : a, p.gid, 0, 0, 0, 0};
+        x->dir = (a < b) == (o > 0); /* input order a -> b, reversed when clockwise */
+        x->longest = e[0] == x->a && e[1] == x->b;
+        r.dest[q++] = mb_block_owner(r.vstarts, s->size, x->a);
+      }
+    }
+  }
+  /* the owner of the smaller vertex pairs them */
+  int64_t ngot = 0, nsend = 0, npairs = 0;
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, ncand, r.dest, sizeof(sp_edge), r.cand,
+                                              &ngot, (void **)&r.got, &r.from, &s->fig.bytes));
+  for (int64_t i = 0; i < ngot; i++) r.got[i].rank = r.from[i];
+  qsort(r.got, (size_t)ngot, sizeof *r.got, cmp_edge_ab);
+  sp_pair *pairs = NULL, *mine = NULL;
+  int *pto = NULL;
+  SP_ALLOC(pairs, ngot);
+  SP_ALLOC(pto, ngot);
+  if (bad) {
+    free(pairs);
+    free(pto);
+  }
+  SP_AGREE("out of memory for the cut's edges");
+  for (int64_t i = 0; i < ngot;) {
+    int64_t j = i + 1;
+    while (j < ngot && r.got[j].a == r.got[i].a && r.got[j].b == r.got[i].b) j++;
+    const sp_edge *x = &r.got[i], *y = &r.got[i + 1];
+    if (j - i == 2 && x->rank != y->rank) { /* a cut edge */
+      const int32_t joined = x->longest || y->longest;
+      if (x->dir == y->dir) ok = 0; /* twice one way: overlapping triangles */
+      pairs[nsend] = (sp_pair){x->gid, y->gid, y->rank, joined};
+      pto[nsend++] = x->rank;
+      pairs[nsend] = (sp_pair){y->gid, x->gid, x->rank, joined};
+      pto[nsend++] = y->rank;
+    } else if (j - i > 2) {
+      ok = 0; /* an edge in three triangles or more */
+    }
+    i = j;
+  }
+  err = mb_records_exchange(comm, nsend, pto, sizeof(sp_pair), pairs, &npairs, (void **)&mine,
+                            NULL, &s->fig.bytes);
+  free(pairs);
+  free(pto);
+  if (!err) {
+    r.seeds = malloc(sizeof *r.seeds * (size_t)(npairs ? npairs : 1));
+    r.links = malloc(sizeof *r.links * (size_t)(npairs ? npairs : 1));
+    if (!r.seeds || !r.links)
+      err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+  }
+  int64_t nseeds = 0, nlinks = 0, ncut = 0;
+  for (int64_t i = 0; !err && i < npairs; i++) {
+    ncut++;
+    if (!mine[i].joined) continue;
+    r.seeds[nseeds++] = mine[i].mine - f0;
+    r.links[nlinks++] = (sp_link){mine[i].mine, mine[i].theirs, mine[i].rank};
+  }
+  free(mine);
+  MB_CALL_GOTO(err, done, mb_agree(comm, err));
+  MB_CALL_GOTO(err, done, sp_all(comm, &ok));
+  if (!ok) goto done;
+  s->fig.ghosts = (double)ncut;
+  mb_pp_step_end(s, MB_PP_STEP_DUAL);
+  mb_pp_step_end(s, MB_PP_STEP_DISTRIBUTE);
+  s->fig.owned = (double)nf;
+
+  /* ---- mesh: the rows, the regions of the seeds left out */
+  mb_polylla_stats lst = {0};
+  int64_t nleft = 0;
+  {
+    const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz};
+    mb_polylla_opts o = opts ? *opts : (mb_polylla_opts){0};
+    o.heads = &r.heads;
+    o.share_xyz = 1;
+    o.ids = &ids;
+    o.seeds = r.seeds;
+    o.nseeds = nseeds;
+    o.left_out = &r.left;
+    o.nleft_out = &nleft;
+    if (nf > 0) {
+      err = cuda ? mb_polylla_cuda(m, &o, &r.poly, &lst) : mb_polylla_cpu(m, &o, &r.poly, &lst);
+      if (!err) { /* only the polygons are kept: the CPU backend's copy of the positions goes */
+        if (r.poly->xyz != m->xyz) free(r.poly->xyz);
+        r.poly->xyz = NULL;
+        r.poly->nv = 0;
+      }
+    }
+    if (err) { /* the general path names the fault in the one-rank words */
+      mb_log(MB_LOG_VERBOSE, "mesh '%s': the slab path gave way to the general path: %s",
+             s->name, mb_error_message());
+      mb_error_clear();
+      err = MB_SUCCESS;
+      ok = 0;
+    }
+    MB_CALL_GOTO(err, done, sp_all(comm, &ok));
+    if (!ok) goto done;
+  }
+  s->fig.ms_phases = cuda ? lst.ms_kernels : lst.ms_label + lst.ms_repair + lst.ms_traversal;
+  mb_pp_step_end(s, MB_PP_STEP_MESH);
+
+  /* ---- regions of the left-out triangles: here, then over the cut */
+  SP_ALLOC(r.parent, nleft);
+  SP_ALLOC(r.label, nleft);
+  SP_AGREE("out of memory for the regions that cross the cut");
+  {
+    /* their edges, matched by sorting; a non-frontier one joins */
+    sp_edge *e = NULL;
+    SP_ALLOC(e, 3 * nleft);
+    SP_AGREE("out of memory for the regions that cross the cut");
+    for (int64_t i = 0; i < nleft; i++) {
+      pp_tri p;
+      sp_record(m, &r, v0, nghost, f0, r.left[i], &p);
+      int64_t l[2];
+      mb_polylla_longest_edge(p.v, p.xy, s->ties, l);
+      for (int k = 0; k < 3; k++) {
+        const int64_t a = p.v[k], b = p.v[(k + 1) % 3];
+        e[3 * i + k] = (sp_edge){a < b ? a : b, a < b ? b : a, i, 0, 0, 0, 0};
+        e[3 * i + k].longest = l[0] == e[3 * i + k].a && l[1] == e[3 * i + k].b;
+      }
+      r.parent[i] = i;
+    }
+    qsort(e, (size_t)(3 * nleft), sizeof *e, cmp_edge_ab);
+    for (int64_t i = 0; i + 1 < 3 * nleft; i++)
+      if (e[i].a == e[i + 1].a && e[i].b == e[i + 1].b && (e[i].longest || e[i + 1].longest)) {
+        const int64_t x = sp_root(r.parent, e[i].gid), y = sp_root(r.parent, e[i + 1].gid);
+        if (x != y) r.parent[x > y ? x : y] = x < y ? x : y; /* root: the smallest row */
+      }
+    free(e);
+    for (int64_t i = 0; i < nleft; i++) r.label[i] = f0 + r.left[sp_root(r.parent, i)];
+  }
+  for (int round = 0;; round++) {
+    sp_label *send = NULL, *recv = NULL;
+    int *to = NULL;
+    int64_t nrecv = 0;
+    SP_ALLOC(send, nlinks);
+    SP_ALLOC(to, nlinks);
+    if (bad) {
+      free(send);
+      free(to);
+    }
+    SP_AGREE("out of memory for the regions that cross the cut");
+    for (int64_t i = 0; i < nlinks; i++) {
+      const int64_t at = sp_find(r.left, nleft, r.links[i].mine - f0);
+      send[i] = (sp_label){r.links[i].theirs, at < 0 ? INT64_MAX : r.label[sp_root(r.parent, at)]};
+      to[i] = (int)r.links[i].rank;
+    }
+    err = mb_records_exchange(comm, nlinks, to, sizeof *send, send, &nrecv, (void **)&recv, NULL,
+                              &s->fig.bytes);
+    int changed = 0;
+    for (int64_t i = 0; !err && i < nrecv; i++) {
+      const int64_t at = sp_find(r.left, nleft, recv[i].at - f0);
+      if (at < 0) continue;
+      const int64_t root = sp_root(r.parent, at);
+      if (recv[i].label < r.label[root]) r.label[root] = recv[i].label, changed = 1;
+    }
+    free(send);
+    free(to);
+    free(recv);
+    MB_CALL_GOTO(err, done, err);
+    MB_CALL_MPI_GOTO(err, done,
+                     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, comm));
+    s->fig.cc_rounds = round + 1;
+    if (!changed) break;
+  }
+  mb_pp_step_end(s, MB_PP_STEP_REGIONS);
+
+  /* ---- stitch: the left-out triangles to the owner of their region */
+  SP_ALLOC(r.go, nleft);
+  SP_ALLOC(r.pdest, nleft);
+  SP_AGREE("out of memory for the regions that cross the cut");
+  int64_t ncame = 0;
+  for (int64_t i = 0; i < nleft; i++) {
+    sp_record(m, &r, v0, nghost, f0, r.left[i], &r.go[i]);
+    r.go[i].crossing = 1;
+    r.pdest[i] = mb_block_owner(r.fstarts, s->size, r.label[sp_root(r.parent, i)]);
+    s->fig.migrated += r.pdest[i] != s->rank;
+  }
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nleft, r.pdest, sizeof(pp_tri), r.go, &ncame,
+                                              (void **)&r.came, NULL, &s->fig.bytes));
+  free(r.pdest);
+  r.pdest = NULL;
+  qsort(r.came, (size_t)ncame, sizeof *r.came, mb_pp_cmp_tri);
+  mb_pp_step_end(s, MB_PP_STEP_STITCH);
+  mb_polylla_stats sst = {0};
+  err = mb_pp_mesh(s, r.came, ncame, opts, cuda && ncame > (1 << 20), &r.spoly, &r.sheads, &sst);
+  if (err) {
+    mb_log(MB_LOG_VERBOSE, "mesh '%s': the slab path gave way to the general path: %s", s->name,
+           mb_error_message());
+    mb_error_clear();
+    err = MB_SUCCESS;
+    ok = 0;
+  }
+  MB_CALL_GOTO(err, done, sp_all(comm, &ok));
+  if (!ok) goto done;
+  s->fig.meshed = (double)(nf - nleft + ncame);
+  s->fig.polygons_local = r.poly ? (double)r.poly->nf : 0;
+  s->fig.polygons_stitched = r.spoly ? (double)r.spoly->nf : 0;
+  mb_pp_step_end(s, MB_PP_STEP_MESH);
+
+  /* ---- output: the regions made here to the rank holding their head */
+  const mb_mesh *sp = r.spoly;
+  const int64_t nsp = sp ? sp->nf : 0, nsi = sp ? sp->face_offsets[nsp] : 0;
+  SP_ALLOC(r.psend, nsp);
+  SP_ALLOC(r.pdest, nsp);
+  SP_ALLOC(r.isend, nsi);
+  SP_ALLOC(r.idest, nsi);
+  SP_AGREE("out of memory for the polygons");
+  for (int64_t p = 0; p < nsp; p++) {
+    const int d = mb_block_owner(r.fstarts, s->size, r.sheads[p] / 3);
+    r.psend[p] = (pp_poly){r.sheads[p], sp->face_offsets[p + 1] - sp->face_offsets[p]};
+    r.pdest[p] = d;
+    for (int64_t k = sp->face_offsets[p]; k < sp->face_offsets[p + 1]; k++) {
+      r.isend[k] = sp->face_indices[k];
+      r.idest[k] = d;
+    }
+  }
+  int64_t npgot = 0, nigot = 0;
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsp, r.pdest, sizeof(pp_poly), r.psend, &npgot,
+                                              (void **)&r.pgot, NULL, &s->fig.bytes));
+  MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsi, r.idest, sizeof(int64_t), r.isend,
+                                              &nigot, (void **)&r.igot, NULL, &s->fig.bytes));
+  /* the received: first index of each (they arrive in send order by source), then by head */
+  SP_ALLOC(r.istart, npgot + 1);
+  SP_ALLOC(r.order, 2 * npgot);
+  SP_AGREE("out of memory for the polygons");
+  r.istart[0] = 0;
+  for (int64_t p = 0; p < npgot; p++) {
+    r.istart[p + 1] = r.istart[p] + r.pgot[p].n;
+    r.order[2 * p] = r.pgot[p].head;
+    r.order[2 * p + 1] = p;
+  }
+  qsort(r.order, (size_t)npgot, 2 * sizeof *r.order, cmp_poly);
+
+  /* merge by head into the rows' polygons (heads: row half-edges) */
+  const mb_mesh *lp = r.poly;
+  const int64_t nlp = lp ? lp->nf : 0, nli = lp ? lp->face_offsets[nlp] : 0;
+  const int64_t nout = nlp + npgot, niout = nli + nigot;
+  if (npgot == 0 && lp) { /* the rows' polygons as they are */
+    r.out = r.poly;
+    r.poly = NULL;
+  } else {
+    double *count = NULL;
+    SP_ALLOC(count, nout);
+    if (!bad) err = mb_mesh_create(m->name, 0, nout, niout, &r.out);
+    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    int64_t at = 0, pos = 0, from = 0; /* rows' polygons [from, ...) not yet copied */
+    for (int64_t q = 0; !err && q <= npgot; q++) {
+      const int64_t upto = q < npgot ? sp_lower(r.heads, nlp, r.order[2 * q] - 3 * f0) : nlp;
+      if (upto > from) { /* a run of the rows' polygons */
+        const int64_t b = lp->face_offsets[from], n = lp->face_offsets[upto] - b;
+        memcpy(r.out->face_indices + pos, lp->face_indices + b, sizeof(int64_t) * (size_t)n);
+        for (int64_t p = from; p < upto; p++, at++) {
+          r.out->face_offsets[at] = pos + lp->face_offsets[p] - b;
+          count[at] = (double)(lp->face_offsets[p + 1] - lp->face_offsets[p]);
+        }
+        pos += n;
+        from = upto;
+      }
+      if (q == npgot) break;
+      const int64_t p = r.order[2 * q + 1], n = r.pgot[p].n;
+      r.out->face_offsets[at] = pos;
+      memcpy(r.out->face_indices + pos, r.igot + r.istart[p], sizeof(int64_t) * (size_t)n);
+      count[at++] = (double)n;
+      pos += n;
+    }
+    if (!err) {
+      r.out->face_offsets[nout] = pos;
+      err = mb_mesh_set_face_field(r.out, "vertex_count", 1, count);
+    }
+    free(count);
+  }
+  MB_CALL_GOTO(err, done, mb_agree(comm, err));
+
+  /* ---- the global figures; the rows of this rank's output */
+  {
+    int64_t f[8] = {nlp + nsp, nli + nsi, lst.boundary_edges, ncut, lst.barrier_edge_tips +
+                    sst.barrier_edge_tips, lst.polygons_repaired + sst.polygons_repaired,
+                    lst.pinches_split + sst.pinches_split, 0};
+    MB_CALL_MPI_GOTO(err, done, MPI_Allreduce(MPI_IN_PLACE, f, 8, MPI_INT64_T, MPI_SUM, comm));
+    /* every cut edge is a boundary edge of the rows on both sides */
+    const int64_t totals[5] = {f[0], (f[1] + f[2] - f[3]) / 2, f[4], f[5], f[6]};
+    int64_t first = 0, n = r.out ? r.out->nf : 0;
+    MB_CALL_MPI_GOTO(err, done, MPI_Exscan(&n, &first, 1, MPI_INT64_T, MPI_SUM, comm));
+    if (s->rank == 0) first = 0;
+    if (!r.out) err = mb_mesh_create(m->name, 0, 0, 0, &r.out);
+    const double none = 0;
+    if (!err && r.out->nface_fields == 0)
+      err = mb_mesh_set_face_field(r.out, "vertex_count", 1, &none);
+    if (!err) {
+      free(r.out->xyz); /* NULL but for a new mesh; the input's vertex rows come */
+      r.out->xyz = NULL;
+      r.out->nv = 0;
+      err = mb_pp_finish(slab, &r.out, first, totals);
+    }
+    MB_CALL_GOTO(err, done, mb_agree(comm, err));
+  }
+  mb_pp_step_end(s, MB_PP_STEP_OUTPUT);
+  s->fig.ms_distribute = s->fig.step_ms[MB_PP_STEP_DUAL] + s->fig.step_ms[MB_PP_STEP_DISTRIBUTE];
+  s->fig.ms_regions = s->fig.step_ms[MB_PP_STEP_REGIONS];
+  s->fig.ms_stitch = s->fig.step_ms[MB_PP_STEP_STITCH];
+  s->fig.ms_mesh = s->fig.step_ms[MB_PP_STEP_MESH];
+  s->fig.ms_output = s->fig.step_ms[MB_PP_STEP_OUTPUT];
+  *taken = 1;
+done:
+  sp_free(&r);
+  return err;
+}
