@@ -11,7 +11,8 @@ rounds of labels), and the same uniform triangulation with its triangles
 shuffled (each rank's rows scattered over the square: the slab path must
 decline and the general path run). Split over 2, 3 and 4 ranks with
 `partitioner: blocks`; the log (-v) must name the path; with
-MB_POLYLLA_GENERAL=1 the general path gives the same bits.
+MB_POLYLLA_GENERAL=1 the general path gives the same bits; one run on 3
+OpenMP threads a rank.
 
   polylla_slab_path.py
 Environment: see tests/CMakeLists.txt.
@@ -79,6 +80,14 @@ def main():
             p = run(["run", "-v", job(out, coll, blocks)], np=np)
             if f"partitioned Polylla by the {want} path" not in p.stdout + p.stderr:
                 fail(f"{out}: the log does not say the {want} path was taken")
+            same_datasets(ref, os.path.join(d, out + ".h5"))
+        if name == "del20000":  # the passes on several OpenMP threads
+            os.environ["OMP_NUM_THREADS"] = "3"
+            out = f"{name}_threads"
+            p = run(["run", "-v", job(out, coll, blocks)], np=2)
+            os.environ["OMP_NUM_THREADS"] = "1"
+            if "partitioned Polylla by the slab path" not in p.stdout + p.stderr:
+                fail(f"{out}: the log does not say the slab path was taken")
             same_datasets(ref, os.path.join(d, out + ".h5"))
         os.environ["MB_POLYLLA_GENERAL"] = "1"
         out = f"{name}_general"

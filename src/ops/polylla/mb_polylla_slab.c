@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include <sys/resource.h>
 
 #include "mb_faces.h"
@@ -185,6 +186,60 @@ static inline int sp_shared(const sp_run *r, int64_t v0, int64_t nvb, int64_t g)
   return g < v0 || g >= v0 + nvb || r->asked[g - v0];
 }
 
+/* The number of edges of triangle corners v [3] with both ends shared. */
+static inline int sp_edges_shared(const sp_run *r, int64_t v0, int64_t nvb, const int64_t *v) {
+  int n = 0;
+  for (int k = 0; k < 3; k++) n += sp_shared(r, v0, nvb, v[k]) && sp_shared(r, v0, nvb, v[(k + 1) % 3]);
+  return n;
+}
+
+/* The cut's candidates of row t: r->cand and r->dest from *q on. */
+static void sp_candidates(const mb_mesh *m, sp_run *r, const pp_state *s, int64_t v0, int64_t nvb,
+                          int64_t nghost, int64_t f0, int64_t t, int64_t *q) {
+  pp_tri p;
+  sp_record(m, r, v0, nghost, f0, t, &p);
+  int64_t e[2];
+  mb_polylla_longest_edge(p.v, p.xy, s->ties, e);
+  const double *c = p.xy;
+  const double o = (c[2] - c[0]) * (c[5] - c[1]) - (c[3] - c[1]) * (c[4] - c[0]);
+  for (int k = 0; k < 3; k++) {
+    const int64_t a = p.v[k], b = p.v[(k + 1) % 3];
+    if (!sp_shared(r, v0, nvb, a) || !sp_shared(r, v0, nvb, b)) continue;
+    sp_edge *x = &r->cand[*q];
+    *x = (sp_edge){a < b ? a : b, a < b ? b : a, p.gid, 0, 0, 0, 0};
+    x->dir = (a < b) == (o > 0); /* input order a -> b, reversed when clockwise */
+    x->longest = e[0] == x->a && e[1] == x->b;
+    r->dest[(*q)++] = mb_block_owner(r->vstarts, s->size, x->a);
+  }
+}
+
+/* Fill an array from a pass over i in [0, n) on the OpenMP threads, in
+ * order: each thread sums COUNT (an expression in i: the slots row i
+ * fills) over its block of i, the blocks' sums are added up in order, then
+ * each thread runs FILL (a statement in i and int64_t q, the next slot,
+ * which it advances by COUNT) where COUNT is not 0; total gets the sum. */
+#define SP_CHUNKED(n, COUNT, FILL, total)                                                \
+  do {                                                                                   \
+    int64_t sp_at[257] = {0};                                                            \
+    const int sp_max = omp_get_max_threads() < 256 ? omp_get_max_threads() : 256;        \
+    _Pragma("omp parallel num_threads(sp_max)")                                          \
+    {                                                                                    \
+      const int sp_n = omp_get_num_threads(), sp_id = omp_get_thread_num();              \
+      const int64_t sp_b = (n) * sp_id / sp_n, sp_e = (n) * (sp_id + 1) / sp_n;          \
+      int64_t sp_c = 0;                                                                  \
+      for (int64_t i = sp_b; i < sp_e; i++) sp_c += (COUNT);                             \
+      sp_at[sp_id + 1] = sp_c;                                                           \
+      _Pragma("omp barrier")                                                             \
+      _Pragma("omp single")                                                              \
+      for (int k = 0; k < sp_n; k++) sp_at[k + 1] += sp_at[k];                           \
+      int64_t q = sp_at[sp_id];                                                          \
+      for (int64_t i = sp_b; i < sp_e; i++)                                              \
+        if (COUNT) FILL;                                                                 \
+      _Pragma("omp single")                                                              \
+      (total) = sp_at[sp_n];                                                             \
+    }                                                                                    \
+  } while (0)
+
 #define SP_ALLOC(ptr, n)                                                                 \
   do {                                                                                   \
     (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                        \
@@ -237,8 +292,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   SP_ALLOC(r.ghost, ncorner_out);
   SP_ALLOC(r.asked, nvb);
   SP_AGREE("out of memory for the ghost vertices");
-  for (int64_t k = 0; k < 3 * nf; k++)
-    if (fi[k] < v0 || fi[k] >= v0 + nvb) r.ghost[nghost++] = fi[k];
+  SP_CHUNKED(3 * nf, fi[i] < v0 || fi[i] >= v0 + nvb, r.ghost[q++] = fi[i], nghost);
   qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
   {
     int64_t u = 0;
@@ -297,30 +351,14 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   SP_ALLOC(r.dest, ncand);
   SP_AGREE("out of memory for the cut's edges");
   {
-    int64_t q = 0;
-    for (int64_t t = 0; t < nf; t++) {
-      int any = 0;
-      for (int k = 0; k < 3 && !any; k++)
-        any = sp_shared(&r, v0, nvb, fi[3 * t + k]) &&
-              sp_shared(&r, v0, nvb, fi[3 * t + (k + 1) % 3]);
-      if (!any) continue;
-      pp_tri p;
-      sp_record(m, &r, v0, nghost, f0, t, &p);
-      int64_t e[2];
-      mb_polylla_longest_edge(p.v, p.xy, s->ties, e);
-      const double *c = p.xy;
-      const double o = (c[2] - c[0]) * (c[5] - c[1]) - (c[3] - c[1]) * (c[4] - c[0]);
-      for (int k = 0; k < 3; k++) {
-        const int64_t a = p.v[k], b = p.v[(k + 1) % 3];
-        if (!sp_shared(&r, v0, nvb, a) || !sp_shared(&r, v0, nvb, b)) continue;
-        sp_edge *x = &r.cand[q];
-        *x = (sp_edge){a < b ? a : b, a < b ? b : a, p.gid, 0, 0, 0, 0};
-        x->dir = (a < b) == (o > 0); /* input order a -> b, reversed when clockwise */
-        x->longest = e[0] == x->a && e[1] == x->b;
-        r.dest[q++] = mb_block_owner(r.vstarts, s->size, x->a);
-      }
-    }
+    int64_t filled = 0;
+    SP_CHUNKED(nf, sp_edges_shared(&r, v0, nvb, fi + 3 * i),
+               sp_candidates(m, &r, s, v0, nvb, nghost, f0, i, &q), filled);
+    MB_CHECK_GOTO(err, done, filled == ncand, MB_ERR_NUMERIC,
+                  "internal error: %lld candidate edges for %lld counted", (long long)filled,
+                  (long long)ncand);
   }
+
   /* the owner of the smaller vertex pairs them */
   int64_t ngot = 0, nsend = 0, npairs = 0;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ncand, r.dest, sizeof(sp_edge), r.cand,
