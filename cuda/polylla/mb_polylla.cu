@@ -702,14 +702,16 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
            "internal error: %lld polygon vertices for %lld frontier half-edges",
            (long long)o64[npoly], (long long)nidx);
   if (heads) { /* the selected heads (in the twins' array, dead by now) */
-    std::vector<int> h((size_t)npoly);
-    MB_CALL_CUDA(cudaStreamSynchronize(s));
-    if (npoly)
-      MB_CALL_CUDA(cudaMemcpy(h.data(), d.twin.as<int>(), sizeof(int) * (size_t)npoly,
-                              cudaMemcpyDeviceToHost));
-    *heads = (int64_t *)malloc(sizeof(int64_t) * ((size_t)npoly + 1));
+    *heads = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)npoly + 1));
     MB_CHECK(*heads, MB_ERR_MEMORY, "out of memory for %d polygon heads", npoly);
-    for (int p = 0; p < npoly; p++) (*heads)[p] = h[(size_t)p];
+    int64_t *hd = *heads;
+    MB_CALL(mb_pl_download(
+        &pipe, d.twin.p, (int64_t)npoly, sizeof(int),
+        [&](char *slot, int64_t b, int64_t e) {
+          const int *in = (const int *)slot;
+          for (int64_t i = b; i < e; i++) hd[i] = in[i - b];
+        },
+        "polygon heads"));
   }
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
@@ -819,11 +821,22 @@ extern "C" mb_error mb_polylla_cuda(const mb_mesh *tri, const mb_polylla_opts *o
   MB_CHECK(tri->xyz && tri->face_offsets && tri->face_indices, MB_ERR_ARG,
            "mesh '%s' has no arrays", name);
   const int64_t *fo = tri->face_offsets;
-  for (int64_t f = 0; f < nf; f++)
-    MB_CHECK(fo[f] == 3 * f && fo[f + 1] == 3 * f + 3, MB_ERR_ARG,
-             "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a triangulation "
-             "(every face a triangle)",
-             name, (long long)f, (long long)(fo[f + 1] - fo[f]));
+  std::atomic<int64_t> bad(INT64_MAX); /* the first face that is no triangle */
+  const int nw = nf < (1 << 20) ? 1 : mb_pl_nthreads();
+  mb_pl_threads(nw, [&](int w) {
+    for (int64_t f = nf * w / nw, e = nf * (w + 1) / nw; f < e; f++)
+      if (fo[f] != 3 * f || fo[f + 1] != 3 * f + 3) {
+        int64_t cur = bad.load();
+        while (f < cur && !bad.compare_exchange_weak(cur, f)) {
+        }
+        break;
+      }
+  });
+  const int64_t f = bad.load();
+  MB_CHECK(f == INT64_MAX, MB_ERR_ARG,
+           "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a triangulation "
+           "(every face a triangle)",
+           name, (long long)f, f == INT64_MAX ? 0ll : (long long)(fo[f + 1] - fo[f]));
   mb_polylla_opts o = opts ? *opts : mb_polylla_opts{};
   if (o.left_out) *o.left_out = nullptr;
   mb_error e = mb_pl_cuda_run(tri, o, poly, stats);

@@ -639,7 +639,12 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
                        "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a "
                        "triangle)",
                        s.name, mb_kind_name(m->kind));
-  for (int64_t f = 0; !err && f < m->nf; f++)
+  int64_t bad_face = INT64_MAX; /* the first face that is no triangle */
+  const int64_t *fo = m->face_offsets;
+#pragma omp parallel for schedule(static) reduction(min : bad_face)
+  for (int64_t f = 0; f < m->nf; f++)
+    if (fo[f + 1] - fo[f] != 3 && f < bad_face) bad_face = f;
+  for (int64_t f = bad_face; !err && f < m->nf; f++)
     if (m->face_offsets[f + 1] - m->face_offsets[f] != 3)
       err = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                          "mesh '%s': face %lld (0-based) has %lld vertices; Polylla needs a "

@@ -186,6 +186,27 @@ static inline int sp_shared(const sp_run *r, int64_t v0, int64_t nvb, int64_t g)
   return g < v0 || g >= v0 + nvb || r->asked[g - v0];
 }
 
+/* Polygons [from, upto) of lp to out's polygons from at, their indices
+ * from pos, their vertex counts into count; returns the indices copied.
+ * OpenMP: the runs are most of the rows' polygons. */
+static int64_t sp_copy_run(const mb_mesh *lp, int64_t from, int64_t upto, mb_mesh *out,
+                           int64_t at, int64_t pos, double *count) {
+  const int64_t b = lp->face_offsets[from], n = lp->face_offsets[upto] - b;
+  const int64_t chunk = 1 << 20, nchunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < nchunks; c++) {
+    const int64_t cb = c * chunk, ce = cb + chunk < n ? cb + chunk : n;
+    memcpy(out->face_indices + pos + cb, lp->face_indices + b + cb,
+           sizeof(int64_t) * (size_t)(ce - cb));
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t p = from; p < upto; p++) {
+    out->face_offsets[at + p - from] = pos + lp->face_offsets[p] - b;
+    count[at + p - from] = (double)(lp->face_offsets[p + 1] - lp->face_offsets[p]);
+  }
+  return n;
+}
+
 /* The number of edges of triangle corners v [3] with both ends shared. */
 static inline int sp_edges_shared(const sp_run *r, int64_t v0, int64_t nvb, const int64_t *v) {
   int n = 0;
@@ -599,13 +620,8 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     for (int64_t q = 0; !err && q <= npgot; q++) {
       const int64_t upto = q < npgot ? sp_lower(r.heads, nlp, r.order[2 * q] - 3 * f0) : nlp;
       if (upto > from) { /* a run of the rows' polygons */
-        const int64_t b = lp->face_offsets[from], n = lp->face_offsets[upto] - b;
-        memcpy(r.out->face_indices + pos, lp->face_indices + b, sizeof(int64_t) * (size_t)n);
-        for (int64_t p = from; p < upto; p++, at++) {
-          r.out->face_offsets[at] = pos + lp->face_offsets[p] - b;
-          count[at] = (double)(lp->face_offsets[p + 1] - lp->face_offsets[p]);
-        }
-        pos += n;
+        pos += sp_copy_run(lp, from, upto, r.out, at, pos, count);
+        at += upto - from;
         from = upto;
       }
       if (q == npgot) break;
