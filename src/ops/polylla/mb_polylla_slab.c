@@ -138,6 +138,7 @@ typedef struct sp_run {
   int64_t *seeds;
   sp_link *links;
   int64_t *heads, *left;      /* the rows' polygons' heads (row half-edges), left-out rows */
+  int64_t *first;             /* [size] each rank's first own polygon's head, or INT64_MAX */
   mb_mesh *poly;              /* the rows' polygons (global vertex ids) */
   int64_t *parent, *label;    /* regions of the left-out triangles */
   pp_tri *go, *came;
@@ -154,7 +155,7 @@ static void sp_free(sp_run *r) {
   free(r->cand); free(r->got); free(r->dest); free(r->from); free(r->seeds); free(r->links);
   free(r->heads); free(r->left); free(r->parent); free(r->label); free(r->go); free(r->came);
   free(r->sheads); free(r->psend); free(r->pgot); free(r->isend); free(r->igot); free(r->order);
-  free(r->istart); free(r->pdest); free(r->idest);
+  free(r->istart); free(r->pdest); free(r->idest); free(r->first);
   mb_mesh_free(r->poly);
   mb_mesh_free(r->spoly);
   mb_mesh_free(r->out);
@@ -186,27 +187,6 @@ static inline int sp_shared(const sp_run *r, int64_t v0, int64_t nvb, int64_t g)
   return g < v0 || g >= v0 + nvb || r->asked[g - v0];
 }
 
-/* Polygons [from, upto) of lp to out's polygons from at, their indices
- * from pos, their vertex counts into count; returns the indices copied.
- * OpenMP: the runs are most of the rows' polygons. */
-static int64_t sp_copy_run(const mb_mesh *lp, int64_t from, int64_t upto, mb_mesh *out,
-                           int64_t at, int64_t pos, double *count) {
-  const int64_t b = lp->face_offsets[from], n = lp->face_offsets[upto] - b;
-  const int64_t chunk = 1 << 20, nchunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < nchunks; c++) {
-    const int64_t cb = c * chunk, ce = cb + chunk < n ? cb + chunk : n;
-    memcpy(out->face_indices + pos + cb, lp->face_indices + b + cb,
-           sizeof(int64_t) * (size_t)(ce - cb));
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t p = from; p < upto; p++) {
-    out->face_offsets[at + p - from] = pos + lp->face_offsets[p] - b;
-    count[at + p - from] = (double)(lp->face_offsets[p + 1] - lp->face_offsets[p]);
-  }
-  return n;
-}
-
 /* The number of edges of triangle corners v [3] with both ends shared. */
 static inline int sp_edges_shared(const sp_run *r, int64_t v0, int64_t nvb, const int64_t *v) {
   int n = 0;
@@ -234,30 +214,109 @@ static void sp_candidates(const mb_mesh *m, sp_run *r, const pp_state *s, int64_
   }
 }
 
-/* Fill an array from a pass over i in [0, n) on the OpenMP threads, in
- * order: each thread sums COUNT (an expression in i: the slots row i
- * fills) over its block of i, the blocks' sums are added up in order, then
- * each thread runs FILL (a statement in i and int64_t q, the next slot,
- * which it advances by COUNT) where COUNT is not 0; total gets the sum. */
-#define SP_CHUNKED(n, COUNT, FILL, total)                                                \
+/* The rank whose block of the output takes a polygon made elsewhere with
+ * head h: the last rank whose first own polygon's head (first [size],
+ * INT64_MAX for none) is below h; else the first rank with polygons of its
+ * own; else the rank whose face rows hold h. */
+static int sp_destination(const int64_t *first, int size, const int64_t *fstarts, int64_t h) {
+  int d = -1, any = -1;
+  for (int q = 0; q < size; q++) {
+    if (first[q] == INT64_MAX) continue;
+    if (any < 0) any = q;
+    if (first[q] < h) d = q;
+  }
+  return d >= 0 ? d : any >= 0 ? any : mb_block_owner(fstarts, size, h / 3);
+}
+
+/* Merge nb polygons (order [2 nb]: head, index into got, by head; their
+ * indices at igot + istart [index]) into lp, whose polygons have the heads
+ * 3 f0 + heads [lp->nf], in place from the back: the arrays grow at their
+ * end (mb_realloc) and only lp's polygons after the first merged one
+ * move. vertex_count follows. Not collective. Errors: MB_ERR_MEMORY (lp
+ * then unchanged in content). */
+static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t nb,
+                         const int64_t *order, const pp_poly *got, const int64_t *istart,
+                         const int64_t *igot) {
+  const int64_t na = lp->nf, nai = lp->face_offsets[na];
+  int64_t *sb = malloc(sizeof *sb * (size_t)(nb + 1)); /* their sizes' prefix sums */
+  MB_CHECK(sb, MB_ERR_MEMORY, "out of memory for %lld polygons", (long long)nb);
+  sb[0] = 0;
+  for (int64_t j = 0; j < nb; j++) sb[j + 1] = sb[j] + got[order[2 * j + 1]].n;
+  int64_t *fo = mb_realloc(lp->face_offsets, sizeof *fo * (size_t)(na + nb + 1));
+  if (fo) lp->face_offsets = fo;
+  int64_t *fi = fo ? mb_realloc(lp->face_indices, sizeof *fi * (size_t)(nai + sb[nb] + 1)) : NULL;
+  if (fi) lp->face_indices = fi;
+  mb_field *vc = &lp->face_fields[0];
+  for (int k = 0; k < lp->nface_fields; k++)
+    if (!strcmp(lp->face_fields[k].name, "vertex_count")) vc = &lp->face_fields[k];
+  double *cnt = fi ? mb_realloc(vc->data, sizeof *cnt * (size_t)(na + nb + 1)) : NULL;
+  if (cnt) vc->data = cnt;
+  if (!cnt) {
+    free(sb);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for %lld polygons", (long long)(na + nb));
+  }
+  int64_t i = na, fo_i = nai; /* lp's polygons [0, i) not placed; fo_i: the old offset of i */
+  for (int64_t j = nb - 1; j >= -1; j--) {
+    const int64_t lo = j >= 0 ? sp_lower(heads, i, order[2 * j] - 3 * f0) : 0;
+    const int64_t fo_lo = fo[lo]; /* old: every write so far went past i */
+    if (j >= 0 || lo < i) {
+      const int64_t shift = sb[j + 1]; /* lp's run [lo, i) moves by j + 1 polygons */
+      if (shift > 0 && i > lo) {
+        memmove(fi + fo_lo + shift, fi + fo_lo, sizeof *fi * (size_t)(fo_i - fo_lo));
+        for (int64_t p = i - 1; p >= lo; p--) {
+          fo[p + j + 1] = fo[p] + shift;
+          cnt[p + j + 1] = cnt[p];
+        }
+      }
+    }
+    if (j >= 0) { /* then the merged polygon j just before the run */
+      const int64_t q = order[2 * j + 1], n = got[q].n;
+      memcpy(fi + fo_lo + sb[j], igot + istart[q], sizeof *fi * (size_t)n);
+      fo[lo + j] = fo_lo + sb[j];
+      cnt[lo + j] = (double)n;
+    }
+    i = lo;
+    fo_i = fo_lo;
+  }
+  fo[na + nb] = nai + sb[nb];
+  lp->nf = na + nb;
+  if (getenv("MB_POLYLLA_TRACE")) {
+    int64_t inside = 0;
+    for (int64_t j = 0; j < nb; j++) inside += sp_lower(heads, na, order[2 * j] - 3 * f0) < na;
+    fprintf(stderr, "slab path: %lld polygons merged, %lld of them before own polygons\n",
+            (long long)nb, (long long)inside);
+  }
+  free(sb);
+  return MB_SUCCESS;
+}
+
+/* Passes over i in [0, n) in SP_NBLK blocks on the OpenMP threads: each
+ * block counts the slots its rows fill (SP_COUNT: COUNT, an expression in
+ * i), the counts become the blocks' first slots (at [nblk + 1]), then each
+ * block fills its slots in row order (SP_FILL: FILL, a statement in i and
+ * int64_t q, the next slot, which it advances by COUNT, run where COUNT is
+ * not 0). Two passes, no locks, the slots in row order. */
+#define SP_NBLK 256
+#define SP_BLOCK(n, k, nblk) ((n) * (k) / (nblk))
+#define SP_COUNT(n, nblk, COUNT, at)                                                     \
   do {                                                                                   \
-    int64_t sp_at[257] = {0};                                                            \
-    const int sp_max = omp_get_max_threads() < 256 ? omp_get_max_threads() : 256;        \
-    _Pragma("omp parallel num_threads(sp_max)")                                          \
-    {                                                                                    \
-      const int sp_n = omp_get_num_threads(), sp_id = omp_get_thread_num();              \
-      const int64_t sp_b = (n) * sp_id / sp_n, sp_e = (n) * (sp_id + 1) / sp_n;          \
+    _Pragma("omp parallel for schedule(static, 1)")                                      \
+    for (int sp_k = 0; sp_k < (nblk); sp_k++) {                                          \
       int64_t sp_c = 0;                                                                  \
-      for (int64_t i = sp_b; i < sp_e; i++) sp_c += (COUNT);                             \
-      sp_at[sp_id + 1] = sp_c;                                                           \
-      _Pragma("omp barrier")                                                             \
-      _Pragma("omp single")                                                              \
-      for (int k = 0; k < sp_n; k++) sp_at[k + 1] += sp_at[k];                           \
-      int64_t q = sp_at[sp_id];                                                          \
-      for (int64_t i = sp_b; i < sp_e; i++)                                              \
+      for (int64_t i = SP_BLOCK(n, sp_k, nblk); i < SP_BLOCK(n, sp_k + 1, nblk); i++)    \
+        sp_c += (COUNT);                                                                 \
+      (at)[sp_k + 1] = sp_c;                                                             \
+    }                                                                                    \
+    (at)[0] = 0;                                                                         \
+    for (int sp_k = 0; sp_k < (nblk); sp_k++) (at)[sp_k + 1] += (at)[sp_k];              \
+  } while (0)
+#define SP_FILL(n, nblk, COUNT, FILL, at)                                                \
+  do {                                                                                   \
+    _Pragma("omp parallel for schedule(static, 1)")                                      \
+    for (int sp_k = 0; sp_k < (nblk); sp_k++) {                                          \
+      int64_t q = (at)[sp_k];                                                            \
+      for (int64_t i = SP_BLOCK(n, sp_k, nblk); i < SP_BLOCK(n, sp_k + 1, nblk); i++)    \
         if (COUNT) FILL;                                                                 \
-      _Pragma("omp single")                                                              \
-      (total) = sp_at[sp_n];                                                             \
     }                                                                                    \
   } while (0)
 
@@ -297,23 +356,40 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
 
   /* ---- ghosts: the ids the rows use outside this rank's vertex block */
   const int64_t *fi = m->face_indices;
-  int64_t ncorner_out = 0, lo = INT64_MAX, hi = INT64_MIN;
-#pragma omp parallel for schedule(static) reduction(+ : ncorner_out) reduction(min : lo) \
-    reduction(max : hi)
-  for (int64_t k = 0; k < 3 * nf; k++) {
-    const int64_t g = fi[k];
-    ncorner_out += g < v0 || g >= v0 + nvb;
-    lo = g < lo ? g : lo;
-    hi = g > hi ? g : hi;
+  const int nblk = omp_get_max_threads() < SP_NBLK ? omp_get_max_threads() : SP_NBLK;
+  int64_t at[SP_NBLK + 1], blo[SP_NBLK], bhi[SP_NBLK];
+#define SP_OUTSIDE(g) ((g) < v0 || (g) >= v0 + nvb)
+  /* one pass: the corners outside and the range of ids, by block */
+#pragma omp parallel for schedule(static, 1)
+  for (int k = 0; k < nblk; k++) {
+    int64_t c = 0, l = INT64_MAX, h = INT64_MIN;
+    for (int64_t i = SP_BLOCK(3 * nf, k, nblk); i < SP_BLOCK(3 * nf, k + 1, nblk); i++) {
+      const int64_t g = fi[i];
+      c += SP_OUTSIDE(g);
+      l = g < l ? g : l;
+      h = g > h ? g : h;
+    }
+    at[k + 1] = c;
+    blo[k] = l;
+    bhi[k] = h;
   }
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  at[0] = 0;
+  for (int k = 0; k < nblk; k++) {
+    at[k + 1] += at[k];
+    lo = blo[k] < lo ? blo[k] : lo;
+    hi = bhi[k] > hi ? bhi[k] : hi;
+  }
+  const int64_t ncorner_out = at[nblk];
   ok = (nf == 0 || (lo >= 0 && hi < nvg)) && ncorner_out <= nf / 4 + 4096;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  int64_t nghost = 0;
+  int64_t nghost = ncorner_out;
   SP_ALLOC(r.ghost, ncorner_out);
   SP_ALLOC(r.asked, nvb);
   SP_AGREE("out of memory for the ghost vertices");
-  SP_CHUNKED(3 * nf, fi[i] < v0 || fi[i] >= v0 + nvb, r.ghost[q++] = fi[i], nghost);
+  SP_FILL(3 * nf, nblk, SP_OUTSIDE(fi[i]), r.ghost[q++] = fi[i], at);
+#undef SP_OUTSIDE
   qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
   {
     int64_t u = 0;
@@ -358,28 +434,18 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   }
 
   /* ---- the cut's candidates: edges whose two ends another rank uses too */
-  int64_t ncand = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ncand)
-  for (int64_t t = 0; t < nf; t++)
-    for (int k = 0; k < 3; k++)
-      ncand += sp_shared(&r, v0, nvb, fi[3 * t + k]) && sp_shared(&r, v0, nvb, fi[3 * t + (k + 1) % 3]);
+  free(r.dest);
+  r.dest = NULL;
+  SP_COUNT(nf, nblk, sp_edges_shared(&r, v0, nvb, fi + 3 * i), at);
+  const int64_t ncand = at[nblk];
   ok = ncand <= nf / 8 + 4096;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  free(r.dest);
-  r.dest = NULL;
   SP_ALLOC(r.cand, ncand);
   SP_ALLOC(r.dest, ncand);
   SP_AGREE("out of memory for the cut's edges");
-  {
-    int64_t filled = 0;
-    SP_CHUNKED(nf, sp_edges_shared(&r, v0, nvb, fi + 3 * i),
-               sp_candidates(m, &r, s, v0, nvb, nghost, f0, i, &q), filled);
-    MB_CHECK_GOTO(err, done, filled == ncand, MB_ERR_NUMERIC,
-                  "internal error: %lld candidate edges for %lld counted", (long long)filled,
-                  (long long)ncand);
-  }
-
+  SP_FILL(nf, nblk, sp_edges_shared(&r, v0, nvb, fi + 3 * i),
+          sp_candidates(m, &r, s, v0, nvb, nghost, f0, i, &q), at);
   /* the owner of the smaller vertex pairs them */
   int64_t ngot = 0, nsend = 0, npairs = 0;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ncand, r.dest, sizeof(sp_edge), r.cand,
@@ -570,16 +636,25 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   s->fig.polygons_stitched = r.spoly ? (double)r.spoly->nf : 0;
   mb_pp_step_end(s, MB_PP_STEP_MESH);
 
-  /* ---- output: the regions made here to the rank holding their head */
+  /* ---- output: the regions made here to the rank whose rows' polygons
+   * come last before their head (ranks' blocks of the canonical order
+   * begin at their first own polygon), so that most arrive after all of
+   * that rank's own and are appended */
   const mb_mesh *sp = r.spoly;
   const int64_t nsp = sp ? sp->nf : 0, nsi = sp ? sp->face_offsets[nsp] : 0;
   SP_ALLOC(r.psend, nsp);
   SP_ALLOC(r.pdest, nsp);
   SP_ALLOC(r.isend, nsi);
   SP_ALLOC(r.idest, nsi);
+  SP_ALLOC(r.first, s->size);
   SP_AGREE("out of memory for the polygons");
+  {
+    const int64_t mine = r.poly && r.poly->nf > 0 ? 3 * f0 + r.heads[0] : INT64_MAX;
+    MB_CALL_MPI_GOTO(err, done,
+                     MPI_Allgather(&mine, 1, MPI_INT64_T, r.first, 1, MPI_INT64_T, comm));
+  }
   for (int64_t p = 0; p < nsp; p++) {
-    const int d = mb_block_owner(r.fstarts, s->size, r.sheads[p] / 3);
+    const int d = sp_destination(r.first, s->size, r.fstarts, r.sheads[p]);
     r.psend[p] = (pp_poly){r.sheads[p], sp->face_offsets[p + 1] - sp->face_offsets[p]};
     r.pdest[p] = d;
     for (int64_t k = sp->face_offsets[p]; k < sp->face_offsets[p + 1]; k++) {
@@ -604,43 +679,20 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   }
   qsort(r.order, (size_t)npgot, 2 * sizeof *r.order, cmp_poly);
 
-  /* merge by head into the rows' polygons (heads: row half-edges) */
-  const mb_mesh *lp = r.poly;
-  const int64_t nlp = lp ? lp->nf : 0, nli = lp ? lp->face_offsets[nlp] : 0;
-  const int64_t nout = nlp + npgot, niout = nli + nigot;
-  if (npgot == 0 && lp) { /* the rows' polygons as they are */
-    r.out = r.poly;
-    r.poly = NULL;
-  } else {
-    double *count = NULL;
-    SP_ALLOC(count, nout);
-    if (!bad) err = mb_mesh_create(m->name, 0, nout, niout, &r.out);
-    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
-    int64_t at = 0, pos = 0, from = 0; /* rows' polygons [from, ...) not yet copied */
-    for (int64_t q = 0; !err && q <= npgot; q++) {
-      const int64_t upto = q < npgot ? sp_lower(r.heads, nlp, r.order[2 * q] - 3 * f0) : nlp;
-      if (upto > from) { /* a run of the rows' polygons */
-        pos += sp_copy_run(lp, from, upto, r.out, at, pos, count);
-        at += upto - from;
-        from = upto;
-      }
-      if (q == npgot) break;
-      const int64_t p = r.order[2 * q + 1], n = r.pgot[p].n;
-      r.out->face_offsets[at] = pos;
-      memcpy(r.out->face_indices + pos, r.igot + r.istart[p], sizeof(int64_t) * (size_t)n);
-      count[at++] = (double)n;
-      pos += n;
-    }
-    if (!err) {
-      r.out->face_offsets[nout] = pos;
-      err = mb_mesh_set_face_field(r.out, "vertex_count", 1, count);
-    }
-    free(count);
+  /* merge by head into the rows' polygons, in place */
+  if (!r.poly) err = mb_mesh_create(m->name, 0, 0, 0, &r.poly);
+  if (!err && !r.poly->nface_fields) {
+    const double none = 0;
+    err = mb_mesh_set_face_field(r.poly, "vertex_count", 1, &none);
   }
+  if (!err && npgot > 0) err = sp_merge(r.poly, r.heads, f0, npgot, r.order, r.pgot, r.istart, r.igot);
+  r.out = r.poly;
+  r.poly = NULL;
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
 
   /* ---- the global figures; the rows of this rank's output */
   {
+    const int64_t nlp = r.out->nf - npgot, nli = r.out->face_offsets[r.out->nf] - nigot;
     int64_t f[8] = {nlp + nsp, nli + nsi, lst.boundary_edges, ncut, lst.barrier_edge_tips +
                     sst.barrier_edge_tips, lst.polygons_repaired + sst.polygons_repaired,
                     lst.pinches_split + sst.pinches_split, 0};
@@ -650,10 +702,6 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     int64_t first = 0, n = r.out ? r.out->nf : 0;
     MB_CALL_MPI_GOTO(err, done, MPI_Exscan(&n, &first, 1, MPI_INT64_T, MPI_SUM, comm));
     if (s->rank == 0) first = 0;
-    if (!r.out) err = mb_mesh_create(m->name, 0, 0, 0, &r.out);
-    const double none = 0;
-    if (!err && r.out->nface_fields == 0)
-      err = mb_mesh_set_face_field(r.out, "vertex_count", 1, &none);
     if (!err) {
       free(r.out->xyz); /* NULL but for a new mesh; the input's vertex rows come */
       r.out->xyz = NULL;
