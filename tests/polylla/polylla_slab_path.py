@@ -14,7 +14,9 @@ decline and the general path run). Split over 2, 3 and 4 ranks with
 MB_POLYLLA_GENERAL=1 the general path gives the same bits; one run on 3
 OpenMP threads a rank.
 
-  polylla_slab_path.py
+  polylla_slab_path.py [--gpu]
+--gpu: the partitioned runs on the CUDA backend (skips, 77, without a
+device), against the CPU's one-rank output.
 Environment: see tests/CMakeLists.txt.
 """
 import os
@@ -23,7 +25,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import TMP, fail, need_module, run, same_datasets  # noqa: E402
+from mbtest import TMP, cuda_devices, fail, run, same_datasets  # noqa: E402
 
 
 def shuffle_ele(src, dst, seed):
@@ -39,8 +41,11 @@ def shuffle_ele(src, dst, seed):
 
 
 def main():
-    need_module("h5py")
-    d = os.path.join(TMP, "polylla_slab_path")
+    gpu = "--gpu" in sys.argv[1:]
+    if gpu and cuda_devices() < 1:
+        print("SKIP: no CUDA device")
+        return 77
+    d = os.path.join(TMP, "polylla_slab_path" + ("_gpu" if gpu else ""))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     made = []
@@ -63,10 +68,10 @@ def main():
         colls[name] = os.path.join(d, name + ".h5")
         run(["import", path, "-o", colls[name]])
 
-    def job(name, coll, extra=""):
+    def job(name, coll, extra="", backend="cpu"):
         path = os.path.join(d, name + ".yaml")
         with open(path, "w") as f:
-            f.write(f"input: {coll}\noutput: {d}/{name}.h5\nbackend: cpu\n{extra}"
+            f.write(f"input: {coll}\noutput: {d}/{name}.h5\nbackend: {backend}\n{extra}"
                     "stages:\n  - {op: polylla}\n")
         return path
 
@@ -77,14 +82,14 @@ def main():
         want = "general" if name == "shuffled" else "slab"
         for np in (2, 3, 4):
             out = f"{name}_np{np}"
-            p = run(["run", "-v", job(out, coll, blocks)], np=np)
+            p = run(["run", "-v", job(out, coll, blocks, "cuda" if gpu else "cpu")], np=np)
             if f"partitioned Polylla by the {want} path" not in p.stdout + p.stderr:
                 fail(f"{out}: the log does not say the {want} path was taken")
             same_datasets(ref, os.path.join(d, out + ".h5"))
         if name == "del20000":  # the passes on several OpenMP threads
             os.environ["OMP_NUM_THREADS"] = "3"
             out = f"{name}_threads"
-            p = run(["run", "-v", job(out, coll, blocks)], np=2)
+            p = run(["run", "-v", job(out, coll, blocks, "cuda" if gpu else "cpu")], np=2)
             os.environ["OMP_NUM_THREADS"] = "1"
             if "partitioned Polylla by the slab path" not in p.stdout + p.stderr:
                 fail(f"{out}: the log does not say the slab path was taken")
