@@ -194,24 +194,78 @@ static inline int sp_edges_shared(const sp_run *r, int64_t v0, int64_t nvb, cons
   return n;
 }
 
-/* The cut's candidates of row t: r->cand and r->dest from *q on. */
-static void sp_candidates(const mb_mesh *m, sp_run *r, const pp_state *s, int64_t v0, int64_t nvb,
-                          int64_t nghost, int64_t f0, int64_t t, int64_t *q) {
+/* The cut's candidates of row t into e [3] (their destinations in
+ * e[k].rank for now); returns how many. */
+static int sp_candidates(const mb_mesh *m, const sp_run *r, const pp_state *s, int64_t v0,
+                         int64_t nvb, int64_t nghost, int64_t f0, int64_t t, sp_edge *e) {
   pp_tri p;
   sp_record(m, r, v0, nghost, f0, t, &p);
-  int64_t e[2];
-  mb_polylla_longest_edge(p.v, p.xy, s->ties, e);
+  int64_t l[2];
+  mb_polylla_longest_edge(p.v, p.xy, s->ties, l);
   const double *c = p.xy;
   const double o = (c[2] - c[0]) * (c[5] - c[1]) - (c[3] - c[1]) * (c[4] - c[0]);
+  int n = 0;
   for (int k = 0; k < 3; k++) {
     const int64_t a = p.v[k], b = p.v[(k + 1) % 3];
     if (!sp_shared(r, v0, nvb, a) || !sp_shared(r, v0, nvb, b)) continue;
-    sp_edge *x = &r->cand[*q];
+    sp_edge *x = &e[n++];
     *x = (sp_edge){a < b ? a : b, a < b ? b : a, p.gid, 0, 0, 0, 0};
     x->dir = (a < b) == (o > 0); /* input order a -> b, reversed when clockwise */
-    x->longest = e[0] == x->a && e[1] == x->b;
-    r->dest[(*q)++] = mb_block_owner(r->vstarts, s->size, x->a);
+    x->longest = l[0] == x->a && l[1] == x->b;
+    x->rank = mb_block_owner(r->vstarts, s->size, x->a);
   }
+  return n;
+}
+
+/* One pass over rows in blocks on the OpenMP threads, each block keeping
+ * what it finds (few records: ghosts, the cut's candidates) in its own
+ * growing array, gathered afterwards in block order, so in row order. A
+ * block that would pass `limit` records stops and says so (full). */
+typedef struct sp_blk {
+  char *p;
+  int64_t n, cap;
+  int full; /* 1: over the limit, 2: out of memory */
+} sp_blk;
+
+static void sp_push(sp_blk *b, size_t width, const void *rec, int64_t limit) {
+  if (b->full) return;
+  if (b->n == b->cap) {
+    if (b->n >= limit) {
+      b->full = 1;
+      return;
+    }
+    const int64_t cap = b->cap ? 2 * b->cap : 256;
+    char *q = realloc(b->p, width * (size_t)cap);
+    if (!q) {
+      b->full = 2;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+  memcpy(b->p + width * (size_t)b->n++, rec, width);
+}
+
+/* The blocks' records, in block order, into a new array *out (*n of
+ * them); the blocks are freed. Returns the largest `full`. */
+static int sp_gather(sp_blk *blk, int nblk, size_t width, void **out, int64_t *n) {
+  int full = 0;
+  int64_t total = 0;
+  for (int k = 0; k < nblk; k++) {
+    total += blk[k].n;
+    full = blk[k].full > full ? blk[k].full : full;
+  }
+  char *o = full ? NULL : malloc(width * (size_t)(total ? total : 1));
+  if (!full && !o) full = 2;
+  for (int64_t k = 0, at = 0; k < nblk; k++) {
+    if (o) memcpy(o + width * (size_t)at, blk[k].p, width * (size_t)blk[k].n);
+    at += blk[k].n;
+    free(blk[k].p);
+    blk[k] = (sp_blk){0};
+  }
+  *out = o;
+  *n = o ? total : 0;
+  return full;
 }
 
 /* The rank whose block of the output takes a polygon made elsewhere with
@@ -290,35 +344,9 @@ static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t 
   return MB_SUCCESS;
 }
 
-/* Passes over i in [0, n) in SP_NBLK blocks on the OpenMP threads: each
- * block counts the slots its rows fill (SP_COUNT: COUNT, an expression in
- * i), the counts become the blocks' first slots (at [nblk + 1]), then each
- * block fills its slots in row order (SP_FILL: FILL, a statement in i and
- * int64_t q, the next slot, which it advances by COUNT, run where COUNT is
- * not 0). Two passes, no locks, the slots in row order. */
+/* Rows are cut into this many blocks at most, one per OpenMP thread. */
 #define SP_NBLK 256
 #define SP_BLOCK(n, k, nblk) ((n) * (k) / (nblk))
-#define SP_COUNT(n, nblk, COUNT, at)                                                     \
-  do {                                                                                   \
-    _Pragma("omp parallel for schedule(static, 1)")                                      \
-    for (int sp_k = 0; sp_k < (nblk); sp_k++) {                                          \
-      int64_t sp_c = 0;                                                                  \
-      for (int64_t i = SP_BLOCK(n, sp_k, nblk); i < SP_BLOCK(n, sp_k + 1, nblk); i++)    \
-        sp_c += (COUNT);                                                                 \
-      (at)[sp_k + 1] = sp_c;                                                             \
-    }                                                                                    \
-    (at)[0] = 0;                                                                         \
-    for (int sp_k = 0; sp_k < (nblk); sp_k++) (at)[sp_k + 1] += (at)[sp_k];              \
-  } while (0)
-#define SP_FILL(n, nblk, COUNT, FILL, at)                                                \
-  do {                                                                                   \
-    _Pragma("omp parallel for schedule(static, 1)")                                      \
-    for (int sp_k = 0; sp_k < (nblk); sp_k++) {                                          \
-      int64_t q = (at)[sp_k];                                                            \
-      for (int64_t i = SP_BLOCK(n, sp_k, nblk); i < SP_BLOCK(n, sp_k + 1, nblk); i++)    \
-        if (COUNT) FILL;                                                                 \
-    }                                                                                    \
-  } while (0)
 
 #define SP_ALLOC(ptr, n)                                                                 \
   do {                                                                                   \
@@ -357,39 +385,35 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   /* ---- ghosts: the ids the rows use outside this rank's vertex block */
   const int64_t *fi = m->face_indices;
   const int nblk = omp_get_max_threads() < SP_NBLK ? omp_get_max_threads() : SP_NBLK;
-  int64_t at[SP_NBLK + 1], blo[SP_NBLK], bhi[SP_NBLK];
-#define SP_OUTSIDE(g) ((g) < v0 || (g) >= v0 + nvb)
-  /* one pass: the corners outside and the range of ids, by block */
+  int64_t blo[SP_NBLK], bhi[SP_NBLK];
+  sp_blk blk[SP_NBLK] = {{0}};
+  const int64_t ghost_limit = nf / 4 + 4096; /* corners outside, repeats counted */
+  /* one pass: the corners outside this rank's vertex block and the range of ids */
 #pragma omp parallel for schedule(static, 1)
   for (int k = 0; k < nblk; k++) {
-    int64_t c = 0, l = INT64_MAX, h = INT64_MIN;
+    int64_t l = INT64_MAX, h = INT64_MIN;
     for (int64_t i = SP_BLOCK(3 * nf, k, nblk); i < SP_BLOCK(3 * nf, k + 1, nblk); i++) {
       const int64_t g = fi[i];
-      c += SP_OUTSIDE(g);
+      if (g < v0 || g >= v0 + nvb) sp_push(&blk[k], sizeof g, &g, ghost_limit);
       l = g < l ? g : l;
       h = g > h ? g : h;
     }
-    at[k + 1] = c;
     blo[k] = l;
     bhi[k] = h;
   }
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  at[0] = 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN, nghost = 0;
   for (int k = 0; k < nblk; k++) {
-    at[k + 1] += at[k];
     lo = blo[k] < lo ? blo[k] : lo;
     hi = bhi[k] > hi ? bhi[k] : hi;
   }
-  const int64_t ncorner_out = at[nblk];
-  ok = (nf == 0 || (lo >= 0 && hi < nvg)) && ncorner_out <= nf / 4 + 4096;
+  const int gfull = sp_gather(blk, nblk, sizeof(int64_t), (void **)&r.ghost, &nghost);
+  if (gfull == 2) bad = 1;
+  SP_AGREE("out of memory for the ghost vertices");
+  ok = (nf == 0 || (lo >= 0 && hi < nvg)) && !gfull && nghost <= ghost_limit;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  int64_t nghost = ncorner_out;
-  SP_ALLOC(r.ghost, ncorner_out);
   SP_ALLOC(r.asked, nvb);
   SP_AGREE("out of memory for the ghost vertices");
-  SP_FILL(3 * nf, nblk, SP_OUTSIDE(fi[i]), r.ghost[q++] = fi[i], at);
-#undef SP_OUTSIDE
   qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
   {
     int64_t u = 0;
@@ -436,16 +460,25 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   /* ---- the cut's candidates: edges whose two ends another rank uses too */
   free(r.dest);
   r.dest = NULL;
-  SP_COUNT(nf, nblk, sp_edges_shared(&r, v0, nvb, fi + 3 * i), at);
-  const int64_t ncand = at[nblk];
-  ok = ncand <= nf / 8 + 4096;
+  const int64_t cand_limit = nf / 8 + 4096;
+#pragma omp parallel for schedule(static, 1)
+  for (int k = 0; k < nblk; k++)
+    for (int64_t t = SP_BLOCK(nf, k, nblk); t < SP_BLOCK(nf, k + 1, nblk); t++) {
+      if (!sp_edges_shared(&r, v0, nvb, fi + 3 * t)) continue;
+      sp_edge e[3];
+      const int n = sp_candidates(m, &r, s, v0, nvb, nghost, f0, t, e);
+      for (int j = 0; j < n; j++) sp_push(&blk[k], sizeof *e, &e[j], cand_limit);
+    }
+  int64_t ncand = 0;
+  const int cfull = sp_gather(blk, nblk, sizeof(sp_edge), (void **)&r.cand, &ncand);
+  if (cfull == 2) bad = 1;
+  SP_AGREE("out of memory for the cut's edges");
+  ok = !cfull && ncand <= cand_limit;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  SP_ALLOC(r.cand, ncand);
   SP_ALLOC(r.dest, ncand);
   SP_AGREE("out of memory for the cut's edges");
-  SP_FILL(nf, nblk, sp_edges_shared(&r, v0, nvb, fi + 3 * i),
-          sp_candidates(m, &r, s, v0, nvb, nghost, f0, i, &q), at);
+  for (int64_t i = 0; i < ncand; i++) r.dest[i] = r.cand[i].rank; /* the owner of a */
   /* the owner of the smaller vertex pairs them */
   int64_t ngot = 0, nsend = 0, npairs = 0;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, ncand, r.dest, sizeof(sp_edge), r.cand,
