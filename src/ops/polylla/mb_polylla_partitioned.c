@@ -72,20 +72,6 @@ static int64_t uf_find(int64_t *parent, int64_t i) {
   return i;
 }
 
-/* Allocate n elements (at least one) or note the failure in *bad. */
-#define PP_ALLOC(ptr, n)                                                         \
-  do {                                                                           \
-    (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                \
-    if (!(ptr)) bad = 1;                                                         \
-  } while (0)
-
-/* Agree on a local failure before the next collective step. */
-#define PP_AGREE(msg)                                                            \
-  do {                                                                           \
-    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, msg); \
-    MB_CALL_GOTO(err, done, mb_agree(comm, err));                                \
-  } while (0)
-
 void mb_pp_clocks(double *wall, double *cpu, double *minflt) {
   struct rusage ru;
   *wall = mb_wtime();

@@ -14,6 +14,22 @@
 #include "mb_polylla.h"
 #include "mb_polylla_partitioned.h"
 
+/* In a function with `int bad`, `mb_error err`, `MPI_Comm comm` and a
+ * `done:` label: allocate n elements (at least one) or note the failure in
+ * bad; then agree on it before the next collective step. */
+#define PP_ALLOC(ptr, n)                                                         \
+  do {                                                                           \
+    (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                \
+    if (!(ptr)) bad = 1;                                                         \
+  } while (0)
+
+/* Agree on a local failure before the next collective step. */
+#define PP_AGREE(msg)                                                            \
+  do {                                                                           \
+    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, msg); \
+    MB_CALL_GOTO(err, done, mb_agree(comm, err));                                \
+  } while (0)
+
 /* A triangle on its way to another rank. */
 typedef struct pp_tri {
   int64_t gid;          /* face row of the whole mesh */

@@ -348,18 +348,6 @@ static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t 
 #define SP_NBLK 256
 #define SP_BLOCK(n, k, nblk) ((n) * (k) / (nblk))
 
-#define SP_ALLOC(ptr, n)                                                                 \
-  do {                                                                                   \
-    (ptr) = malloc(sizeof(*(ptr)) * (size_t)((n) > 0 ? (n) : 1));                        \
-    if (!(ptr)) bad = 1;                                                                 \
-  } while (0)
-
-#define SP_AGREE(msg)                                                                    \
-  do {                                                                                   \
-    if (bad) err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, msg);       \
-    MB_CALL_GOTO(err, done, mb_agree(comm, err));                                        \
-  } while (0)
-
 /* Decide on every rank: 1 where all ranks say ok. */
 static mb_error sp_all(MPI_Comm comm, int *ok) {
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, ok, 1, MPI_INT, MPI_MIN, comm));
@@ -375,9 +363,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   int bad = 0, ok = 1;
   sp_run r = {0};
   *taken = 0;
-  SP_ALLOC(r.vstarts, s->size + 1);
-  SP_ALLOC(r.fstarts, s->size + 1);
-  SP_AGREE("out of memory for the slab path");
+  PP_ALLOC(r.vstarts, s->size + 1);
+  PP_ALLOC(r.fstarts, s->size + 1);
+  PP_AGREE("out of memory for the slab path");
   MB_CALL_GOTO(err, done, mb_block_starts(comm, v0, nvb, r.vstarts));
   MB_CALL_GOTO(err, done, mb_block_starts(comm, f0, nf, r.fstarts));
   const int64_t nvg = r.vstarts[s->size];
@@ -408,12 +396,12 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   }
   const int gfull = sp_gather(blk, nblk, sizeof(int64_t), (void **)&r.ghost, &nghost);
   if (gfull == 2) bad = 1;
-  SP_AGREE("out of memory for the ghost vertices");
+  PP_AGREE("out of memory for the ghost vertices");
   ok = (nf == 0 || (lo >= 0 && hi < nvg)) && !gfull && nghost <= ghost_limit;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  SP_ALLOC(r.asked, nvb);
-  SP_AGREE("out of memory for the ghost vertices");
+  PP_ALLOC(r.asked, nvb);
+  PP_AGREE("out of memory for the ghost vertices");
   qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
   {
     int64_t u = 0;
@@ -430,9 +418,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     int64_t *req = NULL;
     int *from = NULL;
     double *ans = NULL, *back = NULL;
-    SP_ALLOC(r.dest, nghost);
-    SP_ALLOC(r.gxyz, 3 * nghost);
-    SP_AGREE("out of memory for the ghost vertices");
+    PP_ALLOC(r.dest, nghost);
+    PP_ALLOC(r.gxyz, 3 * nghost);
+    PP_AGREE("out of memory for the ghost vertices");
     for (int64_t i = 0; i < nghost; i++) r.dest[i] = mb_block_owner(r.vstarts, s->size, r.ghost[i]);
     err = mb_records_exchange(comm, nghost, r.dest, sizeof(int64_t), r.ghost, &nreq,
                               (void **)&req, &from, &s->fig.bytes);
@@ -472,12 +460,12 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   int64_t ncand = 0;
   const int cfull = sp_gather(blk, nblk, sizeof(sp_edge), (void **)&r.cand, &ncand);
   if (cfull == 2) bad = 1;
-  SP_AGREE("out of memory for the cut's edges");
+  PP_AGREE("out of memory for the cut's edges");
   ok = !cfull && ncand <= cand_limit;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
-  SP_ALLOC(r.dest, ncand);
-  SP_AGREE("out of memory for the cut's edges");
+  PP_ALLOC(r.dest, ncand);
+  PP_AGREE("out of memory for the cut's edges");
   for (int64_t i = 0; i < ncand; i++) r.dest[i] = r.cand[i].rank; /* the owner of a */
   /* the owner of the smaller vertex pairs them */
   int64_t ngot = 0, nsend = 0, npairs = 0;
@@ -487,13 +475,13 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   qsort(r.got, (size_t)ngot, sizeof *r.got, cmp_edge_ab);
   sp_pair *pairs = NULL, *mine = NULL;
   int *pto = NULL;
-  SP_ALLOC(pairs, ngot);
-  SP_ALLOC(pto, ngot);
+  PP_ALLOC(pairs, ngot);
+  PP_ALLOC(pto, ngot);
   if (bad) {
     free(pairs);
     free(pto);
   }
-  SP_AGREE("out of memory for the cut's edges");
+  PP_AGREE("out of memory for the cut's edges");
   for (int64_t i = 0; i < ngot;) {
     int64_t j = i + 1;
     while (j < ngot && r.got[j].a == r.got[i].a && r.got[j].b == r.got[i].b) j++;
@@ -571,14 +559,14 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   mb_pp_step_end(s, MB_PP_STEP_MESH);
 
   /* ---- regions of the left-out triangles: here, then over the cut */
-  SP_ALLOC(r.parent, nleft);
-  SP_ALLOC(r.label, nleft);
-  SP_AGREE("out of memory for the regions that cross the cut");
+  PP_ALLOC(r.parent, nleft);
+  PP_ALLOC(r.label, nleft);
+  PP_AGREE("out of memory for the regions that cross the cut");
   {
     /* their edges, matched by sorting; a non-frontier one joins */
     sp_edge *e = NULL;
-    SP_ALLOC(e, 3 * nleft);
-    SP_AGREE("out of memory for the regions that cross the cut");
+    PP_ALLOC(e, 3 * nleft);
+    PP_AGREE("out of memory for the regions that cross the cut");
     for (int64_t i = 0; i < nleft; i++) {
       pp_tri p;
       sp_record(m, &r, v0, nghost, f0, r.left[i], &p);
@@ -604,13 +592,13 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     sp_label *send = NULL, *recv = NULL;
     int *to = NULL;
     int64_t nrecv = 0;
-    SP_ALLOC(send, nlinks);
-    SP_ALLOC(to, nlinks);
+    PP_ALLOC(send, nlinks);
+    PP_ALLOC(to, nlinks);
     if (bad) {
       free(send);
       free(to);
     }
-    SP_AGREE("out of memory for the regions that cross the cut");
+    PP_AGREE("out of memory for the regions that cross the cut");
     for (int64_t i = 0; i < nlinks; i++) {
       const int64_t at = sp_find(r.left, nleft, r.links[i].mine - f0);
       send[i] = (sp_label){r.links[i].theirs, at < 0 ? INT64_MAX : r.label[sp_root(r.parent, at)]};
@@ -637,9 +625,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   mb_pp_step_end(s, MB_PP_STEP_REGIONS);
 
   /* ---- stitch: the left-out triangles to the owner of their region */
-  SP_ALLOC(r.go, nleft);
-  SP_ALLOC(r.pdest, nleft);
-  SP_AGREE("out of memory for the regions that cross the cut");
+  PP_ALLOC(r.go, nleft);
+  PP_ALLOC(r.pdest, nleft);
+  PP_AGREE("out of memory for the regions that cross the cut");
   int64_t ncame = 0;
   for (int64_t i = 0; i < nleft; i++) {
     sp_record(m, &r, v0, nghost, f0, r.left[i], &r.go[i]);
@@ -675,12 +663,12 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
    * that rank's own and are appended */
   const mb_mesh *sp = r.spoly;
   const int64_t nsp = sp ? sp->nf : 0, nsi = sp ? sp->face_offsets[nsp] : 0;
-  SP_ALLOC(r.psend, nsp);
-  SP_ALLOC(r.pdest, nsp);
-  SP_ALLOC(r.isend, nsi);
-  SP_ALLOC(r.idest, nsi);
-  SP_ALLOC(r.first, s->size);
-  SP_AGREE("out of memory for the polygons");
+  PP_ALLOC(r.psend, nsp);
+  PP_ALLOC(r.pdest, nsp);
+  PP_ALLOC(r.isend, nsi);
+  PP_ALLOC(r.idest, nsi);
+  PP_ALLOC(r.first, s->size);
+  PP_AGREE("out of memory for the polygons");
   {
     const int64_t mine = r.poly && r.poly->nf > 0 ? 3 * f0 + r.heads[0] : INT64_MAX;
     MB_CALL_MPI_GOTO(err, done,
@@ -701,9 +689,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsi, r.idest, sizeof(int64_t), r.isend,
                                               &nigot, (void **)&r.igot, NULL, &s->fig.bytes));
   /* the received: first index of each (they arrive in send order by source), then by head */
-  SP_ALLOC(r.istart, npgot + 1);
-  SP_ALLOC(r.order, 2 * npgot);
-  SP_AGREE("out of memory for the polygons");
+  PP_ALLOC(r.istart, npgot + 1);
+  PP_ALLOC(r.order, 2 * npgot);
+  PP_AGREE("out of memory for the polygons");
   r.istart[0] = 0;
   for (int64_t p = 0; p < npgot; p++) {
     r.istart[p + 1] = r.istart[p] + r.pgot[p].n;
