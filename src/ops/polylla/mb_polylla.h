@@ -198,7 +198,9 @@ typedef struct mb_polylla_ids {
 } mb_polylla_ids;
 
 /* The local numbering of mb_polylla_ids over nv rows: the ghosts below
- * start, the rows, the ghosts above. nbelow = mb_polylla_ids_below(ids). */
+ * start, the rows, the ghosts above. The helpers below take nbelow =
+ * mb_polylla_ids_below(ids) (the ghosts below start, by bisection). Not
+ * collective; no errors; O(log nghost) each. */
 static inline int64_t mb_polylla_ids_below(const mb_polylla_ids *ids) {
   int64_t lo = 0, hi = ids->nghost;
   while (lo < hi) {
@@ -209,7 +211,8 @@ static inline int64_t mb_polylla_ids_below(const mb_polylla_ids *ids) {
   return lo;
 }
 
-/* Local number of id g, or -1 where g is neither a row nor a ghost. */
+/* Local number of id g, or -1 where g is neither a row nor a ghost. Not
+ * collective. */
 static inline int64_t mb_polylla_ids_local(const mb_polylla_ids *ids, int64_t nbelow, int64_t nv,
                                            int64_t g) {
   if (g >= ids->start && g < ids->start + nv) return nbelow + (g - ids->start);
@@ -223,7 +226,7 @@ static inline int64_t mb_polylla_ids_local(const mb_polylla_ids *ids, int64_t nb
   return -1;
 }
 
-/* The id of local number l (0 <= l < nv + nghost). */
+/* The id of local number l (0 <= l < nv + nghost). Not collective. */
 static inline int64_t mb_polylla_ids_global(const mb_polylla_ids *ids, int64_t nbelow, int64_t nv,
                                             int64_t l) {
   return l < nbelow ? ids->ghost_ids[l]
@@ -231,7 +234,8 @@ static inline int64_t mb_polylla_ids_global(const mb_polylla_ids *ids, int64_t n
                            : ids->ghost_ids[l - nv];
 }
 
-/* The position [3] of local number l; xyz: tri's rows. */
+/* The position [3] (borrowed) of local number l; xyz: tri's rows [nv, 3].
+ * Not collective. */
 static inline const double *mb_polylla_ids_xyz(const mb_polylla_ids *ids, int64_t nbelow,
                                                int64_t nv, const double *xyz, int64_t l) {
   return l < nbelow ? ids->ghost_xyz + 3 * l

@@ -56,11 +56,13 @@ typedef struct pp_state {
   double mark_wall, mark_cpu, mark_minflt; /* where the current step began */
 } pp_state;
 
-/* The clocks of a step: wall (s), process CPU (s), minor faults. */
+/* The clocks of a step: wall (s), process CPU (s, getrusage: all
+ * threads), minor page faults. Not collective; no errors. */
 void mb_pp_clocks(double *wall, double *cpu, double *minflt);
 
-/* End step k (MB_PP_STEP_*): its figures add what passed since the mark;
- * the next step begins now. */
+/* End step k (MB_PP_STEP_*): its figures (ms, CPU ms, faults) add what
+ * passed since the mark; the next step begins now. Not collective; no
+ * errors. */
 void mb_pp_step_end(pp_state *s, int k);
 
 /* Order of pp_tri by gid (qsort). */
