@@ -258,7 +258,7 @@ static int sp_gather(sp_blk *blk, int nblk, size_t width, void **out, int64_t *n
   char *o = full ? NULL : malloc(width * (size_t)(total ? total : 1));
   if (!full && !o) full = 2;
   for (int64_t k = 0, at = 0; k < nblk; k++) {
-    if (o) memcpy(o + width * (size_t)at, blk[k].p, width * (size_t)blk[k].n);
+    if (o && blk[k].n > 0) memcpy(o + width * (size_t)at, blk[k].p, width * (size_t)blk[k].n);
     at += blk[k].n;
     free(blk[k].p);
     blk[k] = (sp_blk){0};
