@@ -9,7 +9,10 @@ Delaunay triangulations of 20 000 uniform and 3 000 clustered points
 (generate's Hilbert numbering: regions crossing the cut on several ranks,
 rounds of labels), and the same uniform triangulation with its triangles
 shuffled (each rank's rows scattered over the square: the slab path must
-decline and the general path run). Split over 2, 3 and 4 ranks with
+decline and the general path run), and the 20 k grid with a degenerate
+triangle in the last rank's rows (the slab path hands it to the general
+path, whose message names the whole mesh's row, as one rank's does; exit
+1). Split over 2, 3 and 4 ranks with
 `partitioner: blocks`; the log (-v) must name the path; with
 MB_POLYLLA_GENERAL=1 the general path gives the same bits; one run on 3
 OpenMP threads a rank.
@@ -101,6 +104,24 @@ def main():
         if "partitioned Polylla by the general path" not in p.stdout + p.stderr:
             fail(f"{out}: MB_POLYLLA_GENERAL=1 did not give the general path")
         same_datasets(ref, os.path.join(d, out + ".h5"))
+    if not gpu:  # a fault in one rank's rows: the general path names it, in whole-mesh rows
+        src = os.path.join(d, "grid20000.ele")
+        with open(src) as f:
+            lines = f.read().splitlines()
+        bad_row = 3 * (len(lines) - 1) // 4  # in the last rank's rows on 2-4 ranks
+        cols = lines[1 + bad_row].split()
+        cols[3] = cols[2]  # a repeated vertex: zero area
+        lines[1 + bad_row] = " ".join(cols)
+        shutil.copy(os.path.join(d, "grid20000.node"), os.path.join(d, "faulty.node"))
+        with open(os.path.join(d, "faulty.ele"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        coll = os.path.join(d, "faulty.h5")
+        run(["import", os.path.join(d, "faulty.node"), "-o", coll])
+        for np in (1, 3):
+            p = run(["run", job(f"faulty_np{np}", coll, blocks if np > 1 else "")], np=np,
+                    expect=1)
+            if f"triangle {bad_row} (0-based) is degenerate" not in p.stdout + p.stderr:
+                fail(f"faulty_np{np}: the message does not name triangle {bad_row}")
     print("PASS: the slab path on 2-4 ranks (and the general path) bitwise the one-rank output")
     return 0
 
