@@ -47,31 +47,6 @@ int mb_pp_cmp_tri(const void *a, const void *b) {
   return (x->gid > y->gid) - (x->gid < y->gid);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Index of key in sorted a[n], or -1. */
-static int64_t find_i64(const int64_t *a, int64_t n, int64_t key) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo <= hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] == key) return mid;
-    if (a[mid] < key) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
-
-static int64_t uf_find(int64_t *parent, int64_t i) {
-  while (parent[i] != i) {
-    parent[i] = parent[parent[i]];
-    i = parent[i];
-  }
-  return i;
-}
-
 void mb_pp_clocks(double *wall, double *cpu, double *minflt) {
   struct rusage ru;
   *wall = mb_wtime();
@@ -287,7 +262,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
   for (int64_t i = 0; i < n; i++)
     for (int k = 0; k < 3; k++)
       if (own[i].nbr[k] >= 0 && own[i].nbr_owner[k] != s->rank) ghost[nghost++] = own[i].nbr[k];
-  qsort(ghost, (size_t)nghost, sizeof *ghost, cmp_i64);
+  qsort(ghost, (size_t)nghost, sizeof *ghost, mb_pp_cmp_i64);
   int64_t u = 0;
   for (int64_t g = 0; g < nghost; g++)
     if (u == 0 || ghost[g] != ghost[u - 1]) ghost[u++] = ghost[g];
@@ -299,9 +274,9 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
         at[3 * i + k] = -1;
       } else if (own[i].nbr_owner[k] == s->rank) {
         int64_t guess = i + (q - gid[i]); /* dense ids (blocks): right at once */
-        at[3 * i + k] = guess >= 0 && guess < n && gid[guess] == q ? guess : find_i64(gid, n, q);
+        at[3 * i + k] = guess >= 0 && guess < n && gid[guess] == q ? guess : mb_pp_find_i64(gid, n, q);
       } else {
-        int64_t g = find_i64(ghost, nghost, q);
+        int64_t g = mb_pp_find_i64(ghost, nghost, q);
         at[3 * i + k] = n + g;
         ghost_owner[g] = own[i].nbr_owner[k];
       }
@@ -337,22 +312,22 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     for (int k = 0; k < 3; k++) {
       int64_t j = at[3 * i + k];
       if (nonfrontier[3 * i + k] && j < n) {
-        int64_t ri = uf_find(parent, i), rj = uf_find(parent, j);
+        int64_t ri = mb_pp_uf_find(parent, i), rj = mb_pp_uf_find(parent, j);
         if (ri != rj) parent[ri < rj ? rj : ri] = ri < rj ? ri : rj; /* root: smallest index */
       }
     }
   for (int64_t i = 0; i < n; i++) {
-    int64_t r = uf_find(parent, i);
+    int64_t r = mb_pp_uf_find(parent, i);
     label[i] = gid[r]; /* owned in ascending id: the root is the region's smallest here */
     lab_owner[i] = s->rank;
     crossing[i] = 0;
   }
   for (int64_t i = 0; i < n; i++)
     for (int k = 0; k < 3; k++)
-      if (nonfrontier[3 * i + k] && at[3 * i + k] >= n) crossing[uf_find(parent, i)] = 1;
+      if (nonfrontier[3 * i + k] && at[3 * i + k] >= n) crossing[mb_pp_uf_find(parent, i)] = 1;
   for (int round = 0;; round++) {
     for (int64_t i = 0; i < n; i++) {
-      int64_t r = uf_find(parent, i);
+      int64_t r = mb_pp_uf_find(parent, i);
       x[2 * i] = (double)label[r];
       x[2 * i + 1] = (double)lab_owner[r];
     }
@@ -363,7 +338,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
       for (int k = 0; k < 3; k++) {
         int64_t j = at[3 * i + k];
         if (!nonfrontier[3 * i + k] || j < n) continue;
-        int64_t r = uf_find(parent, i);
+        int64_t r = mb_pp_uf_find(parent, i);
         if ((int64_t)x[2 * j] < label[r]) {
           label[r] = (int64_t)x[2 * j];
           lab_owner[r] = (int32_t)x[2 * j + 1];
@@ -375,7 +350,7 @@ static mb_error pp_regions(pp_state *s, pp_tri *own, int64_t n, int32_t *region_
     if (!changed) break;
   }
   for (int64_t i = 0; i < n; i++) {
-    int64_t r = uf_find(parent, i);
+    int64_t r = mb_pp_uf_find(parent, i);
     region_owner[i] = lab_owner[r];
     own[i].crossing = crossing[r];
   }
@@ -451,7 +426,7 @@ mb_error mb_pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_
     MB_CHECK_GOTO(err, done, vid, MB_ERR_MEMORY, "out of memory for %lld triangles", (long long)n);
     for (int64_t i = 0; i < n; i++)
       for (int k = 0; k < 3; k++) vid[3 * i + k] = tri[i].v[k];
-    qsort(vid, (size_t)(3 * n), sizeof *vid, cmp_i64);
+    qsort(vid, (size_t)(3 * n), sizeof *vid, mb_pp_cmp_i64);
     for (int64_t i = 0; i < 3 * n; i++)
       if (nv == 0 || vid[i] != vid[nv - 1]) vid[nv++] = vid[i];
   }
@@ -465,7 +440,7 @@ mb_error mb_pp_mesh(pp_state *s, const pp_tri *tri, int64_t n, const mb_polylla_
       if (bits)
         l = below[g >> 6] + __builtin_popcountll(used[g >> 6] & ((1ull << (g & 63)) - 1));
       else
-        l = find_i64(vid, nv, g + vmin);
+        l = mb_pp_find_i64(vid, nv, g + vmin);
       sub->face_indices[3 * i + k] = l;
       sub->xyz[3 * l] = tri[i].xy[2 * k];
       sub->xyz[3 * l + 1] = tri[i].xy[2 * k + 1];
@@ -562,7 +537,7 @@ static mb_error pp_output(pp_state *s, mb_mesh_slab *slab, const mb_mesh *poly,
     order[2 * q + 1] = q;
   }
   if (s->size > 16) {
-    qsort(order, (size_t)ngot, 2 * sizeof *order, cmp_i64);
+    qsort(order, (size_t)ngot, 2 * sizeof *order, mb_pp_cmp_i64);
   } else { /* merge the sources' runs, each sorted by head */
     PP_ALLOC(cur, 2 * (s->size + 1));
     PP_AGREE("out of memory for the polygons");

@@ -30,6 +30,33 @@
     MB_CALL_GOTO(err, done, mb_agree(comm, err));                                \
   } while (0)
 
+/* Order of int64_t (qsort). */
+static inline int mb_pp_cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Index of key in sorted a [n], or -1. */
+static inline int64_t mb_pp_find_i64(const int64_t *a, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] == key) return mid;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/* Union-find root of i (parent [n], halving the path on the way). */
+static inline int64_t mb_pp_uf_find(int64_t *parent, int64_t i) {
+  while (parent[i] != i) {
+    parent[i] = parent[parent[i]];
+    i = parent[i];
+  }
+  return i;
+}
+
 /* A triangle on its way to another rank. */
 typedef struct pp_tri {
   int64_t gid;          /* face row of the whole mesh */

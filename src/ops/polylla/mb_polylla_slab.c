@@ -83,23 +83,6 @@ static int cmp_edge_ab(const void *x, const void *y) {
   return (p->gid > q->gid) - (p->gid < q->gid);
 }
 
-static int cmp_poly(const void *x, const void *y) {
-  const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-  return (a > b) - (a < b);
-}
-
-/* Index of key in sorted a [n], or -1. */
-static int64_t sp_find(const int64_t *a, int64_t n, int64_t key) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo <= hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] == key) return mid;
-    if (a[mid] < key) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
-
 /* First index of sorted a [n] not below key. */
 static int64_t sp_lower(const int64_t *a, int64_t n, int64_t key) {
   int64_t lo = 0, hi = n;
@@ -109,14 +92,6 @@ static int64_t sp_lower(const int64_t *a, int64_t n, int64_t key) {
     else hi = mid;
   }
   return lo;
-}
-
-static int64_t sp_root(int64_t *parent, int64_t i) {
-  while (parent[i] != i) {
-    parent[i] = parent[parent[i]];
-    i = parent[i];
-  }
-  return i;
 }
 
 /* A cut edge as its owner tells each side. */
@@ -165,7 +140,7 @@ static void sp_free(sp_run *r) {
 static const double *sp_pos(const mb_mesh *m, const sp_run *r, int64_t v0, int64_t nghost,
                             int64_t g) {
   if (g >= v0 && g < v0 + m->nv) return m->xyz + 3 * (g - v0);
-  return r->gxyz + 3 * sp_find(r->ghost, nghost, g);
+  return r->gxyz + 3 * mb_pp_find_i64(r->ghost, nghost, g);
 }
 
 /* Triangle row t of the slab as a record (global ids, x, y). */
@@ -402,7 +377,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   if (!ok) goto done;
   PP_ALLOC(r.asked, nvb);
   PP_AGREE("out of memory for the ghost vertices");
-  qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, cmp_poly);
+  qsort(r.ghost, (size_t)nghost, sizeof *r.ghost, mb_pp_cmp_i64);
   {
     int64_t u = 0;
     for (int64_t i = 0; i < nghost; i++)
@@ -582,11 +557,11 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     qsort(e, (size_t)(3 * nleft), sizeof *e, cmp_edge_ab);
     for (int64_t i = 0; i + 1 < 3 * nleft; i++)
       if (e[i].a == e[i + 1].a && e[i].b == e[i + 1].b && (e[i].longest || e[i + 1].longest)) {
-        const int64_t x = sp_root(r.parent, e[i].gid), y = sp_root(r.parent, e[i + 1].gid);
+        const int64_t x = mb_pp_uf_find(r.parent, e[i].gid), y = mb_pp_uf_find(r.parent, e[i + 1].gid);
         if (x != y) r.parent[x > y ? x : y] = x < y ? x : y; /* root: the smallest row */
       }
     free(e);
-    for (int64_t i = 0; i < nleft; i++) r.label[i] = f0 + r.left[sp_root(r.parent, i)];
+    for (int64_t i = 0; i < nleft; i++) r.label[i] = f0 + r.left[mb_pp_uf_find(r.parent, i)];
   }
   for (int round = 0;; round++) {
     sp_label *send = NULL, *recv = NULL;
@@ -600,17 +575,17 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     }
     PP_AGREE("out of memory for the regions that cross the cut");
     for (int64_t i = 0; i < nlinks; i++) {
-      const int64_t at = sp_find(r.left, nleft, r.links[i].mine - f0);
-      send[i] = (sp_label){r.links[i].theirs, at < 0 ? INT64_MAX : r.label[sp_root(r.parent, at)]};
+      const int64_t at = mb_pp_find_i64(r.left, nleft, r.links[i].mine - f0);
+      send[i] = (sp_label){r.links[i].theirs, at < 0 ? INT64_MAX : r.label[mb_pp_uf_find(r.parent, at)]};
       to[i] = (int)r.links[i].rank;
     }
     err = mb_records_exchange(comm, nlinks, to, sizeof *send, send, &nrecv, (void **)&recv, NULL,
                               &s->fig.bytes);
     int changed = 0;
     for (int64_t i = 0; !err && i < nrecv; i++) {
-      const int64_t at = sp_find(r.left, nleft, recv[i].at - f0);
+      const int64_t at = mb_pp_find_i64(r.left, nleft, recv[i].at - f0);
       if (at < 0) continue;
-      const int64_t root = sp_root(r.parent, at);
+      const int64_t root = mb_pp_uf_find(r.parent, at);
       if (recv[i].label < r.label[root]) r.label[root] = recv[i].label, changed = 1;
     }
     free(send);
@@ -632,7 +607,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   for (int64_t i = 0; i < nleft; i++) {
     sp_record(m, &r, v0, nghost, f0, r.left[i], &r.go[i]);
     r.go[i].crossing = 1;
-    r.pdest[i] = mb_block_owner(r.fstarts, s->size, r.label[sp_root(r.parent, i)]);
+    r.pdest[i] = mb_block_owner(r.fstarts, s->size, r.label[mb_pp_uf_find(r.parent, i)]);
     s->fig.migrated += r.pdest[i] != s->rank;
   }
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nleft, r.pdest, sizeof(pp_tri), r.go, &ncame,
@@ -698,7 +673,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     r.order[2 * p] = r.pgot[p].head;
     r.order[2 * p + 1] = p;
   }
-  qsort(r.order, (size_t)npgot, 2 * sizeof *r.order, cmp_poly);
+  qsort(r.order, (size_t)npgot, 2 * sizeof *r.order, mb_pp_cmp_i64);
 
   /* merge by head into the rows' polygons, in place */
   if (!r.poly) err = mb_mesh_create(m->name, 0, 0, 0, &r.poly);
