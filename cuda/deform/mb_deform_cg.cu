@@ -150,7 +150,7 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9];
   rhs_cg_row(i, n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, X, H, dinv, r, z, v);
-  block_parts<9>(v, blockIdx.x, part, sh);
+  block_parts<9>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
   finish_parts<9>((int)gridDim.x, part, s, sh);
@@ -180,7 +180,7 @@ k_cg_spmv(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double 
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[3];
   spmv_row(i, n, H, z, cp, cp2, q, &cs, v);
-  block_parts<3>(v, blockIdx.x, part, sh);
+  block_parts<3>(v, blockIdx.x, gridDim.x, part, sh);
   alpha_tail(part, st, sh);
 }
 
@@ -206,7 +206,7 @@ k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const 
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[6];
   update_row(i, n, dinv, cs.par ? cp : cp2, q, x, r, z, &cs, v);
-  block_parts<6>(v, blockIdx.x, part, sh);
+  block_parts<6>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[6];
   finish_parts<6>((int)gridDim.x, part, s, sh);
@@ -234,7 +234,7 @@ k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
   if (running) {
     double v[6];
     update_row(i, n, dinv, cs.par ? cp : cp2, q, X, r, z, &cs, v);
-    block_parts<6>(v, blockIdx.x, part, sh);
+    block_parts<6>(v, blockIdx.x, gridDim.x, part, sh);
   }
   const int skip = take_skip(soft, l, tol, ctl, bt);
   if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, &cs, ctl));

@@ -284,28 +284,43 @@ __device__ inline double warps_total(const double *sh, int k) {
   return s;
 }
 
-/* part[blk, N]: the block's sums of v (per column c the values of the
- * kernel's row function), each in a fixed order: the warp's shuffle tree
- * (warp_sums), then the WARPS warps in order by thread k (one barrier;
- * WARPS N doubles of shared memory, sh [WARPS N]); blk: the row tile (BLOCK
- * rows) the block's threads held (blockIdx.x in a kernel, the tile of a
- * grid-stride loop in the persistent frame: the same record either way).
- * The caller syncs before sh is written again (last_block does). */
+/* The block's sums of v (per column c the values of the kernel's row
+ * function) into part [N, nblk] (component k of block blk at part[k nblk
+ * + blk]: structure of arrays, so that a warp's loads of one component of
+ * 32 blocks' records in finish_parts are one coalesced 256 B access, not
+ * 32 records' scattered sectors; measured, 2026-11-28: with every block of
+ * the persistent frame reading every record, the interleaved [nblk, N]
+ * records made the L2 serve up to N times the sectors, on the same few
+ * lines, and a 6- or 9-value sum took 4-9 us at Roof1 against 1-1.6 us for
+ * 3 values), each in a fixed order: the warp's shuffle tree (warp_sums),
+ * then the WARPS warps in order by thread k (one barrier; WARPS N doubles
+ * of shared memory, sh [WARPS N]); blk: the row tile (BLOCK rows) the
+ * block's threads held (blockIdx.x in a kernel, the tile of a grid-stride
+ * loop in the persistent frame: the same record either way), nblk the
+ * records (the grid's blocks, the frame's tiles). The caller syncs before
+ * sh is written again (last_block does). */
 template <int N>
-__device__ inline void block_parts(const double v[N], int64_t blk, double *part, double *sh) {
+__device__ inline void block_parts(const double v[N], int64_t blk, int64_t nblk, double *part,
+                                   double *sh) {
   warp_sums<N>(v, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
-  if ((int)threadIdx.x < N) part[N * blk + threadIdx.x] = warps_total<N>(sh, (int)threadIdx.x);
+  if ((int)threadIdx.x < N) part[threadIdx.x * nblk + blk] = warps_total<N>(sh, (int)threadIdx.x);
 }
 
-/* sums[N] (at thread 0 only) = the partials part [nblk, N] of nblk blocks,
- * summed in a fixed order (one block; its first BLOCK threads): thread t sums
- * records t, t + BLOCK, ... (the N loads of two records in flight together,
- * past L1: written by other blocks), then block_parts' warp tree and warp
- * order. One barrier; sh [WARPS N]; the caller syncs before sh is
- * written again. */
+/* sums[N] (at thread 0 only) = the partials part [N, nblk] of nblk blocks
+ * (block_parts' layout), summed in a fixed order (one block; its first
+ * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
+ * two records in flight together, past L1: written by other blocks), then
+ * block_parts' warp tree and warp order. One barrier (two for N > 6);
+ * sh [WARPS N]; the caller syncs before sh is written again. More than 6
+ * values are summed as the first 6, then the rest (the same additions on
+ * each value, so the same bits): measured, 2026-11-28, one H100, the
+ * persistent frame at Roof1, the start's 9 values in one pass took 6.1 us
+ * against 1.9 us as 6 + 3 (the frame 3.3 -> 3.0-3.1 ms; why one pass of 9
+ * is slow was not found: not the loads, nor local memory, by the
+ * frame's profile and Nsight Compute). */
 template <int N>
-__device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
+__device__ inline void finish_pass(int nblk, const double *part, double sums[N], double *sh) {
   double acc[N];
   for (int k = 0; k < N; k++) acc[k] = 0;
   /* two records a round, both loaded before either is added (Roof2's 316
@@ -313,8 +328,8 @@ __device__ inline void finish_parts(int nblk, const double *part, double sums[N]
   for (int b = threadIdx.x; b < nblk; b += 2 * BLOCK) {
     const bool two = b + BLOCK < nblk;
     double t[N], t2[N];
-    for (int k = 0; k < N; k++) t[k] = __ldcg(&part[N * b + k]);
-    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[N * (b + BLOCK) + k]) : 0.0;
+    for (int k = 0; k < N; k++) t[k] = __ldcg(&part[(int64_t)k * nblk + b]);
+    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[(int64_t)k * nblk + b + BLOCK]) : 0.0;
     for (int k = 0; k < N; k++) acc[k] += t[k];
     if (two)
       for (int k = 0; k < N; k++) acc[k] += t2[k];
@@ -323,6 +338,17 @@ __device__ inline void finish_parts(int nblk, const double *part, double sums[N]
   __syncthreads();
   if (threadIdx.x == 0)
     for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+}
+
+/* finish_pass in passes of at most 6 values (see finish_pass). */
+template <int N>
+__device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
+  if constexpr (N > 6) {
+    finish_pass<6>(nblk, part, sums, sh);
+    finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, sums + 6, sh + 6 * WARPS);
+  } else {
+    finish_pass<N>(nblk, part, sums, sh);
+  }
 }
 
 /* Whether this block is the grid's last to have written its partials (the

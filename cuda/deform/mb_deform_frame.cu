@@ -89,6 +89,19 @@
  * finishes may cost some of the gain (`bench deform --persistent no` runs
  * the graphs in the same build).
  *
+ * Measured (2026-11-28, one H100, Roof1 at k = 3, 81 blocks): the
+ * environment variable MB_DEFORM_FRAME_PROFILE=1 (a measuring knob) has
+ * block 0's thread 0 add each segment's clock64() cycles (an iteration's
+ * work, sync and sums of each phase) into a device array and prints the
+ * us an iteration of each on stderr after each batch (the device
+ * synchronised). Before the partial sums were stored [N, tiles] (coalesced)
+ * and summed at most 6 values a pass (finish_parts): 72 us an iteration,
+ * of which the sums 25 us (a 6-value sum 5 us, the start's 9-value sum
+ * 6.7 us, a 3-value sum 1.1 us), the syncs 11 us (1.2-2.0 each), the
+ * work 35 us (projection 6.9, right-hand side 4.6, a product 5.0, an
+ * update 2.5); after: 57-61 us, the sums 1.1-1.9 us each
+ * (docs/benchmarks.md, "The deform frame's partial sums").
+ *
  * Where it does not run: the device lacks cooperative launch, the kernel
  * cannot be resident (occupancy 0), or the launch fails (another context
  * holds SMs: cudaErrorCooperativeLaunchTooLarge): frame_batch reports
@@ -132,7 +145,32 @@ struct frame_args {
   cg_t *st;                 /* the CG's state: read at the start, written at the end */
   ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
   batch_t *bt;              /* the batch's records and halt */
+  unsigned long long *prof; /* [PROF_SLOTS] block 0's segment times (MB_DEFORM_FRAME_PROFILE), or NULL */
 };
+
+/* The profile's slots (a measuring knob, MB_DEFORM_FRAME_PROFILE=1: block
+ * 0's thread 0 adds each segment's clock64() cycles into its slot; the last
+ * three: the frame's cycles, its globaltimer ns and its iterations).
+ * Segments of an iteration in order: the projection's work, its sync;
+ * the right-hand side's work, its sync, its sums; then for each CG step
+ * the product's work, sync and sums and the update's work, sync and sums. */
+constexpr int PROF_SLOTS = 64;
+
+/* Block 0's clock at a segment's end into prof[(*seg)++] (no-op without a
+ * profile). */
+__device__ inline void prof_stamp(unsigned long long *prof, long long *last, int *seg) {
+  if (!prof || blockIdx.x != 0 || threadIdx.x != 0) return;
+  const long long t = clock64();
+  if (*seg < PROF_SLOTS - 3) prof[*seg] += (unsigned long long)(t - *last);
+  (*seg)++;
+  *last = t;
+}
+
+__device__ inline unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 /* Every block's sums (at its thread 0) of the partials [ntiles, N] of
  * buffer pb (finish_parts: the fixed order, the same bits in every
@@ -156,7 +194,10 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   const double c = a.prm[0];
   int pb = 0;
   double s[9], v[9]; /* the first 3 (product) or 6 (update) in the CG's steps */
+  long long t0 = clock64(), tlast = t0;
+  const unsigned long long ns0 = a.prof ? global_ns() : 0;
   for (int it = 0; it < a.iters; it++) {
+    int seg = 0;
     ctl_t *ctl = a.ctl + (it & 1);
     /* the projection */
     double worst = 0;
@@ -165,32 +206,40 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
       if (w > worst) worst = w;
     }
     max_bits(&ctl->dist, worst);
+    prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
+    prof_stamp(a.prof, &tlast, &seg);
     /* the right-hand side and the CG's start */
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
       const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
       rhs_cg_row(i, a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF, a.pin, c, a.x,
                  a.X, a.H, a.dinv, a.r, a.cz, v);
-      block_parts<9>(v, t, a.part + pb * p9, sh);
+      block_parts<9>(v, t, a.ntiles, a.part + pb * p9, sh);
       __syncthreads(); /* sh read by block_parts' totals before the next tile's */
     }
+    prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
+    prof_stamp(a.prof, &tlast, &seg);
     grid_sums<9>(a, pb, s, sh);
     if (threadIdx.x == 0) rhs_cg_finish(s, a.rtol, a.maxit, &cs);
     __syncthreads();
+    prof_stamp(a.prof, &tlast, &seg);
     /* the k CG steps, the last update with the take */
     for (int step = 0; step < a.maxit; step++) {
       if (!cs.all_done) {
         for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
           const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
           spmv_row(i, a.n, a.H, a.cz, a.cp, a.cp2, a.cq, &cs, v);
-          block_parts<3>(v, t, a.part + pb * p9, sh);
+          block_parts<3>(v, t, a.ntiles, a.part + pb * p9, sh);
           __syncthreads();
         }
+        prof_stamp(a.prof, &tlast, &seg);
         grid.sync();
+        prof_stamp(a.prof, &tlast, &seg);
         grid_sums<3>(a, pb, s, sh);
         if (threadIdx.x == 0) alpha_finish(s, &cs);
         __syncthreads();
+        prof_stamp(a.prof, &tlast, &seg);
       }
       const int last = step + 1 == a.maxit, running = !cs.all_done;
       if (!last && !running) continue; /* uniform: every block skips */
@@ -200,7 +249,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
         const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
         if (running) {
           update_row(i, a.n, a.dinv, cs.par ? a.cp : a.cp2, a.cq, a.X, a.r, a.cz, &cs, v);
-          block_parts<6>(v, t, a.part + pb * p9, sh);
+          block_parts<6>(v, t, a.ntiles, a.part + pb * p9, sh);
           __syncthreads();
         }
         if (!skip) {
@@ -209,12 +258,15 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
         }
       }
       if (last) max_bits(&ctl->moved, moved);
+      prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
+      prof_stamp(a.prof, &tlast, &seg);
       if (running) {
         grid_sums<6>(a, pb, s, sh);
         if (threadIdx.x == 0) update_finish(s, a.rtol, &cs);
         __syncthreads();
       }
+      prof_stamp(a.prof, &tlast, &seg);
       if (last && blockIdx.x == 0 && threadIdx.x == 0)
         take_record(a.l, a.tol, cs.bad, cs.iters, ctl, a.bt);
     }
@@ -222,6 +274,11 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     cs.ticket = 0;
     *a.st = cs;
+    if (a.prof) {
+      a.prof[PROF_SLOTS - 3] += (unsigned long long)(clock64() - t0);
+      a.prof[PROF_SLOTS - 2] += global_ns() - ns0;
+      a.prof[PROF_SLOTS - 1] += (unsigned long long)a.iters;
+    }
   }
 }
 
@@ -255,6 +312,31 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
          "a block at most; %d blocks an SM co-resident on %d SMs)", g->dm->name, grid, BLOCK,
          (long long)tiles, (long long)rounds, per, sms);
   return grid;
+}
+
+/* The profile so far (MB_DEFORM_FRAME_PROFILE), one line on stderr: us an
+ * iteration of each segment (block 0's clock, scaled by the frame's
+ * globaltimer ns a cycle). Synchronises the device. */
+static void print_profile(pool_t *d) {
+  unsigned long long h[PROF_SLOTS];
+  if (cudaMemcpy(h, d->prof.p, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) return;
+  const double it = (double)h[PROF_SLOTS - 1], nspc = (double)h[PROF_SLOTS - 2] / (double)h[PROF_SLOTS - 3];
+  if (!(it > 0)) return;
+  static const char *part[3] = {"work", "sync", "sums"};
+  char line[2048];
+  int o = snprintf(line, sizeof line, "frame profile (%.0f iterations, %.3f us an iteration, us):",
+                   it, 1e-3 * (double)h[PROF_SLOTS - 2] / it);
+  for (int k = 0; k < PROF_SLOTS - 3 && o < (int)sizeof line - 64; k++) {
+    if (!h[k]) continue;
+    char name[24];
+    if (k < 2) snprintf(name, sizeof name, "proj.%s", part[k]);
+    else if (k < 5) snprintf(name, sizeof name, "rhs.%s", part[k - 2]);
+    else snprintf(name, sizeof name, "%s%d.%s", (k - 5) % 6 < 3 ? "spmv" : "upd", (k - 5) / 6,
+                  part[(k - 5) % 3]);
+    o += snprintf(line + o, sizeof line - (size_t)o, " %s %.2f", name,
+                  1e-3 * (double)h[k] * nspc / it);
+  }
+  fprintf(stderr, "%s\n", line);
 }
 
 mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
@@ -300,11 +382,21 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
     a.st = d->cst.as<cg_t>();
     a.ctl = d->ctl.as<ctl_t>();
     a.bt = d->bt.as<batch_t>();
+    a.prof = nullptr;
+    const int profile = getenv("MB_DEFORM_FRAME_PROFILE") != nullptr;
+    if (profile) {
+      if (!d->prof.p) {
+        MB_CALL(grow(&d->prof, PROF_SLOTS * sizeof(unsigned long long), "frame profile"));
+        MB_CALL_CUDA(cudaMemset(d->prof.p, 0, PROF_SLOTS * sizeof(unsigned long long)));
+      }
+      a.prof = d->prof.as<unsigned long long>();
+    }
     void *args[] = {&a};
     ce = cudaLaunchCooperativeKernel((const void *)k_frame, dim3((unsigned)g->persist_grid),
                                      dim3(BLOCK), args, 0, nullptr);
     if (ce == cudaSuccess) {
       *ran = 1;
+      if (profile) print_profile(d);
       return MB_SUCCESS;
     }
     (void)cudaGetLastError();

@@ -31,6 +31,7 @@ struct pool_t {
   mb_dbuf tgt;  /* [nv, 3] the handles' targets (NaN rows free), k_final */
   mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
   mb_dbuf bt;   /* batch_t (batched) */
+  mb_dbuf prof; /* the persistent frame's profile (MB_DEFORM_FRAME_PROFILE), cumulative */
   mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
   /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
    * diagonal positions, values at c and their two parts (base, face) */
