@@ -517,11 +517,12 @@ mb_error setup(deform_gpu *g) {
     g->sptr = g->d->hsptr.as<int64_t>();
     g->sdiag = g->d->hdiag.as<int64_t>();
     g->val = g->d->hval.as<double>();
-    MB_CALL(grow(&g->d->cr, sizeof(double) * n3, "deform CG residual"));
-    MB_CALL(grow(&g->d->cz, sizeof(double) * n3, "deform CG preconditioned"));
+    for (int k = 0; k < 2; k++) {
+      MB_CALL(grow(&g->d->cr[k], sizeof(double) * n3, "deform CG residual"));
+      MB_CALL(grow(&g->d->cw[k], sizeof(double) * n3, "deform CG preconditioned product"));
+      MB_CALL(grow(&g->d->cq[k], sizeof(double) * n3, "deform CG product"));
+    }
     MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
-    MB_CALL(grow(&g->d->cp2, sizeof(double) * n3, "deform CG direction"));
-    MB_CALL(grow(&g->d->cq, sizeof(double) * n3, "deform CG product"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
     /* [2, nb, 9]: the persistent frame alternates the two by phase; the
      * graphs' kernels use [blocks, N <= 9] */

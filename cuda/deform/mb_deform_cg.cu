@@ -136,8 +136,9 @@ k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict_
 }
 
 /* The right-hand side (rhs_row, c = prm[0]), the warm start X = x and the
- * CG's start (rhs_cg_row); the grid's last block takes the sums, the
- * columns' stops and the cap maxit (rhs_cg_finish). */
+ * CG's start (rhs_cg_row: r into the vectors' set 0); the grid's last
+ * block takes the sums, the columns' stops and the cap maxit
+ * (rhs_cg_finish). */
 __global__ void __launch_bounds__(BLOCK)
 k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
          const int64_t *__restrict__ vf_face, const double *__restrict__ y,
@@ -145,11 +146,11 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          const double *__restrict__ gF, const double *__restrict__ pin,
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
          sell_t H, const double *__restrict__ dinv, double *__restrict__ r,
-         double *__restrict__ z, double *__restrict__ part, double rtol, int maxit, cg_t *st) {
+         double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[9 * WARPS];
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
   double v[9];
-  rhs_cg_row(i, n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, X, H, dinv, r, z, v);
+  rhs_cg_row(i, n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, X, H, dinv, r, v);
   block_parts<9>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
@@ -157,94 +158,60 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
   if (threadIdx.x == 0) rhs_cg_finish(s, rtol, maxit, st);
 }
 
-/* The end of a CG product kernel (every thread of its block, after its
- * partials [blocks, 3]): the grid's last block sums the partials
- * (finish_parts) and takes alpha (alpha_finish). */
-__device__ inline void alpha_tail(double *part, cg_t *st, double *sh) {
-  if (!last_block(&st->ticket)) return;
-  double s[3];
-  finish_parts<3>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) alpha_finish(s, st);
-}
-
-/* p = z + beta pold into pnew (pold, pnew: cp2 and cp by st->par), q = H p
- * for the columns still running (spmv_row: a thread a row); partials p.q
- * [blocks, 3]; the grid's last block then takes alpha = r.z / p.q
- * (alpha_finish). The scalars from the block's shared copy of st. */
+/* The CG's start product w0 = H z0 (w0_row) for the columns still running;
+ * partials z0.w0 [3, blocks]; the grid's last block takes the first alpha
+ * (w0_finish). The scalars from the block's shared copy of st. */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_spmv(int32_t n, sell_t H, const double *__restrict__ z, double *cp, double *cp2,
-          double *__restrict__ q, double *__restrict__ part, cg_t *st) {
+k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return; /* uniform over the grid */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[3];
-  spmv_row(i, n, H, z, cp, cp2, q, &cs, v);
-  block_parts<3>(v, blockIdx.x, gridDim.x, part, sh);
-  alpha_tail(part, st, sh);
+  double t[3];
+  w0_row(i, n, H, v, &cs, t);
+  block_parts<3>(t, blockIdx.x, gridDim.x, part, sh);
+  if (!last_block(&st->ticket)) return;
+  double s[3];
+  finish_parts<3>((int)gridDim.x, part, s, sh);
+  if (threadIdx.x == 0) w0_finish(s, st);
 }
 
-/* Enqueue one CG product (k_cg_spmv) on stream s. */
-static void enqueue_spmv(deform_gpu *g, cudaStream_t s) {
-  pool_t *d = g->d;
-  const int32_t n = (int32_t)g->dm->nv;
-  k_cg_spmv<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), d->cz.as<double>(), d->cp.as<double>(),
-                                        d->cp2.as<double>(), d->cq.as<double>(),
-                                        d->cpart.as<double>(), d->cst.as<cg_t>());
-}
-
-/* x += alpha p, r -= alpha q, z = dinv r (p: k_cg_spmv's pnew); partials
- * r.z and r.r; the grid's last block then takes each column's stop or
- * beta (and the cap) and flips the direction buffers. */
+/* One CG step (cg_step_row: the direction, the iterate, the residual and
+ * the next product in one pass over the rows); partials [9, blocks]; the
+ * grid's last block takes each column's stop or its next beta and alpha,
+ * the cap, and flips the vectors' sets (cg_step_finish). */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_update(int32_t n, const double *__restrict__ dinv, const double *cp, const double *cp2,
-            const double *__restrict__ q, double *__restrict__ x, double *__restrict__ r,
-            double *__restrict__ z, double *__restrict__ part, double rtol, cg_t *st) {
-  __shared__ double sh[6 * WARPS];
+k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, cg_t *st) {
+  __shared__ double sh[9 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[6];
-  update_row(i, n, dinv, cs.par ? cp : cp2, q, x, r, z, &cs, v);
-  block_parts<6>(v, blockIdx.x, gridDim.x, part, sh);
+  double t[9];
+  cg_step_row(i, n, H, v, &cs, t);
+  block_parts<9>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[6];
-  finish_parts<6>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x != 0) return;
-  update_finish(s, rtol, st);
+  double s[9];
+  finish_parts<9>((int)gridDim.x, part, s, sh);
+  if (threadIdx.x == 0) cg_step_finish(s, rtol, st);
 }
 
-/* The capped CG's last iteration and the take in one kernel (one node an
- * iteration fewer): k_cg_update's rows where the CG still runs (uniform),
- * then k_take's row on the same thread (it reads the X it has just
- * written), one ticket (st->ticket) for both; the grid's last block
- * finishes the CG's sums (if it ran), then reports its count and
- * breakdown into ctl and, batched, records the iteration (take_record).
- * The same arithmetic as the two kernels, so the same bits. */
+/* The capped CG's last step and the take in one kernel: cg_last_row where
+ * the CG still runs (uniform), then k_take's row on the same thread (it
+ * reads the X it has just written), one ticket (st->ticket); the grid's
+ * last block counts the step (if it ran), then reports the CG's count and
+ * breakdown into ctl and, batched, records the iteration (take_record). */
 __global__ void __launch_bounds__(BLOCK)
-k_cg_update_take(int32_t n, const double *__restrict__ dinv, const double *cp,
-                 const double *cp2, const double *__restrict__ q, double *__restrict__ X,
-                 double *__restrict__ r, double *__restrict__ z, double *__restrict__ part,
-                 double rtol, cg_t *st, const double *__restrict__ pin, double *__restrict__ x,
-                 int soft, double l, double tol, ctl_t *ctl, batch_t *bt) {
-  __shared__ double sh[6 * WARPS];
+k_cg_last_take(int32_t n, cgv_t v, cg_t *st, const double *__restrict__ pin,
+               double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
+               batch_t *bt) {
   const cg_t &cs = *block_state(st);
   const int running = !cs.all_done; /* uniform: read before any block's last block */
   const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (running) {
-    double v[6];
-    update_row(i, n, dinv, cs.par ? cp : cp2, q, X, r, z, &cs, v);
-    block_parts<6>(v, blockIdx.x, gridDim.x, part, sh);
-  }
+  if (running) cg_last_row(i, n, v, &cs);
   const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, X, pin, x, &cs, ctl));
-  if (!last_block(&st->ticket)) return;
-  if (running) {
-    double s[6];
-    finish_parts<6>((int)gridDim.x, part, s, sh);
-    if (threadIdx.x == 0) update_finish(s, rtol, st);
-  }
-  if (threadIdx.x != 0) return;
+  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, v.X, pin, x, &cs, ctl));
+  if (!last_block(&st->ticket) || threadIdx.x != 0) return;
+  if (running) cg_last_finish(st);
   if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
   else {
     ctl->cg_iters = st->iters;
@@ -326,25 +293,27 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
       n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
-      d->X.as<double>(), hmat(g), d->cdinv.as<double>(), d->cr.as<double>(), d->cz.as<double>(),
+      d->X.as<double>(), hmat(g), d->cdinv.as<double>(), d->cr[0].as<double>(),
       d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
       d->cst.as<cg_t>());
 }
 
-/* Enqueue len iterations of the room's CG (2 kernels each) on stream s,
- * solving into d->X. */
-void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
-  pool_t *d = g->d;
+/* Enqueue the CG's start product (k_cg_w0) on stream s, after
+ * enqueue_rhs_cg. */
+void enqueue_cg_start(deform_gpu *g, cudaStream_t s) {
   const int32_t n = (int32_t)g->dm->nv;
-  const int nb = (int)blocks(n);
-  double *r = d->cr.as<double>(), *z = d->cz.as<double>(), *cp = d->cp.as<double>(),
-         *cp2 = d->cp2.as<double>(), *q = d->cq.as<double>(), *dinv = d->cdinv.as<double>(),
-         *part = d->cpart.as<double>(), *X = d->X.as<double>();
-  cg_t *st = d->cst.as<cg_t>();
-  for (int j = 0; j < len; j++) {
-    enqueue_spmv(g, s);
-    k_cg_update<<<nb, BLOCK, 0, s>>>(n, dinv, cp, cp2, q, X, r, z, part, MB_DEFORM_PCG_RTOL, st);
-  }
+  k_cg_w0<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(),
+                                      g->d->cst.as<cg_t>());
+}
+
+/* Enqueue len steps of the room's CG (one kernel each) on stream s,
+ * solving into d->X, after enqueue_cg_start. */
+void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
+  const int32_t n = (int32_t)g->dm->nv;
+  const cgv_t v = cg_vectors(g);
+  for (int j = 0; j < len; j++)
+    k_cg_step<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), v, g->d->cpart.as<double>(),
+                                          MB_DEFORM_PCG_RTOL, g->d->cst.as<cg_t>());
 }
 
 /* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x
@@ -361,6 +330,7 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
 mb_error device_cg(deform_gpu *g, long long *iters) {
   if (g->dm->nv == 0) return MB_SUCCESS;
   const int cap = g->p->cg_iterations;
+  enqueue_cg_start(g, nullptr);
   if (cap > 0) { /* no read: the cap ends it */
     enqueue_cg_steps(g, nullptr, cap);
     MB_CHECK_LAUNCH("deform CG iterations");
@@ -415,9 +385,10 @@ mb_error device_cg(deform_gpu *g, long long *iters) {
  * pcg, cg_iterations k >= 1) on stream s, with no host decision inside:
  * the maxima cleared (not batched: there the take's last block clears
  * them), k_project, k_rhs_cg (the right-hand side and the CG's start),
- * the k CG iterations (2 kernels each; the last update is
- * k_cg_update_take: the take with the CG's report and, batched, the
- * halt) and (hard) k_dual: 2 + 2 k kernels, 3 + 2 k hard;
+ * k_cg_w0 (the start's product), k - 1 CG steps (k_cg_step, one kernel
+ * each) and the last (k_cg_last_take: X only, with the take, the CG's
+ * report and, batched, the halt) and (hard) k_dual: 3 + k kernels, 4 + k
+ * hard;
  * c and al are read from d->prm. Launch errors are the caller's to check
  * (none is checked inside a capture). */
 void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l) {
@@ -431,18 +402,12 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
   enqueue_project(g, s, planar, hard);
   if (nv == 0) return;
   enqueue_rhs_cg(g, s, hard);
-  /* k - 1 CG steps, then the last one's product and its update fused with the take */
+  enqueue_cg_start(g, s);
+  /* k - 1 CG steps, then the last one (X only) fused with the take */
   enqueue_cg_steps(g, s, p->cg_iterations - 1);
-  {
-    const int32_t n = (int32_t)nv;
-    double *z = d->cz.as<double>(), *cp = d->cp.as<double>(), *cp2 = d->cp2.as<double>(),
-           *q = d->cq.as<double>(), *part = d->cpart.as<double>();
-    cg_t *st = d->cst.as<cg_t>();
-    enqueue_spmv(g, s);
-    k_cg_update_take<<<blocks(n), BLOCK, 0, s>>>(
-        n, d->cdinv.as<double>(), cp, cp2, q, d->X.as<double>(), d->cr.as<double>(), z, part,
-        MB_DEFORM_PCG_RTOL, st, d->pind.as<double>(), dx, !hard, l, p->tolerance, ctl, bt);
-  }
+  k_cg_last_take<<<blocks(nv), BLOCK, 0, s>>>((int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(),
+                                              d->pind.as<double>(), dx, !hard, l, p->tolerance,
+                                              ctl, bt);
   if (hard) enqueue_dual(g, s);
 }
 

@@ -251,8 +251,8 @@ constexpr int CG_CHUNK = 8;
 struct cg_t {
   double rz[3], bb[3], alpha[3], beta[3], rr[3];
   int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
-  int par;   /* the direction of this iteration goes to cp2 (0) or cp (1) */
-  int first; /* 1 before the first iteration of a solve: p = z */
+  int par;   /* the step reads the vectors' set par and writes the other (cgv_t) */
+  int first; /* 1 before the first step of a solve: p = z, q = w */
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
@@ -391,12 +391,6 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
   return sptr[i / SELL_C] + (i % SELL_C);
 }
 
-/* The direction (z + beta pold, or z first) of a running column at row j. */
-__device__ inline double dir(int first, double beta, const double *z, const double *pold,
-                             int64_t k) {
-  return first ? z[k] : z[k] + beta * pold[k];
-}
-
 /* The SELL-32 product of row i with three columns: acc[c] += H_ij v(j, c)
  * over the row's entries in the stored (CSR column) order, for the columns
  * with on(c); V has on(int) and at(j, c). The one row product of the room's
@@ -426,13 +420,54 @@ struct x_cols {
   __device__ double at(int64_t j, int c) const { return x[3 * j + c]; }
 };
 
-/* The direction of the running columns (dir: z + beta pold, or z first). */
-struct dir_cols {
-  int first, run[3];
-  double beta[3];
-  const double *z, *pold;
+/* The CG's vectors [n, 3] (device arrays, borrowed): the residual r, the
+ * product w = H z of the preconditioned residual z = dinv r, and the
+ * recurrence q = H p, each in two buffers (the step reads set st->par and
+ * writes the other: a row's neighbours read the old values while it
+ * writes the new), the direction p (a row's own: in place) and the
+ * iterate X; dinv [n] the Jacobi diagonal's inverse. */
+struct cgv_t {
+  double *r[2], *w[2], *q[2], *p, *X;
+  const double *dinv;
+  /* set k's buffers (selected, not indexed: a run-time subscript of a
+   * kernel parameter's array would copy it to local memory) */
+  __device__ double *rs(int k) const { return k ? r[1] : r[0]; }
+  __device__ double *ws(int k) const { return k ? w[1] : w[0]; }
+  __device__ double *qs(int k) const { return k ? q[1] : q[0]; }
+};
+
+/* The preconditioned residual z0 = dinv r0 of the start at row j (the w0
+ * product's neighbours). */
+struct z0_cols {
+  const double *r, *dinv;
+  int run[3];
   __device__ bool on(int c) const { return run[c] != 0; }
-  __device__ double at(int64_t j, int c) const { return dir(first, beta[c], z, pold, 3 * j + c); }
+  __device__ double at(int64_t j, int c) const { return dinv[j] * r[3 * j + c]; }
+};
+
+/* A step's new preconditioned residual at row j, formed from j's old
+ * values as row j forms its own (cg_next: q = w + beta qold, or w first;
+ * r' = r - alpha q; z' = dinv r'): the same expression, the same bits. */
+__device__ inline double cg_next_z(int first, double alpha, double beta, double dj,
+                                   double r, double w, double qold, double *qn, double *rn) {
+  const double q = first ? w : w + beta * qold;
+  const double rr = r - alpha * q;
+  if (qn) *qn = q;
+  if (rn) *rn = rr;
+  return dj * rr;
+}
+
+/* The step's z' of the running columns at row j (the product's neighbours). */
+struct znext_cols {
+  const double *r, *w, *qold, *dinv;
+  int first, run[3];
+  double alpha[3], beta[3];
+  __device__ bool on(int c) const { return run[c] != 0; }
+  __device__ double at(int64_t j, int c) const {
+    const int64_t k = 3 * j + c;
+    return cg_next_z(first, alpha[c], beta[c], dinv[j], r[k], w[k], first ? 0.0 : qold[k],
+                     nullptr, nullptr);
+  }
 };
 
 /* The H buffers of the room's CG (SELL-32; device arrays, borrowed). */
@@ -444,16 +479,15 @@ struct sell_t {
 };
 
 /* Row i < n of k_rhs_cg: b (rhs_row, c), X = x and the CG's start r = b -
- * H x, z = dinv r; v[3 c] = r.z, v[3 c + 1] = r.r, v[3 c + 2] = b.b of
- * column c (all 0 past n). */
+ * H x into r (the step's set 0), z = dinv r; v[3 c] = r.z, v[3 c + 1] =
+ * r.r, v[3 c + 2] = b.b of column c (all 0 past n). */
 __device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restrict__ vf_row,
                                   const int64_t *__restrict__ vf_slot,
                                   const int64_t *__restrict__ vf_face, const double *y,
                                   const double *ym, const double *__restrict__ rg,
                                   const double *__restrict__ gF, const double *__restrict__ pin,
                                   double c, const double *x, double *X, const sell_t &H,
-                                  const double *__restrict__ dinv, double *r, double *z,
-                                  double v[9]) {
+                                  const double *__restrict__ dinv, double *r, double v[9]) {
   for (int k = 0; k < 9; k++) v[k] = 0;
   if (i >= n) return;
   double bi[3];
@@ -465,7 +499,6 @@ __device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restric
     const double ri = bi[k] - ax[k], zi = dinv[i] * ri;
     X[3 * i + k] = xi[k];
     r[3 * i + k] = ri;
-    z[3 * i + k] = zi;
     v[3 * k] = ri * zi;
     v[3 * k + 1] = ri * ri;
     v[3 * k + 2] = bi[k] * bi[k];
@@ -492,28 +525,166 @@ __device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, 
   st->all_done = all || st->bad;
 }
 
-/* Row i of k_cg_spmv: p = z + beta pold (z first) into pnew and q = H p
- * for the running columns of st; v[c] = p.q of column c (0 where it
- * stopped or past n). pold and pnew: cp2 and cp by st->par. */
-__device__ inline void spmv_row(int32_t i, int32_t n, const sell_t &H, const double *z,
-                                double *cp, double *cp2, double *q, const cg_t *st,
-                                double v[3]) {
+/* The CG (Chronopoulos and Gear, "s-step iterative methods for symmetric
+ * linear systems", J. Comput. Appl. Math. 25, 1989; the preconditioned form
+ * as in Ghysels and Vanroose, "Hiding global synchronization latency in
+ * the preconditioned conjugate gradient algorithm", Parallel Comput. 40,
+ * 2014, Alg. 2): the PCG's iterates (in exact arithmetic) with one grid-wide
+ * reduction a step instead of two. With z = dinv r and w = H z kept, and
+ * rho = r.z, delta = z.w of the step's start:
+ *   beta = rho / rho_old (0 first), alpha = rho / (delta - beta rho /
+ *   alpha_old) (rho / delta first: p.Hp by the recurrences);
+ *   p = z + beta p, q = w + beta q (= H p), X += alpha p, r -= alpha q,
+ *   z = dinv r, w = H z, and the sums rho, delta, r.r of the new r, z, w.
+ * A row's w needs its neighbours' new z: formed on the fly from their old
+ * r, w and q (znext_cols, the same expression: the same bits), so a step
+ * is one pass over the rows (cg_step_row) and one reduction; the start's w
+ * = H z0 is a pass of its own (w0_row). The columns' stops are the PCG's
+ * (sqrt(r.r) <= rtol ||b||, b = 0 columns stop at once); a capped solve's
+ * last step takes X only (cg_last_row). */
+
+/* Row i of the start's product: w0 = H z0 (z0 = dinv r0, r0 in the
+ * step's set 0) into w[0] for the running columns; v[c] = z0.w0 of column
+ * c (0 where it stopped or past n). */
+__device__ inline void w0_row(int32_t i, int32_t n, const sell_t &H, const cgv_t &g,
+                              const cg_t *st, double v[3]) {
   for (int k = 0; k < 3; k++) v[k] = 0;
   if (i >= n) return;
-  const int par = st->par;
-  const dir_cols d{st->first, {!st->done[0], !st->done[1], !st->done[2]},
-                   {st->beta[0], st->beta[1], st->beta[2]}, z, par ? cp2 : cp};
-  double *pnew = par ? cp : cp2;
-  double aq[3] = {0, 0, 0}, pc[3] = {0, 0, 0};
-  sell_product(i, H.rowptr, H.sptr, H.col, H.val, d, aq);
+  const z0_cols z{g.r[0], g.dinv, {!st->done[0], !st->done[1], !st->done[2]}};
+  double aw[3] = {0, 0, 0}, zi[3] = {0, 0, 0};
+  sell_product(i, H.rowptr, H.sptr, H.col, H.val, z, aw);
   for (int c = 0; c < 3; c++)
-    if (d.run[c]) pc[c] = dir(d.first, d.beta[c], z, d.pold, 3 * (int64_t)i + c);
-  for (int c = 0; c < 3; c++) /* the row's loads (pc) before its stores (update_row) */
-    if (d.run[c]) {
-      pnew[3 * i + c] = pc[c];
-      q[3 * i + c] = aq[c];
-      v[c] = pc[c] * aq[c];
+    if (z.run[c]) zi[c] = z.at(i, c); /* the row's loads before its stores */
+  for (int c = 0; c < 3; c++)
+    if (z.run[c]) {
+      g.w[0][3 * i + c] = aw[c];
+      v[c] = zi[c] * aw[c];
     }
+}
+
+/* The start's product's end (one thread): delta = z0.w0 of each running
+ * column, alpha = rho / delta; a breakdown where delta <= 0 or is not
+ * finite ends the solve. */
+__device__ inline void w0_finish(const double s[3], cg_t *st) {
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      if (!(s[c] > 0) || !isfinite(s[c])) st->bad = 1; /* z'Hz <= 0: not SPD */
+      st->alpha[c] = st->rz[c] / s[c];
+      st->beta[c] = 0;
+    }
+  if (st->bad) st->all_done = 1;
+}
+
+/* Row i of a CG step (see above) for the running columns of st: p, q (into
+ * the other set), X, r' (other set), z' = dinv r', w' = H z' (other set);
+ * v[3 c] = r'.z', v[3 c + 1] = r'.r', v[3 c + 2] = z'.w' of column c (0
+ * where it stopped or past n). Every load of the row before its stores
+ * (update_row's rule: the buffers are not __restrict__). */
+__device__ inline void cg_step_row(int32_t i, int32_t n, const sell_t &H, const cgv_t &g,
+                                   const cg_t *st, double v[9]) {
+  for (int k = 0; k < 9; k++) v[k] = 0;
+  if (i >= n) return;
+  const int par = st->par, nx = par ^ 1, first = st->first;
+  const znext_cols zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first,
+                      {!st->done[0], !st->done[1], !st->done[2]},
+                      {st->alpha[0], st->alpha[1], st->alpha[2]},
+                      {st->beta[0], st->beta[1], st->beta[2]}};
+  double aw[3] = {0, 0, 0};
+  sell_product(i, H.rowptr, H.sptr, H.col, H.val, zn, aw);
+  const int64_t k0 = 3 * (int64_t)i;
+  const double di = g.dinv[i];
+  double rc[3] = {0, 0, 0}, wc[3] = {0, 0, 0}, qc[3] = {0, 0, 0}, pc[3] = {0, 0, 0},
+         xc[3] = {0, 0, 0};
+#pragma unroll
+  for (int c = 0; c < 3; c++)
+    if (zn.run[c]) {
+      rc[c] = g.rs(par)[k0 + c];
+      wc[c] = g.ws(par)[k0 + c];
+      if (!first) {
+        qc[c] = g.qs(par)[k0 + c];
+        pc[c] = g.p[k0 + c];
+      }
+      xc[c] = g.X[k0 + c];
+    }
+#pragma unroll
+  for (int c = 0; c < 3; c++)
+    if (zn.run[c]) {
+      const double a = zn.alpha[c], b = zn.beta[c];
+      const double zi = di * rc[c];
+      const double pi = first ? zi : zi + b * pc[c];
+      double qn, rn;
+      const double zn_i = cg_next_z(first, a, b, di, rc[c], wc[c], qc[c], &qn, &rn);
+      g.p[k0 + c] = pi;
+      g.qs(nx)[k0 + c] = qn;
+      g.X[k0 + c] = xc[c] + a * pi;
+      g.rs(nx)[k0 + c] = rn;
+      g.ws(nx)[k0 + c] = aw[c];
+      v[3 * c] = rn * zn_i;
+      v[3 * c + 1] = rn * rn;
+      v[3 * c + 2] = zn_i * aw[c];
+    }
+}
+
+/* A CG step's end (one thread, the sums s of every block in cg_step_row's
+ * layout): the count; each running column's stop (r'.r' within rtol of
+ * b.b), else beta and alpha for the next step (a breakdown where the
+ * curvature delta - beta rho / alpha_old <= 0 or a value is not finite);
+ * the sets flipped; the cap. */
+__device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) {
+  int all = 1;
+  st->iters++;
+  for (int c = 0; c < 3; c++) {
+    if (!st->done[c]) {
+      const double rz = s[3 * c], rr = s[3 * c + 1], zw = s[3 * c + 2];
+      if (!isfinite(rr) || !isfinite(rz) || !isfinite(zw)) st->bad = 1;
+      st->rr[c] = rr;
+      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
+      else {
+        const double beta = rz / st->rz[c];
+        const double curv = zw - beta * rz / st->alpha[c];
+        if (!(curv > 0) || !isfinite(curv)) st->bad = 1; /* p'Hp <= 0: not SPD */
+        st->beta[c] = beta;
+        st->alpha[c] = rz / curv;
+        st->rz[c] = rz;
+      }
+    }
+    all &= st->done[c];
+  }
+  st->par ^= 1;
+  st->first = 0;
+  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
+}
+
+/* Row i of a capped solve's last step: p = z + beta p (z first) and X +=
+ * alpha p for the running columns (the step's r, w and sums are not
+ * needed: the cap ends the solve). */
+__device__ inline void cg_last_row(int32_t i, int32_t n, const cgv_t &g, const cg_t *st) {
+  if (i >= n) return;
+  const int par = st->par, first = st->first;
+  const int64_t k0 = 3 * (int64_t)i;
+  const double di = g.dinv[i];
+  double rc[3] = {0, 0, 0}, pc[3] = {0, 0, 0}, xc[3] = {0, 0, 0};
+#pragma unroll
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      rc[c] = g.rs(par)[k0 + c];
+      if (!first) pc[c] = g.p[k0 + c];
+      xc[c] = g.X[k0 + c];
+    }
+#pragma unroll
+  for (int c = 0; c < 3; c++)
+    if (!st->done[c]) {
+      const double zi = di * rc[c];
+      const double pi = first ? zi : zi + st->beta[c] * pc[c];
+      g.X[k0 + c] = xc[c] + st->alpha[c] * pi;
+    }
+}
+
+/* The last step's end (one thread): the count and the cap. */
+__device__ inline void cg_last_finish(cg_t *st) {
+  st->iters++;
+  st->first = 0;
+  st->all_done = 1;
 }
 
 /* The CG's state st copied into the block's shared copy by its first
@@ -528,76 +699,6 @@ __device__ inline const cg_t *block_state(const cg_t *st) {
     reinterpret_cast<int *>(&cs)[threadIdx.x] = reinterpret_cast<const int *>(st)[threadIdx.x];
   __syncthreads();
   return &cs;
-}
-
-/* alpha = r.z / p.q of each running column from the sums s (p.q per
- * column) of spmv_row (one thread); a breakdown where p.q <= 0 or is not
- * finite ends the solve. */
-__device__ inline void alpha_finish(const double s[3], cg_t *st) {
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      if (!(s[c] > 0) || !isfinite(s[c])) st->bad = 1; /* p'Ap <= 0: not SPD */
-      st->alpha[c] = st->rz[c] / s[c];
-    }
-  if (st->bad) st->all_done = 1;
-}
-/* Row i of the CG update: x += alpha p, r -= alpha q, z = dinv r for the
- * running columns; v[2 c] = r.z and v[2 c + 1] = r.r of column c (0
- * where it stopped or past n). p, q, x, r, z: distinct buffers. Every
- * load of the row (its three columns' p, q, x, r and dinv) is issued
- * before its first store: p and q are not __restrict__ (the persistent
- * frame's coherent loads), so were a store first, the compiler would have
- * to order the next column's loads after it, three memory round trips a
- * row in sequence instead of one. The same expressions, so the same bits. */
-__device__ inline void update_row(int32_t i, int32_t n, const double *__restrict__ dinv,
-                                  const double *p, const double *q, double *x, double *r,
-                                  double *z, const cg_t *st, double v[6]) {
-  for (int k = 0; k < 6; k++) v[k] = 0;
-  if (i >= n) return;
-  double pc[3] = {0, 0, 0}, qc[3] = {0, 0, 0}, xc[3] = {0, 0, 0}, rc[3] = {0, 0, 0};
-  const int64_t k0 = 3 * (int64_t)i;
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      pc[c] = p[k0 + c];
-      qc[c] = q[k0 + c];
-      xc[c] = x[k0 + c];
-      rc[c] = r[k0 + c];
-    }
-  const double di = dinv[i];
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      const double a = st->alpha[c];
-      x[k0 + c] = xc[c] + a * pc[c];
-      const double ri = rc[c] - a * qc[c], zi = di * ri;
-      r[k0 + c] = ri;
-      z[k0 + c] = zi;
-      v[2 * c] = ri * zi;
-      v[2 * c + 1] = ri * ri;
-    }
-}
-
-/* The last block's end of a CG update (thread 0, the sums s of all
- * blocks, update_row's layout): each column's stop or beta, the cap, the
- * flip of the direction buffers. */
-__device__ inline void update_finish(const double s[6], double rtol, cg_t *st) {
-  int all = 1;
-  st->iters++;
-  for (int c = 0; c < 3; c++) {
-    if (!st->done[c]) {
-      const double rz = s[2 * c], rr = s[2 * c + 1];
-      if (!isfinite(rr) || !isfinite(rz)) st->bad = 1;
-      st->rr[c] = rr;
-      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
-      else {
-        st->beta[c] = rz / st->rz[c];
-        st->rz[c] = rz;
-      }
-    }
-    all &= st->done[c];
-  }
-  st->par ^= 1;
-  st->first = 0;
-  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
 /* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,

@@ -137,11 +137,11 @@ struct frame_args {
   double *x, *q, *z, *ym;   /* [n, 3] positions; [nidx, 3] centred, projected; [nf, 3] means */
   const int32_t *vf_row;    /* [n + 1] each vertex's slot entries */
   const int64_t *vf_slot, *vf_face; /* [nidx] their slots and faces */
-  const double *rg, *gF, *pin, *prm, *dinv; /* [n, 3], [n, 3], [n], [2] (c, al), [n] */
+  const double *rg, *gF, *pin, *prm; /* [n, 3], [n, 3], [n], [2] (c, al) */
   sell_t H;                 /* H at c, SELL-32 */
-  double *X, *r, *cz, *cp, *cp2, *cq; /* [n, 3] the CG's vectors */
-  double *part;             /* [2, ntiles, 9] the partial sums ([ntiles, N] used, N = 9,
-                               3 or 6 by phase), alternating by phase */
+  cgv_t cg;                 /* the CG's vectors, X and dinv */
+  double *part;             /* [2, 9, ntiles] the partial sums ([N, ntiles] used, N = 9
+                               or 3 by phase), alternating by phase */
   cg_t *st;                 /* the CG's state: read at the start, written at the end */
   ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
   batch_t *bt;              /* the batch's records and halt */
@@ -152,8 +152,9 @@ struct frame_args {
  * 0's thread 0 adds each segment's clock64() cycles into its slot; the last
  * three: the frame's cycles, its globaltimer ns and its iterations).
  * Segments of an iteration in order: the projection's work, its sync;
- * the right-hand side's work, its sync, its sums; then for each CG step
- * the product's work, sync and sums and the update's work, sync and sums. */
+ * the right-hand side's work, its sync, its sums; the start's product's
+ * work, sync and sums; each CG step's work, sync and sums; the last step's
+ * (with the take) work and sync. */
 constexpr int PROF_SLOTS = 64;
 
 /* Block 0's clock at a segment's end into prof[(*seg)++] (no-op without a
@@ -193,7 +194,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   const int64_t p9 = 9 * a.ntiles;
   const double c = a.prm[0];
   int pb = 0;
-  double s[9], v[9]; /* the first 3 (product) or 6 (update) in the CG's steps */
+  double s[9], v[9]; /* the first 3 in the start's product */
   long long t0 = clock64(), tlast = t0;
   const unsigned long long ns0 = a.prof ? global_ns() : 0;
   for (int it = 0; it < a.iters; it++) {
@@ -213,7 +214,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
       const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
       rhs_cg_row(i, a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF, a.pin, c, a.x,
-                 a.X, a.H, a.dinv, a.r, a.cz, v);
+                 a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
       block_parts<9>(v, t, a.ntiles, a.part + pb * p9, sh);
       __syncthreads(); /* sh read by block_parts' totals before the next tile's */
     }
@@ -224,52 +225,59 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     if (threadIdx.x == 0) rhs_cg_finish(s, a.rtol, a.maxit, &cs);
     __syncthreads();
     prof_stamp(a.prof, &tlast, &seg);
-    /* the k CG steps, the last update with the take */
-    for (int step = 0; step < a.maxit; step++) {
-      if (!cs.all_done) {
-        for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-          const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-          spmv_row(i, a.n, a.H, a.cz, a.cp, a.cp2, a.cq, &cs, v);
-          block_parts<3>(v, t, a.ntiles, a.part + pb * p9, sh);
-          __syncthreads();
-        }
-        prof_stamp(a.prof, &tlast, &seg);
-        grid.sync();
-        prof_stamp(a.prof, &tlast, &seg);
-        grid_sums<3>(a, pb, s, sh);
-        if (threadIdx.x == 0) alpha_finish(s, &cs);
-        __syncthreads();
-        prof_stamp(a.prof, &tlast, &seg);
-      }
-      const int last = step + 1 == a.maxit, running = !cs.all_done;
-      if (!last && !running) continue; /* uniform: every block skips */
-      const int skip = last ? take_skip(1, a.l, a.tol, ctl, a.bt) : 1;
-      double moved = 0;
+    /* the start's product w0 = H z0 and the first alpha */
+    if (!cs.all_done) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
         const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-        if (running) {
-          update_row(i, a.n, a.dinv, cs.par ? a.cp : a.cp2, a.cq, a.X, a.r, a.cz, &cs, v);
-          block_parts<6>(v, t, a.ntiles, a.part + pb * p9, sh);
-          __syncthreads();
-        }
-        if (!skip) {
-          const double m = take_row(i, a.n, 0, a.X, a.pin, a.x, &cs, ctl);
-          if (m > moved) moved = m;
-        }
+        w0_row(i, a.n, a.H, a.cg, &cs, v);
+        block_parts<3>(v, t, a.ntiles, a.part + pb * p9, sh);
+        __syncthreads();
       }
-      if (last) max_bits(&ctl->moved, moved);
       prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
       prof_stamp(a.prof, &tlast, &seg);
-      if (running) {
-        grid_sums<6>(a, pb, s, sh);
-        if (threadIdx.x == 0) update_finish(s, a.rtol, &cs);
+      grid_sums<3>(a, pb, s, sh);
+      if (threadIdx.x == 0) w0_finish(s, &cs);
+      __syncthreads();
+      prof_stamp(a.prof, &tlast, &seg);
+    }
+    /* k - 1 steps, each one pass and one sum (uniform skips: the state is
+     * the same in every block) */
+    for (int step = 0; step + 1 < a.maxit && !cs.all_done; step++) {
+      for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
+        const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
+        cg_step_row(i, a.n, a.H, a.cg, &cs, v);
+        block_parts<9>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
-      if (last && blockIdx.x == 0 && threadIdx.x == 0)
-        take_record(a.l, a.tol, cs.bad, cs.iters, ctl, a.bt);
+      grid.sync();
+      prof_stamp(a.prof, &tlast, &seg);
+      grid_sums<9>(a, pb, s, sh);
+      if (threadIdx.x == 0) cg_step_finish(s, a.rtol, &cs);
+      __syncthreads();
+      prof_stamp(a.prof, &tlast, &seg);
     }
+    /* the last step (X only) with the take on the same thread, its sync
+     * before the next iteration's projection reads x */
+    const int running = !cs.all_done;
+    const int skip = take_skip(1, a.l, a.tol, ctl, a.bt);
+    double moved = 0;
+    for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
+      const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
+      if (running) cg_last_row(i, a.n, a.cg, &cs);
+      if (!skip) {
+        const double m = take_row(i, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
+        if (m > moved) moved = m;
+      }
+    }
+    max_bits(&ctl->moved, moved);
+    prof_stamp(a.prof, &tlast, &seg);
+    grid.sync();
+    prof_stamp(a.prof, &tlast, &seg);
+    if (threadIdx.x == 0 && running) cg_last_finish(&cs);
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x == 0) take_record(a.l, a.tol, cs.bad, cs.iters, ctl, a.bt);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     cs.ticket = 0;
@@ -317,7 +325,7 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
 /* The profile so far (MB_DEFORM_FRAME_PROFILE), one line on stderr: us an
  * iteration of each segment (block 0's clock, scaled by the frame's
  * globaltimer ns a cycle). Synchronises the device. */
-static void print_profile(pool_t *d) {
+static void print_profile(pool_t *d, int maxit) {
   unsigned long long h[PROF_SLOTS];
   if (cudaMemcpy(h, d->prof.p, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) return;
   const double it = (double)h[PROF_SLOTS - 1], nspc = (double)h[PROF_SLOTS - 2] / (double)h[PROF_SLOTS - 3];
@@ -329,10 +337,12 @@ static void print_profile(pool_t *d) {
   for (int k = 0; k < PROF_SLOTS - 3 && o < (int)sizeof line - 64; k++) {
     if (!h[k]) continue;
     char name[24];
+    const int steps = maxit - 1; /* 3 segments each after the w0 product's */
     if (k < 2) snprintf(name, sizeof name, "proj.%s", part[k]);
     else if (k < 5) snprintf(name, sizeof name, "rhs.%s", part[k - 2]);
-    else snprintf(name, sizeof name, "%s%d.%s", (k - 5) % 6 < 3 ? "spmv" : "upd", (k - 5) / 6,
-                  part[(k - 5) % 3]);
+    else if (k < 8) snprintf(name, sizeof name, "w0.%s", part[k - 5]);
+    else if (k < 8 + 3 * steps) snprintf(name, sizeof name, "step%d.%s", (k - 8) / 3, part[(k - 8) % 3]);
+    else snprintf(name, sizeof name, "last.%s", part[(k - 8 - 3 * steps) % 3]);
     o += snprintf(line + o, sizeof line - (size_t)o, " %s %.2f", name,
                   1e-3 * (double)h[k] * nspc / it);
   }
@@ -370,14 +380,8 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
     a.gF = d->gFd.as<double>();
     a.pin = d->pind.as<double>();
     a.prm = d->prm.as<double>();
-    a.dinv = d->cdinv.as<double>();
     a.H = hmat(g);
-    a.X = d->X.as<double>();
-    a.r = d->cr.as<double>();
-    a.cz = d->cz.as<double>();
-    a.cp = d->cp.as<double>();
-    a.cp2 = d->cp2.as<double>();
-    a.cq = d->cq.as<double>();
+    a.cg = cg_vectors(g);
     a.part = d->cpart.as<double>();
     a.st = d->cst.as<cg_t>();
     a.ctl = d->ctl.as<ctl_t>();
@@ -396,7 +400,7 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
                                      dim3(BLOCK), args, 0, nullptr);
     if (ce == cudaSuccess) {
       *ran = 1;
-      if (profile) print_profile(d);
+      if (profile) print_profile(d, a.maxit);
       return MB_SUCCESS;
     }
     (void)cudaGetLastError();

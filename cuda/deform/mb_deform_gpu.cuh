@@ -32,7 +32,7 @@ struct pool_t {
   mb_dbuf fres; /* [nf] each face's final planarity (rep->face_planarity) */
   mb_dbuf bt;   /* batch_t (batched) */
   mb_dbuf prof; /* the persistent frame's profile (MB_DEFORM_FRAME_PROFILE), cumulative */
-  mb_dbuf cr, cz, cp, cp2, cq, cdinv, cpart, cst; /* the room's CG */
+  mb_dbuf cr[2], cw[2], cq[2], cp, cdinv, cpart, cst; /* the room's CG (cgv_t) */
   /* H for the room's CG: CSR rows (lengths), SELL-32 slices, columns,
    * diagonal positions, values at c and their two parts (base, face) */
   mb_dbuf hrow, hsptr, hcol, hdiag, hval, hbase, hface;
@@ -102,6 +102,15 @@ struct deform_gpu {
 /* H's device arrays in the room's CG (SELL-32), borrowed from the pool. */
 inline sell_t hmat(const deform_gpu *g) { return sell_t{g->rowptr, g->sptr, g->col, g->val}; }
 
+/* The room's CG's vectors, borrowed from the pool. */
+inline cgv_t cg_vectors(const deform_gpu *g) {
+  pool_t *d = g->d;
+  return cgv_t{{d->cr[0].as<double>(), d->cr[1].as<double>()},
+               {d->cw[0].as<double>(), d->cw[1].as<double>()},
+               {d->cq[0].as<double>(), d->cq[1].as<double>()},
+               d->cp.as<double>(), d->X.as<double>(), d->cdinv.as<double>()};
+}
+
 /* mb_deform.cu. grow: b holds at least `bytes` (at least 1) of device
  * memory, reallocated only where it holds fewer (its contents are then
  * lost); errors those of mb_dbuf_alloc. room_cg: whether the room's CG
@@ -118,6 +127,7 @@ void enqueue_dual(deform_gpu *g, cudaStream_t s);
 mb_error build_sell(deform_gpu *g);
 mb_error cg_values(deform_gpu *g, double c);
 void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard);
+void enqueue_cg_start(deform_gpu *g, cudaStream_t s);
 void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len);
 mb_error device_cg(deform_gpu *g, long long *iters);
 void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, double l);
