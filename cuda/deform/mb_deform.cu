@@ -54,7 +54,7 @@
  *              by k_take, so an iteration reads the device once;
  *              cholesky: csrchol's triangular solves;
  *   k_take     one thread per vertex (in the capped CG's graph fused into
- *              its last update: k_cg_update_take): x = X for free
+ *              its last step: k_cg_last_take): x = X for free
  *              vertices, the largest move and a non-finite flag (soft: skipped when the
  *              projection found the residual within the tolerance, where
  *              the CPU stops before its solve); batched, its last block
@@ -80,8 +80,8 @@
  * rules need them); the linalg PCG reads its state every CG iteration, the
  * room's CG uncapped once per 8, capped (cg_iterations) never: then, unless
  * phases are synchronised, the whole iteration (k_project to k_dual, the k
- * CG steps included, the last update fused with the take: 2 + 2 k
- * kernels soft) is one CUDA graph captured once
+ * CG steps included, the last step fused with the take: 3 + k
+ * kernels soft, mb_deform_cg.cu) is one CUDA graph captured once
  * per run into the pool's executable graph (updated in place from mesh to
  * mesh where the shape is the same), its two scalars c and al copied to
  * the device before each launch, so an iteration costs one graph launch
@@ -91,7 +91,7 @@
  * the records. Those batches, where the device allows, are each one
  * launch of the persistent frame where asked for (mb_deform_cuda_opts
  * .persistent 1; mb_deform_frame.cu: grid-wide syncs in place of the
- * graph's 2 + 2 k kernel boundaries, the same records and bits; measured
+ * graph's 3 + k kernel boundaries, the same records and bits; measured
  * slower than the graphs on an H100 at Roof2 (80 k rows), faster at Roof1
  * (20 k) and in a batch of 1-5 k vertex layouts, docs/benchmarks.md, so
  * auto takes it up to MB_DEFORM_PERSISTENT_ROWS vertices).

@@ -1,106 +1,68 @@
 /* meshbatch: the deform room's CG on the device (the room's CG):
- * Jacobi-preconditioned CG of the three columns together (H is shared: one pass over its rows serves x, y and z, the vectors
- * [n, 3] row-major) with no host round trip inside a chunk of iterations:
- * every scalar (alpha, beta, the column's stop) lives on the device, each
- * dot product is a fixed-order two-pass sum (per-block partials, then the
- * grid's last block to finish sums them in block order and takes the
- * scalars: no single-block kernel; the same bits on every run), and a
- * column that has stopped is skipped by every kernel. Two kernels a CG
- * iteration:
- *   k_cg_spmv    p = z + beta p (z on the first iteration) into the other
- *                of two direction buffers (cp, cp2; st->par says which),
- *                q = H p with each neighbour's p formed on the fly from z
- *                and the old direction (the same expression, so the same
- *                bits as the stored one), partials p.q; the last block
- *                takes alpha;
- *   k_cg_update  x += alpha p, r -= alpha q, z = dinv r, partials r.z and
- *                r.r; the last block takes each column's stop or beta and
- *                the cap, and flips st->par.
- * The start (r = b - H x, z, the sums r.z, r.r, b.b and the stops) is
- * fused into the right-hand side's kernel (k_rhs_cg), and the b = 0
- * columns' rule and the report into k_take. The arithmetic and the
- * summation order are those of the three-kernel form this replaced
- * (product, update, direction), so the iterates are its very bits. A
- * chunk is captured as a CUDA graph and launched whole; the host reads
- * the state once per chunk (uncapped) or never (capped: cg_iterations).
- * The method of mb_pcg_solve (z = r / a_ii, a column stops when sqrt(r.r)
- * <= rtol ||b||, b = 0 gives x = 0) without its recomputed-residual
- * restart and with rounded (not exact) dot products, so its iterates
- * agree with the CPU's to rounding only.
+ * Jacobi-preconditioned CG of the three columns together (H is shared: one
+ * pass over its rows serves x, y and z, the vectors [n, 3] row-major) with
+ * no host round trip inside a chunk of steps: every scalar (alpha, beta,
+ * the column's stop) lives on the device, each dot product is a fixed-order
+ * two-pass sum (per-block partials [N, blocks], then the grid's last block
+ * to finish sums them in block order and takes the scalars: no
+ * single-block kernel; the same bits on every run), and a column that has
+ * stopped is skipped by every kernel.
+ *
+ * The method: Chronopoulos and Gear's CG (mb_deform_dev.cuh, "The CG"):
+ * one reduction a step, so one kernel a step:
+ *   k_rhs_cg        the right-hand side, X = x, r0 = b - H x into the
+ *                   vectors' set 0, the sums r.z, r.r, b.b; the last
+ *                   block takes the stops and the cap (rhs_cg_finish);
+ *   k_cg_w0         w0 = H z0 (z0 = dinv r0 formed on the fly), the sums
+ *                   z0.w0; the last block takes the first alpha;
+ *   k_cg_step       p = z + beta p, q = w + beta q, X += alpha p, r' = r -
+ *                   alpha q, z' = dinv r', w' = H z' (each neighbour's z'
+ *                   formed from its old r, w, q: the same expression as its
+ *                   own row's, so the same bits), the sums r'.z', r'.r',
+ *                   z'.w'; the last block takes the stops or the next beta
+ *                   and alpha (its curvature z'.w' - beta rho / alpha_old
+ *                   <= 0: a breakdown) and flips the sets (st->par);
+ *   k_cg_last_take  a capped solve's last step (X += alpha p only) with
+ *                   the take (k_take's row on the same thread), the report
+ *                   and, batched, the iteration's record.
+ * So a capped soft iteration is 3 + k kernels (k_project, k_rhs_cg, k_cg_w0,
+ * k - 1 steps, the last with the take), 4 + k hard (k_dual); the standard
+ * PCG this replaced took 2 + 2 k (a product kernel, then an update kernel,
+ * a step: two reductions). Measured (one H100, 2026-11-28, bench deform
+ * --cg-iterations 3, median frame): Roof2 graphs 6.5-6.6 -> 6.0-6.1 ms,
+ * Roof1 graphs 4.2-4.3 -> 3.5 ms, Roof1 persistent frame 3.0-3.3 -> 2.9-3.0
+ * ms. A step gathers more than a product did (each neighbour's r, w, q and
+ * dinv, 10 values, against z and the old direction, 6) and writes p, q, X,
+ * r and w (15 values a row, as the product and the update together did).
+ * The iterates are the CPU's PCG's (mb_deform_cg.c, mb_pcg_solve: z = r /
+ * a_ii, a column stops when sqrt(r.r) <= rtol ||b||, b = 0 gives x = 0) in
+ * exact arithmetic, not bit for bit: the recurrences round differently
+ * (deform_gpu, test_fused_cg: 10 CG iterations within 1e-13 of the box of
+ * the CPU's). A chunk of steps is captured as a CUDA graph and launched
+ * whole; the host reads the state once per chunk (uncapped) or never
+ * (capped: cg_iterations).
+ *
  * This file: its kernels, H's SELL-32 layout (build_sell), the enqueueing,
  * the uncapped solve's chunk graph and the capped iteration's CUDA graph
  * (batched reads); the persistent frame that runs a batch of soft
  * iterations in one launch is mb_deform_frame.cu; the row and face
  * arithmetic shared by both is mb_deform_dev.cuh.
- * Bytes a kernel moves (this file's and mb_deform.cu's) and its time at 3
- * TB/s (HBM; H and the vectors of Roof2, about 30 MB, fit the H100's 50 MB
- * L2, so repeated passes may do better), Roof2: n = 80,656 rows, 80,089 faces (quads: 320 k slots), H
- * with about 13 entries a row on a quad grid (K^T K's 13-point stencil,
- * the faces' diagonals inside it; up to about 25 on Polylla layouts),
- * SELL-32 padding a few per cent on a grid; a vector [n, 3] is 1.94 MB:
- *   k_cg_spmv    H (12 B an entry: 12.6 MB) + rowptr 0.3 + z and the old
- *                direction gathered (3.9) + the new direction and q
- *                written (3.9): 20.7 MB, 6.9 us;
- *   k_cg_update  p, q, x, r, dinv read (8.4 MB), x, r, z written (5.8):
- *                14.2 MB, 4.7 us;
- *   so a CG step about 35 MB, 11.6 us, plus two last-block finishes
- *   (316 blocks' 72 B partials, one L2 round trip a thread, then one
- *   block sum) and two graph nodes' launch gaps: about 15 us expected
- *   (measured before this round: 44 us; after it 29 us at Roof2). What
- *   the count misses (ptxas -v, sm_90: k_cg_spmv 47 registers,
- *   k_cg_update 44, k_rhs_cg 56, k_cg_update_take
- *   48, 353-577 B of shared memory a block, no spills): Roof2 has only
- *   80,656 rows, one thread a row, 316 blocks over the H100's 132 SMs,
- *   so 2-3 blocks (512-768 threads, a quarter to a third of an SM's 2,048)
- *   an SM: the products are latency-bound, not bandwidth-bound (each of a
- *   row's ~13 entries is a column load and then the gathers of z and the
- *   old direction, 4 entries in flight by the unroll), and the last
- *   block's finish (316 partial records read, one block sum) and the
- *   node's launch gap come after the body serially in each of the two
- *   kernels. Hence (issue 26, round 2): each kernel sums only the values
- *   it needs (3, 6 or 9) by warp shuffles and one shared step (one
- *   barrier, block_parts), the last block's finish likewise, the CG's
- *   scalars read once a block (block_state); and (fifteenth session)
- *   each row's loads before its stores (update_row, take_row, spmv_row,
- *   rhs_cg_row: one memory round trip a row, not one a column) and the
- *   finish's records two a round (finish_parts). (A thread per row and
- *   column, and 4 threads a row, were tried as run-time choices of the
- *   product and removed, docs/benchmarks.md.) The grid-wide sync in place
- *   of the kernel boundaries (mb_deform_frame.cu, --persistent yes)
- *   measured slower at Roof2.
- *   k_project    face indices 32 B, positions gathered 96 B, z
- *                written 96 B (soft; q too, hard), the face mean 24 B a
- *                quad face: 19.8 MB, 6.6 us (plus the float64 3x3
- *                eigen-solves; the positions are read a second time
- *                after the normal, from L1: mb_deform_dev.cuh's
- *                project_face; before the fixed-size path, q written
- *                too and q and z re-read: 27.5 MB by this count, 116 MB
- *                of L2 traffic by Nsight Compute);
- *   k_rhs_cg     slot and face indices 64 B, y and the face means
- *                gathered 192 B, r0 - g0, gF, pin, x 80 B, H x (156 B
- *                + x gathered), X, r, z written 72 B a row: about 46 MB,
- *                15 us;
- *   the take     X, x, pin read, x written: 6.5 MB, 2.2 us (in the last
- *                update's kernel);
- *   k_assemble   (once per penalty value) base, face read, val written:
- *                3 x 8 B an entry, 30 MB, 10 us (was a host assembly and
- *                a 16 MB pageable upload inside the frame);
- *   so a soft iteration at k = 3 about 26 + 3 x 11.6 = 61 us of traffic,
- *   with 8 nodes' gaps and 4 finishes about 80 us: about 4 ms a 50-
- *   iteration frame (the goal 5 ms; to be measured).
- * H's layout, decided by those bytes: SELL-32 assembled, one thread a row
- * (same sums, same bits as the CSR row loop, coalesced). Not matrix-free
- * (D, then K^T (K p) as two products of the graph Laplacian, then the
- * faces' centring sum_f A_f^T A_f p): its bytes are fewer (K's columns
- * only, about 28 B a row a product, + the intermediate K p and the face
- * means, about 150 B a row against 156 B for SELL at 13 entries and 300
- * B at 25), but each of its three parts needs the previous one
- * complete (grid-wide), so 2 more kernels a CG step, each with a launch
- * gap and its own pass over the vectors: more time than the bytes save at
- * this size, and the products' sums would no longer be the CPU's row sums
- * over H (the CPU k-step CG agreement to 1e-13 relies on it). Not a warp
- * (or 8 lanes) a row either: 13 entries a row leave most lanes of a warp
- * idle, and a row's sum would change its order. */
+ *
+ * H's layout: SELL-32 assembled, one thread a row (the CSR row loop's
+ * terms in its order, coalesced), chosen over a matrix-free product (D,
+ * then K^T (K p) as two products of the graph Laplacian, then the faces'
+ * centring): fewer bytes (about 150 B a row against 156 B for SELL at 13
+ * entries and 300 B at 25), but each of its three parts needs the previous
+ * one complete (grid-wide), so 2 more kernels a step, each with a launch
+ * gap and its own pass over the vectors. Not a warp (or 8 lanes) a row
+ * either: 13 entries a row leave most lanes of a warp idle. The product's
+ * rows are latency-bound at these sizes (Roof2: 80,656 rows, 316 blocks of
+ * 256 over 132 SMs; Roof1 81 blocks): hence each row's loads before its
+ * stores (one memory round trip a row), the scalars read once a block
+ * (block_state), the sums by warp shuffles and one shared step (block_parts),
+ * the finish loading two records a round. (A thread per row and column,
+ * 4 threads a row, and blocks of 128 threads were measured and not kept:
+ * docs/benchmarks.md.) */
 #include <cuda_runtime.h>
 
 #include <math.h>

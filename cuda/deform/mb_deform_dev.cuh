@@ -394,8 +394,9 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
 /* The SELL-32 product of row i with three columns: acc[c] += H_ij v(j, c)
  * over the row's entries in the stored (CSR column) order, for the columns
  * with on(c); V has on(int) and at(j, c). The one row product of the room's
- * CG: H x for the start (x_cols) and H p (dir_cols, the direction formed
- * on the fly), in k_rhs_cg, k_cg_spmv and the persistent frame alike. */
+ * CG: H x for the start (x_cols), H z0 (z0_cols) and a step's H z'
+ * (znext_cols, z' formed on the fly), in k_rhs_cg, k_cg_w0, k_cg_step and
+ * the persistent frame alike. */
 template <class V>
 __device__ inline void sell_product(int32_t i, const int32_t *__restrict__ rowptr,
                                     const int64_t *__restrict__ sptr,
@@ -579,7 +580,8 @@ __device__ inline void w0_finish(const double s[3], cg_t *st) {
  * the other set), X, r' (other set), z' = dinv r', w' = H z' (other set);
  * v[3 c] = r'.z', v[3 c + 1] = r'.r', v[3 c + 2] = z'.w' of column c (0
  * where it stopped or past n). Every load of the row before its stores
- * (update_row's rule: the buffers are not __restrict__). */
+ * (the buffers are not __restrict__: the persistent frame's coherent
+ * loads; a store first would order the next column's loads after it). */
 __device__ inline void cg_step_row(int32_t i, int32_t n, const sell_t &H, const cgv_t &g,
                                    const cg_t *st, double v[9]) {
   for (int k = 0; k < 9; k++) v[k] = 0;
@@ -709,7 +711,7 @@ __device__ inline double take_row(int64_t i, int64_t nv, int skip, const double 
                                   ctl_t *ctl) {
   double moved = 0, Xi[3], xi[3];
   if (skip || i >= nv || pin[i] != 0) return 0;
-  for (int d = 0; d < 3; d++) { /* the row's loads before its stores (update_row) */
+  for (int d = 0; d < 3; d++) { /* the row's loads before its stores (cg_step_row) */
     Xi[d] = X[3 * i + d];
     xi[d] = x[3 * i + d];
   }

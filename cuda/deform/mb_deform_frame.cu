@@ -43,64 +43,51 @@
  *                (rhs_cg_finish) in its own shared copy of the CG's
  *                state: the same bits in every block, so no second sync
  *                and no block waits for a "last block";
- *   k CG steps   product (spmv_row, partials p.q), sync, alpha in every
- *                block; update (update_row, partials r.z, r.r), sync,
- *                beta and the stops in every block; the last update
- *                with the take on the same thread (take_row, the move's
- *                maximum into ctl), its sync before the sums; a column
- *                or the solve that stopped skips its phases (the state
- *                is the same everywhere, so a skipped sync is skipped by
- *                every block);                                   2 k syncs
+ *   start        each row's w0 = H z0 (w0_row, partials z0.w0), sync,
+ *                the first alpha in every block (w0_finish);       sync 3
+ *   k - 1 steps  each row's direction, iterate, residual and next
+ *                product (cg_step_row, partials r.z, r.r, z.w), sync,
+ *                the stops or the next beta and alpha in every block
+ *                (cg_step_finish; mb_deform_dev.cuh, "The CG": one
+ *                reduction a step); a solve that stopped skips them (the
+ *                state is the same everywhere, so a skipped sync is
+ *                skipped by every block);                      k - 1 syncs
+ *   last step    X += alpha p (cg_last_row) with the take on the same
+ *                thread (take_row, the move's maximum into ctl), its sync
+ *                before the next projection reads x;                 1 sync
  *   record       block 0 records the iteration (take_record: the maxima,
  *                the CG's count and breakdown, the halt where the host's
  *                soft rules stop) and clears ctl[it & 1]: the next
  *                iteration uses the other ctl, so no sync is needed
  *                before its projection.
- * So 2 + 2 k grid syncs an iteration (8 at k = 3), against 2 + 2 k
- * kernels (graph nodes) before, each with its launch gap and its grid's
- * last-block finish after the body. The partial sums alternate between
- * two buffers by phase (a block may write the next phase's partials while
- * another still reads this phase's: the sync between guarantees that the
- * buffer it writes was read by all). The data written during a frame are
- * read with coherent loads (no __restrict__ on them: mb_deform_dev.cuh).
+ * So 3 + k grid syncs an iteration (6 at k = 3; 2 + 2 k with the two
+ * reductions a step of the PCG before), against 3 + k kernels (graph
+ * nodes), each with its launch gap and its grid's last-block finish after
+ * the body. The partial sums alternate between two buffers by phase (a
+ * block may write the next phase's partials while another still reads
+ * this phase's: the sync between guarantees that the buffer it writes was
+ * read by all). The data written during a frame are read with coherent
+ * loads (no __restrict__ on them: mb_deform_dev.cuh).
  * The arithmetic and the summation order are the graph path's (the same
  * __device__ functions), so the positions, the records and the reports
  * are bitwise those of the graph path (tests/deform/test_gpu_deform.c,
  * test_persistent_frame), and a run repeats bit for bit.
- *
- * Expected cost (not measured here: the development machine has no GPU;
- * docs/benchmarks.md records the lead's H100 figures): a grid sync costs
- * about 1-2 us on an H100 at 150-400 blocks; each finish reads ntiles 72 B
- * records per block from L2 (Roof2: 316 records, 23 KB a block, one
- * round trip a thread; 7.2 MB of L2 reads over 316 blocks, about 1.5 us
- * at L2 bandwidth: the price of every block taking the same sums without
- * a second sync). Roof2 at k = 3 measured 7.8 ms a frame (154 us an
- * iteration: ~65 us projection, right-hand side and take, 29 us a CG
- * step) with 8 graph nodes an iteration; the persistent frame removes the
- * nodes' launch gaps and last-block tails (about 5 us a node), leaving
- * the traffic (about 61 us an iteration by the byte counts of
- * mb_deform_cg.cu) plus 8 syncs and 8 finishes (about 15-25 us): about
- * 80-90 us an iteration, 4-4.5 ms a 50-iteration frame (the goal 5 ms).
- * Roof1 (20 k rows, launch- and latency-bound at 82 us an iteration for
- * 8 nodes): about 8 syncs and 8 finishes, 25-35 us an iteration, 1.3-1.8
- * ms a frame (the goal 2 ms). The frame's 2 blocks an SM (its register
- * count is the projection's) against the graph's CG kernels' 5 changes
- * nothing at these sizes (at most 316 blocks either way); the every-block
- * finishes may cost some of the gain (`bench deform --persistent no` runs
- * the graphs in the same build).
  *
  * Measured (2026-11-28, one H100, Roof1 at k = 3, 81 blocks): the
  * environment variable MB_DEFORM_FRAME_PROFILE=1 (a measuring knob) has
  * block 0's thread 0 add each segment's clock64() cycles (an iteration's
  * work, sync and sums of each phase) into a device array and prints the
  * us an iteration of each on stderr after each batch (the device
- * synchronised). Before the partial sums were stored [N, tiles] (coalesced)
- * and summed at most 6 values a pass (finish_parts): 72 us an iteration,
- * of which the sums 25 us (a 6-value sum 5 us, the start's 9-value sum
- * 6.7 us, a 3-value sum 1.1 us), the syncs 11 us (1.2-2.0 each), the
- * work 35 us (projection 6.9, right-hand side 4.6, a product 5.0, an
- * update 2.5); after: 57-61 us, the sums 1.1-1.9 us each
- * (docs/benchmarks.md, "The deform frame's partial sums").
+ * synchronised). With the PCG's two reductions a step and the partial
+ * sums stored [tiles, N]: 72 us an iteration, of which the sums 25 us (a
+ * 6-value sum 5 us, the start's 9-value sum 6.7 us, a 3-value sum 1.1 us),
+ * the syncs 11 us (1.2-2.0 each), the work 35 us (projection 6.9,
+ * right-hand side 4.6, a product 5.0, an update 2.5); with the sums
+ * stored [N, tiles] (coalesced) and at most 6 values a pass: 57-61 us;
+ * with one reduction a step: 54 us (projection 7.6 + sync 1.8, right-hand
+ * side 4.4 + 1.5 + sums 2.0, w0 3.0 + 0.9 + 1.1, a step 9.0-9.6 + 1.7-2.0
+ * + 2.9, the last step 2.1 + 1.1); docs/benchmarks.md, "The deform
+ * frame's sums and the one-reduction CG".
  *
  * Where it does not run: the device lacks cooperative launch, the kernel
  * cannot be resident (occupancy 0), or the launch fails (another context

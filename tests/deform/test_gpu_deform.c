@@ -335,9 +335,9 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
     fail_msg("CUDA: %s", mb_error_message());
 }
 
-/* The room's CG as two kernels a CG iteration (the direction formed inside
- * the product, the updates with the dot products, the start inside the
- * right-hand side's kernel): one local-global iteration with 10 CG
+/* The room's CG, one kernel a CG step (Chronopoulos and Gear's one
+ * reduction a step; the start inside the right-hand side's kernel and the
+ * start's product): one local-global iteration with 10 CG
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
  * 1e-13 of the box, soft and hard (the hard run pins the handles: H's
