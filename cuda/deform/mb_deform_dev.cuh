@@ -340,10 +340,29 @@ __device__ inline void finish_pass(int nblk, const double *part, double sums[N],
     for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
 }
 
-/* finish_pass in passes of at most 6 values (see finish_pass). */
+/* finish_pass with at most one record a thread (nblk <= BLOCK: Roof1's
+ * 81 records), all N values in one pass: the N loads in flight together
+ * in N registers (the two-record loop holds 3 N), acc = 0 + t as there
+ * (the same bits). */
+template <int N>
+__device__ inline void finish_one(int nblk, const double *part, double sums[N], double *sh) {
+  double acc[N];
+  const bool on = (int)threadIdx.x < nblk;
+  for (int k = 0; k < N; k++) acc[k] = on ? __ldcg(&part[(int64_t)k * nblk + threadIdx.x]) : 0.0;
+  for (int k = 0; k < N; k++) acc[k] = 0.0 + acc[k]; /* finish_pass's first addition */
+  warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+}
+
+/* The grid's sums: finish_one where nblk <= BLOCK, else finish_pass in
+ * passes of at most 6 values (see finish_pass). */
 template <int N>
 __device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
-  if constexpr (N > 6) {
+  if (nblk <= BLOCK) {
+    finish_one<N>(nblk, part, sums, sh);
+  } else if constexpr (N > 6) {
     finish_pass<6>(nblk, part, sums, sh);
     finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, sums + 6, sh + 6 * WARPS);
   } else {
