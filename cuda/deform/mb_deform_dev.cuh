@@ -307,6 +307,17 @@ __device__ inline void block_parts(const double v[N], int64_t blk, int64_t nblk,
   if ((int)threadIdx.x < N) part[threadIdx.x * nblk + blk] = warps_total<N>(sh, (int)threadIdx.x);
 }
 
+/* sums[N] (at thread 0 only) = the block's sums of each thread's acc[N]:
+ * the warp tree (warp_sums), one barrier, then the warps in order (the
+ * finishes' last step). */
+template <int N>
+__device__ inline void block_totals(const double acc[N], double sums[N], double *sh) {
+  warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+}
+
 /* sums[N] (at thread 0 only) = the partials part [N, nblk] of nblk blocks
  * (block_parts' layout), summed in a fixed order (one block; its first
  * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
@@ -334,10 +345,7 @@ __device__ inline void finish_pass(int nblk, const double *part, double sums[N],
     if (two)
       for (int k = 0; k < N; k++) acc[k] += t2[k];
   }
-  warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
-  __syncthreads();
-  if (threadIdx.x == 0)
-    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+  block_totals<N>(acc, sums, sh);
 }
 
 /* finish_pass with at most one record a thread (nblk <= BLOCK: Roof1's
@@ -350,10 +358,7 @@ __device__ inline void finish_one(int nblk, const double *part, double sums[N], 
   const bool on = (int)threadIdx.x < nblk;
   for (int k = 0; k < N; k++) acc[k] = on ? __ldcg(&part[(int64_t)k * nblk + threadIdx.x]) : 0.0;
   for (int k = 0; k < N; k++) acc[k] = 0.0 + acc[k]; /* finish_pass's first addition */
-  warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
-  __syncthreads();
-  if (threadIdx.x == 0)
-    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+  block_totals<N>(acc, sums, sh);
 }
 
 /* The grid's sums: finish_one where nblk <= BLOCK, else finish_pass in
