@@ -653,19 +653,22 @@ __device__ inline void cg_step_row(int32_t i, int32_t n, const sell_t &H, const 
 
 /* A CG step's end (one thread, the sums s of every block in cg_step_row's
  * layout): the count; each running column's stop (r'.r' within rtol of
- * b.b), else beta and alpha for the next step (a breakdown where the
- * curvature delta - beta rho / alpha_old <= 0 or a value is not finite);
- * the sets flipped; the cap. */
+ * b.b), else (below the cap) beta and alpha for the next step (a
+ * breakdown where the curvature delta - beta rho / alpha_old <= 0 or a
+ * value is not finite); the sets flipped; the cap. */
 __device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) {
   int all = 1;
   st->iters++;
+  /* at the cap no next step runs: its alpha is not taken (a curvature of a
+   * step that never runs must not flag a breakdown) */
+  const int capped = st->maxit > 0 && st->iters >= st->maxit;
   for (int c = 0; c < 3; c++) {
     if (!st->done[c]) {
       const double rz = s[3 * c], rr = s[3 * c + 1], zw = s[3 * c + 2];
       if (!isfinite(rr) || !isfinite(rz) || !isfinite(zw)) st->bad = 1;
       st->rr[c] = rr;
       if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
-      else {
+      else if (!capped) {
         const double beta = rz / st->rz[c];
         const double curv = zw - beta * rz / st->alpha[c];
         if (!(curv > 0) || !isfinite(curv)) st->bad = 1; /* p'Hp <= 0: not SPD */
