@@ -524,8 +524,8 @@ mb_error setup(deform_gpu *g) {
     }
     MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
-    /* [2, nb, 9]: the persistent frame alternates the two by phase; the
-     * graphs' kernels use [blocks, N <= 9] */
+    /* [2, 9, nb]: the persistent frame alternates the two by phase; the
+     * graphs' kernels use [N <= 9, blocks] (block_parts' layout) */
     MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {

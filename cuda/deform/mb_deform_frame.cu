@@ -160,7 +160,7 @@ __device__ inline unsigned long long global_ns() {
   return t;
 }
 
-/* Every block's sums (at its thread 0) of the partials [ntiles, N] of
+/* Every block's sums (at its thread 0) of the partials [N, ntiles] of
  * buffer pb (finish_parts: the fixed order, the same bits in every
  * block); pb flipped. The caller syncs before sh is written again. */
 template <int N>
