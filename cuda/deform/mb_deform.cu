@@ -163,7 +163,7 @@ k_rhs(int64_t nv, const int32_t *__restrict__ vf_row, const int64_t *__restrict_
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i >= nv) return;
   double bi[3];
-  rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
+  rhs_row(i, 0, 3, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, bi);
   for (int d = 0; d < 3; d++) {
     b[3 * i + d] = bi[d];
     X[3 * i + d] = x[3 * i + d];
@@ -224,7 +224,7 @@ k_take(int64_t nv, const double *__restrict__ X, const double *__restrict__ pin,
        const cg_t *st) {
   const int64_t i = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(i, nv, 0, X, pin, x, st, ctl));
+  if (!skip) max_bits(&ctl->moved, take_row(i, 0, 3, nv, 0, X, pin, x, st, ctl));
   if (st && blockIdx.x == 0 && threadIdx.x == 0) {
     ctl->cg_iters = st->iters;
     ctl->cg_bad = st->bad;
@@ -509,7 +509,7 @@ mb_error setup(deform_gpu *g) {
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
   MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, 2 * sizeof(ctl_t)));
   if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
-    const size_t nb = blocks(nv) + 1;
+    const size_t nb = rc_tiles(nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
     MB_CALL(upload_sell(g));
     g->rowptr = g->d->hrow.as<int32_t>();
@@ -525,7 +525,7 @@ mb_error setup(deform_gpu *g) {
     MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
     /* [2, 9, nb]: the persistent frame alternates the two by phase; the
-     * graphs' kernels use [N <= 9, blocks] (block_parts' layout) */
+     * graphs' kernels use [N <= 9, blocks] (block_parts_cols' layout) */
     MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {

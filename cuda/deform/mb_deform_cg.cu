@@ -59,7 +59,7 @@
  * rows are latency-bound at these sizes (Roof2: 80,656 rows, 316 blocks of
  * 256 over 132 SMs; Roof1 81 blocks): hence each row's loads before its
  * stores (one memory round trip a row), the scalars read once a block
- * (block_state), the sums by warp shuffles and one shared step (block_parts),
+ * (block_state), the sums by warp shuffles and one shared step (block_parts_cols),
  * the finish loading two records a round. (A thread per row and column,
  * 4 threads a row, and blocks of 128 threads were measured and not kept:
  * docs/benchmarks.md.) */
@@ -110,10 +110,10 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          sell_t H, const double *__restrict__ dinv, double *__restrict__ r,
          double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[9 * WARPS];
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double v[9];
-  rhs_cg_row(i, n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0], x, X, H, dinv, r, v);
-  block_parts<9>(v, blockIdx.x, gridDim.x, part, sh);
+  double v[3];
+  rhs_cg_row(tile_rowcol(blockIdx.x), n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0],
+             x, X, H, dinv, r, v);
+  block_parts_cols<3>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
   finish_parts<9>((int)gridDim.x, part, s, sh);
@@ -128,10 +128,9 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return; /* uniform over the grid */
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double t[3];
-  w0_row(i, n, H, v, &cs, t);
-  block_parts<3>(t, blockIdx.x, gridDim.x, part, sh);
+  double t[1];
+  w0_row(tile_rowcol(blockIdx.x), n, H, v, &cs, t);
+  block_parts_cols<1>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[3];
   finish_parts<3>((int)gridDim.x, part, s, sh);
@@ -147,10 +146,9 @@ k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, 
   __shared__ double sh[9 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  double t[9];
-  cg_step_row(i, n, H, v, &cs, t);
-  block_parts<9>(t, blockIdx.x, gridDim.x, part, sh);
+  double t[3];
+  cg_step_row(tile_rowcol(blockIdx.x), n, H, v, &cs, t);
+  block_parts_cols<3>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
   finish_parts<9>((int)gridDim.x, part, s, sh);
@@ -168,10 +166,10 @@ k_cg_last_take(int32_t n, cgv_t v, cg_t *st, const double *__restrict__ pin,
                batch_t *bt) {
   const cg_t &cs = *block_state(st);
   const int running = !cs.all_done; /* uniform: read before any block's last block */
-  const int32_t i = blockIdx.x * BLOCK + threadIdx.x;
-  if (running) cg_last_row(i, n, v, &cs);
+  const rowcol rc = tile_rowcol(blockIdx.x);
+  if (running) cg_last_row(rc, n, v, &cs);
   const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(i, n, 0, v.X, pin, x, &cs, ctl));
+  if (!skip) max_bits(&ctl->moved, take_row(rc.i, rc.c, rc.c + 1, n, 0, v.X, pin, x, &cs, ctl));
   if (!last_block(&st->ticket) || threadIdx.x != 0) return;
   if (running) cg_last_finish(st);
   if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
@@ -251,7 +249,7 @@ mb_error build_sell(deform_gpu *g) {
 void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
-  k_rhs_cg<<<blocks(n), BLOCK, 0, s>>>(
+  k_rhs_cg<<<rc_tiles(n), BLOCK, 0, s>>>(
       n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
@@ -264,7 +262,7 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
  * enqueue_rhs_cg. */
 void enqueue_cg_start(deform_gpu *g, cudaStream_t s) {
   const int32_t n = (int32_t)g->dm->nv;
-  k_cg_w0<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(),
+  k_cg_w0<<<rc_tiles(n), BLOCK, 0, s>>>(n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(),
                                       g->d->cst.as<cg_t>());
 }
 
@@ -274,7 +272,7 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
   const int32_t n = (int32_t)g->dm->nv;
   const cgv_t v = cg_vectors(g);
   for (int j = 0; j < len; j++)
-    k_cg_step<<<blocks(n), BLOCK, 0, s>>>(n, hmat(g), v, g->d->cpart.as<double>(),
+    k_cg_step<<<rc_tiles(n), BLOCK, 0, s>>>(n, hmat(g), v, g->d->cpart.as<double>(),
                                           MB_DEFORM_PCG_RTOL, g->d->cst.as<cg_t>());
 }
 
@@ -367,7 +365,7 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
   enqueue_cg_start(g, s);
   /* k - 1 CG steps, then the last one (X only) fused with the take */
   enqueue_cg_steps(g, s, p->cg_iterations - 1);
-  k_cg_last_take<<<blocks(nv), BLOCK, 0, s>>>((int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(),
+  k_cg_last_take<<<rc_tiles(nv), BLOCK, 0, s>>>((int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(),
                                               d->pind.as<double>(), dx, !hard, l, p->tolerance,
                                               ctl, bt);
   if (hard) enqueue_dual(g, s);

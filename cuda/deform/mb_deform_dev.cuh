@@ -219,25 +219,28 @@ __device__ inline double project_face(int64_t f, const int64_t *__restrict__ fo,
   return worst;
 }
 
-/* Row i of the right-hand side: b = (r0 - g0) + c (sum_f A_f^T y_f - gF)
- * on a free row (the gather in slot order, as the CPU's gather_At), b = x
- * on a pinned row; into bi [3]. vf_face [nidx]: the face of each of
- * vf_slot's entries (slot_face[vf_slot[a]], made once per mesh), so the
- * slot's and the face's index are two independent loads, not a chain. */
-__device__ inline void rhs_row(int64_t i, const int32_t *__restrict__ vf_row,
+/* Row i of the right-hand side, columns c0 <= d < c1: b = (r0 - g0) + c
+ * (sum_f A_f^T y_f - gF) on a free row (the gather in slot order, as the
+ * CPU's gather_At), b = x on a pinned row; into bi[d - c0]. vf_face
+ * [nidx]: the face of each of vf_slot's entries (slot_face[vf_slot[a]],
+ * made once per mesh), so the slot's and the face's index are two
+ * independent loads, not a chain. k_rhs takes the three columns, the
+ * room's CG one a thread (tile_rowcol): each column's sum is the same
+ * terms in the same order either way. */
+__device__ inline void rhs_row(int64_t i, int c0, int c1, const int32_t *__restrict__ vf_row,
                                const int64_t *__restrict__ vf_slot,
                                const int64_t *__restrict__ vf_face, const double *y,
                                const double *ym, const double *__restrict__ rg,
                                const double *__restrict__ gF, const double *__restrict__ pin,
-                               double c, const double *x, double bi[3]) {
+                               double c, const double *x, double *bi) {
   double acc[3] = {0, 0, 0};
   for (int32_t a = vf_row[i]; a < vf_row[i + 1]; a++) {
     const int64_t s = vf_slot[a], f = vf_face[a];
-    for (int d = 0; d < 3; d++) acc[d] += y[3 * s + d] - ym[3 * f + d];
+    for (int d = c0; d < c1; d++) acc[d - c0] += y[3 * s + d] - ym[3 * f + d];
   }
-  for (int d = 0; d < 3; d++) {
+  for (int d = c0; d < c1; d++) {
     const int64_t k = 3 * i + d;
-    bi[d] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d] - gF[k]);
+    bi[d - c0] = pin[i] != 0 ? x[k] : rg[k] + c * (acc[d - c0] - gF[k]);
   }
 }
 
@@ -284,27 +287,35 @@ __device__ inline double warps_total(const double *sh, int k) {
   return s;
 }
 
-/* The block's sums of v (per column c the values of the kernel's row
- * function) into part [N, nblk] (component k of block blk at part[k nblk
- * + blk]: structure of arrays, so that a warp's loads of one component of
- * 32 blocks' records in finish_parts are one coalesced 256 B access, not
- * 32 records' scattered sectors; measured, 2026-11-28: with every block of
- * the persistent frame reading every record, the interleaved [nblk, N]
+/* The block's sums of its threads' values (a thread a row and column,
+ * tile_rowcol: M values of its column each) into the record of tile blk
+ * in part [3 M, nblk], value m of column c at part[(c M + m) nblk + blk]
+ * (structure of arrays, so that a warp's loads of one component of 32
+ * tiles' records in finish_parts are one coalesced 256 B access, not 32
+ * records' scattered sectors; measured, 2026-11-28: with every block of
+ * the persistent frame reading every record, interleaved [nblk, N]
  * records made the L2 serve up to N times the sectors, on the same few
- * lines, and a 6- or 9-value sum took 4-9 us at Roof1 against 1-1.6 us for
- * 3 values), each in a fixed order: the warp's shuffle tree (warp_sums),
- * then the WARPS warps in order by thread k (one barrier; WARPS N doubles
- * of shared memory, sh [WARPS N]); blk: the row tile (BLOCK rows) the
- * block's threads held (blockIdx.x in a kernel, the tile of a grid-stride
- * loop in the persistent frame: the same record either way), nblk the
- * records (the grid's blocks, the frame's tiles). The caller syncs before
- * sh is written again (last_block does). */
-template <int N>
-__device__ inline void block_parts(const double v[N], int64_t blk, int64_t nblk, double *part,
-                                   double *sh) {
-  warp_sums<N>(v, (int)(threadIdx.x >> 5), sh);
+ * lines, and a 6- or 9-value sum took 4-9 us at Roof1 against 1-1.6 us
+ * for 3 values), each in a fixed order: the warp's shuffle tree
+ * (warp_sums: a warp is one column), then, by thread c M + m, the block's
+ * warps of column c in warp order (one barrier; WARPS M doubles of shared
+ * memory, sh [WARPS M]); blk: the tile the block's threads held
+ * (blockIdx.x in a kernel, the tile of a grid-stride loop in the
+ * persistent frame: the same record either way, so the same bits), nblk
+ * the records (the grid's blocks, the frame's tiles). The caller syncs
+ * before sh is written again (last_block does). */
+template <int M>
+__device__ inline void block_parts_cols(const double v[M], int64_t blk, int64_t nblk,
+                                        double *part, double *sh) {
+  warp_sums<M>(v, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
-  if ((int)threadIdx.x < N) part[threadIdx.x * nblk + blk] = warps_total<N>(sh, (int)threadIdx.x);
+  if ((int)threadIdx.x < 3 * M) {
+    const int c = (int)threadIdx.x / M, m = (int)threadIdx.x % M;
+    double s = 0;
+    for (int w = 0; w < WARPS; w++)
+      if ((blk * WARPS + w) % 3 == c) s = s + sh[w * M + m];
+    part[threadIdx.x * nblk + blk] = s;
+  }
 }
 
 /* sums[N] (at thread 0 only) = the block's sums of each thread's acc[N]:
@@ -319,10 +330,10 @@ __device__ inline void block_totals(const double acc[N], double sums[N], double 
 }
 
 /* sums[N] (at thread 0 only) = the partials part [N, nblk] of nblk blocks
- * (block_parts' layout), summed in a fixed order (one block; its first
+ * (block_parts_cols' layout), summed in a fixed order (one block; its first
  * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
  * two records in flight together, past L1: written by other blocks), then
- * block_parts' warp tree and warp order. One barrier (two for N > 6);
+ * block_parts_cols' warp tree and warp order. One barrier (two for N > 6);
  * sh [WARPS N]; the caller syncs before sh is written again. More than 6
  * values are summed as the first 6, then the rest (the same additions on
  * each value, so the same bits): measured, 2026-11-28, one H100, the
@@ -415,33 +426,58 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
   return sptr[i / SELL_C] + (i % SELL_C);
 }
 
-/* The SELL-32 product of row i with three columns: acc[c] += H_ij v(j, c)
- * over the row's entries in the stored (CSR column) order, for the columns
- * with on(c); V has on(int) and at(j, c). The one row product of the room's
- * CG: H x for the start (x_cols), H z0 (z0_cols) and a step's H z'
- * (znext_cols, z' formed on the fly), in k_rhs_cg, k_cg_w0, k_cg_step and
- * the persistent frame alike. */
+/* The SELL-32 product of row i with column c: the sum of H_ij v(j, c)
+ * over the row's entries in the stored (CSR column) order (V has at(j,
+ * c)). The one row product of the room's CG: H x for the start (x_cols),
+ * H z0 (z0_cols) and a step's H z' (znext_cols, z' formed on the fly), in
+ * k_rhs_cg, k_cg_w0, k_cg_step and the persistent frame alike, a thread a
+ * row and column (tile_rowcol). */
 template <class V>
-__device__ inline void sell_product(int32_t i, const int32_t *__restrict__ rowptr,
-                                    const int64_t *__restrict__ sptr,
-                                    const int32_t *__restrict__ col,
-                                    const double *__restrict__ val, const V &v, double acc[3]) {
+__device__ inline double sell_col(int32_t i, int c, const int32_t *__restrict__ rowptr,
+                                  const int64_t *__restrict__ sptr,
+                                  const int32_t *__restrict__ col,
+                                  const double *__restrict__ val, const V &v) {
   int len;
   const int64_t e0 = sell_row(i, sptr, rowptr, &len);
+  double acc = 0;
 #pragma unroll 4
   for (int k = 0; k < len; k++) {
     const int64_t e = e0 + (int64_t)SELL_C * k;
     const double a = val[e];
-    const int64_t j = col[e];
-    for (int c = 0; c < 3; c++)
-      if (v.on(c)) acc[c] += a * v.at(j, c);
+    acc += a * v.at(col[e], c);
   }
+  return acc;
 }
 
-/* The columns of x [n, 3] (every one). */
+/* The room's CG's rows run a thread a row and column (coordinate): warp W
+ * = t WARPS + w of row-column tile t (blockIdx.x in a kernel, the tile of
+ * a grid-stride loop in the persistent frame) takes column W % 3 of the
+ * SELL-32 slice W / 3, lane l its row 32 (W / 3) + l. So a warp's loads
+ * of a slice's entry are coalesced as before, a row's three columns are
+ * three warps (adjacent, mostly in one block: H's entries of a slice
+ * loaded once from L2), and each thread's chain of dependent loads and
+ * arithmetic is a third of a row's: measured, 2026-11-28, one H100,
+ * Roof1's persistent frame at 8 warps an SM (81 blocks of a thread a
+ * row) issued an instruction every 15.8 cycles a warp (latency-bound:
+ * IPC 0.51 of 4), a CG step's product 59 instructions an entry. A
+ * stopped column's warps skip their rows whole. */
+struct rowcol {
+  int32_t i; /* the row (>= n past the last: the row functions do nothing) */
+  int c;     /* the column */
+};
+__device__ inline rowcol tile_rowcol(int64_t t) {
+  const int64_t W = t * WARPS + (threadIdx.x >> 5);
+  return rowcol{(int32_t)((W / 3) * SELL_C + (threadIdx.x & 31)), (int)(W % 3)};
+}
+
+/* The row-column tiles (blocks of BLOCK threads) of n rows. */
+inline int64_t rc_tiles(int64_t n) {
+  return (3 * ((n + SELL_C - 1) / SELL_C) + WARPS - 1) / WARPS;
+}
+
+/* The columns of x [n, 3]. */
 struct x_cols {
   const double *x;
-  __device__ bool on(int) const { return true; }
   __device__ double at(int64_t j, int c) const { return x[3 * j + c]; }
 };
 
@@ -465,8 +501,6 @@ struct cgv_t {
  * product's neighbours). */
 struct z0_cols {
   const double *r, *dinv;
-  int run[3];
-  __device__ bool on(int c) const { return run[c] != 0; }
   __device__ double at(int64_t j, int c) const { return dinv[j] * r[3 * j + c]; }
 };
 
@@ -482,16 +516,15 @@ __device__ inline double cg_next_z(int first, double alpha, double beta, double 
   return dj * rr;
 }
 
-/* The step's z' of the running columns at row j (the product's neighbours). */
+/* The step's z' of a running column at row j (the product's neighbours). */
 struct znext_cols {
   const double *r, *w, *qold, *dinv;
-  int first, run[3];
-  double alpha[3], beta[3];
-  __device__ bool on(int c) const { return run[c] != 0; }
+  int first;
+  double alpha, beta; /* the column's */
   __device__ double at(int64_t j, int c) const {
     const int64_t k = 3 * j + c;
-    return cg_next_z(first, alpha[c], beta[c], dinv[j], r[k], w[k], first ? 0.0 : qold[k],
-                     nullptr, nullptr);
+    return cg_next_z(first, alpha, beta, dinv[j], r[k], w[k], first ? 0.0 : qold[k], nullptr,
+                     nullptr);
   }
 };
 
@@ -503,36 +536,36 @@ struct sell_t {
   const double *val;     /* [stored] values at c */
 };
 
-/* Row i < n of k_rhs_cg: b (rhs_row, c), X = x and the CG's start r = b -
- * H x into r (the step's set 0), z = dinv r; v[3 c] = r.z, v[3 c + 1] =
- * r.r, v[3 c + 2] = b.b of column c (all 0 past n). */
-__device__ inline void rhs_cg_row(int32_t i, int32_t n, const int32_t *__restrict__ vf_row,
+/* Row i < n, column c of k_rhs_cg: b (rhs_row, c), X = x and the CG's
+ * start r = b - H x into r (the step's set 0), z = dinv r; v[0] = r.z,
+ * v[1] = r.r, v[2] = b.b of the column (all 0 past n). */
+__device__ inline void rhs_cg_row(rowcol rc, int32_t n, const int32_t *__restrict__ vf_row,
                                   const int64_t *__restrict__ vf_slot,
                                   const int64_t *__restrict__ vf_face, const double *y,
                                   const double *ym, const double *__restrict__ rg,
                                   const double *__restrict__ gF, const double *__restrict__ pin,
                                   double c, const double *x, double *X, const sell_t &H,
-                                  const double *__restrict__ dinv, double *r, double v[9]) {
-  for (int k = 0; k < 9; k++) v[k] = 0;
+                                  const double *__restrict__ dinv, double *r, double v[3]) {
+  const int32_t i = rc.i;
+  const int k = rc.c;
+  v[0] = v[1] = v[2] = 0;
   if (i >= n) return;
-  double bi[3];
-  rhs_row(i, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
-  double ax[3] = {0, 0, 0};
-  sell_product(i, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
-  const double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}; /* loads before stores */
-  for (int k = 0; k < 3; k++) {
-    const double ri = bi[k] - ax[k], zi = dinv[i] * ri;
-    X[3 * i + k] = xi[k];
-    r[3 * i + k] = ri;
-    v[3 * k] = ri * zi;
-    v[3 * k + 1] = ri * ri;
-    v[3 * k + 2] = bi[k] * bi[k];
-  }
+  double bi;
+  rhs_row(i, k, k + 1, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, &bi);
+  const double ax = sell_col(i, k, H.rowptr, H.sptr, H.col, H.val, x_cols{x});
+  const double xi = x[3 * i + k]; /* loads before stores */
+  const double ri = bi - ax, zi = dinv[i] * ri;
+  X[3 * i + k] = xi;
+  r[3 * i + k] = ri;
+  v[0] = ri * zi;
+  v[1] = ri * ri;
+  v[2] = bi * bi;
 }
 
-/* The CG's start from the sums s of rhs_cg_row (one thread): r.z, r.r, b.b,
- * each column's stop (b = 0 or sqrt(r.r) <= rtol ||b||), the cap maxit,
- * the counts reset (a breakdown flagged by k_cg_dinv stays). */
+/* The CG's start from the sums s of rhs_cg_row (one thread; s[3 c + m]:
+ * column c's value m): r.z, r.r, b.b, each column's stop (b = 0 or
+ * sqrt(r.r) <= rtol ||b||), the cap maxit, the counts reset (a breakdown
+ * flagged by k_cg_dinv stays). */
 __device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, cg_t *st) {
   int all = 1;
   for (int c = 0; c < 3; c++) {
@@ -566,30 +599,28 @@ __device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, 
  * is one pass over the rows (cg_step_row) and one reduction; the start's w
  * = H z0 is a pass of its own (w0_row). The columns' stops are the PCG's
  * (sqrt(r.r) <= rtol ||b||, b = 0 columns stop at once); a capped solve's
- * last step takes X only (cg_last_row). */
+ * last step takes X only (cg_last_row). Each row function below is one
+ * row and column (rowcol: a thread's). */
 
-/* Row i of the start's product: w0 = H z0 (z0 = dinv r0, r0 in the
- * step's set 0) into w[0] for the running columns; v[c] = z0.w0 of column
- * c (0 where it stopped or past n). */
-__device__ inline void w0_row(int32_t i, int32_t n, const sell_t &H, const cgv_t &g,
-                              const cg_t *st, double v[3]) {
-  for (int k = 0; k < 3; k++) v[k] = 0;
-  if (i >= n) return;
-  const z0_cols z{g.r[0], g.dinv, {!st->done[0], !st->done[1], !st->done[2]}};
-  double aw[3] = {0, 0, 0}, zi[3] = {0, 0, 0};
-  sell_product(i, H.rowptr, H.sptr, H.col, H.val, z, aw);
-  for (int c = 0; c < 3; c++)
-    if (z.run[c]) zi[c] = z.at(i, c); /* the row's loads before its stores */
-  for (int c = 0; c < 3; c++)
-    if (z.run[c]) {
-      g.w[0][3 * i + c] = aw[c];
-      v[c] = zi[c] * aw[c];
-    }
+/* Row i, column c of the start's product: w0 = H z0 (z0 = dinv r0, r0 in
+ * the step's set 0) into w[0] where the column runs; v[0] = z0.w0 (0 where
+ * it stopped or past n). */
+__device__ inline void w0_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t &g,
+                              const cg_t *st, double v[1]) {
+  const int32_t i = rc.i;
+  const int c = rc.c;
+  v[0] = 0;
+  if (i >= n || st->done[c]) return;
+  const z0_cols z{g.r[0], g.dinv};
+  const double aw = sell_col(i, c, H.rowptr, H.sptr, H.col, H.val, z);
+  const double zi = z.at(i, c); /* the row's loads before its stores */
+  g.w[0][3 * i + c] = aw;
+  v[0] = zi * aw;
 }
 
 /* The start's product's end (one thread): delta = z0.w0 of each running
- * column, alpha = rho / delta; a breakdown where delta <= 0 or is not
- * finite ends the solve. */
+ * column (s[c]), alpha = rho / delta; a breakdown where delta <= 0 or is
+ * not finite ends the solve. */
 __device__ inline void w0_finish(const double s[3], cg_t *st) {
   for (int c = 0; c < 3; c++)
     if (!st->done[c]) {
@@ -600,62 +631,44 @@ __device__ inline void w0_finish(const double s[3], cg_t *st) {
   if (st->bad) st->all_done = 1;
 }
 
-/* Row i of a CG step (see above) for the running columns of st: p, q (into
- * the other set), X, r' (other set), z' = dinv r', w' = H z' (other set);
- * v[3 c] = r'.z', v[3 c + 1] = r'.r', v[3 c + 2] = z'.w' of column c (0
- * where it stopped or past n). Every load of the row before its stores
- * (the buffers are not __restrict__: the persistent frame's coherent
- * loads; a store first would order the next column's loads after it). */
-__device__ inline void cg_step_row(int32_t i, int32_t n, const sell_t &H, const cgv_t &g,
-                                   const cg_t *st, double v[9]) {
-  for (int k = 0; k < 9; k++) v[k] = 0;
-  if (i >= n) return;
+/* Row i, column c of a CG step (see above) where the column runs: p, q
+ * (into the other set), X, r' (other set), z' = dinv r', w' = H z' (other
+ * set); v[0] = r'.z', v[1] = r'.r', v[2] = z'.w' (0 where it stopped or
+ * past n). Every load of the row before its stores (the buffers are not
+ * __restrict__: the persistent frame's coherent loads). */
+__device__ inline void cg_step_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t &g,
+                                   const cg_t *st, double v[3]) {
+  const int32_t i = rc.i;
+  const int c = rc.c;
+  v[0] = v[1] = v[2] = 0;
+  if (i >= n || st->done[c]) return;
   const int par = st->par, nx = par ^ 1, first = st->first;
-  const znext_cols zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first,
-                      {!st->done[0], !st->done[1], !st->done[2]},
-                      {st->alpha[0], st->alpha[1], st->alpha[2]},
-                      {st->beta[0], st->beta[1], st->beta[2]}};
-  double aw[3] = {0, 0, 0};
-  sell_product(i, H.rowptr, H.sptr, H.col, H.val, zn, aw);
-  const int64_t k0 = 3 * (int64_t)i;
-  const double di = g.dinv[i];
-  double rc[3] = {0, 0, 0}, wc[3] = {0, 0, 0}, qc[3] = {0, 0, 0}, pc[3] = {0, 0, 0},
-         xc[3] = {0, 0, 0};
-#pragma unroll
-  for (int c = 0; c < 3; c++)
-    if (zn.run[c]) {
-      rc[c] = g.rs(par)[k0 + c];
-      wc[c] = g.ws(par)[k0 + c];
-      if (!first) {
-        qc[c] = g.qs(par)[k0 + c];
-        pc[c] = g.p[k0 + c];
-      }
-      xc[c] = g.X[k0 + c];
-    }
-#pragma unroll
-  for (int c = 0; c < 3; c++)
-    if (zn.run[c]) {
-      const double a = zn.alpha[c], b = zn.beta[c];
-      const double zi = di * rc[c];
-      const double pi = first ? zi : zi + b * pc[c];
-      double qn, rn;
-      const double zn_i = cg_next_z(first, a, b, di, rc[c], wc[c], qc[c], &qn, &rn);
-      g.p[k0 + c] = pi;
-      g.qs(nx)[k0 + c] = qn;
-      g.X[k0 + c] = xc[c] + a * pi;
-      g.rs(nx)[k0 + c] = rn;
-      g.ws(nx)[k0 + c] = aw[c];
-      v[3 * c] = rn * zn_i;
-      v[3 * c + 1] = rn * rn;
-      v[3 * c + 2] = zn_i * aw[c];
-    }
+  const double a = st->alpha[c], b = st->beta[c];
+  const znext_cols zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first, a, b};
+  const double aw = sell_col(i, c, H.rowptr, H.sptr, H.col, H.val, zn);
+  const int64_t k = 3 * (int64_t)i + c;
+  const double di = g.dinv[i], rc_ = g.rs(par)[k], wc = g.ws(par)[k];
+  const double qc = first ? 0.0 : g.qs(par)[k], pc = first ? 0.0 : g.p[k], xc = g.X[k];
+  const double zi = di * rc_;
+  const double pi = first ? zi : zi + b * pc;
+  double qn, rn;
+  const double zn_i = cg_next_z(first, a, b, di, rc_, wc, qc, &qn, &rn);
+  g.p[k] = pi;
+  g.qs(nx)[k] = qn;
+  g.X[k] = xc + a * pi;
+  g.rs(nx)[k] = rn;
+  g.ws(nx)[k] = aw;
+  v[0] = rn * zn_i;
+  v[1] = rn * rn;
+  v[2] = zn_i * aw;
 }
 
 /* A CG step's end (one thread, the sums s of every block in cg_step_row's
- * layout): the count; each running column's stop (r'.r' within rtol of
- * b.b), else (below the cap) beta and alpha for the next step (a
- * breakdown where the curvature delta - beta rho / alpha_old <= 0 or a
- * value is not finite); the sets flipped; the cap. */
+ * layout: s[3 c + m] column c's value m): the count; each running
+ * column's stop (r'.r' within rtol of b.b), else (below the cap) beta and
+ * alpha for the next step (a breakdown where the curvature delta - beta
+ * rho / alpha_old <= 0 or a value is not finite); the sets flipped; the
+ * cap. */
 __device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) {
   int all = 1;
   st->iters++;
@@ -684,29 +697,20 @@ __device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) 
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-/* Row i of a capped solve's last step: p = z + beta p (z first) and X +=
- * alpha p for the running columns (the step's r, w and sums are not
+/* Row i, column c of a capped solve's last step: p = z + beta p (z first)
+ * and X += alpha p where the column runs (the step's r, w and sums are not
  * needed: the cap ends the solve). */
-__device__ inline void cg_last_row(int32_t i, int32_t n, const cgv_t &g, const cg_t *st) {
-  if (i >= n) return;
-  const int par = st->par, first = st->first;
-  const int64_t k0 = 3 * (int64_t)i;
-  const double di = g.dinv[i];
-  double rc[3] = {0, 0, 0}, pc[3] = {0, 0, 0}, xc[3] = {0, 0, 0};
-#pragma unroll
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      rc[c] = g.rs(par)[k0 + c];
-      if (!first) pc[c] = g.p[k0 + c];
-      xc[c] = g.X[k0 + c];
-    }
-#pragma unroll
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      const double zi = di * rc[c];
-      const double pi = first ? zi : zi + st->beta[c] * pc[c];
-      g.X[k0 + c] = xc[c] + st->alpha[c] * pi;
-    }
+__device__ inline void cg_last_row(rowcol rc, int32_t n, const cgv_t &g, const cg_t *st) {
+  const int32_t i = rc.i;
+  const int c = rc.c;
+  if (i >= n || st->done[c]) return;
+  const int first = st->first;
+  const int64_t k = 3 * (int64_t)i + c;
+  const double di = g.dinv[i], r = g.rs(st->par)[k];
+  const double pc = first ? 0.0 : g.p[k], xc = g.X[k];
+  const double zi = di * r;
+  const double pi = first ? zi : zi + st->beta[c] * pc;
+  g.X[k] = xc + st->alpha[c] * pi;
 }
 
 /* The last step's end (one thread): the count and the cap. */
@@ -730,22 +734,24 @@ __device__ inline const cg_t *block_state(const cg_t *st) {
   return &cs;
 }
 
-/* Row i of the take: x = X on a free vertex (st non-NULL: the room's CG,
- * whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip; returns
- * the largest move of its coordinates, flags a non-finite X in ctl. */
-__device__ inline double take_row(int64_t i, int64_t nv, int skip, const double *X,
-                                  const double *__restrict__ pin, double *x, const cg_t *st,
-                                  ctl_t *ctl) {
+/* Row i of the take, columns c0 <= d < c1 (k_take: all three; the room's
+ * CG: a thread's column): x = X on a free vertex (st non-NULL: the room's
+ * CG, whose b = 0 columns give 0, mb_pcg_solve's rule), unless skip;
+ * returns the largest move of those coordinates, flags a non-finite X in
+ * ctl. */
+__device__ inline double take_row(int64_t i, int c0, int c1, int64_t nv, int skip,
+                                  const double *X, const double *__restrict__ pin, double *x,
+                                  const cg_t *st, ctl_t *ctl) {
   double moved = 0, Xi[3], xi[3];
   if (skip || i >= nv || pin[i] != 0) return 0;
-  for (int d = 0; d < 3; d++) { /* the row's loads before its stores (cg_step_row) */
-    Xi[d] = X[3 * i + d];
-    xi[d] = x[3 * i + d];
+  for (int d = c0; d < c1; d++) { /* the row's loads before its stores (cg_step_row) */
+    Xi[d - c0] = X[3 * i + d];
+    xi[d - c0] = x[3 * i + d];
   }
-  for (int d = 0; d < 3; d++) {
-    const double xn = st && st->bb[d] == 0 ? 0.0 : Xi[d];
+  for (int d = c0; d < c1; d++) {
+    const double xn = st && st->bb[d] == 0 ? 0.0 : Xi[d - c0];
     if (!isfinite(xn)) atomicOr(&ctl->nonfinite, 1);
-    const double dx = fabs(xn - xi[d]);
+    const double dx = fabs(xn - xi[d - c0]);
     if (dx > moved) moved = dx;
     x[3 * i + d] = xn;
   }

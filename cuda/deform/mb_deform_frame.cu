@@ -27,7 +27,7 @@
  * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
  * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
  * rows are the rows of block t of the graph's kernels, so each tile's dot
- * product partial is block t's record (block_parts), bit for bit.
+ * product partial is block t's record (block_parts_cols), bit for bit.
  * Run only where asked for (mb_deform_cuda_opts.persistent 1, bench
  * --persistent yes): measured slower than the graphs on an H100 at Roof2
  * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   const int64_t p9 = 9 * a.ntiles;
   const double c = a.prm[0];
   int pb = 0;
-  double s[9], v[9]; /* the first 3 in the start's product */
+  double s[9], v[3]; /* a thread's values (its column's): the first in the start's product */
   long long t0 = clock64(), tlast = t0;
   const unsigned long long ns0 = a.prof ? global_ns() : 0;
   for (int it = 0; it < a.iters; it++) {
@@ -199,11 +199,10 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     prof_stamp(a.prof, &tlast, &seg);
     /* the right-hand side and the CG's start */
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-      rhs_cg_row(i, a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF, a.pin, c, a.x,
-                 a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
-      block_parts<9>(v, t, a.ntiles, a.part + pb * p9, sh);
-      __syncthreads(); /* sh read by block_parts' totals before the next tile's */
+      rhs_cg_row(tile_rowcol(t), a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF,
+                 a.pin, c, a.x, a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
+      block_parts_cols<3>(v, t, a.ntiles, a.part + pb * p9, sh);
+      __syncthreads(); /* sh read by block_parts_cols' totals before the next tile's */
     }
     prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
@@ -215,9 +214,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     /* the start's product w0 = H z0 and the first alpha */
     if (!cs.all_done) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-        w0_row(i, a.n, a.H, a.cg, &cs, v);
-        block_parts<3>(v, t, a.ntiles, a.part + pb * p9, sh);
+        w0_row(tile_rowcol(t), a.n, a.H, a.cg, &cs, v);
+        block_parts_cols<1>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
@@ -232,9 +230,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
      * the same in every block) */
     for (int step = 0; step + 1 < a.maxit && !cs.all_done; step++) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-        cg_step_row(i, a.n, a.H, a.cg, &cs, v);
-        block_parts<9>(v, t, a.ntiles, a.part + pb * p9, sh);
+        cg_step_row(tile_rowcol(t), a.n, a.H, a.cg, &cs, v);
+        block_parts_cols<3>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
@@ -251,10 +248,10 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     const int skip = take_skip(1, a.l, a.tol, ctl, a.bt);
     double moved = 0;
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      const int32_t i = (int32_t)(t * BLOCK + threadIdx.x);
-      if (running) cg_last_row(i, a.n, a.cg, &cs);
+      const rowcol rc = tile_rowcol(t);
+      if (running) cg_last_row(rc, a.n, a.cg, &cs);
       if (!skip) {
-        const double m = take_row(i, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
+        const double m = take_row(rc.i, rc.c, rc.c + 1, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
         if (m > moved) moved = m;
       }
     }
@@ -295,8 +292,8 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
                                     : "the kernel cannot be resident");
     return 0;
   }
-  const int64_t tiles = blocks(g->dm->nv) > blocks(g->dm->nf) ? blocks(g->dm->nv)
-                                                               : blocks(g->dm->nf);
+  const int64_t tiles = rc_tiles(g->dm->nv) > blocks(g->dm->nf) ? rc_tiles(g->dm->nv)
+                                                                 : blocks(g->dm->nf);
   const int64_t cap = (int64_t)sms * per;
   int64_t rounds = (tiles + cap - 1) / cap;
   const char *env = getenv("MB_DEFORM_FRAME_TILES"); /* a tuning knob: tiles a block, at least */
@@ -349,7 +346,7 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
     a.nf = g->dm->nf;
     a.planar = planar;
     a.iters = bn;
-    a.ntiles = blocks(g->dm->nv);
+    a.ntiles = rc_tiles(g->dm->nv);
     a.maxit = g->p->cg_iterations;
     a.l = l;
     a.tol = g->p->tolerance;
