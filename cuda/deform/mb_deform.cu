@@ -509,7 +509,7 @@ mb_error setup(deform_gpu *g) {
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
   MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, 2 * sizeof(ctl_t)));
   if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
-    const size_t nb = rc_tiles(nv) + 1;
+    const size_t nb = row_tiles(g->kcols, nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
     MB_CALL(upload_sell(g));
     g->rowptr = g->d->hrow.as<int32_t>();
@@ -525,7 +525,7 @@ mb_error setup(deform_gpu *g) {
     MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
     MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
     /* [2, 9, nb]: the persistent frame alternates the two by phase; the
-     * graphs' kernels use [N <= 9, blocks] (block_parts_cols' layout) */
+     * graphs' kernels use [N <= 9, blocks] (block_parts' layout) */
     MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
     MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
   } else {
@@ -869,6 +869,10 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
    * vertices, where it was measured faster than the graphs, else the graphs */
   const int pers = o ? o->persistent : 0;
   prep->g.no_persist = pers < 0 || (pers == 0 && dm->nv > MB_DEFORM_PERSISTENT_ROWS);
+  /* the room's CG's threads a row: 3 (a column each) up to
+   * MB_DEFORM_SPLIT_ROWS vertices where auto, else 1 (tile_rowcol) */
+  const int rt = o ? o->row_threads : 0;
+  prep->g.kcols = rt == 3 || (rt == 0 && dm->nv <= MB_DEFORM_SPLIT_ROWS) ? 1 : 3;
 }
 } // namespace
 

@@ -59,7 +59,7 @@
  * rows are latency-bound at these sizes (Roof2: 80,656 rows, 316 blocks of
  * 256 over 132 SMs; Roof1 81 blocks): hence each row's loads before its
  * stores (one memory round trip a row), the scalars read once a block
- * (block_state), the sums by warp shuffles and one shared step (block_parts_cols),
+ * (block_state), the sums by warp shuffles and one shared step (block_parts),
  * the finish loading two records a round. (A thread per row and column,
  * 4 threads a row, and blocks of 128 threads were measured and not kept:
  * docs/benchmarks.md.) */
@@ -101,6 +101,7 @@ k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict_
  * CG's start (rhs_cg_row: r into the vectors' set 0); the grid's last
  * block takes the sums, the columns' stops and the cap maxit
  * (rhs_cg_finish). */
+template <int K>
 __global__ void __launch_bounds__(BLOCK)
 k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
          const int64_t *__restrict__ vf_face, const double *__restrict__ y,
@@ -110,10 +111,10 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          sell_t H, const double *__restrict__ dinv, double *__restrict__ r,
          double *__restrict__ part, double rtol, int maxit, cg_t *st) {
   __shared__ double sh[9 * WARPS];
-  double v[3];
-  rhs_cg_row(tile_rowcol(blockIdx.x), n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, prm[0],
-             x, X, H, dinv, r, v);
-  block_parts_cols<3>(v, blockIdx.x, gridDim.x, part, sh);
+  double v[3 * K];
+  rhs_cg_row<K>(tile_rowcol<K>(blockIdx.x), n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin,
+                prm[0], x, X, H, dinv, r, v);
+  block_parts<K, 3>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
   finish_parts<9>((int)gridDim.x, part, s, sh);
@@ -123,14 +124,15 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
 /* The CG's start product w0 = H z0 (w0_row) for the columns still running;
  * partials z0.w0 [3, blocks]; the grid's last block takes the first alpha
  * (w0_finish). The scalars from the block's shared copy of st. */
+template <int K>
 __global__ void __launch_bounds__(BLOCK)
 k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[3 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return; /* uniform over the grid */
-  double t[1];
-  w0_row(tile_rowcol(blockIdx.x), n, H, v, &cs, t);
-  block_parts_cols<1>(t, blockIdx.x, gridDim.x, part, sh);
+  double t[K];
+  w0_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
+  block_parts<K, 1>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[3];
   finish_parts<3>((int)gridDim.x, part, s, sh);
@@ -141,14 +143,15 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
  * the next product in one pass over the rows); partials [9, blocks]; the
  * grid's last block takes each column's stop or its next beta and alpha,
  * the cap, and flips the vectors' sets (cg_step_finish). */
+template <int K>
 __global__ void __launch_bounds__(BLOCK)
 k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, cg_t *st) {
   __shared__ double sh[9 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
-  double t[3];
-  cg_step_row(tile_rowcol(blockIdx.x), n, H, v, &cs, t);
-  block_parts_cols<3>(t, blockIdx.x, gridDim.x, part, sh);
+  double t[3 * K];
+  cg_step_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
+  block_parts<K, 3>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   double s[9];
   finish_parts<9>((int)gridDim.x, part, s, sh);
@@ -160,16 +163,17 @@ k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, 
  * reads the X it has just written), one ticket (st->ticket); the grid's
  * last block counts the step (if it ran), then reports the CG's count and
  * breakdown into ctl and, batched, records the iteration (take_record). */
+template <int K>
 __global__ void __launch_bounds__(BLOCK)
 k_cg_last_take(int32_t n, cgv_t v, cg_t *st, const double *__restrict__ pin,
                double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
                batch_t *bt) {
   const cg_t &cs = *block_state(st);
   const int running = !cs.all_done; /* uniform: read before any block's last block */
-  const rowcol rc = tile_rowcol(blockIdx.x);
-  if (running) cg_last_row(rc, n, v, &cs);
+  const rowcol rc = tile_rowcol<K>(blockIdx.x);
+  if (running) cg_last_row<K>(rc, n, v, &cs);
   const int skip = take_skip(soft, l, tol, ctl, bt);
-  if (!skip) max_bits(&ctl->moved, take_row(rc.i, rc.c, rc.c + 1, n, 0, v.X, pin, x, &cs, ctl));
+  if (!skip) max_bits(&ctl->moved, take_row(rc.i, rc.c, rc.c + K, n, 0, v.X, pin, x, &cs, ctl));
   if (!last_block(&st->ticket) || threadIdx.x != 0) return;
   if (running) cg_last_finish(st);
   if (bt) take_record(l, tol, st->bad, st->iters, ctl, bt);
@@ -249,7 +253,7 @@ mb_error build_sell(deform_gpu *g) {
 void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
-  k_rhs_cg<<<rc_tiles(n), BLOCK, 0, s>>>(
+  (g->kcols == 1 ? k_rhs_cg<1> : k_rhs_cg<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
       n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
       hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
       d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
@@ -262,8 +266,8 @@ void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
  * enqueue_rhs_cg. */
 void enqueue_cg_start(deform_gpu *g, cudaStream_t s) {
   const int32_t n = (int32_t)g->dm->nv;
-  k_cg_w0<<<rc_tiles(n), BLOCK, 0, s>>>(n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(),
-                                      g->d->cst.as<cg_t>());
+  (g->kcols == 1 ? k_cg_w0<1> : k_cg_w0<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
+      n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
 }
 
 /* Enqueue len steps of the room's CG (one kernel each) on stream s,
@@ -272,8 +276,8 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
   const int32_t n = (int32_t)g->dm->nv;
   const cgv_t v = cg_vectors(g);
   for (int j = 0; j < len; j++)
-    k_cg_step<<<rc_tiles(n), BLOCK, 0, s>>>(n, hmat(g), v, g->d->cpart.as<double>(),
-                                          MB_DEFORM_PCG_RTOL, g->d->cst.as<cg_t>());
+    (g->kcols == 1 ? k_cg_step<1> : k_cg_step<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
+        n, hmat(g), v, g->d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->d->cst.as<cg_t>());
 }
 
 /* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x
@@ -365,9 +369,10 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
   enqueue_cg_start(g, s);
   /* k - 1 CG steps, then the last one (X only) fused with the take */
   enqueue_cg_steps(g, s, p->cg_iterations - 1);
-  k_cg_last_take<<<rc_tiles(nv), BLOCK, 0, s>>>((int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(),
-                                              d->pind.as<double>(), dx, !hard, l, p->tolerance,
-                                              ctl, bt);
+  (g->kcols == 1 ? k_cg_last_take<1> : k_cg_last_take<3>)<<<row_tiles(g->kcols, nv), BLOCK, 0,
+                                                            s>>>(
+      (int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(), d->pind.as<double>(), dx, !hard, l,
+      p->tolerance, ctl, bt);
   if (hard) enqueue_dual(g, s);
 }
 

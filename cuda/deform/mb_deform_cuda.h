@@ -40,12 +40,30 @@ typedef struct mb_deform_cuda_opts {
                       of 1-5 k; graphs 8.5 ms against 9.1 at Roof2, 80 k);
                       -1: the graphs; the same bits either way;
                       rep->persistent says which ran */
+  int row_threads; /* the room's CG's threads a row (its right-hand side, start,
+                      steps and take): 1 (a thread a row, its three columns in
+                      one pass over H's entries), 3 (a thread a row and
+                      column: three times the threads, a third of the
+                      latency-bound chain each), 0 (the default, auto): 3 for
+                      meshes of at most MB_DEFORM_SPLIT_ROWS vertices, 1 above
+                      (measured on an H100, docs/benchmarks.md: 3 threads a
+                      row took Roof1's persistent frame from 2.9 to 2.6 ms and
+                      a batch of 200 layouts from 0.61 to 0.47 s, but Roof2's
+                      graphs from 5.9 to 6.7 ms); the sums' order differs
+                      between the two (not the bits of a row's product), so
+                      the positions agree to rounding, not bitwise; the
+                      persistent frame and the graphs agree bitwise at either */
 } mb_deform_cuda_opts;
 
 /* The largest mesh (vertices) for which `persistent` auto takes the
  * persistent frame (between the measured 20,464, faster, and 80,352,
  * slower). */
 #define MB_DEFORM_PERSISTENT_ROWS 40000
+
+/* The largest mesh (vertices) for which `row_threads` auto takes three
+ * threads a row (between the measured 20,464, faster, and 80,352,
+ * slower). */
+#define MB_DEFORM_SPLIT_ROWS 40000
 
 /* mb_deform_run_cpu's contract (mb_deform.h) on the current CUDA device
  * (solver auto runs pcg here, cholesky on the CPU):

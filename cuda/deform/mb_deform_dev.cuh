@@ -287,33 +287,35 @@ __device__ inline double warps_total(const double *sh, int k) {
   return s;
 }
 
-/* The block's sums of its threads' values (a thread a row and column,
- * tile_rowcol: M values of its column each) into the record of tile blk
- * in part [3 M, nblk], value m of column c at part[(c M + m) nblk + blk]
- * (structure of arrays, so that a warp's loads of one component of 32
- * tiles' records in finish_parts are one coalesced 256 B access, not 32
- * records' scattered sectors; measured, 2026-11-28: with every block of
- * the persistent frame reading every record, interleaved [nblk, N]
- * records made the L2 serve up to N times the sectors, on the same few
- * lines, and a 6- or 9-value sum took 4-9 us at Roof1 against 1-1.6 us
- * for 3 values), each in a fixed order: the warp's shuffle tree
- * (warp_sums: a warp is one column), then, by thread c M + m, the block's
- * warps of column c in warp order (one barrier; WARPS M doubles of shared
- * memory, sh [WARPS M]); blk: the tile the block's threads held
- * (blockIdx.x in a kernel, the tile of a grid-stride loop in the
- * persistent frame: the same record either way, so the same bits), nblk
- * the records (the grid's blocks, the frame's tiles). The caller syncs
- * before sh is written again (last_block does). */
-template <int M>
-__device__ inline void block_parts_cols(const double v[M], int64_t blk, int64_t nblk,
-                                        double *part, double *sh) {
-  warp_sums<M>(v, (int)(threadIdx.x >> 5), sh);
+/* The block's sums of its threads' values (K columns a thread,
+ * tile_rowcol: M values of each of its columns, v[M j + m] for its column
+ * c0 + j) into the record of tile blk in part [3 M, nblk], value m of
+ * column c at part[(c M + m) nblk + blk] (structure of arrays, so that a
+ * warp's loads of one component of 32 tiles' records in finish_parts are
+ * one coalesced 256 B access, not 32 records' scattered sectors;
+ * measured, 2026-11-28: with every block of the persistent frame reading
+ * every record, interleaved [nblk, N] records made the L2 serve up to N
+ * times the sectors, on the same few lines, and a 6- or 9-value sum took
+ * 4-9 us at Roof1 against 1-1.6 us for 3 values), each in a fixed order:
+ * the warp's shuffle tree (warp_sums), then, by thread c M + m, the
+ * block's warps holding column c in warp order (K = 3: every warp; K = 1:
+ * the warps of column c) (one barrier; WARPS K M doubles of shared memory,
+ * sh [WARPS K M]); blk: the tile the block's threads held (blockIdx.x in
+ * a kernel, the tile of a grid-stride loop in the persistent frame: the
+ * same record either way, so the same bits), nblk the records (the grid's
+ * blocks, the frame's tiles). The caller syncs before sh is written again
+ * (last_block does). */
+template <int K, int M>
+__device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t nblk,
+                                   double *part, double *sh) {
+  warp_sums<K * M>(v, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
   if ((int)threadIdx.x < 3 * M) {
     const int c = (int)threadIdx.x / M, m = (int)threadIdx.x % M;
     double s = 0;
     for (int w = 0; w < WARPS; w++)
-      if ((blk * WARPS + w) % 3 == c) s = s + sh[w * M + m];
+      if (K == 3) s = s + sh[w * 3 * M + c * M + m];
+      else if ((blk * WARPS + w) % 3 == c) s = s + sh[w * M + m];
     part[threadIdx.x * nblk + blk] = s;
   }
 }
@@ -330,10 +332,10 @@ __device__ inline void block_totals(const double acc[N], double sums[N], double 
 }
 
 /* sums[N] (at thread 0 only) = the partials part [N, nblk] of nblk blocks
- * (block_parts_cols' layout), summed in a fixed order (one block; its first
+ * (block_parts' layout), summed in a fixed order (one block; its first
  * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
  * two records in flight together, past L1: written by other blocks), then
- * block_parts_cols' warp tree and warp order. One barrier (two for N > 6);
+ * block_parts' warp tree and warp order. One barrier (two for N > 6);
  * sh [WARPS N]; the caller syncs before sh is written again. More than 6
  * values are summed as the first 6, then the rest (the same additions on
  * each value, so the same bits): measured, 2026-11-28, one H100, the
@@ -426,59 +428,70 @@ __device__ inline int64_t sell_row(int32_t i, const int64_t *__restrict__ sptr,
   return sptr[i / SELL_C] + (i % SELL_C);
 }
 
-/* The SELL-32 product of row i with column c: the sum of H_ij v(j, c)
- * over the row's entries in the stored (CSR column) order (V has at(j,
- * c)). The one row product of the room's CG: H x for the start (x_cols),
- * H z0 (z0_cols) and a step's H z' (znext_cols, z' formed on the fly), in
- * k_rhs_cg, k_cg_w0, k_cg_step and the persistent frame alike, a thread a
- * row and column (tile_rowcol). */
-template <class V>
-__device__ inline double sell_col(int32_t i, int c, const int32_t *__restrict__ rowptr,
-                                  const int64_t *__restrict__ sptr,
-                                  const int32_t *__restrict__ col,
-                                  const double *__restrict__ val, const V &v) {
+/* The SELL-32 product of row i with K columns c0 .. c0 + K - 1 (those
+ * with run[j]; K = 1 runs): acc[j] = the sum of H_ij v(j, c0 + j) over
+ * the row's entries in the stored (CSR column) order (V has at(row,
+ * column, j): j the thread's column index), the columns in one pass over
+ * the entries. The one row product of the room's
+ * CG: H x for the start (x_cols), H z0 (z0_cols) and a step's H z'
+ * (znext_cols, z' formed on the fly), in k_rhs_cg, k_cg_w0, k_cg_step and
+ * the persistent frame alike. */
+template <int K, class V>
+__device__ inline void sell_cols(int32_t i, int c0, const int run[K],
+                                 const int32_t *__restrict__ rowptr,
+                                 const int64_t *__restrict__ sptr,
+                                 const int32_t *__restrict__ col,
+                                 const double *__restrict__ val, const V &v, double acc[K]) {
   int len;
   const int64_t e0 = sell_row(i, sptr, rowptr, &len);
-  double acc = 0;
+  for (int j = 0; j < K; j++) acc[j] = 0;
 #pragma unroll 4
   for (int k = 0; k < len; k++) {
     const int64_t e = e0 + (int64_t)SELL_C * k;
     const double a = val[e];
-    acc += a * v.at(col[e], c);
+    const int64_t jc = col[e];
+    for (int j = 0; j < K; j++)
+      if (K == 1 || run[j]) acc[j] += a * v.at(jc, c0 + j, j);
   }
-  return acc;
 }
 
-/* The room's CG's rows run a thread a row and column (coordinate): warp W
- * = t WARPS + w of row-column tile t (blockIdx.x in a kernel, the tile of
- * a grid-stride loop in the persistent frame) takes column W % 3 of the
- * SELL-32 slice W / 3, lane l its row 32 (W / 3) + l. So a warp's loads
- * of a slice's entry are coalesced as before, a row's three columns are
- * three warps (adjacent, mostly in one block: H's entries of a slice
- * loaded once from L2), and each thread's chain of dependent loads and
- * arithmetic is a third of a row's: measured, 2026-11-28, one H100,
- * Roof1's persistent frame at 8 warps an SM (81 blocks of a thread a
- * row) issued an instruction every 15.8 cycles a warp (latency-bound:
- * IPC 0.51 of 4), a CG step's product 59 instructions an entry. A
- * stopped column's warps skip their rows whole. */
+/* The room's CG's threads: K columns (coordinates) a thread, chosen per
+ * mesh (mb_deform_cuda_opts.row_threads): K = 3, a thread a row (its
+ * three columns in one pass over its entries: warp W = t WARPS + w of
+ * row tile t takes SELL-32 slice W, lane l its row 32 W + l), or K = 1, a
+ * thread a row and column (warp W takes column W % 3 of slice W / 3, lane
+ * l its row 32 (W / 3) + l: a row's three columns are three warps,
+ * adjacent, mostly in one block, so H's entries of a slice come from L2
+ * once). Either way a warp's loads of a slice's entry are coalesced; K = 1
+ * has three times the threads, each with a third of a row's chain of
+ * dependent loads and arithmetic (measured, 2026-11-28, one H100: Roof1's
+ * persistent frame at K = 3, 81 blocks, 8 warps an SM, issued an
+ * instruction every 15.8 cycles a warp, latency-bound, a CG step's product
+ * 59 instructions an entry; K = 1 took Roof1's frame from 2.9 to 2.6 ms
+ * but Roof2's graphs from 5.9 to 6.7 ms: docs/benchmarks.md). A stopped
+ * column's K = 1 warps skip their rows whole. t: blockIdx.x in a kernel,
+ * the tile of a grid-stride loop in the persistent frame. */
 struct rowcol {
   int32_t i; /* the row (>= n past the last: the row functions do nothing) */
-  int c;     /* the column */
+  int c;     /* its first column: 0 (K = 3) or the thread's (K = 1) */
 };
-__device__ inline rowcol tile_rowcol(int64_t t) {
+template <int K> __device__ inline rowcol tile_rowcol(int64_t t) {
+  static_assert(K == 1 || K == 3, "a column or all three");
   const int64_t W = t * WARPS + (threadIdx.x >> 5);
-  return rowcol{(int32_t)((W / 3) * SELL_C + (threadIdx.x & 31)), (int)(W % 3)};
+  const int lane = (int)(threadIdx.x & 31);
+  if (K == 3) return rowcol{(int32_t)(W * SELL_C + lane), 0};
+  return rowcol{(int32_t)((W / 3) * SELL_C + lane), (int)(W % 3)};
 }
 
-/* The row-column tiles (blocks of BLOCK threads) of n rows. */
-inline int64_t rc_tiles(int64_t n) {
-  return (3 * ((n + SELL_C - 1) / SELL_C) + WARPS - 1) / WARPS;
+/* The row tiles (blocks of BLOCK threads) of n rows at K columns a thread. */
+inline int64_t row_tiles(int K, int64_t n) {
+  return K == 3 ? blocks(n) : (3 * ((n + SELL_C - 1) / SELL_C) + WARPS - 1) / WARPS;
 }
 
 /* The columns of x [n, 3]. */
 struct x_cols {
   const double *x;
-  __device__ double at(int64_t j, int c) const { return x[3 * j + c]; }
+  __device__ double at(int64_t j, int c, int) const { return x[3 * j + c]; }
 };
 
 /* The CG's vectors [n, 3] (device arrays, borrowed): the residual r, the
@@ -501,7 +514,7 @@ struct cgv_t {
  * product's neighbours). */
 struct z0_cols {
   const double *r, *dinv;
-  __device__ double at(int64_t j, int c) const { return dinv[j] * r[3 * j + c]; }
+  __device__ double at(int64_t j, int c, int = 0) const { return dinv[j] * r[3 * j + c]; }
 };
 
 /* A step's new preconditioned residual at row j, formed from j's old
@@ -516,15 +529,17 @@ __device__ inline double cg_next_z(int first, double alpha, double beta, double 
   return dj * rr;
 }
 
-/* The step's z' of a running column at row j (the product's neighbours). */
-struct znext_cols {
+/* The step's z' of the thread's running columns at row j (the product's
+ * neighbours); alpha[jj], beta[jj] of its column jj (the thread's own
+ * index: a constant once unrolled, so they stay in registers). */
+template <int K> struct znext_cols {
   const double *r, *w, *qold, *dinv;
   int first;
-  double alpha, beta; /* the column's */
-  __device__ double at(int64_t j, int c) const {
+  double alpha[K], beta[K];
+  __device__ double at(int64_t j, int c, int jj) const {
     const int64_t k = 3 * j + c;
-    return cg_next_z(first, alpha, beta, dinv[j], r[k], w[k], first ? 0.0 : qold[k], nullptr,
-                     nullptr);
+    return cg_next_z(first, alpha[jj], beta[jj], dinv[j], r[k], w[k], first ? 0.0 : qold[k],
+                     nullptr, nullptr);
   }
 };
 
@@ -536,30 +551,36 @@ struct sell_t {
   const double *val;     /* [stored] values at c */
 };
 
-/* Row i < n, column c of k_rhs_cg: b (rhs_row, c), X = x and the CG's
- * start r = b - H x into r (the step's set 0), z = dinv r; v[0] = r.z,
- * v[1] = r.r, v[2] = b.b of the column (all 0 past n). */
+/* Row i < n of k_rhs_cg, columns c0 .. c0 + K - 1 (rc): b (rhs_row, c),
+ * X = x and the CG's start r = b - H x into r (the step's set 0), z =
+ * dinv r; v[3 j] = r.z, v[3 j + 1] = r.r, v[3 j + 2] = b.b of column c0 +
+ * j (all 0 past n). */
+template <int K>
 __device__ inline void rhs_cg_row(rowcol rc, int32_t n, const int32_t *__restrict__ vf_row,
                                   const int64_t *__restrict__ vf_slot,
                                   const int64_t *__restrict__ vf_face, const double *y,
                                   const double *ym, const double *__restrict__ rg,
                                   const double *__restrict__ gF, const double *__restrict__ pin,
                                   double c, const double *x, double *X, const sell_t &H,
-                                  const double *__restrict__ dinv, double *r, double v[3]) {
+                                  const double *__restrict__ dinv, double *r, double v[3 * K]) {
   const int32_t i = rc.i;
-  const int k = rc.c;
-  v[0] = v[1] = v[2] = 0;
+  for (int k = 0; k < 3 * K; k++) v[k] = 0;
   if (i >= n) return;
-  double bi;
-  rhs_row(i, k, k + 1, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, &bi);
-  const double ax = sell_col(i, k, H.rowptr, H.sptr, H.col, H.val, x_cols{x});
-  const double xi = x[3 * i + k]; /* loads before stores */
-  const double ri = bi - ax, zi = dinv[i] * ri;
-  X[3 * i + k] = xi;
-  r[3 * i + k] = ri;
-  v[0] = ri * zi;
-  v[1] = ri * ri;
-  v[2] = bi * bi;
+  int all[K];
+  double bi[K], ax[K], xi[K];
+  for (int j = 0; j < K; j++) all[j] = 1;
+  rhs_row(i, rc.c, rc.c + K, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
+  sell_cols<K>(i, rc.c, all, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
+  for (int j = 0; j < K; j++) xi[j] = x[3 * i + rc.c + j]; /* loads before stores */
+  for (int j = 0; j < K; j++) {
+    const int64_t k = 3 * (int64_t)i + rc.c + j;
+    const double ri = bi[j] - ax[j], zi = dinv[i] * ri;
+    X[k] = xi[j];
+    r[k] = ri;
+    v[3 * j] = ri * zi;
+    v[3 * j + 1] = ri * ri;
+    v[3 * j + 2] = bi[j] * bi[j];
+  }
 }
 
 /* The CG's start from the sums s of rhs_cg_row (one thread; s[3 c + m]:
@@ -599,23 +620,33 @@ __device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, 
  * is one pass over the rows (cg_step_row) and one reduction; the start's w
  * = H z0 is a pass of its own (w0_row). The columns' stops are the PCG's
  * (sqrt(r.r) <= rtol ||b||, b = 0 columns stop at once); a capped solve's
- * last step takes X only (cg_last_row). Each row function below is one
- * row and column (rowcol: a thread's). */
+ * last step takes X only (cg_last_row). Each row function below takes a
+ * thread's row and K columns (rowcol, tile_rowcol). */
 
-/* Row i, column c of the start's product: w0 = H z0 (z0 = dinv r0, r0 in
- * the step's set 0) into w[0] where the column runs; v[0] = z0.w0 (0 where
- * it stopped or past n). */
+/* Row i of the start's product, columns c0 .. c0 + K - 1 (rc): w0 = H z0
+ * (z0 = dinv r0, r0 in the step's set 0) into w[0] where the column runs;
+ * v[j] = z0.w0 of column c0 + j (0 where it stopped or past n). */
+template <int K>
 __device__ inline void w0_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t &g,
-                              const cg_t *st, double v[1]) {
+                              const cg_t *st, double v[K]) {
   const int32_t i = rc.i;
-  const int c = rc.c;
-  v[0] = 0;
-  if (i >= n || st->done[c]) return;
+  int run[K], any = 0;
+  for (int j = 0; j < K; j++) {
+    v[j] = 0;
+    run[j] = !st->done[rc.c + j];
+    any |= run[j];
+  }
+  if (i >= n || !any) return;
   const z0_cols z{g.r[0], g.dinv};
-  const double aw = sell_col(i, c, H.rowptr, H.sptr, H.col, H.val, z);
-  const double zi = z.at(i, c); /* the row's loads before its stores */
-  g.w[0][3 * i + c] = aw;
-  v[0] = zi * aw;
+  double aw[K], zi[K];
+  sell_cols<K>(i, rc.c, run, H.rowptr, H.sptr, H.col, H.val, z, aw);
+  for (int j = 0; j < K; j++)
+    if (run[j]) zi[j] = z.at(i, rc.c + j); /* the row's loads before its stores */
+  for (int j = 0; j < K; j++)
+    if (run[j]) {
+      g.w[0][3 * i + rc.c + j] = aw[j];
+      v[j] = zi[j] * aw[j];
+    }
 }
 
 /* The start's product's end (one thread): delta = z0.w0 of each running
@@ -631,36 +662,64 @@ __device__ inline void w0_finish(const double s[3], cg_t *st) {
   if (st->bad) st->all_done = 1;
 }
 
-/* Row i, column c of a CG step (see above) where the column runs: p, q
- * (into the other set), X, r' (other set), z' = dinv r', w' = H z' (other
- * set); v[0] = r'.z', v[1] = r'.r', v[2] = z'.w' (0 where it stopped or
- * past n). Every load of the row before its stores (the buffers are not
- * __restrict__: the persistent frame's coherent loads). */
+/* Row i of a CG step (see above), columns c0 .. c0 + K - 1 (rc) where
+ * they run: p, q (into the other set), X, r' (other set), z' = dinv r',
+ * w' = H z' (other set); v[3 j] = r'.z', v[3 j + 1] = r'.r', v[3 j + 2] =
+ * z'.w' of column c0 + j (0 where it stopped or past n). Every load of
+ * the row before its stores (the buffers are not __restrict__: the
+ * persistent frame's coherent loads; a store first would order the next
+ * column's loads after it). */
+template <int K>
 __device__ inline void cg_step_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t &g,
-                                   const cg_t *st, double v[3]) {
+                                   const cg_t *st, double v[3 * K]) {
   const int32_t i = rc.i;
-  const int c = rc.c;
-  v[0] = v[1] = v[2] = 0;
-  if (i >= n || st->done[c]) return;
+  int run[K], any = 0;
+  for (int j = 0; j < K; j++) {
+    v[3 * j] = v[3 * j + 1] = v[3 * j + 2] = 0;
+    run[j] = !st->done[rc.c + j];
+    any |= run[j];
+  }
+  if (i >= n || !any) return;
   const int par = st->par, nx = par ^ 1, first = st->first;
-  const double a = st->alpha[c], b = st->beta[c];
-  const znext_cols zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first, a, b};
-  const double aw = sell_col(i, c, H.rowptr, H.sptr, H.col, H.val, zn);
-  const int64_t k = 3 * (int64_t)i + c;
-  const double di = g.dinv[i], rc_ = g.rs(par)[k], wc = g.ws(par)[k];
-  const double qc = first ? 0.0 : g.qs(par)[k], pc = first ? 0.0 : g.p[k], xc = g.X[k];
-  const double zi = di * rc_;
-  const double pi = first ? zi : zi + b * pc;
-  double qn, rn;
-  const double zn_i = cg_next_z(first, a, b, di, rc_, wc, qc, &qn, &rn);
-  g.p[k] = pi;
-  g.qs(nx)[k] = qn;
-  g.X[k] = xc + a * pi;
-  g.rs(nx)[k] = rn;
-  g.ws(nx)[k] = aw;
-  v[0] = rn * zn_i;
-  v[1] = rn * rn;
-  v[2] = zn_i * aw;
+  double aw[K], rc_[K], wc[K], qc[K], pc[K], xc[K];
+  znext_cols<K> zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first, {}, {}};
+  for (int j = 0; j < K; j++) {
+    zn.alpha[j] = st->alpha[rc.c + j];
+    zn.beta[j] = st->beta[rc.c + j];
+  }
+  sell_cols<K>(i, rc.c, run, H.rowptr, H.sptr, H.col, H.val, zn, aw);
+  const int64_t k0 = 3 * (int64_t)i + rc.c;
+  const double di = g.dinv[i];
+#pragma unroll
+  for (int j = 0; j < K; j++) {
+    rc_[j] = wc[j] = qc[j] = pc[j] = xc[j] = 0;
+    if (run[j]) {
+      rc_[j] = g.rs(par)[k0 + j];
+      wc[j] = g.ws(par)[k0 + j];
+      if (!first) {
+        qc[j] = g.qs(par)[k0 + j];
+        pc[j] = g.p[k0 + j];
+      }
+      xc[j] = g.X[k0 + j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < K; j++)
+    if (run[j]) {
+      const double a = zn.alpha[j], b = zn.beta[j];
+      const double zi = di * rc_[j];
+      const double pi = first ? zi : zi + b * pc[j];
+      double qn, rn;
+      const double zn_i = cg_next_z(first, a, b, di, rc_[j], wc[j], qc[j], &qn, &rn);
+      g.p[k0 + j] = pi;
+      g.qs(nx)[k0 + j] = qn;
+      g.X[k0 + j] = xc[j] + a * pi;
+      g.rs(nx)[k0 + j] = rn;
+      g.ws(nx)[k0 + j] = aw[j];
+      v[3 * j] = rn * zn_i;
+      v[3 * j + 1] = rn * rn;
+      v[3 * j + 2] = zn_i * aw[j];
+    }
 }
 
 /* A CG step's end (one thread, the sums s of every block in cg_step_row's
@@ -697,20 +756,33 @@ __device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) 
   st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
 }
 
-/* Row i, column c of a capped solve's last step: p = z + beta p (z first)
- * and X += alpha p where the column runs (the step's r, w and sums are not
- * needed: the cap ends the solve). */
+/* Row i of a capped solve's last step, columns c0 .. c0 + K - 1 (rc)
+ * where they run: p = z + beta p (z first) and X += alpha p (the step's
+ * r, w and sums are not needed: the cap ends the solve). */
+template <int K>
 __device__ inline void cg_last_row(rowcol rc, int32_t n, const cgv_t &g, const cg_t *st) {
   const int32_t i = rc.i;
-  const int c = rc.c;
-  if (i >= n || st->done[c]) return;
+  if (i >= n) return;
   const int first = st->first;
-  const int64_t k = 3 * (int64_t)i + c;
-  const double di = g.dinv[i], r = g.rs(st->par)[k];
-  const double pc = first ? 0.0 : g.p[k], xc = g.X[k];
-  const double zi = di * r;
-  const double pi = first ? zi : zi + st->beta[c] * pc;
-  g.X[k] = xc + st->alpha[c] * pi;
+  const int64_t k0 = 3 * (int64_t)i + rc.c;
+  const double di = g.dinv[i];
+  double r[K], pc[K], xc[K];
+#pragma unroll
+  for (int j = 0; j < K; j++) {
+    r[j] = pc[j] = xc[j] = 0;
+    if (!st->done[rc.c + j]) {
+      r[j] = g.rs(st->par)[k0 + j];
+      if (!first) pc[j] = g.p[k0 + j];
+      xc[j] = g.X[k0 + j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < K; j++)
+    if (!st->done[rc.c + j]) {
+      const double zi = di * r[j];
+      const double pi = first ? zi : zi + st->beta[rc.c + j] * pc[j];
+      g.X[k0 + j] = xc[j] + st->alpha[rc.c + j] * pi;
+    }
 }
 
 /* The last step's end (one thread): the count and the cap. */

@@ -27,7 +27,7 @@
  * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
  * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
  * rows are the rows of block t of the graph's kernels, so each tile's dot
- * product partial is block t's record (block_parts_cols), bit for bit.
+ * product partial is block t's record (block_parts), bit for bit.
  * Run only where asked for (mb_deform_cuda_opts.persistent 1, bench
  * --persistent yes): measured slower than the graphs on an H100 at Roof2
  * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
@@ -171,6 +171,7 @@ __device__ inline void grid_sums(const frame_args &a, int &pb, double s[N], doub
 
 /* a.iters soft iterations (see the header): the same work, records and
  * bits as as many launches of the capped iteration's graph (batched). */
+template <int K>
 __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   __shared__ double sh[9 * WARPS];
@@ -181,7 +182,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   const int64_t p9 = 9 * a.ntiles;
   const double c = a.prm[0];
   int pb = 0;
-  double s[9], v[3]; /* a thread's values (its column's): the first in the start's product */
+  double s[9], v[3 * K]; /* a thread's values (its columns'): the first K in the start's product */
   long long t0 = clock64(), tlast = t0;
   const unsigned long long ns0 = a.prof ? global_ns() : 0;
   for (int it = 0; it < a.iters; it++) {
@@ -199,10 +200,10 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     prof_stamp(a.prof, &tlast, &seg);
     /* the right-hand side and the CG's start */
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      rhs_cg_row(tile_rowcol(t), a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg, a.gF,
-                 a.pin, c, a.x, a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
-      block_parts_cols<3>(v, t, a.ntiles, a.part + pb * p9, sh);
-      __syncthreads(); /* sh read by block_parts_cols' totals before the next tile's */
+      rhs_cg_row<K>(tile_rowcol<K>(t), a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg,
+                    a.gF, a.pin, c, a.x, a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
+      block_parts<K, 3>(v, t, a.ntiles, a.part + pb * p9, sh);
+      __syncthreads(); /* sh read by block_parts' totals before the next tile's */
     }
     prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
@@ -214,8 +215,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     /* the start's product w0 = H z0 and the first alpha */
     if (!cs.all_done) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        w0_row(tile_rowcol(t), a.n, a.H, a.cg, &cs, v);
-        block_parts_cols<1>(v, t, a.ntiles, a.part + pb * p9, sh);
+        w0_row<K>(tile_rowcol<K>(t), a.n, a.H, a.cg, &cs, v);
+        block_parts<K, 1>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
@@ -230,8 +231,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
      * the same in every block) */
     for (int step = 0; step + 1 < a.maxit && !cs.all_done; step++) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        cg_step_row(tile_rowcol(t), a.n, a.H, a.cg, &cs, v);
-        block_parts_cols<3>(v, t, a.ntiles, a.part + pb * p9, sh);
+        cg_step_row<K>(tile_rowcol<K>(t), a.n, a.H, a.cg, &cs, v);
+        block_parts<K, 3>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
@@ -248,10 +249,10 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     const int skip = take_skip(1, a.l, a.tol, ctl, a.bt);
     double moved = 0;
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      const rowcol rc = tile_rowcol(t);
-      if (running) cg_last_row(rc, a.n, a.cg, &cs);
+      const rowcol rc = tile_rowcol<K>(t);
+      if (running) cg_last_row<K>(rc, a.n, a.cg, &cs);
       if (!skip) {
-        const double m = take_row(rc.i, rc.c, rc.c + 1, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
+        const double m = take_row(rc.i, rc.c, rc.c + K, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
         if (m > moved) moved = m;
       }
     }
@@ -274,6 +275,11 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   }
 }
 
+/* The frame's kernel for g's columns a thread (tile_rowcol). */
+static void (*frame_kernel(const deform_gpu *g))(frame_args) {
+  return g->kcols == 1 ? k_frame<1> : k_frame<3>;
+}
+
 /* The grid of the persistent frame for g's mesh (see the header), 0 where
  * it cannot run (reason into why). */
 int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
@@ -281,7 +287,8 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
   cudaError_t ce = cudaGetDevice(&dev);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (ce == cudaSuccess) ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_frame, BLOCK, 0);
+  if (ce == cudaSuccess)
+    ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, frame_kernel(g), BLOCK, 0);
   if (ce != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, nwhy, "%s", cudaGetErrorString(ce));
@@ -292,8 +299,8 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
                                     : "the kernel cannot be resident");
     return 0;
   }
-  const int64_t tiles = rc_tiles(g->dm->nv) > blocks(g->dm->nf) ? rc_tiles(g->dm->nv)
-                                                                 : blocks(g->dm->nf);
+  const int64_t rows = row_tiles(g->kcols, g->dm->nv);
+  const int64_t tiles = rows > blocks(g->dm->nf) ? rows : blocks(g->dm->nf);
   const int64_t cap = (int64_t)sms * per;
   int64_t rounds = (tiles + cap - 1) / cap;
   const char *env = getenv("MB_DEFORM_FRAME_TILES"); /* a tuning knob: tiles a block, at least */
@@ -346,7 +353,7 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
     a.nf = g->dm->nf;
     a.planar = planar;
     a.iters = bn;
-    a.ntiles = rc_tiles(g->dm->nv);
+    a.ntiles = row_tiles(g->kcols, g->dm->nv);
     a.maxit = g->p->cg_iterations;
     a.l = l;
     a.tol = g->p->tolerance;
@@ -380,7 +387,7 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
       a.prof = d->prof.as<unsigned long long>();
     }
     void *args[] = {&a};
-    ce = cudaLaunchCooperativeKernel((const void *)k_frame, dim3((unsigned)g->persist_grid),
+    ce = cudaLaunchCooperativeKernel((const void *)frame_kernel(g), dim3((unsigned)g->persist_grid),
                                      dim3(BLOCK), args, 0, nullptr);
     if (ce == cudaSuccess) {
       *ran = 1;

@@ -91,6 +91,7 @@ struct deform_gpu {
   int persist_failed = 0; /* the persistent frame cannot run here (frame_batch) */
   int persist_used = 0;   /* batches run by the persistent frame this run */
   int persist_grid = 0;   /* its blocks (of BLOCK threads), 0 until decided */
+  int kcols = 3;          /* the room's CG's columns a thread (tile_rowcol): 3 or 1 */
   ~deform_gpu() {
     if (chunk) cudaGraphExecDestroy(chunk);
     mb_deform_system_free(&sys);

@@ -322,17 +322,25 @@ static void test_polylla(void **state) {
   case_free(&c);
 }
 
-/* One CUDA run of p on c from its input into x [nv, 3] (the room's CG). */
-static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_deform_report *rep) {
+/* One CUDA run of p on c from its input into x [nv, 3] (the room's CG;
+ * row_threads as mb_deform_cuda_opts': 0 auto, 1 or 3 threads a row). */
+static void cuda_run_rows(case_mesh *c, const mb_deform_params *p, int row_threads, double *x,
+                          mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
   mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
                        c->m->face_indices, c->adj, c->target, NULL};
   memset(rep, 0, sizeof *rep);
-  const mb_error e = mb_deform_run_cuda(p, &dm, rep, NULL);
+  const mb_deform_cuda_opts o = {0, 0, 0, row_threads};
+  const mb_error e = mb_deform_run_cuda(p, &dm, rep, &o);
   if (e == MB_ERR_NUMERIC && p->hard && rep->iterations == p->iterations)
     mb_error_clear(); /* hard, not met within the iterations: the positions are kept */
   else if (e)
     fail_msg("CUDA: %s", mb_error_message());
+}
+
+/* cuda_run_rows with the default options (row_threads auto). */
+static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_deform_report *rep) {
+  cuda_run_rows(c, p, 0, x, rep);
 }
 
 /* The room's CG, one kernel a CG step (Chronopoulos and Gear's one
@@ -340,7 +348,8 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * start's product): one local-global iteration with 10 CG
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
- * 1e-13 of the box, soft and hard (the hard run pins the handles: H's
+ * 1e-13 of the box, soft and hard, at 3 threads a row and at 1 (the hard
+ * run pins the handles: H's
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
  * grown by a larger mesh and the pooled graph updated in between (the
@@ -350,8 +359,8 @@ static void test_fused_cg(void **state) {
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
   case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
   const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
-  for (int run = 0; run < 4; run++) {
-    const int its = run % 2 ? 3 : 1, hard = run / 2 % 2;
+  for (int run = 0; run < 8; run++) {
+    const int its = run % 2 ? 3 : 1, hard = run / 2 % 2, rows = run < 4 ? 3 : 1;
     mb_deform_params p = params(MB_DEFORM_PLANAR, hard, its, 1e-300, MB_DEFORM_PCG);
     p.cg_iterations = 10;
     double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -362,7 +371,7 @@ static void test_fused_cg(void **state) {
     const mb_error ec = mb_deform_run_cpu(&p, &dc, &rc);
     if (hard && ec == MB_ERR_NUMERIC && rc.iterations == its) mb_error_clear(); /* not met: kept */
     else assert_int_equal(ec, MB_SUCCESS);
-    cuda_run(&a, &p, xg, &rg);
+    cuda_run_rows(&a, &p, rows, xg, &rg);
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     double dev = 0, moved = 0;
     for (int64_t i = 0; i < a.m->nv; i++)
@@ -374,9 +383,10 @@ static void test_fused_cg(void **state) {
       }
     const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) +
                             (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    printf("fused CG, %s, %d iteration%s of 10 CG iterations: CPU %lld, CUDA "
-           "%lld CG iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
-           hard ? "hard" : "soft", its, its == 1 ? "" : "s", rc.pcg_iterations,
+    printf("fused CG, %s, %d thread%s a row, %d iteration%s of 10 CG iterations: CPU %lld, "
+           "CUDA %lld CG iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
+           hard ? "hard" : "soft", rows, rows == 1 ? "" : "s", its, its == 1 ? "" : "s",
+           rc.pcg_iterations,
            rg.pcg_iterations, moved, dev, dev / box);
     assert_true(moved > 1e-6 * box); /* the iterations did something */
     assert_true(rg.pcg_iterations == rc.pcg_iterations);
@@ -421,14 +431,15 @@ static void test_fused_cg(void **state) {
 
 /* One CUDA run of p on c from its input into x [nv, 3], the persistent
  * frame asked for (persistent 1), the graphs (-1) or auto (0: the
- * persistent frame up to MB_DEFORM_PERSISTENT_ROWS vertices). */
-static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent, double *x,
-                          mb_deform_report *rep) {
+ * persistent frame up to MB_DEFORM_PERSISTENT_ROWS vertices); row_threads
+ * as mb_deform_cuda_opts'. */
+static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent,
+                          int row_threads, double *x, mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
   mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
                        c->m->face_indices, c->adj, c->target, NULL};
   memset(rep, 0, sizeof *rep);
-  const mb_deform_cuda_opts o = {0, 0, persistent};
+  const mb_deform_cuda_opts o = {0, 0, persistent, row_threads};
   if (mb_deform_run_cuda(p, &dm, rep, &o)) fail_msg("CUDA: %s", mb_error_message());
 }
 
@@ -440,7 +451,10 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
  * generated dome (1,600 vertices, 60 iterations: batches of 25, 25, 10;
  * k = 3 and k = 8), with a stop inside a batch (test_quad_grid's 400-vertex
  * grid to tolerance 1e-7: the same iteration count), and on a Roof1-size layout (20,464 vertices, 50
- * iterations, k = 3); the persistent runs repeat bit for bit (a larger
+ * iterations, k = 3), at auto's 3 threads a row (a thread a row and
+ * column) and, on the dome and the grid, at a thread a row
+ * (mb_deform_cuda_opts.row_threads 1: the same equalities, each mapping
+ * with itself); the persistent runs repeat bit for bit (a larger
  * mesh run in between: the pooled buffers grown). The run asked for
  * must take the persistent path (rep.persistent: every sm_60+ device has
  * cooperative launch), the graphs asked for the graphs, and auto (0) the
@@ -452,13 +466,15 @@ static void test_persistent_frame(void **state) {
   case_mesh roof = panels(20464, MB_PANELS_DOME, 0.5, 5, 0.2);
   struct {
     case_mesh *c;
-    int iterations, k;
+    int iterations, k, rows; /* rows: threads a row (0: auto, 3 on these meshes) */
     double tol;
     const char *what;
-  } cases[] = {{&dome, 60, 3, 1e-300, "dome, 60 iterations, k = 3"},
-               {&dome, 60, 8, 1e-300, "dome, 60 iterations, k = 8"},
-               {&grid, 5000, 8, 1e-7, "quad grid, to 1e-7, k = 8"},
-               {&roof, 50, 3, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
+  } cases[] = {{&dome, 60, 3, 0, 1e-300, "dome, 60 iterations, k = 3"},
+               {&dome, 60, 8, 0, 1e-300, "dome, 60 iterations, k = 8"},
+               {&dome, 60, 3, 1, 1e-300, "dome, 60 iterations, k = 3, a thread a row"},
+               {&grid, 5000, 8, 0, 1e-7, "quad grid, to 1e-7, k = 8"},
+               {&grid, 5000, 8, 1, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row"},
+               {&roof, 50, 3, 0, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
   for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     case_mesh *c = cases[t].c;
     const size_t bytes = sizeof(double) * 3 * (size_t)c->m->nv;
@@ -470,11 +486,12 @@ static void test_persistent_frame(void **state) {
     mb_deform_report rp, rg, r2, ro;
     mb_deform_report ra;
     double *xa = malloc(bytes);
-    cuda_run_path(c, &p, 1, xp, &rp);
-    cuda_run_path(c, &p, -1, xg, &rg);
-    cuda_run_path(c, &p, 0, xa, &ra); /* auto */
-    cuda_run_path(&roof, &p, 1, xo, &ro); /* grows the pool (or reuses it) in between */
-    cuda_run_path(c, &p, 1, x2, &r2);
+    const int rows = cases[t].rows;
+    cuda_run_path(c, &p, 1, rows, xp, &rp);
+    cuda_run_path(c, &p, -1, rows, xg, &rg);
+    cuda_run_path(c, &p, 0, rows, xa, &ra); /* auto */
+    cuda_run_path(&roof, &p, 1, rows, xo, &ro); /* grows the pool (or reuses it) in between */
+    cuda_run_path(c, &p, 1, rows, x2, &r2);
     double dev = 0;
     for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
     printf("persistent frame, %s: paths %s and %s; iterations %d and %d, CG %lld and %lld, "

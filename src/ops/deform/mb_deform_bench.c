@@ -213,7 +213,7 @@ static mb_error run_once(const bench_opts *o, mb_mesh *m, mb_adjacency *adj, con
                        adj, target, NULL};
   memset(rep, 0, sizeof *rep);
   const double t0 = mb_wtime();
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, 0};
   mb_error e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, rep, &co)
                        : mb_deform_run_cpu(&o->p, &dm, rep);
   *ms = 1e3 * (mb_wtime() - t0);
@@ -318,7 +318,7 @@ static void *prep_main(void *arg) {
   prep_job *j = arg;
   mb_mesh *m = j->m;
   const bench_opts *o = j->o;
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, 0};
   const double t0 = mb_wtime();
   memcpy(m->xyz, j->x0, sizeof(double) * 3 * (size_t)m->nv);
   const mb_error e = mb_deform_cuda_prepare(&o->p, &j->dm, &co, &j->prep);
