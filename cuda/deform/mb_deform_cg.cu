@@ -116,9 +116,12 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
                 prm[0], x, X, H, dinv, r, v);
   block_parts<K, 3>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts<9>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) rhs_cg_finish(s, rtol, maxit, st);
+  __shared__ double tot[9];
+  finish_parts<9>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) {
+    __syncwarp();
+    rhs_cg_finish(tot, rtol, maxit, st);
+  }
 }
 
 /* The CG's start product w0 = H z0 (w0_row) for the columns still running;
@@ -134,9 +137,12 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   w0_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
   block_parts<K, 1>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[3];
-  finish_parts<3>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) w0_finish(s, st);
+  __shared__ double tot[3];
+  finish_parts<3>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) {
+    __syncwarp();
+    w0_finish(tot, st);
+  }
 }
 
 /* One CG step (cg_step_row: the direction, the iterate, the residual and
@@ -145,7 +151,7 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
  * the cap, and flips the vectors' sets (cg_step_finish). */
 template <int K>
 __global__ void __launch_bounds__(BLOCK)
-k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, cg_t *st) {
+k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   __shared__ double sh[9 * WARPS];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
@@ -153,9 +159,12 @@ k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, double rtol, 
   cg_step_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
   block_parts<K, 3>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
-  double s[9];
-  finish_parts<9>((int)gridDim.x, part, s, sh);
-  if (threadIdx.x == 0) cg_step_finish(s, rtol, st);
+  __shared__ double tot[9];
+  finish_parts<9>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) {
+    __syncwarp();
+    cg_step_finish(tot, st);
+  }
 }
 
 /* The capped CG's last step and the take in one kernel: cg_last_row where
@@ -277,7 +286,7 @@ void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
   const cgv_t v = cg_vectors(g);
   for (int j = 0; j < len; j++)
     (g->kcols == 1 ? k_cg_step<1> : k_cg_step<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
-        n, hmat(g), v, g->d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->d->cst.as<cg_t>());
+        n, hmat(g), v, g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
 }
 
 /* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x

@@ -253,6 +253,7 @@ constexpr int CG_CHUNK = 8;
  * persistent frame, written back at its end). */
 struct cg_t {
   double rz[3], bb[3], alpha[3], beta[3], rr[3];
+  double tol[3]; /* each column's stop: rtol ||b|| (rhs_cg_finish) */
   int done[3], all_done, bad, iters, maxit; /* maxit: the cap (cg_iterations), 0 none */
   int par;   /* the step reads the vectors' set par and writes the other (cgv_t) */
   int first; /* 1 before the first step of a solve: p = z, q = w */
@@ -320,18 +321,19 @@ __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t n
   }
 }
 
-/* sums[N] (at thread 0 only) = the block's sums of each thread's acc[N]:
- * the warp tree (warp_sums), one barrier, then the warps in order (the
- * finishes' last step). */
+/* tot[N] (shared memory, written by threads k < N: warp 0) = the block's
+ * sums of each thread's acc[N]: the warp tree (warp_sums), one barrier,
+ * then the warps in order, value k by thread k (the finishes' last step).
+ * The readers in warp 0 __syncwarp first. */
 template <int N>
-__device__ inline void block_totals(const double acc[N], double sums[N], double *sh) {
+__device__ inline void block_totals(const double acc[N], double *tot, double *sh) {
+  static_assert(N <= 32, "the totals in warp 0");
   warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
-  if (threadIdx.x == 0)
-    for (int k = 0; k < N; k++) sums[k] = warps_total<N>(sh, k);
+  if ((int)threadIdx.x < N) tot[threadIdx.x] = warps_total<N>(sh, (int)threadIdx.x);
 }
 
-/* sums[N] (at thread 0 only) = the partials part [N, nblk] of nblk blocks
+/* tot[N] (shared memory, block_totals) = the partials part [N, nblk] of nblk blocks
  * (block_parts' layout), summed in a fixed order (one block; its first
  * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
  * two records in flight together, past L1: written by other blocks), then
@@ -344,7 +346,7 @@ __device__ inline void block_totals(const double acc[N], double sums[N], double 
  * is slow was not found: not the loads, nor local memory, by the
  * frame's profile and Nsight Compute). */
 template <int N>
-__device__ inline void finish_pass(int nblk, const double *part, double sums[N], double *sh) {
+__device__ inline void finish_pass(int nblk, const double *part, double *tot, double *sh) {
   double acc[N];
   for (int k = 0; k < N; k++) acc[k] = 0;
   /* two records a round, both loaded before either is added (Roof2's 316
@@ -358,7 +360,7 @@ __device__ inline void finish_pass(int nblk, const double *part, double sums[N],
     if (two)
       for (int k = 0; k < N; k++) acc[k] += t2[k];
   }
-  block_totals<N>(acc, sums, sh);
+  block_totals<N>(acc, tot, sh);
 }
 
 /* finish_pass with at most one record a thread (nblk <= BLOCK: Roof1's
@@ -366,25 +368,25 @@ __device__ inline void finish_pass(int nblk, const double *part, double sums[N],
  * in N registers (the two-record loop holds 3 N), acc = 0 + t as there
  * (the same bits). */
 template <int N>
-__device__ inline void finish_one(int nblk, const double *part, double sums[N], double *sh) {
+__device__ inline void finish_one(int nblk, const double *part, double *tot, double *sh) {
   double acc[N];
   const bool on = (int)threadIdx.x < nblk;
   for (int k = 0; k < N; k++) acc[k] = on ? __ldcg(&part[(int64_t)k * nblk + threadIdx.x]) : 0.0;
   for (int k = 0; k < N; k++) acc[k] = 0.0 + acc[k]; /* finish_pass's first addition */
-  block_totals<N>(acc, sums, sh);
+  block_totals<N>(acc, tot, sh);
 }
 
 /* The grid's sums: finish_one where nblk <= BLOCK, else finish_pass in
  * passes of at most 6 values (see finish_pass). */
 template <int N>
-__device__ inline void finish_parts(int nblk, const double *part, double sums[N], double *sh) {
+__device__ inline void finish_parts(int nblk, const double *part, double *tot, double *sh) {
   if (nblk <= BLOCK) {
-    finish_one<N>(nblk, part, sums, sh);
+    finish_one<N>(nblk, part, tot, sh);
   } else if constexpr (N > 6) {
-    finish_pass<6>(nblk, part, sums, sh);
-    finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, sums + 6, sh + 6 * WARPS);
+    finish_pass<6>(nblk, part, tot, sh);
+    finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, tot + 6, sh + 6 * WARPS);
   } else {
-    finish_pass<N>(nblk, part, sums, sh);
+    finish_pass<N>(nblk, part, tot, sh);
   }
 }
 
@@ -583,25 +585,37 @@ __device__ inline void rhs_cg_row(rowcol rc, int32_t n, const int32_t *__restric
   }
 }
 
-/* The CG's start from the sums s of rhs_cg_row (one thread; s[3 c + m]:
- * column c's value m): r.z, r.r, b.b, each column's stop (b = 0 or
- * sqrt(r.r) <= rtol ||b||), the cap maxit, the counts reset (a breakdown
- * flagged by k_cg_dinv stays). */
-__device__ inline void rhs_cg_finish(const double s[9], double rtol, int maxit, cg_t *st) {
-  int all = 1;
-  for (int c = 0; c < 3; c++) {
-    st->rz[c] = s[3 * c];
-    st->rr[c] = s[3 * c + 1];
-    st->bb[c] = s[3 * c + 2];
-    st->done[c] = st->bb[c] == 0 || sqrt(st->rr[c]) <= rtol * sqrt(st->bb[c]);
+/* The finishes below run in warp 0 of a block (every one of its
+ * threads calls them, after the sums' tot [9] in shared memory,
+ * finish_parts): thread c < 3 takes column c from its values tot[3 c ..
+ * 3 c + 2] (tot[c] for the start's product), the columns' serial chains
+ * of divisions and square roots side by side, then (__syncwarp: the
+ * columns' writes seen) thread 0 the common part. Measured before
+ * (2026-11-28, one H100, Roof1's frame): thread 0 alone took the three
+ * columns one after the other. */
+
+/* The CG's start from the sums of rhs_cg_row (column c's r.z, r.r, b.b):
+ * each column's stop tolerance rtol ||b|| and stop (b = 0 or sqrt(r.r) <=
+ * rtol ||b||); then the cap maxit, the counts reset (a breakdown flagged
+ * by k_cg_dinv stays). */
+__device__ inline void rhs_cg_finish(const double *tot, double rtol, int maxit, cg_t *st) {
+  const int c = (int)threadIdx.x;
+  if (c < 3) {
+    st->rz[c] = tot[3 * c];
+    st->rr[c] = tot[3 * c + 1];
+    st->bb[c] = tot[3 * c + 2];
+    st->tol[c] = rtol * sqrt(st->bb[c]);
+    st->done[c] = st->bb[c] == 0 || sqrt(st->rr[c]) <= st->tol[c];
     if (!isfinite(st->rr[c]) || !isfinite(st->bb[c])) st->bad = 1;
-    all &= st->done[c];
   }
-  st->iters = 0;
-  st->maxit = maxit;
-  st->par = 0;
-  st->first = 1;
-  st->all_done = all || st->bad;
+  __syncwarp();
+  if (c == 0) {
+    st->iters = 0;
+    st->maxit = maxit;
+    st->par = 0;
+    st->first = 1;
+    st->all_done = (st->done[0] && st->done[1] && st->done[2]) || st->bad;
+  }
 }
 
 /* The CG (Chronopoulos and Gear, "s-step iterative methods for symmetric
@@ -649,17 +663,18 @@ __device__ inline void w0_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t
     }
 }
 
-/* The start's product's end (one thread): delta = z0.w0 of each running
- * column (s[c]), alpha = rho / delta; a breakdown where delta <= 0 or is
- * not finite ends the solve. */
-__device__ inline void w0_finish(const double s[3], cg_t *st) {
-  for (int c = 0; c < 3; c++)
-    if (!st->done[c]) {
-      if (!(s[c] > 0) || !isfinite(s[c])) st->bad = 1; /* z'Hz <= 0: not SPD */
-      st->alpha[c] = st->rz[c] / s[c];
-      st->beta[c] = 0;
-    }
-  if (st->bad) st->all_done = 1;
+/* The start's product's end (warp 0; see rhs_cg_finish): delta = z0.w0
+ * of each running column (tot[c]), alpha = rho / delta; a breakdown where
+ * delta <= 0 or is not finite ends the solve. */
+__device__ inline void w0_finish(const double *tot, cg_t *st) {
+  const int c = (int)threadIdx.x;
+  if (c < 3 && !st->done[c]) {
+    if (!(tot[c] > 0) || !isfinite(tot[c])) st->bad = 1; /* z'Hz <= 0: not SPD */
+    st->alpha[c] = st->rz[c] / tot[c];
+    st->beta[c] = 0;
+  }
+  __syncwarp();
+  if (c == 0 && st->bad) st->all_done = 1;
 }
 
 /* Row i of a CG step (see above), columns c0 .. c0 + K - 1 (rc) where
@@ -722,38 +737,38 @@ __device__ inline void cg_step_row(rowcol rc, int32_t n, const sell_t &H, const 
     }
 }
 
-/* A CG step's end (one thread, the sums s of every block in cg_step_row's
- * layout: s[3 c + m] column c's value m): the count; each running
- * column's stop (r'.r' within rtol of b.b), else (below the cap) beta and
- * alpha for the next step (a breakdown where the curvature delta - beta
- * rho / alpha_old <= 0 or a value is not finite); the sets flipped; the
- * cap. */
-__device__ inline void cg_step_finish(const double s[9], double rtol, cg_t *st) {
-  int all = 1;
-  st->iters++;
-  /* at the cap no next step runs: its alpha is not taken (a curvature of a
-   * step that never runs must not flag a breakdown) */
-  const int capped = st->maxit > 0 && st->iters >= st->maxit;
-  for (int c = 0; c < 3; c++) {
-    if (!st->done[c]) {
-      const double rz = s[3 * c], rr = s[3 * c + 1], zw = s[3 * c + 2];
-      if (!isfinite(rr) || !isfinite(rz) || !isfinite(zw)) st->bad = 1;
-      st->rr[c] = rr;
-      if (sqrt(rr) <= rtol * sqrt(st->bb[c])) st->done[c] = 1;
-      else if (!capped) {
-        const double beta = rz / st->rz[c];
-        const double curv = zw - beta * rz / st->alpha[c];
-        if (!(curv > 0) || !isfinite(curv)) st->bad = 1; /* p'Hp <= 0: not SPD */
-        st->beta[c] = beta;
-        st->alpha[c] = rz / curv;
-        st->rz[c] = rz;
-      }
+/* A CG step's end (warp 0; see rhs_cg_finish; column c's r'.z', r'.r',
+ * z'.w' at tot[3 c ..]): each running column's stop (sqrt(r'.r') within
+ * its tolerance), else (below the cap) beta and alpha for the next step (a
+ * breakdown where the curvature delta - beta rho / alpha_old <= 0 or a
+ * value is not finite); then the count, the sets flipped, the cap. */
+__device__ inline void cg_step_finish(const double *tot, cg_t *st) {
+  const int c = (int)threadIdx.x;
+  if (c < 3 && !st->done[c]) {
+    /* at the cap no next step runs: its alpha is not taken (a curvature of
+     * a step that never runs must not flag a breakdown) */
+    const int capped = st->maxit > 0 && st->iters + 1 >= st->maxit;
+    const double rz = tot[3 * c], rr = tot[3 * c + 1], zw = tot[3 * c + 2];
+    if (!isfinite(rr) || !isfinite(rz) || !isfinite(zw)) st->bad = 1;
+    st->rr[c] = rr;
+    if (sqrt(rr) <= st->tol[c]) st->done[c] = 1;
+    else if (!capped) {
+      const double beta = rz / st->rz[c];
+      const double curv = zw - beta * rz / st->alpha[c];
+      if (!(curv > 0) || !isfinite(curv)) st->bad = 1; /* p'Hp <= 0: not SPD */
+      st->beta[c] = beta;
+      st->alpha[c] = rz / curv;
+      st->rz[c] = rz;
     }
-    all &= st->done[c];
   }
-  st->par ^= 1;
-  st->first = 0;
-  st->all_done = all || st->bad || (st->maxit > 0 && st->iters >= st->maxit);
+  __syncwarp();
+  if (c == 0) {
+    st->iters++;
+    st->par ^= 1;
+    st->first = 0;
+    st->all_done = (st->done[0] && st->done[1] && st->done[2]) || st->bad ||
+                   (st->maxit > 0 && st->iters >= st->maxit);
+  }
 }
 
 /* Row i of a capped solve's last step, columns c0 .. c0 + K - 1 (rc)

@@ -160,13 +160,15 @@ __device__ inline unsigned long long global_ns() {
   return t;
 }
 
-/* Every block's sums (at its thread 0) of the partials [N, ntiles] of
- * buffer pb (finish_parts: the fixed order, the same bits in every
- * block); pb flipped. The caller syncs before sh is written again. */
+/* Every block's sums tot [N] (shared; warp 0 synchronised to read them)
+ * of the partials [N, ntiles] of buffer pb (finish_parts: the fixed
+ * order, the same bits in every block); pb flipped. The caller syncs
+ * before sh is written again. */
 template <int N>
-__device__ inline void grid_sums(const frame_args &a, int &pb, double s[N], double *sh) {
-  finish_parts<N>((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, s, sh);
+__device__ inline void grid_sums(const frame_args &a, int &pb, double *tot, double *sh) {
+  finish_parts<N>((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, tot, sh);
   pb ^= 1;
+  if (threadIdx.x < 32) __syncwarp(); /* tot written by warp 0, read there */
 }
 
 /* a.iters soft iterations (see the header): the same work, records and
@@ -178,19 +180,25 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   __shared__ cg_t cs; /* the CG's state: the same in every block */
   if (threadIdx.x == 0) cs = *a.st;
   __syncthreads();
-  const int64_t gt = (int64_t)blockIdx.x * BLOCK + threadIdx.x, gs = (int64_t)gridDim.x * BLOCK;
+  const int64_t fpb = (a.nf + gridDim.x - 1) / gridDim.x; /* faces a block */
   const int64_t p9 = 9 * a.ntiles;
   const double c = a.prm[0];
   int pb = 0;
-  double s[9], v[3 * K]; /* a thread's values (its columns'): the first K in the start's product */
+  __shared__ double tot[9]; /* the grid's sums (grid_sums) */
+  double v[3 * K]; /* a thread's values (its columns'): the first K in the start's product */
   long long t0 = clock64(), tlast = t0;
   const unsigned long long ns0 = a.prof ? global_ns() : 0;
   for (int it = 0; it < a.iters; it++) {
     int seg = 0;
     ctl_t *ctl = a.ctl + (it & 1);
-    /* the projection */
+    /* the projection: each block a contiguous run of fpb faces, so that
+     * the faces spread over every block (a face a thread) rather than
+     * filling the first blocks' threads (with three threads a row the grid
+     * has three times the threads there are faces) */
     double worst = 0;
-    for (int64_t f = gt; f < a.nf; f += gs) {
+    for (int64_t k = threadIdx.x; k < fpb; k += BLOCK) {
+      const int64_t f = blockIdx.x * fpb + k;
+      if (f >= a.nf) break;
       const double w = project_face(f, a.fo, a.fi, a.x, nullptr, a.q, a.z, a.ym, a.planar, 0, 1.0);
       if (w > worst) worst = w;
     }
@@ -208,8 +216,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
     prof_stamp(a.prof, &tlast, &seg);
-    grid_sums<9>(a, pb, s, sh);
-    if (threadIdx.x == 0) rhs_cg_finish(s, a.rtol, a.maxit, &cs);
+    grid_sums<9>(a, pb, tot, sh);
+    if (threadIdx.x < 32) rhs_cg_finish(tot, a.rtol, a.maxit, &cs);
     __syncthreads();
     prof_stamp(a.prof, &tlast, &seg);
     /* the start's product w0 = H z0 and the first alpha */
@@ -222,8 +230,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
       prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
       prof_stamp(a.prof, &tlast, &seg);
-      grid_sums<3>(a, pb, s, sh);
-      if (threadIdx.x == 0) w0_finish(s, &cs);
+      grid_sums<3>(a, pb, tot, sh);
+      if (threadIdx.x < 32) w0_finish(tot, &cs);
       __syncthreads();
       prof_stamp(a.prof, &tlast, &seg);
     }
@@ -238,8 +246,8 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
       prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
       prof_stamp(a.prof, &tlast, &seg);
-      grid_sums<9>(a, pb, s, sh);
-      if (threadIdx.x == 0) cg_step_finish(s, a.rtol, &cs);
+      grid_sums<9>(a, pb, tot, sh);
+      if (threadIdx.x < 32) cg_step_finish(tot, &cs);
       __syncthreads();
       prof_stamp(a.prof, &tlast, &seg);
     }
