@@ -363,36 +363,17 @@ __device__ inline void finish_pass(int nblk, const double *part, double *tot, do
   block_totals<N>(acc, tot, sh);
 }
 
-/* tot[N] (shared memory, written by lane 0 of warp 0; its readers in warp
- * 0 __syncwarp first) = the partials of nblk <= BLOCK records, by warp 0
- * alone (the other warps return at once; no barrier): lane l sums records
- * l, l + 32, ... in order (their loads in flight two records at a time,
- * past L1; a record past nblk adds 0), then the warp's shuffle tree. A
- * fixed order: the same bits in every block and kernel. (The block-wide
- * form, a record a thread, the 8 warps' trees, a barrier and the warps in
- * order, took 2.1 us a 9-value sum in Roof1's frame of 243 records,
- * 2026-11-28.) */
+/* finish_pass with at most one record a thread (nblk <= BLOCK: Roof1's
+ * 81 records), all N values in one pass: the N loads in flight together
+ * in N registers (the two-record loop holds 3 N), acc = 0 + t as there
+ * (the same bits). */
 template <int N>
-__device__ inline void finish_one(int nblk, const double *part, double *tot) {
-  if (threadIdx.x >= 32) return;
-  const int l = (int)threadIdx.x;
+__device__ inline void finish_one(int nblk, const double *part, double *tot, double *sh) {
   double acc[N];
-  for (int k = 0; k < N; k++) acc[k] = 0;
-  for (int r0 = 0; r0 < BLOCK / 32 && 32 * r0 < nblk; r0 += 2) {
-    double t[2][N];
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-      const int b = l + 32 * (r0 + j);
-      for (int k = 0; k < N; k++) t[j][k] = b < nblk ? __ldcg(&part[(int64_t)k * nblk + b]) : 0.0;
-    }
-#pragma unroll
-    for (int j = 0; j < 2; j++)
-      for (int k = 0; k < N; k++) acc[k] += t[j][k];
-  }
-  for (int o = 16; o > 0; o >>= 1)
-    for (int k = 0; k < N; k++) acc[k] = acc[k] + __shfl_down_sync(0xffffffffu, acc[k], o);
-  if (l == 0)
-    for (int k = 0; k < N; k++) tot[k] = acc[k];
+  const bool on = (int)threadIdx.x < nblk;
+  for (int k = 0; k < N; k++) acc[k] = on ? __ldcg(&part[(int64_t)k * nblk + threadIdx.x]) : 0.0;
+  for (int k = 0; k < N; k++) acc[k] = 0.0 + acc[k]; /* finish_pass's first addition */
+  block_totals<N>(acc, tot, sh);
 }
 
 /* The grid's sums: finish_one where nblk <= BLOCK, else finish_pass in
@@ -400,7 +381,7 @@ __device__ inline void finish_one(int nblk, const double *part, double *tot) {
 template <int N>
 __device__ inline void finish_parts(int nblk, const double *part, double *tot, double *sh) {
   if (nblk <= BLOCK) {
-    finish_one<N>(nblk, part, tot);
+    finish_one<N>(nblk, part, tot, sh);
   } else if constexpr (N > 6) {
     finish_pass<6>(nblk, part, tot, sh);
     finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, tot + 6, sh + 6 * WARPS);
@@ -590,9 +571,9 @@ __device__ inline void rhs_cg_row(rowcol rc, int32_t n, const int32_t *__restric
   int all[K];
   double bi[K], ax[K], xi[K];
   for (int j = 0; j < K; j++) all[j] = 1;
-  for (int j = 0; j < K; j++) xi[j] = x[3 * i + rc.c + j]; /* loads first, before stores */
-  sell_cols<K>(i, rc.c, all, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
   rhs_row(i, rc.c, rc.c + K, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin, c, x, bi);
+  sell_cols<K>(i, rc.c, all, H.rowptr, H.sptr, H.col, H.val, x_cols{x}, ax);
+  for (int j = 0; j < K; j++) xi[j] = x[3 * i + rc.c + j]; /* loads before stores */
   for (int j = 0; j < K; j++) {
     const int64_t k = 3 * (int64_t)i + rc.c + j;
     const double ri = bi[j] - ax[j], zi = dinv[i] * ri;
@@ -672,9 +653,9 @@ __device__ inline void w0_row(rowcol rc, int32_t n, const sell_t &H, const cgv_t
   if (i >= n || !any) return;
   const z0_cols z{g.r[0], g.dinv};
   double aw[K], zi[K];
-  for (int j = 0; j < K; j++) /* the row's loads first (beside the product's), before its stores */
-    zi[j] = run[j] ? z.at(i, rc.c + j) : 0.0;
   sell_cols<K>(i, rc.c, run, H.rowptr, H.sptr, H.col, H.val, z, aw);
+  for (int j = 0; j < K; j++)
+    if (run[j]) zi[j] = z.at(i, rc.c + j); /* the row's loads before its stores */
   for (int j = 0; j < K; j++)
     if (run[j]) {
       g.w[0][3 * i + rc.c + j] = aw[j];
@@ -716,34 +697,27 @@ __device__ inline void cg_step_row(rowcol rc, int32_t n, const sell_t &H, const 
   if (i >= n || !any) return;
   const int par = st->par, nx = par ^ 1, first = st->first;
   double aw[K], rc_[K], wc[K], qc[K], pc[K], xc[K];
-  const int64_t k0 = 3 * (int64_t)i + rc.c;
-  const double di = g.dinv[i];
-  auto own = [&]() { /* the row's own values */
-#pragma unroll
-    for (int j = 0; j < K; j++) {
-      rc_[j] = wc[j] = qc[j] = pc[j] = xc[j] = 0;
-      if (run[j]) {
-        rc_[j] = g.rs(par)[k0 + j];
-        wc[j] = g.ws(par)[k0 + j];
-        if (!first) {
-          qc[j] = g.qs(par)[k0 + j];
-          pc[j] = g.p[k0 + j];
-        }
-        xc[j] = g.X[k0 + j];
-      }
-    }
-  };
-  /* K = 1: the own loads first, in flight beside the product's chain (5
-   * registers); K = 3 after it (15 registers held across it would cost
-   * the kernel a block an SM) */
-  if (K == 1) own();
   znext_cols<K> zn{g.rs(par), g.ws(par), g.qs(par), g.dinv, first, {}, {}};
   for (int j = 0; j < K; j++) {
     zn.alpha[j] = st->alpha[rc.c + j];
     zn.beta[j] = st->beta[rc.c + j];
   }
   sell_cols<K>(i, rc.c, run, H.rowptr, H.sptr, H.col, H.val, zn, aw);
-  if (K == 3) own();
+  const int64_t k0 = 3 * (int64_t)i + rc.c;
+  const double di = g.dinv[i];
+#pragma unroll
+  for (int j = 0; j < K; j++) {
+    rc_[j] = wc[j] = qc[j] = pc[j] = xc[j] = 0;
+    if (run[j]) {
+      rc_[j] = g.rs(par)[k0 + j];
+      wc[j] = g.ws(par)[k0 + j];
+      if (!first) {
+        qc[j] = g.qs(par)[k0 + j];
+        pc[j] = g.p[k0 + j];
+      }
+      xc[j] = g.X[k0 + j];
+    }
+  }
 #pragma unroll
   for (int j = 0; j < K; j++)
     if (run[j]) {
