@@ -48,8 +48,9 @@
  * iterations in one launch is mb_deform_frame.cu; the row and face
  * arithmetic shared by both is mb_deform_dev.cuh.
  *
- * H's layout: SELL-32 assembled, one thread a row (the CSR row loop's
- * terms in its order, coalesced), chosen over a matrix-free product (D,
+ * H's layout: SELL-32 assembled, one thread a row and column or a row
+ * (tile_rowcol; either way the CSR row loop's terms in its order,
+ * coalesced), chosen over a matrix-free product (D,
  * then K^T (K p) as two products of the graph Laplacian, then the faces'
  * centring): fewer bytes (about 150 B a row against 156 B for SELL at 13
  * entries and 300 B at 25), but each of its three parts needs the previous
@@ -57,12 +58,16 @@
  * gap and its own pass over the vectors. Not a warp (or 8 lanes) a row
  * either: 13 entries a row leave most lanes of a warp idle. The product's
  * rows are latency-bound at these sizes (Roof2: 80,656 rows, 316 blocks of
- * 256 over 132 SMs; Roof1 81 blocks): hence each row's loads before its
- * stores (one memory round trip a row), the scalars read once a block
- * (block_state), the sums by warp shuffles and one shared step (block_parts),
- * the finish loading two records a round. (A thread per row and column,
- * 4 threads a row, and blocks of 128 threads were measured and not kept:
- * docs/benchmarks.md.) */
+ * 256 over 132 SMs; Roof1 81 blocks a thread a row): hence three threads
+ * a row (a column each) on meshes up to MB_DEFORM_SPLIT_ROWS vertices
+ * (Roof1: 243 blocks; 2026-11-28, one H100: a CG step's work in the
+ * persistent frame 9.3 -> 3.3 us; at Roof2 the graphs took 6.7 against
+ * 5.9 ms, so a thread a row there), each row's loads before its stores
+ * (one memory round trip a row), the scalars read once a block
+ * (block_state), the sums by warp shuffles and one shared step
+ * (block_parts), the finish loading two records a round and taking the
+ * columns' scalars side by side in warp 0. (4 threads a row and blocks of
+ * 128 threads were measured and not kept: docs/benchmarks.md.) */
 #include <cuda_runtime.h>
 
 #include <math.h>

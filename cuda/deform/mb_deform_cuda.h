@@ -34,10 +34,11 @@ typedef struct mb_deform_cuda_opts {
                       launch, the grid co-resident), else as CUDA graphs;
                       0 (the default, auto): the persistent launch for meshes
                       of at most MB_DEFORM_PERSISTENT_ROWS vertices, the graphs
-                      above (measured on an H100, docs/benchmarks.md: persistent
-                      3.7 ms against the graphs' 4.2-4.9 at Roof1, 20 k rows,
-                      and 0.75 s against 0.97-1.03 s for a batch of 200 layouts
-                      of 1-5 k; graphs 8.5 ms against 9.1 at Roof2, 80 k);
+                      above (measured on an H100, 2026-11-28, docs/benchmarks.md:
+                      persistent 2.2 ms against the graphs' 2.7 at Roof1, 20 k
+                      rows, and 0.41 s against 0.53 s for a batch of 200
+                      layouts of 1-5 k; graphs 5.8 ms against 6.9 at Roof2,
+                      80 k);
                       -1: the graphs; the same bits either way;
                       rep->persistent says which ran */
   int row_threads; /* the room's CG's threads a row (its right-hand side, start,

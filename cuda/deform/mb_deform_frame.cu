@@ -8,29 +8,31 @@
  *
  * The grid: BLOCK (256) threads a block, as many blocks as can be
  * co-resident (SMs x the occupancy's blocks an SM), then evened out: with
- * T row or face tiles of BLOCK (the larger count) and G co-resident
- * blocks, ceil(T / ceil(T / G)) blocks, so every block takes the same
- * number of tiles. ptxas -v (sm_90, nvcc 13): k_frame with
- * __launch_bounds__(256, 2) (FRAME_MIN_BLOCKS 2): 128 registers, no
- * spills, 88 B of stack, 736 B of shared memory a block: 2 blocks an SM,
- * 264 co-resident on an H100's 132 SMs, so meshes up to
- * MB_DEFORM_PERSISTENT_ROWS (157 tiles; Roof1: 80) run a tile a block,
- * the graph's kernels' shape, and Roof2 (316 row tiles, graphs by
- * default) would take 158 blocks of 2 tiles. With 3 blocks an SM (80
- * registers: 216 B spill stores, 308 B spill loads a thread once the
- * fixed-size projection was inlined) Roof1's frame took 4.0-4.1 ms against
- * 3.7 ms with 2 (one H100, same call, 2026-11-27: docs/benchmarks.md,
- * "Fifteenth session"); with 4: 64 registers and 376 B of spill
- * stores.) The environment variable MB_DEFORM_FRAME_TILES=N (a
- * tuning knob for measurements, 1 to 64) makes every block take at least
- * N tiles (fewer blocks: cheaper syncs and finishes, less parallelism in
- * each phase); `-v` logs the grid taken. Faces by a grid-stride loop over
- * threads, rows by a grid-stride loop over tiles of BLOCK rows: tile t's
- * rows are the rows of block t of the graph's kernels, so each tile's dot
- * product partial is block t's record (block_parts), bit for bit.
- * Run only where asked for (mb_deform_cuda_opts.persistent 1, bench
- * --persistent yes): measured slower than the graphs on an H100 at Roof2
- * (docs/benchmarks.md: 206 against 158 us an iteration, barrier stalls).
+ * T row tiles (row_tiles: BLOCK threads of the kernels' tile_rowcol, at
+ * the mesh's columns a thread K) or face tiles of BLOCK, the larger
+ * count, and G co-resident blocks, ceil(T / ceil(T / G)) blocks, so
+ * every block takes the same number of tiles. ptxas -v (sm_90, nvcc 13):
+ * k_frame<K> with __launch_bounds__(256, 2) (FRAME_MIN_BLOCKS 2): 128
+ * registers, 88-96 B of stack, no spills (K = 3) or 8 B (K = 1), 832 B
+ * of shared memory a block: 2 blocks an SM, 264 co-resident on an H100's
+ * 132 SMs: Roof1 (20,736 rows, three threads a row: 243 row tiles) runs
+ * a tile a block, the graph's kernels' shape; Roof2 (80,656 rows, a
+ * thread a row: 316 tiles, graphs by default) takes 158 blocks of 2
+ * tiles. (With 3 blocks an SM, 80 registers, the projection spilled and
+ * Roof1's frame took 4.0-4.1 ms against 3.7 ms with 2: one H100,
+ * 2026-11-27, docs/benchmarks.md, "Fifteenth session".) The environment
+ * variable MB_DEFORM_FRAME_TILES=N (a tuning knob for measurements, 1 to
+ * 64) makes every block take at least N tiles (fewer blocks: cheaper
+ * syncs, less parallelism in each phase; measured at Roof1, 2026-11-28:
+ * 2.2 ms at 1, 2.7 at 2, 3.4 at 3); `-v` logs the grid taken. Faces in
+ * a contiguous run a block (every block a share), rows by a grid-stride
+ * loop over row tiles: tile t's threads are block t's of the graph's
+ * kernels, so each tile's dot product partial is block t's record
+ * (block_parts), bit for bit.
+ * Run where asked for (mb_deform_cuda_opts.persistent 1, bench
+ * --persistent yes) and by auto for meshes of at most
+ * MB_DEFORM_PERSISTENT_ROWS vertices; at Roof2 slower than the graphs on
+ * an H100 (2026-11-28: 6.9 against 5.8 ms a frame).
  *
  * An iteration, with the syncs it needs (k CG steps):
  *   projection   each face (project_face): z (q only as the general
@@ -87,7 +89,11 @@
  * with one reduction a step: 54 us (projection 7.6 + sync 1.8, right-hand
  * side 4.4 + 1.5 + sums 2.0, w0 3.0 + 0.9 + 1.1, a step 9.0-9.6 + 1.7-2.0
  * + 2.9, the last step 2.1 + 1.1); docs/benchmarks.md, "The deform
- * frame's sums and the one-reduction CG".
+ * frame's sums and the one-reduction CG". With three threads a row (243
+ * blocks), the finishes column-parallel and the faces spread: 40.4 us
+ * (projection 5.5 + 2.0, right-hand side 3.6 + 2.5 + 2.1, w0 2.3 + 1.7 +
+ * 1.5, a step 3.2-3.3 + 2.5-2.7 + 2.1, the last step 1.4 + 2.0);
+ * docs/benchmarks.md, "The deform CG a thread a row and column".
  *
  * Where it does not run: the device lacks cooperative launch, the kernel
  * cannot be resident (occupancy 0), or the launch fails (another context
