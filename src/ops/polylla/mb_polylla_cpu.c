@@ -518,6 +518,14 @@ static mb_error left_out_regions(const uint32_t *tf, int32_t nt, const int64_t *
     }                                                                                    \
   } while (0)
 
+/* Polylla on tri from its half-edges *he (built from tri by the caller,
+ * st->ms_halfedge its time; freed here, as soon as the polygons are
+ * written), the rest of mb_polylla_cpu's contract; repair 0: the pinch
+ * repair left to the caller (tri's face arrays are then not read: the
+ * caller may have freed them). */
+static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
+                             int repair, mb_mesh **poly, mb_polylla_stats *st_in);
+
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
                         mb_polylla_stats *stats) {
   const double t_start = now_ms();
@@ -527,31 +535,80 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   MB_CHECK(tri->kind == MB_KIND_TRIANGULATION2D, MB_ERR_ARG,
            "mesh '%s' is of kind %s; Polylla needs a triangulation2d (every face a triangle)",
            name, mb_kind_name(tri->kind));
-
-  if (opts && opts->ids) { /* the local triangulation of the rows and ghosts, then ids */
-    mb_polylla_opts o = *opts;
-    o.ids = NULL;
-    mb_mesh *local = NULL;
-    MB_CALL(mb_polylla_ids_mesh(tri, opts->ids, &local));
-    mb_error e = mb_polylla_cpu(local, &o, poly, stats);
-    mb_mesh_free(local);
+  mb_polylla_stats st;
+  memset(&st, 0, sizeof st);
+  mb_halfedge he = {0};
+  if (!(opts && opts->ids)) {
+    /* Half-edges (paper 3, input as half-edges): orientation and twins. */
+    const double t0 = now_ms();
+    mb_error e = mb_halfedge_build(tri, &he);
+    st.ms_halfedge = now_ms() - t0;
+    if (!e) e = polylla_core(tri, &he, opts, 1, poly, &st);
+    mb_halfedge_free(&he);
     MB_CALL(e);
-    mb_polylla_ids_apply(*poly, opts->ids, tri->nv, 1);
-    mb_mesh *p = *poly; /* its vertices: tri's rows */
-    double *x = malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
-    if (!x) {
-      mb_mesh_free(p);
-      *poly = NULL;
-      MB_FAIL(MB_ERR_MEMORY, "out of memory for the positions of mesh '%s'", name);
-    }
-    memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
-    free(p->xyz);
-    p->xyz = x;
-    p->nv = tri->nv;
+    st.ms_total = now_ms() - t_start;
+    if (stats) *stats = st;
     return MB_SUCCESS;
   }
+  /* tri: a rank's rows: the local triangulation of the rows and ghosts,
+   * its half-edges, then its face arrays freed (the core reads the
+   * positions only), the polygons mapped to ids, then the pinch repair on
+   * the rows with ids, as the CUDA backend does. With the core freeing
+   * the half-edges and links once the polygons are written: measured,
+   * 2026-11-28, 4 CPU ranks at 4 M vertices (grid2d, partitioner blocks),
+   * the per-rank peak RSS 406-410 -> 337-345 MB (docs/benchmarks.md) */
+  mb_polylla_opts o = *opts;
+  o.ids = NULL;
+  o.share_xyz = 0;
+  mb_mesh *local = NULL;
+  MB_CALL(mb_polylla_ids_mesh(tri, opts->ids, &local));
+  double t0 = now_ms();
+  mb_error e = mb_halfedge_build(local, &he);
+  st.ms_halfedge = now_ms() - t0;
+  free(local->face_indices);
+  free(local->face_offsets);
+  local->face_indices = NULL;
+  local->face_offsets = NULL;
+  if (!e) e = polylla_core(local, &he, &o, 0, poly, &st);
+  mb_halfedge_free(&he);
+  mb_mesh_free(local);
+  MB_CALL(e);
+  mb_polylla_ids_apply(*poly, opts->ids, tri->nv, 1);
+  mb_mesh *p = *poly; /* its vertices: tri's rows */
+  double *x = malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
+  if (!x) {
+    mb_mesh_free(p);
+    *poly = NULL;
+    MB_FAIL(MB_ERR_MEMORY, "out of memory for the positions of mesh '%s'", name);
+  }
+  memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
+  free(p->xyz);
+  p->xyz = x;
+  p->nv = tri->nv;
+  /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
+  t0 = now_ms();
+  e = mb_polylla_split_pinches(tri, opts->ids, poly, opts->heads, &st);
+  if (e) {
+    mb_mesh_free(*poly);
+    *poly = NULL;
+    if (opts->heads) {
+      free(*opts->heads);
+      *opts->heads = NULL;
+    }
+    MB_CALL(e);
+  }
+  st.ms_traversal += now_ms() - t0;
+  st.ms_total = now_ms() - t_start;
+  if (stats) *stats = st;
+  return MB_SUCCESS;
+}
+
+static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
+                             int repair, mb_mesh **poly, mb_polylla_stats *st_in) {
+  const char *name = tri->name ? tri->name : "";
   mb_error err = MB_SUCCESS;
-  mb_halfedge he = {0};
+  mb_halfedge he = *he_in; /* ours now: freed once the polygons are written */
+  memset(he_in, 0, sizeof *he_in);
   uint8_t *lmax = NULL, *leftout = NULL;
   int32_t *leftlist = NULL;
   int64_t nleft = 0, left_front = 0, left_inner = 0;
@@ -560,15 +617,10 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   double *counts = NULL;
   int64_t *heads = NULL;
   mb_mesh *out = NULL;
-  mb_polylla_stats st;
-  memset(&st, 0, sizeof st);
-
-  /* Half-edges (paper 3, input as half-edges): orientation and twins. */
-  double t0 = now_ms();
-  MB_CALL_GOTO(err, done, mb_halfedge_build(tri, &he));
+  mb_polylla_stats st = *st_in;
   const int32_t nt = he.nt, nh = 3 * nt;
   st.triangles = nt;
-  st.ms_halfedge = now_ms() - t0;
+  double t0;
 
   /* Label phase (paper 3.1-3.2). */
   t0 = now_ms();
@@ -636,6 +688,11 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
                canonical_sweep(&he, link, npoly, nidx, out->face_offsets, out->face_indices,
                                heads));
   st.ms_traversal += now_ms() - t0;
+  /* the half-edges and links go before the output's positions and counts
+   * come (the process's peak: 48 + 48 MB at 2 M triangles) */
+  mb_halfedge_free(&he);
+  free(link);
+  link = NULL;
 
   /* Output: vertices, vertex_count, attributes. */
   memcpy(out->xyz, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
@@ -661,9 +718,11 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     *opts->heads = heads;
     heads = NULL;
   }
-  /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
+  /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair");
+   * repair 0: the caller's */
   t0 = now_ms();
-  err = mb_polylla_split_pinches(tri, NULL, poly, opts ? opts->heads : NULL, &st);
+  err = repair ? mb_polylla_split_pinches(tri, NULL, poly, opts ? opts->heads : NULL, &st)
+               : MB_SUCCESS;
   if (err) {
     mb_mesh_free(*poly);
     *poly = NULL;
@@ -675,8 +734,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     goto done;
   }
   st.ms_traversal += now_ms() - t0;
-  st.ms_total = now_ms() - t_start;
-  if (stats) *stats = st;
+  *st_in = st;
   if (opts && opts->left_out) {
     int64_t *l = malloc(sizeof *l * (size_t)(nleft ? nleft : 1));
     if (!l) {
