@@ -414,9 +414,10 @@ __device__ inline bool last_block(unsigned *ticket) {
  * + 31 in w_s columns, w_s its longest row, stored column-major from
  * sptr[s] (entry k of row i at sptr[i / 32] + 32 k + i % 32), a row's
  * entries in the CSR's (ascending column) order and its length from the
- * CSR's rowptr; the padding is never read. One thread per row, as before,
- * so each row's sum has the same terms in the same order (the same bits
- * as the CSR row loop), but a warp's 32 loads of entry k are one
+ * CSR's rowptr; the padding is never read. One thread per row (and, at
+ * three threads a row, per column: tile_rowcol), so each row's sum has
+ * the same terms in the same order (the same bits as the CSR row loop),
+ * but a warp's 32 loads of entry k are one
  * coalesced 256 B (values) and 128 B (columns) access instead of 32
  * scattered ones, and the loads of successive entries do not depend on
  * each other (unrolled: several in flight a thread). */
