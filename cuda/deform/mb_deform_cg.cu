@@ -122,11 +122,8 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
   block_parts<K, 3>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[9];
-  finish_parts<9>((int)gridDim.x, part, tot, sh);
-  if (threadIdx.x < 32) {
-    __syncwarp();
-    rhs_cg_finish(tot, rtol, maxit, st);
-  }
+  finish_sums<9>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) rhs_cg_finish(tot, rtol, maxit, st);
 }
 
 /* The CG's start product w0 = H z0 (w0_row) for the columns still running;
@@ -143,11 +140,8 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   block_parts<K, 1>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[3];
-  finish_parts<3>((int)gridDim.x, part, tot, sh);
-  if (threadIdx.x < 32) {
-    __syncwarp();
-    w0_finish(tot, st);
-  }
+  finish_sums<3>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) w0_finish(tot, st);
 }
 
 /* One CG step (cg_step_row: the direction, the iterate, the residual and
@@ -165,11 +159,8 @@ k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
   block_parts<K, 3>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[9];
-  finish_parts<9>((int)gridDim.x, part, tot, sh);
-  if (threadIdx.x < 32) {
-    __syncwarp();
-    cg_step_finish(tot, st);
-  }
+  finish_sums<9>((int)gridDim.x, part, tot, sh);
+  if (threadIdx.x < 32) cg_step_finish(tot, st);
 }
 
 /* The capped CG's last step and the take in one kernel: cg_last_row where

@@ -390,6 +390,16 @@ __device__ inline void finish_parts(int nblk, const double *part, double *tot, d
   }
 }
 
+/* finish_parts into tot [N] (shared), then warp 0 synchronised to read
+ * them: the common start of the CG's finishes (rhs_cg_finish, w0_finish,
+ * cg_step_finish run in warp 0) in the graph kernels' last block (the
+ * persistent frame's grid_sums does the same, flipping its buffer between). */
+template <int N>
+__device__ inline void finish_sums(int nblk, const double *part, double *tot, double *sh) {
+  finish_parts<N>(nblk, part, tot, sh);
+  if (threadIdx.x < 32) __syncwarp();
+}
+
 /* Whether this block is the grid's last to have written its partials (the
  * same answer in all its threads): thread 0 fences the block's writes
  * (partials, atomics, flags), then takes a ticket; the last ticket's block
