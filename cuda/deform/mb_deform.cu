@@ -509,7 +509,7 @@ mb_error setup(deform_gpu *g) {
   MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
   MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, 2 * sizeof(ctl_t)));
   if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
-    const size_t nb = row_tiles(g->kcols, nv) + 1;
+    const size_t nb = row_tiles(g->kcols, g->tw, nv) + 1;
     MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
     MB_CALL(upload_sell(g));
     g->rowptr = g->d->hrow.as<int32_t>();
@@ -873,6 +873,18 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
    * MB_DEFORM_SPLIT_ROWS vertices where auto, else 1 (tile_rowcol) */
   const int rt = o ? o->row_threads : 0;
   prep->g.kcols = rt == 3 || (rt == 0 && dm->nv <= MB_DEFORM_SPLIT_ROWS) ? 1 : 3;
+  /* the warps of its row tiles: as asked, else by the device's SMs */
+  const int tw = o ? o->tile_warps : 0;
+  int dev = 0, sms = 0;
+  if (tw != 8 && tw != 10 &&
+      (cudaGetDevice(&dev) != cudaSuccess ||
+       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
+    (void)cudaGetLastError();
+    sms = 0; /* tile_warps' default */
+  }
+  prep->g.tw = tw == 8 || tw == 10 ? tw : tile_warps(prep->g.kcols, dm->nv, sms);
+  mb_log(MB_LOG_VERBOSE, "%s: the device CG: %d thread%s a row, row tiles of %d warps", dm->name,
+         prep->g.kcols == 1 ? 3 : 1, prep->g.kcols == 1 ? "s" : "", prep->g.tw);
 }
 } // namespace
 

@@ -106,8 +106,8 @@ k_cg_dinv(int32_t n, const int64_t *__restrict__ diag, const double *__restrict_
  * CG's start (rhs_cg_row: r into the vectors' set 0); the grid's last
  * block takes the sums, the columns' stops and the cap maxit
  * (rhs_cg_finish). */
-template <int K>
-__global__ void __launch_bounds__(BLOCK)
+template <int K, int W>
+__global__ void __launch_bounds__(32 * W)
 k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restrict__ vf_slot,
          const int64_t *__restrict__ vf_face, const double *__restrict__ y,
          const double *__restrict__ ym, const double *__restrict__ rg,
@@ -115,32 +115,32 @@ k_rhs_cg(int32_t n, const int32_t *__restrict__ vf_row, const int64_t *__restric
          const double *__restrict__ prm, const double *__restrict__ x, double *__restrict__ X,
          sell_t H, const double *__restrict__ dinv, double *__restrict__ r,
          double *__restrict__ part, double rtol, int maxit, cg_t *st) {
-  __shared__ double sh[9 * WARPS];
+  __shared__ double sh[9 * W];
   double v[3 * K];
-  rhs_cg_row<K>(tile_rowcol<K>(blockIdx.x), n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin,
+  rhs_cg_row<K>(tile_rowcol<K, W>(blockIdx.x), n, vf_row, vf_slot, vf_face, y, ym, rg, gF, pin,
                 prm[0], x, X, H, dinv, r, v);
-  block_parts<K, 3>(v, blockIdx.x, gridDim.x, part, sh);
+  block_parts<K, 3, W>(v, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[9];
-  finish_sums<9>((int)gridDim.x, part, tot, sh);
+  finish_sums<9, W>((int)gridDim.x, part, tot, sh);
   if (threadIdx.x < 32) rhs_cg_finish(tot, rtol, maxit, st);
 }
 
 /* The CG's start product w0 = H z0 (w0_row) for the columns still running;
  * partials z0.w0 [3, blocks]; the grid's last block takes the first alpha
  * (w0_finish). The scalars from the block's shared copy of st. */
-template <int K>
-__global__ void __launch_bounds__(BLOCK)
+template <int K, int W>
+__global__ void __launch_bounds__(32 * W)
 k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[3 * WARPS];
+  __shared__ double sh[3 * W];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return; /* uniform over the grid */
   double t[K];
-  w0_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
-  block_parts<K, 1>(t, blockIdx.x, gridDim.x, part, sh);
+  w0_row<K>(tile_rowcol<K, W>(blockIdx.x), n, H, v, &cs, t);
+  block_parts<K, 1, W>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[3];
-  finish_sums<3>((int)gridDim.x, part, tot, sh);
+  finish_sums<3, W>((int)gridDim.x, part, tot, sh);
   if (threadIdx.x < 32) w0_finish(tot, st);
 }
 
@@ -148,18 +148,18 @@ k_cg_w0(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
  * the next product in one pass over the rows); partials [9, blocks]; the
  * grid's last block takes each column's stop or its next beta and alpha,
  * the cap, and flips the vectors' sets (cg_step_finish). */
-template <int K>
-__global__ void __launch_bounds__(BLOCK)
+template <int K, int W>
+__global__ void __launch_bounds__(32 * W)
 k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
-  __shared__ double sh[9 * WARPS];
+  __shared__ double sh[9 * W];
   const cg_t &cs = *block_state(st);
   if (cs.all_done) return;
   double t[3 * K];
-  cg_step_row<K>(tile_rowcol<K>(blockIdx.x), n, H, v, &cs, t);
-  block_parts<K, 3>(t, blockIdx.x, gridDim.x, part, sh);
+  cg_step_row<K>(tile_rowcol<K, W>(blockIdx.x), n, H, v, &cs, t);
+  block_parts<K, 3, W>(t, blockIdx.x, gridDim.x, part, sh);
   if (!last_block(&st->ticket)) return;
   __shared__ double tot[9];
-  finish_sums<9>((int)gridDim.x, part, tot, sh);
+  finish_sums<9, W>((int)gridDim.x, part, tot, sh);
   if (threadIdx.x < 32) cg_step_finish(tot, st);
 }
 
@@ -168,14 +168,14 @@ k_cg_step(int32_t n, sell_t H, cgv_t v, double *__restrict__ part, cg_t *st) {
  * reads the X it has just written), one ticket (st->ticket); the grid's
  * last block counts the step (if it ran), then reports the CG's count and
  * breakdown into ctl and, batched, records the iteration (take_record). */
-template <int K>
-__global__ void __launch_bounds__(BLOCK)
+template <int K, int W>
+__global__ void __launch_bounds__(32 * W)
 k_cg_last_take(int32_t n, cgv_t v, cg_t *st, const double *__restrict__ pin,
                double *__restrict__ x, int soft, double l, double tol, ctl_t *ctl,
                batch_t *bt) {
   const cg_t &cs = *block_state(st);
   const int running = !cs.all_done; /* uniform: read before any block's last block */
-  const rowcol rc = tile_rowcol<K>(blockIdx.x);
+  const rowcol rc = tile_rowcol<K, W>(blockIdx.x);
   if (running) cg_last_row<K>(rc, n, v, &cs);
   const int skip = take_skip(soft, l, tol, ctl, bt);
   if (!skip) max_bits(&ctl->moved, take_row(rc.i, rc.c, rc.c + K, n, 0, v.X, pin, x, &cs, ctl));
@@ -258,21 +258,26 @@ mb_error build_sell(deform_gpu *g) {
 void enqueue_rhs_cg(deform_gpu *g, cudaStream_t s, int hard) {
   pool_t *d = g->d;
   const int32_t n = (int32_t)g->dm->nv;
-  (g->kcols == 1 ? k_rhs_cg<1> : k_rhs_cg<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
-      n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
-      hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
-      d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
-      d->X.as<double>(), hmat(g), d->cdinv.as<double>(), d->cr[0].as<double>(),
-      d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations,
-      d->cst.as<cg_t>());
+  with_tile(g, [&](auto t) {
+    using T = decltype(t);
+    k_rhs_cg<T::k, T::w><<<row_tiles(T::k, T::w, n), T::threads, 0, s>>>(
+        n, d->vf_row.as<int32_t>(), d->vf_slot.as<int64_t>(), d->vf_face.as<int64_t>(),
+        hard ? d->q.as<double>() : d->z.as<double>(), d->ym.as<double>(), d->rgd.as<double>(),
+        d->gFd.as<double>(), d->pind.as<double>(), d->prm.as<double>(), d->x.as<double>(),
+        d->X.as<double>(), hmat(g), d->cdinv.as<double>(), d->cr[0].as<double>(),
+        d->cpart.as<double>(), MB_DEFORM_PCG_RTOL, g->p->cg_iterations, d->cst.as<cg_t>());
+  });
 }
 
 /* Enqueue the CG's start product (k_cg_w0) on stream s, after
  * enqueue_rhs_cg. */
 void enqueue_cg_start(deform_gpu *g, cudaStream_t s) {
   const int32_t n = (int32_t)g->dm->nv;
-  (g->kcols == 1 ? k_cg_w0<1> : k_cg_w0<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
-      n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
+  with_tile(g, [&](auto t) {
+    using T = decltype(t);
+    k_cg_w0<T::k, T::w><<<row_tiles(T::k, T::w, n), T::threads, 0, s>>>(
+        n, hmat(g), cg_vectors(g), g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
+  });
 }
 
 /* Enqueue len steps of the room's CG (one kernel each) on stream s,
@@ -280,9 +285,12 @@ void enqueue_cg_start(deform_gpu *g, cudaStream_t s) {
 void enqueue_cg_steps(deform_gpu *g, cudaStream_t s, int len) {
   const int32_t n = (int32_t)g->dm->nv;
   const cgv_t v = cg_vectors(g);
-  for (int j = 0; j < len; j++)
-    (g->kcols == 1 ? k_cg_step<1> : k_cg_step<3>)<<<row_tiles(g->kcols, n), BLOCK, 0, s>>>(
-        n, hmat(g), v, g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
+  with_tile(g, [&](auto t) {
+    using T = decltype(t);
+    for (int j = 0; j < len; j++)
+      k_cg_step<T::k, T::w><<<row_tiles(T::k, T::w, n), T::threads, 0, s>>>(
+          n, hmat(g), v, g->d->cpart.as<double>(), g->d->cst.as<cg_t>());
+  });
 }
 
 /* The room's CG of H X = b after enqueue_rhs_cg (which started it, X = x
@@ -374,10 +382,12 @@ void enqueue_iteration(deform_gpu *g, cudaStream_t s, int planar, int hard, doub
   enqueue_cg_start(g, s);
   /* k - 1 CG steps, then the last one (X only) fused with the take */
   enqueue_cg_steps(g, s, p->cg_iterations - 1);
-  (g->kcols == 1 ? k_cg_last_take<1> : k_cg_last_take<3>)<<<row_tiles(g->kcols, nv), BLOCK, 0,
-                                                            s>>>(
-      (int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(), d->pind.as<double>(), dx, !hard, l,
-      p->tolerance, ctl, bt);
+  with_tile(g, [&](auto t) {
+    using T = decltype(t);
+    k_cg_last_take<T::k, T::w><<<row_tiles(T::k, T::w, nv), T::threads, 0, s>>>(
+        (int32_t)nv, cg_vectors(g), d->cst.as<cg_t>(), d->pind.as<double>(), dx, !hard, l,
+        p->tolerance, ctl, bt);
+  });
   if (hard) enqueue_dual(g, s);
 }
 

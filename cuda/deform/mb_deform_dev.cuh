@@ -280,11 +280,12 @@ __device__ inline void warp_sums(const double v[N], int w, double *sh) {
     for (int k = 0; k < N; k++) sh[w * N + k] = t[k];
 }
 
-/* Sum k of the WARPS warp sums in sh (warp_sums), in warp order (fixed). */
-template <int N>
+/* Sum k of the block's W warp sums in sh (warp_sums), in warp order
+ * (fixed). */
+template <int N, int W = WARPS>
 __device__ inline double warps_total(const double *sh, int k) {
   double s = sh[k];
-  for (int w = 1; w < WARPS; w++) s = s + sh[w * N + k];
+  for (int w = 1; w < W; w++) s = s + sh[w * N + k];
   return s;
 }
 
@@ -306,7 +307,7 @@ __device__ inline double warps_total(const double *sh, int k) {
  * same record either way, so the same bits), nblk the records (the grid's
  * blocks, the frame's tiles). The caller syncs before sh is written again
  * (last_block does). */
-template <int K, int M>
+template <int K, int M, int W = WARPS>
 __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t nblk,
                                    double *part, double *sh) {
   warp_sums<K * M>(v, (int)(threadIdx.x >> 5), sh);
@@ -314,9 +315,9 @@ __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t n
   if ((int)threadIdx.x < 3 * M) {
     const int c = (int)threadIdx.x / M, m = (int)threadIdx.x % M;
     double s = 0;
-    for (int w = 0; w < WARPS; w++)
+    for (int w = 0; w < W; w++)
       if (K == 3) s = s + sh[w * 3 * M + c * M + m];
-      else if ((blk * WARPS + w) % 3 == c) s = s + sh[w * M + m];
+      else if ((blk * W + w) % 3 == c) s = s + sh[w * M + m];
     part[threadIdx.x * nblk + blk] = s;
   }
 }
@@ -325,12 +326,12 @@ __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t n
  * sums of each thread's acc[N]: the warp tree (warp_sums), one barrier,
  * then the warps in order, value k by thread k (the finishes' last step).
  * The readers in warp 0 __syncwarp first. */
-template <int N>
+template <int N, int W = WARPS>
 __device__ inline void block_totals(const double acc[N], double *tot, double *sh) {
   static_assert(N <= 32, "the totals in warp 0");
   warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
   __syncthreads();
-  if ((int)threadIdx.x < N) tot[threadIdx.x] = warps_total<N>(sh, (int)threadIdx.x);
+  if ((int)threadIdx.x < N) tot[threadIdx.x] = warps_total<N, W>(sh, (int)threadIdx.x);
 }
 
 /* tot[N] (shared memory, block_totals) = the partials part [N, nblk] of nblk blocks
@@ -345,48 +346,50 @@ __device__ inline void block_totals(const double acc[N], double *tot, double *sh
  * against 1.9 us as 6 + 3 (the frame 3.3 -> 3.0-3.1 ms; why one pass of 9
  * is slow was not found: not the loads, nor local memory, by the
  * frame's profile and Nsight Compute). */
-template <int N>
+template <int N, int W = WARPS>
 __device__ inline void finish_pass(int nblk, const double *part, double *tot, double *sh) {
+  constexpr int T = 32 * W; /* the block's threads */
   double acc[N];
   for (int k = 0; k < N; k++) acc[k] = 0;
   /* two records a round, both loaded before either is added (Roof2's 316
    * blocks: one round trip, not two); the same additions in the same order */
-  for (int b = threadIdx.x; b < nblk; b += 2 * BLOCK) {
-    const bool two = b + BLOCK < nblk;
+  for (int b = threadIdx.x; b < nblk; b += 2 * T) {
+    const bool two = b + T < nblk;
     double t[N], t2[N];
     for (int k = 0; k < N; k++) t[k] = __ldcg(&part[(int64_t)k * nblk + b]);
-    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[(int64_t)k * nblk + b + BLOCK]) : 0.0;
+    for (int k = 0; k < N; k++) t2[k] = two ? __ldcg(&part[(int64_t)k * nblk + b + T]) : 0.0;
     for (int k = 0; k < N; k++) acc[k] += t[k];
     if (two)
       for (int k = 0; k < N; k++) acc[k] += t2[k];
   }
-  block_totals<N>(acc, tot, sh);
+  block_totals<N, W>(acc, tot, sh);
 }
 
 /* finish_pass with at most one record a thread (nblk <= BLOCK: Roof1's
  * 81 records), all N values in one pass: the N loads in flight together
  * in N registers (the two-record loop holds 3 N), acc = 0 + t as there
  * (the same bits). */
-template <int N>
+template <int N, int W = WARPS>
 __device__ inline void finish_one(int nblk, const double *part, double *tot, double *sh) {
   double acc[N];
   const bool on = (int)threadIdx.x < nblk;
   for (int k = 0; k < N; k++) acc[k] = on ? __ldcg(&part[(int64_t)k * nblk + threadIdx.x]) : 0.0;
   for (int k = 0; k < N; k++) acc[k] = 0.0 + acc[k]; /* finish_pass's first addition */
-  block_totals<N>(acc, tot, sh);
+  block_totals<N, W>(acc, tot, sh);
 }
 
-/* The grid's sums: finish_one where nblk <= BLOCK, else finish_pass in
- * passes of at most 6 values (see finish_pass). */
-template <int N>
+/* The grid's sums by a block of W warps: finish_one where nblk <= its
+ * threads, else finish_pass in passes of at most 6 values (see
+ * finish_pass). */
+template <int N, int W = WARPS>
 __device__ inline void finish_parts(int nblk, const double *part, double *tot, double *sh) {
-  if (nblk <= BLOCK) {
-    finish_one<N>(nblk, part, tot, sh);
+  if (nblk <= 32 * W) {
+    finish_one<N, W>(nblk, part, tot, sh);
   } else if constexpr (N > 6) {
-    finish_pass<6>(nblk, part, tot, sh);
-    finish_pass<N - 6>(nblk, part + (int64_t)6 * nblk, tot + 6, sh + 6 * WARPS);
+    finish_pass<6, W>(nblk, part, tot, sh);
+    finish_pass<N - 6, W>(nblk, part + (int64_t)6 * nblk, tot + 6, sh + 6 * W);
   } else {
-    finish_pass<N>(nblk, part, tot, sh);
+    finish_pass<N, W>(nblk, part, tot, sh);
   }
 }
 
@@ -394,9 +397,9 @@ __device__ inline void finish_parts(int nblk, const double *part, double *tot, d
  * them: the common start of the CG's finishes (rhs_cg_finish, w0_finish,
  * cg_step_finish run in warp 0) in the graph kernels' last block (the
  * persistent frame's grid_sums does the same, flipping its buffer between). */
-template <int N>
+template <int N, int W = WARPS>
 __device__ inline void finish_sums(int nblk, const double *part, double *tot, double *sh) {
-  finish_parts<N>(nblk, part, tot, sh);
+  finish_parts<N, W>(nblk, part, tot, sh);
   if (threadIdx.x < 32) __syncwarp();
 }
 
@@ -469,8 +472,10 @@ __device__ inline void sell_cols(int32_t i, int c0, const int run[K],
 }
 
 /* The room's CG's threads: K columns (coordinates) a thread, chosen per
- * mesh (mb_deform_cuda_opts.row_threads): K = 3, a thread a row (its
- * three columns in one pass over its entries: warp W = t WARPS + w of
+ * mesh (mb_deform_cuda_opts.row_threads), in row tiles of TW warps (a
+ * graph kernel's block, a row tile of the persistent frame; 8 or 10,
+ * chosen per mesh: mb_deform_gpu.cuh, tile_warps): K = 3, a thread a row (its
+ * three columns in one pass over its entries: warp W = t TW + w of
  * row tile t takes SELL-32 slice W, lane l its row 32 W + l), or K = 1, a
  * thread a row and column (warp W takes column W % 3 of slice W / 3, lane
  * l its row 32 (W / 3) + l: a row's three columns are three warps,
@@ -488,17 +493,18 @@ struct rowcol {
   int32_t i; /* the row (>= n past the last: the row functions do nothing) */
   int c;     /* its first column: 0 (K = 3) or the thread's (K = 1) */
 };
-template <int K> __device__ inline rowcol tile_rowcol(int64_t t) {
+template <int K, int TW> __device__ inline rowcol tile_rowcol(int64_t t) {
   static_assert(K == 1 || K == 3, "a column or all three");
-  const int64_t W = t * WARPS + (threadIdx.x >> 5);
+  const int64_t W = t * TW + (threadIdx.x >> 5);
   const int lane = (int)(threadIdx.x & 31);
   if (K == 3) return rowcol{(int32_t)(W * SELL_C + lane), 0};
   return rowcol{(int32_t)((W / 3) * SELL_C + lane), (int)(W % 3)};
 }
 
-/* The row tiles (blocks of BLOCK threads) of n rows at K columns a thread. */
-inline int64_t row_tiles(int K, int64_t n) {
-  return K == 3 ? blocks(n) : (3 * ((n + SELL_C - 1) / SELL_C) + WARPS - 1) / WARPS;
+/* The row tiles (blocks of tw warps) of n rows at K columns a thread. */
+inline int64_t row_tiles(int K, int tw, int64_t n) {
+  const int64_t warps = (K == 3 ? 1 : 3) * ((n + SELL_C - 1) / SELL_C);
+  return (warps + tw - 1) / tw;
 }
 
 /* The columns of x [n, 3]. */

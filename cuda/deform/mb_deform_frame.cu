@@ -6,19 +6,22 @@
  * groups, grid.sync()) in place of the kernel boundaries of the
  * iteration's CUDA graph (mb_deform_cg.cu).
  *
- * The grid: BLOCK (256) threads a block, as many blocks as can be
+ * The grid: a row tile's threads a block (32 TW: TW the mesh's warps a
+ * tile, 8 or 10, mb_deform_gpu.cuh's tile_warps), as many blocks as can be
  * co-resident (SMs x the occupancy's blocks an SM), then evened out: with
- * T row tiles (row_tiles: BLOCK threads of the kernels' tile_rowcol, at
- * the mesh's columns a thread K) or face tiles of BLOCK, the larger
+ * T row tiles (row_tiles: the kernels' tile_rowcol at the mesh's columns
+ * a thread K and TW) or face tiles of a block's threads, the larger
  * count, and G co-resident blocks, ceil(T / ceil(T / G)) blocks, so
  * every block takes the same number of tiles. ptxas -v (sm_90, nvcc 13):
- * k_frame<K> with __launch_bounds__(256, 2) (FRAME_MIN_BLOCKS 2): 128
- * registers, 88-96 B of stack, no spills (K = 3) or 8 B (K = 1), 832 B
- * of shared memory a block: 2 blocks an SM, 264 co-resident on an H100's
- * 132 SMs: Roof1 (20,736 rows, three threads a row: 243 row tiles) runs
- * a tile a block, the graph's kernels' shape; Roof2 (80,656 rows, a
- * thread a row: 316 tiles, graphs by default) takes 158 blocks of 2
- * tiles. (With 3 blocks an SM, 80 registers, the projection spilled and
+ * k_frame<K, TW> with __launch_bounds__(32 TW, 2) (FRAME_MIN_BLOCKS 2):
+ * at TW = 8, 128 registers, 88-104 B of stack, no spills (K = 3) or 16 B
+ * (K = 1); at TW = 10, 96 registers, spills of 84 B (K = 3) and 148 B
+ * (K = 1); 2 blocks an SM, 264 co-resident on an H100's 132 SMs: Roof1
+ * (20,736 rows, three threads a row, TW = 8: 243 row tiles) runs a tile a
+ * block, the graph's kernels' shape; Roof2 (80,656 rows, a thread a row,
+ * TW = 10: 253 tiles) too (at TW = 8 its 316 tiles took 158 blocks of 2
+ * tiles: 7.0 ms a frame against 5.6 at 10; one H100, 2026-11-28,
+ * docs/benchmarks.md, "The deform CG's tile shape"). (With 3 blocks an SM, 80 registers, the projection spilled and
  * Roof1's frame took 4.0-4.1 ms against 3.7 ms with 2: one H100,
  * 2026-11-27, docs/benchmarks.md, "Fifteenth session".) The environment
  * variable MB_DEFORM_FRAME_TILES=N (a tuning knob for measurements, 1 to
@@ -31,8 +34,9 @@
  * (block_parts), bit for bit.
  * Run where asked for (mb_deform_cuda_opts.persistent 1, bench
  * --persistent yes) and by auto for meshes of at most
- * MB_DEFORM_PERSISTENT_ROWS vertices; at Roof2 slower than the graphs on
- * an H100 (2026-11-28: 6.9 against 5.8 ms a frame).
+ * MB_DEFORM_PERSISTENT_ROWS vertices; at Roof2 as fast as the graphs on
+ * an H100 with tiles of 10 warps (2026-11-28: 5.6 against 5.5-5.6 ms a
+ * frame; 7.0 against 5.8 with tiles of 8).
  *
  * An iteration, with the syncs it needs (k CG steps):
  *   projection   each face (project_face): z (q only as the general
@@ -123,7 +127,7 @@ struct frame_args {
   int64_t nf;         /* faces */
   int planar;         /* the constraint: planar (1) or regular (0) */
   int iters;          /* iterations of this batch (1 .. BATCH) */
-  int64_t ntiles;     /* row tiles of BLOCK: blocks(n) */
+  int64_t ntiles;     /* row tiles: row_tiles(K, TW, n) */
   int maxit;          /* the CG's cap k >= 1 */
   double l, tol, rtol; /* the mean edge length, the tolerance, the CG's rtol */
   const int64_t *fo, *fi;   /* [nf + 1], [nidx] the faces' slots */
@@ -170,19 +174,19 @@ __device__ inline unsigned long long global_ns() {
  * of the partials [N, ntiles] of buffer pb (finish_parts: the fixed
  * order, the same bits in every block); pb flipped. The caller syncs
  * before sh is written again. */
-template <int N>
+template <int N, int W>
 __device__ inline void grid_sums(const frame_args &a, int &pb, double *tot, double *sh) {
-  finish_parts<N>((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, tot, sh);
+  finish_parts<N, W>((int)a.ntiles, a.part + (int64_t)pb * 9 * a.ntiles, tot, sh);
   pb ^= 1;
   if (threadIdx.x < 32) __syncwarp(); /* tot written by warp 0, read there */
 }
 
 /* a.iters soft iterations (see the header): the same work, records and
  * bits as as many launches of the capped iteration's graph (batched). */
-template <int K>
-__global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
+template <int K, int W>
+__global__ void __launch_bounds__(32 * W, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-  __shared__ double sh[9 * WARPS];
+  __shared__ double sh[9 * W];
   __shared__ cg_t cs; /* the CG's state: the same in every block */
   if (threadIdx.x == 0) cs = *a.st;
   __syncthreads();
@@ -202,7 +206,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
      * filling the first blocks' threads (with three threads a row the grid
      * has three times the threads there are faces) */
     double worst = 0;
-    for (int64_t k = threadIdx.x; k < fpb; k += BLOCK) {
+    for (int64_t k = threadIdx.x; k < fpb; k += 32 * W) {
       const int64_t f = blockIdx.x * fpb + k;
       if (f >= a.nf) break;
       const double w = project_face(f, a.fo, a.fi, a.x, nullptr, a.q, a.z, a.ym, a.planar, 0, 1.0);
@@ -214,29 +218,29 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     prof_stamp(a.prof, &tlast, &seg);
     /* the right-hand side and the CG's start */
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      rhs_cg_row<K>(tile_rowcol<K>(t), a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg,
+      rhs_cg_row<K>(tile_rowcol<K, W>(t), a.n, a.vf_row, a.vf_slot, a.vf_face, a.z, a.ym, a.rg,
                     a.gF, a.pin, c, a.x, a.cg.X, a.H, a.cg.dinv, a.cg.r[0], v);
-      block_parts<K, 3>(v, t, a.ntiles, a.part + pb * p9, sh);
+      block_parts<K, 3, W>(v, t, a.ntiles, a.part + pb * p9, sh);
       __syncthreads(); /* sh read by block_parts' totals before the next tile's */
     }
     prof_stamp(a.prof, &tlast, &seg);
     grid.sync();
     prof_stamp(a.prof, &tlast, &seg);
-    grid_sums<9>(a, pb, tot, sh);
+    grid_sums<9, W>(a, pb, tot, sh);
     if (threadIdx.x < 32) rhs_cg_finish(tot, a.rtol, a.maxit, &cs);
     __syncthreads();
     prof_stamp(a.prof, &tlast, &seg);
     /* the start's product w0 = H z0 and the first alpha */
     if (!cs.all_done) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        w0_row<K>(tile_rowcol<K>(t), a.n, a.H, a.cg, &cs, v);
-        block_parts<K, 1>(v, t, a.ntiles, a.part + pb * p9, sh);
+        w0_row<K>(tile_rowcol<K, W>(t), a.n, a.H, a.cg, &cs, v);
+        block_parts<K, 1, W>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
       prof_stamp(a.prof, &tlast, &seg);
-      grid_sums<3>(a, pb, tot, sh);
+      grid_sums<3, W>(a, pb, tot, sh);
       if (threadIdx.x < 32) w0_finish(tot, &cs);
       __syncthreads();
       prof_stamp(a.prof, &tlast, &seg);
@@ -245,14 +249,14 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
      * the same in every block) */
     for (int step = 0; step + 1 < a.maxit && !cs.all_done; step++) {
       for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-        cg_step_row<K>(tile_rowcol<K>(t), a.n, a.H, a.cg, &cs, v);
-        block_parts<K, 3>(v, t, a.ntiles, a.part + pb * p9, sh);
+        cg_step_row<K>(tile_rowcol<K, W>(t), a.n, a.H, a.cg, &cs, v);
+        block_parts<K, 3, W>(v, t, a.ntiles, a.part + pb * p9, sh);
         __syncthreads();
       }
       prof_stamp(a.prof, &tlast, &seg);
       grid.sync();
       prof_stamp(a.prof, &tlast, &seg);
-      grid_sums<9>(a, pb, tot, sh);
+      grid_sums<9, W>(a, pb, tot, sh);
       if (threadIdx.x < 32) cg_step_finish(tot, &cs);
       __syncthreads();
       prof_stamp(a.prof, &tlast, &seg);
@@ -263,7 +267,7 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
     const int skip = take_skip(1, a.l, a.tol, ctl, a.bt);
     double moved = 0;
     for (int64_t t = blockIdx.x; t < a.ntiles; t += gridDim.x) {
-      const rowcol rc = tile_rowcol<K>(t);
+      const rowcol rc = tile_rowcol<K, W>(t);
       if (running) cg_last_row<K>(rc, a.n, a.cg, &cs);
       if (!skip) {
         const double m = take_row(rc.i, rc.c, rc.c + K, a.n, 0, a.cg.X, a.pin, a.x, &cs, ctl);
@@ -289,20 +293,28 @@ __global__ void __launch_bounds__(BLOCK, FRAME_MIN_BLOCKS) k_frame(frame_args a)
   }
 }
 
-/* The frame's kernel for g's columns a thread (tile_rowcol). */
-static void (*frame_kernel(const deform_gpu *g))(frame_args) {
-  return g->kcols == 1 ? k_frame<1> : k_frame<3>;
+/* The frame's kernel for g's tile shape (with_tile) and its threads a
+ * block (*threads). */
+static void (*frame_kernel(const deform_gpu *g, int *threads))(frame_args) {
+  void (*k)(frame_args) = nullptr;
+  with_tile(g, [&](auto t) {
+    using T = decltype(t);
+    k = k_frame<T::k, T::w>;
+    *threads = T::threads;
+  });
+  return k;
 }
 
 /* The grid of the persistent frame for g's mesh (see the header), 0 where
  * it cannot run (reason into why). */
 int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
-  int dev = -1, coop = 0, sms = 0, per = 0;
+  int dev = -1, coop = 0, sms = 0, per = 0, threads = 0;
+  void (*kernel)(frame_args) = frame_kernel(g, &threads);
   cudaError_t ce = cudaGetDevice(&dev);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (ce == cudaSuccess)
-    ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, frame_kernel(g), BLOCK, 0);
+    ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0);
   if (ce != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, nwhy, "%s", cudaGetErrorString(ce));
@@ -313,8 +325,9 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
                                     : "the kernel cannot be resident");
     return 0;
   }
-  const int64_t rows = row_tiles(g->kcols, g->dm->nv);
-  const int64_t tiles = rows > blocks(g->dm->nf) ? rows : blocks(g->dm->nf);
+  const int64_t rows = row_tiles(g->kcols, g->tw, g->dm->nv);
+  const int64_t faces = (g->dm->nf + threads - 1) / threads;
+  const int64_t tiles = rows > faces ? rows : faces;
   const int64_t cap = (int64_t)sms * per;
   int64_t rounds = (tiles + cap - 1) / cap;
   const char *env = getenv("MB_DEFORM_FRAME_TILES"); /* a tuning knob: tiles a block, at least */
@@ -322,7 +335,7 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
   if (want > rounds && want <= 64) rounds = want;
   const int grid = (int)((tiles + rounds - 1) / rounds);
   mb_log(MB_LOG_VERBOSE, "%s: the persistent frame: %d blocks of %d threads (%lld tiles, %lld "
-         "a block at most; %d blocks an SM co-resident on %d SMs)", g->dm->name, grid, BLOCK,
+         "a block at most; %d blocks an SM co-resident on %d SMs)", g->dm->name, grid, threads,
          (long long)tiles, (long long)rounds, per, sms);
   return grid;
 }
@@ -367,7 +380,7 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
     a.nf = g->dm->nf;
     a.planar = planar;
     a.iters = bn;
-    a.ntiles = row_tiles(g->kcols, g->dm->nv);
+    a.ntiles = row_tiles(g->kcols, g->tw, g->dm->nv);
     a.maxit = g->p->cg_iterations;
     a.l = l;
     a.tol = g->p->tolerance;
@@ -401,8 +414,10 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
       a.prof = d->prof.as<unsigned long long>();
     }
     void *args[] = {&a};
-    ce = cudaLaunchCooperativeKernel((const void *)frame_kernel(g), dim3((unsigned)g->persist_grid),
-                                     dim3(BLOCK), args, 0, nullptr);
+    int threads = 0;
+    void (*kernel)(frame_args) = frame_kernel(g, &threads);
+    ce = cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)g->persist_grid),
+                                     dim3((unsigned)threads), args, 0, nullptr);
     if (ce == cudaSuccess) {
       *ran = 1;
       if (profile) print_profile(d, a.maxit);

@@ -323,14 +323,15 @@ static void test_polylla(void **state) {
 }
 
 /* One CUDA run of p on c from its input into x [nv, 3] (the room's CG;
- * row_threads as mb_deform_cuda_opts': 0 auto, 1 or 3 threads a row). */
-static void cuda_run_rows(case_mesh *c, const mb_deform_params *p, int row_threads, double *x,
-                          mb_deform_report *rep) {
+ * row_threads and tile_warps as mb_deform_cuda_opts': 0 auto, 1 or 3
+ * threads a row; 8 or 10 warps a row tile). */
+static void cuda_run_rows(case_mesh *c, const mb_deform_params *p, int row_threads,
+                          int tile_warps, double *x, mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
   mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
                        c->m->face_indices, c->adj, c->target, NULL};
   memset(rep, 0, sizeof *rep);
-  const mb_deform_cuda_opts o = {0, 0, 0, row_threads};
+  const mb_deform_cuda_opts o = {0, 0, 0, row_threads, tile_warps};
   const mb_error e = mb_deform_run_cuda(p, &dm, rep, &o);
   if (e == MB_ERR_NUMERIC && p->hard && rep->iterations == p->iterations)
     mb_error_clear(); /* hard, not met within the iterations: the positions are kept */
@@ -338,9 +339,9 @@ static void cuda_run_rows(case_mesh *c, const mb_deform_params *p, int row_threa
     fail_msg("CUDA: %s", mb_error_message());
 }
 
-/* cuda_run_rows with the default options (row_threads auto). */
+/* cuda_run_rows with the default options (row_threads, tile_warps auto). */
 static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_deform_report *rep) {
-  cuda_run_rows(c, p, 0, x, rep);
+  cuda_run_rows(c, p, 0, 0, x, rep);
 }
 
 /* The room's CG, one kernel a CG step (Chronopoulos and Gear's one
@@ -348,7 +349,8 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * start's product): one local-global iteration with 10 CG
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
- * 1e-13 of the box, soft and hard, at 3 threads a row and at 1 (the hard
+ * 1e-13 of the box, soft and hard, at 3 threads a row and at 1, each
+ * with auto's row tiles (8 warps here) and with tiles of 10 warps (the hard
  * run pins the handles: H's
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
@@ -359,8 +361,9 @@ static void test_fused_cg(void **state) {
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
   case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
   const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
-  for (int run = 0; run < 8; run++) {
-    const int its = run % 2 ? 3 : 1, hard = run / 2 % 2, rows = run < 4 ? 3 : 1;
+  for (int run = 0; run < 16; run++) {
+    const int its = run % 2 ? 3 : 1, hard = run / 2 % 2, rows = run % 8 < 4 ? 3 : 1;
+    const int tw = run < 8 ? 0 : 10;
     mb_deform_params p = params(MB_DEFORM_PLANAR, hard, its, 1e-300, MB_DEFORM_PCG);
     p.cg_iterations = 10;
     double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -371,7 +374,7 @@ static void test_fused_cg(void **state) {
     const mb_error ec = mb_deform_run_cpu(&p, &dc, &rc);
     if (hard && ec == MB_ERR_NUMERIC && rc.iterations == its) mb_error_clear(); /* not met: kept */
     else assert_int_equal(ec, MB_SUCCESS);
-    cuda_run_rows(&a, &p, rows, xg, &rg);
+    cuda_run_rows(&a, &p, rows, tw, xg, &rg);
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     double dev = 0, moved = 0;
     for (int64_t i = 0; i < a.m->nv; i++)
@@ -383,9 +386,11 @@ static void test_fused_cg(void **state) {
       }
     const double box = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) +
                             (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
-    printf("fused CG, %s, %d thread%s a row, %d iteration%s of 10 CG iterations: CPU %lld, "
-           "CUDA %lld CG iterations; moved %.3g, CUDA from CPU %.3g = %.3g of the box\n",
-           hard ? "hard" : "soft", rows, rows == 1 ? "" : "s", its, its == 1 ? "" : "s",
+    printf("fused CG, %s, %d thread%s a row, row tiles of %s warps, %d iteration%s of 10 CG "
+           "iterations: CPU %lld, CUDA %lld CG iterations; moved %.3g, CUDA from CPU %.3g = "
+           "%.3g of the box\n",
+           hard ? "hard" : "soft", rows, rows == 1 ? "" : "s", tw ? "10" : "auto's", its,
+           its == 1 ? "" : "s",
            rc.pcg_iterations,
            rg.pcg_iterations, moved, dev, dev / box);
     assert_true(moved > 1e-6 * box); /* the iterations did something */
@@ -432,14 +437,14 @@ static void test_fused_cg(void **state) {
 /* One CUDA run of p on c from its input into x [nv, 3], the persistent
  * frame asked for (persistent 1), the graphs (-1) or auto (0: the
  * persistent frame up to MB_DEFORM_PERSISTENT_ROWS vertices); row_threads
- * as mb_deform_cuda_opts'. */
+ * and tile_warps as mb_deform_cuda_opts'. */
 static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent,
-                          int row_threads, double *x, mb_deform_report *rep) {
+                          int row_threads, int tile_warps, double *x, mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
   mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
                        c->m->face_indices, c->adj, c->target, NULL};
   memset(rep, 0, sizeof *rep);
-  const mb_deform_cuda_opts o = {0, 0, persistent, row_threads};
+  const mb_deform_cuda_opts o = {0, 0, persistent, row_threads, tile_warps};
   if (mb_deform_run_cuda(p, &dm, rep, &o)) fail_msg("CUDA: %s", mb_error_message());
 }
 
@@ -454,7 +459,8 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
  * iterations, k = 3), at auto's 3 threads a row (a thread a row and
  * column) and, on the dome and the grid, at a thread a row
  * (mb_deform_cuda_opts.row_threads 1: the same equalities, each mapping
- * with itself); the persistent runs repeat bit for bit (a larger
+ * with itself), and on the dome and the grid with row tiles of 10 warps
+ * (tile_warps 10; auto takes 8 on these meshes) at either mapping; the persistent runs repeat bit for bit (a larger
  * mesh run in between: the pooled buffers grown). The run asked for
  * must take the persistent path (rep.persistent: every sm_60+ device has
  * cooperative launch), the graphs asked for the graphs, and auto (0) the
@@ -467,14 +473,19 @@ static void test_persistent_frame(void **state) {
   struct {
     case_mesh *c;
     int iterations, k, rows; /* rows: threads a row (0: auto, 3 on these meshes) */
+    int tw;                  /* warps a row tile (0: auto, 8 on these meshes) */
     double tol;
     const char *what;
-  } cases[] = {{&dome, 60, 3, 0, 1e-300, "dome, 60 iterations, k = 3"},
-               {&dome, 60, 8, 0, 1e-300, "dome, 60 iterations, k = 8"},
-               {&dome, 60, 3, 1, 1e-300, "dome, 60 iterations, k = 3, a thread a row"},
-               {&grid, 5000, 8, 0, 1e-7, "quad grid, to 1e-7, k = 8"},
-               {&grid, 5000, 8, 1, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row"},
-               {&roof, 50, 3, 0, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
+  } cases[] = {
+      {&dome, 60, 3, 0, 0, 1e-300, "dome, 60 iterations, k = 3"},
+      {&dome, 60, 8, 0, 0, 1e-300, "dome, 60 iterations, k = 8"},
+      {&dome, 60, 3, 1, 0, 1e-300, "dome, 60 iterations, k = 3, a thread a row"},
+      {&dome, 60, 3, 0, 10, 1e-300, "dome, 60 iterations, k = 3, tiles of 10 warps"},
+      {&dome, 60, 3, 1, 10, 1e-300, "dome, 60 iterations, k = 3, a thread a row, tiles of 10"},
+      {&grid, 5000, 8, 0, 0, 1e-7, "quad grid, to 1e-7, k = 8"},
+      {&grid, 5000, 8, 1, 0, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row"},
+      {&grid, 5000, 8, 1, 10, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row, tiles of 10"},
+      {&roof, 50, 3, 0, 0, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
   for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     case_mesh *c = cases[t].c;
     const size_t bytes = sizeof(double) * 3 * (size_t)c->m->nv;
@@ -486,12 +497,12 @@ static void test_persistent_frame(void **state) {
     mb_deform_report rp, rg, r2, ro;
     mb_deform_report ra;
     double *xa = malloc(bytes);
-    const int rows = cases[t].rows;
-    cuda_run_path(c, &p, 1, rows, xp, &rp);
-    cuda_run_path(c, &p, -1, rows, xg, &rg);
-    cuda_run_path(c, &p, 0, rows, xa, &ra); /* auto */
-    cuda_run_path(&roof, &p, 1, rows, xo, &ro); /* grows the pool (or reuses it) in between */
-    cuda_run_path(c, &p, 1, rows, x2, &r2);
+    const int rows = cases[t].rows, tw = cases[t].tw;
+    cuda_run_path(c, &p, 1, rows, tw, xp, &rp);
+    cuda_run_path(c, &p, -1, rows, tw, xg, &rg);
+    cuda_run_path(c, &p, 0, rows, tw, xa, &ra); /* auto */
+    cuda_run_path(&roof, &p, 1, rows, tw, xo, &ro); /* grows the pool (or reuses it) in between */
+    cuda_run_path(c, &p, 1, rows, tw, x2, &r2);
     double dev = 0;
     for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
     printf("persistent frame, %s: paths %s and %s; iterations %d and %d, CG %lld and %lld, "

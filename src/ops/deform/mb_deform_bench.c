@@ -25,7 +25,7 @@ static const char deform_bench_help[] =
     "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
     "                              [--cg-iterations K] [--persistent auto|yes|no]\n"
-    "                              [--row-threads auto|1|3]\n"
+    "                              [--row-threads auto|1|3] [--tile-warps auto|8|10]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
     "                              [--cg-iterations K] [--overlap yes|no]\n"
     "                              [options as above]\n\n"
@@ -70,6 +70,10 @@ static const char deform_bench_help[] =
     "auto (the default) 3 for meshes of up to 40,000 vertices, else 1 (as\n"
     "measured on an H100; the sums' order differs, so the positions agree to\n"
     "rounding).\n"
+    "--tile-warps (cuda, the room's CG): warps a row tile (a block of the CG's\n"
+    "kernels, a row tile of the persistent kernel): 8, 10, or auto (the default)\n"
+    "whichever puts fewer warps on the device's busiest SM (the sums' order\n"
+    "differs, so the positions agree to rounding).\n"
     "Each cuda repeat prints the path its iterations took: \"frame path\n"
     "persistent\" or \"frame path graph\" (graphs or kernel by kernel).\n"
     "The frame is the iterations and the final residuals (planarity and\n"
@@ -97,6 +101,7 @@ typedef struct bench_opts {
   int cuda, sync_phases, linalg_cg, no_overlap;
   int persistent; /* --persistent: 1 yes, 0 auto (MB_DEFORM_PERSISTENT_ROWS), -1 no */
   int row_threads; /* --row-threads: 1, 3, or 0 auto (MB_DEFORM_SPLIT_ROWS) */
+  int tile_warps;  /* --tile-warps: 8, 10, or 0 auto */
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -153,6 +158,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--row-threads") && v) {
       bad = strcmp(v, "auto") && strcmp(v, "1") && strcmp(v, "3");
       o->row_threads = !strcmp(v, "1") ? 1 : !strcmp(v, "3") ? 3 : 0;
+    } else if (!strcmp(a, "--tile-warps") && v) {
+      bad = strcmp(v, "auto") && strcmp(v, "8") && strcmp(v, "10");
+      o->tile_warps = !strcmp(v, "8") ? 8 : !strcmp(v, "10") ? 10 : 0;
     } else if (!strcmp(a, "--overlap") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->no_overlap = !strcmp(v, "no");
@@ -223,7 +231,8 @@ static mb_error run_once(const bench_opts *o, mb_mesh *m, mb_adjacency *adj, con
                        adj, target, NULL};
   memset(rep, 0, sizeof *rep);
   const double t0 = mb_wtime();
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, o->row_threads};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, o->row_threads,
+                                  o->tile_warps};
   mb_error e = o->cuda ? mb_deform_run_cuda(&o->p, &dm, rep, &co)
                        : mb_deform_run_cpu(&o->p, &dm, rep);
   *ms = 1e3 * (mb_wtime() - t0);
@@ -328,7 +337,8 @@ static void *prep_main(void *arg) {
   prep_job *j = arg;
   mb_mesh *m = j->m;
   const bench_opts *o = j->o;
-  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, o->row_threads};
+  const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, o->row_threads,
+                                  o->tile_warps};
   const double t0 = mb_wtime();
   memcpy(m->xyz, j->x0, sizeof(double) * 3 * (size_t)m->nv);
   const mb_error e = mb_deform_cuda_prepare(&o->p, &j->dm, &co, &j->prep);
