@@ -876,13 +876,13 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
   /* the warps of its row tiles: as asked, else by the device's SMs */
   const int tw = o ? o->tile_warps : 0;
   int dev = 0, sms = 0;
-  if (tw != 8 && tw != 10 &&
+  if (!tile_warps_ok(tw) &&
       (cudaGetDevice(&dev) != cudaSuccess ||
        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
     (void)cudaGetLastError();
     sms = 0; /* tile_warps' default */
   }
-  prep->g.tw = tw == 8 || tw == 10 ? tw : tile_warps(prep->g.kcols, dm->nv, sms);
+  prep->g.tw = tile_warps_ok(tw) ? tw : tile_warps(prep->g.kcols, dm->nv, sms);
   mb_log(MB_LOG_VERBOSE, "%s: the device CG: %d thread%s a row, row tiles of %d warps", dm->name,
          prep->g.kcols == 1 ? 3 : 1, prep->g.kcols == 1 ? "s" : "", prep->g.tw);
 }

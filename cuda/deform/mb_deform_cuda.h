@@ -55,10 +55,11 @@ typedef struct mb_deform_cuda_opts {
                       the positions agree to rounding, not bitwise; the
                       persistent frame and the graphs agree bitwise at either */
   int tile_warps;  /* the warps of the room's CG's row tiles (a graph kernel's
-                      block, a persistent frame's row tile): 8 or 10, or 0 (the
-                      default, auto): whichever puts fewer warps on the
-                      device's busiest SM (cuda/deform/mb_deform_gpu.cuh,
-                      tile_warps; measured on an H100, docs/benchmarks.md:
+                      block, a persistent frame's row tile): 8, 10 or 16, or
+                      0 (the default, auto; other values too): whichever puts
+                      fewest warps on the device's busiest SM, then the fewest
+                      tiles (cuda/deform/mb_deform_gpu.cuh, tile_warps;
+                      measured on an H100, docs/benchmarks.md:
                       Roof2 at 10, 320 threads, 5.5 ms against 5.9 with the
                       graphs and 6.9 with the persistent frame at 8); like
                       row_threads, the sums' order differs (rounding), the

@@ -116,9 +116,11 @@
 
 namespace mbd {
 
-/* The blocks an SM the frame's register budget is set for (__launch_bounds__:
- * at most 65536 / (2 x 256) = 128 registers a thread; see above). */
-constexpr int FRAME_MIN_BLOCKS = 2;
+/* The blocks an SM the frame's register budget is set for at W warps a
+ * block (__launch_bounds__: at most 65536 / (2 x 256) = 128 registers a
+ * thread at W = 8, 102 at 10, 128 at 16 with one block an SM; see
+ * above). */
+constexpr int frame_min_blocks(int W) { return W >= 16 ? 1 : 2; }
 
 /* A batch's arguments (device pointers borrowed from the pool; the arrays'
  * shapes as in mb_deform_gpu.cuh's pool_t). */
@@ -184,7 +186,7 @@ __device__ inline void grid_sums(const frame_args &a, int &pb, double *tot, doub
 /* a.iters soft iterations (see the header): the same work, records and
  * bits as as many launches of the capped iteration's graph (batched). */
 template <int K, int W>
-__global__ void __launch_bounds__(32 * W, FRAME_MIN_BLOCKS) k_frame(frame_args a) {
+__global__ void __launch_bounds__(32 * W, frame_min_blocks(W)) k_frame(frame_args a) {
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   __shared__ double sh[9 * W];
   __shared__ cg_t cs; /* the CG's state: the same in every block */

@@ -92,7 +92,7 @@ struct deform_gpu {
   int persist_used = 0;   /* batches run by the persistent frame this run */
   int persist_grid = 0;   /* its blocks (of BLOCK threads), 0 until decided */
   int kcols = 3;          /* the room's CG's columns a thread (tile_rowcol): 3 or 1 */
-  int tw = 8;             /* the warps of its row tiles (tile_rowcol): 8 or 10 (tile_warps) */
+  int tw = 8;             /* the warps of its row tiles (tile_rowcol): 8, 10 or 16 (tile_warps) */
   ~deform_gpu() {
     if (chunk) cudaGraphExecDestroy(chunk);
     mb_deform_system_free(&sys);
@@ -112,18 +112,24 @@ template <int K, int W> struct tile_shape {
  * a run's shape picks the kernels' instances. */
 template <class Fn> inline void with_tile(const deform_gpu *g, Fn &&fn) {
   if (g->kcols == 1) {
-    if (g->tw == 10) fn(tile_shape<1, 10>{});
+    if (g->tw == 16) fn(tile_shape<1, 16>{});
+    else if (g->tw == 10) fn(tile_shape<1, 10>{});
     else fn(tile_shape<1, 8>{});
   } else {
-    if (g->tw == 10) fn(tile_shape<3, 10>{});
+    if (g->tw == 16) fn(tile_shape<3, 16>{});
+    else if (g->tw == 10) fn(tile_shape<3, 10>{});
     else fn(tile_shape<3, 8>{});
   }
 }
 
+/* Whether tw is a row tile's warps the kernels are built for. */
+inline bool tile_warps_ok(int tw) { return tw == 8 || tw == 10 || tw == 16; }
+
 /* The warps of the room's CG's row tiles for n rows at k columns a thread
- * on a device of sms SMs: 8 or 10, whichever puts fewer warps on the
+ * on a device of sms SMs: 8, 10 or 16, whichever puts fewest warps on the
  * busiest SM where the tiles are dealt round the SMs (ceil(tiles / sms)
- * tiles, of tw warps each), 8 on a tie. (Measured, one H100, 2026-11-28:
+ * tiles, of tw warps each), then the fewest tiles (fewer blocks to sync
+ * and partial sums to add, the same warps at work). (Measured, one H100, 2026-11-28:
  * Roof2, 80,656 rows a thread a row, 2,521 warps: tiles of 8 warps put 3
  * on 52 SMs (24 warps), of 10 warps 2 on every SM but 11 (20 warps): the
  * graphs 5.9 -> 5.5 ms, the persistent frame 6.9 -> 5.5 ms; Roof1 at three
@@ -135,9 +141,9 @@ inline int tile_warps(int k, int64_t n, int sms) {
   const int64_t warps = (k == 3 ? 1 : 3) * ((n + SELL_C - 1) / SELL_C);
   int best = 8;
   int64_t least = -1;
-  for (int tw : {8, 10}) {
+  for (int tw : {8, 10, 16}) { /* ascending: a tie goes to the larger tiles */
     const int64_t tiles = (warps + tw - 1) / tw, busiest = (tiles + sms - 1) / sms * tw;
-    if (least < 0 || busiest < least) {
+    if (least < 0 || busiest <= least) {
       least = busiest;
       best = tw;
     }

@@ -350,7 +350,7 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * iterations (and 3 iterations of 10) gives the CPU's k-step CG's
  * iterates (mb_deform_cg, the unfused method, sequential sums) within
  * 1e-13 of the box, soft and hard, at 3 threads a row and at 1, each
- * with auto's row tiles (8 warps here) and with tiles of 10 warps (the hard
+ * with auto's row tiles (8 warps here) and with tiles of 10 and 16 warps (the hard
  * run pins the handles: H's
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
@@ -361,9 +361,9 @@ static void test_fused_cg(void **state) {
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
   case_mesh b = panels(1600, MB_PANELS_SADDLE, 0.3, 1, 0.1);
   const size_t bytes = sizeof(double) * 3 * (size_t)a.m->nv;
-  for (int run = 0; run < 16; run++) {
+  for (int run = 0; run < 24; run++) {
     const int its = run % 2 ? 3 : 1, hard = run / 2 % 2, rows = run % 8 < 4 ? 3 : 1;
-    const int tw = run < 8 ? 0 : 10;
+    const int tw = run < 8 ? 0 : run < 16 ? 10 : 16;
     mb_deform_params p = params(MB_DEFORM_PLANAR, hard, its, 1e-300, MB_DEFORM_PCG);
     p.cg_iterations = 10;
     double *xc = malloc(bytes), *xg = malloc(bytes);
@@ -389,7 +389,7 @@ static void test_fused_cg(void **state) {
     printf("fused CG, %s, %d thread%s a row, row tiles of %s warps, %d iteration%s of 10 CG "
            "iterations: CPU %lld, CUDA %lld CG iterations; moved %.3g, CUDA from CPU %.3g = "
            "%.3g of the box\n",
-           hard ? "hard" : "soft", rows, rows == 1 ? "" : "s", tw ? "10" : "auto's", its,
+           hard ? "hard" : "soft", rows, rows == 1 ? "" : "s", tw == 16 ? "16" : tw ? "10" : "auto's", its,
            its == 1 ? "" : "s",
            rc.pcg_iterations,
            rg.pcg_iterations, moved, dev, dev / box);
@@ -459,8 +459,9 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
  * iterations, k = 3), at auto's 3 threads a row (a thread a row and
  * column) and, on the dome and the grid, at a thread a row
  * (mb_deform_cuda_opts.row_threads 1: the same equalities, each mapping
- * with itself), and on the dome and the grid with row tiles of 10 warps
- * (tile_warps 10; auto takes 8 on these meshes) at either mapping; the persistent runs repeat bit for bit (a larger
+ * with itself), and on the dome and the grid with row tiles of 10 and 16
+ * warps (tile_warps; auto takes 8 on these meshes on an H100) at either
+ * mapping; the persistent runs repeat bit for bit (a larger
  * mesh run in between: the pooled buffers grown). The run asked for
  * must take the persistent path (rep.persistent: every sm_60+ device has
  * cooperative launch), the graphs asked for the graphs, and auto (0) the
@@ -482,9 +483,12 @@ static void test_persistent_frame(void **state) {
       {&dome, 60, 3, 1, 0, 1e-300, "dome, 60 iterations, k = 3, a thread a row"},
       {&dome, 60, 3, 0, 10, 1e-300, "dome, 60 iterations, k = 3, tiles of 10 warps"},
       {&dome, 60, 3, 1, 10, 1e-300, "dome, 60 iterations, k = 3, a thread a row, tiles of 10"},
+      {&dome, 60, 3, 0, 16, 1e-300, "dome, 60 iterations, k = 3, tiles of 16 warps"},
+      {&dome, 60, 8, 1, 16, 1e-300, "dome, 60 iterations, k = 8, a thread a row, tiles of 16"},
       {&grid, 5000, 8, 0, 0, 1e-7, "quad grid, to 1e-7, k = 8"},
       {&grid, 5000, 8, 1, 0, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row"},
       {&grid, 5000, 8, 1, 10, 1e-7, "quad grid, to 1e-7, k = 8, a thread a row, tiles of 10"},
+      {&grid, 5000, 8, 0, 16, 1e-7, "quad grid, to 1e-7, k = 8, tiles of 16"},
       {&roof, 50, 3, 0, 0, 1e-300, "Roof1-size, 50 iterations, k = 3"}};
   for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     case_mesh *c = cases[t].c;

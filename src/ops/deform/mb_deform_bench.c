@@ -25,7 +25,7 @@ static const char deform_bench_help[] =
     "                              [--solver auto|cholesky|pcg] [--backend cpu|cuda]\n"
     "                              [--sync-phases] [--cg linalg|device]\n"
     "                              [--cg-iterations K] [--persistent auto|yes|no]\n"
-    "                              [--row-threads auto|1|3] [--tile-warps auto|8|10]\n"
+    "                              [--row-threads auto|1|3] [--tile-warps auto|8|10|16]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
     "                              [--cg-iterations K] [--overlap yes|no]\n"
     "                              [options as above]\n\n"
@@ -71,9 +71,10 @@ static const char deform_bench_help[] =
     "measured on an H100; the sums' order differs, so the positions agree to\n"
     "rounding).\n"
     "--tile-warps (cuda, the room's CG): warps a row tile (a block of the CG's\n"
-    "kernels, a row tile of the persistent kernel): 8, 10, or auto (the default)\n"
-    "whichever puts fewer warps on the device's busiest SM (the sums' order\n"
-    "differs, so the positions agree to rounding).\n"
+    "kernels, a row tile of the persistent kernel): 8, 10, 16, or auto (the\n"
+    "default) whichever puts fewest warps on the device's busiest SM, then the\n"
+    "fewest tiles (the sums' order differs, so the positions agree to\n"
+    "rounding).\n"
     "Each cuda repeat prints the path its iterations took: \"frame path\n"
     "persistent\" or \"frame path graph\" (graphs or kernel by kernel).\n"
     "The frame is the iterations and the final residuals (planarity and\n"
@@ -101,7 +102,7 @@ typedef struct bench_opts {
   int cuda, sync_phases, linalg_cg, no_overlap;
   int persistent; /* --persistent: 1 yes, 0 auto (MB_DEFORM_PERSISTENT_ROWS), -1 no */
   int row_threads; /* --row-threads: 1, 3, or 0 auto (MB_DEFORM_SPLIT_ROWS) */
-  int tile_warps;  /* --tile-warps: 8, 10, or 0 auto */
+  int tile_warps;  /* --tile-warps: 8, 10, 16, or 0 auto */
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -159,8 +160,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       bad = strcmp(v, "auto") && strcmp(v, "1") && strcmp(v, "3");
       o->row_threads = !strcmp(v, "1") ? 1 : !strcmp(v, "3") ? 3 : 0;
     } else if (!strcmp(a, "--tile-warps") && v) {
-      bad = strcmp(v, "auto") && strcmp(v, "8") && strcmp(v, "10");
-      o->tile_warps = !strcmp(v, "8") ? 8 : !strcmp(v, "10") ? 10 : 0;
+      bad = strcmp(v, "auto") && strcmp(v, "8") && strcmp(v, "10") && strcmp(v, "16");
+      o->tile_warps = (int)strtol(v, NULL, 10); /* 0 for auto */
     } else if (!strcmp(a, "--overlap") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->no_overlap = !strcmp(v, "no");
