@@ -85,7 +85,7 @@
  * per run into the pool's executable graph (updated in place from mesh to
  * mesh where the shape is the same), its two scalars c and al copied to
  * the device before each launch, so an iteration costs one graph launch
- * and one read; soft runs without a history launch BATCH (25) such graphs
+ * and one read; soft runs without a history launch BATCH (50) such graphs
  * a read: k_take records each iteration's maxima and stops the device
  * applying solutions where the host's soft rules stop, which then replay
  * the records. Those batches, where the device allows, are each one

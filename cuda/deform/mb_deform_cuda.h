@@ -28,7 +28,7 @@ typedef struct mb_deform_cuda_opts {
                       host every iteration; cg_iterations >= 1 uses the
                       room's CG all the same) */
   int persistent;  /* 1: soft runs of the capped CG (cg_iterations >= 1, no
-                      history, phases not synchronised) run each batch of 25
+                      history, phases not synchronised) run each batch of 50
                       iterations as one persistent cooperative launch
                       (mb_deform_frame.cu) where the device allows (cooperative
                       launch, the grid co-resident), else as CUDA graphs;

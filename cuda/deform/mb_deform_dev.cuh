@@ -44,7 +44,12 @@ struct ctl_t {
  * iterations: each iteration's maxima are kept (k_take), and the device
  * itself stops applying solutions at the iteration where the host's rules
  * stop (halt), so the iterations launched past it leave x as it was. */
-constexpr int BATCH = 25; /* 2 reads a 50-iteration frame; at most 24 run past a stop */
+/* 50: one launch and one read a 50-iteration frame (the chapter's M_max);
+ * at most 49 run past a stop. Measured (one H100, 2026-11-28): Roof1's
+ * persistent frame 2.2 -> 2.1 ms against 25 (device time 2.00 -> 1.99
+ * ms: the second batch's read and launch were the host's); Roof2 5.5 ms
+ * either way. */
+constexpr int BATCH = 50;
 struct batch_t {
   int halt;            /* set by k_take's last block: the host's soft rules stop here */
   int count;           /* iterations recorded since the host cleared it */
@@ -461,7 +466,7 @@ __device__ inline void sell_cols(int32_t i, int c0, const int run[K],
   int len;
   const int64_t e0 = sell_row(i, sptr, rowptr, &len);
   for (int j = 0; j < K; j++) acc[j] = 0;
-#pragma unroll 4
+#pragma unroll 4 /* 8 and 16 measured slower (2026-11-28, H100: Roof1 2.2 -> 2.3, 2.7 ms) */
   for (int k = 0; k < len; k++) {
     const int64_t e = e0 + (int64_t)SELL_C * k;
     const double a = val[e];

@@ -15,7 +15,7 @@
  *  - inexact inner solves (solver pcg, cg_iterations 8: at most 8 CG
  *    iterations per iteration, the CPU's mb_deform_cg against the device
  *    CG, one method): soft planar 50 iterations, soft planar to 1e-7 (a
- *    stop inside the device's batch of 25 iterations: the same iteration
+ *    stop inside the device's batch of 50 iterations: the same iteration
  *    count) and hard planar to 1e-10 on the quad grid, the flat grid, hard
  *    planar on the Polylla mesh;
  *  each: the CUDA positions within 1e-8 of the bounding box's diagonal of
@@ -281,7 +281,7 @@ static void test_quad_grid(void **state) {
     mb_deform_params soft = params(MB_DEFORM_PLANAR, 0, 50, 1e-12, MB_DEFORM_PCG);
     soft.cg_iterations = 8;
     compare("quad grid, soft planar, cg_iterations 8", &c, 1, &soft, 1);
-    /* soft to a tolerance: the device's batches of 25 iterations stop where
+    /* soft to a tolerance: the device's batches of 50 iterations stop where
      * the host's rules stop, inside a batch (the same iteration count) */
     mb_deform_params stop = params(MB_DEFORM_PLANAR, 0, 5000, 1e-7, MB_DEFORM_PCG);
     stop.cg_iterations = 8;
@@ -355,7 +355,7 @@ static void cuda_run(case_mesh *c, const mb_deform_params *p, double *x, mb_defo
  * identity rows and zeroed columns, formed on the device by k_assemble in
  * the SELL-32 layout); runs repeat bit for bit, also with the pooled buffers
  * grown by a larger mesh and the pooled graph updated in between (the
- * batched soft path: 25 iterations a read, and the sync-free hard path). */
+ * batched soft path: 50 iterations a read, and the sync-free hard path). */
 static void test_fused_cg(void **state) {
   (void)state;
   case_mesh a = panels(400, MB_PANELS_DOME, 0.5, 5, 0.2);
@@ -418,7 +418,7 @@ static void test_fused_cg(void **state) {
     cuda_run(&b, ps[k], xb, &rb); /* grows the pool, another graph */
     cuda_run(&a, ps[k], x2, &r2);
     printf("repeat (%s): %d and %d iterations, planarity %.17g and %.17g; device %.3f ms\n",
-           k ? "hard, 12 iterations" : "soft, 60 iterations (reads after 25, 50, 60)",
+           k ? "hard, 12 iterations" : "soft, 60 iterations (reads after 50, 60)",
            r1.iterations, r2.iterations, r1.planarity, r2.planarity, r1.device_ms);
     assert_int_equal(r1.iterations, ps[k]->iterations);
     assert_int_equal(r2.iterations, r1.iterations);
@@ -448,12 +448,12 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
   if (mb_deform_run_cuda(p, &dm, rep, &o)) fail_msg("CUDA: %s", mb_error_message());
 }
 
-/* The persistent frame (soft, capped CG: a batch of 25 iterations in one
+/* The persistent frame (soft, capped CG: a batch of 50 iterations in one
  * cooperative launch, cuda/deform/mb_deform_frame.cu) against the CUDA
  * graphs of the same iterations (mb_deform_cuda_opts.persistent -1): the positions,
  * planarity, handle error, iteration and CG counts bitwise the same (the
  * same arithmetic in the same summation order), on a
- * generated dome (1,600 vertices, 60 iterations: batches of 25, 25, 10;
+ * generated dome (1,600 vertices, 60 iterations: batches of 50 and 10;
  * k = 3 and k = 8), with a stop inside a batch (test_quad_grid's 400-vertex
  * grid to tolerance 1e-7: the same iteration count), and on a Roof1-size layout (20,464 vertices, 50
  * iterations, k = 3), at auto's 3 threads a row (a thread a row and

@@ -60,7 +60,7 @@ static const char deform_bench_help[] =
     "whole iteration one CUDA graph, counted as the solve phase); default 0,\n"
     "each solve to relative residual 1e-12.\n"
     "--persistent (cuda, soft, --cg-iterations K >= 1, without --sync-phases):\n"
-    "yes runs each batch of 25 iterations as one persistent cooperative kernel\n"
+    "yes runs each batch of 50 iterations as one persistent cooperative kernel\n"
     "where the device allows; no the CUDA graph of one iteration per launch;\n"
     "auto (the default) the persistent kernel for meshes of up to 40,000\n"
     "vertices and the graphs above (as measured on an H100; the same bits\n"
