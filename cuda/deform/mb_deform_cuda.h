@@ -38,7 +38,8 @@ typedef struct mb_deform_cuda_opts {
                       persistent 2.2 ms against the graphs' 2.7 at Roof1, 20 k
                       rows, and 0.41 s against 0.53 s for a batch of 200
                       layouts of 1-5 k; graphs 5.8 ms against 6.9 at Roof2,
-                      80 k);
+                      80 k, with row tiles of 8 warps, 5.5 against 5.6 with
+                      tile_warps' 10);
                       -1: the graphs; the same bits either way;
                       rep->persistent says which ran */
   int row_threads; /* the room's CG's threads a row (its right-hand side, start,
