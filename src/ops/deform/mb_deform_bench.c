@@ -302,7 +302,7 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
              rep.persistent ? "persistent" : "graph",
              o->persistent > 0 ? " (--persistent yes)" : "");
     printf("repeat %lld: CPU time %.1f ms (all threads); per 50-iteration frame without the "
-           "analysis and factorizations %.1f ms wall\n",
+           "analysis and factorizations %.2f ms wall\n",
            (long long)r + 1, cms, its[r]);
   }
   if (!e) {
@@ -312,7 +312,7 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
     qsort(cpu, (size_t)o->repeats, sizeof *cpu, cmp_double);
     qsort(its, (size_t)o->repeats, sizeof *its, cmp_double);
     printf("median repeat: CPU time %.1f ms; 50-iteration frame without analysis and "
-           "factorizations %.1f ms wall\n",
+           "factorizations %.2f ms wall\n",
            cpu[o->repeats / 2], its[o->repeats / 2]);
   }
   free(x0);
