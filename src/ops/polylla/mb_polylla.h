@@ -254,9 +254,10 @@ typedef struct mb_polylla_opts {
   /* 1: the output's positions are the input's array itself (poly->xyz ==
    * tri->xyz on success), not a copy: the caller then gives one of the two
    * up (sets tri->xyz = NULL before freeing tri), as a job does, whose
-   * triangulation is freed once its polygons exist. Honoured by the CUDA
-   * backend (a copy of nv x 24 B saved); the CPU backend copies anyway.
-   * 0: a copy. On error the input keeps its positions either way. */
+   * triangulation is freed once its polygons exist. Honoured by both
+   * backends (a copy of nv x 24 B saved; the CPU backend on a rank's rows,
+   * mb_polylla_opts.ids, shares the rows' positions). 0: a copy. On error
+   * the input keeps its positions either way. */
   int share_xyz;
   /* NULL: tri is a whole triangulation. Else tri is a rank's rows of a
    * larger one (the partitioned run's slab path): see mb_polylla_ids. */
@@ -334,6 +335,13 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
  * vertices, tri's faces with local indices (-1 for an id neither a row nor
  * a ghost), no fields. Not collective. Errors: MB_ERR_MEMORY. */
 mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);
+
+/* mb_polylla_ids_mesh's positions only: *local is new (the caller frees
+ * it), nv + nghost vertices in the local numbering, no faces (nf 0), no
+ * fields; the CPU backend builds the half-edges of tri's faces through the
+ * ids (mb_halfedge_build_mapped) instead of a renumbered copy. Not
+ * collective. Errors: MB_ERR_MEMORY. */
+mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);
 
 /* Face indices of poly from the local numbering of tri's rows and ghosts
  * (nv rows) to ids (to_ids = 1), or back (to_ids = 0). Not collective; no

@@ -429,9 +429,9 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
  * half-edges from the head, i.e. the targets of the head .. last half-edge
  * shifted by one (the last target, the head's origin, goes first).
  * Visited half-edges get succ = -2. */
-static mb_error canonical_sweep(const mb_halfedge *he, pl_link *link, int64_t npoly, int64_t nidx,
+static mb_error canonical_sweep(int32_t nt, pl_link *link, int64_t npoly, int64_t nidx,
                                 int64_t *offsets, int64_t *indices, int64_t *heads) {
-  const int32_t nh = 3 * he->nt;
+  const int32_t nh = 3 * nt;
   int64_t p = 0, pos = 0;
   int ok = 1;
   for (int32_t h = 0; h < nh && ok; h++) {
@@ -523,8 +523,38 @@ static mb_error left_out_regions(const uint32_t *tf, int32_t nt, const int64_t *
  * written), the rest of mb_polylla_cpu's contract; repair 0: the pinch
  * repair left to the caller (tri's face arrays are then not read: the
  * caller may have freed them). */
+/* The output's positions from the core: a copy of tri's, tri's own array
+ * (shared: mb_polylla_opts.share_xyz), or none (the caller sets them). */
+typedef enum { CORE_XYZ_COPY, CORE_XYZ_SHARE, CORE_XYZ_NONE } core_xyz;
+
+/* The core of the CPU backend on half-edges built by the caller (he_in:
+ * taken over, freed once the polygons are written): label, traversal,
+ * repair, the canonical sweep into *poly, then (repair 1) the pinch
+ * repair. xyz_drop: NULL, or the caller's array of tri's positions
+ * (CORE_XYZ_NONE), freed and set NULL after the label phase, their last
+ * reader (a rank's local positions: the sweep's peak without them). */
 static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
-                             int repair, mb_mesh **poly, mb_polylla_stats *st_in);
+                             int repair, core_xyz xyz, double **xyz_drop, mb_mesh **poly,
+                             mb_polylla_stats *st_in);
+
+/* *poly freed on a failure, its positions not where they are tri's own
+ * (shared: the input keeps them). */
+static void free_poly(mb_mesh **poly, const mb_mesh *tri) {
+  if (*poly && (*poly)->xyz == tri->xyz) (*poly)->xyz = NULL;
+  mb_mesh_free(*poly);
+  *poly = NULL;
+}
+
+/* The local number of id g of a rank's rows (mb_halfedge_map over
+ * mb_polylla_ids). */
+typedef struct ids_map_ctx {
+  const mb_polylla_ids *ids;
+  int64_t nbelow, nrows;
+} ids_map_ctx;
+static int64_t ids_map(const void *ctx, int64_t g) {
+  const ids_map_ctx *m = ctx;
+  return mb_polylla_ids_local(m->ids, m->nbelow, m->nrows, g);
+}
 
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
                         mb_polylla_stats *stats) {
@@ -543,53 +573,56 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     const double t0 = now_ms();
     mb_error e = mb_halfedge_build(tri, &he);
     st.ms_halfedge = now_ms() - t0;
-    if (!e) e = polylla_core(tri, &he, opts, 1, poly, &st);
+    const core_xyz xm = opts && opts->share_xyz ? CORE_XYZ_SHARE : CORE_XYZ_COPY;
+    if (!e) e = polylla_core(tri, &he, opts, 1, xm, NULL, poly, &st);
     mb_halfedge_free(&he);
     MB_CALL(e);
     st.ms_total = now_ms() - t_start;
     if (stats) *stats = st;
     return MB_SUCCESS;
   }
-  /* tri: a rank's rows: the local triangulation of the rows and ghosts,
-   * its half-edges, then its face arrays freed (the core reads the
-   * positions only), the polygons mapped to ids, then the pinch repair on
-   * the rows with ids, as the CUDA backend does. With the core freeing
-   * the half-edges and links once the polygons are written: measured,
-   * 2026-11-28, 4 CPU ranks at 4 M vertices (grid2d, partitioner blocks),
-   * the per-rank peak RSS 406-410 -> 337-345 MB (docs/benchmarks.md) */
+  /* tri: a rank's rows: the half-edges of the rows' faces read through
+   * the ids (mb_halfedge_build_mapped: no renumbered copy of the faces)
+   * over the rows' and ghosts' positions in the local numbering (the core
+   * reads positions only), the polygons mapped to ids, then the pinch
+   * repair on the rows with ids, as the CUDA backend does. With the core
+   * freeing the half-edges and links once the polygons are written:
+   * measured, 2026-11-28, 4 CPU ranks at 4 M vertices (grid2d,
+   * partitioner blocks), the per-rank peak RSS 406-410 -> 337-345 MB; with
+   * the faces read through the ids, the local positions dropped after the
+   * label phase, the half-edges before the sweep and the rows' positions
+   * shared (share_xyz): 264-265 MB (docs/benchmarks.md, "Partitioned
+   * Polylla's per-rank memory: the CPU backend's working set") */
   mb_polylla_opts o = *opts;
   o.ids = NULL;
   o.share_xyz = 0;
-  mb_mesh *local = NULL;
-  MB_CALL(mb_polylla_ids_mesh(tri, opts->ids, &local));
+  mb_mesh *local = NULL; /* the rows' and ghosts' positions in the local numbering, no faces */
+  MB_CALL(mb_polylla_ids_positions(tri, opts->ids, &local));
   double t0 = now_ms();
-  mb_error e = mb_halfedge_build(local, &he);
+  const ids_map_ctx map = {opts->ids, mb_polylla_ids_below(opts->ids), tri->nv};
+  mb_error e = mb_halfedge_build_mapped(tri, ids_map, &map, local->xyz, local->nv, &he);
   st.ms_halfedge = now_ms() - t0;
-  free(local->face_indices);
-  free(local->face_offsets);
-  local->face_indices = NULL;
-  local->face_offsets = NULL;
-  if (!e) e = polylla_core(local, &he, &o, 0, poly, &st);
+  if (!e) e = polylla_core(local, &he, &o, 0, CORE_XYZ_NONE, &local->xyz, poly, &st);
   mb_halfedge_free(&he);
   mb_mesh_free(local);
   MB_CALL(e);
   mb_polylla_ids_apply(*poly, opts->ids, tri->nv, 1);
-  mb_mesh *p = *poly; /* its vertices: tri's rows */
-  double *x = malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
+  mb_mesh *p = *poly; /* its vertices: tri's rows, shared or a copy */
+  double *x = opts->share_xyz ? tri->xyz
+                              : malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
   if (!x) {
     mb_mesh_free(p);
     *poly = NULL;
     MB_FAIL(MB_ERR_MEMORY, "out of memory for the positions of mesh '%s'", name);
   }
-  memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
-  free(p->xyz);
+  if (x != tri->xyz) memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
   p->xyz = x;
   p->nv = tri->nv;
   /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
   t0 = now_ms();
   e = mb_polylla_split_pinches(tri, opts->ids, poly, opts->heads, &st);
   if (e) {
-    mb_mesh_free(*poly);
+    free_poly(poly, tri);
     *poly = NULL;
     if (opts->heads) {
       free(*opts->heads);
@@ -604,7 +637,8 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
 }
 
 static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
-                             int repair, mb_mesh **poly, mb_polylla_stats *st_in) {
+                             int repair, core_xyz xyz, double **xyz_drop, mb_mesh **poly,
+                             mb_polylla_stats *st_in) {
   const char *name = tri->name ? tri->name : "";
   mb_error err = MB_SUCCESS;
   mb_halfedge he = *he_in; /* ours now: freed once the polygons are written */
@@ -628,6 +662,10 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   PL_ALLOC(lmax, nt);
   const mb_polylla_ties ties = opts ? opts->ties : MB_POLYLLA_TIES_KEY;
   label_phase(&he, tri->xyz, ties, lmax, &nfe, &nfh, &nint);
+  if (xyz_drop && xyz == CORE_XYZ_NONE) { /* the positions' last reader */
+    free(*xyz_drop);
+    *xyz_drop = NULL;
+  }
   if (ties == MB_POLYLLA_TIES_CORNERS) {
     int64_t c = tie_cycle((const uint32_t *)he.twin, nt, lmax);
     if (c == -2) {
@@ -680,22 +718,34 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   const int64_t nidx = (nfh - left_front) + 2 * nnew;
   for (int64_t i = 0; i < nleft; i++) /* the sweep passes over the regions left out */
     for (int k = 0; k < 3; k++) link[3 * leftlist[i] + k].succ = -1;
+  /* the half-edges' last reader was the repair: they go before the
+   * output comes (the sweep reads the links only) */
+  mb_halfedge_free(&he);
   if (opts && opts->heads) PL_ALLOC(heads, npoly);
-  MB_CALL_GOTO(err, done, mb_mesh_create(name, tri->nv, npoly, nidx, &out));
+  /* no positions yet: they come after the half-edges and links go */
+  MB_CALL_GOTO(err, done, mb_mesh_create(name, 0, npoly, nidx, &out));
+  free(out->xyz);
+  out->xyz = NULL;
   out->kind = MB_KIND_POLYGONS2D;
   out->index = tri->index;
   MB_CALL_GOTO(err, done,
-               canonical_sweep(&he, link, npoly, nidx, out->face_offsets, out->face_indices,
+               canonical_sweep(nt, link, npoly, nidx, out->face_offsets, out->face_indices,
                                heads));
   st.ms_traversal += now_ms() - t0;
-  /* the half-edges and links go before the output's positions and counts
-   * come (the process's peak: 48 + 48 MB at 2 M triangles) */
-  mb_halfedge_free(&he);
+  /* the links go before the output's positions and counts come */
   free(link);
   link = NULL;
 
-  /* Output: vertices, vertex_count, attributes. */
-  memcpy(out->xyz, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
+  /* Output: vertices (a copy, tri's own array, or none: the caller's),
+   * vertex_count, attributes. */
+  out->nv = tri->nv;
+  if (xyz == CORE_XYZ_SHARE) {
+    out->xyz = tri->xyz;
+  } else if (xyz == CORE_XYZ_COPY) {
+    const int64_t n3 = 3 * tri->nv;
+    PL_ALLOC(out->xyz, n3);
+    memcpy(out->xyz, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
+  }
   PL_ALLOC(counts, npoly);
   for (int64_t p = 0; p < npoly; p++)
     counts[p] = (double)(out->face_offsets[p + 1] - out->face_offsets[p]);
@@ -724,7 +774,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   err = repair ? mb_polylla_split_pinches(tri, NULL, poly, opts ? opts->heads : NULL, &st)
                : MB_SUCCESS;
   if (err) {
-    mb_mesh_free(*poly);
+    free_poly(poly, tri);
     *poly = NULL;
     if (opts && opts->heads) {
       free(*opts->heads);
@@ -738,7 +788,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   if (opts && opts->left_out) {
     int64_t *l = malloc(sizeof *l * (size_t)(nleft ? nleft : 1));
     if (!l) {
-      mb_mesh_free(*poly);
+      free_poly(poly, tri);
       *poly = NULL;
       if (opts->heads) {
         free(*opts->heads);
@@ -760,6 +810,6 @@ done:
   free(tips);
   free(counts);
   free(heads);
-  mb_mesh_free(out);
+  free_poly(&out, tri); /* on a failure before the output is handed over */
   return err;
 }

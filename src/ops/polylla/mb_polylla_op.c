@@ -42,14 +42,18 @@ static mb_error polylla_replace(mb_mesh **mesh, mb_mesh *poly) {
 
 /* Stages of polylla in a row: the second one would read polygons2d, which
  * the job loader already refuses, so n is 1. Every backend computes in
- * float64 (the job's `precision` is not read). */
+ * float64 (the job's `precision` is not read). The job's triangulation
+ * goes once its polygons exist, so the polygons take its positions
+ * instead of a copy (share_xyz), on either backend. */
 static mb_error polylla_run_cpu(const mb_op_ctx *ctx, const mb_stage *stages, int n,
                                 mb_mesh **mesh) {
   (void)n;
   mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   mb_mesh *poly = NULL;
-  const mb_polylla_opts o = polylla_opts(&stages[0]);
+  mb_polylla_opts o = polylla_opts(&stages[0]);
+  o.share_xyz = 1;
   MB_CALL(mb_polylla_cpu(*mesh, &o, &poly, NULL));
+  if (poly->xyz == (*mesh)->xyz) (*mesh)->xyz = NULL; /* the polygons own them now */
   return polylla_replace(mesh, poly);
 }
 

@@ -276,6 +276,18 @@ static mb_error replace_output(mb_mesh **poly, int64_t npoly, const int64_t *off
   return MB_SUCCESS;
 }
 
+mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
+  const int64_t nv = tri->nv, nl = nv + ids->nghost, nb = mb_polylla_ids_below(ids);
+  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, 0, 0, local));
+  mb_mesh *m = *local;
+  m->kind = tri->kind;
+  m->index = tri->index;
+#pragma omp parallel for schedule(static)
+  for (int64_t l = 0; l < nl; l++)
+    memcpy(m->xyz + 3 * l, mb_polylla_ids_xyz(ids, nb, nv, tri->xyz, l), 3 * sizeof(double));
+  return MB_SUCCESS;
+}
+
 mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
   const int64_t nv = tri->nv, nl = nv + ids->nghost, nb = mb_polylla_ids_below(ids);
   MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, tri->nf, 3 * tri->nf, local));
