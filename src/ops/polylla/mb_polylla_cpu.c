@@ -518,20 +518,18 @@ static mb_error left_out_regions(const uint32_t *tf, int32_t nt, const int64_t *
     }                                                                                    \
   } while (0)
 
-/* Polylla on tri from its half-edges *he (built from tri by the caller,
- * st->ms_halfedge its time; freed here, as soon as the polygons are
- * written), the rest of mb_polylla_cpu's contract; repair 0: the pinch
- * repair left to the caller (tri's face arrays are then not read: the
- * caller may have freed them). */
 /* The output's positions from the core: a copy of tri's, tri's own array
  * (shared: mb_polylla_opts.share_xyz), or none (the caller sets them). */
 typedef enum { CORE_XYZ_COPY, CORE_XYZ_SHARE, CORE_XYZ_NONE } core_xyz;
 
-/* The core of the CPU backend on half-edges built by the caller (he_in:
- * taken over, freed once the polygons are written): label, traversal,
- * repair, the canonical sweep into *poly, then (repair 1) the pinch
- * repair. xyz_drop: NULL, or the caller's array of tri's positions
- * (CORE_XYZ_NONE), freed and set NULL after the label phase, their last
+/* Polylla on tri from its half-edges *he_in (built by the caller,
+ * st_in->ms_halfedge its time; taken over and freed here after the repair
+ * phase, their last reader), the rest of mb_polylla_cpu's contract: label,
+ * traversal, repair, the canonical sweep into *poly (the links freed
+ * then), its positions as xyz says; repair 0: the pinch repair left to the
+ * caller (tri's face arrays are not read: the caller may have none).
+ * xyz_drop: NULL, or the caller's array of tri's positions (with
+ * CORE_XYZ_NONE), freed and set NULL after the label phase, their last
  * reader (a rank's local positions: the sweep's peak without them). */
 static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
                              int repair, core_xyz xyz, double **xyz_drop, mb_mesh **poly,
