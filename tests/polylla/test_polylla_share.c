@@ -30,10 +30,14 @@ static mb_mesh *grid(void) {
   return polylla_test_mesh("grid", 16, xy, nt, tri);
 }
 
-/* Global id g = 1000 + 7 v for vertex v; the map back (-1 off the grid). */
+/* Global id g = 1000 + 7 v for vertex v; the map back (-1 off the grid),
+ * and vertex v's position from the mesh ctx. */
 static int64_t unmap(const void *ctx, int64_t g) {
   (void)ctx;
   return g >= 1000 && (g - 1000) % 7 == 0 && (g - 1000) / 7 < 16 ? (g - 1000) / 7 : -1;
+}
+static const double *point(const void *ctx, int64_t v) {
+  return ((const mb_mesh *)ctx)->xyz + 3 * v;
 }
 
 static void test_mapped_build(void **state) {
@@ -41,8 +45,10 @@ static void test_mapped_build(void **state) {
   mb_mesh *m = grid(), *g = grid();
   for (int64_t k = 0; k < 3 * g->nf; k++) g->face_indices[k] = 1000 + 7 * g->face_indices[k];
   mb_halfedge a = {0}, b = {0};
+  const mb_halfedge_map map = {unmap, point, m, m->nv};
+  for (int64_t i = 0; i < 3 * g->nv; i++) g->xyz[i] = -1; /* not read through the map */
   assert_int_equal(mb_halfedge_build(m, &a), MB_SUCCESS);
-  assert_int_equal(mb_halfedge_build_mapped(g, unmap, NULL, m->xyz, m->nv, &b), MB_SUCCESS);
+  assert_int_equal(mb_halfedge_build_mapped(g, &map, &b), MB_SUCCESS);
   assert_int_equal(a.nt, b.nt);
   assert_int_equal(a.nv, b.nv);
   assert_memory_equal(a.vert, b.vert, sizeof(int32_t) * 3 * (size_t)a.nt);
@@ -50,7 +56,7 @@ static void test_mapped_build(void **state) {
   mb_halfedge_free(&b);
   /* an id with no number: out of range, the triangle named with its ids */
   g->face_indices[3 * 5 + 1] = 1001;
-  assert_int_equal(mb_halfedge_build_mapped(g, unmap, NULL, m->xyz, m->nv, &b), MB_ERR_FORMAT);
+  assert_int_equal(mb_halfedge_build_mapped(g, &map, &b), MB_ERR_FORMAT);
   mb_test_assert_message_contains("triangle 5 (0-based) has a vertex index out of range");
   mb_test_assert_message_contains("1001");
   assert_null(b.vert);
@@ -58,7 +64,7 @@ static void test_mapped_build(void **state) {
   /* a degenerate triangle: its own ids named, the positions by their numbers */
   g->face_indices[3 * 5 + 1] = 1000 + 7 * 1;
   g->face_indices[3 * 5 + 2] = 1000 + 7 * 1;
-  assert_int_equal(mb_halfedge_build_mapped(g, unmap, NULL, m->xyz, m->nv, &b), MB_ERR_FORMAT);
+  assert_int_equal(mb_halfedge_build_mapped(g, &map, &b), MB_ERR_FORMAT);
   mb_test_assert_message_contains("triangle 5 (0-based) is degenerate");
   mb_test_assert_message_contains("1007 (1, 0)");
   mb_error_clear();

@@ -85,16 +85,22 @@ mb_error mb_halfedge_build(const mb_mesh *tri, mb_halfedge *he) {
   MB_CHECK(he, MB_ERR_ARG, "mb_halfedge_build: NULL argument");
   memset(he, 0, sizeof *he);
   MB_CHECK(tri, MB_ERR_ARG, "mb_halfedge_build: NULL mesh");
-  return mb_halfedge_build_mapped(tri, NULL, NULL, tri->xyz, tri->nv, he);
+  return mb_halfedge_build_mapped(tri, NULL, he);
 }
 
-mb_error mb_halfedge_build_mapped(const mb_mesh *tri, mb_halfedge_map map, const void *ctx,
-                                  const double *xyz, int64_t nv, mb_halfedge *he) {
+/* Vertex v's position [3]: the map's, or tri's own. */
+static inline const double *he_point(const mb_halfedge_map *map, const double *x, int64_t v) {
+  return map ? map->point(map->ctx, v) : x + 3 * v;
+}
+
+mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map,
+                                  mb_halfedge *he) {
   MB_CHECK(he, MB_ERR_ARG, "mb_halfedge_build_mapped: NULL argument");
   memset(he, 0, sizeof *he);
-  MB_CHECK(tri && (xyz || nv == 0), MB_ERR_ARG, "mb_halfedge_build_mapped: NULL mesh");
+  MB_CHECK(tri && (!map || (map->index && map->point)), MB_ERR_ARG,
+           "mb_halfedge_build_mapped: NULL mesh or map");
   const char *name = tri->name ? tri->name : "";
-  const int64_t nf = tri->nf;
+  const int64_t nf = tri->nf, nv = map ? map->nv : tri->nv;
   MB_CHECK(nf > 0 && nv > 0, MB_ERR_ARG, "mesh '%s' has no triangles (%lld faces, %lld vertices)",
            name, (long long)nf, (long long)nv);
   MB_CHECK(nf <= INT32_MAX / 3 && nv <= INT32_MAX, MB_ERR_ARG,
@@ -128,23 +134,24 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, mb_halfedge_map map, const
 
   /* Orientation: each triangle counter-clockwise (mb_polylla.h, "Half-edges"). */
   const int64_t *fi = tri->face_indices;
-  const double *x = xyz;
+  const double *x = tri->xyz; /* without a map */
   int64_t bad_range = HE_NOBAD, bad_coord = HE_NOBAD, bad_degen = HE_NOBAD;
 #pragma omp parallel for schedule(static) reduction(min : bad_range, bad_coord, bad_degen)
   for (int32_t t = 0; t < nt; t++) {
     int64_t a = fi[3 * (int64_t)t], b = fi[3 * (int64_t)t + 1], c = fi[3 * (int64_t)t + 2];
     if (map) {
-      a = map(ctx, a);
-      b = map(ctx, b);
-      c = map(ctx, c);
+      a = map->index(map->ctx, a);
+      b = map->index(map->ctx, b);
+      c = map->index(map->ctx, c);
     }
     vert[3 * t] = vert[3 * t + 1] = vert[3 * t + 2] = 0;
     if (a < 0 || a >= nv || b < 0 || b >= nv || c < 0 || c >= nv) {
       bad_range = t < bad_range ? t : bad_range;
       continue;
     }
-    double xa = x[3 * a], ya = x[3 * a + 1], xb = x[3 * b], yb = x[3 * b + 1];
-    double xc = x[3 * c], yc = x[3 * c + 1];
+    const double *pa = he_point(map, x, a), *pb = he_point(map, x, b), *pc = he_point(map, x, c);
+    double xa = pa[0], ya = pa[1], xb = pb[0], yb = pb[1];
+    double xc = pc[0], yc = pc[1];
     if (!isfinite(xa) || !isfinite(ya) || !isfinite(xb) || !isfinite(yb) || !isfinite(xc) ||
         !isfinite(yc)) {
       bad_coord = t < bad_coord ? t : bad_coord;
@@ -177,12 +184,13 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, mb_halfedge_map map, const
               "(vertices %lld %lld %lld)",
               name, (long long)t, a, b, c);
     /* the face's own indices named, their positions by the mapped numbers */
-    const int64_t la = map ? map(ctx, a) : a, lb = map ? map(ctx, b) : b, lc = map ? map(ctx, c) : c;
+    const double *pa = he_point(map, x, map ? map->index(map->ctx, a) : a);
+    const double *pb = he_point(map, x, map ? map->index(map->ctx, b) : b);
+    const double *pc = he_point(map, x, map ? map->index(map->ctx, c) : c);
     MB_FAIL(MB_ERR_FORMAT,
             "mesh '%s': triangle %lld (0-based) is degenerate: zero area (collinear or "
             "repeated vertices %lld (%.17g, %.17g), %lld (%.17g, %.17g), %lld (%.17g, %.17g))",
-            name, (long long)t, a, x[3 * la], x[3 * la + 1], b, x[3 * lb], x[3 * lb + 1], c,
-            x[3 * lc], x[3 * lc + 1]);
+            name, (long long)t, a, pa[0], pa[1], b, pb[0], pb[1], c, pc[0], pc[1]);
   }
 
   /* Counting sort by the smaller vertex: off[u] counts, then holds the end

@@ -60,13 +60,19 @@ static inline int32_t mb_he_prev(int32_t h) { return (h % 3 == 0) ? h + 2 : h - 
  * half-edges). */
 mb_error mb_halfedge_build(const mb_mesh *tri, mb_halfedge *he);
 
-/* The vertex number of a face's index g in a mapped build (ctx the
- * caller's), or -1 where g has none. */
-typedef int64_t (*mb_halfedge_map)(const void *ctx, int64_t g);
+/* How a mapped build reads tri's faces: index(ctx, g) the vertex number
+ * (0 <= v < nv) of a face's index g, or -1 where g has none; point(ctx, v)
+ * the position [3] (borrowed) of number v; ctx the caller's. */
+typedef struct mb_halfedge_map {
+  int64_t (*index)(const void *ctx, int64_t g);
+  const double *(*point)(const void *ctx, int64_t v);
+  const void *ctx;
+  int64_t nv; /* the vertex numbers */
+} mb_halfedge_map;
 
-/* mb_halfedge_build on tri's faces with each index g read as map(ctx, g)
- * (map NULL: g itself) into the nv vertices at positions xyz [nv, 3]
- * (borrowed; tri's own xyz and nv are not read): the half-edges of a
+/* mb_halfedge_build on tri's faces with each index g read through map
+ * (map NULL: g itself, tri's positions; else tri's own xyz and nv are not
+ * read, map->nv vertices at map->point's positions): the half-edges of a
  * triangulation whose faces are stored in another numbering (a rank's
  * rows by their global ids, Polylla's partitioned path), without a
  * renumbered copy of the faces. The same orientation, twins, errors (an
@@ -74,8 +80,8 @@ typedef int64_t (*mb_halfedge_map)(const void *ctx, int64_t g);
  * message names its own indices, an edge's the mapped numbers) and source
  * as mb_halfedge_build.
  * Not collective. */
-mb_error mb_halfedge_build_mapped(const mb_mesh *tri, mb_halfedge_map map, const void *ctx,
-                                  const double *xyz, int64_t nv, mb_halfedge *he);
+mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map,
+                                  mb_halfedge *he);
 
 /* Free the arrays of he (not he itself) and zero it; NULL and a zeroed
  * struct are allowed. Not collective. */

@@ -35,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "mb_halfedge.h"
 
@@ -543,15 +546,20 @@ static void free_poly(mb_mesh **poly, const mb_mesh *tri) {
   *poly = NULL;
 }
 
-/* The local number of id g of a rank's rows (mb_halfedge_map over
- * mb_polylla_ids). */
+/* A rank's rows read through mb_polylla_ids (mb_halfedge_map): the local
+ * number of id g, the position of local number l (a row's or a ghost's). */
 typedef struct ids_map_ctx {
   const mb_polylla_ids *ids;
   int64_t nbelow, nrows;
+  const double *rows_xyz; /* [nrows, 3] */
 } ids_map_ctx;
-static int64_t ids_map(const void *ctx, int64_t g) {
+static int64_t ids_index(const void *ctx, int64_t g) {
   const ids_map_ctx *m = ctx;
   return mb_polylla_ids_local(m->ids, m->nbelow, m->nrows, g);
+}
+static const double *ids_point(const void *ctx, int64_t l) {
+  const ids_map_ctx *m = ctx;
+  return mb_polylla_ids_xyz(m->ids, m->nbelow, m->nrows, m->rows_xyz, l);
 }
 
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
@@ -589,17 +597,21 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
    * partitioner blocks), the per-rank peak RSS 406-410 -> 337-345 MB; with
    * the faces read through the ids, the local positions dropped after the
    * label phase, the half-edges before the sweep and the rows' positions
-   * shared (share_xyz): 264-265 MB (docs/benchmarks.md, "Partitioned
+   * shared (share_xyz), then their pages returned (malloc_trim): 242-248
+   * MB (docs/benchmarks.md, "Partitioned
    * Polylla's per-rank memory: the CPU backend's working set") */
   mb_polylla_opts o = *opts;
   o.ids = NULL;
   o.share_xyz = 0;
-  mb_mesh *local = NULL; /* the rows' and ghosts' positions in the local numbering, no faces */
-  MB_CALL(mb_polylla_ids_positions(tri, opts->ids, &local));
   double t0 = now_ms();
-  const ids_map_ctx map = {opts->ids, mb_polylla_ids_below(opts->ids), tri->nv};
-  mb_error e = mb_halfedge_build_mapped(tri, ids_map, &map, local->xyz, local->nv, &he);
+  const ids_map_ctx ctx = {opts->ids, mb_polylla_ids_below(opts->ids), tri->nv, tri->xyz};
+  const mb_halfedge_map map = {ids_index, ids_point, &ctx, tri->nv + opts->ids->nghost};
+  mb_error e = mb_halfedge_build_mapped(tri, &map, &he);
   st.ms_halfedge = now_ms() - t0;
+  /* then the rows' and ghosts' positions in the local numbering, for the
+   * label phase (freed there; not held beside the build's sort keys) */
+  mb_mesh *local = NULL;
+  if (!e) e = mb_polylla_ids_positions(tri, opts->ids, &local);
   if (!e) e = polylla_core(local, &he, &o, 0, CORE_XYZ_NONE, &local->xyz, poly, &st);
   mb_halfedge_free(&he);
   mb_mesh_free(local);
@@ -663,6 +675,13 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   if (xyz_drop && xyz == CORE_XYZ_NONE) { /* the positions' last reader */
     free(*xyz_drop);
     *xyz_drop = NULL;
+#ifdef __GLIBC__
+    /* their pages back to the system: the program keeps freed blocks of
+     * up to 32 MB in its heap (src/cli/main.c, malloc_policy), and the
+     * links (larger, mapped apart) cannot reuse them: measured, 4 CPU
+     * ranks at 4 M vertices, the peak 263 -> 242-248 MB a rank */
+    (void)malloc_trim(0);
+#endif
   }
   if (ties == MB_POLYLLA_TIES_CORNERS) {
     int64_t c = tie_cycle((const uint32_t *)he.twin, nt, lmax);
