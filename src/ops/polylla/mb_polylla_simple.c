@@ -276,9 +276,12 @@ static mb_error replace_output(mb_mesh **poly, int64_t npoly, const int64_t *off
   return MB_SUCCESS;
 }
 
-mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
+/* The local mesh of tri's rows and ghosts with nf faces of nidx slots
+ * (their arrays zeroed; 0 and 0: none) and its positions filled. */
+static mb_error ids_local(const mb_mesh *tri, const mb_polylla_ids *ids, int64_t nf, int64_t nidx,
+                          mb_mesh **local) {
   const int64_t nv = tri->nv, nl = nv + ids->nghost, nb = mb_polylla_ids_below(ids);
-  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, 0, 0, local));
+  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, nf, nidx, local));
   mb_mesh *m = *local;
   m->kind = tri->kind;
   m->index = tri->index;
@@ -288,15 +291,14 @@ mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids,
   return MB_SUCCESS;
 }
 
+mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
+  return ids_local(tri, ids, 0, 0, local);
+}
+
 mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local) {
-  const int64_t nv = tri->nv, nl = nv + ids->nghost, nb = mb_polylla_ids_below(ids);
-  MB_CALL(mb_mesh_create(tri->name ? tri->name : "", nl, tri->nf, 3 * tri->nf, local));
+  MB_CALL(ids_local(tri, ids, tri->nf, 3 * tri->nf, local));
   mb_mesh *m = *local;
-  m->kind = tri->kind;
-  m->index = tri->index;
-#pragma omp parallel for schedule(static)
-  for (int64_t l = 0; l < nl; l++)
-    memcpy(m->xyz + 3 * l, mb_polylla_ids_xyz(ids, nb, nv, tri->xyz, l), 3 * sizeof(double));
+  const int64_t nv = tri->nv, nb = mb_polylla_ids_below(ids);
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < 3 * tri->nf; k++)
     m->face_indices[k] = mb_polylla_ids_local(ids, nb, nv, tri->face_indices[k]);
