@@ -873,16 +873,20 @@ void prep_init(mb_deform_cuda_prep *prep, const mb_deform_params *p, mb_deform_m
    * MB_DEFORM_SPLIT_ROWS vertices where auto, else 1 (tile_rowcol) */
   const int rt = o ? o->row_threads : 0;
   prep->g.kcols = rt == 3 || (rt == 0 && dm->nv <= MB_DEFORM_SPLIT_ROWS) ? 1 : 3;
-  /* the warps of its row tiles: as asked, else by the device's SMs */
+  /* the warps of its row tiles: as asked, else by the device's SMs (none
+   * known: tile_warps' default) */
   const int tw = o ? o->tile_warps : 0;
-  int dev = 0, sms = 0;
-  if (!tile_warps_ok(tw) &&
-      (cudaGetDevice(&dev) != cudaSuccess ||
-       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
-    (void)cudaGetLastError();
-    sms = 0; /* tile_warps' default */
+  if (tile_warps_ok(tw)) {
+    prep->g.tw = tw;
+  } else {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      sms = 0;
+    }
+    prep->g.tw = tile_warps(prep->g.kcols, dm->nv, sms);
   }
-  prep->g.tw = tile_warps_ok(tw) ? tw : tile_warps(prep->g.kcols, dm->nv, sms);
   mb_log(MB_LOG_VERBOSE, "%s: the device CG: %d thread%s a row, row tiles of %d warps", dm->name,
          prep->g.kcols == 1 ? 3 : 1, prep->g.kcols == 1 ? "s" : "", prep->g.tw);
 }

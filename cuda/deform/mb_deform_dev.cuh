@@ -265,9 +265,7 @@ struct cg_t {
   unsigned ticket; /* blocks of a product or update done (last_block), 0 between kernels */
 };
 
-/* The warps of a block (BLOCK threads). */
-constexpr int WARPS = BLOCK / 32;
-static_assert(BLOCK % 32 == 0 && WARPS <= 32, "whole warps, at most 32");
+static_assert(BLOCK % 32 == 0, "whole warps");
 
 /* The warp's sums of v[0 .. N-1] (N: the values a kernel needs: 3 for the
  * product's p.q, 6 for the update's r.z and r.r, 9 for the start's r.z,
@@ -287,7 +285,7 @@ __device__ inline void warp_sums(const double v[N], int w, double *sh) {
 
 /* Sum k of the block's W warp sums in sh (warp_sums), in warp order
  * (fixed). */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline double warps_total(const double *sh, int k) {
   double s = sh[k];
   for (int w = 1; w < W; w++) s = s + sh[w * N + k];
@@ -306,13 +304,13 @@ __device__ inline double warps_total(const double *sh, int k) {
  * 4-9 us at Roof1 against 1-1.6 us for 3 values), each in a fixed order:
  * the warp's shuffle tree (warp_sums), then, by thread c M + m, the
  * block's warps holding column c in warp order (K = 3: every warp; K = 1:
- * the warps of column c) (one barrier; WARPS K M doubles of shared memory,
- * sh [WARPS K M]); blk: the tile the block's threads held (blockIdx.x in
+ * the warps of column c) (one barrier; W K M doubles of shared memory,
+ * sh [W K M]; W the block's warps); blk: the tile the block's threads held (blockIdx.x in
  * a kernel, the tile of a grid-stride loop in the persistent frame: the
  * same record either way, so the same bits), nblk the records (the grid's
  * blocks, the frame's tiles). The caller syncs before sh is written again
  * (last_block does). */
-template <int K, int M, int W = WARPS>
+template <int K, int M, int W>
 __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t nblk,
                                    double *part, double *sh) {
   warp_sums<K * M>(v, (int)(threadIdx.x >> 5), sh);
@@ -331,7 +329,7 @@ __device__ inline void block_parts(const double v[K * M], int64_t blk, int64_t n
  * sums of each thread's acc[N]: the warp tree (warp_sums), one barrier,
  * then the warps in order, value k by thread k (the finishes' last step).
  * The readers in warp 0 __syncwarp first. */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline void block_totals(const double acc[N], double *tot, double *sh) {
   static_assert(N <= 32, "the totals in warp 0");
   warp_sums<N>(acc, (int)(threadIdx.x >> 5), sh);
@@ -344,14 +342,14 @@ __device__ inline void block_totals(const double acc[N], double *tot, double *sh
  * BLOCK threads): thread t sums records t, t + BLOCK, ... (the N loads of
  * two records in flight together, past L1: written by other blocks), then
  * block_parts' warp tree and warp order. One barrier (two for N > 6);
- * sh [WARPS N]; the caller syncs before sh is written again. More than 6
+ * sh [W N], W the block's warps; the caller syncs before sh is written again. More than 6
  * values are summed as the first 6, then the rest (the same additions on
  * each value, so the same bits): measured, 2026-11-28, one H100, the
  * persistent frame at Roof1, the start's 9 values in one pass took 6.1 us
  * against 1.9 us as 6 + 3 (the frame 3.3 -> 3.0-3.1 ms; why one pass of 9
  * is slow was not found: not the loads, nor local memory, by the
  * frame's profile and Nsight Compute). */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline void finish_pass(int nblk, const double *part, double *tot, double *sh) {
   constexpr int T = 32 * W; /* the block's threads */
   double acc[N];
@@ -374,7 +372,7 @@ __device__ inline void finish_pass(int nblk, const double *part, double *tot, do
  * 81 records), all N values in one pass: the N loads in flight together
  * in N registers (the two-record loop holds 3 N), acc = 0 + t as there
  * (the same bits). */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline void finish_one(int nblk, const double *part, double *tot, double *sh) {
   double acc[N];
   const bool on = (int)threadIdx.x < nblk;
@@ -386,7 +384,7 @@ __device__ inline void finish_one(int nblk, const double *part, double *tot, dou
 /* The grid's sums by a block of W warps: finish_one where nblk <= its
  * threads, else finish_pass in passes of at most 6 values (see
  * finish_pass). */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline void finish_parts(int nblk, const double *part, double *tot, double *sh) {
   if (nblk <= 32 * W) {
     finish_one<N, W>(nblk, part, tot, sh);
@@ -402,7 +400,7 @@ __device__ inline void finish_parts(int nblk, const double *part, double *tot, d
  * them: the common start of the CG's finishes (rhs_cg_finish, w0_finish,
  * cg_step_finish run in warp 0) in the graph kernels' last block (the
  * persistent frame's grid_sums does the same, flipping its buffer between). */
-template <int N, int W = WARPS>
+template <int N, int W>
 __device__ inline void finish_sums(int nblk, const double *part, double *tot, double *sh) {
   finish_parts<N, W>(nblk, part, tot, sh);
   if (threadIdx.x < 32) __syncwarp();
@@ -478,7 +476,7 @@ __device__ inline void sell_cols(int32_t i, int c0, const int run[K],
 
 /* The room's CG's threads: K columns (coordinates) a thread, chosen per
  * mesh (mb_deform_cuda_opts.row_threads), in row tiles of TW warps (a
- * graph kernel's block, a row tile of the persistent frame; 8 or 10,
+ * graph kernel's block, a row tile of the persistent frame; 8, 10 or 16,
  * chosen per mesh: mb_deform_gpu.cuh, tile_warps): K = 3, a thread a row (its
  * three columns in one pass over its entries: warp W = t TW + w of
  * row tile t takes SELL-32 slice W, lane l its row 32 W + l), or K = 1, a

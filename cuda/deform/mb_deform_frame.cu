@@ -7,18 +7,19 @@
  * iteration's CUDA graph (mb_deform_cg.cu).
  *
  * The grid: a row tile's threads a block (32 TW: TW the mesh's warps a
- * tile, 8 or 10, mb_deform_gpu.cuh's tile_warps), as many blocks as can be
+ * tile, 8, 10 or 16, mb_deform_gpu.cuh's tile_warps), as many blocks as can be
  * co-resident (SMs x the occupancy's blocks an SM), then evened out: with
  * T row tiles (row_tiles: the kernels' tile_rowcol at the mesh's columns
  * a thread K and TW) or face tiles of a block's threads, the larger
  * count, and G co-resident blocks, ceil(T / ceil(T / G)) blocks, so
  * every block takes the same number of tiles. ptxas -v (sm_90, nvcc 13):
- * k_frame<K, TW> with __launch_bounds__(32 TW, 2) (FRAME_MIN_BLOCKS 2):
- * at TW = 8, 128 registers, 88-104 B of stack, no spills (K = 3) or 16 B
- * (K = 1); at TW = 10, 96 registers, spills of 84 B (K = 3) and 148 B
- * (K = 1); 2 blocks an SM, 264 co-resident on an H100's 132 SMs: Roof1
- * (20,736 rows, three threads a row, TW = 8: 243 row tiles) runs a tile a
- * block, the graph's kernels' shape; Roof2 (80,656 rows, a thread a row,
+ * k_frame<K, TW> with __launch_bounds__(32 TW, frame_min_blocks(TW)):
+ * at TW = 8, 2 blocks an SM, 128 registers, 88-104 B of stack, no spills
+ * (K = 3) or 16 B (K = 1); at TW = 10, 2 blocks, 96 registers, spills of
+ * 84 B (K = 3) and 148 B (K = 1); at TW = 16, one block an SM, 128
+ * registers, as at 8; so 264 (or 132) co-resident on an H100's 132 SMs:
+ * Roof1 (20,736 rows, three threads a row: 243 row tiles at TW = 8, 122
+ * at 16, auto's) runs a tile a block, the graph's kernels' shape; Roof2 (80,656 rows, a thread a row,
  * TW = 10: 253 tiles) too (at TW = 8 its 316 tiles took 158 blocks of 2
  * tiles: 7.0 ms a frame against 5.6 at 10; one H100, 2026-11-28,
  * docs/benchmarks.md, "The deform CG's tile shape"). (With 3 blocks an SM, 80 registers, the projection spilled and
