@@ -33,8 +33,10 @@ static mb_polylla_opts polylla_opts(const mb_stage *stage) {
   return (mb_polylla_opts){.ties = (mb_polylla_ties)p->ties};
 }
 
-/* Replace the triangulation by its polygon mesh. */
+/* Replace the triangulation by its polygon mesh (whose positions may be
+ * the triangulation's own array: share_xyz; they go with the polygons). */
 static mb_error polylla_replace(mb_mesh **mesh, mb_mesh *poly) {
+  if (poly->xyz == (*mesh)->xyz) (*mesh)->xyz = NULL;
   mb_mesh_free(*mesh);
   *mesh = poly;
   return MB_SUCCESS;
@@ -53,7 +55,6 @@ static mb_error polylla_run_cpu(const mb_op_ctx *ctx, const mb_stage *stages, in
   mb_polylla_opts o = polylla_opts(&stages[0]);
   o.share_xyz = 1;
   MB_CALL(mb_polylla_cpu(*mesh, &o, &poly, NULL));
-  if (poly->xyz == (*mesh)->xyz) (*mesh)->xyz = NULL; /* the polygons own them now */
   return polylla_replace(mesh, poly);
 }
 
@@ -73,7 +74,6 @@ static mb_error polylla_run_cuda(const mb_op_ctx *ctx, const mb_stage *stages, i
   const double t0 = mb_wtime();
   MB_CALL(mb_polylla_cuda(*mesh, &o, &poly, &st));
   const double call_s = mb_wtime() - t0;
-  if (poly->xyz == (*mesh)->xyz) (*mesh)->xyz = NULL; /* the polygons own them now */
   if (ctx->device_s) *ctx->device_s += 1e-3 * (st.ms_halfedge + st.ms_kernels);
   if (ctx->copy_s) *ctx->copy_s += 1e-3 * (st.ms_copy_in + st.ms_copy_out);
   mb_log(MB_LOG_VERBOSE,
