@@ -8,7 +8,8 @@
 # generated input here has fewer) and graph above, graph with --persistent
 # no, persistent with --persistent yes, the same planarity bits); a --batch of 20
 # layouts prints its device-busy fraction of the wall; the pipelined
-# batch's checksum equals the sequential one's (--overlap no), and the
+# batch's checksum (auto's preparing threads, and 3 of them) equals the
+# sequential one's (--overlap no), and the
 # graphs' (--persistent no) equals the persistent frame's (auto there).
 set -u
 p="$MESHBATCH_TEST_TMP/p.h5"
@@ -79,21 +80,27 @@ echo "$out" | grep -Eq "cuda: device busy [0-9.]+ % of the wall \([0-9.]+ s of" 
   { echo "no device-busy line"; exit 1; }
 echo "$out" | grep -Eq "cuda: frame path persistent in 20 of 20 layouts" ||
   { echo "no frame path line, or a layout not on the persistent frame (auto, 1-5 k vertices)"; exit 1; }
-# the pipelined batch (the default) and --overlap no: the same device work,
-# so the same layouts' checksum (%.17g), hard mode too
+# the pipelined batch (the default; and with 3 preparing threads) and
+# --overlap no: the same device work, so the same layouts' checksum
+# (%.17g), hard mode too
 for keys in "--cg-iterations 3" "--cg-iterations 3 --hard yes --iterations 12" \
   "--cg-iterations 3 --persistent no"; do
   sums=""
-  for ov in yes no; do
+  for ov in "yes" "yes --prep-threads 3" "no"; do
     out=$("$MESHBATCH_EXE" bench deform --batch 12 --backend cuda $keys --overlap $ov 2>&1)
     rc=$?
     check --batch
     s=$(echo "$out" | sed -n "s/^cuda: layouts' checksum \([^ ]*\) .*/\1/p")
     [ -n "$s" ] || { echo "no checksum line (--overlap $ov)"; exit 1; }
+    case "$ov" in
+    *prep-threads*) echo "$out" | grep -q "^cuda: 3 preparing threads" ||
+      { echo "no line of 3 preparing threads"; exit 1; } ;;
+    esac
     sums="$sums $s"
   done
   set -- $sums
-  [ "$1" = "$2" ] || { echo "$keys: pipelined checksum $1, sequential $2"; exit 1; }
+  [ "$1" = "$3" ] && [ "$2" = "$3" ] ||
+    { echo "$keys: pipelined checksums $1 and $2 (3 threads), sequential $3"; exit 1; }
   echo "$keys: pipelined and sequential batches both checksum $1"
   case "$keys" in
   "--cg-iterations 3") soft_sum=$1 ;;

@@ -439,11 +439,13 @@ static void test_fused_cg(void **state) {
  * persistent frame up to MB_DEFORM_PERSISTENT_ROWS vertices); row_threads
  * and tile_warps as mb_deform_cuda_opts'. */
 static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persistent,
-                          int row_threads, int tile_warps, double *x, mb_deform_report *rep) {
+                          int row_threads, int tile_warps, double *x, double *fp,
+                          mb_deform_report *rep) {
   memcpy(x, c->m->xyz, sizeof(double) * 3 * (size_t)c->m->nv);
   mb_deform_mesh dm = {c->m->name, c->m->nv, c->m->nf, x, c->m->face_offsets,
                        c->m->face_indices, c->adj, c->target, NULL};
   memset(rep, 0, sizeof *rep);
+  rep->face_planarity = fp; /* [nf] or NULL */
   const mb_deform_cuda_opts o = {0, 0, persistent, row_threads, tile_warps};
   if (mb_deform_run_cuda(p, &dm, rep, &o)) fail_msg("CUDA: %s", mb_error_message());
 }
@@ -451,7 +453,9 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
 /* The persistent frame (soft, capped CG: a batch of 50 iterations in one
  * cooperative launch, cuda/deform/mb_deform_frame.cu) against the CUDA
  * graphs of the same iterations (mb_deform_cuda_opts.persistent -1): the positions,
- * planarity, handle error, iteration and CG counts bitwise the same (the
+ * planarity, regularity, each face's planarity (the run's end: computed
+ * inside the persistent frame's last batch, by k_final after the graphs),
+ * handle error, iteration and CG counts bitwise the same (the
  * same arithmetic in the same summation order), on a
  * generated dome (1,600 vertices, 60 iterations: batches of 50 and 10;
  * k = 3 and k = 8), with a stop inside a batch (test_quad_grid's 400-vertex
@@ -502,11 +506,15 @@ static void test_persistent_frame(void **state) {
     mb_deform_report ra;
     double *xa = malloc(bytes);
     const int rows = cases[t].rows, tw = cases[t].tw;
-    cuda_run_path(c, &p, 1, rows, tw, xp, &rp);
-    cuda_run_path(c, &p, -1, rows, tw, xg, &rg);
-    cuda_run_path(c, &p, 0, rows, tw, xa, &ra); /* auto */
-    cuda_run_path(&roof, &p, 1, rows, tw, xo, &ro); /* grows the pool (or reuses it) in between */
-    cuda_run_path(c, &p, 1, rows, tw, x2, &r2);
+    const size_t fbytes = sizeof(double) * (size_t)c->m->nf;
+    double *fpp = malloc(fbytes), *fpg = malloc(fbytes); /* each face's final planarity */
+    assert_non_null(fpp);
+    assert_non_null(fpg);
+    cuda_run_path(c, &p, 1, rows, tw, xp, fpp, &rp);
+    cuda_run_path(c, &p, -1, rows, tw, xg, fpg, &rg);
+    cuda_run_path(c, &p, 0, rows, tw, xa, NULL, &ra); /* auto */
+    cuda_run_path(&roof, &p, 1, rows, tw, xo, NULL, &ro); /* grows the pool (or reuses it) in between */
+    cuda_run_path(c, &p, 1, rows, tw, x2, NULL, &r2);
     double dev = 0;
     for (size_t i = 0; i < 3 * (size_t)c->m->nv; i++) dev = fmax(dev, fabs(xp[i] - xg[i]));
     printf("persistent frame, %s: paths %s and %s; iterations %d and %d, CG %lld and %lld, "
@@ -529,6 +537,11 @@ static void test_persistent_frame(void **state) {
     assert_true(rp.pcg_iterations == rg.pcg_iterations);
     assert_true(memcmp(&rp.planarity, &rg.planarity, sizeof(double)) == 0);
     assert_true(memcmp(&rp.handle_error, &rg.handle_error, sizeof(double)) == 0);
+    assert_true(memcmp(&rp.regularity, &rg.regularity, sizeof(double)) == 0);
+    assert_true(rp.handles > 0); /* the handles' error was measured */
+    assert_true(memcmp(fpp, fpg, fbytes) == 0);
+    free(fpp);
+    free(fpg);
     assert_true(memcmp(xp, xg, bytes) == 0);
     /* bitwise repeatable */
     assert_int_equal(r2.iterations, rp.iterations);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mb_adjacency.h"
 #include "mb_args.h"
@@ -28,6 +29,7 @@ static const char deform_bench_help[] =
     "                              [--row-threads auto|1|3] [--tile-warps auto|8|10|16]\n"
     "       meshbatch bench deform --batch N [--iterations N] [--backend cpu|cuda]\n"
     "                              [--cg-iterations K] [--overlap yes|no]\n"
+    "                              [--prep-threads auto|N]\n"
     "                              [options as above]\n\n"
     "Times the deform op's CPU solver on one mesh (INPUT: a collection or a mesh\n"
     "file, e.g. meshbatch generate panels --vertices 80352 -o roof2.h5; its\n"
@@ -89,9 +91,11 @@ static const char deform_bench_help[] =
     "on the iterations' graphs and the final residuals (events around each group\n"
     "of launches, so the host's reads and setup do not count) over the wall.\n"
     "On cuda the batch is a two-stage pipeline (--overlap yes, the default): the\n"
-    "host-only setup of layout i+1 (mb_deform_cuda_prepare) runs on a second\n"
-    "thread while layout i's frame runs on the device; --overlap no runs them one\n"
-    "after the other. Both print the layouts' checksum (the sum of every output\n"
+    "host-only setups of the next layouts (mb_deform_cuda_prepare) run on\n"
+    "--prep-threads threads (auto, the default: a quarter of the host's cores,\n"
+    "1 to 4; at most twice as many layouts ahead as threads) while layout i's\n"
+    "frame runs on the device; --overlap no runs them one after the other on\n"
+    "one thread. Both print the layouts' checksum (the sum of every output\n"
     "coordinate and of the planarities, %.17g): the same device work, so the\n"
     "same bits.\n";
 
@@ -103,6 +107,7 @@ typedef struct bench_opts {
   int persistent; /* --persistent: 1 yes, 0 auto (MB_DEFORM_PERSISTENT_ROWS), -1 no */
   int row_threads; /* --row-threads: 1, 3, or 0 auto (MB_DEFORM_SPLIT_ROWS) */
   int tile_warps;  /* --tile-warps: 8, 10, 16, or 0 auto */
+  int prep_threads; /* --prep-threads: 1 to 64, or 0 auto */
 } bench_opts;
 
 static int bench_parse(int argc, char **argv, bench_opts *o) {
@@ -162,6 +167,9 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--tile-warps") && v) {
       bad = strcmp(v, "auto") && strcmp(v, "8") && strcmp(v, "10") && strcmp(v, "16");
       o->tile_warps = (int)strtol(v, NULL, 10); /* 0 for auto */
+    } else if (!strcmp(a, "--prep-threads") && v) {
+      if (strcmp(v, "auto")) bad = mb_cli_parse_int64(v, &n) || n < 1 || n > 64;
+      o->prep_threads = (int)n; /* 0 for auto */
     } else if (!strcmp(a, "--overlap") && v) {
       bad = strcmp(v, "yes") && strcmp(v, "no");
       o->no_overlap = !strcmp(v, "no");
@@ -323,8 +331,8 @@ static mb_error bench(const bench_opts *o, mb_mesh *m) {
   return e;
 }
 
-/* One layout's host-only setup for the batch pipeline (a second thread
- * prepares layout k+1 while layout k runs on the device). */
+/* One layout's host-only setup for the batch pipeline (threads prepare the
+ * next layouts while one runs on the device). */
 typedef struct prep_job {
   const bench_opts *o;
   mb_mesh *m;
@@ -332,10 +340,10 @@ typedef struct prep_job {
   mb_deform_mesh dm;
   mb_deform_cuda_prep *prep; /* NULL after an error: the run redoes it, with the message */
   double ms;                 /* the preparation's wall time */
+  int ready;                 /* prepared (set under the pool's lock) */
 } prep_job;
 
-static void *prep_main(void *arg) {
-  prep_job *j = arg;
+static void prep_main(prep_job *j) {
   mb_mesh *m = j->m;
   const bench_opts *o = j->o;
   const mb_deform_cuda_opts co = {o->sync_phases, o->linalg_cg, o->persistent, o->row_threads,
@@ -348,7 +356,40 @@ static void *prep_main(void *arg) {
     mb_error_clear(); /* this thread's error state; the main thread repeats the setup */
     j->prep = NULL;
   }
+}
+
+/* The preparing threads' shared state: they take the layouts in order, at
+ * most `ahead` past the one the device runs. */
+typedef struct prep_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  prep_job *job;               /* [n] */
+  int64_t n, next, running, ahead; /* layouts; the next to prepare; the one running; the window */
+} prep_pool;
+
+static void *prep_worker(void *arg) {
+  prep_pool *pp = arg;
+  pthread_mutex_lock(&pp->mu);
+  for (;;) {
+    while (pp->next < pp->n && pp->next >= pp->running + pp->ahead)
+      pthread_cond_wait(&pp->cv, &pp->mu);
+    if (pp->next >= pp->n) break;
+    const int64_t k = pp->next++;
+    pthread_mutex_unlock(&pp->mu);
+    prep_main(&pp->job[k]);
+    pthread_mutex_lock(&pp->mu);
+    pp->job[k].ready = 1;
+    pthread_cond_broadcast(&pp->cv);
+  }
+  pthread_mutex_unlock(&pp->mu);
   return NULL;
+}
+
+/* --prep-threads auto: a quarter of the host's cores, 1 to 4. */
+static int prep_threads_auto(void) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const long t = cores / 4;
+  return t < 1 ? 1 : t > 4 ? 4 : (int)t;
 }
 
 /* --batch: o->batch generated layouts (panels domes of 1,000 to 5,000
@@ -383,34 +424,40 @@ static mb_error bench_batch(const bench_opts *o) {
   double setup = 0, factor = 0, frames = 0, after = 0, device = 0, sum = 0;
   long long iters = 0, persistent = 0;
   const int overlap = o->cuda && !o->no_overlap;
-  prep_job job[2];
-  memset(job, 0, sizeof job);
+  prep_pool pp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, n, 0, 0, 0};
+  const int nthreads = overlap ? (o->prep_threads ? o->prep_threads : prep_threads_auto()) : 0;
+  pthread_t th[64];
+  int started = 0;
+  if (overlap && !e) {
+    pp.job = calloc((size_t)n, sizeof *pp.job);
+    if (!pp.job) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
+    for (int64_t k = 0; k < n && !e; k++) {
+      const int g = mb_mesh_field_index(m[k], "handle");
+      pp.job[k] = (prep_job){o, m[k], x0[k],
+                             {m[k]->name, m[k]->nv, m[k]->nf, m[k]->xyz, m[k]->face_offsets,
+                              m[k]->face_indices, adj[k],
+                              g >= 0 && m[k]->fields[g].ncomp == 3 ? m[k]->fields[g].data : NULL,
+                              NULL},
+                             NULL, 0, 0};
+    }
+    pp.ahead = 2 * nthreads;
+    while (!e && started < nthreads && pthread_create(&th[started], NULL, prep_worker, &pp) == 0)
+      started++;
+  }
   const double t0 = mb_wtime();
   for (int64_t k = 0; k < n && !e; k++) {
     const int f = mb_mesh_field_index(m[k], "handle");
     const double *target = f >= 0 && m[k]->fields[f].ncomp == 3 ? m[k]->fields[f].data : NULL;
     mb_deform_report rep;
     double ms = 0;
-    if (overlap) { /* layout k prepared (k = 0: here), k+1 prepared alongside its frame */
-      prep_job *cur = &job[k % 2], *nxt = &job[(k + 1) % 2];
-      if (k == 0) {
-        *cur = (prep_job){o, m[0], x0[0], {m[0]->name, m[0]->nv, m[0]->nf, m[0]->xyz,
-                                            m[0]->face_offsets, m[0]->face_indices, adj[0],
-                                            target, NULL}, NULL, 0};
+    if (overlap) { /* layout k prepared by the pool (or here, where no thread started) */
+      prep_job *cur = &pp.job[k];
+      if (started) {
+        pthread_mutex_lock(&pp.mu);
+        while (!cur->ready) pthread_cond_wait(&pp.cv, &pp.mu);
+        pthread_mutex_unlock(&pp.mu);
+      } else {
         prep_main(cur);
-      }
-      pthread_t th;
-      int started = 0;
-      if (k + 1 < n) {
-        const int g = mb_mesh_field_index(m[k + 1], "handle");
-        *nxt = (prep_job){o, m[k + 1], x0[k + 1],
-                          {m[k + 1]->name, m[k + 1]->nv, m[k + 1]->nf, m[k + 1]->xyz,
-                           m[k + 1]->face_offsets, m[k + 1]->face_indices, adj[k + 1],
-                           g >= 0 && m[k + 1]->fields[g].ncomp == 3 ? m[k + 1]->fields[g].data
-                                                                     : NULL,
-                           NULL},
-                          NULL, 0};
-        started = pthread_create(&th, NULL, prep_main, nxt) == 0;
       }
       memset(&rep, 0, sizeof rep);
       const double tr = mb_wtime();
@@ -421,13 +468,14 @@ static mb_error bench_batch(const bench_opts *o) {
       } else { /* its preparation failed: the whole run here, for the message */
         e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
       }
-      if (started) pthread_join(th, NULL);
-      else if (k + 1 < n) prep_main(nxt); /* no thread: prepared here */
+      pthread_mutex_lock(&pp.mu);
+      pp.running = k + 1; /* the window moves on */
+      pthread_cond_broadcast(&pp.cv);
+      pthread_mutex_unlock(&pp.mu);
       if (e == MB_ERR_NUMERIC && o->p.hard && rep.iterations == o->p.iterations) {
         mb_error_clear();
         e = MB_SUCCESS;
       }
-      if (e) mb_deform_cuda_prep_free(nxt->prep);
     } else {
       e = run_once(o, m[k], adj[k], target, x0[k], &rep, &ms);
     }
@@ -442,6 +490,15 @@ static mb_error bench_batch(const bench_opts *o) {
     persistent += rep.persistent != 0;
   }
   const double wall = 1e3 * (mb_wtime() - t0);
+  if (started) { /* an error stops the pool; layouts prepared and not run are freed */
+    pthread_mutex_lock(&pp.mu);
+    pp.next = n;
+    pthread_cond_broadcast(&pp.cv);
+    pthread_mutex_unlock(&pp.mu);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  }
+  for (int64_t k = 0; pp.job && k < n; k++) mb_deform_cuda_prep_free(pp.job[k].prep);
+  free(pp.job);
   if (!e) {
     printf("%s: wall %.3f s for %lld layouts (%.3f ms a layout, %lld iterations); setup %.3f s, "
            "frames %.3f s (factorizations %.3f s), after the frames %.3f s\n",
@@ -449,9 +506,13 @@ static mb_error bench_batch(const bench_opts *o) {
            1e-3 * setup, 1e-3 * frames, 1e-3 * factor, 1e-3 * after);
     printf("%s: layouts' checksum %.17g (every output coordinate and planarity summed)%s\n",
            o->cuda ? "cuda" : "cpu", sum,
-           overlap ? "; setup overlapped: layout i+1's host setup on a second thread during "
-                     "layout i's frame (its time still counted in setup)"
+           overlap ? "; setup overlapped: the next layouts' host setups on the preparing "
+                     "threads during layout i's frame (their time still counted in setup)"
                    : "");
+    if (overlap)
+      printf("%s: %d preparing thread%s, at most %lld layouts prepared ahead\n",
+             o->cuda ? "cuda" : "cpu", started, started == 1 ? "" : "s",
+             (long long)pp.ahead);
     if (o->cuda)
       printf("cuda: device busy %.1f %% of the wall (%.3f s of %.3f s: the iterations' graphs "
              "and the final residuals)\n",
