@@ -244,8 +244,20 @@ k_final(int64_t nf, int64_t nv, const int64_t *__restrict__ fo, const int64_t *_
         double *__restrict__ fres, ctl_t *ctl) {
   const int64_t t = (int64_t)blockIdx.x * BLOCK + threadIdx.x;
   double pl = 0, rg = 0, he = 0;
-  if (t < nf) final_face(t, fo, fi, x, q, fres, &pl, &rg);
-  if (tgt && t < nv) he = final_handle(t, x, tgt);
+  if (t < nf) {
+    const int64_t s0 = fo[t], s1 = fo[t + 1];
+    const int n = (int)(s1 - s0);
+    centre_face(s0, s1, fi, x, nullptr, q);
+    pl = mb_dface_planarity(n, q + 3 * s0);
+    rg = mb_dface_regularity(n, q + 3 * s0);
+    if (fres) fres[t] = pl;
+  }
+  if (tgt && t < nv && !isnan(tgt[3 * t])) {
+    double r2 = 0;
+    for (int d = 0; d < 3; d++)
+      r2 += (x[3 * t + d] - tgt[3 * t + d]) * (x[3 * t + d] - tgt[3 * t + d]);
+    he = sqrt(r2);
+  }
   max_bits(&ctl->plan, pl);
   max_bits(&ctl->reg, rg);
   max_bits(&ctl->herr, he);
@@ -547,11 +559,6 @@ mb_error dev_add(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
-void final_outputs(const deform_gpu *g, const double **tgt, double **fres) {
-  *tgt = g->dm->target && g->rep->handles ? g->d->tgt.as<double>() : nullptr;
-  *fres = g->rep->face_planarity && g->dm->nf ? g->d->fres.as<double>() : nullptr;
-}
-
 mb_error read_ctl(deform_gpu *g) {
   MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
   return MB_SUCCESS;
@@ -621,8 +628,7 @@ mb_error run(deform_gpu *g) {
         MB_CALL_CUDA(cudaMemsetAsync(&g->d->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
         MB_CALL(dev_begin(g));
         int ran = 0; /* the persistent frame (one launch), else bn graph launches */
-        if (!g->no_persist && !g->persist_failed)
-          err = frame_batch(g, planar, bn, it + bn == p->iterations, l, &ran);
+        if (!g->no_persist && !g->persist_failed) err = frame_batch(g, planar, bn, l, &ran);
         if (ran) g->persist_used++;
         for (int j = 0; j < bn && !err && !ran; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
@@ -772,25 +778,20 @@ mb_error run(deform_gpu *g) {
   MB_CALL(err);
   rep->persistent = g->persist_used > 0;
   /* the frame's end on the device: the final residuals and the handle
-   * error (the CPU's formulas, mb_deform_face.h), one small read; or
-   * already there, computed by the persistent frame's last batch */
-  const double *tgt = nullptr;
-  double *fres = nullptr;
-  final_outputs(g, &tgt, &fres);
-  if (g->batched && g->hbt.fin_done) {
-    g->hctl = g->hbt.fin;
-  } else {
-    MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
-    const int64_t nt = nf > nv ? nf : nv;
-    if (nt) {
-      MB_CALL(dev_begin(g));
-      k_final<<<blocks(nt), BLOCK>>>(nf, nv, fo, fi, dx, dq, tgt, fres, ctl);
-      MB_CHECK_LAUNCH("deform final residuals");
-      MB_CALL(dev_end(g));
-    }
-    MB_CALL(read_ctl(g));
-    if (nt) MB_CALL(dev_add(g));
+   * error (the CPU's formulas, mb_deform_face.h), one small read */
+  MB_CALL_CUDA(cudaMemsetAsync(ctl, 0, sizeof(ctl_t), nullptr));
+  const int64_t nt = nf > nv ? nf : nv;
+  double *fres = rep->face_planarity && nf ? g->d->fres.as<double>() : nullptr;
+  if (nt) {
+    MB_CALL(dev_begin(g));
+    k_final<<<blocks(nt), BLOCK>>>(nf, nv, fo, fi, dx, dq,
+                                   dm->target && rep->handles ? g->d->tgt.as<double>() : nullptr,
+                                   fres, ctl);
+    MB_CHECK_LAUNCH("deform final residuals");
+    MB_CALL(dev_end(g));
   }
+  MB_CALL(read_ctl(g));
+  if (nt) MB_CALL(dev_add(g));
   g->t_frame = mb_wtime();
   plan = from_bits(g->hctl.plan);
   reg = from_bits(g->hctl.reg);

@@ -54,10 +54,7 @@ struct batch_t {
   int halt;            /* set by k_take's last block: the host's soft rules stop here */
   int count;           /* iterations recorded since the host cleared it */
   unsigned ticket;     /* k_take's blocks done (last_block), 0 between kernels */
-  int fin_done;        /* the persistent frame computed the run's end into fin */
   ctl_t hist[BATCH];   /* their maxima, in order */
-  ctl_t fin;           /* the run's end (plan, reg, herr; final_face, final_handle),
-                          where the persistent frame's batch ended the run */
 };
 
 /* Warp maximum, then one atomic per warp. */
@@ -69,14 +66,6 @@ __device__ inline void max_bits(unsigned long long *a, double v) {
     b = t > b ? t : b;
   }
   if ((threadIdx.x & 31) == 0 && b) atomicMax(a, b);
-}
-
-/* The larger of a and b >= 0 in max_bits' order (a NaN above every
- * number): a thread's running maximum before max_bits. */
-__device__ inline double bits_max(double a, double b) {
-  const unsigned long long ua = a == 0 ? 0ull : (unsigned long long)__double_as_longlong(a);
-  const unsigned long long ub = b == 0 ? 0ull : (unsigned long long)__double_as_longlong(b);
-  return ub > ua ? b : a;
 }
 
 inline double from_bits(unsigned long long b) {
@@ -916,30 +905,6 @@ __device__ inline void take_record(double l, double tol, int cg_bad, long long c
   ctl->dist = ctl->moved = ctl->prim = ctl->res = 0;
   ctl->nonfinite = ctl->cg_bad = 0;
   ctl->cg_iters = 0;
-}
-
-/* The run's end at face f (k_final, the persistent frame's last batch):
- * its planarity and regularity of x (the CPU's residuals(), mb_deform_face.h;
- * centred coordinates into the scratch q [nidx, 3]), the planarity into
- * fres [nf] where non-NULL; both maxima into ctl->plan and ctl->reg. */
-__device__ inline void final_face(int64_t f, const int64_t *__restrict__ fo,
-                                  const int64_t *__restrict__ fi, const double *x, double *q,
-                                  double *fres, double *pl, double *rg) {
-  const int64_t s0 = fo[f], s1 = fo[f + 1];
-  const int n = (int)(s1 - s0);
-  centre_face(s0, s1, fi, x, nullptr, q);
-  *pl = mb_dface_planarity(n, q + 3 * s0);
-  *rg = mb_dface_regularity(n, q + 3 * s0);
-  if (fres) fres[f] = *pl;
-}
-
-/* The distance of vertex i of x from its handle's target (tgt [nv, 3], NaN
- * rows free: 0 there). */
-__device__ inline double final_handle(int64_t i, const double *x, const double *__restrict__ tgt) {
-  if (isnan(tgt[3 * i])) return 0;
-  double r2 = 0;
-  for (int d = 0; d < 3; d++) r2 += (x[3 * i + d] - tgt[3 * i + d]) * (x[3 * i + d] - tgt[3 * i + d]);
-  return sqrt(r2);
 }
 
 } // namespace mbd

@@ -67,13 +67,6 @@
  *                soft rules stop) and clears ctl[it & 1]: the next
  *                iteration uses the other ctl, so no sync is needed
  *                before its projection.
- *   run's end    after the batch's last iteration, one sync (the last
- *                record's halt then read the same by every block); where
- *                the batch reaches the cap or halted, k_final's work (each
- *                face's planarity and regularity, each handle's error) in
- *                the frame, its maxima into the batch record's fin, so
- *                the host's one read of the records has them: no launch
- *                of k_final and no second read after the frame.
  * So 3 + k grid syncs an iteration (6 at k = 3; 2 + 2 k with the two
  * reductions a step of the PCG before), against 3 + k kernels (graph
  * nodes), each with its launch gap and its grid's last-block finish after
@@ -137,7 +130,6 @@ struct frame_args {
   int64_t nf;         /* faces */
   int planar;         /* the constraint: planar (1) or regular (0) */
   int iters;          /* iterations of this batch (1 .. BATCH) */
-  int last;           /* the batch reaches the run's cap: its end computes the run's end */
   int64_t ntiles;     /* row tiles: row_tiles(K, TW, n) */
   int maxit;          /* the CG's cap k >= 1 */
   double l, tol, rtol; /* the mean edge length, the tolerance, the CG's rtol */
@@ -152,9 +144,7 @@ struct frame_args {
                                or 3 by phase), alternating by phase */
   cg_t *st;                 /* the CG's state: read at the start, written at the end */
   ctl_t *ctl;               /* [2] the maxima, alternating by iteration */
-  batch_t *bt;              /* the batch's records and halt; the run's end (fin) */
-  const double *tgt;        /* [n, 3] the handles' targets (NaN rows free), or NULL */
-  double *fres;             /* [nf] each face's final planarity, or NULL */
+  batch_t *bt;              /* the batch's records and halt */
   unsigned long long *prof; /* [PROF_SLOTS] block 0's segment times (MB_DEFORM_FRAME_PROFILE), or NULL */
 };
 
@@ -202,10 +192,6 @@ __global__ void __launch_bounds__(32 * W, frame_min_blocks(W)) k_frame(frame_arg
   __shared__ double sh[9 * W];
   __shared__ cg_t cs; /* the CG's state: the same in every block */
   if (threadIdx.x == 0) cs = *a.st;
-  if (blockIdx.x == 0 && threadIdx.x == 0) { /* written by atomics after several syncs */
-    a.bt->fin = ctl_t{};
-    a.bt->fin_done = 0;
-  }
   __syncthreads();
   const int64_t fpb = (a.nf + gridDim.x - 1) / gridDim.x; /* faces a block */
   const int64_t p9 = 9 * a.ntiles;
@@ -299,29 +285,6 @@ __global__ void __launch_bounds__(32 * W, frame_min_blocks(W)) k_frame(frame_arg
     __syncthreads();
     if (blockIdx.x == 0 && threadIdx.x == 0) take_record(a.l, a.tol, cs.bad, cs.iters, ctl, a.bt);
   }
-  /* the run's end where this batch ends the run (the cap reached, or the
-   * halt recorded by the last take_record: read after a sync, so the same
-   * in every block): k_final's work (final_face, final_handle) and maxima */
-  grid.sync();
-  if (a.last || __ldcg(&a.bt->halt)) {
-    double pl = 0, rg = 0, he = 0;
-    for (int64_t k = threadIdx.x; k < fpb; k += 32 * W) {
-      const int64_t f = blockIdx.x * fpb + k;
-      if (f >= a.nf) break;
-      double pf, rf;
-      final_face(f, a.fo, a.fi, a.x, a.q, a.fres, &pf, &rf);
-      pl = bits_max(pl, pf);
-      rg = bits_max(rg, rf);
-    }
-    if (a.tgt)
-      for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;
-           i += (int64_t)gridDim.x * blockDim.x)
-        he = bits_max(he, final_handle(i, a.x, a.tgt));
-    max_bits(&a.bt->fin.plan, pl);
-    max_bits(&a.bt->fin.reg, rg);
-    max_bits(&a.bt->fin.herr, he);
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.bt->fin_done = 1;
-  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     cs.ticket = 0;
     *a.st = cs;
@@ -407,7 +370,7 @@ static void print_profile(pool_t *d, int maxit) {
   fprintf(stderr, "%s\n", line);
 }
 
-mb_error frame_batch(deform_gpu *g, int planar, int bn, int last, double l, int *ran) {
+mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran) {
   *ran = 0;
   if (g->persist_failed || !g->batched || bn < 1 || bn > BATCH) return MB_SUCCESS;
   char why[160] = "";
@@ -420,7 +383,6 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, int last, double l, int 
     a.nf = g->dm->nf;
     a.planar = planar;
     a.iters = bn;
-    a.last = last;
     a.ntiles = row_tiles(g->kcols, g->tw, g->dm->nv);
     a.maxit = g->p->cg_iterations;
     a.l = l;
@@ -445,7 +407,6 @@ mb_error frame_batch(deform_gpu *g, int planar, int bn, int last, double l, int 
     a.st = d->cst.as<cg_t>();
     a.ctl = d->ctl.as<ctl_t>();
     a.bt = d->bt.as<batch_t>();
-    final_outputs(g, &a.tgt, &a.fres);
     a.prof = nullptr;
     const int profile = getenv("MB_DEFORM_FRAME_PROFILE") != nullptr;
     if (profile) {

@@ -189,18 +189,10 @@ mb_error iterate_graph(deform_gpu *g, int planar, int hard, double l);
 /* mb_deform_frame.cu: bn (1 .. BATCH) soft iterations of the capped CG
  * path in one persistent cooperative launch on the default stream, the
  * same records in d->bt as bn launches of the iteration's graph (the same
- * bits). Where the batch ends the run (last: it reaches the cap; or a
- * recorded halt), the launch also computes the run's end (k_final's
- * maxima into d->bt's fin, fin_done set; fres written). *ran: 1 where it
- * was launched; 0 where the persistent frame does not apply or cannot run
- * on this device or shape (g->persist_failed is then set, and the caller
- * launches the graphs). Errors: MB_ERR_CUDA. */
-mb_error frame_batch(deform_gpu *g, int planar, int bn, int last, double l, int *ran);
-
-/* The run's end's outputs (mb_deform.cu): the handles' targets on the device
- * where the mesh has handles, each face's planarity where the report asks
- * for it; NULL otherwise. Not collective. */
-void final_outputs(const deform_gpu *g, const double **tgt, double **fres);
+ * bits). *ran: 1 where it was launched; 0 where the persistent frame does
+ * not apply or cannot run on this device or shape (g->persist_failed is
+ * then set, and the caller launches the graphs). Errors: MB_ERR_CUDA. */
+mb_error frame_batch(deform_gpu *g, int planar, int bn, double l, int *ran);
 
 } // namespace mbd
 #endif

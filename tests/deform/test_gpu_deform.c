@@ -453,8 +453,7 @@ static void cuda_run_path(case_mesh *c, const mb_deform_params *p, int persisten
 /* The persistent frame (soft, capped CG: a batch of 50 iterations in one
  * cooperative launch, cuda/deform/mb_deform_frame.cu) against the CUDA
  * graphs of the same iterations (mb_deform_cuda_opts.persistent -1): the positions,
- * planarity, regularity, each face's planarity (the run's end: computed
- * inside the persistent frame's last batch, by k_final after the graphs),
+ * planarity, regularity, each face's planarity (k_final after either),
  * handle error, iteration and CG counts bitwise the same (the
  * same arithmetic in the same summation order), on a
  * generated dome (1,600 vertices, 60 iterations: batches of 50 and 10;
