@@ -534,6 +534,12 @@ mb_error setup(deform_gpu *g) {
     mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
   }
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
+#ifndef MB_EXP_NOSYNC
+  /* the uploads done before the frame starts: the setup (rep->analyze_ms)
+   * puts the mesh on the device, the frame is its iterations (an
+   * interactive frame's work: the mesh stays on the device between frames) */
+  MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
+#endif
   return MB_SUCCESS;
 }
 
