@@ -534,12 +534,10 @@ mb_error setup(deform_gpu *g) {
     mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
   }
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
-#ifndef MB_EXP_NOSYNC
   /* the uploads done before the frame starts: the setup (rep->analyze_ms)
    * puts the mesh on the device, the frame is its iterations (an
    * interactive frame's work: the mesh stays on the device between frames) */
   MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
-#endif
   return MB_SUCCESS;
 }
 
@@ -565,8 +563,32 @@ mb_error dev_add(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
+#ifdef MB_EXP_PINNED
+static void *pinned_rd(pool_t *d) {
+  if (!d->rd && cudaMallocHost(&d->rd, sizeof(batch_t) + sizeof(ctl_t)) != cudaSuccess) d->rd = nullptr;
+  return d->rd;
+}
+#endif
 mb_error read_ctl(deform_gpu *g) {
+#ifdef MB_EXP_PINNED
+  if (void *r = pinned_rd(g->d)) {
+    MB_CALL_CUDA(cudaMemcpy(r, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
+    memcpy(&g->hctl, r, sizeof(ctl_t));
+    return MB_SUCCESS;
+  }
+#endif
   MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
+  return MB_SUCCESS;
+}
+static mb_error read_bt(deform_gpu *g) {
+#ifdef MB_EXP_PINNED
+  if (void *r = pinned_rd(g->d)) {
+    MB_CALL_CUDA(cudaMemcpy(r, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+    memcpy(&g->hbt, r, sizeof(batch_t));
+    return MB_SUCCESS;
+  }
+#endif
+  MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
   return MB_SUCCESS;
 }
 
@@ -582,6 +604,10 @@ mb_error run(deform_gpu *g) {
   rep->analyze_ms += 1e3 * (mb_wtime() - ts);
   const int handles_moved = g->handles_moved;
   const double l = g->l;
+  double ht[8] = {0}; /* experiment: host trace */
+  const int ht_on = getenv("MB_DEFORM_HOST_TRACE") != nullptr;
+#define HT(k) (ht[k] = mb_wtime())
+  HT(0);
 
   const int which = p->constraint;
   double res = INFINITY, plan = 0, reg = 0;
@@ -634,12 +660,16 @@ mb_error run(deform_gpu *g) {
         MB_CALL_CUDA(cudaMemsetAsync(&g->d->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
         MB_CALL(dev_begin(g));
         int ran = 0; /* the persistent frame (one launch), else bn graph launches */
+        HT(1);
         if (!g->no_persist && !g->persist_failed) err = frame_batch(g, planar, bn, l, &ran);
+        HT(2);
         if (ran) g->persist_used++;
         for (int j = 0; j < bn && !err && !ran; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
         MB_CALL(dev_end(g));
-        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
+        HT(3);
+        MB_CALL(read_bt(g));
+        HT(4);
         MB_CALL(dev_add(g));
         MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
                  "%s: the device recorded %d of a batch of %d iterations", dm->name,
@@ -782,6 +812,7 @@ mb_error run(deform_gpu *g) {
     rep->update_ms += 1e3 * (t3 - t2);
   }
   MB_CALL(err);
+  HT(5);
   rep->persistent = g->persist_used > 0;
   /* the frame's end on the device: the final residuals and the handle
    * error (the CPU's formulas, mb_deform_face.h), one small read */
@@ -799,6 +830,12 @@ mb_error run(deform_gpu *g) {
   MB_CALL(read_ctl(g));
   if (nt) MB_CALL(dev_add(g));
   g->t_frame = mb_wtime();
+  HT(6);
+  if (ht_on) {
+    fprintf(stderr, "host trace (us from the frame's start):");
+    for (int k = 1; k < 7; k++) fprintf(stderr, " %d:%.1f", k, 1e6 * (ht[k] - ht[0]));
+    fprintf(stderr, "\n");
+  }
   plan = from_bits(g->hctl.plan);
   reg = from_bits(g->hctl.reg);
   res = which == MB_DEFORM_REGULAR ? reg : plan;

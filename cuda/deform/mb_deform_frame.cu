@@ -314,28 +314,10 @@ int frame_grid(const deform_gpu *g, char *why, size_t nwhy) {
   int dev = -1, coop = 0, sms = 0, per = 0, threads = 0;
   void (*kernel)(frame_args) = frame_kernel(g, &threads);
   cudaError_t ce = cudaGetDevice(&dev);
-#ifndef MB_EXP_NOCACHE
-  /* the device's answers, kept per kernel and device (every run of a batch
-   * asks again) */
-  struct occ_t { void (*k)(frame_args); int dev, coop, sms, per; };
-  static occ_t known[16];
-  static int nknown = 0;
-  int hit = 0;
-  for (int i = 0; ce == cudaSuccess && i < nknown && !hit; i++)
-    if (known[i].k == kernel && known[i].dev == dev) {
-      coop = known[i].coop, sms = known[i].sms, per = known[i].per;
-      hit = 1;
-    }
-  if (!hit) {
-#endif
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev);
   if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (ce == cudaSuccess)
     ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0);
-#ifndef MB_EXP_NOCACHE
-  if (ce == cudaSuccess && nknown < 16) known[nknown++] = occ_t{kernel, dev, coop, sms, per};
-  }
-#endif
   if (ce != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, nwhy, "%s", cudaGetErrorString(ce));
