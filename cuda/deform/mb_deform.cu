@@ -471,7 +471,7 @@ mb_error prepare_host(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
-/* prepare_host (unless done) and the uploads into the pool.
+/* prepare_host (unless done) and the uploads into the pool, waited for.
  * Errors: those of prepare_host, MB_ERR_CUDA, MB_ERR_MEMORY. */
 mb_error setup(deform_gpu *g) {
   if (!g->prepared) MB_CALL(prepare_host(g));
@@ -536,7 +536,11 @@ mb_error setup(deform_gpu *g) {
   if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
   /* the uploads done before the frame starts: the setup (rep->analyze_ms)
    * puts the mesh on the device, the frame is its iterations (an
-   * interactive frame's work: the mesh stays on the device between frames) */
+   * interactive frame's work: the mesh stays on the device between frames).
+   * Before, the uploads' tail ran into the frame: Roof2's persistent frame
+   * 4.91-4.95 -> 4.79-4.81 ms with this wait, the device's time in it the
+   * same (one H200, 2026-11-28, docs/benchmarks.md, "The deform frame's
+   * clock and the batch's preparing threads"). */
   MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
   return MB_SUCCESS;
 }
@@ -563,32 +567,8 @@ mb_error dev_add(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
-#ifdef MB_EXP_PINNED
-static void *pinned_rd(pool_t *d) {
-  if (!d->rd && cudaMallocHost(&d->rd, sizeof(batch_t) + sizeof(ctl_t)) != cudaSuccess) d->rd = nullptr;
-  return d->rd;
-}
-#endif
 mb_error read_ctl(deform_gpu *g) {
-#ifdef MB_EXP_PINNED
-  if (void *r = pinned_rd(g->d)) {
-    MB_CALL_CUDA(cudaMemcpy(r, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
-    memcpy(&g->hctl, r, sizeof(ctl_t));
-    return MB_SUCCESS;
-  }
-#endif
   MB_CALL_CUDA(cudaMemcpy(&g->hctl, g->d->ctl.p, sizeof(ctl_t), cudaMemcpyDeviceToHost));
-  return MB_SUCCESS;
-}
-static mb_error read_bt(deform_gpu *g) {
-#ifdef MB_EXP_PINNED
-  if (void *r = pinned_rd(g->d)) {
-    MB_CALL_CUDA(cudaMemcpy(r, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
-    memcpy(&g->hbt, r, sizeof(batch_t));
-    return MB_SUCCESS;
-  }
-#endif
-  MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
   return MB_SUCCESS;
 }
 
@@ -604,10 +584,6 @@ mb_error run(deform_gpu *g) {
   rep->analyze_ms += 1e3 * (mb_wtime() - ts);
   const int handles_moved = g->handles_moved;
   const double l = g->l;
-  double ht[8] = {0}; /* experiment: host trace */
-  const int ht_on = getenv("MB_DEFORM_HOST_TRACE") != nullptr;
-#define HT(k) (ht[k] = mb_wtime())
-  HT(0);
 
   const int which = p->constraint;
   double res = INFINITY, plan = 0, reg = 0;
@@ -660,16 +636,12 @@ mb_error run(deform_gpu *g) {
         MB_CALL_CUDA(cudaMemsetAsync(&g->d->bt.as<batch_t>()->count, 0, sizeof(int), nullptr));
         MB_CALL(dev_begin(g));
         int ran = 0; /* the persistent frame (one launch), else bn graph launches */
-        HT(1);
         if (!g->no_persist && !g->persist_failed) err = frame_batch(g, planar, bn, l, &ran);
-        HT(2);
         if (ran) g->persist_used++;
         for (int j = 0; j < bn && !err && !ran; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
         MB_CALL(dev_end(g));
-        HT(3);
-        MB_CALL(read_bt(g));
-        HT(4);
+        MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
         MB_CALL(dev_add(g));
         MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
                  "%s: the device recorded %d of a batch of %d iterations", dm->name,
@@ -812,7 +784,6 @@ mb_error run(deform_gpu *g) {
     rep->update_ms += 1e3 * (t3 - t2);
   }
   MB_CALL(err);
-  HT(5);
   rep->persistent = g->persist_used > 0;
   /* the frame's end on the device: the final residuals and the handle
    * error (the CPU's formulas, mb_deform_face.h), one small read */
@@ -830,12 +801,6 @@ mb_error run(deform_gpu *g) {
   MB_CALL(read_ctl(g));
   if (nt) MB_CALL(dev_add(g));
   g->t_frame = mb_wtime();
-  HT(6);
-  if (ht_on) {
-    fprintf(stderr, "host trace (us from the frame's start):");
-    for (int k = 1; k < 7; k++) fprintf(stderr, " %d:%.1f", k, 1e6 * (ht[k] - ht[0]));
-    fprintf(stderr, "\n");
-  }
   plan = from_bits(g->hctl.plan);
   reg = from_bits(g->hctl.reg);
   res = which == MB_DEFORM_REGULAR ? reg : plan;

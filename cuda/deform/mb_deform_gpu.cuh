@@ -43,9 +43,7 @@ struct pool_t {
    * the default stream), grown only; stage_used: bytes taken by this run */
   char *stage = nullptr;
   size_t stage_bytes = 0, stage_used = 0;
-  void *rd = nullptr; /* experiment: pinned reads */
   ~pool_t() {
-    if (rd) cudaFreeHost(rd);
     if (stage) cudaFreeHost(stage);
     for (int k = 0; k < 2; k++)
       if (ev[k]) cudaEventDestroy(ev[k]);
