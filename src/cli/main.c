@@ -9,6 +9,7 @@
 #endif
 
 #include "cli.h"
+#include "mb_alloc.h"
 #include "mb_config.h"
 #include "mb_cuda.h"
 #include "mb_error.h"
@@ -121,6 +122,7 @@ int main(int argc, char **argv) {
                     "and the launcher's environment intact?)\n");
     return MB_EXIT_FAILED;
   }
+  mb_rss_mark_start(); /* the memory a run adds is reported over this (mb_alloc.h) */
   /* MPI errors come back as codes that MB_CALL_MPI reports (mb_mpi.h) */
   mb_error_mpi_abort_unagreed(1); /* an MPI error one rank meets alone ends the job */
   if (mb_mpi_errors_return(MPI_COMM_WORLD) || mb_mpi_errors_return(MPI_COMM_SELF)) {

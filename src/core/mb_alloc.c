@@ -4,7 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Advise huge pages for the whole pages inside [p, p + bytes). Large
@@ -45,4 +47,25 @@ void *mb_realloc(void *p, size_t bytes) {
   void *q = realloc(p, bytes ? bytes : 1);
   advise_huge(q, bytes);
   return q;
+}
+
+double mb_rss_mb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  const int got = fscanf(f, "%lld %lld", &size, &resident);
+  fclose(f);
+  const long page = sysconf(_SC_PAGESIZE);
+  return got == 2 && page > 0 ? (double)resident * (double)page / 1048576.0 : 0;
+}
+
+static double rss_start_mb = 0;
+
+void mb_rss_mark_start(void) { rss_start_mb = mb_rss_mb(); }
+
+double mb_rss_start_mb(void) { return rss_start_mb; }
+
+double mb_rss_peak_mb(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0; /* KiB */
 }

@@ -34,6 +34,27 @@ void *mb_zalloc(size_t n, size_t size);
  * p untouched) when out of memory. */
 void *mb_realloc(void *p, size_t bytes);
 
+/* The process's resident memory now, in MB (2^20 bytes, as every memory
+ * figure meshbatch prints; /proc/self/statm's resident pages), or 0 where
+ * the system does not say. Not collective;
+ * thread-safe. */
+double mb_rss_mb(void);
+
+/* Records the process's resident memory now as its start (mb_rss_mb):
+ * called once by the program after MPI's initialisation, before any mesh
+ * is read, so that a report can state the memory a run added (its peak
+ * less this). Not collective; call before threads start. */
+void mb_rss_mark_start(void);
+
+/* The resident memory recorded by mb_rss_mark_start, MB; 0 if never
+ * recorded. Not collective. */
+double mb_rss_start_mb(void);
+
+/* The process's peak resident memory so far, MB (2^20 bytes; getrusage's
+ * ru_maxrss),
+ * or 0 where the system does not say. Not collective. */
+double mb_rss_peak_mb(void);
+
 #ifdef __cplusplus
 }
 #endif

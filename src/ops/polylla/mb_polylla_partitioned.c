@@ -27,6 +27,7 @@
  *               polygons sent to the rank whose block of head ids holds it,
  *               sorted there: contiguous rows of the canonical order
  */
+#include "mb_alloc.h"
 #include "mb_polylla_partitioned.h"
 #include "mb_polylla_pp.h"
 
@@ -583,6 +584,21 @@ done:
   return err;
 }
 
+/* The bytes of a rank's rows as given: face offsets and indices (int64),
+ * positions (float64). */
+static double rows_bytes(const mb_mesh *m) {
+  return 8.0 * (double)(m->nf + 1) + 8.0 * (double)(m->nf ? m->face_offsets[m->nf] : 0) +
+         24.0 * (double)m->nv;
+}
+
+/* The memory figures of the per-rank report: the peak, the start, the
+ * share (rows_mb and the ghosts' positions and ids). */
+static void memory_figures(mb_polylla_rank_figures *f, double rows_mb) {
+  f->peak_rss_mb = mb_rss_peak_mb();
+  f->start_rss_mb = mb_rss_start_mb();
+  f->share_mb = rows_mb + 32.0 * f->ghosts / 1048576.0;
+}
+
 mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
                                 const mb_polylla_opts *opts, int cuda, mb_mesh_slab *slab,
                                 mb_polylla_rank_figures *fig) {
@@ -616,6 +632,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   MB_CHECK(slab->nf > 0, MB_ERR_ARG, "mesh '%s' has no triangles", s.name);
 
   pp_tri *own = NULL, *got = NULL, *mine = NULL, *go = NULL;
+  const double rows_mb = rows_bytes(m) / 1048576.0; /* before the rows change (mb_pp_finish) */
   mb_pp_clocks(&s.mark_wall, &s.mark_cpu, &s.mark_minflt);
   int taken = 0; /* each rank's rows as they are: the slab path where it applies */
   if (partitioner == MB_PARTITIONER_BLOCKS && !getenv("MB_POLYLLA_GENERAL"))
@@ -624,8 +641,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
     mb_log(MB_LOG_VERBOSE, "mesh '%s': partitioned Polylla by the %s path", s.name,
            taken ? "slab" : "general");
   if (taken) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    memory_figures(&s.fig, rows_mb);
     if (fig) *fig = s.fig;
     return MB_SUCCESS;
   }
@@ -712,8 +728,7 @@ mb_error mb_polylla_partitioned(MPI_Comm comm, mb_partitioner partitioner,
   MB_CALL_GOTO(err, done, pp_output(&s, slab, poly, heads, slab->nf, totals));
   s.fig.ms_output = 1e3 * (mb_wtime() - t4);
   mb_pp_step_end(&s, MB_PP_STEP_OUTPUT);
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) s.fig.peak_rss_mb = (double)ru.ru_maxrss / 1024.0;
+  memory_figures(&s.fig, rows_mb);
   if (fig) *fig = s.fig;
 done:
   free(own); free(got); free(go); free(region_owner); free(dest); free(heads);
@@ -737,14 +752,19 @@ mb_error mb_polylla_figures_report(MPI_Comm comm, const char *name,
   if (rank == 0) {
     mb_log(MB_LOG_NORMAL, "%s: partitioned Polylla per rank (times in ms)\n"
            "  rank    owned   ghosts   meshed  migrated  polygons  stitched  cc-rounds  "
-           "exchanged  distribute   label  regions  stitch     mesh   output  peak RSS", name);
+           "exchanged  distribute   label  regions  stitch     mesh   output  peak RSS  "
+           "at start     share  (peak - start) / share", name);
     for (int r = 0; r < size; r++) {
       const mb_polylla_rank_figures *f = (const mb_polylla_rank_figures *)all + r;
       mb_log(MB_LOG_NORMAL, "  %4d %8.0f %8.0f %8.0f %9.0f %9.0f %9.0f %10.0f %8.2f MB %11.1f "
-             "%7.1f %8.1f %7.1f %8.1f %8.1f %6.0f MB", r, f->owned, f->ghosts, f->meshed,
-             f->migrated, f->polygons_local + f->polygons_stitched, f->polygons_stitched,
-             f->cc_rounds, f->bytes / 1e6, f->ms_distribute, f->ms_label, f->ms_regions,
-             f->ms_stitch, f->ms_mesh, f->ms_output, f->peak_rss_mb);
+             "%7.1f %8.1f %7.1f %8.1f %8.1f %6.0f MB %6.0f MB %6.0f MB %8.2f", r, f->owned,
+             f->ghosts, f->meshed, f->migrated, f->polygons_local + f->polygons_stitched,
+             f->polygons_stitched, f->cc_rounds, f->bytes / 1e6, f->ms_distribute, f->ms_label,
+             f->ms_regions, f->ms_stitch, f->ms_mesh, f->ms_output, f->peak_rss_mb,
+             f->start_rss_mb, f->share_mb,
+             f->share_mb > 0 && f->start_rss_mb > 0
+                 ? (f->peak_rss_mb - f->start_rss_mb) / f->share_mb
+                 : 0.0);
     }
     mb_log(MB_LOG_NORMAL, "  host steps per rank: wall ms / CPU ms (user + system) / thousands "
            "of minor page faults\n"

@@ -46,7 +46,11 @@ typedef struct mb_polylla_rank_figures {
   double ms_stitch;      /* regions that cross the cut sent to their owner */
   double ms_mesh;        /* Polylla on the rank's whole regions (the backend call) */
   double ms_phases;      /* of which label + repair + traversal (CUDA: the kernels) */
-  double peak_rss_mb;    /* the process's peak resident memory so far, MB */
+  double peak_rss_mb;    /* the process's peak resident memory so far, MB (2^20 bytes) */
+  double start_rss_mb;   /* its resident memory at the program's start (mb_rss_start_mb) */
+  double share_mb;       /* the rank's share of the input: its rows as given (face offsets
+                            and indices, 8 + 24 B a triangle; positions, 24 B a vertex)
+                            plus its ghosts (24 B of position and an 8 B id each), MB */
   double ms_output;      /* global heads, polygons to their rows of the output */
   double step_ms[MB_PP_NSTEPS];     /* wall time of each host step (ms) */
   double step_cpu_ms[MB_PP_NSTEPS]; /* the process's user + system CPU time in it
