@@ -184,14 +184,14 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->input = a;
       continue;
     } else
-      return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
-    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+      return mb_cli_usage_error("bench deform", "unexpected argument '%s'", a);
+    if (bad) return mb_cli_usage_error("bench deform", "bad value '%s' for %s", v, a);
     i++;
   }
   if (o->batch && (o->input || o->only))
-    return mb_cli_usage_error("bench", "--batch takes no INPUT and no --mesh");
+    return mb_cli_usage_error("bench deform", "--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch)
-    return mb_cli_usage_error("bench", "missing INPUT mesh (bench deform --help)");
+    return mb_cli_usage_error("bench deform", "missing INPUT mesh");
   /* the op's rule (mb_deform_solver_resolve), printed as resolved */
   o->p.solver = mb_deform_solver_resolve(&o->p, o->cuda);
   return MB_EXIT_OK;

@@ -144,14 +144,14 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       o->input = a;
       continue;
     } else
-      return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
-    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+      return mb_cli_usage_error("bench flow", "unexpected argument '%s'", a);
+    if (bad) return mb_cli_usage_error("bench flow", "bad value '%s' for %s", v, a);
     i++;
   }
-  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh (bench flow --help)");
+  if (!o->input) return mb_cli_usage_error("bench flow", "missing INPUT mesh");
   for (int j = 0; o->partitioned && j < o->nsolver; j++)
     if (o->solver[j] != MB_SOLVER_PCG)
-      return mb_cli_usage_error("bench", "--distribute partitioned times --solver pcg only (a "
+      return mb_cli_usage_error("bench flow", "--distribute partitioned times --solver pcg only (a "
                                          "split mesh is solved by the conjugate gradient)");
   return MB_EXIT_OK;
 }

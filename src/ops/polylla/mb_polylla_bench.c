@@ -79,11 +79,11 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     } else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &o->warmup) || o->warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &o->repeats) || o->repeats < 1;
     else if (a[0] != '-' && !o->input) { o->input = a; continue; }
-    else return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
-    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+    else return mb_cli_usage_error("bench polylla", "unexpected argument '%s'", a);
+    if (bad) return mb_cli_usage_error("bench polylla", "bad value '%s' for %s", v, a);
     i++;
   }
-  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT triangulation");
+  if (!o->input) return mb_cli_usage_error("bench polylla", "missing INPUT triangulation");
   return MB_EXIT_OK;
 }
 

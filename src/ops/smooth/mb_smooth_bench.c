@@ -82,7 +82,7 @@ static int bench_cpu(const mb_adjacency *adj, const double *xyz, mb_weights w, m
   size_t n = 3 * (size_t)adj->nv;
   double *x0 = malloc(sizeof(double) * n), *x1 = malloc(sizeof(double) * n);
   double *t = malloc(sizeof(double) * (size_t)repeats);
-  if (!x0 || !x1 || !t) { free(x0); free(x1); free(t); return mb_cli_usage_error("bench", "out of memory"); }
+  if (!x0 || !x1 || !t) { free(x0); free(x1); free(t); return mb_cli_usage_error("bench smooth", "out of memory"); }
   memcpy(x0, xyz, sizeof(double) * n);
   for (int r = 0; r < warmup + repeats; r++) {
     double t0 = mb_wtime();
@@ -190,11 +190,11 @@ static int parse(int argc, char **argv, bench_opts *o) {
       o->partitioned = !strcmp(v, "partitioned");
     }
     else if (a[0] != '-' && !o->input) { o->input = a; continue; }
-    else return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
+    else return mb_cli_usage_error("bench smooth", "unexpected argument '%s'", a);
     i++;
-    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+    if (bad) return mb_cli_usage_error("bench smooth", "bad value '%s' for %s", v, a);
   }
-  if (!o->input) return mb_cli_usage_error("bench", "missing INPUT mesh");
+  if (!o->input) return mb_cli_usage_error("bench smooth", "missing INPUT mesh");
   return MB_EXIT_OK;
 }
 
@@ -348,7 +348,7 @@ int mb_smooth_bench(int argc, char **argv) {
   int code = parse(argc, argv, &o);
   if (code) return code;
   if (!o.locality_given && mb_smooth_locality_default(&o.locality) && (mb_error_clear(), 1))
-    return mb_cli_usage_error("bench", "bad MESHBATCH_LOCALITY '%s': use sfc, rcm or none",
+    return mb_cli_usage_error("bench smooth", "bad MESHBATCH_LOCALITY '%s': use sfc, rcm or none",
                               getenv("MESHBATCH_LOCALITY"));
   if (o.partitioned) return bench_partitioned(&o);
   if (mb_cli_rank() != 0) return MB_EXIT_OK; /* one-rank benchmark */

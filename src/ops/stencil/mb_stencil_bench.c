@@ -355,8 +355,8 @@ int mb_stencil_bench(int argc, char **argv) {
     } else if (!strcmp(a, "--steps") && v) bad = mb_cli_parse_int64(v, &steps) || steps < 1;
     else if (!strcmp(a, "--warmup") && v) bad = mb_cli_parse_int64(v, &warmup) || warmup < 0;
     else if (!strcmp(a, "--repeats") && v) bad = mb_cli_parse_int64(v, &repeats) || repeats < 1;
-    else return mb_cli_usage_error("bench", "unexpected argument '%s'", a);
-    if (bad) return mb_cli_usage_error("bench", "bad value '%s' for %s", v, a);
+    else return mb_cli_usage_error("bench stencil", "unexpected argument '%s'", a);
+    if (bad) return mb_cli_usage_error("bench stencil", "bad value '%s' for %s", v, a);
     i++;
   }
   if (partitioned) {
