@@ -7,7 +7,9 @@
  * arrays of MB_ALLOC_HUGE_MIN bytes or more with transparent huge pages
  * (madvise(MADV_HUGEPAGE): 2 MiB per fault on x86-64), where the kernel
  * has them in "madvise" or "always" mode. The memory is released with
- * free(); the advice is only a hint and never an error.
+ * free(); the advice is only a hint and never an error. Beside them, the
+ * process's resident memory (now, at the program's start, its peak) for
+ * the reports that state what a run holds.
  */
 #ifndef MB_ALLOC_H
 #define MB_ALLOC_H
@@ -36,8 +38,7 @@ void *mb_realloc(void *p, size_t bytes);
 
 /* The process's resident memory now, in MB (2^20 bytes, as every memory
  * figure meshbatch prints; /proc/self/statm's resident pages), or 0 where
- * the system does not say. Not collective;
- * thread-safe. */
+ * the system does not say. Not collective; thread-safe. */
 double mb_rss_mb(void);
 
 /* Records the process's resident memory now as its start (mb_rss_mb):
@@ -51,8 +52,7 @@ void mb_rss_mark_start(void);
 double mb_rss_start_mb(void);
 
 /* The process's peak resident memory so far, MB (2^20 bytes; getrusage's
- * ru_maxrss),
- * or 0 where the system does not say. Not collective. */
+ * ru_maxrss), or 0 where the system does not say. Not collective. */
 double mb_rss_peak_mb(void);
 
 #ifdef __cplusplus

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 
+#include "mb_alloc.h"
 #include "mb_collection.h"
 #include "mb_config.h"
 #include "mb_log.h"
@@ -291,7 +292,7 @@ static mb_error setup(rank_state *st) {
 
 /* --timings (after PETSc's -log_view): where the run's time went, summed
  * over meshes, the slowest rank's and the mean; peak host memory per rank
- * (getrusage). The rows not indented are the main thread's and add up to
+ * (mb_rss_peak_mb). The rows not indented are the main thread's and add up to
  * the wall on each rank: setup, the schedule's phases (read, the wait for
  * the device's initialisation, compute or, in the pipeline, the wait for
  * the compute thread, write, checkpoint,
@@ -307,8 +308,6 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
     read += st->results[i].read_s;
     total += st->results[i].seconds;
   }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
   const double compute = total - read;
   /* the main thread's phases inside the schedule; the rest of it is host work between them */
   const double phases = read + st->device_wait_s + (st->pipelined ? st->pipe_wait_s : compute) +
@@ -342,7 +341,7 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
       [CKPT] = st->ckpt_s, [CKSYNC] = st->ckpt_sync_s, [CKGROUPS] = (double)st->ckpt_groups,
       [CKWAIT] = st->ckpt_wait_s, [WAIT] = st->wait_s, [BETWEEN] = between > 0 ? between : 0,
       [WRITE] = st->write_s, [CKRM] = st->ckpt_rm_s, [AFTER] = after > 0 ? after : 0,
-      [WALL] = sum->wall_s, [RSS] = (double)ru.ru_maxrss * 1024.0};
+      [WALL] = sum->wall_s, [RSS] = mb_rss_peak_mb() * 1048576.0};
   double mx[N], mean[N];
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mx, N, MPI_DOUBLE, MPI_MAX, 0, st->comm));
   MB_CALL_MPI_AGREED(st->comm, MPI_Reduce(mine, mean, N, MPI_DOUBLE, MPI_SUM, 0, st->comm));

@@ -633,7 +633,6 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   e = mb_polylla_split_pinches(tri, opts->ids, poly, opts->heads, &st);
   if (e) {
     free_poly(poly, tri);
-    *poly = NULL;
     if (opts->heads) {
       free(*opts->heads);
       *opts->heads = NULL;
@@ -792,7 +791,6 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
                : MB_SUCCESS;
   if (err) {
     free_poly(poly, tri);
-    *poly = NULL;
     if (opts && opts->heads) {
       free(*opts->heads);
       *opts->heads = NULL;
@@ -806,7 +804,6 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
     int64_t *l = malloc(sizeof *l * (size_t)(nleft ? nleft : 1));
     if (!l) {
       free_poly(poly, tri);
-      *poly = NULL;
       if (opts->heads) {
         free(*opts->heads);
         *opts->heads = NULL;
