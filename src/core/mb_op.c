@@ -257,6 +257,10 @@ mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
   return op->run_partitioned[backend_slot(backend)];
 }
 
+mb_op_prepare_fn mb_op_prepare_for(const mb_op_info *op, const mb_backend *backend) {
+  return op->prepared_free ? op->prepare[backend_slot(backend)] : NULL;
+}
+
 mb_split mb_op_partitioned(const mb_op_info *op) {
   if (op->run_partitioned[MB_BACKEND_SLOT_CPU] || op->run_partitioned[MB_BACKEND_SLOT_CUDA])
     return op->split;

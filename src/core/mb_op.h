@@ -149,6 +149,12 @@ typedef struct mb_op_ctx {
                                        provenance `precision`; may be NULL */
   mb_op_stop *stop;                 /* every run: stopping and progress (mb_op_should_stop);
                                        may be NULL (never stops, prints nothing) */
+  void *prepared;                   /* per-mesh runs: what the first stage's op made for
+                                       this mesh ahead of its run (mb_op_info.prepare), given
+                                       only to the run of the stages that begin with the
+                                       job's first stage, which takes it over (frees it with
+                                       its prepared_free, whatever it returns); NULL: none,
+                                       the run does that work itself */
 } mb_op_ctx;
 
 /* The "should stop" query of an op's long loop, called every iteration or
@@ -197,6 +203,23 @@ const char *mb_computed_name(unsigned bits);
  * freed by the op). Not collective. */
 typedef mb_error (*mb_op_run_fn)(const mb_op_ctx *ctx, const mb_stage *stages, int nstages,
                                  mb_mesh **mesh);
+
+/* Host-only work on a mesh ahead of its run, for the per-mesh pipeline:
+ * while one mesh's stages run on the device, a preparing thread of the
+ * rank runs the first stage's prepare on the next mesh read (its host
+ * setup: adjacency, handles, the assembled system), and the run then
+ * gets the result as ctx->prepared. stage: the job's first stage (its
+ * parameters); mesh: the mesh as read and converted, which the prepare
+ * may change as its run would (the same mesh object reaches the run);
+ * *prepared: the op's own object, owned by the caller until handed to the
+ * run or freed with the op's prepared_free; NULL after an error. Runs on
+ * a thread beside another mesh's run of the same op: it may use neither
+ * MPI nor HDF5, and must be thread-safe against those runs (on the CUDA
+ * backend the rank's device is current on the thread, for queries of its
+ * properties; no work may be enqueued on it). A prepare that fails costs
+ * only time: the runner clears the error and the run does the whole work
+ * itself, reporting the error there. Not collective. Errors: the op's own (they are not reported). */
+typedef mb_error (*mb_op_prepare_fn)(const mb_stage *stage, mb_mesh *mesh, void **prepared);
 
 /* How an op's partitioned entry splits a dataset over the ranks (its
  * mb_op_info.split). The domain (partition/mb_domain.h) is built for it by
@@ -274,6 +297,11 @@ typedef struct mb_op_info {
   int ghost_depth;
   mb_op_run_partitioned_fn run_partitioned[MB_NBACKENDS];
   mb_op_bench_fn bench;                                /* NULL: no benchmark */
+  /* The host setup of a mesh ahead of its run, per backend (see
+   * mb_op_prepare_fn; NULL: none on that backend), and the free of what
+   * it made (non-NULL wherever a prepare is). */
+  mb_op_prepare_fn prepare[MB_NBACKENDS];
+  void (*prepared_free)(void *prepared);
   /* How a stage changes the size of a dataset (fields it adds, snapshots
    * it keeps): updates *s in place, a bound (never less than the op will
    * store). NULL: the sizes stay as they are (ops that move values only,
@@ -312,10 +340,12 @@ void mb_stage_describe(const mb_stage *stage, char *buf, size_t len);
 /* Index of a parameter by key, or -1. */
 int mb_op_param_index(const mb_op_info *op, const char *key);
 
-/* Entry point of an op for a resolved backend, or NULL. */
+/* Entry point of an op for a resolved backend, or NULL (the prepare: also
+ * NULL where the op has no prepared_free). Not collective. */
 mb_op_run_fn mb_op_run_for(const mb_op_info *op, const mb_backend *backend);
 mb_op_run_partitioned_fn mb_op_run_partitioned_for(const mb_op_info *op,
                                                    const mb_backend *backend);
+mb_op_prepare_fn mb_op_prepare_for(const mb_op_info *op, const mb_backend *backend);
 
 /* How an op runs partitioned: its split where it has a partitioned entry on
  * some backend, else MB_SPLIT_NONE. Not collective. */

@@ -142,23 +142,33 @@ mb_error runner_run_stages(const rank_state *st, const mb_op_ctx *ctx, mb_mesh *
                                   mb_domain *d) {
   const mb_job *job = st->job;
   const mb_backend *be = &st->backend;
+  mb_op_ctx c = *ctx; /* ctx->prepared goes to the first run only */
   for (int k = 0; k < job->nstages;) {
     const mb_op_info *op = job->stages[k].op;
     const mb_op_run_fn run = d ? NULL : mb_op_run_for(op, be);
     const mb_op_run_partitioned_fn part = d ? mb_op_run_partitioned_for(op, be) : NULL;
-    MB_CHECK(run || part, MB_ERR_UNSUPPORTED, "%s:%d: %s has no %s%s backend%s", job->path,
-             job->stages[k].line, op->name, d ? "partitioned form on the " : "",
-             mb_backend_kind_name(be->kind), d ? " (use distribute: per-mesh)" : "");
+    if (!run && !part) {
+      runner_prepared_free(st, c.prepared);
+      MB_FAIL(MB_ERR_UNSUPPORTED, "%s:%d: %s has no %s%s backend%s", job->path,
+              job->stages[k].line, op->name, d ? "partitioned form on the " : "",
+              mb_backend_kind_name(be->kind), d ? " (use distribute: per-mesh)" : "");
+    }
     int n = 1;
     while (k + n < job->nstages &&
            (d ? mb_op_run_partitioned_for(job->stages[k + n].op, be) == part
               : mb_op_run_for(job->stages[k + n].op, be) == run))
       n++;
-    MB_CALL(d ? mb_agree(d->comm, part(ctx, &job->stages[k], n, d))
-              : run(ctx, &job->stages[k], n, m));
+    const mb_error e = d ? mb_agree(d->comm, part(&c, &job->stages[k], n, d))
+                         : run(&c, &job->stages[k], n, m);
+    c.prepared = NULL; /* the run took it over */
+    MB_CALL(e);
     k += n;
   }
   return MB_SUCCESS;
+}
+
+void runner_prepared_free(const rank_state *st, void *prepared) {
+  if (prepared) st->job->stages[0].op->prepared_free(prepared);
 }
 
 /* ------------------------------------------------------------- reporting */

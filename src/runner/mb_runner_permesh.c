@@ -85,7 +85,11 @@ static double source_cost(const mb_job *job, double size) {
  * main thread reads up to PIPE_AHEAD meshes ahead and writes the meshes
  * computed (checkpoint, output), so that the device is busy while the disk
  * works, and a large read or write beside a small compute does not stall
- * it. The main thread does all HDF5 and MPI calls (the MPI library is
+ * it. Where the job's first stage has a prepare on the backend
+ * (mb_op_info.prepare: host setup, such as deform's system), a fourth
+ * stage sits between the read and the compute: a preparing thread runs it
+ * on each mesh read, in order, while the compute thread runs the mesh
+ * before, so that the device does not wait for the host's setup. The main thread does all HDF5 and MPI calls (the MPI library is
  * initialized for MPI_THREAD_FUNNELED; HDF5 is not thread-safe); the
  * compute thread only runs ops, which use neither for a whole mesh.
  * The pipeline runs on the CUDA backend (on the CPU backend the compute
@@ -102,6 +106,7 @@ typedef struct pending {
   double t0, compute_s, device_s, copy_s;
   unsigned computed;  /* the precisions its stages computed in */
   mb_op_stop stop;    /* the stop query of its stages (mb_op_should_stop) */
+  void *prepared;     /* the first stage's prepare's result (NULL: none), for its run */
   int stopped;        /* 1: a signal stopped its stages in the middle (not finished) */
   struct pending *next; /* in a queue of the pipeline */
 } pending;
@@ -124,8 +129,10 @@ static void compute_pending(pending *p) {
   const mb_op_ctx ctx = {.backend = &st->backend, .precision = st->job->precision,
                          .halo = st->job->halo, .device_s = &p->device_s,
                          .copy_s = &p->copy_s,
-                         .computed = &p->computed, .stop = &p->stop};
+                         .computed = &p->computed, .stop = &p->stop, .prepared = p->prepared};
+  p->prepared = NULL; /* runner_run_stages consumes it */
   if (!e) e = runner_run_stages(st, &ctx, &p->m, NULL);
+  else runner_prepared_free(st, ctx.prepared);
   p->stopped = e && p->stop.stopped; /* dropped by finish_source, not a failure */
   p->compute_s = mb_wtime() - t0;
   if (!e) e = runner_add_provenance(st, p->m, mb_wtime() - p->t0, p->computed);
@@ -188,6 +195,8 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
 
 /* A source read but not computed (SIGTERM came): as if never taken. */
 static void drop_source(rank_state *st, pending *p) {
+  runner_prepared_free(st, p->prepared);
+  p->prepared = NULL;
   mb_mesh_free(p->m);
   p->m = NULL;
   /* its result entry goes; later entries (meshes taken after it that had
@@ -285,15 +294,20 @@ enum { PIPE_AHEAD = 2 };
  * exchange (several ranks writing mesh by mesh) this often: 1 ms. */
 #define WRITER_POLL_NS 1000000L
 
-/* The queues between the main thread and the compute thread. */
+/* The queues between the main thread, the preparing thread (where there
+ * is one) and the compute thread. */
 typedef struct mesh_pipe {
   rank_state *st;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  pending *in, *in_tail;   /* read, their stages to run (FIFO) */
-  pending *out, *out_tail; /* computed, to be written (FIFO) */
-  int nin, busy;           /* queued for the compute; 1 while one computes */
-  int quit;                /* no more meshes: the compute thread ends when in is empty */
+  mb_op_prepare_fn prepare;      /* the first stage's prepare, NULL: no preparing thread */
+  pending *in, *in_tail;         /* read: to prepare, or (no prepare) to compute (FIFO) */
+  pending *ready, *ready_tail;   /* prepared, to compute (FIFO) */
+  pending *out, *out_tail;       /* computed, to be written (FIFO) */
+  int nin;                       /* read and not yet computing: in, preparing and ready */
+  int preparing, busy;           /* 1 while one is prepared; 1 while one computes */
+  int quit;                      /* no more meshes: the threads end when their queue is empty */
+  int prepared_all;              /* the preparing thread has ended (quit, in empty) */
 } mesh_pipe;
 
 static void queue_push(pending **head, pending **tail, pending *p) {
@@ -319,14 +333,22 @@ static pending *queue_pop(pending **head, pending **tail) {
  * beside it, waits at every barrier for the thread that lost its core
  * (16 cores: a batch's compute took 5 times as long with the reading
  * thread, on the H100 machine; 14 % longer with the writing one, H200). */
+static int compute_threads(const rank_state *st) {
+  const int n = st->omp_threads - (st->out ? 2 : 1);
+  return n > 1 ? n : 1;
+}
+
 static void *compute_thread(void *arg) {
   mesh_pipe *q = arg;
-  const int n = q->st->omp_threads - (q->st->out ? 2 : 1);
-  omp_set_num_threads(n > 1 ? n : 1);
+  omp_set_num_threads(compute_threads(q->st));
+  /* from the preparing thread's queue where there is one */
+  pending **head = q->prepare ? &q->ready : &q->in, **tail = q->prepare ? &q->ready_tail
+                                                                        : &q->in_tail;
   pthread_mutex_lock(&q->mu);
   for (;;) {
-    while (!q->in && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
-    pending *p = queue_pop(&q->in, &q->in_tail);
+    while (!*head && !(q->prepare ? q->prepared_all : q->quit))
+      pthread_cond_wait(&q->cv, &q->mu);
+    pending *p = queue_pop(head, tail);
     if (!p) break;
     q->nin--;
     q->busy = 1;
@@ -337,6 +359,43 @@ static void *compute_thread(void *arg) {
     queue_push(&q->out, &q->out_tail, p);
     pthread_cond_broadcast(&q->cv);
   }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+/* The preparing thread: the first stage's prepare on each mesh read, in
+ * turn, into the ready queue. Its OpenMP teams are the compute thread's
+ * size (the two alternate more than they overlap: the compute waits for
+ * the device). A prepare that fails leaves nothing: its error is cleared
+ * (this thread's) and the run does the whole work, reporting it. */
+static void *prepare_thread(void *arg) {
+  mesh_pipe *q = arg;
+  rank_state *st = q->st;
+  omp_set_num_threads(compute_threads(st));
+  int bound = 0;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->in && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
+    pending *p = queue_pop(&q->in, &q->in_tail);
+    if (!p) break;
+    q->preparing = 1;
+    pthread_mutex_unlock(&q->mu);
+    /* the rank's device (resolved before the first mesh was queued) current
+     * here too, for the prepares' queries of its properties (they enqueue
+     * no work); a failure is the compute's to report */
+    if (!bound++ && st->backend.kind == MB_BACKEND_CUDA && mb_cuda_bind_device(st->backend.device))
+      mb_error_clear();
+    if (q->prepare(&st->job->stages[0], p->m, &p->prepared)) {
+      mb_error_clear();
+      p->prepared = NULL;
+    }
+    pthread_mutex_lock(&q->mu);
+    q->preparing = 0;
+    queue_push(&q->ready, &q->ready_tail, p);
+    pthread_cond_broadcast(&q->cv);
+  }
+  q->prepared_all = 1;
+  pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
   return NULL;
 }
@@ -358,11 +417,15 @@ static mb_error finish_computed(rank_state *st, mesh_pipe *q, mb_error e) {
 }
 
 /* The meshes read but not started (SIGTERM, or an error of the rank): as
- * if never taken, the last read first. */
+ * if never taken, the last read first (after the one being prepared, if
+ * any, is ready: a few milliseconds of host setup). */
 static void drop_waiting(rank_state *st, mesh_pipe *q) {
   pthread_mutex_lock(&q->mu);
-  pending *list = q->in, *rev = NULL;
-  q->in = q->in_tail = NULL;
+  while (q->preparing) pthread_cond_wait(&q->cv, &q->mu);
+  pending *list = q->ready, *rev = NULL; /* read before those of in */
+  if (list) q->ready_tail->next = q->in;
+  else list = q->in;
+  q->ready = q->ready_tail = q->in = q->in_tail = NULL;
   q->nin = 0;
   pthread_mutex_unlock(&q->mu);
   while (list) {
@@ -412,12 +475,22 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
  * of the rank itself (not of a mesh) does too, and keeps nothing of the
  * compute in flight. */
 static mb_error run_pipeline(rank_state *st, source_iter *it) {
-  mesh_pipe q = {.st = st};
+  mesh_pipe q = {.st = st, .prepare = mb_op_prepare_for(st->job->stages[0].op, &st->backend)};
   pthread_mutex_init(&q.mu, NULL);
   pthread_cond_init(&q.cv, NULL);
-  pthread_t thread;
-  int rc = pthread_create(&thread, NULL, compute_thread, &q);
+  pthread_t thread, preparer;
+  int rc = q.prepare ? pthread_create(&preparer, NULL, prepare_thread, &q) : 0;
+  if (rc) /* run without it: the compute takes the meshes as read */
+    q.prepare = NULL;
+  rc = pthread_create(&thread, NULL, compute_thread, &q);
   if (rc) {
+    if (q.prepare) {
+      pthread_mutex_lock(&q.mu);
+      q.quit = 1;
+      pthread_cond_broadcast(&q.cv);
+      pthread_mutex_unlock(&q.mu);
+      pthread_join(preparer, NULL);
+    }
     pthread_mutex_destroy(&q.mu);
     pthread_cond_destroy(&q.cv);
     MB_FAIL(MB_ERR_MEMORY, "cannot start the compute thread: %s", strerror(rc));
@@ -442,7 +515,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
     }
     if (!more && !flight) break;
     pthread_mutex_lock(&q.mu);
-    while (!q.out && (q.in || q.busy)) {
+    while (!q.out && (q.nin || q.busy)) {
       const double tq = mb_wtime();
       if (!st->wr) {
         pthread_cond_wait(&q.cv, &q.mu);
@@ -470,6 +543,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   pthread_cond_broadcast(&q.cv);
   pthread_mutex_unlock(&q.mu);
   pthread_join(thread, NULL);
+  if (q.prepare) pthread_join(preparer, NULL);
   pthread_mutex_destroy(&q.mu);
   pthread_cond_destroy(&q.cv);
   return e;
@@ -499,8 +573,10 @@ static mb_error run_sources(rank_state *st, source_iter *it) {
   st->pipelined = runner_pipeline_enabled(st);
   if (!st->pipelined) return run_in_turn(st, it);
   if (st->rank == 0)
-    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead and writes "
-           "the computed ones while the current one computes", PIPE_AHEAD);
+    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead%s and "
+           "writes the computed ones while the current one computes", PIPE_AHEAD,
+           mb_op_prepare_for(st->job->stages[0].op, &st->backend)
+               ? ", prepares them on a thread of their own (the first stage's host setup)" : "");
   return run_pipeline(st, it);
 }
 

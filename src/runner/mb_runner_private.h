@@ -137,9 +137,13 @@ mb_error runner_add_provenance(rank_state *st, mb_mesh *m, double seconds, unsig
 mb_error runner_device_ready(rank_state *st);
 /* Convert m to the kind stage 0 reads where it can; MB_ERR_ARG where it cannot. */
 mb_error runner_fit_kind(const rank_state *st, mb_mesh *m);
-/* The one stage loop: on *m (per mesh, d NULL) or on domain d (partitioned, collective, errors agreed). */
+/* The one stage loop: on *m (per mesh, d NULL) or on domain d (partitioned, collective,
+ * errors agreed). ctx->prepared (per mesh: the first stage's mb_op_info.prepare) is handed
+ * to the run of the first stages, or freed where none runs: consumed either way. */
 mb_error runner_run_stages(const rank_state *st, const mb_op_ctx *ctx, mb_mesh **m,
                            mb_domain *d);
+/* Free what the job's first stage's prepare made (NULL: nothing). Cannot fail. */
+void runner_prepared_free(const rank_state *st, void *prepared);
 
 /* ------------------------------------------------------------- mb_runner_permesh.c */
 

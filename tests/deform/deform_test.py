@@ -39,6 +39,13 @@ bad_inputs  a batch: a handle index past the vertex count (handles file),
 ranks       a batch of 6 panels meshes (dome and saddle, 100-900
             vertices) on 1, 2, 3 and 4 ranks: every dataset bitwise equal
             to one rank's.
+pipeline    the ranks case's batch (first stage with a handles file) and
+            the bad_inputs case's batch through the per-mesh pipeline
+            (MESHBATCH_PIPELINE=1, where the runner's preparing thread
+            makes each mesh's setup ahead of its run: mb_op_info.prepare)
+            on 1 and 3 ranks: every dataset bitwise equal to one rank's
+            without the pipeline; the same per-mesh errors, exit 1, the
+            good mesh written.
 cuda        (exits 77 where no CUDA device can be used) the ranks case's
             batch, soft then hard planar (solver pcg), with backend: cuda
             on 1 and 2 ranks: every mesh within 1e-8 of its bounding box of
@@ -324,6 +331,55 @@ def case_ranks():
     print("1, 2, 3 and 4 ranks: bitwise the same outputs")
 
 
+def with_pipeline(on, fn):
+    """fn() with MESHBATCH_PIPELINE set to on ("0" or "1"), restored after."""
+    old = os.environ.get("MESHBATCH_PIPELINE")
+    os.environ["MESHBATCH_PIPELINE"] = on
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["MESHBATCH_PIPELINE"]
+        else:
+            os.environ["MESHBATCH_PIPELINE"] = old
+
+
+def case_pipeline():
+    h5py = need_module("h5py")
+    d = os.path.join(TMP, "pipeline")
+    os.makedirs(d, exist_ok=True)
+    inputs, lines = [], []
+    for k, (n, surface) in enumerate(((100, "dome"), (400, "saddle"), (900, "dome"),
+                                      (225, "saddle"), (144, "dome"), (625, "saddle"))):
+        inputs.append(panels(os.path.join(d, f"m{k}.h5"), n, surface=surface, lift=0.1 * k))
+        lines.append(f"panels_{surface}_{n} {3 * k} 0.1 0.2 {0.05 * k}\n")
+    with open(os.path.join(d, "h.txt"), "w") as f:
+        f.write("# one handle a mesh\n" + "".join(lines))
+    stages = (f"  - {{op: deform, iterations: 30, handles: {os.path.join(d, 'h.txt')}}}\n"
+              "  - {op: deform, constraint: planar, hard: yes, iterations: 3000, "
+              "tolerance: 1e-9}\n")
+    ref, p, _ = with_pipeline("0", lambda: job("pipe_off", inputs, stages, np=1))
+    if "prepares them" in p.stdout + p.stderr:
+        fail("MESHBATCH_PIPELINE=0 ran the pipeline")
+    with h5py.File(ref, "r") as h:
+        for name in h["meshes"]:
+            text = h["meshes"][name].attrs["stage_0_deform"]
+            text = text.decode() if isinstance(text, bytes) else str(text)
+            if "handles 1 " not in text:
+                fail(f"{name}: the handles file's handle not in the provenance")
+    for np_ in (1, 3):
+        out, p, _ = with_pipeline("1", lambda: job(f"pipe_np{np_}", inputs, stages, np=np_))
+        text = p.stdout + p.stderr
+        if "prepares them on a thread of their own" not in text:
+            fail(f"{np_} ranks: -v does not say the meshes were prepared ahead")
+        ahead = len(re.findall(r"deform soft planar: .* analysis [0-9.]+ \(set up ahead\)", text))
+        if ahead != len(inputs):
+            fail(f"{np_} ranks: {ahead} of {len(inputs)} first stages set up ahead")
+        same_datasets(ref, out)
+    print("pipeline with the preparing thread, 1 and 3 ranks: bitwise the same outputs")
+    with_pipeline("1", case_bad_inputs)
+
+
 def case_polylla():
     np = need_module("numpy")
     d = os.path.join(TMP, "polylla")
@@ -449,7 +505,7 @@ def case_cuda():
 
 
 CASES = {"polylla": case_polylla, "op": case_op, "bad_inputs": case_bad_inputs, "ranks": case_ranks,
-         "cuda": case_cuda}
+         "cuda": case_cuda, "pipeline": case_pipeline}
 
 
 def main():

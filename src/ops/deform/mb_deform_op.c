@@ -33,9 +33,11 @@ mb_error mb_deform_read_handles(const char *path, const char *mesh, int64_t nv, 
   for (int ln = 1; fgets(line, sizeof line, fp); ln++) {
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
-    char *tok[6];
+    char *tok[6], *save = NULL; /* strtok_r: a preparing thread reads beside a run */
     int nt = 0;
-    for (char *s = strtok(line, " \t\r\n"); s && nt < 6; s = strtok(NULL, " \t\r\n")) tok[nt++] = s;
+    for (char *s = strtok_r(line, " \t\r\n", &save); s && nt < 6;
+         s = strtok_r(NULL, " \t\r\n", &save))
+      tok[nt++] = s;
     if (nt == 0) continue;
     MB_CHECK_GOTO(err, done, nt == 5, MB_ERR_FORMAT,
                   "%s:%d: %s fields; a handle line is MESH VERTEX X Y Z", path, ln,
@@ -124,11 +126,63 @@ static mb_error targets(const mb_stage *st, const mb_mesh *m, double **target) {
   return MB_SUCCESS;
 }
 
+/* A mesh's host setup made ahead of its run by the runner's preparing
+ * thread (mb_op_info.prepare): the adjacency (every stage's), the first
+ * stage's handle targets and, on CUDA, its mb_deform_cuda_prepare. */
+typedef struct deform_prepared {
+  mb_adjacency *adj;
+  double *target;             /* NULL: no handles */
+  mb_deform_mesh dm;          /* borrowed by prep: its address stays */
+  mb_deform_cuda_prep *prep;  /* CUDA only */
+} deform_prepared;
+
+static void deform_prepared_free(void *arg) {
+  deform_prepared *d = arg;
+  if (!d) return;
+  mb_deform_cuda_prep_free(d->prep);
+  free(d->target);
+  mb_adjacency_free(d->adj);
+  free(d);
+}
+
+static mb_error prepare(const mb_stage *st, mb_mesh *m, int cuda, void **out) {
+  *out = NULL;
+  deform_prepared *d;
+  MB_CALLOC(d, 1);
+  mb_error e = mb_adjacency_build_opts(m, 0, &d->adj);
+  if (!e) e = targets(st, m, &d->target);
+  if (!e) {
+    d->dm = (mb_deform_mesh){m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
+                             d->adj, d->target, NULL};
+    if (cuda) e = mb_deform_cuda_prepare(st->params, &d->dm, NULL, &d->prep);
+  }
+  if (e) {
+    deform_prepared_free(d);
+    return e;
+  }
+  *out = d;
+  return MB_SUCCESS;
+}
+
+static mb_error deform_prepare_cpu(const mb_stage *st, mb_mesh *m, void **out) {
+  return prepare(st, m, 0, out);
+}
+
+static mb_error deform_prepare_cuda(const mb_stage *st, mb_mesh *m, void **out) {
+  return prepare(st, m, 1, out);
+}
+
+/* One stage on m; pre: its targets and CUDA setup made ahead (NULL: made here). */
 static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
-                          const mb_adjacency *adj) {
+                          const mb_adjacency *adj, deform_prepared *pre) {
   const mb_deform_params *p = st->params;
   double *target = NULL, *fp = NULL;
-  MB_CALL(targets(st, m, &target));
+  if (pre) {
+    target = pre->target;
+    pre->target = NULL;
+  } else {
+    MB_CALL(targets(st, m, &target));
+  }
   fp = calloc((size_t)(m->nf ? m->nf : 1), sizeof *fp);
   if (!fp) {
     free(target);
@@ -140,8 +194,16 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
   rep.face_planarity = fp;
   mb_op_computed(ctx, MB_PRECISION_FLOAT64);
   const double t0 = mb_wtime();
-  mb_error e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, NULL)
-                                                     : mb_deform_run_cpu(p, &dm, &rep);
+  mb_error e;
+  if (pre && pre->prep) { /* the prepared setup borrows pre->dm: the run's stop query there */
+    pre->dm.ctx = ctx;
+    mb_deform_cuda_prep *prep = pre->prep;
+    pre->prep = NULL;
+    e = mb_deform_run_cuda_prepared(prep, &rep);
+  } else {
+    e = ctx->backend->kind == MB_BACKEND_CUDA ? mb_deform_run_cuda(p, &dm, &rep, NULL)
+                                              : mb_deform_run_cpu(p, &dm, &rep);
+  }
   const double ms = 1e3 * (mb_wtime() - t0);
   if (ctx->device_s) *ctx->device_s += 1e-3 * rep.device_ms; /* the runner's GPU busy */
   free(target);
@@ -158,22 +220,31 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
            rep.handle_error, (long long)rep.handles, (long long)rep.pinned, rep.mu,
            rep.factorizations, rep.pcg_iterations);
   mb_log(MB_LOG_VERBOSE,
-         "%s: deform %s; %.1f ms: analysis %.1f, factor %.1f, projections %.1f, solves %.1f, "
+         "%s: deform %s; %.1f ms: analysis %.1f%s, factor %.1f, projections %.1f, solves %.1f, "
          "updates %.1f",
-         m->name, text, ms, rep.analyze_ms, rep.factor_ms, rep.project_ms, rep.solve_ms,
-         rep.update_ms);
+         m->name, text, ms, rep.analyze_ms, pre ? " (set up ahead)" : "", rep.factor_ms,
+         rep.project_ms, rep.solve_ms, rep.update_ms);
   e = record(&m->attrs, st, text);
   if (!e) e = mb_mesh_set_face_field(m, "planarity", 1, fp);
   free(fp);
   return e;
 }
 
+/* ctx->prepared (the runner's preparing thread: deform_prepare_*) is the
+ * first stage's setup and every stage's adjacency; freed here either way. */
 static mb_error deform_run(const mb_op_ctx *ctx, const mb_stage *stages, int n, mb_mesh **mesh) {
   mb_mesh *m = *mesh;
+  deform_prepared *pre = ctx->prepared;
   mb_adjacency *adj = NULL;
-  MB_CALL(mb_adjacency_build_opts(m, 0, &adj));
   mb_error e = MB_SUCCESS;
-  for (int s = 0; s < n && !e; s++) e = run_stage(ctx, &stages[s], m, adj);
+  if (pre) {
+    adj = pre->adj;
+    pre->adj = NULL;
+  } else {
+    e = mb_adjacency_build_opts(m, 0, &adj);
+  }
+  for (int s = 0; s < n && !e; s++) e = run_stage(ctx, &stages[s], m, adj, s == 0 ? pre : NULL);
+  deform_prepared_free(pre);
   mb_adjacency_free(adj);
   return e;
 }
@@ -255,4 +326,6 @@ const mb_op_info mb_op_deform = {
     .cost = deform_cost,
     .run = {deform_run, deform_run},
     .bench = mb_deform_bench,
+    .prepare = {deform_prepare_cpu, deform_prepare_cuda},
+    .prepared_free = deform_prepared_free,
     .grow = deform_grow};
