@@ -44,8 +44,10 @@ pipeline    the ranks case's batch (first stage with a handles file) and
             (MESHBATCH_PIPELINE=1, where the runner's preparing thread
             makes each mesh's setup ahead of its run: mb_op_info.prepare)
             on 1 and 3 ranks: every dataset bitwise equal to one rank's
-            without the pipeline; the same per-mesh errors, exit 1, the
-            good mesh written.
+            without the pipeline; stopped by SIGTERM after each rank's
+            first mesh (meshes prepared ahead dropped) and resumed: the
+            same bits; the same per-mesh errors, exit 1, the good mesh
+            written.
 cuda        (exits 77 where no CUDA device can be used) the ranks case's
             batch, soft then hard planar (solver pcg), with backend: cuda
             on 1 and 2 ranks: every mesh within 1e-8 of its bounding box of
@@ -377,6 +379,23 @@ def case_pipeline():
             fail(f"{np_} ranks: {ahead} of {len(inputs)} first stages set up ahead")
         same_datasets(ref, out)
     print("pipeline with the preparing thread, 1 and 3 ranks: bitwise the same outputs")
+    # SIGTERM after each rank's first mesh, with meshes read and prepared
+    # but not started (dropped, their setups freed), then --resume
+    jp, out = os.path.join(os.path.dirname(out), "job.yaml"), out
+    os.remove(out)
+
+    def stopped_then_resumed():
+        os.environ["MESHBATCH_FAULT"] = "term:-1:1"
+        try:
+            p = run(["run", jp, "--checkpoint"], np=3, expect=3)
+        finally:
+            del os.environ["MESHBATCH_FAULT"]
+        if os.path.exists(out) or "stopped by SIGTERM" not in p.stderr:
+            fail("SIGTERM in the pipeline: an output left, or no message saying the run stopped")
+        run(["run", jp, "--resume"], np=3)
+    with_pipeline("1", stopped_then_resumed)
+    same_datasets(ref, out)
+    print("SIGTERM with meshes prepared ahead, then --resume: bitwise the same outputs")
     with_pipeline("1", case_bad_inputs)
 
 
