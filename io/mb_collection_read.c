@@ -181,15 +181,33 @@ static mb_error link_exists(hid_t loc, const char *name, const char *where, cons
   return MB_SUCCESS;
 }
 
+/* The validation's state over one file (rank 0's scan): the dataset
+ * access list that points a virtual dataset's sources nowhere (they may be
+ * any file of the host and must never be opened), the file's size, and
+ * the mesh being scanned's problem (mb_mesh_info.problem: the first of its
+ * datasets its file does not back). */
+typedef struct scan_ctx {
+  hid_t dapl;
+  haddr_t filesize;
+  char *problem;
+  size_t problem_len;
+} scan_ctx;
+
+static mb_error check_backed(hid_t d, const char *where, haddr_t filesize);
+
 /* Open dataset <mesh>/<dset> (relative to g), check its class and rank <= 2,
- * return its rank and dims. *found = 0 (and no error) if it does not exist. */
-static mb_error probe_dataset(hid_t g, const char *path, const char *mesh, const char *dset,
-                              H5T_class_t cls, int *found, int *rank, hsize_t dims[2]) {
+ * return its rank and dims. *found = 0 (and no error) if it does not exist.
+ * sc (the scan; NULL when reading): the dataset is opened through sc->dapl
+ * and, its structure good, its storage checked (check_backed) while open:
+ * a problem goes to sc->problem (the first only), not to the error. */
+static mb_error probe_dataset(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                              const char *dset, H5T_class_t cls, int *found, int *rank,
+                              hsize_t dims[2]) {
   *found = 0;
   int yes;
   MB_CALL(link_exists(g, dset, path, mesh, &yes));
   if (!yes) return MB_SUCCESS;
-  hid_t d = H5Dopen2(g, dset, H5P_DEFAULT);
+  hid_t d = H5Dopen2(g, dset, sc ? sc->dapl : H5P_DEFAULT);
   MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s: /meshes/%s/%s is not a dataset", path, mesh, dset);
   hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
   H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
@@ -198,6 +216,15 @@ static mb_error probe_dataset(hid_t g, const char *path, const char *mesh, const
   if (r > 0 && r <= H5S_MAX_RANK) H5Sget_simple_extent_dims(sp, full, NULL);
   mb_h5_close_id(t);
   mb_h5_close_id(sp);
+  char storage[sizeof ((mb_mesh_info *)0)->problem] = "";
+  if (sc && !sc->problem[0]) {
+    char where[MB_PATH_MAX + 600];
+    snprintf(where, sizeof where, "%s: dataset /meshes/%s/%s", path, mesh, dset);
+    if (check_backed(d, where, sc->filesize) != MB_SUCCESS) {
+      snprintf(storage, sizeof storage, "%s", mb_error_message());
+      mb_error_clear();
+    }
+  }
   H5Dclose(d);
   MB_CHECK(c == cls, MB_ERR_FORMAT, "%s: /meshes/%s/%s has the wrong type (expected %s)", path,
            mesh, dset, cls == H5T_FLOAT ? "float64" : "int64");
@@ -208,16 +235,17 @@ static mb_error probe_dataset(hid_t g, const char *path, const char *mesh, const
   *rank = r;
   dims[0] = full[0];
   dims[1] = r == 2 ? full[1] : 0;
+  if (storage[0]) snprintf(sc->problem, sc->problem_len, "%s", storage);
   return MB_SUCCESS;
 }
 
 /* Like probe_dataset, but the dataset must exist with rank `want_rank` and
  * (if want_cols > 0) dims[1] == want_cols; `expect` names the expected shape. */
-static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const char *dset,
-                             H5T_class_t cls, int want_rank, hsize_t want_cols,
-                             const char *expect, hsize_t dims[2]) {
+static mb_error need_dataset(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                             const char *dset, H5T_class_t cls, int want_rank,
+                             hsize_t want_cols, const char *expect, hsize_t dims[2]) {
   int found, rank;
-  MB_CALL(probe_dataset(g, path, mesh, dset, cls, &found, &rank, dims));
+  MB_CALL(probe_dataset(sc, g, path, mesh, dset, cls, &found, &rank, dims));
   MB_CHECK(found, MB_ERR_FORMAT, "%s: /meshes/%s/%s is missing", path, mesh, dset);
   char sh[96];
   MB_CHECK(rank == want_rank && (want_cols == 0 || dims[1] == want_cols) && dims[0] > 0,
@@ -228,8 +256,8 @@ static mb_error need_dataset(hid_t g, const char *path, const char *mesh, const 
 
 /* Check the fields in group `group` of a mesh group: float [rows,k] each
  * (per-vertex fields: group "fields", rows N; per-face: "face_fields", M). */
-static mb_error check_fields(hid_t g, const char *path, const char *mesh, const char *group,
-                             int64_t rows, int64_t *ncomp) {
+static mb_error check_fields(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                             const char *group, int64_t rows, int64_t *ncomp) {
   *ncomp = 0;
   int yes;
   MB_CALL(link_exists(g, group, path, mesh, &yes));
@@ -243,7 +271,7 @@ static mb_error check_fields(hid_t g, const char *path, const char *mesh, const 
     char dset[MB_NAME_MAX + 16];
     hsize_t dims[2];
     snprintf(dset, sizeof dset, "%s/%s", group, l.v[i]);
-    e = need_dataset(g, path, mesh, dset, H5T_FLOAT, 2, 0, face ? "[M,k]" : "[N,k]", dims);
+    e = need_dataset(sc, g, path, mesh, dset, H5T_FLOAT, 2, 0, face ? "[M,k]" : "[N,k]", dims);
     if (!e && (int64_t)dims[0] != rows)
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s: /meshes/%s/%s has %llu rows, expected %s = %lld (%s)", path, mesh,
@@ -325,7 +353,8 @@ static mb_error get_vec3_attr(hid_t g, const char *path, const char *mesh, const
 
 /* A grid3d group: shape, origin, spacing, and fields [nz, ny, nx(, k)] of
  * float32 or float64. */
-static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_info *info) {
+static mb_error scan_grid(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                          mb_mesh_info *info) {
   MB_CALL(get_vec3_attr(g, path, mesh, "shape", H5T_INTEGER, H5T_NATIVE_INT64, info->shape));
   MB_CALL(get_vec3_attr(g, path, mesh, "origin", H5T_FLOAT, H5T_NATIVE_DOUBLE, info->origin));
   MB_CALL(get_vec3_attr(g, path, mesh, "spacing", H5T_FLOAT, H5T_NATIVE_DOUBLE, info->spacing));
@@ -350,7 +379,7 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
   mb_names l = {0};
   mb_error e = list_links(fg, &l);
   for (int i = 0; i < l.n && !e; i++) {
-    hid_t d = H5Dopen2(fg, l.v[i], H5P_DEFAULT);
+    hid_t d = H5Dopen2(fg, l.v[i], sc->dapl);
     hid_t t = d >= 0 ? H5Dget_type(d) : -1, sp = d >= 0 ? H5Dget_space(d) : -1;
     hsize_t dims[H5S_MAX_RANK] = {0};
     int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
@@ -362,6 +391,14 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
              (int64_t)dims[2] == info->shape[2];
     mb_h5_close_id(t);
     mb_h5_close_id(sp);
+    if (ok && d >= 0 && !sc->problem[0]) { /* its storage, while open (probe_dataset's rule) */
+      char where[MB_PATH_MAX + 600];
+      snprintf(where, sizeof where, "%s: dataset /meshes/%s/fields/%s", path, mesh, l.v[i]);
+      if (check_backed(d, where, sc->filesize) != MB_SUCCESS) {
+        snprintf(sc->problem, sc->problem_len, "%s", mb_error_message());
+        mb_error_clear();
+      }
+    }
     mb_h5_close_id(d);
     if (ok) info->nvalues += r == 4 ? (int64_t)dims[3] : 1;
     if (!ok)
@@ -382,21 +419,16 @@ static mb_error scan_grid(hid_t g, const char *path, const char *mesh, mb_mesh_i
  * declares more than this many bytes per stored byte is not backed. */
 enum { MAX_FILTER_RATIO = 1100 };
 
-/* One dataset `name` of a mesh group (where: its path for messages): no
- * external raw storage, no virtual layout (data from other files: a
- * collection comes from other people and must not read the host's files),
- * and its declared extent held by the file: contiguous data inside the
- * file, chunked data allocated (with a filter, within MAX_FILTER_RATIO of
- * what is stored). Metadata only; no raw data is read. Errors:
- * MB_ERR_FORMAT naming the dataset. */
-static mb_error check_backed(hid_t loc, const char *name, const char *where, haddr_t filesize) {
-  /* a virtual dataset's source files must never be opened (they may be any
-   * file of the host): point them nowhere */
-  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-  if (dapl >= 0) H5Pset_virtual_prefix(dapl, "/nonexistent-meshbatch-refuses-virtual-sources/");
-  hid_t d = H5Dopen2(loc, name, dapl >= 0 ? dapl : H5P_DEFAULT);
-  mb_h5_close_id(dapl);
-  MB_CHECK(d >= 0, MB_ERR_FORMAT, "%s is not a dataset", where);
+/* One dataset d of a mesh group, open through scan_ctx.dapl (where: its
+ * path for messages): no external raw storage, no virtual layout (data
+ * from other files: a collection comes from other people and must not read
+ * the host's files), and its declared extent held by the file: contiguous
+ * data inside the file, chunked data allocated (with a filter, within
+ * MAX_FILTER_RATIO of what is stored). Metadata only; no raw data is read.
+ * Checked for the datasets the reader reads (probe_dataset, scan_grid),
+ * while the validation has them open. Errors: MB_ERR_FORMAT naming the
+ * dataset. */
+static mb_error check_backed(hid_t d, const char *where, haddr_t filesize) {
   hid_t dcpl = H5Dget_create_plist(d), t = H5Dget_type(d), sp = H5Dget_space(d);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
   const int next = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
@@ -412,7 +444,6 @@ static mb_error check_backed(hid_t loc, const char *name, const char *where, had
   mb_h5_close_id(dcpl);
   mb_h5_close_id(t);
   mb_h5_close_id(sp);
-  H5Dclose(d);
   MB_CHECK(next == 0, MB_ERR_FORMAT,
            "%s stores its data outside the collection (HDF5 external raw storage%s%s%s): "
            "refused, meshbatch reads data only from the collection file itself", where,
@@ -437,52 +468,22 @@ static mb_error check_backed(hid_t loc, const char *name, const char *where, had
   return MB_SUCCESS;
 }
 
-/* Every dataset of a mesh group and of its groups fields and face_fields,
- * checked by check_backed. */
-static mb_error check_storage(hid_t g, const char *path, const char *mesh) {
-  hid_t f = H5Iget_file_id(g);
-  hsize_t fsize = 0;
-  herr_t st = f >= 0 ? H5Fget_filesize(f, &fsize) : -1;
-  mb_h5_close_id(f);
-  MB_CHECK(st >= 0, MB_ERR_HDF5, "%s: cannot tell the file's size", path);
-  static const char *const groups[] = {".", "fields", "face_fields"};
-  mb_error e = MB_SUCCESS;
-  for (int k = 0; k < 3 && !e; k++) {
-    int yes = 1;
-    if (k) MB_CALL(link_exists(g, groups[k], path, mesh, &yes));
-    if (!yes) continue;
-    hid_t sub = H5Gopen2(g, groups[k], H5P_DEFAULT);
-    if (sub < 0) continue; /* not a group: the structural checks say so */
-    mb_names l = {0};
-    e = list_links(sub, &l);
-    for (int i = 0; i < l.n && !e; i++) {
-      H5O_info_t oi;
-      if (H5Oget_info_by_name(sub, l.v[i], &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
-        continue;
-      char where[MB_PATH_MAX + 600];
-      snprintf(where, sizeof where, "%s: dataset /meshes/%s/%s%s%s", path, mesh,
-               k ? groups[k] : "", k ? "/" : "", l.v[i]);
-      e = check_backed(sub, l.v[i], where, (haddr_t)fsize);
-    }
-    names_free(&l);
-    H5Gclose(sub);
-  }
-  MB_CALL(e);
-  return MB_SUCCESS;
-}
+/* The structure of a mesh group (scan_structure) and the storage of the
+ * datasets it reads (check_backed, as each is probed): a dataset its file
+ * does not back, or stored outside it, is kept in the list with its
+ * problem (info->problem) and sizes 0, so that the other datasets of the
+ * collection are read. (Datasets the reader never opens are not checked:
+ * their bytes are never read.) */
+static mb_error scan_structure(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                               int version, mb_mesh_info *info);
 
-/* The structure of a mesh group (scan_structure), then its storage
- * (check_storage): a dataset its file does not back, or stored outside
- * it, is kept in the list with its problem (info->problem) and sizes 0,
- * so that the other datasets of the collection are read. */
-static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int version,
-                               mb_mesh_info *info);
-
-static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int version,
-                          mb_mesh_info *info) {
-  MB_CALL(scan_structure(g, path, mesh, version, info));
-  if (check_storage(g, path, mesh) != MB_SUCCESS) {
-    snprintf(info->problem, sizeof info->problem, "%s", mb_error_message());
+static mb_error scan_mesh(scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                          int version, mb_mesh_info *info) {
+  info->problem[0] = '\0';
+  sc->problem = info->problem;
+  sc->problem_len = sizeof info->problem;
+  MB_CALL(scan_structure(sc, g, path, mesh, version, info));
+  if (info->problem[0]) {
     info->nv = info->nf = info->nidx = info->nvalues = info->nface_values = 0;
     if (info->kind == MB_KIND_GRID3D) info->shape[0] = info->shape[1] = info->shape[2] = 1;
     info->nv = info->kind == MB_KIND_GRID3D ? 1 : 0;
@@ -490,20 +491,20 @@ static mb_error scan_mesh(hid_t g, const char *path, const char *mesh, int versi
   return MB_SUCCESS;
 }
 
-static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int version,
-                               mb_mesh_info *info) {
+static mb_error scan_structure(const scan_ctx *sc, hid_t g, const char *path, const char *mesh,
+                               int version, mb_mesh_info *info) {
   hsize_t dims[2];
   MB_CHECK(strlen(mesh) < sizeof info->name, MB_ERR_FORMAT, "%s: mesh name too long", path);
   snprintf(info->name, sizeof info->name, "%s", mesh);
   MB_CALL(get_index(g, path, mesh, &info->index));
   MB_CALL(get_kind(g, path, mesh, version, &info->kind));
-  if (info->kind == MB_KIND_GRID3D) return scan_grid(g, path, mesh, info);
+  if (info->kind == MB_KIND_GRID3D) return scan_grid(sc, g, path, mesh, info);
   int vc = mb_coll_kind_vcols(info->kind);
-  MB_CALL(need_dataset(g, path, mesh, "vertices", H5T_FLOAT, 2, (hsize_t)vc,
+  MB_CALL(need_dataset(sc, g, path, mesh, "vertices", H5T_FLOAT, 2, (hsize_t)vc,
                        vc == 2 ? "[N,2]" : "[N,3]", dims));
   info->nv = (int64_t)dims[0];
   int tri, rank;
-  MB_CALL(probe_dataset(g, path, mesh, "triangles", H5T_INTEGER, &tri, &rank, dims));
+  MB_CALL(probe_dataset(NULL, g, path, mesh, "triangles", H5T_INTEGER, &tri, &rank, dims));
   MB_CHECK(tri || info->kind != MB_KIND_TRIANGULATION2D, MB_ERR_FORMAT,
            "%s: /meshes/%s (triangulation2d) has no 'triangles'", path, mesh);
   MB_CHECK(!tri || info->kind != MB_KIND_POLYGONS2D, MB_ERR_FORMAT,
@@ -514,7 +515,7 @@ static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int 
   if (tri) {
     MB_CHECK(!offsets, MB_ERR_FORMAT,
              "%s: /meshes/%s has both triangles and face_offsets", path, mesh);
-    MB_CALL(need_dataset(g, path, mesh, "triangles", H5T_INTEGER, 2, 3, "[M,3]", dims));
+    MB_CALL(need_dataset(sc, g, path, mesh, "triangles", H5T_INTEGER, 2, 3, "[M,3]", dims));
     info->nf = (int64_t)dims[0];
     info->nidx = 3 * info->nf;
     info->triangles = 1;
@@ -522,17 +523,17 @@ static mb_error scan_structure(hid_t g, const char *path, const char *mesh, int 
     MB_CHECK(offsets, MB_ERR_FORMAT,
              "%s: /meshes/%s has neither 'triangles' nor 'face_offsets'/'face_indices'", path,
              mesh);
-    MB_CALL(need_dataset(g, path, mesh, "face_offsets", H5T_INTEGER, 1, 0, "[M+1]", dims));
+    MB_CALL(need_dataset(sc, g, path, mesh, "face_offsets", H5T_INTEGER, 1, 0, "[M+1]", dims));
     MB_CHECK(dims[0] >= 2, MB_ERR_FORMAT,
              "%s: /meshes/%s/face_offsets has shape [%llu], expected [M+1] with M >= 1", path,
              mesh, (unsigned long long)dims[0]);
     info->nf = (int64_t)dims[0] - 1;
-    MB_CALL(need_dataset(g, path, mesh, "face_indices", H5T_INTEGER, 1, 0, "[K]", dims));
+    MB_CALL(need_dataset(sc, g, path, mesh, "face_indices", H5T_INTEGER, 1, 0, "[K]", dims));
     info->nidx = (int64_t)dims[0];
     info->triangles = 0;
   }
-  MB_CALL(check_fields(g, path, mesh, "fields", info->nv, &info->nvalues));
-  MB_CALL(check_fields(g, path, mesh, "face_fields", info->nf, &info->nface_values));
+  MB_CALL(check_fields(sc, g, path, mesh, "fields", info->nv, &info->nvalues));
+  MB_CALL(check_fields(sc, g, path, mesh, "face_fields", info->nf, &info->nface_values));
   return MB_SUCCESS;
 }
 
@@ -549,7 +550,17 @@ static mb_error scan_meshes(hid_t file, const char *path, int version, mb_names 
   MB_CHECK(yes, MB_ERR_FORMAT, "%s: no /meshes group", path);
   hid_t ms = H5Gopen2(file, "meshes", H5P_DEFAULT);
   MB_CHECK(ms >= 0, MB_ERR_FORMAT, "%s: /meshes is not a group", path);
-  mb_error e = list_links(ms, l);
+  hsize_t fsize = 0;
+  /* a virtual dataset's source files must never be opened: point them nowhere */
+  scan_ctx sc = {.dapl = H5Pcreate(H5P_DATASET_ACCESS)};
+  mb_error e = H5Fget_filesize(file, &fsize) >= 0 && sc.dapl >= 0 &&
+                       H5Pset_virtual_prefix(sc.dapl,
+                                             "/nonexistent-meshbatch-refuses-virtual-sources/") >= 0
+                   ? MB_SUCCESS
+                   : mb_error_set(MB_ERR_HDF5, __FILE__, __LINE__, __func__,
+                                  "%s: cannot tell the file's size", path);
+  sc.filesize = (haddr_t)fsize;
+  if (!e) e = list_links(ms, l);
   *infos = calloc((size_t)l->n + 1, sizeof **infos);
   if (!e && !*infos) e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   for (int i = 0; i < l->n && !e; i++) {
@@ -559,9 +570,10 @@ static mb_error scan_meshes(hid_t file, const char *path, int version, mb_names 
                        "%s: /meshes/%s is not a group", path, l->v[i]);
       break;
     }
-    e = scan_mesh(g, path, l->v[i], version, &(*infos)[i]);
+    e = scan_mesh(&sc, g, path, l->v[i], version, &(*infos)[i]);
     H5Gclose(g);
   }
+  mb_h5_close_id(sc.dapl);
   H5Gclose(ms);
   MB_CALL(e);
   qsort(*infos, (size_t)l->n, sizeof **infos, cmp_info);
@@ -808,7 +820,7 @@ static mb_error read_fields(hid_t g, const char *src, mb_mesh *m, const char *gr
   for (int i = 0; i < l.n && !e; i++) {
     int found, rank;
     hsize_t dims[2];
-    e = probe_dataset(fg, src, group, l.v[i], H5T_FLOAT, &found, &rank, dims);
+    e = probe_dataset(NULL, fg, src, group, l.v[i], H5T_FLOAT, &found, &rank, dims);
     if (!e && (rank != 2 || (int64_t)dims[0] != total || dims[1] < 1 || dims[1] > INT_MAX))
       e = mb_error_set(MB_ERR_FORMAT, __FILE__, __LINE__, __func__,
                        "%s/%s/%s: expected shape [%s,k] with %s = %lld", src, group, l.v[i],
