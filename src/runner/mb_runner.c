@@ -326,7 +326,7 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   const double after = sum->wall_s - st->setup_s - st->schedule_s - st->write_s - st->ckpt_rm_s;
   /* the rows in print order; HIDE: printed only where they happened (> 0 on some rank) */
   enum { SETUP, BACKEND, INPUTS, CHECKS, CKDIR, OUTFILE, READ, DEVWAIT, DEVINIT, COMPUTE, DEVICE,
-         COPIES, PIPEWAIT, PUT, CKPT, CKSYNC, CKGROUPS, CKWAIT, WAIT, BETWEEN, WRITE, CKRM, AFTER,
+         COPIES, PIPEWAIT, IDLE, PREPARE, PUT, CKPT, CKSYNC, CKGROUPS, CKWAIT, WAIT, BETWEEN, WRITE, CKRM, AFTER,
          WALL, RSS, N };
   static const struct { const char *what; int hide; } row[N] = {
       [SETUP] = {"setup (backend, inputs)", 0}, [BACKEND] = {"  backend (device)", 1},
@@ -336,6 +336,8 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
       [DEVINIT] = {"  device initialisation (own thread)", 1},
       [COMPUTE] = {"compute (setup + stages)", 0}, [DEVICE] = {"  device (ops' report)", 1},
       [COPIES] = {"  host-device copies (ops)", 1}, [PIPEWAIT] = {"  main thread waiting for it", 1},
+      [IDLE] = {"  it waiting for its next mesh", 1},
+      [PREPARE] = {"  prepares, ahead (own thread)", 1},
       [PUT] = {"write (per mesh)", 0}, [CKPT] = {"checkpoint (per mesh)", 0},
       [CKSYNC] = {"  its appends, syncs (own thread)", 1}, [CKGROUPS] = {"  its syncs (fdatasync)", 1},
       [CKWAIT] = {"wait (checkpoint, end)", 1}, [WAIT] = {"wait (writer rank, end)", 0},
@@ -347,7 +349,9 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
       [CHECKS] = st->setup_part_s[2], [CKDIR] = st->setup_part_s[3],
       [OUTFILE] = st->setup_part_s[4], [READ] = read, [DEVWAIT] = st->device_wait_s,
       [DEVINIT] = st->device_init_s, [COMPUTE] = compute, [DEVICE] = st->device_s,
-      [COPIES] = st->copy_s, [PIPEWAIT] = st->pipelined ? st->pipe_wait_s : 0, [PUT] = st->put_s,
+      [COPIES] = st->copy_s, [PIPEWAIT] = st->pipelined ? st->pipe_wait_s : 0,
+      [IDLE] = st->pipelined ? st->compute_idle_s : 0, [PREPARE] = st->prepare_s,
+      [PUT] = st->put_s,
       [CKPT] = st->ckpt_s, [CKSYNC] = st->ckpt_sync_s, [CKGROUPS] = (double)st->ckpt_groups,
       [CKWAIT] = st->ckpt_wait_s, [WAIT] = st->wait_s, [BETWEEN] = between > 0 ? between : 0,
       [WRITE] = st->write_s, [CKRM] = st->ckpt_rm_s, [AFTER] = after > 0 ? after : 0,

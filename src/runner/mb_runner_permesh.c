@@ -308,6 +308,8 @@ typedef struct mesh_pipe {
   int preparing, busy;           /* 1 while one is prepared; 1 while one computes */
   int quit;                      /* no more meshes: the threads end when their queue is empty */
   int prepared_all;              /* the preparing thread has ended (quit, in empty) */
+  double idle_s;                 /* the compute thread's waits for its next mesh */
+  double prepare_s;              /* the preparing thread's prepares */
 } mesh_pipe;
 
 static void queue_push(pending **head, pending **tail, pending *p) {
@@ -346,10 +348,12 @@ static void *compute_thread(void *arg) {
                                                                         : &q->in_tail;
   pthread_mutex_lock(&q->mu);
   for (;;) {
+    const double tw = mb_wtime();
     while (!*head && !(q->prepare ? q->prepared_all : q->quit))
       pthread_cond_wait(&q->cv, &q->mu);
     pending *p = queue_pop(head, tail);
     if (!p) break;
+    q->idle_s += mb_wtime() - tw; /* a wait that ended with a mesh (not the end's) */
     q->nin--;
     q->busy = 1;
     pthread_mutex_unlock(&q->mu);
@@ -385,11 +389,14 @@ static void *prepare_thread(void *arg) {
      * no work); a failure is the compute's to report */
     if (!bound++ && st->backend.kind == MB_BACKEND_CUDA && mb_cuda_bind_device(st->backend.device))
       mb_error_clear();
+    const double t0 = mb_wtime();
     if (q->prepare(&st->job->stages[0], p->m, &p->prepared)) {
       mb_error_clear();
       p->prepared = NULL;
     }
+    const double dt = mb_wtime() - t0;
     pthread_mutex_lock(&q->mu);
+    q->prepare_s += dt;
     q->preparing = 0;
     queue_push(&q->ready, &q->ready_tail, p);
     pthread_cond_broadcast(&q->cv);
@@ -544,6 +551,8 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   pthread_mutex_unlock(&q.mu);
   pthread_join(thread, NULL);
   if (q.prepare) pthread_join(preparer, NULL);
+  st->compute_idle_s += q.idle_s;
+  st->prepare_s += q.prepare_s;
   pthread_mutex_destroy(&q.mu);
   pthread_cond_destroy(&q.cv);
   return e;

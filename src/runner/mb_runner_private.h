@@ -98,6 +98,8 @@ typedef struct rank_state {
   double ckpt_rm_s;      /* rank 0, after the output is written: removing the checkpoint */
   int pipelined;         /* per-mesh runs: the pipeline ran (compute on its own thread) */
   double pipe_wait_s;    /* the pipeline's main thread waiting for the compute thread */
+  double compute_idle_s; /* the pipeline's compute thread waiting for its next mesh */
+  double prepare_s;      /* the pipeline's preparing thread in the ops' prepares */
   double schedule_s;     /* the schedule on this rank (between setup and the output's end) */
   double wait_s;         /* st->wr: at the schedule's end, waiting for the writer rank (other
                             ranks) or for the other ranks to finish (rank 0) */

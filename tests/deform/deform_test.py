@@ -46,8 +46,9 @@ pipeline    the ranks case's batch (first stage with a handles file) and
             on 1 and 3 ranks: every dataset bitwise equal to one rank's
             without the pipeline; stopped by SIGTERM after each rank's
             first mesh (meshes prepared ahead dropped) and resumed: the
-            same bits; the same per-mesh errors, exit 1, the good mesh
-            written.
+            same bits; --timings has the prepares' row and the compute
+            thread's waits; the same per-mesh errors, exit 1, the good
+            mesh written.
 cuda        (exits 77 where no CUDA device can be used) the ranks case's
             batch, soft then hard planar (solver pcg), with backend: cuda
             on 1 and 2 ranks: every mesh within 1e-8 of its bounding box of
@@ -396,6 +397,14 @@ def case_pipeline():
     with_pipeline("1", stopped_then_resumed)
     same_datasets(ref, out)
     print("SIGTERM with meshes prepared ahead, then --resume: bitwise the same outputs")
+    # --timings names the preparing thread's seconds and the compute thread's waits
+    os.remove(out)
+    p = with_pipeline("1", lambda: run(["run", jp, "-q", "--timings"]))
+    for row in ("prepares, ahead (own thread)", "it waiting for its next mesh"):
+        m = re.search(r"^    " + re.escape(row) + r" +([0-9.]+) s", p.stdout, re.M)
+        if not m or not float(m.group(1)) > 0:
+            fail(f"--timings: no '{row}' row with a positive time under compute")
+    print("--timings: the prepares' and the compute thread's waits' rows")
     with_pipeline("1", case_bad_inputs)
 
 
