@@ -87,9 +87,11 @@ static double source_cost(const mb_job *job, double size) {
  * works, and a large read or write beside a small compute does not stall
  * it. Where the job's first stage has a prepare on the backend
  * (mb_op_info.prepare: host setup, such as deform's system), a fourth
- * stage sits between the read and the compute: a preparing thread runs it
- * on each mesh read, in order, while the compute thread runs the mesh
- * before, so that the device does not wait for the host's setup. The main thread does all HDF5 and MPI calls (the MPI library is
+ * stage sits between the read and the compute: preparing threads
+ * (MESHBATCH_PREPARE_THREADS, default 1) run it on the meshes read, while
+ * the compute thread runs the mesh before, so that the device does not
+ * wait for the host's setup; the compute still takes the meshes in the
+ * order read. The main thread does all HDF5 and MPI calls (the MPI library is
  * initialized for MPI_THREAD_FUNNELED; HDF5 is not thread-safe); the
  * compute thread only runs ops, which use neither for a whole mesh.
  * The pipeline runs on the CUDA backend (on the CPU backend the compute
@@ -107,6 +109,7 @@ typedef struct pending {
   unsigned computed;  /* the precisions its stages computed in */
   mb_op_stop stop;    /* the stop query of its stages (mb_op_should_stop) */
   void *prepared;     /* the first stage's prepare's result (NULL: none), for its run */
+  int prep;           /* in the pipeline's queue: 0 to prepare, 1 being prepared, 2 ready */
   int stopped;        /* 1: a signal stopped its stages in the middle (not finished) */
   struct pending *next; /* in a queue of the pipeline */
 } pending;
@@ -294,22 +297,21 @@ enum { PIPE_AHEAD = 2 };
  * exchange (several ranks writing mesh by mesh) this often: 1 ms. */
 #define WRITER_POLL_NS 1000000L
 
-/* The queues between the main thread, the preparing thread (where there
- * is one) and the compute thread. */
+/* The queues between the main thread, the preparing threads (where there
+ * are any) and the compute thread. */
 typedef struct mesh_pipe {
   rank_state *st;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  mb_op_prepare_fn prepare;      /* the first stage's prepare, NULL: no preparing thread */
-  pending *in, *in_tail;         /* read: to prepare, or (no prepare) to compute (FIFO) */
-  pending *ready, *ready_tail;   /* prepared, to compute (FIFO) */
+  mb_op_prepare_fn prepare;      /* the first stage's prepare, NULL: no preparing threads */
+  int nprep;                     /* preparing threads running */
+  pending *in, *in_tail;         /* read, in order: prepared (pending.prep), then computed */
   pending *out, *out_tail;       /* computed, to be written (FIFO) */
-  int nin;                       /* read and not yet computing: in, preparing and ready */
-  int preparing, busy;           /* 1 while one is prepared; 1 while one computes */
-  int quit;                      /* no more meshes: the threads end when their queue is empty */
-  int prepared_all;              /* the preparing thread has ended (quit, in empty) */
+  int nin;                       /* read and not yet computing (in's length) */
+  int preparing, busy;           /* meshes being prepared; 1 while one computes */
+  int quit;                      /* no more meshes: the threads end when their work is done */
   double idle_s;                 /* the compute thread's waits for its next mesh */
-  double prepare_s;              /* the preparing thread's prepares */
+  double prepare_s;              /* the preparing threads' prepares */
 } mesh_pipe;
 
 static void queue_push(pending **head, pending **tail, pending *p) {
@@ -340,19 +342,21 @@ static int compute_threads(const rank_state *st) {
   return n > 1 ? n : 1;
 }
 
+/* The next mesh in read order can be computed: read, and prepared where
+ * the first stage prepares. */
+static int computable(const mesh_pipe *q) {
+  return q->in && (!q->nprep || q->in->prep == 2);
+}
+
 static void *compute_thread(void *arg) {
   mesh_pipe *q = arg;
   omp_set_num_threads(compute_threads(q->st));
-  /* from the preparing thread's queue where there is one */
-  pending **head = q->prepare ? &q->ready : &q->in, **tail = q->prepare ? &q->ready_tail
-                                                                        : &q->in_tail;
   pthread_mutex_lock(&q->mu);
   for (;;) {
     const double tw = mb_wtime();
-    while (!*head && !(q->prepare ? q->prepared_all : q->quit))
-      pthread_cond_wait(&q->cv, &q->mu);
-    pending *p = queue_pop(head, tail);
-    if (!p) break;
+    while (!computable(q) && !(q->quit && !q->in)) pthread_cond_wait(&q->cv, &q->mu);
+    if (!q->in) break;
+    pending *p = queue_pop(&q->in, &q->in_tail);
     q->idle_s += mb_wtime() - tw; /* a wait that ended with a mesh (not the end's) */
     q->nin--;
     q->busy = 1;
@@ -367,22 +371,33 @@ static void *compute_thread(void *arg) {
   return NULL;
 }
 
-/* The preparing thread: the first stage's prepare on each mesh read, in
- * turn, into the ready queue. Its OpenMP teams are the compute thread's
- * size (the two alternate more than they overlap: the compute waits for
- * the device). A prepare that fails leaves nothing: its error is cleared
- * (this thread's) and the run does the whole work, reporting it. */
+/* The first mesh read that no preparing thread has taken, or NULL. */
+static pending *to_prepare(const mesh_pipe *q) {
+  pending *p = q->in;
+  while (p && p->prep) p = p->next;
+  return p;
+}
+
+/* A preparing thread: the first stage's prepare on the meshes read, each
+ * taken by one thread, the first read first; the mesh stays in its place
+ * in the queue, marked ready. Its OpenMP teams are the compute thread's
+ * size divided among the preparing threads (they alternate with the
+ * compute more than they overlap it: the compute waits for the device). A
+ * prepare that fails leaves nothing: its error is cleared (this thread's)
+ * and the run does the whole work, reporting it. */
 static void *prepare_thread(void *arg) {
   mesh_pipe *q = arg;
   rank_state *st = q->st;
-  omp_set_num_threads(compute_threads(st));
   int bound = 0;
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->mu); /* nprep final: the main thread held the lock while starting us */
+  const int team = compute_threads(st) / q->nprep;
+  omp_set_num_threads(team > 1 ? team : 1);
   for (;;) {
-    while (!q->in && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
-    pending *p = queue_pop(&q->in, &q->in_tail);
+    pending *p;
+    while (!(p = to_prepare(q)) && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
     if (!p) break;
-    q->preparing = 1;
+    p->prep = 1;
+    q->preparing++;
     pthread_mutex_unlock(&q->mu);
     /* the rank's device (resolved before the first mesh was queued) current
      * here too, for the prepares' queries of its properties (they enqueue
@@ -397,12 +412,10 @@ static void *prepare_thread(void *arg) {
     const double dt = mb_wtime() - t0;
     pthread_mutex_lock(&q->mu);
     q->prepare_s += dt;
-    q->preparing = 0;
-    queue_push(&q->ready, &q->ready_tail, p);
+    q->preparing--;
+    p->prep = 2;
     pthread_cond_broadcast(&q->cv);
   }
-  q->prepared_all = 1;
-  pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
   return NULL;
 }
@@ -424,15 +437,13 @@ static mb_error finish_computed(rank_state *st, mesh_pipe *q, mb_error e) {
 }
 
 /* The meshes read but not started (SIGTERM, or an error of the rank): as
- * if never taken, the last read first (after the one being prepared, if
- * any, is ready: a few milliseconds of host setup). */
+ * if never taken, the last read first (after those being prepared are
+ * ready: a few milliseconds of host setup). */
 static void drop_waiting(rank_state *st, mesh_pipe *q) {
   pthread_mutex_lock(&q->mu);
   while (q->preparing) pthread_cond_wait(&q->cv, &q->mu);
-  pending *list = q->ready, *rev = NULL; /* read before those of in */
-  if (list) q->ready_tail->next = q->in;
-  else list = q->in;
-  q->ready = q->ready_tail = q->in = q->in_tail = NULL;
+  pending *list = q->in, *rev = NULL;
+  q->in = q->in_tail = NULL;
   q->nin = 0;
   pthread_mutex_unlock(&q->mu);
   while (list) {
@@ -476,6 +487,15 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
   return MB_SUCCESS;
 }
 
+/* MESHBATCH_PREPARE_THREADS: the preparing threads of a rank's pipeline,
+ * 1 (unset or bad) to MAX_PREPARE_THREADS. */
+enum { MAX_PREPARE_THREADS = 8 };
+static int prepare_threads(void) {
+  const char *e = getenv("MESHBATCH_PREPARE_THREADS");
+  const int n = e && *e ? atoi(e) : 1;
+  return n < 1 ? 1 : n > MAX_PREPARE_THREADS ? MAX_PREPARE_THREADS : n;
+}
+
 /* The pipeline over this rank's sources (main thread): write what is
  * computed, read ahead while fewer than PIPE_AHEAD wait, else wait for a
  * compute to end. SIGTERM drops the meshes read but not started; an error
@@ -485,19 +505,18 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   mesh_pipe q = {.st = st, .prepare = mb_op_prepare_for(st->job->stages[0].op, &st->backend)};
   pthread_mutex_init(&q.mu, NULL);
   pthread_cond_init(&q.cv, NULL);
-  pthread_t thread, preparer;
-  int rc = q.prepare ? pthread_create(&preparer, NULL, prepare_thread, &q) : 0;
-  if (rc) /* run without it: the compute takes the meshes as read */
-    q.prepare = NULL;
-  rc = pthread_create(&thread, NULL, compute_thread, &q);
+  pthread_t thread, preparer[MAX_PREPARE_THREADS];
+  const int want = q.prepare ? prepare_threads() : 0;
+  pthread_mutex_lock(&q.mu); /* nprep is read by the threads: final before they look */
+  while (q.nprep < want && !pthread_create(&preparer[q.nprep], NULL, prepare_thread, &q)) q.nprep++;
+  pthread_mutex_unlock(&q.mu); /* none started: the compute takes the meshes as read */
+  int rc = pthread_create(&thread, NULL, compute_thread, &q);
   if (rc) {
-    if (q.prepare) {
-      pthread_mutex_lock(&q.mu);
-      q.quit = 1;
-      pthread_cond_broadcast(&q.cv);
-      pthread_mutex_unlock(&q.mu);
-      pthread_join(preparer, NULL);
-    }
+    pthread_mutex_lock(&q.mu);
+    q.quit = 1;
+    pthread_cond_broadcast(&q.cv);
+    pthread_mutex_unlock(&q.mu);
+    for (int k = 0; k < q.nprep; k++) pthread_join(preparer[k], NULL);
     pthread_mutex_destroy(&q.mu);
     pthread_cond_destroy(&q.cv);
     MB_FAIL(MB_ERR_MEMORY, "cannot start the compute thread: %s", strerror(rc));
@@ -511,7 +530,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
       drop_waiting(st, &q);
     }
     pthread_mutex_lock(&q.mu);
-    const int room = q.nin < PIPE_AHEAD, flight = q.nin + q.busy + (q.out != NULL);
+    const int room = q.nin < PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0), flight = q.nin + q.busy + (q.out != NULL);
     pthread_mutex_unlock(&q.mu);
     if (more && room) {
       int64_t s = -1;
@@ -550,7 +569,7 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   pthread_cond_broadcast(&q.cv);
   pthread_mutex_unlock(&q.mu);
   pthread_join(thread, NULL);
-  if (q.prepare) pthread_join(preparer, NULL);
+  for (int k = 0; k < q.nprep; k++) pthread_join(preparer[k], NULL);
   st->compute_idle_s += q.idle_s;
   st->prepare_s += q.prepare_s;
   pthread_mutex_destroy(&q.mu);
@@ -581,11 +600,15 @@ static mb_error run_sources(rank_state *st, source_iter *it) {
   st->omp_threads = omp_get_max_threads();
   st->pipelined = runner_pipeline_enabled(st);
   if (!st->pipelined) return run_in_turn(st, it);
+  const int prep = mb_op_prepare_for(st->job->stages[0].op, &st->backend) != NULL;
   if (st->rank == 0)
     mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead%s and "
-           "writes the computed ones while the current one computes", PIPE_AHEAD,
-           mb_op_prepare_for(st->job->stages[0].op, &st->backend)
-               ? ", prepares them on a thread of their own (the first stage's host setup)" : "");
+           "writes the computed ones while the current one computes",
+           PIPE_AHEAD + (prepare_threads() - 1) * !!prep,
+           !prep ? ""
+           : prepare_threads() == 1
+               ? ", prepares them on a thread of their own (the first stage's host setup)"
+               : ", prepares them on threads of their own (the first stage's host setup)");
   return run_pipeline(st, it);
 }
 
