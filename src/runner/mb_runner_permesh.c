@@ -88,7 +88,7 @@ static double source_cost(const mb_job *job, double size) {
  * it. Where the job's first stage has a prepare on the backend
  * (mb_op_info.prepare: host setup, such as deform's system), a fourth
  * stage sits between the read and the compute: preparing threads
- * (MESHBATCH_PREPARE_THREADS, default 1) run it on the meshes read, while
+ * (MESHBATCH_PREPARE_THREADS, default 2) run it on the meshes read, while
  * the compute thread runs the mesh before, so that the device does not
  * wait for the host's setup; the compute still takes the meshes in the
  * order read. The main thread does all HDF5 and MPI calls (the MPI library is
@@ -488,12 +488,16 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
 }
 
 /* MESHBATCH_PREPARE_THREADS: the preparing threads of a rank's pipeline,
- * 1 (unset or bad) to MAX_PREPARE_THREADS. */
+ * 1 to MAX_PREPARE_THREADS; unset or bad, 2: with one, a deform job of
+ * 1,000 small layouts left the compute thread waiting 0.19-0.25 s for
+ * prepared meshes, with two 0.02-0.03 s, with four 0.002-0.007 s, the
+ * walls within the runs' spread (one H200, docs/benchmarks.md, "The
+ * runner prepares the next mesh"). */
 enum { MAX_PREPARE_THREADS = 8 };
 static int prepare_threads(void) {
   const char *e = getenv("MESHBATCH_PREPARE_THREADS");
-  const int n = e && *e ? atoi(e) : 1;
-  return n < 1 ? 1 : n > MAX_PREPARE_THREADS ? MAX_PREPARE_THREADS : n;
+  const int n = e && *e ? atoi(e) : 2;
+  return n < 1 ? 2 : n > MAX_PREPARE_THREADS ? MAX_PREPARE_THREADS : n;
 }
 
 /* The pipeline over this rank's sources (main thread): write what is

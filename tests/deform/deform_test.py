@@ -246,7 +246,7 @@ def case_op():
 
 def write_obj(path, v, f):
     with open(path, "w") as out:
-        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines(f"v {float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in v)
         out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
     return path
 
