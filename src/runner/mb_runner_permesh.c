@@ -534,7 +534,8 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
       drop_waiting(st, &q);
     }
     pthread_mutex_lock(&q.mu);
-    const int room = q.nin < PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0), flight = q.nin + q.busy + (q.out != NULL);
+    const int room = q.nin < PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0);
+    const int flight = q.nin + q.busy + (q.out != NULL);
     pthread_mutex_unlock(&q.mu);
     if (more && room) {
       int64_t s = -1;
