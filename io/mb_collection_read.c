@@ -1,7 +1,7 @@
 /* meshbatch: the collection reader (mb_collection_open, _info, _read,
  * _read_slab, _read_grid_block, _close; see mb_collection.h): rank 0
  * validates the whole file, every rank reads by independent transfers.
- * Kept whole (about 1,130 lines): the validation and the reads share the
+ * Kept whole (about 1,150 lines): the validation and the reads share the
  * file's layout walk and its private helpers (the passes over a mesh's
  * rows are in mb_collection_bulk.c); splitting is next when it grows. */
 #include "mb_collection.h"
