@@ -48,7 +48,7 @@ def write_triangle(path, xy, tris):
     every platform: repr of a dyadic float is its exact decimal)."""
     with open(path, "w") as f:
         f.write(f"{len(xy)} 2 0 0\n")
-        f.writelines(f"{i} {x!r} {y!r}\n" for i, (x, y) in enumerate(xy))
+        f.writelines(f"{i} {float(x)!r} {float(y)!r}\n" for i, (x, y) in enumerate(xy))
     with open(path[:-len(".node")] + ".ele", "w") as f:
         f.write(f"{len(tris)} 3 0\n")
         for i, (a, b, c) in enumerate(tris):

@@ -436,7 +436,7 @@ def case_polylla():
     v = np.stack([x, y, z], axis=1)
     obj = os.path.join(d, "lifted.obj")
     with open(obj, "w") as f:
-        f.writelines(f"v {a!r} {b!r} {c!r}\n" for a, b, c in v)
+        f.writelines(f"v {float(a)!r} {float(b)!r} {float(c)!r}\n" for a, b, c in v)
         for k in range(len(sizes)):
             f.write("f " + " ".join(str(int(i) + 1) for i in idx[off[k]:off[k + 1]]) + "\n")
     ell = mean_edge(v, off, idx)

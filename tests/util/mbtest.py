@@ -190,7 +190,7 @@ def icosphere(levels):
 def write_obj(path, v, f):
     """Write vertices v and 0-based faces f as an OBJ file at path; returns path."""
     with open(path, "w") as out:
-        out.writelines(f"v {x!r} {y!r} {z!r}\n" for x, y, z in v)
+        out.writelines(f"v {float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in v)
         out.writelines("f " + " ".join(str(k + 1) for k in face) + "\n" for face in f)
     return path
 
