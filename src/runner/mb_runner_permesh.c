@@ -196,19 +196,26 @@ static mb_error begin_source(rank_state *st, int64_t s, pending *p) {
   return MB_SUCCESS;
 }
 
-/* A source read but not computed (SIGTERM came): as if never taken. */
+/* A source read but not computed (SIGTERM came): as if never taken. Its
+ * result entry is marked (index -1) and removed once the schedule ends
+ * (compact_results): the meshes in flight keep their entries' places, in
+ * whatever order they are dropped. */
 static void drop_source(rank_state *st, pending *p) {
   runner_prepared_free(st, p->prepared);
   p->prepared = NULL;
   mb_mesh_free(p->m);
   p->m = NULL;
-  /* its result entry goes; later entries (meshes taken after it that had
-   * nothing to compute, finished already) move down: no pending one
-   * refers to them, as meshes read later are dropped first */
-  memmove(&st->results[p->ires], &st->results[p->ires + 1],
-          sizeof *st->results * (size_t)(st->nresults - p->ires - 1));
-  st->nresults--;
+  st->results[p->ires].index = -1;
   p->s = -1;
+}
+
+/* The result entries of the sources dropped (drop_source) removed, the
+ * others kept in order; after the schedule, with no mesh in flight. */
+static void compact_results(rank_state *st) {
+  int k = 0;
+  for (int i = 0; i < st->nresults; i++)
+    if (st->results[i].index >= 0) st->results[k++] = st->results[i];
+  st->nresults = k;
 }
 
 /* The write stage (main thread): a computed mesh goes to the checkpoint
@@ -310,6 +317,7 @@ typedef struct mesh_pipe {
   int nin;                       /* read and not yet computing (in's length) */
   int preparing, busy;           /* meshes being prepared; 1 while one computes */
   int quit;                      /* no more meshes: the threads end when their work is done */
+  int draining;                  /* SIGTERM or an error: no new prepare starts */
   double idle_s;                 /* the compute thread's waits for its next mesh */
   double prepare_s;              /* the preparing threads' prepares */
 } mesh_pipe;
@@ -371,8 +379,10 @@ static void *compute_thread(void *arg) {
   return NULL;
 }
 
-/* The first mesh read that no preparing thread has taken, or NULL. */
+/* The first mesh read that no preparing thread has taken, or NULL (none
+ * while the queue is being dropped). */
 static pending *to_prepare(const mesh_pipe *q) {
+  if (q->draining) return NULL;
   pending *p = q->in;
   while (p && p->prep) p = p->next;
   return p;
@@ -380,9 +390,10 @@ static pending *to_prepare(const mesh_pipe *q) {
 
 /* A preparing thread: the first stage's prepare on the meshes read, each
  * taken by one thread, the first read first; the mesh stays in its place
- * in the queue, marked ready. Its OpenMP teams are the compute thread's
- * size divided among the preparing threads (they alternate with the
- * compute more than they overlap it: the compute waits for the device). A
+ * in the queue, marked ready. On the CUDA backend its OpenMP teams are the
+ * compute thread's size divided among the preparing threads (they
+ * alternate with the compute more than they overlap it: the compute waits
+ * for the device); on the CPU backend, one thread. A
  * prepare that fails leaves nothing: its error is cleared (this thread's)
  * and the run does the whole work, reporting it. */
 static void *prepare_thread(void *arg) {
@@ -390,11 +401,12 @@ static void *prepare_thread(void *arg) {
   rank_state *st = q->st;
   int bound = 0;
   pthread_mutex_lock(&q->mu); /* nprep final: the main thread held the lock while starting us */
-  const int team = compute_threads(st) / q->nprep;
+  /* on the CPU backend the compute takes the cores: one thread a prepare */
+  const int team = st->backend.kind == MB_BACKEND_CUDA ? compute_threads(st) / q->nprep : 1;
   omp_set_num_threads(team > 1 ? team : 1);
   for (;;) {
     pending *p;
-    while (!(p = to_prepare(q)) && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
+    while (!(p = to_prepare(q)) && !q->quit && !q->draining) pthread_cond_wait(&q->cv, &q->mu);
     if (!p) break;
     p->prep = 1;
     q->preparing++;
@@ -441,6 +453,7 @@ static mb_error finish_computed(rank_state *st, mesh_pipe *q, mb_error e) {
  * ready: a few milliseconds of host setup). */
 static void drop_waiting(rank_state *st, mesh_pipe *q) {
   pthread_mutex_lock(&q->mu);
+  q->draining = 1; /* the prepares running end; no other starts */
   while (q->preparing) pthread_cond_wait(&q->cv, &q->mu);
   pending *list = q->in, *rev = NULL;
   q->in = q->in_tail = NULL;
@@ -488,7 +501,8 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
 }
 
 /* MESHBATCH_PREPARE_THREADS: the preparing threads of a rank's pipeline,
- * 1 to MAX_PREPARE_THREADS; unset or bad, 2: with one, a deform job of
+ * 0 (none: the compute thread prepares nothing ahead, the run does it) to
+ * MAX_PREPARE_THREADS; unset or bad, 2: with one, a deform job of
  * 1,000 small layouts left the compute thread waiting 0.19-0.25 s for
  * prepared meshes, with two 0.02-0.03 s, with four 0.002-0.007 s, the
  * walls within the runs' spread (one H200, docs/benchmarks.md, "The
@@ -496,8 +510,10 @@ static mb_error take_source(rank_state *st, mesh_pipe *q, int64_t s) {
 enum { MAX_PREPARE_THREADS = 8 };
 static int prepare_threads(void) {
   const char *e = getenv("MESHBATCH_PREPARE_THREADS");
-  const int n = e && *e ? atoi(e) : 2;
-  return n < 1 ? 2 : n > MAX_PREPARE_THREADS ? MAX_PREPARE_THREADS : n;
+  char *end = NULL;
+  const long n = e && *e ? strtol(e, &end, 10) : 2;
+  if (e && *e && (*end || n < 0)) return 2;
+  return n > MAX_PREPARE_THREADS ? MAX_PREPARE_THREADS : (int)n;
 }
 
 /* The pipeline over this rank's sources (main thread): write what is
@@ -514,6 +530,13 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   pthread_mutex_lock(&q.mu); /* nprep is read by the threads: final before they look */
   while (q.nprep < want && !pthread_create(&preparer[q.nprep], NULL, prepare_thread, &q)) q.nprep++;
   pthread_mutex_unlock(&q.mu); /* none started: the compute takes the meshes as read */
+  if (st->rank == 0)
+    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead%s and "
+           "writes the computed ones while the current one computes",
+           PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0),
+           q.nprep == 0   ? ""
+           : q.nprep == 1 ? ", prepares them on a thread of their own (the first stage's host setup)"
+                          : ", prepares them on threads of their own (the first stage's host setup)");
   int rc = pthread_create(&thread, NULL, compute_thread, &q);
   if (rc) {
     pthread_mutex_lock(&q.mu);
@@ -604,17 +627,11 @@ static mb_error run_in_turn(rank_state *st, source_iter *it) {
 static mb_error run_sources(rank_state *st, source_iter *it) {
   st->omp_threads = omp_get_max_threads();
   st->pipelined = runner_pipeline_enabled(st);
-  if (!st->pipelined) return run_in_turn(st, it);
-  const int prep = mb_op_prepare_for(st->job->stages[0].op, &st->backend) != NULL;
-  if (st->rank == 0)
-    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead%s and "
-           "writes the computed ones while the current one computes",
-           PIPE_AHEAD + (prepare_threads() - 1) * !!prep,
-           !prep ? ""
-           : prepare_threads() == 1
-               ? ", prepares them on a thread of their own (the first stage's host setup)"
-               : ", prepares them on threads of their own (the first stage's host setup)");
-  return run_pipeline(st, it);
+  mb_error e;
+  if (!st->pipelined) e = run_in_turn(st, it);
+  else e = run_pipeline(st, it);
+  compact_results(st);
+  return e;
 }
 
 /* The writer rank's share (several ranks writing mesh by mesh): the cost,
