@@ -151,10 +151,19 @@ static mb_error prepare(const mb_stage *st, mb_mesh *m, int cuda, void **out) {
   MB_CALLOC(d, 1);
   mb_error e = mb_adjacency_build_opts(m, 0, &d->adj);
   if (!e) e = targets(st, m, &d->target);
-  if (!e) {
+  if (!e && cuda) {
     d->dm = (mb_deform_mesh){m->name, m->nv, m->nf, m->xyz, m->face_offsets, m->face_indices,
                              d->adj, d->target, NULL};
-    if (cuda) e = mb_deform_cuda_prepare(st->params, &d->dm, NULL, &d->prep);
+    /* the setup moves hard handles onto their targets: a prepare that
+     * fails after that gives the run back the positions as read */
+    const mb_deform_params *p = st->params;
+    double *x0 = p->hard && d->target ? malloc(sizeof(double) * 3 * (size_t)m->nv + 1) : NULL;
+    if (x0) memcpy(x0, m->xyz, sizeof(double) * 3 * (size_t)m->nv);
+    if (p->hard && d->target && !x0)
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "%s: out of memory", m->name);
+    if (!e) e = mb_deform_cuda_prepare(p, &d->dm, NULL, &d->prep);
+    if (e && x0) memcpy(m->xyz, x0, sizeof(double) * 3 * (size_t)m->nv);
+    free(x0);
   }
   if (e) {
     deform_prepared_free(d);
