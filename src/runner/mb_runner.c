@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/resource.h>
 
 #include "mb_alloc.h"
 #include "mb_collection.h"
@@ -326,8 +325,8 @@ static mb_error print_timings(const rank_state *st, const mb_run_summary *sum) {
   const double after = sum->wall_s - st->setup_s - st->schedule_s - st->write_s - st->ckpt_rm_s;
   /* the rows in print order; HIDE: printed only where they happened (> 0 on some rank) */
   enum { SETUP, BACKEND, INPUTS, CHECKS, CKDIR, OUTFILE, READ, DEVWAIT, DEVINIT, COMPUTE, DEVICE,
-         COPIES, PIPEWAIT, IDLE, PREPARE, PUT, CKPT, CKSYNC, CKGROUPS, CKWAIT, WAIT, BETWEEN, WRITE, CKRM, AFTER,
-         WALL, RSS, N };
+         COPIES, PIPEWAIT, IDLE, PREPARE, PUT, CKPT, CKSYNC, CKGROUPS, CKWAIT, WAIT, BETWEEN,
+         WRITE, CKRM, AFTER, WALL, RSS, N };
   static const struct { const char *what; int hide; } row[N] = {
       [SETUP] = {"setup (backend, inputs)", 0}, [BACKEND] = {"  backend (device)", 1},
       [INPUTS] = {"  inputs (collections opened)", 1}, [CHECKS] = {"  output checks, lock", 1},
