@@ -75,7 +75,17 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * D. P. Dobkin, H. Huhdanpaa, "The Quickhull algorithm for convex hulls",
  * ACM TOMS 22(4), 1996), options "d Qbb Qc Qz Q12 Qt" as qdelaunay uses for
  * 2-d input: the lower hull of the points lifted to a paraboloid, with
- * triangulated output. Upper-Delaunay facets are skipped. Triangles with
+ * triangulated output. Upper-Delaunay facets are skipped. With T OpenMP
+ * threads and at least 100 000 points, qhull runs on min(T, npoints /
+ * 50 000) vertical strips (equal counts of points, each with the points
+ * within a margin of it) and on the zone along the convex hull at once,
+ * each part keeping the triangles whose empty circumcircle it can certify
+ * (small circles centred in a strip's core; the larger ones in the zone,
+ * checked against every other point under them); the union is accepted
+ * only when its count is Euler's (2 n - 2 - h) and every point is used,
+ * else the margin is doubled once and then qhull runs once on every point.
+ * The result is therefore the same triangles, bit for bit, for any number
+ * of threads (mb_generate_delaunay_strips says how it was made). Triangles with
  * zero signed area (which 'Qt' can make from cocircular points) are
  * dropped; their number is logged at verbose level. Points that qhull
  * keeps out of the triangulation as nearly coincident with a vertex
@@ -102,7 +112,7 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * vertex: the output does not depend on qhull's facet order. About
  * 2 npoints triangles.
  * Size, memory and time: npoints in [3, 2^31 - 1] (qhull numbers points
- * with int). qhull is serial and needs up to about 1 KB per point while it
+ * with int). qhull needs up to about 1 KB per point while it
  * runs (measured: 0.6 GB peak for 1 M uniform points), so the call
  * refuses, with MB_ERR_MEMORY, an npoints whose 1 KB-per-point estimate
  * exceeds the machine's physical memory (measured peak for 25 M points:
@@ -113,6 +123,12 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * Errors: MB_ERR_ARG (npoints out of range, clustered not 0 or 1),
  * MB_ERR_MEMORY, MB_ERR_NUMERIC (qhull failed; its message is included). */
 mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_mesh **out);
+
+/* The number of parts the calling thread's last mb_generate_delaunay ran
+ * qhull on at once, less the hull zone: the strips, or 1 where qhull ran
+ * once on every point (too few points or threads, or the strips' union
+ * incomplete). Not collective; thread-local. */
+int mb_generate_delaunay_strips(void);
 
 /* The uniform grid triangulation of the unit square that the Polylla
  * papers benchmark on (Salinas-Fernandez, Hitschfeld-Kahler, Navarro et

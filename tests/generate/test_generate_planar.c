@@ -8,6 +8,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "mb_generate.h"
 #include "mb_testutil.h"
 
@@ -178,6 +182,41 @@ static void test_delaunay_errors(void **state) {
   mb_test_assert_message_contains("Delaunay point count must be in [3, 2147483647]");
 }
 
+/* qhull on strips and the hull zone gives the triangles of qhull once on
+ * every point, bit for bit, for uniform and clustered points and any
+ * number of strips; the strips did make them (no fallback). */
+static void test_delaunay_strips(void **state) {
+  (void)state;
+#ifdef _OPENMP
+  int threads = omp_get_max_threads();
+  for (int clustered = 0; clustered <= 1; clustered++) {
+    mb_mesh *once = NULL;
+    omp_set_num_threads(1);
+    assert_int_equal(mb_generate_delaunay(160000, 11, clustered, &once), MB_SUCCESS);
+    assert_int_equal(mb_generate_delaunay_strips(), 1);
+    check_triangulation(once, 1);
+    for (int t = 2; t <= 3; t++) {
+      mb_mesh *m = NULL;
+      omp_set_num_threads(t);
+      assert_int_equal(mb_generate_delaunay(160000, 11, clustered, &m), MB_SUCCESS);
+      assert_int_equal(mb_generate_delaunay_strips(), t);
+      mb_test_assert_same_mesh(once, m);
+      mb_mesh_free(m);
+    }
+    mb_mesh_free(once);
+  }
+  /* below two strips' worth of points: qhull once */
+  mb_mesh *m = NULL;
+  omp_set_num_threads(4);
+  assert_int_equal(mb_generate_delaunay(90000, 11, 0, &m), MB_SUCCESS);
+  assert_int_equal(mb_generate_delaunay_strips(), 1);
+  mb_mesh_free(m);
+  omp_set_num_threads(threads);
+#else
+  skip();
+#endif
+}
+
 /* A timing figure for 200 k points, not a timed assertion. */
 static void test_delaunay_speed(void **state) {
   (void)state;
@@ -199,6 +238,7 @@ int main(void) {
       cmocka_unit_test(test_delaunay_small),
       cmocka_unit_test(test_delaunay_deterministic),
       cmocka_unit_test(test_delaunay_errors),
+      cmocka_unit_test(test_delaunay_strips),
       cmocka_unit_test(test_delaunay_speed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
