@@ -4,7 +4,8 @@
  * Source: Salinas-Fernandez et al., "POLYLLA: polygonal meshing algorithm
  * based on terminal-edge regions", 2022, section 3 (the half-edge form of
  * the input triangulation). The twins are found as in a CSR adjacency
- * build: a counting sort of the half-edges by their smaller vertex, then a
+ * build: a counting sort of the half-edges by their smaller vertex (4 B a
+ * half-edge: the ids alone, their keys read from the corners), then a
  * sort of each (small) bucket by the larger vertex; no hash table, so the
  * work is O(n) for bounded degree and the result is independent of the
  * thread count.
@@ -28,38 +29,56 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Sort a bucket of (larger vertex << 32 | half-edge) keys. Buckets hold
- * about six entries on a Delaunay triangulation: insertion sort; qsort for
- * the rare large fan. */
-static void sort_bucket(uint64_t *a, int64_t n) {
+/* The larger vertex of half-edge h's edge. */
+static inline int32_t edge_hi(const int32_t *vert, int32_t h) {
+  int32_t a = vert[h], b = vert[mb_he_next(h)];
+  return a < b ? b : a;
+}
+
+/* Sort a bucket of half-edges by (larger vertex, half-edge id), the keys
+ * computed from vert (a bucket holds half-edges, 4 B each, not keys).
+ * Buckets hold about six entries on a Delaunay triangulation: insertion
+ * sort; the rare large fan is sorted as keys in a scratch array. Returns 0
+ * when that scratch array cannot be had. */
+static int sort_bucket(const int32_t *vert, uint32_t *a, int64_t n) {
   if (n > 32) {
-    qsort(a, (size_t)n, sizeof *a, cmp_u64);
-    return;
+    uint64_t *k = malloc(sizeof *k * (size_t)n);
+    if (!k) return 0;
+    for (int64_t i = 0; i < n; i++)
+      k[i] = ((uint64_t)(uint32_t)edge_hi(vert, (int32_t)a[i]) << 32) | a[i];
+    qsort(k, (size_t)n, sizeof *k, cmp_u64);
+    for (int64_t i = 0; i < n; i++) a[i] = (uint32_t)k[i];
+    free(k);
+    return 1;
   }
   for (int64_t i = 1; i < n; i++) {
-    uint64_t v = a[i];
+    uint32_t v = a[i];
+    int32_t wv = edge_hi(vert, (int32_t)v);
     int64_t j = i - 1;
-    while (j >= 0 && a[j] > v) {
+    while (j >= 0) {
+      int32_t wj = edge_hi(vert, (int32_t)a[j]);
+      if (wj < wv || (wj == wv && a[j] < v)) break;
       a[j + 1] = a[j];
       j--;
     }
     a[j + 1] = v;
   }
+  return 1;
 }
 
 #define HE_NOBAD INT64_MAX
 
 /* The message for the first bad edge: the run of equal keys holding
  * half-edge h in its (sorted) bucket. */
-static mb_error edge_error(const mb_mesh *tri, const mb_halfedge *he, const uint64_t *bucket,
+static mb_error edge_error(const mb_mesh *tri, const mb_halfedge *he, const uint32_t *bucket,
                            const int32_t *off, int64_t h) {
   int32_t a = he->vert[h], b = he->vert[mb_he_next((int32_t)h)];
   int32_t u = a < b ? a : b, w = a < b ? b : a;
   int64_t tris[8];
   int n = 0, total = 0;
   for (int64_t i = off[u]; i < off[u + 1]; i++) {
-    if ((int32_t)(bucket[i] >> 32) != w) continue;
-    int64_t g = (int64_t)(uint32_t)bucket[i];
+    if (edge_hi(he->vert, (int32_t)bucket[i]) != w) continue;
+    int64_t g = (int64_t)bucket[i];
     if (n < 8) tris[n++] = g / 3;
     total++;
   }
@@ -193,13 +212,16 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map
             name, (long long)t, a, pa[0], pa[1], b, pb[0], pb[1], c, pc[0], pc[1]);
   }
 
+  if (map && map->faces_read) map->faces_read(map->ctx); /* fi is not read again */
+
   /* Counting sort by the smaller vertex: off[u] counts, then holds the end
    * of bucket u, then (after the fill, which decrements it) its start. */
   int32_t *off = calloc((size_t)nv + 1, sizeof *off);
-  uint64_t *bucket = malloc(sizeof *bucket * (size_t)nh);
+  uint32_t *bucket = malloc(sizeof *bucket * (size_t)nh);
   if (!off || !bucket) {
     free(off);
     free(bucket);
+    if (map && map->faces_restore) map->faces_restore(map->ctx, vert, nt);
     mb_halfedge_free(he);
     MB_FAIL(MB_ERR_MEMORY, "out of memory for the edge buckets of mesh '%s'", name);
   }
@@ -214,11 +236,11 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map
 #pragma omp parallel for schedule(static)
   for (int32_t h = 0; h < nh; h++) {
     int32_t a = vert[h], b = vert[mb_he_next(h)];
-    int32_t u = a < b ? a : b, w = a < b ? b : a;
+    int32_t u = a < b ? a : b;
     int32_t p;
 #pragma omp atomic capture
     p = --off[u];
-    bucket[p] = ((uint64_t)(uint32_t)w << 32) | (uint32_t)h;
+    bucket[p] = (uint32_t)h;
   }
 
   /* Matching inside each bucket: equal larger vertex = same edge. A run of
@@ -226,23 +248,28 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map
    * longer runs are non-manifold. The first bad edge is the one of the
    * smallest half-edge id (so of the first triangle). */
   int64_t bad_edge = HE_NOBAD;
-#pragma omp parallel for schedule(dynamic, 4096) reduction(min : bad_edge)
+  int sorted = 1;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(min : bad_edge, sorted)
   for (int64_t u = 0; u < nv; u++) {
     int64_t s = off[u], e = off[u + 1];
-    if (e - s > 1) sort_bucket(bucket + s, e - s);
+    if (e - s > 1 && !sort_bucket(vert, bucket + s, e - s)) {
+      sorted = 0;
+      continue;
+    }
     for (int64_t i = s; i < e;) {
+      const int32_t w = edge_hi(vert, (int32_t)bucket[i]);
       int64_t j = i + 1;
-      while (j < e && (bucket[j] >> 32) == (bucket[i] >> 32)) j++;
-      int32_t h0 = (int32_t)(uint32_t)bucket[i];
+      while (j < e && edge_hi(vert, (int32_t)bucket[j]) == w) j++;
+      int32_t h0 = (int32_t)bucket[i];
       if (j - i == 1) {
         twin[h0] = -1;
       } else {
-        int32_t h1 = (int32_t)(uint32_t)bucket[i + 1];
+        int32_t h1 = (int32_t)bucket[i + 1];
         if (j - i == 2 && vert[h0] != vert[h1]) {
           twin[h0] = h1;
           twin[h1] = h0;
         } else {
-          for (int64_t k = i; k < j; k++) twin[(uint32_t)bucket[k]] = -1;
+          for (int64_t k = i; k < j; k++) twin[bucket[k]] = -1;
           bad_edge = h0 < bad_edge ? h0 : bad_edge;
         }
       }
@@ -250,10 +277,14 @@ mb_error mb_halfedge_build_mapped(const mb_mesh *tri, const mb_halfedge_map *map
     }
   }
   mb_error err = MB_SUCCESS;
-  if (bad_edge != HE_NOBAD) err = edge_error(tri, he, bucket, off, bad_edge);
+  if (!sorted)
+    err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "out of memory sorting the edges of mesh '%s'", name);
+  else if (bad_edge != HE_NOBAD) err = edge_error(tri, he, bucket, off, bad_edge);
   free(off);
   free(bucket);
   if (err) {
+    if (map && map->faces_restore) map->faces_restore(map->ctx, vert, nt);
     mb_halfedge_free(he);
     return err;
   }

@@ -68,6 +68,16 @@ typedef struct mb_halfedge_map {
   const double *(*point)(const void *ctx, int64_t v);
   const void *ctx;
   int64_t nv; /* the vertex numbers */
+  /* Optional (NULL: none). faces_read(ctx): every face has been read and
+   * oriented (he->vert is complete, no face is out of range, non-finite or
+   * degenerate); the caller may free tri's faces now, before the twins'
+   * buckets are made. faces_restore(ctx, vert, nt): called after
+   * faces_read where the build then fails (an edge of more than two
+   * triangles or used twice in one direction, out of memory), with the
+   * oriented corners vert [3 nt] in the mapped numbers, before they are
+   * freed: the caller may give tri its faces back. */
+  void (*faces_read)(const void *ctx);
+  void (*faces_restore)(const void *ctx, const int32_t *vert, int32_t nt);
 } mb_halfedge_map;
 
 /* mb_halfedge_build on tri's faces with each index g read through map

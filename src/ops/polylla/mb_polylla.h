@@ -195,6 +195,10 @@ typedef struct mb_polylla_ids {
   int64_t nghost;
   const int64_t *ghost_ids;
   const double *ghost_xyz;
+  /* NULL, or the rows' triangles as oriented [3 nf] in the local numbering
+   * below, read instead of tri's faces (which the CPU backend may have
+   * given up: mb_polylla_opts.consume_faces) */
+  const int32_t *corners;
 } mb_polylla_ids;
 
 /* The local numbering of mb_polylla_ids over nv rows: the ghosts below
@@ -279,6 +283,26 @@ typedef struct mb_polylla_opts {
   int64_t nseeds;
   int64_t **left_out;
   int64_t *nleft_out;
+  /* With left_out: NULL, or *left_out_corners receives a new array [3
+   * nleft] (the caller frees it) of the left-out triangles' corners as
+   * oriented (counter-clockwise: (v0, v2, v1) where the input was
+   * clockwise), in tri's numbering (with ids: the whole mesh's ids); a
+   * backend that does not fill it leaves it NULL (the CUDA backend). */
+  int64_t **left_out_corners;
+  /* With ids, the CPU backend: NULL, or tri itself, whose faces the backend
+   * may then free once it has read them (face_offsets and face_indices set
+   * to NULL; nf kept), with rows_corners: a rank's rows then cost their
+   * faces' memory (32 B a triangle) only until the half-edges' corners (12
+   * B a triangle) exist. On success *rows_corners receives those corners
+   * [3 nf] int32, the rows' triangles as oriented (counter-clockwise:
+   * (v0, v2, v1) where the input was clockwise) in the local numbering of
+   * ids (new, the caller frees them; NULL where the faces were kept), from
+   * which the caller can give tri its faces back (mb_polylla_ids_faces).
+   * Where the call fails, the backend gives the faces back itself (as
+   * oriented), unless that allocation fails (they then stay NULL). The
+   * CUDA backend ignores both (its *rows_corners stays NULL). */
+  mb_mesh *consume_faces;
+  int32_t **rows_corners;
 } mb_polylla_opts;
 
 /* The error of a cycle of longest edges under ties: corners (mesh name,
@@ -333,8 +357,15 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
 /* The whole triangulation of tri's rows and ghosts (mb_polylla_ids), in
  * the local numbering: *local is new (the caller frees it), nv + nghost
  * vertices, tri's faces with local indices (-1 for an id neither a row nor
- * a ghost), no fields. Not collective. Errors: MB_ERR_MEMORY. */
+ * a ghost; ids->corners where set, tri's faces then not read), no fields.
+ * Not collective. Errors: MB_ERR_MEMORY. */
 mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);
+
+/* Give tri (a rank's rows) its faces back from corners [3 nf] in the local
+ * numbering of ids (mb_polylla_opts.rows_corners): face_offsets 3 f,
+ * face_indices the ids; where tri already has faces, nothing. Not
+ * collective. Errors: MB_ERR_MEMORY (tri's faces then stay NULL). */
+mb_error mb_polylla_ids_faces(mb_mesh *tri, const mb_polylla_ids *ids, const int32_t *corners);
 
 /* mb_polylla_ids_mesh's positions only: *local is new (the caller frees
  * it), nv + nghost vertices in the local numbering, no faces (nf 0), no

@@ -503,7 +503,8 @@ static mb_error left_out_regions(const uint32_t *tf, int32_t nt, const int64_t *
       if (!out[u]) out[u] = 1, q[tail++] = u;
     }
   if (tail > 1) qsort(q, (size_t)tail, sizeof *q, cmp_i32);
-  *list = q;
+  int32_t *s = realloc(q, sizeof *q * (size_t)(tail ? tail : 1)); /* the rest back */
+  *list = s ? s : q;
   *n = tail;
   *nfront = nf;
   *ninner = ni;
@@ -536,7 +537,8 @@ typedef enum { CORE_XYZ_COPY, CORE_XYZ_SHARE, CORE_XYZ_NONE } core_xyz;
  * reader (a rank's local positions: the sweep's peak without them). */
 static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
                              int repair, core_xyz xyz, double **xyz_drop, mb_mesh **poly,
-                             mb_polylla_stats *st_in);
+                             mb_polylla_stats *st_in, int32_t **vert_out,
+                             const mb_halfedge_map *restore);
 
 /* *poly freed on a failure, its positions not where they are tri's own
  * (shared: the input keeps them). */
@@ -552,6 +554,7 @@ typedef struct ids_map_ctx {
   const mb_polylla_ids *ids;
   int64_t nbelow, nrows;
   const double *rows_xyz; /* [nrows, 3] */
+  mb_mesh *consume;       /* NULL, or the rows whose faces go once read */
 } ids_map_ctx;
 static int64_t ids_index(const void *ctx, int64_t g) {
   const ids_map_ctx *m = ctx;
@@ -560,6 +563,24 @@ static int64_t ids_index(const void *ctx, int64_t g) {
 static const double *ids_point(const void *ctx, int64_t l) {
   const ids_map_ctx *m = ctx;
   return mb_polylla_ids_xyz(m->ids, m->nbelow, m->nrows, m->rows_xyz, l);
+}
+/* The rows' faces given up once the half-edges have their corners, and
+ * given back (as oriented) from them where the call fails after. */
+static void ids_faces_read(const void *ctx) {
+  mb_mesh *rows = ((const ids_map_ctx *)ctx)->consume;
+  free(rows->face_offsets);
+  free(rows->face_indices);
+  rows->face_offsets = rows->face_indices = NULL;
+#ifdef __GLIBC__
+  (void)malloc_trim(0); /* their pages back now (see label phase) */
+#endif
+}
+static void ids_faces_restore(const void *ctx, const int32_t *vert, int32_t nt) {
+  const ids_map_ctx *m = ctx;
+  (void)nt; /* the rows' own count */
+  /* where this fails (out of memory: its message then replaces the call's),
+   * the faces stay NULL and the caller sees it */
+  (void)mb_polylla_ids_faces(m->consume, m->ids, vert);
 }
 
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
@@ -580,7 +601,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     mb_error e = mb_halfedge_build(tri, &he);
     st.ms_halfedge = now_ms() - t0;
     const core_xyz xm = opts && opts->share_xyz ? CORE_XYZ_SHARE : CORE_XYZ_COPY;
-    if (!e) e = polylla_core(tri, &he, opts, 1, xm, NULL, poly, &st);
+    if (!e) e = polylla_core(tri, &he, opts, 1, xm, NULL, poly, &st, NULL, NULL);
     mb_halfedge_free(&he);
     MB_CALL(e);
     st.ms_total = now_ms() - t_start;
@@ -603,43 +624,80 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   mb_polylla_opts o = *opts;
   o.ids = NULL;
   o.share_xyz = 0;
+  o.consume_faces = NULL;
+  mb_mesh *rows =
+      opts->consume_faces == tri && opts->rows_corners ? opts->consume_faces : NULL;
+  if (opts->rows_corners) *opts->rows_corners = NULL;
+  int64_t *corners = NULL; /* the left-out triangles', local numbers */
+  o.left_out_corners = opts->left_out_corners ? &corners : NULL;
+  if (opts->left_out_corners) *opts->left_out_corners = NULL;
   double t0 = now_ms();
-  const ids_map_ctx ctx = {opts->ids, mb_polylla_ids_below(opts->ids), tri->nv, tri->xyz};
-  const mb_halfedge_map map = {ids_index, ids_point, &ctx, tri->nv + opts->ids->nghost};
+  const ids_map_ctx ctx = {opts->ids, mb_polylla_ids_below(opts->ids), tri->nv, tri->xyz, rows};
+  const mb_halfedge_map map = {ids_index, ids_point, &ctx, tri->nv + opts->ids->nghost,
+                               rows ? ids_faces_read : NULL, rows ? ids_faces_restore : NULL};
   mb_error e = mb_halfedge_build_mapped(tri, &map, &he);
   st.ms_halfedge = now_ms() - t0;
   /* then the rows' and ghosts' positions in the local numbering, for the
    * label phase (freed there; not held beside the build's sort keys) */
   mb_mesh *local = NULL;
-  if (!e) e = mb_polylla_ids_positions(tri, opts->ids, &local);
-  if (!e) e = polylla_core(local, &he, &o, 0, CORE_XYZ_NONE, &local->xyz, poly, &st);
+  int32_t *vert = NULL; /* with rows given up: their corners, for the pinch repair */
+  if (!e) {
+    e = mb_polylla_ids_positions(tri, opts->ids, &local);
+    if (e && rows) ids_faces_restore(&ctx, he.vert, he.nt);
+  }
+  if (!e)
+    e = polylla_core(local, &he, &o, 0, CORE_XYZ_NONE, &local->xyz, poly, &st,
+                     rows ? &vert : NULL, rows ? &map : NULL);
   mb_halfedge_free(&he);
   mb_mesh_free(local);
-  MB_CALL(e);
+  if (e) {
+    if (rows && vert) ids_faces_restore(&ctx, vert, he.nt ? he.nt : (int32_t)tri->nf);
+    free(vert);
+    MB_CALL(e);
+  }
   mb_polylla_ids_apply(*poly, opts->ids, tri->nv, 1);
+  if (corners) {
+    const int64_t nb = mb_polylla_ids_below(opts->ids);
+    const int64_t n3 = 3 * (opts->nleft_out ? *opts->nleft_out : 0);
+    for (int64_t k = 0; k < n3; k++)
+      corners[k] = mb_polylla_ids_global(opts->ids, nb, tri->nv, corners[k]);
+    *opts->left_out_corners = corners;
+  }
+  mb_polylla_ids ids = *opts->ids;
+  ids.corners = vert;
   mb_mesh *p = *poly; /* its vertices: tri's rows, shared or a copy */
   double *x = opts->share_xyz ? tri->xyz
                               : malloc(sizeof(double) * 3 * (size_t)(tri->nv ? tri->nv : 1));
   if (!x) {
     mb_mesh_free(p);
     *poly = NULL;
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for the positions of mesh '%s'", name);
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                     "out of memory for the positions of mesh '%s'", name);
+  } else {
+    if (x != tri->xyz) memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
+    p->xyz = x;
+    p->nv = tri->nv;
+    /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
+    t0 = now_ms();
+    e = mb_polylla_split_pinches(tri, &ids, poly, opts->heads, &st);
+    if (e) free_poly(poly, tri);
+    st.ms_traversal += now_ms() - t0;
   }
-  if (x != tri->xyz) memcpy(x, tri->xyz, sizeof(double) * 3 * (size_t)tri->nv);
-  p->xyz = x;
-  p->nv = tri->nv;
-  /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
-  t0 = now_ms();
-  e = mb_polylla_split_pinches(tri, opts->ids, poly, opts->heads, &st);
   if (e) {
-    free_poly(poly, tri);
     if (opts->heads) {
       free(*opts->heads);
       *opts->heads = NULL;
     }
-    MB_CALL(e);
+    if (opts->left_out_corners) {
+      free(*opts->left_out_corners);
+      *opts->left_out_corners = NULL;
+    }
+    if (rows) ids_faces_restore(&ctx, vert, (int32_t)tri->nf);
+    free(vert);
+    vert = NULL;
   }
-  st.ms_traversal += now_ms() - t0;
+  if (rows) *opts->rows_corners = vert; /* the rows' faces as the caller gets them back */
+  MB_CALL(e);
   st.ms_total = now_ms() - t_start;
   if (stats) *stats = st;
   return MB_SUCCESS;
@@ -647,7 +705,8 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
 
 static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_polylla_opts *opts,
                              int repair, core_xyz xyz, double **xyz_drop, mb_mesh **poly,
-                             mb_polylla_stats *st_in) {
+                             mb_polylla_stats *st_in, int32_t **vert_out,
+                             const mb_halfedge_map *restore) {
   const char *name = tri->name ? tri->name : "";
   mb_error err = MB_SUCCESS;
   mb_halfedge he = *he_in; /* ours now: freed once the polygons are written */
@@ -658,7 +717,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   pl_link *link = NULL;
   int32_t *tips = NULL;
   double *counts = NULL;
-  int64_t *heads = NULL;
+  int64_t *heads = NULL, *corners = NULL;
   mb_mesh *out = NULL;
   mb_polylla_stats st = *st_in;
   const int32_t nt = he.nt, nh = 3 * nt;
@@ -702,6 +761,17 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
                   name);
     MB_CALL_GOTO(err, done, left_out_regions(tf, nt, opts->seeds, opts->nseeds, leftout,
                                              &leftlist, &nleft, &left_front, &left_inner));
+    free(leftout); /* the sorted list says it from here */
+    leftout = NULL;
+#ifdef __GLIBC__
+    (void)malloc_trim(0); /* its pages back before the links come (see above) */
+#endif
+    if (opts->left_out_corners) { /* as oriented, while the corners are here */
+      const int64_t n3 = 3 * nleft;
+      PL_ALLOC(corners, n3);
+      for (int64_t i = 0; i < nleft; i++)
+        for (int k = 0; k < 3; k++) corners[3 * i + k] = he.vert[3 * leftlist[i] + k];
+    }
   }
   st.ms_label = now_ms() - t0;
 
@@ -711,10 +781,12 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   int64_t ntips = 0;
   PL_ALLOC(link, nh);
   MB_CALL_GOTO(err, done, successors(&he, tf, link, &tips, &ntips));
-  if (leftout) { /* the tips of the regions kept */
+  if (leftlist) { /* the tips of the regions kept (leftlist is sorted) */
     int64_t k = 0;
-    for (int64_t i = 0; i < ntips; i++)
-      if (!leftout[tips[i] / 3]) tips[k++] = tips[i];
+    for (int64_t i = 0; i < ntips; i++) {
+      const int32_t t = tips[i] / 3;
+      if (!bsearch(&t, leftlist, (size_t)nleft, sizeof *leftlist, cmp_i32)) tips[k++] = tips[i];
+    }
     ntips = k;
   }
   st.ms_traversal = now_ms() - t0;
@@ -735,8 +807,16 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   for (int64_t i = 0; i < nleft; i++) /* the sweep passes over the regions left out */
     for (int k = 0; k < 3; k++) link[3 * leftlist[i] + k].succ = -1;
   /* the half-edges' last reader was the repair: they go before the
-   * output comes (the sweep reads the links only) */
+   * output comes (the sweep reads the links only); or the corners go to
+   * the caller, who reads them after (vert_out) */
+  if (vert_out) {
+    *vert_out = he.vert;
+    he.vert = NULL;
+  }
   mb_halfedge_free(&he);
+#ifdef __GLIBC__
+  (void)malloc_trim(0); /* their pages back before the output's come (see label phase) */
+#endif
   if (opts && opts->heads) PL_ALLOC(heads, npoly);
   /* no positions yet: they come after the half-edges and links go */
   MB_CALL_GOTO(err, done, mb_mesh_create(name, 0, npoly, nidx, &out));
@@ -814,8 +894,14 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
     *opts->left_out = l;
     if (opts->nleft_out) *opts->nleft_out = nleft;
   }
+  if (opts && opts->left_out_corners) {
+    *opts->left_out_corners = corners;
+    corners = NULL;
+  }
 
 done:
+  if (err && restore && restore->faces_restore && he.vert) /* the caller's faces back */
+    restore->faces_restore(restore->ctx, he.vert, he.nt);
   mb_halfedge_free(&he);
   free(lmax);
   free(leftout);
@@ -824,6 +910,7 @@ done:
   free(tips);
   free(counts);
   free(heads);
+  free(corners);
   free_poly(&out, tri); /* on a failure before the output is handed over */
   return err;
 }

@@ -299,10 +299,36 @@ mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_m
   MB_CALL(ids_local(tri, ids, tri->nf, 3 * tri->nf, local));
   mb_mesh *m = *local;
   const int64_t nv = tri->nv, nb = mb_polylla_ids_below(ids);
+  if (ids->corners) { /* tri's faces as oriented, already local */
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < 3 * tri->nf; k++) m->face_indices[k] = ids->corners[k];
+    for (int64_t f = 0; f <= tri->nf; f++) m->face_offsets[f] = 3 * f;
+    return MB_SUCCESS;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < 3 * tri->nf; k++)
     m->face_indices[k] = mb_polylla_ids_local(ids, nb, nv, tri->face_indices[k]);
   for (int64_t f = 0; f <= tri->nf; f++) m->face_offsets[f] = tri->face_offsets[f];
+  return MB_SUCCESS;
+}
+
+mb_error mb_polylla_ids_faces(mb_mesh *tri, const mb_polylla_ids *ids, const int32_t *corners) {
+  if (tri->face_indices) return MB_SUCCESS;
+  const int64_t nf = tri->nf, nb = mb_polylla_ids_below(ids);
+  int64_t *fo = malloc(sizeof *fo * ((size_t)nf + 1));
+  int64_t *fi = malloc(sizeof *fi * (3 * (size_t)nf + 1));
+  if (!fo || !fi) {
+    free(fo);
+    free(fi);
+    MB_FAIL(MB_ERR_MEMORY, "out of memory giving mesh '%s' its %lld triangles back",
+            tri->name ? tri->name : "", (long long)nf);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < 3 * nf; k++) fi[k] = mb_polylla_ids_global(ids, nb, tri->nv, corners[k]);
+  for (int64_t f = 0; f <= nf; f++) fo[f] = 3 * f;
+  free(tri->face_offsets);
+  tri->face_offsets = fo;
+  tri->face_indices = fi;
   return MB_SUCCESS;
 }
 

@@ -113,6 +113,10 @@ typedef struct sp_run {
   int64_t *seeds;
   sp_link *links;
   int64_t *heads, *left;      /* the rows' polygons' heads (row half-edges), left-out rows */
+  int64_t *corners;           /* [3 nleft] their corners (global ids, oriented), or NULL:
+                                 the rows' faces (the CPU backend gives those up) */
+  int32_t *rows_corners;      /* the rows' triangles (local numbers, oriented) where the
+                                 CPU backend gave their faces up, or NULL */
   int64_t *first;             /* [size] each rank's first own polygon's head, or INT64_MAX */
   mb_mesh *poly;              /* the rows' polygons (global vertex ids) */
   int64_t *parent, *label;    /* regions of the left-out triangles */
@@ -128,7 +132,7 @@ typedef struct sp_run {
 static void sp_free(sp_run *r) {
   free(r->vstarts); free(r->fstarts); free(r->ghost); free(r->gxyz); free(r->asked);
   free(r->cand); free(r->got); free(r->dest); free(r->from); free(r->seeds); free(r->links);
-  free(r->heads); free(r->left); free(r->parent); free(r->label); free(r->go); free(r->came);
+  free(r->heads); free(r->left); free(r->corners); free(r->rows_corners); free(r->parent); free(r->label); free(r->go); free(r->came);
   free(r->sheads); free(r->psend); free(r->pgot); free(r->isend); free(r->igot); free(r->order);
   free(r->istart); free(r->pdest); free(r->idest); free(r->first);
   mb_mesh_free(r->poly);
@@ -143,17 +147,18 @@ static const double *sp_pos(const mb_mesh *m, const sp_run *r, int64_t v0, int64
   return r->gxyz + 3 * mb_pp_find_i64(r->ghost, nghost, g);
 }
 
-/* Triangle row t of the slab as a record (global ids, x, y). */
+/* Triangle row t of the slab as a record (global ids, x, y): its corners
+ * c [3] where given (the backend's, as oriented), else the rows'. */
 static void sp_record(const mb_mesh *m, const sp_run *r, int64_t v0, int64_t nghost, int64_t f0,
-                      int64_t t, pp_tri *p) {
+                      int64_t t, const int64_t *c, pp_tri *p) {
   memset(p, 0, sizeof *p);
   p->gid = f0 + t;
   for (int k = 0; k < 3; k++) {
-    const int64_t g = m->face_indices[3 * t + k];
-    const double *c = sp_pos(m, r, v0, nghost, g);
+    const int64_t g = c ? c[k] : m->face_indices[3 * t + k];
+    const double *x = sp_pos(m, r, v0, nghost, g);
     p->v[k] = g;
-    p->xy[2 * k] = c[0];
-    p->xy[2 * k + 1] = c[1];
+    p->xy[2 * k] = x[0];
+    p->xy[2 * k + 1] = x[1];
   }
 }
 
@@ -174,7 +179,7 @@ static inline int sp_edges_shared(const sp_run *r, int64_t v0, int64_t nvb, cons
 static int sp_candidates(const mb_mesh *m, const sp_run *r, const pp_state *s, int64_t v0,
                          int64_t nvb, int64_t nghost, int64_t f0, int64_t t, sp_edge *e) {
   pp_tri p;
-  sp_record(m, r, v0, nghost, f0, t, &p);
+  sp_record(m, r, v0, nghost, f0, t, NULL, &p);
   int64_t l[2];
   mb_polylla_longest_edge(p.v, p.xy, s->ties, l);
   const double *c = p.xy;
@@ -503,7 +508,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   mb_polylla_stats lst = {0};
   int64_t nleft = 0;
   {
-    const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz};
+    const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz, NULL};
     mb_polylla_opts o = opts ? *opts : (mb_polylla_opts){0};
     o.heads = &r.heads;
     o.share_xyz = 1;
@@ -512,6 +517,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     o.nseeds = nseeds;
     o.left_out = &r.left;
     o.nleft_out = &nleft;
+    o.left_out_corners = &r.corners;
+    o.consume_faces = slab->rows; /* their faces given up for their corners, which */
+    o.rows_corners = &r.rows_corners; /* give them back if the general path must run */
     if (nf > 0) {
       err = cuda ? mb_polylla_cuda(m, &o, &r.poly, &lst) : mb_polylla_cpu(m, &o, &r.poly, &lst);
       if (!err) { /* only the polygons are kept: the CPU backend's copy of the positions goes */
@@ -520,13 +528,15 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
         r.poly->nv = 0;
       }
     }
-    if (err) { /* the general path names the fault in the one-rank words */
+    if (err && m->face_indices) { /* the general path names the fault in the one-rank words */
       mb_log(MB_LOG_VERBOSE, "mesh '%s': the slab path gave way to the general path: %s",
              s->name, mb_error_message());
       mb_error_clear();
       err = MB_SUCCESS;
       ok = 0;
     }
+    /* (rows whose faces could not be given back: out of memory, said here) */
+    MB_CALL_GOTO(err, done, mb_agree(comm, err));
     MB_CALL_GOTO(err, done, sp_all(comm, &ok));
     if (!ok) goto done;
   }
@@ -544,7 +554,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     PP_AGREE("out of memory for the regions that cross the cut");
     for (int64_t i = 0; i < nleft; i++) {
       pp_tri p;
-      sp_record(m, &r, v0, nghost, f0, r.left[i], &p);
+      sp_record(m, &r, v0, nghost, f0, r.left[i], r.corners ? r.corners + 3 * i : NULL, &p);
       int64_t l[2];
       mb_polylla_longest_edge(p.v, p.xy, s->ties, l);
       for (int k = 0; k < 3; k++) {
@@ -605,7 +615,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   PP_AGREE("out of memory for the regions that cross the cut");
   int64_t ncame = 0;
   for (int64_t i = 0; i < nleft; i++) {
-    sp_record(m, &r, v0, nghost, f0, r.left[i], &r.go[i]);
+    sp_record(m, &r, v0, nghost, f0, r.left[i], r.corners ? r.corners + 3 * i : NULL, &r.go[i]);
     r.go[i].crossing = 1;
     r.pdest[i] = mb_block_owner(r.fstarts, s->size, r.label[mb_pp_uf_find(r.parent, i)]);
     s->fig.migrated += r.pdest[i] != s->rank;
@@ -714,6 +724,11 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   s->fig.ms_output = s->fig.step_ms[MB_PP_STEP_OUTPUT];
   *taken = 1;
 done:
+  if (!*taken && r.rows_corners) { /* the general path runs on the rows' faces */
+    const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz, NULL};
+    mb_error fe = mb_polylla_ids_faces(slab->rows, &ids, r.rows_corners);
+    if (!err) err = fe;
+  }
   sp_free(&r);
   return err;
 }
