@@ -46,17 +46,18 @@
  * flag in bit 31, so that turning around a vertex touches one array (one
  * cache miss per step on large meshes, whose triangles are rarely near
  * their neighbours in memory). The traversal keeps, for each frontier
- * half-edge, its successor and its target vertex side by side (pl_link),
- * so that the canonical sweep also reads one array. */
+ * half-edge, its successor (succ[h], 4 B); the sweep reads the target
+ * vertex from the corners (vert[next(h)]), which stay until it ends (a
+ * rank's rows give their faces up for them: a successor and a target side
+ * by side, 8 B a half-edge, cost the partitioned run 24 B a triangle at
+ * its peak, 2026-11-28). A half-edge points to a barrier-edge tip exactly
+ * when its successor is its twin. */
 #define PL_F 0x80000000u
 #define PL_NOTWIN 0x7FFFFFFFu
-#define PL_TIP 0x80000000u /* in pl_link.tgt: the successor is the twin */
 #define PL_AHEAD 16        /* prefetch distance of the label and successor loops */
 
-typedef struct pl_link {
-  int32_t succ; /* successor, -1 for a non-frontier half-edge, -2 once swept */
-  uint32_t tgt; /* target vertex, | PL_TIP when the half-edge points to a tip */
-} pl_link;
+/* succ[h]: the successor of frontier half-edge h, -1 for a non-frontier
+ * half-edge, -2 once swept. */
 
 static inline int32_t pl_twin(const uint32_t *tf, int32_t h) {
   uint32_t v = tf[h] & PL_NOTWIN;
@@ -227,10 +228,9 @@ static int cmp_i32(const void *a, const void *b) {
  * tips come out of the same loop (as in GPolylla): g points to a
  * barrier-edge tip exactly when its successor is its own twin. *tips
  * (owned by the caller) lists those g, sorted. */
-static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *link,
+static mb_error successors(const mb_halfedge *he, const uint32_t *tf, int32_t *succ,
                            int32_t **tips, int64_t *ntips) {
   const int32_t nh = 3 * he->nt;
-  const int32_t *vert = he->vert;
   int32_t *all = NULL;
   int64_t nall = 0;
   int failed = 0;
@@ -245,14 +245,12 @@ static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *l
         if (!(v & PL_F)) __builtin_prefetch(tf + mb_he_next((int32_t)(v & PL_NOTWIN)));
       }
       if (!(tf[h] & PL_F)) {
-        link[h].succ = -1;
-        link[h].tgt = 0;
+        succ[h] = -1;
         continue;
       }
       int32_t s = successor(tf, h);
       int tip = s == pl_twin(tf, h);
-      link[h].succ = s;
-      link[h].tgt = (uint32_t)vert[mb_he_next(h)] | (tip ? PL_TIP : 0u);
+      succ[h] = s;
       if (tip) {
         if (n == cap) {
           int64_t c = cap ? 2 * cap : 64;
@@ -309,15 +307,14 @@ static mb_error successors(const mb_halfedge *he, const uint32_t *tf, pl_link *l
  *    back, p = prev(n), p = prev(twin(p)), until a frontier half-edge);
  *    distinct n have distinct such p. */
 static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_t *tf,
-                             pl_link *link, const int32_t *tips, int64_t ntips,
+                             int32_t *succ, const int32_t *tips, int64_t ntips,
                              int64_t *n_repaired, int64_t *n_new_edges) {
-  const int32_t *vert = he->vert;
   int64_t repaired = 0, nadd = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : repaired)
   for (int64_t i = 0; i < ntips; i++) {
     int32_t g = tips[i], first = 1;
-    for (int32_t s = link[g].succ; s != g; s = link[s].succ)
-      if ((link[s].tgt & PL_TIP) && s < g) {
+    for (int32_t s = succ[g]; s != g; s = succ[s])
+      if (succ[s] == pl_twin(tf, s) && s < g) { /* s points to a tip */
         first = 0;
         break;
       }
@@ -370,8 +367,8 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
       /* the leader sets mid[] of every tip of its region */
       int32_t h = e0;
       do {
-        h = link[h].succ;
-        if (!(link[h].tgt & PL_TIP)) continue;
+        h = succ[h];
+        if (succ[h] != pl_twin(tf, h)) continue; /* h points to no tip */
         /* tip v = target(h): degree, its last outgoing half-edge and its
          * frontier edges now */
         int32_t b = pl_twin(tf, h), e = b, last = b;
@@ -404,8 +401,7 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
       if (mid[i] < 0) continue;
       for (int side = 0; side < 2; side++) {
         int32_t n = side ? pl_twin(tf, mid[i]) : mid[i];
-        link[n].succ = successor(tf, n);
-        link[n].tgt = (uint32_t)vert[mb_he_next(n)];
+        succ[n] = successor(tf, n);
       }
     }
 #pragma omp for schedule(dynamic, 64)
@@ -415,7 +411,7 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
         int32_t n = side ? pl_twin(tf, mid[i]) : mid[i];
         int32_t p = mb_he_prev(n);
         while (!(tf[p] & PL_F)) p = mb_he_prev((int32_t)(tf[p] & PL_NOTWIN));
-        link[p].succ = n;
+        succ[p] = n;
       }
     }
   }
@@ -432,13 +428,14 @@ static mb_error repair_phase(const mb_halfedge *he, const uint8_t *lmax, uint32_
  * half-edges from the head, i.e. the targets of the head .. last half-edge
  * shifted by one (the last target, the head's origin, goes first).
  * Visited half-edges get succ = -2. */
-static mb_error canonical_sweep(int32_t nt, pl_link *link, int64_t npoly, int64_t nidx,
+static mb_error canonical_sweep(int32_t nt, int32_t *succ, const int32_t *vert, int64_t npoly,
+                                int64_t nidx,
                                 int64_t *offsets, int64_t *indices, int64_t *heads) {
   const int32_t nh = 3 * nt;
   int64_t p = 0, pos = 0;
   int ok = 1;
   for (int32_t h = 0; h < nh && ok; h++) {
-    if (link[h].succ < 0) continue;
+    if (succ[h] < 0) continue;
     if (p == npoly || pos == nidx) {
       ok = 0;
       break;
@@ -448,9 +445,9 @@ static mb_error canonical_sweep(int32_t nt, pl_link *link, int64_t npoly, int64_
     int64_t first = pos++;
     int32_t s = h;
     for (;;) {
-      int32_t nx = link[s].succ;
-      int64_t t = (int64_t)(link[s].tgt & ~PL_TIP);
-      link[s].succ = -2;
+      int32_t nx = succ[s];
+      int64_t t = vert[mb_he_next(s)];
+      succ[s] = -2;
       if (nx == h) {
         indices[first] = t;
         break;
@@ -714,7 +711,8 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   uint8_t *lmax = NULL, *leftout = NULL;
   int32_t *leftlist = NULL;
   int64_t nleft = 0, left_front = 0, left_inner = 0;
-  pl_link *link = NULL;
+  int32_t *link = NULL;      /* the successors */
+  int32_t *vert_keep = NULL; /* the corners, once the twins have gone */
   int32_t *tips = NULL;
   double *counts = NULL;
   int64_t *heads = NULL, *corners = NULL;
@@ -805,14 +803,12 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   const int64_t npoly = ((int64_t)nt - nleft) - ((nint - left_inner / 2) - nnew);
   const int64_t nidx = (nfh - left_front) + 2 * nnew;
   for (int64_t i = 0; i < nleft; i++) /* the sweep passes over the regions left out */
-    for (int k = 0; k < 3; k++) link[3 * leftlist[i] + k].succ = -1;
-  /* the half-edges' last reader was the repair: they go before the
-   * output comes (the sweep reads the links only); or the corners go to
+    for (int k = 0; k < 3; k++) link[3 * leftlist[i] + k] = -1;
+  /* the twins' last reader was the repair: they go before the output
+   * comes; the corners stay for the sweep (its targets), then go, or go to
    * the caller, who reads them after (vert_out) */
-  if (vert_out) {
-    *vert_out = he.vert;
-    he.vert = NULL;
-  }
+  vert_keep = he.vert;
+  he.vert = NULL;
   mb_halfedge_free(&he);
 #ifdef __GLIBC__
   (void)malloc_trim(0); /* their pages back before the output's come (see label phase) */
@@ -825,12 +821,19 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   out->kind = MB_KIND_POLYGONS2D;
   out->index = tri->index;
   MB_CALL_GOTO(err, done,
-               canonical_sweep(nt, link, npoly, nidx, out->face_offsets, out->face_indices,
+               canonical_sweep(nt, link, vert_keep, npoly, nidx, out->face_offsets,
+                               out->face_indices,
                                heads));
   st.ms_traversal += now_ms() - t0;
   /* the links go before the output's positions and counts come */
   free(link);
   link = NULL;
+  if (vert_out) *vert_out = vert_keep;
+  else free(vert_keep);
+  vert_keep = NULL;
+#ifdef __GLIBC__
+  (void)malloc_trim(0); /* their pages back before the counts and the caller's output */
+#endif
 
   /* Output: vertices (a copy, tri's own array, or none: the caller's),
    * vertex_count, attributes. */
@@ -900,8 +903,9 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   }
 
 done:
-  if (err && restore && restore->faces_restore && he.vert) /* the caller's faces back */
-    restore->faces_restore(restore->ctx, he.vert, he.nt);
+  if (err && restore && restore->faces_restore && (he.vert || vert_keep)) /* the faces back */
+    restore->faces_restore(restore->ctx, he.vert ? he.vert : vert_keep, nt);
+  free(vert_keep);
   mb_halfedge_free(&he);
   free(lmax);
   free(leftout);
