@@ -132,7 +132,8 @@ typedef struct sp_run {
 static void sp_free(sp_run *r) {
   free(r->vstarts); free(r->fstarts); free(r->ghost); free(r->gxyz); free(r->asked);
   free(r->cand); free(r->got); free(r->dest); free(r->from); free(r->seeds); free(r->links);
-  free(r->heads); free(r->left); free(r->corners); free(r->rows_corners); free(r->parent); free(r->label); free(r->go); free(r->came);
+  free(r->heads); free(r->left); free(r->corners); free(r->rows_corners); free(r->parent);
+  free(r->label); free(r->go); free(r->came);
   free(r->sheads); free(r->psend); free(r->pgot); free(r->isend); free(r->igot); free(r->order);
   free(r->istart); free(r->pdest); free(r->idest); free(r->first);
   mb_mesh_free(r->poly);
@@ -554,7 +555,8 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     PP_AGREE("out of memory for the regions that cross the cut");
     for (int64_t i = 0; i < nleft; i++) {
       pp_tri p;
-      sp_record(m, &r, v0, nghost, f0, r.left[i], r.corners ? r.corners + 3 * i : NULL, &p);
+      const int64_t *c = r.corners ? r.corners + 3 * i : NULL;
+      sp_record(m, &r, v0, nghost, f0, r.left[i], c, &p);
       int64_t l[2];
       mb_polylla_longest_edge(p.v, p.xy, s->ties, l);
       for (int k = 0; k < 3; k++) {
@@ -615,7 +617,8 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   PP_AGREE("out of memory for the regions that cross the cut");
   int64_t ncame = 0;
   for (int64_t i = 0; i < nleft; i++) {
-    sp_record(m, &r, v0, nghost, f0, r.left[i], r.corners ? r.corners + 3 * i : NULL, &r.go[i]);
+    const int64_t *c = r.corners ? r.corners + 3 * i : NULL;
+    sp_record(m, &r, v0, nghost, f0, r.left[i], c, &r.go[i]);
     r.go[i].crossing = 1;
     r.pdest[i] = mb_block_owner(r.fstarts, s->size, r.label[mb_pp_uf_find(r.parent, i)]);
     s->fig.migrated += r.pdest[i] != s->rank;
@@ -724,10 +727,13 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   s->fig.ms_output = s->fig.step_ms[MB_PP_STEP_OUTPUT];
   *taken = 1;
 done:
-  if (!*taken && r.rows_corners) { /* the general path runs on the rows' faces */
-    const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz, NULL};
-    mb_error fe = mb_polylla_ids_faces(slab->rows, &ids, r.rows_corners);
-    if (!err) err = fe;
+  if (!*taken) { /* the general path runs on the rows' faces: given back, agreed */
+    mb_error fe = MB_SUCCESS;
+    if (r.rows_corners) {
+      const mb_polylla_ids ids = {v0, nghost, r.ghost, r.gxyz, NULL};
+      fe = mb_polylla_ids_faces(slab->rows, &ids, r.rows_corners);
+    }
+    if (!err) err = mb_agree(comm, fe); /* every rank is here (ok agreed 0), or err agreed */
   }
   sp_free(&r);
   return err;
