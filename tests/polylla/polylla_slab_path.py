@@ -12,7 +12,10 @@ shuffled (each rank's rows scattered over the square: the slab path must
 decline and the general path run), and the 20 k grid with a degenerate
 triangle in the last rank's rows (the slab path hands it to the general
 path, whose message names the whole mesh's row, as one rank's does; exit
-1). Split over 2, 3 and 4 ranks with
+1: the other ranks, whose CPU backend gave their rows' faces up, give them
+back), and the same grid with a triangle repeated in the last rank's rows
+(an edge of three triangles, found there after that rank gave its faces
+up: the general path names the same triangle as one rank; exit 1). Split over 2, 3 and 4 ranks with
 `partitioner: blocks`; the log (-v) must name the path; with
 MB_POLYLLA_GENERAL=1 the general path gives the same bits; one run on 3
 OpenMP threads a rank.
@@ -23,6 +26,7 @@ device), against the CPU's one-rank output.
 Environment: see tests/CMakeLists.txt.
 """
 import os
+import re
 import random
 import shutil
 import sys
@@ -122,6 +126,29 @@ def main():
                     expect=1)
             if f"triangle {bad_row} (0-based) is degenerate" not in p.stdout + p.stderr:
                 fail(f"faulty_np{np}: the message does not name triangle {bad_row}")
+        # an edge used twice one way (a triangle repeated) inside the last rank's
+        # rows: found after that rank gave its faces up for their corners; every
+        # rank gives them back and the general path names both rows
+        with open(src) as f:
+            lines = f.read().splitlines()
+        cols, nxt = lines[1 + bad_row].split(), lines[2 + bad_row].split()
+        lines[1 + bad_row] = " ".join([cols[0]] + nxt[1:])
+        with open(os.path.join(d, "twice.ele"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        shutil.copy(os.path.join(d, "grid20000.node"), os.path.join(d, "twice.node"))
+        coll = os.path.join(d, "twice.h5")
+        run(["import", os.path.join(d, "twice.node"), "-o", coll])
+        first = None  # the first triangle one rank names (the general path has its own words)
+        for np in (1, 3):
+            p = run(["run", job(f"twice_np{np}", coll, blocks if np > 1 else "")], np=np,
+                    expect=1)
+            m = re.search(r"mesh 'twice': .*triangle (\d+) \(0-based\).*not a planar manifold "
+                          r"triangulation", p.stdout + p.stderr)
+            if not m:
+                fail(f"twice_np{np}: no message naming the edge's triangle")
+            first = first or m.group(1)
+            if m.group(1) != first:
+                fail(f"twice_np{np}: names triangle {m.group(1)}, one rank {first}")
     print("PASS: the slab path on 2-4 ranks (and the general path) bitwise the one-rank output")
     return 0
 
