@@ -119,8 +119,9 @@ mb_error mb_generate_sphere(int64_t min_vertices, double noise, uint64_t seed, m
  * 17.2 GB). Time is qhull's, on one core of a Xeon server: 1 M points in
  * 9 s, 25 M points in 330 s; on strips (measured 2026-11-28 on the GPU
  * machines' hosts): 4 M points 28.6 s on one thread, 4.1 s on 64; 25 M
- * points 19.5 s on 32 threads, 22.4 s on 64 (use grid2d for the largest
- * inputs). qhull
+ * points 19.5 s on 32 threads, 22.4 s on 64, peak memory 19.9 and 24.4
+ * GB (the strips' margins and the hull zone triangulated twice; use grid2d
+ * for the largest inputs). qhull
  * gets the points in the vertices' Hilbert order, which gives it memory
  * locality (a spatial order was 1.35 times faster than generation order).
  * Errors: MB_ERR_ARG (npoints out of range, clustered not 0 or 1),
