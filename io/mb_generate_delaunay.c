@@ -106,7 +106,8 @@ static int surely_outside(const double *a, const double *b, const double *c, con
   double al = adx * adx + ady * ady, bl = bdx * bdx + bdy * bdy, cl = cdx * cdx + cdy * cdy;
   double det = al * (bdx * cdy - cdx * bdy) + bl * (cdx * ady - adx * cdy) +
                cl * (adx * bdy - bdx * ady);
-  double perm = (fabs(bdx * cdy) + fabs(cdx * bdy)) * al + (fabs(cdx * ady) + fabs(adx * cdy)) * bl +
+  double perm = (fabs(bdx * cdy) + fabs(cdx * bdy)) * al +
+                (fabs(cdx * ady) + fabs(adx * cdy)) * bl +
                 (fabs(adx * bdy) + fabs(bdx * ady)) * cl;
   return det < -(1.2e-15 * perm); /* Shewchuk's iccerrboundA is (10 + 96 eps) eps */
 }
@@ -529,7 +530,9 @@ static mb_error delaunay_strips(int64_t n, const double *pts, int nstrips, doubl
          "zone, %lld hull vertices): %lld triangles, %lld of %lld points used: %s",
          nstrips, margin, (long long)nzone, (long long)h, (long long)total, (long long)nused,
          (long long)n,
-         *complete ? "complete" : anybad ? "a part failed or had zero-area triangles" : "incomplete");
+         *complete ? "complete"
+         : anybad  ? "a part failed or had zero-area triangles"
+                   : "incomplete");
 done:
   for (int k = 0; pt && k < nparts; k++) free(pt[k]);
   free(hull), free(grid.start), free(grid.by_cell);
@@ -676,7 +679,10 @@ mb_error mb_generate_delaunay(int64_t npoints, uint64_t seed, int clustered, mb_
    * doubled once if the strips' result is not the whole triangulation;
    * else (or then) qhull once on everything. */
   int nstrips = delaunay_strip_count(npoints), complete = 0;
-  double margin = 3.0 * sqrt((log((double)npoints) + 1.0) / (3.141592653589793 * 0.1 * (double)npoints));
+  /* three times the radius of the largest empty circle expected among
+   * uniform points at a tenth of the density (the clustered background) */
+  double margin =
+      3.0 * sqrt((log((double)npoints) + 1.0) / (3.141592653589793 * 0.1 * (double)npoints));
   for (int attempt = 0; !e && nstrips >= 2 && !complete && attempt < 2; attempt++, margin *= 2)
     e = delaunay_strips(npoints, pts, nstrips, margin, &tri, &nt, &complete);
   if (!e && !complete) e = delaunay_qhull(npoints, pts, NULL, &tri, &nt, &ndeg);
