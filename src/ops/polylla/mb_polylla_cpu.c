@@ -537,6 +537,17 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
                              mb_polylla_stats *st_in, int32_t **vert_out,
                              const mb_halfedge_map *restore);
 
+/* Freed pages back to the system (glibc): the program keeps freed blocks
+ * of up to 32 MB in its heap (src/cli/main.c, malloc_policy), which the
+ * larger arrays that come next (mapped apart) cannot reuse. Called on a
+ * rank's rows only (the partitioned run's peak), not on the many small
+ * meshes of a batch. */
+static void pages_back(void) {
+#ifdef __GLIBC__
+  (void)malloc_trim(0);
+#endif
+}
+
 /* *poly freed on a failure, its positions not where they are tri's own
  * (shared: the input keeps them). */
 static void free_poly(mb_mesh **poly, const mb_mesh *tri) {
@@ -568,9 +579,7 @@ static void ids_faces_read(const void *ctx) {
   free(rows->face_offsets);
   free(rows->face_indices);
   rows->face_offsets = rows->face_indices = NULL;
-#ifdef __GLIBC__
-  (void)malloc_trim(0); /* their pages back now (see label phase) */
-#endif
+  pages_back();
 }
 static void ids_faces_restore(const void *ctx, const int32_t *vert, int32_t nt) {
   const ids_map_ctx *m = ctx;
@@ -648,7 +657,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   mb_halfedge_free(&he);
   mb_mesh_free(local);
   if (e) {
-    if (rows && vert) ids_faces_restore(&ctx, vert, he.nt ? he.nt : (int32_t)tri->nf);
+    if (rows && vert) ids_faces_restore(&ctx, vert, (int32_t)tri->nf);
     free(vert);
     MB_CALL(e);
   }
@@ -731,13 +740,9 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   if (xyz_drop && xyz == CORE_XYZ_NONE) { /* the positions' last reader */
     free(*xyz_drop);
     *xyz_drop = NULL;
-#ifdef __GLIBC__
-    /* their pages back to the system: the program keeps freed blocks of
-     * up to 32 MB in its heap (src/cli/main.c, malloc_policy), and the
-     * links (larger, mapped apart) cannot reuse them: measured, 4 CPU
-     * ranks at 4 M vertices, the peak 263 -> 242-248 MB a rank */
-    (void)malloc_trim(0);
-#endif
+    /* their pages back (pages_back): measured, 4 CPU ranks at 4 M
+     * vertices, the peak 263 -> 242-248 MB a rank */
+    pages_back();
   }
   if (ties == MB_POLYLLA_TIES_CORNERS) {
     int64_t c = tie_cycle((const uint32_t *)he.twin, nt, lmax);
@@ -761,9 +766,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
                                              &leftlist, &nleft, &left_front, &left_inner));
     free(leftout); /* the sorted list says it from here */
     leftout = NULL;
-#ifdef __GLIBC__
-    (void)malloc_trim(0); /* its pages back before the links come (see above) */
-#endif
+    pages_back(); /* (seeds: a rank's rows) before the links come */
     if (opts->left_out_corners) { /* as oriented, while the corners are here */
       const int64_t n3 = 3 * nleft;
       PL_ALLOC(corners, n3);
@@ -810,9 +813,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   vert_keep = he.vert;
   he.vert = NULL;
   mb_halfedge_free(&he);
-#ifdef __GLIBC__
-  (void)malloc_trim(0); /* their pages back before the output's come (see label phase) */
-#endif
+  if (vert_out) pages_back(); /* a rank's rows: before the output's come */
   if (opts && opts->heads) PL_ALLOC(heads, npoly);
   /* no positions yet: they come after the half-edges and links go */
   MB_CALL_GOTO(err, done, mb_mesh_create(name, 0, npoly, nidx, &out));
@@ -831,9 +832,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   if (vert_out) *vert_out = vert_keep;
   else free(vert_keep);
   vert_keep = NULL;
-#ifdef __GLIBC__
-  (void)malloc_trim(0); /* their pages back before the counts and the caller's output */
-#endif
+  if (vert_out) pages_back(); /* a rank's rows: before the counts and the caller's output */
 
   /* Output: vertices (a copy, tri's own array, or none: the caller's),
    * vertex_count, attributes. */
