@@ -75,8 +75,13 @@ void mb_h5_close_id(hid_t id);
  * (mem_dims[a] >= count[a]; the block lies at its origin), values of
  * memory type mt; rank <= 4. Independent transfer, in slices of the first
  * axis of at most 1 GiB (MESHBATCH_IO_PIECE_BYTES sets it; a single slice
- * may be larger): MPI-IO moves at most 2^31 - 1 bytes a call. Returns < 0
- * on the first failing HDF5 call. */
+ * may be larger): MPI-IO moves at most 2^31 - 1 bytes a call. A block that
+ * is not contiguous in memory (mem_dims[a] > count[a] for some a >= 1)
+ * moves through a contiguous bounce buffer of at most 16 MiB a slice,
+ * packed and unpacked by H5Dgather and H5Dscatter: MPI-IO would otherwise
+ * make one system call per contiguous run. Not collective. Returns < 0 on
+ * the first failing HDF5 call (or when the bounce buffer cannot be
+ * allocated). */
 herr_t mb_h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_t *start,
                             const hsize_t *count, const hsize_t *mem_dims, void *buf);
 
