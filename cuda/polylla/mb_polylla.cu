@@ -780,8 +780,32 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     if (o.nleft_out) *o.nleft_out = nleft;
   }
   /* every polygon simple: the pinch repair, the same host code as the CPU
-   * backend's last step (mb_polylla.h, "Pinch repair") */
-  e = mb_polylla_split_pinches(tri, ids, &m, heads, st);
+   * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads,
+   * copied from the device only where it finds a pinch and none were
+   * asked for */
+  struct heads_src {
+    mb_pl_pipe *pipe;
+    const void *twin;
+    int npoly;
+  } hs{&pipe, d.twin.p, npoly};
+  auto fetch = [](void *ctx, int64_t **out) -> mb_error {
+    const heads_src *h = (const heads_src *)ctx;
+    int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)h->npoly + 1));
+    MB_CHECK(hd, MB_ERR_MEMORY, "out of memory for %d polygon heads", h->npoly);
+    const mb_error de = mb_pl_download(
+        h->pipe, h->twin, (int64_t)h->npoly, sizeof(int),
+        [&](char *slot, int64_t b, int64_t en) {
+          const int *in = (const int *)slot;
+          for (int64_t i = b; i < en; i++) hd[i] = in[i - b];
+        },
+        "polygon heads");
+    if (de) free(hd);
+    else *out = hd;
+    return de;
+  };
+  int64_t *own_heads = nullptr;
+  e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, st);
+  free(own_heads);
   if (e) {
     drop(m);
     if (o.left_out) {

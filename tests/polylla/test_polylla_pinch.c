@@ -192,18 +192,29 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 0, &tri, &poly);
     const mb_mesh *before = poly;
     mb_polylla_stats st = {0};
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, &st), MB_SUCCESS);
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, &st),
+                     MB_SUCCESS);
     assert_ptr_equal(poly, before);
     assert_int_equal(st.pinches_split, 0);
     assert_string_equal(mb_attrs_get(&poly->attrs, "pinches_split"), "0");
     mb_mesh_free(tri);
     mb_mesh_free(poly);
     /* a vertex listed twice: found, so the repair starts and, this polygon
-     * being no region of the fan, stops at its edge (k, k / 2) */
+     * being no region of the fan (no triangle has its three corners on it),
+     * stops */
     fan_and_polygon(sizes[s], 1, &tri, &poly);
     before = poly;
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL), MB_ERR_NUMERIC);
+    /* no heads: the repair cannot merge its pieces */
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL),
+                     MB_ERR_ARG);
+    assert_ptr_equal(poly, before);
+    int64_t *heads = malloc(sizeof *heads);
+    assert_non_null(heads);
+    heads[0] = 0;
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL),
+                     MB_ERR_NUMERIC);
     assert_ptr_equal(poly, before); /* kept on error */
+    free(heads);
     mb_mesh_free(tri);
     mb_mesh_free(poly);
   }

@@ -336,30 +336,38 @@ void mb_polylla_longest_edge(const int64_t v[3], const double xy[6], mb_polylla_
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
                         mb_polylla_stats *stats);
 
+/* Fills *heads with a new array [nf] (the caller frees it) of the heads of
+ * the polygons a backend made (mb_polylla_opts.heads); ctx the backend's.
+ * Called by the pinch repair only where a pinch is found. */
+typedef mb_error (*mb_polylla_heads_fn)(void *ctx, int64_t **heads);
+
 /* The pinch repair (above), the last step of both backends: where a
- * polygon of *poly lists a vertex twice, rebuild the frontier from the
- * polygons over the half-edges of tri, cut every pinched polygon, traverse
- * again, in rounds, and replace *poly by the repaired mesh (same name,
- * index, vertices; vertex_count; attributes polygons and frontier_edges
- * updated, barrier_edge_tips and polygons_repaired kept). Sets the
- * attribute "pinches_split" (0 where there is no pinch, *poly then kept).
+ * polygon of *poly lists a vertex twice, cut every pinched polygon and
+ * traverse its pieces again, in rounds, on the submesh of the pinched
+ * polygons' triangles (a region has no interior vertex, so they are the
+ * triangles whose corners all lie on pinched polygons: one scan of the
+ * corners finds them), and merge the pieces into *poly by their heads (the
+ * canonical order). The cost beyond the scans is that of the pinched
+ * polygons, and one copy of the output where there is a pinch. *poly is
+ * replaced by the repaired mesh (same name, index, vertices; vertex_count;
+ * attributes polygons and frontier_edges updated, barrier_edge_tips and
+ * polygons_repaired kept). Sets the attribute "pinches_split" (0 where
+ * there is no pinch, *poly then kept).
  * tri: the input triangulation (borrowed); ids: NULL, or tri's rows and
  * ghosts (mb_polylla_ids; tri's and *poly's face indices are then ids of
- * the whole mesh); *poly: the backend's output
- * (owned by the caller, replaced); heads: NULL, or *heads [nf] the
- * polygons' heads (mb_polylla_opts.heads), replaced by the new ones;
+ * the whole mesh); *poly: the backend's output (owned by the caller,
+ * replaced); heads: *heads [nf] the polygons' heads (mb_polylla_opts.heads,
+ * increasing), replaced by the new ones, or NULL: then, where there is a
+ * pinch, fetch(fetch_ctx, heads) supplies them; either way *heads is the
+ * caller's to free (heads NULL, or no heads and fetch NULL: a pinch is
+ * MB_ERR_ARG).
  * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
- * collective. Errors: MB_ERR_MEMORY, MB_ERR_NUMERIC (internal
- * inconsistency), those of mb_halfedge_build; on error *poly is kept. */
+ * collective. Errors: MB_ERR_ARG (no heads), MB_ERR_MEMORY, MB_ERR_NUMERIC
+ * (internal inconsistency), those of mb_halfedge_build and fetch; on error
+ * *poly is kept. */
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
-                                  int64_t **heads, mb_polylla_stats *stats);
-
-/* The whole triangulation of tri's rows and ghosts (mb_polylla_ids), in
- * the local numbering: *local is new (the caller frees it), nv + nghost
- * vertices, tri's faces with local indices (-1 for an id neither a row nor
- * a ghost; ids->corners where set, tri's faces then not read), no fields.
- * Not collective. Errors: MB_ERR_MEMORY. */
-mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);
+                                  int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
+                                  mb_polylla_stats *stats);
 
 /* Give tri (a rank's rows) its faces back from corners [3 nf] in the local
  * numbering of ids (mb_polylla_opts.rows_corners): face_offsets 3 f,
@@ -367,9 +375,9 @@ mb_error mb_polylla_ids_mesh(const mb_mesh *tri, const mb_polylla_ids *ids, mb_m
  * collective. Errors: MB_ERR_MEMORY (tri's faces then stay NULL). */
 mb_error mb_polylla_ids_faces(mb_mesh *tri, const mb_polylla_ids *ids, const int32_t *corners);
 
-/* mb_polylla_ids_mesh's positions only: *local is new (the caller frees
- * it), nv + nghost vertices in the local numbering, no faces (nf 0), no
- * fields; the CPU backend builds the half-edges of tri's faces through the
+/* The positions of tri's rows and ghosts (mb_polylla_ids) in the local
+ * numbering: *local is new (the caller frees it), nv + nghost vertices, no
+ * faces (nf 0), no fields; the CPU backend builds the half-edges of tri's faces through the
  * ids (mb_halfedge_build_mapped) instead of a renumbered copy. Not
  * collective. Errors: MB_ERR_MEMORY. */
 mb_error mb_polylla_ids_positions(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **local);

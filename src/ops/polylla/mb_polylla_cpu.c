@@ -631,6 +631,8 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
   o.ids = NULL;
   o.share_xyz = 0;
   o.consume_faces = NULL;
+  int64_t *own_heads = NULL; /* the pinch repair reads the heads */
+  if (!o.heads) o.heads = &own_heads;
   mb_mesh *rows =
       opts->consume_faces == tri && opts->rows_corners ? opts->consume_faces : NULL;
   if (opts->rows_corners) *opts->rows_corners = NULL;
@@ -685,10 +687,11 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     p->nv = tri->nv;
     /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
     t0 = now_ms();
-    e = mb_polylla_split_pinches(tri, &ids, poly, opts->heads, &st);
+    e = mb_polylla_split_pinches(tri, &ids, poly, o.heads, NULL, NULL, &st);
     if (e) free_poly(poly, tri);
     st.ms_traversal += now_ms() - t0;
   }
+  free(own_heads);
   if (e) {
     if (opts->heads) {
       free(*opts->heads);
@@ -814,7 +817,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   he.vert = NULL;
   mb_halfedge_free(&he);
   if (vert_out) pages_back(); /* a rank's rows: before the output's come */
-  if (opts && opts->heads) PL_ALLOC(heads, npoly);
+  if (repair || (opts && opts->heads)) PL_ALLOC(heads, npoly); /* the repair reads them */
   /* no positions yet: they come after the half-edges and links go */
   MB_CALL_GOTO(err, done, mb_mesh_create(name, 0, npoly, nidx, &out));
   free(out->xyz);
@@ -862,23 +865,18 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
                mb_attrs_setf(&out->attrs, "polygons_repaired", "%lld", (long long)nrep));
   *poly = out;
   out = NULL;
-  if (opts && opts->heads) {
-    *opts->heads = heads;
-    heads = NULL;
-  }
   /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair");
    * repair 0: the caller's */
   t0 = now_ms();
-  err = repair ? mb_polylla_split_pinches(tri, NULL, poly, opts ? opts->heads : NULL, &st)
-               : MB_SUCCESS;
+  err = repair ? mb_polylla_split_pinches(tri, NULL, poly, &heads, NULL, NULL, &st) : MB_SUCCESS;
   if (err) {
     free_poly(poly, tri);
-    if (opts && opts->heads) {
-      free(*opts->heads);
-      *opts->heads = NULL;
-    }
     mb_error_trace(__FILE__, __LINE__, __func__);
     goto done;
+  }
+  if (opts && opts->heads) {
+    *opts->heads = heads;
+    heads = NULL;
   }
   st.ms_traversal += now_ms() - t0;
   *st_in = st;
