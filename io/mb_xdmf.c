@@ -4,21 +4,42 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-int64_t mb_xdmf_mixed_length(const mb_mesh *m) {
-  int64_t len = 0;
-  for (int64_t f = 0; f < m->nf; f++) {
-    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
-    len += (n == 3 || n == 4) ? 1 + n : 2 + n;
+/* The connectivity arrays below are filled on OpenMP threads (a mesh of
+ * tens of millions of polygons writes gigabytes of them): each face's
+ * place follows from face_offsets (fan: 3 (offsets[f] - 2 f); Mixed: the
+ * offsets plus one or two slots a face, counted a block of faces at a
+ * time); the bytes do not depend on the thread count. */
+
+/* Slots of faces [b, e) in the Mixed array: n + 1 for a triangle or quad,
+ * n + 2 for a polygon. */
+static int64_t mixed_slots(const int64_t *fo, int64_t b, int64_t e) {
+  int64_t len = fo[e] - fo[b] + (e - b);
+  for (int64_t f = b; f < e; f++) {
+    const int64_t n = fo[f + 1] - fo[f];
+    len += n != 3 && n != 4;
   }
   return len;
 }
 
-void mb_xdmf_fill_mixed(const mb_mesh *m, int64_t *out) {
+int64_t mb_xdmf_mixed_length(const mb_mesh *m) {
+  const int64_t nf = m->nf, *fo = m->face_offsets;
+  int64_t big = 0;
+#pragma omp parallel for schedule(static) reduction(+ : big) if (nf > 65536)
+  for (int64_t f = 0; f < nf; f++) {
+    const int64_t n = fo[f + 1] - fo[f];
+    big += n != 3 && n != 4;
+  }
+  return fo[nf] - fo[0] + nf + big;
+}
+
+/* Fill the Mixed slots of faces [b, e) from out[0]. */
+static void fill_mixed_range(const mb_mesh *m, int64_t b, int64_t e, int64_t *out) {
   int64_t k = 0;
-  for (int64_t f = 0; f < m->nf; f++) {
-    int64_t a = m->face_offsets[f], n = m->face_offsets[f + 1] - a;
+  for (int64_t f = b; f < e; f++) {
+    const int64_t a = m->face_offsets[f], n = m->face_offsets[f + 1] - a;
     if (n == 3) {
       out[k++] = MB_XDMF_ID_TRIANGLE;
     } else if (n == 4) {
@@ -27,39 +48,59 @@ void mb_xdmf_fill_mixed(const mb_mesh *m, int64_t *out) {
       out[k++] = MB_XDMF_ID_POLYGON;
       out[k++] = n;
     }
-    for (int64_t j = 0; j < n; j++) out[k++] = m->face_indices[a + j];
+    memcpy(out + k, m->face_indices + a, sizeof *out * (size_t)n);
+    k += n;
   }
+}
+
+void mb_xdmf_fill_mixed(const mb_mesh *m, int64_t *out) {
+  const int64_t nf = m->nf, block = (int64_t)1 << 16, nb = (nf + block - 1) / block;
+  int64_t *at = nb > 1 ? malloc(sizeof *at * (size_t)(nb + 1)) : NULL;
+  if (!at) { /* one block (or no memory for the blocks' places): in order */
+    fill_mixed_range(m, 0, nf, out);
+    return;
+  }
+  at[0] = 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < nb; c++)
+    at[c + 1] = mixed_slots(m->face_offsets, c * block, c + 1 < nb ? (c + 1) * block : nf);
+  for (int64_t c = 0; c < nb; c++) at[c + 1] += at[c];
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < nb; c++)
+    fill_mixed_range(m, c * block, c + 1 < nb ? (c + 1) * block : nf, out + at[c]);
+  free(at);
 }
 
 int64_t mb_xdmf_fan_count(const mb_mesh *m) {
-  int64_t ntri = 0;
+  const int64_t nf = m->nf, *fo = m->face_offsets;
   int big = 0;
-  for (int64_t f = 0; f < m->nf; f++) {
-    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
-    if (n >= 5) big = 1;
-    ntri += n - 2;
-  }
-  return big ? ntri : 0;
+#pragma omp parallel for schedule(static) reduction(| : big) if (nf > 65536)
+  for (int64_t f = 0; f < nf; f++) big |= fo[f + 1] - fo[f] >= 5;
+  return big ? fo[nf] - fo[0] - 2 * nf : 0;
 }
 
 void mb_xdmf_fill_fan(const mb_mesh *m, int64_t *out) {
-  int64_t k = 0;
-  for (int64_t f = 0; f < m->nf; f++) {
-    const int64_t *v = m->face_indices + m->face_offsets[f];
-    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
-    for (int64_t j = 1; j + 1 < n; j++) {
-      out[k++] = v[0];
-      out[k++] = v[j];
-      out[k++] = v[j + 1];
+  const int64_t nf = m->nf, *fo = m->face_offsets;
+#pragma omp parallel for schedule(static) if (nf > 65536)
+  for (int64_t f = 0; f < nf; f++) {
+    const int64_t *v = m->face_indices + fo[f], n = fo[f + 1] - fo[f];
+    int64_t *o = out + 3 * (fo[f] - fo[0] - 2 * f);
+    for (int64_t j = 1; j + 1 < n; j++, o += 3) {
+      o[0] = v[0];
+      o[1] = v[j];
+      o[2] = v[j + 1];
     }
   }
 }
 
 void mb_xdmf_fill_fan_field(const mb_mesh *m, const mb_field *fd, double *out) {
   const size_t k = (size_t)fd->ncomp;
-  for (int64_t f = 0; f < m->nf; f++) {
-    int64_t n = m->face_offsets[f + 1] - m->face_offsets[f];
-    for (int64_t j = 1; j + 1 < n; j++, out += k) memcpy(out, fd->data + k * (size_t)f, sizeof *out * k);
+  const int64_t nf = m->nf, *fo = m->face_offsets;
+#pragma omp parallel for schedule(static) if (nf > 65536)
+  for (int64_t f = 0; f < nf; f++) {
+    double *o = out + k * (size_t)(fo[f] - fo[0] - 2 * f);
+    for (int64_t j = 1; j + 1 < fo[f + 1] - fo[f]; j++, o += k)
+      memcpy(o, fd->data + k * (size_t)f, sizeof *o * k);
   }
 }
 

@@ -53,7 +53,8 @@ int64_t mb_xdmf_mixed_length(const mb_mesh *mesh);
 
 /* Fill out[mb_xdmf_mixed_length(mesh)] with the Mixed connectivity: type id
  * (4 triangle, 5 quadrilateral, 3 polygon followed by its vertex count), then
- * the vertex indices. Not collective. */
+ * the vertex indices. On OpenMP threads (the same bytes for any number).
+ * Not collective. */
 void mb_xdmf_fill_mixed(const mb_mesh *mesh, int64_t *out);
 
 /* Number of fan triangles of a polygon mesh that has at least one face with
@@ -61,7 +62,7 @@ void mb_xdmf_fill_mixed(const mb_mesh *mesh, int64_t *out);
 int64_t mb_xdmf_fan_count(const mb_mesh *mesh);
 
 /* Fill out[3 * mb_xdmf_fan_count(mesh)] with the fan triangulation of every
- * face (v0, v_k, v_k+1), faces in order. Not collective. */
+ * face (v0, v_k, v_k+1), faces in order. On OpenMP threads. Not collective. */
 void mb_xdmf_fill_fan(const mb_mesh *mesh, int64_t *out);
 
 /* Fill out[(sum of n - 2 over the faces) * field->ncomp] with the rows of a
