@@ -56,6 +56,11 @@ static int reads_rows(const mb_domain *d, const mb_domain_source *src) {
          (d->partitioner == MB_PARTITIONER_BLOCKS && src->by_rows);
 }
 
+/* The source's rows_read, where it has one: every rank, in step; agreed. */
+static mb_error rows_ready(const mb_domain *d, const mb_domain_source *src) {
+  return src->rows_read ? mb_agree(d->comm, src->rows_read(src->ctx)) : MB_SUCCESS;
+}
+
 /* This rank's block of 1/N of the vertex rows and 1/N of the face rows,
  * read by rows. Collective; errors agreed. */
 static mb_error read_block_rows(mb_domain *d, const mb_domain_source *src) {
@@ -75,7 +80,7 @@ static mb_error read_block_rows(mb_domain *d, const mb_domain_source *src) {
   mb_log(MB_LOG_VERBOSE, "[rank %d] %s: read vertex rows [%lld, %lld) of %lld, face rows "
          "[%lld, %lld) of %lld", d->rank, src->name, (long long)v0, (long long)(v0 + nvrows),
          (long long)nv, (long long)f0, (long long)(f0 + nfrows), (long long)nf);
-  return MB_SUCCESS;
+  return rows_ready(d, src);
 }
 
 /* VERTICES on a mesh every rank reads whole: rank 0 partitions it (METIS,
@@ -93,6 +98,7 @@ static mb_error vertices_from_whole(mb_domain *d, const mb_domain_spec *spec,
                                                    : parts_from_file(d, spec->partition_file, m,
                                                                      &part);
   MB_CALL_GOTO(e, done, mb_agree(d->comm, e));
+  MB_CALL_GOTO(e, done, rows_ready(d, src));
   MB_CALL_GOTO(e, done, mb_distributed_create(d->comm, adj, m->xyz, part, d->depth, &d->dm));
   int64_t v0, nvrows, f0, nfrows;
   block_rows(d->rank, d->size, m->nv, &v0, &nvrows);
@@ -117,7 +123,8 @@ static mb_error rows_from_whole(mb_domain *d, const mb_domain_source *src) {
     e = mb_mesh_slab_cut(m, v0, nvrows, f0, nfrows, &d->slab);
   }
   mb_mesh_free(m);
-  return mb_agree(d->comm, e);
+  MB_CALL(mb_agree(d->comm, e));
+  return rows_ready(d, src);
 }
 
 /* CELLS: the Cartesian plan over the grid's shape and this rank's block,
@@ -142,6 +149,7 @@ static mb_error cells(mb_domain *d, const mb_domain_source *src) {
   e = whole ? mb_grid_block_cut(whole, d->cart->lo, d->cart->nloc, &d->slab)
             : src->read_block(src->ctx, d->cart->lo, d->cart->nloc, &d->slab);
   e = mb_agree(d->comm, e);
+  if (!e) e = rows_ready(d, src);
 done:
   mb_mesh_free(whole);
   return e;

@@ -59,6 +59,11 @@ typedef struct mb_domain_source {
                         mb_mesh_slab *slab);
   /* by_rows, grids: the block of points [lo, lo + n) per axis (z, y, x). */
   mb_error (*read_block)(void *ctx, const int64_t lo[3], const int64_t n[3], mb_mesh_slab *slab);
+  /* Optional (NULL: none): called once on every rank in step, when the
+   * rows (or the whole dataset) are read and agreed and before the domain
+   * partitions or builds anything (the runner waits there for its device,
+   * which initialised while the rows were read). Its error is agreed. */
+  mb_error (*rows_read)(void *ctx);
 } mb_domain_source;
 
 /* What to build. */

@@ -32,7 +32,7 @@ static int from_collection(const rank_state *st, int64_t s) {
 
 /* The domain's reader (mb_domain_source): source s of the inputs. */
 typedef struct source_reader {
-  const rank_state *st;
+  rank_state *st;
   int64_t s;
 } source_reader;
 
@@ -81,6 +81,13 @@ static mb_error read_block(void *ctx, const int64_t lo[3], const int64_t n[3],
                                        lo, n, slab);
 }
 
+/* The rows are read: the device, which initialised meanwhile on its own
+ * thread, before the domain partitions (which may run on it). */
+static mb_error rows_read(void *ctx) {
+  const source_reader *r = ctx;
+  return runner_device_ready(r->st);
+}
+
 /* One dataset split over all ranks: the domain of the first stage's split
  * (partition/mb_domain.h), the stages on it, and this rank's rows of the
  * result in *slab for the collective write. Collective; errors agreed. */
@@ -92,7 +99,7 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
                                 .name = st->inputs->sources[s].name,
                                 .path = st->inputs->sources[s].path, .read_whole = read_whole,
                                 .read_info = read_info, .read_rows = read_rows,
-                                .read_block = read_block};
+                                .read_block = read_block, .rows_read = rows_read};
   const mb_domain_spec spec = {.split = mb_op_partitioned(job->stages[0].op),
                                .depth = ghost_depth(job), .partitioner = job->partitioner,
                                .partition_file = job->partition};
@@ -136,8 +143,9 @@ static mb_error read_checkpoint_slab(const rank_state *st, const char *ck, int64
 }
 
 mb_error runner_run_partitioned(rank_state *st) {
-  /* the device before the first domain: its partition may run on it */
-  MB_CALL(mb_agree(st->comm, runner_device_ready(st)));
+  /* the device is waited for once the first domain's rows are read
+   * (rows_read), and at the end where no domain was made (every mesh
+   * resumed, a stop before the first) */
   for (int64_t s = 0; s < st->inputs->nsources; s++) {
     mesh_result res = {.index = s, .rank = 0};
     snprintf(res.backend, sizeof res.backend, "%s/%d",
@@ -226,5 +234,5 @@ mb_error runner_run_partitioned(rank_state *st) {
     st->busy_s += mb_wtime() - t0;
     runner_inject_fault(st, st->nslabs);
   }
-  return MB_SUCCESS;
+  return mb_agree(st->comm, runner_device_ready(st));
 }
