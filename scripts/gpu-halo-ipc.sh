@@ -6,13 +6,10 @@
 # rank's bits), then strong scaling of 1024^3 float32 heat steps with the
 # fused step on NP ranks (default 4), NCCL and IPC alternating twice, each
 # against one GPU timed in the same invocation, and IPC with the faces
-# packed into the send stage and copied by the copy engines
-# (MB_HALO_IPC_PACK=stage; the default packs them into the neighbours'
-# areas), moved by the copy engines instead of the pack and unpack kernels
+# moved by the copy engines instead of the pack and unpack kernels
 # (MB_HALO_IPC_PACK=copies) and with the fused step's shell after the
 # interior on the compute stream (MB_STENCIL_SHELL=after, as before it ran
-# on the halo stream): VARIANTS (default "nccl ipc ipc-stage ipc-copies
-# ipc-after"),
+# on the halo stream): VARIANTS (default "nccl ipc ipc-copies ipc-after"),
 # ROUNDS (default 2). Prints the test summary,
 # and per run the speed-up line, the transport and rank 0's timeline (ms
 # per step: interior, waited, shell; halo stream: pack, transfer, unpack).
@@ -33,19 +30,18 @@ mb_gpu_build "$build" "$out" "$arch"
 echo "built in $SECONDS s"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$out/device.txt"
 nvidia-smi topo -m > "$out/topo.txt" 2>&1
-(cd "$build" && timeout 240 ctest -R "^(partition_halo_gpu(_copies|_stage)?_np[124]|gpu_stencil_block(_np2)?|gpu_stencil_block_ipc(_copies|_stage)?_np[24]|cli_gpu_ipc_[24]|job_load)$" \
+(cd "$build" && timeout 240 ctest -R "^(partition_halo_gpu(_copies)?_np[124]|gpu_stencil_block(_np2)?|gpu_stencil_block_ipc(_copies)?_np[24]|cli_gpu_ipc_[24]|job_load)$" \
    --output-on-failure) > "$out/tests.log" 2>&1
 grep -E "Test +#|tests passed|tests failed|skipped|\[ gpu \]" "$out/tests.log"
 echo "tests done at $SECONDS s"
 exe=$PWD/$build/meshbatch
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 for round in $(seq "${ROUNDS:-2}"); do
-  for variant in ${VARIANTS:-nccl ipc ipc-stage ipc-copies ipc-after}; do
+  for variant in ${VARIANTS:-nccl ipc ipc-copies ipc-after}; do
     halo=${variant%%-*}
     pack=
     shell=
     [ "$variant" = ipc-copies ] && pack=copies
-    [ "$variant" = ipc-stage ] && pack=stage
     [ "$variant" = ipc-after ] && shell=after
     log="$out/strong-$variant-$round.log"
     echo "### strong $shape, $np ranks, halo $variant, fused step, round $round"

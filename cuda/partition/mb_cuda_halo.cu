@@ -225,10 +225,6 @@ struct mb_cuda_halo {
    * area (copy_box), with no pack or unpack kernel; the others go through
    * the stages and the box kernels. Empty: every box by kernels. */
   std::vector<char> by_copies[2];
-  /* IPC, box plans, forward: the pack kernels write each neighbour's rows
-   * straight into its mapped area (no send stage, no copy), unless
-   * MB_HALO_IPC_PACK is "stage" or "copies" (ipc_choose_copies) */
-  bool ipc_direct = false;
   char *ipc_area = nullptr;
   size_t ipc_flag_bytes = 0, ipc_parity_bytes = 0;
   std::vector<ipc_peer> peer;
@@ -334,23 +330,19 @@ static mb_error enqueue_boxes(mb_cuda_halo *h, int side, const void *x, cudaStre
   return MB_SUCCESS;
 }
 
-/* The IPC forward exchange's way for box plans, at its setup. By default
- * the pack kernels write each neighbour's rows straight into its mapped
- * receive area (ipc_direct: no send stage, no copy engine); with the
- * environment variable MB_HALO_IPC_PACK=stage they pack into the send stage
- * and the copy engines move it (the way before 2026-11-28); with
- * MB_HALO_IPC_PACK=copies every box that box_by_copies accepts moves by
- * the copy engines (no pack or unpack kernel). Measured on 4 H200s
- * (docs/benchmarks.md, "The stencil's shell on the halo stream"): strong
- * 1024^3 heat 3.61-3.62x with copies against 3.65x with the staged
- * kernels (the interior slower, 0.830 against 0.815 ms, and the unpack's
- * copy slower than its kernel); the direct pack: the same document,
- * "Twenty-third session". The other ways stay choices for measurements
- * (the *_copies and *_stage tests run them). */
+/* The IPC forward exchange's box masks (by_copies), at its setup. By
+ * default every box goes through the stages and the box kernels; with the
+ * environment variable MB_HALO_IPC_PACK=copies, every box that
+ * box_by_copies accepts moves by the copy engines instead (no pack or
+ * unpack kernel). Measured on 4 H200s (docs/benchmarks.md, "The stencil's
+ * shell on the halo stream"): strong 1024^3 heat 3.61-3.62x with copies
+ * against 3.65x with the kernels, the interior slower (0.830 against 0.815
+ * ms) and the unpack's copy slower than its kernel (0.14 against 0.11
+ * ms), so the kernels stay the default and the copies a choice for
+ * measurements (the *_copies tests run them). */
 static void ipc_choose_copies(mb_cuda_halo *h) {
   const char *env = getenv("MB_HALO_IPC_PACK");
   const bool copies = env && !strcmp(env, "copies");
-  h->ipc_direct = h->boxed && !copies && !(env && !strcmp(env, "stage"));
   for (int side = 0; side < 2; side++) {
     h->by_copies[side].assign(h->boxed && copies ? (size_t)h->nbox[side] : 0, 0);
     for (size_t b = 0; b < h->by_copies[side].size(); b++)
@@ -841,30 +833,6 @@ static mb_error ipc_copy_rows(const mb_cuda_halo *h, int k, const int64_t *out_o
   return MB_SUCCESS;
 }
 
-/* IPC, box plans, forward (ipc_direct): the pack of every send box on s
- * straight into the neighbour's mapped area, parity p, laid out as its
- * receive rows from us (our send stage's layout from soff[k]). The
- * ordering argument of the transport holds as for the copies: the pack of
- * exchange n follows, on the halo stream, the waits of exchange n - 1. */
-template <typename T>
-static mb_error ipc_pack_direct(const mb_cuda_halo *h, const void *x, int p, cudaStream_t s) {
-  int nn;
-  const int *ranks;
-  const int64_t *soff, *roff;
-  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
-  for (int k = 0; k < nn; k++) {
-    const mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
-    T *dst = (T *)(q.base + q.fwd_off[p]);
-    int64_t r = soff[k]; /* the box's first row in our send stage's layout */
-    for (int64_t b = h->boff[0][k]; b < h->boff[0][k + 1]; b++) {
-      MB_CALL((launch_box<T, BOX_PACK>(h->box[0][b], h->ncomp, (T *)x,
-                                       dst + (r - soff[k]) * h->ncomp, s)));
-      r += mb_halo_box_rows(&h->box[0][b]);
-    }
-  }
-  return MB_SUCCESS;
-}
-
 /* Enqueue on the halo stream the IPC exchange of direction dir (the rows
  * packed in the outgoing stage: send_stage forward, recv_stage reverse;
  * forward, the boxes of by_copies[0] straight from x) up to the waits for
@@ -883,12 +851,10 @@ static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, const void *x, vo
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   const CUstream s = (CUstream)h->halo_stream;
   const char *mask = copies_mask(h, 0, MB_HALO_IPC, dir);
-  const bool direct = fwd && h->ipc_direct; /* the rows are there (ipc_pack_direct) */
   for (int k = 0; k < nn; k++) {
     const mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
-    if (!direct)
-      MB_CALL(ipc_copy_rows(h, k, out_off, out, mask, x,
-                            q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]), h->halo_stream));
+    MB_CALL(ipc_copy_rows(h, k, out_off, out, mask, x,
+                          q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]), h->halo_stream));
     MB_CALL_CU(g_write_value32(s, (CUdeviceptr)(q.base + q.flag_off), v, 0),
                "cuStreamWriteValue32 (a neighbour's flag)");
   }
@@ -916,13 +882,7 @@ extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const v
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
   MB_CALL_CUDA(h->mark(0));
-  if (transport == MB_HALO_IPC && dir == MB_HALO_FORWARD && h->ipc_direct) {
-    const int p = (int)(h->ipc_seq & 1u); /* ipc_exchange's parity */
-    if (h->real_bytes == 4) MB_CALL(ipc_pack_direct<float>(h, x, p, h->halo_stream));
-    else MB_CALL(ipc_pack_direct<double>(h, x, p, h->halo_stream));
-  } else {
-    MB_CALL(enqueue_out(h, dir, x, h->halo_stream, send_copies));
-  }
+  MB_CALL(enqueue_out(h, dir, x, h->halo_stream, send_copies));
   MB_CALL_CUDA(h->mark(1));
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   h->posted = 0;
