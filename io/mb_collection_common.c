@@ -108,7 +108,8 @@ herr_t mb_h5_block_transfer(hid_t d, hid_t mt, int write, int rank, const hsize_
     if (st >= 0) st = H5Sselect_hyperslab(ms, H5S_SELECT_SET, mstart, NULL, n, NULL);
     if (st < 0) break;
     if (!strided) {
-      st = write ? H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, buf) : H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
+      st = write ? H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, buf)
+                 : H5Dread(d, mt, ms, fs, H5P_DEFAULT, buf);
       continue;
     }
     const size_t bytes = (size_t)(n[0] * slice);

@@ -201,18 +201,24 @@ typedef struct mb_polylla_ids {
   const int32_t *corners;
 } mb_polylla_ids;
 
+/* The first index of the increasing a [n] whose value is not below key (n
+ * where none), by bisection. Not collective; no errors. */
+static inline int64_t mb_polylla_lower(const int64_t *a, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* The local numbering of mb_polylla_ids over nv rows: the ghosts below
  * start, the rows, the ghosts above. The helpers below take nbelow =
  * mb_polylla_ids_below(ids) (the ghosts below start, by bisection). Not
  * collective; no errors; O(log nghost) each. */
 static inline int64_t mb_polylla_ids_below(const mb_polylla_ids *ids) {
-  int64_t lo = 0, hi = ids->nghost;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (ids->ghost_ids[mid] < ids->start) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return mb_polylla_lower(ids->ghost_ids, ids->nghost, ids->start);
 }
 
 /* Local number of id g, or -1 where g is neither a row nor a ghost. Not

@@ -33,9 +33,19 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
+/* Append v [n] to the growable list *a (*len values, room for *cap); 0
+ * when out of memory (the list then unchanged). */
+static int list_append(int64_t **a, int64_t *len, int64_t *cap, const int64_t *v, int64_t n) {
+  if (*len + n > *cap) {
+    const int64_t c = 2 * (*len + n) > 16 ? 2 * (*len + n) : 16;
+    int64_t *m = realloc(*a, sizeof *m * (size_t)c);
+    if (!m) return 0;
+    *a = m;
+    *cap = c;
+  }
+  memcpy(*a + *len, v, sizeof *v * (size_t)n);
+  *len += n;
+  return 1;
 }
 
 /* Position in polygon list idx[0..n) of the first vertex that occurred
@@ -98,35 +108,10 @@ static mb_error find_pinched(const mb_mesh *poly, int64_t **list, int64_t *n) {
       if (nomem) continue;
       const int r = has_repeat(fi + fo[p], fo[p + 1] - fo[p], &buf, &cap);
       if (r < 0) nomem = 1;
-      if (r <= 0) continue;
-      if (nmine == cmine) {
-        cmine = cmine ? 2 * cmine : 16;
-        int64_t *m = realloc(mine, sizeof *m * (size_t)cmine);
-        if (!m) {
-          nomem = 1;
-          continue;
-        }
-        mine = m;
-      }
-      mine[nmine++] = p;
+      if (r > 0 && !list_append(&mine, &nmine, &cmine, &p, 1)) nomem = 1;
     }
 #pragma omp critical(mb_polylla_pinched)
-    if (nmine && !nomem) {
-      if (nfound + nmine > cfound) {
-        const int64_t c = 2 * (nfound + nmine);
-        int64_t *m = realloc(found, sizeof *m * (size_t)c);
-        if (m) {
-          found = m;
-          cfound = c;
-        }
-      }
-      if (nfound + nmine <= cfound) {
-        memcpy(found + nfound, mine, sizeof *mine * (size_t)nmine);
-        nfound += nmine;
-      } else {
-        nomem = 1;
-      }
-    }
+    if (nmine && !nomem && !list_append(&found, &nfound, &cfound, mine, nmine)) nomem = 1;
     free(mine);
     free(buf);
   }
@@ -304,16 +289,7 @@ static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin
     int64_t p = 0, j = 0, k = 0, q = 0, x = 0; /* old polygon, piece, pinched, new polygon, slot */
     while (p < nf || j < np) {
       /* where the piece j goes: before the first old polygon of larger head */
-      int64_t at = nf;
-      if (j < np) {
-        int64_t lo = p, hi = nf;
-        while (lo < hi) {
-          const int64_t mid = lo + (hi - lo) / 2;
-          if (hd[mid] < ph[j]) lo = mid + 1;
-          else hi = mid;
-        }
-        at = lo;
-      }
+      const int64_t at = j < np ? p + mb_polylla_lower(hd + p, nf - p, ph[j]) : nf;
       int64_t end = at < nf ? at : nf;
       if (k < npin && pin[k] < end) end = pin[k];
       if (end > p) { /* a run of kept polygons, old [p, end) */
@@ -453,16 +429,14 @@ static inline const double *src_xyz(const pinch_src *c, int64_t l) {
  * triangles, so it has no interior vertex: its triangles are among these),
  * in increasing index, into *cand (new) and *ncand. in: a bit per vertex
  * of the numbering. One pass over the corners on OpenMP threads. */
-static mb_error pinch_triangles(const pinch_src *c, const uint64_t *in, int32_t **cand,
+static mb_error pinch_triangles(const pinch_src *c, const uint64_t *in, int64_t **cand,
                                 int64_t *ncand) {
   const int64_t nt = c->tri->nf;
   int nomem = 0;
-  int32_t *all = NULL;
-  int64_t nall = 0, call = 0;
+  int64_t *all = NULL, nall = 0, call = 0;
 #pragma omp parallel reduction(| : nomem)
   {
-    int32_t *mine = NULL;
-    int64_t nmine = 0, cmine = 0;
+    int64_t *mine = NULL, nmine = 0, cmine = 0;
 #pragma omp for schedule(static) nowait
     for (int64_t t = 0; t < nt; t++) {
       int k = 0;
@@ -470,54 +444,18 @@ static mb_error pinch_triangles(const pinch_src *c, const uint64_t *in, int32_t 
         const int64_t v = src_corner(c, 3 * t + k);
         if (v < 0 || !(in[v >> 6] >> (v & 63) & 1)) break;
       }
-      if (k < 3 || nomem) continue;
-      if (nmine == cmine) {
-        cmine = cmine ? 2 * cmine : 64;
-        int32_t *m = realloc(mine, sizeof *m * (size_t)cmine);
-        if (!m) {
-          nomem = 1;
-          continue;
-        }
-        mine = m;
-      }
-      mine[nmine++] = (int32_t)t;
+      if (k == 3 && !nomem && !list_append(&mine, &nmine, &cmine, &t, 1)) nomem = 1;
     }
 #pragma omp critical(mb_polylla_pinch_triangles)
-    if (nmine && !nomem) {
-      if (nall + nmine > call) {
-        const int64_t cap = 2 * (nall + nmine);
-        int32_t *m = realloc(all, sizeof *m * (size_t)cap);
-        if (m) {
-          all = m;
-          call = cap;
-        }
-      }
-      if (nall + nmine <= call) {
-        memcpy(all + nall, mine, sizeof *mine * (size_t)nmine);
-        nall += nmine;
-      } else {
-        nomem = 1;
-      }
-    }
+    if (nmine && !nomem && !list_append(&all, &nall, &call, mine, nmine)) nomem = 1;
     free(mine);
   }
   if (nomem) free(all);
   MB_CHECK(!nomem, MB_ERR_MEMORY, "out of memory for the triangles of the pinched polygons");
-  if (nall > 1) qsort(all, (size_t)nall, sizeof *all, cmp_i32);
+  if (nall > 1) qsort(all, (size_t)nall, sizeof *all, cmp_i64);
   *cand = all;
   *ncand = nall;
   return MB_SUCCESS;
-}
-
-/* Position of v in the sorted sv[n] (present by construction). */
-static int64_t sub_number(const int64_t *sv, int64_t n, int64_t v) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (sv[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /* The repair, local to the pinched polygons (mb_polylla.h, "Pinch
@@ -542,12 +480,14 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   }
   const char *name = tri->name ? tri->name : "";
   mb_error e = MB_SUCCESS;
-  pinch_src src = {tri, ids, ids ? mb_polylla_ids_below(ids) : 0, tri->nv + (ids ? ids->nghost : 0)};
+  pinch_src src = {tri, ids, ids ? mb_polylla_ids_below(ids) : 0,
+                   tri->nv + (ids ? ids->nghost : 0)};
   mb_halfedge he = {0};
   pinch_work w = {0};
   mb_mesh *sub = NULL;
   uint64_t *in = NULL;
-  int32_t *cand = NULL, *outgoing = NULL;
+  int32_t *outgoing = NULL;
+  int64_t *cand = NULL;
   int64_t *sv = NULL, *off = NULL, *idx = NULL, *hd = NULL, *seen = NULL, *pos = NULL;
   int64_t *start = NULL, *pidx = NULL, *ph = NULL;
   int64_t nsplit = 0, npoly = 0, nsv = 0, ncand = 0;
@@ -558,7 +498,8 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
 
   /* the pinched polygons' vertices, sorted, in the numbering of tri's corners */
   int64_t nlist = 0;
-  for (int64_t k = 0; k < npin; k++) nlist += p0->face_offsets[pin[k] + 1] - p0->face_offsets[pin[k]];
+  for (int64_t k = 0; k < npin; k++)
+    nlist += p0->face_offsets[pin[k] + 1] - p0->face_offsets[pin[k]];
   sv = malloc(sizeof *sv * (size_t)nlist);
   in = calloc((size_t)(src.nl + 63) / 64, sizeof *in);
   MB_CHECK_GOTO(e, done, sv && in, MB_ERR_MEMORY, "out of memory for the pinch repair of mesh '%s'",
@@ -584,10 +525,11 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   MB_CALL_GOTO(e, done, mb_mesh_create(name, nsv, ncand, 3 * ncand, &sub));
   sub->kind = tri->kind;
   for (int64_t f = 0; f <= ncand; f++) sub->face_offsets[f] = 3 * f;
-  for (int64_t v = 0; v < nsv; v++) memcpy(sub->xyz + 3 * v, src_xyz(&src, sv[v]), 3 * sizeof(double));
+  for (int64_t v = 0; v < nsv; v++)
+    memcpy(sub->xyz + 3 * v, src_xyz(&src, sv[v]), 3 * sizeof(double));
   for (int64_t s = 0; s < ncand; s++)
     for (int k = 0; k < 3; k++)
-      sub->face_indices[3 * s + k] = sub_number(sv, nsv, src_corner(&src, 3 * (int64_t)cand[s] + k));
+      sub->face_indices[3 * s + k] = mb_polylla_lower(sv, nsv, src_corner(&src, 3 * cand[s] + k));
   MB_CALL_GOTO(e, done, mb_halfedge_build(sub, &he));
   const int32_t nt = he.nt, nh = 3 * nt, nv = he.nv;
   w.he = &he;
@@ -612,7 +554,7 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   for (int64_t k = 0, x = 0; k < npin; k++) {
     off[npoly++] = x;
     for (int64_t i = p0->face_offsets[pin[k]]; i < p0->face_offsets[pin[k] + 1]; i++)
-      idx[x++] = sub_number(sv, nsv, src_local(&src, p0->face_indices[i]));
+      idx[x++] = mb_polylla_lower(sv, nsv, src_local(&src, p0->face_indices[i]));
     off[npoly] = x;
   }
   /* half-edges by origin (CSR), to find the half-edge of a polygon edge */
@@ -680,7 +622,7 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   ph = malloc(sizeof *ph * (size_t)(npoly ? npoly : 1));
   MB_CHECK_GOTO(e, done, pidx && ph, MB_ERR_MEMORY, "out of memory for the pinch repair");
   for (int64_t k = 0; k < off[npoly]; k++) pidx[k] = src_output(&src, sv[idx[k]]);
-  for (int64_t p = 0; p < npoly; p++) ph[p] = 3 * (int64_t)cand[hd[p] / 3] + hd[p] % 3;
+  for (int64_t p = 0; p < npoly; p++) ph[p] = 3 * cand[hd[p] / 3] + hd[p] % 3;
   MB_CALL_GOTO(e, done, merge_output(poly, heads, pin, npin, npoly, off, pidx, ph, nsplit));
   if (stats) {
     stats->pinches_split = nsplit;

@@ -83,16 +83,6 @@ static int cmp_edge_ab(const void *x, const void *y) {
   return (p->gid > q->gid) - (p->gid < q->gid);
 }
 
-/* First index of sorted a [n] not below key. */
-static int64_t sp_lower(const int64_t *a, int64_t n, int64_t key) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /* A cut edge as its owner tells each side. */
 typedef struct sp_pair {
@@ -292,7 +282,7 @@ static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t 
   }
   int64_t i = na, fo_i = nai; /* lp's polygons [0, i) not placed; fo_i: the old offset of i */
   for (int64_t j = nb - 1; j >= -1; j--) {
-    const int64_t lo = j >= 0 ? sp_lower(heads, i, order[2 * j] - 3 * f0) : 0;
+    const int64_t lo = j >= 0 ? mb_polylla_lower(heads, i, order[2 * j] - 3 * f0) : 0;
     const int64_t fo_lo = fo[lo]; /* old: every write so far went past i */
     if (j >= 0 || lo < i) {
       const int64_t shift = sb[j + 1]; /* lp's run [lo, i) moves by j + 1 polygons */
@@ -317,7 +307,8 @@ static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t 
   lp->nf = na + nb;
   if (getenv("MB_POLYLLA_TRACE")) {
     int64_t inside = 0;
-    for (int64_t j = 0; j < nb; j++) inside += sp_lower(heads, na, order[2 * j] - 3 * f0) < na;
+    for (int64_t j = 0; j < nb; j++)
+      inside += mb_polylla_lower(heads, na, order[2 * j] - 3 * f0) < na;
     fprintf(stderr, "slab path: %lld polygons merged, %lld of them before own polygons\n",
             (long long)nb, (long long)inside);
   }
