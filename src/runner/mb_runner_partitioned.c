@@ -34,6 +34,7 @@ static int from_collection(const rank_state *st, int64_t s) {
 typedef struct source_reader {
   rank_state *st;
   int64_t s;
+  int device_failed; /* rows_read: the device could not be had (agreed) */
 } source_reader;
 
 static mb_error read_whole(void *ctx, mb_mesh **m) {
@@ -82,17 +83,20 @@ static mb_error read_block(void *ctx, const int64_t lo[3], const int64_t n[3],
 }
 
 /* The rows are read: the device, which initialised meanwhile on its own
- * thread, before the domain partitions (which may run on it). */
+ * thread, before the domain partitions (which may run on it). A device
+ * that cannot be had fails the run, not the mesh (device_failed). */
 static mb_error rows_read(void *ctx) {
-  const source_reader *r = ctx;
-  return runner_device_ready(r->st);
+  source_reader *r = ctx;
+  const mb_error e = mb_agree(r->st->comm, runner_device_ready(r->st));
+  r->device_failed = e != MB_SUCCESS;
+  return e;
 }
 
 /* One dataset split over all ranks: the domain of the first stage's split
  * (partition/mb_domain.h), the stages on it, and this rank's rows of the
  * result in *slab for the collective write. Collective; errors agreed. */
 static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *slab,
-                                    mb_pass_timing *t, int *stopped) {
+                                    mb_pass_timing *t, int *stopped, int *device_failed) {
   const mb_job *job = st->job;
   source_reader reader = {.st = st, .s = s};
   const mb_domain_source src = {.ctx = &reader, .by_rows = from_collection(st, s),
@@ -104,7 +108,9 @@ static mb_error process_partitioned(rank_state *st, int64_t s, mb_mesh_slab *sla
                                .depth = ghost_depth(job), .partitioner = job->partitioner,
                                .partition_file = job->partition};
   mb_domain *d = NULL;
-  MB_CALL(mb_domain_create(st->comm, &spec, &src, &d));
+  const mb_error de = mb_domain_create(st->comm, &spec, &src, &d);
+  *device_failed = reader.device_failed;
+  MB_CALL(de);
   d->slab.rows->index = s;
   mb_op_stop stop;
   runner_stop_init(st, &stop, d->comm, st->inputs->sources[s].name);
@@ -181,7 +187,9 @@ mb_error runner_run_partitioned(rank_state *st) {
     if (stop) break;
     st->computed = 0;
     int stopped = 0;
-    mb_error e = process_partitioned(st, s, &slab, &t, &stopped);
+    int device_failed = 0;
+    mb_error e = process_partitioned(st, s, &slab, &t, &stopped, &device_failed);
+    if (device_failed) return e; /* the run's error, as every rank's (agreed) */
     if (stopped) { /* a signal, in the middle of the mesh: not finished, not kept */
       mb_mesh_free(slab.rows);
       mb_error_clear();
