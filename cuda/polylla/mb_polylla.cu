@@ -2,7 +2,10 @@
  * src/ops/polylla/mb_polylla.h, and mb_polylla_cuda_bench, declared in
  * cuda/polylla/mb_polylla_cuda.h). The kernels are in mb_polylla_kernels.cuh;
  * this file launches them and moves the arrays. docs/polylla-gpu.md has the
- * design, the memory per triangle and the measured figures.
+ * design, the memory per triangle and the measured figures. It stays one
+ * file (about 1,000 lines): one run's steps (copy in, the kernels' phases,
+ * copy out, the repair) share its device buffers, pinned pipe and stream,
+ * whose order of destruction is stated once in mb_pl_cuda_run.
  *
  * Method: Salinas-Fernandez et al., POLYLLA (2022) and GPolylla (2023): one
  * thread per triangle or half-edge for the labels, CUB for the scans and the
@@ -701,18 +704,29 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   MB_CHECK(o64[npoly] == nidx, MB_ERR_CUDA,
            "internal error: %lld polygon vertices for %lld frontier half-edges",
            (long long)o64[npoly], (long long)nidx);
-  if (heads) { /* the selected heads (in the twins' array, dead by now) */
-    *heads = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)npoly + 1));
-    MB_CHECK(*heads, MB_ERR_MEMORY, "out of memory for %d polygon heads", npoly);
-    int64_t *hd = *heads;
-    MB_CALL(mb_pl_download(
-        &pipe, d.twin.p, (int64_t)npoly, sizeof(int),
-        [&](char *slot, int64_t b, int64_t e) {
+  /* the selected heads (in the twins' array, dead by now): copied where
+   * asked for, else only where the pinch repair finds a pinch (fetch) */
+  struct heads_src {
+    mb_pl_pipe *pipe;
+    const void *twin;
+    int npoly;
+  } hs{&pipe, d.twin.p, npoly};
+  auto fetch = [](void *ctx, int64_t **out) -> mb_error {
+    const heads_src *h = (const heads_src *)ctx;
+    int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)h->npoly + 1));
+    MB_CHECK(hd, MB_ERR_MEMORY, "out of memory for %d polygon heads", h->npoly);
+    const mb_error de = mb_pl_download(
+        h->pipe, h->twin, (int64_t)h->npoly, sizeof(int),
+        [&](char *slot, int64_t b, int64_t en) {
           const int *in = (const int *)slot;
-          for (int64_t i = b; i < e; i++) hd[i] = in[i - b];
+          for (int64_t i = b; i < en; i++) hd[i] = in[i - b];
         },
-        "polygon heads"));
-  }
+        "polygon heads");
+    if (de) free(hd);
+    else *out = hd;
+    return de;
+  };
+  if (heads) MB_CALL(fetch(&hs, heads));
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
   if (getenv("MB_POLYLLA_TRACE"))
@@ -780,29 +794,8 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     if (o.nleft_out) *o.nleft_out = nleft;
   }
   /* every polygon simple: the pinch repair, the same host code as the CPU
-   * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads,
-   * copied from the device only where it finds a pinch and none were
-   * asked for */
-  struct heads_src {
-    mb_pl_pipe *pipe;
-    const void *twin;
-    int npoly;
-  } hs{&pipe, d.twin.p, npoly};
-  auto fetch = [](void *ctx, int64_t **out) -> mb_error {
-    const heads_src *h = (const heads_src *)ctx;
-    int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)h->npoly + 1));
-    MB_CHECK(hd, MB_ERR_MEMORY, "out of memory for %d polygon heads", h->npoly);
-    const mb_error de = mb_pl_download(
-        h->pipe, h->twin, (int64_t)h->npoly, sizeof(int),
-        [&](char *slot, int64_t b, int64_t en) {
-          const int *in = (const int *)slot;
-          for (int64_t i = b; i < en; i++) hd[i] = in[i - b];
-        },
-        "polygon heads");
-    if (de) free(hd);
-    else *out = hd;
-    return de;
-  };
+   * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads
+   * (fetched above, or by fetch where it finds a pinch) */
   int64_t *own_heads = nullptr;
   e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, st);
   free(own_heads);
