@@ -31,9 +31,10 @@ int mb_cart_face_exchanged(const mb_cart *c, unsigned flags, int a, int s) {
 
 /* The face of axis a on side s as a box of the frame: the `width`
  * outermost owned planes sent that way (ghost_planes 0), or the ghost
- * planes on that side (1); the owned extent on the other two axes. */
+ * planes on that side (1); the owned extent on the other two axes, or for
+ * a z face with `whole` the frame's whole planes (MB_CART_PLAN_WHOLE_PLANES). */
 static mb_halo_box face_box(const mb_cart *c, const mb_cart_frame *fr, int a, int s,
-                            int ghost_planes) {
+                            int ghost_planes, int whole) {
   const int64_t w = fr->width;
   int64_t first[3] = {0, 0, 0};
   mb_halo_box b;
@@ -45,6 +46,13 @@ static mb_halo_box face_box(const mb_cart *c, const mb_cart_frame *fr, int a, in
   if (ghost_planes) first[a] = s == 0 ? -w : c->nloc[a];
   else first[a] = s == 0 ? 0 : c->nloc[a] - w;
   b.start = fr->origin + first[0] * fr->stride[0] + first[1] * fr->stride[1] + first[2] * fr->stride[2];
+  if (whole && a == 0) { /* a plane's stride[0] rows from its first */
+    b.start = fr->origin - fr->origin % fr->stride[0] + first[0] * fr->stride[0];
+    b.n[1] = 1;
+    b.n[2] = fr->stride[0];
+    b.stride[1] = fr->stride[0];
+    b.stride[2] = 1;
+  }
   return b;
 }
 
@@ -76,13 +84,14 @@ mb_error mb_cart_plan_frame(const mb_cart *c, const mb_cart_frame *fr, unsigned 
   mb_halo_box sbox[6], rbox[6];
   int64_t soff[7] = {0}, roff[7] = {0};
   int ns = 0, nr = 0;
+  const int whole = (flags & MB_CART_PLAN_WHOLE_PLANES) && c->dims[1] == 1 && c->dims[2] == 1;
   for (int k = 0; k < nn; k++) {
     for (int a = 0; a < 3; a++)
       for (int s = 0; s < 2; s++) {
         if (c->nbr[a][s] == ranks[k] && mb_cart_face_exchanged(c, flags, a, s))
-          sbox[ns++] = face_box(c, fr, a, s, 0);
+          sbox[ns++] = face_box(c, fr, a, s, 0, whole);
         if (c->nbr[a][1 - s] == ranks[k] && mb_cart_face_exchanged(c, flags, a, 1 - s))
-          rbox[nr++] = face_box(c, fr, a, 1 - s, 1);
+          rbox[nr++] = face_box(c, fr, a, 1 - s, 1, whole);
       }
     soff[k + 1] = ns;
     roff[k + 1] = nr;

@@ -112,15 +112,28 @@ typedef struct mb_cart_frame {
   int width;         /* ghost planes per face that the plan fills (1 <= width) */
 } mb_cart_frame;
 
-/* Faces a plan leaves out (mb_cart_plan_frame's flags):
+/* mb_cart_plan_frame's flags. Faces a plan leaves out:
  *  MB_CART_PLAN_NO_SELF     the faces across an axis that is not cut (the
  *                           rank is its own neighbour on a periodic axis):
  *                           the caller wraps them in place;
  *  MB_CART_PLAN_NO_OUTSIDE  the faces on the grid's boundary (a periodic
  *                           plan used for a Dirichlet stage): the caller
  *                           fills them with the boundary value.
- * Both drop a face on the sending and on the receiving rank alike. */
-enum { MB_CART_PLAN_NO_SELF = 1, MB_CART_PLAN_NO_OUTSIDE = 2 };
+ * Both drop a face on the sending and on the receiving rank alike. And the
+ * shape of the z faces:
+ *  MB_CART_PLAN_WHOLE_PLANES on slabs (y and x not cut: every block has the
+ *                           whole grid's y and x extents), each z face as
+ *                           whole planes of the frame (stride[0] rows from a
+ *                           plane's first row; the frame's planes start at
+ *                           multiples of stride[0], as a C-order framed
+ *                           array's do): one contiguous run of rows on both
+ *                           sides, which a device transport copies in one
+ *                           piece (mb_cuda_halo_share_arrays). The rows
+ *                           beyond the owned y and x extents are edges and
+ *                           corners of the ghost planes, which star
+ *                           stencils do not read. Ignored where y or x is
+ *                           cut. */
+enum { MB_CART_PLAN_NO_SELF = 1, MB_CART_PLAN_NO_OUTSIDE = 2, MB_CART_PLAN_WHOLE_PLANES = 4 };
 
 /* The host frame of mb_cart_local_size's arrays: (nloc + 2 ghost) points
  * per axis, C order, width = the cart's ghost. Not collective. */
@@ -139,7 +152,8 @@ int mb_cart_face_exchanged(const mb_cart *cart, unsigned flags, int a, int s);
  * does not cut, unless MB_CART_PLAN_NO_SELF), one box per face sent to it
  * (the `width` outermost owned planes) and one per ghost face filled from
  * it (`width` ghost planes, the owned extent on the other two axes: star
- * stencils read no edge or corner), in the order (axis z, y, x; side
+ * stencils read no edge or corner; z faces whole planes with
+ * MB_CART_PLAN_WHOLE_PLANES on slabs), in the order (axis z, y, x; side
  * below, above) of the sender's faces, so that where one rank is the
  * neighbour on both sides of an axis every face lands in the ghost planes
  * it is for. Not collective. Errors: MB_ERR_ARG (width < 1, a block

@@ -128,6 +128,17 @@ bool box_by_copies(const mb_halo_box &b) {
   return true;
 }
 
+/* Whether box b's rows are one contiguous run from b.start (C order, no
+ * gap): such a box moves by one plain copy. */
+bool box_contiguous(const mb_halo_box &b) {
+  int64_t next = 1;
+  for (int a = 2; a >= 0; a--) {
+    if (b.n[a] > 1 && b.stride[a] != next) return false;
+    next *= b.n[a];
+  }
+  return true;
+}
+
 /* Enqueue on s one strided copy of the copy engines between box b of the
  * array at x (rows of `row` bytes) and its packed rows at buf (C order:
  * ((k n1 + j) n2 + i)); to_buf: array -> buf, else buf -> array. x and
@@ -217,6 +228,11 @@ struct mb_cuda_halo {
     char *base = nullptr;     /* the neighbour's ipc_area, mapped (or ours, for ourselves) */
     int opened = 0;           /* base came from cudaIpcOpenMemHandle in this slot */
     int64_t fwd_off[2] = {0, 0}, rev_off[2] = {0, 0}, flag_off = 0; /* bytes into base */
+    /* the neighbour's shared arrays, mapped (ours, for ourselves), and the
+     * allocations this slot opened for them (closed at release) */
+    char *array[MB_CUDA_HALO_MAX_ARRAYS] = {};
+    std::vector<char *> array_opened;
+    std::vector<int64_t> rstart; /* the neighbour's receive boxes of this slot: their first rows */
   };
   int ipc = 0;
   uint32_t ipc_seq = 0;
@@ -225,13 +241,23 @@ struct mb_cuda_halo {
    * area (copy_box), with no pack or unpack kernel; the others go through
    * the stages and the box kernels. Empty: every box by kernels. */
   std::vector<char> by_copies[2];
+  /* The caller's arrays shared for direct copies (mb_cuda_halo_share_arrays)
+   * and, from the IPC setup, the masks of a forward exchange of one of them
+   * (send side 0, receive side 1): 2 where a box moves straight from the
+   * sender's array into the receiver's (both contiguous, the same rows),
+   * else by_copies' 1 or 0; empty where no box moves so. */
+  int narrays = 0;
+  void *arrays[MB_CUDA_HALO_MAX_ARRAYS] = {};
+  std::vector<char> direct[2];
   char *ipc_area = nullptr;
   size_t ipc_flag_bytes = 0, ipc_parity_bytes = 0;
   std::vector<ipc_peer> peer;
   void ipc_release() {
     if (halo_stream && ipc_area) cudaStreamSynchronize(halo_stream); /* our copies into peers */
-    for (ipc_peer &q : peer)
+    for (ipc_peer &q : peer) {
       if (q.opened) cudaIpcCloseMemHandle(q.base);
+      for (char *a : q.array_opened) cudaIpcCloseMemHandle(a);
+    }
     peer.clear();
     if (ipc_area) cudaFree(ipc_area);
     ipc_area = nullptr;
@@ -347,14 +373,32 @@ static void ipc_choose_copies(mb_cuda_halo *h) {
     h->by_copies[side].assign(h->boxed && copies ? (size_t)h->nbox[side] : 0, 0);
     for (size_t b = 0; b < h->by_copies[side].size(); b++)
       h->by_copies[side][b] = box_by_copies(h->box[side][b]);
+    /* the shared arrays' masks: ipc_open left 1 on the direct boxes */
+    std::vector<char> &d = h->direct[side];
+    if (std::find(d.begin(), d.end(), 1) == d.end()) {
+      d.clear();
+      continue;
+    }
+    for (size_t b = 0; b < d.size(); b++)
+      d[b] = d[b] ? 2 : h->by_copies[side].empty() ? 0 : h->by_copies[side][b];
   }
 }
 
-/* The mask of side (0 send, 1 receive) where the IPC forward exchange
- * moves boxes by copies, else NULL. */
+/* Which of the shared arrays x is (mb_cuda_halo_share_arrays), or -1. */
+static int shared_index(const mb_cuda_halo *h, const void *x) {
+  for (int a = 0; a < h->narrays; a++)
+    if (h->arrays[a] == x) return a;
+  return -1;
+}
+
+/* The mask of side (0 send, 1 receive) of an IPC forward exchange of x:
+ * per box 2 straight between the arrays (x shared), 1 by copies through
+ * the stage, 0 by the box kernels; NULL where every box takes the kernels. */
 static const char *copies_mask(const mb_cuda_halo *h, int side, mb_halo_transport t,
-                               mb_halo_dir dir) {
-  if (t != MB_HALO_IPC || dir != MB_HALO_FORWARD || h->by_copies[side].empty()) return nullptr;
+                               mb_halo_dir dir, const void *x) {
+  if (t != MB_HALO_IPC || dir != MB_HALO_FORWARD) return nullptr;
+  if (!h->direct[side].empty() && shared_index(h, x) >= 0) return h->direct[side].data();
+  if (h->by_copies[side].empty()) return nullptr;
   return h->by_copies[side].data();
 }
 
@@ -482,8 +526,9 @@ static mb_error enqueue_out(mb_cuda_halo *h, mb_halo_dir dir, const void *x, cud
  * being distinct; an index plan runs the CSR of owned rows). The rows
  * arrived in `in`, laid out as the direction's incoming stage (NULL: that
  * stage, recv_stage forward, send_stage reverse). Forward, the boxes of
- * skip (the IPC receive mask, or NULL) come by the copy engines from `in`
- * instead of the unpack kernels. */
+ * skip (the IPC receive mask, copies_mask, or NULL) marked 1 come by the
+ * copy engines from `in` instead of the unpack kernels, those marked 2
+ * arrived in place. */
 static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream_t s,
                            void *in = nullptr, const char *skip = nullptr) {
   if (dir == MB_HALO_FORWARD) {
@@ -493,7 +538,7 @@ static mb_error enqueue_in(mb_cuda_halo *h, mb_halo_dir dir, void *x, cudaStream
     const size_t row = (size_t)h->elem * (size_t)h->ncomp;
     int64_t q = 0;
     for (int64_t b = 0; b < h->nbox[1]; b++) {
-      if (skip[b])
+      if (skip[b] == 1) /* (2: the neighbour's copy put it in place) */
         MB_CALL_CUDA(copy_box(h->box[1][b], row, (char *)x, (char *)in + row * (size_t)q, false, s));
       q += mb_halo_box_rows(&h->box[1][b]);
     }
@@ -574,6 +619,21 @@ static mb_error mpi_post(mb_cuda_halo *h, mb_halo_dir dir) {
  *      neighbour's flag of the last exchange, so no neighbour writes into
  *      our area any more; our copies into theirs are waited for
  *      (ipc_release) before the mappings are closed.
+ *  (7) Copies into a neighbour's array (mb_cuda_halo_share_arrays: the
+ *      boxes marked 2 go from x straight into the ghost rows of B's array
+ *      of the same index, in place of the copy into B's area). A's copy of
+ *      exchange n runs after A's wait of exchange n - 1 for B's flag (the
+ *      halo stream's order), which B's stream writes after the work B's
+ *      caller had enqueued before B began exchange n - 1. B reads the
+ *      ghost rows an exchange filled before it begins the next exchange
+ *      (the caller's part of the contract), so every read of those rows
+ *      from exchange n - 1 or earlier is done before A's copy of n writes
+ *      them; the reads of exchange n follow B's wait for A's flag of n,
+ *      which A writes after the copy (1). A's source rows: A's caller
+ *      writes x's owned rows only after the exchange's end, whose
+ *      halo_done follows the copies. No pack, stage or unpack touches these
+ *      boxes, and B's unpack leaves them out, so nothing else writes the
+ *      rows the copy writes.
  * Setup is collective over the plan's communicator (at the first IPC
  * exchange: mb_cuda_halo_begin is called by every rank in step) and agreed:
  * a neighbour on another node, no peer access between two GPUs, or no
@@ -613,6 +673,7 @@ static mb_error stream_mem_ops(int device) {
   return MB_SUCCESS;
 }
 
+
 #define MB_CALL_CU(expr, what)                                                              \
   do {                                                                                      \
     const CUresult mb_cu_rc_ = (expr);                                                      \
@@ -623,13 +684,62 @@ static mb_error stream_mem_ops(int device) {
 /* What a rank tells the neighbour of one slot: its exported area, where the
  * neighbour's rows go in it (bytes from its base, per parity; forward and
  * reverse), the neighbour's flag, the row counts it expects, its GPU. */
+/* The boxes of one slot a message carries (a Cartesian plan has at most 6
+ * faces; a slot with more takes no direct copies). */
+constexpr int IPC_SLOT_BOXES = 6;
+
 struct ipc_msg {
   cudaIpcMemHandle_t handle;
   int64_t fwd_off[2], rev_off[2], flag_off, fwd_rows, rev_rows;
   char bus[32];
+  /* the shared arrays (0 where none, or where one could not be exported):
+   * their allocations' handles and each array's offset in bytes into its
+   * allocation; this slot's send and receive boxes (-1 where more than
+   * IPC_SLOT_BOXES) */
+  int narrays, nsbox, nrbox;
+  cudaIpcMemHandle_t ahandle[MB_CUDA_HALO_MAX_ARRAYS];
+  int64_t aoff[MB_CUDA_HALO_MAX_ARRAYS];
+  mb_halo_box sbox[IPC_SLOT_BOXES], rbox[IPC_SLOT_BOXES];
 };
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* The allocation holding device pointer p (cuMemGetAddressRange, looked up
+ * as the stream operations are): its base, for cudaIpcGetMemHandle, which
+ * exports whole allocations. */
+typedef CUresult (*mb_range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+
+static mb_error allocation_base(const void *p, char **base) {
+  void *fn = nullptr;
+  MB_CALL(driver_symbol("cuMemGetAddressRange", &fn));
+  CUdeviceptr b = 0;
+  size_t n = 0;
+  const CUresult rc = ((mb_range_fn)fn)(&b, &n, (CUdeviceptr)p);
+  MB_CHECK(rc == CUDA_SUCCESS, MB_ERR_CUDA,
+           "halo transport ipc: a shared array is not device memory of this GPU (CUresult %d)",
+           (int)rc);
+  *base = (char *)b;
+  return MB_SUCCESS;
+}
+
+/* The shared arrays into m; where one cannot be exported, none (narrays 0
+ * in m and in h): the exchanges then stage every box, both sides of every
+ * slot deciding alike from the two counts. Not collective. */
+static void export_arrays(mb_cuda_halo *h, ipc_msg *m) {
+  m->narrays = 0;
+  for (int a = 0; a < h->narrays; a++) {
+    char *base = nullptr;
+    if (allocation_base(h->arrays[a], &base) ||
+        cudaIpcGetMemHandle(&m->ahandle[a], base) != cudaSuccess) {
+      (void)cudaGetLastError();
+      mb_error_clear();
+      h->narrays = 0; /* shared with nobody: our side decides as the neighbours' */
+      return;
+    }
+    m->aoff[a] = (int64_t)((char *)h->arrays[a] - base);
+  }
+  m->narrays = h->narrays;
+}
 
 /* Whether every neighbour is on this rank's node (MPI_COMM_TYPE_SHARED).
  * Collective over comm. */
@@ -685,9 +795,17 @@ static mb_error ipc_prepare(mb_cuda_halo *h, int off_node, std::vector<ipc_msg> 
   memset(&m, 0, sizeof m);
   MB_CALL_CUDA(cudaIpcGetMemHandle(&m.handle, h->ipc_area));
   MB_CALL_CUDA(cudaDeviceGetPCIBusId(m.bus, (int)sizeof m.bus, device));
+  export_arrays(h, &m);
   mine->assign((size_t)nn, m);
   for (int k = 0; k < nn; k++) {
     ipc_msg &x = (*mine)[(size_t)k];
+    int *nb[2] = {&x.nsbox, &x.nrbox};
+    mb_halo_box *to[2] = {x.sbox, x.rbox};
+    for (int side = 0; side < 2; side++) {
+      const int64_t b0 = h->boxed ? h->boff[side][k] : 0, b1 = h->boxed ? h->boff[side][k + 1] : 0;
+      *nb[side] = b1 - b0 <= IPC_SLOT_BOXES ? (int)(b1 - b0) : -1;
+      for (int64_t b = b0; *nb[side] > 0 && b < b1; b++) to[side][b - b0] = h->box[side][b];
+    }
     for (int p = 0; p < 2; p++) {
       const int64_t base = (int64_t)(h->ipc_flag_bytes + (size_t)p * h->ipc_parity_bytes);
       x.fwd_off[p] = base + (int64_t)row * roff[k];
@@ -696,6 +814,65 @@ static mb_error ipc_prepare(mb_cuda_halo *h, int off_node, std::vector<ipc_msg> 
     x.flag_off = (int64_t)(sizeof(uint32_t) * (size_t)k);
     x.fwd_rows = roff[k + 1] - roff[k];
     x.rev_rows = soff[k + 1] - soff[k];
+  }
+  return MB_SUCCESS;
+}
+
+/* Which boxes of slot k move straight between the arrays (h->direct[side]
+ * set to 1), from both ranks' boxes: the same decision on both sides of
+ * the slot, since each side pairs its send box b with the other's receive
+ * box b and its receive box b with the other's send box b. */
+static void direct_boxes(mb_cuda_halo *h, int k, const ipc_msg &m, mb_cuda_halo::ipc_peer *q) {
+  if (!h->boxed || !h->narrays || m.narrays != h->narrays) return;
+  const mb_halo_box *theirs[2] = {m.rbox, m.sbox}; /* paired with our send, receive boxes */
+  const int ntheirs[2] = {m.nrbox, m.nsbox};
+  for (int side = 0; side < 2; side++) {
+    const int64_t b0 = h->boff[side][k], nb = h->boff[side][k + 1] - b0;
+    if (ntheirs[side] != nb) continue;
+    for (int64_t b = 0; b < nb; b++) {
+      const mb_halo_box &x = h->box[side][b0 + b], &y = theirs[side][b];
+      h->direct[side][(size_t)(b0 + b)] = box_contiguous(x) && box_contiguous(y) &&
+                                          mb_halo_box_rows(&x) == mb_halo_box_rows(&y);
+    }
+  }
+  for (int b = 0; b < m.nrbox; b++) q->rstart.push_back(m.rbox[b].start);
+}
+
+/* Map slot k's neighbour's shared arrays (ours where it is this rank; those
+ * of an earlier slot of the same rank; an allocation met before in this
+ * slot once). Not collective. */
+static mb_error open_arrays(mb_cuda_halo *h, int k, const std::vector<ipc_msg> &theirs, int me) {
+  int nn;
+  const int *ranks;
+  const int64_t *soff, *roff;
+  mb_halo_neighbors(h->plan, &nn, &ranks, &soff, &roff);
+  const ipc_msg &m = theirs[(size_t)k];
+  mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
+  if (!h->narrays || m.narrays != h->narrays) return MB_SUCCESS;
+  if (ranks[k] == me) {
+    for (int a = 0; a < h->narrays; a++) q.array[a] = (char *)h->arrays[a];
+    return MB_SUCCESS;
+  }
+  for (int j = 0; j < k; j++)
+    if (ranks[j] == ranks[k]) {
+      for (int a = 0; a < h->narrays; a++) q.array[a] = h->peer[(size_t)j].array[a];
+      return MB_SUCCESS;
+    }
+  std::vector<char *> base((size_t)h->narrays, nullptr);
+  for (int a = 0; a < h->narrays; a++) {
+    for (int b = 0; b < a && !base[(size_t)a]; b++)
+      if (!memcmp(&m.ahandle[a], &m.ahandle[b], sizeof m.ahandle[a])) base[(size_t)a] = base[(size_t)b];
+    if (!base[(size_t)a]) {
+      void *p = nullptr;
+      const cudaError_t e = cudaIpcOpenMemHandle(&p, m.ahandle[a], cudaIpcMemLazyEnablePeerAccess);
+      if (e != cudaSuccess) (void)cudaGetLastError();
+      MB_CHECK(e == cudaSuccess, MB_ERR_UNSUPPORTED,
+               "halo transport ipc: rank %d cannot map the shared arrays of rank %d: %s", me,
+               ranks[k], cudaGetErrorString(e));
+      base[(size_t)a] = (char *)p;
+      q.array_opened.push_back((char *)p);
+    }
+    q.array[a] = base[(size_t)a] + m.aoff[a];
   }
   return MB_SUCCESS;
 }
@@ -709,9 +886,11 @@ static mb_error ipc_open(mb_cuda_halo *h, const std::vector<ipc_msg> &theirs, in
   int device = 0;
   MB_CALL_CUDA(cudaGetDevice(&device));
   h->peer.assign((size_t)nn, mb_cuda_halo::ipc_peer());
+  for (int side = 0; side < 2; side++) h->direct[side].assign((size_t)h->nbox[side], 0);
   for (int k = 0; k < nn; k++) {
     const ipc_msg &m = theirs[(size_t)k];
     mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
+    direct_boxes(h, k, m, &q);
     MB_CHECK(m.fwd_rows == soff[k + 1] - soff[k] && m.rev_rows == roff[k + 1] - roff[k], MB_ERR_ARG,
              "halo transport ipc: the plans of ranks %d and %d disagree (%lld/%lld rows against "
              "%lld/%lld)", me, ranks[k], (long long)(soff[k + 1] - soff[k]),
@@ -746,6 +925,7 @@ static mb_error ipc_open(mb_cuda_halo *h, const std::vector<ipc_msg> &theirs, in
     q.base = (char *)p;
     q.opened = 1;
   }
+  for (int k = 0; k < nn; k++) MB_CALL(open_arrays(h, k, theirs, me));
   return MB_SUCCESS;
 }
 
@@ -803,11 +983,13 @@ static mb_error ipc_setup(mb_cuda_halo *h) {
 
 /* Enqueue on s the copies of neighbour k's outgoing rows [out_off[k],
  * out_off[k+1]) to dst (laid out as our outgoing stage from out_off[k]):
- * from the stage `out` in runs of boxes packed there, and the boxes of mask
- * (forward box plans: by_copies[0]) straight from the array x. */
+ * from the stage `out` in runs of boxes packed there, the boxes of mask
+ * (forward box plans: copies_mask) marked 1 straight from the array x, and
+ * those marked 2 from x into the neighbour's array `arr` (its shared array
+ * of x's index) at the neighbour's receive box (q.rstart). */
 static mb_error ipc_copy_rows(const mb_cuda_halo *h, int k, const int64_t *out_off,
                               const char *out, const char *mask, const void *x, char *dst,
-                              cudaStream_t s) {
+                              char *arr, cudaStream_t s) {
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   const int64_t r0 = out_off[k], r1 = out_off[k + 1];
   if (!mask) {
@@ -824,10 +1006,13 @@ static mb_error ipc_copy_rows(const mb_cuda_halo *h, int k, const int64_t *out_o
                                    row * (size_t)(q - run), cudaMemcpyDefault, s));
     if (end) break;
     const int64_t n = mb_halo_box_rows(&h->box[0][b]);
-    if (mask[b]) {
+    if (mask[b] == 2)
+      MB_CALL_CUDA(cudaMemcpyAsync(
+          arr + row * (size_t)h->peer[(size_t)k].rstart[(size_t)(b - h->boff[0][k])],
+          (const char *)x + row * (size_t)h->box[0][b].start, row * (size_t)n, cudaMemcpyDefault, s));
+    else if (mask[b])
       MB_CALL_CUDA(copy_box(h->box[0][b], row, (char *)x, dst + row * (size_t)(q - r0), true, s));
-      run = q + n;
-    }
+    if (mask[b]) run = q + n;
     q += n;
   }
   return MB_SUCCESS;
@@ -850,11 +1035,12 @@ static mb_error ipc_exchange(mb_cuda_halo *h, mb_halo_dir dir, const void *x, vo
   const int64_t *out_off = fwd ? soff : roff;
   const size_t row = (size_t)h->elem * (size_t)h->ncomp;
   const CUstream s = (CUstream)h->halo_stream;
-  const char *mask = copies_mask(h, 0, MB_HALO_IPC, dir);
+  const char *mask = copies_mask(h, 0, MB_HALO_IPC, dir, x);
+  const int ax = shared_index(h, x);
   for (int k = 0; k < nn; k++) {
     const mb_cuda_halo::ipc_peer &q = h->peer[(size_t)k];
-    MB_CALL(ipc_copy_rows(h, k, out_off, out, mask, x,
-                          q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]), h->halo_stream));
+    MB_CALL(ipc_copy_rows(h, k, out_off, out, mask, x, q.base + (fwd ? q.fwd_off[p] : q.rev_off[p]),
+                          ax >= 0 ? q.array[ax] : nullptr, h->halo_stream));
     MB_CALL_CU(g_write_value32(s, (CUdeviceptr)(q.base + q.flag_off), v, 0),
                "cuStreamWriteValue32 (a neighbour's flag)");
   }
@@ -876,8 +1062,8 @@ extern "C" mb_error mb_cuda_halo_begin(mb_cuda_halo *h, mb_halo_dir dir, const v
            MB_ERR_ARG, "mb_cuda_halo_begin: transport %s%s", mb_halo_transport_name(transport),
            transport == MB_HALO_NCCL ? " without an NCCL communicator" : " (choose one first)");
   if (transport == MB_HALO_IPC) MB_CALL(ipc_setup(h)); /* collective at the first */
-  const char *send_copies = copies_mask(h, 0, transport, dir),
-             *recv_copies = copies_mask(h, 1, transport, dir);
+  const char *send_copies = copies_mask(h, 0, transport, dir, x),
+             *recv_copies = copies_mask(h, 1, transport, dir, x);
   if (dir == MB_HALO_REVERSE && !h->boxed) MB_CALL(reverse_setup(h));
   MB_CALL_CUDA(cudaEventRecord(h->rows_done, h->stream)); /* x as the caller's stream left it */
   MB_CALL_CUDA(cudaStreamWaitEvent(h->halo_stream, h->rows_done, 0));
@@ -937,6 +1123,19 @@ extern "C" mb_error mb_cuda_halo_end(mb_cuda_halo *h, void *x) {
     MB_CALL_CUDA(cudaEventRecord(h->halo_done, h->halo_stream));
   }
   MB_CALL_CUDA(cudaStreamWaitEvent(h->stream, h->halo_done, 0));
+  return MB_SUCCESS;
+}
+
+extern "C" mb_error mb_cuda_halo_share_arrays(mb_cuda_halo *h, int n, void *const *arrays) {
+  MB_CHECK(h && n >= 0 && n <= MB_CUDA_HALO_MAX_ARRAYS && (n == 0 || arrays), MB_ERR_ARG,
+           "mb_cuda_halo_share_arrays: %d arrays (at most %d)", n, (int)MB_CUDA_HALO_MAX_ARRAYS);
+  MB_CHECK(h->ipc == 0, MB_ERR_ARG,
+           "mb_cuda_halo_share_arrays: called after the halo's first IPC exchange");
+  for (int a = 0; a < n; a++) {
+    MB_CHECK(arrays[a], MB_ERR_ARG, "mb_cuda_halo_share_arrays: array %d is NULL", a);
+    h->arrays[a] = arrays[a];
+  }
+  h->narrays = n;
   return MB_SUCCESS;
 }
 

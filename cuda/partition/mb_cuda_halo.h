@@ -107,6 +107,38 @@ mb_error mb_cuda_halo_begin(mb_cuda_halo *halo, mb_halo_dir dir, const void *x,
                             mb_halo_transport transport, mb_nccl *nccl);
 mb_error mb_cuda_halo_end(mb_cuda_halo *halo, void *x);
 
+/* The most arrays mb_cuda_halo_share_arrays takes. */
+enum { MB_CUDA_HALO_MAX_ARRAYS = 4 };
+
+/* The caller's device arrays that this halo's IPC exchanges may write
+ * straight into: the n arrays (n <= MB_CUDA_HALO_MAX_ARRAYS, device
+ * memory of this rank's GPU from cudaMalloc, any offset into its
+ * allocation; borrowed, they must outlive the halo) that mb_cuda_halo_begin
+ * and _end will be given, such as a grid block's time levels. Every rank
+ * of the plan shares the same count, and every exchange passes the array
+ * of the same index on every rank (the ranks rotate their time levels in
+ * step); an exchange of an array not shared goes through the stages as
+ * before. At the first IPC exchange (the collective setup) each rank
+ * exports its arrays and maps its neighbours'; from then on a forward
+ * exchange of a shared array moves each box that is one contiguous run of
+ * rows on both sides (the sender's send box and the neighbour's matching
+ * receive box, with the same rows: mb_cart_plan_frame's
+ * MB_CART_PLAN_WHOLE_PLANES faces) by one copy of the copy engines from
+ * this rank's array into the neighbour's ghost rows: no pack, stage or
+ * unpack, a third of the device memory traffic of the staged path (whose
+ * pack and unpack kernels also take SMs from the caller's interior). The
+ * neighbour's flag follows the copies as before. The argument in
+ * mb_cuda_halo.cu ("IPC transport", (7)) covers the copies into the
+ * neighbour's array given what the caller does anyway: it reads the ghost
+ * rows an exchange filled before it begins the next exchange (on its
+ * stream, or ordered before it), and it writes an exchanged array's
+ * owned rows only after the exchange's end. After the direct halo exchanges
+ * of multi-GPU stencil codes (e.g. NVIDIA's multi-GPU Jacobi examples,
+ * cudaMemcpyPeerAsync of contiguous halo rows). Call before the first IPC
+ * exchange. Not collective. Errors: MB_ERR_ARG (n out of range, a null
+ * array, or after the IPC setup). */
+mb_error mb_cuda_halo_share_arrays(mb_cuda_halo *halo, int n, void *const *arrays);
+
 /* Free the halo (IPC: after its stream's copies into the neighbours, the
  * mappings closed, the receive buffers freed); NULL allowed. Not
  * collective: with IPC, every rank frees its halo after its last exchange

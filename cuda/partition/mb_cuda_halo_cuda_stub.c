@@ -35,4 +35,9 @@ mb_error mb_cuda_halo_end(mb_cuda_halo *halo, void *x) {
   MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
 }
 
+mb_error mb_cuda_halo_share_arrays(mb_cuda_halo *halo, int n, void *const *arrays) {
+  (void)halo; (void)n; (void)arrays;
+  MB_FAIL(MB_ERR_UNSUPPORTED, MB_NO_CUDA_MSG);
+}
+
 void mb_cuda_halo_free(mb_cuda_halo *halo) { (void)halo; }

@@ -78,15 +78,19 @@ template <typename T> struct block {
 };
 
 /* The faces the halo plan carries: those with a neighbour on a cut axis,
- * less the grid's boundary faces of a Dirichlet stage (filled here). */
-static unsigned plan_flags(const mb_stencil_grid *g) {
-  return MB_CART_PLAN_NO_SELF | (g->bc == MB_STENCIL_DIRICHLET ? MB_CART_PLAN_NO_OUTSIDE : 0u);
+ * less the grid's boundary faces of a Dirichlet stage (filled here); on
+ * slabs, where IPC may carry them (asked for, or auto), the z faces as
+ * whole planes of the frame, so that they go in one copy from this
+ * block's array into the neighbour's (mb_cuda_halo_share_arrays). */
+static unsigned plan_flags(const mb_stencil_grid *g, mb_halo_transport want) {
+  return MB_CART_PLAN_NO_SELF | (g->bc == MB_STENCIL_DIRICHLET ? MB_CART_PLAN_NO_OUTSIDE : 0u) |
+         (want == MB_HALO_IPC || want == MB_HALO_AUTO ? MB_CART_PLAN_WHOLE_PLANES : 0u);
 }
 
 /* The face modes, the interior box and the shell around it. */
 template <typename T> static void plan_faces(block<T> *b) {
   const mb_cart *c = b->cart;
-  const unsigned flags = plan_flags(b->g);
+  const unsigned flags = plan_flags(b->g, MB_HALO_MPI); /* (which faces: the same for any shape) */
   int n[3] = {b->f.nz, b->f.ny, b->f.nx}, ilo[3], ihi[3];
   for (int a = 0; a < 3; a++) {
     ilo[a] = 0;
@@ -221,7 +225,7 @@ template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_tran
 
 template <typename T>
 static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart, int nbuf,
-                            bool fused) {
+                            bool fused, mb_halo_transport want) {
   b->g = g;
   b->cart = cart;
   b->fused = fused;
@@ -244,13 +248,19 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   fr.stride[1] = b->f.sy;
   fr.stride[2] = 1;
   fr.width = G;
-  MB_CALL(mb_cart_plan_frame(cart, &fr, plan_flags(g), &b->plan));
+  MB_CALL(mb_cart_plan_frame(cart, &fr, plan_flags(g, want), &b->plan));
   int nn;
   int64_t nsend, nrecv;
   mb_halo_stats(b->plan, &nn, &nsend, &nrecv);
   b->halo_len = (size_t)nsend;
   MB_CALL(mb_cuda_halo_create(b->plan, 1, (int)sizeof(T), b->comp, &b->dh));
   mb_cuda_halo_set_post_at_end(b->dh, 1); /* the interior overlaps the pack and the copies */
+  /* the time levels, for IPC's copies straight into the neighbours' ghost
+   * planes: every rank rotates them in step, reads a step's ghosts before
+   * the next exchange and writes only the level not exchanged */
+  void *levels[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < nbuf; k++) levels[k] = b->buf[k].p;
+  MB_CALL(mb_cuda_halo_share_arrays(b->dh, nbuf, levels));
   const char *env = getenv("MB_STENCIL_SHELL"); /* early (the default) or after */
   b->early_shell = fused && !b->shell.empty() && !(env && !strcmp(env, "after"));
   if (b->early_shell) {
@@ -359,7 +369,7 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   const int want_step = fig ? fig->step : MB_STENCIL_STEP_AUTO;
   const bool fused = want_step != MB_STENCIL_STEP_FACES_FIRST;
   if (fig) fig->fused = fused;
-  MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused));
+  MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused, want));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
   MB_CALL(prefill<T>(&b, nbuf, b.p(0)));
   MB_CALL(choose_transport<T>(&b, want, b.p(0)));

@@ -82,6 +82,7 @@ typedef struct where {
   mb_halo_transport transport;
   mb_nccl *nccl;
   int post_at_end; /* device MPI: mb_cuda_halo_set_post_at_end (the stencil blocks' way) */
+  int share;       /* device IPC: the array shared (mb_cuda_halo_share_arrays): direct copies */
 } where;
 
 static size_t dt_size(mb_halo_dtype dt) { return dt == MB_HALO_FLOAT32 ? 4 : 8; }
@@ -108,6 +109,7 @@ static void exchange(const where *w, mb_halo *plan, mb_halo_dir dir, mb_halo_dty
   mb_cuda_halo *h = NULL;
   assert_int_equal(mb_cuda_halo_create(plan, ncomp, (int)dt_size(dt), NULL, &h), MB_SUCCESS);
   mb_cuda_halo_set_post_at_end(h, w->post_at_end);
+  if (w->share) assert_int_equal(mb_cuda_halo_share_arrays(h, 1, &d), MB_SUCCESS);
   const mb_error e = mb_cuda_halo_begin(h, dir, d, w->transport, w->nccl);
   if (e == MB_ERR_UNSUPPORTED && w->transport == MB_HALO_IPC) { /* agreed over the ranks */
     if (g_rank == 0) printf("IPC part skipped: %s\n", mb_error_message());
@@ -581,6 +583,107 @@ static void box_cases(const where *w) {
   agree_no_failures("grid box plans");
 }
 
+/* A value of frame row r (any row of the plane) of global z plane gz:
+ * exact in float32. */
+static double plane_value(int64_t gz, int64_t r, int c) {
+  return (double)((gz * 7919 + r) % 65536) + 0.5 * c;
+}
+
+/* MB_CART_PLAN_WHOLE_PLANES (the z faces that a device transport copies in
+ * one piece): on slabs every box is `width` whole planes of the frame, one
+ * contiguous run from a plane's first row, and a forward exchange fills
+ * each ghost plane, its edges, corners and padding included, with the
+ * neighbour's boundary plane row for row, the owned planes untouched (and
+ * the faces of a non-periodic grid's ends); with y cut instead the flag
+ * changes no box. */
+static void whole_plane_cases(const where *w) {
+  const int64_t n[3] = {16, 5, 6};
+  const unsigned flags = MB_CART_PLAN_WHOLE_PLANES | MB_CART_PLAN_NO_SELF;
+  for (int width = 1; width <= 4; width += 3)
+    for (int periodic = 0; periodic < 2; periodic++)
+      for (int padded = 0; padded < 2; padded++) {
+        const int slabs[3] = {g_size, 1, 1};
+        mb_cart *cart = NULL;
+        assert_int_equal(mb_cart_create_dims(MPI_COMM_WORLD, n, slabs, periodic, width, &cart),
+                         MB_SUCCESS);
+        const blockgeo mine = geo_of(cart, cart->rank);
+        const gframe fr = frame_for(&mine, width, padded);
+        mb_cart_frame cf = {fr.origin, {fr.stride[0], fr.stride[1], fr.stride[2]}, width};
+        mb_halo *plan = NULL;
+        assert_int_equal(mb_cart_plan_frame(cart, &cf, flags, &plan), MB_SUCCESS);
+        for (int side = 0; side < 2; side++) {
+          int64_t nb;
+          const mb_halo_box *bx;
+          const int64_t *off;
+          if (side) mb_halo_recv_boxes(plan, &nb, &bx, &off);
+          else mb_halo_send_boxes(plan, &nb, &bx, &off);
+          for (int64_t b = 0; b < nb; b++)
+            CHECK(bx[b].start % fr.stride[0] == 0 && mb_halo_box_rows(&bx[b]) == width * fr.stride[0] &&
+                      bx[b].n[2] == fr.stride[0] && bx[b].n[1] == 1,
+                  "whole planes (width %d, padded %d): box %lld of side %d starts at %lld with "
+                  "%lld rows, want a plane's start and %lld rows", width, padded, (long long)b,
+                  side, (long long)bx[b].start, (long long)mb_halo_box_rows(&bx[b]),
+                  (long long)(width * fr.stride[0]));
+        }
+        const int64_t plane = fr.stride[0], nz = mine.nloc[0];
+        for (int dti = 0; dti < 2; dti++) {
+          const mb_halo_dtype dt = dti ? MB_HALO_FLOAT32 : MB_HALO_FLOAT64;
+          const int nc = 1 + dti;
+          void *x = calloc((size_t)(fr.rows + 1) * (size_t)nc, dt_size(dt));
+          assert_non_null(x);
+          for (int64_t z = -width; z < nz + width; z++) /* frame plane z: owned, or -1 */
+            for (int64_t r = 0; r < plane; r++)
+              for (int c = 0; c < nc; c++)
+                set(x, dt, ((z + width) * plane + r) * nc + c,
+                    z >= 0 && z < nz ? plane_value(mine.lo[0] + z, r, c) : -1.0);
+          exchange(w, plan, MB_HALO_FORWARD, dt, nc, x, fr.rows);
+          for (int64_t z = -width; z < nz + width; z++) {
+            const int ghost = z < 0 || z >= nz;
+            const int edge = (z < 0 && mine.coords[0] == 0) || (z >= nz && mine.coords[0] == g_size - 1);
+            const int filled = ghost && g_size > 1 && (periodic || !edge);
+            for (int64_t r = 0; r < plane; r++)
+              for (int c = 0; c < nc; c++) {
+                const double want = !ghost ? plane_value(mine.lo[0] + z, r, c)
+                                    : filled ? plane_value(wrap(mine.lo[0] + z, n[0]), r, c)
+                                             : -1.0;
+                const double got = get(x, dt, ((z + width) * plane + r) * nc + c);
+                CHECK(same(got, want, dt),
+                      "whole planes (width %d, periodic %d, padded %d, dt %d): plane %lld row %lld "
+                      "holds %g, want %g", width, periodic, padded, (int)dt, (long long)z,
+                      (long long)r, got, want);
+              }
+          }
+          free(x);
+        }
+        mb_halo_free(plan);
+        mb_cart_free(cart);
+        if (g_size == 1) continue;
+        /* y cut: the flag changes no box */
+        const int ycut[3] = {1, g_size, 1};
+        const int64_t ny[3] = {6, 16, 5};
+        assert_int_equal(mb_cart_create_dims(MPI_COMM_WORLD, ny, ycut, periodic, width, &cart),
+                         MB_SUCCESS);
+        const blockgeo yg = geo_of(cart, cart->rank);
+        const gframe yf = frame_for(&yg, width, padded);
+        mb_cart_frame yc = {yf.origin, {yf.stride[0], yf.stride[1], yf.stride[2]}, width};
+        mb_halo *with = NULL, *without = NULL;
+        assert_int_equal(mb_cart_plan_frame(cart, &yc, flags, &with), MB_SUCCESS);
+        assert_int_equal(mb_cart_plan_frame(cart, &yc, MB_CART_PLAN_NO_SELF, &without), MB_SUCCESS);
+        int64_t n1, n2;
+        const mb_halo_box *b1, *b2;
+        const int64_t *o1, *o2;
+        mb_halo_send_boxes(with, &n1, &b1, &o1);
+        mb_halo_send_boxes(without, &n2, &b2, &o2);
+        CHECK(n1 == n2 && (!n1 || !memcmp(b1, b2, sizeof *b1 * (size_t)n1)),
+              "whole planes with y cut: the boxes changed (%lld against %lld)", (long long)n1,
+              (long long)n2);
+        mb_halo_free(with);
+        mb_halo_free(without);
+        mb_cart_free(cart);
+      }
+  agree_no_failures("whole-plane z faces");
+}
+
 /* mb_halo_create_boxes by hand: a box with strides in every extent (not
  * a face), its rows listed in C order, and the arguments it refuses. */
 static void box_rows_and_refusals(void) {
@@ -776,6 +879,7 @@ static void test_host_boxes(void **state) {
   const where w = {0, MB_HALO_MPI, NULL, 0};
   box_rows_and_refusals();
   box_cases(&w);
+  whole_plane_cases(&w);
 }
 
 /* The plan refuses a second exchange in flight and an end without begin. */
@@ -833,6 +937,7 @@ static void test_device_mpi(void **state) {
   box_cases(&w);
   const where late = {1, MB_HALO_MPI, NULL, 1}; /* messages posted at end */
   box_cases(&late);
+  whole_plane_cases(&w);
 }
 
 /* With a device per rank, NCCL can be had: the rule's timed comparison. */
@@ -851,15 +956,23 @@ static void test_device_nccl(void **state) {
   mesh_cases(&w);
   grid_cases(&w);
   box_cases(&w);
+  whole_plane_cases(&w);
 }
 
-/* The IPC transport: the same cases, the same bits as the host engine. */
+/* The IPC transport: the same cases, the same bits as the host engine;
+ * the whole-plane z faces with the array shared, so copied straight into
+ * the neighbours' arrays (mb_cuda_halo_share_arrays), and not shared. */
 static void test_device_ipc(void **state) {
   (void)state;
-  const where w = {1, MB_HALO_IPC, NULL, 0};
+  const where w = {1, MB_HALO_IPC, NULL, 0, 0};
   mesh_cases(&w);
   grid_cases(&w);
   box_cases(&w);
+  whole_plane_cases(&w);
+  const where shared = {1, MB_HALO_IPC, NULL, 0, 1};
+  grid_cases(&shared);
+  box_cases(&shared);
+  whole_plane_cases(&shared);
 }
 
 int main(int argc, char **argv) {
