@@ -7,9 +7,12 @@
 # fused step on NP ranks (default 4), NCCL and IPC alternating twice, each
 # against one GPU timed in the same invocation, and IPC with the faces
 # moved by the copy engines instead of the pack and unpack kernels
-# (MB_HALO_IPC_PACK=copies) and with the fused step's shell after the
-# interior on the compute stream (MB_STENCIL_SHELL=after, as before it ran
-# on the halo stream): VARIANTS (default "nccl ipc ipc-copies ipc-after"),
+# (MB_HALO_IPC_PACK=copies), with the z faces staged and packed by kernels
+# instead of copied straight into the neighbours' arrays
+# (MB_STENCIL_IPC_DIRECT=0, ipc-staged) and with the fused step's shell
+# after the interior on the compute stream (MB_STENCIL_SHELL=after, as
+# before it ran on the halo stream): VARIANTS (default "nccl ipc
+# ipc-staged ipc-copies ipc-after"),
 # ROUNDS (default 2). Prints the test summary,
 # and per run the speed-up line, the transport and rank 0's timeline (ms
 # per step: interior, waited, shell; halo stream: pack, transfer, unpack).
@@ -37,15 +40,17 @@ echo "tests done at $SECONDS s"
 exe=$PWD/$build/meshbatch
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 for round in $(seq "${ROUNDS:-2}"); do
-  for variant in ${VARIANTS:-nccl ipc ipc-copies ipc-after}; do
+  for variant in ${VARIANTS:-nccl ipc ipc-staged ipc-copies ipc-after}; do
     halo=${variant%%-*}
     pack=
     shell=
+    direct=
     [ "$variant" = ipc-copies ] && pack=copies
+    [ "$variant" = ipc-staged ] && direct=0
     [ "$variant" = ipc-after ] && shell=after
     log="$out/strong-$variant-$round.log"
     echo "### strong $shape, $np ranks, halo $variant, fused step, round $round"
-    MB_HALO_IPC_PACK=$pack MB_STENCIL_SHELL=$shell mpirun --oversubscribe --bind-to none -np "$np" "$exe" bench stencil \
+    MB_HALO_IPC_PACK=$pack MB_STENCIL_SHELL=$shell MB_STENCIL_IPC_DIRECT=$direct mpirun --oversubscribe --bind-to none -np "$np" "$exe" bench stencil \
       --distribute partitioned --shape "$shape" --scaling strong --dtype float32 --steps 20 \
       --warmup 3 --halo "$halo" --step fused -v > "$log" 2>&1
     grep -E "rank +fill|^  rank 0 |halo over|speed-up|rror" "$log"

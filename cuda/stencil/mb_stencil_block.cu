@@ -77,14 +77,23 @@ template <typename T> struct block {
   T *p(int k) const { return buf[k].template as<T>(); }
 };
 
+/* Whether IPC copies the z faces straight between the blocks' arrays
+ * (whole planes, mb_cuda_halo_share_arrays): where IPC may carry them
+ * (asked for, or auto), unless the environment variable
+ * MB_STENCIL_IPC_DIRECT=0 (a knob for measurements: the staged path's
+ * faces, packed and unpacked by kernels, as before). */
+static bool ipc_direct(mb_halo_transport want) {
+  const char *env = getenv("MB_STENCIL_IPC_DIRECT");
+  return (want == MB_HALO_IPC || want == MB_HALO_AUTO) && !(env && !strcmp(env, "0"));
+}
+
 /* The faces the halo plan carries: those with a neighbour on a cut axis,
- * less the grid's boundary faces of a Dirichlet stage (filled here); on
- * slabs, where IPC may carry them (asked for, or auto), the z faces as
- * whole planes of the frame, so that they go in one copy from this
- * block's array into the neighbour's (mb_cuda_halo_share_arrays). */
+ * less the grid's boundary faces of a Dirichlet stage (filled here); with
+ * ipc_direct, on slabs, the z faces as whole planes of the frame, so that
+ * they go in one copy from this block's array into the neighbour's. */
 static unsigned plan_flags(const mb_stencil_grid *g, mb_halo_transport want) {
   return MB_CART_PLAN_NO_SELF | (g->bc == MB_STENCIL_DIRICHLET ? MB_CART_PLAN_NO_OUTSIDE : 0u) |
-         (want == MB_HALO_IPC || want == MB_HALO_AUTO ? MB_CART_PLAN_WHOLE_PLANES : 0u);
+         (ipc_direct(want) ? MB_CART_PLAN_WHOLE_PLANES : 0u);
 }
 
 /* The face modes, the interior box and the shell around it. */
@@ -260,7 +269,7 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
    * the next exchange and writes only the level not exchanged */
   void *levels[3] = {nullptr, nullptr, nullptr};
   for (int k = 0; k < nbuf; k++) levels[k] = b->buf[k].p;
-  MB_CALL(mb_cuda_halo_share_arrays(b->dh, nbuf, levels));
+  if (ipc_direct(want)) MB_CALL(mb_cuda_halo_share_arrays(b->dh, nbuf, levels));
   const char *env = getenv("MB_STENCIL_SHELL"); /* early (the default) or after */
   b->early_shell = fused && !b->shell.empty() && !(env && !strcmp(env, "after"));
   if (b->early_shell) {
