@@ -53,7 +53,11 @@ mb_error mb_polylla_cuda_bench(const mb_mesh *tri, int warmup, int repeats,
  * ms_total is the whole run from triangles in host memory to polygons in
  * host memory. The median of each time of `repeats` runs after `warmup`
  * goes to *median. The polygons are checked against those of
- * mb_polylla_cuda on the same mesh. Not collective. Errors: those of
+ * mb_polylla_cuda on the same mesh, where it split no pinched polygon:
+ * this path ends at the kernels' polygons, without the host's pinch
+ * repair (mb_polylla_split_pinches), so where mb_polylla_cuda split some,
+ * median->pinches_split gives their count and nothing is compared (a
+ * 25 M-point Delaunay triangulation has some). Not collective. Errors: those of
  * mb_polylla_cuda; MB_ERR_CUDA if the two outputs differ; MB_ERR_UNSUPPORTED
  * without CUDA. */
 mb_error mb_polylla_cuda_bench_pinned(const mb_mesh *tri, int warmup, int repeats,
