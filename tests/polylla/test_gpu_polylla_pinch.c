@@ -7,7 +7,9 @@
  * points of issue 28 (seed 1), whose outputs must also be simple (the
  * checker of polylla_check.h). Each case runs the CUDA backend a second
  * time as a job does (mb_polylla_opts.share_xyz: the output must hold the
- * input's own positions array, pinched or not, and the same bits). Exits 77 (skipped) without a CUDA device or
+ * input's own positions array, pinched or not, and the same bits), and
+ * the bench's page-locked path once (its polygons checked where nothing
+ * is pinched, the cuts reported where some are). Exits 77 (skipped) without a CUDA device or
  * the CUDA backend; run it on a GPU machine with
  * `ctest -L gpu -R polylla_pinch`. */
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "gpu_meshes.h"
+#include "mb_polylla_cuda.h"
 #include "mb_generate.h"
 #include "mb_testutil.h"
 #include "polylla_check.h"
@@ -38,6 +41,13 @@ static long long same_on_both(const mb_mesh *tri) {
   assert_memory_equal(hc, hg, sizeof *hc * (size_t)pc->nf);
   assert_int_equal(sc.pinches_split, sg.pinches_split);
   const long long n = sc.pinches_split;
+  /* the bench's page-locked path (no host repair): its polygons compared
+   * where nothing is pinched, the cuts reported where some are */
+  mb_polylla_stats sp;
+  e = mb_polylla_cuda_bench_pinned(tri, 0, 1, &sp);
+  if (e) printf("cuda, page-locked path: %s\n", mb_error_message());
+  assert_int_equal(e, MB_SUCCESS);
+  assert_int_equal(sp.pinches_split, n);
   /* the job's way: the output takes the input's positions */
   mb_mesh *t2 = NULL, *ps = NULL;
   assert_int_equal(mb_mesh_duplicate(tri, &t2), MB_SUCCESS);
