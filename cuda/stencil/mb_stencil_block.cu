@@ -77,29 +77,44 @@ template <typename T> struct block {
   T *p(int k) const { return buf[k].template as<T>(); }
 };
 
-/* Whether IPC copies the z faces straight between the blocks' arrays
+/* Whether IPC may copy the z faces straight between the blocks' arrays
  * (whole planes, mb_cuda_halo_share_arrays): where IPC may carry them
- * (asked for, or auto), unless the environment variable
- * MB_STENCIL_IPC_DIRECT=0 (a knob for measurements: the staged path's
- * faces, packed and unpacked by kernels, as before). */
-static bool ipc_direct(mb_halo_transport want) {
+ * (asked for, or auto) and every rank of the grid is on one node (else
+ * auto takes NCCL or MPI, which would carry the planes' edges for
+ * nothing), unless the environment variable MB_STENCIL_IPC_DIRECT=0 (a
+ * knob for measurements: the staged path's faces, packed and unpacked by
+ * kernels, as before). Collective over the grid's communicator (the same
+ * answer on every rank). */
+static mb_error ipc_direct(const mb_cart *cart, mb_halo_transport want, bool *direct) {
   const char *env = getenv("MB_STENCIL_IPC_DIRECT");
-  return (want == MB_HALO_IPC || want == MB_HALO_AUTO) && !(env && !strcmp(env, "0"));
+  *direct = (want == MB_HALO_IPC || want == MB_HALO_AUTO) && !(env && !strcmp(env, "0"));
+  if (!*direct || cart->size == 1) return MB_SUCCESS;
+  MPI_Comm node;
+  int n = 0;
+  MB_CALL_MPI(MPI_Comm_split_type(cart->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const int rc = MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  MB_CALL_MPI(rc);
+  int one = n == cart->size;
+  MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MIN, cart->comm));
+  *direct = one != 0;
+  return MB_SUCCESS;
 }
 
 /* The faces the halo plan carries: those with a neighbour on a cut axis,
  * less the grid's boundary faces of a Dirichlet stage (filled here); with
- * ipc_direct, on slabs, the z faces as whole planes of the frame, so that
- * they go in one copy from this block's array into the neighbour's. */
-static unsigned plan_flags(const mb_stencil_grid *g, mb_halo_transport want) {
+ * direct (ipc_direct), on slabs, the z faces as whole planes of the frame,
+ * so that they go in one copy from this block's array into the
+ * neighbour's. */
+static unsigned plan_flags(const mb_stencil_grid *g, bool direct) {
   return MB_CART_PLAN_NO_SELF | (g->bc == MB_STENCIL_DIRICHLET ? MB_CART_PLAN_NO_OUTSIDE : 0u) |
-         (ipc_direct(want) ? MB_CART_PLAN_WHOLE_PLANES : 0u);
+         (direct ? MB_CART_PLAN_WHOLE_PLANES : 0u);
 }
 
 /* The face modes, the interior box and the shell around it. */
 template <typename T> static void plan_faces(block<T> *b) {
   const mb_cart *c = b->cart;
-  const unsigned flags = plan_flags(b->g, MB_HALO_MPI); /* (which faces: the same for any shape) */
+  const unsigned flags = plan_flags(b->g, false); /* (which faces: the same for any shape) */
   int n[3] = {b->f.nz, b->f.ny, b->f.nx}, ilo[3], ihi[3];
   for (int a = 0; a < 3; a++) {
     ilo[a] = 0;
@@ -234,7 +249,7 @@ template <typename T> static mb_error choose_transport(block<T> *b, mb_halo_tran
 
 template <typename T>
 static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart, int nbuf,
-                            bool fused, mb_halo_transport want) {
+                            bool fused, bool direct) {
   b->g = g;
   b->cart = cart;
   b->fused = fused;
@@ -257,7 +272,7 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
   fr.stride[1] = b->f.sy;
   fr.stride[2] = 1;
   fr.width = G;
-  MB_CALL(mb_cart_plan_frame(cart, &fr, plan_flags(g, want), &b->plan));
+  MB_CALL(mb_cart_plan_frame(cart, &fr, plan_flags(g, direct), &b->plan));
   int nn;
   int64_t nsend, nrecv;
   mb_halo_stats(b->plan, &nn, &nsend, &nrecv);
@@ -269,7 +284,7 @@ static mb_error block_setup(block<T> *b, const mb_stencil_grid *g, mb_cart *cart
    * the next exchange and writes only the level not exchanged */
   void *levels[3] = {nullptr, nullptr, nullptr};
   for (int k = 0; k < nbuf; k++) levels[k] = b->buf[k].p;
-  if (ipc_direct(want)) MB_CALL(mb_cuda_halo_share_arrays(b->dh, nbuf, levels));
+  if (direct) MB_CALL(mb_cuda_halo_share_arrays(b->dh, nbuf, levels));
   const char *env = getenv("MB_STENCIL_SHELL"); /* early (the default) or after */
   b->early_shell = fused && !b->shell.empty() && !(env && !strcmp(env, "after"));
   if (b->early_shell) {
@@ -378,7 +393,9 @@ static mb_error block_t(const mb_stencil_grid *g, mb_cart *cart, mb_halo_transpo
   const int want_step = fig ? fig->step : MB_STENCIL_STEP_AUTO;
   const bool fused = want_step != MB_STENCIL_STEP_FACES_FIRST;
   if (fig) fig->fused = fused;
-  MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused, want));
+  bool direct = false; /* first: collective, before anything that may fail on one rank */
+  MB_CALL(ipc_direct(cart, want, &direct));
+  MB_CALL(block_setup<T>(&b, g, cart, nbuf, fused, direct));
   MB_CALL(frame_copy<T>(b.f, b.p(0), u, true, b.comp));
   MB_CALL(prefill<T>(&b, nbuf, b.p(0)));
   MB_CALL(choose_transport<T>(&b, want, b.p(0)));
