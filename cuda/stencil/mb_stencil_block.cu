@@ -87,15 +87,16 @@ template <typename T> struct block {
  * answer on every rank). */
 static mb_error ipc_direct(const mb_cart *cart, mb_halo_transport want, bool *direct) {
   const char *env = getenv("MB_STENCIL_IPC_DIRECT");
-  *direct = (want == MB_HALO_IPC || want == MB_HALO_AUTO) && !(env && !strcmp(env, "0"));
-  if (!*direct || cart->size == 1) return MB_SUCCESS;
+  const bool asked = want == MB_HALO_IPC || want == MB_HALO_AUTO; /* the same on every rank */
+  *direct = asked && !(env && !strcmp(env, "0"));
+  if (!asked || cart->size == 1) return MB_SUCCESS;
   MPI_Comm node;
   int n = 0;
   MB_CALL_MPI(MPI_Comm_split_type(cart->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   const int rc = MPI_Comm_size(node, &n);
   MPI_Comm_free(&node);
   MB_CALL_MPI(rc);
-  int one = n == cart->size;
+  int one = *direct && n == cart->size;
   MB_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MIN, cart->comm));
   *direct = one != 0;
   return MB_SUCCESS;
