@@ -10,13 +10,19 @@
  *    offset), with the faces across uncut axes or on the grid's boundary
  *    left out (MB_CART_PLAN_NO_SELF, MB_CART_PLAN_NO_OUTSIDE); each box
  *    plan's exchanges are also compared bitwise with those of the index
- *    plan of the same rows (mb_halo_create_lists from its expanded lists).
+ *    plan of the same rows (mb_halo_create_lists from its expanded lists);
+ *    and on slabs the z faces as whole planes (MB_CART_PLAN_WHOLE_PLANES).
  * Built twice: host arrays (MPI), and with MB_HALO_TEST_DEVICE device
  * arrays through mb_cuda_halo (MPI through pinned buffers, NCCL where
  * mb_nccl_create can make a communicator, and IPC where the ranks' GPUs
  * can map each other's memory: each exchange's halo sets it up afresh, and
- * on one rank a periodic plan's wrap goes through its own buffers), which
- * exits 77 without a GPU.
+ * on one rank a periodic plan's wrap goes through its own buffers; IPC
+ * again with the array shared, mb_cuda_halo_share_arrays, so that the
+ * whole-plane faces go straight into the neighbours' arrays), which exits
+ * 77 without a GPU. It stays one file of about 1,000 lines: both builds
+ * run the same cases through one exchange helper and one set of expected
+ * values, which two files would have to share through a header of their
+ * own.
  *
  * The reverse test assembles per-face contributions: each rank adds, for
  * its faces in ascending global face id, area/3 (times c + 1 for component
