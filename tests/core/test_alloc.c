@@ -52,6 +52,26 @@ static void test_realloc_keeps_contents(void **state) {
   free(b);
 }
 
+/* mb_realloc's two ways: a block that already holds the size comes back
+ * as it is (a shrink, or a grow within malloc_usable_size); a large block
+ * grown past it moves with its contents into a new block. */
+static void test_realloc_in_place_and_moved(void **state) {
+  (void)state;
+  const size_t big = 2 * MB_ALLOC_HUGE_MIN / sizeof(int64_t);
+  int64_t *a = mb_alloc(big * sizeof *a);
+  assert_non_null(a);
+  for (size_t i = 0; i < big; i++) a[i] = (int64_t)(3 * i + 1);
+  int64_t *b = mb_realloc(a, big / 2 * sizeof *b);
+  assert_ptr_equal(b, a); /* the block holds it: no copy */
+  const size_t grown = 3 * big;
+  int64_t *c = mb_realloc(b, grown * sizeof *c);
+  assert_non_null(c);
+  for (size_t i = 0; i < big / 2; i++) assert_int_equal(c[i], (int64_t)(3 * i + 1));
+  c[grown - 1] = 5;
+  assert_int_equal(c[grown - 1], 5);
+  free(c);
+}
+
 /* In the mapping that holds p (/proc/self/smaps): *kb, the kilobytes of
  * anonymous huge pages, and *advised, whether the mapping carries the
  * kernel's "hg" flag (madvise(MADV_HUGEPAGE) took). 0, or -1 when smaps
@@ -127,6 +147,7 @@ int main(void) {
       cmocka_unit_test(test_zalloc_zeroes_reused_memory),
       cmocka_unit_test(test_zero_sizes_and_overflow),
       cmocka_unit_test(test_realloc_keeps_contents),
+      cmocka_unit_test(test_realloc_in_place_and_moved),
       cmocka_unit_test(test_huge_pages_advised),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
