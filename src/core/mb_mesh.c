@@ -208,16 +208,14 @@ double mb_mesh_bbox_diagonal(const mb_mesh *m) {
 
 /* Append or replace field `name` of n rows in the list (*fields, *nfields). */
 /* Set field `name` of a list to a copy of n x ncomp values of dtype. */
-static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const char *name,
-                               int ncomp, mb_dtype dtype, const void *data) {
+/* Set field `name` of the list to `copy` (taken: freed on error too). */
+static mb_error field_list_put(mb_field **fields, int *nfields, const char *name, int ncomp,
+                               mb_dtype dtype, void *copy) {
+  if (ncomp <= 0) free(copy);
   MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
   int slot = *nfields;
   for (int i = 0; i < *nfields; i++)
     if (!strcmp((*fields)[i].name, name)) slot = i;
-  const size_t width = dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
-  void *copy = mb_alloc(width * (size_t)ncomp * (size_t)(n ? n : 1));
-  MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
-  memcpy(copy, data, width * (size_t)ncomp * (size_t)n);
   if (slot == *nfields) {
     mb_field *f = realloc(*fields, sizeof(mb_field) * (size_t)(*nfields + 1));
     if (!f) { free(copy); MB_FAIL(MB_ERR_MEMORY, "out of memory for field '%s'", name); }
@@ -234,6 +232,22 @@ static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const
   f->data = dtype == MB_FLOAT64 ? copy : NULL;
   f->data32 = dtype == MB_FLOAT32 ? copy : NULL;
   return MB_SUCCESS;
+}
+
+static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const char *name,
+                               int ncomp, mb_dtype dtype, const void *data) {
+  MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
+  const size_t width = dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
+  void *copy = mb_alloc(width * (size_t)ncomp * (size_t)(n ? n : 1));
+  MB_CHECK(copy, MB_ERR_MEMORY, "out of memory for field '%s'", name);
+  memcpy(copy, data, width * (size_t)ncomp * (size_t)n);
+  return field_list_put(fields, nfields, name, ncomp, dtype, copy);
+}
+
+mb_error mb_mesh_take_face_field(mb_mesh *m, const char *name, int ncomp, double *data) {
+  if (!m || !name || !data) free(data);
+  MB_CHECK(m && name && data, MB_ERR_ARG, "mb_mesh_take_face_field: NULL argument");
+  return field_list_put(&m->face_fields, &m->nface_fields, name, ncomp, MB_FLOAT64, data);
 }
 
 mb_error mb_mesh_set_field(mb_mesh *m, const char *name, int ncomp, const double *data) {

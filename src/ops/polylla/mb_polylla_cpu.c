@@ -850,7 +850,9 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   PL_ALLOC(counts, npoly);
   for (int64_t p = 0; p < npoly; p++)
     counts[p] = (double)(out->face_offsets[p + 1] - out->face_offsets[p]);
-  MB_CALL_GOTO(err, done, mb_mesh_set_face_field(out, "vertex_count", 1, counts));
+  err = mb_mesh_take_face_field(out, "vertex_count", 1, counts);
+  counts = NULL; /* the mesh's now (freed by it on error too) */
+  MB_CALL_GOTO(err, done, err);
   st.polygons = npoly;
   st.frontier_edges = nfe + nnew;
   st.barrier_edge_tips = ntips;

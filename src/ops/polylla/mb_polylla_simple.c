@@ -361,7 +361,10 @@ static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin
                                : mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
                                               "internal error: the pinch repair's merge made %lld "
                                               "polygons of %lld", (long long)q, (long long)nf2);
-    if (!e) e = mb_mesh_set_face_field(out, "vertex_count", 1, counts);
+    if (!e) {
+      e = mb_mesh_take_face_field(out, "vertex_count", 1, counts);
+      counts = NULL;
+    }
   }
   free(plan);
   free(o2);
