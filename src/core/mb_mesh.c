@@ -206,9 +206,9 @@ double mb_mesh_bbox_diagonal(const mb_mesh *m) {
               (hi[2] - lo[2]) * (hi[2] - lo[2]));
 }
 
-/* Append or replace field `name` of n rows in the list (*fields, *nfields). */
-/* Set field `name` of a list to a copy of n x ncomp values of dtype. */
-/* Set field `name` of the list to `copy` (taken: freed on error too). */
+/* Append or replace field `name` in the list (*fields, *nfields): its
+ * values the array `copy` of ncomp values of dtype a row, taken (freed on
+ * error too). */
 static mb_error field_list_put(mb_field **fields, int *nfields, const char *name, int ncomp,
                                mb_dtype dtype, void *copy) {
   if (ncomp <= 0) free(copy);
@@ -234,6 +234,7 @@ static mb_error field_list_put(mb_field **fields, int *nfields, const char *name
   return MB_SUCCESS;
 }
 
+/* The same with a copy of data's n x ncomp values. */
 static mb_error field_list_set(mb_field **fields, int *nfields, int64_t n, const char *name,
                                int ncomp, mb_dtype dtype, const void *data) {
   MB_CHECK(ncomp > 0, MB_ERR_ARG, "field '%s': ncomp must be positive", name);
