@@ -329,16 +329,20 @@ static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin
     int64_t *of = out->face_offsets, *ix = out->face_indices;
     of[q] = x;
     enum { CHUNK = 1 << 16 }; /* polygons a task */
-    int64_t ntask = 0;
-    for (int64_t t = 0; t < ns; t++) ntask += plan[t].n < 0 ? 1 : (plan[t].n + CHUNK - 1) / CHUNK;
+    /* the segments' first tasks (first[t]: tasks before segment t), so that
+     * a task finds its segment by bisection however many pinches there are */
+    int64_t *first = malloc(sizeof *first * (size_t)(ns + 1));
+    if (!first)
+      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                       "out of memory for %lld polygons", (long long)nf2);
+    const int64_t nseg = first ? ns : 0;
+    if (first) first[0] = 0;
+    for (int64_t t = 0; t < nseg; t++)
+      first[t + 1] = first[t] + (plan[t].n < 0 ? 1 : (plan[t].n + CHUNK - 1) / CHUNK);
+    const int64_t ntask = first ? first[ns] : 0;
 #pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
     for (int64_t task = 0; task < ntask; task++) {
-      int64_t t = 0, c = task; /* the task's segment and chunk (a linear walk: few segments) */
-      for (;; t++) {
-        const int64_t nc = plan[t].n < 0 ? 1 : (plan[t].n + CHUNK - 1) / CHUNK;
-        if (c < nc) break;
-        c -= nc;
-      }
+      const int64_t t = mb_polylla_lower(first + 1, nseg, task + 1), c = task - first[t];
       const seg g = plan[t];
       if (g.n < 0) {
         const int64_t pc = -g.n - 1;
@@ -355,12 +359,13 @@ static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin
       memcpy(ix + fo[g.p + b] + shift, fi + fo[g.p + b],
              sizeof *ix * (size_t)(fo[g.p + b + m] - fo[g.p + b]));
     }
+    free(first);
 #pragma omp parallel for schedule(static) if (nf2 > 65536)
     for (int64_t i = 0; i < nf2; i++) counts[i] = (double)(of[i + 1] - of[i]);
-    e = q == nf2 && x == nidx2 ? MB_SUCCESS
-                               : mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
-                                              "internal error: the pinch repair's merge made %lld "
-                                              "polygons of %lld", (long long)q, (long long)nf2);
+    if (!e && (q != nf2 || x != nidx2))
+      e = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                       "internal error: the pinch repair's merge made %lld polygons of %lld",
+                       (long long)q, (long long)nf2);
     if (!e) {
       e = mb_mesh_take_face_field(out, "vertex_count", 1, counts);
       counts = NULL;
