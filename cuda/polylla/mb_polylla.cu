@@ -797,8 +797,14 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
    * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads
    * (fetched above, or by fetch where it finds a pinch) */
   int64_t *own_heads = nullptr;
+  const double tp0 = mb_pl_now_ms();
   e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, st);
   free(own_heads);
+  if (getenv("MB_POLYLLA_TRACE"))
+    fprintf(stderr,
+            "mb_polylla_cuda trace: half-edges to polygons (device) %.2f ms, output mesh and "
+            "left-out %.2f ms, pinch repair %.2f ms, whole call %.2f ms\n",
+            tc0 - t_up, tp0 - tc1, mb_pl_now_ms() - tp0, mb_pl_now_ms() - t0);
   if (e) {
     drop(m);
     if (o.left_out) {

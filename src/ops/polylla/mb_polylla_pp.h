@@ -81,6 +81,7 @@ typedef struct pp_state {
   mb_polylla_ties ties;
   mb_polylla_rank_figures fig;
   double mark_wall, mark_cpu, mark_minflt; /* where the current step began */
+  double trace_wall;                       /* the last mb_pp_trace (s), 0 before it */
 } pp_state;
 
 /* The clocks of a step: wall (s), process CPU (s, getrusage: all
@@ -91,6 +92,12 @@ void mb_pp_clocks(double *wall, double *cpu, double *minflt);
  * passed since the mark; the next step begins now. Not collective; no
  * errors. */
 void mb_pp_step_end(pp_state *s, int k);
+
+/* Where MB_POLYLLA_TRACE is set: print "[rank r] partitioned Polylla:
+ * WHAT X ms" to stderr, X the wall time since the previous call; what
+ * NULL only marks the time. A diagnostic of the steps' parts; not collective; no
+ * errors. */
+void mb_pp_trace(pp_state *s, const char *what);
 
 /* Order of pp_tri by gid (qsort). */
 int mb_pp_cmp_tri(const void *a, const void *b);

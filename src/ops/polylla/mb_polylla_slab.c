@@ -341,6 +341,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   MB_CALL_GOTO(err, done, mb_block_starts(comm, v0, nvb, r.vstarts));
   MB_CALL_GOTO(err, done, mb_block_starts(comm, f0, nf, r.fstarts));
   const int64_t nvg = r.vstarts[s->size];
+  mb_pp_trace(s, NULL);
 
   /* ---- ghosts: the ids the rows use outside this rank's vertex block */
   const int64_t *fi = m->face_indices;
@@ -382,6 +383,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     nghost = u;
   }
   memset(r.asked, 0, (size_t)nvb);
+  mb_pp_trace(s, "ghosts: ids");
   /* their positions, asked of their owners, who note the rows asked for:
    * the answers come back by owner, each in the order asked, which is the
    * ghosts' order (the blocks follow the ranks) */
@@ -417,6 +419,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     MB_CALL_GOTO(err, done, err);
   }
 
+  mb_pp_trace(s, "ghosts: positions");
   /* ---- the cut's candidates: edges whose two ends another rank uses too */
   free(r.dest);
   r.dest = NULL;
@@ -436,6 +439,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   ok = !cfull && ncand <= cand_limit;
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
+  mb_pp_trace(s, "cut: candidates");
   PP_ALLOC(r.dest, ncand);
   PP_AGREE("out of memory for the cut's edges");
   for (int64_t i = 0; i < ncand; i++) r.dest[i] = r.cand[i].rank; /* the owner of a */
@@ -492,6 +496,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
   s->fig.ghosts = (double)ncut;
+  mb_pp_trace(s, "cut: pairs");
   mb_pp_step_end(s, MB_PP_STEP_DUAL);
   mb_pp_step_end(s, MB_PP_STEP_DISTRIBUTE);
   s->fig.owned = (double)nf;
@@ -533,6 +538,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     if (!ok) goto done;
   }
   s->fig.ms_phases = cuda ? lst.ms_kernels : lst.ms_label + lst.ms_repair + lst.ms_traversal;
+  mb_pp_trace(s, "mesh: the rows (backend)");
   mb_pp_step_end(s, MB_PP_STEP_MESH);
 
   /* ---- regions of the left-out triangles: here, then over the cut */
@@ -631,6 +637,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
   }
   MB_CALL_GOTO(err, done, sp_all(comm, &ok));
   if (!ok) goto done;
+  mb_pp_trace(s, "mesh: the regions that cross the cut");
   s->fig.meshed = (double)(nf - nleft + ncame);
   s->fig.polygons_local = r.poly ? (double)r.poly->nf : 0;
   s->fig.polygons_stitched = r.spoly ? (double)r.spoly->nf : 0;
@@ -662,11 +669,13 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
       r.idest[k] = d;
     }
   }
+  mb_pp_trace(s, "output: records");
   int64_t npgot = 0, nigot = 0;
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsp, r.pdest, sizeof(pp_poly), r.psend, &npgot,
                                               (void **)&r.pgot, NULL, &s->fig.bytes));
   MB_CALL_GOTO(err, done, mb_records_exchange(comm, nsi, r.idest, sizeof(int64_t), r.isend,
                                               &nigot, (void **)&r.igot, NULL, &s->fig.bytes));
+  mb_pp_trace(s, "output: exchange");
   /* the received: first index of each (they arrive in send order by source), then by head */
   PP_ALLOC(r.istart, npgot + 1);
   PP_ALLOC(r.order, 2 * npgot);
@@ -685,7 +694,9 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     const double none = 0;
     err = mb_mesh_set_face_field(r.poly, "vertex_count", 1, &none);
   }
+  mb_pp_trace(s, "output: order");
   if (!err && npgot > 0) err = sp_merge(r.poly, r.heads, f0, npgot, r.order, r.pgot, r.istart, r.igot);
+  mb_pp_trace(s, "output: merge");
   r.out = r.poly;
   r.poly = NULL;
   MB_CALL_GOTO(err, done, mb_agree(comm, err));
@@ -710,6 +721,7 @@ mb_error mb_pp_slab(pp_state *s, mb_mesh_slab *slab, const mb_polylla_opts *opts
     }
     MB_CALL_GOTO(err, done, mb_agree(comm, err));
   }
+  mb_pp_trace(s, "output: figures, rows");
   mb_pp_step_end(s, MB_PP_STEP_OUTPUT);
   s->fig.ms_distribute = s->fig.step_ms[MB_PP_STEP_DUAL] + s->fig.step_ms[MB_PP_STEP_DISTRIBUTE];
   s->fig.ms_regions = s->fig.step_ms[MB_PP_STEP_REGIONS];
