@@ -375,6 +375,29 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
                                   int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
                                   mb_polylla_stats *stats);
 
+/* A polygon for mb_polylla_merge: its head (in the frame of the kept
+ * polygons' heads) and its vertex indices pidx [at, at + n). */
+typedef struct mb_polylla_piece {
+  int64_t head, at, n;
+} mb_polylla_piece;
+
+/* Merge by head, the canonical order (above): the nf polygons fo [nf + 1],
+ * fi [fo[nf]], heads hd [nf] increasing, but those listed in drop [ndrop]
+ * (increasing), keep their order and lists; the pieces pc [np] (heads
+ * increasing) go each before the first kept polygon of a larger or equal
+ * head. Writes new arrays (mb_alloc; the caller frees them): *o2
+ * [nf - ndrop + np + 1] offsets, *i2 their indices, *h2 the heads (h2
+ * NULL: none made), *counts the vertex counts as float64 (counts NULL:
+ * none made). One planning pass over the runs between dropped polygons
+ * and pieces, then copies on OpenMP threads in chunks of 65 536 polygons:
+ * the pinch repair's merge and the slab path's merge of stitched polygons
+ * (mb_polylla_slab.c). Not collective. Errors: MB_ERR_MEMORY,
+ * MB_ERR_NUMERIC (pieces out of order); the outputs NULL on error. */
+mb_error mb_polylla_merge(const int64_t *fo, const int64_t *fi, const int64_t *hd, int64_t nf,
+                          const int64_t *drop, int64_t ndrop, const mb_polylla_piece *pc,
+                          int64_t np, const int64_t *pidx, int64_t **o2, int64_t **i2,
+                          int64_t **h2, double **counts);
+
 /* Give tri (a rank's rows) its faces back from corners [3 nf] in the local
  * numbering of ids (mb_polylla_opts.rows_corners): face_offsets 3 f,
  * face_indices the ids; where tri already has faces, nothing. Not

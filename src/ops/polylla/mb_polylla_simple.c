@@ -22,11 +22,13 @@
  * 3.3 s. Being one host code, it gives the same bits after the CPU and the
  * CUDA backends.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mb_alloc.h"
 #include "mb_halfedge.h"
+#include "mb_log.h"
 #include "mb_polylla.h"
 
 static int cmp_i64(const void *a, const void *b) {
@@ -262,41 +264,142 @@ static mb_error traverse(const mb_halfedge *he, const uint8_t *front, int64_t *n
   return MB_SUCCESS;
 }
 
-/* Merge the repaired pieces into poly: the polygons not listed in pin[npin]
- * (increasing) keep their order, heads (*heads [nf], increasing) and
- * lists; the pieces (np of them: offsets poff [np + 1], vertex indices
- * pidx in poly's numbering, heads ph increasing) go where their heads fall,
- * so the result is in canonical order (mb_polylla.h). *poly and *heads are
- * replaced (attributes polygons, frontier_edges + nsplit, pinches_split;
- * vertex_count; the positions move over). On error both are kept. */
-static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin, int64_t npin,
-                             int64_t np, const int64_t *poff, const int64_t *pidx,
-                             const int64_t *ph, int64_t nsplit) {
-  const mb_mesh *old = *poly;
-  const int64_t nf = old->nf, *fo = old->face_offsets, *fi = old->face_indices, *hd = *heads;
-  int64_t gone = 0; /* the pinched polygons' indices */
-  for (int64_t k = 0; k < npin; k++) gone += fo[pin[k] + 1] - fo[pin[k]];
-  const int64_t nf2 = nf - npin + np, nidx2 = fo[nf] - gone + poff[np];
+mb_error mb_polylla_merge(const int64_t *fo, const int64_t *fi, const int64_t *hd, int64_t nf,
+                          const int64_t *drop, int64_t ndrop, const mb_polylla_piece *pc,
+                          int64_t np, const int64_t *pidx, int64_t **o2, int64_t **i2,
+                          int64_t **h2, double **counts) {
+  *o2 = *i2 = NULL;
+  if (h2) *h2 = NULL;
+  if (counts) *counts = NULL;
+  int64_t gone = 0, added = 0; /* the dropped polygons' indices, the pieces' */
+  for (int64_t k = 0; k < ndrop; k++) gone += fo[drop[k] + 1] - fo[drop[k]];
+  for (int64_t j = 0; j < np; j++) added += pc[j].n;
+  const int64_t nf2 = nf - ndrop + np, nidx2 = fo[nf] - gone + added;
   /* the plan: runs of kept polygons and the pieces between them, each with
-   * its place in the output (one serial pass over the runs, 2 npin + np + 1
-   * of them at most); then the copies on OpenMP threads, the runs cut into
-   * chunks, into arrays not cleared first (every entry is written) and
-   * advised for huge pages (mb_alloc): at 25 M points (33 M polygon
+   * its place in the output (one serial pass; the dropped polygons and the
+   * pieces cut the kept ones into ndrop + np + 1 runs at most, so ndrop + 2
+   * np + 1 segments); then the copies on OpenMP threads, the runs cut
+   * into chunks, into arrays not cleared first (every entry is written)
+   * and advised for huge pages (mb_alloc): at 25 M points (33 M polygon
    * indices) the serial copy into cleared arrays was a fifth of the CUDA
    * backend's whole call */
   typedef struct {
     int64_t p, n, q, x; /* old polygons [p, p + n) (n < 0: piece -n - 1) at new polygon q, slot x */
   } seg;
-  seg *plan = malloc(sizeof *plan * (size_t)(2 * npin + np + 2));
+  seg *plan = malloc(sizeof *plan * (size_t)(ndrop + 2 * np + 2));
+  int64_t *first = NULL;
+  int64_t *hh = h2 ? mb_alloc(sizeof *hh * (size_t)(nf2 ? nf2 : 1)) : NULL;
+  double *cnt = counts ? mb_alloc(sizeof *cnt * (size_t)(nf2 ? nf2 : 1)) : NULL;
+  int64_t *of = mb_alloc(sizeof *of * (size_t)(nf2 + 1));
+  int64_t *ix = mb_alloc(sizeof *ix * (size_t)(nidx2 ? nidx2 : 1));
+  mb_error e = MB_SUCCESS;
+  if (!plan || (h2 && !hh) || (counts && !cnt) || !of || !ix) {
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                     "out of memory for %lld polygons", (long long)nf2);
+    goto done;
+  }
+  int64_t p = 0, j = 0, k = 0, q = 0, x = 0, ns = 0; /* old polygon, piece, dropped, new, slot */
+  while (p < nf || j < np) {
+    /* where the piece j goes: before the first old polygon of larger head */
+    const int64_t at = j < np ? p + mb_polylla_lower(hd + p, nf - p, pc[j].head) : nf;
+    int64_t end = at < nf ? at : nf;
+    if (k < ndrop && drop[k] < end) end = drop[k];
+    if (end > p) { /* a run of kept polygons, old [p, end) */
+      plan[ns++] = (seg){p, end - p, q, x};
+      x += fo[end] - fo[p];
+      q += end - p;
+      p = end;
+    } else if (j < np && at == p) { /* the piece */
+      plan[ns++] = (seg){0, -j - 1, q++, x};
+      x += pc[j].n;
+      j++;
+    } else { /* the dropped polygon p goes */
+      p++;
+      k++;
+    }
+  }
+  if (q != nf2 || x != nidx2) {
+    e = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
+                     "internal error: a merge by head made %lld polygons of %lld", (long long)q,
+                     (long long)nf2);
+    goto done;
+  }
+  of[q] = x;
+  enum { CHUNK = 1 << 16 }; /* polygons a task */
+  /* the segments' first tasks (first[t]: tasks before segment t), so that
+   * a task finds its segment by bisection however many pieces there are */
+  first = malloc(sizeof *first * (size_t)(ns + 1));
+  if (!first) {
+    e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                     "out of memory for %lld polygons", (long long)nf2);
+    goto done;
+  }
+  first[0] = 0;
+  for (int64_t t = 0; t < ns; t++)
+    first[t + 1] = first[t] + (plan[t].n < 0 ? 1 : (plan[t].n + CHUNK - 1) / CHUNK);
+  const int64_t ntask = first[ns];
+#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
+  for (int64_t task = 0; task < ntask; task++) {
+    const int64_t t = mb_polylla_lower(first + 1, ns, task + 1), c = task - first[t];
+    const seg g = plan[t];
+    if (g.n < 0) {
+      const mb_polylla_piece *pj = &pc[-g.n - 1];
+      of[g.q] = g.x;
+      if (hh) hh[g.q] = pj->head;
+      memcpy(ix + g.x, pidx + pj->at, sizeof *ix * (size_t)pj->n);
+      continue;
+    }
+    const int64_t b = c * CHUNK, m = g.n - b < CHUNK ? g.n - b : CHUNK, shift = g.x - fo[g.p];
+    for (int64_t i = b; i < b + m; i++) of[g.q + i] = fo[g.p + i] + shift;
+    if (hh) memcpy(hh + g.q + b, hd + g.p + b, sizeof *hh * (size_t)m);
+    memcpy(ix + fo[g.p + b] + shift, fi + fo[g.p + b],
+           sizeof *ix * (size_t)(fo[g.p + b + m] - fo[g.p + b]));
+  }
+  if (cnt) {
+#pragma omp parallel for schedule(static) if (nf2 > 65536)
+    for (int64_t i = 0; i < nf2; i++) cnt[i] = (double)(of[i + 1] - of[i]);
+  }
+  *o2 = of;
+  *i2 = ix;
+  if (h2) *h2 = hh;
+  if (counts) *counts = cnt;
+  of = ix = hh = NULL;
+  cnt = NULL;
+done:
+  free(plan);
+  free(first);
+  free(of);
+  free(ix);
+  free(hh);
+  free(cnt);
+  return e;
+}
+
+/* Merge the repaired pieces into poly (mb_polylla_merge): the pinched
+ * polygons pin[npin] (increasing) go, the pieces (np of them: offsets
+ * poff [np + 1], vertex indices pidx in poly's numbering, heads ph
+ * increasing) go where their heads fall, so the result is in canonical
+ * order (mb_polylla.h). *poly and *heads are replaced (attributes
+ * polygons, frontier_edges + nsplit, pinches_split; vertex_count; the
+ * positions move over). On error both are kept. */
+static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin, int64_t npin,
+                             int64_t np, const int64_t *poff, const int64_t *pidx,
+                             const int64_t *ph, int64_t nsplit) {
+  const mb_mesh *old = *poly;
+  const int64_t nf2 = old->nf - npin + np;
+  mb_polylla_piece *pc = malloc(sizeof *pc * (size_t)(np ? np : 1));
+  int64_t *o2 = NULL, *i2 = NULL, *h2 = NULL;
+  double *counts = NULL;
   mb_mesh *out = NULL;
-  int64_t *h2 = mb_alloc(sizeof *h2 * (size_t)(nf2 ? nf2 : 1));
-  double *counts = mb_alloc(sizeof *counts * (size_t)(nf2 ? nf2 : 1));
-  int64_t *o2 = mb_alloc(sizeof *o2 * (size_t)(nf2 + 1));
-  int64_t *i2 = mb_alloc(sizeof *i2 * (size_t)(nidx2 ? nidx2 : 1));
-  mb_error e = plan && h2 && counts && o2 && i2
-                   ? mb_mesh_create(old->name, 0, 0, 0, &out)
-                   : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
-                                  "out of memory for %lld polygons", (long long)nf2);
+  mb_error e = pc ? MB_SUCCESS
+                  : mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
+                                 "out of memory for %lld polygons", (long long)np);
+  for (int64_t j = 0; !e && j < np; j++) pc[j] = (mb_polylla_piece){ph[j], poff[j], poff[j + 1] - poff[j]};
+  if (!e)
+    e = mb_polylla_merge(old->face_offsets, old->face_indices, *heads, old->nf, pin, npin, pc, np,
+                         pidx, &o2, &i2, &h2, &counts);
+  free(pc);
+  if (!e) e = mb_mesh_create(old->name, 0, 0, 0, &out);
   if (!e) {
     out->kind = old->kind;
     out->index = old->index;
@@ -306,72 +409,9 @@ static mb_error merge_output(mb_mesh **poly, int64_t **heads, const int64_t *pin
     out->face_offsets = o2;
     out->face_indices = i2;
     o2 = i2 = NULL;
-    int64_t p = 0, j = 0, k = 0, q = 0, x = 0, ns = 0; /* old polygon, piece, pinched, new, slot */
-    while (p < nf || j < np) {
-      /* where the piece j goes: before the first old polygon of larger head */
-      const int64_t at = j < np ? p + mb_polylla_lower(hd + p, nf - p, ph[j]) : nf;
-      int64_t end = at < nf ? at : nf;
-      if (k < npin && pin[k] < end) end = pin[k];
-      if (end > p) { /* a run of kept polygons, old [p, end) */
-        plan[ns++] = (seg){p, end - p, q, x};
-        x += fo[end] - fo[p];
-        q += end - p;
-        p = end;
-      } else if (j < np && at == p) { /* the piece */
-        plan[ns++] = (seg){0, -j - 1, q++, x};
-        x += poff[j + 1] - poff[j];
-        j++;
-      } else { /* the pinched polygon p goes */
-        p++;
-        k++;
-      }
-    }
-    int64_t *of = out->face_offsets, *ix = out->face_indices;
-    of[q] = x;
-    enum { CHUNK = 1 << 16 }; /* polygons a task */
-    /* the segments' first tasks (first[t]: tasks before segment t), so that
-     * a task finds its segment by bisection however many pinches there are */
-    int64_t *first = malloc(sizeof *first * (size_t)(ns + 1));
-    if (!first)
-      e = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__,
-                       "out of memory for %lld polygons", (long long)nf2);
-    const int64_t nseg = first ? ns : 0;
-    if (first) first[0] = 0;
-    for (int64_t t = 0; t < nseg; t++)
-      first[t + 1] = first[t] + (plan[t].n < 0 ? 1 : (plan[t].n + CHUNK - 1) / CHUNK);
-    const int64_t ntask = first ? first[ns] : 0;
-#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
-    for (int64_t task = 0; task < ntask; task++) {
-      const int64_t t = mb_polylla_lower(first + 1, nseg, task + 1), c = task - first[t];
-      const seg g = plan[t];
-      if (g.n < 0) {
-        const int64_t pc = -g.n - 1;
-        of[g.q] = g.x;
-        h2[g.q] = ph[pc];
-        memcpy(ix + g.x, pidx + poff[pc], sizeof *ix * (size_t)(poff[pc + 1] - poff[pc]));
-        continue;
-      }
-      const int64_t b = c * CHUNK, m = g.n - b < CHUNK ? g.n - b : CHUNK, shift = g.x - fo[g.p];
-      for (int64_t i = b; i < b + m; i++) {
-        of[g.q + i] = fo[g.p + i] + shift;
-        h2[g.q + i] = hd[g.p + i];
-      }
-      memcpy(ix + fo[g.p + b] + shift, fi + fo[g.p + b],
-             sizeof *ix * (size_t)(fo[g.p + b + m] - fo[g.p + b]));
-    }
-    free(first);
-#pragma omp parallel for schedule(static) if (nf2 > 65536)
-    for (int64_t i = 0; i < nf2; i++) counts[i] = (double)(of[i + 1] - of[i]);
-    if (!e && (q != nf2 || x != nidx2))
-      e = mb_error_set(MB_ERR_NUMERIC, __FILE__, __LINE__, __func__,
-                       "internal error: the pinch repair's merge made %lld polygons of %lld",
-                       (long long)q, (long long)nf2);
-    if (!e) {
-      e = mb_mesh_take_face_field(out, "vertex_count", 1, counts);
-      counts = NULL;
-    }
+    e = mb_mesh_take_face_field(out, "vertex_count", 1, counts);
+    counts = NULL;
   }
-  free(plan);
   free(o2);
   free(i2);
   const char *tips = mb_attrs_get(&old->attrs, "barrier_edge_tips");
@@ -519,11 +559,25 @@ static mb_error pinch_triangles(const pinch_src *c, const uint64_t *in, int64_t 
  * whole mesh is only scanned: its polygons for a repeated vertex, its
  * corners for the pinched polygons' triangles, and, where there are
  * pinches, its polygons copied once into the merged output. */
+/* Where MB_POLYLLA_TRACE is set: the parts of the pinch repair (wall ms
+ * since *t, which moves to now) to stderr. */
+static void pinch_trace(double *t, const char *what) {
+  static int on = -1;
+  if (on < 0) on = getenv("MB_POLYLLA_TRACE") != NULL;
+  if (!on) return;
+  const double now = mb_wtime();
+  if (what) fprintf(stderr, "pinch repair: %s %.2f ms\n", what, 1e3 * (now - *t));
+  *t = now;
+}
+
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
                                   mb_polylla_stats *stats) {
   int64_t *pin = NULL, npin = 0;
+  double clock = 0;
+  pinch_trace(&clock, NULL);
   MB_CALL(find_pinched(*poly, &pin, &npin));
+  pinch_trace(&clock, "the polygons scanned");
   if (!npin) {
     if (stats) stats->pinches_split = 0;
     MB_CALL(mb_attrs_setf(&(*poly)->attrs, "pinches_split", "0"));
@@ -546,6 +600,7 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   if (heads && !*heads && fetch) MB_CALL_GOTO(e, done, fetch(fetch_ctx, heads));
   MB_CHECK_GOTO(e, done, heads && *heads, MB_ERR_ARG,
                 "mesh '%s': the pinch repair needs the polygons' heads (internal error)", name);
+  pinch_trace(&clock, "the heads");
 
   /* the pinched polygons' vertices, sorted, in the numbering of tri's corners */
   int64_t nlist = 0;
@@ -565,7 +620,9 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
       in[v >> 6] |= (uint64_t)1 << (v & 63);
     }
   qsort(sv, (size_t)nsv, sizeof *sv, cmp_i64);
+  pinch_trace(&clock, "the pinched polygons' vertices");
   MB_CALL_GOTO(e, done, pinch_triangles(&src, in, &cand, &ncand));
+  pinch_trace(&clock, "the corners scanned");
   MB_CHECK_GOTO(e, done, ncand > 0, MB_ERR_NUMERIC,
                 "mesh '%s': polygon %lld is made of no triangle (internal error)", name,
                 (long long)pin[0]);
@@ -674,7 +731,9 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   MB_CHECK_GOTO(e, done, pidx && ph, MB_ERR_MEMORY, "out of memory for the pinch repair");
   for (int64_t k = 0; k < off[npoly]; k++) pidx[k] = src_output(&src, sv[idx[k]]);
   for (int64_t p = 0; p < npoly; p++) ph[p] = 3 * cand[hd[p] / 3] + hd[p] % 3;
+  pinch_trace(&clock, "the submesh cut and traversed");
   MB_CALL_GOTO(e, done, merge_output(poly, heads, pin, npin, npoly, off, pidx, ph, nsplit));
+  pinch_trace(&clock, "the merge");
   if (stats) {
     stats->pinches_split = nsplit;
     stats->polygons = (*poly)->nf;

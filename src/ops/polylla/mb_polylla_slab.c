@@ -255,65 +255,36 @@ static int sp_destination(const int64_t *first, int size, const int64_t *fstarts
 
 /* Merge nb polygons (order [2 nb]: head, index into got, by head; their
  * indices at igot + istart [index]) into lp, whose polygons have the heads
- * 3 f0 + heads [lp->nf], in place from the back: the arrays grow at their
- * end (mb_realloc) and only lp's polygons after the first merged one
- * move. vertex_count follows. Not collective. Errors: MB_ERR_MEMORY (lp
- * then unchanged in content). */
+ * 3 f0 + heads [lp->nf] (mb_polylla_merge: new arrays, copied on OpenMP
+ * threads; the old freed). vertex_count follows. Not collective. Errors:
+ * MB_ERR_MEMORY, MB_ERR_NUMERIC (lp then unchanged). */
 static mb_error sp_merge(mb_mesh *lp, const int64_t *heads, int64_t f0, int64_t nb,
                          const int64_t *order, const pp_poly *got, const int64_t *istart,
                          const int64_t *igot) {
-  const int64_t na = lp->nf, nai = lp->face_offsets[na];
-  int64_t *sb = malloc(sizeof *sb * (size_t)(nb + 1)); /* their sizes' prefix sums */
-  MB_CHECK(sb, MB_ERR_MEMORY, "out of memory for %lld polygons", (long long)nb);
-  sb[0] = 0;
-  for (int64_t j = 0; j < nb; j++) sb[j + 1] = sb[j] + got[order[2 * j + 1]].n;
-  int64_t *fo = mb_realloc(lp->face_offsets, sizeof *fo * (size_t)(na + nb + 1));
-  if (fo) lp->face_offsets = fo;
-  int64_t *fi = fo ? mb_realloc(lp->face_indices, sizeof *fi * (size_t)(nai + sb[nb] + 1)) : NULL;
-  if (fi) lp->face_indices = fi;
-  mb_field *vc = &lp->face_fields[0];
-  for (int k = 0; k < lp->nface_fields; k++)
-    if (!strcmp(lp->face_fields[k].name, "vertex_count")) vc = &lp->face_fields[k];
-  double *cnt = fi ? mb_realloc(vc->data, sizeof *cnt * (size_t)(na + nb + 1)) : NULL;
-  if (cnt) vc->data = cnt;
-  if (!cnt) {
-    free(sb);
-    MB_FAIL(MB_ERR_MEMORY, "out of memory for %lld polygons", (long long)(na + nb));
+  mb_polylla_piece *pc = malloc(sizeof *pc * (size_t)(nb ? nb : 1));
+  MB_CHECK(pc, MB_ERR_MEMORY, "out of memory for %lld polygons", (long long)nb);
+  for (int64_t j = 0; j < nb; j++) {
+    const int64_t q = order[2 * j + 1];
+    pc[j] = (mb_polylla_piece){order[2 * j] - 3 * f0, istart[q], got[q].n};
   }
-  int64_t i = na, fo_i = nai; /* lp's polygons [0, i) not placed; fo_i: the old offset of i */
-  for (int64_t j = nb - 1; j >= -1; j--) {
-    const int64_t lo = j >= 0 ? mb_polylla_lower(heads, i, order[2 * j] - 3 * f0) : 0;
-    const int64_t fo_lo = fo[lo]; /* old: every write so far went past i */
-    if (j >= 0 || lo < i) {
-      const int64_t shift = sb[j + 1]; /* lp's run [lo, i) moves by j + 1 polygons */
-      if (shift > 0 && i > lo) {
-        memmove(fi + fo_lo + shift, fi + fo_lo, sizeof *fi * (size_t)(fo_i - fo_lo));
-        for (int64_t p = i - 1; p >= lo; p--) {
-          fo[p + j + 1] = fo[p] + shift;
-          cnt[p + j + 1] = cnt[p];
-        }
-      }
-    }
-    if (j >= 0) { /* then the merged polygon j just before the run */
-      const int64_t q = order[2 * j + 1], n = got[q].n;
-      memcpy(fi + fo_lo + sb[j], igot + istart[q], sizeof *fi * (size_t)n);
-      fo[lo + j] = fo_lo + sb[j];
-      cnt[lo + j] = (double)n;
-    }
-    i = lo;
-    fo_i = fo_lo;
-  }
-  fo[na + nb] = nai + sb[nb];
-  lp->nf = na + nb;
-  if (getenv("MB_POLYLLA_TRACE")) {
+  int64_t *fo = NULL, *fi = NULL;
+  double *cnt = NULL;
+  const mb_error e = mb_polylla_merge(lp->face_offsets, lp->face_indices, heads, lp->nf, NULL, 0,
+                                      pc, nb, igot, &fo, &fi, NULL, &cnt);
+  if (!e && getenv("MB_POLYLLA_TRACE")) {
     int64_t inside = 0;
-    for (int64_t j = 0; j < nb; j++)
-      inside += mb_polylla_lower(heads, na, order[2 * j] - 3 * f0) < na;
+    for (int64_t j = 0; j < nb; j++) inside += mb_polylla_lower(heads, lp->nf, pc[j].head) < lp->nf;
     fprintf(stderr, "slab path: %lld polygons merged, %lld of them before own polygons\n",
             (long long)nb, (long long)inside);
   }
-  free(sb);
-  return MB_SUCCESS;
+  free(pc);
+  MB_CALL(e);
+  free(lp->face_offsets);
+  free(lp->face_indices);
+  lp->face_offsets = fo;
+  lp->face_indices = fi;
+  lp->nf += nb;
+  return mb_mesh_take_face_field(lp, "vertex_count", 1, cnt);
 }
 
 /* Rows are cut into this many blocks at most, one per OpenMP thread. */
