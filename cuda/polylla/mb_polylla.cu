@@ -666,6 +666,17 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   int64_t nidx = 0, nleft = 0;
   MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, o.seeds, o.nseeds, run.ev + 3, hc, name, &npoly,
                          &nidx, &nleft));
+  /* the pinch repair's scan of the polygons, on the device while the host
+   * widens the download (the buckets are dead: npoly ints of their 24 nt
+   * bytes) */
+  unsigned long long *dcount = d.counters.as<unsigned long long>();
+  int *pinch_list = d.bucket.as<int>();
+  MB_CALL_CUDA(cudaMemsetAsync(dcount + MB_PL_C_PINCH_LISTED, 0, sizeof *dcount, s));
+  if (npoly > 0) {
+    mb_pl_pinch_list<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, off, out, pinch_list,
+                                                               dcount + MB_PL_C_PINCH_LISTED);
+    MB_CHECK_LAUNCH("the pinch repair's scan of the polygons");
+  }
 
   /* ---- copy out into a new mesh: int32 through the pinned slots, widened
    * to the int64 of mb_mesh by the host threads as each chunk lands, into
@@ -727,6 +738,23 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     return de;
   };
   if (heads) MB_CALL(fetch(&hs, heads));
+  /* the polygons the device listed (the pinched, and long ones to check),
+   * in increasing order */
+  std::vector<int64_t> listed;
+  {
+    unsigned long long n = 0;
+    MB_CALL_CUDA(cudaMemcpyAsync(&n, dcount + MB_PL_C_PINCH_LISTED, sizeof n,
+                                 cudaMemcpyDeviceToHost, s));
+    MB_CALL_CUDA(cudaStreamSynchronize(s));
+    std::vector<int> l((size_t)n);
+    if (n) {
+      MB_CALL_CUDA(cudaMemcpyAsync(l.data(), pinch_list, sizeof(int) * (size_t)n,
+                                   cudaMemcpyDeviceToHost, s));
+      MB_CALL_CUDA(cudaStreamSynchronize(s));
+    }
+    std::sort(l.begin(), l.end());
+    listed.assign(l.begin(), l.end());
+  }
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
   if (getenv("MB_POLYLLA_TRACE"))
@@ -796,9 +824,51 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   /* every polygon simple: the pinch repair, the same host code as the CPU
    * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads
    * (fetched above, or by fetch where it finds a pinch) */
+  /* its scan of the corners, on the device too: the vertices' bits up,
+   * the triangles (V, the oriented corners: the same set) with three
+   * marked corners back, sorted */
+  struct corners_src {
+    mb_pl_dev *d;
+    cudaStream_t s;
+    int64_t nt;
+  } cs{&d, s, nt};
+  auto corners = [](void *ctx, const uint64_t *in, int64_t nwords, int64_t **cand,
+                    int64_t *ncand) -> mb_error {
+    const corners_src *c = (const corners_src *)ctx;
+    *cand = nullptr;
+    *ncand = 0;
+    if (sizeof(uint64_t) * (size_t)nwords + sizeof(int) * (size_t)c->nt > c->d->bucket.bytes)
+      return MB_ERR_UNSUPPORTED; /* the host scans */
+    unsigned long long *din = c->d->bucket.as<unsigned long long>();
+    int *list = (int *)(din + nwords);
+    unsigned long long *count = c->d->counters.as<unsigned long long>() + MB_PL_C_PINCH_CAND;
+    MB_CALL_CUDA(cudaMemcpyAsync(din, in, sizeof(uint64_t) * (size_t)nwords,
+                                 cudaMemcpyHostToDevice, c->s));
+    MB_CALL_CUDA(cudaMemsetAsync(count, 0, sizeof *count, c->s));
+    mb_pl_pinch_triangles<<<mb_pl_grid(c->nt), MB_PL_BLOCK, 0, c->s>>>(
+        (int)c->nt, c->d->V.as<int>(), din, list, count);
+    MB_CHECK_LAUNCH("the pinch repair's scan of the corners");
+    unsigned long long n = 0;
+    MB_CALL_CUDA(cudaMemcpyAsync(&n, count, sizeof n, cudaMemcpyDeviceToHost, c->s));
+    MB_CALL_CUDA(cudaStreamSynchronize(c->s));
+    std::vector<int> l((size_t)n);
+    if (n) {
+      MB_CALL_CUDA(cudaMemcpyAsync(l.data(), list, sizeof(int) * (size_t)n,
+                                   cudaMemcpyDeviceToHost, c->s));
+      MB_CALL_CUDA(cudaStreamSynchronize(c->s));
+    }
+    std::sort(l.begin(), l.end());
+    int64_t *r = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    MB_CHECK(r, MB_ERR_MEMORY, "out of memory for %llu triangles", n);
+    for (size_t i = 0; i < (size_t)n; i++) r[i] = l[i];
+    *cand = r;
+    *ncand = (int64_t)n;
+    return MB_SUCCESS;
+  };
+  const mb_polylla_pinch_scans scans = {1, listed.data(), (int64_t)listed.size(), corners, &cs};
   int64_t *own_heads = nullptr;
   const double tp0 = mb_pl_now_ms();
-  e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, st);
+  e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, &scans, st);
   free(own_heads);
   if (getenv("MB_POLYLLA_TRACE"))
     fprintf(stderr,

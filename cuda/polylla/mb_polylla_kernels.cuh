@@ -33,6 +33,8 @@ enum {
   MB_PL_C_POLYGONS,       /* heads selected (written by cub::DeviceSelect) */
   MB_PL_C_TIE_CYCLE,      /* ties: corners, smallest triangle on a cycle of joins */
   MB_PL_C_LEFT,           /* triangles of the regions left out, queued */
+  MB_PL_C_PINCH_LISTED,   /* pinch repair: polygons listed for the host's check */
+  MB_PL_C_PINCH_CAND,     /* pinch repair: triangles with three marked corners */
   MB_PL_NCOUNTERS
 };
 #define MB_PL_NONE 0xffffffffffffffffull
@@ -483,6 +485,45 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
     out[i] = __ldg(V + s);
     s = __ldg(succ + s);
   }
+}
+
+/* Pinch repair, the scan of the polygons (mb_polylla.h, "Pinch repair";
+ * the CPU's find_pinched): polygon p onto list when it lists a vertex
+ * twice, compared pairwise, or has more than MB_PL_PINCH_PAIRWISE vertices
+ * (the host checks those by a sorted copy). list in no order. */
+#define MB_PL_PINCH_PAIRWISE 64
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_pinch_list(int npoly, const int *__restrict__ off, const int *__restrict__ out,
+                     int *__restrict__ list, unsigned long long *count) {
+  const int p = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (p >= npoly) return;
+  const int b = __ldg(off + p), e = __ldg(off + p + 1);
+  bool hit = e - b > MB_PL_PINCH_PAIRWISE;
+  for (int i = b + 1; i < e && !hit; i++) {
+    const int v = __ldg(out + i);
+    for (int j = b; j < i; j++)
+      if (__ldg(out + j) == v) {
+        hit = true;
+        break;
+      }
+  }
+  if (hit) list[atomicAdd(count, 1ull)] = p;
+}
+
+/* Pinch repair, the scan of the corners (the CPU's pinch_triangles):
+ * triangle t onto list when its three corners are marked in in (a bit per
+ * vertex). list in no order. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_pinch_triangles(int nt, const int *__restrict__ V,
+                          const unsigned long long *__restrict__ in, int *__restrict__ list,
+                          unsigned long long *count) {
+  const int t = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (t >= nt) return;
+  for (int k = 0; k < 3; k++) {
+    const int v = __ldg(V + 3 * t + k);
+    if (!(__ldg(in + (v >> 6)) >> (v & 63) & 1ull)) return;
+  }
+  list[atomicAdd(count, 1ull)] = t;
 }
 
 #endif

@@ -14,7 +14,9 @@
  *
  * The scan that decides whether any polygon is pinched (pairwise up to 32
  * vertices, a sorted copy above) is checked on one polygon of 10 and of 40
- * vertices, simple and with a vertex listed twice.
+ * vertices, simple and with a vertex listed twice; the scans a backend
+ * hands over (mb_polylla_pinch_scans: its list checked again, its corner
+ * scan used) on the same polygons.
  *
  * `test_polylla_pinch --search N SEEDS` prints the pinched Delaunay inputs
  * of N points among seeds 1..SEEDS (how the small case was found).
@@ -192,7 +194,7 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 0, &tri, &poly);
     const mb_mesh *before = poly;
     mb_polylla_stats st = {0};
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, &st),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL, &st),
                      MB_SUCCESS);
     assert_ptr_equal(poly, before);
     assert_int_equal(st.pinches_split, 0);
@@ -205,13 +207,13 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 1, &tri, &poly);
     before = poly;
     /* no heads: the repair cannot merge its pieces */
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL, NULL),
                      MB_ERR_ARG);
     assert_ptr_equal(poly, before);
     int64_t *heads = malloc(sizeof *heads);
     assert_non_null(heads);
     heads[0] = 0;
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL, NULL),
                      MB_ERR_NUMERIC);
     assert_ptr_equal(poly, before); /* kept on error */
     free(heads);
@@ -221,12 +223,75 @@ static void test_scan_sizes(void **state) {
   printf("pinch scan: polygons of 10 and 40 vertices, simple and with a vertex twice\n");
 }
 
+/* A backend's corner scan for the scans below: every triangle of the fan
+ * whose three corners are marked (brute force), counting its calls. */
+static const mb_mesh *corners_tri;
+static int corners_calls;
+static mb_error corners_brute(void *ctx, const uint64_t *in, int64_t nwords, int64_t **cand,
+                              int64_t *ncand) {
+  (void)ctx;
+  corners_calls++;
+  const mb_mesh *t = corners_tri;
+  assert_true(nwords >= (t->nv + 63) / 64);
+  *cand = malloc(sizeof **cand * (size_t)(t->nf ? t->nf : 1));
+  assert_non_null(*cand);
+  *ncand = 0;
+  for (int64_t f = 0; f < t->nf; f++) {
+    int k = 0;
+    for (; k < 3; k++) {
+      const int64_t v = t->face_indices[3 * f + k];
+      if (!(in[v >> 6] >> (v & 63) & 1)) break;
+    }
+    if (k == 3) (*cand)[(*ncand)++] = f;
+  }
+  return MB_SUCCESS;
+}
+
+/* The scans a backend hands over (mb_polylla_pinch_scans): a listed
+ * polygon is checked again (a simple one listed is kept), a list without
+ * the pinched polygon means no pinch, and the corner scan is the
+ * backend's (called once, its empty answer the host scan's error). */
+static void test_backend_scans(void **state) {
+  (void)state;
+  for (int twice = 0; twice <= 1; twice++) {
+    mb_mesh *tri = NULL, *poly = NULL;
+    fan_and_polygon(12, twice, &tri, &poly);
+    const mb_mesh *before = poly;
+    int64_t *heads = malloc(sizeof *heads);
+    assert_non_null(heads);
+    heads[0] = 0;
+    const int64_t all[1] = {0};
+    corners_tri = tri;
+    corners_calls = 0;
+    mb_polylla_pinch_scans none = {1, NULL, 0, corners_brute, NULL};
+    mb_polylla_pinch_scans listed = {1, all, 1, corners_brute, NULL};
+    mb_polylla_stats st = {0};
+    /* the device found nothing: nothing is scanned on the host */
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, &none, &st),
+                     MB_SUCCESS);
+    assert_ptr_equal(poly, before);
+    assert_int_equal(st.pinches_split, 0);
+    assert_int_equal(corners_calls, 0);
+    /* listed: a simple polygon is kept; the pinched one reaches the corner
+     * scan, which finds no triangle of it (as the host's scan) */
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, &listed, &st),
+                     twice ? MB_ERR_NUMERIC : MB_SUCCESS);
+    assert_ptr_equal(poly, before);
+    assert_int_equal(corners_calls, twice ? 1 : 0);
+    free(heads);
+    mb_mesh_free(tri);
+    mb_mesh_free(poly);
+  }
+  printf("pinch scans handed over: the list checked again, the backend's corner scan called\n");
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--search")) return search(atoi(argv[2]), atoi(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "--dump"))
     return dump(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scan_sizes),
+      cmocka_unit_test(test_backend_scans),
       cmocka_unit_test(test_ring_pinch),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_delaunay_100k),

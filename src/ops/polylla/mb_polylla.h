@@ -347,6 +347,26 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
  * Called by the pinch repair only where a pinch is found. */
 typedef mb_error (*mb_polylla_heads_fn)(void *ctx, int64_t **heads);
 
+/* Fills *cand with a new array (the caller frees it; NULL where none) of
+ * the triangles of the backend's input, increasing, whose three corners
+ * are marked in in [nwords] (a bit per vertex of the local numbering:
+ * vertex v is bit v % 64 of word v / 64), and *ncand with their number;
+ * ctx the backend's. Returns MB_ERR_UNSUPPORTED where the backend cannot
+ * (the pinch repair then scans on the host). */
+typedef mb_error (*mb_polylla_corners_fn)(void *ctx, const uint64_t *in, int64_t nwords,
+                                          int64_t **cand, int64_t *ncand);
+
+/* What a backend hands the pinch repair of the scans it did itself (the
+ * CUDA backend: both, on the device). */
+typedef struct mb_polylla_pinch_scans {
+  int listed;             /* 1: list holds every pinched polygon (the scan of the polygons done) */
+  const int64_t *list;    /* [nlist] increasing: the pinched polygons and perhaps others
+                             (checked again on the host: the device leaves long ones to it) */
+  int64_t nlist;
+  mb_polylla_corners_fn corners; /* NULL: the corners scanned on the host */
+  void *corners_ctx;
+} mb_polylla_pinch_scans;
+
 /* The pinch repair (above), the last step of both backends: where a
  * polygon of *poly lists a vertex twice, cut every pinched polygon and
  * traverse its pieces again, in rounds, on the submesh of the pinched
@@ -366,14 +386,14 @@ typedef mb_error (*mb_polylla_heads_fn)(void *ctx, int64_t **heads);
  * increasing), replaced by the new ones, or NULL: then, where there is a
  * pinch, fetch(fetch_ctx, heads) supplies them; either way *heads is the
  * caller's to free (heads NULL, or no heads and fetch NULL: a pinch is
- * MB_ERR_ARG).
+ * MB_ERR_ARG). scans: NULL (both scans on the host), or the backend's.
  * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
  * collective. Errors: MB_ERR_ARG (no heads), MB_ERR_MEMORY, MB_ERR_NUMERIC
  * (internal inconsistency), those of mb_halfedge_build and fetch; on error
  * *poly is kept. */
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  mb_polylla_stats *stats);
+                                  const mb_polylla_pinch_scans *scans, mb_polylla_stats *stats);
 
 /* A polygon for mb_polylla_merge: its head (in the frame of the kept
  * polygons' heads) and its vertex indices pidx [at, at + n). */

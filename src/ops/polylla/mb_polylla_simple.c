@@ -570,13 +570,43 @@ static void pinch_trace(double *t, const char *what) {
   *t = now;
 }
 
+/* The listed polygons (increasing) that list a vertex twice, into *pin
+ * (new; NULL where none) and *n. */
+static mb_error filter_pinched(const mb_mesh *poly, const int64_t *list, int64_t nlist,
+                               int64_t **pin, int64_t *n) {
+  *pin = NULL;
+  *n = 0;
+  if (!nlist) return MB_SUCCESS;
+  int64_t *keep = malloc(sizeof *keep * (size_t)nlist), *buf = NULL, cap = 0, nkeep = 0;
+  MB_CHECK(keep, MB_ERR_MEMORY, "out of memory for the simple-polygon check");
+  const int64_t *fo = poly->face_offsets;
+  for (int64_t k = 0; k < nlist; k++) {
+    const int r = has_repeat(poly->face_indices + fo[list[k]], fo[list[k] + 1] - fo[list[k]], &buf,
+                             &cap);
+    if (r < 0) {
+      free(keep);
+      free(buf);
+      MB_FAIL(MB_ERR_MEMORY, "out of memory for the simple-polygon check");
+    }
+    if (r) keep[nkeep++] = list[k];
+  }
+  free(buf);
+  if (!nkeep) free(keep);
+  *pin = nkeep ? keep : NULL;
+  *n = nkeep;
+  return MB_SUCCESS;
+}
+
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  mb_polylla_stats *stats) {
+                                  const mb_polylla_pinch_scans *scans, mb_polylla_stats *stats) {
   int64_t *pin = NULL, npin = 0;
   double clock = 0;
   pinch_trace(&clock, NULL);
-  MB_CALL(find_pinched(*poly, &pin, &npin));
+  if (scans && scans->listed)
+    MB_CALL(filter_pinched(*poly, scans->list, scans->nlist, &pin, &npin));
+  else
+    MB_CALL(find_pinched(*poly, &pin, &npin));
   pinch_trace(&clock, "the polygons scanned");
   if (!npin) {
     if (stats) stats->pinches_split = 0;
@@ -621,7 +651,14 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
     }
   qsort(sv, (size_t)nsv, sizeof *sv, cmp_i64);
   pinch_trace(&clock, "the pinched polygons' vertices");
-  MB_CALL_GOTO(e, done, pinch_triangles(&src, in, &cand, &ncand));
+  e = scans && scans->corners
+          ? scans->corners(scans->corners_ctx, in, (src.nl + 63) / 64, &cand, &ncand)
+          : MB_ERR_UNSUPPORTED;
+  if (e == MB_ERR_UNSUPPORTED) {
+    mb_error_clear();
+    e = pinch_triangles(&src, in, &cand, &ncand);
+  }
+  MB_CALL_GOTO(e, done, e);
   pinch_trace(&clock, "the corners scanned");
   MB_CHECK_GOTO(e, done, ncand > 0, MB_ERR_NUMERIC,
                 "mesh '%s': polygon %lld is made of no triangle (internal error)", name,
