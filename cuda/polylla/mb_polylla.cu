@@ -229,6 +229,8 @@ struct mb_pl_dev {
   mb_dbuf xy, V, twin, fr, lng, cnt, start, bucket, out, off, counters, temp;
   mb_dbuf start_bits; /* repair: where each region's walk starts, a bit per half-edge */
   mb_dbuf left, queue; /* regions left out: a bit per triangle, the triangles reached */
+  mb_dbuf pl, pk;      /* pinch repair: the listed polygons' sizes and lists; the merge's inputs */
+  mb_dbuf off2, out2, heads2; /* the polygons after the pinch repair */
 };
 
 /* Make sure the CUB temporary buffer holds `bytes`. */
@@ -461,6 +463,164 @@ static mb_error mb_pl_polygons(mb_pl_dev *dp, cudaStream_t s, int64_t nv, int64_
   return MB_SUCCESS;
 }
 
+/* Copy n ints from the host to the device (pageable: staged before the
+ * call returns). */
+static mb_error mb_pl_put(int *dst, const std::vector<int> &src, cudaStream_t s) {
+  if (!src.empty())
+    MB_CALL_CUDA(cudaMemcpyAsync(dst, src.data(), sizeof(int) * src.size(),
+                                 cudaMemcpyHostToDevice, s));
+  return MB_SUCCESS;
+}
+
+/* n ints from the device (the stream synchronised). */
+static mb_error mb_pl_get(std::vector<int> &dst, const int *src, size_t n, cudaStream_t s) {
+  dst.resize(n);
+  if (n) MB_CALL_CUDA(cudaMemcpyAsync(dst.data(), src, sizeof(int) * n, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  return MB_SUCCESS;
+}
+
+/* The pinch repair's scan of the corners on the device (mb_polylla_corners_fn):
+ * the vertices' bits up, the triangles (V: the oriented corners, the same
+ * set) with three marked corners back, sorted. */
+struct mb_pl_corners_src {
+  mb_pl_dev *d;
+  cudaStream_t s;
+  int64_t nt;
+};
+static mb_error mb_pl_corners(void *ctx, const uint64_t *in, int64_t nwords, int64_t **cand,
+                              int64_t *ncand) {
+  const mb_pl_corners_src *c = (const mb_pl_corners_src *)ctx;
+  *cand = nullptr;
+  *ncand = 0;
+  if (sizeof(uint64_t) * (size_t)nwords + sizeof(int) * (size_t)c->nt > c->d->bucket.bytes)
+    return MB_ERR_UNSUPPORTED; /* the host scans */
+  unsigned long long *din = c->d->bucket.as<unsigned long long>();
+  int *list = (int *)(din + nwords);
+  unsigned long long *count = c->d->counters.as<unsigned long long>() + MB_PL_C_PINCH_CAND;
+  MB_CALL_CUDA(cudaMemcpyAsync(din, in, sizeof(uint64_t) * (size_t)nwords, cudaMemcpyHostToDevice,
+                               c->s));
+  MB_CALL_CUDA(cudaMemsetAsync(count, 0, sizeof *count, c->s));
+  mb_pl_pinch_triangles<<<mb_pl_grid(c->nt), MB_PL_BLOCK, 0, c->s>>>((int)c->nt, c->d->V.as<int>(),
+                                                                      din, list, count);
+  MB_CHECK_LAUNCH("the pinch repair's scan of the corners");
+  unsigned long long n = 0;
+  MB_CALL_CUDA(cudaMemcpyAsync(&n, count, sizeof n, cudaMemcpyDeviceToHost, c->s));
+  MB_CALL_CUDA(cudaStreamSynchronize(c->s));
+  std::vector<int> l;
+  MB_CALL(mb_pl_get(l, list, (size_t)n, c->s));
+  std::sort(l.begin(), l.end());
+  int64_t *r = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  MB_CHECK(r, MB_ERR_MEMORY, "out of memory for %llu triangles", n);
+  for (size_t i = 0; i < (size_t)n; i++) r[i] = l[i];
+  *cand = r;
+  *ncand = (int64_t)n;
+  return MB_SUCCESS;
+}
+
+/* The pinch repair (mb_polylla.h, "Pinch repair") of the device's polygons
+ * (*npoly, *nidx; *off, *out, *heads device arrays, heads increasing):
+ * the device lists the polygons with a repeated vertex (pairwise up to
+ * MB_PL_PINCH_PAIRWISE vertices; longer ones are listed and checked here
+ * on a sorted copy) and gathers their lists; the host cuts them
+ * (mb_polylla_pinch_pieces, its corner scan on the device) and the device
+ * merges the pieces by head into new arrays (d->off2, out2, heads2), which
+ * the pointers then name. *nsplit: the cuts (0: nothing changed). */
+static mb_error mb_pl_pinches(mb_pl_dev *dp, cudaStream_t s, const mb_mesh *tri,
+                              const mb_polylla_ids *ids, int64_t nt, int *npoly, int64_t *nidx,
+                              int **off, int **out, int **heads, int64_t *nsplit) {
+  mb_pl_dev &d = *dp;
+  *nsplit = 0;
+  unsigned long long *count = d.counters.as<unsigned long long>() + MB_PL_C_PINCH_LISTED;
+  int *listed = d.bucket.as<int>(); /* the buckets are dead: npoly ints of their 24 nt bytes */
+  MB_CALL_CUDA(cudaMemsetAsync(count, 0, sizeof *count, s));
+  if (*npoly > 0) {
+    mb_pl_pinch_list<<<mb_pl_grid(*npoly), MB_PL_BLOCK, 0, s>>>(*npoly, *off, *out, listed, count);
+    MB_CHECK_LAUNCH("the pinch repair's scan of the polygons");
+  }
+  unsigned long long nl = 0;
+  MB_CALL_CUDA(cudaMemcpyAsync(&nl, count, sizeof nl, cudaMemcpyDeviceToHost, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s));
+  if (!nl) return MB_SUCCESS;
+  /* the listed polygons, increasing, and their lists */
+  const int n = (int)nl;
+  std::vector<int> l, size, pk;
+  MB_CALL(mb_pl_get(l, listed, (size_t)n, s));
+  std::sort(l.begin(), l.end());
+  MB_CALL(mb_dbuf_alloc(&d.pl, sizeof(int) * (2 * (size_t)n + 1), "the listed polygons"));
+  int *dl = d.pl.as<int>(), *dat = dl + n;
+  MB_CALL(mb_pl_put(dl, l, s));
+  mb_pl_list_sizes<<<mb_pl_grid(n), MB_PL_BLOCK, 0, s>>>(n, dl, *off, dat);
+  MB_CHECK_LAUNCH("the listed polygons' sizes");
+  MB_CALL(mb_pl_get(size, dat, (size_t)n, s));
+  std::vector<int> at((size_t)n + 1, 0);
+  for (int k = 0; k < n; k++) at[(size_t)k + 1] = at[(size_t)k] + size[(size_t)k];
+  MB_CALL(mb_pl_put(dat, at, s));
+  MB_CALL(mb_dbuf_alloc(&d.pk, sizeof(int) * (size_t)std::max(at[(size_t)n], 1), "their lists"));
+  mb_pl_gather_lists<<<mb_pl_grid(n), MB_PL_BLOCK, 0, s>>>(n, dl, dat, *off, *out, d.pk.as<int>());
+  MB_CHECK_LAUNCH("the listed polygons' lists");
+  MB_CALL(mb_pl_get(pk, d.pk.as<int>(), (size_t)at[(size_t)n], s));
+  /* the pinched among them (a vertex twice), their lists as the repair's input */
+  std::vector<int64_t> pin, pin_off(1, 0), pin_idx;
+  std::vector<int> tmp;
+  for (int k = 0; k < n; k++) {
+    tmp.assign(pk.begin() + at[(size_t)k], pk.begin() + at[(size_t)k + 1]);
+    std::sort(tmp.begin(), tmp.end());
+    if (std::adjacent_find(tmp.begin(), tmp.end()) == tmp.end()) continue;
+    pin.push_back(l[(size_t)k]);
+    pin_idx.insert(pin_idx.end(), pk.begin() + at[(size_t)k], pk.begin() + at[(size_t)k + 1]);
+    pin_off.push_back((int64_t)pin_idx.size());
+  }
+  if (pin.empty()) return MB_SUCCESS;
+  const int ndrop = (int)pin.size();
+  mb_pl_corners_src cs{dp, s, nt};
+  mb_polylla_pieces pc = {};
+  MB_CALL(mb_polylla_pinch_pieces(tri, ids, ndrop, pin.data(), pin_off.data(), pin_idx.data(),
+                                  mb_pl_corners, &cs, &pc));
+  struct pieces_guard {
+    mb_polylla_pieces *p;
+    ~pieces_guard() { mb_polylla_pieces_free(p); }
+  } guard{&pc};
+  /* the merge's inputs: D, Dpre, ph, Ppre, pidx, then L */
+  const int np = (int)pc.n;
+  std::vector<int> in;
+  in.reserve((size_t)(2 * ndrop + 2 * np + 2) + (size_t)pc.off[np]);
+  for (int k = 0; k < ndrop; k++) in.push_back((int)pin[(size_t)k]);
+  for (int k = 0; k <= ndrop; k++) in.push_back((int)pin_off[(size_t)k]);
+  for (int j = 0; j < np; j++) in.push_back((int)pc.heads[j]);
+  for (int j = 0; j <= np; j++) in.push_back((int)pc.off[j]);
+  for (int64_t k = 0; k < pc.off[np]; k++) in.push_back((int)pc.idx[k]);
+  MB_CALL(mb_dbuf_alloc(&d.pl, sizeof(int) * (in.size() + (size_t)np + 1), "the pieces"));
+  int *D = d.pl.as<int>(), *Dpre = D + ndrop, *ph = Dpre + ndrop + 1, *Ppre = ph + np,
+      *pidx = Ppre + np + 1, *L = pidx + pc.off[np];
+  MB_CALL(mb_pl_put(D, in, s));
+  const int npoly2 = *npoly - ndrop + np;
+  const int64_t nidx2 = *nidx - pin_off[(size_t)ndrop] + pc.off[np];
+  MB_CALL(mb_dbuf_alloc(&d.off2, sizeof(int) * ((size_t)npoly2 + 1), "polygon offsets"));
+  MB_CALL(mb_dbuf_alloc(&d.out2, sizeof(int) * (size_t)std::max<int64_t>(nidx2, 1),
+                        "polygon vertices"));
+  MB_CALL(mb_dbuf_alloc(&d.heads2, sizeof(int) * (size_t)std::max(npoly2, 1), "polygon heads"));
+  int *off2 = d.off2.as<int>(), *out2 = d.out2.as<int>(), *heads2 = d.heads2.as<int>();
+  mb_pl_piece_at<<<mb_pl_grid(np), MB_PL_BLOCK, 0, s>>>(np, *heads, *npoly, ph, L);
+  MB_CHECK_LAUNCH("the pieces' places");
+  mb_pl_merge_kept<<<mb_pl_grid(*npoly), MB_PL_BLOCK, 0, s>>>(
+      *npoly, *off, *out, *heads, ndrop, D, Dpre, np, L, Ppre, off2, out2, heads2);
+  MB_CHECK_LAUNCH("the merge of the kept polygons");
+  mb_pl_merge_pieces<<<mb_pl_grid(np), MB_PL_BLOCK, 0, s>>>(np, L, *off, ndrop, D, Dpre, Ppre, ph,
+                                                            pidx, off2, out2, heads2);
+  MB_CHECK_LAUNCH("the merge of the pieces");
+  const std::vector<int> end(1, (int)nidx2);
+  MB_CALL(mb_pl_put(off2 + npoly2, end, s));
+  MB_CALL_CUDA(cudaStreamSynchronize(s)); /* the host vectors go */
+  *npoly = npoly2;
+  *nidx = nidx2;
+  *off = off2;
+  *out = out2;
+  *heads = heads2;
+  *nsplit = pc.nsplit;
+  return MB_SUCCESS;
+}
+
 /* Counts and phase times of a run: events ev[0..6] around copy in,
  * half-edges, (check), label, repair, traversal; copy out in host ms.
  * ms_total is left to the caller. */
@@ -666,17 +826,13 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   int64_t nidx = 0, nleft = 0;
   MB_CALL(mb_pl_polygons(&d, s, nv, nt, ties, o.seeds, o.nseeds, run.ev + 3, hc, name, &npoly,
                          &nidx, &nleft));
-  /* the pinch repair's scan of the polygons, on the device while the host
-   * widens the download (the buckets are dead: npoly ints of their 24 nt
-   * bytes) */
-  unsigned long long *dcount = d.counters.as<unsigned long long>();
-  int *pinch_list = d.bucket.as<int>();
-  MB_CALL_CUDA(cudaMemsetAsync(dcount + MB_PL_C_PINCH_LISTED, 0, sizeof *dcount, s));
-  if (npoly > 0) {
-    mb_pl_pinch_list<<<mb_pl_grid(npoly), MB_PL_BLOCK, 0, s>>>(npoly, off, out, pinch_list,
-                                                               dcount + MB_PL_C_PINCH_LISTED);
-    MB_CHECK_LAUNCH("the pinch repair's scan of the polygons");
-  }
+  /* every polygon simple: the pinch repair, cut on the host, merged on
+   * the device before the copy out */
+  int *pheads = d.twin.as<int>(); /* the selected heads (the twins are dead by now) */
+  int64_t nsplit = 0;
+  const double tp0 = mb_pl_now_ms();
+  MB_CALL(mb_pl_pinches(&d, s, tri, ids, nt, &npoly, &nidx, &off, &out, &pheads, &nsplit));
+  const double tp1 = mb_pl_now_ms();
 
   /* ---- copy out into a new mesh: int32 through the pinned slots, widened
    * to the int64 of mb_mesh by the host threads as each chunk lands, into
@@ -721,7 +877,7 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     mb_pl_pipe *pipe;
     const void *twin;
     int npoly;
-  } hs{&pipe, d.twin.p, npoly};
+  } hs{&pipe, pheads, npoly};
   auto fetch = [](void *ctx, int64_t **out) -> mb_error {
     const heads_src *h = (const heads_src *)ctx;
     int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)h->npoly + 1));
@@ -738,23 +894,6 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     return de;
   };
   if (heads) MB_CALL(fetch(&hs, heads));
-  /* the polygons the device listed (the pinched, and long ones to check),
-   * in increasing order */
-  std::vector<int64_t> listed;
-  {
-    unsigned long long n = 0;
-    MB_CALL_CUDA(cudaMemcpyAsync(&n, dcount + MB_PL_C_PINCH_LISTED, sizeof n,
-                                 cudaMemcpyDeviceToHost, s));
-    MB_CALL_CUDA(cudaStreamSynchronize(s));
-    std::vector<int> l((size_t)n);
-    if (n) {
-      MB_CALL_CUDA(cudaMemcpyAsync(l.data(), pinch_list, sizeof(int) * (size_t)n,
-                                   cudaMemcpyDeviceToHost, s));
-      MB_CALL_CUDA(cudaStreamSynchronize(s));
-    }
-    std::sort(l.begin(), l.end());
-    listed.assign(l.begin(), l.end());
-  }
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
   if (getenv("MB_POLYLLA_TRACE"))
@@ -796,16 +935,21 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   m->nface_fields = 1;
   mb_error e = mb_attrs_setf(&m->attrs, "polygons", "%lld", (long long)npoly);
   if (!e) e = mb_attrs_setf(&m->attrs, "frontier_edges", "%lld",
-                            (long long)hc[MB_PL_C_FRONTIER_EDGES]);
+                            (long long)hc[MB_PL_C_FRONTIER_EDGES] + (long long)nsplit);
   if (!e) e = mb_attrs_setf(&m->attrs, "barrier_edge_tips", "%lld", (long long)hc[MB_PL_C_TIPS]);
   if (!e) e = mb_attrs_setf(&m->attrs, "polygons_repaired", "%lld",
                             (long long)hc[MB_PL_C_REPAIRED]);
+  if (!e) e = mb_attrs_setf(&m->attrs, "pinches_split", "%lld", (long long)nsplit);
   if (e) {
     drop(m);
     MB_CALL(e);
   }
 
-  if (st) mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
+  if (st) {
+    mb_pl_fill_stats(st, nt, npoly, hc, run.ev, tc1 - tc0);
+    st->frontier_edges += nsplit;
+    st->pinches_split = nsplit;
+  }
   if (o.left_out) { /* the triangles of the regions left out, sorted */
     int64_t *l = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nleft ? nleft : 1));
     std::vector<int> q((size_t)nleft);
@@ -821,72 +965,11 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
     *o.left_out = l;
     if (o.nleft_out) *o.nleft_out = nleft;
   }
-  /* every polygon simple: the pinch repair, the same host code as the CPU
-   * backend's last step (mb_polylla.h, "Pinch repair"); it reads the heads
-   * (fetched above, or by fetch where it finds a pinch) */
-  /* its scan of the corners, on the device too: the vertices' bits up,
-   * the triangles (V, the oriented corners: the same set) with three
-   * marked corners back, sorted */
-  struct corners_src {
-    mb_pl_dev *d;
-    cudaStream_t s;
-    int64_t nt;
-  } cs{&d, s, nt};
-  auto corners = [](void *ctx, const uint64_t *in, int64_t nwords, int64_t **cand,
-                    int64_t *ncand) -> mb_error {
-    const corners_src *c = (const corners_src *)ctx;
-    *cand = nullptr;
-    *ncand = 0;
-    if (sizeof(uint64_t) * (size_t)nwords + sizeof(int) * (size_t)c->nt > c->d->bucket.bytes)
-      return MB_ERR_UNSUPPORTED; /* the host scans */
-    unsigned long long *din = c->d->bucket.as<unsigned long long>();
-    int *list = (int *)(din + nwords);
-    unsigned long long *count = c->d->counters.as<unsigned long long>() + MB_PL_C_PINCH_CAND;
-    MB_CALL_CUDA(cudaMemcpyAsync(din, in, sizeof(uint64_t) * (size_t)nwords,
-                                 cudaMemcpyHostToDevice, c->s));
-    MB_CALL_CUDA(cudaMemsetAsync(count, 0, sizeof *count, c->s));
-    mb_pl_pinch_triangles<<<mb_pl_grid(c->nt), MB_PL_BLOCK, 0, c->s>>>(
-        (int)c->nt, c->d->V.as<int>(), din, list, count);
-    MB_CHECK_LAUNCH("the pinch repair's scan of the corners");
-    unsigned long long n = 0;
-    MB_CALL_CUDA(cudaMemcpyAsync(&n, count, sizeof n, cudaMemcpyDeviceToHost, c->s));
-    MB_CALL_CUDA(cudaStreamSynchronize(c->s));
-    std::vector<int> l((size_t)n);
-    if (n) {
-      MB_CALL_CUDA(cudaMemcpyAsync(l.data(), list, sizeof(int) * (size_t)n,
-                                   cudaMemcpyDeviceToHost, c->s));
-      MB_CALL_CUDA(cudaStreamSynchronize(c->s));
-    }
-    std::sort(l.begin(), l.end());
-    int64_t *r = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    MB_CHECK(r, MB_ERR_MEMORY, "out of memory for %llu triangles", n);
-    for (size_t i = 0; i < (size_t)n; i++) r[i] = l[i];
-    *cand = r;
-    *ncand = (int64_t)n;
-    return MB_SUCCESS;
-  };
-  const mb_polylla_pinch_scans scans = {1, listed.data(), (int64_t)listed.size(), corners, &cs};
-  int64_t *own_heads = nullptr;
-  const double tp0 = mb_pl_now_ms();
-  e = mb_polylla_split_pinches(tri, ids, &m, heads ? heads : &own_heads, fetch, &hs, &scans, st);
-  free(own_heads);
   if (getenv("MB_POLYLLA_TRACE"))
     fprintf(stderr,
-            "mb_polylla_cuda trace: half-edges to polygons (device) %.2f ms, output mesh and "
-            "left-out %.2f ms, pinch repair %.2f ms, whole call %.2f ms\n",
-            tc0 - t_up, tp0 - tc1, mb_pl_now_ms() - tp0, mb_pl_now_ms() - t0);
-  if (e) {
-    drop(m);
-    if (o.left_out) {
-      free(*o.left_out);
-      *o.left_out = nullptr;
-    }
-    if (heads) {
-      free(*heads);
-      *heads = nullptr;
-    }
-    MB_CALL(e);
-  }
+            "mb_polylla_cuda trace: half-edges to polygons (device) %.2f ms, pinch repair %.2f "
+            "ms (%lld cuts), output mesh and left-out %.2f ms, whole call %.2f ms\n",
+            tp0 - t_up, tp1 - tp0, (long long)nsplit, mb_pl_now_ms() - tc1, mb_pl_now_ms() - t0);
   if (st) st->ms_total = mb_pl_now_ms() - t0;
   *poly = m;
   return MB_SUCCESS;

@@ -526,4 +526,93 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
   list[atomicAdd(count, 1ull)] = t;
 }
 
+/* First i in a [0, n) (increasing) with a[i] >= key (lower) or > key
+ * (upper). */
+__device__ __forceinline__ int mb_pl_lower(const int *__restrict__ a, int n, int key) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (__ldg(a + mid) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+__device__ __forceinline__ int mb_pl_upper(const int *__restrict__ a, int n, int key) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (__ldg(a + mid) <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The pinch repair's merge by head on the device (the host's
+ * mb_polylla_merge): the npoly polygons (off, out, heads increasing) but
+ * the ndrop pinched ones D (increasing; Dpre their index counts' prefix
+ * sums), and np pieces (heads ph increasing, indices pidx at Ppre), into
+ * off2, out2, heads2. A piece goes before the first kept polygon of a
+ * larger head: L [np], the first polygon of all with head >= ph (piece_at).
+ * Kept polygon i lands at i - (dropped before i) + (pieces with L <= i). */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_piece_at(int np, const int *__restrict__ heads, int npoly, const int *__restrict__ ph,
+                   int *__restrict__ L) {
+  const int j = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (j < np) L[j] = mb_pl_lower(heads, npoly, __ldg(ph + j));
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_merge_kept(int npoly, const int *__restrict__ off, const int *__restrict__ out,
+                     const int *__restrict__ heads, int ndrop, const int *__restrict__ D,
+                     const int *__restrict__ Dpre, int np, const int *__restrict__ L,
+                     const int *__restrict__ Ppre, int *__restrict__ off2, int *__restrict__ out2,
+                     int *__restrict__ heads2) {
+  const int i = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (i >= npoly) return;
+  const int a = mb_pl_lower(D, ndrop, i);
+  if (a < ndrop && __ldg(D + a) == i) return; /* pinched: its pieces replace it */
+  const int b = mb_pl_upper(L, np, i);
+  const int q = i - a + b, b0 = __ldg(off + i), e0 = __ldg(off + i + 1);
+  const int x = b0 - __ldg(Dpre + a) + __ldg(Ppre + b);
+  off2[q] = x;
+  heads2[q] = __ldg(heads + i);
+  for (int k = b0; k < e0; k++) out2[x + k - b0] = __ldg(out + k);
+}
+
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_merge_pieces(int np, const int *__restrict__ L, const int *__restrict__ off, int ndrop,
+                       const int *__restrict__ D, const int *__restrict__ Dpre,
+                       const int *__restrict__ Ppre, const int *__restrict__ ph,
+                       const int *__restrict__ pidx, int *__restrict__ off2,
+                       int *__restrict__ out2, int *__restrict__ heads2) {
+  const int j = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (j >= np) return;
+  const int l = __ldg(L + j), a = mb_pl_lower(D, ndrop, l);
+  const int q = l - a + j, x = __ldg(off + l) - __ldg(Dpre + a) + __ldg(Ppre + j);
+  off2[q] = x;
+  heads2[q] = __ldg(ph + j);
+  for (int k = __ldg(Ppre + j); k < __ldg(Ppre + j + 1); k++)
+    out2[x + k - __ldg(Ppre + j)] = __ldg(pidx + k);
+}
+
+/* The sizes of the polygons list [n]. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_list_sizes(int n, const int *__restrict__ list, const int *__restrict__ off,
+                     int *__restrict__ size) {
+  const int k = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (k < n) size[k] = __ldg(off + __ldg(list + k) + 1) - __ldg(off + __ldg(list + k));
+}
+
+/* Gather the lists of the polygons list [n] (their sizes' prefix sums at
+ * at [n + 1]) into packed. */
+__global__ void __launch_bounds__(MB_PL_BLOCK)
+    mb_pl_gather_lists(int n, const int *__restrict__ list, const int *__restrict__ at,
+                       const int *__restrict__ off, const int *__restrict__ out,
+                       int *__restrict__ packed) {
+  const int k = blockIdx.x * MB_PL_BLOCK + threadIdx.x;
+  if (k >= n) return;
+  const int p = __ldg(list + k), b = __ldg(off + p), e = __ldg(off + p + 1), x = __ldg(at + k);
+  for (int i = b; i < e; i++) packed[x + i - b] = __ldg(out + i);
+}
+
 #endif

@@ -14,9 +14,9 @@
  *
  * The scan that decides whether any polygon is pinched (pairwise up to 32
  * vertices, a sorted copy above) is checked on one polygon of 10 and of 40
- * vertices, simple and with a vertex listed twice; the scans a backend
- * hands over (mb_polylla_pinch_scans: its list checked again, its corner
- * scan used) on the same polygons.
+ * vertices, simple and with a vertex listed twice; the repair's core
+ * (mb_polylla_pinch_pieces, which the CUDA backend calls with its own
+ * corner scan) on the ring's keyhole and on the fan.
  *
  * `test_polylla_pinch --search N SEEDS` prints the pinched Delaunay inputs
  * of N points among seeds 1..SEEDS (how the small case was found).
@@ -194,7 +194,7 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 0, &tri, &poly);
     const mb_mesh *before = poly;
     mb_polylla_stats st = {0};
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL, &st),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, &st),
                      MB_SUCCESS);
     assert_ptr_equal(poly, before);
     assert_int_equal(st.pinches_split, 0);
@@ -207,13 +207,13 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 1, &tri, &poly);
     before = poly;
     /* no heads: the repair cannot merge its pieces */
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL),
                      MB_ERR_ARG);
     assert_ptr_equal(poly, before);
     int64_t *heads = malloc(sizeof *heads);
     assert_non_null(heads);
     heads[0] = 0;
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL),
                      MB_ERR_NUMERIC);
     assert_ptr_equal(poly, before); /* kept on error */
     free(heads);
@@ -223,8 +223,8 @@ static void test_scan_sizes(void **state) {
   printf("pinch scan: polygons of 10 and 40 vertices, simple and with a vertex twice\n");
 }
 
-/* A backend's corner scan for the scans below: every triangle of the fan
- * whose three corners are marked (brute force), counting its calls. */
+/* A backend's corner scan (mb_polylla_corners_fn) for the tests below:
+ * every triangle of corners_tri whose three corners are marked (brute force), counting its calls. */
 static const mb_mesh *corners_tri;
 static int corners_calls;
 static mb_error corners_brute(void *ctx, const uint64_t *in, int64_t nwords, int64_t **cand,
@@ -247,42 +247,60 @@ static mb_error corners_brute(void *ctx, const uint64_t *in, int64_t nwords, int
   return MB_SUCCESS;
 }
 
-/* The scans a backend hands over (mb_polylla_pinch_scans): a listed
- * polygon is checked again (a simple one listed is kept), a list without
- * the pinched polygon means no pinch, and the corner scan is the
- * backend's (called once, its empty answer the host scan's error). */
-static void test_backend_scans(void **state) {
+/* The repair's core (mb_polylla_pinch_pieces) on the ring's keyhole, 0 1
+ * ... 7 0 8 15 14 ... 9 8 (the label-phase polygon of test_ring_pinch):
+ * its pieces, with the corners scanned on the host and by a backend's
+ * scan (corners_brute, called once), are the CPU backend's polygons of
+ * the ring; on the fan's polygon with a vertex twice the backend's scan
+ * finds no triangle, and the core says so as the host's scan does. */
+static void test_pieces(void **state) {
   (void)state;
-  for (int twice = 0; twice <= 1; twice++) {
-    mb_mesh *tri = NULL, *poly = NULL;
-    fan_and_polygon(12, twice, &tri, &poly);
-    const mb_mesh *before = poly;
-    int64_t *heads = malloc(sizeof *heads);
-    assert_non_null(heads);
-    heads[0] = 0;
-    const int64_t all[1] = {0};
-    corners_tri = tri;
+  mb_mesh *ring = polylla_pinch_ring();
+  mb_polylla_stats st;
+  mb_mesh *ref = polylla_run_checked(ring, &st);
+  int64_t key[18], off[2] = {0, 18};
+  for (int i = 0; i < 8; i++) key[i] = i;
+  key[8] = 0;
+  key[9] = 8;
+  for (int i = 0; i < 7; i++) key[10 + i] = 15 - i;
+  key[17] = 8;
+  const int64_t pin[1] = {0};
+  for (int backend = 0; backend <= 1; backend++) {
+    mb_polylla_pieces pc;
+    corners_tri = ring;
     corners_calls = 0;
-    mb_polylla_pinch_scans none = {1, NULL, 0, corners_brute, NULL};
-    mb_polylla_pinch_scans listed = {1, all, 1, corners_brute, NULL};
-    mb_polylla_stats st = {0};
-    /* the device found nothing: nothing is scanned on the host */
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, &none, &st),
+    assert_int_equal(mb_polylla_pinch_pieces(ring, NULL, 1, pin, off, key,
+                                             backend ? corners_brute : NULL, NULL, &pc),
                      MB_SUCCESS);
-    assert_ptr_equal(poly, before);
-    assert_int_equal(st.pinches_split, 0);
-    assert_int_equal(corners_calls, 0);
-    /* listed: a simple polygon is kept; the pinched one reaches the corner
-     * scan, which finds no triangle of it (as the host's scan) */
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, &listed, &st),
-                     twice ? MB_ERR_NUMERIC : MB_SUCCESS);
-    assert_ptr_equal(poly, before);
-    assert_int_equal(corners_calls, twice ? 1 : 0);
-    free(heads);
-    mb_mesh_free(tri);
-    mb_mesh_free(poly);
+    assert_int_equal(corners_calls, backend);
+    assert_int_equal(pc.nsplit, st.pinches_split);
+    assert_int_equal(pc.n, ref->nf);
+    for (int64_t p = 0; p < pc.n; p++) {
+      assert_int_equal(pc.off[p + 1] - pc.off[p], ref->face_offsets[p + 1] - ref->face_offsets[p]);
+      for (int64_t k = pc.off[p]; k < pc.off[p + 1]; k++)
+        assert_int_equal(pc.idx[k], ref->face_indices[ref->face_offsets[p] + k - pc.off[p]]);
+      if (p) assert_true(pc.heads[p] > pc.heads[p - 1]);
+    }
+    mb_polylla_pieces_free(&pc);
+    assert_null(pc.off);
   }
-  printf("pinch scans handed over: the list checked again, the backend's corner scan called\n");
+  mb_mesh_free(ref);
+  mb_mesh_free(ring);
+  mb_mesh *tri = NULL, *poly = NULL;
+  fan_and_polygon(12, 1, &tri, &poly);
+  const int64_t foff[2] = {0, poly->face_offsets[1]};
+  mb_polylla_pieces pc;
+  corners_tri = tri;
+  corners_calls = 0;
+  assert_int_equal(mb_polylla_pinch_pieces(tri, NULL, 1, pin, foff, poly->face_indices,
+                                           corners_brute, NULL, &pc),
+                   MB_ERR_NUMERIC);
+  assert_int_equal(corners_calls, 1);
+  assert_null(pc.off);
+  mb_mesh_free(tri);
+  mb_mesh_free(poly);
+  printf("pinch pieces: the ring's keyhole cut as the CPU backend cuts it, corners scanned "
+         "on the host and by a backend\n");
 }
 
 int main(int argc, char **argv) {
@@ -291,7 +309,7 @@ int main(int argc, char **argv) {
     return dump(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scan_sizes),
-      cmocka_unit_test(test_backend_scans),
+      cmocka_unit_test(test_pieces),
       cmocka_unit_test(test_ring_pinch),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_delaunay_100k),

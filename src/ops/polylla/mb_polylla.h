@@ -356,16 +356,34 @@ typedef mb_error (*mb_polylla_heads_fn)(void *ctx, int64_t **heads);
 typedef mb_error (*mb_polylla_corners_fn)(void *ctx, const uint64_t *in, int64_t nwords,
                                           int64_t **cand, int64_t *ncand);
 
-/* What a backend hands the pinch repair of the scans it did itself (the
- * CUDA backend: both, on the device). */
-typedef struct mb_polylla_pinch_scans {
-  int listed;             /* 1: list holds every pinched polygon (the scan of the polygons done) */
-  const int64_t *list;    /* [nlist] increasing: the pinched polygons and perhaps others
-                             (checked again on the host: the device leaves long ones to it) */
-  int64_t nlist;
-  mb_polylla_corners_fn corners; /* NULL: the corners scanned on the host */
-  void *corners_ctx;
-} mb_polylla_pinch_scans;
+/* The pieces of the pinched polygons (mb_polylla_pinch_pieces). */
+typedef struct mb_polylla_pieces {
+  int64_t n;      /* pieces */
+  int64_t nsplit; /* cuts made */
+  int64_t *off;   /* [n + 1] offsets into idx */
+  int64_t *idx;   /* their vertices, in the numbering of the input's corners (mb_polylla_ids:
+                     local) */
+  int64_t *heads; /* [n] their heads, half-edges 3 t + k of the input, increasing */
+} mb_polylla_pieces;
+
+/* The core of the pinch repair (below): cut the pinched polygons (npin of
+ * them: pin [npin] their polygon numbers, for messages; their vertex
+ * lists pin_idx [pin_off [npin]] at offsets pin_off [npin + 1], in the
+ * numbering of tri's corners: with ids, the local one) in rounds on the
+ * submesh of their triangles (found by corners, or on the host where
+ * corners is NULL or answers MB_ERR_UNSUPPORTED) and traverse them again.
+ * *out is new (mb_polylla_pieces_free). Shared by the host's repair and
+ * the CUDA backend's (which merges the pieces on the device). Not
+ * collective. Errors: MB_ERR_MEMORY, MB_ERR_NUMERIC (internal
+ * inconsistency), those of corners and mb_halfedge_build; *out empty on
+ * error. */
+mb_error mb_polylla_pinch_pieces(const mb_mesh *tri, const mb_polylla_ids *ids, int64_t npin,
+                                 const int64_t *pin, const int64_t *pin_off,
+                                 const int64_t *pin_idx, mb_polylla_corners_fn corners,
+                                 void *corners_ctx, mb_polylla_pieces *out);
+
+/* Free the arrays of pc and empty it. Not collective; no errors. */
+void mb_polylla_pieces_free(mb_polylla_pieces *pc);
 
 /* The pinch repair (above), the last step of both backends: where a
  * polygon of *poly lists a vertex twice, cut every pinched polygon and
@@ -386,14 +404,14 @@ typedef struct mb_polylla_pinch_scans {
  * increasing), replaced by the new ones, or NULL: then, where there is a
  * pinch, fetch(fetch_ctx, heads) supplies them; either way *heads is the
  * caller's to free (heads NULL, or no heads and fetch NULL: a pinch is
- * MB_ERR_ARG). scans: NULL (both scans on the host), or the backend's.
+ * MB_ERR_ARG).
  * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
  * collective. Errors: MB_ERR_ARG (no heads), MB_ERR_MEMORY, MB_ERR_NUMERIC
  * (internal inconsistency), those of mb_halfedge_build and fetch; on error
  * *poly is kept. */
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  const mb_polylla_pinch_scans *scans, mb_polylla_stats *stats);
+                                  mb_polylla_stats *stats);
 
 /* A polygon for mb_polylla_merge: its head (in the frame of the kept
  * polygons' heads) and its vertex indices pidx [at, at + n). */

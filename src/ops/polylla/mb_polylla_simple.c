@@ -570,49 +570,11 @@ static void pinch_trace(double *t, const char *what) {
   *t = now;
 }
 
-/* The listed polygons (increasing) that list a vertex twice, into *pin
- * (new; NULL where none) and *n. */
-static mb_error filter_pinched(const mb_mesh *poly, const int64_t *list, int64_t nlist,
-                               int64_t **pin, int64_t *n) {
-  *pin = NULL;
-  *n = 0;
-  if (!nlist) return MB_SUCCESS;
-  int64_t *keep = malloc(sizeof *keep * (size_t)nlist), *buf = NULL, cap = 0, nkeep = 0;
-  MB_CHECK(keep, MB_ERR_MEMORY, "out of memory for the simple-polygon check");
-  const int64_t *fo = poly->face_offsets;
-  for (int64_t k = 0; k < nlist; k++) {
-    const int r = has_repeat(poly->face_indices + fo[list[k]], fo[list[k] + 1] - fo[list[k]], &buf,
-                             &cap);
-    if (r < 0) {
-      free(keep);
-      free(buf);
-      MB_FAIL(MB_ERR_MEMORY, "out of memory for the simple-polygon check");
-    }
-    if (r) keep[nkeep++] = list[k];
-  }
-  free(buf);
-  if (!nkeep) free(keep);
-  *pin = nkeep ? keep : NULL;
-  *n = nkeep;
-  return MB_SUCCESS;
-}
-
-mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
-                                  int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  const mb_polylla_pinch_scans *scans, mb_polylla_stats *stats) {
-  int64_t *pin = NULL, npin = 0;
-  double clock = 0;
-  pinch_trace(&clock, NULL);
-  if (scans && scans->listed)
-    MB_CALL(filter_pinched(*poly, scans->list, scans->nlist, &pin, &npin));
-  else
-    MB_CALL(find_pinched(*poly, &pin, &npin));
-  pinch_trace(&clock, "the polygons scanned");
-  if (!npin) {
-    if (stats) stats->pinches_split = 0;
-    MB_CALL(mb_attrs_setf(&(*poly)->attrs, "pinches_split", "0"));
-    return MB_SUCCESS;
-  }
+mb_error mb_polylla_pinch_pieces(const mb_mesh *tri, const mb_polylla_ids *ids, int64_t npin,
+                                 const int64_t *pin, const int64_t *pin_off,
+                                 const int64_t *pin_idx, mb_polylla_corners_fn corners,
+                                 void *corners_ctx, mb_polylla_pieces *out) {
+  *out = (mb_polylla_pieces){0};
   const char *name = tri->name ? tri->name : "";
   mb_error e = MB_SUCCESS;
   pinch_src src = {tri, ids, ids ? mb_polylla_ids_below(ids) : 0,
@@ -626,34 +588,23 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   int64_t *sv = NULL, *off = NULL, *idx = NULL, *hd = NULL, *seen = NULL, *pos = NULL;
   int64_t *start = NULL, *pidx = NULL, *ph = NULL;
   int64_t nsplit = 0, npoly = 0, nsv = 0, ncand = 0;
-  const mb_mesh *p0 = *poly;
-  if (heads && !*heads && fetch) MB_CALL_GOTO(e, done, fetch(fetch_ctx, heads));
-  MB_CHECK_GOTO(e, done, heads && *heads, MB_ERR_ARG,
-                "mesh '%s': the pinch repair needs the polygons' heads (internal error)", name);
-  pinch_trace(&clock, "the heads");
+  double clock = 0;
+  pinch_trace(&clock, NULL);
 
-  /* the pinched polygons' vertices, sorted, in the numbering of tri's corners */
-  int64_t nlist = 0;
-  for (int64_t k = 0; k < npin; k++)
-    nlist += p0->face_offsets[pin[k] + 1] - p0->face_offsets[pin[k]];
-  sv = malloc(sizeof *sv * (size_t)nlist);
+  /* the pinched polygons' vertices, sorted */
+  const int64_t nlist = pin_off[npin];
+  sv = malloc(sizeof *sv * (size_t)(nlist ? nlist : 1));
   in = calloc((size_t)(src.nl + 63) / 64, sizeof *in);
   MB_CHECK_GOTO(e, done, sv && in, MB_ERR_MEMORY, "out of memory for the pinch repair of mesh '%s'",
                 name);
-  for (int64_t k = 0; k < npin; k++)
-    for (int64_t i = p0->face_offsets[pin[k]]; i < p0->face_offsets[pin[k] + 1]; i++) {
-      const int64_t v = src_local(&src, p0->face_indices[i]);
-      MB_CHECK_GOTO(e, done, v >= 0 && v < src.nl, MB_ERR_NUMERIC,
-                    "mesh '%s': polygon %lld lists vertex %lld, not one of the triangulation's "
-                    "(internal error)", name, (long long)pin[k], (long long)p0->face_indices[i]);
-      if (!(in[v >> 6] >> (v & 63) & 1)) sv[nsv++] = v;
-      in[v >> 6] |= (uint64_t)1 << (v & 63);
-    }
+  for (int64_t i = 0; i < nlist; i++) {
+    const int64_t v = pin_idx[i];
+    if (!(in[v >> 6] >> (v & 63) & 1)) sv[nsv++] = v;
+    in[v >> 6] |= (uint64_t)1 << (v & 63);
+  }
   qsort(sv, (size_t)nsv, sizeof *sv, cmp_i64);
   pinch_trace(&clock, "the pinched polygons' vertices");
-  e = scans && scans->corners
-          ? scans->corners(scans->corners_ctx, in, (src.nl + 63) / 64, &cand, &ncand)
-          : MB_ERR_UNSUPPORTED;
+  e = corners ? corners(corners_ctx, in, (src.nl + 63) / 64, &cand, &ncand) : MB_ERR_UNSUPPORTED;
   if (e == MB_ERR_UNSUPPORTED) {
     mb_error_clear();
     e = pinch_triangles(&src, in, &cand, &ncand);
@@ -689,19 +640,15 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   start = calloc((size_t)nv + 2, sizeof *start);
   outgoing = malloc(sizeof *outgoing * (size_t)nh);
   off = malloc(sizeof *off * ((size_t)npin + 1));
-  idx = malloc(sizeof *idx * (size_t)nlist);
+  idx = malloc(sizeof *idx * (size_t)(nlist ? nlist : 1));
   MB_CHECK_GOTO(e, done,
                 w.front && w.mark && w.via && w.queue && w.twice && seen && pos && start &&
                     outgoing && off && idx,
                 MB_ERR_MEMORY, "out of memory for the pinch repair of mesh '%s'", name);
   /* the pinched polygons in sub numbers: the first round's list */
-  npoly = 0;
-  for (int64_t k = 0, x = 0; k < npin; k++) {
-    off[npoly++] = x;
-    for (int64_t i = p0->face_offsets[pin[k]]; i < p0->face_offsets[pin[k] + 1]; i++)
-      idx[x++] = mb_polylla_lower(sv, nsv, src_local(&src, p0->face_indices[i]));
-    off[npoly] = x;
-  }
+  npoly = npin;
+  for (int64_t k = 0; k <= npin; k++) off[k] = pin_off[k];
+  for (int64_t i = 0; i < nlist; i++) idx[i] = mb_polylla_lower(sv, nsv, pin_idx[i]);
   /* half-edges by origin (CSR), to find the half-edge of a polygon edge */
   for (int32_t h = 0; h < nh; h++) start[he.vert[h] + 2]++;
   for (int32_t v = 0; v < nv; v++) start[v + 2] += start[v + 1];
@@ -762,20 +709,18 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
     off = idx = hd = NULL;
     MB_CALL_GOTO(e, done, traverse(&he, w.front, &npoly, &off, &idx, &hd));
   }
-  /* the pieces in the output's numbering, their heads tri's half-edges */
+  MB_CHECK_GOTO(e, done, nsplit > 0, MB_ERR_NUMERIC,
+                "mesh '%s': polygon %lld lists a vertex twice but was not cut (internal error)",
+                name, (long long)pin[0]);
+  /* the pieces in tri's corner numbering, their heads tri's half-edges */
   pidx = malloc(sizeof *pidx * (size_t)(off[npoly] ? off[npoly] : 1));
   ph = malloc(sizeof *ph * (size_t)(npoly ? npoly : 1));
   MB_CHECK_GOTO(e, done, pidx && ph, MB_ERR_MEMORY, "out of memory for the pinch repair");
-  for (int64_t k = 0; k < off[npoly]; k++) pidx[k] = src_output(&src, sv[idx[k]]);
+  for (int64_t k = 0; k < off[npoly]; k++) pidx[k] = sv[idx[k]];
   for (int64_t p = 0; p < npoly; p++) ph[p] = 3 * cand[hd[p] / 3] + hd[p] % 3;
+  *out = (mb_polylla_pieces){npoly, nsplit, off, pidx, ph};
+  off = pidx = ph = NULL;
   pinch_trace(&clock, "the submesh cut and traversed");
-  MB_CALL_GOTO(e, done, merge_output(poly, heads, pin, npin, npoly, off, pidx, ph, nsplit));
-  pinch_trace(&clock, "the merge");
-  if (stats) {
-    stats->pinches_split = nsplit;
-    stats->polygons = (*poly)->nf;
-    stats->frontier_edges += nsplit;
-  }
 done:
   mb_halfedge_free(&he);
   mb_mesh_free(sub);
@@ -787,7 +732,6 @@ done:
   free(in);
   free(cand);
   free(sv);
-  free(pin);
   free(off);
   free(idx);
   free(hd);
@@ -797,5 +741,75 @@ done:
   free(pos);
   free(start);
   free(outgoing);
+  return e;
+}
+
+void mb_polylla_pieces_free(mb_polylla_pieces *pc) {
+  free(pc->off);
+  free(pc->idx);
+  free(pc->heads);
+  *pc = (mb_polylla_pieces){0};
+}
+
+mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
+                                  int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
+                                  mb_polylla_stats *stats) {
+  int64_t *pin = NULL, npin = 0;
+  double clock = 0;
+  pinch_trace(&clock, NULL);
+  MB_CALL(find_pinched(*poly, &pin, &npin));
+  pinch_trace(&clock, "the polygons scanned");
+  if (!npin) {
+    if (stats) stats->pinches_split = 0;
+    MB_CALL(mb_attrs_setf(&(*poly)->attrs, "pinches_split", "0"));
+    return MB_SUCCESS;
+  }
+  const char *name = tri->name ? tri->name : "";
+  mb_error e = MB_SUCCESS;
+  const pinch_src src = {tri, ids, ids ? mb_polylla_ids_below(ids) : 0,
+                         tri->nv + (ids ? ids->nghost : 0)};
+  const mb_mesh *p0 = *poly;
+  int64_t *pin_off = NULL, *pin_idx = NULL;
+  mb_polylla_pieces pc = {0};
+  if (heads && !*heads && fetch) MB_CALL_GOTO(e, done, fetch(fetch_ctx, heads));
+  MB_CHECK_GOTO(e, done, heads && *heads, MB_ERR_ARG,
+                "mesh '%s': the pinch repair needs the polygons' heads (internal error)", name);
+  pinch_trace(&clock, "the heads");
+  /* the pinched polygons' lists in the numbering of tri's corners */
+  pin_off = malloc(sizeof *pin_off * (size_t)(npin + 1));
+  MB_CHECK_GOTO(e, done, pin_off, MB_ERR_MEMORY, "out of memory for the pinch repair of mesh '%s'",
+                name);
+  pin_off[0] = 0;
+  for (int64_t k = 0; k < npin; k++)
+    pin_off[k + 1] = pin_off[k] + p0->face_offsets[pin[k] + 1] - p0->face_offsets[pin[k]];
+  pin_idx = malloc(sizeof *pin_idx * (size_t)(pin_off[npin] ? pin_off[npin] : 1));
+  MB_CHECK_GOTO(e, done, pin_idx, MB_ERR_MEMORY, "out of memory for the pinch repair of mesh '%s'",
+                name);
+  for (int64_t k = 0; k < npin; k++)
+    for (int64_t i = p0->face_offsets[pin[k]], x = pin_off[k]; i < p0->face_offsets[pin[k] + 1];
+         i++) {
+      const int64_t v = src_local(&src, p0->face_indices[i]);
+      MB_CHECK_GOTO(e, done, v >= 0 && v < src.nl, MB_ERR_NUMERIC,
+                    "mesh '%s': polygon %lld lists vertex %lld, not one of the triangulation's "
+                    "(internal error)", name, (long long)pin[k], (long long)p0->face_indices[i]);
+      pin_idx[x++] = v;
+    }
+  MB_CALL_GOTO(e, done,
+               mb_polylla_pinch_pieces(tri, ids, npin, pin, pin_off, pin_idx, NULL, NULL, &pc));
+  /* the pieces in the output's numbering */
+  for (int64_t k = 0; k < pc.off[pc.n]; k++) pc.idx[k] = src_output(&src, pc.idx[k]);
+  MB_CALL_GOTO(e, done,
+               merge_output(poly, heads, pin, npin, pc.n, pc.off, pc.idx, pc.heads, pc.nsplit));
+  pinch_trace(&clock, "the merge");
+  if (stats) {
+    stats->pinches_split = pc.nsplit;
+    stats->polygons = (*poly)->nf;
+    stats->frontier_edges += pc.nsplit;
+  }
+done:
+  mb_polylla_pieces_free(&pc);
+  free(pin);
+  free(pin_off);
+  free(pin_idx);
   return e;
 }
