@@ -118,8 +118,10 @@
  * simple. Each cut lies inside one polygon, so cuts of one round are
  * independent; the rule reads only keys and the canonical lists, so it
  * gives the same cuts in any numbering that keeps the order of the ids
- * (the partitioned run). Both backends run this step on the host
- * (mb_polylla_split_pinches), so their outputs stay bitwise equal.
+ * (the partitioned run). Both backends cut on the host with the same
+ * code (mb_polylla_pinch_pieces), so their outputs stay bitwise equal:
+ * the CPU backend around it scans and merges on the host
+ * (mb_polylla_split_pinches), the CUDA backend on the device.
  *
  * Canonical output. Each cycle's *head* is its smallest half-edge id. The
  * polygons are listed in increasing head id; polygon p lists the origins of
