@@ -594,12 +594,15 @@ static mb_error mb_pl_pinches(mb_pl_dev *dp, cudaStream_t s, const mb_mesh *tri,
   int *D = d.pl.as<int>(), *Dpre = D + ndrop, *ph = Dpre + ndrop + 1, *Ppre = ph + np,
       *pidx = Ppre + np + 1, *L = pidx + pc.off[np];
   MB_CALL(mb_pl_put(D, in, s));
-  const int npoly2 = *npoly - ndrop + np;
+  const int64_t npoly2 = *npoly - ndrop + np;
   const int64_t nidx2 = *nidx - pin_off[(size_t)ndrop] + pc.off[np];
+  MB_CHECK(nidx2 <= MB_PL_I32_MAX, MB_ERR_ARG,
+           "mesh '%s': %lld polygon vertices after the pinch repair, more than 32-bit ids hold",
+           tri->name ? tri->name : "", (long long)nidx2);
   MB_CALL(mb_dbuf_alloc(&d.off2, sizeof(int) * ((size_t)npoly2 + 1), "polygon offsets"));
   MB_CALL(mb_dbuf_alloc(&d.out2, sizeof(int) * (size_t)std::max<int64_t>(nidx2, 1),
                         "polygon vertices"));
-  MB_CALL(mb_dbuf_alloc(&d.heads2, sizeof(int) * (size_t)std::max(npoly2, 1), "polygon heads"));
+  MB_CALL(mb_dbuf_alloc(&d.heads2, sizeof(int) * (size_t)std::max<int64_t>(npoly2, 1), "polygon heads"));
   int *off2 = d.off2.as<int>(), *out2 = d.out2.as<int>(), *heads2 = d.heads2.as<int>();
   mb_pl_piece_at<<<mb_pl_grid(np), MB_PL_BLOCK, 0, s>>>(np, *heads, *npoly, ph, L);
   MB_CHECK_LAUNCH("the pieces' places");
@@ -612,7 +615,7 @@ static mb_error mb_pl_pinches(mb_pl_dev *dp, cudaStream_t s, const mb_mesh *tri,
   const std::vector<int> end(1, (int)nidx2);
   MB_CALL(mb_pl_put(off2 + npoly2, end, s));
   MB_CALL_CUDA(cudaStreamSynchronize(s)); /* the host vectors go */
-  *npoly = npoly2;
+  *npoly = (int)npoly2;
   *nidx = nidx2;
   *off = off2;
   *out = out2;
@@ -871,29 +874,21 @@ static mb_error mb_pl_cuda_run(const mb_mesh *tri, const mb_polylla_opts &o, mb_
   MB_CHECK(o64[npoly] == nidx, MB_ERR_CUDA,
            "internal error: %lld polygon vertices for %lld frontier half-edges",
            (long long)o64[npoly], (long long)nidx);
-  /* the selected heads (in the twins' array, dead by now): copied where
-   * asked for, else only where the pinch repair finds a pinch (fetch) */
-  struct heads_src {
-    mb_pl_pipe *pipe;
-    const void *twin;
-    int npoly;
-  } hs{&pipe, pheads, npoly};
-  auto fetch = [](void *ctx, int64_t **out) -> mb_error {
-    const heads_src *h = (const heads_src *)ctx;
-    int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)h->npoly + 1));
-    MB_CHECK(hd, MB_ERR_MEMORY, "out of memory for %d polygon heads", h->npoly);
+  /* the selected heads, where asked for (mb_polylla_opts.heads) */
+  if (heads) {
+    int64_t *hd = (int64_t *)mb_alloc(sizeof(int64_t) * ((size_t)npoly + 1));
+    MB_CHECK(hd, MB_ERR_MEMORY, "out of memory for %d polygon heads", npoly);
     const mb_error de = mb_pl_download(
-        h->pipe, h->twin, (int64_t)h->npoly, sizeof(int),
+        &pipe, pheads, (int64_t)npoly, sizeof(int),
         [&](char *slot, int64_t b, int64_t en) {
           const int *in = (const int *)slot;
           for (int64_t i = b; i < en; i++) hd[i] = in[i - b];
         },
         "polygon heads");
     if (de) free(hd);
-    else *out = hd;
-    return de;
-  };
-  if (heads) MB_CALL(fetch(&hs, heads));
+    MB_CALL(de);
+    *heads = hd;
+  }
   if (run.xyz_copy.joinable()) run.xyz_copy.join();
   const double tc1 = mb_pl_now_ms();
   if (getenv("MB_POLYLLA_TRACE"))

@@ -194,7 +194,7 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 0, &tri, &poly);
     const mb_mesh *before = poly;
     mb_polylla_stats st = {0};
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, &st),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, &st),
                      MB_SUCCESS);
     assert_ptr_equal(poly, before);
     assert_int_equal(st.pinches_split, 0);
@@ -207,13 +207,13 @@ static void test_scan_sizes(void **state) {
     fan_and_polygon(sizes[s], 1, &tri, &poly);
     before = poly;
     /* no heads: the repair cannot merge its pieces */
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, NULL, NULL),
                      MB_ERR_ARG);
     assert_ptr_equal(poly, before);
     int64_t *heads = malloc(sizeof *heads);
     assert_non_null(heads);
     heads[0] = 0;
-    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL, NULL, NULL),
+    assert_int_equal(mb_polylla_split_pinches(tri, NULL, &poly, &heads, NULL),
                      MB_ERR_NUMERIC);
     assert_ptr_equal(poly, before); /* kept on error */
     free(heads);

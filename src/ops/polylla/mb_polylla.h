@@ -344,11 +344,6 @@ void mb_polylla_longest_edge(const int64_t v[3], const double xy[6], mb_polylla_
 mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh **poly,
                         mb_polylla_stats *stats);
 
-/* Fills *heads with a new array [nf] (the caller frees it) of the heads of
- * the polygons a backend made (mb_polylla_opts.heads); ctx the backend's.
- * Called by the pinch repair only where a pinch is found. */
-typedef mb_error (*mb_polylla_heads_fn)(void *ctx, int64_t **heads);
-
 /* Fills *cand with a new array (the caller frees it; NULL where none) of
  * the triangles of the backend's input, increasing, whose three corners
  * are marked in in [nwords] (a bit per vertex of the local numbering:
@@ -403,17 +398,15 @@ void mb_polylla_pieces_free(mb_polylla_pieces *pc);
  * ghosts (mb_polylla_ids; tri's and *poly's face indices are then ids of
  * the whole mesh); *poly: the backend's output (owned by the caller,
  * replaced); heads: *heads [nf] the polygons' heads (mb_polylla_opts.heads,
- * increasing), replaced by the new ones, or NULL: then, where there is a
- * pinch, fetch(fetch_ctx, heads) supplies them; either way *heads is the
- * caller's to free (heads NULL, or no heads and fetch NULL: a pinch is
- * MB_ERR_ARG).
+ * increasing), replaced by the new ones and the caller's to free (heads
+ * NULL or *heads NULL: a pinch is MB_ERR_ARG).
  * stats: NULL, or updated (polygons, frontier_edges, pinches_split). Not
  * collective. Errors: MB_ERR_ARG (no heads), MB_ERR_MEMORY, MB_ERR_NUMERIC
- * (internal inconsistency), those of mb_halfedge_build and fetch; on error
- * *poly is kept. */
+ * (internal inconsistency), those of mb_halfedge_build; on error *poly is
+ * kept. Used by the CPU backend; the CUDA backend runs the same core
+ * (mb_polylla_pinch_pieces) between its kernels and its copy out. */
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
-                                  int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  mb_polylla_stats *stats);
+                                  int64_t **heads, mb_polylla_stats *stats);
 
 /* A polygon for mb_polylla_merge: its head (in the frame of the kept
  * polygons' heads) and its vertex indices pidx [at, at + n). */

@@ -687,7 +687,7 @@ mb_error mb_polylla_cpu(const mb_mesh *tri, const mb_polylla_opts *opts, mb_mesh
     p->nv = tri->nv;
     /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair") */
     t0 = now_ms();
-    e = mb_polylla_split_pinches(tri, &ids, poly, o.heads, NULL, NULL, &st);
+    e = mb_polylla_split_pinches(tri, &ids, poly, o.heads, &st);
     if (e) free_poly(poly, tri);
     st.ms_traversal += now_ms() - t0;
   }
@@ -870,7 +870,7 @@ static mb_error polylla_core(const mb_mesh *tri, mb_halfedge *he_in, const mb_po
   /* every polygon simple: pinches cut (mb_polylla.h, "Pinch repair");
    * repair 0: the caller's */
   t0 = now_ms();
-  err = repair ? mb_polylla_split_pinches(tri, NULL, poly, &heads, NULL, NULL, &st) : MB_SUCCESS;
+  err = repair ? mb_polylla_split_pinches(tri, NULL, poly, &heads, &st) : MB_SUCCESS;
   if (err) {
     free_poly(poly, tri);
     mb_error_trace(__FILE__, __LINE__, __func__);

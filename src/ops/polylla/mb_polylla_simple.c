@@ -752,8 +752,7 @@ void mb_polylla_pieces_free(mb_polylla_pieces *pc) {
 }
 
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
-                                  int64_t **heads, mb_polylla_heads_fn fetch, void *fetch_ctx,
-                                  mb_polylla_stats *stats) {
+                                  int64_t **heads, mb_polylla_stats *stats) {
   int64_t *pin = NULL, npin = 0;
   double clock = 0;
   pinch_trace(&clock, NULL);
@@ -771,7 +770,6 @@ mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids,
   const mb_mesh *p0 = *poly;
   int64_t *pin_off = NULL, *pin_idx = NULL;
   mb_polylla_pieces pc = {0};
-  if (heads && !*heads && fetch) MB_CALL_GOTO(e, done, fetch(fetch_ctx, heads));
   MB_CHECK_GOTO(e, done, heads && *heads, MB_ERR_ARG,
                 "mesh '%s': the pinch repair needs the polygons' heads (internal error)", name);
   pinch_trace(&clock, "the heads");
