@@ -16,7 +16,8 @@
  * vertices, a sorted copy above) is checked on one polygon of 10 and of 40
  * vertices, simple and with a vertex listed twice; the repair's core
  * (mb_polylla_pinch_pieces, which the CUDA backend calls with its own
- * corner scan) on the ring's keyhole and on the fan.
+ * corner scan) on the ring's keyhole and on the fan; the merge by head
+ * (mb_polylla_merge) against a sort by head.
  *
  * `test_polylla_pinch --search N SEEDS` prints the pinched Delaunay inputs
  * of N points among seeds 1..SEEDS (how the small case was found).
@@ -303,6 +304,89 @@ static void test_pieces(void **state) {
          "on the host and by a backend\n");
 }
 
+/* mb_polylla_merge against a merge by sorting: 2 000 polygons of 3-8
+ * vertices (heads 7 i + 3), 40 dropped, and pieces of 3-6 vertices whose
+ * heads are not kept polygons' heads, in three shapes: spread over the
+ * whole order (each cutting a run of kept polygons: more segments than
+ * pieces), all before the first polygon, all after the last; every array
+ * and the counts compared entry for entry. */
+static uint64_t merge_rng = 88172645463325252ull;
+static int64_t merge_rand(int64_t n) {
+  merge_rng ^= merge_rng << 13;
+  merge_rng ^= merge_rng >> 7;
+  merge_rng ^= merge_rng << 17;
+  return (int64_t)(merge_rng % (uint64_t)n);
+}
+static int cmp_head_row(const void *a, const void *b) {
+  const int64_t *x = a, *y = b; /* (head, kept 1 / piece 0, index) */
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+static void test_merge(void **state) {
+  (void)state;
+  enum { NF = 2000, NDROP = 40, NP = 300 };
+  for (int shape = 0; shape < 3; shape++) {
+    int64_t *fo = malloc(sizeof *fo * (NF + 1)), *hd = malloc(sizeof *hd * NF);
+    int64_t *fi = malloc(sizeof *fi * 8 * NF), drop[NDROP], pidx[6 * NP];
+    mb_polylla_piece pc[NP];
+    assert_true(fo && hd && fi);
+    fo[0] = 0;
+    for (int64_t i = 0; i < NF; i++) {
+      const int64_t n = 3 + merge_rand(6);
+      for (int64_t k = 0; k < n; k++) fi[fo[i] + k] = 10 * i + k;
+      fo[i + 1] = fo[i] + n;
+      hd[i] = 7 * i + 3;
+    }
+    for (int64_t k = 0; k < NDROP; k++) drop[k] = 50 * k + merge_rand(50); /* increasing */
+    int64_t at = 0;
+    for (int64_t j = 0; j < NP; j++) {
+      /* heads 7 i + 3 + r (r in 1..6: never a kept head), increasing */
+      const int64_t h = shape == 0 ? 7 * (int64_t)(j * NF / NP) + 3 + 1 + merge_rand(6)
+                        : shape == 1 ? j : 7 * NF + j;
+      const int64_t n = 3 + merge_rand(4);
+      for (int64_t k = 0; k < n; k++) pidx[at + k] = -(1000 * j + k);
+      pc[j] = (mb_polylla_piece){h, at, n};
+      at += n;
+    }
+    for (int64_t j = 1; j < NP; j++) assert_true(pc[j].head > pc[j - 1].head);
+    int64_t *o2, *i2, *h2;
+    double *cnt;
+    assert_int_equal(mb_polylla_merge(fo, fi, hd, NF, drop, NDROP, pc, NP, pidx, &o2, &i2, &h2,
+                                      &cnt),
+                     MB_SUCCESS);
+    /* the reference: every kept polygon and piece sorted by head */
+    int64_t rows[NF + NP][3], nr = 0;
+    for (int64_t i = 0, k = 0; i < NF; i++) {
+      if (k < NDROP && drop[k] == i) {
+        k++;
+        continue;
+      }
+      rows[nr][0] = hd[i], rows[nr][1] = 1, rows[nr++][2] = i;
+    }
+    for (int64_t j = 0; j < NP; j++) rows[nr][0] = pc[j].head, rows[nr][1] = 0, rows[nr++][2] = j;
+    qsort(rows, (size_t)nr, sizeof rows[0], cmp_head_row);
+    assert_int_equal(nr, NF - NDROP + NP);
+    assert_int_equal(o2[0], 0);
+    for (int64_t q = 0; q < nr; q++) {
+      const int64_t *src = rows[q][1] ? fi + fo[rows[q][2]] : pidx + pc[rows[q][2]].at;
+      const int64_t n = rows[q][1] ? fo[rows[q][2] + 1] - fo[rows[q][2]] : pc[rows[q][2]].n;
+      assert_int_equal(h2[q], rows[q][0]);
+      assert_int_equal(o2[q + 1] - o2[q], n);
+      assert_true(cnt[q] == (double)n);
+      for (int64_t k = 0; k < n; k++) assert_int_equal(i2[o2[q] + k], src[k]);
+    }
+    free(o2);
+    free(i2);
+    free(h2);
+    free(cnt);
+    free(fo);
+    free(hd);
+    free(fi);
+  }
+  printf("merge by head: 2000 polygons, 40 dropped, 300 pieces spread, before and after: "
+         "as a sort by head\n");
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--search")) return search(atoi(argv[2]), atoi(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "--dump"))
@@ -310,6 +394,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scan_sizes),
       cmocka_unit_test(test_pieces),
+      cmocka_unit_test(test_merge),
       cmocka_unit_test(test_ring_pinch),
       cmocka_unit_test(test_generated),
       cmocka_unit_test(test_delaunay_100k),
