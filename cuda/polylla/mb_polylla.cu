@@ -3,9 +3,11 @@
  * cuda/polylla/mb_polylla_cuda.h). The kernels are in mb_polylla_kernels.cuh;
  * this file launches them and moves the arrays. docs/polylla-gpu.md has the
  * design, the memory per triangle and the measured figures. It stays one
- * file (about 1,000 lines): one run's steps (copy in, the kernels' phases,
- * copy out, the repair) share its device buffers, pinned pipe and stream,
- * whose order of destruction is stated once in mb_pl_cuda_run.
+ * file (about 1,150 lines): one run's steps (copy in, the kernels' phases,
+ * the pinch repair, copy out) share its device buffers, pinned pipe and
+ * stream, whose order of destruction is stated once in mb_pl_cuda_run.
+ * The pinch repair (mb_pl_pinches) scans and merges on the device around
+ * the host's cut (mb_polylla_pinch_pieces, the CPU backend's code).
  *
  * Method: Salinas-Fernandez et al., POLYLLA (2022) and GPolylla (2023): one
  * thread per triangle or half-edge for the labels, CUB for the scans and the
