@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,21 +41,6 @@ void *mb_zalloc(size_t n, size_t size) {
   void *p = mb_alloc(bytes);
   if (p) memset(p, 0, bytes);
   return p;
-}
-
-void *mb_realloc(void *p, size_t bytes) {
-  const size_t have = p ? malloc_usable_size(p) : 0;
-  if (p && bytes <= have) return p;
-  if (bytes < MB_ALLOC_HUGE_MIN) return realloc(p, bytes ? bytes : 1);
-  /* a large block moves into a new one advised before it is touched, so
-   * that the copy faults in huge pages rather than 4 KiB ones (realloc
-   * copies into plain pages where the block cannot grow in place: 98 ms
-   * for 21 MB on the development VM against 1-2 ms) */
-  void *q = mb_alloc(bytes);
-  if (!q) return NULL;
-  if (p) memcpy(q, p, have);
-  free(p);
-  return q;
 }
 
 double mb_rss_mb(void) {

@@ -32,15 +32,6 @@ void *mb_alloc(size_t bytes);
  * out of memory or when n x size overflows. The caller frees it. */
 void *mb_zalloc(size_t n, size_t size);
 
-/* realloc(p, bytes) with the same advice for the grown array: p itself
- * where its block already holds bytes (malloc_usable_size); a large block
- * (MB_ALLOC_HUGE_MIN bytes or more) moves into a new one advised before
- * the copy touches it, so that the copy faults in huge pages, not 4 KiB
- * ones (realloc's copy of 21 MB of polygon indices took 98 ms on the
- * 2-core development machine, this one 10-12 ms); NULL (and p untouched)
- * when out of memory. Not thread-safe beyond malloc's own guarantees. */
-void *mb_realloc(void *p, size_t bytes);
-
 /* The process's resident memory now, in MB (2^20 bytes, as every memory
  * figure meshbatch prints; /proc/self/statm's resident pages), or 0 where
  * the system does not say. Not collective; thread-safe. */

@@ -1,5 +1,5 @@
 /* meshbatch test: large arrays (src/core/mb_alloc.h): sizes, zeroing of reused
- * memory, overflow, growth that keeps the contents, and the huge-page
+ * memory, overflow, and the huge-page
  * advice seen by the kernel (the "hg" flag in /proc/self/smaps, where transparent huge
  * pages are offered in "madvise" or "always" mode). */
 #include "mb_testutil.h"
@@ -37,39 +37,6 @@ static void test_zero_sizes_and_overflow(void **state) {
   free(p);
   free(q);
   assert_null(mb_zalloc(SIZE_MAX / 2, 4));
-}
-
-static void test_realloc_keeps_contents(void **state) {
-  (void)state;
-  int64_t *a = mb_alloc(1000 * sizeof *a);
-  assert_non_null(a);
-  for (int64_t i = 0; i < 1000; i++) a[i] = 7 * i;
-  const size_t big = 2 * MB_ALLOC_HUGE_MIN / sizeof *a;
-  int64_t *b = mb_realloc(a, big * sizeof *b);
-  assert_non_null(b);
-  for (int64_t i = 0; i < 1000; i++) assert_int_equal(b[i], 7 * i);
-  b[big - 1] = 1;
-  free(b);
-}
-
-/* mb_realloc's two ways: a block that already holds the size comes back
- * as it is (a shrink, or a grow within malloc_usable_size); a large block
- * grown past it moves with its contents into a new block. */
-static void test_realloc_in_place_and_moved(void **state) {
-  (void)state;
-  const size_t big = 2 * MB_ALLOC_HUGE_MIN / sizeof(int64_t);
-  int64_t *a = mb_alloc(big * sizeof *a);
-  assert_non_null(a);
-  for (size_t i = 0; i < big; i++) a[i] = (int64_t)(3 * i + 1);
-  int64_t *b = mb_realloc(a, big / 2 * sizeof *b);
-  assert_ptr_equal(b, a); /* the block holds it: no copy */
-  const size_t grown = 3 * big;
-  int64_t *c = mb_realloc(b, grown * sizeof *c);
-  assert_non_null(c);
-  for (size_t i = 0; i < big / 2; i++) assert_int_equal(c[i], (int64_t)(3 * i + 1));
-  c[grown - 1] = 5;
-  assert_int_equal(c[grown - 1], 5);
-  free(c);
 }
 
 /* In the mapping that holds p (/proc/self/smaps): *kb, the kilobytes of
@@ -146,8 +113,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_zalloc_zeroes_reused_memory),
       cmocka_unit_test(test_zero_sizes_and_overflow),
-      cmocka_unit_test(test_realloc_keeps_contents),
-      cmocka_unit_test(test_realloc_in_place_and_moved),
       cmocka_unit_test(test_huge_pages_advised),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -408,6 +408,13 @@ void mb_polylla_pieces_free(mb_polylla_pieces *pc);
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_stats *stats);
 
+/* Where the environment sets MB_POLYLLA_TRACE: print "WHO: WHAT X ms" to
+ * stderr, X the wall time since *mark (s, mb_wtime; 0: nothing printed),
+ * and move *mark to now; what NULL only marks the time. A diagnostic of
+ * the pinch repair's and the partitioned path's parts. Not collective; no
+ * errors. */
+void mb_polylla_trace(double *mark, const char *who, const char *what);
+
 /* A polygon for mb_polylla_merge: its head (in the frame of the kept
  * polygons' heads) and its vertex indices pidx [at, at + n). */
 typedef struct mb_polylla_piece {

@@ -44,14 +44,9 @@
 #include "mb_mpi.h"
 
 void mb_pp_trace(pp_state *s, const char *what) {
-  static int on = -1;
-  if (on < 0) on = getenv("MB_POLYLLA_TRACE") != NULL;
-  if (!on) return;
-  const double now = mb_wtime();
-  if (s->trace_wall > 0 && what)
-    fprintf(stderr, "[rank %d] partitioned Polylla: %s %.1f ms\n", s->rank, what,
-            1e3 * (now - s->trace_wall));
-  s->trace_wall = now;
+  char who[64];
+  snprintf(who, sizeof who, "[rank %d] partitioned Polylla", s->rank);
+  mb_polylla_trace(&s->trace_wall, who, what);
 }
 
 int mb_pp_cmp_tri(const void *a, const void *b) {

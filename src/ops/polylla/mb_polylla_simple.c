@@ -559,16 +559,16 @@ static mb_error pinch_triangles(const pinch_src *c, const uint64_t *in, int64_t 
  * whole mesh is only scanned: its polygons for a repeated vertex, its
  * corners for the pinched polygons' triangles, and, where there are
  * pinches, its polygons copied once into the merged output. */
-/* Where MB_POLYLLA_TRACE is set: the parts of the pinch repair (wall ms
- * since *t, which moves to now) to stderr. */
-static void pinch_trace(double *t, const char *what) {
+void mb_polylla_trace(double *mark, const char *who, const char *what) {
   static int on = -1;
   if (on < 0) on = getenv("MB_POLYLLA_TRACE") != NULL;
   if (!on) return;
   const double now = mb_wtime();
-  if (what) fprintf(stderr, "pinch repair: %s %.2f ms\n", what, 1e3 * (now - *t));
-  *t = now;
+  if (what && *mark > 0) fprintf(stderr, "%s: %s %.2f ms\n", who, what, 1e3 * (now - *mark));
+  *mark = now;
 }
+
+static void pinch_trace(double *t, const char *what) { mb_polylla_trace(t, "pinch repair", what); }
 
 mb_error mb_polylla_pinch_pieces(const mb_mesh *tri, const mb_polylla_ids *ids, int64_t npin,
                                  const int64_t *pin, const int64_t *pin_off,
