@@ -524,7 +524,7 @@ static mb_error mb_pl_corners(void *ctx, const uint64_t *in, int64_t nwords, int
  * (*npoly, *nidx; *off, *out, *heads device arrays, heads increasing):
  * the device lists the polygons with a repeated vertex (pairwise up to
  * MB_PL_PINCH_PAIRWISE vertices; longer ones are listed and checked here
- * on a sorted copy) and gathers their lists; the host cuts them
+ * by the CPU backend's check, mb_polylla_has_repeat) and gathers their lists; the host cuts them
  * (mb_polylla_pinch_pieces, its corner scan on the device) and the device
  * merges the pieces by head into new arrays (d->off2, out2, heads2), which
  * the pointers then name. *nsplit: the cuts (0: nothing changed). */
@@ -564,13 +564,21 @@ static mb_error mb_pl_pinches(mb_pl_dev *dp, cudaStream_t s, const mb_mesh *tri,
   MB_CALL(mb_pl_get(pk, d.pk.as<int>(), (size_t)at[(size_t)n], s));
   /* the pinched among them (a vertex twice), their lists as the repair's input */
   std::vector<int64_t> pin, pin_off(1, 0), pin_idx;
-  std::vector<int> tmp;
+  struct scratch_guard {
+    int64_t *p = nullptr, cap = 0;
+    ~scratch_guard() { free(p); }
+  } sc; /* mb_polylla_has_repeat's sorted copy */
   for (int k = 0; k < n; k++) {
-    tmp.assign(pk.begin() + at[(size_t)k], pk.begin() + at[(size_t)k + 1]);
-    std::sort(tmp.begin(), tmp.end());
-    if (std::adjacent_find(tmp.begin(), tmp.end()) == tmp.end()) continue;
-    pin.push_back(l[(size_t)k]);
+    const size_t b = pin_idx.size();
     pin_idx.insert(pin_idx.end(), pk.begin() + at[(size_t)k], pk.begin() + at[(size_t)k + 1]);
+    const int r = mb_polylla_has_repeat(pin_idx.data() + b, (int64_t)(pin_idx.size() - b), &sc.p,
+                                        &sc.cap);
+    MB_CHECK(r >= 0, MB_ERR_MEMORY, "out of memory for the pinch repair's check");
+    if (!r) {
+      pin_idx.resize(b);
+      continue;
+    }
+    pin.push_back(l[(size_t)k]);
     pin_off.push_back((int64_t)pin_idx.size());
   }
   if (pin.empty()) return MB_SUCCESS;

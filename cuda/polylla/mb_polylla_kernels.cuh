@@ -490,7 +490,7 @@ __global__ void __launch_bounds__(MB_PL_BLOCK)
 /* Pinch repair, the scan of the polygons (mb_polylla.h, "Pinch repair";
  * the CPU's find_pinched): polygon p onto list when it lists a vertex
  * twice, compared pairwise, or has more than MB_PL_PINCH_PAIRWISE vertices
- * (the host checks those by a sorted copy). list in no order. */
+ * (the host checks those: mb_polylla_has_repeat). list in no order. */
 #define MB_PL_PINCH_PAIRWISE 64
 __global__ void __launch_bounds__(MB_PL_BLOCK)
     mb_pl_pinch_list(int npoly, const int *__restrict__ off, const int *__restrict__ out,

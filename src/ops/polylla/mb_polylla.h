@@ -408,6 +408,14 @@ void mb_polylla_pieces_free(mb_polylla_pieces *pc);
 mb_error mb_polylla_split_pinches(const mb_mesh *tri, const mb_polylla_ids *ids, mb_mesh **poly,
                                   int64_t **heads, mb_polylla_stats *stats);
 
+/* Whether the vertex list idx [n] names a vertex twice (a pinched
+ * polygon): pairwise for n <= 32 (no scratch), else through a sorted copy
+ * in *buf [*cap] (grown by realloc as needed, the caller's to free; *buf
+ * NULL and *cap 0 at first). Returns 1 or 0, -1 when out of memory. Both
+ * backends' check (the CPU's scan of every polygon; the CUDA backend's of
+ * the long polygons its kernel listed). Not collective. */
+int mb_polylla_has_repeat(const int64_t *idx, int64_t n, int64_t **buf, int64_t *cap);
+
 /* Where the environment sets MB_POLYLLA_TRACE: print "WHO: WHAT X ms" to
  * stderr, X the wall time since *mark (s, mb_wtime; 0: nothing printed),
  * and move *mark to now; what NULL only marks the time. A diagnostic of

@@ -69,10 +69,7 @@ static int64_t first_repeat(const int64_t *idx, int64_t n, int64_t *seen, int64_
   return -1;
 }
 
-/* Whether the list idx[0..n) holds a vertex twice: pairwise for short
- * lists (no scratch), else a sorted copy in *buf (grown as needed; -1 when
- * out of memory). */
-static int has_repeat(const int64_t *idx, int64_t n, int64_t **buf, int64_t *cap) {
+int mb_polylla_has_repeat(const int64_t *idx, int64_t n, int64_t **buf, int64_t *cap) {
   if (n <= 32) {
     for (int64_t k = 1; k < n; k++)
       for (int64_t j = 0; j < k; j++)
@@ -109,7 +106,7 @@ static mb_error find_pinched(const mb_mesh *poly, int64_t **list, int64_t *n) {
 #pragma omp for schedule(static) nowait
     for (int64_t p = 0; p < nf; p++) {
       if (nomem) continue;
-      const int r = has_repeat(fi + fo[p], fo[p + 1] - fo[p], &buf, &cap);
+      const int r = mb_polylla_has_repeat(fi + fo[p], fo[p + 1] - fo[p], &buf, &cap);
       if (r < 0) nomem = 1;
       if (r > 0 && !list_append(&mine, &nmine, &cmine, &p, 1)) nomem = 1;
     }
