@@ -12,12 +12,12 @@ static const char compare_help[] =
     "usage: meshbatch compare A.h5 B.h5 [--rtol R]\n\n"
     "Compare two collections dataset by dataset (by name): the same meshes, kinds,\n"
     "vertex and face counts, faces and per-face fields (bitwise); for the\n"
-    "vertices, the largest difference\n"
-    "relative to the largest coordinate magnitude of the mesh in A,\n"
-    "max |a - b| / max |a|. Exit code 0 when every mesh agrees within R\n"
-    "(default 0: bitwise identical), 1 otherwise. Grids: the same shape, origin,\n"
-    "spacing and fields (names, types), each field within R of its largest\n"
-    "magnitude.\n";
+    "vertices and each per-vertex field, the largest difference relative to\n"
+    "the largest magnitude of it in A, max |a - b| / max |a| (a NaN on one side\n"
+    "only is a difference; NaN on both sides agrees). Exit code 0 when every\n"
+    "mesh agrees within R (default 0: bitwise identical), 1 otherwise. Grids:\n"
+    "the same shape, origin, spacing and fields (names, types), each field\n"
+    "within R of its largest magnitude.\n";
 
 /* 1 if the per-face fields of a and b are the same, bit for bit. */
 static int same_face_fields(const mb_mesh *a, const mb_mesh *b) {
@@ -31,9 +31,67 @@ static int same_face_fields(const mb_mesh *a, const mb_mesh *b) {
   return 1;
 }
 
-/* Value k of a grid field in double. */
+/* Value k of a field in double. */
 static double field_value(const mb_field *f, int64_t k) {
   return f->dtype == MB_FLOAT32 ? (double)f->data32[k] : f->data[k];
+}
+
+/* The values of one quantity on both sides: doubles (d) or a field's
+ * values (f, float32 or float64), n of them. */
+typedef struct values {
+  const double *d;
+  const mb_field *f;
+} values;
+
+static double value_at(values v, int64_t k) { return v.d ? v.d[k] : field_value(v.f, k); }
+
+/* max |a - b| / max |a| over n values (the absolute difference where a is
+ * all zero); INFINITY where one side holds a NaN the other does not (fmax
+ * would drop it); NaN on both sides agrees. *bitwise: the bytes equal. */
+static double rel_diff(values a, values b, int64_t n, size_t width, int *bitwise) {
+  *bitwise = !memcmp(a.d ? (const void *)a.d : a.f->dtype == MB_FLOAT32 ? (const void *)a.f->data32
+                                                                        : (const void *)a.f->data,
+                     b.d ? (const void *)b.d : b.f->dtype == MB_FLOAT32 ? (const void *)b.f->data32
+                                                                        : (const void *)b.f->data,
+                     width * (size_t)n);
+  if (*bitwise) return 0;
+  double scale = 0, diff = 0;
+  for (int64_t k = 0; k < n; k++) {
+    const double x = value_at(a, k), y = value_at(b, k);
+    if (isnan(x) || isnan(y)) {
+      if (isnan(x) != isnan(y)) diff = INFINITY;
+      continue;
+    }
+    scale = fmax(scale, fabs(x));
+    diff = fmax(diff, fabs(x - y));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+/* Each field of a (ncomp values at each of n points) against b's of the
+ * same name, type and components, one line each ("field NAME"); 1 where
+ * all agree within rtol. */
+static int compare_fields(const char *name, const mb_field *fa, int nfa, const mb_mesh *b,
+                          int64_t n, const char *what, double rtol) {
+  int ok = 1;
+  for (int f = 0; f < nfa; f++) {
+    const mb_field *x = &fa[f];
+    const int g = mb_mesh_field_index(b, x->name);
+    const mb_field *y = g >= 0 ? &b->fields[g] : NULL;
+    if (!y || y->dtype != x->dtype || y->ncomp != x->ncomp) {
+      printf("%-24s field %s missing or of another type in the second\n", name, x->name);
+      ok = 0;
+      continue;
+    }
+    int bitwise = 0;
+    const size_t width = x->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
+    const double rel = rel_diff((values){NULL, x}, (values){NULL, y}, n * x->ncomp, width, &bitwise);
+    const int good = bitwise || rel <= rtol;
+    printf("%-24s field %-12s %10lld %s  max rel diff %.3e%s  %s\n", name, x->name, (long long)n,
+           what, rel, bitwise ? " (bitwise identical)" : "", good ? "ok" : "DIFFERENT");
+    ok &= good;
+  }
+  return ok;
 }
 
 /* Two grid3d datasets: geometry and field names, types and components
@@ -44,33 +102,7 @@ static int compare_grid(const mb_mesh *a, const mb_mesh *b, double rtol) {
     printf("%-24s different grid shapes, origins, spacings or fields\n", a->name);
     return 0;
   }
-  int ok = 1;
-  for (int f = 0; f < a->nfields; f++) {
-    const mb_field *x = &a->fields[f];
-    int g = mb_mesh_field_index(b, x->name);
-    const mb_field *y = g >= 0 ? &b->fields[g] : NULL;
-    if (!y || y->dtype != x->dtype || y->ncomp != x->ncomp) {
-      printf("%-24s field %s missing or of another type in the second\n", a->name, x->name);
-      ok = 0;
-      continue;
-    }
-    const int64_t n = a->nv * x->ncomp;
-    const size_t width = x->dtype == MB_FLOAT32 ? sizeof(float) : sizeof(double);
-    int bitwise = !memcmp(x->dtype == MB_FLOAT32 ? (const void *)x->data32 : x->data,
-                          y->dtype == MB_FLOAT32 ? (const void *)y->data32 : y->data,
-                          width * (size_t)n);
-    double scale = 0, diff = 0;
-    for (int64_t k = 0; k < n; k++) {
-      scale = fmax(scale, fabs(field_value(x, k)));
-      diff = fmax(diff, fabs(field_value(x, k) - field_value(y, k)));
-    }
-    double rel = scale > 0 ? diff / scale : diff;
-    int good = bitwise || rel <= rtol;
-    printf("%-24s field %-12s %10lld points  max rel diff %.3e%s  %s\n", a->name, x->name,
-           (long long)a->nv, rel, bitwise ? " (bitwise identical)" : "", good ? "ok" : "DIFFERENT");
-    ok &= good;
-  }
-  return ok;
+  return compare_fields(a->name, a->fields, a->nfields, b, a->nv, "points", rtol);
 }
 
 /* Compare one pair of meshes; returns 1 if they agree within rtol. */
@@ -90,17 +122,18 @@ static int compare_mesh(const mb_mesh *a, const mb_mesh *b, double rtol) {
     printf("%-24s different sizes or faces\n", a->name);
     return 0;
   }
-  double scale = 0, diff = 0;
-  for (int64_t k = 0; k < 3 * a->nv; k++) {
-    scale = fmax(scale, fabs(a->xyz[k]));
-    diff = fmax(diff, fabs(a->xyz[k] - b->xyz[k]));
-  }
-  int bitwise = !memcmp(a->xyz, b->xyz, sizeof(double) * 3 * (size_t)a->nv);
-  double rel = scale > 0 ? diff / scale : diff;
+  int bitwise = 0;
+  const double rel = rel_diff((values){a->xyz, NULL}, (values){b->xyz, NULL}, 3 * a->nv,
+                              sizeof(double), &bitwise);
   int ok = bitwise || rel <= rtol;
   printf("%-24s %10lld vertices  max rel diff %.3e%s  %s\n", a->name, (long long)a->nv, rel,
          bitwise ? " (bitwise identical)" : "", ok ? "ok" : "DIFFERENT");
-  return ok;
+  if (a->nfields != b->nfields) {
+    printf("%-24s %d per-vertex fields in the first, %d in the second\n", a->name, a->nfields,
+           b->nfields);
+    ok = 0;
+  }
+  return compare_fields(a->name, a->fields, a->nfields, b, a->nv, "vertices", rtol) && ok;
 }
 
 int mb_cmd_compare(int argc, char **argv) {

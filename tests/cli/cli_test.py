@@ -356,6 +356,69 @@ def case_grid_fields(a):
         fail("heat beyond the stability limit does not name the job file and line")
 
 
+def case_compare(a):
+    """meshbatch compare as a regression check: a copy agrees (exit 0,
+    bitwise); a per-vertex field of a mesh changed, a vertex or a grid
+    made NaN on one side only, or a field missing on one side is a
+    difference (exit 1, DIFFERENT), also within a tolerance; NaN at the
+    same place on both sides agrees; a NaN vertex is refused by the reader
+    (exit 1, named)."""
+    h5py = need_module("h5py")
+    d = fresh("compare")
+    src = os.path.join(d, "in.h5")
+    run(["import", os.path.join(SRC, "data", "meshes", "spot.obj"), "-o", src, "-q"])
+    base = os.path.join(d, "base.h5")
+    run(["run", write(os.path.join(d, "u.yaml"), f"input: {src}\noutput: {base}\nstages:\n"
+                      "  - op: umbrella\n"), "-q"])
+    grid = os.path.join(d, "grid.h5")
+    run(["generate", "grid", "--shape", "6,6,6", "--field", "u=sines", "-o", grid, "-q"])
+
+    def copy(path, name, edit):
+        out = os.path.join(d, name)
+        shutil.copyfile(path, out)
+        with h5py.File(out, "r+") as f:
+            edit(f)
+        return out
+
+    def differs(a_, b_, rtol="0"):
+        p = run(["compare", a_, b_, "--rtol", rtol], expect=1)
+        if "DIFFERENT" not in p.stdout and "missing" not in p.stdout:
+            fail(f"{b_}: exit 1 without naming the difference")
+
+    p = run(["compare", base, copy(base, "same.h5", lambda f: None)])
+    if "field umbrella" not in p.stdout or "bitwise identical" not in p.stdout:
+        fail("the per-vertex field is not compared (no line for it)")
+
+    def field(f, k, v):
+        ds = f["meshes/spot/fields/umbrella"]
+        x = ds[()]
+        x.flat[k] = v
+        ds[...] = x
+    differs(base, copy(base, "field.h5", lambda f: field(f, 7, 12345.0)), "1e-3")
+    differs(base, copy(base, "field_nan.h5", lambda f: field(f, 7, float("nan"))), "1e300")
+
+    def vertex(f, v):
+        ds = f["meshes/spot/vertices"]
+        x = ds[()]
+        x[3, 1] = v
+        ds[...] = x
+    fnan = os.path.join(d, "field_nan.h5")
+    run(["compare", fnan, copy(fnan, "field_nan2.h5", lambda f: None), "--rtol", "1e-12"])
+    p = run(["compare", base, copy(base, "xyz_nan.h5", lambda f: vertex(f, float("nan")))], expect=1)
+    if "non-finite coordinate" not in p.stderr:
+        fail("a NaN vertex is not reported as a non-finite coordinate")
+    differs(base, copy(base, "nofield.h5", lambda f: f["meshes/spot/fields"].pop("umbrella")))
+
+    def point(f, v):
+        ds = f["meshes/grid_6x6x6/fields/u"]
+        x = ds[()]
+        x.flat[10] = v
+        ds[...] = x
+    differs(grid, copy(grid, "grid_nan.h5", lambda f: point(f, float("nan"))), "1e300")
+    run(["compare", grid, copy(grid, "grid_same.h5", lambda f: None)])
+    print("compare: per-vertex fields compared; a NaN on one side is a difference")
+
+
 def case_grid_stability(a):
     """heat and wave beyond the stability limit: on a collection's grids,
     whose spacing is declared, a job error before any work (exit 2, the job
