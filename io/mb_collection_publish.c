@@ -3,7 +3,9 @@
  * exchange or rename (see mb_collection_private.h, docs/format.md). */
 #include "mb_collection.h"
 #include "mb_collection_private.h"
+#include "mb_log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
@@ -157,6 +159,74 @@ static mb_error write_xdmf_tmps(const char *stem, const char *h5name, const char
       MB_CALL(mb_xdmf_write_mesh(tmps[i], h5name, &xm[i - 1]));
   }
   return MB_SUCCESS;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether the file at path is a per-dataset XDMF file of the collection
+ * h5name: one of its first 64 KiB names ">h5name:/meshes/" (a data item
+ * of that file, as mb_xdmf_write_mesh writes them). */
+static int names_collection(const char *path, const char *h5name) {
+  enum { HEAD = 65536 };
+  FILE *f = fopen(path, "rb");
+  char *buf = f ? malloc(HEAD + 1) : NULL;
+  if (!buf) {
+    if (f) fclose(f);
+    return 0;
+  }
+  const size_t n = fread(buf, 1, HEAD, f);
+  fclose(f);
+  buf[n] = '\0';
+  char key[MB_PATH_MAX + 16];
+  snprintf(key, sizeof key, ">%s:/meshes/", h5name);
+  const int yes = strstr(buf, key) != NULL;
+  free(buf);
+  return yes;
+}
+
+/* After a publication with XDMF: remove the per-dataset files
+ * <stem>.<name>.xdmf that an earlier publication of this collection left
+ * for datasets it no longer holds (a file of that form that does not name
+ * h5name's datasets is left alone), so that no XDMF file beside the
+ * collection names a dataset it lacks. Rank 0; best effort (a file that
+ * cannot be read or removed stays, said at verbose level). */
+static void drop_stale_xdmf(const char *stem, const char *h5name, const mb_wset *w) {
+  if (strpbrk(h5name, "&<>\"'")) return; /* escaped in the XDMF text: not matched here */
+  char dir[MB_PATH_MAX];
+  folder_of(stem, dir, sizeof dir);
+  const char *slash = strrchr(stem, '/');
+  const char *base = slash ? slash + 1 : stem;
+  const size_t nb = strlen(base);
+  const char **names = malloc(sizeof *names * (size_t)(w->n ? w->n : 1));
+  DIR *d = names ? opendir(dir) : NULL;
+  if (!d) {
+    free(names);
+    return;
+  }
+  for (int64_t i = 0; i < w->n; i++) names[i] = w->m[i].x.name;
+  qsort(names, (size_t)w->n, sizeof *names, cmp_str);
+  char name[MB_PATH_MAX], path[2 * MB_PATH_MAX];
+  for (struct dirent *e; (e = readdir(d));) {
+    const size_t len = strlen(e->d_name);
+    if (len <= nb + 6 || strncmp(e->d_name, base, nb) || e->d_name[nb] != '.' ||
+        strcmp(e->d_name + len - 5, ".xdmf"))
+      continue;
+    snprintf(name, sizeof name, "%.*s", (int)(len - nb - 6), e->d_name + nb + 1);
+    const char *key = name;
+    if (bsearch(&key, names, (size_t)w->n, sizeof *names, cmp_str)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || !names_collection(path, h5name)) continue;
+    if (unlink(path) == 0)
+      mb_log(MB_LOG_VERBOSE, "removed %s: its dataset '%s' is no longer in %s", path, name, h5name);
+    else
+      mb_log(MB_LOG_VERBOSE, "cannot remove %s (its dataset '%s' is no longer in %s): %s", path,
+             name, h5name, strerror(errno));
+  }
+  closedir(d);
+  free(names);
 }
 
 /* Swap two names in one step (Linux renameat2 with RENAME_EXCHANGE). Used
@@ -320,6 +390,7 @@ fail:
       if (p[i].moved == PUB_EXCHANGED) unlink(p[i].tmp);
       if (p[i].linked) unlink(p[i].bak);
     }
+    if (xdmf) drop_stale_xdmf(stem, h5name, w);
   }
   free(p);
   if (e) mb_error_trace(__FILE__, __LINE__, __func__);

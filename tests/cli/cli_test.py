@@ -419,6 +419,40 @@ def case_compare(a):
     print("compare: per-vertex fields compared; a NaN on one side is a difference")
 
 
+def case_stale_xdmf(a):
+    """A collection published again over an earlier one with other datasets
+    (import, and a job's output written by the ranks) leaves no
+    per-dataset XDMF file of a dataset it no longer holds; files of that
+    name form that do not name the collection (the user's, another
+    collection's) stay."""
+    d = fresh("stale_xdmf")
+    objs = [os.path.join(SRC, "data", "meshes", n) for n in ("spot.obj", "bob.obj")]
+    imp = os.path.join(d, "imp.h5")
+    run(["import"] + objs + ["-o", imp, "-q"])
+    other = os.path.join(d, "imp.x.h5")  # its files are imp.x.*.xdmf
+    run(["import", objs[1], "-o", other, "-q"])
+    mine = write(os.path.join(d, "imp.notes.xdmf"), "<Xdmf>not a meshbatch file</Xdmf>\n")
+    run(["import", objs[0], "-o", imp, "-q"])
+    left = sorted(f for f in os.listdir(d) if f.endswith(".xdmf"))
+    want = ["imp.notes.xdmf", "imp.spot.xdmf", "imp.x.bob.xdmf", "imp.x.xdmf", "imp.xdmf"]
+    if left != want:
+        fail(f"after import again: XDMF files {left}, expected {want}")
+    if open(mine).read() != "<Xdmf>not a meshbatch file</Xdmf>\n":
+        fail("the user's file was changed")
+    out = os.path.join(d, "out.h5")
+    both = write(os.path.join(d, "both.yaml"), f"input: [{objs[0]}, {objs[1]}]\noutput: {out}\n"
+                 "stages:\n  - op: umbrella\n")
+    run(["run", both, "-q"], np=2)
+    if not os.path.exists(os.path.join(d, "out.bob.xdmf")):
+        fail("the job wrote no out.bob.xdmf")
+    one = write(os.path.join(d, "one.yaml"), f"input: {objs[0]}\noutput: {out}\n"
+                "stages:\n  - op: umbrella\n")
+    run(["run", one, "-q"], np=2)
+    if os.path.exists(os.path.join(d, "out.bob.xdmf")) or not os.path.exists(os.path.join(d, "out.spot.xdmf")):
+        fail("the job's output published again kept out.bob.xdmf or lost out.spot.xdmf")
+    print("stale per-dataset XDMF files removed; others kept")
+
+
 def case_grid_stability(a):
     """heat and wave beyond the stability limit: on a collection's grids,
     whose spacing is declared, a job error before any work (exit 2, the job
