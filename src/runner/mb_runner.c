@@ -257,9 +257,9 @@ static mb_error setup(rank_state *st) {
   mb_error e = mb_backend_choose_begin(st->job->backend, local_rank, &st->backend, why, sizeof why,
                                        &st->device_init);
   MB_CALL(mb_agree(st->comm, e));
-  if (!st->device_init)
-    mb_log(st->rank == 0 ? MB_LOG_NORMAL : MB_LOG_VERBOSE, "[rank %d] backend %s: %s", st->rank,
-           st->backend.description, why);
+  if (!st->device_init) /* an import (no stages) computes nothing: its backend only with -v */
+    mb_log(st->rank == 0 && st->job->nstages ? MB_LOG_NORMAL : MB_LOG_VERBOSE,
+           "[rank %d] backend %s: %s", st->rank, st->backend.description, why);
   SETUP_PART(0);
   e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
