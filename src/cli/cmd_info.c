@@ -52,12 +52,27 @@ static void print_mesh(const mb_mesh *m) {
   for (int a = 0; a < m->attrs.n; a++) printf("  %s = %s\n", m->attrs.keys[a], m->attrs.values[a]);
 }
 
-/* Open path, then call fn for each selected mesh (rank 0 only). */
+/* Open path, then call fn for each selected mesh (rank 0 only). one_file:
+ * the meshes go into the one file one_file, so a collection of several
+ * meshes without `only` is refused before fn is called. */
 static int for_each_mesh(const char *cmd, const char *path, const char *only,
-                         int (*fn)(const mb_mesh *, void *), void *ctx) {
+                         const char *one_file, int (*fn)(const mb_mesh *, void *), void *ctx) {
   mb_collection *c = NULL;
   if (mb_collection_open(MPI_COMM_WORLD, path, &c) != MB_SUCCESS)
     return mb_cli_report(MB_EXIT_FAILED);
+  const int64_t n = mb_collection_count(c);
+  if (one_file && !only && n > 1) {
+    char names[256] = "";
+    size_t used = 0;
+    for (int64_t i = 0; i < n && used < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                               mb_collection_info(c, i)->name);
+    if (used >= sizeof names) snprintf(names + sizeof names - 5, 5, "...");
+    mb_collection_close(c);
+    return mb_cli_usage_error(cmd, "-o %s is one file but %s holds %lld meshes (%s): choose one "
+                              "with --mesh NAME, or give a folder for -o", one_file, path,
+                              (long long)n, names);
+  }
   int code = MB_EXIT_OK, found = 0;
   for (int64_t i = 0; i < mb_collection_count(c); i++) {
     if (only && strcmp(only, mb_collection_info(c, i)->name)) continue;
@@ -104,26 +119,30 @@ int mb_cmd_info(int argc, char **argv) {
     return MB_EXIT_OK;
   }
   mb_error_clear();
-  return for_each_mesh("info", path, only, info_one, NULL);
+  return for_each_mesh("info", path, only, NULL, info_one, NULL);
 }
 
 static const char export_help[] =
     "usage: meshbatch export COLLECTION.h5 [--mesh NAME] -o PATH\n"
     "                        [--format obj|off|ply|node|npy|vtk] [--force]\n\n"
     "Export datasets with full double precision. With one dataset (or --mesh)\n"
-    "and a PATH ending in .obj, .off, .ply, .node or .ele, that file is written\n"
-    "(.node/.ele: Triangle's .node, .ele and .neigh, for planar triangulations);\n"
-    "otherwise PATH is a folder (created if missing) that receives NAME.FORMAT\n"
-    "for every dataset (format from --format, default ply). Polygon meshes keep\n"
-    "their polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n"
+    "and a PATH ending in .obj, .off, .ply, .node, .ele, .npy or .vtk, that file\n"
+    "is written (.node/.ele: Triangle's .node, .ele and .neigh, for planar\n"
+    "triangulations); otherwise PATH is a folder (created if missing) that\n"
+    "receives NAME.FORMAT for every dataset (format from --format, default ply).\n"
+    "A PATH with another extension (out.stl, out.h5) is refused (exit code 2)\n"
+    "unless it is an existing folder or ends in /. Polygon meshes keep their\n"
+    "polygons in OFF, OBJ and PLY; planar datasets are written with z = 0.\n"
     "Grids (grid3d) export as NumPy arrays with --format npy: NAME.FIELD.npy in\n"
     "the folder per field (shape nz, ny, nx; float32 or float64 as stored), or\n"
-    "PATH.npy for a grid of one field; with --format vtk (or PATH.vtk) as legacy\n"
-    "VTK structured points, all fields in one NAME.vtk, which meshio and ParaView\n"
-    "read (meshio does not read the collection's XDMF view of grids: it raises\n"
-    "SystemExit on it and on the collection's XDMF of all meshes).\n"
+    "PATH.npy for a grid of one field (--format npy not needed there); with\n"
+    "--format vtk (or PATH.vtk) as legacy VTK structured points, all fields in\n"
+    "one NAME.vtk, which meshio and ParaView read (meshio does not read the\n"
+    "collection's XDMF view of grids: it raises SystemExit on it and on the\n"
+    "collection's XDMF of all meshes).\n"
     "A file PATH decides the format; a --format that differs from its\n"
-    "extension is refused (exit code 2).\n"
+    "extension is refused (exit code 2), and so is a file PATH for a collection\n"
+    "of several datasets without --mesh (before anything is written).\n"
     "PLY keeps the mesh's extra per-vertex and per-face fields as properties.\n"
     "meshio reads OFF of triangles only: the polygons of a polylla result are\n"
     "not readable from OFF by meshio (use PLY, OBJ or the NAME.xdmf view).\n\n"
@@ -154,6 +173,12 @@ static int export_target(const export_ctx *x, const char *path) {
   return MB_EXIT_OK;
 }
 
+/* "/" between the folder and a file name, "" where the folder ends in one. */
+static const char *folder_sep(const export_ctx *x) {
+  const size_t n = strlen(x->out);
+  return n && x->out[n - 1] == '/' ? "" : "/";
+}
+
 static int export_one(const mb_mesh *m, void *p) {
   export_ctx *x = p;
   if (!x->folder && x->written++) {
@@ -162,7 +187,7 @@ static int export_one(const mb_mesh *m, void *p) {
   }
   if (m->kind == MB_KIND_GRID3D && !strcmp(x->format, "vtk")) { /* all fields in one file */
     char path[4096];
-    if (x->folder) snprintf(path, sizeof path, "%s/%s.vtk", x->out, m->name);
+    if (x->folder) snprintf(path, sizeof path, "%s%s%s.vtk", x->out, folder_sep(x), m->name);
     else snprintf(path, sizeof path, "%s", x->out);
     if (export_target(x, path)) return MB_EXIT_USAGE;
     if (mb_vtk_write_grid(path, m) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
@@ -171,13 +196,19 @@ static int export_one(const mb_mesh *m, void *p) {
   }
   if (m->kind == MB_KIND_GRID3D) { /* one .npy per field */
     if (strcmp(x->format, "npy")) {
-      mb_log_error("%s is a grid3d: export it with --format npy (one .npy per field) or vtk",
-                   m->name);
+      if (x->folder)
+        mb_log_error("%s is a grid3d: export it with --format npy (one .npy per field) or vtk",
+                     m->name);
+      else
+        mb_log_error("%s is a grid3d: export it to a .npy file (a grid of one field) or a .vtk "
+                     "file, not %s", m->name, x->out);
       return MB_EXIT_FAILED;
     }
     for (int f = 0; f < m->nfields; f++) {
       char path[4096];
-      if (x->folder) snprintf(path, sizeof path, "%s/%s.%s.npy", x->out, m->name, m->fields[f].name);
+      if (x->folder)
+        snprintf(path, sizeof path, "%s%s%s.%s.npy", x->out, folder_sep(x), m->name,
+                 m->fields[f].name);
       else if (m->nfields == 1) snprintf(path, sizeof path, "%s", x->out);
       else {
         mb_log_error("%s has %d fields: give a folder to write one .npy per field", m->name,
@@ -191,11 +222,15 @@ static int export_one(const mb_mesh *m, void *p) {
     return MB_EXIT_OK;
   }
   if (!strcmp(x->format, "npy") || !strcmp(x->format, "vtk")) {
-    mb_log_error("%s is a mesh: --format %s writes grids", m->name, x->format);
+    if (x->folder) mb_log_error("%s is a mesh: --format %s writes grids", m->name, x->format);
+    else
+      mb_log_error("%s is a mesh: a .%s file holds a grid; export it to .obj, .off, .ply or .node",
+                   m->name, x->format);
     return MB_EXIT_FAILED;
   }
   char path[4096];
-  if (x->folder) snprintf(path, sizeof path, "%s/%s.%s", x->out, m->name, x->format);
+  if (x->folder)
+    snprintf(path, sizeof path, "%s%s%s.%s", x->out, folder_sep(x), m->name, x->format);
   else snprintf(path, sizeof path, "%s", x->out);
   if (!strcmp(x->format, "node") || mb_meshfile_format_of(path) == MB_MESHFILE_NODE ||
       mb_meshfile_format_of(path) == MB_MESHFILE_ELE) { /* Triangle: three files of one stem */
@@ -213,6 +248,15 @@ static int export_one(const mb_mesh *m, void *p) {
   if (mb_meshfile_write(path, m) != MB_SUCCESS) return mb_cli_report(MB_EXIT_FAILED);
   mb_log(MB_LOG_NORMAL, "%s -> %s", m->name, path);
   return MB_EXIT_OK;
+}
+
+/* The extension of path's last name ("stl" of "out/bob.stl"), or NULL
+ * where it has none (no dot, a leading dot only, a trailing /). */
+static const char *name_extension(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  return dot && dot > base && dot[1] ? dot + 1 : NULL;
 }
 
 int mb_cmd_export(int argc, char **argv) {
@@ -257,8 +301,20 @@ int mb_cmd_export(int argc, char **argv) {
                               "or give a folder for -o",
                               x.out, ext_format[of], x.format);
   if (of == MB_MESHFILE_VTK) x.format = "vtk";
-  x.folder = mb_meshfile_format_of(x.out) == MB_MESHFILE_UNKNOWN;
-  if (!x.folder || mb_cli_rank() != 0) return for_each_mesh("export", path, only, export_one, &x);
+  if (of == MB_MESHFILE_NPY) x.format = "npy";
+  x.folder = of == MB_MESHFILE_UNKNOWN;
+  /* a name with an extension export does not write (bob.stl, out.h5) was
+   * meant as a file: refused, not made a folder, unless that folder exists
+   * or the name ends in / */
+  struct stat so;
+  const char *ext = name_extension(x.out);
+  if (x.folder && ext && !(stat(x.out, &so) == 0 && S_ISDIR(so.st_mode)))
+    return mb_cli_usage_error("export",
+                              "-o %s: export writes no .%s files (files: .obj, .off, .ply, .node, "
+                              ".ele, .npy, .vtk); for a folder give an existing one, a name "
+                              "without an extension, or end it with /", x.out, ext);
+  if (!x.folder || mb_cli_rank() != 0)
+    return for_each_mesh("export", path, only, x.folder ? NULL : x.out, export_one, &x);
   mkdir(x.out, 0777);
-  return for_each_mesh("export", path, only, export_one, &x);
+  return for_each_mesh("export", path, only, NULL, export_one, &x);
 }
