@@ -84,6 +84,23 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench polylla", "missing INPUT triangulation");
+  /* grid2d:N and delaunay:N[:SEED] made in memory: refused here when the
+   * numbers are not, rather than read as a file name */
+  int64_t n = 0, seed = 0;
+  if (!strncmp(o->input, "grid2d:", 7) && (mb_cli_parse_int64(o->input + 7, &n) || n < 1))
+    return mb_cli_usage_error("bench polylla", "grid2d:N needs the vertex count N, a positive "
+                              "integer, got '%s'", o->input + 7);
+  if (!strncmp(o->input, "delaunay:", 9)) {
+    char count[64] = "";
+    const char *colon = strchr(o->input + 9, ':');
+    snprintf(count, sizeof count, "%.*s", colon ? (int)(colon - o->input - 9) : 63, o->input + 9);
+    if (mb_cli_parse_int64(count, &n) || n < 3 || n > 2147483647)
+      return mb_cli_usage_error("bench polylla", "delaunay:N[:SEED] needs the point count N, an "
+                                "integer in [3, 2^31), got '%s'", count);
+    if (colon && mb_cli_parse_int64(colon + 1, &seed))
+      return mb_cli_usage_error("bench polylla", "delaunay:N:SEED needs an integer SEED, got '%s'",
+                                colon + 1);
+  }
   return MB_EXIT_OK;
 }
 
@@ -195,16 +212,9 @@ static mb_error bench_input(const bench_opts *o, mb_mesh **tri) {
     if (mb_cli_rank() == 0) printf("generated %s in %.2f s\n", (*tri)->name, mb_wtime() - t0);
     return MB_SUCCESS;
   }
-  char *patterns[] = {(char *)o->input};
-  mb_inputs *in = NULL;
-  MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
-  int64_t s = 0;
-  for (int64_t k = 0; o->only && k < in->nsources; k++)
-    if (!strcmp(in->sources[k].name, o->only)) s = k;
-  mb_error e = mb_inputs_read(in, s, tri);
-  if (!e) e = mb_mesh_convert_kind(*tri, MB_KIND_TRIANGULATION2D, in->sources[s].path);
-  mb_inputs_close(in);
-  MB_CALL(e);
+  char path[4096]; /* the mesh's file, for convert_kind's messages */
+  MB_CALL(mb_inputs_read_named(o->input, o->only, tri, path));
+  MB_CALL(mb_mesh_convert_kind(*tri, MB_KIND_TRIANGULATION2D, path));
   return MB_SUCCESS;
 }
 
