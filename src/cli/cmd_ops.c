@@ -15,31 +15,59 @@ static const char ops_help[] =
 
 static const char *type_name(mb_param_type t) {
   return t == MB_PARAM_INT ? "integer" : t == MB_PARAM_REAL ? "number"
-       : t == MB_PARAM_NAMES ? "names" : "name";
+       : t == MB_PARAM_NAMES ? "names" : t == MB_PARAM_PATH ? "path" : "name";
 }
 
-static void print_param(const mb_param *p) {
-  char allowed[256] = "", dflt[64] = "required";
+/* Widths of the key, allowed-values and default columns: the longest of
+ * the ops listed, so that the columns of every op line up. */
+typedef struct columns {
+  int key, allowed, dflt;
+} columns;
+
+/* A key's allowed values and default, as printed. */
+static void param_texts(const mb_param *p, char *allowed, size_t alen, char *dflt, size_t dlen) {
+  snprintf(dflt, dlen, "required");
+  allowed[0] = '\0';
   if (p->type == MB_PARAM_NAME) {
     size_t used = 0;
-    for (int i = 0; p->names[i] && used < sizeof allowed; i++)
-      used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? "|" : "",
+    for (int i = 0; p->names[i] && used < alen; i++)
+      used += (size_t)snprintf(allowed + used, alen - used, "%s%s", i ? "|" : "",
                                p->names[i]);
-    if (!p->required) snprintf(dflt, sizeof dflt, "%s", p->names[(int)p->dflt]);
+    if (!p->required) snprintf(dflt, dlen, "%s", p->names[(int)p->dflt]);
   } else if (p->type == MB_PARAM_NAMES) {
-    snprintf(allowed, sizeof allowed, "[NAME, ...]");
-    if (!p->required) snprintf(dflt, sizeof dflt, "all");
+    snprintf(allowed, alen, "[NAME, ...]");
+    if (!p->required) snprintf(dflt, dlen, "all");
+  } else if (p->type == MB_PARAM_PATH) {
+    snprintf(allowed, alen, "FILE");
+    if (!p->required) snprintf(dflt, dlen, "none");
   } else if (p->type == MB_PARAM_INT) {
-    snprintf(allowed, sizeof allowed, "%c%lld, %lld%c", p->lo_open ? '(' : '[', (long long)p->lo,
+    snprintf(allowed, alen, "%c%lld, %lld%c", p->lo_open ? '(' : '[', (long long)p->lo,
              (long long)p->hi, p->hi_open ? ')' : ']');
-    if (!p->required) snprintf(dflt, sizeof dflt, "%lld", (long long)p->dflt);
+    if (!p->required) snprintf(dflt, dlen, "%lld", (long long)p->dflt);
   } else {
-    snprintf(allowed, sizeof allowed, "%c%g, %g%c", p->lo_open ? '(' : '[', p->lo, p->hi,
+    snprintf(allowed, alen, "%c%g, %g%c", p->lo_open ? '(' : '[', p->lo, p->hi,
              p->hi_open ? ')' : ']');
-    if (!p->required) snprintf(dflt, sizeof dflt, "%g", p->dflt);
+    if (!p->required) snprintf(dflt, dlen, "%g", p->dflt);
   }
-  printf("    %-11s %-8s %-34s default %-10s %s\n", p->key, type_name(p->type), allowed, dflt,
-         p->doc);
+}
+
+static void widen(columns *w, const mb_op_info *op) {
+  for (int k = 0; k < op->nparams; k++) {
+    char allowed[256], dflt[64];
+    param_texts(&op->params[k], allowed, sizeof allowed, dflt, sizeof dflt);
+    const int lk = (int)strlen(op->params[k].key), la = (int)strlen(allowed),
+              ld = (int)strlen(dflt);
+    if (lk > w->key) w->key = lk;
+    if (la > w->allowed) w->allowed = la;
+    if (ld > w->dflt) w->dflt = ld;
+  }
+}
+
+static void print_param(const mb_param *p, const columns *w) {
+  char allowed[256], dflt[64];
+  param_texts(p, allowed, sizeof allowed, dflt, sizeof dflt);
+  printf("    %-*s %-8s %-*s default %-*s %s\n", w->key, p->key, type_name(p->type), w->allowed,
+         allowed, w->dflt, dflt, p->doc);
 }
 
 /* How the op runs partitioned, in words. */
@@ -60,7 +88,7 @@ static void partitioned_text(const mb_op_info *op, char *buf, size_t len) {
   }
 }
 
-static void print_op(const mb_op_info *op) {
+static void print_op(const mb_op_info *op, const columns *w) {
   char partitioned[128];
   partitioned_text(op, partitioned, sizeof partitioned);
   printf("%s: %s\n", op->name, op->summary);
@@ -68,7 +96,7 @@ static void print_op(const mb_op_info *op) {
          mb_kind_name(op->out), op->run[MB_BACKEND_SLOT_CPU] ? " cpu" : "",
          op->run[MB_BACKEND_SLOT_CUDA] ? " cuda" : "", partitioned);
   printf("    method: %s\n", op->source);
-  for (int k = 0; k < op->nparams; k++) print_param(&op->params[k]);
+  for (int k = 0; k < op->nparams; k++) print_param(&op->params[k], w);
   if (!op->nparams) printf("    (no keys besides op)\n");
   printf("\n");
 }
@@ -92,7 +120,10 @@ int mb_cmd_ops(int argc, char **argv) {
   if (mb_cli_rank() != 0) return MB_EXIT_OK;
   printf("A job's stages run in order; each reads the kind of dataset the one before\n"
          "writes. Stage keys (besides op):\n\n");
+  columns w = {11, 0, 10}; /* one table for all ops listed */
   for (int i = 0; i < mb_ops_count(); i++)
-    if (!only || !strcmp(only, mb_ops_at(i)->name)) print_op(mb_ops_at(i));
+    if (!only || !strcmp(only, mb_ops_at(i)->name)) widen(&w, mb_ops_at(i));
+  for (int i = 0; i < mb_ops_count(); i++)
+    if (!only || !strcmp(only, mb_ops_at(i)->name)) print_op(mb_ops_at(i), &w);
   return MB_EXIT_OK;
 }

@@ -132,6 +132,11 @@ void mb_param_format(const mb_param *p, const void *params, char *buf, size_t le
     else snprintf(buf, len, "all");
     break;
   }
+  case MB_PARAM_PATH: { /* the path, or "none" where not given */
+    const char *t = (const char *)q + p->offset;
+    snprintf(buf, len, "%s", *t ? t : "none");
+    break;
+  }
   }
 }
 
@@ -141,7 +146,8 @@ void mb_op_defaults(const mb_op_info *op, void *params) {
     const mb_param *p = &op->params[k];
     if (p->required) continue;
     if (p->type == MB_PARAM_REAL) *real_at(p, params) = p->dflt;
-    else if (p->type != MB_PARAM_NAMES) *int_at(p, params) = (int)p->dflt; /* NAMES: "" */
+    else if (p->type != MB_PARAM_NAMES && p->type != MB_PARAM_PATH)
+      *int_at(p, params) = (int)p->dflt; /* NAMES, PATH: "" */
   }
   if (op->init) op->init(params);
 }
@@ -178,6 +184,19 @@ int mb_param_parse(const mb_param *p, const char *text, void *params, char *msg,
       }
       a += w;
       if (!*a) break;
+    }
+    memcpy((char *)params + p->offset, text, n + 1);
+    return 0;
+  }
+  if (p->type == MB_PARAM_PATH) { /* one path, taken as written */
+    const size_t n = strlen(text);
+    if (!n) {
+      snprintf(msg, len, "an empty path (leave the key out for the default)");
+      return 1;
+    }
+    if (n >= MB_PARAM_NAMES_LEN) {
+      snprintf(msg, len, "a path of %zu characters; at most %d", n, MB_PARAM_NAMES_LEN - 1);
+      return 1;
     }
     memcpy((char *)params + p->offset, text, n + 1);
     return 0;
@@ -232,7 +251,7 @@ void mb_stage_describe(const mb_stage *stage, char *buf, size_t len) {
   const mb_op_info *op = stage->op;
   size_t used = (size_t)snprintf(buf, len, "%s", op->name);
   for (int k = 0; k < op->nparams && used < len; k++) {
-    char value[128];
+    char value[MB_PARAM_NAMES_LEN + 8];
     mb_param_format(&op->params[k], stage->params, value, sizeof value);
     used += (size_t)snprintf(buf + used, len - used, " %s=%s", op->params[k].key, value);
   }

@@ -76,12 +76,16 @@ typedef enum mb_param_type {
   MB_PARAM_INT = 0,   /* stored as int; written as a decimal integer */
   MB_PARAM_REAL = 1,  /* stored as double */
   MB_PARAM_NAME = 2,  /* one of names[]; stored as int, the index in names */
-  MB_PARAM_NAMES = 3  /* a list of names (a YAML list, or one name), e.g. field names;
+  MB_PARAM_NAMES = 3, /* a list of names (a YAML list, or one name), e.g. field names;
                          stored as char[MB_PARAM_NAMES_LEN], the names joined by ',',
                          "" where the key is not given (the op's documented default) */
+  MB_PARAM_PATH = 4   /* one file path (any characters, not empty), as written in the
+                         job (the op resolves a relative one); stored as
+                         char[MB_PARAM_NAMES_LEN], "" where the key is not given */
 } mb_param_type;
 
-/* Bytes of an MB_PARAM_NAMES value in the parameter struct, final 0 included. */
+/* Bytes of an MB_PARAM_NAMES or MB_PARAM_PATH value in the parameter struct,
+ * final 0 included. */
 #define MB_PARAM_NAMES_LEN 512
 
 /* One key of an op's stage in a job file. Ranges apply to INT and REAL:

@@ -671,7 +671,7 @@ static const char *scan_kind_words(scan_kind k) {
 
 static const char *param_type_words(mb_param_type t) {
   return t == MB_PARAM_INT ? "an integer" : t == MB_PARAM_REAL ? "a number"
-       : t == MB_PARAM_NAMES ? "a list of names" : "a name";
+       : t == MB_PARAM_NAMES ? "a list of names" : t == MB_PARAM_PATH ? "a path" : "a name";
 }
 
 /* An op other than `op` that takes `key`, or NULL. */

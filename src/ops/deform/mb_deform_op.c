@@ -292,7 +292,7 @@ static const mb_param deform_params[] = {
      "weight of fairness |K (p - p0)|^2, uniform graph Laplacian K, >= 0"},
     {"w_constraint", MB_PARAM_REAL, offsetof(mb_deform_params, w_constraint), 0, 1e12, 1, 0, 0,
      10, NULL, "weight of the face constraints (soft); the first penalty mu (hard); > 0"},
-    {"handles", MB_PARAM_NAMES, offsetof(mb_deform_params, handles), 0, 0, 0, 0, 0, 0, NULL,
+    {"handles", MB_PARAM_PATH, offsetof(mb_deform_params, handles), 0, 0, 0, 0, 0, 0, NULL,
      "a handles file (lines MESH VERTEX X Y Z, 0-based); default: the field `handle`"},
     {"fix_boundary", MB_PARAM_NAME, offsetof(mb_deform_params, fix_boundary), 0, 0, 0, 0, 0, 0,
      yes_no, "yes: boundary vertices keep their input positions"},
@@ -304,17 +304,6 @@ static const mb_param deform_params[] = {
      0, 0, NULL,
      "solver pcg (or auto): 0, each solve to relative residual 1e-12; k >= 1, at most k CG "
      "iterations per iteration (inexact, warm-started)"}};
-
-/* handles: one path, not a list. */
-static int deform_check(const void *params, const unsigned char *given, int *bad, char *msg,
-                        size_t len) {
-  const mb_deform_params *p = params;
-  (void)given;
-  if (!strchr(p->handles, ',')) return 0;
-  *bad = 8; /* handles */
-  snprintf(msg, len, "one handles file, not a list");
-  return 1;
-}
 
 int mb_deform_bench(int argc, char **argv); /* mb_deform_bench.c */
 
@@ -331,7 +320,6 @@ const mb_op_info mb_op_deform = {
     .params = deform_params,
     .nparams = (int)(sizeof deform_params / sizeof deform_params[0]),
     .params_size = sizeof(mb_deform_params),
-    .check = deform_check,
     .cost = deform_cost,
     .run = {deform_run, deform_run},
     .bench = mb_deform_bench,
