@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Friction in the command line found by a user audit, one check per defect
+(run by CTest as cli_friction, see CMakeLists.txt): every check asserts the
+exit code (0 success, 1 some datasets failed, 2 usage error) and a fragment
+of the message, and where a refusal must come before any writing, that
+nothing was written. One rank, small generated inputs: a few seconds.
+
+Exit code 0 passes, 77 skips, other fails. Environment as for cli_test.py.
+"""
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from mbtest import SKIP, TMP, fail, run  # noqa: E402
+
+
+def fresh(name):
+    d = os.path.join(TMP, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def check(args, code, *fragments):
+    """Run meshbatch, fail unless it exits with `code` and says every fragment."""
+    p = run(args, expect=code)
+    text = p.stdout + p.stderr
+    for f in fragments:
+        if f not in text:
+            fail(f"meshbatch {' '.join(map(str, args))}: no '{f}' in the output")
+    return p
+
+
+def same_bytes(path, data, what):
+    with open(path, "rb") as f:
+        if f.read() != data:
+            fail(f"{what}: {path} changed")
+
+
+def main():
+    d = fresh("cli_friction")
+    p = lambda *n: os.path.join(d, *n)  # noqa: E731
+    # inputs: two small meshes in a collection, a grid of one field, a triangulation
+    for name, nv in (("a", 100), ("b", 300)):
+        run(["generate", "sphere", "--vertices", nv, "--name", name, "-o", p(name + ".obj")])
+    coll = p("meshes.h5")
+    run(["import", p("a.obj"), p("b.obj"), "-o", coll, "-q"])
+    grid = p("grid.h5")
+    run(["generate", "grid", "--shape", "8,8,8", "--field", "u=sines", "-o", grid])
+    tri = p("tri.h5")
+    run(["generate", "grid2d", "--vertices", 100, "-o", tri])
+
+    # 1. a file PATH for a collection of several meshes: refused before writing
+    check(["export", coll, "-o", p("one.obj")], 2, "one.obj is one file",
+          "holds 2 meshes (a, b)", "--mesh NAME")
+    if os.path.exists(p("one.obj")):
+        fail("export -o one.obj of two meshes left one.obj behind")
+    check(["export", coll, "--mesh", "b", "-o", p("one.obj")], 0, "b -> ")
+    print("1: export of several meshes to one file refused before writing")
+
+    # 2. .npy decides the format as .vtk does
+    check(["export", grid, "-o", p("g.npy")], 0, "field u -> ")
+    with open(p("g.npy"), "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            fail("export -o g.npy did not write a NumPy file")
+    check(["export", grid, "-o", p("g.vtk")], 0, "-> ")
+    check(["export", coll, "--mesh", "a", "-o", p("a.npy")], 1, "a is a mesh", ".npy file holds a grid")
+    print("2: -o FILE.npy exports a grid as .npy without --format")
+
+    # 3. an unknown extension is not a folder; existing folders and NAME/ are
+    for name in ("bob.stl", "copy.h5"):
+        ext = os.path.splitext(name)[1]
+        check(["export", coll, "--mesh", "a", "-o", p(name)], 2, f"export writes no {ext} files",
+              ".obj, .off, .ply")
+        if os.path.exists(p(name)):
+            fail(f"export -o {name} created {name}")
+    os.makedirs(p("existing.d"))
+    check(["export", coll, "-o", p("existing.d"), "--format", "obj"], 0, "existing.d/a.obj")
+    check(["export", coll, "--mesh", "a", "-o", p("slash.stl") + "/"], 0, "slash.stl/a.ply")
+    check(["export", coll, "-o", p("plain"), "--format", "off"], 0, "plain/b.off")
+    if not os.path.isfile(p("plain", "a.off")):
+        fail("export -o plain (a new folder) did not write plain/a.off")
+    print("3: -o NAME.EXT of an unknown extension refused; folders as documented")
+
+    # 4. bench smooth and polylla refuse an unknown --mesh like the other benchmarks
+    for args in (["bench", "smooth", coll, "--mesh", "nosuch", "--repeats", 1, "--warmup", 0],
+                 ["bench", "polylla", tri, "--mesh", "nosuch", "--backend", "cpu", "--repeats", 1,
+                  "--warmup", 0],
+                 ["bench", "flow", coll, "--mesh", "nosuch"]):
+        check(args, 1, "has no mesh named 'nosuch'")
+    print("4: bench smooth / polylla --mesh nosuch refused as bench flow")
+
+    # 5. generate KIND --help: that generator's usage, exit 0
+    for kind, flag in (("grid", "--help"), ("panels", "--help"), ("subdivide", "-h"),
+                       ("sphere", "--help"), ("delaunay", "-h"), ("grid2d", "--help")):
+        q = check(["generate", kind, flag], 0, f"usage: meshbatch generate {kind} ")
+        if "meshbatch generate" in q.stdout.split("\n", 1)[1].split("\n\n")[0].replace(
+                f"meshbatch generate {kind}", ""):
+            fail(f"generate {kind} {flag} printed the usage of other generators")
+    check(["generate", "grid", "--shape", "4,4,4", "--help"], 0, "usage: meshbatch generate grid ")
+    check(["generate", "nosuch", "--help"], 2, "unknown generator 'nosuch'")
+    check(["generate", "--help"], 0, "meshbatch generate subdivide", "meshbatch generate panels")
+    print("5: generate KIND --help prints that generator's usage")
+
+    # 6. an output that is the input: refused, the input unchanged
+    sub = p("s.h5")
+    run(["generate", "subdivide", p("a.obj"), "--levels", 0, "-o", sub])
+    keep = open(sub, "rb").read()
+    check(["generate", "subdivide", sub, "--levels", 1, "-o", sub], 2,
+          f"the output {sub} is the input {sub}", "choose another output")
+    check(["generate", "subdivide", os.path.join(d, ".", "s.h5"), "--levels", 1, "-o", sub], 2,
+          "is the input", "choose another output")
+    same_bytes(sub, keep, "generate subdivide onto its input")
+    src_obj = open(p("a.obj"), "rb").read()
+    check(["generate", "subdivide", p("a.obj"), "--levels", 1, "-o", p("a.obj")], 2, "is the input")
+    same_bytes(p("a.obj"), src_obj, "generate subdivide onto its .obj input")
+    run(["generate", "grid2d", "--vertices", 9, "-o", p("t.node")])
+    node = open(p("t.node"), "rb").read()
+    check(["generate", "subdivide", p("t.node"), "--levels", 0, "-o", p("t.ele")], 2, "is the input")
+    same_bytes(p("t.node"), node, "generate subdivide onto its Triangle input's stem")
+    check(["import", sub, "-o", sub], 2, "is the input", "choose another output")
+    same_bytes(sub, keep, "import onto its input")
+    # replacing an unrelated collection stays allowed
+    check(["generate", "subdivide", p("a.obj"), "--levels", 1, "-o", sub], 0, "-> " + sub)
+    check(["import", p("b.obj"), "-o", sub, "-q"], 0)
+    print("6: generate subdivide and import refuse an output that is an input")
+
+    # 7. deform's handles is a path in `meshbatch ops`; the columns line up
+    q = check(["ops", "deform"], 0, "handles")
+    line = next(s for s in q.stdout.splitlines() if s.split()[:1] == ["handles"])
+    if line.split()[1] != "path" or "NAME" in line:
+        fail(f"ops deform shows handles as: {line.strip()}")
+    q = check(["ops"], 0, "max_iterations", "w_constraint", "cg_iterations")
+    keys = [s for s in q.stdout.splitlines()
+            if re.match(r"    [a-z_0-9]+ +(integer|number|name|names|path) ", s)]
+    cols = {(s.index(" default "), len(re.match(r"    \S+ +", s).group(0))) for s in keys}
+    if len(keys) < 20 or len(cols) != 1:
+        fail(f"ops: the key lines' columns do not line up: {sorted(cols)}")
+    # a handles file whose name has a comma is one path; a list is refused
+    panels = p("panels.h5")
+    run(["generate", "panels", "--vertices", 25, "--handles", p("h,1.txt"), "-o", panels])
+    for stage, code, words in (("{op: deform, iterations: 2, handles: 'h,1.txt'}", 0, "1 written"),
+                               ("{op: deform, handles: [h1.txt, h2.txt]}", 2,
+                                "handles: expected a path, got a list")):
+        jobf = p("deform.yaml")
+        with open(jobf, "w") as f:
+            f.write(f"input: [{panels}]\noutput: {p('deformed.h5')}\nbackend: cpu\n"
+                    f"stages:\n  - {stage}\n")
+        check(["run", jobf], code, words)
+        if code == 0:  # the 13 handles of the file (relative to the job's folder) were read
+            check(["info", p("deformed.h5")], 0, "handles 13")
+    print("7: ops shows handles as a path, the key columns aligned; handles: one path")
+
+    # 8. smaller: spacing, grid2d:N, --levels
+    for h in ("0", "-0.1", "nan", "inf", "1,0,1"):
+        check(["generate", "grid", "--shape", "4,4,4", "--field", "u=sines", "--spacing", h,
+               "-o", p("sp.h5")], 2, "--spacing", "finite and > 0")
+    if os.path.exists(p("sp.h5")):
+        fail("generate grid --spacing 0 wrote its output")
+    for n in ("0", "-5", "abc"):
+        check(["bench", "polylla", f"grid2d:{n}", "--backend", "cpu"], 2,
+              "grid2d:N needs the vertex count N, a positive integer", f"'{n}'")
+    check(["bench", "polylla", "delaunay:2", "--backend", "cpu"], 2, "delaunay:N[:SEED]")
+    check(["bench", "polylla", "grid2d:100", "--backend", "cpu", "--repeats", 1, "--warmup", 0],
+          0, "grid2d_100")
+    for lv in ("-2", "13"):
+        check(["generate", "subdivide", p("a.obj"), "--levels", lv, "-o", p("x.h5")], 2,
+              f"--levels must be in [0, 12], got {lv}")
+    check(["generate", "subdivide", p("a.obj"), "-o", p("x.h5")], 2, "needs one of --levels")
+    print("8: --spacing, grid2d:N and --levels ranges: usage errors that name the range")
+
+
+if __name__ == "__main__":
+    if not os.path.exists(os.environ.get("MESHBATCH_EXE", "")):
+        print("SKIP: no meshbatch executable (MESHBATCH_EXE)")
+        sys.exit(SKIP)
+    main()
+    print("ok")
