@@ -255,22 +255,23 @@ def pv_probes(pv, script, probes, timeout=300):
     """{(path, reader): CompletedProcess} of each probe: all in one pvpython
     process (script --list), then each that gave no whole result there (the
     process aborted, as an Xdmf3 reader does on a bad file; an exception;
-    the time limit, that many probes' worth) alone, as every probe ran
+    the time limit: one probe's and 10 s a probe) alone, as every probe ran
     before, that run's result being the one checked. MESHBATCH_PV_SEPARATE=1:
     each alone from the start."""
     import json
     got = {}
     if os.environ.get("MESHBATCH_PV_SEPARATE", "") != "1":
         listfile = script + ".list.json"
+        limit = timeout + 10 * len(probes)  # each takes well under 1 s there
         with open(listfile, "w") as f:
             json.dump([list(pr) for pr in probes], f)
         try:
             p = subprocess.run([pv, script, "--list", listfile], capture_output=True, text=True,
-                               timeout=timeout * len(probes))
+                               timeout=limit)
             out, how = p.stdout, f"exit {p.returncode}\n{p.stderr[-1500:]}"
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            how = f"timed out after {timeout * len(probes)} s"
+            how = f"timed out after {limit} s"
         cur, lines = None, []
         for ln in out.splitlines():
             if ln.startswith("PROBE ["):

@@ -32,7 +32,7 @@ Against the HDF5 datasets (h5py) it checks:
 Exit code 77 (skip) if pvpython is not on PATH or h5py/numpy are missing.
 Environment: MESHBATCH_PVPYTHON (pvpython command, default "pvpython"),
 MESHBATCH_PV_TIMEOUT (seconds per probe, default 120; the shared process has
-that much per probe), MESHBATCH_PV_SEPARATE=1 (every probe in a process of
+that much and 10 s a probe), MESHBATCH_PV_SEPARATE=1 (every probe in a process of
 its own from the start).
 
 Run as `pvpython test_xdmf_paraview.py --probe READER FILE OUT.json` it is the
@@ -213,7 +213,9 @@ def run_probes(pvpython, todo, listfile, timeout):
     a probe without its file is run again alone (run_probe)."""
     with open(listfile, "w") as f:
         json.dump(todo, f)
-    code, text = pvpython_run(pvpython, ["--probes", listfile], timeout * len(todo))
+    # one probe's limit and 10 s a probe (each takes well under 1 s there): a
+    # probe that hangs costs that much before it runs alone, not n limits
+    code, text = pvpython_run(pvpython, ["--probes", listfile], timeout + 10 * len(todo))
     missing = [t for t in todo if not os.path.exists(t[2])]
     if missing:
         print(f"the shared pvpython process ({'timed out' if code is None else f'exit code {code}'}) "
