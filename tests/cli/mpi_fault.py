@@ -92,6 +92,10 @@ def launch(np, jobfile, env, wait_all=True):
                f'echo $c > {codes}/$r.w && mv {codes}/$r.w {codes}/$r; exit $c')
     cmd = MPIEXEC + [str(np), "sh", "-c", wrapper, EXE, "run", jobfile]
     full = dict(os.environ, **env)
+    # OpenMP's wait policy given: no exec of meshbatch by itself before
+    # MPI_Init (mb_omp_wait_policy_default, tested in cli_threads), which was
+    # a fifth of each launch's CPU time here (ranks run one thread each)
+    full.setdefault("OMP_WAIT_POLICY", "passive")
     session = os.path.join(os.environ.get("OMPI_MCA_orte_tmpdir_base", "/tmp"),
                            os.path.basename(os.path.dirname(jobfile)))
     os.makedirs(session, exist_ok=True)

@@ -199,30 +199,96 @@ def check_bad_inputs(d, paths):
           "batch written")
 
 
+# The pvpython probes: PV_SCRIPT's or PV_SERIES's probe(path, reader), then
+# PV_DRIVER: `pvpython SCRIPT PATH READER` prints one probe's lines;
+# `pvpython SCRIPT --list LIST.json` runs the probes of LIST ([[PATH, READER],
+# ...]) in one process (pvpython's start, 2-4 s, was most of each probe's
+# time), each between "PROBE [PATH, READER]" and "PROBE-END" lines, its
+# reader deleted before the next.
+PV_DRIVER = r"""
+import json
+import traceback
+from paraview.simple import Delete, GetSources
+if sys.argv[1] == "--list":
+    with open(sys.argv[2]) as f:
+        todo = json.load(f)
+    for path, reader in todo:
+        print("PROBE", json.dumps([path, reader]), flush=True)
+        try:
+            probe(path, reader)
+            print("PROBE-END", flush=True)
+        except Exception:
+            traceback.print_exc()
+        for s in list(GetSources().values()):
+            Delete(s)
+else:
+    probe(sys.argv[1], sys.argv[2])
+"""
+
 PV_SCRIPT = r"""
 import sys
 from paraview.simple import LegacyVTKReader, XDMFReader, Xdmf3ReaderS
 from paraview import servermanager as sm
-path, reader = sys.argv[1], sys.argv[2]
-if reader == "XDMFReader":
-    r = XDMFReader(FileNames=[path])
-elif reader == "LegacyVTKReader":
-    r = LegacyVTKReader(FileNames=[path])
-else:
-    r = Xdmf3ReaderS(FileName=[path])
-r.UpdatePipeline()
-d = sm.Fetch(r)
-while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
-    d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
-pd = d.GetPointData()
-print("DIMS", *d.GetDimensions())
-print("SPACING", *d.GetSpacing())
-print("ORIGIN", *d.GetOrigin())
-for n in ("u", "g", "n"):
-    a = pd.GetArray(n)
-    print("ARRAY", n, a.GetNumberOfTuples(), repr(a.GetValue(0)), repr(a.GetValue(a.GetNumberOfTuples() - 1)),
-          repr(a.GetValue(123)))
-"""
+def probe(path, reader):
+    if reader == "XDMFReader":
+        r = XDMFReader(FileNames=[path])
+    elif reader == "LegacyVTKReader":
+        r = LegacyVTKReader(FileNames=[path])
+    else:
+        r = Xdmf3ReaderS(FileName=[path])
+    r.UpdatePipeline()
+    d = sm.Fetch(r)
+    while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
+        d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
+    pd = d.GetPointData()
+    print("DIMS", *d.GetDimensions())
+    print("SPACING", *d.GetSpacing())
+    print("ORIGIN", *d.GetOrigin())
+    for n in ("u", "g", "n"):
+        a = pd.GetArray(n)
+        print("ARRAY", n, a.GetNumberOfTuples(), repr(a.GetValue(0)), repr(a.GetValue(a.GetNumberOfTuples() - 1)),
+              repr(a.GetValue(123)))
+""" + PV_DRIVER
+
+
+def pv_probes(pv, script, probes, timeout=300):
+    """{(path, reader): CompletedProcess} of each probe: all in one pvpython
+    process (script --list), then each that gave no whole result there (the
+    process aborted, as an Xdmf3 reader does on a bad file; an exception;
+    the time limit: one probe's and 10 s a probe) alone, as every probe ran
+    before, that run's result being the one checked. MESHBATCH_PV_SEPARATE=1:
+    each alone from the start."""
+    import json
+    got = {}
+    if os.environ.get("MESHBATCH_PV_SEPARATE", "") != "1":
+        listfile = script + ".list.json"
+        limit = timeout + 10 * len(probes)  # each takes well under 1 s there
+        with open(listfile, "w") as f:
+            json.dump([list(pr) for pr in probes], f)
+        try:
+            p = subprocess.run([pv, script, "--list", listfile], capture_output=True, text=True,
+                               timeout=limit)
+            out, how = p.stdout, f"exit {p.returncode}\n{p.stderr[-1500:]}"
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            how = f"timed out after {limit} s"
+        cur, lines = None, []
+        for ln in out.splitlines():
+            if ln.startswith("PROBE ["):
+                cur, lines = tuple(json.loads(ln[len("PROBE "):])), []
+            elif ln == "PROBE-END" and cur:
+                got[cur] = subprocess.CompletedProcess([pv, script, *cur], 0, "\n".join(lines) + "\n", "")
+                cur = None
+            elif cur:
+                lines.append(ln)
+        if len(got) < len(probes):
+            print(f"the shared pvpython process left {len(probes) - len(got)} of {len(probes)} probes "
+                  f"without a result, each run alone next ({how})")
+    for path, reader in probes:
+        if (path, reader) not in got:
+            got[(path, reader)] = subprocess.run([pv, script, path, reader], capture_output=True,
+                                                 text=True, timeout=timeout)
+    return got
 
 
 def check_paraview(d, paths):
@@ -231,18 +297,28 @@ def check_paraview(d, paths):
     script = os.path.join(d, "pv_grid.py")
     with open(script, "w") as f:
         f.write(PV_SCRIPT)
+    refs, probes = {}, []
     for dtype, path in paths.items():
         stem = path[:-3]
         with h5py.File(path, "r") as f:
-            ref = {n: f[f"meshes/g_{dtype}/fields/{n}"][...].ravel() for n in ("u", "g", "n")}
+            refs[dtype] = {n: f[f"meshes/g_{dtype}/fields/{n}"][...].ravel() for n in ("u", "g", "n")}
         vtk = stem + ".vtk"
         run(["export", path, "-o", vtk])
+        probes += [(os.path.abspath(f), r) for f, r in ((stem + ".xdmf", "XDMFReader"),
+                                                       (stem + ".xdmf", "Xdmf3ReaderS"),
+                                                       (f"{stem}.g_{dtype}.xdmf", "XDMFReader"),
+                                                       (f"{stem}.g_{dtype}.xdmf", "Xdmf3ReaderS"),
+                                                       (vtk, "LegacyVTKReader"))]
+    got = pv_probes(pv, script, probes)
+    for dtype, path in paths.items():
+        stem = path[:-3]
+        ref = refs[dtype]
+        vtk = stem + ".vtk"
         for xdmf, readers in ((stem + ".xdmf", ("XDMFReader", "Xdmf3ReaderS")),
                               (f"{stem}.g_{dtype}.xdmf", ("XDMFReader", "Xdmf3ReaderS")),
                               (vtk, ("LegacyVTKReader",))):
             for reader in readers:
-                p = subprocess.run([pv, script, os.path.abspath(xdmf), reader], capture_output=True,
-                                   text=True, timeout=300)
+                p = got[(os.path.abspath(xdmf), reader)]
                 lines = {ln.split()[0]: ln.split()[1:] for ln in p.stdout.splitlines()
                          if ln.split() and ln.split()[0] in ("DIMS", "SPACING", "ORIGIN")}
                 arrays = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("ARRAY")]
@@ -310,19 +386,19 @@ PV_SERIES = r"""
 import sys
 from paraview.simple import XDMFReader, Xdmf3ReaderS
 from paraview import servermanager as sm
-path, reader = sys.argv[1], sys.argv[2]
-r = XDMFReader(FileNames=[path]) if reader == "XDMFReader" else Xdmf3ReaderS(FileName=[path])
-r.UpdatePipelineInformation()
-times = list(r.TimestepValues)
-print("TIMES", *[repr(t) for t in times])
-for t in times:
-    r.UpdatePipeline(t)
-    d = sm.Fetch(r)
-    while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
-        d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
-    a = d.GetPointData().GetArray("u")
-    print("FRAME", repr(t), a.GetNumberOfTuples(), repr(a.GetValue(123)))
-"""
+def probe(path, reader):
+    r = XDMFReader(FileNames=[path]) if reader == "XDMFReader" else Xdmf3ReaderS(FileName=[path])
+    r.UpdatePipelineInformation()
+    times = list(r.TimestepValues)
+    print("TIMES", *[repr(t) for t in times])
+    for t in times:
+        r.UpdatePipeline(t)
+        d = sm.Fetch(r)
+        while d.IsA("vtkMultiBlockDataSet") or d.IsA("vtkMultiPieceDataSet"):
+            d = d.GetBlock(0) if d.IsA("vtkMultiBlockDataSet") else d.GetPiece(0)
+        a = d.GetPointData().GetArray("u")
+        print("FRAME", repr(t), a.GetNumberOfTuples(), repr(a.GetValue(123)))
+""" + PV_DRIVER
 
 
 def check_paraview_series(d, paths):
@@ -336,9 +412,10 @@ def check_paraview_series(d, paths):
         f.write(PV_SERIES)
     with h5py.File(out, "r") as f:
         want = {t: float(f[f"meshes/g_float64/fields/u@t={t}"][...].ravel()[123]) for t in SERIES_TIMES}
-    for reader in ("XDMFReader", "Xdmf3ReaderS"):
-        p = subprocess.run([pv, script, os.path.abspath(xdmf), reader], capture_output=True,
-                           text=True, timeout=300)
+    readers = ("XDMFReader", "Xdmf3ReaderS")
+    got = pv_probes(pv, script, [(os.path.abspath(xdmf), r) for r in readers])
+    for reader in readers:
+        p = got[(os.path.abspath(xdmf), reader)]
         times = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("TIMES")]
         frames = [ln.split()[1:] for ln in p.stdout.splitlines() if ln.startswith("FRAME")]
         if p.returncode != 0 or not times:

@@ -316,6 +316,9 @@ MinJobAge=3600
 KillWait=10
 ReturnToService=2
 SchedulerType=sched/backfill
+# pending batch jobs scheduled at once when one ends, not up to 3 s later
+# (batch_sched_delay's default): the jobs here wait for one another's cores
+SchedulerParameters=batch_sched_delay=0
 NodeName={host} NodeAddr=127.0.0.1 {node} State=UNKNOWN
 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """)
