@@ -9,18 +9,10 @@ Exit code 0 passes, 77 skips, other fails. Environment as for cli_test.py.
 """
 import os
 import re
-import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import SKIP, TMP, fail, run  # noqa: E402
-
-
-def fresh(name):
-    d = os.path.join(TMP, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+from mbtest import SKIP, fail, fresh, run  # noqa: E402
 
 
 def check(args, code, *fragments):

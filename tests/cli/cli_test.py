@@ -18,16 +18,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, TMP, compare, cuda_devices, datasets,  # noqa: E402,F401
+from mbtest import (DATA, EXE, MPIEXEC, SKIP, SRC, compare, cuda_devices, datasets, fresh,  # noqa: E402,F401
                     ckpt_count, ckpt_records, fail, need_module, new_dataset_group, run,
                     same_datasets)
-
-
-def fresh(name):
-    d = os.path.join(TMP, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
 
 
 def write(path, text):

@@ -19,18 +19,10 @@ with 77 where absent).
 """
 import argparse
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import TMP, fail, need_module, new_dataset_group, run  # noqa: E402
-
-
-def fresh(name):
-    d = os.path.join(TMP, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
+from mbtest import fail, fresh, need_module, new_dataset_group, run  # noqa: E402
 
 
 OPT = argparse.Namespace(np=1, distribute="per-mesh")

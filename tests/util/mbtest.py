@@ -7,6 +7,7 @@ A test script adds this folder to sys.path and imports what it needs.
 import math
 import os
 import shlex
+import shutil
 import struct
 import subprocess
 import sys
@@ -24,6 +25,14 @@ def fail(msg):
     """Print the reason and leave with exit code 1."""
     print("FAIL:", msg)
     sys.exit(1)
+
+
+def fresh(name):
+    """An empty folder TMP/name (removed first where it exists)."""
+    d = os.path.join(TMP, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
 
 
 def run(args, np=None, expect=0):
