@@ -215,24 +215,29 @@ mb_error mb_inputs_read(mb_inputs *in, int64_t s, mb_mesh **mesh) {
   return MB_SUCCESS;
 }
 
+mb_error mb_inputs_find(const mb_inputs *in, const char *input, const char *only,
+                        int64_t *s) {
+  *s = 0;
+  if (!only) {
+    MB_CHECK(in->nsources > 0, MB_ERR_ARG, "%s holds no mesh", input);
+    return MB_SUCCESS;
+  }
+  for (int64_t k = 0; k < in->nsources; k++)
+    if (!strcmp(in->sources[k].name, only)) {
+      *s = k;
+      return MB_SUCCESS;
+    }
+  MB_FAIL(MB_ERR_ARG, "%s has no mesh named '%s'", input, only);
+}
+
 mb_error mb_inputs_read_named(const char *input, const char *only, mb_mesh **mesh,
                               char *path_out) {
   char *patterns[] = {(char *)input};
   mb_inputs *in = NULL;
   MB_CALL(mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in));
   int64_t s = 0;
-  int found = !only;
-  for (int64_t k = 0; only && k < in->nsources && !found; k++)
-    if (!strcmp(in->sources[k].name, only)) {
-      s = k;
-      found = 1;
-    }
-  mb_error e = found ? MB_SUCCESS
-                     : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                    "%s has no mesh named '%s'", input, only);
-  if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
-                               : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                              "%s holds no mesh", input);
+  mb_error e = mb_inputs_find(in, input, only, &s);
+  if (!e) e = mb_inputs_read(in, s, mesh);
   if (!e && path_out) snprintf(path_out, 4096, "%s", in->sources[s].path);
   mb_inputs_close(in);
   return e;

@@ -50,6 +50,12 @@ mb_error mb_inputs_open(MPI_Comm comm, int npatterns, char *const *patterns, mb_
  * index is set to s. Errors: those of mb_meshfile_read / mb_collection_read. */
 mb_error mb_inputs_read(mb_inputs *inputs, int64_t s, mb_mesh **mesh);
 
+/* The index *s of the source named `only` (NULL: the first) of the opened
+ * `input` (named in the errors). Not collective. Errors: MB_ERR_ARG (no
+ * source named `only`, no source at all). */
+mb_error mb_inputs_find(const mb_inputs *inputs, const char *input, const char *only,
+                        int64_t *s);
+
 /* One mesh of one input, for the benchmarks and tools that time a single
  * mesh: expand `input` (a mesh file, a glob or a collection) on this
  * process alone (MPI_COMM_SELF: not collective), read the source named

@@ -45,15 +45,16 @@ typedef struct values {
 
 static double value_at(values v, int64_t k) { return v.d ? v.d[k] : field_value(v.f, k); }
 
+static const void *values_bytes(values v) {
+  return v.d ? (const void *)v.d
+             : v.f->dtype == MB_FLOAT32 ? (const void *)v.f->data32 : (const void *)v.f->data;
+}
+
 /* max |a - b| / max |a| over n values (the absolute difference where a is
  * all zero); INFINITY where one side holds a NaN the other does not (fmax
  * would drop it); NaN on both sides agrees. *bitwise: the bytes equal. */
 static double rel_diff(values a, values b, int64_t n, size_t width, int *bitwise) {
-  *bitwise = !memcmp(a.d ? (const void *)a.d : a.f->dtype == MB_FLOAT32 ? (const void *)a.f->data32
-                                                                        : (const void *)a.f->data,
-                     b.d ? (const void *)b.d : b.f->dtype == MB_FLOAT32 ? (const void *)b.f->data32
-                                                                        : (const void *)b.f->data,
-                     width * (size_t)n);
+  *bitwise = !memcmp(values_bytes(a), values_bytes(b), width * (size_t)n);
   if (*bitwise) return 0;
   double scale = 0, diff = 0;
   for (int64_t k = 0; k < n; k++) {

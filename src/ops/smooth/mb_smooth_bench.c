@@ -294,22 +294,6 @@ static mb_error print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *
   return MB_SUCCESS;
 }
 
-/* The index of the mesh --mesh names (the first without --mesh) in *s; an
- * MB_ERR_ARG error naming the input where it has no such mesh, or none. */
-static mb_error pick_mesh(const mb_inputs *in, const bench_opts *o, int64_t *s) {
-  *s = 0;
-  if (!o->only) {
-    MB_CHECK(in->nsources > 0, MB_ERR_ARG, "%s holds no mesh", o->input);
-    return MB_SUCCESS;
-  }
-  for (int64_t k = 0; k < in->nsources; k++)
-    if (!strcmp(in->sources[k].name, o->only)) {
-      *s = k;
-      return MB_SUCCESS;
-    }
-  MB_FAIL(MB_ERR_ARG, "%s has no mesh named '%s'", o->input, o->only);
-}
-
 /* The partitioned benchmark: every rank takes part. */
 static int bench_partitioned(const bench_opts *o) {
   char *patterns[] = {(char *)o->input};
@@ -323,7 +307,7 @@ static int bench_partitioned(const bench_opts *o) {
   mb_error e = mb_local_rank(MPI_COMM_WORLD, &local_rank);
   if (!e) e = mb_inputs_open(MPI_COMM_WORLD, 1, patterns, &in);
   int64_t s = 0;
-  if (!e) e = pick_mesh(in, o, &s);
+  if (!e) e = mb_inputs_find(in, o->input, o->only, &s);
   if (!e) e = mb_inputs_read(in, s, &m);
   if (!e) e = mb_adjacency_build(m, &adj);
   if (!e) e = mb_backend_choose(o->backend, local_rank, &be, why, sizeof why);
@@ -376,7 +360,7 @@ int mb_smooth_bench(int argc, char **argv) {
   if (mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in)) return mb_cli_report(MB_EXIT_FAILED);
   int64_t s = 0;
   mb_cuda_bench_result r = {0};
-  if (pick_mesh(in, &o, &s) || mb_inputs_read(in, s, &m) || mb_adjacency_build(m, &adj) ||
+  if (mb_inputs_find(in, o.input, o.only, &s) || mb_inputs_read(in, s, &m) || mb_adjacency_build(m, &adj) ||
       mb_backend_choose(o.backend, 0, &be, why, sizeof why)) {
     code = mb_cli_report(MB_EXIT_FAILED);
   } else {
