@@ -117,6 +117,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mutex>
+#include <sched.h>
 #include <new>
 #include <vector>
 
@@ -325,21 +327,20 @@ mb_error mark(const deform_gpu *g, double *t) {
   return MB_SUCCESS;
 }
 
-/* h [n] into the pooled b (grown where needed): copied into the pool's
- * pinned staging (the_pool's, grown only, from offset stage_used) and
- * sent by cudaMemcpyAsync on the default stream, so the host does not wait
- * for each upload (h may be freed on return; the kernels after it on the
- * stream see the data). Where the staging is full, the device is waited
- * for (the pending copies read it) and a larger one allocated.
- * stage_begin() before a run's first upload. Errors: MB_ERR_CUDA,
- * MB_ERR_MEMORY. */
-template <typename T> mb_error upload(mb_dbuf *b, const T *h, size_t n, const char *what) {
+/* h [n] into b, a buffer of the pool d (grown where needed): copied into
+ * d's pinned staging (grown only, from offset stage_used) and sent by
+ * cudaMemcpyAsync on d->up, so the host does not wait for each upload (h
+ * may be freed on return; the work after it on that stream, or waiting for
+ * d->ready, sees the data). Where the staging is full, d->up is waited for
+ * (the pending copies read it) and a larger one allocated. stage_begin(d)
+ * before a run's first upload. Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
+template <typename T>
+mb_error upload(pool_t *d, mb_dbuf *b, const T *h, size_t n, const char *what) {
   MB_CALL(grow(b, sizeof(T) * n, what));
   if (!n) return MB_SUCCESS;
-  pool_t *d = the_pool;
   const size_t bytes = sizeof(T) * n, need = (bytes + 255) / 256 * 256;
   if (d->stage_used + need > d->stage_bytes) {
-    MB_CALL_CUDA(cudaDeviceSynchronize()); /* the pending copies from the staging */
+    MB_CALL_CUDA(cudaStreamSynchronize(d->up)); /* the pending copies from the staging */
     d->stage_used = 0;
     if (need > d->stage_bytes) {
       size_t nb = d->stage_bytes ? 2 * d->stage_bytes : (size_t)1 << 22;
@@ -354,17 +355,106 @@ template <typename T> mb_error upload(mb_dbuf *b, const T *h, size_t n, const ch
   char *at = d->stage + d->stage_used;
   memcpy(at, h, bytes);
   d->stage_used += need;
-  MB_CALL_CUDA(cudaMemcpyAsync(b->p, at, bytes, cudaMemcpyHostToDevice, nullptr));
+  MB_CALL_CUDA(cudaMemcpyAsync(b->p, at, bytes, cudaMemcpyHostToDevice, d->up));
   return MB_SUCCESS;
 }
 
-/* A run's uploads start: the staging reused from its beginning once the
- * device has finished the copies still reading it (a run that failed
- * part-way). Errors: MB_ERR_CUDA. */
-mb_error stage_begin(void) {
-  if (the_pool->stage_used) MB_CALL_CUDA(cudaStreamSynchronize(nullptr));
-  the_pool->stage_used = 0;
+/* Wait for ev by polling it (cudaEventQuery, the core yielded between
+ * queries) rather than in a blocking call: a blocking cudaMemcpy from the
+ * device holds the runtime's lock until the frame ends, and the preparing
+ * threads' uploads (upload_ahead) then waited behind it (1,000 layouts:
+ * 1.45-1.76 ms a mesh against 0.29-0.34 ms polled). Errors: MB_ERR_CUDA. */
+mb_error wait_polled(cudaEvent_t ev) {
+  cudaError_t q;
+  while ((q = cudaEventQuery(ev)) == cudaErrorNotReady) sched_yield();
+  MB_CALL_CUDA(q);
   return MB_SUCCESS;
+}
+
+/* A run's uploads into d start: the staging reused from its beginning once
+ * the device has finished the copies still reading it (a run that failed
+ * part-way). Errors: MB_ERR_CUDA. */
+mb_error stage_begin(pool_t *d) {
+  if (d->stage_used) MB_CALL_CUDA(cudaStreamSynchronize(d->up));
+  d->stage_used = 0;
+  return MB_SUCCESS;
+}
+
+/* Pools that preparing threads upload into ahead of the runs (at most
+ * AHEAD_POOLS held at once: the run's pool and these bound the device
+ * memory to a few meshes' worth), each with a non-blocking stream of its
+ * own so that its copies overlap the frame running on the default stream.
+ * Meshes above AHEAD_ROWS vertices are uploaded by their run as before:
+ * their frames are long beside the uploads, and their buffers large. */
+constexpr int AHEAD_POOLS = 4;
+constexpr int64_t AHEAD_ROWS = 40000;
+
+/* AHEAD_POOLS, or MB_DEFORM_AHEAD_POOLS (0-16; 0: every run uploads
+ * itself), a measuring knob. */
+int ahead_cap(void) {
+  static const int cap = [] {
+    const char *e = getenv("MB_DEFORM_AHEAD_POOLS");
+    const int n = e && *e ? atoi(e) : AHEAD_POOLS;
+    return n < 0 ? 0 : n > 16 ? 16 : n;
+  }();
+  return cap;
+}
+std::mutex ahead_mu;
+std::vector<pool_t *> ahead_free; /* given back, for the next take */
+int ahead_held = 0;
+
+/* A pool of the current device for a preparing thread's uploads, or
+ * nullptr (AHEAD_POOLS are held, or its stream cannot be made: the run
+ * uploads then). Thread-safe. */
+pool_t *ahead_take(void) {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  pool_t *d = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(ahead_mu);
+    if (ahead_held >= ahead_cap()) return nullptr;
+    while (!ahead_free.empty() && !d) {
+      d = ahead_free.back();
+      ahead_free.pop_back();
+      if (d->device != dev) { /* another device's: freed (no work of its own is pending) */
+        delete d;
+        d = nullptr;
+      }
+    }
+    ahead_held++;
+  }
+  if (!d) {
+    d = new (std::nothrow) pool_t;
+    if (d) {
+      d->device = dev;
+      if (cudaStreamCreateWithFlags(&d->up, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming) != cudaSuccess) {
+        (void)cudaGetLastError();
+        delete d;
+        d = nullptr;
+      }
+    }
+    if (!d) {
+      std::lock_guard<std::mutex> lock(ahead_mu);
+      ahead_held--;
+    }
+  }
+  return d;
+}
+
+/* d (of ahead_take) back to the free pools once its stream's work is done
+ * (nullptr: no-op). Thread-safe; cannot fail (a failed wait frees d). */
+void ahead_give(pool_t *d) {
+  if (!d) return;
+  const bool ok = cudaStreamSynchronize(d->up) == cudaSuccess;
+  if (!ok) (void)cudaGetLastError();
+  std::lock_guard<std::mutex> lock(ahead_mu);
+  ahead_held--;
+  if (ok) ahead_free.push_back(d);
+  else delete d;
 }
 
 /* Whether the room's CG solves (else the linalg PCG or csrchol). */
@@ -421,11 +511,12 @@ mb_error factor(deform_gpu *g, double c) {
 /* build_sell's arrays uploaded into the pool (hsptr, hcol, hdiag, hbase,
  * hface; hval grown). Errors: MB_ERR_MEMORY, MB_ERR_CUDA. */
 mb_error upload_sell(deform_gpu *g) {
-  MB_CALL(upload(&g->d->hsptr, g->s_ptr.data(), g->s_ptr.size(), "deform system slices"));
-  MB_CALL(upload(&g->d->hcol, g->s_col.data(), g->s_col.size(), "deform system columns"));
-  MB_CALL(upload(&g->d->hdiag, g->s_dpos.data(), g->s_dpos.size(), "deform system diagonal"));
-  MB_CALL(upload(&g->d->hbase, g->s_base.data(), g->s_base.size(), "deform system values"));
-  MB_CALL(upload(&g->d->hface, g->s_face.data(), g->s_face.size(), "deform system values"));
+  pool_t *d = g->d;
+  MB_CALL(upload(d, &d->hsptr, g->s_ptr.data(), g->s_ptr.size(), "deform system slices"));
+  MB_CALL(upload(d, &d->hcol, g->s_col.data(), g->s_col.size(), "deform system columns"));
+  MB_CALL(upload(d, &d->hdiag, g->s_dpos.data(), g->s_dpos.size(), "deform system diagonal"));
+  MB_CALL(upload(d, &d->hbase, g->s_base.data(), g->s_base.size(), "deform system values"));
+  MB_CALL(upload(d, &d->hface, g->s_face.data(), g->s_face.size(), "deform system values"));
   MB_CALL(grow(&g->d->hval, sizeof(double) * (size_t)g->nsell, "deform system values"));
   return MB_SUCCESS;
 }
@@ -471,69 +562,87 @@ mb_error prepare_host(deform_gpu *g) {
   return MB_SUCCESS;
 }
 
-/* prepare_host (unless done) and the uploads into the pool, waited for.
- * Errors: those of prepare_host, MB_ERR_CUDA, MB_ERR_MEMORY. */
-mb_error setup(deform_gpu *g) {
-  if (!g->prepared) MB_CALL(prepare_host(g));
-  const mb_deform_params *p = g->p;
+/* The mesh's arrays and the run's buffers in the pool g->d: the uploads
+ * (asynchronous, on d->up through its staging), the buffers grown, the
+ * duals and maxima zeroed there too; for the room's CG, H's pattern and
+ * parts and the CG's vectors (g->rowptr, col, sptr, sdiag, val set). After
+ * prepare_host; on the run's thread (the_pool, the default stream) or on a
+ * preparing thread (a pool of ahead_take, while another mesh's frame runs).
+ * Errors: MB_ERR_CUDA, MB_ERR_MEMORY. */
+mb_error upload_all(deform_gpu *g) {
   mb_deform_mesh *dm = g->dm;
-  mb_deform_report *rep = g->rep;
+  pool_t *d = g->d;
   const int64_t nv = dm->nv;
-  double *x = dm->x;
   const mb_csr *H = g->sys.H;
   const size_t n3 = 3 * (size_t)nv;
-  /* the device (asynchronous uploads through the pinned staging) */
-  MB_CALL(stage_begin());
+  MB_CALL(stage_begin(d));
   const size_t ni = (size_t)g->sys.nidx, nf = (size_t)dm->nf;
-  MB_CALL(upload(&g->d->fo, dm->face_offsets, nf + 1, "deform face offsets"));
-  MB_CALL(upload(&g->d->fi, dm->face_indices, ni, "deform face indices"));
-  MB_CALL(upload(&g->d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
-  MB_CALL(upload(&g->d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
-  MB_CALL(upload(&g->d->vf_face, g->vff.data(), ni, "deform slot faces"));
-  MB_CALL(upload(&g->d->x, x, n3, "deform positions"));
-  MB_CALL(upload(&g->d->rgd, g->rg.data(), n3, "deform right-hand side part"));
-  MB_CALL(upload(&g->d->gFd, g->gF.data(), n3, "deform right-hand side part"));
-  MB_CALL(upload(&g->d->pind, g->pin.data(), (size_t)nv, "deform pinned flags"));
-  MB_CALL(grow(&g->d->X, sizeof(double) * n3, "deform solution"));
-  MB_CALL(grow(&g->d->b, sizeof(double) * n3, "deform right-hand side"));
-  MB_CALL(grow(&g->d->q, sizeof(double) * 3 * ni, "deform centred slots"));
-  MB_CALL(grow(&g->d->z, sizeof(double) * 3 * ni, "deform projections"));
-  MB_CALL(grow(&g->d->u, sizeof(double) * 3 * ni, "deform duals"));
-  MB_CALL(grow(&g->d->ym, sizeof(double) * 3 * nf, "deform face means"));
+  MB_CALL(upload(d, &d->fo, dm->face_offsets, nf + 1, "deform face offsets"));
+  MB_CALL(upload(d, &d->fi, dm->face_indices, ni, "deform face indices"));
+  MB_CALL(upload(d, &d->vf_row, g->sys.vf_row, (size_t)nv + 1, "deform vertex slots"));
+  MB_CALL(upload(d, &d->vf_slot, g->sys.vf_slot, ni, "deform vertex slots"));
+  MB_CALL(upload(d, &d->vf_face, g->vff.data(), ni, "deform slot faces"));
+  MB_CALL(upload(d, &d->x, dm->x, n3, "deform positions"));
+  MB_CALL(upload(d, &d->rgd, g->rg.data(), n3, "deform right-hand side part"));
+  MB_CALL(upload(d, &d->gFd, g->gF.data(), n3, "deform right-hand side part"));
+  MB_CALL(upload(d, &d->pind, g->pin.data(), (size_t)nv, "deform pinned flags"));
+  MB_CALL(grow(&d->X, sizeof(double) * n3, "deform solution"));
+  MB_CALL(grow(&d->b, sizeof(double) * n3, "deform right-hand side"));
+  MB_CALL(grow(&d->q, sizeof(double) * 3 * ni, "deform centred slots"));
+  MB_CALL(grow(&d->z, sizeof(double) * 3 * ni, "deform projections"));
+  MB_CALL(grow(&d->u, sizeof(double) * 3 * ni, "deform duals"));
+  MB_CALL(grow(&d->ym, sizeof(double) * 3 * nf, "deform face means"));
   /* [2]: the persistent frame alternates them by iteration (mb_deform_frame.cu) */
-  MB_CALL(grow(&g->d->ctl, 2 * sizeof(ctl_t), "deform maxima"));
-  MB_CALL(grow(&g->d->prm, 2 * sizeof(double), "deform iteration scalars"));
-  MB_CALL(grow(&g->d->bt, sizeof(batch_t), "deform batch maxima"));
-  if (rep->face_planarity) MB_CALL(grow(&g->d->fres, sizeof(double) * nf, "deform face residuals"));
-  if (dm->target && rep->handles) MB_CALL(upload(&g->d->tgt, dm->target, n3, "deform targets"));
-  MB_CALL_CUDA(cudaMemset(g->d->u.p, 0, sizeof(double) * 3 * ni));
-  MB_CALL_CUDA(cudaMemset(g->d->ctl.p, 0, 2 * sizeof(ctl_t)));
+  MB_CALL(grow(&d->ctl, 2 * sizeof(ctl_t), "deform maxima"));
+  MB_CALL(grow(&d->prm, 2 * sizeof(double), "deform iteration scalars"));
+  MB_CALL(grow(&d->bt, sizeof(batch_t), "deform batch maxima"));
+  /* (whether the run asks for each face's planarity is known at the run) */
+  MB_CALL(grow(&d->fres, sizeof(double) * nf, "deform face residuals"));
+  if (dm->target && g->rep->handles)
+    MB_CALL(upload(d, &d->tgt, dm->target, n3, "deform targets"));
+  MB_CALL_CUDA(cudaMemsetAsync(d->u.p, 0, sizeof(double) * 3 * ni, d->up));
+  MB_CALL_CUDA(cudaMemsetAsync(d->ctl.p, 0, 2 * sizeof(ctl_t), d->up));
   if (room_cg(g)) { /* H's pattern and parts into the pool (values by factor()) */
     const size_t nb = row_tiles(g->kcols, g->tw, nv) + 1;
-    MB_CALL(upload(&g->d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
+    MB_CALL(upload(d, &d->hrow, H->rowptr, (size_t)nv + 1, "deform system rows"));
     MB_CALL(upload_sell(g));
-    g->rowptr = g->d->hrow.as<int32_t>();
-    g->col = g->d->hcol.as<int32_t>();
-    g->sptr = g->d->hsptr.as<int64_t>();
-    g->sdiag = g->d->hdiag.as<int64_t>();
-    g->val = g->d->hval.as<double>();
+    g->rowptr = d->hrow.as<int32_t>();
+    g->col = d->hcol.as<int32_t>();
+    g->sptr = d->hsptr.as<int64_t>();
+    g->sdiag = d->hdiag.as<int64_t>();
+    g->val = d->hval.as<double>();
     for (int k = 0; k < 2; k++) {
-      MB_CALL(grow(&g->d->cr[k], sizeof(double) * n3, "deform CG residual"));
-      MB_CALL(grow(&g->d->cw[k], sizeof(double) * n3, "deform CG preconditioned product"));
-      MB_CALL(grow(&g->d->cq[k], sizeof(double) * n3, "deform CG product"));
+      MB_CALL(grow(&d->cr[k], sizeof(double) * n3, "deform CG residual"));
+      MB_CALL(grow(&d->cw[k], sizeof(double) * n3, "deform CG preconditioned product"));
+      MB_CALL(grow(&d->cq[k], sizeof(double) * n3, "deform CG product"));
     }
-    MB_CALL(grow(&g->d->cp, sizeof(double) * n3, "deform CG direction"));
-    MB_CALL(grow(&g->d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
+    MB_CALL(grow(&d->cp, sizeof(double) * n3, "deform CG direction"));
+    MB_CALL(grow(&d->cdinv, sizeof(double) * ((size_t)nv + 1), "deform CG diagonal"));
     /* [2, 9, nb]: the persistent frame alternates the two by phase; the
      * graphs' kernels use [N <= 9, blocks] (block_parts' layout) */
-    MB_CALL(grow(&g->d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
-    MB_CALL(grow(&g->d->cst, sizeof(cg_t), "deform CG state"));
-  } else {
+    MB_CALL(grow(&d->cpart, sizeof(double) * 2 * 9 * nb, "deform CG partial sums"));
+    MB_CALL(grow(&d->cst, sizeof(cg_t), "deform CG state"));
+  }
+  return MB_SUCCESS;
+}
+
+/* prepare_host and upload_all unless done ahead, the linalg's matrix or
+ * csrchol's analysis where asked for; the uploads done before the frame.
+ * Errors: those of prepare_host and upload_all, MB_ERR_CUDA, MB_ERR_MEMORY. */
+mb_error setup(deform_gpu *g) {
+  if (!g->prepared) MB_CALL(prepare_host(g));
+  const mb_csr *H = g->sys.H;
+  if (!room_cg(g)) {
     MB_CALL(mb_cuda_csr_create(H, nullptr, &g->dH));
     mb_cuda_csr_set_product(g->dH, MB_CUDA_PRODUCT_ROWS);
     mb_cuda_csr_arrays(g->dH, &g->rowptr, &g->col, &g->diag, &g->val);
   }
-  if (p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
+  if (g->p->solver == MB_DEFORM_CHOLESKY) MB_CALL(mb_cuda_cholesky_create(H, &g->chol));
+  if (g->uploaded) { /* by a preparing thread on its pool's stream: the work waits for it */
+    MB_CALL_CUDA(cudaStreamWaitEvent(nullptr, g->d->ready, 0));
+    return MB_SUCCESS;
+  }
+  MB_CALL(upload_all(g));
   /* the uploads done before the frame starts: the setup (rep->analyze_ms)
    * puts the mesh on the device, the frame is its iterations (an
    * interactive frame's work: the mesh stays on the device between frames).
@@ -641,6 +750,7 @@ mb_error run(deform_gpu *g) {
         for (int j = 0; j < bn && !err && !ran; j++) err = iterate_graph(g, planar, hard, l);
         if (err) break;
         MB_CALL(dev_end(g));
+        MB_CALL(wait_polled(g->d->ev[1]));
         MB_CALL_CUDA(cudaMemcpy(&g->hbt, g->d->bt.p, sizeof(batch_t), cudaMemcpyDeviceToHost));
         MB_CALL(dev_add(g));
         MB_CHECK(g->hbt.count == bn, MB_ERR_CUDA,
@@ -832,9 +942,12 @@ using namespace mbd;
 /* A mesh's host setup done ahead (mb_deform_cuda.h). */
 struct mb_deform_cuda_prep {
   mb_deform_params q{}; /* p, solver auto resolved to pcg */
-  deform_gpu g;         /* the host part (prepare_host), no device state yet */
+  deform_gpu g;         /* the host part (prepare_host); g.uploaded: also its uploads, into g.d */
   mb_deform_report r{}; /* what mb_deform_setup reported (handles, pinned, edge_length) */
-  double ms = 0;        /* prepare_host's wall time */
+  double ms = 0;        /* prepare_host's and the uploads' wall time */
+  ~mb_deform_cuda_prep() { /* not run: the uploads' pool back */
+    if (g.uploaded) ahead_give(g.d);
+  }
 };
 
 namespace {
@@ -848,19 +961,47 @@ mb_error run_prepared(mb_deform_cuda_prep *prep, mb_deform_report *rep) {
   rep->face_planarity = fp;
   mb_error e;
   double t_frame = 0;
-  pool_t *d = nullptr;
-  e = pool(&d);
+  deform_gpu &g = prep->g;
+  pool_t *d = g.d; /* uploaded ahead into it, else the run's pool */
+  e = g.uploaded ? MB_SUCCESS : pool(&d);
   if (!e) {
-    deform_gpu &g = prep->g;
     g.rep = rep;
     g.d = d;
     e = run(&g);
     t_frame = g.t_frame;
   }
+  if (g.uploaded) { /* the run has waited for its work (the downloads) */
+    ahead_give(g.d);
+    g.uploaded = 0;
+    g.d = nullptr;
+  }
   rep->analyze_ms += prep->ms;
   if (t_frame > 0) rep->finish_ms = 1e3 * (mb_wtime() - t_frame);
   if (e) (void)cudaGetLastError();
   return e;
+}
+
+/* A small mesh's uploads on this (preparing) thread, into a pool of its
+ * own, while the device runs another mesh's frame: the run then only waits
+ * for them (g->uploaded), so the device is not idle through them (a job of
+ * 1,000 layouts of 1-5 k vertices: 0.20-0.22 ms a mesh on the run's thread
+ * before this; docs/benchmarks.md, "The deform job's uploads ahead").
+ * Only for the room's CG and up to AHEAD_ROWS vertices; where no pool is
+ * free or an upload fails, nothing is kept (the error cleared) and the run
+ * uploads itself. Cannot fail. */
+void upload_ahead(deform_gpu *g) {
+  if (!room_cg(g) || g->dm->nv > AHEAD_ROWS) return;
+  pool_t *d = ahead_take();
+  if (!d) return;
+  g->d = d;
+  if (upload_all(g) == MB_SUCCESS && cudaEventRecord(d->ready, d->up) == cudaSuccess) {
+    g->uploaded = 1;
+    return;
+  }
+  (void)cudaGetLastError();
+  mb_error_clear();
+  g->d = nullptr;
+  ahead_give(d);
 }
 
 /* prep's fields from p, dm and o (no setup yet). */
@@ -923,11 +1064,12 @@ extern "C" mb_error mb_deform_cuda_prepare(const mb_deform_params *p, mb_deform_
   prep_init(prep, p, dm, o);
   const double t0 = mb_wtime();
   const mb_error e = prepare_host(&prep->g);
-  prep->ms = 1e3 * (mb_wtime() - t0);
   if (e) {
     delete prep;
     return e;
   }
+  upload_ahead(&prep->g);
+  prep->ms = 1e3 * (mb_wtime() - t0);
   *out = prep;
   return MB_SUCCESS;
 }
@@ -944,5 +1086,8 @@ extern "C" void mb_deform_cuda_prep_free(mb_deform_cuda_prep *prep) { delete pre
 extern "C" void mb_deform_cuda_release(void) {
   delete the_pool;
   the_pool = nullptr;
+  std::lock_guard<std::mutex> lock(ahead_mu);
+  for (pool_t *d : ahead_free) delete d;
+  ahead_free.clear();
 }
 

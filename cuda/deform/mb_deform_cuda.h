@@ -102,12 +102,17 @@ mb_error mb_deform_run_cuda(const mb_deform_params *p, mb_deform_mesh *dm, mb_de
  * while mesh i's frame runs on the device; `bench deform --batch`). */
 typedef struct mb_deform_cuda_prep mb_deform_cuda_prep;
 
-/* The host-only part of mb_deform_run_cuda's setup for p, dm and o (the
- * checks in the same order with the same messages, the system's pattern
- * and parts, mb_deform_setup, H in the SELL-32 layout): no CUDA call, so it
- * may run on one thread while another thread's run uses the device;
- * thread-safe against runs of other meshes (the error state is
- * per thread). dm (and every array it points to) and o are borrowed and
+/* The part of mb_deform_run_cuda's setup that need not wait for the
+ * device, for p, dm and o: on the host the checks in the same order with
+ * the same messages, the system's pattern and parts, mb_deform_setup, H in
+ * the SELL-32 layout; then, for the device CG on meshes up to 40,000
+ * vertices, the mesh's uploads into device buffers of their own on a
+ * non-blocking stream of their own (copies and two memsets; at most two
+ * prepared meshes hold such buffers at once, others are uploaded by their
+ * run), which the run waits for on the device. So it may run on one
+ * thread (the device of the run current there) while another thread's
+ * run uses the device; thread-safe against runs of other meshes (the
+ * error state is per thread). dm (and every array it points to) and o are borrowed and
  * must outlive the run; dm->x is modified as mb_deform_setup does (hard
  * handles onto their targets). *out: the new prepared setup, owned by the
  * caller until mb_deform_run_cuda_prepared consumes it (or

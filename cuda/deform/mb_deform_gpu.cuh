@@ -40,18 +40,27 @@ struct pool_t {
   cudaGraphExec_t iter = nullptr; /* a whole capped iteration (iterate_graph) */
   cudaEvent_t ev[2] = {nullptr, nullptr}; /* around a group of launches (rep->device_ms) */
   /* pinned staging of a run's uploads (upload(): asynchronous copies on
-   * the default stream), grown only; stage_used: bytes taken by this run */
+   * the stream `up`), grown only; stage_used: bytes taken by this run */
   char *stage = nullptr;
   size_t stage_bytes = 0, stage_used = 0;
+  /* the uploads' stream: the default stream for the run's pool (the_pool);
+   * a non-blocking stream of its own for a pool a preparing thread uploads
+   * into ahead of the run (ahead_take), `ready` recorded on it after them */
+  cudaStream_t up = nullptr;
+  cudaEvent_t ready = nullptr;
   ~pool_t() {
+    if (up) cudaStreamSynchronize(up);
     if (stage) cudaFreeHost(stage);
+    if (ready) cudaEventDestroy(ready);
+    if (up) cudaStreamDestroy(up);
     for (int k = 0; k < 2; k++)
       if (ev[k]) cudaEventDestroy(ev[k]);
     if (iter) cudaGraphExecDestroy(iter);
     if (capture) cudaStreamDestroy(capture);
   }
 };
-/* The process's pool (mb_deform.cu; NULL before the first run). */
+/* The process's pool for runs that upload themselves (mb_deform.cu; NULL
+ * before the first run). */
 extern pool_t *the_pool;
 
 /* Everything one run holds (the device buffers in d, the pool). */
@@ -84,6 +93,7 @@ struct deform_gpu {
   std::vector<int32_t> s_col;
   std::vector<double> s_base, s_face;
   int prepared = 0;      /* prepare_host has run (mb_deform_cuda_prepare) */
+  int uploaded = 0;      /* upload_all has enqueued on d->up, a pool of ahead_take's */
   int handles_moved = 0; /* prepare_host: a hard handle was not at its target */
   double l = 1;          /* prepare_host: the mean edge length */
   double t_frame = 0; /* mb_wtime() at the frame's end (the final residuals read) */

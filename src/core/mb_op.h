@@ -220,7 +220,9 @@ typedef mb_error (*mb_op_run_fn)(const mb_op_ctx *ctx, const mb_stage *stages, i
  * a thread beside another mesh's run of the same op: it may use neither
  * MPI nor HDF5, and must be thread-safe against those runs (on the CUDA
  * backend the rank's device is current on the thread, for queries of its
- * properties; no work may be enqueued on it). A prepare that fails costs
+ * properties and for uploads of the mesh on a non-blocking stream of the
+ * prepare's own, which its run then waits for; no kernels that compete
+ * with the run's). A prepare that fails costs
  * only time: the runner clears the error and the run does the whole work
  * itself, reporting the error there. Not collective. Errors: the op's own (they are not reported). */
 typedef mb_error (*mb_op_prepare_fn)(const mb_stage *stage, mb_mesh *mesh, void **prepared);

@@ -230,9 +230,9 @@ static mb_error run_stage(const mb_op_ctx *ctx, const mb_stage *st, mb_mesh *m,
            rep.factorizations, rep.pcg_iterations);
   mb_log(MB_LOG_VERBOSE,
          "%s: deform %s; %.1f ms: analysis %.1f%s, factor %.1f, projections %.1f, solves %.1f, "
-         "updates %.1f",
+         "updates %.1f, after the frame %.1f; the device %.1f",
          m->name, text, ms, rep.analyze_ms, pre ? " (set up ahead)" : "", rep.factor_ms,
-         rep.project_ms, rep.solve_ms, rep.update_ms);
+         rep.project_ms, rep.solve_ms, rep.update_ms, rep.finish_ms, rep.device_ms);
   e = record(&m->attrs, st, text);
   if (!e) e = mb_mesh_set_face_field(m, "planarity", 1, fp);
   free(fp);
