@@ -215,10 +215,10 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
            st->inputs->sources[r->index].name, r->rank, (long long)r->nv, faces,
            r->backend, r->seconds, r->ok ? "ok" : "FAILED");
   }
-  mb_log(MB_LOG_NORMAL, "\n%lld meshes, %lld written, %lld failed; wall %.3f s; rank busy "
+  mb_log(MB_LOG_NORMAL, "\n%lld %s, %lld written, %lld failed; wall %.3f s; rank busy "
          "time max %.3f s, mean %.3f s (max/mean %.2f)", (long long)sum->nmeshes,
-         (long long)(sum->nmeshes - sum->nfailed), (long long)sum->nfailed, sum->wall_s,
-         sum->busy_max_s, sum->busy_mean_s,
+         mb_plural(sum->nmeshes, "mesh", "meshes"), (long long)(sum->nmeshes - sum->nfailed),
+         (long long)sum->nfailed, sum->wall_s, sum->busy_max_s, sum->busy_mean_s,
          sum->busy_mean_s > 0 ? sum->busy_max_s / sum->busy_mean_s : 1.0);
   for (int k = 0; k < nall; k++)
     if (!all[k].ok)
@@ -448,9 +448,9 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
   char after[64] = "on another rank"; /* rank 0's own delay, where it got the signal */
   if (stop_requested) snprintf(after, sizeof after, "%.2f s after it came", since_stop());
   if (!st->job->nstages) { /* an import: nothing kept, done again as a whole */
-    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld files read; the collection %s "
+    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld %s read; the collection %s "
             "is not written: run the import again\n", name, after, (long long)finished,
-            (long long)n, st->job->output);
+            (long long)n, mb_plural(n, "file", "files"), st->job->output);
     fflush(stderr);
     return;
   }
@@ -459,11 +459,12 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
     snprintf(what, sizeof what, ", kept in %s/", st->ckpt);
   else
     snprintf(what, sizeof what, "%s", ok > 0 ? ", none kept (--no-checkpoint)" : "");
-  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld meshes "
+  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld %s "
           "finished%s; the output %s is not written, and a mesh stopped in the middle starts "
           "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, after,
-          (long long)finished, (long long)n, what, st->job->output, launcher, qprog, job,
-          st->ckpt[0] && ok > 0 ? " --resume" : "", st->job->sync ? " --sync" : "");
+          (long long)finished, (long long)n, mb_plural(n, "mesh", "meshes"), what, st->job->output,
+          launcher, qprog, job, st->ckpt[0] && ok > 0 ? " --resume" : "",
+          st->job->sync ? " --sync" : "");
   fflush(stderr);
 }
 
@@ -479,8 +480,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL(setup(st));
   st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
-    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s", MESHBATCH_VERSION,
-           (long long)st->inputs->nsources, st->size, st->size == 1 ? "" : "s",
+    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld %s on %d rank%s, %s", MESHBATCH_VERSION,
+           (long long)st->inputs->nsources, mb_plural(st->inputs->nsources, "mesh", "meshes"),
+           st->size, st->size == 1 ? "" : "s",
            st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? "partitioned (every mesh split over all ranks)"
            : st->job->schedule == MB_SCHEDULE_DYNAMIC       ? "per-mesh, dynamic schedule"
                                                             : "per-mesh, static cost-balanced schedule");
@@ -555,8 +557,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   int64_t resumed = st->resumed;
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->resume && st->rank == 0)
-    mb_log(MB_LOG_NORMAL, "resume: %lld meshes taken from the checkpoint, %lld computed",
-           (long long)resumed, (long long)(st->inputs->nsources - resumed));
+    mb_log(MB_LOG_NORMAL, "resume: %lld %s taken from the checkpoint, %lld computed",
+           (long long)resumed, mb_plural(resumed, "mesh", "meshes"),
+           (long long)(st->inputs->nsources - resumed));
 
   int64_t failed = 0;
   for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;

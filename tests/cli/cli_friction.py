@@ -163,6 +163,40 @@ def main():
     check(["generate", "subdivide", p("a.obj"), "-o", p("x.h5")], 2, "needs one of --levels")
     print("8: --spacing, grid2d:N and --levels ranges: usage errors that name the range")
 
+    plurals(d)
+
+
+def smooth_job(path, inputs, out):
+    """A job file of one short Taubin stage on the CPU over `inputs` (one a line)."""
+    with open(path, "w") as f:
+        f.write("input:\n" + "".join(f"  - {i}\n" for i in inputs) +
+                f"output: {out}\nbackend: cpu\nstages:\n  - {{op: taubin, iterations: 1}}\n")
+    return path
+
+
+def plurals(d):
+    """9. a count's noun agrees with it: 1 mesh, 2 meshes (nothing says "1 meshes")."""
+    p = lambda *n: os.path.join(d, *n)  # noqa: E731
+    one = smooth_job(p("one.yaml"), [p("a.obj")], p("one.h5"))
+    q = check(["run", one], 0, "1 mesh on 1 rank,", "\n1 mesh, 1 written, 0 failed")
+    two = smooth_job(p("two.yaml"), [p("a.obj"), p("b.obj")], p("two.h5"))
+    q2 = check(["run", two], 0, "2 meshes on 1 rank,", "\n2 meshes, 2 written, 0 failed")
+    check(["compare", p("one.h5"), p("two.h5")], 1, f"{p('one.h5')} has 1 mesh, {p('two.h5')} has 2")
+    check(["compare", p("two.h5"), p("one.h5")], 1, f"{p('two.h5')} has 2 meshes, {p('one.h5')} has 1")
+    # partitioned over one rank: "[1 rank]"
+    part = p("part.yaml")
+    with open(part, "w") as f:
+        f.write(open(one).read().replace("backend: cpu", "backend: cpu\ndistribute: partitioned")
+                .replace(p("one.h5"), p("part.h5")))
+    q3 = check(["run", part], 0, "[1 rank] a: ")
+    for r in (q, q2, q3):
+        bad = re.findall(r"(?<![\d.])1 (meshes|ranks|files|datasets|layouts|parts|components)\b",
+                         r.stdout + r.stderr)
+        if bad:
+            fail(f"a count of 1 with a plural noun: {bad}")
+    print("9: counts agree with their nouns (1 mesh, 2 meshes, [1 rank])")
+
+
 
 if __name__ == "__main__":
     if not os.path.exists(os.environ.get("MESHBATCH_EXE", "")):

@@ -264,8 +264,9 @@ static mb_error print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *
     return e;
   }
   double tn = 0, halo = 0;
-  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s, "
-         "halo over %s\n", m->name, (long long)m->nv, dm->size, be->description,
+  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d %s, %s, %s, weights %s, "
+         "halo over %s\n", m->name, (long long)m->nv, dm->size,
+         mb_plural(dm->size, "rank", "ranks"), be->description,
          be->kind == MB_BACKEND_CUDA ? mb_precision_name(o->precision) : "float64",
          mb_weights_name(o->weights),
          be->kind == MB_BACKEND_CUDA ? mb_halo_transport_name(t->transport) : "mpi");
