@@ -227,7 +227,27 @@ mb_error mb_inputs_find(const mb_inputs *in, const char *input, const char *only
       *s = k;
       return MB_SUCCESS;
     }
-  MB_FAIL(MB_ERR_ARG, "%s has no mesh named '%s'", input, only);
+  MB_FAIL(MB_ERR_ARG, "no mesh named '%s' in %s", only, input);
+}
+
+mb_error mb_inputs_check_named(const char *input, const char *only) {
+  if (!only) return MB_SUCCESS;
+  char *patterns[] = {(char *)input};
+  mb_inputs *in = NULL;
+  if (mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in) != MB_SUCCESS) {
+    mb_error_clear(); /* not this check's to report */
+    return MB_SUCCESS;
+  }
+  int64_t s = 0;
+  const mb_error e = mb_inputs_find(in, input, only, &s);
+  if (e) {
+    char msg[1024]; /* the error stays recorded, without close's traceback */
+    snprintf(msg, sizeof msg, "%s", mb_error_message());
+    mb_inputs_close(in);
+    MB_FAIL(e, "%s", msg);
+  }
+  mb_inputs_close(in);
+  return MB_SUCCESS;
 }
 
 mb_error mb_inputs_read_named(const char *input, const char *only, mb_mesh **mesh,

@@ -52,7 +52,8 @@ mb_error mb_inputs_read(mb_inputs *inputs, int64_t s, mb_mesh **mesh);
 
 /* The index *s of the source named `only` (NULL: the first) of the opened
  * `input` (named in the errors). Not collective. Errors: MB_ERR_ARG (no
- * source named `only`, no source at all). */
+ * source named `only`: "no mesh named 'NAME' in INPUT", as `meshbatch info`
+ * says it; no source at all). */
 mb_error mb_inputs_find(const mb_inputs *inputs, const char *input, const char *only,
                         int64_t *s);
 
@@ -65,6 +66,14 @@ mb_error mb_inputs_find(const mb_inputs *inputs, const char *input, const char *
  * of mb_inputs_open and mb_inputs_read. */
 mb_error mb_inputs_read_named(const char *input, const char *only, mb_mesh **mesh,
                               char *path_out);
+
+/* For the tools that take an INPUT and --mesh NAME, before any work: whether
+ * `input` (expanded and opened on this process alone: not collective) holds
+ * a mesh named `only`. MB_ERR_ARG ("no mesh named 'NAME' in INPUT", for a
+ * usage error) where it opens and holds none; MB_SUCCESS where it does,
+ * where `only` is NULL, and where the input cannot be opened (no error is
+ * left recorded: the tool's read reports that one). */
+mb_error mb_inputs_check_named(const char *input, const char *only);
 
 /* Close collections and free. Collective over the comm given to open. */
 mb_error mb_inputs_close(mb_inputs *inputs);

@@ -76,13 +76,26 @@ def main():
         fail("export -o plain (a new folder) did not write plain/a.off")
     print("3: -o NAME.EXT of an unknown extension refused; folders as documented")
 
-    # 4. bench smooth and polylla refuse an unknown --mesh like the other benchmarks
+    # 4. every bench refuses an unknown --mesh as info and export do: a usage
+    # error (exit 2) before any work, in the same words
+    check(["info", coll, "--mesh", "nosuch"], 2, f"meshbatch info: no mesh named 'nosuch' in {coll}")
     for args in (["bench", "smooth", coll, "--mesh", "nosuch", "--repeats", 1, "--warmup", 0],
+                 ["bench", "smooth", coll, "--mesh", "nosuch", "--distribute", "partitioned"],
                  ["bench", "polylla", tri, "--mesh", "nosuch", "--backend", "cpu", "--repeats", 1,
                   "--warmup", 0],
-                 ["bench", "flow", coll, "--mesh", "nosuch"]):
-        check(args, 1, "has no mesh named 'nosuch'")
-    print("4: bench smooth / polylla --mesh nosuch refused as bench flow")
+                 ["bench", "flow", coll, "--mesh", "nosuch"],
+                 ["bench", "willmore", coll, "--mesh", "nosuch", "--backend", "cpu"],
+                 ["bench", "deform", coll, "--mesh", "nosuch", "--backend", "cpu"]):
+        name = args[1]
+        where = tri if name == "polylla" else coll
+        q = check(args, 2, f"meshbatch bench {name}: no mesh named 'nosuch' in {where}",
+                  f"Try 'meshbatch bench {name} --help'.")
+        if q.stdout.strip():
+            fail(f"bench {name} --mesh nosuch printed figures: {q.stdout.strip()}")
+    # a mesh the input holds is still found
+    check(["bench", "smooth", coll, "--mesh", "b", "--backend", "cpu", "--repeats", 1,
+           "--warmup", 0], 0)
+    print("4: every bench refuses --mesh nosuch as info does (exit 2, same message)")
 
     # 5. generate KIND --help: that generator's usage, exit 0
     for kind, flag in (("grid", "--help"), ("panels", "--help"), ("subdivide", "-h"),

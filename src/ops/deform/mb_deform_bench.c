@@ -192,6 +192,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     return mb_cli_usage_error("bench deform", "--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch)
     return mb_cli_usage_error("bench deform", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench deform", "%s", mb_error_message());
   /* the op's rule (mb_deform_solver_resolve), printed as resolved */
   o->p.solver = mb_deform_solver_resolve(&o->p, o->cuda);
   return MB_EXIT_OK;
@@ -210,7 +212,7 @@ static mb_error load(const bench_opts *o, mb_mesh **mesh) {
     }
   mb_error e = found ? MB_SUCCESS
                      : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                    "%s has no mesh named '%s'", o->input, o->only);
+                                    "no mesh named '%s' in %s", o->only, o->input);
   if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
                                : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                                               "%s holds no mesh", o->input);

@@ -149,6 +149,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench flow", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench flow", "%s", mb_error_message());
   for (int j = 0; o->partitioned && j < o->nsolver; j++)
     if (o->solver[j] != MB_SOLVER_PCG)
       return mb_cli_usage_error("bench flow", "--distribute partitioned times --solver pcg only (a "

@@ -101,6 +101,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       return mb_cli_usage_error("bench polylla", "delaunay:N:SEED needs an integer SEED, got '%s'",
                                 colon + 1);
   }
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench polylla", "%s", mb_error_message());
   return MB_EXIT_OK;
 }
 

@@ -195,6 +195,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
     if (bad) return mb_cli_usage_error("bench smooth", "bad value '%s' for %s", v, a);
   }
   if (!o->input) return mb_cli_usage_error("bench smooth", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench smooth", "%s", mb_error_message());
   return MB_EXIT_OK;
 }
 

@@ -132,6 +132,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
   }
   if (o->batch && (o->input || o->only)) return usage("--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch) return usage("no INPUT (see --help)");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench willmore", "%s", mb_error_message());
   return 0;
 }
 
