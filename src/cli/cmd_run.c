@@ -52,8 +52,11 @@ static const char run_help[] =
     "A mesh stopped in the middle is computed again from its start.\n\n"
     "Job file keys: see docs/guide.md; `meshbatch ops` lists the ops and\n"
     "their keys. Exit codes: 0 all meshes done,\n"
-    "1 some meshes failed (the others are written), 2 usage or job-file error\n"
-    "(also an output that is an input or a folder: refused before any work),\n"
+    "1 some meshes failed (an input that exists but cannot be read, a mesh an\n"
+    "op refuses: each reported as it fails and listed at the end; the others\n"
+    "are written), 2 usage or job-file error, refused before any work: also an\n"
+    "input that does not exist, a glob that matches no file (both named with\n"
+    "the job file's line), an output that is an input or a folder,\n"
     "3 stopped by SIGTERM or SIGINT before the last mesh finished (nothing\n"
     "written; the finished meshes kept for --resume).\n";
 
@@ -118,7 +121,9 @@ static const char import_help[] =
     "into one HDF5 collection with an XDMF file beside it. Dataset names are the\n"
     "file stems; vertex and face order and count are kept exactly. Files that\n"
     "cannot be read are reported and skipped (exit code 1); the others are\n"
-    "written. Runs on any number of ranks (files are spread over ranks by size).\n\n"
+    "written. A FILE that does not exist, or a glob that matches none, is a\n"
+    "usage error before anything is read (exit code 2). Runs on any number of\n"
+    "ranks (files are spread over ranks by size).\n\n"
     "  --kind KIND   store every dataset as KIND: surface, triangulation2d (every\n"
     "                face a triangle, z = 0) or polygons2d (z = 0). Default: as\n"
     "                read (Triangle files are triangulation2d, the others surface).\n";

@@ -261,7 +261,10 @@ static mb_error setup(rank_state *st) {
     mb_log(st->rank == 0 && st->job->nstages ? MB_LOG_NORMAL : MB_LOG_VERBOSE,
            "[rank %d] backend %s: %s", st->rank, st->backend.description, why);
   SETUP_PART(0);
-  e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
+  /* a named input that does not exist, a glob that matches nothing: a job
+   * error before any work, naming the job file's line (rank 0 looks) */
+  e = mb_inputs_open_from(st->comm, st->job->ninputs, st->job->inputs,
+                          (const char *const *)st->job->input_origins, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
   SETUP_PART(1);
   e = st->rank == 0 ? runner_check_grids(st) : MB_SUCCESS; /* a job error: nothing made */

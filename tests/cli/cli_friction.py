@@ -3,7 +3,8 @@
 (run by CTest as cli_friction, see CMakeLists.txt): every check asserts the
 exit code (0 success, 1 some datasets failed, 2 usage error) and a fragment
 of the message, and where a refusal must come before any writing, that
-nothing was written. One rank, small generated inputs: a few seconds.
+nothing was written. One rank (two for the checks of a job's exit code over ranks), small
+generated inputs: a few seconds.
 
 Exit code 0 passes, 77 skips, other fails. Environment as for cli_test.py.
 """
@@ -177,6 +178,7 @@ def main():
     print("8: --spacing, grid2d:N and --levels ranges: usage errors that name the range")
 
     plurals(d)
+    missing_inputs(d)
 
 
 def smooth_job(path, inputs, out):
@@ -208,6 +210,51 @@ def plurals(d):
         if bad:
             fail(f"a count of 1 with a plural noun: {bad}")
     print("9: counts agree with their nouns (1 mesh, 2 meshes, [1 rank])")
+
+
+def missing_inputs(d):
+    """10. a named input that does not exist is a job error before any work
+    (exit 2, the job file's line), like a glob that matches nothing, on one
+    rank and on two (every rank exits 2); an input that exists but cannot be
+    read is that mesh's failure (exit 1, the others written)."""
+    p = lambda *n: os.path.join(d, *n)  # noqa: E731
+    jobf = smooth_job(p("missing.yaml"), [p("a.obj"), p("nosuch.obj")], p("missing.h5"))
+    for np in (None, 2):
+        q = run(["run", jobf], np=np, expect=2)
+        if f"{jobf}:3: input[1]: '{p('nosuch.obj')}' does not exist" not in q.stderr:
+            fail(f"run on {np or 1} rank(s): no message naming the missing input and its line")
+        if "meshes on" in q.stdout or "written" in q.stdout or os.path.exists(p("missing.h5")) \
+                or os.path.exists(p("missing.h5.ckpt")):
+            fail(f"run on {np or 1} rank(s) of a job with a missing input did some work")
+        if q.stderr.count("does not exist") != 1:
+            fail(f"run on {np or 1} rank(s): the missing input reported "
+                 f"{q.stderr.count('does not exist')} times")
+    # a single input (a string, not a list); a collection; the glob case, with its line
+    for text, needle in ((f"input: {p('gone.h5')}\n", f"{p('missing2.yaml')}:1: input: '{p('gone.h5')}' does not exist"),
+                         (f"input:\n  - {p('a.obj')}\n  - {p('none*.obj')}\n",
+                          f"{p('missing2.yaml')}:3: input[1]: '{p('none*.obj')}' matches no file")):
+        with open(p("missing2.yaml"), "w") as f:
+            f.write(text + f"output: {p('missing2.h5')}\nstages:\n  - {{op: taubin, iterations: 1}}\n")
+        for np in (None, 2):
+            q = run(["run", p("missing2.yaml")], np=np, expect=2)
+            if needle not in q.stderr:
+                fail(f"run on {np or 1} rank(s): no '{needle}'")
+    # exists but cannot be read: that mesh fails, the other is written
+    with open(p("garbage.obj"), "w") as f:
+        f.write("v 0 0 0\nf 1 2 9\n")
+    bad = smooth_job(p("bad.yaml"), [p("a.obj"), p("garbage.obj")], p("bad.h5"))
+    for np in (None, 2):
+        q = run(["run", bad], np=np, expect=1)
+        if "garbage" not in q.stderr or "1 written, 1 failed" not in q.stdout:
+            fail(f"run on {np or 1} rank(s): an unreadable input is not one mesh's failure")
+    # import: a FILE that does not exist is a usage error too, nothing written
+    check(["import", p("a.obj"), p("nosuch.obj"), "-o", p("imp.h5")], 2,
+          f"'{p('nosuch.obj')}' does not exist")
+    if os.path.exists(p("imp.h5")):
+        fail("import with a missing FILE wrote its output")
+    check(["run", "--help"], 0, "input that does not exist")
+    print("10: a missing input is a job error (exit 2, FILE:LINE) on 1 and 2 ranks; "
+          "an unreadable one fails alone (exit 1)")
 
 
 

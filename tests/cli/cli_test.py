@@ -219,13 +219,17 @@ def case_bad_inputs(a):
     missing = os.path.join(d, "missing.obj")
     before = {p: open(p, "rb").read() for p in paths}
     out = os.path.join(d, "out.h5")
+    # a named input that does not exist: a job error before any work, every rank exits 2
     jp = job(os.path.join(d, "job.yaml"), good + paths + [missing], out)
+    p = run(["run", jp], np=3, expect=2)
+    if f"'{missing}' does not exist" not in p.stderr or os.path.exists(out):
+        fail("a missing input is not a job error before any work")
+    # inputs that exist but cannot be read: each fails alone, the others are written
+    jp = job(os.path.join(d, "job.yaml"), good + paths, out)
     p = run(["run", jp], np=3, expect=1)
     for n, (_, needle) in bad.items():
         if needle not in p.stderr:
             fail(f"no message naming {needle}")
-    if "missing.obj" not in p.stderr:
-        fail("no message naming the missing file")
     if mesh_names(out) != ["bob", "spot"]:
         fail(f"output holds {mesh_names(out)}, expected the two good meshes")
     for q in paths:
