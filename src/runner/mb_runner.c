@@ -202,6 +202,35 @@ static int by_index(const void *x, const void *y) {
   return (a->index > b->index) - (a->index < b->index);
 }
 
+/* Failed meshes the recap at the end of a run lists; the rest are counted. */
+enum { MB_RECAP_MAX = 20 };
+
+/* Rank 0, at the end of a run with failures: the recap on stderr (always,
+ * --quiet too). Each error was printed whole as it happened (a log tailed
+ * live has it); the recap is the list at the end of a long log, not a
+ * repeat: "meshbatch: 2 of 1000 meshes failed:", then one line per failed
+ * mesh in input order, "  NAME (FILE): " and the first line of its error
+ * (the file: the one place some errors name it), the first MB_RECAP_MAX of
+ * them, then "... and N more; see above". */
+static void print_failed(const rank_state *st, const mesh_result *all, int nall,
+                         const mb_run_summary *sum) {
+  if (sum->nfailed <= 0) return;
+  fflush(stdout); /* after the summary table, in a log that merges both */
+  fprintf(stderr, "meshbatch: %lld of %lld %s failed:\n", (long long)sum->nfailed,
+          (long long)sum->nmeshes, mb_plural(sum->nmeshes, "mesh", "meshes"));
+  int64_t shown = 0;
+  for (int k = 0; k < nall && shown < MB_RECAP_MAX; k++) {
+    if (all[k].ok) continue;
+    const mb_source *src = &st->inputs->sources[all[k].index];
+    const char *msg = all[k].message;
+    fprintf(stderr, "  %s (%s): %.*s\n", src->name, src->path, (int)strcspn(msg, "\n"), msg);
+    shown++;
+  }
+  if (sum->nfailed > shown)
+    fprintf(stderr, "  ... and %lld more; see above\n", (long long)(sum->nfailed - shown));
+  fflush(stderr);
+}
+
 static void print_summary(const rank_state *st, mesh_result *all, int nall,
                           const mb_run_summary *sum) {
   qsort(all, (size_t)nall, sizeof *all, by_index);
@@ -220,10 +249,7 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
          mb_plural(sum->nmeshes, "mesh", "meshes"), (long long)(sum->nmeshes - sum->nfailed),
          (long long)sum->nfailed, sum->wall_s, sum->busy_max_s, sum->busy_mean_s,
          sum->busy_mean_s > 0 ? sum->busy_max_s / sum->busy_mean_s : 1.0);
-  for (int k = 0; k < nall; k++)
-    if (!all[k].ok)
-      mb_log_error("%s (%s): %s", st->inputs->sources[all[k].index].name,
-                   st->inputs->sources[all[k].index].path, all[k].message);
+  print_failed(st, all, nall, sum);
 }
 
 /* ------------------------------------------------------------- the run */

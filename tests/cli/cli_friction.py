@@ -179,6 +179,7 @@ def main():
 
     plurals(d)
     missing_inputs(d)
+    failure_recap(d)
 
 
 def smooth_job(path, inputs, out):
@@ -256,6 +257,51 @@ def missing_inputs(d):
     print("10: a missing input is a job error (exit 2, FILE:LINE) on 1 and 2 ranks; "
           "an unreadable one fails alone (exit 1)")
 
+
+def failure_recap(d):
+    """11. each failed mesh's error printed once whole, as it happens; the
+    recap at the end is a header and one line per failed mesh (name, file,
+    the error's first line), the first 20, then how many more."""
+    p = lambda *n: os.path.join(d, *n)  # noqa: E731
+    bad = []
+    for k in range(23):
+        bad.append(p(f"bad{k:02d}.obj"))
+        with open(bad[-1], "w") as f:
+            f.write("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n")
+    jobf = smooth_job(p("recap.yaml"), [p("a.obj")] + bad, p("recap.h5"))
+    q = run(["run", jobf, "--no-checkpoint"], expect=1)
+    err = q.stderr.splitlines()
+    live = [ln for ln in err if ": skipped: " in ln]
+    if len(live) != 23:
+        fail(f"{len(live)} live error lines for 23 failed meshes")
+    if "24 meshes, 1 written, 23 failed" not in q.stdout:
+        fail("no summary line 24 meshes, 1 written, 23 failed")
+    if "meshbatch: 23 of 24 meshes failed:" not in err:
+        fail("no recap header 'meshbatch: 23 of 24 meshes failed:'")
+    recap = err[err.index("meshbatch: 23 of 24 meshes failed:") + 1:]
+    lines = [ln for ln in recap if ln.startswith("  bad")]
+    if lines != [f"  bad{k:02d} ({bad[k]}): {bad[k]}:4: face index 9 out of range [1, 3]"
+                 for k in range(20)]:
+        fail(f"the recap lists {lines}, expected bad00..bad19 with their files and errors")
+    if "  ... and 3 more; see above" not in recap:
+        fail("the recap does not end with '... and 3 more; see above'")
+    for k in range(23):  # the whole error once (the live line); the recap its first line once more
+        if sum(f"bad{k:02d}.obj:4" in ln for ln in err) > 2 or \
+                sum(f"bad{k:02d}: skipped:" in ln for ln in err) != 1:
+            fail(f"bad{k:02d}'s error printed more than once whole")
+    if any(ln.startswith("meshbatch: error: bad") for ln in recap):
+        fail("the recap repeats the errors verbatim")
+    # a run with 2 failures lists both, with no '... more'
+    jobf = smooth_job(p("recap2.yaml"), [p("a.obj")] + bad[:2], p("recap2.h5"))
+    q = run(["run", jobf, "-q"], np=2, expect=1)
+    err = q.stderr.splitlines()
+    if "meshbatch: 2 of 3 meshes failed:" not in err or "more; see above" in q.stderr:
+        fail("2 ranks, -q: no recap of the 2 failed meshes")
+    i = err.index("meshbatch: 2 of 3 meshes failed:")
+    if not (err[i + 1].startswith(f"  bad00 ({bad[0]}): ") and
+            err[i + 2].startswith(f"  bad01 ({bad[1]}): ")):
+        fail(f"2 ranks: the recap lines are {err[i + 1:i + 3]}")
+    print("11: failures printed once as they happen, then a capped recap, one line each")
 
 
 if __name__ == "__main__":
