@@ -1,6 +1,7 @@
 /* meshbatch: expansion of job inputs into mesh sources (see mb_inputs.h). */
 #include "mb_inputs.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,22 @@ static int triangle_companion(const glob_t *g, size_t k) {
 }
 
 /* Rank 0: patterns -> concrete paths. A pattern that matches a Triangle
- * file set (STEM.node, STEM.ele, STEM.neigh) gives the dataset once. */
-static mb_error expand_patterns(int np, char *const *patterns, path_list *out) {
+ * file set (STEM.node, STEM.ele, STEM.neigh) gives the dataset once. A
+ * path that does not exist (nothing there, or a part of it not a folder)
+ * is refused like a glob that matches nothing; one that exists but cannot
+ * be looked at or read (permissions) is left to the read, that mesh alone
+ * failing. origins: see mb_inputs_open_from. */
+static mb_error expand_patterns(int np, char *const *patterns, const char *const *origins,
+                                path_list *out) {
   for (int i = 0; i < np; i++) {
     const char *p = patterns[i];
+    char where[1200] = "input "; /* how the messages about pattern i start */
+    if (origins && origins[i]) snprintf(where, sizeof where, "%s: ", origins[i]);
     if (!strpbrk(p, "*?[")) {
+      struct stat sb;
+      errno = 0;
+      if (stat(p, &sb) != 0 && (errno == ENOENT || errno == ENOTDIR))
+        MB_FAIL(MB_ERR_ARG, "%s'%s' does not exist", where, p);
       MB_CALL(path_list_add(out, p));
       continue;
     }
@@ -70,9 +82,9 @@ static mb_error expand_patterns(int np, char *const *patterns, path_list *out) {
     int rc = glob(p, 0, NULL, &g);
     if (rc == GLOB_NOMATCH) {
       globfree(&g);
-      MB_FAIL(MB_ERR_ARG, "input '%s' matches no file", p);
+      MB_FAIL(MB_ERR_ARG, "%s'%s' matches no file", where, p);
     }
-    MB_CHECK(rc == 0, MB_ERR_IO, "input '%s': cannot expand the pattern", p);
+    MB_CHECK(rc == 0, MB_ERR_IO, "%s'%s': cannot expand the pattern", where, p);
     mb_error e = MB_SUCCESS;
     for (size_t k = 0; k < g.gl_pathc && !e; k++)
       if (!triangle_companion(&g, k)) e = path_list_add(out, g.gl_pathv[k]);
@@ -169,10 +181,16 @@ static mb_error check_unique_names(const mb_inputs *in) {
 }
 
 mb_error mb_inputs_open(MPI_Comm comm, int np, char *const *patterns, mb_inputs **inputs) {
+  MB_CALL(mb_inputs_open_from(comm, np, patterns, NULL, inputs));
+  return MB_SUCCESS;
+}
+
+mb_error mb_inputs_open_from(MPI_Comm comm, int np, char *const *patterns,
+                             const char *const *origins, mb_inputs **inputs) {
   int rank;
   MB_CALL_MPI(MPI_Comm_rank(comm, &rank));
   path_list paths = {0};
-  mb_error e = rank == 0 ? expand_patterns(np, patterns, &paths) : MB_SUCCESS;
+  mb_error e = rank == 0 ? expand_patterns(np, patterns, origins, &paths) : MB_SUCCESS;
   e = bcast_paths(comm, e, &paths);
   if (e) {
     path_list_free(&paths);
@@ -227,7 +245,27 @@ mb_error mb_inputs_find(const mb_inputs *in, const char *input, const char *only
       *s = k;
       return MB_SUCCESS;
     }
-  MB_FAIL(MB_ERR_ARG, "%s has no mesh named '%s'", input, only);
+  MB_FAIL(MB_ERR_ARG, "no mesh named '%s' in %s", only, input);
+}
+
+mb_error mb_inputs_check_named(const char *input, const char *only) {
+  if (!only) return MB_SUCCESS;
+  char *patterns[] = {(char *)input};
+  mb_inputs *in = NULL;
+  if (mb_inputs_open(MPI_COMM_SELF, 1, patterns, &in) != MB_SUCCESS) {
+    mb_error_clear(); /* not this check's to report */
+    return MB_SUCCESS;
+  }
+  int64_t s = 0;
+  const mb_error e = mb_inputs_find(in, input, only, &s);
+  if (e) {
+    char msg[1024]; /* the error stays recorded, without close's traceback */
+    snprintf(msg, sizeof msg, "%s", mb_error_message());
+    mb_inputs_close(in);
+    MB_FAIL(e, "%s", msg);
+  }
+  mb_inputs_close(in);
+  return MB_SUCCESS;
 }
 
 mb_error mb_inputs_read_named(const char *input, const char *only, mb_mesh **mesh,

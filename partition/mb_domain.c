@@ -28,9 +28,10 @@ static mb_error parts_from_file(const mb_domain *d, const char *path, const mb_m
   if (!strcmp(pf->mesh, m->name)) {
     if (pf->nparts != d->size || pf->nv != m->nv)
       e = mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                       "partition %s has %d parts for %lld vertices, but mesh '%s' has %lld "
-                       "vertices and the run has %d ranks", path, pf->nparts, (long long)pf->nv,
-                       m->name, (long long)m->nv, d->size);
+                       "partition %s has %d %s for %lld vertices, but mesh '%s' has %lld "
+                       "vertices and the run has %d %s", path, pf->nparts,
+                       mb_plural(pf->nparts, "part", "parts"), (long long)pf->nv, m->name,
+                       (long long)m->nv, d->size, mb_plural(d->size, "rank", "ranks"));
     else {
       *part = pf->vertex_part;
       pf->vertex_part = NULL;
@@ -243,9 +244,10 @@ static mb_error report_cells(const mb_domain *d, const char *name, int gpu) {
   MB_CALL_MPI(rc);
   if (d->rank == 0) {
     const int tr = c->gpu_transport[0] ? c->gpu_transport[0] : c->gpu_transport[1];
-    mb_log(MB_LOG_VERBOSE, "[partition] %s: %d blocks (%d x %d x %d along z, y, x), %d ghost "
-           "planes per face, halo over %s", name, c->size, c->dims[0], c->dims[1], c->dims[2],
-           c->ghost, gpu && tr ? mb_halo_transport_name((mb_halo_transport)tr) : "mpi");
+    mb_log(MB_LOG_VERBOSE, "[partition] %s: %d %s (%d x %d x %d along z, y, x), %d ghost "
+           "%s per face, halo over %s", name, c->size, mb_plural(c->size, "block", "blocks"),
+           c->dims[0], c->dims[1], c->dims[2], c->ghost, mb_plural(c->ghost, "plane", "planes"),
+           gpu && tr ? mb_halo_transport_name((mb_halo_transport)tr) : "mpi");
     for (int r = 0; r < d->size; r++)
       mb_log(MB_LOG_VERBOSE, "[partition]   rank %d: %.0f owned, %.0f ghosts, %.0f neighbours, "
              "halo %.0f B/step (a float64 field)", r, all[4 * r], all[4 * r + 1],
@@ -267,8 +269,9 @@ mb_error mb_domain_report(const mb_domain *d, const char *name, const mb_pass_ti
   if (!t) t = &none;
   mb_error e = mb_partitioned_gather_figures(dm->domain, dm->halo, t, all);
   if (!e && d->rank == 0) {
-    mb_log(MB_LOG_NORMAL, "[partition] %s: %d parts (%s), edge cut %lld, owned imbalance %.3f "
+    mb_log(MB_LOG_NORMAL, "[partition] %s: %d %s (%s), edge cut %lld, owned imbalance %.3f "
            "(max/mean), %d empty part%s, halo over %s", name, q.nparts,
+           mb_plural(q.nparts, "part", "parts"),
            mb_partitioner_name(d->partitioner), (long long)q.edge_cut, q.imbalance, q.nempty,
            q.nempty == 1 ? "" : "s", gpu ? mb_halo_transport_name(t->transport) : "mpi");
     for (int r = 0; r < d->size; r++)

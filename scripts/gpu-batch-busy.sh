@@ -69,7 +69,7 @@ JOB
     echo "## $it iterations, ${setting//,/ }"
     env ${setting//,/ } "$exe" run "$work/job.yaml" --timings > "$log" 2>&1 ||
       { tail -5 "$log"; continue; }
-    grep -E "GPU busy|meshes, [0-9]+ written|^  (read|compute|write|wall)" "$log"
+    grep -E "GPU busy|(mesh|meshes), [0-9]+ written|^  (read|compute|write|wall)" "$log"
     rm -f "$work"/out.*
   done
 done

@@ -195,7 +195,8 @@ def main():
                          "pvpython's Python, else full RGB), for small files")
     a = ap.parse_args()
     if a.title and len(a.title) != len(a.panels):
-        ap.error(f"{len(a.title)} titles for {len(a.panels)} panels")
+        nt, npan = len(a.title), len(a.panels)
+        ap.error(f"{nt} title{'' if nt == 1 else 's'} for {npan} panel{'' if npan == 1 else 's'}")
     if a.panel_size[0] < 16 or a.panel_size[1] < 16:
         ap.error("--panel-size: at least 16 x 16 pixels")
     if a.palette and not 2 <= a.palette <= 256:

@@ -447,9 +447,9 @@ section_permesh() {
     sync
     ( [ -z "$venv" ] || export $venv; mpi "$R" "$log" "$vexe" run "$job" --timings ${PERMESH_RUN_ARGS:-} )
     rm -f "$work/permesh-out-np$R$vsuf".*
-    local line; line=$(grep -E '[0-9]+ meshes, [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
+    local line; line=$(grep -E '[0-9]+ (mesh|meshes), [0-9]+ written, [0-9]+ failed; wall' "$log" | tail -1)
     [ -n "$line" ] || { note "permesh, $R ranks$vsuf: no summary line (see $log)"; continue; }
-    ndone=$(sed 's/^\([0-9]*\) meshes.*/\1/' <<< "$line")
+    ndone=$(sed 's/^\([0-9]*\) mesh.*/\1/' <<< "$line")
     failed=$(sed 's/.* \([0-9]*\) failed;.*/\1/' <<< "$line")
     wall=$(sed 's/.*; wall \([0-9.]*\) s;.*/\1/' <<< "$line")
     busy=$(sed -n 's/.*rank busy time max \([0-9.]*\) s, mean \([0-9.]*\) s (max\/mean \([0-9.]*\)).*/\1/p' <<< "$line")

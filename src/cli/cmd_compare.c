@@ -161,7 +161,8 @@ int mb_cmd_compare(int argc, char **argv) {
   }
   int same = mb_collection_count(a) == mb_collection_count(b);
   if (!same && mb_cli_rank() == 0)
-    printf("%s has %lld meshes, %s has %lld\n", pa, (long long)mb_collection_count(a), pb,
+    printf("%s has %lld %s, %s has %lld\n", pa, (long long)mb_collection_count(a),
+           mb_plural(mb_collection_count(a), "mesh", "meshes"), pb,
            (long long)mb_collection_count(b));
   for (int64_t i = 0; mb_cli_rank() == 0 && i < mb_collection_count(a); i++) {
     int64_t j = -1;

@@ -46,9 +46,11 @@ static void print_mesh(const mb_mesh *m) {
   printf("  bbox [%.6g, %.6g] x [%.6g, %.6g] x [%.6g, %.6g]\n", lo[0], hi[0], lo[1], hi[1],
          lo[2], hi[2]);
   for (int f = 0; f < m->nfields; f++)
-    printf("  field %s (%d components)\n", m->fields[f].name, m->fields[f].ncomp);
+    printf("  field %s (%d %s)\n", m->fields[f].name, m->fields[f].ncomp,
+           mb_plural(m->fields[f].ncomp, "component", "components"));
   for (int f = 0; f < m->nface_fields; f++)
-    printf("  face field %s (%d components)\n", m->face_fields[f].name, m->face_fields[f].ncomp);
+    printf("  face field %s (%d %s)\n", m->face_fields[f].name, m->face_fields[f].ncomp,
+           mb_plural(m->face_fields[f].ncomp, "component", "components"));
   for (int a = 0; a < m->attrs.n; a++) printf("  %s = %s\n", m->attrs.keys[a], m->attrs.values[a]);
 }
 

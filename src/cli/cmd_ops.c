@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mb_log.h"
 #include "mb_ops.h"
 
 static const char ops_help[] =
@@ -82,7 +83,8 @@ static void partitioned_text(const mb_op_info *op, char *buf, size_t len) {
     break;
   case MB_SPLIT_FACES: snprintf(buf, len, "yes (split by triangles on the dual graph)"); break;
   case MB_SPLIT_CELLS:
-    snprintf(buf, len, "yes (split into Cartesian blocks, halo of %d planes)", op->ghost_depth);
+    snprintf(buf, len, "yes (split into Cartesian blocks, halo of %d %s)", op->ghost_depth,
+             mb_plural(op->ghost_depth, "plane", "planes"));
     break;
   default: snprintf(buf, len, "no (per-mesh only)");
   }

@@ -22,8 +22,8 @@ static const char partition_help[] =
     "`meshbatch info PART.h5` prints them again.\n";
 
 void mb_cli_print_partition(const mb_partfile *p) {
-  printf("partition of %s: %d parts, %lld vertices, %lld faces\n", p->mesh, p->nparts,
-         (long long)p->nv, (long long)p->nf);
+  printf("partition of %s: %d %s, %lld vertices, %lld faces\n", p->mesh, p->nparts,
+         mb_plural(p->nparts, "part", "parts"), (long long)p->nv, (long long)p->nf);
   printf("  edge cut %lld, owned imbalance %.4f (max %lld / mean %.1f), %d empty part%s\n",
          (long long)p->quality.edge_cut, p->quality.imbalance, (long long)p->quality.max_owned,
          p->quality.mean_owned, p->quality.nempty, p->quality.nempty == 1 ? "" : "s");

@@ -13,8 +13,9 @@
 static mb_error choose_cpu(mb_backend *b) {
   b->kind = MB_BACKEND_CPU;
   b->device = -1;
-  snprintf(b->description, sizeof b->description, "cpu (%d OpenMP threads)",
-           omp_get_max_threads());
+  const int threads = omp_get_max_threads();
+  snprintf(b->description, sizeof b->description, "cpu (%d OpenMP thread%s)", threads,
+           threads == 1 ? "" : "s");
   return MB_SUCCESS;
 }
 

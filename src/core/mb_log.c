@@ -40,6 +40,10 @@ void mb_log_warning(const char *fmt, ...) {
   va_end(ap);
 }
 
+const char *mb_plural(long long n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
 double mb_wtime(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -39,6 +39,11 @@ void mb_log_warning(const char *fmt, ...)
 #endif
     ;
 
+/* The noun to print after a count: `one` where n is 1, else `many`
+ * ("%lld %s", n, mb_plural(n, "mesh", "meshes"): "1 mesh", "0 meshes",
+ * "2 meshes"). Not collective. */
+const char *mb_plural(long long n, const char *one, const char *many);
+
 /* Monotonic wall clock in seconds. */
 double mb_wtime(void);
 

@@ -875,13 +875,25 @@ static mb_error job_paths(const job_ctx *c, const yaml_job *y, mb_job *job) {
   mb_error err = MB_SUCCESS;
   job->ninputs = y->inputs ? (int)y->ninputs : 1;
   job->inputs = calloc((size_t)job->ninputs, sizeof *job->inputs);
-  if (!job->inputs) job->ninputs = 0;
+  job->input_origins = calloc((size_t)job->ninputs, sizeof *job->input_origins);
+  if (!job->inputs || !job->input_origins) {
+    free(job->inputs);
+    free(job->input_origins);
+    job->inputs = NULL;
+    job->input_origins = NULL;
+    job->ninputs = 0;
+  }
   for (int i = 0; i < job->ninputs && err == MB_SUCCESS; i++) {
     char key[64];
     if (y->inputs) snprintf(key, sizeof key, "input[%d]", i);
     else snprintf(key, sizeof key, "input");
     const char *value = y->inputs ? y->inputs[i] : y->input;
     err = check_path_value(c, key, value);
+    const int line = scan_line(c->idx, key); /* for the runner's messages about it */
+    if (err == MB_SUCCESS && !(job->input_origins[i] = line > 0
+                                   ? job_strprintf("%s:%d: %s", c->file, line, key)
+                                   : job_strprintf("%s: %s", c->file, key)))
+      err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
     if (err == MB_SUCCESS && !(job->inputs[i] = job_resolve(dir, value)))
       err = mb_error_set(MB_ERR_MEMORY, __FILE__, __LINE__, __func__, "out of memory");
   }
@@ -956,6 +968,9 @@ void mb_job_free(mb_job *job) {
   if (job->inputs)
     for (int i = 0; i < job->ninputs; i++) free(job->inputs[i]);
   free(job->inputs);
+  if (job->input_origins)
+    for (int i = 0; i < job->ninputs; i++) free(job->input_origins[i]);
+  free(job->input_origins);
   free(job->output);
   free(job->partition);
   for (int s = 0; job->stages && s < job->nstages; s++) free(job->stages[s].params);

@@ -26,6 +26,9 @@ typedef struct mb_job {
   int ninputs;
   char **inputs;         /* [ninputs] input paths or glob patterns, as written;
                             relative ones resolved against the job file's folder (owned) */
+  char **input_origins;  /* [ninputs] where each input is written, "FILE:LINE: KEY"
+                            ("job.yaml:3: input[1]"), for the messages about it
+                            (owned; NULL where there is no job file: an import) */
   char *output;          /* output collection path, resolved likewise (owned) */
   char *partition;       /* partitioned runs: a partition file written by
                             `meshbatch partition` to reuse, or NULL (owned) */

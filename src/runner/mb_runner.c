@@ -202,6 +202,35 @@ static int by_index(const void *x, const void *y) {
   return (a->index > b->index) - (a->index < b->index);
 }
 
+/* Failed meshes the recap at the end of a run lists; the rest are counted. */
+enum { MB_RECAP_MAX = 20 };
+
+/* Rank 0, at the end of a run with failures: the recap on stderr (always,
+ * --quiet too). Each error was printed whole as it happened (a log tailed
+ * live has it); the recap is the list at the end of a long log, not a
+ * repeat: "meshbatch: 2 of 1000 meshes failed:", then one line per failed
+ * mesh in input order, "  NAME (FILE): " and the first line of its error
+ * (the file: the one place some errors name it), the first MB_RECAP_MAX of
+ * them, then "... and N more; see above". */
+static void print_failed(const rank_state *st, const mesh_result *all, int nall,
+                         const mb_run_summary *sum) {
+  if (sum->nfailed <= 0) return;
+  fflush(stdout); /* after the summary table, in a log that merges both */
+  fprintf(stderr, "meshbatch: %lld of %lld %s failed:\n", (long long)sum->nfailed,
+          (long long)sum->nmeshes, mb_plural(sum->nmeshes, "mesh", "meshes"));
+  int64_t shown = 0;
+  for (int k = 0; k < nall && shown < MB_RECAP_MAX; k++) {
+    if (all[k].ok) continue;
+    const mb_source *src = &st->inputs->sources[all[k].index];
+    const char *msg = all[k].message;
+    fprintf(stderr, "  %s (%s): %.*s\n", src->name, src->path, (int)strcspn(msg, "\n"), msg);
+    shown++;
+  }
+  if (sum->nfailed > shown)
+    fprintf(stderr, "  ... and %lld more; see above\n", (long long)(sum->nfailed - shown));
+  fflush(stderr);
+}
+
 static void print_summary(const rank_state *st, mesh_result *all, int nall,
                           const mb_run_summary *sum) {
   qsort(all, (size_t)nall, sizeof *all, by_index);
@@ -215,15 +244,12 @@ static void print_summary(const rank_state *st, mesh_result *all, int nall,
            st->inputs->sources[r->index].name, r->rank, (long long)r->nv, faces,
            r->backend, r->seconds, r->ok ? "ok" : "FAILED");
   }
-  mb_log(MB_LOG_NORMAL, "\n%lld meshes, %lld written, %lld failed; wall %.3f s; rank busy "
+  mb_log(MB_LOG_NORMAL, "\n%lld %s, %lld written, %lld failed; wall %.3f s; rank busy "
          "time max %.3f s, mean %.3f s (max/mean %.2f)", (long long)sum->nmeshes,
-         (long long)(sum->nmeshes - sum->nfailed), (long long)sum->nfailed, sum->wall_s,
-         sum->busy_max_s, sum->busy_mean_s,
+         mb_plural(sum->nmeshes, "mesh", "meshes"), (long long)(sum->nmeshes - sum->nfailed),
+         (long long)sum->nfailed, sum->wall_s, sum->busy_max_s, sum->busy_mean_s,
          sum->busy_mean_s > 0 ? sum->busy_max_s / sum->busy_mean_s : 1.0);
-  for (int k = 0; k < nall; k++)
-    if (!all[k].ok)
-      mb_log_error("%s (%s): %s", st->inputs->sources[all[k].index].name,
-                   st->inputs->sources[all[k].index].path, all[k].message);
+  print_failed(st, all, nall, sum);
 }
 
 /* ------------------------------------------------------------- the run */
@@ -261,7 +287,10 @@ static mb_error setup(rank_state *st) {
     mb_log(st->rank == 0 && st->job->nstages ? MB_LOG_NORMAL : MB_LOG_VERBOSE,
            "[rank %d] backend %s: %s", st->rank, st->backend.description, why);
   SETUP_PART(0);
-  e = mb_inputs_open(st->comm, st->job->ninputs, st->job->inputs, &st->inputs);
+  /* a named input that does not exist, a glob that matches nothing: a job
+   * error before any work, naming the job file's line (rank 0 looks) */
+  e = mb_inputs_open_from(st->comm, st->job->ninputs, st->job->inputs,
+                          (const char *const *)st->job->input_origins, &st->inputs);
   MB_CALL(mb_agree(st->comm, e));
   SETUP_PART(1);
   e = st->rank == 0 ? runner_check_grids(st) : MB_SUCCESS; /* a job error: nothing made */
@@ -448,9 +477,9 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
   char after[64] = "on another rank"; /* rank 0's own delay, where it got the signal */
   if (stop_requested) snprintf(after, sizeof after, "%.2f s after it came", since_stop());
   if (!st->job->nstages) { /* an import: nothing kept, done again as a whole */
-    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld files read; the collection %s "
+    fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld %s read; the collection %s "
             "is not written: run the import again\n", name, after, (long long)finished,
-            (long long)n, st->job->output);
+            (long long)n, mb_plural(n, "file", "files"), st->job->output);
     fflush(stderr);
     return;
   }
@@ -459,11 +488,12 @@ static void print_stopped(const rank_state *st, int sig, int64_t ok, int64_t fin
     snprintf(what, sizeof what, ", kept in %s/", st->ckpt);
   else
     snprintf(what, sizeof what, "%s", ok > 0 ? ", none kept (--no-checkpoint)" : "");
-  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld meshes "
+  fprintf(stderr, "meshbatch: stopped by %s (%s): %lld of %lld %s "
           "finished%s; the output %s is not written, and a mesh stopped in the middle starts "
           "again from its beginning. To go on, run: %s%s run %s%s%s\n", name, after,
-          (long long)finished, (long long)n, what, st->job->output, launcher, qprog, job,
-          st->ckpt[0] && ok > 0 ? " --resume" : "", st->job->sync ? " --sync" : "");
+          (long long)finished, (long long)n, mb_plural(n, "mesh", "meshes"), what, st->job->output,
+          launcher, qprog, job, st->ckpt[0] && ok > 0 ? " --resume" : "",
+          st->job->sync ? " --sync" : "");
   fflush(stderr);
 }
 
@@ -479,8 +509,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   MB_CALL(setup(st));
   st->setup_s = mb_wtime() - t0;
   if (st->rank == 0)
-    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld meshes on %d rank%s, %s", MESHBATCH_VERSION,
-           (long long)st->inputs->nsources, st->size, st->size == 1 ? "" : "s",
+    mb_log(MB_LOG_NORMAL, "meshbatch %s: %lld %s on %d rank%s, %s", MESHBATCH_VERSION,
+           (long long)st->inputs->nsources, mb_plural(st->inputs->nsources, "mesh", "meshes"),
+           st->size, st->size == 1 ? "" : "s",
            st->job->distribute == MB_DISTRIBUTE_PARTITIONED ? "partitioned (every mesh split over all ranks)"
            : st->job->schedule == MB_SCHEDULE_DYNAMIC       ? "per-mesh, dynamic schedule"
                                                             : "per-mesh, static cost-balanced schedule");
@@ -555,8 +586,9 @@ static mb_error run(rank_state *st, mb_run_summary *sum) {
   int64_t resumed = st->resumed;
   MB_CALL_MPI_AGREED(st->comm, MPI_Allreduce(MPI_IN_PLACE, &resumed, 1, MPI_INT64_T, MPI_SUM, st->comm));
   if (st->job->resume && st->rank == 0)
-    mb_log(MB_LOG_NORMAL, "resume: %lld meshes taken from the checkpoint, %lld computed",
-           (long long)resumed, (long long)(st->inputs->nsources - resumed));
+    mb_log(MB_LOG_NORMAL, "resume: %lld %s taken from the checkpoint, %lld computed",
+           (long long)resumed, mb_plural(resumed, "mesh", "meshes"),
+           (long long)(st->inputs->nsources - resumed));
 
   int64_t failed = 0;
   for (int i = 0; i < st->nresults; i++) failed += !st->results[i].ok;

@@ -432,9 +432,10 @@ void runner_checkpoint_after_failure(const char *dir, int keep) {
     runner_remove_checkpoint(dir);
     return;
   }
-  fprintf(stderr, "meshbatch: note: the %lld meshes finished are kept in %s/: once the cause "
+  fprintf(stderr, "meshbatch: note: the %lld %s finished %s kept in %s/: once the cause "
           "is fixed, run the same command with --resume to compute only the rest\n",
-          (long long)meshes, dir);
+          (long long)meshes, mb_plural(meshes, "mesh", "meshes"), mb_plural(meshes, "is", "are"),
+          dir);
   fflush(stderr);
 }
 

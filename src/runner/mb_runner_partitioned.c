@@ -229,12 +229,13 @@ mb_error runner_run_partitioned(rank_state *st) {
         snprintf(passes, sizeof passes, " (%.3f ms/pass compute, %.3f ms/pass exchange on rank 0)",
                  1e3 * t.compute_s / t.passes, 1e3 * t.exchange_s / t.passes);
       if (res.ok && grid)
-        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld points, %s, %.3f s%s", st->size,
-               st->inputs->sources[s].name, (long long)res.nv, res.backend, res.seconds, passes);
+        mb_log(MB_LOG_NORMAL, "[%d %s] %s: %lld points, %s, %.3f s%s", st->size,
+               mb_plural(st->size, "rank", "ranks"), st->inputs->sources[s].name, (long long)res.nv,
+               res.backend, res.seconds, passes);
       else if (res.ok)
-        mb_log(MB_LOG_NORMAL, "[%d ranks] %s: %lld vertices, %lld faces, %s, %.3f s%s", st->size,
-               st->inputs->sources[s].name, (long long)res.nv, (long long)res.nf, res.backend,
-               res.seconds, passes);
+        mb_log(MB_LOG_NORMAL, "[%d %s] %s: %lld vertices, %lld faces, %s, %.3f s%s", st->size,
+               mb_plural(st->size, "rank", "ranks"), st->inputs->sources[s].name, (long long)res.nv,
+               (long long)res.nf, res.backend, res.seconds, passes);
       else
         mb_log_error("%s: skipped: %s", st->inputs->sources[s].name, res.message);
     }

@@ -531,9 +531,10 @@ static mb_error run_pipeline(rank_state *st, source_iter *it) {
   while (q.nprep < want && !pthread_create(&preparer[q.nprep], NULL, prepare_thread, &q)) q.nprep++;
   pthread_mutex_unlock(&q.mu); /* none started: the compute takes the meshes as read */
   if (st->rank == 0)
-    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d meshes ahead%s and "
+    mb_log(MB_LOG_VERBOSE, "per-mesh pipeline: each rank reads up to %d %s ahead%s and "
            "writes the computed ones while the current one computes",
            PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0),
+           mb_plural(PIPE_AHEAD + (q.nprep > 1 ? q.nprep - 1 : 0), "mesh", "meshes"),
            q.nprep == 0   ? ""
            : q.nprep == 1 ? ", prepares them on a thread of their own (the first stage's host setup)"
                           : ", prepares them on threads of their own (the first stage's host setup)");

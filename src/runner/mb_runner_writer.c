@@ -718,9 +718,10 @@ mb_error runner_writer_report(const rank_state *st) {
                "described and %.0f whole from the other ranks), wait %.3f s (for the other "
                "ranks to finish)", r, x[0], x[1], x[3], x[4], x[2]);
       else
-        mb_log(level, "[rank %d] busy %.3f s, write %.3f s (%.0f meshes at the "
+        mb_log(level, "[rank %d] busy %.3f s, write %.3f s (%.0f %s at the "
                "extents the writer rank gave, %.0f sent whole), wait %.3f s (for the writer "
-               "rank)", r, x[0], x[1], x[3], x[4], x[2]);
+               "rank)", r, x[0], x[1], x[3], mb_plural((long long)x[3], "mesh", "meshes"), x[4],
+               x[2]);
     }
   }
   free(all);

@@ -35,7 +35,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import (EXE, MPIEXEC, SKIP, TMP, ckpt_count, cuda_devices, fail, run,  # noqa: E402
+from mbtest import (EXE, MPIEXEC, SKIP, TMP, ckpt_count, count, cuda_devices, fail, run,  # noqa: E402
                     same_datasets)
 
 STOPPED = 3  # meshbatch's exit code for a run stopped before its last mesh
@@ -120,7 +120,7 @@ class Run:
 
 def stop_line(err, sig="SIGTERM"):
     """The line of a stopped run: how long after the signal, and the command that goes on."""
-    m = re.search(rf"stopped by {sig} \(([0-9.]+) s after it came\): (\d+) of (\d+) meshes "
+    m = re.search(rf"stopped by {sig} \(([0-9.]+) s after it came\): (\d+) of (\d+) (?:mesh|meshes) "
                   r"finished(.*)To go on, run: (.*)$", err, re.M)
     if not m:
         fail(f"no line saying the run was stopped by {sig}, what was kept and how to go on")
@@ -182,7 +182,7 @@ def case_batch(a):
     taken = sum(1 for ln in p.stdout.splitlines() if ": from the checkpoint" in ln)
     computed = sum(1 for ln in p.stdout.splitlines() if re.match(r"^\[rank \d+\] s\d+: \d+ vertices", ln))
     if taken != kept or computed != n - kept or \
-            f"resume: {kept} meshes taken from the checkpoint, {n - kept} computed" not in p.stdout:
+            f"resume: {count(kept, 'mesh', 'meshes')} taken from the checkpoint, {n - kept} computed" not in p.stdout:
         fail(f"--resume took {taken} meshes and computed {computed}, expected {kept} and {n - kept}")
     same_datasets(ref, out)
     if os.path.exists(ckpt) or os.path.exists(out + ".lock"):

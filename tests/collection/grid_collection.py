@@ -453,7 +453,7 @@ def check_resume(d, paths):
             os.path.exists(out):
         fail("a partitioned grid run stopped by SIGTERM: wrong message, or an output left")
     p = run(["run", job, "--resume"])
-    if "resume: 1 meshes taken from the checkpoint, 1 computed" not in p.stdout:
+    if "resume: 1 mesh taken from the checkpoint, 1 computed" not in p.stdout:
         fail("the partitioned grid run did not take its finished grid from the checkpoint")
     with h5py.File(ref, "r") as a, h5py.File(out, "r") as b:
         for name in ("g_float64", "g_float32"):

@@ -10,7 +10,7 @@
  *    file written to WORKDIR/job.yaml, mb_run_job, output WORKDIR/out.h5,
  *    backend cpu) and reads the output back.
  * Rank 0 prints one line, "consumer: NAME: NV vertices, NF faces; direct
- * Taubin moved the vertices by max D, mean M; runner: N meshes, F failed,
+ * Taubin moved the vertices by max D, mean M; runner: N mesh(es), F failed,
  * max difference from direct X", and the program exits 0 only if the
  * vertices moved (D > 0), the runner wrote the mesh with the same vertex and
  * face counts and no failure, and its vertices equal the direct result bit
@@ -118,9 +118,10 @@ static mb_error consume(MPI_Comm comm, const char *in, const char *workdir, int 
 
   if (rank == 0) {
     printf("consumer: %s: %lld vertices, %lld faces; direct Taubin moved the vertices by max %.6g, "
-           "mean %.6g; runner: %lld meshes, %lld failed, max difference from direct %.3g\n",
+           "mean %.6g; runner: %lld %s, %lld failed, max difference from direct %.3g\n",
            mesh->name, (long long)nv, (long long)mesh->nf, dmax, dsum / (double)nv,
-           (long long)sum.nmeshes, (long long)sum.nfailed, diff);
+           (long long)sum.nmeshes, mb_plural(sum.nmeshes, "mesh", "meshes"),
+           (long long)sum.nfailed, diff);
     if (!(dmax > 0)) fprintf(stderr, "consumer: smoothing did not move the vertices\n");
     if (sum.nmeshes != 1 || sum.nfailed != 0)
       fprintf(stderr, "consumer: the runner did not smooth the one mesh\n");

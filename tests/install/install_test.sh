@@ -88,7 +88,7 @@ check_line() {
   local moved
   moved=$(sed -n 's/.*moved the vertices by max \([0-9.e+-]*\),.*/\1/p' <<<"$out")
   awk -v m="$moved" 'BEGIN { exit !(m > 0) }' || fail "vertices moved by $moved"
-  grep -q "runner: 1 meshes, 0 failed, max difference from direct 0$" <<<"$out" ||
+  grep -q "runner: 1 mesh, 0 failed, max difference from direct 0$" <<<"$out" ||
     fail "the runner's result differs from the direct smoothing"
 }
 # Run one consumer binary (alone, then on 2 ranks) in its own folder.

@@ -130,7 +130,7 @@ def main():
                              ([both], 1, "name one as"),
                              ([grid], 1, "is a grid3d"),
                              ([one, "--color", "planarity"], 1, "no face or vertex field"),
-                             ([one, "--title", "a", "b"], 2, "2 titles for 1 panels")):
+                             ([one, "--title", "a", "b"], 2, "2 titles for 1 panel")):
         if os.path.exists(bad):
             os.remove(bad)
         render(*args, "-o", bad, expect=code, says=says)

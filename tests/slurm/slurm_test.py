@@ -38,7 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
-from mbtest import EXE, SKIP, SRC, TMP, ckpt_records, fail  # noqa: E402
+from mbtest import EXE, SKIP, SRC, TMP, ckpt_records, count, fail  # noqa: E402
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
             "PREEMPTED", "BOOT_FAIL", "DEADLINE", "REVOKED"}
@@ -604,7 +604,8 @@ def run_templates(cpus):
 
     resumed = sbatch("resume", size + [f"{tpl}/per-mesh.sbatch", batch, "--resume"], cwd=resume_dir)
     text = check_job(wait_jobs([resumed])[resumed][0])
-    expect_in(text, f"resume: {kept} meshes taken from the checkpoint, {n - kept} computed", "the resumed job")
+    expect_in(text, f"resume: {count(kept, 'mesh', 'meshes')} taken from the checkpoint, {n - kept} computed",
+              "the resumed job")
     if os.path.exists(ckpt):
         fail("the checkpoint is left after the resumed job")
     p = cmd([EXE, "compare", os.path.join(resume_dir, "out", "reference.h5"), out], check=False)

@@ -27,6 +27,12 @@ def fail(msg):
     sys.exit(1)
 
 
+def count(n, one, many):
+    """A count as meshbatch prints it, its noun agreeing: count(1, "mesh",
+    "meshes") is "1 mesh", count(2, ...) "2 meshes", count(0, ...) "0 meshes"."""
+    return f"{n} {one if n == 1 else many}"
+
+
 def fresh(name):
     """An empty folder TMP/name (removed first where it exists)."""
     d = os.path.join(TMP, name)

@@ -192,6 +192,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     return mb_cli_usage_error("bench deform", "--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch)
     return mb_cli_usage_error("bench deform", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench deform", "%s", mb_error_message());
   /* the op's rule (mb_deform_solver_resolve), printed as resolved */
   o->p.solver = mb_deform_solver_resolve(&o->p, o->cuda);
   return MB_EXIT_OK;
@@ -210,7 +212,7 @@ static mb_error load(const bench_opts *o, mb_mesh **mesh) {
     }
   mb_error e = found ? MB_SUCCESS
                      : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
-                                    "%s has no mesh named '%s'", o->input, o->only);
+                                    "no mesh named '%s' in %s", o->only, o->input);
   if (!e) e = in->nsources > 0 ? mb_inputs_read(in, s, mesh)
                                : mb_error_set(MB_ERR_ARG, __FILE__, __LINE__, __func__,
                                               "%s holds no mesh", o->input);
@@ -416,9 +418,10 @@ static mb_error bench_batch(const bench_opts *o) {
     }
   }
   if (!e)
-    printf("bench deform --batch: %lld layouts (panels domes of 1,000 to 5,000 vertices, %lld "
+    printf("bench deform --batch: %lld %s (panels domes of 1,000 to 5,000 vertices, %lld "
            "in all), %s %s, %d iterations each, solver %s, cg_iterations %d; backend %s\n",
-           (long long)n, (long long)nv, o->p.hard ? "hard" : "soft",
+           (long long)n, mb_plural(n, "layout", "layouts"), (long long)nv,
+           o->p.hard ? "hard" : "soft",
            o->p.constraint == MB_DEFORM_PLANAR ? "planar" : "regular", o->p.iterations,
            o->p.solver ? "pcg" : "cholesky", o->p.cg_iterations, o->cuda ? "cuda" : "cpu");
   double setup = 0, factor = 0, frames = 0, after = 0, device = 0, sum = 0;
@@ -500,9 +503,10 @@ static mb_error bench_batch(const bench_opts *o) {
   for (int64_t k = 0; pp.job && k < n; k++) mb_deform_cuda_prep_free(pp.job[k].prep);
   free(pp.job);
   if (!e) {
-    printf("%s: wall %.3f s for %lld layouts (%.3f ms a layout, %lld iterations); setup %.3f s, "
+    printf("%s: wall %.3f s for %lld %s (%.3f ms a layout, %lld iterations); setup %.3f s, "
            "frames %.3f s (factorizations %.3f s), after the frames %.3f s\n",
-           o->cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, wall / (double)n, iters,
+           o->cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, mb_plural(n, "layout", "layouts"),
+           wall / (double)n, iters,
            1e-3 * setup, 1e-3 * frames, 1e-3 * factor, 1e-3 * after);
     printf("%s: layouts' checksum %.17g (every output coordinate and planarity summed)%s\n",
            o->cuda ? "cuda" : "cpu", sum,
@@ -510,16 +514,17 @@ static mb_error bench_batch(const bench_opts *o) {
                      "threads during layout i's frame (their time still counted in setup)"
                    : "");
     if (overlap)
-      printf("%s: %d preparing thread%s, at most %lld layouts prepared ahead\n",
+      printf("%s: %d preparing thread%s, at most %lld %s prepared ahead\n",
              o->cuda ? "cuda" : "cpu", started, started == 1 ? "" : "s",
-             (long long)pp.ahead);
+             (long long)pp.ahead, mb_plural(pp.ahead, "layout", "layouts"));
     if (o->cuda)
       printf("cuda: device busy %.1f %% of the wall (%.3f s of %.3f s: the iterations' graphs "
              "and the final residuals)\n",
              wall > 0 ? 100 * device / wall : 0.0, 1e-3 * device, 1e-3 * wall);
     if (o->cuda)
-      printf("cuda: frame path persistent in %lld of %lld layouts, graph in the rest%s\n",
-             persistent, (long long)n, o->persistent > 0 ? " (--persistent yes)" : "");
+      printf("cuda: frame path persistent in %lld of %lld %s, graph in the rest%s\n",
+             persistent, (long long)n, mb_plural(n, "layout", "layouts"),
+             o->persistent > 0 ? " (--persistent yes)" : "");
   }
   for (int64_t k = 0; k < n && m && adj && x0; k++) {
     free(x0[k]);

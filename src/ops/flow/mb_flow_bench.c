@@ -149,6 +149,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
     i++;
   }
   if (!o->input) return mb_cli_usage_error("bench flow", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench flow", "%s", mb_error_message());
   for (int j = 0; o->partitioned && j < o->nsolver; j++)
     if (o->solver[j] != MB_SOLVER_PCG)
       return mb_cli_usage_error("bench flow", "--distribute partitioned times --solver pcg only (a "
@@ -288,9 +290,10 @@ static int bench_partitioned(const bench_opts *o) {
   }
   e = mb_agree(comm, e);
   if (!e && rank == 0)
-    printf("bench flow --distribute partitioned: %s, %lld vertices, %lld triangles, %d ranks, "
+    printf("bench flow --distribute partitioned: %s, %lld vertices, %lld triangles, %d %s, "
            "%s%s%s; mean_curvature_flow %s, rescale %s, tolerance %g\n",
-           m->name, (long long)m->nv, (long long)m->nf, size, cuda ? "cuda (" : "cpu",
+           m->name, (long long)m->nv, (long long)m->nf, size, mb_plural(size, "rank", "ranks"),
+           cuda ? "cuda (" : "cpu",
            cuda ? name : "", cuda ? ", one device per rank)" : "",
            o->variant == MB_FLOW_CLASSIC ? "classic" : "conformalized",
            o->rescale == MB_FLOW_RESCALE_AREA ? "area" : "none", o->tolerance);
@@ -318,11 +321,11 @@ static int bench_partitioned(const bench_opts *o) {
     mb_flow_mesh fm = {comm, dm->halo, loc->adj, loc->nowned, loc->nowned + loc->nghost,
                        loc->global, dm->x, m->name, NULL};
     char label[64];
-    snprintf(label, sizeof label, "%d ranks", size);
+    snprintf(label, sizeof label, "%d %s", size, mb_plural(size, "rank", "ranks"));
     e = run_one(o, &fm, x0, cuda, o->dt[i], MB_SOLVER_PCG, label, &many);
     if (!e && rank == 0)
-      printf("  speed-up %.2f on %d ranks (parallel efficiency %.2f)\n", many > 0 ? one / many : 0,
-             size, many > 0 ? one / many / size : 0);
+      printf("  speed-up %.2f on %d %s (parallel efficiency %.2f)\n", many > 0 ? one / many : 0,
+             size, mb_plural(size, "rank", "ranks"), many > 0 ? one / many / size : 0);
   }
   mb_distributed_free(dm);
   free(x0);

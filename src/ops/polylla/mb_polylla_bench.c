@@ -101,6 +101,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
       return mb_cli_usage_error("bench polylla", "delaunay:N:SEED needs an integer SEED, got '%s'",
                                 colon + 1);
   }
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench polylla", "%s", mb_error_message());
   return MB_EXIT_OK;
 }
 
@@ -163,7 +165,8 @@ static mb_error bench_cpu(const mb_mesh *tri, const bench_opts *o) {
   if (!e) {
     mb_polylla_stats m = median_stats(runs, n);
     char name[96];
-    snprintf(name, sizeof name, "cpu (%d OpenMP threads), median of %d", omp_get_max_threads(), n);
+    snprintf(name, sizeof name, "cpu (%d OpenMP thread%s), median of %d", omp_get_max_threads(),
+             omp_get_max_threads() == 1 ? "" : "s", n);
     print_stats(name, &m, 0);
   }
   free(runs);
@@ -275,13 +278,13 @@ static mb_error bench_partitioned_backend(const bench_opts *o, const mb_mesh *tr
     printf("%s, %s partitioner, median of %d (after %d warm-up):\n", cuda ? "cuda" : "cpu",
            o->partitioner == MB_PARTITIONER_PARMETIS ? "parmetis"
            : o->partitioner == MB_PARTITIONER_BLOCKS ? "blocks" : "metis", nr, (int)o->warmup);
-    printf("  meshing phases (%s): 1 rank %.2f ms, %d ranks %.2f ms (slowest rank): speed-up "
+    printf("  meshing phases (%s): 1 rank %.2f ms, %d %s %.2f ms (slowest rank): speed-up "
            "%.2f, efficiency %.2f\n",
            cuda ? "label + repair + traversal kernels" : "label + repair + traversal", b1, size,
-           p1, b1 / p1, b1 / (size * p1));
-    printf("  whole call (host triangles in, polygons out): 1 rank %.1f ms, %d ranks %.1f ms: "
+           mb_plural(size, "rank", "ranks"), p1, b1 / p1, b1 / (size * p1));
+    printf("  whole call (host triangles in, polygons out): 1 rank %.1f ms, %d %s %.1f ms: "
            "speed-up %.2f, efficiency %.2f\n",
-           b2, size, p2, b2 / p2, b2 / (size * p2));
+           b2, size, mb_plural(size, "rank", "ranks"), p2, b2 / p2, b2 / (size * p2));
   }
   free(base_phases); free(base_total); free(part_phases); free(part_total);
   return MB_SUCCESS;
@@ -304,8 +307,8 @@ static int bench_partitioned(const bench_opts *o) {
   }
   int code = mb_agree(comm, e) ? mb_cli_report(MB_EXIT_FAILED) : MB_EXIT_OK;
   if (!code && rank == 0)
-    printf("polylla %s partitioned over %d ranks: %lld vertices, %lld triangles\n", tri->name,
-           size, (long long)tri->nv, (long long)tri->nf);
+    printf("polylla %s partitioned over %d %s: %lld vertices, %lld triangles\n", tri->name,
+           size, mb_plural(size, "rank", "ranks"), (long long)tri->nv, (long long)tri->nf);
   for (int cuda = 0; !code && cuda < 2; cuda++) {
     if (!(cuda ? o->cuda : o->cpu)) continue;
     if (cuda) {

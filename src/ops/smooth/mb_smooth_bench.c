@@ -195,6 +195,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
     if (bad) return mb_cli_usage_error("bench smooth", "bad value '%s' for %s", v, a);
   }
   if (!o->input) return mb_cli_usage_error("bench smooth", "missing INPUT mesh");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench smooth", "%s", mb_error_message());
   return MB_EXIT_OK;
 }
 
@@ -264,8 +266,9 @@ static mb_error print_partitioned(const mb_distributed_mesh *dm, const mb_mesh *
     return e;
   }
   double tn = 0, halo = 0;
-  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d ranks, %s, %s, weights %s, "
-         "halo over %s\n", m->name, (long long)m->nv, dm->size, be->description,
+  printf("bench smooth --distribute partitioned: %s, %lld vertices, %d %s, %s, %s, weights %s, "
+         "halo over %s\n", m->name, (long long)m->nv, dm->size,
+         mb_plural(dm->size, "rank", "ranks"), be->description,
          be->kind == MB_BACKEND_CUDA ? mb_precision_name(o->precision) : "float64",
          mb_weights_name(o->weights),
          be->kind == MB_BACKEND_CUDA ? mb_halo_transport_name(t->transport) : "mpi");

@@ -206,11 +206,12 @@ static void part_report(const part_opts *o, const mb_cart *c, const int64_t whol
     if (all[PF_COUNT * r + PF_PLAIN] > tn) tn = all[PF_COUNT * r + PF_PLAIN];
     if (all[PF_COUNT * r + PF_STEP] > tn_ev) tn_ev = all[PF_COUNT * r + PF_STEP];
   }
-  printf("stencil heat, %lld x %lld x %lld %s, %lld steps (after %lld) on %d %s ranks "
+  printf("stencil heat, %lld x %lld x %lld %s, %lld steps (after %lld) on %d %s %s "
          "(%d x %d x %d blocks), %s scaling%s\n",
          (long long)whole[0], (long long)whole[1], (long long)whole[2],
          o->f32 ? "float32" : "float64", (long long)o->steps, (long long)o->warmup, size,
-         o->cpu ? "CPU" : "GPU", c->dims[0], c->dims[1], c->dims[2], o->weak ? "weak" : "strong",
+         o->cpu ? "CPU" : "GPU", mb_plural(size, "rank", "ranks"), c->dims[0], c->dims[1],
+         c->dims[2], o->weak ? "weak" : "strong",
          o->cpu ? "" : all[PF_FUSED] ? ", fused step" : ", faces-first step");
   printf("  %4s %16s %9s %9s %9s %9s %9s %9s %8s %8s\n", "rank", "block", "interior", "shell",
          "exchange", "waited", "step ms", "halo MB", "GB/s", "of copy");
@@ -241,12 +242,13 @@ static void part_report(const part_opts *o, const mb_cart *c, const int64_t whol
     printf("  halo over %s\n", t ? mb_halo_transport_name(t) : "none");
   }
   if (!o->cpu)
-    printf("  with the timeline's events: one rank %.3f ms per step, %d ranks %.3f: %s %.2f; "
-           "without them (below):\n", t1_ev, size, tn_ev,
+    printf("  with the timeline's events: one rank %.3f ms per step, %d %s %.3f: %s %.2f; "
+           "without them (below):\n", t1_ev, size, mb_plural(size, "rank", "ranks"), tn_ev,
            o->weak ? "weak-scaling efficiency" : "speed-up", t1_ev / tn_ev);
-  printf("  one rank (%lld x %lld x %lld%s) %.3f ms per step, %d ranks %.3f ms per step: ",
+  printf("  one rank (%lld x %lld x %lld%s) %.3f ms per step, %d %s %.3f ms per step: ",
          (long long)one[0], (long long)one[1], (long long)one[2],
-         o->cpu ? "" : f1->fused ? ", fused step" : ", faces-first step", t1, size, tn);
+         o->cpu ? "" : f1->fused ? ", fused step" : ", faces-first step", t1, size,
+         mb_plural(size, "rank", "ranks"), tn);
   if (o->weak) printf("weak-scaling efficiency %.2f\n", t1 / tn);
   else printf("speed-up %.2f, efficiency %.2f\n", t1 / tn, t1 / (size * tn));
 }

@@ -132,6 +132,8 @@ static int bench_parse(int argc, char **argv, bench_opts *o) {
   }
   if (o->batch && (o->input || o->only)) return usage("--batch takes no INPUT and no --mesh");
   if (!o->input && !o->batch) return usage("no INPUT (see --help)");
+  if (mb_inputs_check_named(o->input, o->only)) /* a usage error, as `meshbatch info` says */
+    return mb_cli_usage_error("bench willmore", "%s", mb_error_message());
   return 0;
 }
 
@@ -200,10 +202,11 @@ static mb_error bench_batch(const bench_opts *o) {
     }
     if (e) break;
     const double wall = 1e3 * (mb_wtime() - t0), steps = phase[0] + phase[1] + phase[2] + phase[3];
-    printf("%s: wall %.3f s for %lld meshes (%.3f ms a mesh); setup %.3f s; step phases %.3f s "
+    printf("%s: wall %.3f s for %lld %s (%.3f ms a mesh); setup %.3f s; step phases %.3f s "
            "(curvature and assembly %.3f, eigenvector %.3f, positions %.3f, update %.3f; %ld "
            "solves); step phases %.1f %% of the wall, with the setup %.1f %%\n",
-           cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, wall / (double)n, 1e-3 * setup,
+           cuda ? "cuda" : "cpu", 1e-3 * wall, (long long)n, mb_plural(n, "mesh", "meshes"),
+           wall / (double)n, 1e-3 * setup,
            1e-3 * steps, 1e-3 * phase[0], 1e-3 * phase[1], 1e-3 * phase[2], 1e-3 * phase[3],
            solves, 100 * steps / wall, 100 * (steps + setup) / wall);
   }
