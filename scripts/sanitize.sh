@@ -66,6 +66,15 @@ step() { echo "meshbatch sanitize: $*"; }
 MB_ASAN_SELECT=(-LE "gpu|large|fuzz|slurm|install|paraview|reference"
   -E "_(np)?[3-9]$|conformance_polylla_delaunay|polylla_pinch_partitioned|cli_demo_hints|_bench|cli_dynamic_schedule")
 
+# Debug information: line tables only (gcc -g1, clang -gline-tables-only)
+# in place of RelWithDebInfo's -g. The reports are the same (the
+# sanitizers' own metadata names variables and globals; the stack traces,
+# inlined frames too, and mpi_fault.py's addr2line -f need functions and
+# lines only), and the compiles take about a quarter less CPU time (six of
+# the largest sources under ASan + UBSan: 14.7-17.7 s -> 12.3 s at -O2).
+asan_c_flags="-O2 -g1 -DNDEBUG"
+fuzz_c_flags="-O2 -gline-tables-only -DNDEBUG"
+
 # The targets the selected tests run: every file named in their commands
 # and environments (build-asan's CTestTestfile.cmake files, which name the
 # programs whether they are built yet or not) that is a target's output.
@@ -91,8 +100,8 @@ print(" ".join(sorted(want)))' "$all" "$names"
 if [ "$what" != fuzz ] && [ "$steps" != test ]; then
   t0=$SECONDS
   step "configuring and building build-asan (ASan + UBSan; log build-asan.build.log)"
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHBATCH_CUDA=OFF \
-    -DMESHBATCH_SANITIZE=ON -DMESHBATCH_CPU_CLONES=OFF > build-asan.configure.log 2>&1 ||
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$asan_c_flags" \
+    -DMESHBATCH_CUDA=OFF -DMESHBATCH_SANITIZE=ON -DMESHBATCH_CPU_CLONES=OFF > build-asan.configure.log 2>&1 ||
     { tail -30 build-asan.configure.log; exit 1; }
   targets=$(asan_targets) || { echo "meshbatch sanitize: cannot list the ASan tests' programs" >&2; exit 1; }
   # shellcheck disable=SC2086 # one argument per target
@@ -106,7 +115,8 @@ if [ "$what" != asan ] && [ "$steps" != test ]; then
   else
     t0=$SECONDS
     step "configuring and building build-fuzz (clang, libFuzzer; log build-fuzz.build.log)"
-    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMESHBATCH_CUDA=OFF \
+    CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$fuzz_c_flags" -DMESHBATCH_CUDA=OFF \
       -DMESHBATCH_FUZZ=ON -DMB_FUZZ_SECONDS="${MB_FUZZ_SECONDS:-30}" > build-fuzz.configure.log 2>&1 &&
       cmake --build build-fuzz -j "$jobs" --target fuzz_harnesses > build-fuzz.build.log 2>&1 ||
       { tail -30 build-fuzz.configure.log build-fuzz.build.log; exit 1; }
